@@ -1,0 +1,50 @@
+// Check-log-return macros used throughout Baton's implementation.
+//
+// BATON_CHECK_OR_RETURN(cond, Kind, "fmt {}", args...)  returns Status(Error::Kind, message) when
+//                                                     cond is false, after logging it at debug level.
+// BATON_ERROR(Kind, "fmt {}", args...)                  builds such a Status (for `return`).
+// BATON_TRY(expr)                                      returns expr's Status if it failed.
+// BATON_ASSIGN_OR_RETURN(lhs, expr)                    unwraps a Result<T> into lhs or returns.
+//
+// Messages say what failed, where, and how to fix it; the formatting runs only on failure.
+#pragma once
+
+#include <fmt/format.h>
+
+#include "baton/core/error.h"
+#include "baton/core/log.h"
+
+namespace baton::detail {
+
+template <typename... Args>
+Status make_status(Error code, fmt::format_string<Args...> format, Args&&... args) {
+  std::string message = fmt::format(format, std::forward<Args>(args)...);
+  log_message(LogLevel::Debug, "error", fmt::format("{}: {}", error_name(code), message));
+  return Status(code, std::move(message));
+}
+
+}  // namespace baton::detail
+
+#define BATON_ERROR(kind, ...) ::baton::detail::make_status(::baton::Error::kind, __VA_ARGS__)
+
+#define BATON_CHECK_OR_RETURN(cond, kind, ...)     \
+  do {                                             \
+    if (!(cond)) return BATON_ERROR(kind, __VA_ARGS__); \
+  } while (0)
+
+#define BATON_CONCAT_INNER_(a, b) a##b
+#define BATON_CONCAT_(a, b) BATON_CONCAT_INNER_(a, b)
+
+#define BATON_TRY(expr)                                        \
+  do {                                                         \
+    auto&& baton_try_result_ = (expr);                         \
+    if (!baton_try_result_.ok()) return std::move(baton_try_result_).status(); \
+  } while (0)
+
+#define BATON_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                 \
+  if (!tmp.ok()) return std::move(tmp).status();     \
+  lhs = std::move(tmp).value()
+
+#define BATON_ASSIGN_OR_RETURN(lhs, expr) \
+  BATON_ASSIGN_OR_RETURN_IMPL_(BATON_CONCAT_(baton_result_, __LINE__), lhs, expr)

@@ -1,0 +1,80 @@
+// Backends: how a program's delegated partitions run.
+//
+// A backend is registered once under its id ("cuda", ...). For every delegate of a method the
+// loader calls `init` with the delegate's blob and compile specs and keeps the returned handle;
+// `execute` runs the partition on the call's tensor values; `destroy` frees the handle.
+//
+// Contract for implementers:
+//  - `init` may allocate and may block; it validates the blob completely (a corrupt blob is
+//    Error::InvalidProgram, never a crash) and sizes everything `execute` will need.
+//  - `execute` must not allocate host or device memory. Output tensors are planned by the
+//    runtime; the backend writes into them.
+//  - `destroy` must release everything, also when `init` of a later delegate failed.
+//  - None of them throw.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baton/core/error.h"
+#include "baton/runtime/value.h"
+
+namespace baton::runtime {
+
+struct CompileSpec {
+  std::string_view key;
+  std::span<const uint8_t> value;
+
+  std::string_view value_string() const {
+    return {reinterpret_cast<const char*>(value.data()), value.size()};
+  }
+};
+
+// Key/value options given at load time (e.g. {"strict_staging", "1"}); a backend ignores keys it
+// does not know.
+struct BackendOption {
+  std::string key;
+  std::string value;
+};
+
+struct BackendInitContext {
+  std::string_view method_name;
+  std::string_view delegate_name;  // the partition, for messages
+  int delegate_index = 0;
+  std::span<const BackendOption> options;
+};
+
+struct DelegateArgs {
+  std::span<Value* const> inputs;
+  std::span<Value* const> outputs;
+};
+
+class DelegateHandle {
+ public:
+  virtual ~DelegateHandle() = default;
+};
+
+class BackendInterface {
+ public:
+  virtual ~BackendInterface() = default;
+  virtual std::string_view id() const = 0;
+  // False when the backend cannot run here at all (e.g. no GPU); loading then fails with a
+  // message naming the backend.
+  virtual bool is_available() const = 0;
+  virtual Result<DelegateHandle*> init(const BackendInitContext& context,
+                                       std::span<const uint8_t> blob,
+                                       std::span<const CompileSpec> compile_specs) = 0;
+  virtual Status execute(DelegateHandle* handle, const DelegateArgs& args) = 0;
+  virtual void destroy(DelegateHandle* handle) = 0;
+};
+
+// The registry keeps the pointer; the backend must outlive every Method that uses it (static
+// storage is the usual choice). Registering an id twice replaces the earlier backend.
+void register_backend(BackendInterface* backend);
+BackendInterface* find_backend(std::string_view id);
+std::vector<std::string_view> registered_backends();
+
+}  // namespace baton::runtime

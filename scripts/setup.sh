@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything Baton's build and tests need on a fresh Debian 12 machine (run as root).
+# Idempotent: packages already present are not fetched again; a second run takes about a second.
+# The CUDA toolkit, when present, is used as found under /usr/local/cuda; nothing here installs it.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(
+  cmake g++ make ninja-build pkg-config
+  flatbuffers-compiler libflatbuffers-dev
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libopenblas-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-pip
+)
+# Test oracles and model generators (PyPI). Versions are pinned so results are reproducible.
+PYTHON_PACKAGES=(numpy==1.26.4 onnx==1.17.0 onnxruntime==1.20.1)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install packages (run: sudo $0)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" - "${PYTHON_PACKAGES[@]}" <<'PYEOF' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PYEOF
+  echo "setup: installing Python packages: ${PYTHON_PACKAGES[*]}" >&2
+  "$PY" -m pip install -q --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
+fi
+echo "setup: ok" >&2

@@ -1,0 +1,78 @@
+#include "baton/core/tensor.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "baton/core/check.h"
+
+namespace baton {
+
+std::optional<int64_t> checked_numel(std::span<const int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    if (s < 0) return std::nullopt;
+    if (__builtin_mul_overflow(n, s, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<uint64_t> checked_nbytes(DType dtype, std::span<const int64_t> sizes) {
+  auto n = checked_numel(sizes);
+  if (!n) return std::nullopt;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(*n), dtype_size(dtype), &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+std::string shape_to_string(std::span<const int64_t> sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(sizes[i]);
+  }
+  return out + "]";
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  return n;
+}
+
+Result<Tensor> Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
+  auto bytes = checked_nbytes(dtype, sizes);
+  BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument,
+                        "cannot allocate a {} tensor of shape {}: negative size or overflow",
+                        dtype_name(dtype), shape_to_string(sizes));
+  // Round up so aligned_alloc's size requirement holds; at least one block so data() is non-null.
+  const uint64_t rounded = (*bytes + 63) / 64 * 64 + (*bytes == 0 ? 64 : 0);
+  void* p = std::aligned_alloc(64, rounded);
+  BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory, "out of host memory allocating {} bytes for a {} tensor of shape {}",
+                        rounded, dtype_name(dtype), shape_to_string(sizes));
+  Tensor t;
+  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  t.dtype_ = dtype;
+  t.sizes_ = std::move(sizes);
+  t.device_ = Device::cpu();
+  return t;
+}
+
+Tensor Tensor::wrap(std::shared_ptr<void> storage, DType dtype, std::vector<int64_t> sizes,
+                    Device device) {
+  Tensor t;
+  t.storage_ = std::move(storage);
+  t.dtype_ = dtype;
+  t.sizes_ = std::move(sizes);
+  t.device_ = device;
+  return t;
+}
+
+}  // namespace baton
