@@ -41,6 +41,7 @@ static_assert(sizeof(FileHeader) == kHeaderSize);
 
 class ProgramFile {
  public:
+  ProgramFile() = default;
   // Verifies `bytes` completely. The bytes must outlive the ProgramFile and stay 8-byte aligned.
   static Result<ProgramFile> parse(std::span<const uint8_t> bytes);
 
@@ -51,7 +52,6 @@ class ProgramFile {
   std::span<const uint8_t> bytes() const { return bytes_; }
 
  private:
-  ProgramFile() = default;
   std::span<const uint8_t> bytes_;
   FileHeader header_{};
   const fb::Program* program_ = nullptr;

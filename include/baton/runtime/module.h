@@ -1,0 +1,43 @@
+// Module: the convenience API. Loads a program, loads one method, and runs it on Tensors.
+//
+//   baton::register_builtins();
+//   auto module = baton::runtime::Module::load("model.baton");
+//   auto outputs = module->run({input});   // std::vector<baton::Tensor> on the host
+//
+// run() copies inputs into the method's planned memory and copies outputs into new host
+// tensors: simple, and it allocates. For the hot path use method(): set_input / bind_input,
+// execute, output — which allocates nothing.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "baton/runtime/program.h"
+
+namespace baton::runtime {
+
+class Module {
+ public:
+  static Result<Module> load(const std::string& path, std::string_view method = "forward",
+                             const MethodOptions& options = {});
+  static Result<Module> from_program(std::shared_ptr<const Program> program,
+                                     std::string_view method = "forward",
+                                     const MethodOptions& options = {});
+
+  const Program& program() const { return *program_; }
+  Method& method() { return *method_; }
+
+  // Inputs in method order; their count, dtypes and shapes must match (errors say which one is
+  // wrong and how). Returns host copies of the outputs.
+  Result<std::vector<Tensor>> run(std::span<const Tensor> inputs);
+
+ private:
+  Module(std::shared_ptr<const Program> program, std::unique_ptr<Method> method)
+      : program_(std::move(program)), method_(std::move(method)) {}
+  std::shared_ptr<const Program> program_;
+  std::unique_ptr<Method> method_;
+};
+
+}  // namespace baton::runtime

@@ -1,0 +1,136 @@
+// Program: a verified, loaded program file. Method: one runnable instance of one of its methods.
+//
+// Program::load_file maps the file read-only and verifies it completely before returning (see
+// docs/format.md); constants are used in place, never copied. A Program is immutable and may be
+// shared by any number of Methods on any threads.
+//
+// load_method allocates everything a method needs (one arena per device, staging, kernel state,
+// delegate handles) and checks every instruction against the registered kernels and backends.
+// After that, Method::execute allocates nothing.
+//
+// Threads: one Method must be used by one thread at a time. Several Methods loaded from one
+// Program may execute concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baton/core/error.h"
+#include "baton/core/tensor.h"
+#include "baton/runtime/backend.h"
+
+namespace baton::runtime {
+
+class Method;
+struct ProgramFactory;
+
+struct TensorInfo {
+  std::string_view name;
+  DType dtype = DType::Float32;
+  std::span<const int64_t> sizes;
+  Device device;
+  // False when the program planned no memory for it: the caller must bind it.
+  bool has_storage = true;
+};
+
+struct MethodOptions {
+  // Passed to every backend's init (e.g. {"strict_staging", "1"}).
+  std::vector<BackendOption> backend_options;
+};
+
+class Program : public std::enable_shared_from_this<Program> {
+ public:
+  // Maps PATH read-only. Errors: IoError (cannot open/map), InvalidProgram / NotSupported (bad
+  // file), each naming the file.
+  static Result<std::shared_ptr<const Program>> load_file(const std::string& path);
+  // Copies `bytes` into aligned storage owned by the Program.
+  static Result<std::shared_ptr<const Program>> load_bytes(std::span<const uint8_t> bytes);
+
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  size_t num_methods() const;
+  std::string_view method_name(size_t index) const;
+  // The file's producer string ("baton 0.1.0 from mlp.onnx").
+  std::string_view producer() const;
+  size_t file_size() const;
+
+  Result<std::unique_ptr<Method>> load_method(std::string_view name = "forward",
+                                              const MethodOptions& options = {}) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  friend struct ProgramFactory;
+  explicit Program(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+enum class InstructionKind : uint8_t { Kernel, Delegate, Copy };
+
+struct InstructionInfo {
+  InstructionKind kind;
+  // "Gemm (node 'fc1')", "delegate 0 'cuda_0' (backend cuda)", "copy 'x' cpu -> cuda:0".
+  std::string description;
+  // Where the work runs.
+  Device device;
+};
+
+class Method {
+ public:
+  ~Method();
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+
+  std::string_view name() const;
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  TensorInfo input_info(size_t index) const;
+  TensorInfo output_info(size_t index) const;
+
+  // Copies `value` into the input's planned memory (through the device allocator when the input
+  // lives on a device). dtype and sizes must match exactly.
+  Status set_input(size_t index, const TensorView& value);
+  // Zero-copy: later executions read the input from the caller's memory, which must stay valid
+  // and unchanged until they finish. The view's device must be the input's device.
+  Status bind_input(size_t index, const TensorView& value);
+  // Later executions write the output into the caller's memory (same rules as bind_input).
+  Status bind_output(size_t index, const TensorView& value);
+
+  // Runs every instruction in order. Allocates nothing. Errors name the failing instruction.
+  Status execute();
+
+  // Valid after execute until the next execute (or until the bound memory goes away).
+  TensorView output(size_t index) const;
+
+  // Instruction list, for reports ("where each part ran").
+  size_t num_instructions() const;
+  InstructionInfo instruction_info(size_t index) const;
+  // When enabled, execute records each instruction's wall time (host clock, after the
+  // instruction returned; asynchronous device work is attributed to whoever waits for it).
+  void set_profiling(bool enabled);
+  std::span<const std::chrono::nanoseconds> instruction_times() const;
+
+  // Bytes of planned memory per arena device.
+  struct ArenaInfo {
+    Device device;
+    uint64_t size;
+  };
+  std::vector<ArenaInfo> arenas() const;
+
+  struct Impl;
+
+ private:
+  friend class Program;
+  explicit Method(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace baton::runtime

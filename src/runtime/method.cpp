@@ -1,0 +1,521 @@
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "baton/core/check.h"
+#include "baton/runtime/device_allocator.h"
+#include "baton/runtime/operator.h"
+#include "baton/runtime/program.h"
+#include "runtime/program_impl.h"
+
+namespace baton::runtime {
+namespace {
+
+constexpr size_t kArenaAlignment = 256;
+
+Device to_device(fb::DeviceType type, int16_t index) {
+  return Device{static_cast<DeviceType>(type), index};
+}
+
+std::string_view str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : s->string_view();
+}
+
+template <typename T>
+std::span<const T> span_of(const flatbuffers::Vector<T>* v) {
+  if (v == nullptr) return {};
+  return {v->data(), v->size()};
+}
+
+struct Step {
+  InstructionKind kind = InstructionKind::Kernel;
+  std::unique_ptr<Kernel> kernel;
+  int delegate = -1;
+  DelegateArgs delegate_args;
+  Value* src = nullptr;
+  Value* dst = nullptr;
+  DeviceAllocator* allocator = nullptr;
+  std::string description;
+  Device device;
+};
+
+struct DelegateInstance {
+  BackendInterface* backend = nullptr;
+  DelegateHandle* handle = nullptr;
+  std::string name;
+};
+
+struct ArenaInstance {
+  Device device;
+  DeviceAllocator* allocator = nullptr;
+  void* base = nullptr;
+  uint64_t size = 0;
+};
+
+}  // namespace
+
+struct Method::Impl {
+  std::shared_ptr<const Program> program;
+  const fb::Method* fm = nullptr;
+  std::string name;
+  std::vector<Value> values;
+  // Planned data pointer of each value (restored by set_input after a bind).
+  std::vector<void*> planned;
+  std::vector<Value*> arg_storage;
+  std::vector<Step> steps;
+  std::vector<ArenaInstance> arenas;
+  std::vector<DelegateInstance> delegates;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  // Inputs without planned memory must be bound before execute.
+  std::vector<uint8_t> input_ready;
+  bool profiling = false;
+  std::vector<std::chrono::nanoseconds> times;
+
+  ~Impl() {
+    // Delegates first (they may still reference arena memory), in reverse order of creation.
+    for (auto it = delegates.rbegin(); it != delegates.rend(); ++it) {
+      if (it->handle != nullptr) it->backend->destroy(it->handle);
+    }
+    steps.clear();
+    for (ArenaInstance& a : arenas) {
+      if (a.base != nullptr) a.allocator->deallocate(a.device, a.base);
+    }
+  }
+
+  std::string value_name(int index) const {
+    const Value& v = values[index];
+    if (v.is_tensor()) {
+      const auto* t = fm->values()->Get(index)->value_as_Tensor();
+      return fmt::format("'{}'", str(t->name()));
+    }
+    return fmt::format("value {}", index);
+  }
+
+  Status load_arenas() {
+    const auto* list = fm->arenas();
+    for (uint32_t i = 0; list != nullptr && i < list->size(); ++i) {
+      const fb::Arena* fa = list->Get(i);
+      ArenaInstance a;
+      a.device = to_device(fa->device_type(), fa->device_index());
+      a.size = fa->size();
+      a.allocator = find_device_allocator(a.device.type);
+      BATON_CHECK_OR_RETURN(a.allocator != nullptr, NotSupported,
+                            "method '{}': arena {} is on {} but no allocator for {} is registered in "
+                            "this runtime (call baton::register_builtins(); for GPUs link baton_cuda "
+                            "and call baton::cuda::register_backend())",
+                            name, i, a.device.to_string(), device_type_name(a.device.type));
+      auto mem = a.allocator->allocate(a.device, a.size, kArenaAlignment);
+      if (!mem.ok()) {
+        return Status(mem.code(), fmt::format("method '{}': allocating arena {} ({} bytes on {}): {}",
+                                              name, i, a.size, a.device.to_string(),
+                                              mem.status().message()));
+      }
+      a.base = *mem;
+      arenas.push_back(a);
+    }
+    return Status();
+  }
+
+  void load_values(const Program::Impl& p) {
+    const auto* list = fm->values();
+    values.resize(list->size());
+    planned.assign(list->size(), nullptr);
+    for (uint32_t i = 0; i < list->size(); ++i) {
+      const fb::Value* fv = list->Get(i);
+      Value& v = values[i];
+      switch (fv->value_type()) {
+        case fb::ValueKind::Int:
+          v = Value::from_int(fv->value_as_Int()->value());
+          break;
+        case fb::ValueKind::Float:
+          v = Value::from_float(fv->value_as_Float()->value());
+          break;
+        case fb::ValueKind::String:
+          v = Value::from_string(str(fv->value_as_String()->value()));
+          break;
+        case fb::ValueKind::IntList:
+          v = Value::from_ints(span_of(fv->value_as_IntList()->items()));
+          break;
+        case fb::ValueKind::FloatList:
+          v = Value::from_floats(span_of(fv->value_as_FloatList()->items()));
+          break;
+        case fb::ValueKind::Tensor: {
+          const fb::Tensor* t = fv->value_as_Tensor();
+          TensorView view;
+          view.dtype = static_cast<DType>(t->dtype());
+          view.sizes = span_of(t->sizes());
+          view.device = to_device(t->device_type(), t->device_index());
+          if (t->allocation() == fb::AllocationKind::Constant) {
+            view.data = const_cast<uint8_t*>(p.file.segment(t->constant_segment()).data()) + t->offset();
+          } else if (t->allocation() == fb::AllocationKind::Arena) {
+            view.data = static_cast<uint8_t*>(arenas[t->arena()].base) + t->offset();
+          }
+          v = Value::from_tensor(view);
+          planned[i] = view.data;
+          break;
+        }
+        default:
+          v = Value::none();
+          break;
+      }
+    }
+  }
+
+  std::span<Value* const> take_args(const flatbuffers::Vector<int32_t>* indices) {
+    const size_t start = arg_storage.size();
+    for (int32_t index : span_of(indices)) arg_storage.push_back(&values[index]);
+    return {arg_storage.data() + start, arg_storage.size() - start};
+  }
+
+  Status load_delegates(const Program::Impl& p, const MethodOptions& options) {
+    const auto* list = fm->delegates();
+    for (uint32_t i = 0; list != nullptr && i < list->size(); ++i) {
+      const fb::Delegate* fd = list->Get(i);
+      const std::string_view backend_id = str(fd->backend());
+      DelegateInstance d;
+      d.name = std::string(str(fd->name()));
+      d.backend = find_backend(backend_id);
+      if (d.backend == nullptr) {
+        std::string known;
+        for (std::string_view id : registered_backends()) known += fmt::format(" '{}'", id);
+        return BATON_ERROR(NotSupported,
+                           "method '{}': delegate {} ('{}') needs backend '{}', which is not "
+                           "registered in this runtime (registered:{}). Link the backend's library "
+                           "and register it (for 'cuda': baton::cuda::register_backend())",
+                           name, i, d.name, backend_id, known.empty() ? " none" : known);
+      }
+      BATON_CHECK_OR_RETURN(d.backend->is_available(), NotSupported,
+                            "method '{}': delegate {} ('{}') needs backend '{}', which is not "
+                            "available on this machine",
+                            name, i, d.name, backend_id);
+      std::vector<CompileSpec> specs;
+      for (uint32_t k = 0; fd->compile_specs() != nullptr && k < fd->compile_specs()->size(); ++k) {
+        const fb::CompileSpec* cs = fd->compile_specs()->Get(k);
+        specs.push_back(CompileSpec{str(cs->key()), span_of(cs->value())});
+      }
+      BackendInitContext ctx;
+      ctx.method_name = name;
+      ctx.delegate_name = d.name;
+      ctx.delegate_index = static_cast<int>(i);
+      ctx.options = options.backend_options;
+      auto handle = d.backend->init(ctx, p.file.segment(fd->blob_segment()), specs);
+      if (!handle.ok()) {
+        return Status(handle.code(),
+                      fmt::format("method '{}': initializing delegate {} ('{}', backend '{}'): {}",
+                                  name, i, d.name, backend_id, handle.status().message()));
+      }
+      d.handle = *handle;
+      delegates.push_back(std::move(d));
+    }
+    return Status();
+  }
+
+  Status load_kernel(uint32_t index, const fb::KernelCall& k, Step& step) {
+    const fb::Operator* op = fm->operators()->Get(k.operator_());
+    const std::string_view op_name = str(op->name());
+    const OpSchema* schema = OpRegistry::global().find(op_name);
+    const std::string where = fmt::format("method '{}' instruction {} ({} node '{}')", name, index,
+                                          op_name, str(k.name()));
+    BATON_CHECK_OR_RETURN(str(op->domain()).empty() || str(op->domain()) == "ai.onnx", NotSupported,
+                          "{}: operator domain '{}' has no CPU kernels in this runtime", where,
+                          str(op->domain()));
+    BATON_CHECK_OR_RETURN(schema != nullptr, NotSupported,
+                          "{}: operator '{}' is not registered in this runtime (call "
+                          "baton::register_builtins() before loading, or use a newer runtime)",
+                          where, op_name);
+    BATON_CHECK_OR_RETURN(op->opset() >= schema->min_opset, NotSupported,
+                          "{}: the program uses '{}' at opset {}, but this runtime implements it "
+                          "from opset {}",
+                          where, op_name, op->opset(), schema->min_opset);
+    OpCall call;
+    call.inputs = take_args(k.inputs());
+    call.attrs = take_args(k.attributes());
+    call.outputs = take_args(k.outputs());
+    call.node_name = str(k.name());
+    std::vector<TensorMeta> metas(call.outputs.size());
+    Status st = infer_op(*schema, call, metas);
+    if (!st.ok()) {
+      const Error code = st.code() == Error::NotSupported ? Error::NotSupported : Error::InvalidProgram;
+      return Status(code, fmt::format("{}: {}", where, st.message()));
+    }
+    for (size_t o = 0; o < metas.size(); ++o) {
+      const TensorView& t = call.outputs[o]->tensor;
+      const bool same = metas[o].dtype == t.dtype &&
+                        std::equal(metas[o].sizes.begin(), metas[o].sizes.end(), t.sizes.begin(),
+                                   t.sizes.end());
+      BATON_CHECK_OR_RETURN(same, InvalidProgram,
+                            "{}: the op produces {} {} for output {} but the program declares {} "
+                            "{}: the program is inconsistent; recompile it",
+                            where, dtype_name(metas[o].dtype), shape_to_string(metas[o].sizes), o,
+                            dtype_name(t.dtype), shape_to_string(t.sizes));
+      BATON_CHECK_OR_RETURN(t.device.is_cpu(), InvalidProgram,
+                            "{}: output {} is on {}, but CPU kernels write host memory", where, o,
+                            t.device.to_string());
+    }
+    for (Value* in : call.inputs) {
+      BATON_CHECK_OR_RETURN(in->is_none() || in->tensor.device.is_cpu(), InvalidProgram,
+                            "{}: an input is on {}, but CPU kernels read host memory", where,
+                            in->tensor.device.to_string());
+    }
+    auto kernel = schema->create(call);
+    if (!kernel.ok()) {
+      return Status(kernel.code(), fmt::format("{}: {}", where, kernel.status().message()));
+    }
+    step.kind = InstructionKind::Kernel;
+    step.kernel = std::move(kernel).value();
+    step.description = describe_call(*schema, call);
+    step.device = Device::cpu();
+    return Status();
+  }
+
+  Status load_steps() {
+    const auto* list = fm->instructions();
+    // Reserve once so the argument spans handed to kernels never move.
+    size_t total = 0;
+    for (uint32_t i = 0; i < list->size(); ++i) {
+      const fb::Instruction* ins = list->Get(i);
+      if (const auto* k = ins->instruction_as_KernelCall()) {
+        total += span_of(k->inputs()).size() + span_of(k->attributes()).size() +
+                 span_of(k->outputs()).size();
+      } else if (const auto* d = ins->instruction_as_DelegateCall()) {
+        total += span_of(d->inputs()).size() + span_of(d->outputs()).size();
+      }
+    }
+    arg_storage.reserve(total);
+    steps.resize(list->size());
+    for (uint32_t i = 0; i < list->size(); ++i) {
+      const fb::Instruction* ins = list->Get(i);
+      Step& step = steps[i];
+      if (const auto* k = ins->instruction_as_KernelCall()) {
+        BATON_TRY(load_kernel(i, *k, step));
+      } else if (const auto* d = ins->instruction_as_DelegateCall()) {
+        step.kind = InstructionKind::Delegate;
+        step.delegate = d->delegate();
+        step.delegate_args.inputs = take_args(d->inputs());
+        step.delegate_args.outputs = take_args(d->outputs());
+        const DelegateInstance& inst = delegates[step.delegate];
+        step.device = step.delegate_args.outputs.empty()
+                          ? Device::cpu()
+                          : step.delegate_args.outputs[0]->tensor.device;
+        step.description = fmt::format("delegate {} '{}' (backend {})", step.delegate, inst.name,
+                                       inst.backend->id());
+      } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
+        step.kind = InstructionKind::Copy;
+        step.src = &values[c->src()];
+        step.dst = &values[c->dst()];
+        const Device from = step.src->tensor.device;
+        const Device to = step.dst->tensor.device;
+        BATON_CHECK_OR_RETURN(from.is_cpu() || to.is_cpu() || from.type == to.type, NotSupported,
+                              "method '{}' instruction {}: copies between {} and {} are not "
+                              "supported",
+                              name, i, from.to_string(), to.to_string());
+        const DeviceType type = from.is_cpu() ? to.type : from.type;
+        step.allocator = find_device_allocator(type);
+        BATON_CHECK_OR_RETURN(step.allocator != nullptr, NotSupported,
+                              "method '{}' instruction {}: copy {} -> {} needs an allocator for "
+                              "{}, which is not registered",
+                              name, i, from.to_string(), to.to_string(), device_type_name(type));
+        step.device = from.is_cpu() ? to : from;
+        step.description = fmt::format("copy {} {} -> {}", value_name(c->dst()), from.to_string(),
+                                       to.to_string());
+      }
+    }
+    return Status();
+  }
+};
+
+Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
+                                                     const MethodOptions& options) const {
+  const fb::Program& fp = impl_->file.program();
+  const fb::Method* found = nullptr;
+  std::string names;
+  for (uint32_t i = 0; i < fp.methods()->size(); ++i) {
+    const fb::Method* m = fp.methods()->Get(i);
+    names += fmt::format("{}'{}'", i ? ", " : "", str(m->name()));
+    if (str(m->name()) == name) found = m;
+  }
+  BATON_CHECK_OR_RETURN(found != nullptr, NotFound, "{}: the program has no method '{}' (it has {})",
+                        impl_->origin, name, names);
+  auto impl = std::make_unique<Method::Impl>();
+  impl->program = shared_from_this();
+  impl->fm = found;
+  impl->name = std::string(name);
+  BATON_TRY(impl->load_arenas());
+  impl->load_values(*impl_);
+  for (int32_t i : span_of(found->inputs())) impl->inputs.push_back(i);
+  for (int32_t i : span_of(found->outputs())) impl->outputs.push_back(i);
+  impl->input_ready.resize(impl->inputs.size());
+  for (size_t i = 0; i < impl->inputs.size(); ++i) {
+    impl->input_ready[i] = impl->values[impl->inputs[i]].tensor.data != nullptr;
+  }
+  BATON_TRY(impl->load_delegates(*impl_, options));
+  BATON_TRY(impl->load_steps());
+  return std::unique_ptr<Method>(new Method(std::move(impl)));
+}
+
+Method::Method(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Method::~Method() = default;
+
+std::string_view Method::name() const { return impl_->name; }
+size_t Method::num_inputs() const { return impl_->inputs.size(); }
+size_t Method::num_outputs() const { return impl_->outputs.size(); }
+
+namespace {
+
+TensorInfo info_of(const Method::Impl& m, int index) {
+  const fb::Tensor* t = m.fm->values()->Get(index)->value_as_Tensor();
+  const TensorView& v = m.values[index].tensor;
+  return TensorInfo{str(t->name()), v.dtype, v.sizes, v.device, m.planned[index] != nullptr};
+}
+
+Status check_matches(const TensorInfo& info, const TensorView& value, std::string_view what,
+                     size_t index) {
+  const bool same_sizes = std::equal(info.sizes.begin(), info.sizes.end(), value.sizes.begin(),
+                                     value.sizes.end());
+  BATON_CHECK_OR_RETURN(value.dtype == info.dtype && same_sizes, InvalidArgument,
+                        "{} {} ('{}'): expected {} {}, got {} {}", what, index, info.name,
+                        dtype_name(info.dtype), shape_to_string(info.sizes),
+                        dtype_name(value.dtype), shape_to_string(value.sizes));
+  BATON_CHECK_OR_RETURN(value.data != nullptr || value.nbytes() == 0, InvalidArgument,
+                        "{} {} ('{}'): the data pointer is null", what, index, info.name);
+  return Status();
+}
+
+}  // namespace
+
+TensorInfo Method::input_info(size_t index) const {
+  return info_of(*impl_, impl_->inputs.at(index));
+}
+
+TensorInfo Method::output_info(size_t index) const {
+  return info_of(*impl_, impl_->outputs.at(index));
+}
+
+Status Method::set_input(size_t index, const TensorView& value) {
+  BATON_CHECK_OR_RETURN(index < impl_->inputs.size(), InvalidArgument,
+                        "input index {} is out of range: method '{}' has {} inputs", index,
+                        impl_->name, impl_->inputs.size());
+  const int vi = impl_->inputs[index];
+  const TensorInfo info = input_info(index);
+  BATON_TRY(check_matches(info, value, "input", index));
+  void* planned = impl_->planned[vi];
+  BATON_CHECK_OR_RETURN(planned != nullptr, InvalidArgument,
+                        "input {} ('{}') has no planned memory in this program; pass it with "
+                        "bind_input",
+                        index, info.name);
+  Value& v = impl_->values[vi];
+  v.tensor.data = planned;
+  const Device device = info.device;
+  DeviceAllocator* allocator =
+      find_device_allocator(device.is_cpu() ? value.device.type : device.type);
+  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                        "input {} ('{}'): no allocator can copy from {} to {}", index, info.name,
+                        value.device.to_string(), device.to_string());
+  BATON_TRY(allocator->copy(planned, device, value.data, value.device, value.nbytes()));
+  impl_->input_ready[index] = 1;
+  return Status();
+}
+
+Status Method::bind_input(size_t index, const TensorView& value) {
+  BATON_CHECK_OR_RETURN(index < impl_->inputs.size(), InvalidArgument,
+                        "input index {} is out of range: method '{}' has {} inputs", index,
+                        impl_->name, impl_->inputs.size());
+  const TensorInfo info = input_info(index);
+  BATON_TRY(check_matches(info, value, "input", index));
+  BATON_CHECK_OR_RETURN(value.device == info.device, InvalidArgument,
+                        "input {} ('{}') lives on {} in this program but the bound memory is on "
+                        "{}; use set_input to copy it, or compile with the matching --io option",
+                        index, info.name, info.device.to_string(), value.device.to_string());
+  impl_->values[impl_->inputs[index]].tensor.data = value.data;
+  impl_->input_ready[index] = 1;
+  return Status();
+}
+
+Status Method::bind_output(size_t index, const TensorView& value) {
+  BATON_CHECK_OR_RETURN(index < impl_->outputs.size(), InvalidArgument,
+                        "output index {} is out of range: method '{}' has {} outputs", index,
+                        impl_->name, impl_->outputs.size());
+  const int vi = impl_->outputs[index];
+  const TensorInfo info = output_info(index);
+  BATON_TRY(check_matches(info, value, "output", index));
+  BATON_CHECK_OR_RETURN(value.device == info.device, InvalidArgument,
+                        "output {} ('{}') lives on {} in this program but the bound memory is on {}",
+                        index, info.name, info.device.to_string(), value.device.to_string());
+  const fb::Tensor* t = impl_->fm->values()->Get(vi)->value_as_Tensor();
+  BATON_CHECK_OR_RETURN(t->allocation() == fb::AllocationKind::Arena &&
+                            std::find(impl_->inputs.begin(), impl_->inputs.end(), vi) ==
+                                impl_->inputs.end(),
+                        InvalidArgument,
+                        "output {} ('{}') is a constant or a method input, not computed by the "
+                        "method; it cannot be redirected",
+                        index, info.name);
+  impl_->values[vi].tensor.data = value.data;
+  return Status();
+}
+
+Status Method::execute() {
+  Impl& m = *impl_;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    if (!m.input_ready[i]) {
+      return BATON_ERROR(InvalidArgument,
+                         "method '{}': input {} ('{}') has no memory; bind it with bind_input "
+                         "before execute",
+                         m.name, i, input_info(i).name);
+    }
+  }
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    Step& s = m.steps[i];
+    const auto start = m.profiling ? std::chrono::steady_clock::now()
+                                   : std::chrono::steady_clock::time_point();
+    Status st;
+    switch (s.kind) {
+      case InstructionKind::Kernel:
+        st = s.kernel->run();
+        break;
+      case InstructionKind::Delegate: {
+        const DelegateInstance& d = m.delegates[s.delegate];
+        st = d.backend->execute(d.handle, s.delegate_args);
+        break;
+      }
+      case InstructionKind::Copy:
+        st = s.allocator->copy(s.dst->tensor.data, s.dst->tensor.device, s.src->tensor.data,
+                               s.src->tensor.device, s.src->tensor.nbytes());
+        break;
+    }
+    if (!st.ok()) {
+      return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", m.name, i,
+                                           s.description, st.message()));
+    }
+    if (m.profiling) m.times[i] = std::chrono::steady_clock::now() - start;
+  }
+  return Status();
+}
+
+TensorView Method::output(size_t index) const {
+  return impl_->values[impl_->outputs.at(index)].tensor;
+}
+
+size_t Method::num_instructions() const { return impl_->steps.size(); }
+
+InstructionInfo Method::instruction_info(size_t index) const {
+  const Step& s = impl_->steps.at(index);
+  return InstructionInfo{s.kind, s.description, s.device};
+}
+
+void Method::set_profiling(bool enabled) {
+  impl_->profiling = enabled;
+  impl_->times.assign(impl_->steps.size(), std::chrono::nanoseconds(0));
+}
+
+std::span<const std::chrono::nanoseconds> Method::instruction_times() const {
+  return impl_->times;
+}
+
+std::vector<Method::ArenaInfo> Method::arenas() const {
+  std::vector<ArenaInfo> out;
+  for (const ArenaInstance& a : impl_->arenas) out.push_back({a.device, a.size});
+  return out;
+}
+
+}  // namespace baton::runtime

@@ -1,0 +1,50 @@
+#include "baton/runtime/module.h"
+
+#include "baton/core/check.h"
+#include "baton/runtime/device_allocator.h"
+
+namespace baton::runtime {
+
+Result<Module> Module::load(const std::string& path, std::string_view method,
+                            const MethodOptions& options) {
+  BATON_ASSIGN_OR_RETURN(auto program, Program::load_file(path));
+  return from_program(std::move(program), method, options);
+}
+
+Result<Module> Module::from_program(std::shared_ptr<const Program> program, std::string_view method,
+                                    const MethodOptions& options) {
+  BATON_ASSIGN_OR_RETURN(auto m, program->load_method(method, options));
+  return Module(std::move(program), std::move(m));
+}
+
+Result<std::vector<Tensor>> Module::run(std::span<const Tensor> inputs) {
+  Method& m = *method_;
+  if (inputs.size() != m.num_inputs()) {
+    std::string expected;
+    for (size_t i = 0; i < m.num_inputs(); ++i) {
+      const TensorInfo info = m.input_info(i);
+      expected += fmt::format("{}'{}' {} {}", i ? ", " : "", info.name, dtype_name(info.dtype),
+                              shape_to_string(info.sizes));
+    }
+    return BATON_ERROR(InvalidArgument, "method '{}' takes {} inputs ({}), got {}", m.name(),
+                       m.num_inputs(), expected, inputs.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(m.set_input(i, inputs[i].view()));
+  BATON_TRY(m.execute());
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < m.num_outputs(); ++i) {
+    const TensorView out = m.output(i);
+    BATON_ASSIGN_OR_RETURN(Tensor t,
+                           Tensor::empty(out.dtype, std::vector<int64_t>(out.sizes.begin(),
+                                                                         out.sizes.end())));
+    DeviceAllocator* allocator = find_device_allocator(out.device.type);
+    BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                          "output {} is on {}, for which no allocator is registered", i,
+                          out.device.to_string());
+    BATON_TRY(allocator->copy(t.data(), Device::cpu(), out.data, out.device, out.nbytes()));
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+}  // namespace baton::runtime

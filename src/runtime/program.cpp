@@ -1,0 +1,106 @@
+#include "baton/runtime/program.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "baton/core/check.h"
+#include "runtime/program_impl.h"
+
+namespace baton::runtime {
+
+Program::Impl::~Impl() {
+  if (mapped != nullptr) munmap(mapped, mapped_size);
+  std::free(owned);
+}
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+
+namespace {
+
+Result<std::shared_ptr<const Program>> finish_load(std::unique_ptr<Program::Impl> impl,
+                                                   std::string_view origin,
+                                                   std::shared_ptr<Program> (*make)(
+                                                       std::unique_ptr<Program::Impl>)) {
+  auto parsed = format::ProgramFile::parse(impl->bytes);
+  if (!parsed.ok()) {
+    return Status(parsed.code(), fmt::format("{}: {}", origin, parsed.status().message()));
+  }
+  impl->file = std::move(parsed).value();
+  return std::shared_ptr<const Program>(make(std::move(impl)));
+}
+
+}  // namespace
+
+// Program's constructor is private; this lets the helpers above build one.
+struct ProgramFactory {
+  static std::shared_ptr<Program> make(std::unique_ptr<Program::Impl> impl) {
+    return std::shared_ptr<Program>(new Program(std::move(impl)));
+  }
+};
+
+Result<std::shared_ptr<const Program>> Program::load_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  BATON_CHECK_OR_RETURN(fd >= 0, IoError, "cannot open program '{}': {}", path,
+                        std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    ::close(fd);
+    return BATON_ERROR(IoError, "'{}' is not a regular file{}{}", path, err ? ": " : "",
+                       err ? std::strerror(err) : "");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->origin = path;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return BATON_ERROR(IoError, "cannot map program '{}' ({} bytes): {}", path, size,
+                         std::strerror(err));
+    }
+    impl->mapped = p;
+    impl->mapped_size = size;
+    impl->bytes = {static_cast<const uint8_t*>(p), size};
+  }
+  ::close(fd);
+  return finish_load(std::move(impl), path, &ProgramFactory::make);
+}
+
+Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8_t> bytes) {
+  auto impl = std::make_unique<Impl>();
+  impl->origin = "<memory>";
+  if (!bytes.empty()) {
+    const size_t rounded = (bytes.size() + 4095) / 4096 * 4096;
+    impl->owned = std::aligned_alloc(4096, rounded);
+    BATON_CHECK_OR_RETURN(impl->owned != nullptr, OutOfMemory,
+                          "out of host memory copying a {}-byte program", bytes.size());
+    std::memcpy(impl->owned, bytes.data(), bytes.size());
+    impl->bytes = {static_cast<const uint8_t*>(impl->owned), bytes.size()};
+  }
+  return finish_load(std::move(impl), "<memory>", &ProgramFactory::make);
+}
+
+size_t Program::num_methods() const { return impl_->file.program().methods()->size(); }
+
+std::string_view Program::method_name(size_t index) const {
+  if (index >= num_methods()) return {};
+  return impl_->file.program().methods()->Get(static_cast<uint32_t>(index))->name()->string_view();
+}
+
+std::string_view Program::producer() const {
+  const auto* p = impl_->file.program().producer();
+  return p ? p->string_view() : std::string_view();
+}
+
+size_t Program::file_size() const { return impl_->bytes.size(); }
+
+}  // namespace baton::runtime

@@ -1,0 +1,20 @@
+// Random test data: fixed-seed, never all zeros.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "baton/core/tensor.h"
+
+namespace baton::testing {
+
+// Uniform floats in [lo, hi).
+Tensor random_tensor(std::mt19937& rng, std::vector<int64_t> sizes, float lo = -1.0f,
+                     float hi = 1.0f);
+Tensor random_int64_tensor(std::mt19937& rng, std::vector<int64_t> sizes, int64_t lo, int64_t hi);
+
+// ‖a − b‖ / ‖b‖ over float32 tensors of equal size (∞ when the sizes differ).
+double relative_error(const float* a, const float* b, int64_t n);
+
+}  // namespace baton::testing
