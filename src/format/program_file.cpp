@@ -481,10 +481,7 @@ Result<std::vector<uint8_t>> serialize_program(
   return out;
 }
 
-Status write_program_file(const std::string& path, fb::ProgramT program,
-                          std::span<const std::span<const uint8_t>> segments) {
-  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
-                         serialize_program(std::move(program), segments));
+Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -494,6 +491,7 @@ Status write_program_file(const std::string& path, fb::ProgramT program,
               static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out.good()) {
+      out.close();
       std::remove(tmp.c_str());
       return BATON_ERROR(IoError, "writing {} bytes to '{}' failed (disk full?)", bytes.size(),
                          tmp);

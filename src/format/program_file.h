@@ -61,10 +61,8 @@ class ProgramFile {
 Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
                                                std::span<const std::span<const uint8_t>> segments);
 
-// Same, straight to a file, written to PATH.tmp and renamed so a failure never leaves a partial
-// program behind.
-Status write_program_file(const std::string& path, fb::ProgramT program,
-                          std::span<const std::span<const uint8_t>> segments);
+// Writes bytes to PATH.tmp and renames it to PATH, so a failure never leaves a partial file.
+Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
 
 // Checks that a (kind, index) pair names a device Baton knows.
 std::string device_string(fb::DeviceType type, int index);

@@ -1,0 +1,85 @@
+// The ahead-of-time compiler: ONNX model -> Baton program.
+//
+//   baton::register_builtins();
+//   baton::compiler::CompileOptions options;
+//   auto program = baton::compiler::compile_file("model.onnx", options);
+//   if (program.ok()) program->write("model.baton");
+//
+// Pipeline (each phase is reported through `progress`): import (ONNX protobuf -> IR), infer
+// (Baton's static shape inference and constant folding), partition (backends claim nodes),
+// lower (each partition becomes a backend blob), plan (lifetime-based offsets, one arena per
+// device), emit (the program file). Errors name the model, the node, its op, domain and opset.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baton/core/error.h"
+
+namespace baton::compiler {
+
+class BackendCompiler;
+
+// Fixes the sizes of a graph input whose ONNX shape has symbolic dimensions.
+struct InputShape {
+  std::string name;
+  std::vector<int64_t> sizes;
+};
+
+struct Progress {
+  std::string_view phase;   // "import", "infer", "partition", "lower", "plan", "emit"
+  std::string detail;       // "12 nodes, opset 17", ...
+  std::chrono::duration<double, std::milli> elapsed;  // this phase
+};
+
+struct CompileOptions {
+  // "cpu": every node runs on Baton's CPU kernels.
+  std::string device = "cpu";
+  std::vector<InputShape> input_shapes;
+  // Backends that may claim nodes, in priority order (not owned). Empty with device "cpu".
+  std::vector<BackendCompiler*> backends;
+  std::function<void(const Progress&)> progress;
+};
+
+struct CompileSummary {
+  int opset = 0;
+  size_t onnx_nodes = 0;
+  size_t folded_nodes = 0;
+  size_t kernel_calls = 0;
+  size_t delegate_calls = 0;
+  size_t copies = 0;
+  uint64_t constant_bytes = 0;
+  std::vector<std::pair<std::string, uint64_t>> arenas;  // device, bytes
+};
+
+class CompiledProgram {
+ public:
+  CompiledProgram(CompiledProgram&&) noexcept;
+  CompiledProgram& operator=(CompiledProgram&&) noexcept;
+  ~CompiledProgram();
+
+  const CompileSummary& summary() const;
+  Result<std::vector<uint8_t>> serialize() const;
+  // Written atomically (PATH.tmp, then renamed).
+  Status write(const std::string& path) const;
+
+  struct Impl;
+  explicit CompiledProgram(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options);
+// `base_dir` resolves external tensor data.
+Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
+                                      const CompileOptions& options,
+                                      const std::string& base_dir = ".");
+
+}  // namespace baton::compiler

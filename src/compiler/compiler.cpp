@@ -1,0 +1,163 @@
+#include "baton/compiler/compiler.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "baton/core/check.h"
+#include "compiler/backend_compiler.h"
+#include "compiler/emit.h"
+#include "compiler/onnx_import.h"
+#include "compiler/partition.h"
+#include "compiler/passes.h"
+#include "format/program_file.h"
+
+namespace baton::compiler {
+
+struct CompiledProgram::Impl {
+  fb::ProgramT program;
+  std::vector<std::vector<uint8_t>> segments;
+  CompileSummary summary;
+
+  std::vector<std::span<const uint8_t>> segment_spans() const {
+    std::vector<std::span<const uint8_t>> out;
+    for (const auto& s : segments) out.emplace_back(s);
+    return out;
+  }
+};
+
+CompiledProgram::CompiledProgram(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompiledProgram::CompiledProgram(CompiledProgram&&) noexcept = default;
+CompiledProgram& CompiledProgram::operator=(CompiledProgram&&) noexcept = default;
+CompiledProgram::~CompiledProgram() = default;
+
+const CompileSummary& CompiledProgram::summary() const { return impl_->summary; }
+
+Result<std::vector<uint8_t>> CompiledProgram::serialize() const {
+  // ProgramT is move-only; serialize a deep copy so the CompiledProgram stays usable.
+  fb::ProgramT copy;
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(fb::Program::Pack(builder, &impl_->program));
+  fb::GetProgram(builder.GetBufferPointer())->UnPackTo(&copy);
+  const auto spans = impl_->segment_spans();
+  return format::serialize_program(std::move(copy), spans);
+}
+
+Status CompiledProgram::write(const std::string& path) const {
+  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize());
+  return format::write_file_atomically(path, bytes);
+}
+
+namespace {
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const CompileOptions& options) : options_(options) {}
+  void start() { start_ = std::chrono::steady_clock::now(); }
+  void done(std::string_view phase, std::string detail) {
+    if (!options_.progress) return;
+    options_.progress(Progress{phase, std::move(detail), std::chrono::steady_clock::now() - start_});
+  }
+
+ private:
+  const CompileOptions& options_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options,
+                                      PhaseTimer& timer) {
+  const runtime::OpRegistry& registry = runtime::OpRegistry::global();
+  BATON_CHECK_OR_RETURN(!registry.names().empty(), InvalidArgument,
+                        "no operators are registered: call baton::register_builtins() before "
+                        "compiling");
+  BATON_CHECK_OR_RETURN(options.device == "cpu" || !options.backends.empty(), NotSupported,
+                        "device '{}' needs a backend that can compile for it, and none was given",
+                        options.device);
+  timer.start();
+  const size_t onnx_nodes = graph.nodes.size();
+  BATON_TRY(check_supported(graph, registry));
+  BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph, registry));
+  const size_t removed = eliminate_dead_nodes(graph);
+  timer.done("infer", fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded,
+                                  removed));
+
+  timer.start();
+  PartitionResult partitions = partition_graph(graph, options.backends);
+  timer.done("partition", fmt::format("{} partitions, {} nodes on the cpu",
+                                      partitions.partitions.size(),
+                                      partitions.order.size() - [&] {
+                                        size_t n = 0;
+                                        for (const auto& p : partitions.partitions) n += p.nodes.size();
+                                        return n;
+                                      }()));
+
+  timer.start();
+  std::vector<LoweredPartition> lowered;
+  std::vector<std::string> backend_ids;
+  for (const Partition& p : partitions.partitions) {
+    BackendCompiler* backend = options.backends[p.backend];
+    auto result = backend->lower(graph, p);
+    if (!result.ok()) {
+      return Status(result.code(), fmt::format("lowering partition '{}' ({} nodes) for backend "
+                                               "'{}': {}",
+                                               p.name, p.nodes.size(), backend->id(),
+                                               result.status().message()));
+    }
+    lowered.push_back(std::move(result).value());
+    backend_ids.emplace_back(backend->id());
+  }
+  timer.done("lower", fmt::format("{} partitions lowered", lowered.size()));
+
+  timer.start();
+  EmitInput in;
+  in.graph = &graph;
+  in.partitions = &partitions;
+  in.lowered = &lowered;
+  in.backend_ids = backend_ids;
+  in.registry = &registry;
+  in.producer = fmt::format("baton 0.1.0 from {} ({}, opset {})",
+                            std::filesystem::path(graph.source).filename().string(),
+                            graph.producer.empty() ? "unknown producer" : graph.producer,
+                            graph.opset);
+  BATON_ASSIGN_OR_RETURN(EmitOutput out, emit_program(in));
+  out.summary.onnx_nodes = onnx_nodes;
+  out.summary.folded_nodes = folded;
+  std::string arenas;
+  for (const auto& [device, bytes] : out.summary.arenas) {
+    arenas += fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", device, bytes);
+  }
+  timer.done("plan", fmt::format("{} instructions, arenas: {}",
+                                 out.summary.kernel_calls + out.summary.delegate_calls +
+                                     out.summary.copies,
+                                 arenas.empty() ? "none" : arenas));
+  auto impl = std::make_unique<CompiledProgram::Impl>();
+  impl->program = std::move(out.program);
+  impl->segments = std::move(out.segments);
+  impl->summary = std::move(out.summary);
+  return CompiledProgram(std::move(impl));
+}
+
+}  // namespace
+
+Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
+                                      const CompileOptions& options, const std::string& base_dir) {
+  PhaseTimer timer(options);
+  timer.start();
+  ImportOptions import_options{options.input_shapes};
+  BATON_ASSIGN_OR_RETURN(Graph graph,
+                         import_onnx_bytes(onnx_bytes, "<memory>", base_dir, import_options));
+  timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
+                                   graph.values.size(), graph.opset));
+  return compile_graph(std::move(graph), options, timer);
+}
+
+Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options) {
+  PhaseTimer timer(options);
+  timer.start();
+  ImportOptions import_options{options.input_shapes};
+  BATON_ASSIGN_OR_RETURN(Graph graph, import_onnx_file(onnx_path, import_options));
+  timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
+                                   graph.values.size(), graph.opset));
+  return compile_graph(std::move(graph), options, timer);
+}
+
+}  // namespace baton::compiler

@@ -1,0 +1,34 @@
+// Scheduling, transfers, memory planning and emission of the program table.
+#pragma once
+
+#include <vector>
+
+#include "baton/compiler/compiler.h"
+#include "baton/runtime/operator.h"
+#include "compiler/backend_compiler.h"
+#include "compiler/partition.h"
+#include "program_generated.h"
+
+namespace baton::compiler {
+
+struct EmitInput {
+  const Graph* graph = nullptr;
+  const PartitionResult* partitions = nullptr;
+  const std::vector<LoweredPartition>* lowered = nullptr;
+  std::vector<std::string> backend_ids;  // per partition
+  const runtime::OpRegistry* registry = nullptr;
+  std::string producer;
+};
+
+struct EmitOutput {
+  fb::ProgramT program;
+  std::vector<std::vector<uint8_t>> segments;
+  CompileSummary summary;
+};
+
+// Orders instructions, inserts a copy wherever a value crosses devices, plans one arena per
+// device and builds the program table with its segments (constants first, then one blob per
+// delegate).
+Result<EmitOutput> emit_program(const EmitInput& input);
+
+}  // namespace baton::compiler

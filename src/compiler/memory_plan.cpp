@@ -1,0 +1,65 @@
+#include "compiler/memory_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace baton::compiler {
+namespace {
+
+uint64_t align(uint64_t v) { return (v + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+
+bool device_less(const Device& a, const Device& b) {
+  if (a.type != b.type) return a.type < b.type;
+  return a.index < b.index;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
+  MemoryPlan plan;
+  plan.arena.assign(requests.size(), -1);
+  plan.offset.assign(requests.size(), 0);
+  for (const BufferRequest& r : requests) {
+    const bool known = std::any_of(plan.arenas.begin(), plan.arenas.end(),
+                                   [&](const MemoryPlan::Arena& a) { return a.device == r.device; });
+    if (!known) plan.arenas.push_back({r.device, 0});
+  }
+  std::sort(plan.arenas.begin(), plan.arenas.end(),
+            [](const auto& a, const auto& b) { return device_less(a.device, b.device); });
+
+  // Largest first (ties: earliest first, then request order) into the lowest gap that no
+  // lifetime-overlapping buffer occupies.
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (requests[a].bytes != requests[b].bytes) return requests[a].bytes > requests[b].bytes;
+    return requests[a].first < requests[b].first;
+  });
+  std::vector<std::vector<size_t>> placed(plan.arenas.size());
+  for (size_t r : order) {
+    const BufferRequest& req = requests[r];
+    int arena = 0;
+    while (plan.arenas[arena].device != req.device) ++arena;
+    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of overlapping buffers
+    for (size_t other : placed[arena]) {
+      const BufferRequest& o = requests[other];
+      if (o.first <= req.last && req.first <= o.last) {
+        busy.emplace_back(plan.offset[other], plan.offset[other] + align(o.bytes));
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t candidate = 0;
+    const uint64_t need = align(req.bytes);
+    for (const auto& [begin, end] : busy) {
+      if (candidate + need <= begin) break;
+      candidate = std::max(candidate, end);
+    }
+    plan.arena[r] = arena;
+    plan.offset[r] = candidate;
+    plan.arenas[arena].size = std::max(plan.arenas[arena].size, candidate + need);
+    placed[arena].push_back(r);
+  }
+  return plan;
+}
+
+}  // namespace baton::compiler

@@ -1,0 +1,24 @@
+// ONNX import: ModelProto -> Graph (IR). Initializers and Constant nodes become constants; input
+// shapes must be static (symbolic dimensions are fixed by ImportOptions::input_shapes).
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "baton/compiler/compiler.h"
+#include "baton/core/error.h"
+#include "compiler/ir.h"
+
+namespace baton::compiler {
+
+struct ImportOptions {
+  std::vector<InputShape> input_shapes;
+};
+
+Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options);
+Result<Graph> import_onnx_bytes(std::span<const uint8_t> bytes, const std::string& source,
+                                const std::filesystem::path& base_dir,
+                                const ImportOptions& options);
+
+}  // namespace baton::compiler

@@ -1,0 +1,78 @@
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "commands.h"
+
+namespace baton::tool {
+namespace {
+
+Result<compiler::InputShape> parse_shape(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  BATON_CHECK_OR_RETURN(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
+                        "--shape '{}' must look like NAME=D0xD1x... (e.g. input=8x16)", text);
+  compiler::InputShape shape;
+  shape.name = text.substr(0, eq);
+  std::string dims = text.substr(eq + 1);
+  size_t start = 0;
+  while (start <= dims.size()) {
+    const size_t end = std::min(dims.find('x', start), dims.size());
+    const std::string part = dims.substr(start, end - start);
+    char* stop = nullptr;
+    const long long v = std::strtoll(part.c_str(), &stop, 10);
+    BATON_CHECK_OR_RETURN(!part.empty() && *stop == '\0' && v >= 0, InvalidArgument,
+                          "--shape '{}': '{}' is not a non-negative dimension", text, part);
+    shape.sizes.push_back(v);
+    start = end + 1;
+  }
+  return shape;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
+  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+Status run_compile(const CompileArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  compiler::CompileOptions options;
+  options.device = args.device;
+  BATON_CHECK_OR_RETURN(args.device == "cpu", NotSupported,
+                        "--device {}: this build of baton compiles for the cpu only", args.device);
+  for (const std::string& s : args.shapes) {
+    BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
+    options.input_shapes.push_back(std::move(shape));
+  }
+  if (!args.quiet) {
+    std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.device.c_str());
+    options.progress = [](const compiler::Progress& p) {
+      std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", std::string(p.phase).c_str(),
+                   p.elapsed.count(), p.detail.c_str());
+    };
+  }
+  BATON_ASSIGN_OR_RETURN(compiler::CompiledProgram program, compiler::compile_file(args.model, options));
+  const auto emit_start = std::chrono::steady_clock::now();
+  BATON_TRY(program.write(args.output));
+  const auto end = std::chrono::steady_clock::now();
+  if (!args.quiet) {
+    const auto& s = program.summary();
+    std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", "emit",
+                 std::chrono::duration<double, std::milli>(end - emit_start).count(),
+                 args.output.c_str());
+    std::fprintf(stderr,
+                 "wrote %s (%s) in %.1f ms: %zu kernel calls, %zu delegate calls, %zu copies, "
+                 "%s of constants\n",
+                 args.output.c_str(), human_bytes(std::filesystem::file_size(args.output)).c_str(),
+                 std::chrono::duration<double, std::milli>(end - start).count(), s.kernel_calls,
+                 s.delegate_calls, s.copies, human_bytes(s.constant_bytes).c_str());
+  }
+  return Status();
+}
+
+}  // namespace baton::tool

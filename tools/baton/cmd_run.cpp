@@ -1,0 +1,216 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "baton/core/check.h"
+#include "baton/runtime/npy.h"
+#include "baton/runtime/program.h"
+#include "commands.h"
+
+namespace baton::tool {
+namespace {
+
+using Millis = std::chrono::duration<double, std::milli>;
+
+// Value at quantile q (nearest rank) of sorted samples.
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) {
+  BATON_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}));
+  const int64_t n = t.numel();
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> integer(0, 9);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (info.dtype) {
+      case DType::Float32: t.data_as<float>()[i] = real(rng); break;
+      case DType::Float64: t.data_as<double>()[i] = real(rng); break;
+      case DType::Float16: t.data_as<uint16_t>()[i] = float_to_half(real(rng)); break;
+      case DType::BFloat16: t.data_as<uint16_t>()[i] = float_to_bfloat16(real(rng)); break;
+      case DType::Int64: t.data_as<int64_t>()[i] = integer(rng); break;
+      case DType::Int32: t.data_as<int32_t>()[i] = integer(rng); break;
+      case DType::Int16: t.data_as<int16_t>()[i] = static_cast<int16_t>(integer(rng)); break;
+      case DType::Int8: t.data_as<int8_t>()[i] = static_cast<int8_t>(integer(rng)); break;
+      case DType::UInt8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng)); break;
+      case DType::Bool: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng) & 1); break;
+    }
+  }
+  return t;
+}
+
+double element_as_double(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::Float32: return t.data_as<const float>()[i];
+    case DType::Float64: return t.data_as<const double>()[i];
+    case DType::Float16: return half_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::BFloat16: return bfloat16_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::Int64: return static_cast<double>(t.data_as<const int64_t>()[i]);
+    case DType::Int32: return t.data_as<const int32_t>()[i];
+    case DType::Int16: return t.data_as<const int16_t>()[i];
+    case DType::Int8: return t.data_as<const int8_t>()[i];
+    case DType::UInt8: return t.data_as<const uint8_t>()[i];
+    case DType::Bool: return t.data_as<const uint8_t>()[i];
+  }
+  return 0.0;
+}
+
+std::string summarize(const TensorView& t) {
+  const int64_t n = t.numel();
+  if (n == 0) return "empty";
+  double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+  int64_t nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = element_as_double(t, i);
+    if (std::isnan(v)) {
+      ++nan;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::string head;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) {
+    head += fmt::format("{}{:.6g}", i ? ", " : "", element_as_double(t, i));
+  }
+  std::string out = fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  first [{}{}]", lo, hi,
+                                sum / static_cast<double>(n - nan), head, n > 4 ? ", ..." : "");
+  if (nan) out += fmt::format("  ({} NaN)", nan);
+  return out;
+}
+
+// Resolves --input arguments: NAME=FILE binds by name when NAME is an input's name; anything
+// else is the next input in order.
+Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& method) {
+  const size_t n = method.num_inputs();
+  std::vector<Tensor> inputs(n);
+  std::vector<std::string> source(n);
+  size_t next_positional = 0;
+  for (const std::string& arg : args.inputs) {
+    size_t index = n;
+    std::string file = arg;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      const std::string name = arg.substr(0, eq);
+      for (size_t i = 0; i < n; ++i) {
+        if (method.input_info(i).name == name) index = i;
+      }
+      if (index < n) file = arg.substr(eq + 1);
+    }
+    if (index == n) {
+      while (next_positional < n && !source[next_positional].empty()) ++next_positional;
+      BATON_CHECK_OR_RETURN(next_positional < n, InvalidArgument,
+                            "--input {}: the program takes only {} input(s) and all are given "
+                            "already (or '{}' is not an input name)",
+                            arg, n, arg.substr(0, arg.find('=')));
+      index = next_positional;
+    }
+    const runtime::TensorInfo info = method.input_info(index);
+    BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
+                          "input '{}' is given twice (--input {} and --input {})", info.name,
+                          source[index], arg);
+    BATON_ASSIGN_OR_RETURN(Tensor t, runtime::read_npy(file));
+    const bool same = t.dtype() == info.dtype &&
+                      std::equal(t.sizes().begin(), t.sizes().end(), info.sizes.begin(),
+                                 info.sizes.end());
+    BATON_CHECK_OR_RETURN(same, InvalidArgument,
+                          "--input {}: input {} ('{}') expects {} {}, but '{}' holds {} {}", arg,
+                          index, info.name, dtype_name(info.dtype), shape_to_string(info.sizes),
+                          file, dtype_name(t.dtype()), shape_to_string(t.sizes()));
+    inputs[index] = std::move(t);
+    source[index] = arg;
+  }
+  std::mt19937 rng(args.seed);
+  std::string missing;
+  for (size_t i = 0; i < n; ++i) {
+    if (!source[i].empty()) continue;
+    const runtime::TensorInfo info = method.input_info(i);
+    if (!args.inputs.empty()) {
+      missing += fmt::format("{}'{}' {} {}", missing.empty() ? "" : ", ", info.name,
+                             dtype_name(info.dtype), shape_to_string(info.sizes));
+      continue;
+    }
+    BATON_ASSIGN_OR_RETURN(inputs[i], random_input(info, rng));
+  }
+  BATON_CHECK_OR_RETURN(missing.empty(), InvalidArgument,
+                        "missing --input for {} (give every input, or none for random inputs)",
+                        missing);
+  return inputs;
+}
+
+}  // namespace
+
+Status run_run(const RunArgs& args) {
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program));
+  BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward"));
+  BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
+  for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(method->set_input(i, inputs[i].view()));
+
+  if (!args.quiet) {
+    std::printf("program %s: %s\n", args.program.c_str(), std::string(program->producer()).c_str());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const runtime::TensorInfo info = method->input_info(i);
+      std::printf("input  %zu '%.*s' %s %s%s\n", i, static_cast<int>(info.name.size()),
+                  info.name.data(), std::string(dtype_name(info.dtype)).c_str(),
+                  shape_to_string(info.sizes).c_str(), args.inputs.empty() ? " (random)" : "");
+    }
+  }
+
+  method->set_profiling(true);
+  const size_t steps = method->num_instructions();
+  for (int i = 0; i < args.warmup; ++i) BATON_TRY(method->execute());
+  std::vector<double> latency;
+  std::vector<std::vector<double>> per_step(steps);
+  for (int i = 0; i < args.iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    BATON_TRY(method->execute());
+    latency.push_back(Millis(std::chrono::steady_clock::now() - start).count());
+    const auto times = method->instruction_times();
+    for (size_t s = 0; s < steps; ++s) per_step[s].push_back(Millis(times[s]).count());
+  }
+
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    BATON_CHECK_OR_RETURN(!ec, IoError, "cannot create --output-dir '{}': {}", args.output_dir,
+                          ec.message());
+  }
+  for (size_t i = 0; i < method->num_outputs(); ++i) {
+    const TensorView out = method->output(i);
+    const runtime::TensorInfo info = method->output_info(i);
+    if (!args.quiet) {
+      std::printf("output %zu '%.*s' %s %s  %s\n", i, static_cast<int>(info.name.size()),
+                  info.name.data(), std::string(dtype_name(out.dtype)).c_str(),
+                  shape_to_string(out.sizes).c_str(), summarize(out).c_str());
+    }
+    if (!args.output_dir.empty()) {
+      const std::string path =
+          (std::filesystem::path(args.output_dir) / fmt::format("output_{}.npy", i)).string();
+      BATON_TRY(runtime::write_npy(path, out));
+      if (!args.quiet) std::printf("  wrote %s\n", path.c_str());
+    }
+  }
+
+  if (!args.quiet) {
+    std::printf("where it ran (median per run):\n");
+    for (size_t s = 0; s < steps; ++s) {
+      std::sort(per_step[s].begin(), per_step[s].end());
+      const runtime::InstructionInfo info = method->instruction_info(s);
+      std::printf("  [%zu] %-8s %-48s %8.3f ms\n", s, info.device.to_string().c_str(),
+                  info.description.c_str(), quantile(per_step[s], 0.5));
+    }
+  }
+  std::sort(latency.begin(), latency.end());
+  std::printf("latency over %d runs (after %d warm-up): min %.3f ms  median %.3f ms  p90 %.3f ms  "
+              "p99 %.3f ms\n",
+              args.iterations, args.warmup, latency.front(), quantile(latency, 0.5),
+              quantile(latency, 0.9), quantile(latency, 0.99));
+  return Status();
+}
+
+}  // namespace baton::tool

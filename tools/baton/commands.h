@@ -1,0 +1,38 @@
+// The baton command-line tool's subcommands.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "baton/core/error.h"
+
+namespace baton::tool {
+
+struct CompileArgs {
+  std::string model;
+  std::string output;
+  std::string device = "cpu";
+  std::vector<std::string> shapes;  // NAME=D0xD1x...
+  bool quiet = false;
+};
+
+struct RunArgs {
+  std::string program;
+  std::vector<std::string> inputs;  // NAME=FILE.npy or FILE.npy
+  std::string output_dir;
+  int iterations = 10;
+  int warmup = 3;
+  unsigned seed = 0;
+  bool quiet = false;
+};
+
+struct InspectArgs {
+  std::string program;
+  bool json = false;
+};
+
+Status run_compile(const CompileArgs& args);
+Status run_run(const RunArgs& args);
+Status run_inspect(const InspectArgs& args);
+
+}  // namespace baton::tool

@@ -1,0 +1,52 @@
+// baton: compile ONNX models to Baton programs, run them, inspect them.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "baton/baton.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton: compile ONNX models ahead of time into one program file and run it"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "baton 0.1.0");
+
+  baton::tool::CompileArgs compile;
+  CLI::App* c = app.add_subcommand("compile", "Compile an ONNX model into a Baton program");
+  c->add_option("model", compile.model, "ONNX model (.onnx)")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", compile.output, "Program file to write (.baton)")->required();
+  c->add_option("--device", compile.device, "Where to run: cpu")->capture_default_str();
+  c->add_option("--shape", compile.shapes,
+                "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)");
+  c->add_flag("-q,--quiet", compile.quiet, "No progress output");
+
+  baton::tool::RunArgs run;
+  CLI::App* r = app.add_subcommand("run", "Run a Baton program and report outputs and latency");
+  r->add_option("program", run.program, "Program file (.baton)")->required()->check(CLI::ExistingFile);
+  r->add_option("-i,--input", run.inputs,
+                "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
+                "when none are given");
+  r->add_option("-o,--output-dir", run.output_dir, "Write output i to DIR/output_<i>.npy");
+  r->add_option("-n,--iterations", run.iterations, "Timed runs")->capture_default_str()->check(CLI::Range(1, 1000000));
+  r->add_option("--warmup", run.warmup, "Untimed runs first")->capture_default_str()->check(CLI::Range(0, 1000000));
+  r->add_option("--seed", run.seed, "Seed for random inputs")->capture_default_str();
+  r->add_flag("-q,--quiet", run.quiet, "Print only the latency line");
+
+  baton::tool::InspectArgs inspect;
+  CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");
+  s->add_option("program", inspect.program, "Program file (.baton)")->required()->check(CLI::ExistingFile);
+  s->add_flag("--json", inspect.json, "One JSON object on stdout");
+
+  CLI11_PARSE(app, argc, argv);
+  baton::register_builtins();
+
+  baton::Status status;
+  if (*c) status = baton::tool::run_compile(compile);
+  if (*r) status = baton::tool::run_run(run);
+  if (*s) status = baton::tool::run_inspect(inspect);
+  if (!status.ok()) {
+    std::fprintf(stderr, "baton: error: %s\n", status.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
