@@ -1,5 +1,6 @@
 #include "format/program_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -149,8 +150,7 @@ class MethodVerifier {
   }
 
   Status verify_values() {
-    BATON_CHECK_OR_RETURN(m_.values() != nullptr, InvalidProgram, "{}.values is missing", where_);
-    for (uint32_t i = 0; i < m_.values()->size(); ++i) {
+    for (uint32_t i = 0; i < vsize(m_.values()); ++i) {
       const fb::Value* v = m_.values()->Get(i);
       const std::string field = fmt::format("{}.values[{}]", where_, i);
       switch (v->value_type()) {
@@ -179,14 +179,14 @@ class MethodVerifier {
   }
 
   const fb::Tensor* tensor_at(int index) const {
-    if (index < 0 || static_cast<uint32_t>(index) >= m_.values()->size()) return nullptr;
+    if (index < 0 || static_cast<uint32_t>(index) >= vsize(m_.values())) return nullptr;
     return m_.values()->Get(index)->value_as_Tensor();
   }
 
   Status check_index(int index, const std::string& field) {
-    BATON_CHECK_OR_RETURN(index >= 0 && static_cast<uint32_t>(index) < m_.values()->size(),
+    BATON_CHECK_OR_RETURN(index >= 0 && static_cast<uint32_t>(index) < vsize(m_.values()),
                           InvalidProgram, "{} = {} is out of range [0, {})", field, index,
-                          m_.values()->size());
+                          vsize(m_.values()));
     return Status();
   }
 
@@ -208,18 +208,21 @@ class MethodVerifier {
     return Status();
   }
 
-  // A tensor an instruction reads must have storage.
+  // A tensor an instruction reads must have storage, unless it is a method input the caller binds.
   Status check_readable(int index, const std::string& field) {
     BATON_TRY(check_tensor(index, field));
-    BATON_CHECK_OR_RETURN(tensor_at(index)->allocation() != fb::AllocationKind::None, InvalidProgram,
+    const bool is_input = m_.inputs() != nullptr &&
+                          std::find(m_.inputs()->begin(), m_.inputs()->end(), index) !=
+                              m_.inputs()->end();
+    BATON_CHECK_OR_RETURN(is_input || tensor_at(index)->allocation() != fb::AllocationKind::None,
+                          InvalidProgram,
                           "{} = {} (tensor '{}') is read by the instruction but has no storage",
                           field, index, str(tensor_at(index)->name()));
     return Status();
   }
 
   Status verify_io(const flatbuffers::Vector<int32_t>* list, std::string_view name) {
-    BATON_CHECK_OR_RETURN(list != nullptr, InvalidProgram, "{}.{} is missing", where_, name);
-    for (uint32_t i = 0; i < list->size(); ++i) {
+    for (uint32_t i = 0; i < vsize(list); ++i) {
       BATON_TRY(check_tensor(list->Get(i), fmt::format("{}.{}[{}]", where_, name, i)));
     }
     return Status();
@@ -264,9 +267,7 @@ class MethodVerifier {
   }
 
   Status verify_instructions() {
-    BATON_CHECK_OR_RETURN(m_.instructions() != nullptr, InvalidProgram,
-                          "{}.instructions is missing", where_);
-    for (uint32_t i = 0; i < m_.instructions()->size(); ++i) {
+    for (uint32_t i = 0; i < vsize(m_.instructions()); ++i) {
       const fb::Instruction* ins = m_.instructions()->Get(i);
       const std::string field = fmt::format("{}.instructions[{}]", where_, i);
       switch (ins->instruction_type()) {

@@ -119,9 +119,10 @@ struct Method::Impl {
 
   void load_values(const Program::Impl& p) {
     const auto* list = fm->values();
-    values.resize(list->size());
-    planned.assign(list->size(), nullptr);
-    for (uint32_t i = 0; i < list->size(); ++i) {
+    const uint32_t n = list == nullptr ? 0 : list->size();
+    values.resize(n);
+    planned.assign(n, nullptr);
+    for (uint32_t i = 0; i < n; ++i) {
       const fb::Value* fv = list->Get(i);
       Value& v = values[i];
       switch (fv->value_type()) {
@@ -271,9 +272,10 @@ struct Method::Impl {
 
   Status load_steps() {
     const auto* list = fm->instructions();
+    const uint32_t n = list == nullptr ? 0 : list->size();
     // Reserve once so the argument spans handed to kernels never move.
     size_t total = 0;
-    for (uint32_t i = 0; i < list->size(); ++i) {
+    for (uint32_t i = 0; i < n; ++i) {
       const fb::Instruction* ins = list->Get(i);
       if (const auto* k = ins->instruction_as_KernelCall()) {
         total += span_of(k->inputs()).size() + span_of(k->attributes()).size() +
@@ -283,8 +285,8 @@ struct Method::Impl {
       }
     }
     arg_storage.reserve(total);
-    steps.resize(list->size());
-    for (uint32_t i = 0; i < list->size(); ++i) {
+    steps.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
       const fb::Instruction* ins = list->Get(i);
       Step& step = steps[i];
       if (const auto* k = ins->instruction_as_KernelCall()) {

@@ -17,7 +17,7 @@ Result<Module> Module::from_program(std::shared_ptr<const Program> program, std:
   return Module(std::move(program), std::move(m));
 }
 
-Result<std::vector<Tensor>> Module::run(std::span<const Tensor> inputs) {
+Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
   Method& m = *method_;
   if (inputs.size() != m.num_inputs()) {
     std::string expected;

@@ -89,7 +89,7 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   j["inputs"] = list(m.inputs());
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();
-  for (uint32_t i = 0; i < m.values()->size(); ++i) {
+  for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {
     j["values"].push_back(value_json(*m.values()->Get(i), static_cast<int>(i)));
   }
   j["operators"] = json::array();
@@ -127,7 +127,7 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     return format::device_string(t->device_type(), t->device_index());
   };
   j["instructions"] = json::array();
-  for (uint32_t i = 0; i < m.instructions()->size(); ++i) {
+  for (uint32_t i = 0; m.instructions() && i < m.instructions()->size(); ++i) {
     const fb::Instruction* ins = m.instructions()->Get(i);
     json x;
     x["index"] = i;

@@ -31,7 +31,7 @@ class Module {
 
   // Inputs in method order; their count, dtypes and shapes must match (errors say which one is
   // wrong and how). Returns host copies of the outputs.
-  Result<std::vector<Tensor>> run(std::span<const Tensor> inputs);
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);
 
  private:
   Module(std::shared_ptr<const Program> program, std::unique_ptr<Method> method)

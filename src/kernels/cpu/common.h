@@ -26,6 +26,44 @@ inline std::string describe(std::string_view op, const runtime::OpCall& call) {
   return fmt::format("{} (node '{}')", op, call.node_name);
 }
 
+// Attribute specs for the schemas (OpSchema::attrs, in the order infer and create index them).
+inline runtime::AttrSpec int_attr(std::string_view name, int64_t default_value) {
+  runtime::AttrSpec spec;
+  spec.name = name;
+  spec.kind = runtime::ValueKind::Int;
+  spec.default_int = default_value;
+  return spec;
+}
+inline runtime::AttrSpec required_int_attr(std::string_view name) {
+  runtime::AttrSpec spec;
+  spec.name = name;
+  spec.kind = runtime::ValueKind::Int;
+  spec.required = true;
+  return spec;
+}
+inline runtime::AttrSpec float_attr(std::string_view name, double default_value) {
+  runtime::AttrSpec spec;
+  spec.name = name;
+  spec.kind = runtime::ValueKind::Float;
+  spec.default_float = default_value;
+  return spec;
+}
+inline runtime::AttrSpec string_attr(std::string_view name, std::string_view default_value) {
+  runtime::AttrSpec spec;
+  spec.name = name;
+  spec.kind = runtime::ValueKind::String;
+  spec.default_string = default_value;
+  return spec;
+}
+// An int list whose absence (a None value) means something to the op.
+inline runtime::AttrSpec optional_ints_attr(std::string_view name) {
+  runtime::AttrSpec spec;
+  spec.name = name;
+  spec.kind = runtime::ValueKind::IntList;
+  spec.default_none = true;
+  return spec;
+}
+
 // Maps an ONNX axis in [-rank, rank - 1] to [0, rank - 1].
 inline Result<int> normalize_axis(int64_t axis, int rank, std::string_view what,
                                   std::string_view label = "axis") {
@@ -38,9 +76,9 @@ inline Result<int> normalize_axis(int64_t axis, int rank, std::string_view what,
 // Input `index` must be a tensor (variadic and optional inputs may be None after infer_op).
 inline Status check_tensor_input(const runtime::OpCall& call, size_t index, std::string_view what) {
   const runtime::Value* v = call.inputs[index];
-  BATON_CHECK_OR_RETURN(v != nullptr && v->is_tensor(), InvalidArgument,
-                        "{}: input {} must be a tensor, got {}", what, index,
-                        v == nullptr ? std::string_view("nothing") : value_kind_name(v->kind));
+  BATON_CHECK_OR_RETURN(
+      v != nullptr && v->is_tensor(), InvalidArgument, "{}: input {} must be a tensor, got {}",
+      what, index, v == nullptr ? std::string_view("nothing") : runtime::value_kind_name(v->kind));
   return Status::ok_status();
 }
 

@@ -1,0 +1,59 @@
+// ONNX Div (opset 13+): elementwise, multidirectional broadcasting; float32, int32, int64.
+// Integer division truncates toward zero, as C++ and ONNX's integer Div do.
+#include <limits>
+
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/kernels.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+constexpr std::string_view kName = "Div";
+
+struct DivOp {
+  // Integer division by zero is undefined in C++ (it traps on x86); the loop writes 0, finishes
+  // and the kernel reports the error instead.
+  bool divided_by_zero = false;
+
+  template <typename T>
+  T operator()(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) {
+        divided_by_zero = true;
+        return 0;
+      }
+      // min / -1 overflows (and traps); wrap like the other integer ops.
+      if (b == -1) return static_cast<T>(WrappingType<T>(0) - static_cast<WrappingType<T>>(a));
+      return a / b;
+    } else {
+      return a / b;
+    }
+  }
+  bool ok() const { return !divided_by_zero; }
+};
+
+Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
+  return infer_broadcast_binary(kName, call, outputs, /*same_dtype=*/true);
+}
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
+  return create_broadcast_binary(
+      call, same_dtype_binary_loop<DivOp>(call.inputs[0]->tensor.dtype),
+      fmt::format("{}: integer division by zero (the divisor input holds a 0)",
+                  describe(kName, call)));
+}
+
+}  // namespace
+
+void register_div(runtime::OpRegistry& registry) {
+  runtime::OpSchema schema;
+  schema.name = kName;
+  schema.min_inputs = 2;
+  schema.max_inputs = 2;
+  schema.dtypes = {DType::Float32, DType::Int32, DType::Int64};
+  schema.infer = &infer;
+  schema.create = &create;
+  registry.add(std::move(schema));
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,250 @@
+// Gemm and MatMul against naive double-precision GEMM references.
+#include <gtest/gtest.h>
+
+#include "kernels/kernel_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+// Y[i][j] = alpha * sum_k A'[i][k] B'[k][j] + beta * C[i][j] (C broadcast), in double.
+std::vector<double> gemm_reference(const HostTensor& a, const HostTensor& b, const HostTensor* c,
+                                   bool trans_a, bool trans_b, double alpha, double beta) {
+  const int64_t m = trans_a ? a.sizes[1] : a.sizes[0];
+  const int64_t k = trans_a ? a.sizes[0] : a.sizes[1];
+  const int64_t n = trans_b ? b.sizes[0] : b.sizes[1];
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  const std::vector<int64_t> out = {m, n};
+  std::vector<double> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double av = trans_a ? pa[p * m + i] : pa[i * k + p];
+        const double bv = trans_b ? pb[j * k + p] : pb[p * n + j];
+        acc += av * bv;
+      }
+      double v = alpha * acc;
+      if (c != nullptr) {
+        const int64_t idx[2] = {i, j};
+        v += beta * c->data<float>()[broadcast_offset(idx, c->sizes)];
+      }
+      y[static_cast<size_t>(i * n + j)] = v;
+    }
+  }
+  return y;
+}
+
+struct GemmCase {
+  int64_t m, k, n;
+};
+
+TEST(Gemm, MatchesReferenceOverShapesTransposesAndC) {
+  std::mt19937 rng(1234);
+  const GemmCase cases[] = {{1, 1, 1},  {3, 7, 5},  {17, 33, 7}, {33, 17, 65},
+                            {64, 1, 3}, {1, 65, 1}, {7, 3, 1}};
+  const std::pair<double, double> scalings[] = {{1.0, 1.0}, {0.5, -2.0}, {1.7, 0.0}};
+  int runs = 0;
+  for (const GemmCase& gc : cases) {
+    const int64_t m = gc.m, k = gc.k, n = gc.n;
+    const std::vector<std::vector<int64_t>> c_shapes = {{m, n}, {n}, {1, n}, {m, 1},
+                                                        {1, 1}, {1}, {}};
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (int ci = -1; ci < static_cast<int>(c_shapes.size()); ++ci) {
+          for (const auto& [alpha, beta] : scalings) {
+            HostTensor a =
+                random_floats(rng, ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+            HostTensor b =
+                random_floats(rng, tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+            std::unique_ptr<HostTensor> c;
+            if (ci >= 0) c = std::make_unique<HostTensor>(random_floats(rng, c_shapes[ci]));
+            SCOPED_TRACE(::testing::Message()
+                         << "M=" << m << " K=" << k << " N=" << n << " transA=" << ta
+                         << " transB=" << tb << " C=" << (c ? shape_str(c->sizes) : "none")
+                         << " alpha=" << alpha << " beta=" << beta);
+            const std::vector<double> ref = gemm_reference(a, b, c.get(), ta, tb, alpha, beta);
+            OpTester t("Gemm");
+            t.input(a).input(b);
+            if (c) t.input(*c);
+            t.attr("alpha", alpha).attr("beta", beta).attr("transA", ta).attr("transB", tb);
+            BATON_ASSERT_OK(t.run());
+            ASSERT_EQ(t.output().sizes, (std::vector<int64_t>{m, n}));
+            expect_norm_close(t.output(), ref);
+            ++runs;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runs, 7 * 2 * 2 * 8 * 3);
+}
+
+TEST(Gemm, AbsentCAsNoneInput) {
+  std::mt19937 rng(7);
+  HostTensor a = random_floats(rng, {5, 3});
+  HostTensor b = random_floats(rng, {3, 4});
+  OpTester t("Gemm");
+  t.input(a).input(b).absent_input().attr("alpha", 2.0);
+  BATON_ASSERT_OK(t.run());
+  expect_norm_close(t.output(), gemm_reference(a, b, nullptr, false, false, 2.0, 1.0));
+}
+
+TEST(Gemm, EmptyDimensions) {
+  std::mt19937 rng(8);
+  // K = 0: Y = beta * C, or zeros without C.
+  {
+    HostTensor c = random_floats(rng, {3, 4});
+    OpTester t("Gemm");
+    t.input(HostTensor(DType::Float32, {3, 0})).input(HostTensor(DType::Float32, {0, 4}));
+    t.input(c).attr("beta", 0.5);
+    BATON_ASSERT_OK(t.run());
+    std::vector<double> ref;
+    for (float v : c.values<float>()) ref.push_back(0.5 * v);
+    expect_close(t.output(), ref);
+  }
+  {
+    OpTester t("Gemm");
+    t.input(HostTensor(DType::Float32, {3, 0})).input(HostTensor(DType::Float32, {0, 4}));
+    BATON_ASSERT_OK(t.run());
+    expect_close(t.output(), std::vector<double>(12, 0.0));
+  }
+  {
+    OpTester t("Gemm");
+    t.input(HostTensor(DType::Float32, {0, 5})).input(random_floats(rng, {5, 4}));
+    BATON_ASSERT_OK(t.run());
+    EXPECT_EQ(t.output().sizes, (std::vector<int64_t>{0, 4}));
+  }
+}
+
+TEST(Gemm, Errors) {
+  expect_error(OpTester("Gemm")
+                   .input(HostTensor(DType::Float32, {2, 3, 4}))
+                   .input(HostTensor(DType::Float32, {4, 5}))
+                   .infer(),
+               Error::InvalidArgument, "Gemm", "2-D");
+  expect_error(OpTester("Gemm")
+                   .input(HostTensor(DType::Float32, {2, 3}))
+                   .input(HostTensor(DType::Float32, {4, 5}))
+                   .infer(),
+               Error::InvalidArgument, "Gemm", "K=3");
+  expect_error(OpTester("Gemm")
+                   .input(HostTensor(DType::Float32, {2, 3}))
+                   .input(HostTensor(DType::Float32, {5, 3}))
+                   .attr("transB", 1)
+                   .input(HostTensor(DType::Float32, {3, 5}))
+                   .infer(),
+               Error::InvalidArgument, "Gemm", "does not broadcast");
+  expect_error(OpTester("Gemm")
+                   .input(HostTensor(DType::Int32, {2, 3}))
+                   .input(HostTensor(DType::Int32, {3, 5}))
+                   .infer(),
+               Error::NotSupported, "Gemm", "int32");
+  expect_error(OpTester("Gemm")
+                   .input(HostTensor(DType::Float32, {2, 3}))
+                   .input(HostTensor(DType::Int64, {3, 5}))
+                   .infer(),
+               Error::InvalidArgument, "Gemm", "int64");
+}
+
+// numpy.matmul in double.
+std::vector<double> matmul_reference(const HostTensor& a, const HostTensor& b,
+                                     const std::vector<int64_t>& out_sizes) {
+  std::vector<int64_t> as = a.sizes, bs = b.sizes;
+  const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
+  if (a_vec) as.insert(as.begin(), 1);
+  if (b_vec) bs.push_back(1);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t la = batch.size() - a_batch.size(), lb = batch.size() - b_batch.size();
+    const int64_t da = i < la ? 1 : a_batch[i - la], db = i < lb ? 1 : b_batch[i - lb];
+    batch[i] = da == 1 ? db : da;
+  }
+  const int64_t batches = numel_of(batch);
+  std::vector<double> y;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const std::vector<int64_t> index = unravel(bi, batch);
+    const int64_t ao = broadcast_offset(index, a_batch) * m * k;
+    const int64_t bo = broadcast_offset(index, b_batch) * k * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < k; ++p) {
+          acc += static_cast<double>(a.data<float>()[ao + i * k + p]) *
+                 b.data<float>()[bo + p * n + j];
+        }
+        y.push_back(acc);
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(y.size()), numel_of(out_sizes));
+  return y;
+}
+
+struct MatMulCase {
+  std::vector<int64_t> a, b, out;
+};
+
+TEST(MatMul, MatchesReference) {
+  std::mt19937 rng(99);
+  const MatMulCase cases[] = {
+      {{3}, {3}, {}},
+      {{1}, {1}, {}},
+      {{5}, {5, 7}, {7}},
+      {{4, 5}, {5}, {4}},
+      {{1, 1}, {1, 1}, {1, 1}},
+      {{3, 4}, {4, 5}, {3, 5}},
+      {{17, 33}, {33, 7}, {17, 7}},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},
+      {{2, 3, 17, 33}, {33, 1}, {2, 3, 17, 1}},
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}},
+      {{1, 3, 4}, {5, 4, 6}, {5, 3, 6}},
+      {{2, 1, 3, 4}, {5, 4, 7}, {2, 5, 3, 7}},
+      {{3, 4}, {2, 4, 5}, {2, 3, 5}},
+      {{7}, {2, 3, 7, 4}, {2, 3, 4}},
+      {{2, 3, 7, 4}, {4}, {2, 3, 7}},
+      {{3, 1, 5, 2}, {1, 4, 2, 3}, {3, 4, 5, 3}},
+      {{3, 0, 4}, {4, 5}, {3, 0, 5}},
+      {{3, 4}, {4, 0}, {3, 0}},
+      {{0, 3, 4}, {4, 5}, {0, 3, 5}},
+      {{2, 3, 0}, {2, 0, 5}, {2, 3, 5}},
+  };
+  for (const MatMulCase& mc : cases) {
+    SCOPED_TRACE(shape_str(mc.a) + " x " + shape_str(mc.b));
+    HostTensor a = random_floats(rng, mc.a);
+    HostTensor b = random_floats(rng, mc.b);
+    OpTester t("MatMul");
+    t.input(a).input(b);
+    BATON_ASSERT_OK(t.run());
+    ASSERT_EQ(t.output().sizes, mc.out);
+    expect_norm_close(t.output(), matmul_reference(a, b, mc.out));
+  }
+}
+
+TEST(MatMul, Errors) {
+  expect_error(OpTester("MatMul")
+                   .input(HostTensor(DType::Float32, {3, 4}))
+                   .input(HostTensor(DType::Float32, {5, 6}))
+                   .infer(),
+               Error::InvalidArgument, "MatMul", "K=4");
+  expect_error(OpTester("MatMul")
+                   .input(HostTensor(DType::Float32, {2, 3, 4}))
+                   .input(HostTensor(DType::Float32, {3, 4, 5}))
+                   .infer(),
+               Error::InvalidArgument, "MatMul", "cannot broadcast");
+  expect_error(OpTester("MatMul")
+                   .input(HostTensor(DType::Float32, {}))
+                   .input(HostTensor(DType::Float32, {3}))
+                   .infer(),
+               Error::InvalidArgument, "MatMul", "rank >= 1");
+  expect_error(OpTester("MatMul")
+                   .input(HostTensor(DType::Int64, {2, 3}))
+                   .input(HostTensor(DType::Int64, {3, 2}))
+                   .infer(),
+               Error::NotSupported, "MatMul", "int64");
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -1,0 +1,216 @@
+// Kernel::run allocates nothing and reads its tensors' data pointers at every call.
+//
+// malloc, calloc and realloc are replaced for this test binary (forwarding to glibc's) so that
+// every heap allocation in the process is counted, including operator new's and any that OpenBLAS
+// makes. Counting is switched on only around Kernel::run.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <set>
+
+#include "kernels/kernel_test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer owns malloc; the count is not available.
+#define BATON_COUNTS_ALLOCATIONS 0
+#else
+#define BATON_COUNTS_ALLOCATIONS 1
+#endif
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<int64_t> g_allocations{0};
+
+[[maybe_unused]] void note_allocation() {
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+#if BATON_COUNTS_ALLOCATIONS
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t n, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void __libc_free(void* p);
+}
+
+extern "C" {
+void* malloc(size_t size) {
+  note_allocation();
+  return __libc_malloc(size);
+}
+void* calloc(size_t n, size_t size) {
+  note_allocation();
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t size) {
+  note_allocation();
+  return __libc_realloc(p, size);
+}
+void free(void* p) { __libc_free(p); }
+}
+#endif
+
+namespace baton::testing {
+namespace {
+
+// Each builder returns a tester for one op call with random inputs; the test runs it twice (the
+// first call may warm up OpenBLAS) and counts allocations in the second.
+std::vector<std::pair<std::string, std::function<std::unique_ptr<OpTester>(std::mt19937&)>>>
+op_calls() {
+  using Make = std::function<std::unique_ptr<OpTester>(std::mt19937&)>;
+  std::vector<std::pair<std::string, Make>> calls;
+  auto add = [&](std::string name, Make make) { calls.emplace_back(std::move(name), make); };
+  add("Gemm", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Gemm");
+    t->input(random_floats(rng, {33, 17})).input(random_floats(rng, {65, 17}));
+    t->input(random_floats(rng, {65})).attr("transB", 1).attr("beta", 0.5);
+    return t;
+  });
+  add("Gemm (large enough for OpenBLAS threads)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Gemm");
+    t->input(random_floats(rng, {256, 300})).input(random_floats(rng, {300, 200}));
+    return t;
+  });
+  add("MatMul (batched)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MatMul");
+    t->input(random_floats(rng, {2, 1, 17, 33})).input(random_floats(rng, {3, 33, 7}));
+    return t;
+  });
+  add("MatMul (folded)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MatMul");
+    t->input(random_floats(rng, {4, 17, 33})).input(random_floats(rng, {33, 65}));
+    return t;
+  });
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    add(op, [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {7, 1, 5})).input(random_floats(rng, {3, 1}, 0.5f, 2.0f));
+      return t;
+    });
+    add(std::string(op) + " int64", [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_ints<int64_t>(rng, {7, 5}, -50, 50))
+          .input(random_ints<int64_t>(rng, {5}, 1, 9));
+      return t;
+    });
+  }
+  add("Pow", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Pow");
+    t->input(random_floats(rng, {3, 17}, 0.5f, 2.0f)).input(random_ints<int32_t>(rng, {17}, -3, 3));
+    return t;
+  });
+  for (const char* op : {"Sqrt", "Erf", "Relu", "Tanh", "Sigmoid", "Gelu", "Identity"}) {
+    add(op, [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {3, 33}, 0.1f, 2.0f));
+      return t;
+    });
+  }
+  add("Softmax (inner)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Softmax");
+    t->input(random_floats(rng, {2, 7, 5})).attr("axis", 1);
+    return t;
+  });
+  add("Softmax (last)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Softmax");
+    t->input(random_floats(rng, {3, 17}));
+    return t;
+  });
+  add("Reshape", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Reshape");
+    t->input(random_floats(rng, {3, 4})).input(int64s({2, -1}));
+    return t;
+  });
+  add("Flatten", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Flatten");
+    t->input(random_floats(rng, {3, 4, 5}));
+    return t;
+  });
+  add("Transpose", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Transpose");
+    t->input(random_floats(rng, {3, 4, 5})).attr("perm", std::vector<int64_t>{2, 0, 1});
+    return t;
+  });
+  add("Squeeze", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Squeeze");
+    t->input(random_floats(rng, {3, 1, 5}));
+    return t;
+  });
+  add("Unsqueeze", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Unsqueeze");
+    t->input(random_floats(rng, {3, 5})).input(int64s({0}));
+    return t;
+  });
+  add("Concat", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Concat");
+    t->input(random_floats(rng, {3, 5})).input(random_floats(rng, {3, 2})).attr("axis", 1);
+    return t;
+  });
+  return calls;
+}
+
+// The counter itself works: a heap allocation while counting is seen.
+TEST(KernelRun, AllocationCounterSeesAllocations) {
+  if (!BATON_COUNTS_ALLOCATIONS) GTEST_SKIP() << "allocation counting is off under ASan";
+  g_allocations = 0;
+  g_counting = true;
+  std::vector<int>* volatile sink = new std::vector<int>(100);  // volatile: not elided
+  g_counting = false;
+  delete sink;
+  EXPECT_GE(g_allocations.load(), 2);
+}
+
+TEST(KernelRun, AllocatesNothing) {
+  if (!BATON_COUNTS_ALLOCATIONS) GTEST_SKIP() << "allocation counting is off under ASan";
+  std::mt19937 rng(77);
+  for (auto& [name, make] : op_calls()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<OpTester> t = make(rng);
+    BATON_ASSERT_OK(t->run());
+    g_allocations = 0;
+    g_counting = true;
+    const Status status = t->kernel()->run();
+    g_counting = false;
+    EXPECT_TRUE(status.ok());
+    EXPECT_EQ(g_allocations.load(), 0) << name << " allocated during run()";
+  }
+}
+
+TEST(KernelRun, EveryRegisteredOpIsCovered) {
+  std::set<std::string> covered;
+  for (auto& [name, make] : op_calls()) covered.insert(name.substr(0, name.find(' ')));
+  for (std::string_view op : kernel_registry().names()) {
+    EXPECT_TRUE(covered.count(std::string(op))) << op << " has no allocation check";
+  }
+  EXPECT_EQ(kernel_registry().names().size(), 21u);
+}
+
+// Rebinding the inputs and the output between runs: the kernel must follow the new pointers.
+TEST(KernelRun, ReadsDataPointersAtEveryRun) {
+  std::mt19937 rng(78);
+  for (auto& [name, make] : op_calls()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<OpTester> t = make(rng);
+    BATON_ASSERT_OK(t->run());
+    // Same shapes, new data (constant inputs such as Reshape's shape are equal in both), and a
+    // new output buffer: the rebound kernel must produce what a fresh kernel produces.
+    std::unique_ptr<OpTester> fresh = make(rng);
+    for (size_t i = 0; i < fresh->num_inputs(); ++i) {
+      if (fresh->input_is_tensor(i)) t->rebind_input(i, fresh->input_tensor(i));
+    }
+    t->rebind_output(0);
+    BATON_ASSERT_OK(fresh->run());
+    BATON_ASSERT_OK(t->rerun());
+    ASSERT_EQ(t->output().nbytes(), fresh->output().nbytes());
+    EXPECT_EQ(std::memcmp(t->output().storage.data(), fresh->output().storage.data(),
+                          fresh->output().nbytes()),
+              0);
+  }
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -1,0 +1,337 @@
+// Runtime: loading and executing methods, method I/O, delegates through the test backend, and the
+// errors a user sees when something does not fit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "baton/baton.h"
+#include "baton/runtime/module.h"
+#include "baton/runtime/npy.h"
+#include "baton/runtime/program.h"
+#include "testing/random.h"
+#include "testing/sample_programs.h"
+#include "testing/test_backend.h"
+
+namespace baton {
+namespace {
+
+using runtime::Method;
+using runtime::Program;
+using testing::make_add_relu_program;
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    testing::register_test_backend();
+    testing::test_backend_stats().reset();
+  }
+
+  std::shared_ptr<const Program> load(const std::vector<uint8_t>& bytes) {
+    auto p = Program::load_bytes(bytes);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? *p : nullptr;
+  }
+
+  std::vector<int64_t> sizes_ = {2, 3};
+};
+
+TEST_F(RuntimeTest, ExecutesKernelsAndDelegateAndMatchesReference) {
+  for (bool with_delegate : {false, true}) {
+    auto p = make_add_relu_program(with_delegate);
+    auto program = load(p.builder.bytes());
+    ASSERT_TRUE(program);
+    auto method = program->load_method("forward");
+    ASSERT_TRUE(method.ok()) << method.status().to_string();
+    std::mt19937 rng(3);
+    for (int trial = 0; trial < 3; ++trial) {
+      Tensor x = testing::random_tensor(rng, {2, 3}, -2.0f, 2.0f);
+      ASSERT_TRUE((*method)->set_input(0, x.view()).ok());
+      ASSERT_TRUE((*method)->execute().ok());
+      const TensorView out = (*method)->output(0);
+      const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
+      const std::vector<float> want = testing::add_relu_reference(p, xs);
+      for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out.data_as<float>()[i], want[i]) << i;
+    }
+  }
+  EXPECT_EQ(testing::test_backend_stats().executes, 3);
+}
+
+TEST_F(RuntimeTest, DelegateReceivesBlobSpecsAndOptionsAndIsDestroyed) {
+  auto p = make_add_relu_program(true);
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  {
+    runtime::MethodOptions options;
+    options.backend_options.push_back({"strict_staging", "1"});
+    auto method = program->load_method("forward", options);
+    ASSERT_TRUE(method.ok()) << method.status().to_string();
+    auto& stats = testing::test_backend_stats();
+    EXPECT_EQ(stats.inits, 1);
+    EXPECT_EQ(stats.last_specs.at("target_device"), "cpu");
+    EXPECT_EQ(stats.last_specs.at("flavor"), "mul");
+    EXPECT_GT(stats.last_blob_size, 24u);
+    ASSERT_EQ(stats.options_seen.size(), 1u);
+    EXPECT_EQ(stats.options_seen[0], "strict_staging=1");
+    EXPECT_EQ(stats.destroys, 0);
+    const runtime::InstructionInfo info = (*method)->instruction_info(2);
+    EXPECT_EQ(info.kind, runtime::InstructionKind::Delegate);
+    EXPECT_NE(info.description.find("test_0"), std::string::npos);
+  }
+  EXPECT_EQ(testing::test_backend_stats().destroys, 1);
+}
+
+TEST_F(RuntimeTest, FailedDelegateInitReleasesEarlierDelegates) {
+  auto p = make_add_relu_program(true);
+  // A second delegate that fails in init: the first one's handle must still be destroyed.
+  const int extra = p.builder.tensor("extra", DType::Float32, {2, 3});
+  const auto blob = testing::make_test_blob(1, 1, {}, 0, {{testing::TestOp::Relu, 0, 0, 1}}, 6);
+  const int d = p.builder.delegate(testing::kTestBackendId, {{"fail_init", "1"}}, blob, "bad");
+  p.builder.delegate_call(d, {p.out}, {extra});
+  auto program = load(p.builder.bytes());
+  auto method = program->load_method("forward");
+  ASSERT_FALSE(method.ok());
+  EXPECT_NE(method.status().message().find("delegate 1 ('bad'"), std::string::npos)
+      << method.status().to_string();
+  EXPECT_EQ(testing::test_backend_stats().inits, 1);
+  EXPECT_EQ(testing::test_backend_stats().destroys, 1);
+}
+
+TEST_F(RuntimeTest, CorruptDelegateBlobIsAnInvalidProgram) {
+  auto p = make_add_relu_program(false);
+  const int out = p.builder.tensor("out", DType::Float32, {2, 3});
+  const int d = p.builder.delegate(testing::kTestBackendId, {}, {'T', 'B', 'E', '1', 7}, "broken");
+  p.builder.delegate_call(d, {p.z}, {out});
+  auto program = load(p.builder.bytes());
+  auto method = program->load_method("forward");
+  EXPECT_EQ(method.code(), Error::InvalidProgram);
+}
+
+TEST_F(RuntimeTest, UnregisteredBackendIsNamed) {
+  auto p = make_add_relu_program(false);
+  const int out = p.builder.tensor("out", DType::Float32, {2, 3});
+  const int d = p.builder.delegate("warp_drive", {}, {1, 2, 3}, "wd_0");
+  p.builder.delegate_call(d, {p.z}, {out});
+  auto method = load(p.builder.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("needs backend 'warp_drive'"), std::string::npos);
+  EXPECT_NE(method.status().message().find("test_elementwise"), std::string::npos);
+}
+
+TEST_F(RuntimeTest, UnknownOperatorIsNamed) {
+  auto p = make_add_relu_program(false);
+  p.builder.method().operators[1]->name = "Frobnicate";
+  auto method = load(p.builder.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("operator 'Frobnicate' is not registered"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
+TEST_F(RuntimeTest, DeclaredShapeThatTheOpDoesNotProduceIsRejected) {
+  auto p = make_add_relu_program(false);
+  // Make the Add output (and the Relu that reads it) claim a different, larger shape: a kernel
+  // would write past the declared tensor.
+  p.builder.tensor_at(p.y).sizes = {2, 4};
+  p.builder.method().arenas[0]->size += 64;
+  auto method = load(p.builder.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::InvalidProgram);
+  EXPECT_NE(method.status().message().find("instruction 0 (Add node 'add')"), std::string::npos)
+      << method.status().to_string();
+}
+
+TEST_F(RuntimeTest, OpsetBelowTheKernelsIsNotSupported) {
+  auto p = make_add_relu_program(false);
+  p.builder.method().operators[0]->opset = 9;
+  auto method = load(p.builder.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("opset 9"), std::string::npos);
+}
+
+TEST_F(RuntimeTest, MissingMethodListsTheOnesThatExist) {
+  auto program = load(make_add_relu_program(false).builder.bytes());
+  auto method = program->load_method("backward");
+  ASSERT_EQ(method.code(), Error::NotFound);
+  EXPECT_NE(method.status().message().find("'forward'"), std::string::npos);
+}
+
+TEST_F(RuntimeTest, WrongInputsGetClearErrors) {
+  auto program = load(make_add_relu_program(false).builder.bytes());
+  auto method = std::move(program->load_method("forward")).value();
+  std::vector<float> data(8, 1.0f);
+  std::vector<int64_t> bad_shape = {2, 4};
+  Status s = method->set_input(0, TensorView{data.data(), DType::Float32, bad_shape, Device::cpu()});
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_EQ(s.message(), "input 0 ('x'): expected float32 [2, 3], got float32 [2, 4]");
+  s = method->set_input(0, TensorView{data.data(), DType::Int32, sizes_, Device::cpu()});
+  EXPECT_EQ(s.message(), "input 0 ('x'): expected float32 [2, 3], got int32 [2, 3]");
+  s = method->set_input(3, TensorView{data.data(), DType::Float32, sizes_, Device::cpu()});
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("has 1 inputs"), std::string::npos);
+  s = method->bind_input(0, TensorView{data.data(), DType::Float32, sizes_, Device::cuda(0)});
+  EXPECT_NE(s.message().find("lives on cpu in this program but the bound memory is on cuda:0"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(RuntimeTest, BoundInputsAndOutputsAreUsedInPlace) {
+  auto p = make_add_relu_program(false);
+  auto program = load(p.builder.bytes());
+  auto method = std::move(program->load_method("forward")).value();
+  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f};
+  std::vector<float> out(6, -7.0f);
+  ASSERT_TRUE(method->bind_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(method->bind_output(0, TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_EQ(method->output(0).data, out.data());
+  auto want = testing::add_relu_reference(p, x);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[i], want[i]);
+  // Changing the caller's input and executing again reads the new values.
+  x[0] = 5.0f;
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_FLOAT_EQ(out[0], 5.5f);
+  // set_input goes back to the planned buffer.
+  std::vector<float> y(6, 1.0f);
+  ASSERT_TRUE(method->set_input(0, TensorView{y.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  x[0] = 100.0f;
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_FLOAT_EQ(out[0], 1.5f);
+}
+
+TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
+  testing::ProgramBuilder b;
+  const int x = b.unplanned_tensor("x", DType::Float32, {4});
+  const int y = b.tensor("y", DType::Float32, {4});
+  b.kernel(b.op("Relu"), {x}, {}, {y}, "relu");
+  b.inputs({x});
+  b.outputs({y});
+  auto method = std::move(load(b.bytes())->load_method("forward")).value();
+  EXPECT_FALSE(method->input_info(0).has_storage);
+  Status s = method->execute();
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("bind it with bind_input"), std::string::npos);
+  std::vector<float> data = {1, -1, 2, -2};
+  std::vector<int64_t> sizes = {4};
+  EXPECT_NE(method->set_input(0, TensorView{data.data(), DType::Float32, sizes, Device::cpu()})
+                .message()
+                .find("no planned memory"),
+            std::string::npos);
+  ASSERT_TRUE(method->bind_input(0, TensorView{data.data(), DType::Float32, sizes, Device::cpu()}).ok());
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_FLOAT_EQ(method->output(0).data_as<float>()[3], 0.0f);
+}
+
+TEST_F(RuntimeTest, ArenaOnADeviceWithoutAllocatorIsNamed) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {4}, Device::cuda(1));
+  b.inputs({x});
+  b.outputs({x});
+  auto method = load(b.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("arena 0 is on cuda:1 but no allocator for cuda"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
+TEST_F(RuntimeTest, ModuleRunChecksCountAndCopiesOutputs) {
+  auto p = make_add_relu_program(true);
+  auto module = runtime::Module::from_program(load(p.builder.bytes()));
+  ASSERT_TRUE(module.ok());
+  auto none = module->run({});
+  EXPECT_EQ(none.code(), Error::InvalidArgument);
+  EXPECT_NE(none.status().message().find("takes 1 inputs ('x' float32 [2, 3]), got 0"),
+            std::string::npos)
+      << none.status().to_string();
+  std::mt19937 rng(11);
+  Tensor x = testing::random_tensor(rng, {2, 3});
+  auto out = module->run({x});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 1u);
+  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
+  const auto want = testing::add_relu_reference(p, xs);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
+  // The returned tensor is a copy: running again does not change it.
+  const float before = (*out)[0].data_as<float>()[0];
+  Tensor x2 = testing::random_tensor(rng, {2, 3}, 5.0f, 6.0f);
+  ASSERT_TRUE(module->run({x2}).ok());
+  EXPECT_EQ((*out)[0].data_as<float>()[0], before);
+}
+
+TEST_F(RuntimeTest, ProfilingRecordsEveryInstruction) {
+  auto program = load(make_add_relu_program(true).builder.bytes());
+  auto method = std::move(program->load_method("forward")).value();
+  method->set_profiling(true);
+  std::vector<float> x(6, 1.0f);
+  ASSERT_TRUE(method->set_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(method->execute().ok());
+  ASSERT_EQ(method->instruction_times().size(), 3u);
+  for (auto t : method->instruction_times()) EXPECT_GT(t.count(), 0);
+  EXPECT_EQ(method->instruction_info(0).description, "Add (node 'add')");
+  EXPECT_TRUE(method->instruction_info(0).device.is_cpu());
+}
+
+TEST_F(RuntimeTest, ProgramsLoadedFromAFileMapTheirConstants) {
+  auto p = make_add_relu_program(true);
+  const std::string path = ::testing::TempDir() + "/add_relu.baton";
+  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  auto module = runtime::Module::load(path);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  EXPECT_EQ(module->program().method_name(0), "forward");
+  EXPECT_EQ(module->program().producer(), "ProgramBuilder");
+  std::mt19937 rng(5);
+  Tensor x = testing::random_tensor(rng, {2, 3});
+  auto out = module->run({x});
+  ASSERT_TRUE(out.ok());
+  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
+  const auto want = testing::add_relu_reference(p, xs);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
+}
+
+TEST(NpyTest, RoundTripsEveryDtype) {
+  const std::string dir = ::testing::TempDir();
+  for (DType dtype : {DType::Float32, DType::Float16, DType::Int64, DType::Int32, DType::Bool,
+                      DType::Float64, DType::UInt8, DType::Int8, DType::Int16}) {
+    for (std::vector<int64_t> sizes : {std::vector<int64_t>{}, std::vector<int64_t>{5},
+                                       std::vector<int64_t>{2, 3, 4}, std::vector<int64_t>{0, 3}}) {
+      Tensor t = Tensor::empty(dtype, sizes).value();
+      auto* bytes = static_cast<uint8_t*>(t.data());
+      for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+      if (dtype == DType::Bool) {
+        for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] &= 1;
+      }
+      const std::string path = dir + "/t.npy";
+      ASSERT_TRUE(runtime::write_npy(path, t.view()).ok());
+      auto back = runtime::read_npy(path);
+      ASSERT_TRUE(back.ok()) << back.status().to_string();
+      EXPECT_EQ(back->dtype(), dtype);
+      EXPECT_EQ(back->sizes(), sizes);
+      EXPECT_EQ(std::memcmp(back->data(), t.data(), t.nbytes()), 0);
+    }
+  }
+}
+
+TEST(NpyTest, RejectsBadFilesWithReasons) {
+  const std::string path = ::testing::TempDir() + "/bad.npy";
+  auto write = [&](const std::string& text) {
+    std::vector<uint8_t> b(text.begin(), text.end());
+    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
+  };
+  write("hello");
+  EXPECT_NE(runtime::read_npy(path).status().message().find("not a .npy file"), std::string::npos);
+  std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header);
+  EXPECT_EQ(runtime::read_npy(path).code(), Error::NotSupported);
+  header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+        std::string(16, '\0'));
+  EXPECT_NE(runtime::read_npy(path).status().message().find("Fortran order"), std::string::npos);
+  header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+        std::string(15, '\0'));
+  EXPECT_NE(runtime::read_npy(path).status().message().find("has 15 data bytes"), std::string::npos);
+  EXPECT_EQ(runtime::read_npy("/nonexistent.npy").code(), Error::IoError);
+}
+
+}  // namespace
+}  // namespace baton
