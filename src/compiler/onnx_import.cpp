@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <iterator>
@@ -48,12 +49,15 @@ class Importer {
     BATON_CHECK_OR_RETURN(g.sparse_initializer_size() == 0, NotSupported,
                           "'{}' has sparse initializers, which Baton does not support",
                           graph_.source);
-    for (const auto& input : g.input()) BATON_TRY(add_input(input));
     for (const auto& shape : options_.input_shapes) {
-      BATON_CHECK_OR_RETURN(used_shapes_.count(shape.name) != 0, InvalidArgument,
+      const bool known = std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
+        return in.name() == shape.name && by_name_.count(in.name()) == 0;
+      });
+      BATON_CHECK_OR_RETURN(known, InvalidArgument,
                             "a shape was given for '{}', which is not an input of '{}' (inputs: {})",
                             shape.name, graph_.source, input_names());
     }
+    for (const auto& input : g.input()) BATON_TRY(add_input(input));
     for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_node(g.node(i), i));
     for (const auto& output : g.output()) {
       auto it = by_name_.find(output.name());
@@ -101,12 +105,9 @@ class Importer {
     return Status();
   }
 
-  const InputShape* shape_override(const std::string& name) {
+  const InputShape* shape_override(const std::string& name) const {
     for (const auto& s : options_.input_shapes) {
-      if (s.name == name) {
-        used_shapes_.insert({name, 1});
-        return &s;
-      }
+      if (s.name == name) return &s;
     }
     return nullptr;
   }
@@ -122,11 +123,7 @@ class Importer {
 
   Status add_input(const onnx::ValueInfoProto& input) {
     // Older exporters list initializers among the inputs too; the initializer wins.
-    if (by_name_.count(input.name())) {
-      const InputShape* s = shape_override(input.name());
-      (void)s;
-      return Status();
-    }
+    if (by_name_.count(input.name())) return Status();
     const std::string where = fmt::format("input '{}' of '{}'", input.name(), graph_.source);
     BATON_CHECK_OR_RETURN(input.type().has_tensor_type(), NotSupported,
                           "{} is not a tensor (sequences, maps and optionals are not supported)",
@@ -337,7 +334,6 @@ class Importer {
   Graph graph_;
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<std::string, int> other_domains_;
-  std::unordered_map<std::string, int> used_shapes_;
 };
 
 Result<onnx::ModelProto> parse_model(std::span<const uint8_t> bytes, const std::string& source) {

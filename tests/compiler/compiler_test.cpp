@@ -1,0 +1,428 @@
+// Compiler: import errors, shape inference and folding, partitioning, memory planning, emission.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/runtime/module.h"
+#include "compiler/memory_plan.h"
+#include "compiler/onnx_builder.h"
+#include "compiler/onnx_import.h"
+#include "compiler/partition.h"
+#include "compiler/passes.h"
+#include "format/program_file.h"
+#include "testing/compiler/test_backend_compiler.h"
+#include "testing/random.h"
+#include "testing/test_backend.h"
+
+namespace baton {
+namespace {
+
+using compiler::CompileOptions;
+using testing::OnnxBuilder;
+
+std::vector<float> iota_floats(size_t n, float scale = 0.1f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(static_cast<int>(i % 13) - 6);
+  return v;
+}
+
+class CompilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    testing::register_test_backend();
+    testing::test_backend_stats().reset();
+  }
+
+  Result<compiler::CompiledProgram> compile(const OnnxBuilder& b, CompileOptions options = {}) {
+    return compiler::compile_bytes(b.bytes(), options);
+  }
+
+  // Compiles, loads and runs; returns the outputs.
+  std::vector<Tensor> run(const OnnxBuilder& b, const std::vector<Tensor>& inputs,
+                          CompileOptions options = {}) {
+    auto compiled = compile(b, options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    if (!compiled.ok()) return {};
+    auto bytes = compiled->serialize();
+    auto program = runtime::Program::load_bytes(*bytes);
+    EXPECT_TRUE(program.ok()) << program.status().to_string();
+    auto module = runtime::Module::from_program(*program);
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    auto out = module->run(inputs);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    return out.ok() ? *out : std::vector<Tensor>{};
+  }
+};
+
+TEST_F(CompilerTest, NotAnOnnxModel) {
+  for (std::vector<uint8_t> bytes : {std::vector<uint8_t>{}, std::vector<uint8_t>{'h', 'i', '!', 0xff, 0x13},
+                                     std::vector<uint8_t>(100, 0x42)}) {
+    auto r = compiler::compile_bytes(bytes, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), Error::InvalidArgument);
+    EXPECT_NE(r.status().message().find("not an ONNX model"), std::string::npos)
+        << r.status().to_string();
+  }
+  auto missing = compiler::compile_file("/nonexistent/model.onnx", {});
+  EXPECT_EQ(missing.code(), Error::IoError);
+}
+
+TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 3});
+  b.node("LSTM", {"x"}, {"a"}, "rnn");
+  b.node("Relu", {"a"}, {"r"}, "fine");
+  b.node("FancyOp", {"r"}, {"y"}, "custom", "com.acme");
+  b.output("y", {2, 3});
+  auto* imp = b.model().add_opset_import();
+  imp->set_domain("com.acme");
+  imp->set_version(3);
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::NotSupported);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("2 unsupported nodes"), std::string::npos) << m;
+  EXPECT_NE(m.find("node 'rnn': op 'LSTM' (domain 'ai.onnx', opset 17)"), std::string::npos) << m;
+  EXPECT_NE(m.find("node 'custom': op 'FancyOp' (domain 'com.acme', opset 3)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("Supported ops:"), std::string::npos);
+}
+
+TEST_F(CompilerTest, OpsetOutsideTheSupportedRange) {
+  for (int opset : {11, 22}) {
+    OnnxBuilder b(opset);
+    b.input("x", {2});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y", {2});
+    auto r = compile(b);
+    ASSERT_EQ(r.code(), Error::NotSupported);
+    EXPECT_NE(r.status().message().find(fmt::format("opset {}; Baton supports opsets 13 to 21", opset)),
+              std::string::npos)
+        << r.status().to_string();
+  }
+}
+
+TEST_F(CompilerTest, GeluNeedsOpset20) {
+  OnnxBuilder b(18);
+  b.input("x", {2});
+  b.node("Gelu", {"x"}, {"y"}, "g");
+  b.output("y", {2});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::NotSupported);
+  EXPECT_NE(r.status().message().find("supported from opset 20, the model uses opset 18"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST_F(CompilerTest, SymbolicDimensionsNeedAShape) {
+  OnnxBuilder b;
+  b.input("x", {-1, 4});
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  b.output("y", {-1, 4});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("symbolic dimension 'N' at axis 0"), std::string::npos);
+  EXPECT_NE(r.status().message().find("--shape x="), std::string::npos);
+
+  CompileOptions options;
+  options.input_shapes = {{"x", {3, 4}}};
+  std::mt19937 rng(2);
+  Tensor x = testing::random_tensor(rng, {3, 4});
+  auto out = run(b, {x}, options);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].sizes(), (std::vector<int64_t>{3, 4}));
+
+  options.input_shapes = {{"x", {3, 5}}};
+  r = compile(b, options);
+  EXPECT_NE(r.status().message().find("fixes it at 4"), std::string::npos) << r.status().to_string();
+  options.input_shapes = {{"x", {3}}};
+  r = compile(b, options);
+  EXPECT_NE(r.status().message().find("has rank 2 but the given shape [3] has rank 1"),
+            std::string::npos);
+  options.input_shapes = {{"nope", {3, 4}}};
+  r = compile(b, options);
+  EXPECT_NE(r.status().message().find("'nope', which is not an input"), std::string::npos)
+      << r.status().to_string();
+}
+
+TEST_F(CompilerTest, UnknownAttributeIsRejectedNotIgnored) {
+  OnnxBuilder b;
+  b.input("x", {2, 3});
+  auto& n = b.node("Softmax", {"x"}, {"y"}, "sm");
+  OnnxBuilder::attr_int(n, "axis", 1);
+  OnnxBuilder::attr_int(n, "temperature", 2);
+  b.output("y", {2, 3});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::NotSupported);
+  EXPECT_NE(r.status().message().find("attribute 'temperature' is not supported"), std::string::npos)
+      << r.status().to_string();
+}
+
+TEST_F(CompilerTest, MissingRequiredAttributeAndWrongAttributeType) {
+  OnnxBuilder b;
+  b.input("x", {2, 3});
+  b.node("Concat", {"x", "x"}, {"y"}, "cat");
+  b.output("y", {4, 3});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("Concat node 'cat' is missing its required attribute 'axis'"),
+            std::string::npos)
+      << r.status().to_string();
+
+  OnnxBuilder c;
+  c.input("x", {2, 3});
+  auto& n = c.node("Softmax", {"x"}, {"y"}, "sm");
+  OnnxBuilder::attr_float(n, "axis", 1.0f);
+  c.output("y", {2, 3});
+  r = compile(c);
+  EXPECT_NE(r.status().message().find("attribute 'axis' has ONNX type FLOAT, expected INT"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST_F(CompilerTest, ShapeErrorsNameTheNode) {
+  OnnxBuilder b;
+  b.input("a", {2, 3});
+  b.input("b", {4});
+  b.node("Add", {"a", "b"}, {"y"}, "bad_add");
+  b.output("y", {2, 3});
+  auto r = compile(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad_add"), std::string::npos) << r.status().to_string();
+}
+
+TEST_F(CompilerTest, UndefinedInputName) {
+  OnnxBuilder b;
+  b.input("x", {2});
+  b.node("Relu", {"ghost"}, {"y"}, "relu");
+  b.output("y", {2});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("reads 'ghost'"), std::string::npos);
+}
+
+TEST_F(CompilerTest, ConstantSubgraphsAreFoldedAndStillCorrect) {
+  OnnxBuilder b;
+  b.input("x", {3, 4});
+  b.initializer("w", {4, 3}, iota_floats(12));
+  b.initializer_int64("shape", {2}, {3, 4});
+  auto& t = b.node("Transpose", {"w"}, {"wt"}, "t");  // [3, 4]: folded
+  OnnxBuilder::attr_ints(t, "perm", {1, 0});
+  b.node("Reshape", {"wt", "shape"}, {"wr"}, "r");  // folded
+  b.node("Relu", {"wr"}, {"wrelu"}, "relu_w");       // folded
+  b.node("Add", {"x", "wrelu"}, {"y"}, "add");       // runs
+  b.output("y", {3, 4});
+  auto compiled = compile(b);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  EXPECT_EQ(compiled->summary().folded_nodes, 3u);
+  EXPECT_EQ(compiled->summary().kernel_calls, 1u);
+
+  std::mt19937 rng(4);
+  Tensor x = testing::random_tensor(rng, {3, 4});
+  auto out = run(b, {x});
+  ASSERT_EQ(out.size(), 1u);
+  const std::vector<float> w = iota_floats(12);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const float wt = std::max(0.0f, w[j * 3 + i]);
+      EXPECT_FLOAT_EQ(out[0].data_as<float>()[i * 4 + j], x.data_as<float>()[i * 4 + j] + wt);
+    }
+  }
+}
+
+TEST_F(CompilerTest, ConstantNodesAndConstantOutputs) {
+  OnnxBuilder b;
+  b.input("x", {2});
+  auto& c = b.node("Constant", {}, {"k"}, "k");
+  auto* a = c.add_attribute();
+  a->set_name("value_floats");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  a->add_floats(1.5f);
+  a->add_floats(-2.0f);
+  b.node("Mul", {"x", "k"}, {"y"}, "mul");
+  b.output("y", {2});
+  b.output("k", {2});
+  std::vector<float> xv = {2.0f, 3.0f};
+  Tensor x = Tensor::empty(DType::Float32, {2}).value();
+  std::copy(xv.begin(), xv.end(), x.data_as<float>());
+  auto out = run(b, {x});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FLOAT_EQ(out[0].data_as<float>()[0], 3.0f);
+  EXPECT_FLOAT_EQ(out[0].data_as<float>()[1], -6.0f);
+  EXPECT_FLOAT_EQ(out[1].data_as<float>()[1], -2.0f);
+}
+
+TEST_F(CompilerTest, UnusedNodesAreRemoved) {
+  OnnxBuilder b;
+  b.input("x", {4});
+  b.node("Relu", {"x"}, {"y"}, "used");
+  b.node("Tanh", {"x"}, {"unused"}, "dead");
+  b.output("y", {4});
+  auto compiled = compile(b);
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_EQ(compiled->summary().kernel_calls, 1u);
+}
+
+TEST_F(CompilerTest, ProgressReportsEveryPhase) {
+  OnnxBuilder b;
+  b.input("x", {4});
+  b.node("Relu", {"x"}, {"y"}, "r");
+  b.output("y", {4});
+  std::vector<std::string> phases;
+  CompileOptions options;
+  options.progress = [&](const compiler::Progress& p) { phases.emplace_back(p.phase); };
+  ASSERT_TRUE(compile(b, options).ok());
+  EXPECT_EQ(phases, (std::vector<std::string>{"import", "infer", "partition", "lower", "plan"}));
+}
+
+TEST_F(CompilerTest, CompilationIsDeterministic) {
+  OnnxBuilder b;
+  b.input("x", {5, 6});
+  b.initializer("w", {6, 6}, iota_floats(36));
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  b.node("MatMul", {"r", "w"}, {"y"}, "mm2");
+  b.output("y", {5, 6});
+  auto one = compile(b)->serialize();
+  auto two = compile(b)->serialize();
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(*one, *two);
+}
+
+// --- Partitioning through the test backend -------------------------------------------------
+
+OnnxBuilder partition_model() {
+  // x -> Relu -> Add(w) -> [MatMul on the cpu] -> Relu -> Mul(x2) -> y
+  OnnxBuilder b;
+  b.input("x", {4, 4});
+  b.initializer("w", {4, 4}, iota_floats(16));
+  b.initializer("m", {4, 4}, iota_floats(16, 0.05f));
+  b.node("Relu", {"x"}, {"a"}, "relu1");
+  b.node("Add", {"a", "w"}, {"b"}, "add");
+  b.node("MatMul", {"b", "m"}, {"c"}, "matmul");
+  b.node("Relu", {"c"}, {"d"}, "relu2");
+  b.node("Mul", {"d", "x"}, {"y"}, "mul");
+  b.output("y", {4, 4});
+  return b;
+}
+
+TEST_F(CompilerTest, PartitionsSurroundTheCpuNodeAndRunCorrectly) {
+  testing::TestBackendCompiler backend;
+  CompileOptions options;
+  options.backends = {&backend};
+  OnnxBuilder b = partition_model();
+  auto compiled = compile(b, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  EXPECT_EQ(compiled->summary().delegate_calls, 2u);
+  EXPECT_EQ(compiled->summary().kernel_calls, 1u);
+  EXPECT_EQ(compiled->summary().copies, 0u);
+
+  std::mt19937 rng(8);
+  Tensor x = testing::random_tensor(rng, {4, 4});
+  auto with = run(b, {x}, options);
+  auto without = run(b, {x});
+  ASSERT_EQ(with.size(), 1u);
+  ASSERT_EQ(without.size(), 1u);
+  EXPECT_LT(testing::relative_error(with[0].data_as<float>(), without[0].data_as<float>(), 16),
+            1e-6);
+  EXPECT_GE(testing::test_backend_stats().executes, 2);
+  EXPECT_EQ(testing::test_backend_stats().last_specs["nodes"], "2");
+}
+
+TEST_F(CompilerTest, PartitionsAreMaximalAndAcyclic) {
+  // Two independent elementwise chains joined at the end: all five nodes form one partition
+  // because nothing outside sits between them.
+  OnnxBuilder b;
+  b.input("x", {8});
+  b.input("z", {8});
+  b.node("Relu", {"x"}, {"a"}, "a");
+  b.node("Relu", {"z"}, {"c"}, "c");
+  b.node("Mul", {"a", "a"}, {"b"}, "b");
+  b.node("Add", {"c", "c"}, {"d"}, "d");
+  b.node("Add", {"b", "d"}, {"y"}, "y");
+  b.output("y", {8});
+  auto graph = compiler::import_onnx_bytes(b.bytes(), "t", ".", {});
+  ASSERT_TRUE(graph.ok());
+  ASSERT_TRUE(compiler::infer_and_fold(*graph, runtime::OpRegistry::global()).ok());
+  testing::TestBackendCompiler backend;
+  compiler::BackendCompiler* list[] = {&backend};
+  auto result = compiler::partition_graph(*graph, list);
+  ASSERT_EQ(result.partitions.size(), 1u);
+  EXPECT_EQ(result.partitions[0].nodes.size(), 5u);
+  EXPECT_EQ(result.partitions[0].inputs.size(), 2u);
+  EXPECT_EQ(result.partitions[0].outputs.size(), 1u);
+
+  // With a CPU node whose input comes from the first chain and whose output feeds the join, the
+  // partition must split (one group cannot be both before and after the CPU node).
+  OnnxBuilder c;
+  c.input("x", {8});
+  c.node("Relu", {"x"}, {"a"}, "a");
+  c.node("Tanh", {"a"}, {"t"}, "cpu");  // not claimed
+  c.node("Mul", {"a", "a"}, {"b"}, "b");
+  c.node("Add", {"b", "t"}, {"y"}, "join");
+  c.output("y", {8});
+  auto g2 = compiler::import_onnx_bytes(c.bytes(), "t", ".", {});
+  ASSERT_TRUE(g2.ok());
+  ASSERT_TRUE(compiler::infer_and_fold(*g2, runtime::OpRegistry::global()).ok());
+  auto r2 = compiler::partition_graph(*g2, list);
+  // Every partition input is produced before the partition's first node.
+  for (const auto& p : r2.partitions) {
+    const auto first = std::find(r2.order.begin(), r2.order.end(), p.nodes.front());
+    for (int v : p.inputs) {
+      const int producer = g2->values[v].producer;
+      if (producer < 0) continue;
+      EXPECT_LT(std::find(r2.order.begin(), r2.order.end(), producer), first);
+    }
+  }
+  EXPECT_EQ(r2.partitions.size(), 2u);
+}
+
+// --- Memory planning ------------------------------------------------------------------------
+
+TEST(MemoryPlanTest, NoTwoLiveBuffersOverlapAndOffsetsAreAligned) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<compiler::BufferRequest> reqs;
+    const int n = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      compiler::BufferRequest r;
+      r.bytes = rng() % 5000;
+      r.device = (rng() % 4 == 0) ? Device::cuda(static_cast<int16_t>(rng() % 2)) : Device::cpu();
+      r.first = static_cast<int>(rng() % 40) - 1;
+      r.last = r.first + static_cast<int>(rng() % 10);
+      reqs.push_back(r);
+    }
+    const compiler::MemoryPlan plan = compiler::plan_memory(reqs);
+    for (int i = 0; i < n; ++i) {
+      const auto& arena = plan.arenas[plan.arena[i]];
+      EXPECT_EQ(arena.device, reqs[i].device);
+      EXPECT_EQ(plan.offset[i] % compiler::kTensorAlignment, 0u);
+      EXPECT_LE(plan.offset[i] + reqs[i].bytes, arena.size);
+      for (int j = i + 1; j < n; ++j) {
+        if (plan.arena[i] != plan.arena[j]) continue;
+        const bool live_together = reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last;
+        const bool share_bytes = plan.offset[i] < plan.offset[j] + reqs[j].bytes &&
+                                 plan.offset[j] < plan.offset[i] + reqs[i].bytes;
+        EXPECT_FALSE(live_together && share_bytes) << "trial " << trial << " buffers " << i << ", " << j;
+      }
+    }
+    // Deterministic.
+    const compiler::MemoryPlan again = compiler::plan_memory(reqs);
+    EXPECT_EQ(plan.offset, again.offset);
+  }
+}
+
+TEST(MemoryPlanTest, ReusesMemoryAcrossDisjointLifetimes) {
+  std::vector<compiler::BufferRequest> reqs = {
+      {1000, Device::cpu(), 0, 1}, {1000, Device::cpu(), 2, 3}, {1000, Device::cpu(), 4, 5}};
+  const compiler::MemoryPlan plan = compiler::plan_memory(reqs);
+  ASSERT_EQ(plan.arenas.size(), 1u);
+  EXPECT_EQ(plan.arenas[0].size, 1024u);
+}
+
+}  // namespace
+}  // namespace baton
