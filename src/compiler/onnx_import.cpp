@@ -78,10 +78,12 @@ class Importer {
       if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
       else other_domains_[imp.domain()] = static_cast<int>(imp.version());
     }
-    BATON_CHECK_OR_RETURN(opset > 0, InvalidArgument,
-                          "'{}' does not import the ai.onnx operator set (no opset_import entry "
-                          "for domain '')",
-                          graph_.source);
+    // A model may use only other domains (training ops, custom ops); its nodes are then checked
+    // one by one and reported as unsupported with their domains.
+    if (opset <= 0) {
+      graph_.opset = 0;
+      return Status();
+    }
     BATON_CHECK_OR_RETURN(opset >= kMinOpset && opset <= kMaxOpset, NotSupported,
                           "'{}' uses ai.onnx opset {}; Baton supports opsets {} to {}. Re-export "
                           "the model with an opset in that range (torch.onnx.export(..., "
@@ -278,6 +280,10 @@ class Importer {
     node.op_type = proto.op_type();
     node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
     if (node.domain.empty()) {
+      BATON_CHECK_OR_RETURN(graph_.opset > 0, InvalidArgument,
+                            "{} is an ai.onnx op but '{}' does not import the ai.onnx operator "
+                            "set (no opset_import entry for domain '')",
+                            node.describe(), graph_.source);
       node.opset = graph_.opset;
     } else {
       auto it = other_domains_.find(node.domain);

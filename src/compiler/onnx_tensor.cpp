@@ -90,14 +90,20 @@ Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
   const auto nbytes = checked_nbytes(t.dtype, t.sizes);
   BATON_CHECK_OR_RETURN(numel && nbytes, InvalidArgument, "{} has invalid dims {}", what,
                         shape_to_string(t.sizes));
-  auto bytes = std::make_shared<std::vector<uint8_t>>(*nbytes);
-  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    BATON_TRY(read_external(proto, base_dir, *nbytes, *bytes, what));
-  } else if (proto.has_raw_data()) {
+  const bool external = proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  // Check the data is really there before allocating what the dims claim.
+  if (!external && proto.has_raw_data()) {
     BATON_CHECK_OR_RETURN(proto.raw_data().size() == *nbytes, InvalidArgument,
                           "{}: raw_data has {} bytes but {} {} needs {}", what,
                           proto.raw_data().size(), dtype_name(t.dtype), shape_to_string(t.sizes),
                           *nbytes);
+  }
+  BATON_CHECK_OR_RETURN(external || proto.has_raw_data() || *numel <= (int64_t{1} << 31),
+                        InvalidArgument, "{}: {} elements cannot be stored inline", what, *numel);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(*nbytes);
+  if (external) {
+    BATON_TRY(read_external(proto, base_dir, *nbytes, *bytes, what));
+  } else if (proto.has_raw_data()) {
     std::memcpy(bytes->data(), proto.raw_data().data(), *nbytes);
   } else {
     switch (t.dtype) {

@@ -1,6 +1,9 @@
 #include "format/program_file.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -483,7 +486,9 @@ Result<std::vector<uint8_t>> serialize_program(
 }
 
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  const std::string tmp = path + ".tmp";
+  // A name of our own, so concurrent writers of one path cannot trip over each other's file.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     BATON_CHECK_OR_RETURN(out.good(), IoError, "cannot open '{}' for writing: {}", tmp,

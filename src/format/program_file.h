@@ -61,7 +61,8 @@ class ProgramFile {
 Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
                                                std::span<const std::span<const uint8_t>> segments);
 
-// Writes bytes to PATH.tmp and renames it to PATH, so a failure never leaves a partial file.
+// Writes bytes to a temporary file next to PATH and renames it to PATH, so a failure never leaves
+// a partial file and readers see the old or the new file, never a mix.
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
 
 // Checks that a (kind, index) pair names a device Baton knows.

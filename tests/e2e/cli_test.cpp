@@ -1,0 +1,221 @@
+// The baton command-line tool as a user drives it: compile, run, inspect, and the errors a user
+// sees for bad input. Runs the real binary.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "baton/runtime/npy.h"
+#include "testing/random.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CliRun baton(const std::string& args) {
+  const std::string command = std::string(BATON_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  CliRun r{-1, ""};
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // One folder per process: ctest runs these tests as parallel processes.
+    dir_ = fs::path(::testing::TempDir()) / ("baton_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    models_ = BATON_E2E_MODELS_DIR;
+    const CliRun r = baton("compile " + (models_ / "dynamo20_mlp_gelu.onnx").string() + " -o " +
+                        (dir_ / "mlp.baton").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static std::string program() { return (dir_ / "mlp.baton").string(); }
+  static fs::path dir_;
+  static fs::path models_;
+};
+
+fs::path CliTest::dir_;
+fs::path CliTest::models_;
+
+TEST_F(CliTest, CompileReportsPhasesAndResult) {
+  const CliRun r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
+                      (dir_ / "ts.baton").string() + " --shape input=8x64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* phase : {"import", "infer", "partition", "lower", "plan", "emit", "wrote"}) {
+    EXPECT_NE(r.output.find(phase), std::string::npos) << phase << "\n" << r.output;
+  }
+  EXPECT_NE(r.output.find(" ms"), std::string::npos);
+}
+
+TEST_F(CliTest, RunWithNamedInputWritesOutputsMatchingOnnxRuntime) {
+  const std::string out_dir = (dir_ / "out").string();
+  const CliRun r = baton("run " + program() + " --input x=" +
+                      (models_ / "dynamo20_mlp_gelu.input_0.npy").string() + " --output-dir " +
+                      out_dir + " --iterations 5 --warmup 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("output 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[8, 16]"), std::string::npos);
+  EXPECT_NE(r.output.find("where it ran"), std::string::npos);
+  EXPECT_NE(r.output.find("cpu"), std::string::npos);
+  for (const char* stat : {"min", "median", "p90", "p99"}) {
+    EXPECT_NE(r.output.find(stat), std::string::npos) << stat;
+  }
+  auto got = runtime::read_npy(out_dir + "/output_0.npy");
+  auto want = runtime::read_npy((models_ / "dynamo20_mlp_gelu.output_0.npy").string());
+  ASSERT_TRUE(got.ok() && want.ok());
+  EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
+            1e-5);
+}
+
+TEST_F(CliTest, RunWithPositionalAndRandomInputs) {
+  CliRun r = baton("run " + program() + " " + "--input " +
+                (models_ / "dynamo20_mlp_gelu.input_0.npy").string() + " -n 2 --warmup 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = baton("run " + program() + " -n 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(random)"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
+  std::mt19937 rng(1);
+  const std::string wrong_shape = (dir_ / "wrong_shape.npy").string();
+  ASSERT_TRUE(runtime::write_npy(wrong_shape, testing::random_tensor(rng, {8, 63}).view()).ok());
+  CliRun r = baton("run " + program() + " --input x=" + wrong_shape);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("input 0 ('x') expects float32 [8, 64], but '" + wrong_shape +
+                          "' holds float32 [8, 63]"),
+            std::string::npos)
+      << r.output;
+
+  const std::string wrong_dtype = (dir_ / "wrong_dtype.npy").string();
+  ASSERT_TRUE(
+      runtime::write_npy(wrong_dtype, testing::random_int64_tensor(rng, {8, 64}, 0, 9).view()).ok());
+  r = baton("run " + program() + " --input " + wrong_dtype);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("holds int64 [8, 64]"), std::string::npos) << r.output;
+
+  const std::string good = (models_ / "dynamo20_mlp_gelu.input_0.npy").string();
+  r = baton("run " + program() + " --input " + good + " --input " + good);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("takes only 1 input(s)"), std::string::npos) << r.output;
+
+  r = baton("run " + program() + " --input x=/nonexistent.npy");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot open '/nonexistent.npy'"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
+  ASSERT_EQ(baton("compile -q " + (models_ / "two_inputs_folded.onnx").string() + " -o " +
+                  (dir_ / "two.baton").string())
+                .exit_code,
+            0);
+  const std::string a = (models_ / "two_inputs_folded.input_0.npy").string();
+  const std::string b = (models_ / "two_inputs_folded.input_1.npy").string();
+  CliRun r = baton("run " + (dir_ / "two.baton").string() + " --input b=" + b + " --input a=" + a +
+                " -o " + (dir_ / "two_out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto got = runtime::read_npy((dir_ / "two_out/output_0.npy").string());
+  auto want = runtime::read_npy((models_ / "two_inputs_folded.output_0.npy").string());
+  ASSERT_TRUE(got.ok() && want.ok());
+  EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
+            1e-5);
+  r = baton("run " + (dir_ / "two.baton").string() + " --input b=" + b);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing --input for 'a' float32 [3, 5]"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
+  const CliRun r = baton("inspect --json " + program());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_TRUE(j.contains("methods"));
+  const auto& m = j["methods"][0];
+  for (const char* key : {"values", "instructions", "delegates", "arenas", "inputs", "outputs"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  bool saw_tensor = false;
+  for (const auto& v : m["values"]) {
+    for (const char* key : {"index", "kind"}) EXPECT_TRUE(v.contains(key)) << key;
+    if (v["kind"] == "tensor") {
+      saw_tensor = true;
+      for (const char* key : {"name", "dtype", "shape", "device", "arena", "offset"}) {
+        EXPECT_TRUE(v.contains(key)) << key;
+      }
+      EXPECT_EQ(v["device"], "cpu");
+    }
+  }
+  EXPECT_TRUE(saw_tensor);
+  for (const auto& ins : m["instructions"]) {
+    EXPECT_TRUE(ins["kind"] == "kernel" || ins["kind"] == "delegate" || ins["kind"] == "copy");
+    EXPECT_TRUE(ins.contains("args"));
+    if (ins["kind"] == "kernel") EXPECT_TRUE(ins.contains("operator"));
+  }
+  for (const auto& a : m["arenas"]) {
+    EXPECT_TRUE(a.contains("device"));
+    EXPECT_TRUE(a.contains("size"));
+  }
+  EXPECT_GE(m["instructions"].size(), 5u);
+}
+
+TEST_F(CliTest, InspectTextShowsEverything) {
+  const CliRun r = baton("inspect " + program());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* needle : {"method 'forward'", "arenas:", "instructions:", "values:", "MatMul",
+                             "Gelu", "tensor 'x' float32 [8, 64] cpu arena 0"}) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
+  }
+}
+
+TEST_F(CliTest, BadFilesGiveErrorsNotCrashes) {
+  const fs::path junk = dir_ / "junk.baton";
+  {
+    FILE* f = std::fopen(junk.c_str(), "wb");
+    std::fputs("definitely not a program", f);
+    std::fclose(f);
+  }
+  CliRun r = baton("run " + junk.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("InvalidProgram"), std::string::npos) << r.output;
+  r = baton("inspect " + junk.string());
+  EXPECT_EQ(r.exit_code, 1);
+  r = baton("compile " + junk.string() + " -o " + (dir_ / "x.baton").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is not an ONNX model"), std::string::npos) << r.output;
+  r = baton("run /nonexistent.baton");
+  EXPECT_NE(r.exit_code, 0);
+  r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
+            (dir_ / "x.baton").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--shape input="), std::string::npos) << r.output;
+  r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
+            (dir_ / "x.baton").string() + " --shape input=8xq");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'q' is not a non-negative dimension"), std::string::npos) << r.output;
+  r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
+            (dir_ / "x.baton").string() + " --device cuda:0 --shape input=8x64");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cuda:0"), std::string::npos) << r.output;
+  r = baton("frobnicate");
+  EXPECT_NE(r.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,139 @@
+// End to end: ONNX models (onnx.helper models in both torch exporter styles, and real
+// torch.onnx.export outputs) compiled by Baton and run on the CPU agree with onnxruntime.
+//
+// Each case directory holds manifest.json plus CASE.onnx, CASE.input_<i>.npy and
+// CASE.output_<i>.npy (onnxruntime's outputs), written by make_models.py or
+// export_torch_models.py.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/runtime/module.h"
+#include "baton/runtime/npy.h"
+#include "testing/alloc/counting_allocator.h"
+#include "testing/random.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CaseResult {
+  std::string name;
+  double worst_error = 0.0;
+};
+
+// Compiles and runs every case in `dir`; returns the cases it ran.
+std::vector<CaseResult> run_cases(const fs::path& dir) {
+  std::vector<CaseResult> results;
+  std::ifstream in(dir / "manifest.json");
+  EXPECT_TRUE(in.good()) << "missing " << (dir / "manifest.json");
+  if (!in.good()) return results;
+  const nlohmann::json manifest = nlohmann::json::parse(in);
+  for (const auto& c : manifest["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    compiler::CompileOptions options;
+    for (const auto& [input, sizes] : c["shapes"].items()) {
+      options.input_shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
+    }
+    auto compiled = compiler::compile_file((dir / c["model"].get<std::string>()).string(), options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    if (!compiled.ok()) continue;
+    auto bytes = compiled->serialize();
+    auto program = runtime::Program::load_bytes(*bytes);
+    EXPECT_TRUE(program.ok()) << program.status().to_string();
+    if (!program.ok()) continue;
+    auto module = runtime::Module::from_program(*program);
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    if (!module.ok()) continue;
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c["inputs"].size(); ++i) {
+      auto t = runtime::read_npy((dir / fmt::format("{}.input_{}.npy", name, i)).string());
+      EXPECT_TRUE(t.ok()) << t.status().to_string();
+      inputs.push_back(std::move(t).value());
+    }
+    auto outputs = module->run(inputs);
+    EXPECT_TRUE(outputs.ok()) << outputs.status().to_string();
+    if (!outputs.ok()) continue;
+    const size_t want_outputs = c["outputs"];
+    EXPECT_EQ(outputs->size(), want_outputs);
+    CaseResult result{name, 0.0};
+    for (size_t o = 0; o < std::min(want_outputs, outputs->size()); ++o) {
+      auto ref = runtime::read_npy((dir / fmt::format("{}.output_{}.npy", name, o)).string());
+      EXPECT_TRUE(ref.ok()) << ref.status().to_string();
+      const Tensor& got = (*outputs)[o];
+      if (!ref.ok() || got.dtype() != DType::Float32 || got.sizes() != ref->sizes()) {
+        ADD_FAILURE() << "output " << o << ": got " << dtype_name(got.dtype()) << " "
+                      << shape_to_string(got.sizes());
+        continue;
+      }
+      const double err = testing::relative_error(got.data_as<float>(), ref->data_as<float>(),
+                                                 got.numel());
+      EXPECT_LE(err, c["tolerance"].get<double>()) << "output " << o;
+      result.worst_error = std::max(result.worst_error, err);
+    }
+    results.push_back(result);
+  }
+  return results;
+}
+
+TEST(EndToEndTest, GeneratedModelsMatchOnnxRuntime) {
+  register_builtins();
+  const auto results = run_cases(BATON_E2E_MODELS_DIR);
+  EXPECT_GE(results.size(), 6u);
+  for (const auto& r : results) {
+    RecordProperty(r.name, fmt::format("{:.3g}", r.worst_error));
+    std::printf("  %-28s relative error %.3g\n", r.name.c_str(), r.worst_error);
+  }
+}
+
+TEST(EndToEndTest, TorchExportedModelsMatchOnnxRuntime) {
+  register_builtins();
+  const fs::path dir = fs::path(BATON_SOURCE_DIR) / "tests/e2e/models";
+  const auto results = run_cases(dir);
+  // Both exporters, several sizes: see tests/e2e/models/manifest.json.
+  EXPECT_GE(results.size(), 2u);
+  bool torchscript = false, dynamo = false;
+  for (const auto& r : results) {
+    torchscript = torchscript || r.name.find("torchscript") != std::string::npos;
+    dynamo = dynamo || r.name.find("dynamo") != std::string::npos;
+    std::printf("  %-28s relative error %.3g\n", r.name.c_str(), r.worst_error);
+  }
+  EXPECT_TRUE(torchscript);
+  EXPECT_TRUE(dynamo);
+}
+
+TEST(EndToEndTest, CompiledMlpExecutesWithoutAllocating) {
+  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  register_builtins();
+  const fs::path dir = BATON_E2E_MODELS_DIR;
+  compiler::CompileOptions options;
+  options.input_shapes = {{"input", {8, 64}}};
+  auto compiled = compiler::compile_file((dir / "ts17_mlp_gelu.onnx").string(), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto program = runtime::Program::load_bytes(*compiled->serialize());
+  ASSERT_TRUE(program.ok());
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok());
+  auto x = runtime::read_npy((dir / "ts17_mlp_gelu.input_0.npy").string());
+  ASSERT_TRUE(x.ok());
+  ASSERT_TRUE((*method)->set_input(0, x->view()).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*method)->execute().ok());
+  int64_t allocations = 0;
+  {
+    testing::CountAllocations count;
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE((*method)->execute().ok());
+    allocations = count.count();
+  }
+  EXPECT_EQ(allocations, 0);
+}
+
+}  // namespace
+}  // namespace baton

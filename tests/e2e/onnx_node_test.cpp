@@ -1,0 +1,314 @@
+// Runs ONNX's own backend node tests (Debian's libonnx-testdata) through Baton and writes a
+// report of pass / fail / unsupported per test to BATON_BINARY_DIR/reports/onnx_node_tests.md.
+//
+// Every test compiles with its inputs' exact shapes (Baton compiles static shapes). A test whose
+// shape-defining inputs (Reshape's shape, Unsqueeze's axes, ...) are graph inputs is retried with
+// those int64 inputs frozen into initializers from its test data, and reported as such. A compile
+// failure with Error::NotSupported (op, dtype, opset, attribute) counts as unsupported; anything
+// else that goes wrong is a failure, and the test fails if there is any.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/log.h"
+#include "baton/runtime/program.h"
+#include "compiler/onnx_tensor.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
+
+enum class Outcome { Pass, PassFrozen, Fail, Unsupported };
+
+struct Row {
+  std::string test;
+  std::string ops;
+  Outcome outcome;
+  std::string detail;
+};
+
+struct DataSet {
+  std::vector<compiler::OnnxTensor> inputs;
+  std::vector<compiler::OnnxTensor> outputs;
+};
+
+std::vector<compiler::OnnxTensor> load_tensors(const fs::path& dir, const std::string& prefix) {
+  std::vector<compiler::OnnxTensor> out;
+  for (int i = 0;; ++i) {
+    const fs::path p = dir / fmt::format("{}_{}.pb", prefix, i);
+    if (!fs::exists(p)) break;
+    auto t = compiler::load_onnx_tensor_file(p.string());
+    if (!t.ok()) break;
+    out.push_back(std::move(t).value());
+  }
+  return out;
+}
+
+std::string first_line(const std::string& s) {
+  const std::string line = s.substr(0, s.find('\n'));
+  return line.size() > 220 ? line.substr(0, 217) + "..." : line;
+}
+
+// Compares with the ONNX backend tests' own tolerance (rtol 1e-3, atol 1e-7); integers exactly.
+std::string compare(const TensorView& got, const compiler::OnnxTensor& want) {
+  if (got.dtype != want.dtype) {
+    return fmt::format("dtype {} != expected {}", dtype_name(got.dtype), dtype_name(want.dtype));
+  }
+  if (!std::equal(got.sizes.begin(), got.sizes.end(), want.sizes.begin(), want.sizes.end())) {
+    return fmt::format("shape {} != expected {}", shape_to_string(got.sizes),
+                       shape_to_string(want.sizes));
+  }
+  const int64_t n = got.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double a = 0, b = 0;
+    switch (got.dtype) {
+      case DType::Float32:
+        a = got.data_as<const float>()[i];
+        b = reinterpret_cast<const float*>(want.data->data())[i];
+        break;
+      case DType::Int64:
+        a = static_cast<double>(got.data_as<const int64_t>()[i]);
+        b = static_cast<double>(reinterpret_cast<const int64_t*>(want.data->data())[i]);
+        break;
+      case DType::Int32:
+        a = got.data_as<const int32_t>()[i];
+        b = reinterpret_cast<const int32_t*>(want.data->data())[i];
+        break;
+      default:
+        if (std::memcmp(got.data, want.data->data(), want.data->size()) != 0) {
+          return "bytes differ";
+        }
+        return "";
+    }
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::fabs(a - b) > 1e-7 + 1e-3 * std::fabs(b) || std::isnan(a) != std::isnan(b)) {
+      return fmt::format("element {}: {} != expected {}", i, a, b);
+    }
+  }
+  return "";
+}
+
+class NodeTestRunner {
+ public:
+  Row run(const fs::path& dir) {
+    Row row{dir.filename().string(), "", Outcome::Fail, ""};
+    onnx::ModelProto model;
+    {
+      std::ifstream in(dir / "model.onnx", std::ios::binary);
+      if (!model.ParseFromIstream(&in)) {
+        row.detail = "model.onnx does not parse";
+        return row;
+      }
+    }
+    std::set<std::string> ops;
+    for (const auto& n : model.graph().node()) ops.insert(n.op_type());
+    for (const auto& op : ops) row.ops += (row.ops.empty() ? "" : " ") + op;
+
+    std::vector<DataSet> sets;
+    for (int s = 0;; ++s) {
+      const fs::path sd = dir / fmt::format("test_data_set_{}", s);
+      if (!fs::exists(sd)) break;
+      sets.push_back({load_tensors(sd, "input"), load_tensors(sd, "output")});
+    }
+    if (sets.empty()) {
+      row.detail = "no test data";
+      return row;
+    }
+    // Non-initializer graph inputs, in order: input_<k>.pb feeds the k-th.
+    std::vector<std::string> input_names;
+    std::set<std::string> initializers;
+    for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+    for (const auto& in : model.graph().input()) {
+      if (!initializers.count(in.name())) input_names.push_back(in.name());
+    }
+
+    bool frozen = false;
+    std::string failure;
+    for (const DataSet& set : sets) {
+      auto outcome = run_set(model, input_names, set, /*freeze=*/frozen, &failure);
+      if (outcome == Outcome::Unsupported && !frozen && has_int_inputs(set)) {
+        // Retry with int64 inputs frozen (shape arguments must be constants in Baton).
+        std::string retry_failure;
+        const Outcome retry = run_set(model, input_names, set, /*freeze=*/true, &retry_failure);
+        if (retry != Outcome::Unsupported) {
+          frozen = true;
+          outcome = retry;
+          failure = retry_failure;
+        }
+      }
+      if (outcome != Outcome::Pass) {
+        row.outcome = outcome;
+        row.detail = failure;
+        return row;
+      }
+    }
+    row.outcome = frozen ? Outcome::PassFrozen : Outcome::Pass;
+    return row;
+  }
+
+ private:
+  static bool has_int_inputs(const DataSet& set) {
+    return std::any_of(set.inputs.begin(), set.inputs.end(),
+                       [](const auto& t) { return t.dtype == DType::Int64; });
+  }
+
+  Outcome run_set(const onnx::ModelProto& original, const std::vector<std::string>& input_names,
+                  const DataSet& set, bool freeze, std::string* failure) {
+    onnx::ModelProto model = original;
+    compiler::CompileOptions options;
+    std::vector<size_t> fed;  // which data-set inputs stay runtime inputs
+    for (size_t k = 0; k < set.inputs.size() && k < input_names.size(); ++k) {
+      const auto& t = set.inputs[k];
+      if (freeze && t.dtype == DType::Int64) {
+        auto* init = model.mutable_graph()->add_initializer();
+        init->set_name(input_names[k]);
+        init->set_data_type(onnx::TensorProto::INT64);
+        for (int64_t d : t.sizes) init->add_dims(d);
+        init->set_raw_data(t.data->data(), t.data->size());
+        auto* inputs = model.mutable_graph()->mutable_input();
+        for (int i = 0; i < inputs->size(); ++i) {
+          if (inputs->Get(i).name() == input_names[k]) {
+            inputs->DeleteSubrange(i, 1);
+            break;
+          }
+        }
+        continue;
+      }
+      options.input_shapes.push_back({input_names[k], t.sizes});
+      fed.push_back(k);
+    }
+    std::string bytes;
+    model.SerializeToString(&bytes);
+    auto compiled = compiler::compile_bytes(
+        {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, options);
+    if (!compiled.ok()) {
+      *failure = first_line(compiled.status().to_string());
+      return compiled.code() == Error::NotSupported ? Outcome::Unsupported : Outcome::Fail;
+    }
+    auto serialized = compiled->serialize();
+    if (!serialized.ok()) {
+      *failure = first_line(serialized.status().to_string());
+      return Outcome::Fail;
+    }
+    auto program = runtime::Program::load_bytes(*serialized);
+    if (!program.ok()) {
+      *failure = "load: " + first_line(program.status().to_string());
+      return Outcome::Fail;
+    }
+    auto method = (*program)->load_method("forward");
+    if (!method.ok()) {
+      *failure = "load_method: " + first_line(method.status().to_string());
+      return method.code() == Error::NotSupported ? Outcome::Unsupported : Outcome::Fail;
+    }
+    if ((*method)->num_inputs() != fed.size()) {
+      *failure = fmt::format("program has {} inputs, test data {}", (*method)->num_inputs(), fed.size());
+      return Outcome::Fail;
+    }
+    for (size_t i = 0; i < fed.size(); ++i) {
+      const auto& t = set.inputs[fed[i]];
+      Status s = (*method)->set_input(
+          i, TensorView{const_cast<uint8_t*>(t.data->data()), t.dtype, t.sizes, Device::cpu()});
+      if (!s.ok()) {
+        *failure = "set_input: " + first_line(s.to_string());
+        return Outcome::Fail;
+      }
+    }
+    if (Status s = (*method)->execute(); !s.ok()) {
+      *failure = "execute: " + first_line(s.to_string());
+      return Outcome::Fail;
+    }
+    if ((*method)->num_outputs() != set.outputs.size()) {
+      *failure = fmt::format("{} outputs, expected {}", (*method)->num_outputs(), set.outputs.size());
+      return Outcome::Fail;
+    }
+    for (size_t o = 0; o < set.outputs.size(); ++o) {
+      const std::string diff = compare((*method)->output(o), set.outputs[o]);
+      if (!diff.empty()) {
+        *failure = fmt::format("output {}: {}", o, diff);
+        return Outcome::Fail;
+      }
+    }
+    return Outcome::Pass;
+  }
+};
+
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Pass: return "pass";
+    case Outcome::PassFrozen: return "pass (shape inputs frozen)";
+    case Outcome::Fail: return "FAIL";
+    case Outcome::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
+  if (!fs::exists(kNodeDir)) GTEST_SKIP() << kNodeDir << " is missing: run scripts/setup.sh";
+  register_builtins();
+  set_log_level(LogLevel::Error);
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(kNodeDir)) {
+    if (e.is_directory()) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  NodeTestRunner runner;
+  std::vector<Row> rows;
+  std::map<Outcome, int> counts;
+  for (const fs::path& dir : dirs) {
+    try {
+      rows.push_back(runner.run(dir));
+    } catch (const std::exception& e) {
+      rows.push_back({dir.filename().string(), "", Outcome::Fail,
+                      std::string("C++ exception: ") + e.what()});
+    }
+    ++counts[rows.back().outcome];
+  }
+
+  const fs::path report_dir = fs::path(BATON_BINARY_DIR) / "reports";
+  fs::create_directories(report_dir);
+  std::ofstream md(report_dir / "onnx_node_tests.md");
+  md << "# ONNX backend node tests through Baton (CPU)\n\n"
+     << "Source: " << kNodeDir << " (Debian libonnx-testdata). Tolerance: rtol 1e-3, atol 1e-7 "
+     << "(the ONNX backend tests' own).\n\n"
+     << "| outcome | tests |\n|---|---|\n";
+  for (Outcome o : {Outcome::Pass, Outcome::PassFrozen, Outcome::Fail, Outcome::Unsupported}) {
+    md << "| " << outcome_name(o) << " | " << counts[o] << " |\n";
+  }
+  md << "\n| test | ops | outcome | detail |\n|---|---|---|---|\n";
+  // Supported and failing first, then the unsupported ones.
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return (a.outcome == Outcome::Unsupported) < (b.outcome == Outcome::Unsupported);
+  });
+  for (const Row& r : rows) {
+    std::string detail = r.detail;
+    std::replace(detail.begin(), detail.end(), '|', '/');
+    md << "| " << r.test << " | " << r.ops << " | " << outcome_name(r.outcome) << " | " << detail
+       << " |\n";
+  }
+  md.close();
+
+  std::printf("ONNX node tests: %d pass, %d pass with frozen shape inputs, %d fail, %d unsupported "
+              "(report: %s)\n",
+              counts[Outcome::Pass], counts[Outcome::PassFrozen], counts[Outcome::Fail],
+              counts[Outcome::Unsupported], (report_dir / "onnx_node_tests.md").c_str());
+  for (const Row& r : rows) {
+    EXPECT_NE(r.outcome, Outcome::Fail) << r.test << " (" << r.ops << "): " << r.detail;
+  }
+  // 95 node tests of the supported ops pass today; a drop means the runner or a kernel broke.
+  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen], 95);
+}
+
+}  // namespace
+}  // namespace baton
