@@ -17,11 +17,11 @@ namespace baton::compiler {
 // A maximal acyclic group of nodes one backend claimed.
 struct Partition {
   int index = 0;
-  std::string name;            // "cuda_0"
-  int backend = 0;             // index into CompileOptions::backends
-  std::vector<int> nodes;      // in execution order
-  std::vector<int> inputs;     // non-constant values read from outside, in first-use order
-  std::vector<int> outputs;    // values produced inside and read outside (or graph outputs)
+  std::string name;          // "cuda_0"
+  int backend = 0;           // index into CompileOptions::backends
+  std::vector<int> nodes;    // in execution order
+  std::vector<int> inputs;   // non-constant values read from outside, in first-use order
+  std::vector<int> outputs;  // values produced inside and read outside (or graph outputs)
 };
 
 struct LoweredPartition {

@@ -55,7 +55,8 @@ class PhaseTimer {
   void start() { start_ = std::chrono::steady_clock::now(); }
   void done(std::string_view phase, std::string detail) {
     if (!options_.progress) return;
-    options_.progress(Progress{phase, std::move(detail), std::chrono::steady_clock::now() - start_});
+    options_.progress(
+        Progress{phase, std::move(detail), std::chrono::steady_clock::now() - start_});
   }
 
  private:
@@ -77,18 +78,18 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   BATON_TRY(check_supported(graph, registry));
   BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph, registry));
   const size_t removed = eliminate_dead_nodes(graph);
-  timer.done("infer", fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded,
-                                  removed));
+  timer.done("infer",
+             fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded, removed));
 
   timer.start();
   PartitionResult partitions = partition_graph(graph, options.backends);
-  timer.done("partition", fmt::format("{} partitions, {} nodes on the cpu",
-                                      partitions.partitions.size(),
-                                      partitions.order.size() - [&] {
-                                        size_t n = 0;
-                                        for (const auto& p : partitions.partitions) n += p.nodes.size();
-                                        return n;
-                                      }()));
+  timer.done("partition", fmt::format(
+                              "{} partitions, {} nodes on the cpu", partitions.partitions.size(),
+                              partitions.order.size() - [&] {
+                                size_t n = 0;
+                                for (const auto& p : partitions.partitions) n += p.nodes.size();
+                                return n;
+                              }()));
 
   timer.start();
   std::vector<LoweredPartition> lowered;
@@ -97,10 +98,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     BackendCompiler* backend = options.backends[p.backend];
     auto result = backend->lower(graph, p);
     if (!result.ok()) {
-      return Status(result.code(), fmt::format("lowering partition '{}' ({} nodes) for backend "
-                                               "'{}': {}",
-                                               p.name, p.nodes.size(), backend->id(),
-                                               result.status().message()));
+      return Status(result.code(),
+                    fmt::format("lowering partition '{}' ({} nodes) for backend "
+                                "'{}': {}",
+                                p.name, p.nodes.size(), backend->id(), result.status().message()));
     }
     lowered.push_back(std::move(result).value());
     backend_ids.emplace_back(backend->id());
@@ -114,10 +115,9 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   in.lowered = &lowered;
   in.backend_ids = backend_ids;
   in.registry = &registry;
-  in.producer = fmt::format("baton 0.1.0 from {} ({}, opset {})",
-                            std::filesystem::path(graph.source).filename().string(),
-                            graph.producer.empty() ? "unknown producer" : graph.producer,
-                            graph.opset);
+  in.producer = fmt::format(
+      "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
+      graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset);
   BATON_ASSIGN_OR_RETURN(EmitOutput out, emit_program(in));
   out.summary.onnx_nodes = onnx_nodes;
   out.summary.folded_nodes = folded;
@@ -125,10 +125,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   for (const auto& [device, bytes] : out.summary.arenas) {
     arenas += fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", device, bytes);
   }
-  timer.done("plan", fmt::format("{} instructions, arenas: {}",
-                                 out.summary.kernel_calls + out.summary.delegate_calls +
-                                     out.summary.copies,
-                                 arenas.empty() ? "none" : arenas));
+  timer.done("plan",
+             fmt::format("{} instructions, arenas: {}",
+                         out.summary.kernel_calls + out.summary.delegate_calls + out.summary.copies,
+                         arenas.empty() ? "none" : arenas));
   auto impl = std::make_unique<CompiledProgram::Impl>();
   impl->program = std::move(out.program);
   impl->segments = std::move(out.segments);

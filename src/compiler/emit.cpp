@@ -18,7 +18,7 @@ struct Step {
   StepKind kind = StepKind::Kernel;
   int node = -1;
   int partition = -1;
-  std::vector<int> inputs;   // IR value ids; -1 = absent optional input
+  std::vector<int> inputs;  // IR value ids; -1 = absent optional input
   std::vector<int> outputs;
   Device device;
 };
@@ -99,8 +99,8 @@ class Emitter {
       for (int& v : s.inputs) {
         if (v < 0 || table_.values[v].constant) continue;
         if (table_.device[v] == s.device) continue;
-        const bool fresh = table_.twins.count(
-                               {v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
+        const bool fresh =
+            table_.twins.count({v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
         const int twin = table_.twin(v, s.device);
         if (fresh) result.push_back(copy_step(v, twin));
         v = twin;
@@ -138,7 +138,8 @@ class Emitter {
 
   int null_value() {
     if (null_index_ < 0) {
-      null_index_ = emit_value(fb::ValueKind::Null, [](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
+      null_index_ =
+          emit_value(fb::ValueKind::Null, [](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
     }
     return null_index_;
   }
@@ -146,12 +147,39 @@ class Emitter {
   int attribute_value(const runtime::Value& a) {
     return emit_value(fb::ValueKind::NONE, [&](fb::ValueKindUnion& u) {
       switch (a.kind) {
-        case runtime::ValueKind::Int: { fb::IntT x; x.value = a.i; u.Set(std::move(x)); break; }
-        case runtime::ValueKind::Float: { fb::FloatT x; x.value = a.f; u.Set(std::move(x)); break; }
-        case runtime::ValueKind::String: { fb::StringT x; x.value = std::string(a.s); u.Set(std::move(x)); break; }
-        case runtime::ValueKind::IntList: { fb::IntListT x; x.items.assign(a.ints.begin(), a.ints.end()); u.Set(std::move(x)); break; }
-        case runtime::ValueKind::FloatList: { fb::FloatListT x; x.items.assign(a.floats.begin(), a.floats.end()); u.Set(std::move(x)); break; }
-        default: u.Set(fb::NullT()); break;
+        case runtime::ValueKind::Int: {
+          fb::IntT x;
+          x.value = a.i;
+          u.Set(std::move(x));
+          break;
+        }
+        case runtime::ValueKind::Float: {
+          fb::FloatT x;
+          x.value = a.f;
+          u.Set(std::move(x));
+          break;
+        }
+        case runtime::ValueKind::String: {
+          fb::StringT x;
+          x.value = std::string(a.s);
+          u.Set(std::move(x));
+          break;
+        }
+        case runtime::ValueKind::IntList: {
+          fb::IntListT x;
+          x.items.assign(a.ints.begin(), a.ints.end());
+          u.Set(std::move(x));
+          break;
+        }
+        case runtime::ValueKind::FloatList: {
+          fb::FloatListT x;
+          x.items.assign(a.floats.begin(), a.floats.end());
+          u.Set(std::move(x));
+          break;
+        }
+        default:
+          u.Set(fb::NullT());
+          break;
       }
     });
   }

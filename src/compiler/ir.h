@@ -47,13 +47,13 @@ struct IrAttribute {
 struct IrNode {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" for ai.onnx
-  int opset = 0;       // the model's opset for this node's domain
+  std::string domain;        // "" for ai.onnx
+  int opset = 0;             // the model's opset for this node's domain
   std::vector<int> inputs;   // value indices; -1 for an absent optional input
   std::vector<int> outputs;  // value indices; -1 for an unused optional output
   std::vector<IrAttribute> attributes;
-  bool dead = false;    // folded away or absorbed
-  int partition = -1;   // -1: runs on the CPU
+  bool dead = false;   // folded away or absorbed
+  int partition = -1;  // -1: runs on the CPU
 
   const IrAttribute* attribute(const std::string& attr_name) const {
     for (const auto& a : attributes) {

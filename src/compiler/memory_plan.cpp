@@ -6,7 +6,9 @@
 namespace baton::compiler {
 namespace {
 
-uint64_t align(uint64_t v) { return (v + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+uint64_t align(uint64_t v) {
+  return (v + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
 
 bool device_less(const Device& a, const Device& b) {
   if (a.type != b.type) return a.type < b.type;
@@ -20,8 +22,9 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
   plan.arena.assign(requests.size(), -1);
   plan.offset.assign(requests.size(), 0);
   for (const BufferRequest& r : requests) {
-    const bool known = std::any_of(plan.arenas.begin(), plan.arenas.end(),
-                                   [&](const MemoryPlan::Arena& a) { return a.device == r.device; });
+    const bool known =
+        std::any_of(plan.arenas.begin(), plan.arenas.end(),
+                    [&](const MemoryPlan::Arena& a) { return a.device == r.device; });
     if (!known) plan.arenas.push_back({r.device, 0});
   }
   std::sort(plan.arenas.begin(), plan.arenas.end(),

@@ -23,9 +23,9 @@ struct MemoryPlan {
     Device device;
     uint64_t size = 0;
   };
-  std::vector<Arena> arenas;          // sorted: cpu, cuda:0, cuda:1, ...
-  std::vector<int> arena;             // per request
-  std::vector<uint64_t> offset;       // per request, kTensorAlignment-aligned
+  std::vector<Arena> arenas;     // sorted: cpu, cuda:0, cuda:1, ...
+  std::vector<int> arena;        // per request
+  std::vector<uint64_t> offset;  // per request, kTensorAlignment-aligned
 };
 
 // Deterministic: the same requests always give the same plan.

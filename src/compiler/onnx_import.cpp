@@ -53,17 +53,19 @@ class Importer {
       const bool known = std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
         return in.name() == shape.name && by_name_.count(in.name()) == 0;
       });
-      BATON_CHECK_OR_RETURN(known, InvalidArgument,
-                            "a shape was given for '{}', which is not an input of '{}' (inputs: {})",
-                            shape.name, graph_.source, input_names());
+      BATON_CHECK_OR_RETURN(
+          known, InvalidArgument,
+          "a shape was given for '{}', which is not an input of '{}' (inputs: {})", shape.name,
+          graph_.source, input_names());
     }
     for (const auto& input : g.input()) BATON_TRY(add_input(input));
     for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_node(g.node(i), i));
     for (const auto& output : g.output()) {
       auto it = by_name_.find(output.name());
-      BATON_CHECK_OR_RETURN(it != by_name_.end(), InvalidArgument,
-                            "graph output '{}' of '{}' is produced by no node, initializer or input",
-                            output.name(), graph_.source);
+      BATON_CHECK_OR_RETURN(
+          it != by_name_.end(), InvalidArgument,
+          "graph output '{}' of '{}' is produced by no node, initializer or input", output.name(),
+          graph_.source);
       graph_.outputs.push_back(it->second);
     }
     BATON_CHECK_OR_RETURN(!graph_.outputs.empty(), InvalidArgument, "'{}' has no graph outputs",
@@ -75,8 +77,10 @@ class Importer {
   Status read_opsets() {
     int opset = -1;
     for (const auto& imp : model_.opset_import()) {
-      if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
-      else other_domains_[imp.domain()] = static_cast<int>(imp.version());
+      if (imp.domain().empty() || imp.domain() == "ai.onnx")
+        opset = static_cast<int>(imp.version());
+      else
+        other_domains_[imp.domain()] = static_cast<int>(imp.version());
     }
     // A model may use only other domains (training ops, custom ops); its nodes are then checked
     // one by one and reported as unsupported with their domains.
@@ -94,8 +98,8 @@ class Importer {
   }
 
   Status add_initializer(const onnx::TensorProto& init) {
-    BATON_ASSIGN_OR_RETURN(OnnxTensor t, read_onnx_tensor(init, base_dir_,
-                                                          "initializer '" + init.name() + "'"));
+    BATON_ASSIGN_OR_RETURN(OnnxTensor t,
+                           read_onnx_tensor(init, base_dir_, "initializer '" + init.name() + "'"));
     IrValue v;
     v.name = init.name();
     v.dtype = t.dtype;
@@ -131,11 +135,10 @@ class Importer {
                           "{} is not a tensor (sequences, maps and optionals are not supported)",
                           where);
     const auto& tt = input.type().tensor_type();
-    BATON_CHECK_OR_RETURN(is_valid_dtype(tt.elem_type()), NotSupported,
-                          "{} has ONNX element type {} ({}), which Baton does not support", where,
-                          tt.elem_type(),
-                          onnx::TensorProto_DataType_Name(
-                              static_cast<onnx::TensorProto_DataType>(tt.elem_type())));
+    BATON_CHECK_OR_RETURN(
+        is_valid_dtype(tt.elem_type()), NotSupported,
+        "{} has ONNX element type {} ({}), which Baton does not support", where, tt.elem_type(),
+        onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(tt.elem_type())));
     IrValue v;
     v.name = input.name();
     v.dtype = static_cast<DType>(tt.elem_type());
@@ -157,12 +160,11 @@ class Importer {
       for (int d = 0; d < dims.size(); ++d) {
         const auto& dim = dims.Get(d);
         if (dim.has_dim_value()) {
-          BATON_CHECK_OR_RETURN(given == nullptr || given->sizes[d] == dim.dim_value(),
-                                InvalidArgument,
-                                "{}: the given shape {} sets dimension {} to {} but the model "
-                                "fixes it at {}",
-                                where, shape_to_string(given->sizes), d, given->sizes[d],
-                                dim.dim_value());
+          BATON_CHECK_OR_RETURN(
+              given == nullptr || given->sizes[d] == dim.dim_value(), InvalidArgument,
+              "{}: the given shape {} sets dimension {} to {} but the model "
+              "fixes it at {}",
+              where, shape_to_string(given->sizes), d, given->sizes[d], dim.dim_value());
           v.sizes.push_back(dim.dim_value());
         } else {
           BATON_CHECK_OR_RETURN(given != nullptr, InvalidArgument,
@@ -211,9 +213,9 @@ class Importer {
         break;
       case onnx::AttributeProto::TENSOR: {
         BATON_ASSIGN_OR_RETURN(
-            OnnxTensor t, read_onnx_tensor(a.t(), base_dir_,
-                                           fmt::format("attribute '{}' of {}", a.name(),
-                                                       node.describe())));
+            OnnxTensor t,
+            read_onnx_tensor(a.t(), base_dir_,
+                             fmt::format("attribute '{}' of {}", a.name(), node.describe())));
         out.kind = IrAttribute::Kind::Tensor;
         out.tensor_dtype = t.dtype;
         out.tensor_sizes = std::move(t.sizes);
@@ -373,7 +375,8 @@ Result<Graph> import_onnx_bytes(std::span<const uint8_t> bytes, const std::strin
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
   std::ifstream in(path, std::ios::binary);
   BATON_CHECK_OR_RETURN(in.good(), IoError, "cannot open model '{}'", path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   return import_onnx_bytes(bytes, path, std::filesystem::path(path).parent_path(), options);
 }
 

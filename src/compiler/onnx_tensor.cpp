@@ -21,16 +21,40 @@ Status copy_field(const Field& field, DType dtype, int64_t numel, std::vector<ui
     const auto v = field.Get(static_cast<int>(i));
     uint8_t* dst = out.data() + i * es;
     switch (dtype) {
-      case DType::Float32: { const float x = static_cast<float>(v); std::memcpy(dst, &x, 4); break; }
-      case DType::Float64: { const double x = static_cast<double>(v); std::memcpy(dst, &x, 8); break; }
-      case DType::Int64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(dst, &x, 8); break; }
-      case DType::Int32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(dst, &x, 4); break; }
+      case DType::Float32: {
+        const float x = static_cast<float>(v);
+        std::memcpy(dst, &x, 4);
+        break;
+      }
+      case DType::Float64: {
+        const double x = static_cast<double>(v);
+        std::memcpy(dst, &x, 8);
+        break;
+      }
+      case DType::Int64: {
+        const int64_t x = static_cast<int64_t>(v);
+        std::memcpy(dst, &x, 8);
+        break;
+      }
+      case DType::Int32: {
+        const int32_t x = static_cast<int32_t>(v);
+        std::memcpy(dst, &x, 4);
+        break;
+      }
       case DType::Int16:
       case DType::Float16:
-      case DType::BFloat16: { const uint16_t x = static_cast<uint16_t>(v); std::memcpy(dst, &x, 2); break; }
+      case DType::BFloat16: {
+        const uint16_t x = static_cast<uint16_t>(v);
+        std::memcpy(dst, &x, 2);
+        break;
+      }
       case DType::Int8:
       case DType::UInt8:
-      case DType::Bool: { const uint8_t x = static_cast<uint8_t>(v); *dst = x; break; }
+      case DType::Bool: {
+        const uint8_t x = static_cast<uint8_t>(v);
+        *dst = x;
+        break;
+      }
     }
   }
   return Status();
@@ -49,13 +73,13 @@ Status read_external(const onnx::TensorProto& proto, const std::filesystem::path
   BATON_CHECK_OR_RETURN(!location.empty(), InvalidArgument,
                         "{}: external data without a 'location' entry", what);
   BATON_CHECK_OR_RETURN(length < 0 || static_cast<uint64_t>(length) == nbytes, InvalidArgument,
-                        "{}: external data length {} differs from the {} bytes its dims need",
-                        what, length, nbytes);
+                        "{}: external data length {} differs from the {} bytes its dims need", what,
+                        length, nbytes);
   const std::filesystem::path path = base_dir / location;
   std::ifstream in(path, std::ios::binary);
   BATON_CHECK_OR_RETURN(in.good(), IoError,
-                        "{}: cannot open external data file '{}' (keep it next to the model)",
-                        what, path.string());
+                        "{}: cannot open external data file '{}' (keep it next to the model)", what,
+                        path.string());
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(nbytes));
   BATON_CHECK_OR_RETURN(in.good() || (nbytes == 0), IoError,
@@ -74,14 +98,14 @@ Tensor OnnxTensor::to_tensor() const {
 }
 
 Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
-                                    const std::filesystem::path& base_dir, const std::string& what) {
+                                    const std::filesystem::path& base_dir,
+                                    const std::string& what) {
   OnnxTensor t;
   t.name = proto.name();
-  BATON_CHECK_OR_RETURN(is_valid_dtype(proto.data_type()), NotSupported,
-                        "{} has ONNX element type {} ({}), which Baton does not support", what,
-                        proto.data_type(),
-                        onnx::TensorProto_DataType_Name(
-                            static_cast<onnx::TensorProto_DataType>(proto.data_type())));
+  BATON_CHECK_OR_RETURN(
+      is_valid_dtype(proto.data_type()), NotSupported,
+      "{} has ONNX element type {} ({}), which Baton does not support", what, proto.data_type(),
+      onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(proto.data_type())));
   t.dtype = static_cast<DType>(proto.data_type());
   t.sizes.assign(proto.dims().begin(), proto.dims().end());
   BATON_CHECK_OR_RETURN(proto.segment().begin() == 0 && proto.segment().end() == 0, NotSupported,

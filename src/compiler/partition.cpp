@@ -45,8 +45,8 @@ PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> 
   PartitionResult result;
   int last_claim = -2;
   while (!ready.empty()) {
-    auto pick = std::find_if(ready.begin(), ready.end(),
-                             [&](int i) { return claim[i] == last_claim; });
+    auto pick =
+        std::find_if(ready.begin(), ready.end(), [&](int i) { return claim[i] == last_claim; });
     if (pick == ready.end()) pick = ready.begin();
     const int node = *pick;
     ready.erase(pick);

@@ -9,25 +9,38 @@ namespace {
 
 std::string_view attr_kind_name(IrAttribute::Kind kind) {
   switch (kind) {
-    case IrAttribute::Kind::Int: return "INT";
-    case IrAttribute::Kind::Float: return "FLOAT";
-    case IrAttribute::Kind::String: return "STRING";
-    case IrAttribute::Kind::Ints: return "INTS";
-    case IrAttribute::Kind::Floats: return "FLOATS";
-    case IrAttribute::Kind::Tensor: return "TENSOR";
-    case IrAttribute::Kind::Other: return "other";
+    case IrAttribute::Kind::Int:
+      return "INT";
+    case IrAttribute::Kind::Float:
+      return "FLOAT";
+    case IrAttribute::Kind::String:
+      return "STRING";
+    case IrAttribute::Kind::Ints:
+      return "INTS";
+    case IrAttribute::Kind::Floats:
+      return "FLOATS";
+    case IrAttribute::Kind::Tensor:
+      return "TENSOR";
+    case IrAttribute::Kind::Other:
+      return "other";
   }
   return "?";
 }
 
 std::string_view expected_onnx_kind(runtime::ValueKind kind) {
   switch (kind) {
-    case runtime::ValueKind::Int: return "INT";
-    case runtime::ValueKind::Float: return "FLOAT";
-    case runtime::ValueKind::String: return "STRING";
-    case runtime::ValueKind::IntList: return "INTS";
-    case runtime::ValueKind::FloatList: return "FLOATS";
-    default: return "?";
+    case runtime::ValueKind::Int:
+      return "INT";
+    case runtime::ValueKind::Float:
+      return "FLOAT";
+    case runtime::ValueKind::String:
+      return "STRING";
+    case runtime::ValueKind::IntList:
+      return "INTS";
+    case runtime::ValueKind::FloatList:
+      return "FLOATS";
+    default:
+      return "?";
   }
 }
 
@@ -49,14 +62,15 @@ Status check_supported(const Graph& graph, const runtime::OpRegistry& registry) 
     const std::string domain = node.domain.empty() ? "ai.onnx" : node.domain;
     const runtime::OpSchema* schema = node.domain.empty() ? registry.find(node.op_type) : nullptr;
     if (schema == nullptr) {
-      problems.push_back(fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton "
-                                     "kernel",
-                                     node.name, node.op_type, domain, node.opset));
+      problems.push_back(
+          fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton "
+                      "kernel",
+                      node.name, node.op_type, domain, node.opset));
     } else if (node.opset < schema->min_opset) {
-      problems.push_back(fmt::format("node '{}': op '{}' (domain '{}') is supported from opset {}, "
-                                     "the model uses opset {}",
-                                     node.name, node.op_type, domain, schema->min_opset,
-                                     node.opset));
+      problems.push_back(
+          fmt::format("node '{}': op '{}' (domain '{}') is supported from opset {}, "
+                      "the model uses opset {}",
+                      node.name, node.op_type, domain, schema->min_opset, node.opset));
     }
   }
   if (problems.empty()) return Status();
@@ -64,7 +78,8 @@ Status check_supported(const Graph& graph, const runtime::OpRegistry& registry) 
                                     problems.size(), problems.size() == 1 ? "" : "s");
   const size_t shown = std::min<size_t>(problems.size(), 20);
   for (size_t i = 0; i < shown; ++i) message += "\n  " + problems[i];
-  if (shown < problems.size()) message += fmt::format("\n  ... and {} more", problems.size() - shown);
+  if (shown < problems.size())
+    message += fmt::format("\n  ... and {} more", problems.size() - shown);
   std::vector<std::string_view> names = registry.names();
   std::sort(names.begin(), names.end());
   message += "\nSupported ops:";
@@ -81,7 +96,8 @@ Result<std::vector<runtime::Value>> bind_attributes(const IrNode& node,
                           "{}: attribute '{}' is not supported by Baton's {} (supported:{})",
                           node.describe(), a.name, schema.name, [&] {
                             std::string s;
-                            for (const auto& spec : schema.attrs) s += fmt::format(" {}", spec.name);
+                            for (const auto& spec : schema.attrs)
+                              s += fmt::format(" {}", spec.name);
                             return s.empty() ? std::string(" none") : s;
                           }());
   }
@@ -98,13 +114,24 @@ Result<std::vector<runtime::Value>> bind_attributes(const IrNode& node,
         continue;
       }
       switch (spec.kind) {
-        case runtime::ValueKind::Int: out.push_back(runtime::Value::from_int(spec.default_int)); break;
-        case runtime::ValueKind::Float: out.push_back(runtime::Value::from_float(spec.default_float)); break;
-        case runtime::ValueKind::String: out.push_back(runtime::Value::from_string(spec.default_string)); break;
-        case runtime::ValueKind::IntList: out.push_back(runtime::Value::from_ints({})); break;
-        case runtime::ValueKind::FloatList: out.push_back(runtime::Value::from_floats({})); break;
+        case runtime::ValueKind::Int:
+          out.push_back(runtime::Value::from_int(spec.default_int));
+          break;
+        case runtime::ValueKind::Float:
+          out.push_back(runtime::Value::from_float(spec.default_float));
+          break;
+        case runtime::ValueKind::String:
+          out.push_back(runtime::Value::from_string(spec.default_string));
+          break;
+        case runtime::ValueKind::IntList:
+          out.push_back(runtime::Value::from_ints({}));
+          break;
+        case runtime::ValueKind::FloatList:
+          out.push_back(runtime::Value::from_floats({}));
+          break;
         default:
-          return BATON_ERROR(Internal, "{}: schema attribute '{}' has a kind attributes cannot have",
+          return BATON_ERROR(Internal,
+                             "{}: schema attribute '{}' has a kind attributes cannot have",
                              schema.name, spec.name);
       }
       continue;
@@ -129,11 +156,11 @@ Result<std::vector<runtime::Value>> bind_attributes(const IrNode& node,
       default:
         break;
     }
-    BATON_CHECK_OR_RETURN(v.kind == spec.kind, InvalidArgument,
-                          "{}: attribute '{}' has ONNX type {}, expected {}", node.describe(),
-                          spec.name, a->kind == IrAttribute::Kind::Other ? a->onnx_type
-                                                                         : std::string(attr_kind_name(a->kind)),
-                          expected_onnx_kind(spec.kind));
+    BATON_CHECK_OR_RETURN(
+        v.kind == spec.kind, InvalidArgument, "{}: attribute '{}' has ONNX type {}, expected {}",
+        node.describe(), spec.name,
+        a->kind == IrAttribute::Kind::Other ? a->onnx_type : std::string(attr_kind_name(a->kind)),
+        expected_onnx_kind(spec.kind));
     out.push_back(v);
   }
   return out;

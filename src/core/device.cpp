@@ -6,8 +6,10 @@ namespace baton {
 
 std::string_view device_type_name(DeviceType type) {
   switch (type) {
-    case DeviceType::CPU: return "cpu";
-    case DeviceType::CUDA: return "cuda";
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::CUDA:
+      return "cuda";
   }
   return "invalid";
 }

@@ -7,7 +7,16 @@ namespace baton {
 
 bool is_valid_dtype(int code) {
   switch (code) {
-    case 1: case 2: case 3: case 5: case 6: case 7: case 9: case 10: case 11: case 16:
+    case 1:
+    case 2:
+    case 3:
+    case 5:
+    case 6:
+    case 7:
+    case 9:
+    case 10:
+    case 11:
+    case 16:
       return true;
     default:
       return false;
@@ -16,32 +25,52 @@ bool is_valid_dtype(int code) {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return 4;
-    case DType::UInt8: return 1;
-    case DType::Int8: return 1;
-    case DType::Int16: return 2;
-    case DType::Int32: return 4;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
-    case DType::Float16: return 2;
-    case DType::Float64: return 8;
-    case DType::BFloat16: return 2;
+    case DType::Float32:
+      return 4;
+    case DType::UInt8:
+      return 1;
+    case DType::Int8:
+      return 1;
+    case DType::Int16:
+      return 2;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
+    case DType::Float16:
+      return 2;
+    case DType::Float64:
+      return 8;
+    case DType::BFloat16:
+      return 2;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "float32";
-    case DType::UInt8: return "uint8";
-    case DType::Int8: return "int8";
-    case DType::Int16: return "int16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
-    case DType::Float16: return "float16";
-    case DType::Float64: return "float64";
-    case DType::BFloat16: return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Int8:
+      return "int8";
+    case DType::Int16:
+      return "int16";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Bool:
+      return "bool";
+    case DType::Float16:
+      return "float16";
+    case DType::Float64:
+      return "float64";
+    case DType::BFloat16:
+      return "bfloat16";
   }
   return "invalid";
 }

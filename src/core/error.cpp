@@ -4,15 +4,24 @@ namespace baton {
 
 std::string_view error_name(Error e) {
   switch (e) {
-    case Error::Ok: return "Ok";
-    case Error::InvalidArgument: return "InvalidArgument";
-    case Error::NotFound: return "NotFound";
-    case Error::InvalidProgram: return "InvalidProgram";
-    case Error::NotSupported: return "NotSupported";
-    case Error::OutOfMemory: return "OutOfMemory";
-    case Error::DeviceError: return "DeviceError";
-    case Error::IoError: return "IoError";
-    case Error::Internal: return "Internal";
+    case Error::Ok:
+      return "Ok";
+    case Error::InvalidArgument:
+      return "InvalidArgument";
+    case Error::NotFound:
+      return "NotFound";
+    case Error::InvalidProgram:
+      return "InvalidProgram";
+    case Error::NotSupported:
+      return "NotSupported";
+    case Error::OutOfMemory:
+      return "OutOfMemory";
+    case Error::DeviceError:
+      return "DeviceError";
+    case Error::IoError:
+      return "IoError";
+    case Error::Internal:
+      return "Internal";
   }
   return "UnknownError";
 }

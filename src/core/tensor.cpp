@@ -55,7 +55,8 @@ Result<Tensor> Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
   // Round up so aligned_alloc's size requirement holds; at least one block so data() is non-null.
   const uint64_t rounded = (*bytes + 63) / 64 * 64 + (*bytes == 0 ? 64 : 0);
   void* p = std::aligned_alloc(64, rounded);
-  BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory, "out of host memory allocating {} bytes for a {} tensor of shape {}",
+  BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory,
+                        "out of host memory allocating {} bytes for a {} tensor of shape {}",
                         rounded, dtype_name(dtype), shape_to_string(sizes));
   Tensor t;
   t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });

@@ -25,7 +25,9 @@ constexpr unsigned kMaxTables = 1u << 28;
 // Largest arena or constant this format accepts (1 PiB): keeps every offset sum far from overflow.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 50;
 
-bool add_overflows(uint64_t a, uint64_t b, uint64_t* sum) { return __builtin_add_overflow(a, b, sum); }
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* sum) {
+  return __builtin_add_overflow(a, b, sum);
+}
 
 std::string_view str(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
@@ -87,7 +89,8 @@ class MethodVerifier {
                           "{}.dtype = {} is not a known element type", field, dtype_code);
     const uint32_t rank = vsize(t.sizes());
     BATON_CHECK_OR_RETURN(rank <= static_cast<uint32_t>(kMaxRank), InvalidProgram,
-                          "{}.sizes has rank {}, more than the supported {}", field, rank, kMaxRank);
+                          "{}.sizes has rank {}, more than the supported {}", field, rank,
+                          kMaxRank);
     for (uint32_t d = 0; d < rank; ++d) {
       BATON_CHECK_OR_RETURN(t.sizes()->Get(d) >= 0, InvalidProgram, "{}.sizes[{}] = {} is negative",
                             field, d, t.sizes()->Get(d));
@@ -146,8 +149,8 @@ class MethodVerifier {
         break;
       }
       default:
-        return BATON_ERROR(InvalidProgram, "{}.allocation = {} is not a known allocation kind", field,
-                           static_cast<int>(t.allocation()));
+        return BATON_ERROR(InvalidProgram, "{}.allocation = {} is not a known allocation kind",
+                           field, static_cast<int>(t.allocation()));
     }
     return Status();
   }
@@ -169,9 +172,9 @@ class MethodVerifier {
         case fb::ValueKind::FloatList:
           break;
         case fb::ValueKind::Tensor:
-          BATON_TRY(verify_tensor(*v->value_as_Tensor(),
-                                  fmt::format("{} (tensor '{}')", field,
-                                              str(v->value_as_Tensor()->name()))));
+          BATON_TRY(verify_tensor(
+              *v->value_as_Tensor(),
+              fmt::format("{} (tensor '{}')", field, str(v->value_as_Tensor()->name()))));
           break;
         default:
           return BATON_ERROR(InvalidProgram, "{}: value kind {} is not known", field,
@@ -214,9 +217,9 @@ class MethodVerifier {
   // A tensor an instruction reads must have storage, unless it is a method input the caller binds.
   Status check_readable(int index, const std::string& field) {
     BATON_TRY(check_tensor(index, field));
-    const bool is_input = m_.inputs() != nullptr &&
-                          std::find(m_.inputs()->begin(), m_.inputs()->end(), index) !=
-                              m_.inputs()->end();
+    const bool is_input =
+        m_.inputs() != nullptr &&
+        std::find(m_.inputs()->begin(), m_.inputs()->end(), index) != m_.inputs()->end();
     BATON_CHECK_OR_RETURN(is_input || tensor_at(index)->allocation() != fb::AllocationKind::None,
                           InvalidProgram,
                           "{} = {} (tensor '{}') is read by the instruction but has no storage",
@@ -316,9 +319,8 @@ class MethodVerifier {
           const fb::Tensor* d = tensor_at(c->dst());
           const bool same_sizes =
               vsize(s->sizes()) == vsize(d->sizes()) &&
-              (vsize(s->sizes()) == 0 ||
-               std::memcmp(s->sizes()->data(), d->sizes()->data(),
-                           sizeof(int64_t) * vsize(s->sizes())) == 0);
+              (vsize(s->sizes()) == 0 || std::memcmp(s->sizes()->data(), d->sizes()->data(),
+                                                     sizeof(int64_t) * vsize(s->sizes())) == 0);
           BATON_CHECK_OR_RETURN(s->dtype() == d->dtype() && same_sizes, InvalidProgram,
                                 "{}: copy from '{}' to '{}' changes dtype or shape", field,
                                 str(s->name()), str(d->name()));
@@ -395,21 +397,19 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
                         "misaligned or outside the {}-byte file",
                         h.flatbuffer_offset, h.flatbuffer_offset, h.flatbuffer_size, bytes.size());
   uint64_t seg_end = 0;
-  BATON_CHECK_OR_RETURN(h.segment_base_offset >= fb_end &&
-                            h.segment_base_offset % kSegmentAlignment == 0 &&
-                            !add_overflows(h.segment_base_offset, h.segment_data_size, &seg_end) &&
-                            seg_end <= bytes.size(),
-                        InvalidProgram,
-                        "segment area [{}, {} + {}) (header byte offsets 32 and 40) is misaligned, "
-                        "overlaps the flatbuffer, or lies outside the {}-byte file",
-                        h.segment_base_offset, h.segment_base_offset, h.segment_data_size,
-                        bytes.size());
+  BATON_CHECK_OR_RETURN(
+      h.segment_base_offset >= fb_end && h.segment_base_offset % kSegmentAlignment == 0 &&
+          !add_overflows(h.segment_base_offset, h.segment_data_size, &seg_end) &&
+          seg_end <= bytes.size(),
+      InvalidProgram,
+      "segment area [{}, {} + {}) (header byte offsets 32 and 40) is misaligned, "
+      "overlaps the flatbuffer, or lies outside the {}-byte file",
+      h.segment_base_offset, h.segment_base_offset, h.segment_data_size, bytes.size());
 
   const uint8_t* fb_data = bytes.data() + h.flatbuffer_offset;
-  BATON_CHECK_OR_RETURN(h.flatbuffer_size >= 8 && fb::ProgramBufferHasIdentifier(fb_data),
-                        InvalidProgram,
-                        "the flatbuffer at byte offset {} lacks the 'BTNP' identifier", 
-                        h.flatbuffer_offset);
+  BATON_CHECK_OR_RETURN(
+      h.flatbuffer_size >= 8 && fb::ProgramBufferHasIdentifier(fb_data), InvalidProgram,
+      "the flatbuffer at byte offset {} lacks the 'BTNP' identifier", h.flatbuffer_offset);
   flatbuffers::Verifier verifier(fb_data, h.flatbuffer_size, kMaxDepth, kMaxTables);
   BATON_CHECK_OR_RETURN(fb::VerifyProgramBuffer(verifier), InvalidProgram,
                         "the flatbuffer at byte offsets [{}, {}) fails structural verification "
@@ -447,8 +447,8 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
   return file;
 }
 
-Result<std::vector<uint8_t>> serialize_program(
-    fb::ProgramT program, std::span<const std::span<const uint8_t>> segments) {
+Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
+                                               std::span<const std::span<const uint8_t>> segments) {
   program.version = kFormatVersion;
   program.segments.clear();
   uint64_t cursor = 0;

@@ -13,14 +13,16 @@ class CpuAllocator final : public DeviceAllocator {
   DeviceType type() const override { return DeviceType::CPU; }
 
   Result<void*> allocate(Device device, size_t bytes, size_t alignment) override {
-    BATON_CHECK_OR_RETURN(device.is_cpu(), InvalidArgument, "the cpu allocator cannot allocate on {}",
-                          device.to_string());
+    BATON_CHECK_OR_RETURN(device.is_cpu(), InvalidArgument,
+                          "the cpu allocator cannot allocate on {}", device.to_string());
     BATON_CHECK_OR_RETURN(alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= 4096,
                           InvalidArgument, "alignment {} is not a power of two <= 4096", alignment);
     // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
-    const size_t rounded = (bytes + alignment - 1) / alignment * alignment + (bytes == 0 ? alignment : 0);
+    const size_t rounded =
+        (bytes + alignment - 1) / alignment * alignment + (bytes == 0 ? alignment : 0);
     void* p = std::aligned_alloc(alignment, rounded);
-    BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory, "out of host memory allocating {} bytes", rounded);
+    BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory, "out of host memory allocating {} bytes",
+                          rounded);
     return p;
   }
 

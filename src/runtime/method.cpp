@@ -100,16 +100,17 @@ struct Method::Impl {
       a.device = to_device(fa->device_type(), fa->device_index());
       a.size = fa->size();
       a.allocator = find_device_allocator(a.device.type);
-      BATON_CHECK_OR_RETURN(a.allocator != nullptr, NotSupported,
-                            "method '{}': arena {} is on {} but no allocator for {} is registered in "
-                            "this runtime (call baton::register_builtins(); for GPUs link baton_cuda "
-                            "and call baton::cuda::register_backend())",
-                            name, i, a.device.to_string(), device_type_name(a.device.type));
+      BATON_CHECK_OR_RETURN(
+          a.allocator != nullptr, NotSupported,
+          "method '{}': arena {} is on {} but no allocator for {} is registered in "
+          "this runtime (call baton::register_builtins(); for GPUs link baton_cuda "
+          "and call baton::cuda::register_backend())",
+          name, i, a.device.to_string(), device_type_name(a.device.type));
       auto mem = a.allocator->allocate(a.device, a.size, kArenaAlignment);
       if (!mem.ok()) {
-        return Status(mem.code(), fmt::format("method '{}': allocating arena {} ({} bytes on {}): {}",
-                                              name, i, a.size, a.device.to_string(),
-                                              mem.status().message()));
+        return Status(mem.code(),
+                      fmt::format("method '{}': allocating arena {} ({} bytes on {}): {}", name, i,
+                                  a.size, a.device.to_string(), mem.status().message()));
       }
       a.base = *mem;
       arenas.push_back(a);
@@ -148,7 +149,8 @@ struct Method::Impl {
           view.sizes = span_of(t->sizes());
           view.device = to_device(t->device_type(), t->device_index());
           if (t->allocation() == fb::AllocationKind::Constant) {
-            view.data = const_cast<uint8_t*>(p.file.segment(t->constant_segment()).data()) + t->offset();
+            view.data =
+                const_cast<uint8_t*>(p.file.segment(t->constant_segment()).data()) + t->offset();
           } else if (t->allocation() == fb::AllocationKind::Arena) {
             view.data = static_cast<uint8_t*>(arenas[t->arena()].base) + t->offset();
           }
@@ -237,14 +239,15 @@ struct Method::Impl {
     std::vector<TensorMeta> metas(call.outputs.size());
     Status st = infer_op(*schema, call, metas);
     if (!st.ok()) {
-      const Error code = st.code() == Error::NotSupported ? Error::NotSupported : Error::InvalidProgram;
+      const Error code =
+          st.code() == Error::NotSupported ? Error::NotSupported : Error::InvalidProgram;
       return Status(code, fmt::format("{}: {}", where, st.message()));
     }
     for (size_t o = 0; o < metas.size(); ++o) {
       const TensorView& t = call.outputs[o]->tensor;
-      const bool same = metas[o].dtype == t.dtype &&
-                        std::equal(metas[o].sizes.begin(), metas[o].sizes.end(), t.sizes.begin(),
-                                   t.sizes.end());
+      const bool same =
+          metas[o].dtype == t.dtype &&
+          std::equal(metas[o].sizes.begin(), metas[o].sizes.end(), t.sizes.begin(), t.sizes.end());
       BATON_CHECK_OR_RETURN(same, InvalidProgram,
                             "{}: the op produces {} {} for output {} but the program declares {} "
                             "{}: the program is inconsistent; recompile it",
@@ -319,8 +322,8 @@ struct Method::Impl {
                               "{}, which is not registered",
                               name, i, from.to_string(), to.to_string(), device_type_name(type));
         step.device = from.is_cpu() ? to : from;
-        step.description = fmt::format("copy {} {} -> {}", value_name(c->dst()), from.to_string(),
-                                       to.to_string());
+        step.description =
+            fmt::format("copy {} {} -> {}", value_name(c->dst()), from.to_string(), to.to_string());
       }
     }
     return Status();
@@ -337,8 +340,9 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
     names += fmt::format("{}'{}'", i ? ", " : "", str(m->name()));
     if (str(m->name()) == name) found = m;
   }
-  BATON_CHECK_OR_RETURN(found != nullptr, NotFound, "{}: the program has no method '{}' (it has {})",
-                        impl_->origin, name, names);
+  BATON_CHECK_OR_RETURN(found != nullptr, NotFound,
+                        "{}: the program has no method '{}' (it has {})", impl_->origin, name,
+                        names);
   auto impl = std::make_unique<Method::Impl>();
   impl->program = shared_from_this();
   impl->fm = found;
@@ -373,8 +377,8 @@ TensorInfo info_of(const Method::Impl& m, int index) {
 
 Status check_matches(const TensorInfo& info, const TensorView& value, std::string_view what,
                      size_t index) {
-  const bool same_sizes = std::equal(info.sizes.begin(), info.sizes.end(), value.sizes.begin(),
-                                     value.sizes.end());
+  const bool same_sizes =
+      std::equal(info.sizes.begin(), info.sizes.end(), value.sizes.begin(), value.sizes.end());
   BATON_CHECK_OR_RETURN(value.dtype == info.dtype && same_sizes, InvalidArgument,
                         "{} {} ('{}'): expected {} {}, got {} {}", what, index, info.name,
                         dtype_name(info.dtype), shape_to_string(info.sizes),
@@ -441,17 +445,18 @@ Status Method::bind_output(size_t index, const TensorView& value) {
   const int vi = impl_->outputs[index];
   const TensorInfo info = output_info(index);
   BATON_TRY(check_matches(info, value, "output", index));
-  BATON_CHECK_OR_RETURN(value.device == info.device, InvalidArgument,
-                        "output {} ('{}') lives on {} in this program but the bound memory is on {}",
-                        index, info.name, info.device.to_string(), value.device.to_string());
+  BATON_CHECK_OR_RETURN(
+      value.device == info.device, InvalidArgument,
+      "output {} ('{}') lives on {} in this program but the bound memory is on {}", index,
+      info.name, info.device.to_string(), value.device.to_string());
   const fb::Tensor* t = impl_->fm->values()->Get(vi)->value_as_Tensor();
-  BATON_CHECK_OR_RETURN(t->allocation() == fb::AllocationKind::Arena &&
-                            std::find(impl_->inputs.begin(), impl_->inputs.end(), vi) ==
-                                impl_->inputs.end(),
-                        InvalidArgument,
-                        "output {} ('{}') is a constant or a method input, not computed by the "
-                        "method; it cannot be redirected",
-                        index, info.name);
+  BATON_CHECK_OR_RETURN(
+      t->allocation() == fb::AllocationKind::Arena &&
+          std::find(impl_->inputs.begin(), impl_->inputs.end(), vi) == impl_->inputs.end(),
+      InvalidArgument,
+      "output {} ('{}') is a constant or a method input, not computed by the "
+      "method; it cannot be redirected",
+      index, info.name);
   impl_->values[vi].tensor.data = value.data;
   return Status();
 }
@@ -468,8 +473,8 @@ Status Method::execute() {
   }
   for (size_t i = 0; i < m.steps.size(); ++i) {
     Step& s = m.steps[i];
-    const auto start = m.profiling ? std::chrono::steady_clock::now()
-                                   : std::chrono::steady_clock::time_point();
+    const auto start =
+        m.profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status st;
     switch (s.kind) {
       case InstructionKind::Kernel:
@@ -510,9 +515,7 @@ void Method::set_profiling(bool enabled) {
   impl_->times.assign(impl_->steps.size(), std::chrono::nanoseconds(0));
 }
 
-std::span<const std::chrono::nanoseconds> Method::instruction_times() const {
-  return impl_->times;
-}
+std::span<const std::chrono::nanoseconds> Method::instruction_times() const { return impl_->times; }
 
 std::vector<Method::ArenaInfo> Method::arenas() const {
   std::vector<ArenaInfo> out;

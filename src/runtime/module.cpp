@@ -34,9 +34,9 @@ Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < m.num_outputs(); ++i) {
     const TensorView out = m.output(i);
-    BATON_ASSIGN_OR_RETURN(Tensor t,
-                           Tensor::empty(out.dtype, std::vector<int64_t>(out.sizes.begin(),
-                                                                         out.sizes.end())));
+    BATON_ASSIGN_OR_RETURN(
+        Tensor t,
+        Tensor::empty(out.dtype, std::vector<int64_t>(out.sizes.begin(), out.sizes.end())));
     DeviceAllocator* allocator = find_device_allocator(out.device.type);
     BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
                           "output {} is on {}, for which no allocator is registered", i,

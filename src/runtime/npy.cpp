@@ -58,7 +58,8 @@ Result<Tensor> read_npy(const std::string& path) {
   size_t header_len = 0;
   size_t header_start = 0;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) | static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8;
+    header_len =
+        static_cast<uint8_t>(bytes[8]) | static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8;
     header_start = 10;
   } else if (major == 2 || major == 3) {
     BATON_CHECK_OR_RETURN(bytes.size() >= 12, InvalidArgument, "'{}' is truncated", path);

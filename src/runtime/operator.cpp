@@ -8,13 +8,20 @@ namespace baton::runtime {
 
 std::string_view value_kind_name(ValueKind kind) {
   switch (kind) {
-    case ValueKind::None: return "none";
-    case ValueKind::Int: return "int";
-    case ValueKind::Float: return "float";
-    case ValueKind::String: return "string";
-    case ValueKind::IntList: return "int list";
-    case ValueKind::FloatList: return "float list";
-    case ValueKind::Tensor: return "tensor";
+    case ValueKind::None:
+      return "none";
+    case ValueKind::Int:
+      return "int";
+    case ValueKind::Float:
+      return "float";
+    case ValueKind::String:
+      return "string";
+    case ValueKind::IntList:
+      return "int list";
+    case ValueKind::FloatList:
+      return "float list";
+    case ValueKind::Tensor:
+      return "tensor";
   }
   return "invalid";
 }
@@ -27,18 +34,19 @@ std::string describe_call(const OpSchema& schema, const OpCall& call) {
 Status infer_op(const OpSchema& schema, const OpCall& call, std::span<TensorMeta> outputs) {
   const std::string what = describe_call(schema, call);
   const int n_in = static_cast<int>(call.inputs.size());
-  BATON_CHECK_OR_RETURN(n_in >= schema.min_inputs &&
-                            (schema.max_inputs < 0 || n_in <= schema.max_inputs),
-                        InvalidArgument, "{} takes {}{} inputs, got {}", what, schema.min_inputs,
-                        schema.max_inputs < 0                   ? " or more"
-                        : schema.max_inputs == schema.min_inputs ? ""
-                                                                 : fmt::format(" to {}", schema.max_inputs),
-                        n_in);
+  BATON_CHECK_OR_RETURN(
+      n_in >= schema.min_inputs && (schema.max_inputs < 0 || n_in <= schema.max_inputs),
+      InvalidArgument, "{} takes {}{} inputs, got {}", what, schema.min_inputs,
+      schema.max_inputs < 0                    ? " or more"
+      : schema.max_inputs == schema.min_inputs ? ""
+                                               : fmt::format(" to {}", schema.max_inputs),
+      n_in);
   for (int i = 0; i < n_in; ++i) {
     const Value* v = call.inputs[i];
-    BATON_CHECK_OR_RETURN(v != nullptr && (v->is_tensor() || (v->is_none() && i >= schema.min_inputs)),
-                          InvalidArgument, "{}: input {} must be a tensor, got {}", what, i,
-                          v == nullptr ? "nothing" : value_kind_name(v->kind));
+    BATON_CHECK_OR_RETURN(
+        v != nullptr && (v->is_tensor() || (v->is_none() && i >= schema.min_inputs)),
+        InvalidArgument, "{}: input {} must be a tensor, got {}", what, i,
+        v == nullptr ? "nothing" : value_kind_name(v->kind));
   }
   BATON_CHECK_OR_RETURN(call.attrs.size() == schema.attrs.size(), InvalidArgument,
                         "{} takes {} attributes, got {}", what, schema.attrs.size(),
@@ -49,12 +57,13 @@ Status infer_op(const OpSchema& schema, const OpCall& call, std::span<TensorMeta
     const bool none_ok = spec.default_none && v != nullptr && v->is_none();
     BATON_CHECK_OR_RETURN(v != nullptr && (v->kind == spec.kind || none_ok), InvalidArgument,
                           "{}: attribute '{}' must be {}, got {}", what, spec.name,
-                          value_kind_name(spec.kind), v == nullptr ? "nothing" : value_kind_name(v->kind));
+                          value_kind_name(spec.kind),
+                          v == nullptr ? "nothing" : value_kind_name(v->kind));
   }
   BATON_CHECK_OR_RETURN(static_cast<int>(call.outputs.size()) == schema.num_outputs &&
                             outputs.size() == call.outputs.size(),
-                        InvalidArgument, "{} produces {} outputs, got {}", what,
-                        schema.num_outputs, call.outputs.size());
+                        InvalidArgument, "{} produces {} outputs, got {}", what, schema.num_outputs,
+                        call.outputs.size());
   if (!schema.dtypes.empty() && n_in > 0) {
     const DType dt = call.inputs[0]->tensor.dtype;
     BATON_CHECK_OR_RETURN(

@@ -24,10 +24,9 @@ Program::~Program() = default;
 
 namespace {
 
-Result<std::shared_ptr<const Program>> finish_load(std::unique_ptr<Program::Impl> impl,
-                                                   std::string_view origin,
-                                                   std::shared_ptr<Program> (*make)(
-                                                       std::unique_ptr<Program::Impl>)) {
+Result<std::shared_ptr<const Program>> finish_load(
+    std::unique_ptr<Program::Impl> impl, std::string_view origin,
+    std::shared_ptr<Program> (*make)(std::unique_ptr<Program::Impl>)) {
   auto parsed = format::ProgramFile::parse(impl->bytes);
   if (!parsed.ok()) {
     return Status(parsed.code(), fmt::format("{}: {}", origin, parsed.status().message()));

@@ -1,4 +1,6 @@
 // Compiler: import errors, shape inference and folding, partitioning, memory planning, emission.
+#include "baton/compiler/compiler.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -6,7 +8,6 @@
 #include <set>
 
 #include "baton/baton.h"
-#include "baton/compiler/compiler.h"
 #include "baton/runtime/module.h"
 #include "compiler/memory_plan.h"
 #include "compiler/onnx_builder.h"
@@ -60,8 +61,9 @@ class CompilerTest : public ::testing::Test {
 };
 
 TEST_F(CompilerTest, NotAnOnnxModel) {
-  for (std::vector<uint8_t> bytes : {std::vector<uint8_t>{}, std::vector<uint8_t>{'h', 'i', '!', 0xff, 0x13},
-                                     std::vector<uint8_t>(100, 0x42)}) {
+  for (std::vector<uint8_t> bytes :
+       {std::vector<uint8_t>{}, std::vector<uint8_t>{'h', 'i', '!', 0xff, 0x13},
+        std::vector<uint8_t>(100, 0x42)}) {
     auto r = compiler::compile_bytes(bytes, {});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.code(), Error::InvalidArgument);
@@ -100,8 +102,9 @@ TEST_F(CompilerTest, OpsetOutsideTheSupportedRange) {
     b.output("y", {2});
     auto r = compile(b);
     ASSERT_EQ(r.code(), Error::NotSupported);
-    EXPECT_NE(r.status().message().find(fmt::format("opset {}; Baton supports opsets 13 to 21", opset)),
-              std::string::npos)
+    EXPECT_NE(
+        r.status().message().find(fmt::format("opset {}; Baton supports opsets 13 to 21", opset)),
+        std::string::npos)
         << r.status().to_string();
   }
 }
@@ -138,7 +141,8 @@ TEST_F(CompilerTest, SymbolicDimensionsNeedAShape) {
 
   options.input_shapes = {{"x", {3, 5}}};
   r = compile(b, options);
-  EXPECT_NE(r.status().message().find("fixes it at 4"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("fixes it at 4"), std::string::npos)
+      << r.status().to_string();
   options.input_shapes = {{"x", {3}}};
   r = compile(b, options);
   EXPECT_NE(r.status().message().find("has rank 2 but the given shape [3] has rank 1"),
@@ -158,7 +162,8 @@ TEST_F(CompilerTest, UnknownAttributeIsRejectedNotIgnored) {
   b.output("y", {2, 3});
   auto r = compile(b);
   ASSERT_EQ(r.code(), Error::NotSupported);
-  EXPECT_NE(r.status().message().find("attribute 'temperature' is not supported"), std::string::npos)
+  EXPECT_NE(r.status().message().find("attribute 'temperature' is not supported"),
+            std::string::npos)
       << r.status().to_string();
 }
 
@@ -213,8 +218,8 @@ TEST_F(CompilerTest, ConstantSubgraphsAreFoldedAndStillCorrect) {
   auto& t = b.node("Transpose", {"w"}, {"wt"}, "t");  // [3, 4]: folded
   OnnxBuilder::attr_ints(t, "perm", {1, 0});
   b.node("Reshape", {"wt", "shape"}, {"wr"}, "r");  // folded
-  b.node("Relu", {"wr"}, {"wrelu"}, "relu_w");       // folded
-  b.node("Add", {"x", "wrelu"}, {"y"}, "add");       // runs
+  b.node("Relu", {"wr"}, {"wrelu"}, "relu_w");      // folded
+  b.node("Add", {"x", "wrelu"}, {"y"}, "add");      // runs
   b.output("y", {3, 4});
   auto compiled = compile(b);
   ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
@@ -407,7 +412,8 @@ TEST(MemoryPlanTest, NoTwoLiveBuffersOverlapAndOffsetsAreAligned) {
         const bool live_together = reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last;
         const bool share_bytes = plan.offset[i] < plan.offset[j] + reqs[j].bytes &&
                                  plan.offset[j] < plan.offset[i] + reqs[i].bytes;
-        EXPECT_FALSE(live_together && share_bytes) << "trial " << trial << " buffers " << i << ", " << j;
+        EXPECT_FALSE(live_together && share_bytes)
+            << "trial " << trial << " buffers " << i << ", " << j;
       }
     }
     // Deterministic.

@@ -68,7 +68,8 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
-  static void attr_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  static void attr_ints(onnx::NodeProto& n, const std::string& name,
+                        const std::vector<int64_t>& v) {
     auto* a = n.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
@@ -90,8 +91,10 @@ class OnnxBuilder {
     auto* shape = tt->mutable_shape();
     for (int64_t d : dims) {
       auto* dim = shape->add_dim();
-      if (d >= 0) dim->set_dim_value(d);
-      else dim->set_dim_param("N");
+      if (d >= 0)
+        dim->set_dim_value(d);
+      else
+        dim->set_dim_param("N");
     }
   }
 

@@ -70,7 +70,8 @@ TEST(DeviceTest, ParsesAndPrints) {
   EXPECT_EQ(Device::parse("cuda:3"), Device::cuda(3));
   EXPECT_EQ(Device::cuda(3).to_string(), "cuda:3");
   EXPECT_EQ(Device::cpu().to_string(), "cpu");
-  for (const char* bad : {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:256", "CPU", "cuda:01a"}) {
+  for (const char* bad :
+       {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:256", "CPU", "cuda:01a"}) {
     EXPECT_FALSE(Device::parse(bad).has_value()) << bad;
   }
 }
@@ -85,7 +86,7 @@ TEST(DTypeTest, SizesNamesAndValidity) {
   EXPECT_FALSE(dtype_from_name("complex64").has_value());
   EXPECT_TRUE(is_valid_dtype(1));
   EXPECT_FALSE(is_valid_dtype(0));
-  EXPECT_FALSE(is_valid_dtype(8));   // ONNX string
+  EXPECT_FALSE(is_valid_dtype(8));  // ONNX string
   EXPECT_FALSE(is_valid_dtype(200));
 }
 

@@ -2,7 +2,6 @@
 // sees for bad input. Runs the real binary.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <array>
@@ -44,7 +43,7 @@ class CliTest : public ::testing::Test {
     fs::create_directories(dir_);
     models_ = BATON_E2E_MODELS_DIR;
     const CliRun r = baton("compile " + (models_ / "dynamo20_mlp_gelu.onnx").string() + " -o " +
-                        (dir_ / "mlp.baton").string());
+                           (dir_ / "mlp.baton").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   static std::string program() { return (dir_ / "mlp.baton").string(); }
@@ -57,7 +56,7 @@ fs::path CliTest::models_;
 
 TEST_F(CliTest, CompileReportsPhasesAndResult) {
   const CliRun r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
-                      (dir_ / "ts.baton").string() + " --shape input=8x64");
+                         (dir_ / "ts.baton").string() + " --shape input=8x64");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* phase : {"import", "infer", "partition", "lower", "plan", "emit", "wrote"}) {
     EXPECT_NE(r.output.find(phase), std::string::npos) << phase << "\n" << r.output;
@@ -67,9 +66,9 @@ TEST_F(CliTest, CompileReportsPhasesAndResult) {
 
 TEST_F(CliTest, RunWithNamedInputWritesOutputsMatchingOnnxRuntime) {
   const std::string out_dir = (dir_ / "out").string();
-  const CliRun r = baton("run " + program() + " --input x=" +
-                      (models_ / "dynamo20_mlp_gelu.input_0.npy").string() + " --output-dir " +
-                      out_dir + " --iterations 5 --warmup 1");
+  const CliRun r = baton("run " + program() +
+                         " --input x=" + (models_ / "dynamo20_mlp_gelu.input_0.npy").string() +
+                         " --output-dir " + out_dir + " --iterations 5 --warmup 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("output 0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[8, 16]"), std::string::npos);
@@ -87,7 +86,7 @@ TEST_F(CliTest, RunWithNamedInputWritesOutputsMatchingOnnxRuntime) {
 
 TEST_F(CliTest, RunWithPositionalAndRandomInputs) {
   CliRun r = baton("run " + program() + " " + "--input " +
-                (models_ / "dynamo20_mlp_gelu.input_0.npy").string() + " -n 2 --warmup 0");
+                   (models_ / "dynamo20_mlp_gelu.input_0.npy").string() + " -n 2 --warmup 0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   r = baton("run " + program() + " -n 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -107,7 +106,8 @@ TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
 
   const std::string wrong_dtype = (dir_ / "wrong_dtype.npy").string();
   ASSERT_TRUE(
-      runtime::write_npy(wrong_dtype, testing::random_int64_tensor(rng, {8, 64}, 0, 9).view()).ok());
+      runtime::write_npy(wrong_dtype, testing::random_int64_tensor(rng, {8, 64}, 0, 9).view())
+          .ok());
   r = baton("run " + program() + " --input " + wrong_dtype);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("holds int64 [8, 64]"), std::string::npos) << r.output;
@@ -130,7 +130,7 @@ TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
   const std::string a = (models_ / "two_inputs_folded.input_0.npy").string();
   const std::string b = (models_ / "two_inputs_folded.input_1.npy").string();
   CliRun r = baton("run " + (dir_ / "two.baton").string() + " --input b=" + b + " --input a=" + a +
-                " -o " + (dir_ / "two_out").string());
+                   " -o " + (dir_ / "two_out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto got = runtime::read_npy((dir_ / "two_out/output_0.npy").string());
   auto want = runtime::read_npy((models_ / "two_inputs_folded.output_0.npy").string());

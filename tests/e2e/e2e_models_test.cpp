@@ -74,8 +74,8 @@ std::vector<CaseResult> run_cases(const fs::path& dir) {
                       << shape_to_string(got.sizes());
         continue;
       }
-      const double err = testing::relative_error(got.data_as<float>(), ref->data_as<float>(),
-                                                 got.numel());
+      const double err =
+          testing::relative_error(got.data_as<float>(), ref->data_as<float>(), got.numel());
       EXPECT_LE(err, c["tolerance"].get<double>()) << "output " << o;
       result.worst_error = std::max(result.worst_error, err);
     }

@@ -213,7 +213,8 @@ class NodeTestRunner {
       return method.code() == Error::NotSupported ? Outcome::Unsupported : Outcome::Fail;
     }
     if ((*method)->num_inputs() != fed.size()) {
-      *failure = fmt::format("program has {} inputs, test data {}", (*method)->num_inputs(), fed.size());
+      *failure =
+          fmt::format("program has {} inputs, test data {}", (*method)->num_inputs(), fed.size());
       return Outcome::Fail;
     }
     for (size_t i = 0; i < fed.size(); ++i) {
@@ -230,7 +231,8 @@ class NodeTestRunner {
       return Outcome::Fail;
     }
     if ((*method)->num_outputs() != set.outputs.size()) {
-      *failure = fmt::format("{} outputs, expected {}", (*method)->num_outputs(), set.outputs.size());
+      *failure =
+          fmt::format("{} outputs, expected {}", (*method)->num_outputs(), set.outputs.size());
       return Outcome::Fail;
     }
     for (size_t o = 0; o < set.outputs.size(); ++o) {
@@ -246,10 +248,14 @@ class NodeTestRunner {
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::Pass: return "pass";
-    case Outcome::PassFrozen: return "pass (shape inputs frozen)";
-    case Outcome::Fail: return "FAIL";
-    case Outcome::Unsupported: return "unsupported";
+    case Outcome::Pass:
+      return "pass";
+    case Outcome::PassFrozen:
+      return "pass (shape inputs frozen)";
+    case Outcome::Fail:
+      return "FAIL";
+    case Outcome::Unsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -270,8 +276,8 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
     try {
       rows.push_back(runner.run(dir));
     } catch (const std::exception& e) {
-      rows.push_back({dir.filename().string(), "", Outcome::Fail,
-                      std::string("C++ exception: ") + e.what()});
+      rows.push_back(
+          {dir.filename().string(), "", Outcome::Fail, std::string("C++ exception: ") + e.what()});
     }
     ++counts[rows.back().outcome];
   }
@@ -299,10 +305,11 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
   }
   md.close();
 
-  std::printf("ONNX node tests: %d pass, %d pass with frozen shape inputs, %d fail, %d unsupported "
-              "(report: %s)\n",
-              counts[Outcome::Pass], counts[Outcome::PassFrozen], counts[Outcome::Fail],
-              counts[Outcome::Unsupported], (report_dir / "onnx_node_tests.md").c_str());
+  std::printf(
+      "ONNX node tests: %d pass, %d pass with frozen shape inputs, %d fail, %d unsupported "
+      "(report: %s)\n",
+      counts[Outcome::Pass], counts[Outcome::PassFrozen], counts[Outcome::Fail],
+      counts[Outcome::Unsupported], (report_dir / "onnx_node_tests.md").c_str());
   for (const Row& r : rows) {
     EXPECT_NE(r.outcome, Outcome::Fail) << r.test << " (" << r.ops << "): " << r.detail;
   }

@@ -279,7 +279,8 @@ TEST_F(SemanticTest, DuplicateMethodNames) {
   file->program().methods()->Get(0)->UnPackTo(second.get());
   prog.methods.push_back(std::move(second));
   std::vector<std::span<const uint8_t>> segs;
-  for (uint32_t i = 0; i < file->program().segments()->size(); ++i) segs.push_back(file->segment(i));
+  for (uint32_t i = 0; i < file->program().segments()->size(); ++i)
+    segs.push_back(file->segment(i));
   auto bytes = format::serialize_program(std::move(prog), segs);
   ASSERT_TRUE(bytes.ok());
   expect_invalid(*bytes, "are both named 'forward'");

@@ -47,10 +47,9 @@ std::vector<uint8_t> busy_program() {
   const int added = b.tensor("added", DType::Float32, {8, 24, 12});
   b.kernel(b.op("Add"), {cat, cat}, {}, {added}, "add");
   const int out = b.tensor("out", DType::Float32, {8, 24, 12});
-  const auto blob = testing::make_test_blob(1, 1, {}, 1,
-                                            {{testing::TestOp::Relu, 0, 0, 1},
-                                             {testing::TestOp::Mul, 1, 1, 2}},
-                                            8 * 24 * 12);
+  const auto blob = testing::make_test_blob(
+      1, 1, {}, 1, {{testing::TestOp::Relu, 0, 0, 1}, {testing::TestOp::Mul, 1, 1, 2}},
+      8 * 24 * 12);
   b.delegate_call(b.delegate(testing::kTestBackendId, {}, blob), {added}, {out});
   b.inputs({x});
   b.outputs({out});

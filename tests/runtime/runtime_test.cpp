@@ -161,7 +161,8 @@ TEST_F(RuntimeTest, WrongInputsGetClearErrors) {
   auto method = std::move(program->load_method("forward")).value();
   std::vector<float> data(8, 1.0f);
   std::vector<int64_t> bad_shape = {2, 4};
-  Status s = method->set_input(0, TensorView{data.data(), DType::Float32, bad_shape, Device::cpu()});
+  Status s =
+      method->set_input(0, TensorView{data.data(), DType::Float32, bad_shape, Device::cpu()});
   EXPECT_EQ(s.code(), Error::InvalidArgument);
   EXPECT_EQ(s.message(), "input 0 ('x'): expected float32 [2, 3], got float32 [2, 4]");
   s = method->set_input(0, TensorView{data.data(), DType::Int32, sizes_, Device::cpu()});
@@ -181,8 +182,10 @@ TEST_F(RuntimeTest, BoundInputsAndOutputsAreUsedInPlace) {
   auto method = std::move(program->load_method("forward")).value();
   std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f};
   std::vector<float> out(6, -7.0f);
-  ASSERT_TRUE(method->bind_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
-  ASSERT_TRUE(method->bind_output(0, TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(
+      method->bind_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(
+      method->bind_output(0, TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}).ok());
   ASSERT_TRUE(method->execute().ok());
   EXPECT_EQ(method->output(0).data, out.data());
   auto want = testing::add_relu_reference(p, x);
@@ -193,7 +196,8 @@ TEST_F(RuntimeTest, BoundInputsAndOutputsAreUsedInPlace) {
   EXPECT_FLOAT_EQ(out[0], 5.5f);
   // set_input goes back to the planned buffer.
   std::vector<float> y(6, 1.0f);
-  ASSERT_TRUE(method->set_input(0, TensorView{y.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(
+      method->set_input(0, TensorView{y.data(), DType::Float32, sizes_, Device::cpu()}).ok());
   x[0] = 100.0f;
   ASSERT_TRUE(method->execute().ok());
   EXPECT_FLOAT_EQ(out[0], 1.5f);
@@ -217,7 +221,8 @@ TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
                 .message()
                 .find("no planned memory"),
             std::string::npos);
-  ASSERT_TRUE(method->bind_input(0, TensorView{data.data(), DType::Float32, sizes, Device::cpu()}).ok());
+  ASSERT_TRUE(
+      method->bind_input(0, TensorView{data.data(), DType::Float32, sizes, Device::cpu()}).ok());
   ASSERT_TRUE(method->execute().ok());
   EXPECT_FLOAT_EQ(method->output(0).data_as<float>()[3], 0.0f);
 }
@@ -263,7 +268,8 @@ TEST_F(RuntimeTest, ProfilingRecordsEveryInstruction) {
   auto method = std::move(program->load_method("forward")).value();
   method->set_profiling(true);
   std::vector<float> x(6, 1.0f);
-  ASSERT_TRUE(method->set_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  ASSERT_TRUE(
+      method->set_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
   ASSERT_TRUE(method->execute().ok());
   ASSERT_EQ(method->instruction_times().size(), 3u);
   for (auto t : method->instruction_times()) EXPECT_GT(t.count(), 0);
@@ -329,7 +335,8 @@ TEST(NpyTest, RejectsBadFilesWithReasons) {
   header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
   write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
         std::string(15, '\0'));
-  EXPECT_NE(runtime::read_npy(path).status().message().find("has 15 data bytes"), std::string::npos);
+  EXPECT_NE(runtime::read_npy(path).status().message().find("has 15 data bytes"),
+            std::string::npos);
   EXPECT_EQ(runtime::read_npy("/nonexistent.npy").code(), Error::IoError);
 }
 

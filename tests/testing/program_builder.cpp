@@ -179,7 +179,8 @@ int ProgramBuilder::delegate(const std::string& backend,
   return static_cast<int>(method().delegates.size()) - 1;
 }
 
-void ProgramBuilder::delegate_call(int delegate, std::vector<int> inputs, std::vector<int> outputs) {
+void ProgramBuilder::delegate_call(int delegate, std::vector<int> inputs,
+                                   std::vector<int> outputs) {
   fb::DelegateCallT c;
   c.delegate = delegate;
   c.inputs = std::move(inputs);

@@ -21,8 +21,8 @@ AddReluProgram make_add_relu_program(bool with_delegate) {
   if (with_delegate) {
     p.out = b.tensor("out", DType::Float32, {2, 3});
     const auto blob = make_test_blob(1, 1, {p.k_values}, 0, {{TestOp::Mul, 0, 1, 2}}, 6);
-    const int d = b.delegate(kTestBackendId, {{"target_device", "cpu"}, {"flavor", "mul"}}, blob,
-                             "test_0");
+    const int d =
+        b.delegate(kTestBackendId, {{"target_device", "cpu"}, {"flavor", "mul"}}, blob, "test_0");
     b.delegate_call(d, {p.z}, {p.out});
   }
   b.inputs({p.x});

@@ -40,7 +40,8 @@ class TestBackend final : public runtime::BackendInterface {
                                         std::span<const runtime::CompileSpec> specs) override {
     TestBackendStats& stats = test_backend_stats();
     stats.last_specs.clear();
-    for (const auto& s : specs) stats.last_specs[std::string(s.key)] = std::string(s.value_string());
+    for (const auto& s : specs)
+      stats.last_specs[std::string(s.key)] = std::string(s.value_string());
     for (const auto& o : ctx.options) stats.options_seen.push_back(o.key + "=" + o.value);
     stats.last_blob_size = blob.size();
     BATON_CHECK_OR_RETURN(stats.last_specs.count("fail_init") == 0, InvalidArgument,
@@ -111,9 +112,15 @@ class TestBackend final : public runtime::BackendInterface {
       float* y = h->slots[op.out];
       for (uint64_t i = 0; i < h->numel; ++i) {
         switch (op.code) {
-          case TestOp::Relu: y[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
-          case TestOp::Add: y[i] = a[i] + b[i]; break;
-          case TestOp::Mul: y[i] = a[i] * b[i]; break;
+          case TestOp::Relu:
+            y[i] = a[i] > 0.0f ? a[i] : 0.0f;
+            break;
+          case TestOp::Add:
+            y[i] = a[i] + b[i];
+            break;
+          case TestOp::Mul:
+            y[i] = a[i] * b[i];
+            break;
         }
       }
     }

@@ -52,11 +52,12 @@ Status run_compile(const CompileArgs& args) {
   if (!args.quiet) {
     std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.device.c_str());
     options.progress = [](const compiler::Progress& p) {
-      std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", std::string(p.phase).c_str(),
-                   p.elapsed.count(), p.detail.c_str());
+      std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", std::string(p.phase).c_str(), p.elapsed.count(),
+                   p.detail.c_str());
     };
   }
-  BATON_ASSIGN_OR_RETURN(compiler::CompiledProgram program, compiler::compile_file(args.model, options));
+  BATON_ASSIGN_OR_RETURN(compiler::CompiledProgram program,
+                         compiler::compile_file(args.model, options));
   const auto emit_start = std::chrono::steady_clock::now();
   BATON_TRY(program.write(args.output));
   const auto end = std::chrono::steady_clock::now();

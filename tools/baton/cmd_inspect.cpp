@@ -42,15 +42,29 @@ json value_json(const fb::Value& v, int index) {
   json j;
   j["index"] = index;
   switch (v.value_type()) {
-    case fb::ValueKind::Null: j["kind"] = "none"; break;
-    case fb::ValueKind::Int: j["kind"] = "int"; j["value"] = v.value_as_Int()->value(); break;
-    case fb::ValueKind::Float: j["kind"] = "float"; j["value"] = v.value_as_Float()->value(); break;
+    case fb::ValueKind::Null:
+      j["kind"] = "none";
+      break;
+    case fb::ValueKind::Int:
+      j["kind"] = "int";
+      j["value"] = v.value_as_Int()->value();
+      break;
+    case fb::ValueKind::Float:
+      j["kind"] = "float";
+      j["value"] = v.value_as_Float()->value();
+      break;
     case fb::ValueKind::String:
       j["kind"] = "string";
       j["value"] = std::string(str(v.value_as_String()->value()));
       break;
-    case fb::ValueKind::IntList: j["kind"] = "int_list"; j["value"] = list(v.value_as_IntList()->items()); break;
-    case fb::ValueKind::FloatList: j["kind"] = "float_list"; j["value"] = list(v.value_as_FloatList()->items()); break;
+    case fb::ValueKind::IntList:
+      j["kind"] = "int_list";
+      j["value"] = list(v.value_as_IntList()->items());
+      break;
+    case fb::ValueKind::FloatList:
+      j["kind"] = "float_list";
+      j["value"] = list(v.value_as_FloatList()->items());
+      break;
     case fb::ValueKind::Tensor: {
       const fb::Tensor* t = v.value_as_Tensor();
       j["kind"] = "tensor";
@@ -78,7 +92,9 @@ json value_json(const fb::Value& v, int index) {
       }
       break;
     }
-    default: j["kind"] = "unknown"; break;
+    default:
+      j["kind"] = "unknown";
+      break;
   }
   return j;
 }
@@ -186,7 +202,8 @@ json program_json(const std::string& path, const format::ProgramFile& file) {
 
 std::string shape_text(const json& shape) {
   std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", shape[i].get<int64_t>());
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", shape[i].get<int64_t>());
   return out + "]";
 }
 
@@ -227,9 +244,10 @@ void print_text(const json& j) {
                 static_cast<unsigned long long>(s["size"].get<uint64_t>()));
   }
   for (const auto& m : j["methods"]) {
-    std::printf("method '%s': %zu inputs, %zu outputs, %zu instructions, %zu delegates, %zu values\n",
-                m["name"].get<std::string>().c_str(), m["inputs"].size(), m["outputs"].size(),
-                m["instructions"].size(), m["delegates"].size(), m["values"].size());
+    std::printf(
+        "method '%s': %zu inputs, %zu outputs, %zu instructions, %zu delegates, %zu values\n",
+        m["name"].get<std::string>().c_str(), m["inputs"].size(), m["outputs"].size(),
+        m["instructions"].size(), m["delegates"].size(), m["values"].size());
     std::printf("  inputs:  %s\n  outputs: %s\n", refs(m["inputs"]).c_str(),
                 refs(m["outputs"]).c_str());
     std::printf("  arenas:\n");
@@ -260,7 +278,8 @@ void print_text(const json& j) {
                     refs(x["outputs"]).c_str());
       } else if (kind == "delegate") {
         std::printf("    [%d] delegate %d  in %s  -> %s\n", x["index"].get<int>(),
-                    x["delegate"].get<int>(), refs(x["inputs"]).c_str(), refs(x["outputs"]).c_str());
+                    x["delegate"].get<int>(), refs(x["inputs"]).c_str(),
+                    refs(x["outputs"]).c_str());
       } else {
         std::printf("    [%d] copy     %%%d (%s) -> %%%d (%s)\n", x["index"].get<int>(),
                     x["src"].get<int>(), x["src_device"].get<std::string>().c_str(),

@@ -23,22 +23,43 @@ double quantile(const std::vector<double>& sorted, double q) {
 }
 
 Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) {
-  BATON_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}));
+  BATON_ASSIGN_OR_RETURN(Tensor t,
+                         Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}));
   const int64_t n = t.numel();
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
   std::uniform_int_distribution<int> integer(0, 9);
   for (int64_t i = 0; i < n; ++i) {
     switch (info.dtype) {
-      case DType::Float32: t.data_as<float>()[i] = real(rng); break;
-      case DType::Float64: t.data_as<double>()[i] = real(rng); break;
-      case DType::Float16: t.data_as<uint16_t>()[i] = float_to_half(real(rng)); break;
-      case DType::BFloat16: t.data_as<uint16_t>()[i] = float_to_bfloat16(real(rng)); break;
-      case DType::Int64: t.data_as<int64_t>()[i] = integer(rng); break;
-      case DType::Int32: t.data_as<int32_t>()[i] = integer(rng); break;
-      case DType::Int16: t.data_as<int16_t>()[i] = static_cast<int16_t>(integer(rng)); break;
-      case DType::Int8: t.data_as<int8_t>()[i] = static_cast<int8_t>(integer(rng)); break;
-      case DType::UInt8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng)); break;
-      case DType::Bool: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng) & 1); break;
+      case DType::Float32:
+        t.data_as<float>()[i] = real(rng);
+        break;
+      case DType::Float64:
+        t.data_as<double>()[i] = real(rng);
+        break;
+      case DType::Float16:
+        t.data_as<uint16_t>()[i] = float_to_half(real(rng));
+        break;
+      case DType::BFloat16:
+        t.data_as<uint16_t>()[i] = float_to_bfloat16(real(rng));
+        break;
+      case DType::Int64:
+        t.data_as<int64_t>()[i] = integer(rng);
+        break;
+      case DType::Int32:
+        t.data_as<int32_t>()[i] = integer(rng);
+        break;
+      case DType::Int16:
+        t.data_as<int16_t>()[i] = static_cast<int16_t>(integer(rng));
+        break;
+      case DType::Int8:
+        t.data_as<int8_t>()[i] = static_cast<int8_t>(integer(rng));
+        break;
+      case DType::UInt8:
+        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng));
+        break;
+      case DType::Bool:
+        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng) & 1);
+        break;
     }
   }
   return t;
@@ -46,16 +67,26 @@ Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) 
 
 double element_as_double(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::Float32: return t.data_as<const float>()[i];
-    case DType::Float64: return t.data_as<const double>()[i];
-    case DType::Float16: return half_to_float(t.data_as<const uint16_t>()[i]);
-    case DType::BFloat16: return bfloat16_to_float(t.data_as<const uint16_t>()[i]);
-    case DType::Int64: return static_cast<double>(t.data_as<const int64_t>()[i]);
-    case DType::Int32: return t.data_as<const int32_t>()[i];
-    case DType::Int16: return t.data_as<const int16_t>()[i];
-    case DType::Int8: return t.data_as<const int8_t>()[i];
-    case DType::UInt8: return t.data_as<const uint8_t>()[i];
-    case DType::Bool: return t.data_as<const uint8_t>()[i];
+    case DType::Float32:
+      return t.data_as<const float>()[i];
+    case DType::Float64:
+      return t.data_as<const double>()[i];
+    case DType::Float16:
+      return half_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::Int64:
+      return static_cast<double>(t.data_as<const int64_t>()[i]);
+    case DType::Int32:
+      return t.data_as<const int32_t>()[i];
+    case DType::Int16:
+      return t.data_as<const int16_t>()[i];
+    case DType::Int8:
+      return t.data_as<const int8_t>()[i];
+    case DType::UInt8:
+      return t.data_as<const uint8_t>()[i];
+    case DType::Bool:
+      return t.data_as<const uint8_t>()[i];
   }
   return 0.0;
 }
@@ -115,9 +146,8 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
                           "input '{}' is given twice (--input {} and --input {})", info.name,
                           source[index], arg);
     BATON_ASSIGN_OR_RETURN(Tensor t, runtime::read_npy(file));
-    const bool same = t.dtype() == info.dtype &&
-                      std::equal(t.sizes().begin(), t.sizes().end(), info.sizes.begin(),
-                                 info.sizes.end());
+    const bool same = t.dtype() == info.dtype && std::equal(t.sizes().begin(), t.sizes().end(),
+                                                            info.sizes.begin(), info.sizes.end());
     BATON_CHECK_OR_RETURN(same, InvalidArgument,
                           "--input {}: input {} ('{}') expects {} {}, but '{}' holds {} {}", arg,
                           index, info.name, dtype_name(info.dtype), shape_to_string(info.sizes),
@@ -201,15 +231,17 @@ Status run_run(const RunArgs& args) {
     for (size_t s = 0; s < steps; ++s) {
       std::sort(per_step[s].begin(), per_step[s].end());
       const runtime::InstructionInfo info = method->instruction_info(s);
-      std::printf("  [%zu] %-8s %-48s %8.3f ms\n", s, info.device.to_string().c_str(),
-                  info.description.c_str(), quantile(per_step[s], 0.5));
+      std::printf("  %5s %-8s %-48s %8.3f ms\n", fmt::format("[{}]", s).c_str(),
+                  info.device.to_string().c_str(), info.description.c_str(),
+                  quantile(per_step[s], 0.5));
     }
   }
   std::sort(latency.begin(), latency.end());
-  std::printf("latency over %d runs (after %d warm-up): min %.3f ms  median %.3f ms  p90 %.3f ms  "
-              "p99 %.3f ms\n",
-              args.iterations, args.warmup, latency.front(), quantile(latency, 0.5),
-              quantile(latency, 0.9), quantile(latency, 0.99));
+  std::printf(
+      "latency over %d runs (after %d warm-up): min %.3f ms  median %.3f ms  p90 %.3f ms  "
+      "p99 %.3f ms\n",
+      args.iterations, args.warmup, latency.front(), quantile(latency, 0.5), quantile(latency, 0.9),
+      quantile(latency, 0.99));
   return Status();
 }
 

@@ -1,6 +1,5 @@
 // baton: compile ONNX models to Baton programs, run them, inspect them.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "baton/baton.h"
@@ -22,19 +21,27 @@ int main(int argc, char** argv) {
 
   baton::tool::RunArgs run;
   CLI::App* r = app.add_subcommand("run", "Run a Baton program and report outputs and latency");
-  r->add_option("program", run.program, "Program file (.baton)")->required()->check(CLI::ExistingFile);
+  r->add_option("program", run.program, "Program file (.baton)")
+      ->required()
+      ->check(CLI::ExistingFile);
   r->add_option("-i,--input", run.inputs,
                 "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
                 "when none are given");
   r->add_option("-o,--output-dir", run.output_dir, "Write output i to DIR/output_<i>.npy");
-  r->add_option("-n,--iterations", run.iterations, "Timed runs")->capture_default_str()->check(CLI::Range(1, 1000000));
-  r->add_option("--warmup", run.warmup, "Untimed runs first")->capture_default_str()->check(CLI::Range(0, 1000000));
+  r->add_option("-n,--iterations", run.iterations, "Timed runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  r->add_option("--warmup", run.warmup, "Untimed runs first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   r->add_option("--seed", run.seed, "Seed for random inputs")->capture_default_str();
   r->add_flag("-q,--quiet", run.quiet, "Print only the latency line");
 
   baton::tool::InspectArgs inspect;
   CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");
-  s->add_option("program", inspect.program, "Program file (.baton)")->required()->check(CLI::ExistingFile);
+  s->add_option("program", inspect.program, "Program file (.baton)")
+      ->required()
+      ->check(CLI::ExistingFile);
   s->add_flag("--json", inspect.json, "One JSON object on stdout");
 
   CLI11_PARSE(app, argc, argv);

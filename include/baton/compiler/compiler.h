@@ -33,8 +33,8 @@ struct InputShape {
 };
 
 struct Progress {
-  std::string_view phase;   // "import", "infer", "partition", "lower", "plan", "emit"
-  std::string detail;       // "12 nodes, opset 17", ...
+  std::string_view phase;  // "import", "infer", "partition", "lower", "plan", "emit"
+  std::string detail;      // "12 nodes, opset 17", ...
   std::chrono::duration<double, std::milli> elapsed;  // this phase
 };
 

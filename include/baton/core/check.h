@@ -1,7 +1,8 @@
 // Check-log-return macros used throughout Baton's implementation.
 //
 // BATON_CHECK_OR_RETURN(cond, Kind, "fmt {}", args...)  returns Status(Error::Kind, message) when
-//                                                     cond is false, after logging it at debug level.
+//                                                     cond is false, after logging it at debug
+//                                                     level.
 // BATON_ERROR(Kind, "fmt {}", args...)                  builds such a Status (for `return`).
 // BATON_TRY(expr)                                      returns expr's Status if it failed.
 // BATON_ASSIGN_OR_RETURN(lhs, expr)                    unwraps a Result<T> into lhs or returns.
@@ -27,17 +28,17 @@ Status make_status(Error code, fmt::format_string<Args...> format, Args&&... arg
 
 #define BATON_ERROR(kind, ...) ::baton::detail::make_status(::baton::Error::kind, __VA_ARGS__)
 
-#define BATON_CHECK_OR_RETURN(cond, kind, ...)     \
-  do {                                             \
+#define BATON_CHECK_OR_RETURN(cond, kind, ...)          \
+  do {                                                  \
     if (!(cond)) return BATON_ERROR(kind, __VA_ARGS__); \
   } while (0)
 
 #define BATON_CONCAT_INNER_(a, b) a##b
 #define BATON_CONCAT_(a, b) BATON_CONCAT_INNER_(a, b)
 
-#define BATON_TRY(expr)                                        \
-  do {                                                         \
-    auto&& baton_try_result_ = (expr);                         \
+#define BATON_TRY(expr)                                                        \
+  do {                                                                         \
+    auto&& baton_try_result_ = (expr);                                         \
     if (!baton_try_result_.ok()) return std::move(baton_try_result_).status(); \
   } while (0)
 

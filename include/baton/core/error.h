@@ -66,9 +66,10 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
-  Result(Status status)                                                   // NOLINT: implicit
-      : data_(std::in_place_index<1>, status.ok() ? Status(Error::Internal, "Result built from an ok Status")
-                                                  : std::move(status)) {}
+  Result(Status status)                                                 // NOLINT: implicit
+      : data_(std::in_place_index<1>,
+              status.ok() ? Status(Error::Internal, "Result built from an ok Status")
+                          : std::move(status)) {}
 
   bool ok() const { return data_.index() == 0; }
   Error code() const { return ok() ? Error::Ok : std::get<1>(data_).code(); }

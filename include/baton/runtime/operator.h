@@ -62,7 +62,7 @@ struct OpSchema {
   std::string_view name;  // ONNX op type (domain ai.onnx)
   int min_opset = 13;     // first opset whose semantics this kernel implements
   int min_inputs = 1;
-  int max_inputs = 1;     // -1: variadic
+  int max_inputs = 1;  // -1: variadic
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
   // Element types the kernel accepts for its (first) input; empty means any.

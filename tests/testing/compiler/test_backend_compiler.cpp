@@ -55,12 +55,15 @@ Result<compiler::LoweredPartition> TestBackendCompiler::lower(const compiler::Gr
     if (!is_output) slot[v] = temp_base + static_cast<int32_t>(temps++);
   }
   const int32_t out_base = temp_base + static_cast<int32_t>(temps);
-  for (size_t o = 0; o < p.outputs.size(); ++o) slot[p.outputs[o]] = out_base + static_cast<int32_t>(o);
+  for (size_t o = 0; o < p.outputs.size(); ++o)
+    slot[p.outputs[o]] = out_base + static_cast<int32_t>(o);
   std::vector<TestBlobOp> ops;
   for (int n : p.nodes) {
     const compiler::IrNode& node = graph.nodes[n];
     TestBlobOp op{};
-    op.code = node.op_type == "Relu" ? TestOp::Relu : node.op_type == "Add" ? TestOp::Add : TestOp::Mul;
+    op.code = node.op_type == "Relu"  ? TestOp::Relu
+              : node.op_type == "Add" ? TestOp::Add
+                                      : TestOp::Mul;
     op.a = slot.at(node.inputs[0]);
     op.b = node.inputs.size() > 1 ? slot.at(node.inputs[1]) : 0;
     op.out = slot.at(node.outputs[0]);
