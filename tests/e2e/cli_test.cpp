@@ -142,6 +142,35 @@ TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
   EXPECT_NE(r.output.find("missing --input for 'a' float32 [3, 5]"), std::string::npos) << r.output;
 }
 
+// The done-when of the CPU milestone: `baton compile` + `baton run` reproduce onnxruntime on
+// MLPs exported by torch.onnx.export with both exporters.
+TEST_F(CliTest, ReproducesOnnxRuntimeOnRealTorchExports) {
+  const fs::path models = fs::path(BATON_SOURCE_DIR) / "tests/e2e/models";
+  struct Case {
+    const char* name;
+    const char* shape;
+  };
+  for (const Case& c : {Case{"torchscript17_mlp_gelu", " --shape input=8x48"},
+                        Case{"torchscript17_mlp_relu", " --shape input=8x48"},
+                        Case{"dynamo18_mlp_gelu", ""}, Case{"dynamo20_mlp_gelu_odd", ""}}) {
+    SCOPED_TRACE(c.name);
+    const std::string prog = (dir_ / (std::string(c.name) + ".baton")).string();
+    CliRun r = baton("compile -q " + (models / (std::string(c.name) + ".onnx")).string() + " -o " +
+                     prog + c.shape);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string out = (dir_ / (std::string(c.name) + "_out")).string();
+    r = baton("run -q " + prog + " --input input=" +
+              (models / (std::string(c.name) + ".input_0.npy")).string() + " -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto got = runtime::read_npy(out + "/output_0.npy");
+    auto want = runtime::read_npy((models / (std::string(c.name) + ".output_0.npy")).string());
+    ASSERT_TRUE(got.ok() && want.ok());
+    ASSERT_EQ(got->sizes(), want->sizes());
+    EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
+              1e-5);
+  }
+}
+
 TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
   const CliRun r = baton("inspect --json " + program());
   ASSERT_EQ(r.exit_code, 0) << r.output;
