@@ -269,4 +269,35 @@ inline Result<std::unique_ptr<runtime::Kernel>> create_broadcast_binary(
       std::make_unique<BinaryKernel>(a, b, out, plan, loop, std::move(failure_message)));
 }
 
+// Add, Sub, Mul and Div share everything but the operation. Op is a functor with
+// `static constexpr std::string_view kName`; one with `bool ok() const` can fail at run time
+// (integer division by zero), and run() then returns the message built here at create time.
+template <typename Op>
+Status infer_arithmetic(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
+  return infer_broadcast_binary(Op::kName, call, outputs, /*same_dtype=*/true);
+}
+
+template <typename Op>
+Result<std::unique_ptr<runtime::Kernel>> create_arithmetic(const runtime::OpCall& call) {
+  std::string failure;
+  if constexpr (requires(const Op& op) { op.ok(); }) {
+    failure = fmt::format("{}: integer division by zero (the divisor input holds a 0)",
+                          describe(Op::kName, call));
+  }
+  return create_broadcast_binary(call, same_dtype_binary_loop<Op>(call.inputs[0]->tensor.dtype),
+                                 std::move(failure));
+}
+
+template <typename Op>
+runtime::OpSchema arithmetic_schema() {
+  runtime::OpSchema schema;
+  schema.name = Op::kName;
+  schema.min_inputs = 2;
+  schema.max_inputs = 2;
+  schema.dtypes = {DType::Float32, DType::Int32, DType::Int64};
+  schema.infer = &infer_arithmetic<Op>;
+  schema.create = &create_arithmetic<Op>;
+  return schema;
+}
+
 }  // namespace baton::kernels::cpu

@@ -8,9 +8,8 @@
 namespace baton::kernels::cpu {
 namespace {
 
-constexpr std::string_view kName = "Div";
-
 struct DivOp {
+  static constexpr std::string_view kName = "Div";
   // Integer division by zero is undefined in C++ (it traps on x86); the loop writes 0, finishes
   // and the kernel reports the error instead.
   bool divided_by_zero = false;
@@ -32,28 +31,8 @@ struct DivOp {
   bool ok() const { return !divided_by_zero; }
 };
 
-Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
-  return infer_broadcast_binary(kName, call, outputs, /*same_dtype=*/true);
-}
-
-Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
-  return create_broadcast_binary(
-      call, same_dtype_binary_loop<DivOp>(call.inputs[0]->tensor.dtype),
-      fmt::format("{}: integer division by zero (the divisor input holds a 0)",
-                  describe(kName, call)));
-}
-
 }  // namespace
 
-void register_div(runtime::OpRegistry& registry) {
-  runtime::OpSchema schema;
-  schema.name = kName;
-  schema.min_inputs = 2;
-  schema.max_inputs = 2;
-  schema.dtypes = {DType::Float32, DType::Int32, DType::Int64};
-  schema.infer = &infer;
-  schema.create = &create;
-  registry.add(std::move(schema));
-}
+void register_div(runtime::OpRegistry& registry) { registry.add(arithmetic_schema<DivOp>()); }
 
 }  // namespace baton::kernels::cpu
