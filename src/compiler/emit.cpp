@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -44,8 +45,6 @@ struct ValueTable {
 };
 
 fb::DeviceType fb_device(Device d) { return static_cast<fb::DeviceType>(d.type); }
-
-std::vector<uint8_t> spec_bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
 class Emitter {
  public:
@@ -128,10 +127,9 @@ class Emitter {
     return c;
   }
 
-  int emit_value(fb::ValueKind kind, std::function<void(fb::ValueKindUnion&)> fill) {
+  int emit_value(const std::function<void(fb::ValueKindUnion&)>& fill) {
     auto v = std::make_unique<fb::ValueT>();
     fill(v->value);
-    (void)kind;
     method_->values.push_back(std::move(v));
     return static_cast<int>(method_->values.size()) - 1;
   }
@@ -139,13 +137,13 @@ class Emitter {
   int null_value() {
     if (null_index_ < 0) {
       null_index_ =
-          emit_value(fb::ValueKind::Null, [](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
+          emit_value([](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
     }
     return null_index_;
   }
 
   int attribute_value(const runtime::Value& a) {
-    return emit_value(fb::ValueKind::NONE, [&](fb::ValueKindUnion& u) {
+    return emit_value([&](fb::ValueKindUnion& u) {
       switch (a.kind) {
         case runtime::ValueKind::Int: {
           fb::IntT x;
@@ -188,7 +186,7 @@ class Emitter {
   int tensor_value(int v) {
     if (auto it = fb_index_.find(v); it != fb_index_.end()) return it->second;
     const IrValue& iv = table_.values[v];
-    const int index = emit_value(fb::ValueKind::Tensor, [&](fb::ValueKindUnion& u) {
+    const int index = emit_value([&](fb::ValueKindUnion& u) {
       fb::TensorT t;
       t.name = iv.name;
       t.dtype = static_cast<fb::ScalarType>(iv.dtype);
