@@ -136,8 +136,7 @@ class Emitter {
 
   int null_value() {
     if (null_index_ < 0) {
-      null_index_ =
-          emit_value([](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
+      null_index_ = emit_value([](fb::ValueKindUnion& u) { u.Set(fb::NullT()); });
     }
     return null_index_;
   }
@@ -286,8 +285,7 @@ class Emitter {
       const IrValue& iv = table_.values[ir];
       fb::TensorT& t = tensor_of(fbv);
       if (iv.constant) {
-        constants.resize((constants.size() + kTensorAlignment - 1) / kTensorAlignment *
-                         kTensorAlignment);
+        constants.resize((constants.size() + 63) / 64 * 64);
         t.allocation = fb::AllocationKind::Constant;
         t.constant_segment = 0;
         t.offset = constants.size();

@@ -6,10 +6,6 @@
 namespace baton::compiler {
 namespace {
 
-uint64_t align(uint64_t v) {
-  return (v + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-}
-
 bool device_less(const Device& a, const Device& b) {
   if (a.type != b.type) return a.type < b.type;
   return a.index < b.index;
@@ -17,7 +13,8 @@ bool device_less(const Device& a, const Device& b) {
 
 }  // namespace
 
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, uint64_t alignment) {
+  auto align = [alignment](uint64_t v) { return (v + alignment - 1) / alignment * alignment; };
   MemoryPlan plan;
   plan.arena.assign(requests.size(), -1);
   plan.offset.assign(requests.size(), 0);

@@ -9,7 +9,9 @@
 
 namespace baton::compiler {
 
-inline constexpr uint64_t kTensorAlignment = 64;
+// Offsets of planned tensors: 256 bytes, the alignment cuBLASLt and vectorized kernels want on
+// GPUs (and more than any CPU kernel needs).
+inline constexpr uint64_t kTensorAlignment = 256;
 
 struct BufferRequest {
   uint64_t bytes = 0;
@@ -25,10 +27,11 @@ struct MemoryPlan {
   };
   std::vector<Arena> arenas;     // sorted: cpu, cuda:0, cuda:1, ...
   std::vector<int> arena;        // per request
-  std::vector<uint64_t> offset;  // per request, kTensorAlignment-aligned
+  std::vector<uint64_t> offset;  // per request, `alignment`-aligned
 };
 
 // Deterministic: the same requests always give the same plan.
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests);
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
+                       uint64_t alignment = kTensorAlignment);
 
 }  // namespace baton::compiler

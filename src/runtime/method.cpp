@@ -513,6 +513,14 @@ InstructionInfo Method::instruction_info(size_t index) const {
 void Method::set_profiling(bool enabled) {
   impl_->profiling = enabled;
   impl_->times.assign(impl_->steps.size(), std::chrono::nanoseconds(0));
+  for (Step& s : impl_->steps) s.delegate_args.profile = enabled;
+}
+
+std::optional<double> Method::instruction_device_time_ms(size_t index) const {
+  const Step& s = impl_->steps.at(index);
+  if (s.kind != InstructionKind::Delegate || !impl_->profiling) return std::nullopt;
+  const DelegateInstance& d = impl_->delegates[s.delegate];
+  return d.backend->last_device_time_ms(d.handle);
 }
 
 std::span<const std::chrono::nanoseconds> Method::instruction_times() const { return impl_->times; }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/runtime/npy.h"
+#include "testing/paths.h"
 #include "testing/random.h"
 
 namespace baton {
@@ -23,7 +24,8 @@ struct CliRun {
 };
 
 CliRun baton(const std::string& args) {
-  const std::string command = std::string(BATON_CLI) + " " + args + " 2>&1";
+  const char* cli = std::getenv("BATON_CLI");  // a relocated bundle points at its own binary
+  const std::string command = std::string(cli ? cli : BATON_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   CliRun r{-1, ""};
   if (pipe == nullptr) return r;
@@ -41,7 +43,7 @@ class CliTest : public ::testing::Test {
     // One folder per process: ctest runs these tests as parallel processes.
     dir_ = fs::path(::testing::TempDir()) / ("baton_cli_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    models_ = BATON_E2E_MODELS_DIR;
+    models_ = testing::e2e_models_dir();
     const CliRun r = baton("compile " + (models_ / "dynamo20_mlp_gelu.onnx").string() + " -o " +
                            (dir_ / "mlp.baton").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -145,7 +147,7 @@ TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
 // The done-when of the CPU milestone: `baton compile` + `baton run` reproduce onnxruntime on
 // MLPs exported by torch.onnx.export with both exporters.
 TEST_F(CliTest, ReproducesOnnxRuntimeOnRealTorchExports) {
-  const fs::path models = fs::path(BATON_SOURCE_DIR) / "tests/e2e/models";
+  const fs::path models = fs::path(testing::source_dir()) / "tests/e2e/models";
   struct Case {
     const char* name;
     const char* shape;

@@ -17,6 +17,7 @@
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
 #include "testing/alloc/counting_allocator.h"
+#include "testing/paths.h"
 #include "testing/random.h"
 
 namespace baton {
@@ -86,7 +87,7 @@ std::vector<CaseResult> run_cases(const fs::path& dir) {
 
 TEST(EndToEndTest, GeneratedModelsMatchOnnxRuntime) {
   register_builtins();
-  const auto results = run_cases(BATON_E2E_MODELS_DIR);
+  const auto results = run_cases(testing::e2e_models_dir());
   EXPECT_GE(results.size(), 6u);
   for (const auto& r : results) {
     RecordProperty(r.name, fmt::format("{:.3g}", r.worst_error));
@@ -96,7 +97,7 @@ TEST(EndToEndTest, GeneratedModelsMatchOnnxRuntime) {
 
 TEST(EndToEndTest, TorchExportedModelsMatchOnnxRuntime) {
   register_builtins();
-  const fs::path dir = fs::path(BATON_SOURCE_DIR) / "tests/e2e/models";
+  const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models";
   const auto results = run_cases(dir);
   // Both exporters, several sizes: see tests/e2e/models/manifest.json.
   EXPECT_GE(results.size(), 2u);
@@ -113,7 +114,7 @@ TEST(EndToEndTest, TorchExportedModelsMatchOnnxRuntime) {
 TEST(EndToEndTest, CompiledMlpExecutesWithoutAllocating) {
   if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
   register_builtins();
-  const fs::path dir = BATON_E2E_MODELS_DIR;
+  const fs::path dir = testing::e2e_models_dir();
   compiler::CompileOptions options;
   options.input_shapes = {{"input", {8, 64}}};
   auto compiled = compiler::compile_file((dir / "ts17_mlp_gelu.onnx").string(), options);

@@ -5,6 +5,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "commands.h"
+#include "compiler/backend_compiler.h"
 
 namespace baton::tool {
 namespace {
@@ -43,8 +44,18 @@ Status run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   compiler::CompileOptions options;
   options.device = args.device;
-  BATON_CHECK_OR_RETURN(args.device == "cpu", NotSupported,
-                        "--device {}: this build of baton compiles for the cpu only", args.device);
+  const std::optional<Device> device = Device::parse(args.device);
+  BATON_CHECK_OR_RETURN(device.has_value(), InvalidArgument, "--device {}: expected cpu or cuda:N",
+                        args.device);
+  BATON_CHECK_OR_RETURN(device->is_cuda() || (args.arch.empty() && args.precision.empty()),
+                        InvalidArgument,
+                        "--arch and --precision apply to GPU targets (--device cuda:N)");
+  std::unique_ptr<compiler::BackendCompiler> backend;
+  if (device->is_cuda()) {
+    BATON_ASSIGN_OR_RETURN(backend, compiler::make_backend_compiler(
+                                        compiler::TargetSpec{*device, args.arch, args.precision}));
+    options.backends.push_back(backend.get());
+  }
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
     options.input_shapes.push_back(std::move(shape));

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/engine_format.h"
 #include "baton/core/check.h"
 #include "baton/runtime/program.h"
 #include "commands.h"
@@ -99,6 +100,81 @@ json value_json(const fb::Value& v, int index) {
   return j;
 }
 
+std::string buffer_text(const cuda::BufferRef& r) {
+  switch (static_cast<cuda::Space>(r.space)) {
+    case cuda::Space::Binding:
+      return fmt::format("binding {}+{}", r.index, r.offset);
+    case cuda::Space::Scratch:
+      return fmt::format("scratch@{}", r.offset);
+    case cuda::Space::Weights:
+      return fmt::format("weights@{}", r.offset);
+  }
+  return "?";
+}
+
+// A CUDA engine's header, bindings and steps; {"error": ...} when the blob does not validate.
+json engine_json(std::span<const uint8_t> bytes) {
+  auto parsed = cuda::EngineBlob::parse(bytes);
+  if (!parsed.ok()) return {{"error", parsed.status().to_string()}};
+  const cuda::EngineBlob& e = *parsed;
+  const cuda::EngineHeader& h = e.header();
+  json j;
+  j["device"] = fmt::format("cuda:{}", h.device_id);
+  j["sm_arch"] = cuda::sm_arch_name(h.sm_arch);
+  j["precision"] = std::string(cuda::precision_name(e.precision()));
+  j["cuda_version"] = h.cuda_version;
+  j["cublaslt_version"] = h.cublaslt_version;
+  j["cudnn_version"] = h.cudnn_version;
+  j["nvrtc_version"] = h.nvrtc_version;
+  j["scratch_bytes"] = h.scratch_bytes;
+  j["workspace_bytes"] = h.workspace_bytes;
+  j["weights_bytes"] = e.weights().size();
+  j["cubin_bytes"] = e.cubin().size();
+  j["bindings"] = json::array();
+  for (size_t i = 0; i < e.bindings().size(); ++i) {
+    const cuda::BindingRecord& b = e.bindings()[i];
+    j["bindings"].push_back({{"name", std::string(e.binding_name(i))},
+                             {"dtype", std::string(dtype_name(static_cast<DType>(b.dtype)))},
+                             {"shape", std::vector<int64_t>(b.sizes, b.sizes + b.rank)},
+                             {"io", b.is_output ? "output" : "input"}});
+  }
+  j["steps"] = json::array();
+  for (const cuda::StepRecord& s : e.steps()) {
+    switch (static_cast<cuda::StepKind>(s.kind)) {
+      case cuda::StepKind::Gemm: {
+        const cuda::GemmStep& g = s.gemm;
+        static const char* kEpilogues[] = {"none", "bias", "bias+relu", "bias+gelu_tanh", "relu"};
+        j["steps"].push_back(
+            {{"kind", "gemm"},
+             {"what", fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
+                                  "A={} B={} D={}",
+                                  g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N',
+                                  g.trans_b ? 'T' : 'N', kEpilogues[g.epilogue % 5],
+                                  buffer_text(g.a), buffer_text(g.b), buffer_text(g.d))}});
+        break;
+      }
+      case cuda::StepKind::Kernel: {
+        std::string ops;
+        for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
+          ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
+        }
+        j["steps"].push_back(
+            {{"kind", "kernel"},
+             {"what", fmt::format("{} grid {} block {} ({})", e.kernel_name(s.kernel.kernel),
+                                  s.kernel.grid[0], s.kernel.block[0], ops)}});
+        break;
+      }
+      case cuda::StepKind::Copy:
+        j["steps"].push_back(
+            {{"kind", "copy"},
+             {"what", fmt::format("{} bytes {} -> {}", s.copy.src.bytes, buffer_text(s.copy.src),
+                                  buffer_text(s.copy.dst))}});
+        break;
+    }
+  }
+  return j;
+}
+
 json method_json(const format::ProgramFile& file, const fb::Method& m) {
   json j;
   j["name"] = std::string(str(m.name()));
@@ -124,12 +200,19 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
       const fb::CompileSpec* cs = d->compile_specs()->Get(k);
       specs[std::string(str(cs->key()))] = spec_value(cs->value());
     }
-    j["delegates"].push_back({{"index", i},
-                              {"name", std::string(str(d->name()))},
-                              {"backend", std::string(str(d->backend()))},
-                              {"compile_specs", specs},
-                              {"blob_segment", d->blob_segment()},
-                              {"blob_size", file.segment(d->blob_segment()).size()}});
+    json dj = {{"index", i},
+               {"name", std::string(str(d->name()))},
+               {"backend", std::string(str(d->backend()))},
+               {"compile_specs", specs},
+               {"target_device", specs.contains("target_device") ? specs["target_device"] : json()},
+               {"blob_segment", d->blob_segment()},
+               {"blob_size", file.segment(d->blob_segment()).size()}};
+    if (str(d->backend()) == "cuda") {
+      dj["engine"] = engine_json(file.segment(d->blob_segment()));
+      dj["engine_device"] = dj["engine"].value("device", json());
+      dj["sm_arch"] = dj["engine"].value("sm_arch", json());
+    }
+    j["delegates"].push_back(dj);
   }
   j["arenas"] = json::array();
   for (uint32_t i = 0; m.arenas() && i < m.arenas()->size(); ++i) {
@@ -232,6 +315,34 @@ std::string refs(const json& indices) {
   return out.empty() ? "-" : out;
 }
 
+void print_engine(const json& e) {
+  if (e.contains("error")) {
+    std::printf("        engine: INVALID: %s\n", e["error"].get<std::string>().c_str());
+    return;
+  }
+  std::printf("        engine: %s %s %s, built with CUDA %d, cuBLASLt %d, cuDNN %d, NVRTC %d\n",
+              e["device"].get<std::string>().c_str(), e["sm_arch"].get<std::string>().c_str(),
+              e["precision"].get<std::string>().c_str(), e["cuda_version"].get<int>(),
+              e["cublaslt_version"].get<int>(), e["cudnn_version"].get<int>(),
+              e["nvrtc_version"].get<int>());
+  std::printf(
+      "        weights %llu bytes, scratch %llu bytes, workspace %llu bytes, cubin %llu bytes\n",
+      static_cast<unsigned long long>(e["weights_bytes"].get<uint64_t>()),
+      static_cast<unsigned long long>(e["scratch_bytes"].get<uint64_t>()),
+      static_cast<unsigned long long>(e["workspace_bytes"].get<uint64_t>()),
+      static_cast<unsigned long long>(e["cubin_bytes"].get<uint64_t>()));
+  for (const auto& b : e["bindings"]) {
+    std::printf("        %-6s '%s' %s %s\n", b["io"].get<std::string>().c_str(),
+                b["name"].get<std::string>().c_str(), b["dtype"].get<std::string>().c_str(),
+                shape_text(b["shape"]).c_str());
+  }
+  int i = 0;
+  for (const auto& s : e["steps"]) {
+    std::printf("        step %d: %s %s\n", i++, s["kind"].get<std::string>().c_str(),
+                s["what"].get<std::string>().c_str());
+  }
+}
+
 void print_text(const json& j) {
   std::printf("program %s: %llu bytes, format v%d\n", j["file"].get<std::string>().c_str(),
               static_cast<unsigned long long>(j["file_size"].get<uint64_t>()),
@@ -267,6 +378,7 @@ void print_text(const json& j) {
                   d["backend"].get<std::string>().c_str(), d["blob_segment"].get<int>(),
                   static_cast<unsigned long long>(d["blob_size"].get<uint64_t>()),
                   specs.empty() ? " none" : specs.c_str());
+      if (d.contains("engine")) print_engine(d["engine"]);
     }
     std::printf("  instructions:\n");
     for (const auto& x : m["instructions"]) {

@@ -12,6 +12,8 @@ struct CompileArgs {
   std::string model;
   std::string output;
   std::string device = "cpu";
+  std::string arch;                 // sm_XY, for GPU targets without a GPU present
+  std::string precision;            // fp32 | tf32 | fp16 | bf16 (GPU partitions)
   std::vector<std::string> shapes;  // NAME=D0xD1x...
   bool quiet = false;
 };
@@ -30,6 +32,10 @@ struct InspectArgs {
   std::string program;
   bool json = false;
 };
+
+// Registers the backends this build has (the CUDA runtime and engine builder when built with a
+// CUDA toolkit). Defined by the file CMake picks: register_backends_cuda.cpp or _none.cpp.
+void register_backends();
 
 Status run_compile(const CompileArgs& args);
 Status run_run(const RunArgs& args);

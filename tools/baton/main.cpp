@@ -14,7 +14,13 @@ int main(int argc, char** argv) {
   CLI::App* c = app.add_subcommand("compile", "Compile an ONNX model into a Baton program");
   c->add_option("model", compile.model, "ONNX model (.onnx)")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", compile.output, "Program file to write (.baton)")->required();
-  c->add_option("--device", compile.device, "Where to run: cpu")->capture_default_str();
+  c->add_option("--device", compile.device,
+                "Where to run: cpu, or cuda:N (GPU partitions built for GPU N)")
+      ->capture_default_str();
+  c->add_option("--arch", compile.arch,
+                "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU");
+  c->add_option("--precision", compile.precision,
+                "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)");
   c->add_option("--shape", compile.shapes,
                 "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)");
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
@@ -46,6 +52,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   baton::register_builtins();
+  baton::tool::register_backends();
 
   baton::Status status;
   if (*c) status = baton::tool::run_compile(compile);

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "baton/core/device.h"
 #include "baton/core/error.h"
 
 namespace baton::compiler {
@@ -39,7 +40,8 @@ struct Progress {
 };
 
 struct CompileOptions {
-  // "cpu": every node runs on Baton's CPU kernels.
+  // Informational ("cpu", "cuda:0"): which nodes run where is decided by `backends`. With no
+  // backends every node runs on Baton's CPU kernels.
   std::string device = "cpu";
   std::vector<InputShape> input_shapes;
   // Backends that may claim nodes, in priority order (not owned). Empty with device "cpu".
@@ -77,6 +79,22 @@ class CompiledProgram {
 };
 
 Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options);
+
+// What a backend compiles for: a device, and (for GPUs) an architecture and a precision.
+struct TargetSpec {
+  Device device;
+  std::string arch;       // "sm_90"; empty: read it from the device when it exists
+  std::string precision;  // "fp32", "tf32", "fp16", "bf16"; empty: the backend's default
+};
+
+using BackendCompilerFactory =
+    std::function<Result<std::unique_ptr<BackendCompiler>>(const TargetSpec& target)>;
+
+// Backends with a compile-time side register a factory for their device type (explicitly, e.g.
+// baton::cuda::register_compiler()).
+void register_backend_compiler(DeviceType type, BackendCompilerFactory factory);
+// NotSupported naming the device type when no backend for it is registered in this build.
+Result<std::unique_ptr<BackendCompiler>> make_backend_compiler(const TargetSpec& target);
 // `base_dir` resolves external tensor data.
 Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
                                       const CompileOptions& options,

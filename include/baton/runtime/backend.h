@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,9 @@ struct BackendInitContext {
 struct DelegateArgs {
   std::span<Value* const> inputs;
   std::span<Value* const> outputs;
+  // Set while the method profiles: the backend may measure its device time (see
+  // last_device_time_ms); it must not change results or synchronization.
+  bool profile = false;
 };
 
 class DelegateHandle {
@@ -69,6 +73,10 @@ class BackendInterface {
                                        std::span<const CompileSpec> compile_specs) = 0;
   virtual Status execute(DelegateHandle* handle, const DelegateArgs& args) = 0;
   virtual void destroy(DelegateHandle* handle) = 0;
+  // Device time of the handle's last profiled execute, when the backend measures one.
+  virtual std::optional<double> last_device_time_ms(DelegateHandle* handle) const {
+    return std::nullopt;
+  }
 };
 
 // The registry keeps the pointer; the backend must outlive every Method that uses it (static

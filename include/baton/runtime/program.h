@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -117,6 +118,8 @@ class Method {
   // instruction returned; asynchronous device work is attributed to whoever waits for it).
   void set_profiling(bool enabled);
   std::span<const std::chrono::nanoseconds> instruction_times() const;
+  // For a delegate instruction of a profiled execute: the device time its backend measured.
+  std::optional<double> instruction_device_time_ms(size_t index) const;
 
   // Bytes of planned memory per arena device.
   struct ArenaInfo {

@@ -1,0 +1,93 @@
+// Times Method::execute of a Baton program: warm-up runs, then timed runs, wall clock around
+// each execute (which returns with results ready, so the time includes the GPU). Prints one JSON
+// object: the median, p90, min and the device time of each delegate.
+//
+//   baton_bench PROGRAM.baton [--iterations N] [--warmup N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "baton/cuda/backend.h"
+#include "baton/runtime/program.h"
+
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s PROGRAM.baton [--iterations N] [--warmup N]\n", argv[0]);
+    return 2;
+  }
+  int iterations = 200, warmup = 20;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
+  }
+  baton::register_builtins();
+  baton::cuda::register_backend();
+  auto program = baton::runtime::Program::load_file(argv[1]);
+  if (!program.ok()) {
+    std::fprintf(stderr, "error: %s\n", program.status().to_string().c_str());
+    return 1;
+  }
+  auto method = (*program)->load_method("forward");
+  if (!method.ok()) {
+    std::fprintf(stderr, "error: %s\n", method.status().to_string().c_str());
+    return 1;
+  }
+  baton::runtime::Method& m = **method;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<baton::Tensor> inputs;
+  for (size_t i = 0; i < m.num_inputs(); ++i) {
+    const auto info = m.input_info(i);
+    auto t = baton::Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}).value();
+    for (int64_t k = 0; k < t.numel(); ++k) t.data_as<float>()[k] = dist(rng);
+    if (auto s = m.set_input(i, t.view()); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+      return 1;
+    }
+    inputs.push_back(std::move(t));
+  }
+  m.set_profiling(true);
+  for (int i = 0; i < warmup; ++i) {
+    if (auto s = m.execute(); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  std::vector<double> wall, device;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const baton::Status s = m.execute();
+    const auto stop = std::chrono::steady_clock::now();
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+      return 1;
+    }
+    wall.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    double gpu = 0.0;
+    for (size_t k = 0; k < m.num_instructions(); ++k)
+      gpu += m.instruction_device_time_ms(k).value_or(0.0);
+    device.push_back(gpu);
+  }
+  std::printf(
+      "{\"median_ms\": %.5f, \"p90_ms\": %.5f, \"min_ms\": %.5f, \"device_median_ms\": %.5f, "
+      "\"iterations\": %d, \"warmup\": %d}\n",
+      quantile(wall, 0.5), quantile(wall, 0.9), quantile(wall, 0.0), quantile(device, 0.5),
+      iterations, warmup);
+  return 0;
+}

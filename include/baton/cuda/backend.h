@@ -1,0 +1,30 @@
+// The CUDA backend: runs the GPU partitions (engines) of a program on NVIDIA GPUs.
+//
+//   baton::register_builtins();
+//   baton::cuda::register_backend();   // the "cuda" delegate and the CUDA device allocator
+//
+// Engines run on the GPU their blob was built for (the engine's baked device id); the current
+// device is switched only when it differs and restored afterwards. docs/device-contract.md is the
+// full contract.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace baton::cuda {
+
+// Registers the "cuda" backend and the CUDA device allocator (idempotent, thread-safe).
+void register_backend();
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int sm_arch = 0;  // major * 10 + minor
+  int multiprocessors = 0;
+  size_t total_memory = 0;
+};
+
+// Empty when there is no usable GPU (no driver, no device).
+std::vector<DeviceInfo> devices();
+
+}  // namespace baton::cuda

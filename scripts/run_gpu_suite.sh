@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs the GPU suite and the benchmarks from a bundle (scripts/make_bundle.sh) on a GPU host.
+# Run from the repository root (test models and scripts are read from it):
+#   tar -xzf .bundle/baton-bundle.tgz -C /tmp && /tmp/baton-bundle/run_gpu_suite.sh [LOG_DIR] [--no-bench]
+# Exit status: non-zero when any test failed.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+LOG=${1:-/tmp/baton-gpu-logs}
+mkdir -p "$LOG"
+PY=$(command -v python3)
+SITE=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)
+NV_LIBS=$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="$HERE/lib:${NV_LIBS}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export BATON_SOURCE_DIR=$PWD
+export BATON_E2E_MODELS_DIR=/tmp/baton-e2e-models
+export BATON_CLI=$HERE/bin/baton
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
+
+"$PY" tests/e2e/make_models.py "$BATON_E2E_MODELS_DIR" > "$LOG/make_models.log" 2>&1 || {
+  echo "run_gpu_suite: could not generate the e2e models (see make_models.log)"; }
+
+status=0
+for t in "$HERE"/bin/*_test; do
+  name=$(basename "$t")
+  "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
+  rc=$?
+  summary=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) \]" "$LOG/$name.log" | tr '\n' ' ')
+  echo "$name: exit $rc  $summary"
+  [ $rc -eq 0 ] || status=1
+done
+
+if [ "${2:-}" != "--no-bench" ]; then
+  "$PY" bench/mlp_bench.py --baton "$HERE/bin/baton" --bench "$HERE/bin/baton_bench" \
+    --json "$LOG/mlp_bench.json" 2>&1 | grep -v -i warning | tee "$LOG/mlp_bench.log"
+fi
+exit $status

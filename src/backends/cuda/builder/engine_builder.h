@@ -1,0 +1,38 @@
+// The CUDA engine builder: the compile-time side of the "cuda" backend. Needs no GPU.
+//
+// A partition becomes an engine blob (engine_format.h): GEMMs go to cuBLASLt with bias and ReLU
+// (or tanh-GELU) epilogues fused where the graph allows; runs of elementwise ops become one
+// generated kernel; softmax, transpose, concat and precision casts are generated kernels too;
+// reshape, flatten, squeeze, unsqueeze and identity are views (no work). All kernels are compiled
+// by NVRTC for the target SM architecture into one cubin inside the blob.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/engine_format.h"
+#include "compiler/backend_compiler.h"
+
+namespace baton::cuda {
+
+struct EngineTarget {
+  int device_id = 0;
+  uint32_t sm_arch = 0;  // e.g. 90
+  Precision precision = Precision::FP32;
+};
+
+class EngineBuilder final : public compiler::BackendCompiler {
+ public:
+  explicit EngineBuilder(EngineTarget target) : target_(target) {}
+
+  std::string_view id() const override { return "cuda"; }
+  bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
+  Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
+                                           const compiler::Partition& partition) override;
+
+  const EngineTarget& target() const { return target_; }
+
+ private:
+  EngineTarget target_;
+};
+
+}  // namespace baton::cuda

@@ -1,0 +1,352 @@
+#include "backends/cuda/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
+
+namespace baton::cuda {
+namespace {
+
+cudaDataType_t data_type(uint8_t dtype) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+cublasLtEpilogue_t epilogue_of(uint8_t e) {
+  switch (static_cast<GemmEpilogue>(e)) {
+    case GemmEpilogue::Bias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::BiasRelu:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::BiasGeluTanh:
+      return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case GemmEpilogue::Relu:
+      return CUBLASLT_EPILOGUE_RELU;
+    default:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+bool has_bias(uint8_t e) {
+  const auto ep = static_cast<GemmEpilogue>(e);
+  return ep == GemmEpilogue::Bias || ep == GemmEpilogue::BiasRelu ||
+         ep == GemmEpilogue::BiasGeluTanh;
+}
+
+Status make_layout(cublasLtMatrixLayout_t* layout, uint8_t dtype, int64_t rows, int64_t cols,
+                   int64_t ld, uint32_t batch, int64_t stride) {
+  BATON_CUDA_CHECK(cublasLtMatrixLayoutCreate(layout, data_type(dtype), static_cast<uint64_t>(rows),
+                                              static_cast<uint64_t>(cols), ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                      &count, sizeof count));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
+        *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  }
+  return Status();
+}
+
+bool is_binding(const BufferRef& r) { return r.space == static_cast<uint32_t>(Space::Binding); }
+
+}  // namespace
+
+Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
+                                             const std::string& partition) {
+  std::shared_ptr<Engine> engine(new Engine());
+  BATON_TRY(engine->init(blob, partition));
+  return engine;
+}
+
+Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition) {
+  partition_ = partition;
+  BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes));
+  const EngineHeader& h = blob_.header();
+  const int count = device_count();
+  if (h.device_id >= count) {
+    std::string found;
+    for (int i = 0; i < count; ++i) {
+      int major = 0, minor = 0;
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i);
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, i);
+      found += fmt::format("{}cuda:{} (sm_{}{})", i ? ", " : "", i, major, minor);
+    }
+    return BATON_ERROR(NotSupported,
+                       "partition '{}' was built for cuda:{} ({}), but this machine has {} CUDA "
+                       "device(s){}{}. Rebuild it for a GPU that exists: baton compile MODEL.onnx "
+                       "--device cuda:N",
+                       partition, h.device_id, sm_arch_name(h.sm_arch), count, count ? ": " : "",
+                       found);
+  }
+  int major = 0, minor = 0;
+  BATON_CUDA_CHECK_ON(
+      h.device_id, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h.device_id));
+  BATON_CUDA_CHECK_ON(
+      h.device_id, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, h.device_id));
+  const uint32_t found_arch = static_cast<uint32_t>(major * 10 + minor);
+  // A cubin runs on its major architecture at the same or a newer minor revision.
+  BATON_CHECK_OR_RETURN(found_arch / 10 == h.sm_arch / 10 && found_arch % 10 >= h.sm_arch % 10,
+                        NotSupported,
+                        "partition '{}' was built for {} but cuda:{} is {}: its kernels cannot run "
+                        "there. Rebuild it on this machine (baton compile MODEL.onnx --device "
+                        "cuda:{}) or for this architecture (--arch {})",
+                        partition, sm_arch_name(h.sm_arch), h.device_id, sm_arch_name(found_arch),
+                        h.device_id, sm_arch_name(found_arch));
+
+  DeviceGuard guard(h.device_id);
+  BATON_TRY(guard.status());
+  if (!blob_.weights().empty()) {
+    const cudaError_t e = cudaMalloc(&weights_, blob_.weights().size());
+    BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
+                          "partition '{}': cannot allocate {} bytes of weights on cuda:{}: {}",
+                          partition, blob_.weights().size(), h.device_id, status_string(e));
+    BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_, blob_.weights().data(),
+                                                blob_.weights().size(), cudaMemcpyHostToDevice));
+  }
+  if (!blob_.cubin().empty()) {
+    BATON_CUDA_CHECK_ON(h.device_id, cudaLibraryLoadData(&library_, blob_.cubin().data(), nullptr,
+                                                         nullptr, 0, nullptr, nullptr, 0));
+    for (size_t i = 0; i < blob_.kernels().size(); ++i) {
+      const std::string name(blob_.kernel_name(i));
+      cudaKernel_t k = nullptr;
+      const cudaError_t e = cudaLibraryGetKernel(&k, library_, name.c_str());
+      BATON_CHECK_OR_RETURN(e == cudaSuccess, InvalidProgram,
+                            "partition '{}': kernel '{}' is not in the engine's cubin: {}",
+                            partition, name, status_string(e));
+      kernels_.push_back(k);
+    }
+  }
+  gemms_.resize(blob_.steps().size());
+  cublasLtHandle_t handle = nullptr;
+  BATON_CUDA_CHECK_ON(h.device_id, cublasLtCreate(&handle));
+  Status planned;
+  for (size_t s = 0; s < blob_.steps().size() && planned.ok(); ++s) {
+    if (blob_.steps()[s].kind == static_cast<uint32_t>(StepKind::Gemm))
+      planned = plan_gemm(handle, s);
+  }
+  cublasLtDestroy(handle);
+  return planned;
+}
+
+Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
+  const GemmStep& g = blob_.steps()[step].gemm;
+  GemmPlan& p = gemms_[step];
+  const cublasComputeType_t compute = static_cast<Precision>(g.compute) == Precision::TF32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  BATON_CUDA_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
+  const int32_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  BATON_CUDA_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  BATON_CUDA_CHECK(
+      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  const cublasLtEpilogue_t epilogue = epilogue_of(g.epilogue);
+  BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                  sizeof epilogue));
+  if (has_bias(g.epilogue)) {
+    const void* bias = static_cast<const uint8_t*>(weights_) + g.bias.offset;
+    const cudaDataType_t bias_type = data_type(g.bias_dtype);
+    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias, sizeof bias));
+    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                    &bias_type, sizeof bias_type));
+  }
+  BATON_TRY(make_layout(&p.a, g.a_dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda,
+                        g.batch, g.stride_a));
+  BATON_TRY(make_layout(&p.b, g.b_dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb,
+                        g.batch, g.stride_b));
+  BATON_TRY(make_layout(&p.c, g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
+  BATON_TRY(make_layout(&p.d, g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
+  p.binds_caller_memory =
+      is_binding(g.a) || is_binding(g.b) || is_binding(g.d) || (g.has_c && is_binding(g.c));
+
+  // Two algorithms: one for the 256-byte aligned pointers the runtime plans, one that tolerates
+  // any element-aligned caller pointer.
+  for (int variant = 0; variant < 2; ++variant) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    BATON_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t workspace = blob_.header().workspace_bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                         sizeof workspace);
+    if (variant == 1) {
+      const uint32_t align = 4;
+      for (auto attr :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+        cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+      }
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        handle, p.desc, p.a, p.b, g.has_c ? p.c : p.d, p.d, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                          "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
+                          "n={} k={} batch={} ({}): {}",
+                          partition_, step, device(), g.m, g.n, g.k, g.batch,
+                          variant ? "unaligned pointers" : "aligned pointers", status_string(st));
+    (variant == 0 ? p.algo : p.unaligned_algo) = result.algo;
+  }
+  return Status();
+}
+
+Engine::~Engine() {
+  DeviceGuard guard(device());
+  for (GemmPlan& p : gemms_) {
+    for (auto l : {p.a, p.b, p.c, p.d}) {
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    }
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+  }
+  if (library_) cudaLibraryUnload(library_);
+  if (weights_) cudaFree(weights_);
+}
+
+Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
+  std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
+  const EngineBlob& blob = ctx->engine_->blob();
+  const int device = ctx->engine_->device();
+  DeviceGuard guard(device);
+  BATON_TRY(guard.status());
+  BATON_CUDA_CHECK_ON(device, cublasLtCreate(&ctx->handle_));
+  auto allocate = [&](void** p, uint64_t bytes, const char* what) -> Status {
+    if (bytes == 0) return Status();
+    const cudaError_t e = cudaMalloc(p, bytes);
+    BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
+                          "partition '{}': cannot allocate {} bytes of {} on cuda:{}: {}",
+                          ctx->engine_->partition(), bytes, what, device, status_string(e));
+    return Status();
+  };
+  BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
+  BATON_TRY(allocate(&ctx->workspace_, blob.header().workspace_bytes, "cuBLASLt workspace"));
+  ctx->kernel_args_.resize(blob.steps().size());
+  ctx->kernel_arg_ptrs_.resize(blob.steps().size());
+  for (size_t s = 0; s < blob.steps().size(); ++s) {
+    const StepRecord& r = blob.steps()[s];
+    if (r.kind != static_cast<uint32_t>(StepKind::Kernel)) continue;
+    ctx->kernel_args_[s].resize(r.kernel.num_operands);
+    for (auto& arg : ctx->kernel_args_[s]) ctx->kernel_arg_ptrs_[s].push_back(&arg);
+  }
+  ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
+  return ctx;
+}
+
+ExecutionContext::~ExecutionContext() {
+  DeviceGuard guard(engine_->device());
+  if (graph_) cudaGraphExecDestroy(graph_);
+  if (handle_) cublasLtDestroy(handle_);
+  if (scratch_) cudaFree(scratch_);
+  if (workspace_) cudaFree(workspace_);
+}
+
+void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> pointers) const {
+  switch (static_cast<Space>(ref.space)) {
+    case Space::Binding:
+      return static_cast<uint8_t*>(pointers[ref.index]) + ref.offset;
+    case Space::Scratch:
+      return static_cast<uint8_t*>(scratch_) + ref.offset;
+    case Space::Weights:
+      return static_cast<uint8_t*>(engine_->weights()) + ref.offset;
+  }
+  return nullptr;
+}
+
+Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStream_t stream) {
+  const EngineBlob& blob = engine_->blob();
+  const int device = engine_->device();
+  for (size_t s = 0; s < blob.steps().size(); ++s) {
+    const StepRecord& r = blob.steps()[s];
+    switch (static_cast<StepKind>(r.kind)) {
+      case StepKind::Gemm: {
+        const GemmStep& g = r.gemm;
+        const GemmPlan& p = engine_->gemm(s);
+        void* a = resolve(g.a, pointers);
+        void* b = resolve(g.b, pointers);
+        void* d = resolve(g.d, pointers);
+        void* c = g.has_c ? resolve(g.c, pointers) : d;
+        bool aligned = true;
+        if (p.binds_caller_memory) {
+          for (const void* ptr : {a, b, c, d})
+            aligned = aligned && reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
+        }
+        BATON_CUDA_CHECK_ON(
+            device,
+            cublasLtMatmul(handle_, p.desc, &g.alpha, a, p.a, b, p.b, &g.beta, c,
+                           g.has_c ? p.c : p.d, d, p.d, aligned ? &p.algo : &p.unaligned_algo,
+                           workspace_, blob.header().workspace_bytes, stream));
+        break;
+      }
+      case StepKind::Kernel: {
+        const KernelStep& k = r.kernel;
+        for (uint32_t o = 0; o < k.num_operands; ++o)
+          kernel_args_[s][o] = resolve(k.operands[o], pointers);
+        BATON_CUDA_CHECK_ON(
+            device, cudaLaunchKernel(reinterpret_cast<const void*>(engine_->kernel(k.kernel)),
+                                     dim3(k.grid[0], k.grid[1], k.grid[2]),
+                                     dim3(k.block[0], k.block[1], k.block[2]),
+                                     kernel_arg_ptrs_[s].data(), k.shared_bytes, stream));
+        break;
+      }
+      case StepKind::Copy:
+        BATON_CUDA_CHECK_ON(
+            device, cudaMemcpyAsync(resolve(r.copy.dst, pointers), resolve(r.copy.src, pointers),
+                                    r.copy.src.bytes, cudaMemcpyDeviceToDevice, stream));
+        break;
+    }
+  }
+  return Status();
+}
+
+Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t stream,
+                                 bool use_graph) {
+  if (!use_graph || engine_->blob().steps().empty()) return enqueue_steps(pointers, stream);
+  const int device = engine_->device();
+  // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
+  if (graph_ && std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),
+                           graph_pointers_.end())) {
+    BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_, stream));
+    return Status();
+  }
+  cudaGraph_t graph = nullptr;
+  BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = enqueue_steps(pointers, stream);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!captured.ok()) {
+    if (graph) cudaGraphDestroy(graph);
+    return captured;
+  }
+  BATON_CUDA_CHECK_ON(device, ended);
+  if (graph_) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(graph_, graph, &info) != cudaSuccess) {
+      cudaGetLastError();
+      cudaGraphExecDestroy(graph_);
+      graph_ = nullptr;
+    }
+  }
+  if (!graph_) {
+    const cudaError_t e = cudaGraphInstantiate(&graph_, graph, 0);
+    if (e != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      return BATON_ERROR(DeviceError, "cudaGraphInstantiate failed on cuda:{}: {}", device,
+                         status_string(e));
+    }
+  }
+  cudaGraphDestroy(graph);
+  std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());
+  BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_, stream));
+  return Status();
+}
+
+}  // namespace baton::cuda

@@ -1,0 +1,92 @@
+// A loaded CUDA engine and its execution contexts.
+//
+// Engine: what is immutable and shared by every handle of one blob on one GPU — the weights
+// (uploaded once), the module with the engine's kernels, the cuBLASLt descriptors and the
+// algorithms chosen for this GPU at load.
+//
+// ExecutionContext: what one delegate handle owns — scratch memory for activations, the cuBLASLt
+// workspace and handle, the launch arguments, and a CUDA graph of the whole engine that is replayed
+// while the bound addresses stay the same and captured again when they change.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/engine_format.h"
+#include "baton/core/error.h"
+
+namespace baton::cuda {
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};            // for 256-byte aligned operands
+  cublasLtMatmulAlgo_t unaligned_algo{};  // when a bound pointer is less aligned
+  bool binds_caller_memory = false;       // reads or writes a binding
+};
+
+class Engine {
+ public:
+  // Validates the device (exists, architecture) against the blob, uploads weights, loads the
+  // kernels, and plans every GEMM. `partition` names the delegate in messages.
+  static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
+                                              const std::string& partition);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const EngineBlob& blob() const { return blob_; }
+  int device() const { return blob_.header().device_id; }
+  const std::string& partition() const { return partition_; }
+  void* weights() const { return weights_; }
+  cudaKernel_t kernel(uint32_t i) const { return kernels_[i]; }
+  const GemmPlan& gemm(size_t step) const { return gemms_[step]; }
+
+ private:
+  Engine() = default;
+  Status init(std::span<const uint8_t> blob, const std::string& partition);
+  Status plan_gemm(cublasLtHandle_t handle, size_t step);
+
+  EngineBlob blob_;
+  std::string partition_;
+  void* weights_ = nullptr;
+  cudaLibrary_t library_ = nullptr;
+  std::vector<cudaKernel_t> kernels_;
+  std::vector<GemmPlan> gemms_;  // indexed by step (empty plans for other steps)
+};
+
+class ExecutionContext {
+ public:
+  static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine);
+  ~ExecutionContext();
+
+  // Binds `pointers` (one per binding, in order) and enqueues the engine on `stream`. With
+  // `use_graph`, replays the captured graph when the pointers are the ones it was captured with.
+  Status enqueue(std::span<void* const> pointers, cudaStream_t stream, bool use_graph);
+
+  Engine& engine() { return *engine_; }
+
+ private:
+  explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
+  Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream);
+  void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
+
+  std::shared_ptr<Engine> engine_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* scratch_ = nullptr;
+  void* workspace_ = nullptr;
+  // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
+  std::vector<std::vector<void*>> kernel_args_;
+  std::vector<std::vector<void*>> kernel_arg_ptrs_;
+  cudaGraphExec_t graph_ = nullptr;
+  std::vector<void*> graph_pointers_;
+  cudaStream_t graph_stream_ = nullptr;
+};
+
+}  // namespace baton::cuda

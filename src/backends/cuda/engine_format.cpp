@@ -1,0 +1,394 @@
+#include "backends/cuda/engine_format.h"
+
+#include <cstring>
+
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+
+namespace baton::cuda {
+namespace {
+
+// Blobs beyond this are certainly corrupt (and keep every sum below far from overflow).
+constexpr uint64_t kMaxBlobBytes = uint64_t{1} << 44;
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool inside(const Section& s, uint64_t size) {
+  uint64_t end = 0;
+  return !__builtin_add_overflow(s.offset, s.size, &end) && end <= size;
+}
+
+class Validator {
+ public:
+  explicit Validator(const EngineBlob& blob) : blob_(blob), h_(blob.header()) {}
+
+  Status buffer(const BufferRef& ref, const std::string& what) {
+    uint64_t end = 0;
+    BATON_CHECK_OR_RETURN(!__builtin_add_overflow(ref.offset, ref.bytes, &end), InvalidProgram,
+                          "engine blob: {} range overflows", what);
+    switch (static_cast<Space>(ref.space)) {
+      case Space::Binding: {
+        BATON_CHECK_OR_RETURN(ref.index < h_.num_bindings, InvalidProgram,
+                              "engine blob: {} names binding {} of {}", what, ref.index,
+                              h_.num_bindings);
+        const uint64_t size = binding_bytes(ref.index);
+        BATON_CHECK_OR_RETURN(end <= size, InvalidProgram,
+                              "engine blob: {} bytes [{}, {}) lie outside binding {} ('{}', {} "
+                              "bytes)",
+                              what, ref.offset, end, ref.index, blob_.binding_name(ref.index),
+                              size);
+        return Status();
+      }
+      case Space::Scratch:
+        BATON_CHECK_OR_RETURN(end <= h_.scratch_bytes, InvalidProgram,
+                              "engine blob: {} bytes [{}, {}) lie outside the {}-byte scratch "
+                              "buffer",
+                              what, ref.offset, end, h_.scratch_bytes);
+        return Status();
+      case Space::Weights:
+        BATON_CHECK_OR_RETURN(end <= blob_.weights().size(), InvalidProgram,
+                              "engine blob: {} bytes [{}, {}) lie outside the {}-byte weights",
+                              what, ref.offset, end, blob_.weights().size());
+        return Status();
+    }
+    return BATON_ERROR(InvalidProgram, "engine blob: {} has unknown space {}", what, ref.space);
+  }
+
+  uint64_t binding_bytes(uint32_t index) const {
+    const BindingRecord& b = blob_.bindings()[index];
+    return *checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank});
+  }
+
+  Status bindings() {
+    bool seen_output = false;
+    for (uint32_t i = 0; i < h_.num_bindings; ++i) {
+      const BindingRecord& b = blob_.bindings()[i];
+      const std::string what = fmt::format("bindings[{}]", i);
+      BATON_CHECK_OR_RETURN(string_ok(b.name_offset, b.name_size), InvalidProgram,
+                            "engine blob: {} name [{}, +{}) lies outside the strings", what,
+                            b.name_offset, b.name_size);
+      BATON_CHECK_OR_RETURN(is_valid_dtype(b.dtype), InvalidProgram,
+                            "engine blob: {} dtype {} is not a known element type", what, b.dtype);
+      BATON_CHECK_OR_RETURN(b.rank <= kEngineMaxRank && b.is_output <= 1, InvalidProgram,
+                            "engine blob: {} has rank {} / is_output {}", what, b.rank,
+                            b.is_output);
+      for (uint32_t d = 0; d < b.rank; ++d) {
+        BATON_CHECK_OR_RETURN(b.sizes[d] >= 0, InvalidProgram, "engine blob: {} sizes[{}] = {}",
+                              what, d, b.sizes[d]);
+      }
+      BATON_CHECK_OR_RETURN(checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank}),
+                            InvalidProgram, "engine blob: {} size overflows", what);
+      BATON_CHECK_OR_RETURN(!(seen_output && !b.is_output), InvalidProgram,
+                            "engine blob: {} is an input after an output (inputs come first)",
+                            what);
+      seen_output = seen_output || b.is_output;
+    }
+    return Status();
+  }
+
+  Status steps() {
+    for (uint32_t i = 0; i < h_.num_steps; ++i) {
+      const StepRecord& s = blob_.steps()[i];
+      const std::string what = fmt::format("steps[{}]", i);
+      switch (static_cast<StepKind>(s.kind)) {
+        case StepKind::Gemm:
+          BATON_TRY(gemm(s.gemm, what));
+          break;
+        case StepKind::Kernel: {
+          const KernelStep& k = s.kernel;
+          BATON_CHECK_OR_RETURN(k.kernel < h_.num_kernels, InvalidProgram,
+                                "engine blob: {} launches kernel {} of {}", what, k.kernel,
+                                h_.num_kernels);
+          BATON_CHECK_OR_RETURN(k.num_operands <= kMaxKernelOperands, InvalidProgram,
+                                "engine blob: {} has {} operands (at most {})", what,
+                                k.num_operands, kMaxKernelOperands);
+          for (int d = 0; d < 3; ++d) {
+            BATON_CHECK_OR_RETURN(
+                k.grid[d] >= 1 && k.block[d] >= 1 && k.block[d] <= 1024, InvalidProgram,
+                "engine blob: {} has launch shape {}x{}x{} / {}x{}x{}", what, k.grid[0], k.grid[1],
+                k.grid[2], k.block[0], k.block[1], k.block[2]);
+          }
+          BATON_CHECK_OR_RETURN(k.shared_bytes <= 228 * 1024, InvalidProgram,
+                                "engine blob: {} asks for {} bytes of shared memory", what,
+                                k.shared_bytes);
+          for (uint32_t o = 0; o < k.num_operands; ++o) {
+            BATON_TRY(buffer(k.operands[o], fmt::format("{} operand {}", what, o)));
+          }
+          break;
+        }
+        case StepKind::Copy:
+          BATON_TRY(buffer(s.copy.src, what + " source"));
+          BATON_TRY(buffer(s.copy.dst, what + " destination"));
+          BATON_CHECK_OR_RETURN(s.copy.src.bytes == s.copy.dst.bytes, InvalidProgram,
+                                "engine blob: {} copies {} bytes into {}", what, s.copy.src.bytes,
+                                s.copy.dst.bytes);
+          break;
+        default:
+          return BATON_ERROR(InvalidProgram, "engine blob: {} has unknown kind {}", what, s.kind);
+      }
+    }
+    return Status();
+  }
+
+  Status gemm(const GemmStep& g, const std::string& what) {
+    for (uint8_t dt : {g.a_dtype, g.b_dtype, g.c_dtype, g.d_dtype}) {
+      BATON_CHECK_OR_RETURN(dt == static_cast<uint8_t>(DType::Float32) ||
+                                dt == static_cast<uint8_t>(DType::Float16) ||
+                                dt == static_cast<uint8_t>(DType::BFloat16),
+                            InvalidProgram, "engine blob: {} has operand dtype {}", what, dt);
+    }
+    BATON_CHECK_OR_RETURN(g.m > 0 && g.n > 0 && g.k > 0 && g.batch >= 1 &&
+                              g.m < (int64_t{1} << 31) && g.n < (int64_t{1} << 31) &&
+                              g.k < (int64_t{1} << 31),
+                          InvalidProgram, "engine blob: {} has m={} n={} k={} batch={}", what, g.m,
+                          g.n, g.k, g.batch);
+    BATON_CHECK_OR_RETURN(g.trans_a <= 1 && g.trans_b <= 1 && g.has_c <= 1 && g.epilogue <= 4 &&
+                              g.compute <= 3 && g.batch <= (1u << 24),
+                          InvalidProgram, "engine blob: {} has invalid flags", what);
+    // Extents of each operand as cuBLASLt will touch them.
+    const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+    const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+    BATON_TRY(matrix(g.a, g.a_dtype, a_rows, a_cols, g.lda, g.stride_a, g.batch, what + " A"));
+    BATON_TRY(matrix(g.b, g.b_dtype, b_rows, b_cols, g.ldb, g.stride_b, g.batch, what + " B"));
+    BATON_TRY(matrix(g.d, g.d_dtype, g.m, g.n, g.ldd, g.stride_d, g.batch, what + " D"));
+    if (g.has_c)
+      BATON_TRY(matrix(g.c, g.c_dtype, g.m, g.n, g.ldc, g.stride_c, g.batch, what + " C"));
+    const auto ep = static_cast<GemmEpilogue>(g.epilogue);
+    if (ep == GemmEpilogue::Bias || ep == GemmEpilogue::BiasRelu ||
+        ep == GemmEpilogue::BiasGeluTanh) {
+      BATON_TRY(buffer(g.bias, what + " bias"));
+      BATON_CHECK_OR_RETURN(is_valid_dtype(g.bias_dtype) &&
+                                g.bias.bytes >= static_cast<uint64_t>(g.m) *
+                                                    dtype_size(static_cast<DType>(g.bias_dtype)),
+                            InvalidProgram,
+                            "engine blob: {} bias of {} bytes (dtype {}) is too short for m={}",
+                            what, g.bias.bytes, g.bias_dtype, g.m);
+    }
+    return Status();
+  }
+
+  // Column-major rows x cols with leading dimension ld, `batch` matrices `stride` elements apart.
+  Status matrix(const BufferRef& ref, uint8_t dtype, int64_t rows, int64_t cols, int64_t ld,
+                int64_t stride, uint32_t batch, const std::string& what) {
+    BATON_TRY(buffer(ref, what));
+    BATON_CHECK_OR_RETURN(
+        ld >= rows && ld < (int64_t{1} << 40) && stride >= 0 && stride < (int64_t{1} << 40),
+        InvalidProgram, "engine blob: {} has ld {} for {} rows, stride {}", what, ld, rows, stride);
+    const uint64_t last = static_cast<uint64_t>(stride) * (batch - 1) +
+                          static_cast<uint64_t>(ld) * static_cast<uint64_t>(cols - 1) +
+                          static_cast<uint64_t>(rows);
+    const uint64_t need = last * dtype_size(static_cast<DType>(dtype));
+    BATON_CHECK_OR_RETURN(need <= ref.bytes, InvalidProgram,
+                          "engine blob: {} needs {} bytes but its range has {}", what, need,
+                          ref.bytes);
+    return Status();
+  }
+
+  Status kernels() {
+    for (uint32_t i = 0; i < h_.num_kernels; ++i) {
+      const KernelRecord& k = blob_.kernels()[i];
+      BATON_CHECK_OR_RETURN(string_ok(k.name_offset, k.name_size) && k.name_size > 0,
+                            InvalidProgram, "engine blob: kernels[{}] name is outside the strings",
+                            i);
+    }
+    return Status();
+  }
+
+ private:
+  bool string_ok(uint32_t offset, uint32_t size) const {
+    return static_cast<uint64_t>(offset) + size <= h_.strings.size;
+  }
+
+  const EngineBlob& blob_;
+  const EngineHeader& h_;
+};
+
+}  // namespace
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::FP16:
+      return "fp16";
+    case Precision::BF16:
+      return "bf16";
+  }
+  return "invalid";
+}
+
+bool parse_precision(std::string_view text, Precision* out) {
+  for (Precision p : {Precision::FP32, Precision::TF32, Precision::FP16, Precision::BF16}) {
+    if (precision_name(p) == text) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_sm_arch(std::string_view text, uint32_t* out) {
+  if (text.substr(0, 3) != "sm_" || text.size() < 5 || text.size() > 7) return false;
+  uint32_t v = 0;
+  for (char c : text.substr(3)) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (v < 50) return false;
+  *out = v;
+  return true;
+}
+
+std::string sm_arch_name(uint32_t arch) { return fmt::format("sm_{}", arch); }
+
+std::string_view EngineBlob::string(uint32_t offset, uint32_t size) const {
+  return {strings_.data() + offset, size};
+}
+std::string_view EngineBlob::binding_name(size_t i) const {
+  return string(bindings_[i].name_offset, bindings_[i].name_size);
+}
+std::string_view EngineBlob::kernel_name(size_t i) const {
+  return string(kernels_[i].name_offset, kernels_[i].name_size);
+}
+size_t EngineBlob::num_inputs() const {
+  size_t n = 0;
+  for (const auto& b : bindings_) n += b.is_output ? 0 : 1;
+  return n;
+}
+
+Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
+  BATON_CHECK_OR_RETURN(bytes.size() >= sizeof(EngineHeader), InvalidProgram,
+                        "engine blob is {} bytes, smaller than its {}-byte header (truncated or "
+                        "missing)",
+                        bytes.size(), sizeof(EngineHeader));
+  BATON_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(bytes.data()) % 64 == 0, InvalidProgram,
+                        "engine blob is not 64-byte aligned in memory");
+  EngineBlob blob;
+  std::memcpy(&blob.header_, bytes.data(), sizeof(EngineHeader));
+  const EngineHeader& h = blob.header_;
+  BATON_CHECK_OR_RETURN(std::memcmp(h.magic, kEngineMagic, 8) == 0, InvalidProgram,
+                        "engine blob does not start with 'BTNENGIN': not a Baton CUDA engine");
+  BATON_CHECK_OR_RETURN(h.version == kEngineVersion, NotSupported,
+                        "engine blob version {}; this runtime reads version {}: recompile the "
+                        "model with this version of baton",
+                        h.version, kEngineVersion);
+  BATON_CHECK_OR_RETURN(h.header_size == sizeof(EngineHeader) && bytes.size() < kMaxBlobBytes,
+                        InvalidProgram, "engine blob header_size = {}, expected {}", h.header_size,
+                        sizeof(EngineHeader));
+  BATON_CHECK_OR_RETURN(
+      h.blob_size == bytes.size(), InvalidProgram,
+      "engine blob header says {} bytes but the blob has {}: truncated or corrupt", h.blob_size,
+      bytes.size());
+  BATON_CHECK_OR_RETURN(h.precision <= 3, InvalidProgram, "engine blob precision = {} is unknown",
+                        h.precision);
+  BATON_CHECK_OR_RETURN(h.device_id >= 0 && h.device_id <= 255, InvalidProgram,
+                        "engine blob device_id = {} is out of range", h.device_id);
+  const std::pair<const Section*, const char*> sections[] = {
+      {&h.bindings, "bindings"}, {&h.steps, "steps"},     {&h.strings, "strings"},
+      {&h.kernels, "kernels"},   {&h.weights, "weights"}, {&h.cubin, "cubin"}};
+  for (const auto& [s, name] : sections) {
+    BATON_CHECK_OR_RETURN(
+        inside(*s, bytes.size()) && s->offset % 64 == 0 && s->offset >= sizeof(EngineHeader),
+        InvalidProgram,
+        "engine blob section '{}' [{}, +{}) is misaligned or outside the "
+        "{}-byte blob",
+        name, s->offset, s->size, bytes.size());
+  }
+  BATON_CHECK_OR_RETURN(
+      h.bindings.size == uint64_t{h.num_bindings} * sizeof(BindingRecord) &&
+          h.steps.size == uint64_t{h.num_steps} * sizeof(StepRecord) &&
+          h.kernels.size == uint64_t{h.num_kernels} * sizeof(KernelRecord),
+      InvalidProgram,
+      "engine blob section sizes disagree with the header's counts ({} bindings, {} steps, {} "
+      "kernels)",
+      h.num_bindings, h.num_steps, h.num_kernels);
+  BATON_CHECK_OR_RETURN(h.scratch_bytes < kMaxBlobBytes && h.workspace_bytes < (uint64_t{1} << 34),
+                        InvalidProgram,
+                        "engine blob scratch {} / workspace {} bytes is implausible",
+                        h.scratch_bytes, h.workspace_bytes);
+  BATON_CHECK_OR_RETURN(h.cubin.size > 0 || h.num_kernels == 0, InvalidProgram,
+                        "engine blob has kernels but no cubin");
+  const uint8_t* base = bytes.data();
+  blob.bindings_ = {reinterpret_cast<const BindingRecord*>(base + h.bindings.offset),
+                    h.num_bindings};
+  blob.steps_ = {reinterpret_cast<const StepRecord*>(base + h.steps.offset), h.num_steps};
+  blob.kernels_ = {reinterpret_cast<const KernelRecord*>(base + h.kernels.offset), h.num_kernels};
+  blob.strings_ = {reinterpret_cast<const char*>(base + h.strings.offset), h.strings.size};
+  blob.weights_ = bytes.subspan(h.weights.offset, h.weights.size);
+  blob.cubin_ = bytes.subspan(h.cubin.offset, h.cubin.size);
+  Validator v(blob);
+  BATON_TRY(v.bindings());
+  BATON_TRY(v.kernels());
+  BATON_TRY(v.steps());
+  return blob;
+}
+
+Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
+  std::string strings;
+  std::vector<BindingRecord> bindings;
+  for (const auto& b : e.bindings) {
+    BATON_CHECK_OR_RETURN(b.sizes.size() <= kEngineMaxRank, NotSupported,
+                          "binding '{}' has rank {}; engines support up to {}", b.name,
+                          b.sizes.size(), kEngineMaxRank);
+    BindingRecord r{};
+    r.name_offset = static_cast<uint32_t>(strings.size());
+    r.name_size = static_cast<uint32_t>(b.name.size());
+    strings += b.name;
+    r.dtype = static_cast<uint8_t>(b.dtype);
+    r.is_output = b.is_output ? 1 : 0;
+    r.rank = static_cast<uint8_t>(b.sizes.size());
+    for (size_t d = 0; d < b.sizes.size(); ++d) r.sizes[d] = b.sizes[d];
+    bindings.push_back(r);
+  }
+  std::vector<KernelRecord> kernels;
+  for (const auto& k : e.kernel_names) {
+    kernels.push_back({static_cast<uint32_t>(strings.size()), static_cast<uint32_t>(k.size())});
+    strings += k;
+  }
+  EngineHeader h{};
+  std::memcpy(h.magic, kEngineMagic, 8);
+  h.version = kEngineVersion;
+  h.header_size = sizeof(EngineHeader);
+  h.device_id = e.device_id;
+  h.sm_arch = e.sm_arch;
+  h.cuda_version = e.cuda_version;
+  h.cublaslt_version = e.cublaslt_version;
+  h.cudnn_version = e.cudnn_version;
+  h.nvrtc_version = e.nvrtc_version;
+  h.precision = static_cast<uint32_t>(e.precision);
+  h.num_bindings = static_cast<uint32_t>(bindings.size());
+  h.num_steps = static_cast<uint32_t>(e.steps.size());
+  h.num_kernels = static_cast<uint32_t>(kernels.size());
+  h.scratch_bytes = e.scratch_bytes;
+  h.workspace_bytes = e.workspace_bytes;
+  uint64_t cursor = sizeof(EngineHeader);
+  auto place = [&](Section& s, uint64_t size) {
+    cursor = align_up(cursor, 64);
+    s.offset = cursor;
+    s.size = size;
+    cursor += size;
+  };
+  place(h.bindings, bindings.size() * sizeof(BindingRecord));
+  place(h.steps, e.steps.size() * sizeof(StepRecord));
+  place(h.strings, strings.size());
+  place(h.kernels, kernels.size() * sizeof(KernelRecord));
+  place(h.weights, e.weights.size());
+  place(h.cubin, e.cubin.size());
+  h.blob_size = align_up(cursor, 64);
+  std::vector<uint8_t> out(h.blob_size, 0);
+  std::memcpy(out.data(), &h, sizeof h);
+  auto put = [&](const Section& s, const void* data) {
+    if (s.size) std::memcpy(out.data() + s.offset, data, s.size);
+  };
+  put(h.bindings, bindings.data());
+  put(h.steps, e.steps.data());
+  put(h.strings, strings.data());
+  put(h.kernels, kernels.data());
+  put(h.weights, e.weights.data());
+  put(h.cubin, e.cubin.data());
+  return out;
+}
+
+}  // namespace baton::cuda

@@ -1,0 +1,205 @@
+// The CUDA engine blob: what the engine builder writes for one GPU partition and the CUDA
+// delegate loads. Plain C++ (no CUDA headers), so the format is written and checked without a
+// GPU. docs/engine-format.md describes it byte by byte.
+//
+// Layout (little-endian; every section 64-byte aligned, inside the blob):
+//   EngineHeader (256 bytes)
+//   bindings  BindingRecord[num_bindings], in delegate-argument order (inputs, then outputs)
+//   steps     StepRecord[num_steps], executed in order
+//   strings   binding and kernel names (not NUL-terminated; records hold offset + length)
+//   kernels   KernelRecord[num_kernels]: the entry points in the cubin
+//   weights   constant tensors in the engine's precision, uploaded once at load
+//   cubin     the NVRTC-compiled module for `sm_arch`
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baton/core/dtype.h"
+#include "baton/core/error.h"
+
+namespace baton::cuda {
+
+inline constexpr char kEngineMagic[8] = {'B', 'T', 'N', 'E', 'N', 'G', 'I', 'N'};
+inline constexpr uint32_t kEngineVersion = 1;
+inline constexpr uint32_t kEngineMaxRank = 8;
+inline constexpr uint64_t kEngineAlignment = 256;  // scratch and weights offsets
+
+enum class Precision : uint32_t { FP32 = 0, TF32 = 1, FP16 = 2, BF16 = 3 };
+std::string_view precision_name(Precision p);
+bool parse_precision(std::string_view text, Precision* out);
+
+struct Section {
+  uint64_t offset;
+  uint64_t size;
+};
+
+struct EngineHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;
+  int32_t device_id;          // the GPU the engine was built for ("cuda:N")
+  uint32_t sm_arch;           // major * 10 + minor, e.g. 90
+  uint32_t cuda_version;      // CUDART_VERSION at build, e.g. 13000
+  uint32_t cublaslt_version;  // CUBLAS_VERSION at build
+  uint32_t cudnn_version;     // CUDNN_VERSION at build
+  uint32_t nvrtc_version;     // major * 1000 + minor * 10
+  uint32_t precision;         // Precision
+  uint32_t num_bindings;
+  uint32_t num_steps;
+  uint32_t num_kernels;
+  uint64_t scratch_bytes;    // activations planned by the builder
+  uint64_t workspace_bytes;  // cuBLASLt workspace
+  Section bindings;
+  Section steps;
+  Section strings;
+  Section kernels;
+  Section weights;
+  Section cubin;
+  uint64_t blob_size;  // the whole blob; a reader rejects truncated or padded blobs
+  uint8_t reserved[256 - 80 - 6 * 16];
+};
+static_assert(sizeof(EngineHeader) == 256);
+
+struct BindingRecord {
+  uint32_t name_offset;  // into strings
+  uint32_t name_size;
+  uint8_t dtype;  // baton::DType (ONNX code)
+  uint8_t is_output;
+  uint8_t rank;
+  uint8_t reserved[5];
+  int64_t sizes[kEngineMaxRank];
+};
+static_assert(sizeof(BindingRecord) == 80);
+
+enum class Space : uint32_t { Binding = 0, Scratch = 1, Weights = 2 };
+
+// A byte range an operation reads or writes: inside binding `index`, or at `offset` in the
+// engine's scratch or weights buffer. `bytes` is the extent accessed, checked at load.
+struct BufferRef {
+  uint32_t space;  // Space
+  uint32_t index;  // binding index (Space::Binding)
+  uint64_t offset;
+  uint64_t bytes;
+};
+static_assert(sizeof(BufferRef) == 24);
+
+enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3 };
+
+inline constexpr uint32_t kMaxKernelOperands = 16;
+
+// cuBLASLt matmul in column-major terms: D[m, n] = alpha * op(A)[m, k] * op(B)[k, n]
+// (+ beta * C) (+ bias[m]) then the epilogue, batched with strides (0 broadcasts).
+struct GemmStep {
+  uint8_t a_dtype, b_dtype, c_dtype, d_dtype;  // DType of each operand
+  uint8_t trans_a, trans_b;
+  uint8_t epilogue;  // GemmEpilogue
+  uint8_t has_c;
+  uint8_t compute;     // Precision: FP32 -> 32F, TF32 -> 32F_FAST_TF32, FP16/BF16 -> 32F
+  uint8_t bias_dtype;  // DType of the bias vector (epilogues with a bias)
+  uint8_t reserved[2];
+  uint32_t batch;
+  int64_t m, n, k;
+  int64_t lda, ldb, ldc, ldd;
+  int64_t stride_a, stride_b, stride_c, stride_d;
+  float alpha, beta;
+  BufferRef a, b, c, d, bias;
+};
+
+enum class GemmEpilogue : uint8_t { None = 0, Bias = 1, BiasRelu = 2, BiasGeluTanh = 3, Relu = 4 };
+
+// Launch of kernel `kernel` with one pointer argument per operand, in order.
+struct KernelStep {
+  uint32_t kernel;
+  uint32_t num_operands;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t reserved;
+  BufferRef operands[kMaxKernelOperands];
+};
+
+// Device-to-device copy of src.bytes (== dst.bytes).
+struct CopyStep {
+  BufferRef src;
+  BufferRef dst;
+};
+
+struct StepRecord {
+  uint32_t kind;  // StepKind
+  uint32_t reserved;
+  union {
+    GemmStep gemm;
+    KernelStep kernel;
+    CopyStep copy;
+  };
+};
+
+struct KernelRecord {
+  uint32_t name_offset;
+  uint32_t name_size;
+};
+
+// A parsed, fully validated engine blob. Views into the blob's bytes, which must outlive it.
+class EngineBlob {
+ public:
+  // Errors are Error::InvalidProgram naming the field and value ("engine blob: steps[3] operand 1
+  // bytes [0, 4096) lie outside the 2048-byte scratch buffer").
+  static Result<EngineBlob> parse(std::span<const uint8_t> bytes);
+
+  const EngineHeader& header() const { return header_; }
+  Precision precision() const { return static_cast<Precision>(header_.precision); }
+  std::span<const BindingRecord> bindings() const { return bindings_; }
+  std::span<const StepRecord> steps() const { return steps_; }
+  std::span<const KernelRecord> kernels() const { return kernels_; }
+  std::string_view string(uint32_t offset, uint32_t size) const;
+  std::string_view binding_name(size_t i) const;
+  std::string_view kernel_name(size_t i) const;
+  std::span<const uint8_t> weights() const { return weights_; }
+  std::span<const uint8_t> cubin() const { return cubin_; }
+  size_t num_inputs() const;
+
+ private:
+  EngineHeader header_{};
+  std::span<const BindingRecord> bindings_;
+  std::span<const StepRecord> steps_;
+  std::span<const KernelRecord> kernels_;
+  std::span<const char> strings_;
+  std::span<const uint8_t> weights_;
+  std::span<const uint8_t> cubin_;
+};
+
+// Everything the builder decided, serialized by write_engine_blob.
+struct EngineDescription {
+  int32_t device_id = 0;
+  uint32_t sm_arch = 0;
+  uint32_t cuda_version = 0;
+  uint32_t cublaslt_version = 0;
+  uint32_t cudnn_version = 0;
+  uint32_t nvrtc_version = 0;
+  Precision precision = Precision::FP32;
+  struct Binding {
+    std::string name;
+    DType dtype = DType::Float32;
+    bool is_output = false;
+    std::vector<int64_t> sizes;
+  };
+  std::vector<Binding> bindings;
+  std::vector<StepRecord> steps;
+  std::vector<std::string> kernel_names;
+  uint64_t scratch_bytes = 0;
+  uint64_t workspace_bytes = 0;
+  std::vector<uint8_t> weights;
+  std::vector<uint8_t> cubin;
+};
+
+Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);
+
+// "sm_90" -> 90; "sm_8.6"? no: only sm_XY / sm_XYZ forms.
+bool parse_sm_arch(std::string_view text, uint32_t* out);
+std::string sm_arch_name(uint32_t arch);
+
+}  // namespace baton::cuda

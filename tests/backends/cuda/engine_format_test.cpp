@@ -1,0 +1,228 @@
+// The CUDA engine blob format: round trip and rejection of damaged blobs with typed errors. Plain
+// C++: runs in CI without a GPU (and under ASan+UBSan).
+#include "backends/cuda/engine_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace baton::cuda {
+namespace {
+
+BufferRef ref(Space space, uint32_t index, uint64_t offset, uint64_t bytes) {
+  return BufferRef{static_cast<uint32_t>(space), index, offset, bytes};
+}
+
+// x[4, 6] -> gemm with weights [6, 5] + bias -> scratch -> kernel -> y[4, 5]
+EngineDescription sample() {
+  EngineDescription e;
+  e.device_id = 1;
+  e.sm_arch = 90;
+  e.cuda_version = 13000;
+  e.cublaslt_version = 130100;
+  e.cudnn_version = 91900;
+  e.nvrtc_version = 13000;
+  e.precision = Precision::FP16;
+  e.bindings = {{"x", DType::Float32, false, {4, 6}}, {"y", DType::Float32, true, {4, 5}}};
+  e.scratch_bytes = 256;
+  e.workspace_bytes = 1 << 20;
+  e.weights.assign(512, 7);
+  e.cubin.assign(100, 0xCB);
+  e.kernel_names = {"k0_fused"};
+  StepRecord gemm{};
+  gemm.kind = static_cast<uint32_t>(StepKind::Gemm);
+  GemmStep& g = gemm.gemm;
+  g.a_dtype = g.b_dtype = g.c_dtype = g.d_dtype = g.bias_dtype =
+      static_cast<uint8_t>(DType::Float32);
+  g.trans_a = 0;
+  g.trans_b = 0;
+  g.epilogue = static_cast<uint8_t>(GemmEpilogue::Bias);
+  g.batch = 1;
+  g.m = 5;
+  g.n = 4;
+  g.k = 6;
+  g.lda = 5;
+  g.ldb = 6;
+  g.ldc = g.ldd = 5;
+  g.alpha = 1.0f;
+  g.a = ref(Space::Weights, 0, 0, 120);
+  g.b = ref(Space::Binding, 0, 0, 96);
+  g.d = ref(Space::Scratch, 0, 0, 80);
+  g.bias = ref(Space::Weights, 0, 256, 20);
+  StepRecord kernel{};
+  kernel.kind = static_cast<uint32_t>(StepKind::Kernel);
+  kernel.kernel.kernel = 0;
+  kernel.kernel.num_operands = 2;
+  for (int d = 0; d < 3; ++d) kernel.kernel.grid[d] = kernel.kernel.block[d] = 1;
+  kernel.kernel.block[0] = 256;
+  kernel.kernel.operands[0] = ref(Space::Scratch, 0, 0, 80);
+  kernel.kernel.operands[1] = ref(Space::Binding, 1, 0, 80);
+  e.steps = {gemm, kernel};
+  return e;
+}
+
+struct Aligned {
+  explicit Aligned(const std::vector<uint8_t>& b)
+      : data(static_cast<uint8_t*>(std::aligned_alloc(64, (b.size() + 64) / 64 * 64))),
+        size(b.size()) {
+    std::memcpy(data, b.data(), b.size());
+  }
+  ~Aligned() { std::free(data); }
+  std::span<const uint8_t> span() const { return {data, size}; }
+  uint8_t* data;
+  size_t size;
+};
+
+Status parse(const std::vector<uint8_t>& bytes) {
+  Aligned a(bytes);
+  return EngineBlob::parse(a.span()).status();
+}
+
+void expect_rejected(const EngineDescription& e, const std::string& needle) {
+  auto bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok());
+  const Status s = parse(*bytes);
+  ASSERT_FALSE(s.ok()) << "expected an error mentioning " << needle;
+  EXPECT_EQ(s.code(), Error::InvalidProgram) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s.to_string();
+}
+
+TEST(EngineFormatTest, RoundTrip) {
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  Aligned a(*bytes);
+  auto blob = EngineBlob::parse(a.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  EXPECT_EQ(blob->header().device_id, 1);
+  EXPECT_EQ(blob->header().sm_arch, 90u);
+  EXPECT_EQ(blob->header().cudnn_version, 91900u);
+  EXPECT_EQ(blob->precision(), Precision::FP16);
+  ASSERT_EQ(blob->bindings().size(), 2u);
+  EXPECT_EQ(blob->binding_name(1), "y");
+  EXPECT_EQ(blob->num_inputs(), 1u);
+  EXPECT_EQ(blob->kernel_name(0), "k0_fused");
+  EXPECT_EQ(blob->weights().size(), 512u);
+  EXPECT_EQ(blob->cubin()[99], 0xCB);
+  EXPECT_EQ(blob->steps()[0].gemm.k, 6);
+}
+
+TEST(EngineFormatTest, EveryTruncationIsRejected) {
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  for (size_t len = 0; len < bytes->size(); len += 7) {
+    std::vector<uint8_t> cut(bytes->begin(), bytes->begin() + static_cast<long>(len));
+    const Status s = parse(cut);
+    ASSERT_FALSE(s.ok()) << len;
+    ASSERT_EQ(s.code(), Error::InvalidProgram) << len << ": " << s.to_string();
+  }
+}
+
+TEST(EngineFormatTest, RandomCorruptionNeverCrashes) {
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  std::mt19937 rng(5);
+  int rejected = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::vector<uint8_t> b = *bytes;
+    // Damage the header and the records, where the structure lives.
+    const size_t limit = std::min<size_t>(b.size(), 2048);
+    for (int f = 0; f < 3; ++f) b[rng() % limit] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    const Status s = parse(b);
+    if (!s.ok()) {
+      ++rejected;
+      ASSERT_TRUE(s.code() == Error::InvalidProgram || s.code() == Error::NotSupported)
+          << s.to_string();
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+}
+
+TEST(EngineFormatTest, MisalignedAndForeignBytes) {
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  std::vector<uint8_t> storage(bytes->size() + 64);
+  Aligned a(storage);
+  std::memcpy(a.data + 8, bytes->data(), bytes->size());
+  EXPECT_NE(EngineBlob::parse({a.data + 8, bytes->size()}).status().message().find("aligned"),
+            std::string::npos);
+  std::vector<uint8_t> foreign(bytes->size(), 0x55);
+  EXPECT_NE(parse(foreign).message().find("not a Baton CUDA engine"), std::string::npos);
+  std::vector<uint8_t> newer = *bytes;
+  newer[8] = 9;  // version
+  EXPECT_EQ(parse(newer).code(), Error::NotSupported);
+}
+
+TEST(EngineFormatTest, OperandsOutsideTheirBuffers) {
+  EngineDescription e = sample();
+  e.steps[1].kernel.operands[0].offset = 200;  // 200 + 80 > 256 bytes of scratch
+  expect_rejected(e, "lie outside the 256-byte scratch buffer");
+  e = sample();
+  e.steps[1].kernel.operands[1].index = 5;
+  expect_rejected(e, "names binding 5 of 2");
+  e = sample();
+  e.steps[1].kernel.operands[1].bytes = 81;
+  expect_rejected(e, "lie outside binding 1 ('y', 80 bytes)");
+  e = sample();
+  e.steps[0].gemm.a.offset = 500;
+  expect_rejected(e, "outside the 512-byte weights");
+  e = sample();
+  e.steps[1].kernel.operands[0].offset = ~uint64_t{0} - 10;
+  expect_rejected(e, "range overflows");
+}
+
+TEST(EngineFormatTest, GemmShapesMustFitTheirOperands) {
+  EngineDescription e = sample();
+  e.steps[0].gemm.k = 7;  // A would need 5 x 7 floats
+  expect_rejected(e, "steps[0] A needs");
+  e = sample();
+  e.steps[0].gemm.lda = 2;
+  expect_rejected(e, "has ld 2 for 5 rows");
+  e = sample();
+  e.steps[0].gemm.bias.bytes = 8;
+  expect_rejected(e, "bias of 8 bytes");
+  e = sample();
+  e.steps[0].gemm.m = 0;
+  expect_rejected(e, "m=0");
+}
+
+TEST(EngineFormatTest, KernelAndBindingRecordsAreChecked) {
+  EngineDescription e = sample();
+  e.steps[1].kernel.kernel = 3;
+  expect_rejected(e, "launches kernel 3 of 1");
+  e = sample();
+  e.steps[1].kernel.block[0] = 4096;
+  expect_rejected(e, "launch shape");
+  e = sample();
+  e.steps[1].kernel.num_operands = 40;
+  expect_rejected(e, "has 40 operands");
+  e = sample();
+  e.bindings[0].dtype = static_cast<DType>(42);
+  expect_rejected(e, "dtype 42");
+  e = sample();
+  std::swap(e.bindings[0], e.bindings[1]);
+  expect_rejected(e, "input after an output");
+  e = sample();
+  e.steps[0].kind = 9;
+  expect_rejected(e, "unknown kind 9");
+}
+
+TEST(EngineFormatTest, ArchAndPrecisionNames) {
+  uint32_t arch = 0;
+  EXPECT_TRUE(parse_sm_arch("sm_90", &arch));
+  EXPECT_EQ(arch, 90u);
+  EXPECT_TRUE(parse_sm_arch("sm_100", &arch));
+  EXPECT_EQ(arch, 100u);
+  for (const char* bad : {"90", "sm_", "sm_9", "sm_9x", "compute_90", "sm_12345"}) {
+    EXPECT_FALSE(parse_sm_arch(bad, &arch)) << bad;
+  }
+  Precision p;
+  EXPECT_TRUE(parse_precision("bf16", &p));
+  EXPECT_EQ(p, Precision::BF16);
+  EXPECT_FALSE(parse_precision("fp8", &p));
+  EXPECT_EQ(sm_arch_name(86), "sm_86");
+}
+
+}  // namespace
+}  // namespace baton::cuda

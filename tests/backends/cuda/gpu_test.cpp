@@ -1,0 +1,409 @@
+// The CUDA backend on a real GPU: every engine step and the end-to-end models against Baton's CPU
+// path on fresh random inputs, in every precision. Without a GPU each test reports itself
+// skipped (label `gpu`); on a GPU host the same binary runs them.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "baton/runtime/module.h"
+#include "baton/runtime/npy.h"
+#include "compiler/backend_compiler.h"
+#include "testing/onnx_builder.h"
+#include "testing/paths.h"
+#include "testing/random.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::OnnxBuilder;
+
+const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
+
+double tolerance(std::string_view precision) { return precision == "fp32" ? 1e-5 : 3e-3; }
+
+struct Compiled {
+  std::shared_ptr<const runtime::Program> program;
+  compiler::CompileSummary summary;
+};
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    cuda::register_backend();
+    cuda::register_compiler();
+    if (cuda::devices().empty()) {
+      GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host, see "
+                      "README 'GPU tests')";
+    }
+  }
+
+  static Compiled compile(const std::vector<uint8_t>& onnx, const std::string& device,
+                          const std::string& precision,
+                          std::vector<compiler::InputShape> shapes = {},
+                          const std::string& arch = "") {
+    compiler::CompileOptions options;
+    options.device = device;
+    options.input_shapes = std::move(shapes);
+    std::unique_ptr<compiler::BackendCompiler> backend;
+    if (device != "cpu") {
+      auto b = compiler::make_backend_compiler({*Device::parse(device), arch, precision});
+      EXPECT_TRUE(b.ok()) << b.status().to_string();
+      if (!b.ok()) return {};
+      backend = std::move(b).value();
+      options.backends.push_back(backend.get());
+    }
+    auto compiled = compiler::compile_bytes(onnx, options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    if (!compiled.ok()) return {};
+    auto bytes = compiled->serialize();
+    auto program = runtime::Program::load_bytes(*bytes);
+    EXPECT_TRUE(program.ok()) << program.status().to_string();
+    if (!program.ok()) return {};
+    return {*program, compiled->summary()};
+  }
+
+  static std::vector<Tensor> run(const Compiled& c, const std::vector<Tensor>& inputs) {
+    if (!c.program) return {};
+    auto module = runtime::Module::from_program(c.program);
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    if (!module.ok()) return {};
+    auto out = module->run(inputs);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    return out.ok() ? *out : std::vector<Tensor>{};
+  }
+
+  // Runs the model on the CPU and, in each precision, on cuda:0 (all nodes on the GPU unless
+  // `gpu_kernel_calls` says how many stay on the CPU); returns the worst relative error seen.
+  static double compare(const OnnxBuilder& model, const std::vector<Tensor>& inputs,
+                        size_t gpu_kernel_calls = 0) {
+    return compare_model(model.bytes(), inputs, {}, gpu_kernel_calls);
+  }
+
+  static double compare_model(const std::vector<uint8_t>& onnx, const std::vector<Tensor>& inputs,
+                              const std::vector<compiler::InputShape>& shapes,
+                              size_t gpu_kernel_calls = 0) {
+    const auto reference = run(compile(onnx, "cpu", "", shapes), inputs);
+    double worst = 0.0;
+    for (const char* precision : kPrecisions) {
+      SCOPED_TRACE(precision);
+      const Compiled gpu = compile(onnx, "cuda:0", precision, shapes);
+      EXPECT_GE(gpu.summary.delegate_calls, 1u) << "nothing ran on the GPU";
+      EXPECT_EQ(gpu.summary.kernel_calls, gpu_kernel_calls);
+      const auto out = run(gpu, inputs);
+      EXPECT_EQ(out.size(), reference.size());
+      for (size_t o = 0; o < std::min(out.size(), reference.size()); ++o) {
+        EXPECT_EQ(out[o].sizes(), reference[o].sizes());
+        if (out[o].sizes() != reference[o].sizes()) continue;
+        const double err = testing::relative_error(out[o].data_as<float>(),
+                                                   reference[o].data_as<float>(), out[o].numel());
+        EXPECT_LE(err, tolerance(precision)) << "output " << o;
+        worst = std::max(worst, err);
+      }
+    }
+    return worst;
+  }
+
+  std::mt19937 rng_{20261122};
+  Tensor random(std::vector<int64_t> sizes, float lo = -1.0f, float hi = 1.0f) {
+    return testing::random_tensor(rng_, std::move(sizes), lo, hi);
+  }
+  std::vector<float> floats(size_t n, float scale = 0.2f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng_);
+    return v;
+  }
+};
+
+// --- every step kind -------------------------------------------------------------------------
+
+TEST_F(GpuTest, GemmVariants) {
+  struct Case {
+    int64_t m, k, n;
+    bool ta, tb;
+    float alpha, beta;
+    int c;  // 0 none, 1 row-vector bias, 2 full constant matrix, 3 scalar, 4 runtime matrix
+  };
+  for (const Case& c :
+       {Case{5, 37, 19, false, true, 1.0f, 1.0f, 1}, Case{8, 64, 33, false, false, 1.0f, 1.0f, 0},
+        Case{3, 17, 9, true, false, 0.5f, 2.0f, 2}, Case{7, 13, 11, true, true, 1.5f, 0.25f, 3},
+        Case{6, 29, 10, false, true, 1.0f, 0.5f, 4},
+        Case{1, 1000, 3, false, true, 1.0f, 1.0f, 1}}) {
+    SCOPED_TRACE(fmt::format("m={} k={} n={} ta={} tb={} c={}", c.m, c.k, c.n, c.ta, c.tb, c.c));
+    OnnxBuilder b;
+    b.input("a", c.ta ? std::vector<int64_t>{c.k, c.m} : std::vector<int64_t>{c.m, c.k});
+    b.initializer("w", c.tb ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n},
+                  floats(static_cast<size_t>(c.k * c.n)));
+    std::vector<std::string> ins = {"a", "w"};
+    std::vector<Tensor> inputs = {
+        random(c.ta ? std::vector<int64_t>{c.k, c.m} : std::vector<int64_t>{c.m, c.k})};
+    if (c.c == 1) b.initializer("c", {c.n}, floats(static_cast<size_t>(c.n)));
+    if (c.c == 2) b.initializer("c", {c.m, c.n}, floats(static_cast<size_t>(c.m * c.n)));
+    if (c.c == 3) b.initializer("c", {1}, floats(1));
+    if (c.c == 4) {
+      b.input("c", {c.m, c.n});
+      inputs.push_back(random({c.m, c.n}));
+    }
+    if (c.c) ins.push_back("c");
+    auto& n = b.node("Gemm", ins, {"y"}, "gemm");
+    OnnxBuilder::attr_int(n, "transA", c.ta);
+    OnnxBuilder::attr_int(n, "transB", c.tb);
+    OnnxBuilder::attr_float(n, "alpha", c.alpha);
+    OnnxBuilder::attr_float(n, "beta", c.beta);
+    b.output("y", {c.m, c.n});
+    compare(b, inputs);
+  }
+}
+
+TEST_F(GpuTest, MatMulShapesAndBatching) {
+  struct Case {
+    std::vector<int64_t> a, b, y;
+    bool b_constant;
+  };
+  for (const Case& c :
+       {Case{{5, 37}, {37, 19}, {5, 19}, true}, Case{{2, 7, 13}, {13, 11}, {2, 7, 11}, true},
+        Case{{3, 5, 9}, {3, 9, 6}, {3, 5, 6}, false}, Case{{5, 9}, {4, 9, 7}, {4, 5, 7}, false},
+        Case{{2, 3, 4, 5}, {2, 3, 5, 3}, {2, 3, 4, 3}, false}, Case{{17}, {17, 3}, {3}, true},
+        Case{{4, 17}, {17}, {4}, false}}) {
+    SCOPED_TRACE(fmt::format("{} x {}", shape_to_string(c.a), shape_to_string(c.b)));
+    OnnxBuilder b;
+    b.input("a", c.a);
+    std::vector<Tensor> inputs = {random(c.a)};
+    if (c.b_constant) {
+      int64_t n = 1;
+      for (int64_t s : c.b) n *= s;
+      b.initializer("b", c.b, floats(static_cast<size_t>(n)));
+    } else {
+      b.input("b", c.b);
+      inputs.push_back(random(c.b));
+    }
+    b.node("MatMul", {"a", "b"}, {"y"}, "mm");
+    b.output("y", c.y);
+    compare(b, inputs);
+  }
+}
+
+TEST_F(GpuTest, MatMulBiasReluAndTanhGeluFuseIntoTheEpilogue) {
+  for (const char* act : {"Relu", "GeluTanh", "Gelu"}) {
+    SCOPED_TRACE(act);
+    OnnxBuilder b(20);
+    b.input("x", {6, 45});
+    b.initializer("w", {45, 27}, floats(45 * 27));
+    b.initializer("bias", {27}, floats(27));
+    b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+    b.node("Add", {"bias", "h"}, {"hb"}, "bias");
+    auto& n = b.node(std::string(act) == "Relu" ? "Relu" : "Gelu", {"hb"}, {"y"}, "act");
+    if (std::string(act) == "GeluTanh") {
+      auto* a = n.add_attribute();
+      a->set_name("approximate");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s("tanh");
+    }
+    b.output("y", {6, 27});
+    compare(b, {random({6, 45})});
+  }
+}
+
+TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {
+  OnnxBuilder b(20);
+  b.input("x", {3, 7, 13});
+  b.input("row", {13});
+  b.input("col", {3, 7, 1});
+  b.initializer("k", {7, 1}, floats(7));
+  b.node("Add", {"x", "row"}, {"a"}, "add");
+  b.node("Mul", {"a", "col"}, {"m"}, "mul");
+  b.node("Sub", {"m", "k"}, {"s"}, "sub");
+  b.node("Div", {"s", "col"}, {"d"}, "div");
+  b.node("Erf", {"d"}, {"e"}, "erf");
+  b.node("Tanh", {"e"}, {"t"}, "tanh");
+  b.node("Sigmoid", {"d"}, {"g"}, "sigmoid");
+  b.node("Add", {"t", "g"}, {"u"}, "add2");
+  b.node("Relu", {"u"}, {"r"}, "relu");
+  b.node("Gelu", {"d"}, {"gl"}, "gelu");
+  b.node("Mul", {"r", "gl"}, {"y"}, "mul2");
+  b.output("y", {3, 7, 13});
+  b.output("e", {3, 7, 13});  // an intermediate that is also an output
+  compare(b, {random({3, 7, 13}), random({13}), random({3, 7, 1}, 0.5f, 2.0f)});
+}
+
+TEST_F(GpuTest, PowAndSqrt) {
+  OnnxBuilder b;
+  b.input("x", {4, 33});
+  b.input("p", {33});
+  b.node("Pow", {"x", "p"}, {"y"}, "pow");
+  b.node("Sqrt", {"y"}, {"z"}, "sqrt");
+  b.output("z", {4, 33});
+  compare(b, {random({4, 33}, 0.5f, 3.0f), random({33}, -1.5f, 2.5f)});
+}
+
+TEST_F(GpuTest, SoftmaxOnEveryAxis) {
+  for (int64_t axis : {-1, 0, 1}) {
+    SCOPED_TRACE(axis);
+    OnnxBuilder b;
+    b.input("x", {3, 17, 45});
+    auto& n = b.node("Softmax", {"x"}, {"y"}, "softmax");
+    OnnxBuilder::attr_int(n, "axis", axis);
+    b.output("y", {3, 17, 45});
+    compare(b, {random({3, 17, 45}, -4.0f, 4.0f)});
+  }
+  OnnxBuilder wide;
+  wide.input("x", {2, 3000});
+  wide.node("Softmax", {"x"}, {"y"}, "softmax");
+  wide.output("y", {2, 3000});
+  compare(wide, {random({2, 3000}, -10.0f, 10.0f)});
+}
+
+TEST_F(GpuTest, TransposeConcatAndViews) {
+  OnnxBuilder b;
+  b.input("x", {2, 3, 5, 7});
+  b.initializer("k", {2, 7, 5, 1}, floats(70));
+  b.initializer_int64("shape", {3}, {2, 7, 15});
+  b.initializer_int64("axes", {1}, {1});
+  auto& t = b.node("Transpose", {"x"}, {"t"}, "t");
+  OnnxBuilder::attr_ints(t, "perm", {0, 3, 2, 1});       // [2, 7, 5, 3]
+  auto& c = b.node("Concat", {"t", "k"}, {"c"}, "cat");  // [2, 7, 5, 4]
+  OnnxBuilder::attr_int(c, "axis", -1);
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  auto& f = b.node("Flatten", {"r"}, {"f"}, "flatten");  // [14, 20]
+  OnnxBuilder::attr_int(f, "axis", 2);
+  b.node("Unsqueeze", {"f", "axes"}, {"u"}, "unsqueeze");  // [14, 1, 20]
+  b.node("Squeeze", {"u", "axes"}, {"s"}, "squeeze");      // [14, 20]
+  b.node("Identity", {"s"}, {"y"}, "identity");            // an output that is a view: a copy
+  b.output("y", {14, 20});
+  b.output("t", {2, 7, 5, 3});
+  compare(b, {random({2, 3, 5, 7})});
+}
+
+TEST_F(GpuTest, ReshapeOfAnInputIsAView) {
+  OnnxBuilder b;
+  b.input("x", {6, 10});
+  b.initializer_int64("shape", {3}, {3, 4, 5});
+  b.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  b.node("Softmax", {"r"}, {"y"}, "softmax");
+  b.output("y", {3, 4, 5});
+  compare(b, {random({6, 10})});
+}
+
+// A node the GPU cannot run (Pow with an integer exponent) splits the graph: GPU, CPU, GPU, with
+// the copies in between, and the result is still the CPU path's.
+TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
+  OnnxBuilder b;
+  b.input("x", {5, 12});
+  b.initializer("w1", {12, 12}, floats(144));
+  b.initializer("w2", {12, 3}, floats(36));
+  auto* e = b.graph().add_initializer();
+  e->set_name("two");
+  e->set_data_type(onnx::TensorProto::INT64);
+  e->add_int64_data(2);
+  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
+  b.node("Pow", {"h", "two"}, {"p"}, "pow_int");
+  b.node("MatMul", {"p", "w2"}, {"y"}, "mm2");
+  b.output("y", {5, 3});
+  compare(b, {random({5, 12})}, /*gpu_kernel_calls=*/1);
+  const Compiled gpu = compile(b.bytes(), "cuda:0", "fp32");
+  EXPECT_EQ(gpu.summary.delegate_calls, 2u);
+  EXPECT_EQ(gpu.summary.copies, 4u);
+}
+
+// --- end-to-end models -----------------------------------------------------------------------
+
+TEST_F(GpuTest, GeneratedModelsMatchTheCpuPath) {
+  const fs::path dir = testing::e2e_models_dir();
+  std::ifstream in(dir / "manifest.json");
+  ASSERT_TRUE(in.good()) << "missing " << dir / "manifest.json"
+                         << " (run tests/e2e/make_models.py DIR and set BATON_E2E_MODELS_DIR)";
+  const auto manifest = nlohmann::json::parse(in);
+  int cases = 0;
+  for (const auto& c : manifest["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    std::ifstream model(dir / c["model"].get<std::string>(), std::ios::binary);
+    const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
+                                    std::istreambuf_iterator<char>());
+    std::vector<compiler::InputShape> shapes;
+    for (const auto& [input, sizes] : c["shapes"].items())
+      shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c["inputs"].size(); ++i) {
+      inputs.push_back(
+          runtime::read_npy((dir / fmt::format("{}.input_{}.npy", name, i)).string()).value());
+    }
+    const double worst = compare_model(onnx, inputs, shapes);
+    std::printf("  %-24s worst relative error over precisions %.3g\n", name.c_str(), worst);
+    ++cases;
+  }
+  EXPECT_GE(cases, 6);
+}
+
+TEST_F(GpuTest, TorchExportedModelsMatchTheCpuPath) {
+  const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models";
+  std::ifstream in(dir / "manifest.json");
+  ASSERT_TRUE(in.good()) << "missing " << dir / "manifest.json";
+  const auto manifest = nlohmann::json::parse(in);
+  for (const auto& c : manifest["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    std::ifstream model(dir / c["model"].get<std::string>(), std::ios::binary);
+    const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
+                                    std::istreambuf_iterator<char>());
+    std::vector<compiler::InputShape> shapes;
+    for (const auto& [input, sizes] : c["shapes"].items())
+      shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
+    const Tensor x = runtime::read_npy((dir / (name + ".input_0.npy")).string()).value();
+    const double worst = compare_model(onnx, {x}, shapes);
+    std::printf("  %-24s worst relative error over precisions %.3g\n", name.c_str(), worst);
+  }
+}
+
+// --- load-time device checks -------------------------------------------------------------------
+
+OnnxBuilder small_model() {
+  OnnxBuilder b;
+  b.input("x", {4, 8});
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  b.output("y", {4, 8});
+  return b;
+}
+
+TEST_F(GpuTest, ProgramForAMissingGpuFailsAtLoadNamingBoth) {
+  const int count = static_cast<int>(cuda::devices().size());
+  const std::string arch = fmt::format("sm_{}", cuda::devices()[0].sm_arch);
+  const Compiled c =
+      compile(small_model().bytes(), fmt::format("cuda:{}", count), "fp32", {}, arch);
+  ASSERT_TRUE(c.program);
+  auto method = c.program->load_method("forward");
+  ASSERT_FALSE(method.ok());
+  const std::string& m = method.status().message();
+  // Either the arena on the missing GPU or the engine is refused first; both name the device.
+  EXPECT_NE(m.find(fmt::format("cuda:{}", count)), std::string::npos) << m;
+  EXPECT_NE(m.find(fmt::format("{} CUDA device", count)), std::string::npos) << m;
+}
+
+TEST_F(GpuTest, ProgramForAnotherArchitectureFailsAtLoadWithTheRebuildCommand) {
+  const int found = cuda::devices()[0].sm_arch;
+  const std::string other = found / 10 == 8 ? "sm_90" : "sm_80";
+  const Compiled c = compile(small_model().bytes(), "cuda:0", "fp32", {}, other);
+  ASSERT_TRUE(c.program);
+  auto method = c.program->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  const std::string& m = method.status().message();
+  EXPECT_NE(m.find(fmt::format("was built for {} but cuda:0 is sm_{}", other, found)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("partition 'cuda_0'"), std::string::npos) << m;
+  EXPECT_NE(m.find(fmt::format("--arch sm_{}", found)), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,8 @@
+#include "commands.h"
+
+namespace baton::tool {
+
+// Built without a CUDA toolkit: the CPU is the only target.
+void register_backends() {}
+
+}  // namespace baton::tool
