@@ -195,13 +195,17 @@ Status run_run(const RunArgs& args) {
   const size_t steps = method->num_instructions();
   for (int i = 0; i < args.warmup; ++i) BATON_TRY(method->execute());
   std::vector<double> latency;
-  std::vector<std::vector<double>> per_step(steps);
+  std::vector<std::vector<double>> per_step(steps), per_step_device(steps);
   for (int i = 0; i < args.iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
     BATON_TRY(method->execute());
     latency.push_back(Millis(std::chrono::steady_clock::now() - start).count());
     const auto times = method->instruction_times();
-    for (size_t s = 0; s < steps; ++s) per_step[s].push_back(Millis(times[s]).count());
+    for (size_t s = 0; s < steps; ++s) {
+      per_step[s].push_back(Millis(times[s]).count());
+      if (auto device = method->instruction_device_time_ms(s))
+        per_step_device[s].push_back(*device);
+    }
   }
 
   if (!args.output_dir.empty()) {
@@ -230,10 +234,15 @@ Status run_run(const RunArgs& args) {
     std::printf("where it ran (median per run):\n");
     for (size_t s = 0; s < steps; ++s) {
       std::sort(per_step[s].begin(), per_step[s].end());
+      std::sort(per_step_device[s].begin(), per_step_device[s].end());
       const runtime::InstructionInfo info = method->instruction_info(s);
-      std::printf("  %5s %-8s %-48s %8.3f ms\n", fmt::format("[{}]", s).c_str(),
+      const std::string gpu =
+          per_step_device[s].empty()
+              ? std::string()
+              : fmt::format("  (GPU {:.3f} ms)", quantile(per_step_device[s], 0.5));
+      std::printf("  %5s %-8s %-48s %8.3f ms%s\n", fmt::format("[{}]", s).c_str(),
                   info.device.to_string().c_str(), info.description.c_str(),
-                  quantile(per_step[s], 0.5));
+                  quantile(per_step[s], 0.5), gpu.c_str());
     }
   }
   std::sort(latency.begin(), latency.end());

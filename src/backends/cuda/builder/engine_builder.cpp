@@ -88,7 +88,8 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
   return strides;
 }
 
-DType storage_dtype(Precision p) {
+// The dtype of GEMM operands (weights and activations fed to the tensor cores).
+DType operand_dtype(Precision p) {
   switch (p) {
     case Precision::FP16:
       return DType::Float16;
@@ -97,6 +98,13 @@ DType storage_dtype(Precision p) {
     default:
       return DType::Float32;
   }
+}
+
+// The dtype activations are stored in between steps. fp16 keeps them in fp16 (half the bytes; its
+// 10-bit mantissa keeps models within 3e-3). bf16's 8-bit mantissa would add a rounding at every
+// step, so bf16 engines keep activations in fp32 and round only what feeds a GEMM.
+DType activation_dtype(Precision p) {
+  return p == Precision::FP16 ? DType::Float16 : DType::Float32;
 }
 
 void append_as(std::vector<uint8_t>& out, const std::vector<float>& values, DType dtype) {
@@ -118,7 +126,8 @@ class Lowering {
       : g_(g),
         p_(p),
         t_(t),
-        T_(storage_dtype(t.precision)),
+        T_(operand_dtype(t.precision)),
+        A_(activation_dtype(t.precision)),
         next_synthetic_(static_cast<int>(g.values.size())) {}
 
   Result<compiler::LoweredPartition> run() {
@@ -201,21 +210,38 @@ class Lowering {
       slots_[v] = s;
     }
     for (int idx : p_.nodes) {
-      for (int v : g_.nodes[idx].outputs) {
-        consumers_[v];  // every output has an entry
-        if (slots_.count(v)) continue;
-        Slot s;
-        s.kind = Slot::Kind::Scratch;
-        s.dtype = T_;
-        s.sizes = g_.values[v].sizes;
-        slots_[v] = s;
-      }
       for (int v : g_.nodes[idx].inputs) {
         if (v >= 0) consumers_[v].push_back(idx);
       }
     }
     for (int v : p_.outputs) is_output_.insert(v);
+    for (int idx : p_.nodes) {
+      for (int v : g_.nodes[idx].outputs) {
+        consumers_[v];  // every output has an entry
+        if (slots_.count(v)) continue;
+        Slot s;
+        s.kind = Slot::Kind::Scratch;
+        s.dtype = feeds_only_gemms(v) ? T_ : A_;
+        s.sizes = g_.values[v].sizes;
+        slots_[v] = s;
+      }
+    }
     return Status();
+  }
+
+  // A value read only as a GEMM operand is stored in the operand dtype right away, so no cast
+  // kernel is needed before the GEMM.
+  bool feeds_only_gemms(int v) const {
+    const auto it = consumers_.find(v);
+    if (it == consumers_.end() || it->second.empty() || is_output_.count(v)) return false;
+    for (int c : it->second) {
+      const IrNode& n = g_.nodes[c];
+      const bool operand = (n.op_type == "MatMul" || n.op_type == "Gemm") &&
+                           (n.inputs[0] == v || n.inputs[1] == v) &&
+                           !(n.inputs.size() > 2 && n.inputs[2] == v);
+      if (!operand) return false;
+    }
+    return true;
   }
 
   int root(int v) const {
@@ -347,7 +373,7 @@ class Lowering {
           in.literal = true;
           in.value = constant_as_floats(iv)[0];
         } else {
-          const int src = iv.constant ? weight(v, T_) : v;
+          const int src = iv.constant ? weight(v, A_) : v;
           in.dtype = slot(src).dtype;
           in.strides = broadcast_strides(iv.sizes, k.sizes);
           operands.push_back(src);
@@ -605,7 +631,7 @@ class Lowering {
     std::vector<DType> dtypes;
     std::vector<int64_t> axis_sizes;
     for (int v : n.inputs) {
-      const int src = g_.values[v].constant ? weight(v, T_) : v;
+      const int src = g_.values[v].constant ? weight(v, A_) : v;
       operands.push_back(src);
       dtypes.push_back(slot(src).dtype);
       axis_sizes.push_back(g_.values[v].sizes[axis]);
@@ -733,7 +759,8 @@ class Lowering {
   const Graph& g_;
   const compiler::Partition& p_;
   const EngineTarget& t_;
-  const DType T_;
+  const DType T_;  // GEMM operands and weights
+  const DType A_;  // activations between steps
   int next_synthetic_;
   std::map<int, Slot> slots_;
   std::map<int, std::vector<int>> consumers_;

@@ -1,0 +1,192 @@
+// The engine builder needs no GPU: these tests build engines for sm_90 in CI and check what the
+// builder decided (fusion, epilogues, views, casts) by reading the blobs back, and that NVRTC
+// compiles every generated kernel in every precision.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "backends/cuda/builder/engine_builder.h"
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "format/program_file.h"
+#include "testing/onnx_builder.h"
+
+namespace baton {
+namespace {
+
+using testing::OnnxBuilder;
+
+struct Built {
+  std::vector<uint8_t> program;
+  compiler::CompileSummary summary;
+  std::vector<std::vector<uint8_t>> blobs;  // one per delegate, 64-byte aligned copies
+  std::vector<std::map<std::string, std::string>> specs;
+};
+
+Result<Built> build(const OnnxBuilder& model, const std::string& precision, int device = 0) {
+  register_builtins();
+  cuda::register_compiler();
+  auto backend = compiler::make_backend_compiler(
+      {Device::cuda(static_cast<int16_t>(device)), "sm_90", precision});
+  if (!backend.ok()) return backend.status();
+  compiler::CompileOptions options;
+  options.device = fmt::format("cuda:{}", device);
+  options.backends.push_back(backend->get());
+  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model.bytes(), options));
+  Built b;
+  BATON_ASSIGN_OR_RETURN(b.program, compiled.serialize());
+  b.summary = compiled.summary();
+  BATON_ASSIGN_OR_RETURN(auto file, format::ProgramFile::parse(b.program));
+  const auto* m = file.program().methods()->Get(0);
+  for (uint32_t d = 0; m->delegates() && d < m->delegates()->size(); ++d) {
+    const auto blob = file.segment(m->delegates()->Get(d)->blob_segment());
+    b.blobs.emplace_back(blob.begin(), blob.end());
+    std::map<std::string, std::string> specs;
+    for (const auto* cs : *m->delegates()->Get(d)->compile_specs()) {
+      specs[cs->key()->str()] = std::string(cs->value()->begin(), cs->value()->end());
+    }
+    b.specs.push_back(specs);
+  }
+  return b;
+}
+
+cuda::EngineBlob parse_blob(const std::vector<uint8_t>& bytes) {
+  // std::vector storage is at least 16-byte aligned; the blob needs 64.
+  static std::vector<std::unique_ptr<uint8_t[], void (*)(void*)>> keep;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64));
+  std::memcpy(p, bytes.data(), bytes.size());
+  keep.emplace_back(p, std::free);
+  return cuda::EngineBlob::parse({p, bytes.size()}).value();
+}
+
+OnnxBuilder mlp(bool relu) {
+  OnnxBuilder b(20);
+  b.input("x", {8, 64});
+  std::vector<float> w(64 * 96, 0.01f), bias(96, 0.1f), w2(96 * 10, 0.02f);
+  b.initializer("w", {64, 96}, w);
+  b.initializer("bias", {96}, bias);
+  b.initializer("w2", {96, 10}, w2);
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Add", {"h", "bias"}, {"hb"}, "bias");
+  b.node(relu ? "Relu" : "Gelu", {"hb"}, {"a"}, "act");
+  b.node("MatMul", {"a", "w2"}, {"y"}, "mm2");
+  b.output("y", {8, 10});
+  return b;
+}
+
+TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
+  auto built = build(mlp(/*relu=*/true), "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  ASSERT_EQ(built->blobs.size(), 1u);
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 2u);  // GEMM(bias+relu), GEMM
+  EXPECT_EQ(blob.steps()[0].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+  EXPECT_EQ(blob.steps()[0].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::BiasRelu));
+  EXPECT_EQ(blob.steps()[1].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::None));
+  // The last GEMM writes the engine's output binding directly.
+  EXPECT_EQ(blob.steps()[1].gemm.d.space, static_cast<uint32_t>(cuda::Space::Binding));
+  EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
+}
+
+TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
+  auto built = build(mlp(/*relu=*/false), "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 3u);
+  EXPECT_EQ(blob.steps()[0].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::Bias));
+  EXPECT_EQ(blob.steps()[1].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+  EXPECT_EQ(blob.kernel_name(blob.steps()[1].kernel.kernel), "k0_fused");
+  EXPECT_FALSE(blob.cubin().empty());
+}
+
+TEST(EngineBuilderTest, Fp16CastsTheInputAndWritesFloatOutputs) {
+  auto built = build(mlp(/*relu=*/true), "fp16");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  EXPECT_EQ(blob.precision(), cuda::Precision::FP16);
+  ASSERT_EQ(blob.steps().size(), 3u);  // cast x to fp16, GEMM(bias+relu), GEMM
+  EXPECT_EQ(blob.steps()[0].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+  const cuda::GemmStep& g = blob.steps()[2].gemm;
+  EXPECT_EQ(g.a_dtype, static_cast<uint8_t>(DType::Float16));
+  EXPECT_EQ(g.d_dtype, static_cast<uint8_t>(DType::Float32));
+  EXPECT_EQ(blob.bindings()[0].dtype, static_cast<uint8_t>(DType::Float32));
+}
+
+TEST(EngineBuilderTest, ViewsCostNothing) {
+  OnnxBuilder b;
+  b.input("x", {6, 10});
+  b.initializer_int64("shape", {3}, {3, 4, 5});
+  b.initializer_int64("axes", {1}, {0});
+  b.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  b.node("Unsqueeze", {"r", "axes"}, {"u"}, "unsqueeze");
+  b.node("Softmax", {"u"}, {"y"}, "softmax");
+  b.output("y", {1, 3, 4, 5});
+  auto built = build(b, "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 1u);  // only the softmax, reading the input binding in place
+  EXPECT_EQ(blob.steps()[0].kernel.operands[0].space, static_cast<uint32_t>(cuda::Space::Binding));
+}
+
+TEST(EngineBuilderTest, LabelsComeFromTheEngineHeader) {
+  auto built = build(mlp(true), "tf32", /*device=*/3);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  EXPECT_EQ(blob.header().device_id, 3);
+  EXPECT_EQ(built->specs[0].at("target_device"), "cuda:3");
+  EXPECT_EQ(built->specs[0].at("sm_arch"), "sm_90");
+  EXPECT_EQ(built->specs[0].at("precision"), "tf32");
+}
+
+TEST(EngineBuilderTest, EveryPrecisionCompilesEveryKernelKind) {
+  OnnxBuilder b(20);
+  b.input("x", {3, 7, 13});
+  b.input("row", {13});
+  b.initializer("k", {7, 1}, std::vector<float>(7, 0.5f));
+  b.node("Add", {"x", "row"}, {"a"}, "add");
+  b.node("Sub", {"a", "k"}, {"s"}, "sub");
+  b.node("Erf", {"s"}, {"e"}, "erf");
+  b.node("Gelu", {"e"}, {"g"}, "gelu");
+  b.node("Sigmoid", {"g"}, {"sg"}, "sigmoid");
+  auto& t = b.node("Transpose", {"sg"}, {"t"}, "t");
+  OnnxBuilder::attr_ints(t, "perm", {2, 0, 1});
+  auto& c = b.node("Concat", {"t", "t"}, {"c"}, "cat");
+  OnnxBuilder::attr_int(c, "axis", 0);
+  b.node("Softmax", {"c"}, {"sm"}, "softmax");
+  b.initializer("w", {7, 5}, std::vector<float>(35, 0.1f));
+  b.node("MatMul", {"sm", "w"}, {"y"}, "mm");
+  b.output("y", {26, 3, 5});
+  for (const char* precision : {"fp32", "tf32", "fp16", "bf16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build(b, precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    EXPECT_GT(blob.cubin().size(), 1000u);
+    EXPECT_GE(blob.kernels().size(), 4u);
+  }
+}
+
+TEST(EngineBuilderTest, BadTargetsAreExplained) {
+  register_builtins();
+  cuda::register_compiler();
+  auto bad_arch = compiler::make_backend_compiler({Device::cuda(0), "sm9", "fp32"});
+  EXPECT_EQ(bad_arch.code(), Error::InvalidArgument);
+  EXPECT_NE(bad_arch.status().message().find("expected sm_XY"), std::string::npos);
+  auto bad_precision = compiler::make_backend_compiler({Device::cuda(0), "sm_90", "fp8"});
+  EXPECT_NE(bad_precision.status().message().find("expected fp32, tf32, fp16 or bf16"),
+            std::string::npos);
+  if (cuda::devices().empty()) {
+    auto no_arch = compiler::make_backend_compiler({Device::cuda(0), "", "fp32"});
+    EXPECT_NE(no_arch.status().message().find("Pass --arch sm_XY"), std::string::npos)
+        << no_arch.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace baton
