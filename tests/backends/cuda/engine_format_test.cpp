@@ -67,7 +67,7 @@ struct Aligned {
   explicit Aligned(const std::vector<uint8_t>& b)
       : data(static_cast<uint8_t*>(std::aligned_alloc(64, (b.size() + 64) / 64 * 64))),
         size(b.size()) {
-    std::memcpy(data, b.data(), b.size());
+    if (!b.empty()) std::memcpy(data, b.data(), b.size());
   }
   ~Aligned() { std::free(data); }
   std::span<const uint8_t> span() const { return {data, size}; }
