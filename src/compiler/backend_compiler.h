@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,9 +27,8 @@ struct Partition {
 
 struct LoweredPartition {
   std::vector<uint8_t> blob;
+  // Backend-specific specs. The compiler adds "target_device" (the partition's label) itself.
   std::vector<std::pair<std::string, std::vector<uint8_t>>> compile_specs;
-  // Where the partition runs; its boundary tensors live there.
-  Device device = Device::cpu();
 };
 
 class BackendCompiler {
@@ -39,6 +39,10 @@ class BackendCompiler {
   virtual bool supports(const Graph& graph, const IrNode& node) const = 0;
   // Constants the partition reads are embedded in the blob (they are not partition inputs).
   virtual Result<LoweredPartition> lower(const Graph& graph, const Partition& partition) = 0;
+  // The device a blob was built for, read back from the blob itself (the CUDA engine's header
+  // device id). The compiler labels the partition with it, so label and blob cannot drift; an
+  // unreadable blob is a compile-time error.
+  virtual Result<Device> blob_device(std::span<const uint8_t> blob) const = 0;
 };
 
 }  // namespace baton::compiler

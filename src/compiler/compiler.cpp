@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "baton/core/check.h"
+#include "baton/core/log.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/emit.h"
 #include "compiler/onnx_import.h"
@@ -82,31 +83,68 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
              fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded, removed));
 
   timer.start();
-  PartitionResult partitions = partition_graph(graph, options.backends);
-  timer.done("partition", fmt::format(
-                              "{} partitions, {} nodes on the cpu", partitions.partitions.size(),
-                              partitions.order.size() - [&] {
-                                size_t n = 0;
-                                for (const auto& p : partitions.partitions) n += p.nodes.size();
-                                return n;
-                              }()));
+  PartitionResult partitions =
+      partition_graph(graph, options.backends, options.max_partition_nodes);
+  size_t claimed = 0;
+  for (const auto& p : partitions.partitions) claimed += p.nodes.size();
+  timer.done("partition", fmt::format("{} partitions, {} nodes on the cpu",
+                                      partitions.partitions.size(),
+                                      partitions.order.size() - claimed));
 
   timer.start();
+  std::optional<Device> label_override;
+  if (options.target_device) {
+    label_override = Device::parse(*options.target_device);
+    BATON_CHECK_OR_RETURN(label_override.has_value(), InvalidArgument,
+                          "--target-device '{}' is not a device (expected cpu or cuda:N)",
+                          *options.target_device);
+  }
   std::vector<LoweredPartition> lowered;
   std::vector<std::string> backend_ids;
+  std::vector<Device> labels;
+  std::string label_text;
   for (const Partition& p : partitions.partitions) {
     BackendCompiler* backend = options.backends[p.backend];
+    if (options.choose_backend) backend = options.choose_backend(p.index, backend);
+    BATON_CHECK_OR_RETURN(backend != nullptr, InvalidArgument,
+                          "no backend was chosen to lower partition {} ('{}'): give every "
+                          "partition a device (e.g. --device {}=cuda:0)",
+                          p.index, p.name, p.index);
     auto result = backend->lower(graph, p);
     if (!result.ok()) {
-      return Status(result.code(),
-                    fmt::format("lowering partition '{}' ({} nodes) for backend "
-                                "'{}': {}",
-                                p.name, p.nodes.size(), backend->id(), result.status().message()));
+      return Status(result.code(), fmt::format("lowering partition '{}' ({} nodes) for backend "
+                                               "'{}': {}",
+                                               p.name, p.nodes.size(), backend->id(),
+                                               result.status().message()));
     }
-    lowered.push_back(std::move(result).value());
+    LoweredPartition lp = std::move(result).value();
+    // The label comes from the blob itself (or, when given, verbatim from the caller): a
+    // partition whose blob does not say where it runs is an error, never a silent default.
+    auto built_for = backend->blob_device(lp.blob);
+    if (!built_for.ok()) {
+      return Status(built_for.code(),
+                    fmt::format("partition '{}': cannot read the device its {} blob was built "
+                                "for: {}",
+                                p.name, backend->id(), built_for.status().message()));
+    }
+    const Device label = label_override.value_or(*built_for);
+    if (label_override && *label_override != *built_for) {
+      log_message(LogLevel::Warn, "compiler",
+                  fmt::format("partition '{}' is labelled {} (--target-device) but its engine is "
+                              "built for {}: the program will only load where both agree",
+                              p.name, label.to_string(), built_for->to_string()));
+    }
+    const std::string text = options.target_device.value_or(built_for->to_string());
+    std::erase_if(lp.compile_specs, [](const auto& kv) { return kv.first == "target_device"; });
+    lp.compile_specs.insert(lp.compile_specs.begin(),
+                            {"target_device", std::vector<uint8_t>(text.begin(), text.end())});
+    label_text += fmt::format("{}{}={}", label_text.empty() ? "" : ", ", p.name, text);
+    labels.push_back(label);
+    lowered.push_back(std::move(lp));
     backend_ids.emplace_back(backend->id());
   }
-  timer.done("lower", fmt::format("{} partitions lowered", lowered.size()));
+  timer.done("lower", fmt::format("{} partitions lowered{}{}", lowered.size(),
+                                  label_text.empty() ? "" : ": ", label_text));
 
   timer.start();
   EmitInput in;
@@ -114,6 +152,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   in.partitions = &partitions;
   in.lowered = &lowered;
   in.backend_ids = backend_ids;
+  in.labels = labels;
+  in.io = options.io;
   in.registry = &registry;
   in.producer = fmt::format(
       "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
@@ -121,6 +161,11 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   BATON_ASSIGN_OR_RETURN(EmitOutput out, emit_program(in));
   out.summary.onnx_nodes = onnx_nodes;
   out.summary.folded_nodes = folded;
+  for (size_t i = 0; i < partitions.partitions.size(); ++i) {
+    const auto& spec = lowered[i].compile_specs.front().second;
+    out.summary.partitions.emplace_back(partitions.partitions[i].name,
+                                        std::string(spec.begin(), spec.end()));
+  }
   std::string arenas;
   for (const auto& [device, bytes] : out.summary.arenas) {
     arenas += fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", device, bytes);

@@ -55,6 +55,7 @@ class Emitter {
 
   Result<EmitOutput> run() {
     BATON_TRY(schedule());
+    propagate_devices();
     insert_transfers();
     BATON_TRY(build());
     return std::move(out_);
@@ -69,12 +70,16 @@ class Emitter {
         if (emitted[n.partition]) continue;
         emitted[n.partition] = 1;
         const Partition& p = in_.partitions->partitions[n.partition];
+        BATON_CHECK_OR_RETURN(static_cast<size_t>(p.index) < in_.lowered->size() &&
+                                  static_cast<size_t>(p.index) < in_.labels.size(),
+                              InvalidArgument,
+                              "partition '{}' has no lowered blob: every delegate call needs one",
+                              p.name);
         Step s;
         s.kind = StepKind::Delegate;
         s.partition = p.index;
         s.inputs = p.inputs;
         s.outputs = p.outputs;
-        s.device = (*in_.lowered)[p.index].device;
         steps_.push_back(std::move(s));
       } else {
         Step s;
@@ -89,31 +94,55 @@ class Emitter {
     return Status();
   }
 
-  // Every value lives where its producer ran. A consumer on another device reads a twin made by a
-  // copy right before its first use there; consecutive consumers on one device share the twin, so
-  // device-resident values pass from partition to partition without visiting the host.
+  // One pass over the delegate calls: each call runs on its partition's target_device, and every
+  // tensor it produces (each output of a multi-output call included) lives there. What it reads
+  // must be there too; insert_transfers makes it so. Tensors no delegate touches stay on the cpu.
+  void propagate_devices() {
+    for (Step& s : steps_) {
+      if (s.kind != StepKind::Delegate) continue;
+      s.device = in_.labels[s.partition];
+      for (int v : s.outputs) table_.device[v] = s.device;
+    }
+    if (in_.io == MethodIo::Device) {
+      // A method input lives where the first instruction that reads it runs.
+      for (int v : g_.inputs) {
+        for (const Step& s : steps_) {
+          if (std::find(s.inputs.begin(), s.inputs.end(), v) != s.inputs.end()) {
+            table_.device[v] = s.device;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // A consumer on another device reads a twin made by a copy right before its first use there;
+  // later consumers on that device share the twin. So values pass from partition to partition on
+  // one device without visiting the host, and a device->host->same-device round trip never
+  // appears: the device value stays valid for every later reader on its device.
   void insert_transfers() {
     std::vector<Step> result;
     for (Step& s : steps_) {
       for (int& v : s.inputs) {
         if (v < 0 || table_.values[v].constant) continue;
         if (table_.device[v] == s.device) continue;
-        const bool fresh =
-            table_.twins.count({v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
+        const bool fresh = table_.twins.count(
+                               {v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
         const int twin = table_.twin(v, s.device);
         if (fresh) result.push_back(copy_step(v, twin));
         v = twin;
       }
-      for (int v : s.outputs) table_.device[v] = s.device;
       result.push_back(std::move(s));
     }
     outputs_ = g_.outputs;
-    for (int& v : outputs_) {
-      if (table_.values[v].constant || table_.device[v].is_cpu()) continue;
-      const bool fresh = table_.twins.count({v, {0, 0}}) == 0;
-      const int twin = table_.twin(v, Device::cpu());
-      if (fresh) result.push_back(copy_step(v, twin));
-      v = twin;
+    if (in_.io == MethodIo::Host) {
+      for (int& v : outputs_) {
+        if (table_.values[v].constant || table_.device[v].is_cpu()) continue;
+        const bool fresh = table_.twins.count({v, {0, 0}}) == 0;
+        const int twin = table_.twin(v, Device::cpu());
+        if (fresh) result.push_back(copy_step(v, twin));
+        v = twin;
+      }
     }
     steps_ = std::move(result);
   }

@@ -16,6 +16,8 @@ struct EmitInput {
   const PartitionResult* partitions = nullptr;
   const std::vector<LoweredPartition>* lowered = nullptr;
   std::vector<std::string> backend_ids;  // per partition
+  std::vector<Device> labels;            // per partition: its target_device
+  MethodIo io = MethodIo::Host;
   const runtime::OpRegistry* registry = nullptr;
   std::string producer;
 };
@@ -26,9 +28,10 @@ struct EmitOutput {
   CompileSummary summary;
 };
 
-// Orders instructions, inserts a copy wherever a value crosses devices, plans one arena per
-// device and builds the program table with its segments (constants first, then one blob per
-// delegate).
+// Orders instructions; propagates each delegate's target_device onto the tensors at its inputs
+// and outputs; inserts a copy wherever a value crosses devices (method inputs and outputs follow
+// `io`); plans one arena per device; builds the program table with its segments (constants
+// first, then one blob per delegate).
 Result<EmitOutput> emit_program(const EmitInput& input);
 
 }  // namespace baton::compiler

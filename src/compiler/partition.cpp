@@ -7,7 +7,8 @@
 
 namespace baton::compiler {
 
-PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> backends) {
+PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> backends,
+                                size_t max_nodes) {
   const int n = static_cast<int>(graph.nodes.size());
   std::vector<int> claim(n, -1);
   for (int i = 0; i < n; ++i) {
@@ -61,7 +62,10 @@ PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> 
   for (size_t k = 0; k < result.order.size();) {
     const int c = claim[result.order[k]];
     size_t end = k + 1;
-    while (end < result.order.size() && claim[result.order[end]] == c) ++end;
+    while (end < result.order.size() && claim[result.order[end]] == c &&
+           (c < 0 || max_nodes == 0 || end - k < max_nodes)) {
+      ++end;
+    }
     if (c >= 0) {
       Partition p;
       p.index = static_cast<int>(result.partitions.size());

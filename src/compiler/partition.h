@@ -15,6 +15,8 @@ struct PartitionResult {
 };
 
 // Sets IrNode::partition for claimed nodes. With no backends every node stays on the CPU.
-PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> backends);
+// `max_nodes` (0: unlimited) splits longer runs into consecutive partitions.
+PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> backends,
+                                size_t max_nodes = 0);
 
 }  // namespace baton::compiler

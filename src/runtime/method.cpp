@@ -71,6 +71,7 @@ struct Method::Impl {
   std::vector<uint8_t> input_ready;
   bool profiling = false;
   std::vector<std::chrono::nanoseconds> times;
+  Method::CopyCounts copies;
 
   ~Impl() {
     // Delegates first (they may still reference arena memory), in reverse order of creation.
@@ -485,10 +486,16 @@ Status Method::execute() {
         st = d.backend->execute(d.handle, s.delegate_args);
         break;
       }
-      case InstructionKind::Copy:
-        st = s.allocator->copy(s.dst->tensor.data, s.dst->tensor.device, s.src->tensor.data,
-                               s.src->tensor.device, s.src->tensor.nbytes());
+      case InstructionKind::Copy: {
+        const Device from = s.src->tensor.device;
+        const Device to = s.dst->tensor.device;
+        st = s.allocator->copy(s.dst->tensor.data, to, s.src->tensor.data, from,
+                               s.src->tensor.nbytes());
+        ++(from.is_cpu() ? m.copies.host_to_device
+                         : to.is_cpu() ? m.copies.device_to_host : m.copies.device_to_device);
+        m.copies.bytes += s.src->tensor.nbytes();
         break;
+      }
     }
     if (!st.ok()) {
       return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", m.name, i,
@@ -524,6 +531,8 @@ std::optional<double> Method::instruction_device_time_ms(size_t index) const {
 }
 
 std::span<const std::chrono::nanoseconds> Method::instruction_times() const { return impl_->times; }
+
+Method::CopyCounts Method::copy_counts() const { return impl_->copies; }
 
 std::vector<Method::ArenaInfo> Method::arenas() const {
   std::vector<ArenaInfo> out;

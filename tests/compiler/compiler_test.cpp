@@ -386,6 +386,29 @@ TEST_F(CompilerTest, PartitionsAreMaximalAndAcyclic) {
   EXPECT_EQ(r2.partitions.size(), 2u);
 }
 
+TEST_F(CompilerTest, ABlobWhoseDeviceCannotBeReadIsACompileError) {
+  testing::TestBackendCompiler backend;
+  backend.unreadable_blobs = true;
+  CompileOptions options;
+  options.backends = {&backend};
+  auto r = compile(partition_model(), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Error::InvalidProgram);
+  EXPECT_NE(r.status().message().find("cannot read the device its test_elementwise blob was built for"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST_F(CompilerTest, DelegateBoundaryTensorsTakeTheLabelOfTheirPartition) {
+  testing::TestBackendCompiler backend;
+  CompileOptions options;
+  options.backends = {&backend};
+  auto compiled = compile(partition_model(), options);
+  ASSERT_TRUE(compiled.ok());
+  ASSERT_EQ(compiled->summary().partitions.size(), 2u);
+  for (const auto& [name, label] : compiled->summary().partitions) EXPECT_EQ(label, "cpu") << name;
+}
+
 // --- Memory planning ------------------------------------------------------------------------
 
 TEST(MemoryPlanTest, NoTwoLiveBuffersOverlapAndOffsetsAreAligned) {

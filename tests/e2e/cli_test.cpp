@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "baton/runtime/npy.h"
@@ -170,6 +171,48 @@ TEST_F(CliTest, ReproducesOnnxRuntimeOnRealTorchExports) {
     ASSERT_EQ(got->sizes(), want->sizes());
     EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
               1e-5);
+  }
+}
+
+// Device options: an engine needs no GPU to build (--arch), and `--device cuda` means cuda:0.
+TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  const std::string a = (dir_ / "gpu_a.baton").string(), b = (dir_ / "gpu_b.baton").string();
+  CliRun r = baton("compile -q " + model + " -o " + a + " --device cuda --arch sm_90");
+  if (r.output.find("has no cuda backend") != std::string::npos) GTEST_SKIP() << "built without CUDA";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("compile -q " + model + " -o " + b + " --device cuda:0 --arch sm_90 --target-device cuda:0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}), bytes_b((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_EQ(bytes_a, bytes_b) << "--device cuda and an explicit cuda:0 label must give the same file";
+
+  r = baton("inspect --json " + a);
+  ASSERT_EQ(r.exit_code, 0);
+  const auto j = nlohmann::json::parse(r.output);
+  const auto& d = j["methods"][0]["delegates"][0];
+  EXPECT_EQ(d["target_device"], "cuda:0");
+  EXPECT_EQ(d["engine_device"], "cuda:0");
+  EXPECT_EQ(d["sm_arch"], "sm_90");
+  bool saw_copy = false;
+  for (const auto& ins : j["methods"][0]["instructions"]) {
+    if (ins["kind"] != "copy") continue;
+    saw_copy = true;
+    EXPECT_TRUE(ins.contains("src_device") && ins.contains("dst_device"));
+  }
+  EXPECT_TRUE(saw_copy);
+
+  r = baton("compile -q " + model + " -o " + a + " --device cuda:0 --arch sm_90 --io device");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect --json " + a);
+  const auto k = nlohmann::json::parse(r.output);
+  for (const auto& ins : k["methods"][0]["instructions"]) EXPECT_NE(ins["kind"], "copy");
+
+  for (const char* bad : {"--device gpu0", "--device cuda:0,cpu", "--device 0=cuda:0,cuda:1",
+                          "--device 0=cuda:0,0=cuda:1", "--device cpu --precision fp16"}) {
+    r = baton("compile -q " + model + " -o " + a + " --arch sm_90 " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("--"), std::string::npos) << r.output;
   }
 }
 

@@ -1,6 +1,8 @@
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
@@ -38,23 +40,87 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+// --device: "cpu", "cuda:N", "cuda:0,cuda:1" (round robin over partitions) or
+// "0=cuda:1,1=cuda:0" (partition index -> device).
+struct DeviceAssignment {
+  std::vector<Device> devices;      // distinct GPUs, in the order given
+  std::vector<size_t> round_robin;  // a list: partition i -> devices[round_robin[i % size]]
+  std::map<int, size_t> by_index;   // a map: partition -> index into devices
+};
+
+Result<DeviceAssignment> parse_devices(const std::string& text) {
+  DeviceAssignment out;
+  if (text == "cpu") return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    std::string device_text = item;
+    int index = -1;
+    if (const size_t eq = item.find('='); eq != std::string::npos) {
+      char* stop = nullptr;
+      index = static_cast<int>(std::strtol(item.c_str(), &stop, 10));
+      BATON_CHECK_OR_RETURN(stop == item.c_str() + eq && eq > 0 && index >= 0, InvalidArgument,
+                            "--device {}: '{}' should be PARTITION=DEVICE, e.g. 0=cuda:1", text,
+                            item);
+      device_text = item.substr(eq + 1);
+    }
+    const std::optional<Device> d = Device::parse(device_text);
+    BATON_CHECK_OR_RETURN(d.has_value() && d->is_cuda(), InvalidArgument,
+                          "--device {}: '{}' is not a GPU (expected cuda:N); use --device cpu "
+                          "alone for the CPU",
+                          text, device_text);
+    auto it = std::find(out.devices.begin(), out.devices.end(), *d);
+    const size_t slot = it - out.devices.begin();
+    if (it == out.devices.end()) out.devices.push_back(*d);
+    if (index >= 0) {
+      BATON_CHECK_OR_RETURN(out.by_index.emplace(index, slot).second, InvalidArgument,
+                            "--device {}: partition {} is given twice", text, index);
+    } else {
+      out.round_robin.push_back(slot);  // as written, repeats included
+    }
+  }
+  BATON_CHECK_OR_RETURN(out.round_robin.empty() || out.by_index.empty(), InvalidArgument,
+                        "--device {}: use either a list of devices or a PARTITION=DEVICE map, "
+                        "not both",
+                        text);
+  return out;
+}
+
 }  // namespace
 
 Status run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   compiler::CompileOptions options;
   options.device = args.device;
-  const std::optional<Device> device = Device::parse(args.device);
-  BATON_CHECK_OR_RETURN(device.has_value(), InvalidArgument, "--device {}: expected cpu or cuda:N",
-                        args.device);
-  BATON_CHECK_OR_RETURN(device->is_cuda() || (args.arch.empty() && args.precision.empty()),
+  options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
+  options.max_partition_nodes = args.max_partition_nodes;
+  if (!args.target_device.empty()) options.target_device = args.target_device;
+  BATON_ASSIGN_OR_RETURN(const DeviceAssignment assignment, parse_devices(args.device));
+  const bool gpu = !assignment.devices.empty();
+  BATON_CHECK_OR_RETURN(gpu || (args.arch.empty() && args.precision.empty() &&
+                                args.target_device.empty() && args.io == "host"),
                         InvalidArgument,
-                        "--arch and --precision apply to GPU targets (--device cuda:N)");
-  std::unique_ptr<compiler::BackendCompiler> backend;
-  if (device->is_cuda()) {
-    BATON_ASSIGN_OR_RETURN(backend, compiler::make_backend_compiler(
-                                        compiler::TargetSpec{*device, args.arch, args.precision}));
-    options.backends.push_back(backend.get());
+                        "--arch, --precision, --target-device and --io device apply to GPU "
+                        "targets (--device cuda:N)");
+  // One engine builder per GPU; partitions are claimed by the first and lowered by the one their
+  // assignment names.
+  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
+  for (const Device& d : assignment.devices) {
+    BATON_ASSIGN_OR_RETURN(auto b, compiler::make_backend_compiler(
+                                       compiler::TargetSpec{d, args.arch, args.precision}));
+    builders.push_back(std::move(b));
+  }
+  if (gpu) {
+    options.backends.push_back(builders.front().get());
+    options.choose_backend = [&](int index, compiler::BackendCompiler*) -> compiler::BackendCompiler* {
+      if (!assignment.round_robin.empty()) {
+        return builders[assignment.round_robin[index % assignment.round_robin.size()]].get();
+      }
+      auto it = assignment.by_index.find(index);
+      return it == assignment.by_index.end() ? nullptr : builders[it->second].get();
+    };
   }
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
@@ -74,6 +140,9 @@ Status run_compile(const CompileArgs& args) {
   const auto end = std::chrono::steady_clock::now();
   if (!args.quiet) {
     const auto& s = program.summary();
+    for (const auto& [name, label] : s.partitions) {
+      std::fprintf(stderr, "  partition %s: target_device %s\n", name.c_str(), label.c_str());
+    }
     std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", "emit",
                  std::chrono::duration<double, std::milli>(end - emit_start).count(),
                  args.output.c_str());

@@ -11,7 +11,10 @@ namespace baton::tool {
 struct CompileArgs {
   std::string model;
   std::string output;
-  std::string device = "cpu";
+  std::string device = "cpu";  // cpu | cuda:N | cuda:0,cuda:1 (round robin) | 0=cuda:1,1=cuda:0
+  std::string target_device;   // verbatim label for every partition
+  std::string io = "host";     // host | device
+  size_t max_partition_nodes = 0;
   std::string arch;                 // sm_XY, for GPU targets without a GPU present
   std::string precision;            // fp32 | tf32 | fp16 | bf16 (GPU partitions)
   std::vector<std::string> shapes;  // NAME=D0xD1x...

@@ -15,8 +15,20 @@ int main(int argc, char** argv) {
   c->add_option("model", compile.model, "ONNX model (.onnx)")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", compile.output, "Program file to write (.baton)")->required();
   c->add_option("--device", compile.device,
-                "Where to run: cpu, or cuda:N (GPU partitions built for GPU N)")
+                "Where to run: cpu; cuda:N (GPU partitions built for GPU N); cuda:0,cuda:1 "
+                "(partitions assigned round robin); or 0=cuda:1,1=cuda:0 (partition index to "
+                "device)")
       ->capture_default_str();
+  c->add_option("--target-device", compile.target_device,
+                "Label every GPU partition with this device verbatim (default: the device its "
+                "engine is built for)");
+  c->add_option("--io", compile.io,
+                "Method inputs and outputs: host (default), or device (on the GPU of the "
+                "partition that reads or writes them)")
+      ->check(CLI::IsMember({"host", "device"}))
+      ->capture_default_str();
+  c->add_option("--max-partition-nodes", compile.max_partition_nodes,
+                "Split GPU partitions after this many nodes (0: no limit)");
   c->add_option("--arch", compile.arch,
                 "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU");
   c->add_option("--precision", compile.precision,

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,12 @@ struct Progress {
   std::chrono::duration<double, std::milli> elapsed;  // this phase
 };
 
+enum class MethodIo {
+  Host,    // method inputs and outputs live on the host; copies move them to and from devices
+  Device,  // each input lives on the device of the partition that first reads it, each output on
+           // the device that produces it (callers pass and get device memory)
+};
+
 struct CompileOptions {
   // Informational ("cpu", "cuda:0"): which nodes run where is decided by `backends`. With no
   // backends every node runs on Baton's CPU kernels.
@@ -46,6 +53,15 @@ struct CompileOptions {
   std::vector<InputShape> input_shapes;
   // Backends that may claim nodes, in priority order (not owned). Empty with device "cpu".
   std::vector<BackendCompiler*> backends;
+  // Which backend lowers partition `index` (claimed by `claimed`): by default the claimant. Lets
+  // partitions go to different devices (the same backend built for several GPUs).
+  std::function<BackendCompiler*(int index, BackendCompiler* claimed)> choose_backend;
+  // When set, every partition's target_device label is this text, verbatim. Otherwise each label
+  // is the device its own blob was built for.
+  std::optional<std::string> target_device;
+  MethodIo io = MethodIo::Host;
+  // At most this many nodes per partition (0: no limit), e.g. to spread a model over GPUs.
+  size_t max_partition_nodes = 0;
   std::function<void(const Progress&)> progress;
 };
 
@@ -56,6 +72,8 @@ struct CompileSummary {
   size_t kernel_calls = 0;
   size_t delegate_calls = 0;
   size_t copies = 0;
+  // Per partition: its name and target_device label.
+  std::vector<std::pair<std::string, std::string>> partitions;
   uint64_t constant_bytes = 0;
   std::vector<std::pair<std::string, uint64_t>> arenas;  // device, bytes
 };

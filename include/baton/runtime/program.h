@@ -121,6 +121,16 @@ class Method {
   // For a delegate instruction of a profiled execute: the device time its backend measured.
   std::optional<double> instruction_device_time_ms(size_t index) const;
 
+  // Copy instructions executed since load, by direction (the runtime counts; tests and monitoring
+  // read them, e.g. to prove two GPU partitions hand a tensor over without visiting the host).
+  struct CopyCounts {
+    uint64_t host_to_device = 0;
+    uint64_t device_to_host = 0;
+    uint64_t device_to_device = 0;
+    uint64_t bytes = 0;
+  };
+  CopyCounts copy_counts() const;
+
   // Bytes of planned memory per arena device.
   struct ArenaInfo {
     Device device;

@@ -44,6 +44,13 @@ class CudaAllocator final : public runtime::DeviceAllocator {
     DeviceGuard guard(gpu.index);
     BATON_TRY(guard.status());
     cudaStream_t stream = current_stream();
+    if (dst_device.is_cuda() && src_device.is_cuda() && dst_device.index != src_device.index) {
+      // Between GPUs: a peer copy (direct over NVLink/PCIe where peer access is possible, staged
+      // by the driver otherwise), ordered on the destination GPU's stream.
+      BATON_CUDA_CHECK_ON(gpu.index, cudaMemcpyPeerAsync(dst, dst_device.index, src,
+                                                         src_device.index, bytes, stream));
+      return Status();
+    }
     cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
     if (src_device.is_cpu()) kind = cudaMemcpyHostToDevice;
     if (dst_device.is_cpu()) kind = cudaMemcpyDeviceToHost;

@@ -68,9 +68,22 @@ class CudaBackend final : public runtime::BackendInterface {
 
   Result<runtime::DelegateHandle*> init(const runtime::BackendInitContext& ctx,
                                         std::span<const uint8_t> blob,
-                                        std::span<const runtime::CompileSpec>) override {
+                                        std::span<const runtime::CompileSpec> specs) override {
     const std::string partition(ctx.delegate_name);
     BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, cache_.get(blob, partition));
+    // The label device-aware planning used for this partition's tensors must be the GPU its
+    // engine runs on, or every tensor at its boundary would be on the wrong GPU.
+    for (const runtime::CompileSpec& spec : specs) {
+      if (spec.key != "target_device") continue;
+      const std::optional<Device> label = Device::parse(spec.value_string());
+      const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
+      BATON_CHECK_OR_RETURN(label == built_for, InvalidProgram,
+                            "partition '{}' is labelled target_device={} but its engine was built "
+                            "for {}: the program's tensors for it are planned on {}. Recompile "
+                            "without --target-device, or with --device {}",
+                            partition, spec.value_string(), built_for.to_string(),
+                            spec.value_string(), spec.value_string());
+    }
     auto handle = std::make_unique<CudaHandle>();
     BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine));
     handle->pointers.assign(engine->blob().bindings().size(), nullptr);

@@ -382,6 +382,58 @@ TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
   EXPECT_EQ(gpu.summary.copies, 4u);
 }
 
+// Issue "device-aware compilation": GPU partitions separated by a CPU op, and adjacent GPU
+// partitions on one GPU, both run and match the CPU path; between adjacent partitions no byte
+// goes to the host (the runtime's copy counters, not the program text, say so).
+TEST_F(GpuTest, SeparatedAndAdjacentPartitionsRunAndAdjacentOnesStayOnTheDevice) {
+  auto weights = [&](size_t n) { return floats(n, 0.3f); };
+  OnnxBuilder adjacent;
+  adjacent.input("x", {5, 16});
+  adjacent.initializer("w1", {16, 16}, weights(256));
+  adjacent.initializer("w2", {16, 8}, weights(128));
+  adjacent.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
+  adjacent.node("Relu", {"h"}, {"r"}, "relu");
+  adjacent.node("MatMul", {"r", "w2"}, {"y"}, "mm2");
+  adjacent.output("y", {5, 8});
+
+  OnnxBuilder separated;
+  separated.input("x", {5, 16});
+  separated.initializer("w1", {16, 16}, weights(256));
+  separated.initializer("w2", {16, 8}, weights(128));
+  auto* two = separated.graph().add_initializer();
+  two->set_name("two");
+  two->set_data_type(onnx::TensorProto::INT64);
+  two->add_int64_data(2);
+  separated.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
+  separated.node("Pow", {"h", "two"}, {"p"}, "pow_on_cpu");
+  separated.node("MatMul", {"p", "w2"}, {"y"}, "mm2");
+  separated.output("y", {5, 8});
+
+  struct Case {
+    const OnnxBuilder* model;
+    size_t max_nodes, delegates;
+    uint64_t h2d, d2h;  // per execute
+  };
+  for (const Case& c : {Case{&adjacent, 1, 3, 1, 1}, Case{&separated, 0, 2, 2, 2}}) {
+    SCOPED_TRACE(c.delegates);
+    const Tensor x = random({5, 16});
+    const auto reference = run(compile(c.model->bytes(), "cpu", ""), {x});
+    const Compiled gpu = compile(c.model->bytes(), "cuda:0", "fp32", {}, "", c.max_nodes);
+    ASSERT_EQ(gpu.summary.delegate_calls, c.delegates);
+    auto method = gpu.program->load_method("forward");
+    ASSERT_TRUE(method.ok()) << method.status().to_string();
+    ASSERT_TRUE((*method)->set_input(0, x.view()).ok());
+    const auto before = (*method)->copy_counts();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*method)->execute().ok());
+    const auto after = (*method)->copy_counts();
+    EXPECT_EQ(after.host_to_device - before.host_to_device, 3 * c.h2d);
+    EXPECT_EQ(after.device_to_host - before.device_to_host, 3 * c.d2h);
+    EXPECT_EQ(after.device_to_device - before.device_to_device, 0u);
+    const TensorView y = (*method)->output(0);
+    EXPECT_LE(testing::relative_error(y.data_as<float>(), reference[0].data_as<float>(), 40), 1e-5);
+  }
+}
+
 // --- end-to-end models -----------------------------------------------------------------------
 
 TEST_F(GpuTest, GeneratedModelsMatchTheCpuPath) {

@@ -73,12 +73,16 @@ Result<compiler::LoweredPartition> TestBackendCompiler::lower(const compiler::Gr
   lp.blob = make_test_blob(static_cast<uint32_t>(p.inputs.size()),
                            static_cast<uint32_t>(p.outputs.size()), constants, temps, ops,
                            static_cast<uint64_t>(*numel));
-  lp.compile_specs = {{"target_device", {'c', 'p', 'u'}}};
   const std::string count = std::to_string(p.nodes.size());
   lp.compile_specs.push_back({"nodes", std::vector<uint8_t>(count.begin(), count.end())});
-  lp.device = Device::cpu();
   ++lowered_partitions;
   return lp;
+}
+
+Result<Device> TestBackendCompiler::blob_device(std::span<const uint8_t> blob) const {
+  BATON_CHECK_OR_RETURN(!unreadable_blobs && blob.size() >= 4 && blob[0] == 'T', InvalidProgram,
+                        "not a TBE1 blob");
+  return Device::cpu();
 }
 
 }  // namespace baton::testing

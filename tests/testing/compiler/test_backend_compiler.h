@@ -13,6 +13,9 @@ class TestBackendCompiler final : public compiler::BackendCompiler {
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
+  // Test blobs run on the cpu; with `unreadable_blobs` the device cannot be read back.
+  Result<Device> blob_device(std::span<const uint8_t> blob) const override;
+  bool unreadable_blobs = false;
   int lowered_partitions = 0;
 };
 

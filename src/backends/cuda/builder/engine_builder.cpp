@@ -741,15 +741,11 @@ class Lowering {
                                                        "partition '" + p_.name + "'"));
     }
     BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, write_engine_blob(e));
-    // The labels come from the engine header that was just written, so they cannot drift from
-    // the blob the runtime will load.
     const auto* header = reinterpret_cast<const EngineHeader*>(blob.data());
     compiler::LoweredPartition lp;
-    lp.device = Device::cuda(static_cast<int16_t>(header->device_id));
     auto spec = [&](const char* key, const std::string& value) {
       lp.compile_specs.emplace_back(key, std::vector<uint8_t>(value.begin(), value.end()));
     };
-    spec("target_device", lp.device.to_string());
     spec("sm_arch", sm_arch_name(header->sm_arch));
     spec("precision", std::string(precision_name(static_cast<Precision>(header->precision))));
     lp.blob = std::move(blob);
@@ -813,6 +809,16 @@ bool EngineBuilder::supports(const Graph& graph, const IrNode& node) const {
   }
   if (op == "Concat" && node.inputs.size() > kMaxKernelOperands - 1) return false;
   return true;
+}
+
+Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
+  // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
+  std::vector<uint8_t> storage(blob.size() + 64);
+  auto* aligned = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+  if (!blob.empty()) std::memcpy(aligned, blob.data(), blob.size());
+  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse({aligned, blob.size()}));
+  return Device::cuda(static_cast<int16_t>(parsed.header().device_id));
 }
 
 Result<compiler::LoweredPartition> EngineBuilder::lower(const Graph& graph,

@@ -28,6 +28,8 @@ class EngineBuilder final : public compiler::BackendCompiler {
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
+  // Parses the engine blob and returns cuda:<header device_id>.
+  Result<Device> blob_device(std::span<const uint8_t> blob) const override;
 
   const EngineTarget& target() const { return target_; }
 
