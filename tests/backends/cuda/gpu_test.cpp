@@ -108,8 +108,9 @@ class GpuTest : public ::testing::Test {
   static Compiled compile(const std::vector<uint8_t>& onnx, const std::string& device,
                           const std::string& precision,
                           std::vector<compiler::InputShape> shapes = {},
-                          const std::string& arch = "") {
+                          const std::string& arch = "", size_t max_partition_nodes = 0) {
     compiler::CompileOptions options;
+    options.max_partition_nodes = max_partition_nodes;
     options.device = device;
     options.input_shapes = std::move(shapes);
     std::unique_ptr<compiler::BackendCompiler> backend;
