@@ -29,6 +29,18 @@ for t in "$HERE"/bin/*_test; do
   [ $rc -eq 0 ] || status=1
 done
 
+# The CLI on the GPU: device-resident I/O, a caller stream, a green context.
+B="$HERE/bin/baton"
+{
+  "$B" compile examples/mlp.onnx -o /tmp/mlp_dev.baton --device cuda:0 --io device &&
+  "$B" run /tmp/mlp_dev.baton --device-io --stream caller -n 50 &&
+  "$B" run /tmp/mlp_dev.baton --device-io --sms 16 -n 50 &&
+  "$B" run /tmp/mlp_dev.baton -n 20 &&
+  "$B" compile examples/mlp.onnx -o /tmp/mlp_strict.baton --device cuda:0 --io device --strict-staging &&
+  "$B" run /tmp/mlp_strict.baton --device-io -n 5
+} > "$LOG/cli.log" 2>&1
+echo "cli: exit $? (cli.log)"
+
 if [ "${2:-}" != "--no-bench" ]; then
   "$PY" bench/mlp_bench.py --baton "$HERE/bin/baton" --bench "$HERE/bin/baton_bench" \
     --json "$LOG/mlp_bench.json" 2>&1 | grep -v -i warning | tee "$LOG/mlp_bench.log"

@@ -87,9 +87,9 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
       partition_graph(graph, options.backends, options.max_partition_nodes);
   size_t claimed = 0;
   for (const auto& p : partitions.partitions) claimed += p.nodes.size();
-  timer.done("partition", fmt::format("{} partitions, {} nodes on the cpu",
-                                      partitions.partitions.size(),
-                                      partitions.order.size() - claimed));
+  timer.done("partition",
+             fmt::format("{} partitions, {} nodes on the cpu", partitions.partitions.size(),
+                         partitions.order.size() - claimed));
 
   timer.start();
   std::optional<Device> label_override;
@@ -112,10 +112,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                           p.index, p.name, p.index);
     auto result = backend->lower(graph, p);
     if (!result.ok()) {
-      return Status(result.code(), fmt::format("lowering partition '{}' ({} nodes) for backend "
-                                               "'{}': {}",
-                                               p.name, p.nodes.size(), backend->id(),
-                                               result.status().message()));
+      return Status(result.code(),
+                    fmt::format("lowering partition '{}' ({} nodes) for backend "
+                                "'{}': {}",
+                                p.name, p.nodes.size(), backend->id(), result.status().message()));
     }
     LoweredPartition lp = std::move(result).value();
     // The label comes from the blob itself (or, when given, verbatim from the caller): a
@@ -138,6 +138,9 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     std::erase_if(lp.compile_specs, [](const auto& kv) { return kv.first == "target_device"; });
     lp.compile_specs.insert(lp.compile_specs.begin(),
                             {"target_device", std::vector<uint8_t>(text.begin(), text.end())});
+    for (const auto& [key, value] : options.delegate_specs) {
+      lp.compile_specs.emplace_back(key, std::vector<uint8_t>(value.begin(), value.end()));
+    }
     label_text += fmt::format("{}{}={}", label_text.empty() ? "" : ", ", p.name, text);
     labels.push_back(label);
     lowered.push_back(std::move(lp));

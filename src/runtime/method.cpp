@@ -69,6 +69,10 @@ struct Method::Impl {
   std::vector<int> outputs;
   // Inputs without planned memory must be bound before execute.
   std::vector<uint8_t> input_ready;
+  // Per value: read (written) by an instruction that is not a delegate call. Only values that
+  // delegates alone touch may be bound to memory on another device.
+  std::vector<uint8_t> read_outside_delegates;
+  std::vector<uint8_t> written_outside_delegates;
   bool profiling = false;
   std::vector<std::chrono::nanoseconds> times;
   Method::CopyCounts copies;
@@ -290,10 +294,14 @@ struct Method::Impl {
     }
     arg_storage.reserve(total);
     steps.resize(n);
+    read_outside_delegates.assign(values.size(), 0);
+    written_outside_delegates.assign(values.size(), 0);
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Instruction* ins = list->Get(i);
       Step& step = steps[i];
       if (const auto* k = ins->instruction_as_KernelCall()) {
+        for (int32_t v : span_of(k->inputs())) read_outside_delegates[v] = 1;
+        for (int32_t v : span_of(k->outputs())) written_outside_delegates[v] = 1;
         BATON_TRY(load_kernel(i, *k, step));
       } else if (const auto* d = ins->instruction_as_DelegateCall()) {
         step.kind = InstructionKind::Delegate;
@@ -307,6 +315,8 @@ struct Method::Impl {
         step.description = fmt::format("delegate {} '{}' (backend {})", step.delegate, inst.name,
                                        inst.backend->id());
       } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
+        read_outside_delegates[c->src()] = 1;
+        written_outside_delegates[c->dst()] = 1;
         step.kind = InstructionKind::Copy;
         step.src = &values[c->src()];
         step.dst = &values[c->dst()];
@@ -373,7 +383,8 @@ namespace {
 TensorInfo info_of(const Method::Impl& m, int index) {
   const fb::Tensor* t = m.fm->values()->Get(index)->value_as_Tensor();
   const TensorView& v = m.values[index].tensor;
-  return TensorInfo{str(t->name()), v.dtype, v.sizes, v.device, m.planned[index] != nullptr};
+  const Device planned{static_cast<DeviceType>(t->device_type()), t->device_index()};
+  return TensorInfo{str(t->name()), v.dtype, v.sizes, planned, m.planned[index] != nullptr};
 }
 
 Status check_matches(const TensorInfo& info, const TensorView& value, std::string_view what,
@@ -413,6 +424,7 @@ Status Method::set_input(size_t index, const TensorView& value) {
                         index, info.name);
   Value& v = impl_->values[vi];
   v.tensor.data = planned;
+  v.tensor.device = info.device;
   const Device device = info.device;
   DeviceAllocator* allocator =
       find_device_allocator(device.is_cpu() ? value.device.type : device.type);
@@ -430,11 +442,14 @@ Status Method::bind_input(size_t index, const TensorView& value) {
                         impl_->name, impl_->inputs.size());
   const TensorInfo info = input_info(index);
   BATON_TRY(check_matches(info, value, "input", index));
-  BATON_CHECK_OR_RETURN(value.device == info.device, InvalidArgument,
+  const int vi = impl_->inputs[index];
+  BATON_CHECK_OR_RETURN(value.device == info.device || !impl_->read_outside_delegates[vi],
+                        InvalidArgument,
                         "input {} ('{}') lives on {} in this program but the bound memory is on "
                         "{}; use set_input to copy it, or compile with the matching --io option",
                         index, info.name, info.device.to_string(), value.device.to_string());
-  impl_->values[impl_->inputs[index]].tensor.data = value.data;
+  impl_->values[vi].tensor.data = value.data;
+  impl_->values[vi].tensor.device = value.device;
   impl_->input_ready[index] = 1;
   return Status();
 }
@@ -446,10 +461,12 @@ Status Method::bind_output(size_t index, const TensorView& value) {
   const int vi = impl_->outputs[index];
   const TensorInfo info = output_info(index);
   BATON_TRY(check_matches(info, value, "output", index));
-  BATON_CHECK_OR_RETURN(
-      value.device == info.device, InvalidArgument,
-      "output {} ('{}') lives on {} in this program but the bound memory is on {}", index,
-      info.name, info.device.to_string(), value.device.to_string());
+  BATON_CHECK_OR_RETURN(value.device == info.device || (!impl_->read_outside_delegates[vi] &&
+                                                        !impl_->written_outside_delegates[vi]),
+                        InvalidArgument,
+                        "output {} ('{}') lives on {} in this program but the bound memory is on "
+                        "{}; compile with the matching --io option",
+                        index, info.name, info.device.to_string(), value.device.to_string());
   const fb::Tensor* t = impl_->fm->values()->Get(vi)->value_as_Tensor();
   BATON_CHECK_OR_RETURN(
       t->allocation() == fb::AllocationKind::Arena &&
@@ -459,6 +476,7 @@ Status Method::bind_output(size_t index, const TensorView& value) {
       "method; it cannot be redirected",
       index, info.name);
   impl_->values[vi].tensor.data = value.data;
+  impl_->values[vi].tensor.device = value.device;
   return Status();
 }
 
@@ -492,7 +510,8 @@ Status Method::execute() {
         st = s.allocator->copy(s.dst->tensor.data, to, s.src->tensor.data, from,
                                s.src->tensor.nbytes());
         ++(from.is_cpu() ? m.copies.host_to_device
-                         : to.is_cpu() ? m.copies.device_to_host : m.copies.device_to_device);
+           : to.is_cpu() ? m.copies.device_to_host
+                         : m.copies.device_to_device);
         m.copies.bytes += s.src->tensor.nbytes();
         break;
       }
@@ -533,6 +552,13 @@ std::optional<double> Method::instruction_device_time_ms(size_t index) const {
 std::span<const std::chrono::nanoseconds> Method::instruction_times() const { return impl_->times; }
 
 Method::CopyCounts Method::copy_counts() const { return impl_->copies; }
+
+size_t Method::num_delegates() const { return impl_->delegates.size(); }
+
+std::vector<std::pair<std::string, uint64_t>> Method::delegate_counters(size_t index) const {
+  const DelegateInstance& d = impl_->delegates.at(index);
+  return d.backend->counters(d.handle);
+}
 
 std::vector<Method::ArenaInfo> Method::arenas() const {
   std::vector<ArenaInfo> out;

@@ -47,4 +47,15 @@ Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
   return outputs;
 }
 
+Status Module::run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) {
+  Method& m = *method_;
+  BATON_CHECK_OR_RETURN(inputs.size() == m.num_inputs() && outputs.size() == m.num_outputs(),
+                        InvalidArgument,
+                        "method '{}' takes {} inputs and {} outputs, got {} and {}", m.name(),
+                        m.num_inputs(), m.num_outputs(), inputs.size(), outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(m.bind_input(i, inputs[i]));
+  for (size_t i = 0; i < outputs.size(); ++i) BATON_TRY(m.bind_output(i, outputs[i]));
+  return m.execute();
+}
+
 }  // namespace baton::runtime

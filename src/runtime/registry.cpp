@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "baton/core/check.h"
 #include "baton/runtime/backend.h"
 #include "baton/runtime/device_allocator.h"
 
@@ -66,6 +67,35 @@ DeviceAllocator* find_device_allocator(DeviceType type) {
   std::shared_lock lock(r.mutex);
   const auto index = static_cast<size_t>(type);
   return index < r.allocators.size() ? r.allocators[index] : nullptr;
+}
+
+Result<Tensor> allocate_tensor(DType dtype, std::vector<int64_t> sizes, Device device) {
+  if (device.is_cpu()) return Tensor::empty(dtype, std::move(sizes));
+  DeviceAllocator* allocator = find_device_allocator(device.type);
+  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                        "cannot allocate on {}: no allocator for {} is registered (for GPUs call "
+                        "baton::cuda::register_backend())",
+                        device.to_string(), device_type_name(device.type));
+  const auto bytes = checked_nbytes(dtype, sizes);
+  BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument,
+                        "cannot allocate a {} tensor of shape {}", dtype_name(dtype),
+                        shape_to_string(sizes));
+  BATON_ASSIGN_OR_RETURN(void* p, allocator->allocate(device, *bytes, 256));
+  std::shared_ptr<void> storage(p,
+                                [allocator, device](void* q) { allocator->deallocate(device, q); });
+  return Tensor::wrap(std::move(storage), dtype, std::move(sizes), device);
+}
+
+Status copy_tensor(const TensorView& dst, const TensorView& src) {
+  BATON_CHECK_OR_RETURN(dst.dtype == src.dtype && dst.numel() == src.numel(), InvalidArgument,
+                        "copy_tensor: {} {} into {} {}", dtype_name(src.dtype),
+                        shape_to_string(src.sizes), dtype_name(dst.dtype),
+                        shape_to_string(dst.sizes));
+  const DeviceType type = src.device.is_cpu() ? dst.device.type : src.device.type;
+  DeviceAllocator* allocator = find_device_allocator(type);
+  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported, "no allocator can copy {} -> {}",
+                        src.device.to_string(), dst.device.to_string());
+  return allocator->copy(dst.data, dst.device, src.data, src.device, src.nbytes());
 }
 
 }  // namespace baton::runtime

@@ -203,6 +203,49 @@ TEST_F(RuntimeTest, BoundInputsAndOutputsAreUsedInPlace) {
   EXPECT_FLOAT_EQ(out[0], 1.5f);
 }
 
+// Memory on another device may be bound only where delegates alone read or write the value: the
+// backend then decides (CUDA: bind device memory directly, stage host memory, refuse other GPUs).
+TEST_F(RuntimeTest, OtherDeviceMemoryMayBeBoundOnlyWhereOnlyDelegatesTouchIt) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {2, 3});
+  const int y = b.tensor("y", DType::Float32, {2, 3});
+  const int z = b.tensor("z", DType::Float32, {2, 3});
+  const auto blob = testing::make_test_blob(1, 1, {}, 0, {{testing::TestOp::Relu, 0, 0, 1}}, 6);
+  b.delegate_call(b.delegate(testing::kTestBackendId, {}, blob), {x}, {y});
+  b.kernel(b.op("Relu"), {y}, {}, {z}, "relu");
+  b.inputs({x});
+  b.outputs({y, z});
+  auto method = std::move(load(b.bytes())->load_method("forward")).value();
+  std::vector<float> data(6, 1.0f);
+  const TensorView on_gpu{data.data(), DType::Float32, sizes_, Device::cuda(0)};
+  // x is read only by the delegate: accepted, and the delegate sees the declared device.
+  EXPECT_TRUE(method->bind_input(0, on_gpu).ok());
+  // y is also read by a CPU kernel: refused.
+  const Status s = method->bind_output(0, on_gpu);
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("lives on cpu in this program but the bound memory is on cuda:0"),
+            std::string::npos)
+      << s.message();
+  // z is written by a CPU kernel: refused.
+  EXPECT_FALSE(method->bind_output(1, on_gpu).ok());
+  // input_info still reports the planned device.
+  EXPECT_TRUE(method->input_info(0).device.is_cpu());
+}
+
+TEST_F(RuntimeTest, ModuleRunsIntoCallerBuffers) {
+  auto p = make_add_relu_program(true);
+  auto module = runtime::Module::from_program(load(p.builder.bytes())).value();
+  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, out(6, 0.0f);
+  ASSERT_TRUE(module
+                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
+                       {TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}})
+                  .ok());
+  const auto want = testing::add_relu_reference(p, x);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[i], want[i]);
+  const Status s = module.run({}, {});
+  EXPECT_NE(s.message().find("takes 1 inputs and 1 outputs, got 0 and 0"), std::string::npos);
+}
+
 TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
   testing::ProgramBuilder b;
   const int x = b.unplanned_tensor("x", DType::Float32, {4});

@@ -1,6 +1,6 @@
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -97,6 +97,7 @@ Status run_compile(const CompileArgs& args) {
   options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
   options.max_partition_nodes = args.max_partition_nodes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
+  if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
   BATON_ASSIGN_OR_RETURN(const DeviceAssignment assignment, parse_devices(args.device));
   const bool gpu = !assignment.devices.empty();
   BATON_CHECK_OR_RETURN(gpu || (args.arch.empty() && args.precision.empty() &&
@@ -114,7 +115,8 @@ Status run_compile(const CompileArgs& args) {
   }
   if (gpu) {
     options.backends.push_back(builders.front().get());
-    options.choose_backend = [&](int index, compiler::BackendCompiler*) -> compiler::BackendCompiler* {
+    options.choose_backend = [&](int index,
+                                 compiler::BackendCompiler*) -> compiler::BackendCompiler* {
       if (!assignment.round_robin.empty()) {
         return builders[assignment.round_robin[index % assignment.round_robin.size()]].get();
       }

@@ -6,9 +6,11 @@
 #include <random>
 
 #include "baton/core/check.h"
+#include "baton/runtime/device_allocator.h"
 #include "baton/runtime/npy.h"
 #include "baton/runtime/program.h"
 #include "commands.h"
+#include "gpu_run.h"
 
 namespace baton::tool {
 namespace {
@@ -179,7 +181,20 @@ Status run_run(const RunArgs& args) {
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program));
   BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward"));
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
-  for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(method->set_input(i, inputs[i].view()));
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));
+  if (args.device_io) {
+    BATON_TRY(gpu->bind_device_io(*method, inputs));
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(method->set_input(i, inputs[i].view()));
+  }
+  int returned_early = 0;
+  auto call = [&]() -> Status {
+    if (!gpu) return method->execute();
+    bool early = false;
+    BATON_TRY(gpu->execute(*method, &early));
+    returned_early += early ? 1 : 0;
+    return Status();
+  };
 
   if (!args.quiet) {
     std::printf("program %s: %s\n", args.program.c_str(), std::string(program->producer()).c_str());
@@ -193,12 +208,13 @@ Status run_run(const RunArgs& args) {
 
   method->set_profiling(true);
   const size_t steps = method->num_instructions();
-  for (int i = 0; i < args.warmup; ++i) BATON_TRY(method->execute());
+  for (int i = 0; i < args.warmup; ++i) BATON_TRY(call());
+  returned_early = 0;
   std::vector<double> latency;
   std::vector<std::vector<double>> per_step(steps), per_step_device(steps);
   for (int i = 0; i < args.iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    BATON_TRY(method->execute());
+    BATON_TRY(call());
     latency.push_back(Millis(std::chrono::steady_clock::now() - start).count());
     const auto times = method->instruction_times();
     for (size_t s = 0; s < steps; ++s) {
@@ -214,8 +230,14 @@ Status run_run(const RunArgs& args) {
     BATON_CHECK_OR_RETURN(!ec, IoError, "cannot create --output-dir '{}': {}", args.output_dir,
                           ec.message());
   }
+  std::vector<Tensor> host_outputs;
   for (size_t i = 0; i < method->num_outputs(); ++i) {
-    const TensorView out = method->output(i);
+    const TensorView device_out = method->output(i);
+    BATON_ASSIGN_OR_RETURN(Tensor host, Tensor::empty(device_out.dtype, {device_out.sizes.begin(),
+                                                                         device_out.sizes.end()}));
+    BATON_TRY(runtime::copy_tensor(host.view(), device_out));
+    host_outputs.push_back(std::move(host));
+    const TensorView out = host_outputs.back().view();
     const runtime::TensorInfo info = method->output_info(i);
     if (!args.quiet) {
       std::printf("output %zu '%.*s' %s %s  %s\n", i, static_cast<int>(info.name.size()),
@@ -243,6 +265,19 @@ Status run_run(const RunArgs& args) {
       std::printf("  %5s %-8s %-48s %8.3f ms%s\n", fmt::format("[{}]", s).c_str(),
                   info.device.to_string().c_str(), info.description.c_str(),
                   quantile(per_step[s], 0.5), gpu.c_str());
+    }
+  }
+  if (!args.quiet && gpu) {
+    std::printf("%s; execute() returned before the GPU finished in %d of %d timed calls\n",
+                gpu->describe().c_str(), returned_early, args.iterations);
+  }
+  if (!args.quiet) {
+    for (size_t d = 0; d < method->num_delegates(); ++d) {
+      std::string counters;
+      for (const auto& [key, value] : method->delegate_counters(d)) {
+        counters += fmt::format("{}{}={}", counters.empty() ? "" : ", ", key, value);
+      }
+      if (!counters.empty()) std::printf("delegate %zu: %s\n", d, counters.c_str());
     }
   }
   std::sort(latency.begin(), latency.end());

@@ -15,6 +15,7 @@ struct CompileArgs {
   std::string target_device;   // verbatim label for every partition
   std::string io = "host";     // host | device
   size_t max_partition_nodes = 0;
+  bool strict_staging = false;
   std::string arch;                 // sm_XY, for GPU targets without a GPU present
   std::string precision;            // fp32 | tf32 | fp16 | bf16 (GPU partitions)
   std::vector<std::string> shapes;  // NAME=D0xD1x...
@@ -29,6 +30,9 @@ struct RunArgs {
   int warmup = 3;
   unsigned seed = 0;
   bool quiet = false;
+  bool device_io = false;          // inputs and outputs in device memory (zero-copy)
+  std::string stream = "default";  // default | caller
+  int sms = 0;                     // > 0: run on a green context of this many SMs
 };
 
 struct InspectArgs {

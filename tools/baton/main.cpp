@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   c->add_option("--max-partition-nodes", compile.max_partition_nodes,
                 "Split GPU partitions after this many nodes (0: no limit)");
+  c->add_flag("--strict-staging", compile.strict_staging,
+              "GPU partitions refuse host memory at run time instead of staging it");
   c->add_option("--arch", compile.arch,
                 "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU");
   c->add_option("--precision", compile.precision,
@@ -54,6 +56,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   r->add_option("--seed", run.seed, "Seed for random inputs")->capture_default_str();
   r->add_flag("-q,--quiet", run.quiet, "Print only the latency line");
+  r->add_flag("--device-io", run.device_io,
+              "Keep inputs and outputs in GPU memory and bind them zero-copy (compile with --io "
+              "device)");
+  r->add_option("--stream", run.stream,
+                "default: cudaStreamPerThread, synchronized by execute; caller: a stream of "
+                "baton run's own, selected with a StreamGuard")
+      ->check(CLI::IsMember({"default", "caller"}))
+      ->capture_default_str();
+  r->add_option("--sms", run.sms, "Run on a green context of N SMs (implies a caller stream)")
+      ->check(CLI::Range(1, 100000));
 
   baton::tool::InspectArgs inspect;
   CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");

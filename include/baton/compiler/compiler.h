@@ -62,6 +62,8 @@ struct CompileOptions {
   MethodIo io = MethodIo::Host;
   // At most this many nodes per partition (0: no limit), e.g. to spread a model over GPUs.
   size_t max_partition_nodes = 0;
+  // Compile specs added to every delegate (e.g. {"strict_staging", "1"}).
+  std::vector<std::pair<std::string, std::string>> delegate_specs;
   std::function<void(const Progress&)> progress;
 };
 

@@ -8,6 +8,7 @@
 // full contract.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,13 @@ struct DeviceInfo {
 
 // Empty when there is no usable GPU (no driver, no device).
 std::vector<DeviceInfo> devices();
+
+// Engines currently loaded in this process. Every method loaded from one program shares its
+// engines: their weights are resident once, however many methods (threads) run them.
+struct EngineStats {
+  size_t engines = 0;
+  uint64_t weight_bytes = 0;
+};
+EngineStats engine_stats();
 
 }  // namespace baton::cuda

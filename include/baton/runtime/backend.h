@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -76,6 +77,10 @@ class BackendInterface {
   // Device time of the handle's last profiled execute, when the backend measures one.
   virtual std::optional<double> last_device_time_ms(DelegateHandle* handle) const {
     return std::nullopt;
+  }
+  // Monitoring counters of a handle ("zero_copy_calls", "staged_bytes", ...). May allocate.
+  virtual std::vector<std::pair<std::string, uint64_t>> counters(DelegateHandle* handle) const {
+    return {};
   }
 };
 

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "baton/core/device.h"
 #include "baton/core/error.h"
+#include "baton/core/tensor.h"
 
 namespace baton::runtime {
 
@@ -27,8 +29,14 @@ class DeviceAllocator {
                       size_t bytes) = 0;
 };
 
-// Registry keyed by device type. Registration replaces; lookups are lock-free after start-up.
+// Registry keyed by device type. Registration replaces.
 void register_device_allocator(DeviceAllocator* allocator);
 DeviceAllocator* find_device_allocator(DeviceType type);
+
+// A tensor in memory on `device`, through that device's registered allocator; freed when the last
+// Tensor sharing it goes. For callers that pass device buffers (Method::bind_input/bind_output).
+Result<Tensor> allocate_tensor(DType dtype, std::vector<int64_t> sizes, Device device);
+// Copies between two tensors of equal dtype and size, on any registered devices.
+Status copy_tensor(const TensorView& dst, const TensorView& src);
 
 }  // namespace baton::runtime

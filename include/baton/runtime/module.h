@@ -33,6 +33,12 @@ class Module {
   // wrong and how). Returns host copies of the outputs.
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);
 
+  // Zero-copy: binds the caller's buffers (pointer, dtype, shape and device in each view, e.g.
+  // Tensor::view() of a tensor from allocate_tensor) as the method's inputs and outputs, and
+  // executes; outputs land in the caller's memory. Device rules: Method::bind_input. With a
+  // StreamGuard the results may still be in flight on return (docs/device-contract.md).
+  Status run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
+
  private:
   Module(std::shared_ptr<const Program> program, std::unique_ptr<Method> method)
       : program_(std::move(program)), method_(std::move(method)) {}

@@ -100,9 +100,13 @@ class Method {
   // lives on a device). dtype and sizes must match exactly.
   Status set_input(size_t index, const TensorView& value);
   // Zero-copy: later executions read the input from the caller's memory, which must stay valid
-  // and unchanged until they finish. The view's device must be the input's device.
+  // and unchanged until they finish. The view's device must be the input's device, unless only
+  // delegates read the input: then memory on another device is handed to them as is, and the
+  // backend binds it directly, stages it, or refuses it (the CUDA contract: device memory on the
+  // engine's GPU and managed memory directly, host memory staged, another GPU's memory refused).
   Status bind_input(size_t index, const TensorView& value);
-  // Later executions write the output into the caller's memory (same rules as bind_input).
+  // Later executions write the output into the caller's memory (same rules as bind_input, with
+  // "written only by a delegate" for the other-device case).
   Status bind_output(size_t index, const TensorView& value);
 
   // Runs every instruction in order. Allocates nothing. Errors name the failing instruction.
@@ -130,6 +134,10 @@ class Method {
     uint64_t bytes = 0;
   };
   CopyCounts copy_counts() const;
+
+  size_t num_delegates() const;
+  // The backend's monitoring counters for delegate `index` (e.g. zero-copy and staged calls).
+  std::vector<std::pair<std::string, uint64_t>> delegate_counters(size_t index) const;
 
   // Bytes of planned memory per arena device.
   struct ArenaInfo {

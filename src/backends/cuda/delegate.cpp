@@ -1,8 +1,14 @@
-// The "cuda" backend: runtime::BackendInterface over engines.
+// The "cuda" backend: runtime::BackendInterface over engines. docs/device-contract.md is the
+// contract this file implements.
 //
-// init loads (or reuses) the engine for the blob on its GPU and creates an execution context;
-// execute binds the delegate's tensors and enqueues the engine on the current stream; destroy
-// frees the context (the engine goes when its last context does).
+// init: loads (or shares) the engine of the blob on its GPU, checks the partition's label against
+// it, and allocates everything execute needs: an execution context (scratch, cuBLASLt workspace),
+// one staging buffer per binding (unless staging is strict), and the events.
+// execute: classifies each bound pointer (device memory on the engine's GPU and managed memory are
+// bound directly; host memory is staged; another GPU's memory is refused), enqueues everything on
+// the caller's stream (StreamGuard) or cudaStreamPerThread, records a completion event, and
+// synchronizes only when the contract says so.
+// destroy: waits for the completion event, then frees.
 #include <map>
 #include <mutex>
 
@@ -10,6 +16,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/engine.h"
+#include "baton/core/log.h"
 #include "baton/cuda/backend.h"
 #include "baton/runtime/backend.h"
 
@@ -31,34 +38,89 @@ class EngineCache {
     return engine;
   }
 
+  EngineStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EngineStats s;
+    for (const auto& [key, weak] : engines_) {
+      if (auto engine = weak.lock()) {
+        ++s.engines;
+        s.weight_bytes += engine->blob().weights().size();
+      }
+    }
+    return s;
+  }
+
  private:
   std::mutex mutex_;
   std::map<std::pair<const uint8_t*, size_t>, std::weak_ptr<Engine>> engines_;
 };
 
+EngineCache& engine_cache() {
+  static EngineCache cache;
+  return cache;
+}
+
+enum class Binding : uint8_t { Unknown, Direct, Staged };
+
+struct BindingState {
+  uint64_t bytes = 0;
+  bool is_output = false;
+  void* staging = nullptr;  // device buffer for host memory (none when staging is strict)
+  const void* last_pointer = nullptr;
+  Binding last = Binding::Unknown;
+};
+
 struct CudaHandle : runtime::DelegateHandle {
   std::unique_ptr<ExecutionContext> context;
   std::vector<void*> pointers;
+  std::vector<BindingState> bindings;
   bool use_graph = true;
+  bool strict = false;
+  bool integrated = false;
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
+  cudaEvent_t done = nullptr;  // completion event of the last call
+  bool pending = false;        // `done` recorded and not yet waited for on the host
+  cudaStream_t last_stream = nullptr;
+  cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
+  bool logged_staging = false;
+  std::mutex mutex;  // calls on one handle are serialized
+  uint64_t zero_copy_calls = 0, staged_calls = 0, staged_bytes = 0, async_returns = 0;
   std::optional<double> last_ms;
 
   ~CudaHandle() override {
     if (!context) return;
     DeviceGuard guard(context->engine().device());
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
+    // Work may still be in flight on the caller's stream: it uses this handle's buffers.
+    if (pending) cudaEventSynchronize(done);
+    for (cudaEvent_t e : {start, stop, done}) {
+      if (e) cudaEventDestroy(e);
+    }
+    for (BindingState& b : bindings) {
+      if (b.staging) cudaFree(b.staging);
+    }
     context.reset();
   }
 };
 
-bool graphs_enabled(const runtime::BackendInitContext& ctx) {
+bool option_on(const runtime::BackendInitContext& ctx, std::span<const runtime::CompileSpec> specs,
+               std::string_view key, const char* env, bool fallback) {
   for (const auto& o : ctx.options) {
-    if (o.key == "cuda_graphs") return o.value != "0";
+    if (o.key == key) return o.value != "0";
   }
-  const char* env = std::getenv("BATON_CUDA_GRAPHS");
-  return env == nullptr || std::string_view(env) != "0";
+  for (const auto& s : specs) {
+    if (s.key == key) return s.value_string() != "0";
+  }
+  if (env != nullptr) {
+    if (const char* v = std::getenv(env)) return std::string_view(v) != "0";
+  }
+  return fallback;
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
 }
 
 class CudaBackend final : public runtime::BackendInterface {
@@ -70,13 +132,13 @@ class CudaBackend final : public runtime::BackendInterface {
                                         std::span<const uint8_t> blob,
                                         std::span<const runtime::CompileSpec> specs) override {
     const std::string partition(ctx.delegate_name);
-    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, cache_.get(blob, partition));
+    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, engine_cache().get(blob, partition));
+    const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
     // The label device-aware planning used for this partition's tensors must be the GPU its
     // engine runs on, or every tensor at its boundary would be on the wrong GPU.
     for (const runtime::CompileSpec& spec : specs) {
       if (spec.key != "target_device") continue;
       const std::optional<Device> label = Device::parse(spec.value_string());
-      const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
       BATON_CHECK_OR_RETURN(label == built_for, InvalidProgram,
                             "partition '{}' is labelled target_device={} but its engine was built "
                             "for {}: the program's tensors for it are planned on {}. Recompile "
@@ -86,18 +148,41 @@ class CudaBackend final : public runtime::BackendInterface {
     }
     auto handle = std::make_unique<CudaHandle>();
     BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine));
-    handle->pointers.assign(engine->blob().bindings().size(), nullptr);
-    handle->use_graph = graphs_enabled(ctx);
-    DeviceGuard guard(engine->device());
-    BATON_CUDA_CHECK_ON(engine->device(), cudaEventCreate(&handle->start));
-    BATON_CUDA_CHECK_ON(engine->device(), cudaEventCreate(&handle->stop));
+    handle->use_graph = option_on(ctx, specs, "cuda_graphs", "BATON_CUDA_GRAPHS", true);
+    handle->strict = option_on(ctx, specs, "strict_staging", "BATON_STRICT_STAGING", false);
+    const int device = engine->device();
+    DeviceGuard guard(device);
+    BATON_TRY(guard.status());
+    int integrated = 0;
+    BATON_CUDA_CHECK_ON(device, cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, device));
+    handle->integrated = integrated != 0;
+    const EngineBlob& b = engine->blob();
+    handle->pointers.assign(b.bindings().size(), nullptr);
+    for (const BindingRecord& r : b.bindings()) {
+      BindingState s;
+      s.bytes = *checked_nbytes(static_cast<DType>(r.dtype), {r.sizes, r.rank});
+      s.is_output = r.is_output != 0;
+      // Staging buffers are sized and allocated here, never in execute.
+      if (!handle->strict && !handle->integrated) {
+        const cudaError_t e = cudaMalloc(&s.staging, s.bytes == 0 ? 256 : s.bytes);
+        BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
+                              "partition '{}': cannot allocate {} of staging on {}: {}", partition,
+                              bytes_text(s.bytes), built_for.to_string(), status_string(e));
+      }
+      handle->bindings.push_back(s);
+    }
+    BATON_CUDA_CHECK_ON(device, cudaEventCreate(&handle->start));
+    BATON_CUDA_CHECK_ON(device, cudaEventCreate(&handle->stop));
+    BATON_CUDA_CHECK_ON(device, cudaEventCreateWithFlags(&handle->done, cudaEventDisableTiming));
     return static_cast<runtime::DelegateHandle*>(handle.release());
   }
 
   Status execute(runtime::DelegateHandle* h, const runtime::DelegateArgs& args) override {
     auto* handle = static_cast<CudaHandle*>(h);
+    std::lock_guard<std::mutex> lock(handle->mutex);
     Engine& engine = handle->context->engine();
     const EngineBlob& blob = engine.blob();
+    const int device = engine.device();
     const size_t inputs = blob.num_inputs();
     BATON_CHECK_OR_RETURN(args.inputs.size() == inputs &&
                               args.inputs.size() + args.outputs.size() == blob.bindings().size(),
@@ -105,35 +190,72 @@ class CudaBackend final : public runtime::BackendInterface {
                           "partition '{}' takes {} inputs and {} outputs, the call has {} and {}",
                           engine.partition(), inputs, blob.bindings().size() - inputs,
                           args.inputs.size(), args.outputs.size());
-    const Device device = Device::cuda(static_cast<int16_t>(engine.device()));
+    cudaStream_t stream = current_stream();
+    const bool guarded = stream_selected();
+    if (guarded) BATON_TRY(check_stream(*handle, stream, engine));
+    DeviceGuard guard(device);
+    BATON_TRY(guard.status());
+
+    bool staged = false;
     for (size_t i = 0; i < blob.bindings().size(); ++i) {
       const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
-      const BindingRecord& b = blob.bindings()[i];
-      const TensorView& t = v->tensor;
-      const bool fits = t.dtype == static_cast<DType>(b.dtype) &&
-                        std::equal(t.sizes.begin(), t.sizes.end(), b.sizes, b.sizes + b.rank);
-      BATON_CHECK_OR_RETURN(
-          fits, InvalidArgument,
-          "partition '{}' binding '{}' is {} {} but the tensor passed is {} {}", engine.partition(),
-          blob.binding_name(i), dtype_name(static_cast<DType>(b.dtype)),
-          shape_to_string({b.sizes, b.rank}), dtype_name(t.dtype), shape_to_string(t.sizes));
-      BATON_CHECK_OR_RETURN(t.device == device, InvalidArgument,
-                            "partition '{}' runs on {} but binding '{}' is memory on {}",
-                            engine.partition(), device.to_string(), blob.binding_name(i),
-                            t.device.to_string());
-      handle->pointers[i] = t.data;
+      BATON_TRY(check_shape(engine, i, v->tensor));
+      BATON_TRY(classify(*handle, engine, i, v->tensor));
+      staged = staged || handle->bindings[i].last == Binding::Staged;
     }
-    DeviceGuard guard(engine.device());
-    BATON_TRY(guard.status());
-    cudaStream_t stream = current_stream();
-    if (args.profile) BATON_CUDA_CHECK_ON(engine.device(), cudaEventRecord(handle->start, stream));
+    if (staged) BATON_TRY(announce_staging(*handle, engine));
+
+    // The previous call may still be running on another stream and uses the same scratch:
+    // order this call after it on the device, without blocking the host.
+    if (handle->pending && handle->last_stream != stream) {
+      BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done, 0));
+    }
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->start, stream));
+    uint64_t staged_bytes = 0;
+    for (size_t i = 0; i < blob.bindings().size(); ++i) {
+      BindingState& b = handle->bindings[i];
+      const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
+      if (b.last == Binding::Direct) {
+        handle->pointers[i] = v->tensor.data;
+        continue;
+      }
+      handle->pointers[i] = b.staging;
+      staged_bytes += b.bytes;
+      if (!b.is_output && b.bytes) {
+        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging, v->tensor.data, b.bytes,
+                                                    cudaMemcpyHostToDevice, stream));
+      }
+    }
     BATON_TRY(handle->context->enqueue(handle->pointers, stream, handle->use_graph));
-    if (args.profile) BATON_CUDA_CHECK_ON(engine.device(), cudaEventRecord(handle->stop, stream));
-    BATON_CUDA_CHECK_ON(engine.device(), cudaStreamSynchronize(stream));
-    if (args.profile) {
-      float ms = 0.0f;
-      BATON_CUDA_CHECK_ON(engine.device(), cudaEventElapsedTime(&ms, handle->start, handle->stop));
-      handle->last_ms = ms;
+    for (size_t i = inputs; i < blob.bindings().size(); ++i) {
+      const BindingState& b = handle->bindings[i];
+      if (b.last != Binding::Staged || b.bytes == 0) continue;
+      BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging,
+                                                  b.bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->stop, stream));
+    BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->done, stream));
+    handle->pending = true;
+    handle->last_stream = stream;
+    // Without a caller stream the results are ready when execute returns; host memory staged in
+    // or out must be safe to use on return too. Otherwise the caller owns the synchronization.
+    if (!guarded || staged) {
+      BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream));
+      handle->pending = false;
+      if (args.profile) {
+        float ms = 0.0f;
+        BATON_CUDA_CHECK_ON(device, cudaEventElapsedTime(&ms, handle->start, handle->stop));
+        handle->last_ms = ms;
+      }
+    } else {
+      ++handle->async_returns;
+      handle->last_ms.reset();
+    }
+    if (staged) {
+      ++handle->staged_calls;
+      handle->staged_bytes += staged_bytes;
+    } else {
+      ++handle->zero_copy_calls;
     }
     return Status();
   }
@@ -144,11 +266,111 @@ class CudaBackend final : public runtime::BackendInterface {
     return static_cast<CudaHandle*>(h)->last_ms;
   }
 
+  std::vector<std::pair<std::string, uint64_t>> counters(
+      runtime::DelegateHandle* h) const override {
+    auto* handle = static_cast<CudaHandle*>(h);
+    std::lock_guard<std::mutex> lock(handle->mutex);
+    return {{"zero_copy_calls", handle->zero_copy_calls},
+            {"staged_calls", handle->staged_calls},
+            {"staged_bytes", handle->staged_bytes},
+            {"async_returns", handle->async_returns}};
+  }
+
  private:
-  EngineCache cache_;
+  static Status check_stream(CudaHandle& handle, cudaStream_t stream, const Engine& engine) {
+    BATON_CHECK_OR_RETURN(stream != nullptr && stream != cudaStreamLegacy, InvalidArgument,
+                          "partition '{}': the StreamGuard selects the legacy default stream; "
+                          "select a stream you created (or cudaStreamPerThread)",
+                          engine.partition());
+    if (stream == handle.checked_stream || stream == cudaStreamPerThread) return Status();
+    int stream_device = -1;
+    BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetDevice(stream, &stream_device));
+    BATON_CHECK_OR_RETURN(stream_device == engine.device(), InvalidArgument,
+                          "partition '{}' runs on cuda:{} but the caller's stream (StreamGuard) "
+                          "belongs to cuda:{}: select a stream of cuda:{}",
+                          engine.partition(), engine.device(), stream_device, engine.device());
+    handle.checked_stream = stream;
+    return Status();
+  }
+
+  static Status check_shape(const Engine& engine, size_t i, const TensorView& t) {
+    const BindingRecord& b = engine.blob().bindings()[i];
+    const bool fits = t.dtype == static_cast<DType>(b.dtype) &&
+                      std::equal(t.sizes.begin(), t.sizes.end(), b.sizes, b.sizes + b.rank);
+    BATON_CHECK_OR_RETURN(
+        fits, InvalidArgument,
+        "partition '{}' binding '{}' is {} {} but the tensor passed is {} {}", engine.partition(),
+        engine.blob().binding_name(i), dtype_name(static_cast<DType>(b.dtype)),
+        shape_to_string({b.sizes, b.rank}), dtype_name(t.dtype), shape_to_string(t.sizes));
+    return Status();
+  }
+
+  // Where the bound memory really is decides (the pointer is asked, not trusted): memory on the
+  // engine's GPU and managed memory are bound directly; host memory is staged (or bound directly
+  // on an integrated GPU); memory on another GPU is refused, naming both devices. Asked once per
+  // new pointer.
+  static Status classify(CudaHandle& handle, const Engine& engine, size_t i, const TensorView& t) {
+    BindingState& b = handle.bindings[i];
+    if (t.data == b.last_pointer && b.last != Binding::Unknown) return Status();
+    const std::string_view name = engine.blob().binding_name(i);
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, t.data) != cudaSuccess) {
+      cudaGetLastError();
+      attr.type = cudaMemoryTypeUnregistered;
+    }
+    Binding kind = Binding::Staged;
+    switch (attr.type) {
+      case cudaMemoryTypeDevice:
+        BATON_CHECK_OR_RETURN(attr.device == engine.device(), InvalidArgument,
+                              "partition '{}' runs on cuda:{} but binding '{}' is memory on "
+                              "cuda:{}: pass memory on cuda:{}",
+                              engine.partition(), engine.device(), name, attr.device,
+                              engine.device());
+        kind = Binding::Direct;
+        break;
+      case cudaMemoryTypeManaged:
+        kind = Binding::Direct;
+        break;
+      default:
+        BATON_CHECK_OR_RETURN(!t.device.is_cuda(), InvalidArgument,
+                              "partition '{}' binding '{}' is declared as memory on {} but the "
+                              "pointer is host memory",
+                              engine.partition(), name, t.device.to_string());
+        kind = handle.integrated ? Binding::Direct : Binding::Staged;
+        break;
+    }
+    b.last_pointer = t.data;
+    b.last = kind;
+    return Status();
+  }
+
+  static Status announce_staging(CudaHandle& handle, const Engine& engine) {
+    std::string list;
+    for (size_t i = 0; i < handle.bindings.size(); ++i) {
+      const BindingState& b = handle.bindings[i];
+      if (b.last != Binding::Staged) continue;
+      list += fmt::format("{}'{}' ({} {})", list.empty() ? "" : ", ", engine.blob().binding_name(i),
+                          bytes_text(b.bytes), b.is_output ? "out" : "in");
+    }
+    BATON_CHECK_OR_RETURN(!handle.strict, InvalidArgument,
+                          "partition '{}' was given host memory for {}; strict staging forbids "
+                          "copying it: pass memory on cuda:{} (compile with --io device and bind "
+                          "device buffers)",
+                          engine.partition(), list, engine.device());
+    if (!handle.logged_staging) {
+      handle.logged_staging = true;
+      log_message(LogLevel::Info, "cuda",
+                  fmt::format("partition '{}' stages host memory through cuda:{} on every call: "
+                              "{}. Pass memory on cuda:{} to bind it without copies",
+                              engine.partition(), engine.device(), list, engine.device()));
+    }
+    return Status();
+  }
 };
 
 }  // namespace
+
+EngineStats engine_stats() { return engine_cache().stats(); }
 
 void register_backend() {
   static std::once_flag once;

@@ -1,15 +1,33 @@
 #include "backends/cuda/device.h"
 
+#include <mutex>
+
 #include "backends/cuda/cuda_check.h"
-#include "baton/cuda/backend.h"
+#include "backends/cuda/driver.h"
+#include "baton/cuda/stream_guard.h"
 
 namespace baton::cuda {
+namespace {
+
+std::mutex g_override_mutex;
+std::optional<std::vector<DeviceInfo>> g_override;
+
+}  // namespace
 
 DeviceGuard::DeviceGuard(int device) {
-  if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-  if (previous_ == device) return;
+  if (cudaGetDevice(&previous_device_) != cudaSuccess) {
+    cudaGetLastError();
+    previous_device_ = -1;
+  }
+  if (previous_device_ == device) return;
+  auto api = driver_api();
+  if (api.ok()) {
+    CUcontext ctx = nullptr;
+    if ((*api)->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) previous_context_ = ctx;
+  }
   const cudaError_t e = cudaSetDevice(device);
   if (e != cudaSuccess) {
+    cudaGetLastError();
     status_ = BATON_ERROR(DeviceError, "cudaSetDevice({}) failed: {}", device, status_string(e));
     return;
   }
@@ -17,10 +35,21 @@ DeviceGuard::DeviceGuard(int device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
+  if (!switched_) return;
+  auto api = driver_api();
+  if (api.ok()) {
+    (*api)->cuCtxSetCurrent(static_cast<CUcontext>(previous_context_));
+  } else if (previous_device_ >= 0) {
+    cudaSetDevice(previous_device_);
+  }
 }
 
-cudaStream_t current_stream() { return cudaStreamPerThread; }
+cudaStream_t current_stream() {
+  const StreamGuard* guard = current_stream_guard();
+  return guard ? guard->stream() : cudaStreamPerThread;
+}
+
+bool stream_selected() { return current_stream_guard() != nullptr; }
 
 int device_count() {
   int n = 0;
@@ -41,6 +70,19 @@ std::vector<DeviceInfo> devices() {
                    prop.totalGlobalMem});
   }
   return out;
+}
+
+void override_devices_for_testing(std::optional<std::vector<DeviceInfo>> devices) {
+  std::lock_guard<std::mutex> lock(g_override_mutex);
+  g_override = std::move(devices);
+}
+
+std::vector<DeviceInfo> visible_devices() {
+  {
+    std::lock_guard<std::mutex> lock(g_override_mutex);
+    if (g_override) return *g_override;
+  }
+  return devices();
 }
 
 }  // namespace baton::cuda

@@ -1,14 +1,19 @@
-// Device selection and the stream Baton's GPU work runs on.
+// Device selection, device queries and the stream Baton's GPU work runs on.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <optional>
+#include <vector>
+
 #include "baton/core/error.h"
+#include "baton/cuda/backend.h"
 
 namespace baton::cuda {
 
-// Makes `device` current for its scope and restores the previous current device, switching only
-// when they differ (cudaSetDevice is skipped when the device is already current).
+// Makes `device` current for its scope, switching only when another device is current, and on
+// exit restores exactly the context that was current before (through the driver API, so
+// restoring never creates a context on a GPU the caller had not touched).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
@@ -19,14 +24,23 @@ class DeviceGuard {
   const Status& status() const { return status_; }
 
  private:
-  int previous_ = -1;
+  void* previous_context_ = nullptr;  // CUcontext
+  int previous_device_ = -1;
   bool switched_ = false;
   Status status_;
 };
 
-// The stream all of a method's GPU work is enqueued on.
+// The stream selected by the innermost StreamGuard of this thread, or cudaStreamPerThread.
 cudaStream_t current_stream();
+// Whether a StreamGuard is active on this thread.
+bool stream_selected();
 
 int device_count();
+
+// Tests replace what the load-time checks see (device count and architectures) to exercise them
+// without, or with other, GPUs. nullopt restores the real query.
+void override_devices_for_testing(std::optional<std::vector<DeviceInfo>> devices);
+// The devices the load-time checks see.
+std::vector<DeviceInfo> visible_devices();
 
 }  // namespace baton::cuda

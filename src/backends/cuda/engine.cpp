@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/driver.h"
 
 namespace baton::cuda {
 namespace {
@@ -70,27 +71,21 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   partition_ = partition;
   BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes));
   const EngineHeader& h = blob_.header();
-  const int count = device_count();
+  const std::vector<DeviceInfo> found = visible_devices();
+  const int count = static_cast<int>(found.size());
   if (h.device_id >= count) {
-    std::string found;
-    for (int i = 0; i < count; ++i) {
-      int major = 0, minor = 0;
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i);
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, i);
-      found += fmt::format("{}cuda:{} (sm_{}{})", i ? ", " : "", i, major, minor);
+    std::string list;
+    for (const DeviceInfo& d : found) {
+      list += fmt::format("{}cuda:{} (sm_{})", list.empty() ? "" : ", ", d.index, d.sm_arch);
     }
     return BATON_ERROR(NotSupported,
                        "partition '{}' was built for cuda:{} ({}), but this machine has {} CUDA "
                        "device(s){}{}. Rebuild it for a GPU that exists: baton compile MODEL.onnx "
                        "--device cuda:N",
                        partition, h.device_id, sm_arch_name(h.sm_arch), count, count ? ": " : "",
-                       found);
+                       list);
   }
-  int major = 0, minor = 0;
-  BATON_CUDA_CHECK_ON(
-      h.device_id, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h.device_id));
-  BATON_CUDA_CHECK_ON(
-      h.device_id, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, h.device_id));
+  const int major = found[h.device_id].sm_arch / 10, minor = found[h.device_id].sm_arch % 10;
   const uint32_t found_arch = static_cast<uint32_t>(major * 10 + minor);
   // A cubin runs on its major architecture at the same or a newer minor revision.
   BATON_CHECK_OR_RETURN(found_arch / 10 == h.sm_arch / 10 && found_arch % 10 >= h.sm_arch % 10,
@@ -312,9 +307,15 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                                  bool use_graph) {
   if (!use_graph || engine_->blob().steps().empty()) return enqueue_steps(pointers, stream);
   const int device = engine_->device();
+  BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
+  // A graph executes in the context it was instantiated in: a green context's stream needs a
+  // graph of its own, or its kernels would leave the green context's SMs.
+  CUcontext context = nullptr;
+  BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
   // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
-  if (graph_ && std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),
-                           graph_pointers_.end())) {
+  if (graph_ && context == graph_context_ &&
+      std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),
+                 graph_pointers_.end())) {
     BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_, stream));
     return Status();
   }
@@ -327,21 +328,30 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     return captured;
   }
   BATON_CUDA_CHECK_ON(device, ended);
-  if (graph_) {
+  if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(graph_, graph, &info) != cudaSuccess) {
       cudaGetLastError();
       cudaGraphExecDestroy(graph_);
       graph_ = nullptr;
     }
+  } else if (graph_) {
+    cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
   }
   if (!graph_) {
+    CUcontext previous = nullptr;
+    api->cuCtxGetCurrent(&previous);
+    if (previous != context) api->cuCtxSetCurrent(context);
     const cudaError_t e = cudaGraphInstantiate(&graph_, graph, 0);
+    if (previous != context) api->cuCtxSetCurrent(previous);
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
+      graph_ = nullptr;
       return BATON_ERROR(DeviceError, "cudaGraphInstantiate failed on cuda:{}: {}", device,
                          status_string(e));
     }
+    graph_context_ = context;
   }
   cudaGraphDestroy(graph);
   std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());

@@ -67,7 +67,8 @@ class ExecutionContext {
   ~ExecutionContext();
 
   // Binds `pointers` (one per binding, in order) and enqueues the engine on `stream`. With
-  // `use_graph`, replays the captured graph when the pointers are the ones it was captured with.
+  // `use_graph`, replays the captured graph when the pointers (and the stream's context) are the
+  // ones it was captured with; otherwise captures the engine again and updates the graph.
   Status enqueue(std::span<void* const> pointers, cudaStream_t stream, bool use_graph);
 
   Engine& engine() { return *engine_; }
@@ -86,7 +87,7 @@ class ExecutionContext {
   std::vector<std::vector<void*>> kernel_arg_ptrs_;
   cudaGraphExec_t graph_ = nullptr;
   std::vector<void*> graph_pointers_;
-  cudaStream_t graph_stream_ = nullptr;
+  void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
 };
 
 }  // namespace baton::cuda

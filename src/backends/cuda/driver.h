@@ -1,0 +1,30 @@
+// CUDA driver API functions Baton needs beyond the runtime (context save/restore, green
+// contexts), fetched from the driver at run time through cudaGetDriverEntryPointByVersion. Nothing
+// links libcuda, so binaries start on machines without a driver (where these are simply absent).
+#pragma once
+
+#include <cuda.h>
+
+#include "baton/core/error.h"
+
+namespace baton::cuda {
+
+struct DriverApi {
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetDevResource)(CUdevice, CUdevResource*, CUdevResourceType) = nullptr;
+  CUresult (*cuDevSmResourceSplitByCount)(CUdevResource*, unsigned int*, const CUdevResource*,
+                                          CUdevResource*, unsigned int, unsigned int) = nullptr;
+  CUresult (*cuDevResourceGenerateDesc)(CUdevResourceDesc*, CUdevResource*, unsigned int) = nullptr;
+  CUresult (*cuGreenCtxCreate)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int) = nullptr;
+  CUresult (*cuGreenCtxDestroy)(CUgreenCtx) = nullptr;
+  CUresult (*cuGreenCtxStreamCreate)(CUstream*, CUgreenCtx, unsigned int, int) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamGetCtx)(CUstream, CUcontext*) = nullptr;
+};
+
+// The functions, or DeviceError naming the one the driver does not provide.
+Result<const DriverApi*> driver_api();
+
+}  // namespace baton::cuda

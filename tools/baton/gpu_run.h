@@ -1,0 +1,31 @@
+// The GPU options of `baton run` (--device-io, --stream, --sms). CMake builds gpu_run_cuda.cpp
+// when Baton has its CUDA backend and gpu_run_none.cpp (which refuses the options) otherwise, so
+// the rest of the tool has no CUDA in it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/runtime/program.h"
+#include "commands.h"
+
+namespace baton::tool {
+
+class GpuRun {
+ public:
+  virtual ~GpuRun() = default;
+  // --device-io: copies `inputs` into device buffers once and binds them and device buffers for
+  // the outputs, so execute() touches no host memory.
+  virtual Status bind_device_io(runtime::Method& method, const std::vector<Tensor>& inputs) = 0;
+  // One call under the selected stream (if any), then waits for it; `returned_early` says whether
+  // the GPU was still working when execute() returned.
+  virtual Status execute(runtime::Method& method, bool* returned_early) = 0;
+  // "stream: caller; green context: 16 SMs (asked 16) on cuda:0".
+  virtual std::string describe() const = 0;
+};
+
+// nullptr when the options ask for nothing GPU-specific.
+Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method);
+
+}  // namespace baton::tool

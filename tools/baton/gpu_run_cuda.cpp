@@ -1,0 +1,112 @@
+#include <cuda_runtime_api.h>
+
+#include <optional>
+
+#include "baton/core/check.h"
+#include "baton/cuda/green_context.h"
+#include "baton/cuda/stream_guard.h"
+#include "baton/runtime/device_allocator.h"
+#include "gpu_run.h"
+
+namespace baton::tool {
+namespace {
+
+class CudaRun final : public GpuRun {
+ public:
+  static Result<std::unique_ptr<GpuRun>> create(const RunArgs& args, const runtime::Method& m) {
+    auto run = std::make_unique<CudaRun>();
+    // The GPU the program's partitions run on: the first device arena.
+    run->device_ = 0;
+    for (const auto& a : m.arenas()) {
+      if (a.device.is_cuda()) {
+        run->device_ = a.device.index;
+        break;
+      }
+    }
+    if (args.sms > 0) {
+      BATON_ASSIGN_OR_RETURN(auto green, cuda::GreenContext::create(run->device_, args.sms));
+      run->green_.emplace(std::move(green));
+      run->stream_ = run->green_->stream();
+    } else if (args.stream == "caller") {
+      const int previous = [] {
+        int d = 0;
+        cudaGetDevice(&d);
+        return d;
+      }();
+      cudaSetDevice(run->device_);
+      const cudaError_t e = cudaStreamCreateWithFlags(&run->stream_, cudaStreamNonBlocking);
+      cudaSetDevice(previous);
+      BATON_CHECK_OR_RETURN(e == cudaSuccess, DeviceError, "cannot create a stream on cuda:{}: {}",
+                            run->device_, cudaGetErrorString(e));
+      run->own_stream_ = true;
+    }
+    return std::unique_ptr<GpuRun>(std::move(run));
+  }
+
+  ~CudaRun() override {
+    if (own_stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status bind_device_io(runtime::Method& m, const std::vector<Tensor>& inputs) override {
+    const Device device = Device::cuda(static_cast<int16_t>(device_));
+    for (size_t i = 0; i < m.num_inputs(); ++i) {
+      const runtime::TensorInfo info = m.input_info(i);
+      BATON_ASSIGN_OR_RETURN(
+          Tensor t,
+          runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, device));
+      BATON_TRY(runtime::copy_tensor(t.view(), inputs[i].view()));
+      BATON_TRY(m.bind_input(i, t.view()));
+      buffers_.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < m.num_outputs(); ++i) {
+      const runtime::TensorInfo info = m.output_info(i);
+      BATON_ASSIGN_OR_RETURN(
+          Tensor t,
+          runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, device));
+      BATON_TRY(m.bind_output(i, t.view()));
+      buffers_.push_back(std::move(t));
+    }
+    return Status();
+  }
+
+  Status execute(runtime::Method& m, bool* returned_early) override {
+    *returned_early = false;
+    if (stream_ == nullptr) return m.execute();
+    {
+      cuda::StreamGuard guard(stream_);
+      BATON_TRY(m.execute());
+    }
+    *returned_early = cudaStreamQuery(stream_) == cudaErrorNotReady;
+    cudaGetLastError();
+    const cudaError_t e = cudaStreamSynchronize(stream_);
+    BATON_CHECK_OR_RETURN(e == cudaSuccess, DeviceError, "cudaStreamSynchronize: {}",
+                          cudaGetErrorString(e));
+    return Status();
+  }
+
+  std::string describe() const override {
+    if (green_) {
+      return fmt::format("stream: green context of {} SMs (asked {}) on cuda:{}",
+                         green_->sm_count(), green_->requested_sm_count(), device_);
+    }
+    return stream_ ? fmt::format("stream: caller's (non-blocking) on cuda:{}", device_)
+                   : std::string("stream: default (cudaStreamPerThread, synchronized by execute)");
+  }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  bool own_stream_ = false;
+  std::optional<cuda::GreenContext> green_;
+  std::vector<Tensor> buffers_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method) {
+  if (!args.device_io && args.stream == "default" && args.sms == 0)
+    return std::unique_ptr<GpuRun>();
+  return CudaRun::create(args, method);
+}
+
+}  // namespace baton::tool
