@@ -22,7 +22,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 for t in "$HERE"/bin/*_test; do
   name=$(basename "$t")
-  "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
+  timeout "${BATON_TEST_TIMEOUT:-240}" "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
   rc=$?
   summary=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) \]" "$LOG/$name.log" | tr '\n' ' ')
   echo "$name: exit $rc  $summary"

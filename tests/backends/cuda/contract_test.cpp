@@ -158,7 +158,10 @@ TEST_F(ContractTest, DeviceAndManagedMemoryAreBoundWithoutCopies) {
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor dy = device_tensor({64, 256});
-  ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+  {
+    const Status st_ = module.run({dx.view()}, {dy.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
   EXPECT_LE(error(read_now(dy.view()), reference(x)), 1e-5);
   EXPECT_EQ(module.method().output(0).data, dy.data());  // the output landed in our buffer
   EXPECT_EQ(counter(module.method(), "zero_copy_calls"), 1u);
@@ -180,9 +183,13 @@ TEST_F(ContractTest, DeviceAndManagedMemoryAreBoundWithoutCopies) {
   cudaFree(my);
 }
 
+// Captures the backend's info lines while in scope (and always unhooks itself, also when an
+// assertion ends the test early).
 struct LogCapture {
   std::mutex mutex;
   std::vector<std::string> lines;
+  LogCapture() { set_log_callback(&LogCapture::callback, this); }
+  ~LogCapture() { set_log_callback(nullptr, nullptr); }
   static void callback(LogLevel level, std::string_view component, std::string_view message,
                        void* self) {
     auto* c = static_cast<LogCapture*>(self);
@@ -194,17 +201,24 @@ struct LogCapture {
 TEST_F(ContractTest, HostMemoryIsStagedAndSaidOncePerHandle) {
   const auto program = compile("cuda:0", /*io_device=*/true);
   LogCapture log;
-  set_log_callback(&LogCapture::callback, &log);
   auto first = runtime::Module::from_program(program).value();
   auto second = runtime::Module::from_program(program).value();
   const Tensor x = host_input();
   Tensor y = Tensor::empty(DType::Float32, {64, 256}).value();
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(first.run({x.view()}, {y.view()}).ok());
+  for (int i = 0; i < 3; ++i) {
+    const Status st_ = first.run({x.view()}, {y.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
   EXPECT_LE(error(read_now(y.view()), reference(x)), 1e-5);
   EXPECT_EQ(log.lines.size(), 1u);
-  ASSERT_TRUE(second.run({x.view()}, {y.view()}).ok());
-  ASSERT_TRUE(second.run({x.view()}, {y.view()}).ok());
-  set_log_callback(nullptr, nullptr);
+  {
+    const Status st_ = second.run({x.view()}, {y.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  {
+    const Status st_ = second.run({x.view()}, {y.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
   ASSERT_EQ(log.lines.size(), 2u);  // one line per handle
   EXPECT_NE(log.lines[0].find("stages host memory"), std::string::npos) << log.lines[0];
   EXPECT_NE(log.lines[0].find("'x' (128.0 KiB in)"), std::string::npos) << log.lines[0];
@@ -231,7 +245,10 @@ TEST_F(ContractTest, StrictStagingRefusesHostMemory) {
     // Device memory still runs.
     const Tensor dx = device_copy(x);
     const Tensor dy = device_tensor({64, 256});
-    ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+    {
+      const Status st_ = module.run({dx.view()}, {dy.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
 }
 
@@ -256,7 +273,10 @@ TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor dy = device_tensor({64, 256});
-  ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());  // warm: capture the graph
+  {
+    const Status st_ = module.run({dx.view()}, {dy.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }  // warm: capture the graph
   poison(dy);
   cudaDeviceSynchronize();
   cudaStream_t stream;
@@ -265,7 +285,10 @@ TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
   const auto start = Clock::now();
   {
     cuda::StreamGuard guard(stream);
-    ASSERT_TRUE(module.method().execute().ok());
+    {
+      const Status st_ = module.method().execute();
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
@@ -292,9 +315,15 @@ TEST_F(ContractTest, RepeatedCallsWithoutSynchronizationAreRight) {
   cudaDeviceSynchronize();
   {
     cuda::StreamGuard guard(stream);
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE(module.run({dxs[i].view()}, {dys[i].view()}).ok());
+    for (int i = 0; i < 6; ++i) {
+      const Status st_ = module.run({dxs[i].view()}, {dys[i].view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
     // and the same buffers again, which replays the graph captured for them
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE(module.run({dxs[i].view()}, {dys[i].view()}).ok());
+    for (int i = 0; i < 6; ++i) {
+      const Status st_ = module.run({dxs[i].view()}, {dys[i].view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   cudaStreamSynchronize(stream);
   for (int i = 0; i < 6; ++i)
@@ -315,12 +344,18 @@ TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice
   ASSERT_TRUE(kernels.spin(a, kSpinCycles).ok());
   {
     cuda::StreamGuard guard(a);
-    ASSERT_TRUE(module.run({d1.view()}, {y1.view()}).ok());
+    {
+      const Status st_ = module.run({d1.view()}, {y1.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   const auto start = Clock::now();
   {
     cuda::StreamGuard guard(b);
-    ASSERT_TRUE(module.run({d2.view()}, {y2.view()}).ok());
+    {
+      const Status st_ = module.run({d2.view()}, {y2.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_LT(ms, 50.0) << "the second call waited on the host";
@@ -347,7 +382,10 @@ TEST_F(ContractTest, DestroyingAMethodWaitsForItsLastCall) {
     auto module = runtime::Module::from_program(program).value();
     ASSERT_TRUE(kernels.spin(stream, kSpinCycles).ok());
     cuda::StreamGuard guard(stream);
-    ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+    {
+      const Status st_ = module.run({dx.view()}, {dy.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }  // the method's destructor waits for the completion event
   EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
   EXPECT_LE(error(read_now(dy.view()), reference(x)), 1e-5);
@@ -365,7 +403,10 @@ TEST_F(ContractTest, StagingUnderACallerStreamSynchronizes) {
   ASSERT_TRUE(kernels.spin(stream, kSpinCycles / 4).ok());
   {
     cuda::StreamGuard guard(stream);
-    ASSERT_TRUE(module.run({x.view()}, {y.view()}).ok());
+    {
+      const Status st_ = module.run({x.view()}, {y.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
   EXPECT_LE(error(read_now(y.view()), reference(x)), 1e-5);  // ready on return, no sync by us
@@ -403,12 +444,21 @@ TEST_F(ContractTest, GraphsAreNeverReplayedWithStalePointers) {
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor first = device_tensor({64, 256}), second = device_tensor({64, 256});
-  ASSERT_TRUE(module.run({dx.view()}, {first.view()}).ok());
-  ASSERT_TRUE(module.run({dx.view()}, {first.view()}).ok());  // replayed
+  {
+    const Status st_ = module.run({dx.view()}, {first.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  {
+    const Status st_ = module.run({dx.view()}, {first.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }  // replayed
   poison(first);
   poison(second);
   cudaDeviceSynchronize();
-  ASSERT_TRUE(module.run({dx.view()}, {second.view()}).ok());
+  {
+    const Status st_ = module.run({dx.view()}, {second.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
   EXPECT_LE(error(read_now(second.view()), reference(x)), 1e-5);
   EXPECT_TRUE(all_poisoned(read_now(first.view()))) << "the old buffer was written";
 }
@@ -518,7 +568,10 @@ TEST_F(ContractTest, AGreenContextConfinesTheMethodAndKeepsTheContract) {
   ASSERT_TRUE(before.ok()) << before.status().to_string();
   {
     cuda::StreamGuard guard(green.stream());
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+    for (int i = 0; i < 5; ++i) {
+      const Status st_ = module.run({dx.view()}, {dy.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   auto after = kernels.probe_sms(green.stream(), 1024);
   ASSERT_TRUE(after.ok());
@@ -533,7 +586,10 @@ TEST_F(ContractTest, AGreenContextConfinesTheMethodAndKeepsTheContract) {
   ASSERT_TRUE(kernels.spin(green.stream(), kSpinCycles).ok());
   {
     cuda::StreamGuard guard(green.stream());
-    ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+    {
+      const Status st_ = module.run({dx.view()}, {dy.view()});
+      ASSERT_TRUE(st_.ok()) << st_.to_string();
+    }
   }
   EXPECT_EQ(cudaStreamQuery(green.stream()), cudaErrorNotReady);
   EXPECT_TRUE(all_poisoned(read_now(dy.view())));
@@ -587,7 +643,10 @@ TEST_F(ContractTest, ConcurrentMethodsShareWeightsAndMatchASingleThread) {
     auto module = runtime::Module::from_program(program).value();
     const Tensor dy = device_tensor({64, 256});
     for (const Tensor& dx : dxs) {
-      ASSERT_TRUE(module.run({dx.view()}, {dy.view()}).ok());
+      {
+        const Status st_ = module.run({dx.view()}, {dy.view()});
+        ASSERT_TRUE(st_.ok()) << st_.to_string();
+      }
       expected.push_back(read_now(dy.view()));
     }
   }
