@@ -9,6 +9,7 @@
 #include "baton/baton.h"
 #include "baton/runtime/program.h"
 #include "format/program_file.h"
+#include "testing/aligned_bytes.h"
 #include "testing/sample_programs.h"
 #include "testing/test_backend.h"
 
@@ -19,18 +20,7 @@ using format::ProgramFile;
 using testing::AddReluProgram;
 using testing::make_add_relu_program;
 
-// Aligned storage so parse() sees bytes the way a loaded file presents them.
-struct Aligned {
-  explicit Aligned(const std::vector<uint8_t>& bytes)
-      : data(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 64) / 64 * 64))),
-        size(bytes.size()) {
-    if (size) std::memcpy(data, bytes.data(), size);
-  }
-  ~Aligned() { std::free(data); }
-  std::span<const uint8_t> span() const { return {data, size}; }
-  uint8_t* data;
-  size_t size;
-};
+using Aligned = testing::AlignedBytes;
 
 Status parse(const std::vector<uint8_t>& bytes) {
   Aligned a(bytes);
@@ -108,10 +98,8 @@ TEST(FormatTest, TrailingBytesAreRejected) {
 
 TEST(FormatTest, MisalignedBufferIsAnArgumentError) {
   const std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
-  std::vector<uint8_t> storage(bytes.size() + 64);
-  Aligned a(storage);
-  std::memcpy(a.data + 1, bytes.data(), bytes.size());
-  auto r = ProgramFile::parse({a.data + 1, bytes.size()});
+  Aligned misaligned(bytes, /*offset=*/1);
+  auto r = ProgramFile::parse(misaligned.span());
   EXPECT_EQ(r.code(), Error::InvalidArgument);
 }
 

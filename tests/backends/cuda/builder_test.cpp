@@ -15,6 +15,7 @@
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
 #include "format/program_file.h"
+#include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 
 namespace baton {
@@ -57,12 +58,10 @@ Result<Built> build(const OnnxBuilder& model, const std::string& precision, int 
 }
 
 cuda::EngineBlob parse_blob(const std::vector<uint8_t>& bytes) {
-  // std::vector storage is at least 16-byte aligned; the blob needs 64.
-  static std::vector<std::unique_ptr<uint8_t[], void (*)(void*)>> keep;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64));
-  std::memcpy(p, bytes.data(), bytes.size());
-  keep.emplace_back(p, std::free);
-  return cuda::EngineBlob::parse({p, bytes.size()}).value();
+  // The blob views the bytes it parses: keep the aligned copies for the whole test.
+  static std::vector<std::unique_ptr<testing::AlignedBytes>> keep;
+  keep.push_back(std::make_unique<testing::AlignedBytes>(bytes));
+  return cuda::EngineBlob::parse(keep.back()->span()).value();
 }
 
 OnnxBuilder mlp(bool relu) {

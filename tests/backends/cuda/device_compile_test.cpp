@@ -18,6 +18,7 @@
 #include "baton/runtime/program.h"
 #include "compiler/backend_compiler.h"
 #include "format/program_file.h"
+#include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 
 namespace baton {
@@ -59,7 +60,7 @@ struct Placement {
   std::vector<int> engine_devices;         // per delegate: engine header device_id
   std::vector<std::string> arena_devices;  // per arena
   // Every tensor read or written by a delegate call, with its device.
-  std::vector<std::pair<int, std::string>> boundary;  // (delegate, device)
+  std::vector<std::pair<int, std::string>> boundary;        // (delegate, device)
   std::vector<std::pair<std::string, std::string>> copies;  // (from, to)
   std::vector<std::string> input_devices, output_devices;
 };
@@ -78,18 +79,17 @@ Placement inspect(const std::vector<uint8_t>& bytes) {
   for (uint32_t d = 0; m.delegates() && d < m.delegates()->size(); ++d) {
     const fb::Delegate* del = m.delegates()->Get(d);
     for (const auto* cs : *del->compile_specs()) {
-      if (cs->key()->str() == "target_device") p.labels.emplace_back(cs->value()->begin(), cs->value()->end());
+      if (cs->key()->str() == "target_device")
+        p.labels.emplace_back(cs->value()->begin(), cs->value()->end());
     }
-    const auto blob = file->segment(del->blob_segment());
-    std::vector<uint8_t> storage(blob.size() + 64);
-    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
-    std::memcpy(aligned, blob.data(), blob.size());
-    auto engine = cuda::EngineBlob::parse({aligned, blob.size()});
+    const testing::AlignedBytes blob(file->segment(del->blob_segment()));
+    auto engine = cuda::EngineBlob::parse(blob.span());
     EXPECT_TRUE(engine.ok()) << engine.status().to_string();
     p.engine_devices.push_back(engine.ok() ? engine->header().device_id : -1);
   }
   for (uint32_t a = 0; m.arenas() && a < m.arenas()->size(); ++a) {
-    p.arena_devices.push_back(format::device_string(m.arenas()->Get(a)->device_type(), m.arenas()->Get(a)->device_index()));
+    p.arena_devices.push_back(format::device_string(m.arenas()->Get(a)->device_type(),
+                                                    m.arenas()->Get(a)->device_index()));
   }
   for (const fb::Instruction* ins : *m.instructions()) {
     if (const auto* call = ins->instruction_as_DelegateCall()) {
@@ -188,18 +188,19 @@ TEST(DeviceCompileTest, PartitionsOnTwoDevicesCarryTwoLabels) {
   const Placement p = inspect(*bytes);
   EXPECT_EQ(p.labels, (std::vector<std::string>{"cuda:0", "cuda:1"}));
   EXPECT_EQ(p.engine_devices, (std::vector<int>{0, 1}));
-  for (const auto& [delegate, device] : p.boundary) EXPECT_EQ(device, fmt::format("cuda:{}", delegate));
+  for (const auto& [delegate, device] : p.boundary)
+    EXPECT_EQ(device, fmt::format("cuda:{}", delegate));
   EXPECT_EQ(p.arena_devices, (std::vector<std::string>{"cpu", "cuda:0", "cuda:1"}));
 }
 
 TEST(DeviceCompileTest, ACpuOpBetweenGpuPartitionsGetsExactlyTheCopiesItNeeds) {
   auto bytes = compile(split_model(), {});
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  EXPECT_EQ(inspect(*bytes).copies, (std::vector<std::pair<std::string, std::string>>{
-                                        {"cpu", "cuda:0"},     // x in
-                                        {"cuda:0", "cpu"},     // h to the CPU op
-                                        {"cpu", "cuda:0"},     // p back
-                                        {"cuda:0", "cpu"}}));  // y out
+  EXPECT_EQ(inspect(*bytes).copies,
+            (std::vector<std::pair<std::string, std::string>>{{"cpu", "cuda:0"},  // x in
+                                                              {"cuda:0", "cpu"},  // h to the CPU op
+                                                              {"cpu", "cuda:0"},  // p back
+                                                              {"cuda:0", "cpu"}}));  // y out
 }
 
 TEST(DeviceCompileTest, AdjacentPartitionsOnOneDeviceHandOverInDeviceMemory) {
@@ -219,8 +220,9 @@ TEST(DeviceCompileTest, AdjacentPartitionsOnTwoDevicesCopyDeviceToDevice) {
   o.max_partition_nodes = 2;
   auto bytes = compile(gpu_model(), o);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  EXPECT_EQ(inspect(*bytes).copies, (std::vector<std::pair<std::string, std::string>>{
-                                        {"cpu", "cuda:0"}, {"cuda:0", "cuda:1"}, {"cuda:1", "cpu"}}));
+  EXPECT_EQ(inspect(*bytes).copies,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"cpu", "cuda:0"}, {"cuda:0", "cuda:1"}, {"cuda:1", "cpu"}}));
 }
 
 TEST(DeviceCompileTest, EveryOutputOfAMultiOutputCallIsAnnotated) {
@@ -273,7 +275,8 @@ TEST(DeviceCompileTest, AProgramWithItsEngineBlobRemovedIsRejectedAtLoad) {
   file->program().UnPackTo(&program);
   program.methods[0]->delegates[0]->blob_segment = -1;
   std::vector<std::span<const uint8_t>> segments;
-  for (uint32_t i = 0; i < file->program().segments()->size(); ++i) segments.push_back(file->segment(i));
+  for (uint32_t i = 0; i < file->program().segments()->size(); ++i)
+    segments.push_back(file->segment(i));
   auto damaged = format::serialize_program(std::move(program), segments);
   ASSERT_TRUE(damaged.ok());
   auto loaded = runtime::Program::load_bytes(*damaged);

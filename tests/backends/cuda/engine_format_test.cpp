@@ -8,6 +8,8 @@
 #include <cstring>
 #include <random>
 
+#include "testing/aligned_bytes.h"
+
 namespace baton::cuda {
 namespace {
 
@@ -63,17 +65,7 @@ EngineDescription sample() {
   return e;
 }
 
-struct Aligned {
-  explicit Aligned(const std::vector<uint8_t>& b)
-      : data(static_cast<uint8_t*>(std::aligned_alloc(64, (b.size() + 64) / 64 * 64))),
-        size(b.size()) {
-    if (!b.empty()) std::memcpy(data, b.data(), b.size());
-  }
-  ~Aligned() { std::free(data); }
-  std::span<const uint8_t> span() const { return {data, size}; }
-  uint8_t* data;
-  size_t size;
-};
+using Aligned = testing::AlignedBytes;
 
 Status parse(const std::vector<uint8_t>& bytes) {
   Aligned a(bytes);
@@ -142,10 +134,8 @@ TEST(EngineFormatTest, RandomCorruptionNeverCrashes) {
 TEST(EngineFormatTest, MisalignedAndForeignBytes) {
   auto bytes = write_engine_blob(sample());
   ASSERT_TRUE(bytes.ok());
-  std::vector<uint8_t> storage(bytes->size() + 64);
-  Aligned a(storage);
-  std::memcpy(a.data + 8, bytes->data(), bytes->size());
-  EXPECT_NE(EngineBlob::parse({a.data + 8, bytes->size()}).status().message().find("aligned"),
+  Aligned misaligned(*bytes, /*offset=*/8);
+  EXPECT_NE(EngineBlob::parse(misaligned.span()).status().message().find("aligned"),
             std::string::npos);
   std::vector<uint8_t> foreign(bytes->size(), 0x55);
   EXPECT_NE(parse(foreign).message().find("not a Baton CUDA engine"), std::string::npos);

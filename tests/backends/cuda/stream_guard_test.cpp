@@ -12,6 +12,7 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/engine.h"
 #include "backends/cuda/engine_format.h"
+#include "testing/aligned_bytes.h"
 
 namespace baton::cuda {
 namespace {
@@ -62,11 +63,8 @@ std::vector<uint8_t> blob_for(int device, uint32_t arch) {
 
 Status load_with(std::vector<DeviceInfo> devices, int device, uint32_t arch) {
   override_devices_for_testing(std::move(devices));
-  const std::vector<uint8_t> blob = blob_for(device, arch);
-  auto* aligned = static_cast<uint8_t*>(std::aligned_alloc(64, (blob.size() + 63) / 64 * 64));
-  std::memcpy(aligned, blob.data(), blob.size());
-  Status s = Engine::load({aligned, blob.size()}, "cuda_0").status();
-  std::free(aligned);
+  const testing::AlignedBytes blob(blob_for(device, arch));
+  Status s = Engine::load(blob.span(), "cuda_0").status();
   override_devices_for_testing(std::nullopt);
   return s;
 }

@@ -385,30 +385,17 @@ class Lowering {
       FusedOp op;
       op.a = refs[0];
       op.b = refs[1];
-      const std::string& t = n.op_type;
-      if (t == "Add")
-        op.kind = FusedOp::Kind::Add;
-      else if (t == "Sub")
-        op.kind = FusedOp::Kind::Sub;
-      else if (t == "Mul")
-        op.kind = FusedOp::Kind::Mul;
-      else if (t == "Div")
-        op.kind = FusedOp::Kind::Div;
-      else if (t == "Pow")
-        op.kind = FusedOp::Kind::Pow;
-      else if (t == "Sqrt")
-        op.kind = FusedOp::Kind::Sqrt;
-      else if (t == "Erf")
-        op.kind = FusedOp::Kind::Erf;
-      else if (t == "Relu")
-        op.kind = FusedOp::Kind::Relu;
-      else if (t == "Tanh")
-        op.kind = FusedOp::Kind::Tanh;
-      else if (t == "Sigmoid")
-        op.kind = FusedOp::Kind::Sigmoid;
-      else {
-        const auto* a = n.attribute("approximate");
-        op.kind = a && a->s == "tanh" ? FusedOp::Kind::GeluTanh : FusedOp::Kind::Gelu;
+      static const std::map<std::string, FusedOp::Kind> kKinds = {
+          {"Add", FusedOp::Kind::Add},   {"Sub", FusedOp::Kind::Sub},
+          {"Mul", FusedOp::Kind::Mul},   {"Div", FusedOp::Kind::Div},
+          {"Pow", FusedOp::Kind::Pow},   {"Sqrt", FusedOp::Kind::Sqrt},
+          {"Erf", FusedOp::Kind::Erf},   {"Relu", FusedOp::Kind::Relu},
+          {"Tanh", FusedOp::Kind::Tanh}, {"Sigmoid", FusedOp::Kind::Sigmoid},
+          {"Gelu", FusedOp::Kind::Gelu}};
+      op.kind = kKinds.at(n.op_type);
+      if (const auto* a = n.attribute("approximate");
+          op.kind == FusedOp::Kind::Gelu && a && a->s == "tanh") {
+        op.kind = FusedOp::Kind::GeluTanh;
       }
       ref[n.outputs[0]] = -1 - static_cast<int>(k.ops.size());
       k.ops.push_back(op);
@@ -814,8 +801,8 @@ bool EngineBuilder::supports(const Graph& graph, const IrNode& node) const {
 Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
   // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
   std::vector<uint8_t> storage(blob.size() + 64);
-  auto* aligned = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+  auto* aligned =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
   if (!blob.empty()) std::memcpy(aligned, blob.data(), blob.size());
   BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse({aligned, blob.size()}));
   return Device::cuda(static_cast<int16_t>(parsed.header().device_id));
