@@ -126,8 +126,8 @@ class Emitter {
       for (int& v : s.inputs) {
         if (v < 0 || table_.values[v].constant) continue;
         if (table_.device[v] == s.device) continue;
-        const bool fresh = table_.twins.count(
-                               {v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
+        const bool fresh =
+            table_.twins.count({v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
         const int twin = table_.twin(v, s.device);
         if (fresh) result.push_back(copy_step(v, twin));
         v = twin;

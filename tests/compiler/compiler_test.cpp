@@ -394,8 +394,9 @@ TEST_F(CompilerTest, ABlobWhoseDeviceCannotBeReadIsACompileError) {
   auto r = compile(partition_model(), options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.code(), Error::InvalidProgram);
-  EXPECT_NE(r.status().message().find("cannot read the device its test_elementwise blob was built for"),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find("cannot read the device its test_elementwise blob was built for"),
+      std::string::npos)
       << r.status().to_string();
 }
 

@@ -179,13 +179,17 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
   const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
   const std::string a = (dir_ / "gpu_a.baton").string(), b = (dir_ / "gpu_b.baton").string();
   CliRun r = baton("compile -q " + model + " -o " + a + " --device cuda --arch sm_90");
-  if (r.output.find("has no cuda backend") != std::string::npos) GTEST_SKIP() << "built without CUDA";
+  if (r.output.find("has no cuda backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA";
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = baton("compile -q " + model + " -o " + b + " --device cuda:0 --arch sm_90 --target-device cuda:0");
+  r = baton("compile -q " + model + " -o " + b +
+            " --device cuda:0 --arch sm_90 --target-device cuda:0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
-  const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}), bytes_b((std::istreambuf_iterator<char>(fb)), {});
-  EXPECT_EQ(bytes_a, bytes_b) << "--device cuda and an explicit cuda:0 label must give the same file";
+  const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}),
+      bytes_b((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_EQ(bytes_a, bytes_b)
+      << "--device cuda and an explicit cuda:0 label must give the same file";
 
   r = baton("inspect --json " + a);
   ASSERT_EQ(r.exit_code, 0);
