@@ -117,10 +117,9 @@ class ContractTest : public ::testing::Test {
     if (gpus_ == 0) GTEST_SKIP() << "no CUDA device here: GPU test skipped";
   }
 
-  void need_two_gpus() {
-    if (gpus_ < 2)
-      GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
-  }
+  // GTEST_SKIP only returns from the function it is written in, so each
+  // two-GPU test writes `if (!two_gpus()) GTEST_SKIP() << ...` in its own body.
+  bool two_gpus() const { return gpus_ >= 2; }
 
   Tensor host_input() { return testing::random_tensor(rng_, {64, 512}); }
   Tensor device_tensor(std::vector<int64_t> sizes, int device = 0) {
@@ -253,7 +252,8 @@ TEST_F(ContractTest, StrictStagingRefusesHostMemory) {
 }
 
 TEST_F(ContractTest, MemoryOnAnotherGpuIsRefusedNamingBoth) {
-  need_two_gpus();
+  if (!two_gpus())
+    GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
   auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
   const Tensor other = device_copy(host_input(), /*device=*/1);
   const Tensor dy = device_tensor({64, 256});
@@ -466,7 +466,8 @@ TEST_F(ContractTest, GraphsAreNeverReplayedWithStalePointers) {
 // --- device selection ----------------------------------------------------------------------------
 
 TEST_F(ContractTest, TheCallersCurrentDeviceIsRestored) {
-  need_two_gpus();
+  if (!two_gpus())
+    GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
   cudaSetDevice(1);
   auto program = compile("cuda:0", true);
   auto module = runtime::Module::from_program(program);
@@ -487,7 +488,8 @@ TEST_F(ContractTest, TheCallersCurrentDeviceIsRestored) {
 }
 
 TEST_F(ContractTest, AProgramBuiltForCuda1RunsOnGpu1AndLeavesGpu0Alone) {
-  need_two_gpus();
+  if (!two_gpus())
+    GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
   const Tensor x = host_input();
   std::vector<float> on0;
   {
@@ -519,7 +521,8 @@ TEST_F(ContractTest, AProgramBuiltForCuda1RunsOnGpu1AndLeavesGpu0Alone) {
 }
 
 TEST_F(ContractTest, PartitionsOnTwoGpusHandOverWithPeerCopies) {
-  need_two_gpus();
+  if (!two_gpus())
+    GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
   compiler::CompileOptions options;
   auto b0 = std::move(compiler::make_backend_compiler({Device::cuda(0), "", "fp32"})).value();
   auto b1 = std::move(compiler::make_backend_compiler({Device::cuda(1), "", "fp32"})).value();
