@@ -6,6 +6,11 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOG=${1:-/tmp/baton-gpu-logs}
+if [ ! -f tests/e2e/make_models.py ] || [ ! -f examples/mlp.onnx ]; then
+  echo "run_gpu_suite: run me from the Baton repository root (the tests read its models);" \
+       "$PWD has no tests/e2e/make_models.py or examples/mlp.onnx" >&2
+  exit 2
+fi
 mkdir -p "$LOG"
 PY=$(command -v python3)
 SITE=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)
