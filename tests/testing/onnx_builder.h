@@ -101,4 +101,27 @@ class OnnxBuilder {
   onnx::ModelProto model_;
 };
 
+// x[batch, in] -> MatMul(w1) -> middle -> MatMul(w2) -> y[batch, out]. A Relu in the middle keeps
+// the graph in one GPU partition; Pow with an integer exponent (which only the CPU runs) splits
+// it into GPU, CPU, GPU.
+enum class Middle { Relu, CpuOnlyPow };
+inline OnnxBuilder two_matmuls(int64_t batch, int64_t in, int64_t hidden, int64_t out,
+                               Middle middle, const std::vector<float>& w1,
+                               const std::vector<float>& w2) {
+  OnnxBuilder b;
+  b.input("x", {batch, in});
+  b.initializer("w1", {in, hidden}, w1);
+  b.initializer("w2", {hidden, out}, w2);
+  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
+  if (middle == Middle::Relu) {
+    b.node("Relu", {"h"}, {"r"}, "relu");
+  } else {
+    b.initializer_int64("two", {}, {2});
+    b.node("Pow", {"h", "two"}, {"r"}, "pow_on_cpu");
+  }
+  b.node("MatMul", {"r", "w2"}, {"y"}, "mm2");
+  b.output("y", {batch, out});
+  return b;
+}
+
 }  // namespace baton::testing

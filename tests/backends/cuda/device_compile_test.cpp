@@ -110,34 +110,13 @@ std::vector<float> weights(size_t n) {
   return v;
 }
 
-// x -> MatMul -> Relu -> MatMul -> y: one GPU partition.
+// One GPU partition; and GPU, CPU-only op, GPU.
 OnnxBuilder gpu_model() {
-  OnnxBuilder b;
-  b.input("x", {4, 16});
-  b.initializer("w1", {16, 16}, weights(256));
-  b.initializer("w2", {16, 8}, weights(128));
-  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
-  b.node("Relu", {"h"}, {"r"}, "relu");
-  b.node("MatMul", {"r", "w2"}, {"y"}, "mm2");
-  b.output("y", {4, 8});
-  return b;
+  return testing::two_matmuls(4, 16, 16, 8, testing::Middle::Relu, weights(256), weights(128));
 }
-
-// GPU partition, a CPU-only op (Pow with an integer exponent), GPU partition.
 OnnxBuilder split_model() {
-  OnnxBuilder b;
-  b.input("x", {4, 16});
-  b.initializer("w1", {16, 16}, weights(256));
-  b.initializer("w2", {16, 8}, weights(128));
-  auto* two = b.graph().add_initializer();
-  two->set_name("two");
-  two->set_data_type(onnx::TensorProto::INT64);
-  two->add_int64_data(2);
-  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
-  b.node("Pow", {"h", "two"}, {"p"}, "pow_on_cpu");
-  b.node("MatMul", {"p", "w2"}, {"y"}, "mm2");
-  b.output("y", {4, 8});
-  return b;
+  return testing::two_matmuls(4, 16, 16, 8, testing::Middle::CpuOnlyPow, weights(256),
+                              weights(128));
 }
 
 TEST(DeviceCompileTest, Cuda0IsByteIdenticalWhetherTheLabelIsDerivedOrSpelledOut) {

@@ -365,18 +365,8 @@ TEST_F(GpuTest, ReshapeOfAnInputIsAView) {
 // A node the GPU cannot run (Pow with an integer exponent) splits the graph: GPU, CPU, GPU, with
 // the copies in between, and the result is still the CPU path's.
 TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
-  OnnxBuilder b;
-  b.input("x", {5, 12});
-  b.initializer("w1", {12, 12}, floats(144));
-  b.initializer("w2", {12, 3}, floats(36));
-  auto* e = b.graph().add_initializer();
-  e->set_name("two");
-  e->set_data_type(onnx::TensorProto::INT64);
-  e->add_int64_data(2);
-  b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
-  b.node("Pow", {"h", "two"}, {"p"}, "pow_int");
-  b.node("MatMul", {"p", "w2"}, {"y"}, "mm2");
-  b.output("y", {5, 3});
+  const OnnxBuilder b =
+      testing::two_matmuls(5, 12, 12, 3, testing::Middle::CpuOnlyPow, floats(144), floats(36));
   compare(b, {random({5, 12})}, /*gpu_kernel_calls=*/1);
   const Compiled gpu = compile(b.bytes(), "cuda:0", "fp32");
   EXPECT_EQ(gpu.summary.delegate_calls, 2u);
@@ -388,27 +378,10 @@ TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
 // goes to the host (the runtime's copy counters, not the program text, say so).
 TEST_F(GpuTest, SeparatedAndAdjacentPartitionsRunAndAdjacentOnesStayOnTheDevice) {
   auto weights = [&](size_t n) { return floats(n, 0.3f); };
-  OnnxBuilder adjacent;
-  adjacent.input("x", {5, 16});
-  adjacent.initializer("w1", {16, 16}, weights(256));
-  adjacent.initializer("w2", {16, 8}, weights(128));
-  adjacent.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
-  adjacent.node("Relu", {"h"}, {"r"}, "relu");
-  adjacent.node("MatMul", {"r", "w2"}, {"y"}, "mm2");
-  adjacent.output("y", {5, 8});
-
-  OnnxBuilder separated;
-  separated.input("x", {5, 16});
-  separated.initializer("w1", {16, 16}, weights(256));
-  separated.initializer("w2", {16, 8}, weights(128));
-  auto* two = separated.graph().add_initializer();
-  two->set_name("two");
-  two->set_data_type(onnx::TensorProto::INT64);
-  two->add_int64_data(2);
-  separated.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
-  separated.node("Pow", {"h", "two"}, {"p"}, "pow_on_cpu");
-  separated.node("MatMul", {"p", "w2"}, {"y"}, "mm2");
-  separated.output("y", {5, 8});
+  const OnnxBuilder adjacent =
+      testing::two_matmuls(5, 16, 16, 8, testing::Middle::Relu, weights(256), weights(128));
+  const OnnxBuilder separated =
+      testing::two_matmuls(5, 16, 16, 8, testing::Middle::CpuOnlyPow, weights(256), weights(128));
 
   struct Case {
     const OnnxBuilder* model;

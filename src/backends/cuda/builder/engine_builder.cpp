@@ -192,22 +192,17 @@ class Lowering {
   // --- slots ------------------------------------------------------------------------------
 
   Status assign_slots() {
+    // Bindings: the partition's inputs, then its outputs, numbered in that order.
     int b = 0;
-    for (int v : p_.inputs) {
-      Slot s;
-      s.kind = Slot::Kind::Binding;
-      s.binding = b++;
-      s.dtype = g_.values[v].dtype;
-      s.sizes = g_.values[v].sizes;
-      slots_[v] = s;
-    }
-    for (int v : p_.outputs) {
-      Slot s;
-      s.kind = Slot::Kind::Binding;
-      s.binding = b++;
-      s.dtype = g_.values[v].dtype;
-      s.sizes = g_.values[v].sizes;
-      slots_[v] = s;
+    for (const std::vector<int>* list : {&p_.inputs, &p_.outputs}) {
+      for (int v : *list) {
+        Slot s;
+        s.kind = Slot::Kind::Binding;
+        s.binding = b++;
+        s.dtype = g_.values[v].dtype;
+        s.sizes = g_.values[v].sizes;
+        slots_[v] = s;
+      }
     }
     for (int idx : p_.nodes) {
       for (int v : g_.nodes[idx].inputs) {
