@@ -159,6 +159,12 @@ class MethodVerifier {
     for (uint32_t i = 0; i < vsize(m_.values()); ++i) {
       const fb::Value* v = m_.values()->Get(i);
       const std::string field = fmt::format("{}.values[{}]", where_, i);
+      // FlatBuffers' verifier accepts a union whose type is set but whose table is absent.
+      BATON_CHECK_OR_RETURN(v->value() != nullptr || v->value_type() == fb::ValueKind::NONE,
+                            InvalidProgram,
+                            "{}: the value's {} table is missing (the file is damaged or was "
+                            "written by a faulty tool; compile the model again)",
+                            field, fb::EnumNameValueKind(v->value_type()));
       switch (v->value_type()) {
         case fb::ValueKind::Null:
         case fb::ValueKind::Int:
@@ -276,6 +282,12 @@ class MethodVerifier {
     for (uint32_t i = 0; i < vsize(m_.instructions()); ++i) {
       const fb::Instruction* ins = m_.instructions()->Get(i);
       const std::string field = fmt::format("{}.instructions[{}]", where_, i);
+      BATON_CHECK_OR_RETURN(
+          ins->instruction() != nullptr || ins->instruction_type() == fb::InstructionKind::NONE,
+          InvalidProgram,
+          "{}: the instruction's {} table is missing (the file is damaged or was written by a "
+          "faulty tool; compile the model again)",
+          field, fb::EnumNameInstructionKind(ins->instruction_type()));
       switch (ins->instruction_type()) {
         case fb::InstructionKind::KernelCall: {
           const fb::KernelCall* k = ins->instruction_as_KernelCall();

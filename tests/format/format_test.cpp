@@ -256,6 +256,50 @@ TEST_F(SemanticTest, NonContiguousDimOrderIsNotSupported) {
   expect("only row-major", Error::NotSupported);
 }
 
+// A union whose type is set but whose table is absent passes FlatBuffers' own verifier; such a
+// file (damaged, or written by a faulty tool) is rejected by name instead of crashing the loader.
+// The field is cleared by zeroing its vtable slot, as a writer that omitted it would have left it.
+std::vector<uint8_t> without_field(const std::vector<uint8_t>& bytes,
+                                   const flatbuffers::Table* (*table_of)(const fb::Method&),
+                                   flatbuffers::voffset_t field) {
+  // Read without verification: the bytes may already be incomplete (e.g. no values at all).
+  Aligned a(bytes);
+  format::FileHeader h;
+  std::memcpy(&h, a.span().data(), sizeof h);
+  const fb::Program* program = fb::GetProgram(a.span().data() + h.flatbuffer_offset);
+  const uint8_t* vtable = table_of(*program->methods()->Get(0))->GetVTable();
+  EXPECT_LT(field, flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable));
+  std::vector<uint8_t> damaged = bytes;
+  const size_t slot = static_cast<size_t>(vtable - a.span().data()) + field;
+  damaged[slot] = damaged[slot + 1] = 0;
+  return damaged;
+}
+
+TEST_F(SemanticTest, ValueKindWithoutItsTable) {
+  const auto damaged = without_field(
+      p.builder.bytes(),
+      [](const fb::Method& m) {
+        return reinterpret_cast<const flatbuffers::Table*>(m.values()->Get(0));
+      },
+      fb::Value::VT_VALUE);
+  expect_invalid(damaged, "values[0]: the value's Tensor table is missing");
+}
+
+// Values and instructions have the same layout, so FlatBuffers shares one vtable between them;
+// with no values left, clearing the slot damages the instructions alone.
+TEST_F(SemanticTest, InstructionKindWithoutItsTable) {
+  m().values.clear();
+  m().inputs.clear();
+  m().outputs.clear();
+  const auto damaged = without_field(
+      p.builder.bytes(),
+      [](const fb::Method& m) {
+        return reinterpret_cast<const flatbuffers::Table*>(m.instructions()->Get(0));
+      },
+      fb::Instruction::VT_INSTRUCTION);
+  expect_invalid(damaged, "instructions[0]: the instruction's KernelCall table is missing");
+}
+
 TEST_F(SemanticTest, DuplicateMethodNames) {
   const std::vector<uint8_t> single = p.builder.bytes();
   Aligned a(single);
