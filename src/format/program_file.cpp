@@ -49,8 +49,7 @@ class MethodVerifier {
   Status run() {
     BATON_TRY(verify_arenas());
     BATON_TRY(verify_values());
-    BATON_TRY(verify_io(m_.inputs(), "inputs"));
-    BATON_TRY(verify_io(m_.outputs(), "outputs"));
+    BATON_TRY(verify_io());
     BATON_TRY(verify_operators());
     BATON_TRY(verify_delegates());
     BATON_TRY(verify_instructions());
@@ -220,22 +219,35 @@ class MethodVerifier {
     return Status();
   }
 
-  // A tensor an instruction reads must have storage, unless it is a method input the caller binds.
-  Status check_readable(int index, const std::string& field) {
+  // A tensor that is read (by an instruction, or by the caller as a method output) must have
+  // storage, unless it is a method input the caller binds.
+  Status check_readable(int index, const std::string& field, std::string_view reader) {
     BATON_TRY(check_tensor(index, field));
     const bool is_input =
         m_.inputs() != nullptr &&
         std::find(m_.inputs()->begin(), m_.inputs()->end(), index) != m_.inputs()->end();
     BATON_CHECK_OR_RETURN(is_input || tensor_at(index)->allocation() != fb::AllocationKind::None,
-                          InvalidProgram,
-                          "{} = {} (tensor '{}') is read by the instruction but has no storage",
-                          field, index, str(tensor_at(index)->name()));
+                          InvalidProgram, "{} = {} (tensor '{}') is read {} but has no storage",
+                          field, index, str(tensor_at(index)->name()), reader);
     return Status();
   }
 
-  Status verify_io(const flatbuffers::Vector<int32_t>* list, std::string_view name) {
-    for (uint32_t i = 0; i < vsize(list); ++i) {
-      BATON_TRY(check_tensor(list->Get(i), fmt::format("{}.{}[{}]", where_, name, i)));
+  // Method inputs are arena memory that set_input copies into, or memory the caller binds (never
+  // a read-only constant); method outputs have storage the caller can read.
+  Status verify_io() {
+    for (uint32_t i = 0; i < vsize(m_.inputs()); ++i) {
+      const int v = m_.inputs()->Get(i);
+      const std::string field = fmt::format("{}.inputs[{}]", where_, i);
+      BATON_TRY(check_tensor(v, field));
+      BATON_CHECK_OR_RETURN(tensor_at(v)->allocation() != fb::AllocationKind::Constant,
+                            InvalidProgram,
+                            "{} = {} (tensor '{}') is a constant; a method input must be in an "
+                            "arena or have no storage",
+                            field, v, str(tensor_at(v)->name()));
+    }
+    for (uint32_t i = 0; i < vsize(m_.outputs()); ++i) {
+      BATON_TRY(check_readable(m_.outputs()->Get(i), fmt::format("{}.outputs[{}]", where_, i),
+                               "as a method output"));
     }
     return Status();
   }
@@ -298,7 +310,7 @@ class MethodVerifier {
           BATON_TRY(each(k->inputs(), field + ".inputs", [&](int v, const std::string& f) {
             BATON_TRY(check_index(v, f));
             if (m_.values()->Get(v)->value_type() == fb::ValueKind::Null) return Status();
-            return check_readable(v, f);
+            return check_readable(v, f, "by the instruction");
           }));
           BATON_TRY(each(k->attributes(), field + ".attributes", [&](int v, const std::string& f) {
             BATON_TRY(check_index(v, f));
@@ -317,15 +329,16 @@ class MethodVerifier {
               d->delegate() >= 0 && static_cast<uint32_t>(d->delegate()) < vsize(m_.delegates()),
               InvalidProgram, "{}.delegate = {} is out of range [0, {})", field, d->delegate(),
               vsize(m_.delegates()));
-          BATON_TRY(each(d->inputs(), field + ".inputs",
-                         [&](int v, const std::string& f) { return check_readable(v, f); }));
+          BATON_TRY(each(d->inputs(), field + ".inputs", [&](int v, const std::string& f) {
+            return check_readable(v, f, "by the instruction");
+          }));
           BATON_TRY(each(d->outputs(), field + ".outputs",
                          [&](int v, const std::string& f) { return check_writable(v, f); }));
           break;
         }
         case fb::InstructionKind::DeviceCopy: {
           const fb::DeviceCopy* c = ins->instruction_as_DeviceCopy();
-          BATON_TRY(check_readable(c->src(), field + ".src"));
+          BATON_TRY(check_readable(c->src(), field + ".src", "by the instruction"));
           BATON_TRY(check_writable(c->dst(), field + ".dst"));
           const fb::Tensor* s = tensor_at(c->src());
           const fb::Tensor* d = tensor_at(c->dst());

@@ -400,6 +400,12 @@ Status check_matches(const TensorInfo& info, const TensorView& value, std::strin
   return Status();
 }
 
+// An output the method computes into an arena (and so one the caller may redirect).
+bool computed_output(const Method::Impl& m, int vi) {
+  return m.fm->values()->Get(vi)->value_as_Tensor()->allocation() == fb::AllocationKind::Arena &&
+         std::find(m.inputs.begin(), m.inputs.end(), vi) == m.inputs.end();
+}
+
 }  // namespace
 
 TensorInfo Method::input_info(size_t index) const {
@@ -467,17 +473,21 @@ Status Method::bind_output(size_t index, const TensorView& value) {
                         "output {} ('{}') lives on {} in this program but the bound memory is on "
                         "{}; compile with the matching --io option",
                         index, info.name, info.device.to_string(), value.device.to_string());
-  const fb::Tensor* t = impl_->fm->values()->Get(vi)->value_as_Tensor();
-  BATON_CHECK_OR_RETURN(
-      t->allocation() == fb::AllocationKind::Arena &&
-          std::find(impl_->inputs.begin(), impl_->inputs.end(), vi) == impl_->inputs.end(),
-      InvalidArgument,
-      "output {} ('{}') is a constant or a method input, not computed by the "
-      "method; it cannot be redirected",
-      index, info.name);
+  BATON_CHECK_OR_RETURN(computed_output(*impl_, vi), InvalidArgument,
+                        "output {} ('{}') is a constant or a method input, not computed by the "
+                        "method; it cannot be redirected (read it with output({}) instead)",
+                        index, info.name, index);
   impl_->values[vi].tensor.data = value.data;
   impl_->values[vi].tensor.device = value.device;
   return Status();
+}
+
+void Method::unbind_output(size_t index) {
+  if (index >= impl_->outputs.size()) return;
+  const int vi = impl_->outputs[index];
+  if (!computed_output(*impl_, vi)) return;  // never redirected
+  impl_->values[vi].tensor.data = impl_->planned[vi];
+  impl_->values[vi].tensor.device = output_info(index).device;
 }
 
 Status Method::execute() {

@@ -30,6 +30,8 @@ Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
                        m.num_inputs(), expected, inputs.size());
   }
   for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(m.set_input(i, inputs[i].view()));
+  // Outputs bound by an earlier run(views) may point at memory the caller has since freed.
+  for (size_t i = 0; i < m.num_outputs(); ++i) m.unbind_output(i);
   BATON_TRY(m.execute());
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < m.num_outputs(); ++i) {

@@ -251,6 +251,17 @@ TEST_F(SemanticTest, ReadOfTensorWithoutStorage) {
   expect("(tensor 'ghost') is read by the instruction but has no storage");
 }
 
+TEST_F(SemanticTest, MethodInputThatIsAConstant) {
+  m().inputs[0] = p.w;
+  expect("inputs[0] = 1 (tensor 'w') is a constant; a method input must be in an arena");
+}
+
+TEST_F(SemanticTest, MethodOutputWithoutStorage) {
+  const int ghost = p.builder.unplanned_tensor("ghost", DType::Float32, {2, 3});
+  m().outputs[0] = ghost;
+  expect("(tensor 'ghost') is read as a method output but has no storage");
+}
+
 TEST_F(SemanticTest, NonContiguousDimOrderIsNotSupported) {
   p.builder.tensor_at(p.y).dim_order = {1, 0};
   expect("only row-major", Error::NotSupported);

@@ -246,6 +246,47 @@ TEST_F(RuntimeTest, ModuleRunsIntoCallerBuffers) {
   EXPECT_NE(s.message().find("takes 1 inputs and 1 outputs, got 0 and 0"), std::string::npos);
 }
 
+// run(tensors) after run(views): the outputs go to the method's own memory again, never to the
+// caller buffers of the earlier call (which the caller may have freed by then).
+TEST_F(RuntimeTest, ModuleRunIntoNewTensorsForgetsEarlierCallerBuffers) {
+  auto p = make_add_relu_program(true);
+  auto module = runtime::Module::from_program(load(p.builder.bytes())).value();
+  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, earlier(6, 0.0f);
+  ASSERT_TRUE(module
+                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
+                       {TensorView{earlier.data(), DType::Float32, sizes_, Device::cpu()}})
+                  .ok());
+  std::fill(earlier.begin(), earlier.end(), -7.0f);
+  x[0] = 4.0f;
+  Tensor input = Tensor::empty(DType::Float32, {2, 3}).value();
+  std::copy(x.begin(), x.end(), input.data_as<float>());
+  auto outputs = module.run({input});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const auto want = testing::add_relu_reference(p, x);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*outputs)[0].data_as<float>()[i], want[i]);
+  for (float v : earlier) EXPECT_EQ(v, -7.0f);
+}
+
+// An output that is a method input is not computed by the method: it cannot be redirected.
+TEST_F(RuntimeTest, AnOutputThatIsAnInputCannotBeRedirected) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {2, 3});
+  const int y = b.tensor("y", DType::Float32, {2, 3});
+  b.kernel(b.op("Relu"), {x}, {}, {y}, "relu");
+  b.inputs({x});
+  b.outputs({y, x});
+  auto method = std::move(load(b.bytes())->load_method("forward")).value();
+  std::vector<float> out(6);
+  const TensorView view{out.data(), DType::Float32, sizes_, Device::cpu()};
+  EXPECT_TRUE(method->bind_output(0, view).ok());
+  const Status s = method->bind_output(1, view);
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("output 1 ('x') is a constant or a method input, not computed by the "
+                             "method; it cannot be redirected"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
   testing::ProgramBuilder b;
   const int x = b.unplanned_tensor("x", DType::Float32, {4});

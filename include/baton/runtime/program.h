@@ -108,6 +108,9 @@ class Method {
   // Later executions write the output into the caller's memory (same rules as bind_input, with
   // "written only by a delegate" for the other-device case).
   Status bind_output(size_t index, const TensorView& value);
+  // Later executions write the output into its planned memory again (undoes bind_output; does
+  // nothing for an output that was never redirected).
+  void unbind_output(size_t index);
 
   // Runs every instruction in order. Allocates nothing. Errors name the failing instruction.
   Status execute();
