@@ -7,6 +7,7 @@
 #include <map>
 
 #include "baton/core/check.h"
+#include "baton/core/tensor.h"
 #include "compiler/memory_plan.h"
 #include "compiler/passes.h"
 
@@ -314,7 +315,7 @@ class Emitter {
       const IrValue& iv = table_.values[ir];
       fb::TensorT& t = tensor_of(fbv);
       if (iv.constant) {
-        constants.resize((constants.size() + 63) / 64 * 64);
+        constants.resize(align_up(constants.size(), 64));
         t.allocation = fb::AllocationKind::Constant;
         t.constant_segment = 0;
         t.offset = constants.size();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "baton/core/tensor.h"
+
 namespace baton::compiler {
 namespace {
 
@@ -14,7 +16,6 @@ bool device_less(const Device& a, const Device& b) {
 }  // namespace
 
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, uint64_t alignment) {
-  auto align = [alignment](uint64_t v) { return (v + alignment - 1) / alignment * alignment; };
   MemoryPlan plan;
   plan.arena.assign(requests.size(), -1);
   plan.offset.assign(requests.size(), 0);
@@ -44,12 +45,12 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, uint64_t alig
     for (size_t other : placed[arena]) {
       const BufferRequest& o = requests[other];
       if (o.first <= req.last && req.first <= o.last) {
-        busy.emplace_back(plan.offset[other], plan.offset[other] + align(o.bytes));
+        busy.emplace_back(plan.offset[other], plan.offset[other] + align_up(o.bytes, alignment));
       }
     }
     std::sort(busy.begin(), busy.end());
     uint64_t candidate = 0;
-    const uint64_t need = align(req.bytes);
+    const uint64_t need = align_up(req.bytes, alignment);
     for (const auto& [begin, end] : busy) {
       if (candidate + need <= begin) break;
       candidate = std::max(candidate, end);

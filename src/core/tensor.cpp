@@ -1,6 +1,8 @@
 #include "baton/core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <new>
 
 #include "baton/core/check.h"
@@ -47,13 +49,21 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+std::optional<uint64_t> checked_align_up(uint64_t value, uint64_t alignment) {
+  const uint64_t rest = value % alignment;
+  if (rest == 0) return value;
+  if (value > std::numeric_limits<uint64_t>::max() - (alignment - rest)) return std::nullopt;
+  return value + (alignment - rest);
+}
+
 Result<Tensor> Tensor::empty(DType dtype, std::vector<int64_t> sizes) {
-  auto bytes = checked_nbytes(dtype, sizes);
-  BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument,
+  // Round up so aligned_alloc's size requirement holds; at least one block so data() is non-null.
+  const auto bytes = checked_nbytes(dtype, sizes);
+  const auto aligned = bytes ? checked_align_up(std::max<uint64_t>(*bytes, 1), 64) : std::nullopt;
+  BATON_CHECK_OR_RETURN(aligned.has_value(), InvalidArgument,
                         "cannot allocate a {} tensor of shape {}: negative size or overflow",
                         dtype_name(dtype), shape_to_string(sizes));
-  // Round up so aligned_alloc's size requirement holds; at least one block so data() is non-null.
-  const uint64_t rounded = (*bytes + 63) / 64 * 64 + (*bytes == 0 ? 64 : 0);
+  const uint64_t rounded = *aligned;
   void* p = std::aligned_alloc(64, rounded);
   BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory,
                         "out of host memory allocating {} bytes for a {} tensor of shape {}",

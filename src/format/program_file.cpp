@@ -370,10 +370,6 @@ std::string hex_prefix(std::span<const uint8_t> bytes, size_t n) {
   return out;
 }
 
-uint64_t align_up(uint64_t value, uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
 }  // namespace
 
 std::string device_string(fb::DeviceType type, int index) {

@@ -1,9 +1,11 @@
 #include "runtime/cpu_allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "baton/core/check.h"
+#include "baton/core/tensor.h"
 
 namespace baton::runtime {
 namespace {
@@ -18,8 +20,10 @@ class CpuAllocator final : public DeviceAllocator {
     BATON_CHECK_OR_RETURN(alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= 4096,
                           InvalidArgument, "alignment {} is not a power of two <= 4096", alignment);
     // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
-    const size_t rounded =
-        (bytes + alignment - 1) / alignment * alignment + (bytes == 0 ? alignment : 0);
+    const auto aligned = checked_align_up(std::max<uint64_t>(bytes, 1), alignment);
+    BATON_CHECK_OR_RETURN(aligned.has_value(), OutOfMemory,
+                          "cannot allocate {} bytes of host memory: the size overflows", bytes);
+    const size_t rounded = *aligned;
     void* p = std::aligned_alloc(alignment, rounded);
     BATON_CHECK_OR_RETURN(p != nullptr, OutOfMemory, "out of host memory allocating {} bytes",
                           rounded);

@@ -154,6 +154,18 @@ TEST(TensorTest, EmptyAllocatesAlignedHostMemory) {
   auto zero = Tensor::empty(DType::Float32, {0, 4});
   ASSERT_TRUE(zero.ok());
   EXPECT_NE(zero->data(), nullptr);
+  // 2^64 - 4 bytes fit in uint64 but rounding them up to 64 does not: an error, not a tiny buffer.
+  auto wraps = Tensor::empty(DType::Float32, {(int64_t{1} << 62) - 1});
+  EXPECT_EQ(wraps.code(), Error::InvalidArgument);
+}
+
+TEST(TensorTest, AlignUpAndItsOverflow) {
+  EXPECT_EQ(align_up(0, 64), 0u);
+  EXPECT_EQ(align_up(1, 64), 64u);
+  EXPECT_EQ(align_up(128, 64), 128u);
+  EXPECT_EQ(checked_align_up(65, 64), 128u);
+  EXPECT_EQ(checked_align_up(UINT64_MAX - 63, 64), UINT64_MAX - 63);
+  EXPECT_FALSE(checked_align_up(UINT64_MAX - 62, 64).has_value());
 }
 
 struct Captured {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "baton/baton.h"
+#include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
 #include "baton/runtime/program.h"
@@ -309,6 +310,15 @@ TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
       method->bind_input(0, TensorView{data.data(), DType::Float32, sizes, Device::cpu()}).ok());
   ASSERT_TRUE(method->execute().ok());
   EXPECT_FLOAT_EQ(method->output(0).data_as<float>()[3], 0.0f);
+}
+
+TEST_F(RuntimeTest, CpuAllocatorRefusesSizesThatOverflowWhenAligned) {
+  runtime::DeviceAllocator* cpu = runtime::find_device_allocator(DeviceType::CPU);
+  ASSERT_NE(cpu, nullptr);
+  auto p = cpu->allocate(Device::cpu(), SIZE_MAX - 10, 64);
+  EXPECT_EQ(p.code(), Error::OutOfMemory);
+  EXPECT_NE(p.status().message().find("the size overflows"), std::string::npos)
+      << p.status().to_string();
 }
 
 TEST_F(RuntimeTest, ArenaOnADeviceWithoutAllocatorIsNamed) {

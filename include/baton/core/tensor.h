@@ -24,6 +24,13 @@ inline constexpr int kMaxRank = 16;
 std::optional<int64_t> checked_numel(std::span<const int64_t> sizes);
 // Element count times element size; nullopt on overflow.
 std::optional<uint64_t> checked_nbytes(DType dtype, std::span<const int64_t> sizes);
+// `value` rounded up to a multiple of `alignment` (> 0), for sizes known to be far from 2^64
+// (verified program sizes, planned offsets).
+constexpr uint64_t align_up(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+// The same for sizes a caller chose: nullopt where rounding up overflows.
+std::optional<uint64_t> checked_align_up(uint64_t value, uint64_t alignment);
 // "[8, 4096]"
 std::string shape_to_string(std::span<const int64_t> sizes);
 

@@ -11,8 +11,6 @@ namespace {
 // Blobs beyond this are certainly corrupt (and keep every sum below far from overflow).
 constexpr uint64_t kMaxBlobBytes = uint64_t{1} << 44;
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 bool inside(const Section& s, uint64_t size) {
   uint64_t end = 0;
   return !__builtin_add_overflow(s.offset, s.size, &end) && end <= size;
