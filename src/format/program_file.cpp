@@ -110,6 +110,12 @@ class MethodVerifier {
       }
     }
     BATON_TRY(verify_device(t.device_type(), t.device_index(), field));
+    // Kernels read elements through typed pointers: the bytes must start on an element boundary.
+    const size_t element = dtype_size(static_cast<DType>(dtype_code));
+    BATON_CHECK_OR_RETURN(t.allocation() == fb::AllocationKind::None || t.offset() % element == 0,
+                          InvalidProgram,
+                          "{}.offset = {} is not a multiple of the {}-byte {} element", field,
+                          t.offset(), element, dtype_name(static_cast<DType>(dtype_code)));
     switch (t.allocation()) {
       case fb::AllocationKind::None:
         break;
@@ -409,6 +415,11 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
                         "the header (byte offset 48) says the file is {} bytes but it is {} bytes: "
                         "the file is truncated or has trailing data",
                         h.file_size, bytes.size());
+  // FlatBuffers addresses at most 2 GiB (its verifier asserts it); the writer never goes beyond.
+  BATON_CHECK_OR_RETURN(h.flatbuffer_size < (uint64_t{1} << 31), InvalidProgram,
+                        "flatbuffer_size = {} (header byte offset 24) exceeds FlatBuffers' 2 GiB "
+                        "limit: the file is corrupt",
+                        h.flatbuffer_size);
   uint64_t fb_end = 0;
   BATON_CHECK_OR_RETURN(h.flatbuffer_offset >= kHeaderSize && h.flatbuffer_offset % 8 == 0 &&
                             !add_overflows(h.flatbuffer_offset, h.flatbuffer_size, &fb_end) &&

@@ -96,6 +96,16 @@ TEST(FormatTest, TrailingBytesAreRejected) {
   expect_invalid(bytes, "truncated or has trailing data");
 }
 
+TEST(FormatTest, FlatbufferOverTwoGigabytesIsRejectedBeforeVerification) {
+  std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
+  format::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.flatbuffer_size = uint64_t{1} << 31;
+  std::memcpy(bytes.data(), &h, sizeof h);
+  expect_invalid(bytes,
+                 "flatbuffer_size = 2147483648 (header byte offset 24) exceeds FlatBuffers'");
+}
+
 TEST(FormatTest, MisalignedBufferIsAnArgumentError) {
   const std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
   Aligned misaligned(bytes, /*offset=*/1);
@@ -174,13 +184,19 @@ TEST_F(SemanticTest, ElementCountOverflow) {
   expect("overflows");
 }
 
+TEST_F(SemanticTest, MisalignedTensorOffset) {
+  p.builder.tensor_at(p.z).offset = 2;
+  expect("(tensor 'z').offset = 2 is not a multiple of the 4-byte float32 element");
+}
+
 TEST_F(SemanticTest, TensorOutsideArena) {
   p.builder.tensor_at(p.z).offset = 1 << 20;
   expect("lie outside arena 0");
 }
 
 TEST_F(SemanticTest, ArenaOffsetOverflow) {
-  p.builder.tensor_at(p.z).offset = ~uint64_t{0} - 4;
+  p.builder.tensor_at(p.z).offset =
+      ~uint64_t{0} - 7;  // element-aligned, and offset + 24 bytes wraps
   expect("lie outside arena 0");
 }
 
