@@ -326,12 +326,12 @@ struct Method::Impl {
                               "method '{}' instruction {}: copies between {} and {} are not "
                               "supported",
                               name, i, from.to_string(), to.to_string());
-        const DeviceType type = from.is_cpu() ? to.type : from.type;
-        step.allocator = find_device_allocator(type);
+        step.allocator = copy_allocator(to, from);
         BATON_CHECK_OR_RETURN(step.allocator != nullptr, NotSupported,
                               "method '{}' instruction {}: copy {} -> {} needs an allocator for "
                               "{}, which is not registered",
-                              name, i, from.to_string(), to.to_string(), device_type_name(type));
+                              name, i, from.to_string(), to.to_string(),
+                              device_type_name(from.is_cpu() ? to.type : from.type));
         step.device = from.is_cpu() ? to : from;
         step.description =
             fmt::format("copy {} {} -> {}", value_name(c->dst()), from.to_string(), to.to_string());
@@ -431,13 +431,13 @@ Status Method::set_input(size_t index, const TensorView& value) {
   Value& v = impl_->values[vi];
   v.tensor.data = planned;
   v.tensor.device = info.device;
-  const Device device = info.device;
-  DeviceAllocator* allocator =
-      find_device_allocator(device.is_cpu() ? value.device.type : device.type);
+  DeviceAllocator* allocator = copy_allocator(info.device, value.device);
   BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
-                        "input {} ('{}'): no allocator can copy from {} to {}", index, info.name,
-                        value.device.to_string(), device.to_string());
-  BATON_TRY(allocator->copy(planned, device, value.data, value.device, value.nbytes()));
+                        "method '{}' input {} ('{}'): no allocator can copy from {} to {} (for "
+                        "GPUs call baton::cuda::register_backend())",
+                        impl_->name, index, info.name, value.device.to_string(),
+                        info.device.to_string());
+  BATON_TRY(allocator->copy(planned, info.device, value.data, value.device, value.nbytes()));
   impl_->input_ready[index] = 1;
   return Status();
 }

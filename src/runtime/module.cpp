@@ -39,11 +39,7 @@ Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
     BATON_ASSIGN_OR_RETURN(
         Tensor t,
         Tensor::empty(out.dtype, std::vector<int64_t>(out.sizes.begin(), out.sizes.end())));
-    DeviceAllocator* allocator = find_device_allocator(out.device.type);
-    BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
-                          "output {} is on {}, for which no allocator is registered", i,
-                          out.device.to_string());
-    BATON_TRY(allocator->copy(t.data(), Device::cpu(), out.data, out.device, out.nbytes()));
+    BATON_TRY(copy_tensor(t.view(), out));
     outputs.push_back(std::move(t));
   }
   return outputs;

@@ -1,6 +1,8 @@
 // The backend and device-allocator registries. Registration happens at start-up (explicitly);
-// lookups take a shared lock so late registration from another thread is still safe.
+// backend lookups take a shared lock and allocator lookups (on the copy path of every
+// set_input) read an atomic, so late registration from another thread is still safe.
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <vector>
@@ -15,7 +17,7 @@ namespace {
 struct Registries {
   std::shared_mutex mutex;
   std::vector<BackendInterface*> backends;
-  std::array<DeviceAllocator*, 2> allocators{};
+  std::array<std::atomic<DeviceAllocator*>, 2> allocators{};
 };
 
 Registries& registries() {
@@ -57,16 +59,20 @@ std::vector<std::string_view> registered_backends() {
 
 void register_device_allocator(DeviceAllocator* allocator) {
   if (allocator == nullptr) return;
-  Registries& r = registries();
-  std::unique_lock lock(r.mutex);
-  r.allocators.at(static_cast<size_t>(allocator->type())) = allocator;
+  const auto index = static_cast<size_t>(allocator->type());
+  if (index < registries().allocators.size())
+    registries().allocators[index].store(allocator, std::memory_order_release);
 }
 
 DeviceAllocator* find_device_allocator(DeviceType type) {
-  Registries& r = registries();
-  std::shared_lock lock(r.mutex);
   const auto index = static_cast<size_t>(type);
-  return index < r.allocators.size() ? r.allocators[index] : nullptr;
+  return index < registries().allocators.size()
+             ? registries().allocators[index].load(std::memory_order_acquire)
+             : nullptr;
+}
+
+DeviceAllocator* copy_allocator(Device dst, Device src) {
+  return find_device_allocator(src.is_cpu() ? dst.type : src.type);
 }
 
 Result<Tensor> allocate_tensor(DType dtype, std::vector<int64_t> sizes, Device device) {
@@ -88,12 +94,14 @@ Result<Tensor> allocate_tensor(DType dtype, std::vector<int64_t> sizes, Device d
 
 Status copy_tensor(const TensorView& dst, const TensorView& src) {
   BATON_CHECK_OR_RETURN(dst.dtype == src.dtype && dst.numel() == src.numel(), InvalidArgument,
-                        "copy_tensor: {} {} into {} {}", dtype_name(src.dtype),
-                        shape_to_string(src.sizes), dtype_name(dst.dtype),
+                        "copy_tensor: cannot copy {} {} into {} {} (dtype or element count "
+                        "differs)",
+                        dtype_name(src.dtype), shape_to_string(src.sizes), dtype_name(dst.dtype),
                         shape_to_string(dst.sizes));
-  const DeviceType type = src.device.is_cpu() ? dst.device.type : src.device.type;
-  DeviceAllocator* allocator = find_device_allocator(type);
-  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported, "no allocator can copy {} -> {}",
+  DeviceAllocator* allocator = copy_allocator(dst.device, src.device);
+  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                        "copy_tensor: no allocator can copy {} -> {} (for GPUs call "
+                        "baton::cuda::register_backend())",
                         src.device.to_string(), dst.device.to_string());
   return allocator->copy(dst.data, dst.device, src.data, src.device, src.nbytes());
 }

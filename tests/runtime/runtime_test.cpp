@@ -312,6 +312,32 @@ TEST_F(RuntimeTest, UnplannedInputMustBeBound) {
   EXPECT_FLOAT_EQ(method->output(0).data_as<float>()[3], 0.0f);
 }
 
+// Without the CUDA backend registered (as in this binary), copies from GPU memory are refused by
+// name, with what to call; copy_tensor also says when the tensors do not match.
+TEST_F(RuntimeTest, CopiesWithoutAnAllocatorAreNamed) {
+  auto p = make_add_relu_program(false);
+  auto method = std::move(load(p.builder.bytes())->load_method("forward")).value();
+  std::vector<float> data(6, 1.0f);
+  const TensorView on_gpu{data.data(), DType::Float32, sizes_, Device::cuda(0)};
+  Status s = method->set_input(0, on_gpu);
+  EXPECT_EQ(s.code(), Error::NotSupported);
+  EXPECT_NE(s.message().find("method 'forward' input 0 ('x'): no allocator can copy from cuda:0 "
+                             "to cpu (for GPUs call baton::cuda::register_backend())"),
+            std::string::npos)
+      << s.message();
+
+  std::vector<float> host(6);
+  const TensorView to_host{host.data(), DType::Float32, sizes_, Device::cpu()};
+  s = runtime::copy_tensor(to_host, on_gpu);
+  EXPECT_EQ(s.code(), Error::NotSupported);
+  EXPECT_NE(s.message().find("copy_tensor: no allocator can copy cuda:0 -> cpu"), std::string::npos)
+      << s.message();
+  const std::vector<int64_t> other = {3, 3};
+  s = runtime::copy_tensor(to_host, TensorView{data.data(), DType::Float32, other, Device::cpu()});
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("(dtype or element count differs)"), std::string::npos) << s.message();
+}
+
 TEST_F(RuntimeTest, CpuAllocatorRefusesSizesThatOverflowWhenAligned) {
   runtime::DeviceAllocator* cpu = runtime::find_device_allocator(DeviceType::CPU);
   ASSERT_NE(cpu, nullptr);

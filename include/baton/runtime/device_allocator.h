@@ -32,6 +32,9 @@ class DeviceAllocator {
 // Registry keyed by device type. Registration replaces.
 void register_device_allocator(DeviceAllocator* allocator);
 DeviceAllocator* find_device_allocator(DeviceType type);
+// The allocator that copies between two devices: the non-CPU side's (nullptr where none is
+// registered).
+DeviceAllocator* copy_allocator(Device dst, Device src);
 
 // A tensor in memory on `device`, through that device's registered allocator; freed when the last
 // Tensor sharing it goes. For callers that pass device buffers (Method::bind_input/bind_output).
