@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 
@@ -32,6 +33,9 @@ struct Step {
   std::unique_ptr<Kernel> kernel;
   int delegate = -1;
   DelegateArgs delegate_args;
+  // The values a kernel or delegate call names; its argument spans point into this, which is
+  // complete before they are taken (and `steps` never grows after load).
+  std::vector<Value*> args;
   Value* src = nullptr;
   Value* dst = nullptr;
   DeviceAllocator* allocator = nullptr;
@@ -61,7 +65,6 @@ struct Method::Impl {
   std::vector<Value> values;
   // Planned data pointer of each value (restored by set_input after a bind).
   std::vector<void*> planned;
-  std::vector<Value*> arg_storage;
   std::vector<Step> steps;
   std::vector<ArenaInstance> arenas;
   std::vector<DelegateInstance> delegates;
@@ -170,10 +173,21 @@ struct Method::Impl {
     }
   }
 
-  std::span<Value* const> take_args(const flatbuffers::Vector<int32_t>* indices) {
-    const size_t start = arg_storage.size();
-    for (int32_t index : span_of(indices)) arg_storage.push_back(&values[index]);
-    return {arg_storage.data() + start, arg_storage.size() - start};
+  // Fills `step.args` with the values each list names, then returns one span per list.
+  template <size_t N>
+  std::array<std::span<Value* const>, N> take_args(
+      Step& step, std::array<const flatbuffers::Vector<int32_t>*, N> lists) {
+    step.args.clear();
+    for (const auto* list : lists) {
+      for (int32_t index : span_of(list)) step.args.push_back(&values[index]);
+    }
+    std::array<std::span<Value* const>, N> spans;
+    size_t at = 0;
+    for (size_t j = 0; j < N; ++j) {
+      spans[j] = {step.args.data() + at, span_of(lists[j]).size()};
+      at += spans[j].size();
+    }
+    return spans;
   }
 
   Status load_delegates(const Program::Impl& p, const MethodOptions& options) {
@@ -237,9 +251,10 @@ struct Method::Impl {
                           "from opset {}",
                           where, op_name, op->opset(), schema->min_opset);
     OpCall call;
-    call.inputs = take_args(k.inputs());
-    call.attrs = take_args(k.attributes());
-    call.outputs = take_args(k.outputs());
+    const auto args = take_args<3>(step, {k.inputs(), k.attributes(), k.outputs()});
+    call.inputs = args[0];
+    call.attrs = args[1];
+    call.outputs = args[2];
     call.node_name = str(k.name());
     std::vector<TensorMeta> metas(call.outputs.size());
     Status st = infer_op(*schema, call, metas);
@@ -281,18 +296,6 @@ struct Method::Impl {
   Status load_steps() {
     const auto* list = fm->instructions();
     const uint32_t n = list == nullptr ? 0 : list->size();
-    // Reserve once so the argument spans handed to kernels never move.
-    size_t total = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      const fb::Instruction* ins = list->Get(i);
-      if (const auto* k = ins->instruction_as_KernelCall()) {
-        total += span_of(k->inputs()).size() + span_of(k->attributes()).size() +
-                 span_of(k->outputs()).size();
-      } else if (const auto* d = ins->instruction_as_DelegateCall()) {
-        total += span_of(d->inputs()).size() + span_of(d->outputs()).size();
-      }
-    }
-    arg_storage.reserve(total);
     steps.resize(n);
     read_outside_delegates.assign(values.size(), 0);
     written_outside_delegates.assign(values.size(), 0);
@@ -306,8 +309,9 @@ struct Method::Impl {
       } else if (const auto* d = ins->instruction_as_DelegateCall()) {
         step.kind = InstructionKind::Delegate;
         step.delegate = d->delegate();
-        step.delegate_args.inputs = take_args(d->inputs());
-        step.delegate_args.outputs = take_args(d->outputs());
+        const auto args = take_args<2>(step, {d->inputs(), d->outputs()});
+        step.delegate_args.inputs = args[0];
+        step.delegate_args.outputs = args[1];
         const DelegateInstance& inst = delegates[step.delegate];
         step.device = step.delegate_args.outputs.empty()
                           ? Device::cpu()
