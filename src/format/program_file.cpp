@@ -132,7 +132,7 @@ class MethodVerifier {
                               field, t.offset(), t.offset(), *nbytes, seg, seg_size);
         BATON_CHECK_OR_RETURN(t.device_type() == fb::DeviceType::CPU, InvalidProgram,
                               "{}: constants must live on the cpu, found {}", field,
-                              device_string(t.device_type(), t.device_index()));
+                              device_of(t).to_string());
         break;
       }
       case fb::AllocationKind::Arena: {
@@ -149,8 +149,7 @@ class MethodVerifier {
         BATON_CHECK_OR_RETURN(
             a->device_type() == t.device_type() && a->device_index() == t.device_index(),
             InvalidProgram, "{} is on {} but its arena {} is on {}", field,
-            device_string(t.device_type(), t.device_index()), arena,
-            device_string(a->device_type(), a->device_index()));
+            device_of(t).to_string(), arena, device_of(*a).to_string());
         break;
       }
       default:
@@ -377,12 +376,6 @@ std::string hex_prefix(std::span<const uint8_t> bytes, size_t n) {
 }
 
 }  // namespace
-
-std::string device_string(fb::DeviceType type, int index) {
-  if (type == fb::DeviceType::CPU) return "cpu";
-  if (type == fb::DeviceType::CUDA) return fmt::format("cuda:{}", index);
-  return fmt::format("device_type {}:{}", static_cast<int>(type), index);
-}
 
 std::span<const uint8_t> ProgramFile::segment(int index) const {
   const fb::Segment* s = program_->segments()->Get(index);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/device.h"
 #include "baton/core/error.h"
 #include "program_generated.h"
 
@@ -65,7 +66,10 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
 // a partial file and readers see the old or the new file, never a mix.
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
 
-// Checks that a (kind, index) pair names a device Baton knows.
-std::string device_string(fb::DeviceType type, int index);
+// The device of a tensor or arena of a parsed (so verified) program.
+template <typename T>
+Device device_of(const T& t) {
+  return Device{static_cast<DeviceType>(t.device_type()), t.device_index()};
+}
 
 }  // namespace baton::format

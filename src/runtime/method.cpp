@@ -14,10 +14,6 @@ namespace {
 
 constexpr size_t kArenaAlignment = 256;
 
-Device to_device(fb::DeviceType type, int16_t index) {
-  return Device{static_cast<DeviceType>(type), index};
-}
-
 std::string_view str(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : s->string_view();
 }
@@ -105,7 +101,7 @@ struct Method::Impl {
     for (uint32_t i = 0; list != nullptr && i < list->size(); ++i) {
       const fb::Arena* fa = list->Get(i);
       ArenaInstance a;
-      a.device = to_device(fa->device_type(), fa->device_index());
+      a.device = format::device_of(*fa);
       a.size = fa->size();
       a.allocator = find_device_allocator(a.device.type);
       BATON_CHECK_OR_RETURN(
@@ -155,7 +151,7 @@ struct Method::Impl {
           TensorView view;
           view.dtype = static_cast<DType>(t->dtype());
           view.sizes = span_of(t->sizes());
-          view.device = to_device(t->device_type(), t->device_index());
+          view.device = format::device_of(*t);
           if (t->allocation() == fb::AllocationKind::Constant) {
             view.data =
                 const_cast<uint8_t*>(p.file.segment(t->constant_segment()).data()) + t->offset();
@@ -387,7 +383,7 @@ namespace {
 TensorInfo info_of(const Method::Impl& m, int index) {
   const fb::Tensor* t = m.fm->values()->Get(index)->value_as_Tensor();
   const TensorView& v = m.values[index].tensor;
-  const Device planned{static_cast<DeviceType>(t->device_type()), t->device_index()};
+  const Device planned = format::device_of(*t);
   return TensorInfo{str(t->name()), v.dtype, v.sizes, planned, m.planned[index] != nullptr};
 }
 

@@ -72,7 +72,7 @@ json value_json(const fb::Value& v, int index) {
       j["name"] = std::string(str(t->name()));
       j["dtype"] = std::string(dtype_name(static_cast<DType>(t->dtype())));
       j["shape"] = list(t->sizes());
-      j["device"] = format::device_string(t->device_type(), t->device_index());
+      j["device"] = format::device_of(*t).to_string();
       switch (t->allocation()) {
         case fb::AllocationKind::Arena:
           j["allocation"] = "arena";
@@ -217,13 +217,12 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   j["arenas"] = json::array();
   for (uint32_t i = 0; m.arenas() && i < m.arenas()->size(); ++i) {
     const fb::Arena* a = m.arenas()->Get(i);
-    j["arenas"].push_back({{"index", i},
-                           {"device", format::device_string(a->device_type(), a->device_index())},
-                           {"size", a->size()}});
+    j["arenas"].push_back(
+        {{"index", i}, {"device", format::device_of(*a).to_string()}, {"size", a->size()}});
   }
   auto device_of = [&](int v) {
     const fb::Tensor* t = m.values()->Get(v)->value_as_Tensor();
-    return format::device_string(t->device_type(), t->device_index());
+    return format::device_of(*t).to_string();
   };
   j["instructions"] = json::array();
   for (uint32_t i = 0; m.instructions() && i < m.instructions()->size(); ++i) {

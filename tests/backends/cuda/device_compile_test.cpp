@@ -67,7 +67,7 @@ struct Placement {
 
 std::string device_of(const fb::Method& m, int value) {
   const fb::Tensor* t = m.values()->Get(value)->value_as_Tensor();
-  return format::device_string(t->device_type(), t->device_index());
+  return format::device_of(*t).to_string();
 }
 
 Placement inspect(const std::vector<uint8_t>& bytes) {
@@ -88,8 +88,7 @@ Placement inspect(const std::vector<uint8_t>& bytes) {
     p.engine_devices.push_back(engine.ok() ? engine->header().device_id : -1);
   }
   for (uint32_t a = 0; m.arenas() && a < m.arenas()->size(); ++a) {
-    p.arena_devices.push_back(format::device_string(m.arenas()->Get(a)->device_type(),
-                                                    m.arenas()->Get(a)->device_index()));
+    p.arena_devices.push_back(format::device_of(*m.arenas()->Get(a)).to_string());
   }
   for (const fb::Instruction* ins : *m.instructions()) {
     if (const auto* call = ins->instruction_as_DelegateCall()) {
