@@ -84,11 +84,6 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_floating(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::Float64 ||
-         dtype == DType::BFloat16;
-}
-
 float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;

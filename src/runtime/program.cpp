@@ -22,25 +22,16 @@ Program::Impl::~Impl() {
 Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Program::~Program() = default;
 
-namespace {
-
-Result<std::shared_ptr<const Program>> finish_load(
-    std::unique_ptr<Program::Impl> impl, std::string_view origin,
-    std::shared_ptr<Program> (*make)(std::unique_ptr<Program::Impl>)) {
-  auto parsed = format::ProgramFile::parse(impl->bytes);
-  if (!parsed.ok()) {
-    return Status(parsed.code(), fmt::format("{}: {}", origin, parsed.status().message()));
-  }
-  impl->file = std::move(parsed).value();
-  return std::shared_ptr<const Program>(make(std::move(impl)));
-}
-
-}  // namespace
-
-// Program's constructor is private; this lets the helpers above build one.
+// Program's constructor is private; its friend parses the bytes and builds one.
 struct ProgramFactory {
-  static std::shared_ptr<Program> make(std::unique_ptr<Program::Impl> impl) {
-    return std::shared_ptr<Program>(new Program(std::move(impl)));
+  static Result<std::shared_ptr<const Program>> finish_load(std::unique_ptr<Program::Impl> impl,
+                                                            std::string_view origin) {
+    auto parsed = format::ProgramFile::parse(impl->bytes);
+    if (!parsed.ok()) {
+      return Status(parsed.code(), fmt::format("{}: {}", origin, parsed.status().message()));
+    }
+    impl->file = std::move(parsed).value();
+    return std::shared_ptr<const Program>(new Program(std::move(impl)));
   }
 };
 
@@ -71,7 +62,7 @@ Result<std::shared_ptr<const Program>> Program::load_file(const std::string& pat
     impl->bytes = {static_cast<const uint8_t*>(p), size};
   }
   ::close(fd);
-  return finish_load(std::move(impl), path, &ProgramFactory::make);
+  return ProgramFactory::finish_load(std::move(impl), path);
 }
 
 Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8_t> bytes) {
@@ -85,7 +76,7 @@ Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8
     std::memcpy(impl->owned, bytes.data(), bytes.size());
     impl->bytes = {static_cast<const uint8_t*>(impl->owned), bytes.size()};
   }
-  return finish_load(std::move(impl), "<memory>", &ProgramFactory::make);
+  return ProgramFactory::finish_load(std::move(impl), "<memory>");
 }
 
 size_t Program::num_methods() const { return impl_->file.program().methods()->size(); }

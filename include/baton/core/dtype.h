@@ -30,7 +30,6 @@ size_t dtype_size(DType dtype);
 // "float32", "int64", ... (numpy's spelling).
 std::string_view dtype_name(DType dtype);
 std::optional<DType> dtype_from_name(std::string_view name);
-bool is_floating(DType dtype);
 
 // IEEE binary16 and bfloat16 conversions (round to nearest even).
 float half_to_float(uint16_t h);
