@@ -345,15 +345,17 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
                                                      const MethodOptions& options) const {
   const fb::Program& fp = impl_->file.program();
   const fb::Method* found = nullptr;
-  std::string names;
-  for (uint32_t i = 0; i < fp.methods()->size(); ++i) {
-    const fb::Method* m = fp.methods()->Get(i);
-    names += fmt::format("{}'{}'", i ? ", " : "", str(m->name()));
+  for (const fb::Method* m : *fp.methods()) {
     if (str(m->name()) == name) found = m;
   }
-  BATON_CHECK_OR_RETURN(found != nullptr, NotFound,
-                        "{}: the program has no method '{}' (it has {})", impl_->origin, name,
-                        names);
+  if (found == nullptr) {
+    std::string names;
+    for (const fb::Method* m : *fp.methods()) {
+      names += fmt::format("{}'{}'", names.empty() ? "" : ", ", str(m->name()));
+    }
+    return BATON_ERROR(NotFound, "{}: the program has no method '{}' (it has {})", impl_->origin,
+                       name, names);
+  }
   auto impl = std::make_unique<Method::Impl>();
   impl->program = shared_from_this();
   impl->fm = found;

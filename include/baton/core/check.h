@@ -20,7 +20,9 @@ namespace baton::detail {
 template <typename... Args>
 Status make_status(Error code, fmt::format_string<Args...> format, Args&&... args) {
   std::string message = fmt::format(format, std::forward<Args>(args)...);
-  log_message(LogLevel::Debug, "error", fmt::format("{}: {}", error_name(code), message));
+  if (log_enabled(LogLevel::Debug)) {
+    log_message(LogLevel::Debug, "error", fmt::format("{}: {}", error_name(code), message));
+  }
   return Status(code, std::move(message));
 }
 
