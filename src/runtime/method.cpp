@@ -205,7 +205,9 @@ struct Method::Impl {
       }
       BATON_CHECK_OR_RETURN(d.backend->is_available(), NotSupported,
                             "method '{}': delegate {} ('{}') needs backend '{}', which is not "
-                            "available on this machine",
+                            "available on this machine (for 'cuda': no CUDA device is visible; "
+                            "check the driver and CUDA_VISIBLE_DEVICES). To run without it, "
+                            "compile the model again with --device cpu",
                             name, i, d.name, backend_id);
       std::vector<CompileSpec> specs;
       for (uint32_t k = 0; fd->compile_specs() != nullptr && k < fd->compile_specs()->size(); ++k) {
@@ -410,12 +412,16 @@ bool computed_output(const Method::Impl& m, int vi) {
 
 }  // namespace
 
+// The accessors below take an index below the matching count; past it they return an empty
+// description instead of throwing (the runtime throws nothing).
 TensorInfo Method::input_info(size_t index) const {
-  return info_of(*impl_, impl_->inputs.at(index));
+  return index < impl_->inputs.size() ? info_of(*impl_, impl_->inputs[index])
+                                      : TensorInfo{{}, DType::Float32, {}, Device::cpu(), false};
 }
 
 TensorInfo Method::output_info(size_t index) const {
-  return info_of(*impl_, impl_->outputs.at(index));
+  return index < impl_->outputs.size() ? info_of(*impl_, impl_->outputs[index])
+                                       : TensorInfo{{}, DType::Float32, {}, Device::cpu(), false};
 }
 
 Status Method::set_input(size_t index, const TensorView& value) {
@@ -538,13 +544,14 @@ Status Method::execute() {
 }
 
 TensorView Method::output(size_t index) const {
-  return impl_->values[impl_->outputs.at(index)].tensor;
+  return index < impl_->outputs.size() ? impl_->values[impl_->outputs[index]].tensor : TensorView{};
 }
 
 size_t Method::num_instructions() const { return impl_->steps.size(); }
 
 InstructionInfo Method::instruction_info(size_t index) const {
-  const Step& s = impl_->steps.at(index);
+  if (index >= impl_->steps.size()) return InstructionInfo{InstructionKind::Kernel, {}, {}};
+  const Step& s = impl_->steps[index];
   return InstructionInfo{s.kind, s.description, s.device};
 }
 
@@ -555,7 +562,8 @@ void Method::set_profiling(bool enabled) {
 }
 
 std::optional<double> Method::instruction_device_time_ms(size_t index) const {
-  const Step& s = impl_->steps.at(index);
+  if (index >= impl_->steps.size()) return std::nullopt;
+  const Step& s = impl_->steps[index];
   if (s.kind != InstructionKind::Delegate || !impl_->profiling) return std::nullopt;
   const DelegateInstance& d = impl_->delegates[s.delegate];
   return d.backend->last_device_time_ms(d.handle);
@@ -568,7 +576,8 @@ Method::CopyCounts Method::copy_counts() const { return impl_->copies; }
 size_t Method::num_delegates() const { return impl_->delegates.size(); }
 
 std::vector<std::pair<std::string, uint64_t>> Method::delegate_counters(size_t index) const {
-  const DelegateInstance& d = impl_->delegates.at(index);
+  if (index >= impl_->delegates.size()) return {};
+  const DelegateInstance& d = impl_->delegates[index];
   return d.backend->counters(d.handle);
 }
 

@@ -120,6 +120,35 @@ TEST_F(RuntimeTest, UnregisteredBackendIsNamed) {
   EXPECT_NE(method.status().message().find("test_elementwise"), std::string::npos);
 }
 
+TEST_F(RuntimeTest, UnavailableBackendIsNamedWithWhatToDo) {
+  auto p = make_add_relu_program(true);
+  auto program = load(p.builder.bytes());
+  testing::test_backend_stats().available = false;
+  auto method = program->load_method("forward");
+  testing::test_backend_stats().available = true;
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("delegate 0 ('test_0') needs backend "
+                                           "'test_elementwise', which is not available on this "
+                                           "machine"),
+            std::string::npos)
+      << method.status().message();
+  EXPECT_NE(method.status().message().find("compile the model again with --device cpu"),
+            std::string::npos);
+}
+
+TEST_F(RuntimeTest, AccessorsPastTheCountReturnEmptyResults) {
+  auto p = make_add_relu_program(true);
+  auto method = std::move(load(p.builder.bytes())->load_method("forward")).value();
+  EXPECT_EQ(method->input_info(0).name, "x");
+  EXPECT_TRUE(method->input_info(1).name.empty());
+  EXPECT_FALSE(method->input_info(1).has_storage);
+  EXPECT_TRUE(method->output_info(7).name.empty());
+  EXPECT_EQ(method->output(1).data, nullptr);
+  EXPECT_TRUE(method->instruction_info(method->num_instructions()).description.empty());
+  EXPECT_FALSE(method->instruction_device_time_ms(99).has_value());
+  EXPECT_TRUE(method->delegate_counters(method->num_delegates()).empty());
+}
+
 TEST_F(RuntimeTest, UnknownOperatorIsNamed) {
   auto p = make_add_relu_program(false);
   p.builder.method().operators[1]->name = "Frobnicate";

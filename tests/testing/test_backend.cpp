@@ -33,7 +33,7 @@ bool read(std::span<const uint8_t> blob, size_t& pos, T* out) {
 class TestBackend final : public runtime::BackendInterface {
  public:
   std::string_view id() const override { return kTestBackendId; }
-  bool is_available() const override { return true; }
+  bool is_available() const override { return test_backend_stats().available; }
 
   Result<runtime::DelegateHandle*> init(const runtime::BackendInitContext& ctx,
                                         std::span<const uint8_t> blob,
@@ -164,6 +164,7 @@ void TestBackendStats::reset() {
   inits = 0;
   executes = 0;
   destroys = 0;
+  available = true;
   last_specs.clear();
   last_blob_size = 0;
   options_seen.clear();

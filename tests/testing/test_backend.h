@@ -24,6 +24,7 @@ struct TestBackendStats {
   std::atomic<int> inits{0};
   std::atomic<int> executes{0};
   std::atomic<int> destroys{0};
+  std::atomic<bool> available{true};  // what is_available() answers
   std::map<std::string, std::string> last_specs;
   size_t last_blob_size = 0;
   std::vector<std::string> options_seen;

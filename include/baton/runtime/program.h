@@ -93,6 +93,8 @@ class Method {
   std::string_view name() const;
   size_t num_inputs() const;
   size_t num_outputs() const;
+  // Accessors taking an index: past the matching count they return an empty result (an
+  // unnamed, storage-less TensorInfo; a null TensorView; no counters), never throw.
   TensorInfo input_info(size_t index) const;
   TensorInfo output_info(size_t index) const;
 
