@@ -159,6 +159,30 @@ TEST_F(RuntimeTest, UnknownOperatorIsNamed) {
       << method.status().to_string();
 }
 
+TEST_F(RuntimeTest, OperatorFromAnotherDomainIsNamed) {
+  auto p = make_add_relu_program(false);
+  p.builder.method().operators[1]->domain = "com.microsoft";
+  auto method = load(p.builder.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::NotSupported);
+  EXPECT_NE(method.status().message().find("operator domain 'com.microsoft' has no CPU kernels"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
+TEST_F(RuntimeTest, NullDataPointerIsRefused) {
+  auto p = make_add_relu_program(false);
+  auto method = std::move(load(p.builder.bytes())->load_method("forward")).value();
+  const TensorView null_view{nullptr, DType::Float32, sizes_, Device::cpu()};
+  const std::pair<Status, std::string> cases[] = {
+      {method->set_input(0, null_view), "input 0 ('x'): the data pointer is null"},
+      {method->bind_input(0, null_view), "input 0 ('x'): the data pointer is null"},
+      {method->bind_output(0, null_view), "output 0 ('z'): the data pointer is null"}};
+  for (const auto& [s, needle] : cases) {
+    EXPECT_EQ(s.code(), Error::InvalidArgument);
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  }
+}
+
 TEST_F(RuntimeTest, DeclaredShapeThatTheOpDoesNotProduceIsRejected) {
   auto p = make_add_relu_program(false);
   // Make the Add output (and the Relu that reads it) claim a different, larger shape: a kernel
