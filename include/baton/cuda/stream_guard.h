@@ -13,8 +13,9 @@
 //    reverse order of creation (scopes do this).
 //  - Without a guard Baton uses cudaStreamPerThread and synchronizes before execute() returns.
 //  - With a guard, execute() returns without synchronizing when nothing was staged through host
-//    memory: the results are complete once `stream` has reached that point. A later execute() of
-//    the same method on another stream is ordered after it on the device (no host wait).
+//    memory and the program copies nothing between host and device: the results are complete
+//    once `stream` has reached that point. A later execute() of the same method, on any stream,
+//    is ordered after it on the device (no host wait).
 //  - The stream must belong to the GPU the partitions run on; execute() fails naming both devices
 //    otherwise. The legacy default stream (0) is refused.
 //  - A stream created on a green context keeps every kernel of the method on that context's SMs.

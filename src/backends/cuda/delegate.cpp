@@ -79,9 +79,8 @@ struct CudaHandle : runtime::DelegateHandle {
   bool integrated = false;
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
-  cudaEvent_t done = nullptr;  // completion event of the last call
-  bool pending = false;        // `done` recorded and not yet waited for on the host
-  cudaStream_t last_stream = nullptr;
+  cudaEvent_t done = nullptr;             // completion event of the last call
+  bool pending = false;                   // `done` recorded and not yet waited for on the host
   cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
   bool logged_staging = false;
   std::mutex mutex;  // calls on one handle are serialized
@@ -205,38 +204,18 @@ class CudaBackend final : public runtime::BackendInterface {
     }
     if (staged) BATON_TRY(announce_staging(*handle, engine));
 
-    // The previous call may still be running on another stream and uses the same scratch:
-    // order this call after it on the device, without blocking the host.
-    if (handle->pending && handle->last_stream != stream) {
-      BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done, 0));
-    }
-    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->start, stream));
+    // The previous call may still be running and uses the same scratch and staging buffers:
+    // order this call after it on the device, without blocking the host. Always, not only when
+    // the stream handle differs: cudaStreamPerThread names a different stream on each thread.
+    if (handle->pending) BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done, 0));
     uint64_t staged_bytes = 0;
-    for (size_t i = 0; i < blob.bindings().size(); ++i) {
-      BindingState& b = handle->bindings[i];
-      const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
-      if (b.last == Binding::Direct) {
-        handle->pointers[i] = v->tensor.data;
-        continue;
-      }
-      handle->pointers[i] = b.staging;
-      staged_bytes += b.bytes;
-      if (!b.is_output && b.bytes) {
-        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging, v->tensor.data, b.bytes,
-                                                    cudaMemcpyHostToDevice, stream));
-      }
-    }
-    BATON_TRY(handle->context->enqueue(handle->pointers, stream, handle->use_graph));
-    for (size_t i = inputs; i < blob.bindings().size(); ++i) {
-      const BindingState& b = handle->bindings[i];
-      if (b.last != Binding::Staged || b.bytes == 0) continue;
-      BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging,
-                                                  b.bytes, cudaMemcpyDeviceToHost, stream));
-    }
-    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->stop, stream));
-    BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle->done, stream));
-    handle->pending = true;
-    handle->last_stream = stream;
+    const Status enqueued = enqueue_call(*handle, args, stream, staged_bytes);
+    // Whatever was enqueued, even before a failure, uses this handle's buffers: later calls and
+    // destroy must be ordered after it.
+    const cudaError_t recorded = cudaEventRecord(handle->done, stream);
+    if (recorded == cudaSuccess) handle->pending = true;
+    if (!enqueued.ok()) return enqueued;
+    BATON_CUDA_CHECK_ON(device, recorded);
     // Without a caller stream the results are ready when execute returns; host memory staged in
     // or out must be safe to use on return too. Otherwise the caller owns the synchronization.
     if (!guarded || staged) {
@@ -293,6 +272,38 @@ class CudaBackend final : public runtime::BackendInterface {
     return Status();
   }
 
+  // Enqueues one call on `stream`: staging copies in, the engine, staging copies out (and the
+  // profiling events around them).
+  static Status enqueue_call(CudaHandle& handle, const runtime::DelegateArgs& args,
+                             cudaStream_t stream, uint64_t& staged_bytes) {
+    const int device = handle.context->engine().device();
+    const size_t inputs = args.inputs.size();
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.start, stream));
+    for (size_t i = 0; i < handle.bindings.size(); ++i) {
+      BindingState& b = handle.bindings[i];
+      const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
+      if (b.last == Binding::Direct) {
+        handle.pointers[i] = v->tensor.data;
+        continue;
+      }
+      handle.pointers[i] = b.staging;
+      staged_bytes += b.bytes;
+      if (!b.is_output && b.bytes) {
+        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging, v->tensor.data, b.bytes,
+                                                    cudaMemcpyHostToDevice, stream));
+      }
+    }
+    BATON_TRY(handle.context->enqueue(handle.pointers, stream, handle.use_graph));
+    for (size_t i = inputs; i < handle.bindings.size(); ++i) {
+      const BindingState& b = handle.bindings[i];
+      if (b.last != Binding::Staged || b.bytes == 0) continue;
+      BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging,
+                                                  b.bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.stop, stream));
+    return Status();
+  }
+
   static Status check_shape(const Engine& engine, size_t i, const TensorView& t) {
     const BindingRecord& b = engine.blob().bindings()[i];
     const bool fits = t.dtype == static_cast<DType>(b.dtype) &&
@@ -344,7 +355,10 @@ class CudaBackend final : public runtime::BackendInterface {
     return Status();
   }
 
+  // Strict staging refuses host memory; otherwise the first staged call of the handle logs one
+  // line. Later calls return at once (nothing is formatted, so nothing allocated).
   static Status announce_staging(CudaHandle& handle, const Engine& engine) {
+    if (!handle.strict && handle.logged_staging) return Status();
     std::string list;
     for (size_t i = 0; i < handle.bindings.size(); ++i) {
       const BindingState& b = handle.bindings[i];
@@ -357,13 +371,11 @@ class CudaBackend final : public runtime::BackendInterface {
                           "copying it: pass memory on cuda:{} (compile with --io device and bind "
                           "device buffers)",
                           engine.partition(), list, engine.device());
-    if (!handle.logged_staging) {
-      handle.logged_staging = true;
-      log_message(LogLevel::Info, "cuda",
-                  fmt::format("partition '{}' stages host memory through cuda:{} on every call: "
-                              "{}. Pass memory on cuda:{} to bind it without copies",
-                              engine.partition(), engine.device(), list, engine.device()));
-    }
+    handle.logged_staging = true;
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}' stages host memory through cuda:{} on every call: "
+                            "{}. Pass memory on cuda:{} to bind it without copies",
+                            engine.partition(), engine.device(), list, engine.device()));
     return Status();
   }
 };
