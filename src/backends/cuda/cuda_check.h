@@ -20,9 +20,8 @@ inline std::string status_string(cublasStatus_t s) {
   return fmt::format("{} ({})", cublasLtGetStatusName(s), cublasLtGetStatusString(s));
 }
 inline std::string status_string(nvrtcResult r) { return nvrtcGetErrorString(r); }
-inline std::string status_string(CUresult r) {
-  return fmt::format("CUresult {}", static_cast<int>(r));
-}
+// "CUDA_ERROR_INVALID_VALUE (CUresult 1)" (driver.cpp: the name comes from the driver).
+std::string status_string(CUresult r);
 
 inline bool succeeded(cudaError_t e) { return e == cudaSuccess; }
 inline bool succeeded(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }

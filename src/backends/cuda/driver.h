@@ -22,9 +22,13 @@ struct DriverApi {
   CUresult (*cuGreenCtxStreamCreate)(CUstream*, CUgreenCtx, unsigned int, int) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamGetCtx)(CUstream, CUcontext*) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
 };
 
-// The functions, or DeviceError naming the one the driver does not provide.
+// The context and stream functions every GPU call path uses (any CUDA 12 driver has them), or
+// DeviceError naming the one the driver does not provide.
 Result<const DriverApi*> driver_api();
+// driver_api() plus the green-context functions (CUDA 12.5 drivers and newer).
+Result<const DriverApi*> green_context_api();
 
 }  // namespace baton::cuda

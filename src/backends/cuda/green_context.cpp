@@ -18,8 +18,7 @@ Status make(const DriverApi& api, CUdevice dev, CUdevResource resource, void** c
   const CUresult r = api.cuGreenCtxStreamCreate(&s, green, CU_STREAM_NON_BLOCKING, 0);
   if (r != CUDA_SUCCESS) {
     api.cuGreenCtxDestroy(green);
-    return BATON_ERROR(DeviceError, "cuGreenCtxStreamCreate failed: CUresult {}",
-                       static_cast<int>(r));
+    return BATON_ERROR(DeviceError, "cuGreenCtxStreamCreate failed: {}", status_string(r));
   }
   *context = green;
   *stream = reinterpret_cast<cudaStream_t>(s);
@@ -29,7 +28,7 @@ Status make(const DriverApi& api, CUdevice dev, CUdevResource resource, void** c
 }  // namespace
 
 Result<std::pair<GreenContext, GreenContext>> GreenContext::split(int device, int sm_count) {
-  BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
+  BATON_ASSIGN_OR_RETURN(const DriverApi* api, green_context_api());
   BATON_CHECK_OR_RETURN(device >= 0 && device < device_count(), InvalidArgument,
                         "green context on cuda:{}: this machine has {} CUDA device(s)", device,
                         device_count());
@@ -86,7 +85,8 @@ GreenContext& GreenContext::operator=(GreenContext&& o) noexcept {
 GreenContext::~GreenContext() { release(); }
 
 void GreenContext::release() {
-  auto api = driver_api();
+  if (!stream_ && !context_) return;
+  auto api = green_context_api();
   if (!api.ok()) return;
   if (stream_) (*api)->cuStreamDestroy(reinterpret_cast<CUstream>(stream_));
   if (context_) (*api)->cuGreenCtxDestroy(static_cast<CUgreenCtx>(context_));
