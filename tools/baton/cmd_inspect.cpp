@@ -143,14 +143,14 @@ json engine_json(std::span<const uint8_t> bytes) {
     switch (static_cast<cuda::StepKind>(s.kind)) {
       case cuda::StepKind::Gemm: {
         const cuda::GemmStep& g = s.gemm;
-        static const char* kEpilogues[] = {"none", "bias", "bias+relu", "bias+gelu_tanh", "relu"};
         j["steps"].push_back(
             {{"kind", "gemm"},
-             {"what", fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
-                                  "A={} B={} D={}",
-                                  g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N',
-                                  g.trans_b ? 'T' : 'N', kEpilogues[g.epilogue % 5],
-                                  buffer_text(g.a), buffer_text(g.b), buffer_text(g.d))}});
+             {"what",
+              fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
+                          "A={} B={} D={}",
+                          g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
+                          cuda::epilogue_name(static_cast<cuda::GemmEpilogue>(g.epilogue)),
+                          buffer_text(g.a), buffer_text(g.b), buffer_text(g.d))}});
         break;
       }
       case cuda::StepKind::Kernel: {

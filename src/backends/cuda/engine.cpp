@@ -36,12 +36,6 @@ cublasLtEpilogue_t epilogue_of(uint8_t e) {
   }
 }
 
-bool has_bias(uint8_t e) {
-  const auto ep = static_cast<GemmEpilogue>(e);
-  return ep == GemmEpilogue::Bias || ep == GemmEpilogue::BiasRelu ||
-         ep == GemmEpilogue::BiasGeluTanh;
-}
-
 Status make_layout(cublasLtMatrixLayout_t* layout, uint8_t dtype, int64_t rows, int64_t cols,
                    int64_t ld, uint32_t batch, int64_t stride) {
   BATON_CUDA_CHECK(cublasLtMatrixLayoutCreate(layout, data_type(dtype), static_cast<uint64_t>(rows),
@@ -85,11 +79,8 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
                        partition, h.device_id, sm_arch_name(h.sm_arch), count, count ? ": " : "",
                        list);
   }
-  const int major = found[h.device_id].sm_arch / 10, minor = found[h.device_id].sm_arch % 10;
-  const uint32_t found_arch = static_cast<uint32_t>(major * 10 + minor);
-  // A cubin runs on its major architecture at the same or a newer minor revision.
-  BATON_CHECK_OR_RETURN(found_arch / 10 == h.sm_arch / 10 && found_arch % 10 >= h.sm_arch % 10,
-                        NotSupported,
+  const auto found_arch = static_cast<uint32_t>(found[h.device_id].sm_arch);
+  BATON_CHECK_OR_RETURN(cubin_runs_on(h.sm_arch, found_arch), NotSupported,
                         "partition '{}' was built for {} but cuda:{} is {}: its kernels cannot run "
                         "there. Rebuild it on this machine (baton compile MODEL.onnx --device "
                         "cuda:{}) or for this architecture (--arch {})",
@@ -147,7 +138,7 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   const cublasLtEpilogue_t epilogue = epilogue_of(g.epilogue);
   BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                   sizeof epilogue));
-  if (has_bias(g.epilogue)) {
+  if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) {
     const void* bias = static_cast<const uint8_t*>(weights_) + g.bias.offset;
     const cudaDataType_t bias_type = data_type(g.bias_dtype);
     BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,

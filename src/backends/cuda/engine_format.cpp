@@ -140,8 +140,9 @@ class Validator {
                               g.k < (int64_t{1} << 31),
                           InvalidProgram, "engine blob: {} has m={} n={} k={} batch={}", what, g.m,
                           g.n, g.k, g.batch);
-    BATON_CHECK_OR_RETURN(g.trans_a <= 1 && g.trans_b <= 1 && g.has_c <= 1 && g.epilogue <= 4 &&
-                              g.compute <= 3 && g.batch <= (1u << 24),
+    BATON_CHECK_OR_RETURN(g.trans_a <= 1 && g.trans_b <= 1 && g.has_c <= 1 &&
+                              g.epilogue <= kMaxGemmEpilogue && g.compute <= 3 &&
+                              g.batch <= (1u << 24),
                           InvalidProgram, "engine blob: {} has invalid flags", what);
     // Extents of each operand as cuBLASLt will touch them.
     const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
@@ -151,9 +152,7 @@ class Validator {
     BATON_TRY(matrix(g.d, g.d_dtype, g.m, g.n, g.ldd, g.stride_d, g.batch, what + " D"));
     if (g.has_c)
       BATON_TRY(matrix(g.c, g.c_dtype, g.m, g.n, g.ldc, g.stride_c, g.batch, what + " C"));
-    const auto ep = static_cast<GemmEpilogue>(g.epilogue);
-    if (ep == GemmEpilogue::Bias || ep == GemmEpilogue::BiasRelu ||
-        ep == GemmEpilogue::BiasGeluTanh) {
+    if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) {
       BATON_TRY(buffer(g.bias, what + " bias"));
       BATON_CHECK_OR_RETURN(is_valid_dtype(g.bias_dtype) &&
                                 g.bias.bytes >= static_cast<uint64_t>(g.m) *
@@ -203,6 +202,26 @@ class Validator {
 
 }  // namespace
 
+bool epilogue_has_bias(GemmEpilogue e) {
+  return e == GemmEpilogue::Bias || e == GemmEpilogue::BiasRelu || e == GemmEpilogue::BiasGeluTanh;
+}
+
+std::string_view epilogue_name(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::None:
+      return "none";
+    case GemmEpilogue::Bias:
+      return "bias";
+    case GemmEpilogue::BiasRelu:
+      return "bias+relu";
+    case GemmEpilogue::BiasGeluTanh:
+      return "bias+gelu_tanh";
+    case GemmEpilogue::Relu:
+      return "relu";
+  }
+  return "invalid";
+}
+
 std::string_view precision_name(Precision p) {
   switch (p) {
     case Precision::FP32:
@@ -240,6 +259,10 @@ bool parse_sm_arch(std::string_view text, uint32_t* out) {
 }
 
 std::string sm_arch_name(uint32_t arch) { return fmt::format("sm_{}", arch); }
+
+bool cubin_runs_on(uint32_t built, uint32_t device) {
+  return device / 10 == built / 10 && device % 10 >= built % 10;
+}
 
 std::string_view EngineBlob::string(uint32_t offset, uint32_t size) const {
   return {strings_.data() + offset, size};

@@ -110,6 +110,10 @@ struct GemmStep {
 };
 
 enum class GemmEpilogue : uint8_t { None = 0, Bias = 1, BiasRelu = 2, BiasGeluTanh = 3, Relu = 4 };
+inline constexpr uint8_t kMaxGemmEpilogue = 4;
+// Whether the epilogue adds a bias vector; its name ("bias+relu") for inspection.
+bool epilogue_has_bias(GemmEpilogue e);
+std::string_view epilogue_name(GemmEpilogue e);
 
 // Launch of kernel `kernel` with one pointer argument per operand, in order.
 struct KernelStep {
@@ -201,5 +205,8 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);
 // "sm_90" -> 90; "sm_8.6"? no: only sm_XY / sm_XYZ forms.
 bool parse_sm_arch(std::string_view text, uint32_t* out);
 std::string sm_arch_name(uint32_t arch);
+// Whether a cubin built for `built` runs on a GPU of `device`: the same major architecture, at
+// the same or a newer minor revision (sm_80 runs on sm_86, not the reverse).
+bool cubin_runs_on(uint32_t built, uint32_t device);
 
 }  // namespace baton::cuda

@@ -212,6 +212,13 @@ TEST(EngineFormatTest, ArchAndPrecisionNames) {
   EXPECT_EQ(p, Precision::BF16);
   EXPECT_FALSE(parse_precision("fp8", &p));
   EXPECT_EQ(sm_arch_name(86), "sm_86");
+  EXPECT_TRUE(cubin_runs_on(80, 86));
+  EXPECT_TRUE(cubin_runs_on(90, 90));
+  EXPECT_FALSE(cubin_runs_on(86, 80));
+  EXPECT_FALSE(cubin_runs_on(80, 90));
+  EXPECT_EQ(epilogue_name(GemmEpilogue::BiasGeluTanh), "bias+gelu_tanh");
+  EXPECT_TRUE(epilogue_has_bias(GemmEpilogue::BiasRelu));
+  EXPECT_FALSE(epilogue_has_bias(GemmEpilogue::Relu));
 }
 
 }  // namespace

@@ -26,8 +26,14 @@ using compiler::IrValue;
 
 constexpr uint64_t kWorkspaceBytes = uint64_t{32} << 20;  // cuBLASLt's recommendation on Hopper
 
-const std::set<std::string> kElementwise = {"Add", "Sub",  "Mul",  "Div",     "Pow", "Sqrt",
-                                            "Erf", "Relu", "Tanh", "Sigmoid", "Gelu"};
+// Elementwise ops, fused into generated kernels, and the operation each one becomes.
+const std::map<std::string, FusedOp::Kind> kElementwise = {
+    {"Add", FusedOp::Kind::Add},   {"Sub", FusedOp::Kind::Sub},
+    {"Mul", FusedOp::Kind::Mul},   {"Div", FusedOp::Kind::Div},
+    {"Pow", FusedOp::Kind::Pow},   {"Sqrt", FusedOp::Kind::Sqrt},
+    {"Erf", FusedOp::Kind::Erf},   {"Relu", FusedOp::Kind::Relu},
+    {"Tanh", FusedOp::Kind::Tanh}, {"Sigmoid", FusedOp::Kind::Sigmoid},
+    {"Gelu", FusedOp::Kind::Gelu}};
 const std::set<std::string> kViews = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
 const std::set<std::string> kOthers = {"Gemm", "MatMul", "Softmax", "Transpose", "Concat"};
 
@@ -45,32 +51,10 @@ float attr_float(const IrNode& n, const char* name, float fallback) {
   return a ? static_cast<float>(a->f) : fallback;
 }
 
+// A constant data operand's values (supports() admits float32 data operands only).
 std::vector<float> constant_as_floats(const IrValue& v) {
-  const int64_t n = numel(v.sizes);
-  std::vector<float> out(static_cast<size_t>(n));
-  const uint8_t* p = v.constant->data();
-  for (int64_t i = 0; i < n; ++i) {
-    switch (v.dtype) {
-      case DType::Float32:
-        std::memcpy(&out[i], p + 4 * i, 4);
-        break;
-      case DType::Float16: {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = half_to_float(h);
-        break;
-      }
-      case DType::BFloat16: {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = bfloat16_to_float(h);
-        break;
-      }
-      default:
-        out[i] = 0.0f;
-        break;
-    }
-  }
+  std::vector<float> out(static_cast<size_t>(numel(v.sizes)));
+  std::memcpy(out.data(), v.constant->data(), out.size() * sizeof(float));
   return out;
 }
 
@@ -283,16 +267,21 @@ class Lowering {
     const auto key = std::make_pair(v, static_cast<int>(dtype));
     if (auto it = cast_cache_.find(key); it != cast_cache_.end()) return it->second;
     const int out = new_scratch(dtype, slot(v).sizes);
+    add_cast(v, out, slot(v).sizes, dtype);
+    cast_cache_[key] = out;
+    return out;
+  }
+
+  // A kernel converting `src` (contiguous, `sizes`) into `dst` of `dtype`.
+  void add_cast(int src, int dst, const std::vector<int64_t>& sizes, DType dtype) {
     FusedKernel k;
     k.name = next_kernel_name("cast");
-    k.sizes = slot(v).sizes;
-    k.inputs.push_back({slot(v).dtype, broadcast_strides(k.sizes, k.sizes)});
+    k.sizes = sizes;
+    k.inputs.push_back({slot(src).dtype, broadcast_strides(k.sizes, k.sizes)});
     k.ops.push_back({FusedOp::Kind::Copy, 0, 0});
     k.outputs.push_back({dtype, 0});
     LaunchShape launch;
-    add_kernel(k.name, generate_fused(k, &launch), launch, {v, out});
-    cast_cache_[key] = out;
-    return out;
+    add_kernel(k.name, generate_fused(k, &launch), launch, {src, dst});
   }
 
   // --- steps ------------------------------------------------------------------------------
@@ -380,14 +369,7 @@ class Lowering {
       FusedOp op;
       op.a = refs[0];
       op.b = refs[1];
-      static const std::map<std::string, FusedOp::Kind> kKinds = {
-          {"Add", FusedOp::Kind::Add},   {"Sub", FusedOp::Kind::Sub},
-          {"Mul", FusedOp::Kind::Mul},   {"Div", FusedOp::Kind::Div},
-          {"Pow", FusedOp::Kind::Pow},   {"Sqrt", FusedOp::Kind::Sqrt},
-          {"Erf", FusedOp::Kind::Erf},   {"Relu", FusedOp::Kind::Relu},
-          {"Tanh", FusedOp::Kind::Tanh}, {"Sigmoid", FusedOp::Kind::Sigmoid},
-          {"Gelu", FusedOp::Kind::Gelu}};
-      op.kind = kKinds.at(n.op_type);
+      op.kind = kElementwise.find(n.op_type)->second;  // groups hold elementwise ops only
       if (const auto* a = n.attribute("approximate");
           op.kind == FusedOp::Kind::Gelu && a && a->s == "tanh") {
         op.kind = FusedOp::Kind::GeluTanh;
@@ -420,14 +402,7 @@ class Lowering {
         add_copy(in, out);
         return Status();
       }
-      FusedKernel k;
-      k.name = next_kernel_name("cast");
-      k.sizes = g_.values[out].sizes;
-      k.inputs.push_back({slot(in).dtype, broadcast_strides(k.sizes, k.sizes)});
-      k.ops.push_back({FusedOp::Kind::Copy, 0, 0});
-      k.outputs.push_back({slots_.at(out).dtype, 0});
-      LaunchShape launch;
-      add_kernel(k.name, generate_fused(k, &launch), launch, {in, out});
+      add_cast(in, out, g_.values[out].sizes, slots_.at(out).dtype);
       return Status();
     }
     Slot& s = slots_.at(out);

@@ -26,7 +26,7 @@ Result<std::unique_ptr<compiler::BackendCompiler>> make_builder(const compiler::
     BATON_CHECK_OR_RETURN(parse_sm_arch(t.arch, &target.sm_arch), InvalidArgument,
                           "--arch {}: expected sm_XY, e.g. sm_90 for H100 and H200, sm_80 for A100",
                           t.arch);
-    if (gpu_arch != 0 && gpu_arch != target.sm_arch) {
+    if (gpu_arch != 0 && !cubin_runs_on(target.sm_arch, gpu_arch)) {
       log_message(LogLevel::Warn, "cuda",
                   fmt::format("building for {} as asked, although {} here is {}: the program "
                               "will not run on this GPU",
