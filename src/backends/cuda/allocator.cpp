@@ -18,17 +18,9 @@ class CudaAllocator final : public runtime::DeviceAllocator {
                           device.to_string(), device_count());
     DeviceGuard guard(device.index);
     BATON_TRY(guard.status());
-    void* p = nullptr;
     // cudaMalloc returns 256-byte aligned memory, enough for any `alignment` the runtime asks.
-    const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      return Status(e == cudaErrorMemoryAllocation ? Error::OutOfMemory : Error::DeviceError,
-                    fmt::format("cudaMalloc of {} bytes on {} failed: {}", bytes,
-                                device.to_string(), status_string(e)));
-    }
     (void)alignment;
-    return p;
+    return device_malloc(device.index, bytes, "device memory");
   }
 
   void deallocate(Device device, void* ptr) override {

@@ -163,10 +163,9 @@ class CudaBackend final : public runtime::BackendInterface {
       s.is_output = r.is_output != 0;
       // Staging buffers are sized and allocated here, never in execute.
       if (!handle->strict && !handle->integrated) {
-        const cudaError_t e = cudaMalloc(&s.staging, s.bytes == 0 ? 256 : s.bytes);
-        BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
-                              "partition '{}': cannot allocate {} of staging on {}: {}", partition,
-                              bytes_text(s.bytes), built_for.to_string(), status_string(e));
+        BATON_ASSIGN_OR_RETURN(
+            s.staging,
+            device_malloc(device, s.bytes, fmt::format("staging for partition '{}'", partition)));
       }
       handle->bindings.push_back(s);
     }

@@ -90,10 +90,9 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   DeviceGuard guard(h.device_id);
   BATON_TRY(guard.status());
   if (!blob_.weights().empty()) {
-    const cudaError_t e = cudaMalloc(&weights_, blob_.weights().size());
-    BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
-                          "partition '{}': cannot allocate {} bytes of weights on cuda:{}: {}",
-                          partition, blob_.weights().size(), h.device_id, status_string(e));
+    BATON_ASSIGN_OR_RETURN(weights_,
+                           device_malloc(h.device_id, blob_.weights().size(),
+                                         fmt::format("weights for partition '{}'", partition)));
     BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_, blob_.weights().data(),
                                                 blob_.weights().size(), cudaMemcpyHostToDevice));
   }
@@ -208,10 +207,9 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   BATON_CUDA_CHECK_ON(device, cublasLtCreate(&ctx->handle_));
   auto allocate = [&](void** p, uint64_t bytes, const char* what) -> Status {
     if (bytes == 0) return Status();
-    const cudaError_t e = cudaMalloc(p, bytes);
-    BATON_CHECK_OR_RETURN(e == cudaSuccess, OutOfMemory,
-                          "partition '{}': cannot allocate {} bytes of {} on cuda:{}: {}",
-                          ctx->engine_->partition(), bytes, what, device, status_string(e));
+    BATON_ASSIGN_OR_RETURN(
+        *p, device_malloc(device, bytes,
+                          fmt::format("{} for partition '{}'", what, ctx->engine_->partition())));
     return Status();
   };
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));

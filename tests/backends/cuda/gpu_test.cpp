@@ -17,6 +17,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
+#include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
 #include "compiler/backend_compiler.h"
@@ -466,6 +467,16 @@ OnnxBuilder small_model() {
   b.node("Relu", {"x"}, {"y"}, "relu");
   b.output("y", {4, 8});
   return b;
+}
+
+TEST_F(GpuTest, AnAllocationTooBigForTheGpuIsOutOfMemoryNamingTheDevice) {
+  auto t = runtime::allocate_tensor(DType::Float32, {int64_t{1} << 48}, Device::cuda(0));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.code(), Error::OutOfMemory) << t.status().to_string();
+  EXPECT_NE(t.status().message().find("cannot allocate 1125899906842624 bytes of device memory on "
+                                      "cuda:0"),
+            std::string::npos)
+      << t.status().to_string();
 }
 
 TEST_F(GpuTest, ProgramForAMissingGpuFailsAtLoadNamingBoth) {
