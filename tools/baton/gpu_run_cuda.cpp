@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
 #include "baton/core/check.h"
 #include "baton/cuda/green_context.h"
 #include "baton/cuda/stream_guard.h"
@@ -28,16 +30,10 @@ class CudaRun final : public GpuRun {
       run->green_.emplace(std::move(green));
       run->stream_ = run->green_->stream();
     } else if (args.stream == "caller") {
-      const int previous = [] {
-        int d = 0;
-        cudaGetDevice(&d);
-        return d;
-      }();
-      cudaSetDevice(run->device_);
-      const cudaError_t e = cudaStreamCreateWithFlags(&run->stream_, cudaStreamNonBlocking);
-      cudaSetDevice(previous);
-      BATON_CHECK_OR_RETURN(e == cudaSuccess, DeviceError, "cannot create a stream on cuda:{}: {}",
-                            run->device_, cudaGetErrorString(e));
+      cuda::DeviceGuard guard(run->device_);
+      BATON_TRY(guard.status());
+      BATON_CUDA_CHECK_ON(run->device_,
+                          cudaStreamCreateWithFlags(&run->stream_, cudaStreamNonBlocking));
       run->own_stream_ = true;
     }
     return std::unique_ptr<GpuRun>(std::move(run));
@@ -78,9 +74,7 @@ class CudaRun final : public GpuRun {
     }
     *returned_early = cudaStreamQuery(stream_) == cudaErrorNotReady;
     cudaGetLastError();
-    const cudaError_t e = cudaStreamSynchronize(stream_);
-    BATON_CHECK_OR_RETURN(e == cudaSuccess, DeviceError, "cudaStreamSynchronize: {}",
-                          cudaGetErrorString(e));
+    BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_));
     return Status();
   }
 

@@ -29,6 +29,7 @@ class EngineCache {
  public:
   Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(engines_, [](const auto& entry) { return entry.second.expired(); });
     const auto key = std::make_pair(blob.data(), blob.size());
     if (auto it = engines_.find(key); it != engines_.end()) {
       if (auto engine = it->second.lock()) return engine;
@@ -344,8 +345,9 @@ class CudaBackend final : public runtime::BackendInterface {
       default:
         BATON_CHECK_OR_RETURN(!t.device.is_cuda(), InvalidArgument,
                               "partition '{}' binding '{}' is declared as memory on {} but the "
-                              "pointer is host memory",
-                              engine.partition(), name, t.device.to_string());
+                              "pointer is host memory: pass memory allocated on {}, or declare "
+                              "the TensorView's device as cpu to have it staged",
+                              engine.partition(), name, t.device.to_string(), t.device.to_string());
         kind = handle.integrated ? Binding::Direct : Binding::Staged;
         break;
     }

@@ -44,6 +44,24 @@ DeviceGuard::~DeviceGuard() {
   }
 }
 
+ContextGuard::ContextGuard(const DriverApi& api, void* context) : api_(api) {
+  CUcontext current = nullptr;
+  CUresult r = api_.cuCtxGetCurrent(&current);
+  if (r == CUDA_SUCCESS && current != context) {
+    r = api_.cuCtxSetCurrent(static_cast<CUcontext>(context));
+    switched_ = r == CUDA_SUCCESS;
+    previous_ = current;
+  }
+  if (r != CUDA_SUCCESS) {
+    status_ = BATON_ERROR(DeviceError, "cannot make the stream's CUDA context current: {}",
+                          status_string(r));
+  }
+}
+
+ContextGuard::~ContextGuard() {
+  if (switched_) api_.cuCtxSetCurrent(static_cast<CUcontext>(previous_));
+}
+
 cudaStream_t current_stream() {
   const StreamGuard* guard = current_stream_guard();
   return guard ? guard->stream() : cudaStreamPerThread;

@@ -12,6 +12,8 @@
 
 namespace baton::cuda {
 
+struct DriverApi;
+
 // Makes `device` current for its scope, switching only when another device is current, and on
 // exit restores exactly the context that was current before (through the driver API, so
 // restoring never creates a context on a GPU the caller had not touched).
@@ -27,6 +29,23 @@ class DeviceGuard {
  private:
   void* previous_context_ = nullptr;  // CUcontext
   int previous_device_ = -1;
+  bool switched_ = false;
+  Status status_;
+};
+
+// Makes `context` (a CUcontext: a primary or a green context) current for its scope when another
+// one is, and restores the previous one on exit.
+class ContextGuard {
+ public:
+  ContextGuard(const DriverApi& api, void* context);
+  ~ContextGuard();
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  const DriverApi& api_;
+  void* previous_ = nullptr;
   bool switched_ = false;
   Status status_;
 };

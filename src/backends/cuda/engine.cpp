@@ -104,7 +104,8 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
       cudaKernel_t k = nullptr;
       const cudaError_t e = cudaLibraryGetKernel(&k, library_, name.c_str());
       BATON_CHECK_OR_RETURN(e == cudaSuccess, InvalidProgram,
-                            "partition '{}': kernel '{}' is not in the engine's cubin: {}",
+                            "partition '{}': kernel '{}' is not in the engine's cubin: {}. The "
+                            "program is damaged: compile the model again",
                             partition, name, status_string(e));
       kernels_.push_back(k);
     }
@@ -160,25 +161,27 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
     cublasLtMatmulPreference_t pref = nullptr;
     BATON_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t workspace = blob_.header().workspace_bytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                         sizeof workspace);
-    if (variant == 1) {
-      const uint32_t align = 4;
-      for (auto attr :
-           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-        cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    const uint32_t align = 4;
+    for (auto attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      if (variant == 1 && st == CUBLAS_STATUS_SUCCESS) {
+        st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
       }
     }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        handle, p.desc, p.a, p.b, g.has_c ? p.c : p.d, p.d, pref, 1, &result, &found);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, g.has_c ? p.c : p.d, p.d, pref,
+                                          1, &result, &found);
+    }
     cublasLtMatmulPreferenceDestroy(pref);
     BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
                           "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
-                          "n={} k={} batch={} ({}): {}",
+                          "n={} k={} batch={} ({}): {}. Compile with another --precision, or "
+                          "report the shape",
                           partition_, step, device(), g.m, g.n, g.k, g.batch,
                           variant ? "unaligned pointers" : "aligned pointers", status_string(st));
     (variant == 0 ? p.algo : p.unaligned_algo) = result.algo;
@@ -187,6 +190,8 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
 }
 
 Engine::~Engine() {
+  // After a failed load nothing may exist, and device() may name no real GPU: touch none.
+  if (gemms_.empty() && library_ == nullptr && weights_ == nullptr) return;
   DeviceGuard guard(device());
   for (GemmPlan& p : gemms_) {
     for (auto l : {p.a, p.b, p.c, p.d}) {
@@ -329,16 +334,20 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     graph_ = nullptr;
   }
   if (!graph_) {
-    CUcontext previous = nullptr;
-    api->cuCtxGetCurrent(&previous);
-    if (previous != context) api->cuCtxSetCurrent(context);
-    const cudaError_t e = cudaGraphInstantiate(&graph_, graph, 0);
-    if (previous != context) api->cuCtxSetCurrent(previous);
+    cudaError_t e = cudaSuccess;
+    {
+      ContextGuard in_stream_context(*api, context);
+      BATON_TRY(in_stream_context.status());
+      e = cudaGraphInstantiate(&graph_, graph, 0);
+    }
     if (e != cudaSuccess) {
       cudaGraphDestroy(graph);
       graph_ = nullptr;
-      return BATON_ERROR(DeviceError, "cudaGraphInstantiate failed on cuda:{}: {}", device,
-                         status_string(e));
+      return BATON_ERROR(DeviceError,
+                         "partition '{}': cudaGraphInstantiate failed on cuda:{}: {}. Set "
+                         "BATON_CUDA_GRAPHS=0 (or the load option cuda_graphs=0) to launch its "
+                         "steps without a graph",
+                         engine_->partition(), device, status_string(e));
     }
     graph_context_ = context;
   }

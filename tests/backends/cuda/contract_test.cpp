@@ -251,6 +251,42 @@ TEST_F(ContractTest, StrictStagingRefusesHostMemory) {
   }
 }
 
+// A view that says cuda:0 but points at host memory is a caller's mistake: refused, not staged.
+TEST_F(ContractTest, HostMemoryDeclaredAsDeviceMemoryIsRefused) {
+  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  const Tensor x = host_input();
+  const Tensor dy = device_tensor({64, 256});
+  const TensorView lying{x.data(), DType::Float32, x.sizes(), Device::cuda(0)};
+  const Status s = module.run({lying}, {dy.view()});
+  EXPECT_EQ(s.code(), Error::InvalidArgument);
+  EXPECT_NE(s.message().find("is declared as memory on cuda:0 but the pointer is host memory: "
+                             "pass memory allocated on cuda:0"),
+            std::string::npos)
+      << s.message();
+}
+
+// A partition labelled for another GPU than its engine (a hand-edited or mixed-up program) fails
+// at load, saying how to recompile. (Both GPUs must exist for the load to get that far.)
+TEST_F(ContractTest, ALabelThatDisagreesWithTheEngineIsRefusedAtLoad) {
+  if (!two_gpus())
+    GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
+  compiler::CompileOptions options;
+  auto backend = std::move(compiler::make_backend_compiler({Device::cuda(1), "", "fp32"})).value();
+  options.backends.push_back(backend.get());
+  options.target_device = "cuda:0";
+  auto compiled = compiler::compile_bytes(model_bytes(), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto program = runtime::Program::load_bytes(*compiled->serialize());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_FALSE(method.ok());
+  EXPECT_EQ(method.code(), Error::InvalidProgram);
+  EXPECT_NE(method.status().message().find("is labelled target_device=cuda:0 but its engine was "
+                                           "built for cuda:1"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
 TEST_F(ContractTest, MemoryOnAnotherGpuIsRefusedNamingBoth) {
   if (!two_gpus())
     GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
