@@ -2,20 +2,21 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <utility>
 
 #include "baton/core/check.h"
 
 namespace baton::compiler {
 namespace {
 
+// Copies a typed repeated field (already checked to hold `numel` elements) into `out`.
 template <typename Field>
-Status copy_field(const Field& field, DType dtype, int64_t numel, std::vector<uint8_t>& out,
-                  const std::string& what, std::string_view field_name) {
-  BATON_CHECK_OR_RETURN(static_cast<int64_t>(field.size()) == numel, InvalidArgument,
-                        "{}: {} holds {} elements but the dims say {}", what, field_name,
-                        field.size(), numel);
+void copy_field(const Field& field, DType dtype, int64_t numel, std::vector<uint8_t>& out) {
   const size_t es = dtype_size(dtype);
   for (int64_t i = 0; i < numel; ++i) {
     const auto v = field.Get(static_cast<int>(i));
@@ -57,45 +58,85 @@ Status copy_field(const Field& field, DType dtype, int64_t numel, std::vector<ui
       }
     }
   }
-  return Status();
 }
 
-Status read_external(const onnx::TensorProto& proto, const std::filesystem::path& base_dir,
-                     uint64_t nbytes, std::vector<uint8_t>& out, const std::string& what) {
+// The typed field an inline tensor of `dtype` keeps its values in, and how many it holds.
+std::pair<std::string_view, int64_t> inline_field(const onnx::TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return {"float_data", proto.float_data_size()};
+    case DType::Float64:
+      return {"double_data", proto.double_data_size()};
+    case DType::Int64:
+      return {"int64_data", proto.int64_data_size()};
+    default:
+      return {"int32_data", proto.int32_data_size()};
+  }
+}
+
+Result<uint64_t> parse_number(const std::string& text, const std::string& key,
+                              const std::string& what) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  BATON_CHECK_OR_RETURN(
+      ec == std::errc() && end == text.data() + text.size() && !text.empty(), InvalidArgument,
+      "{}: external data '{}' is '{}', not a non-negative integer byte count", what, key, text);
+  return value;
+}
+
+// Reads `nbytes` of external data, after checking the location stays inside the model's folder
+// and the file holds them (so a damaged model cannot make Baton allocate what it lacks).
+Result<std::shared_ptr<std::vector<uint8_t>>> read_external(const onnx::TensorProto& proto,
+                                                            const std::filesystem::path& base_dir,
+                                                            uint64_t nbytes,
+                                                            const std::string& what) {
   std::string location;
   uint64_t offset = 0;
-  int64_t length = -1;
+  std::optional<uint64_t> length;
   for (const auto& kv : proto.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoull(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "offset") {
+      BATON_ASSIGN_OR_RETURN(offset, parse_number(kv.value(), "offset", what));
+    }
+    if (kv.key() == "length") {
+      BATON_ASSIGN_OR_RETURN(length, parse_number(kv.value(), "length", what));
+    }
   }
   BATON_CHECK_OR_RETURN(!location.empty(), InvalidArgument,
                         "{}: external data without a 'location' entry", what);
-  BATON_CHECK_OR_RETURN(length < 0 || static_cast<uint64_t>(length) == nbytes, InvalidArgument,
+  const std::filesystem::path relative(location);
+  const bool escapes = relative.is_absolute() ||
+                       std::any_of(relative.begin(), relative.end(),
+                                   [](const std::filesystem::path& part) { return part == ".."; });
+  BATON_CHECK_OR_RETURN(!escapes, InvalidArgument,
+                        "{}: external data location '{}' leaves the model's folder; ONNX requires "
+                        "a relative path below it (move the data file next to the model)",
+                        what, location);
+  BATON_CHECK_OR_RETURN(!length || *length == nbytes, InvalidArgument,
                         "{}: external data length {} differs from the {} bytes its dims need", what,
-                        length, nbytes);
-  const std::filesystem::path path = base_dir / location;
+                        *length, nbytes);
+  const std::filesystem::path path = base_dir / relative;
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  BATON_CHECK_OR_RETURN(!ec, IoError,
+                        "{}: cannot open external data file '{}' (keep it next to the model): {}",
+                        what, path.string(), ec.message());
+  uint64_t end = 0;
+  BATON_CHECK_OR_RETURN(!__builtin_add_overflow(offset, nbytes, &end) && end <= file_size,
+                        InvalidArgument,
+                        "{}: external data file '{}' has {} bytes, fewer than offset {} + {} bytes",
+                        what, path.string(), file_size, offset, nbytes);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(nbytes);
   std::ifstream in(path, std::ios::binary);
-  BATON_CHECK_OR_RETURN(in.good(), IoError,
-                        "{}: cannot open external data file '{}' (keep it next to the model)", what,
-                        path.string());
   in.seekg(static_cast<std::streamoff>(offset));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(nbytes));
-  BATON_CHECK_OR_RETURN(in.good() || (nbytes == 0), IoError,
-                        "{}: external data file '{}' ends before offset {} + {} bytes", what,
-                        path.string(), offset, nbytes);
-  return Status();
+  in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(nbytes));
+  BATON_CHECK_OR_RETURN(in.good() || nbytes == 0, IoError,
+                        "{}: cannot read {} bytes at offset {} of '{}'", what, nbytes, offset,
+                        path.string());
+  return bytes;
 }
 
 }  // namespace
-
-Tensor OnnxTensor::to_tensor() const {
-  auto t = Tensor::empty(dtype, sizes);
-  if (!t.ok()) return Tensor();
-  if (data && !data->empty()) std::memcpy(t->data(), data->data(), data->size());
-  return std::move(t).value();
-}
 
 Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
                                     const std::filesystem::path& base_dir,
@@ -114,36 +155,38 @@ Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
   const auto nbytes = checked_nbytes(t.dtype, t.sizes);
   BATON_CHECK_OR_RETURN(numel && nbytes, InvalidArgument, "{} has invalid dims {}", what,
                         shape_to_string(t.sizes));
-  const bool external = proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
-  // Check the data is really there before allocating what the dims claim.
-  if (!external && proto.has_raw_data()) {
+  // Every path checks the data is really there before allocating what the dims claim.
+  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    BATON_ASSIGN_OR_RETURN(t.data, read_external(proto, base_dir, *nbytes, what));
+    return t;
+  }
+  if (proto.has_raw_data()) {
     BATON_CHECK_OR_RETURN(proto.raw_data().size() == *nbytes, InvalidArgument,
                           "{}: raw_data has {} bytes but {} {} needs {}", what,
                           proto.raw_data().size(), dtype_name(t.dtype), shape_to_string(t.sizes),
                           *nbytes);
+    const auto* raw = reinterpret_cast<const uint8_t*>(proto.raw_data().data());
+    t.data = std::make_shared<std::vector<uint8_t>>(raw, raw + *nbytes);
+    return t;
   }
-  BATON_CHECK_OR_RETURN(external || proto.has_raw_data() || *numel <= (int64_t{1} << 31),
-                        InvalidArgument, "{}: {} elements cannot be stored inline", what, *numel);
+  const auto [field, count] = inline_field(proto, t.dtype);
+  BATON_CHECK_OR_RETURN(count == *numel, InvalidArgument,
+                        "{}: {} holds {} elements but the dims {} say {}", what, field, count,
+                        shape_to_string(t.sizes), *numel);
   auto bytes = std::make_shared<std::vector<uint8_t>>(*nbytes);
-  if (external) {
-    BATON_TRY(read_external(proto, base_dir, *nbytes, *bytes, what));
-  } else if (proto.has_raw_data()) {
-    std::memcpy(bytes->data(), proto.raw_data().data(), *nbytes);
-  } else {
-    switch (t.dtype) {
-      case DType::Float32:
-        BATON_TRY(copy_field(proto.float_data(), t.dtype, *numel, *bytes, what, "float_data"));
-        break;
-      case DType::Float64:
-        BATON_TRY(copy_field(proto.double_data(), t.dtype, *numel, *bytes, what, "double_data"));
-        break;
-      case DType::Int64:
-        BATON_TRY(copy_field(proto.int64_data(), t.dtype, *numel, *bytes, what, "int64_data"));
-        break;
-      default:
-        BATON_TRY(copy_field(proto.int32_data(), t.dtype, *numel, *bytes, what, "int32_data"));
-        break;
-    }
+  switch (t.dtype) {
+    case DType::Float32:
+      copy_field(proto.float_data(), t.dtype, *numel, *bytes);
+      break;
+    case DType::Float64:
+      copy_field(proto.double_data(), t.dtype, *numel, *bytes);
+      break;
+    case DType::Int64:
+      copy_field(proto.int64_data(), t.dtype, *numel, *bytes);
+      break;
+    default:
+      copy_field(proto.int32_data(), t.dtype, *numel, *bytes);
+      break;
   }
   t.data = std::move(bytes);
   return t;

@@ -17,8 +17,6 @@ struct OnnxTensor {
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes;
   std::shared_ptr<const std::vector<uint8_t>> data;  // row-major little-endian bytes
-
-  Tensor to_tensor() const;  // a host copy
 };
 
 // `base_dir` resolves external data locations. `what` names the tensor's role in messages
