@@ -324,7 +324,11 @@ class Emitter {
         continue;
       }
       BufferRequest r;
-      r.bytes = *checked_nbytes(iv.dtype, iv.sizes);
+      const auto bytes = checked_nbytes(iv.dtype, iv.sizes);
+      BATON_CHECK_OR_RETURN(bytes.has_value(), Internal,
+                            "value {} of shape {} reached emission with an overflowing size", ir,
+                            shape_to_string(iv.sizes));
+      r.bytes = *bytes;
       r.device = table_.device[ir];
       r.first = std::numeric_limits<int>::max();
       r.last = -1;

@@ -179,6 +179,9 @@ class Importer {
       BATON_CHECK_OR_RETURN(s >= 0, InvalidArgument, "{} has a negative dimension in {}", where,
                             shape_to_string(v.sizes));
     }
+    BATON_CHECK_OR_RETURN(checked_nbytes(v.dtype, v.sizes).has_value(), InvalidArgument,
+                          "{} of shape {}: its size in bytes overflows; check the dimensions",
+                          where, shape_to_string(v.sizes));
     v.shape_known = true;
     const int id = graph_.add_value(std::move(v));
     by_name_[input.name()] = id;

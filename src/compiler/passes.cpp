@@ -203,6 +203,10 @@ Result<size_t> infer_and_fold(Graph& graph, const runtime::OpRegistry& registry)
       out.dtype = metas[o].dtype;
       out.sizes = metas[o].sizes;
       out.shape_known = true;
+      BATON_CHECK_OR_RETURN(checked_nbytes(out.dtype, out.sizes).has_value(), InvalidArgument,
+                            "{}: output {} would be {} {}, whose size in bytes overflows; check "
+                            "the input shapes",
+                            node.describe(), o, dtype_name(out.dtype), shape_to_string(out.sizes));
     }
     if (!all_constant || node.inputs.empty()) continue;
 

@@ -74,6 +74,30 @@ TEST_F(CompilerTest, NotAnOnnxModel) {
   EXPECT_EQ(missing.code(), Error::IoError);
 }
 
+// Shapes whose byte size does not fit in 64 bits are refused where they arise, by name.
+TEST_F(CompilerTest, ShapesWhoseSizeOverflowsAreRefused) {
+  OnnxBuilder huge_input;
+  huge_input.input("x", {int64_t{1} << 40, int64_t{1} << 40});
+  huge_input.node("Relu", {"x"}, {"y"}, "relu");
+  huge_input.output("y", {int64_t{1} << 40, int64_t{1} << 40});
+  auto r = compile(huge_input);
+  EXPECT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("its size in bytes overflows"), std::string::npos)
+      << r.status().to_string();
+
+  // Each input is 8 GiB; broadcasting them makes 2^62 floats.
+  OnnxBuilder broadcast;
+  broadcast.input("a", {int64_t{1} << 31, 1});
+  broadcast.input("b", {1, int64_t{1} << 31});
+  broadcast.node("Add", {"a", "b"}, {"y"}, "outer_sum");
+  broadcast.output("y", {int64_t{1} << 31, int64_t{1} << 31});
+  r = compile(broadcast);
+  EXPECT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("'outer_sum'"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("whose size in bytes overflows"), std::string::npos)
+      << r.status().to_string();
+}
+
 TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
   OnnxBuilder b(17);
   b.input("x", {2, 3});
