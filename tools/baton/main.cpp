@@ -74,7 +74,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   s->add_flag("--json", inspect.json, "One JSON object on stdout");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version end here too (exit 0); a command line that does not parse exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   baton::register_builtins();
   baton::tool::register_backends();
 
