@@ -123,6 +123,12 @@ TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
   r = baton("run " + program() + " --input x=/nonexistent.npy");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cannot open '/nonexistent.npy'"), std::string::npos) << r.output;
+
+  r = baton("run " + program() + " --input typo=" + good);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("the program has no input named 'typo' (its inputs: 'x')"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CliTest, TwoInputsByNameAndMissingOne) {

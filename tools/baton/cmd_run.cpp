@@ -133,7 +133,19 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
       for (size_t i = 0; i < n; ++i) {
         if (method.input_info(i).name == name) index = i;
       }
-      if (index < n) file = arg.substr(eq + 1);
+      if (index < n) {
+        file = arg.substr(eq + 1);
+      } else if (std::error_code ec; !std::filesystem::exists(arg, ec)) {
+        // Not an input name, and not a file whose name happens to contain '='.
+        std::string names;
+        for (size_t i = 0; i < n; ++i) {
+          names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
+        }
+        return BATON_ERROR(InvalidArgument,
+                           "--input {}: the program has no input named '{}' "
+                           "(its inputs: {})",
+                           arg, name, names);
+      }
     }
     if (index == n) {
       while (next_positional < n && !source[next_positional].empty()) ++next_positional;
