@@ -297,6 +297,14 @@ TEST_F(CliTest, BadFilesGiveErrorsNotCrashes) {
             (dir_ / "x.baton").string() + " --device cuda:0 --shape input=8x64");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cuda:0"), std::string::npos) << r.output;
+  for (const char* gpu_only : {"--strict-staging", "--max-partition-nodes 3", "--precision fp16"}) {
+    SCOPED_TRACE(gpu_only);
+    r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
+              (dir_ / "x.baton").string() + " --shape input=8x64 " + gpu_only);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("apply to GPU targets: add --device cuda:N"), std::string::npos)
+        << r.output;
+  }
   // Command lines that do not parse exit 2, as docs/cli.md says.
   for (const char* bad : {"frobnicate", "compile", "run --iterations -3 x.baton",
                           "compile m.onnx -o x.baton --io sideways"}) {

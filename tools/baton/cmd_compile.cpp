@@ -100,11 +100,12 @@ Status run_compile(const CompileArgs& args) {
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
   BATON_ASSIGN_OR_RETURN(const DeviceAssignment assignment, parse_devices(args.device));
   const bool gpu = !assignment.devices.empty();
-  BATON_CHECK_OR_RETURN(gpu || (args.arch.empty() && args.precision.empty() &&
-                                args.target_device.empty() && args.io == "host"),
-                        InvalidArgument,
-                        "--arch, --precision, --target-device and --io device apply to GPU "
-                        "targets (--device cuda:N)");
+  BATON_CHECK_OR_RETURN(
+      gpu || (args.arch.empty() && args.precision.empty() && args.target_device.empty() &&
+              args.io == "host" && !args.strict_staging && args.max_partition_nodes == 0),
+      InvalidArgument,
+      "--arch, --precision, --target-device, --io device, --strict-staging and "
+      "--max-partition-nodes apply to GPU targets: add --device cuda:N");
   // One engine builder per GPU; partitions are claimed by the first and lowered by the one their
   // assignment names.
   std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
