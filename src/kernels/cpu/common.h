@@ -64,6 +64,15 @@ inline runtime::AttrSpec optional_ints_attr(std::string_view name) {
   return spec;
 }
 
+// One output with the dtype and shape of input 0 (unary ops, Identity, Softmax).
+inline Status infer_same_as_input(const runtime::OpCall& call,
+                                  std::span<runtime::TensorMeta> outputs) {
+  const TensorView& x = call.inputs[0]->tensor;
+  outputs[0].dtype = x.dtype;
+  outputs[0].sizes.assign(x.sizes.begin(), x.sizes.end());
+  return Status::ok_status();
+}
+
 // Maps an ONNX axis in [-rank, rank - 1] to [0, rank - 1].
 inline Result<int> normalize_axis(int64_t axis, int rank, std::string_view what,
                                   std::string_view label = "axis") {

@@ -9,6 +9,7 @@
 
 #include "baton/core/check.h"
 #include "baton/runtime/operator.h"
+#include "kernels/cpu/common.h"
 
 namespace baton::kernels::cpu {
 
@@ -33,14 +34,6 @@ class UnaryKernel final : public runtime::Kernel {
   int64_t numel_;
 };
 
-// The schema's dtype list already restricted input 0 to float32.
-inline Status infer_unary(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
-  const TensorView& x = call.inputs[0]->tensor;
-  outputs[0].dtype = x.dtype;
-  outputs[0].sizes.assign(x.sizes.begin(), x.sizes.end());
-  return Status::ok_status();
-}
-
 template <typename Fn>
 Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::OpCall& call) {
   const runtime::Value* in = call.inputs[0];
@@ -56,7 +49,7 @@ runtime::OpSchema unary_schema(std::string_view name) {
   schema.min_inputs = 1;
   schema.max_inputs = 1;
   schema.dtypes = {DType::Float32};
-  schema.infer = &infer_unary;
+  schema.infer = &infer_same_as_input;
   schema.create = &create_unary<Fn>;
   return schema;
 }

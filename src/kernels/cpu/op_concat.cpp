@@ -72,8 +72,9 @@ class ConcatKernel final : public runtime::Kernel {
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
   const TensorView& first = call.inputs[0]->tensor;
-  const int64_t attr = call.attrs[kAxis]->i;
-  const size_t axis = static_cast<size_t>(attr < 0 ? attr + first.rank() : attr);
+  BATON_ASSIGN_OR_RETURN(const int a,
+                         normalize_axis(call.attrs[kAxis]->i, first.rank(), describe(kName, call)));
+  const auto axis = static_cast<size_t>(a);
   const int64_t outer = product(first.sizes, 0, axis);
   const size_t inner_bytes =
       static_cast<size_t>(product(first.sizes, axis + 1, first.sizes.size())) *

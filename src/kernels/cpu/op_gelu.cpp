@@ -34,7 +34,7 @@ Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs
   BATON_CHECK_OR_RETURN(approximate == "none" || approximate == "tanh", InvalidArgument,
                         "{}: attribute approximate is '{}'; ONNX allows 'none' or 'tanh'",
                         describe(kName, call), approximate);
-  return infer_unary(call, outputs);
+  return infer_same_as_input(call, outputs);
 }
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {

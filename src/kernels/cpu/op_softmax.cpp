@@ -17,9 +17,7 @@ constexpr size_t kAxis = 0;
 Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
   const TensorView& x = call.inputs[0]->tensor;
   BATON_TRY(normalize_axis(call.attrs[kAxis]->i, x.rank(), describe(kName, call)));
-  outputs[0].dtype = x.dtype;
-  outputs[0].sizes.assign(x.sizes.begin(), x.sizes.end());
-  return Status::ok_status();
+  return infer_same_as_input(call, outputs);
 }
 
 // The tensor is seen as [outer, n, inner] with the softmax axis in the middle.
@@ -104,8 +102,9 @@ class SoftmaxKernel final : public runtime::Kernel {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
   const runtime::Value* in = call.inputs[0];
   const std::span<const int64_t> sizes = in->tensor.sizes;
-  const int64_t attr = call.attrs[kAxis]->i;
-  const size_t axis = static_cast<size_t>(attr < 0 ? attr + in->tensor.rank() : attr);
+  BATON_ASSIGN_OR_RETURN(
+      const int a, normalize_axis(call.attrs[kAxis]->i, in->tensor.rank(), describe(kName, call)));
+  const auto axis = static_cast<size_t>(a);
   return std::unique_ptr<runtime::Kernel>(
       std::make_unique<SoftmaxKernel>(in, call.outputs[0], product(sizes, 0, axis), sizes[axis],
                                       product(sizes, axis + 1, sizes.size())));
