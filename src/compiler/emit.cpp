@@ -31,9 +31,10 @@ struct ValueTable {
   std::vector<Device> device;
   std::map<std::pair<int, std::pair<int, int>>, int> twins;  // (value, device) -> twin
 
-  int twin(int v, Device d) {
+  // The copy of `v` on `d` and whether it was made just now (so the caller inserts the copy).
+  std::pair<int, bool> twin(int v, Device d) {
     const auto key = std::make_pair(v, std::make_pair(static_cast<int>(d.type), int{d.index}));
-    if (auto it = twins.find(key); it != twins.end()) return it->second;
+    if (auto it = twins.find(key); it != twins.end()) return {it->second, false};
     IrValue copy = values[v];
     copy.name = values[v].name + "@" + d.to_string();
     copy.constant = nullptr;
@@ -41,7 +42,7 @@ struct ValueTable {
     device.push_back(d);
     const int id = static_cast<int>(values.size()) - 1;
     twins[key] = id;
-    return id;
+    return {id, true};
   }
 };
 
@@ -127,9 +128,7 @@ class Emitter {
       for (int& v : s.inputs) {
         if (v < 0 || table_.values[v].constant) continue;
         if (table_.device[v] == s.device) continue;
-        const bool fresh =
-            table_.twins.count({v, {static_cast<int>(s.device.type), int{s.device.index}}}) == 0;
-        const int twin = table_.twin(v, s.device);
+        const auto [twin, fresh] = table_.twin(v, s.device);
         if (fresh) result.push_back(copy_step(v, twin));
         v = twin;
       }
@@ -139,8 +138,7 @@ class Emitter {
     if (in_.io == MethodIo::Host) {
       for (int& v : outputs_) {
         if (table_.values[v].constant || table_.device[v].is_cpu()) continue;
-        const bool fresh = table_.twins.count({v, {0, 0}}) == 0;
-        const int twin = table_.twin(v, Device::cpu());
+        const auto [twin, fresh] = table_.twin(v, Device::cpu());
         if (fresh) result.push_back(copy_step(v, twin));
         v = twin;
       }

@@ -24,7 +24,6 @@ struct IrValue {
   // Host bytes of a compile-time constant (row-major, little-endian); null otherwise.
   std::shared_ptr<const std::vector<uint8_t>> constant;
   int producer = -1;  // node index, -1 for graph inputs and constants
-  Device device = Device::cpu();
 };
 
 struct IrAttribute {
@@ -40,7 +39,7 @@ struct IrAttribute {
   DType tensor_dtype = DType::Float32;
   std::vector<int64_t> tensor_sizes;
   std::shared_ptr<const std::vector<uint8_t>> tensor_data;
-  // The ONNX attribute type name, for messages ("GRAPH", "SPARSE_TENSOR", ...).
+  // The ONNX attribute type name, for messages ("INT", "GRAPH", "SPARSE_TENSOR", ...).
   std::string onnx_type;
 };
 

@@ -7,26 +7,6 @@
 namespace baton::compiler {
 namespace {
 
-std::string_view attr_kind_name(IrAttribute::Kind kind) {
-  switch (kind) {
-    case IrAttribute::Kind::Int:
-      return "INT";
-    case IrAttribute::Kind::Float:
-      return "FLOAT";
-    case IrAttribute::Kind::String:
-      return "STRING";
-    case IrAttribute::Kind::Ints:
-      return "INTS";
-    case IrAttribute::Kind::Floats:
-      return "FLOATS";
-    case IrAttribute::Kind::Tensor:
-      return "TENSOR";
-    case IrAttribute::Kind::Other:
-      return "other";
-  }
-  return "?";
-}
-
 std::string_view expected_onnx_kind(runtime::ValueKind kind) {
   switch (kind) {
     case runtime::ValueKind::Int:
@@ -156,11 +136,9 @@ Result<std::vector<runtime::Value>> bind_attributes(const IrNode& node,
       default:
         break;
     }
-    BATON_CHECK_OR_RETURN(
-        v.kind == spec.kind, InvalidArgument, "{}: attribute '{}' has ONNX type {}, expected {}",
-        node.describe(), spec.name,
-        a->kind == IrAttribute::Kind::Other ? a->onnx_type : std::string(attr_kind_name(a->kind)),
-        expected_onnx_kind(spec.kind));
+    BATON_CHECK_OR_RETURN(v.kind == spec.kind, InvalidArgument,
+                          "{}: attribute '{}' has ONNX type {}, expected {}", node.describe(),
+                          spec.name, a->onnx_type, expected_onnx_kind(spec.kind));
     out.push_back(v);
   }
   return out;
