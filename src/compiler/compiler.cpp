@@ -34,13 +34,14 @@ CompiledProgram::~CompiledProgram() = default;
 const CompileSummary& CompiledProgram::summary() const { return impl_->summary; }
 
 Result<std::vector<uint8_t>> CompiledProgram::serialize() const {
-  // ProgramT is move-only; serialize a deep copy so the CompiledProgram stays usable.
+  // serialize_program fills in the version and segment table: give it a deep copy (ProgramT is
+  // move-only), so this const method changes nothing and may run on several threads at once.
   fb::ProgramT copy;
   flatbuffers::FlatBufferBuilder builder;
   builder.Finish(fb::Program::Pack(builder, &impl_->program));
   fb::GetProgram(builder.GetBufferPointer())->UnPackTo(&copy);
   const auto spans = impl_->segment_spans();
-  return format::serialize_program(std::move(copy), spans);
+  return format::serialize_program(copy, spans);
 }
 
 Status CompiledProgram::write(const std::string& path) const {

@@ -472,7 +472,7 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
   return file;
 }
 
-Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
+Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments) {
   program.version = kFormatVersion;
   program.segments.clear();

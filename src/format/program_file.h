@@ -58,8 +58,9 @@ class ProgramFile {
   const fb::Program* program_ = nullptr;
 };
 
-// Serializes `program` (its `segments` field is filled in here) followed by `segments`.
-Result<std::vector<uint8_t>> serialize_program(fb::ProgramT program,
+// Serializes `program` followed by `segments`. Sets `program.version` and `program.segments` (the
+// segment table it writes) first; nothing else of `program` changes.
+Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments);
 
 // Writes bytes to a temporary file next to PATH and renames it to PATH, so a failure never leaves

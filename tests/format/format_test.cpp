@@ -340,7 +340,7 @@ TEST_F(SemanticTest, DuplicateMethodNames) {
   std::vector<std::span<const uint8_t>> segs;
   for (uint32_t i = 0; i < file->program().segments()->size(); ++i)
     segs.push_back(file->segment(i));
-  auto bytes = format::serialize_program(std::move(prog), segs);
+  auto bytes = format::serialize_program(prog, segs);
   ASSERT_TRUE(bytes.ok());
   expect_invalid(*bytes, "are both named 'forward'");
 }

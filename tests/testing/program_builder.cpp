@@ -200,13 +200,9 @@ void ProgramBuilder::copy(int src, int dst) {
 }
 
 std::vector<uint8_t> ProgramBuilder::bytes() const {
-  flatbuffers::FlatBufferBuilder fbb;
-  fbb.Finish(fb::Program::Pack(fbb, &program_));
-  fb::ProgramT copy;
-  fb::GetProgram(fbb.GetBufferPointer())->UnPackTo(&copy);
   std::vector<std::span<const uint8_t>> spans;
   for (const auto& s : segments_) spans.emplace_back(s);
-  auto out = format::serialize_program(std::move(copy), spans);
+  auto out = format::serialize_program(program_, spans);
   if (!out.ok()) throw std::runtime_error(out.status().to_string());
   return std::move(out).value();
 }

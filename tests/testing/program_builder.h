@@ -55,7 +55,7 @@ class ProgramBuilder {
  private:
   int add(fb::ValueKindUnion value);
   int arena_for(Device device);
-  fb::ProgramT program_;
+  mutable fb::ProgramT program_;  // serialization fills in its version and segment table
   std::vector<std::vector<uint8_t>> segments_;
   std::vector<uint8_t> constants_;
   int constant_segment_ = -1;

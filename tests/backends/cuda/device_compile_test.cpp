@@ -255,7 +255,7 @@ TEST(DeviceCompileTest, AProgramWithItsEngineBlobRemovedIsRejectedAtLoad) {
   std::vector<std::span<const uint8_t>> segments;
   for (uint32_t i = 0; i < file->program().segments()->size(); ++i)
     segments.push_back(file->segment(i));
-  auto damaged = format::serialize_program(std::move(program), segments);
+  auto damaged = format::serialize_program(program, segments);
   ASSERT_TRUE(damaged.ok());
   auto loaded = runtime::Program::load_bytes(*damaged);
   ASSERT_EQ(loaded.code(), Error::InvalidProgram);
