@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <random>
 #include <set>
 
@@ -96,6 +98,126 @@ TEST_F(CompilerTest, ShapesWhoseSizeOverflowsAreRefused) {
   EXPECT_NE(r.status().message().find("'outer_sum'"), std::string::npos) << r.status().to_string();
   EXPECT_NE(r.status().message().find("whose size in bytes overflows"), std::string::npos)
       << r.status().to_string();
+}
+
+// Every way a model can be malformed or outside what Baton compiles gets an error naming the
+// offending part (and, where there is one, the fix).
+TEST_F(CompilerTest, MalformedModelsAreRefusedByName) {
+  struct Case {
+    const char* what;
+    std::function<void(OnnxBuilder&)> damage;
+    Error code;
+    const char* needle;
+  };
+  auto relu = [](OnnxBuilder& b) {
+    b.input("x", {2, 3});
+    b.node("Relu", {"x"}, {"y"}, "relu");
+    b.output("y", {2, 3});
+  };
+  const std::vector<Case> cases = {
+      {"sparse initializer",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         b.graph().add_sparse_initializer()->mutable_values()->set_name("s");
+       },
+       Error::NotSupported, "has sparse initializers, which Baton does not support"},
+      {"Constant with a string value",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         auto& c = b.node("Constant", {}, {"k"}, "const_str");
+         auto* a = c.add_attribute();
+         a->set_name("value_string");
+         a->set_type(onnx::AttributeProto::STRING);
+         a->set_s("hi");
+       },
+       Error::NotSupported, "a Constant with attribute 'value_string' (STRING) is not supported"},
+      {"Constant with two values",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         auto& c = b.node("Constant", {}, {"k"}, "const_two");
+         OnnxBuilder::attr_float(c, "value_float", 1.0f);
+         OnnxBuilder::attr_int(c, "value_int", 1);
+       },
+       Error::InvalidArgument, "must have exactly one value attribute, has 2"},
+      {"no ai.onnx opset import",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         b.model().mutable_opset_import(0)->set_domain("com.example");
+       },
+       Error::InvalidArgument, "does not import the ai.onnx operator set"},
+      {"a value written twice",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         b.node("Relu", {"x"}, {"y"}, "relu_again");
+       },
+       Error::InvalidArgument, "writes 'y', which is already defined"},
+      {"nodes out of order",
+       [&](OnnxBuilder& b) {
+         b.input("x", {2, 3});
+         b.node("Relu", {"h"}, {"y"}, "second");
+         b.node("Relu", {"x"}, {"h"}, "first");
+         b.output("y", {2, 3});
+       },
+       Error::InvalidArgument, "reads 'h', which no earlier node, initializer or graph input"},
+      {"an output nothing produces",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         b.output("ghost", {2, 3});
+       },
+       Error::InvalidArgument, "graph output 'ghost' of"},
+      {"no outputs",
+       [&](OnnxBuilder& b) {
+         b.input("x", {2, 3});
+         b.node("Relu", {"x"}, {"y"}, "relu");
+       },
+       Error::InvalidArgument, "has no graph outputs"},
+      {"an input that is a sequence",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         auto* in = b.graph().add_input();
+         in->set_name("seq");
+         in->mutable_type()->mutable_sequence_type();
+       },
+       Error::NotSupported, "is not a tensor (sequences, maps and optionals are not supported)"},
+      {"an input without a shape",
+       [&](OnnxBuilder& b) {
+         relu(b);
+         auto* in = b.graph().add_input();
+         in->set_name("shapeless");
+         in->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+       },
+       Error::InvalidArgument,
+       "has no shape; Baton compiles static shapes: give one with --shape "
+       "shapeless="},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    OnnxBuilder b;
+    c.damage(b);
+    auto r = compile(b);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), c.code) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(c.needle), std::string::npos) << r.status().to_string();
+  }
+
+  OnnxBuilder b;
+  relu(b);
+  CompileOptions wrong_shape;
+  wrong_shape.input_shapes = {{"z", {2, 3}}};
+  auto r = compile(b, wrong_shape);
+  EXPECT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("a shape was given for 'z', which is not an input"),
+            std::string::npos)
+      << r.status().to_string();
+  CompileOptions bad_target;
+  bad_target.target_device = "gpu7";
+  r = compile(b, bad_target);
+  EXPECT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("--target-device 'gpu7' is not a device"), std::string::npos)
+      << r.status().to_string();
+  const std::vector<uint8_t> empty;
+  r = compiler::compile_bytes(empty, {});
+  EXPECT_EQ(r.code(), Error::InvalidArgument);
 }
 
 TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
