@@ -82,6 +82,17 @@ PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> 
   // Boundary values.
   std::vector<uint8_t> is_output(graph.values.size(), 0);
   for (int o : graph.outputs) is_output[o] = 1;
+  // Values some node reads outside the partition of their producer (one pass over all reads).
+  std::vector<uint8_t> read_elsewhere(graph.values.size(), 0);
+  for (int other : result.order) {
+    for (int v : graph.nodes[other].inputs) {
+      if (v < 0) continue;
+      const int prod = graph.values[v].producer;
+      if (prod >= 0 && graph.nodes[prod].partition != graph.nodes[other].partition) {
+        read_elsewhere[v] = 1;
+      }
+    }
+  }
   for (Partition& p : result.partitions) {
     for (int node : p.nodes) {
       for (int v : graph.nodes[node].inputs) {
@@ -96,14 +107,7 @@ PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> 
     for (int node : p.nodes) {
       for (int v : graph.nodes[node].outputs) {
         if (v < 0) continue;
-        bool read_outside = is_output[v] != 0;
-        for (int other : result.order) {
-          if (read_outside) break;
-          if (graph.nodes[other].partition == p.index) continue;
-          const auto& ins = graph.nodes[other].inputs;
-          read_outside = std::find(ins.begin(), ins.end(), v) != ins.end();
-        }
-        if (read_outside) p.outputs.push_back(v);
+        if (is_output[v] || read_elsewhere[v]) p.outputs.push_back(v);
       }
     }
   }
