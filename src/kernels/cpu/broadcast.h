@@ -64,33 +64,15 @@ struct BroadcastPlan {
   std::array<std::array<int64_t, kMaxRank>, N> strides{};
 };
 
-// `out` and every input have rank <= kMaxRank and each input broadcasts to `out` (infer checked).
+// The plan for walking `out` in order when input k steps `full[k][d]` elements along output
+// dimension d: dimensions of size 1 dropped, and a dimension merged into the previous kept one
+// when every input steps through both as through one.
 template <int N>
-BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
-                                     const std::array<std::span<const int64_t>, N>& inputs) {
+BroadcastPlan<N> compress_plan(std::span<const int64_t> out,
+                               const std::array<std::array<int64_t, kMaxRank>, N>& full) {
   BroadcastPlan<N> plan;
   plan.numel = product(out, 0, out.size());
   const int out_rank = static_cast<int>(out.size());
-
-  // Element strides of each input, expressed along the output's dimensions.
-  std::array<std::array<int64_t, kMaxRank>, N> full{};
-  for (int k = 0; k < N; ++k) {
-    const std::span<const int64_t> in = inputs[k];
-    const int lead = out_rank - static_cast<int>(in.size());
-    int64_t stride = 1;
-    for (int d = out_rank - 1; d >= 0; --d) {
-      const int j = d - lead;
-      if (j < 0 || in[j] == 1) {
-        full[k][d] = 0;
-      } else {
-        full[k][d] = stride;
-        stride *= in[j];
-      }
-    }
-  }
-
-  // Keep dimensions of size > 1; merge a dimension into the previous kept one when every input
-  // steps through both as through one.
   int rank = 0;
   for (int d = 0; d < out_rank; ++d) {
     if (out[d] == 1) continue;
@@ -114,6 +96,32 @@ BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
   }
   plan.rank = rank;
   return plan;
+}
+
+// `out` and every input have rank <= kMaxRank and each input broadcasts to `out` (infer checked).
+template <int N>
+BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
+                                     const std::array<std::span<const int64_t>, N>& inputs) {
+  const int out_rank = static_cast<int>(out.size());
+
+  // Element strides of each input, expressed along the output's dimensions.
+  std::array<std::array<int64_t, kMaxRank>, N> full{};
+  for (int k = 0; k < N; ++k) {
+    const std::span<const int64_t> in = inputs[k];
+    const int lead = out_rank - static_cast<int>(in.size());
+    int64_t stride = 1;
+    for (int d = out_rank - 1; d >= 0; --d) {
+      const int j = d - lead;
+      if (j < 0 || in[j] == 1) {
+        full[k][d] = 0;
+      } else {
+        full[k][d] = stride;
+        stride *= in[j];
+      }
+    }
+  }
+
+  return compress_plan<N>(out, full);
 }
 
 // Calls body(out_offset, in_offsets, count) for each run of `count` elements along the innermost

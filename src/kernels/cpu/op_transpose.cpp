@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
 
@@ -42,49 +43,30 @@ Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs
   return Status::ok_status();
 }
 
-// The output walked in order, with the input's element stride along each output dimension;
-// size-1 dimensions dropped and dimensions that stay contiguous in the input merged.
-struct TransposePlan {
-  int rank = 1;
-  int64_t numel = 0;
-  std::array<int64_t, kMaxRank> sizes{};
-  std::array<int64_t, kMaxRank> in_strides{};
-};
-
+// The output walked in order (a one-input broadcast plan whose strides are the input's, permuted);
+// rows the input holds contiguously are copied whole.
 template <typename Word>
-void transpose_words(const TransposePlan& p, const void* in_data, void* out_data) {
+void transpose_words(const BroadcastPlan<1>& p, const void* in_data, void* out_data) {
   const Word* in = static_cast<const Word*>(in_data);
   Word* out = static_cast<Word*>(out_data);
-  if (p.numel == 0) return;
-  const int last = p.rank - 1;
-  const int64_t n = p.sizes[last];
-  const int64_t s = p.in_strides[last];
-  std::array<int64_t, kMaxRank> index{};
-  int64_t offset = 0;
-  for (int64_t row = 0, rows = p.numel / n; row < rows; ++row) {
-    const Word* src = in + offset;
-    Word* dst = out + row * n;
-    if (s == 1) {
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Word));
-    } else {
-      for (int64_t j = 0; j < n; ++j) dst[j] = src[j * s];
-    }
-    for (int d = last - 1; d >= 0; --d) {
-      if (++index[d] < p.sizes[d]) {
-        offset += p.in_strides[d];
-        break;
-      }
-      index[d] = 0;
-      offset -= p.in_strides[d] * (p.sizes[d] - 1);
-    }
-  }
+  const int64_t s = p.strides[0][p.rank - 1];
+  for_each_broadcast_row<1>(
+      p, [&](int64_t out_offset, const std::array<int64_t, 1>& offsets, int64_t n) {
+        const Word* src = in + offsets[0];
+        Word* dst = out + out_offset;
+        if (s == 1) {
+          std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Word));
+        } else {
+          for (int64_t j = 0; j < n; ++j) dst[j] = src[j * s];
+        }
+      });
 }
 
-using TransposeFn = void (*)(const TransposePlan&, const void*, void*);
+using TransposeFn = void (*)(const BroadcastPlan<1>&, const void*, void*);
 
 class TransposeKernel final : public runtime::Kernel {
  public:
-  TransposeKernel(const runtime::Value* in, runtime::Value* out, const TransposePlan& plan,
+  TransposeKernel(const runtime::Value* in, runtime::Value* out, const BroadcastPlan<1>& plan,
                   TransposeFn fn)
       : in_(in), out_(out), plan_(plan), fn_(fn) {}
 
@@ -96,7 +78,7 @@ class TransposeKernel final : public runtime::Kernel {
  private:
   const runtime::Value* in_;
   runtime::Value* out_;
-  TransposePlan plan_;
+  BroadcastPlan<1> plan_;
   TransposeFn fn_;
 };
 
@@ -110,28 +92,15 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
     strides[d] = s;
     s *= x.sizes[d];
   }
-  TransposePlan plan;
-  plan.numel = x.numel();
-  int r = 0;
+  // Output dimension i is input dimension perm[i]: its size and the input's stride along it.
+  std::array<int64_t, kMaxRank> out_sizes{};
+  std::array<std::array<int64_t, kMaxRank>, 1> in_strides{};
   for (int i = 0; i < rank; ++i) {
-    const int64_t size = x.sizes[perm[i]];
-    const int64_t stride = strides[perm[i]];
-    if (size == 1) continue;
-    if (r > 0 && plan.in_strides[r - 1] == stride * size) {
-      plan.sizes[r - 1] *= size;
-      plan.in_strides[r - 1] = stride;
-    } else {
-      plan.sizes[r] = size;
-      plan.in_strides[r] = stride;
-      ++r;
-    }
+    out_sizes[i] = x.sizes[perm[i]];
+    in_strides[0][i] = strides[perm[i]];
   }
-  if (r == 0) {
-    plan.sizes[0] = 1;
-    plan.in_strides[0] = 1;
-    r = 1;
-  }
-  plan.rank = r;
+  const BroadcastPlan<1> plan =
+      compress_plan<1>(std::span<const int64_t>(out_sizes.data(), rank), in_strides);
 
   TransposeFn fn = nullptr;
   switch (dtype_size(x.dtype)) {
