@@ -7,7 +7,6 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "commands.h"
-#include "compiler/backend_compiler.h"
 
 namespace baton::tool {
 namespace {

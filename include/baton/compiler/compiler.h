@@ -26,7 +26,29 @@
 
 namespace baton::compiler {
 
-class BackendCompiler;
+// The compiler's IR and a backend's partitions and blobs (src/compiler/ir.h,
+// src/compiler/backend_compiler.h): only backends see inside them.
+struct Graph;
+struct IrNode;
+struct Partition;
+struct LoweredPartition;
+
+// The compile-time side of a backend: which nodes it can take, and how a partition of them
+// becomes the blob its runtime side (runtime::BackendInterface with the same id) executes.
+// Callers hold one from make_backend_compiler() and pass it in CompileOptions::backends.
+class BackendCompiler {
+ public:
+  virtual ~BackendCompiler() = default;
+  // The runtime backend id the blob is for ("cuda").
+  virtual std::string_view id() const = 0;
+  virtual bool supports(const Graph& graph, const IrNode& node) const = 0;
+  // Constants the partition reads are embedded in the blob (they are not partition inputs).
+  virtual Result<LoweredPartition> lower(const Graph& graph, const Partition& partition) = 0;
+  // The device a blob was built for, read back from the blob itself (the CUDA engine's header
+  // device id). The compiler labels the partition with it, so label and blob cannot drift; an
+  // unreadable blob is a compile-time error.
+  virtual Result<Device> blob_device(std::span<const uint8_t> blob) const = 0;
+};
 
 // Fixes the sizes of a graph input whose ONNX shape has symbolic dimensions.
 struct InputShape {

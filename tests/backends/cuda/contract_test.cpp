@@ -21,7 +21,6 @@
 #include "baton/cuda/stream_guard.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
-#include "compiler/backend_compiler.h"
 #include "test_kernels.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"

@@ -16,7 +16,6 @@
 #include "baton/core/check.h"
 #include "baton/cuda/compiler.h"
 #include "baton/runtime/program.h"
-#include "compiler/backend_compiler.h"
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"

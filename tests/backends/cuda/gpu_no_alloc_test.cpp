@@ -13,7 +13,6 @@
 #include "baton/cuda/stream_guard.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
-#include "compiler/backend_compiler.h"
 #include "testing/alloc/counting_allocator.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"

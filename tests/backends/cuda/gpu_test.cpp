@@ -20,7 +20,6 @@
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
-#include "compiler/backend_compiler.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
 #include "testing/random.h"
