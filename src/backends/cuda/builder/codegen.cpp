@@ -16,6 +16,19 @@ uint32_t grid_for(int64_t n, uint32_t block) {
   return static_cast<uint32_t>(std::clamp<int64_t>(blocks, 1, kMaxGrid));
 }
 
+// A kernel `name(params)` whose body runs once per element index i in [0, n), grid-striding;
+// sets the launch shape for it.
+std::string grid_stride_kernel(const std::string& name, const std::string& params, int64_t n,
+                               const std::string& body, LaunchShape* launch) {
+  launch->block = kBlock;
+  launch->grid = grid_for(n, kBlock);
+  return fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
+      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL;\n"
+      "       i += (long long)gridDim.x * blockDim.x) {{\n{}  }}\n}}\n",
+      kBlock, name, params, n, body);
+}
+
 // Bit-exact float literal.
 std::string literal(float v) {
   uint32_t bits;
@@ -173,13 +186,7 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     body += fmt::format("    st(&p{}[i], t{});\n", ptr, out.op);
     ++ptr;
   }
-  launch->block = kBlock;
-  launch->grid = grid_for(n, kBlock);
-  return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {{\n{}  }}\n}}\n",
-      kBlock, k.name, params, n, body);
+  return grid_stride_kernel(k.name, params, n, body, launch);
 }
 
 std::string generate_softmax(const std::string& name, DType in, DType out, int64_t outer,
@@ -235,15 +242,11 @@ std::string generate_transpose(const std::string& name, DType in, DType out,
     strides[d] = in_strides[perm[d]];
     n *= out_sizes[d];
   }
-  launch->block = kBlock;
-  launch->grid = grid_for(n, kBlock);
-  return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, {}* "
-      "__restrict__ y) {{\n"
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {{\n{}    st(&y[i], to_f(x[o]));\n  }}\n}}\n",
-      kBlock, name, device_type_name(in), device_type_name(out), n,
-      offset_code("o", out_sizes, strides));
+  return grid_stride_kernel(
+      name,
+      fmt::format("const {}* __restrict__ x, {}* __restrict__ y", device_type_name(in),
+                  device_type_name(out)),
+      n, offset_code("o", out_sizes, strides) + "    st(&y[i], to_f(x[o]));\n", launch);
 }
 
 std::string generate_concat(const std::string& name, const std::vector<DType>& in, DType out,
@@ -266,13 +269,8 @@ std::string generate_concat(const std::string& name, const std::vector<DType>& i
         k ? "else " : "", start + axis_sizes[k], k, axis_sizes[k], start, inner);
     start += axis_sizes[k];
   }
-  launch->block = kBlock;
-  launch->grid = grid_for(n, kBlock);
-  return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y) {{\n"
-      "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL;\n"
-      "       i += (long long)gridDim.x * blockDim.x) {{\n{}  }}\n}}\n",
-      kBlock, name, params, device_type_name(out), n, body);
+  return grid_stride_kernel(
+      name, fmt::format("{}{}* __restrict__ y", params, device_type_name(out)), n, body, launch);
 }
 
 }  // namespace baton::cuda
