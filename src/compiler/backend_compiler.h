@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "baton/core/device.h"
 #include "baton/compiler/compiler.h"
+#include "baton/core/device.h"
 #include "baton/core/error.h"
 #include "compiler/ir.h"
 

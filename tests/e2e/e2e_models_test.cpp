@@ -10,13 +10,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
 #include "testing/alloc/counting_allocator.h"
+#include "testing/model_cases.h"
 #include "testing/paths.h"
 #include "testing/random.h"
 
@@ -33,18 +33,14 @@ struct CaseResult {
 // Compiles and runs every case in `dir`; returns the cases it ran.
 std::vector<CaseResult> run_cases(const fs::path& dir) {
   std::vector<CaseResult> results;
-  std::ifstream in(dir / "manifest.json");
-  EXPECT_TRUE(in.good()) << "missing " << (dir / "manifest.json");
-  if (!in.good()) return results;
-  const nlohmann::json manifest = nlohmann::json::parse(in);
-  for (const auto& c : manifest["cases"]) {
-    const std::string name = c["name"];
-    SCOPED_TRACE(name);
+  auto cases = testing::read_model_cases(dir);
+  EXPECT_TRUE(cases.ok()) << cases.status().to_string();
+  if (!cases.ok()) return results;
+  for (const testing::ModelCase& c : *cases) {
+    SCOPED_TRACE(c.name);
     compiler::CompileOptions options;
-    for (const auto& [input, sizes] : c["shapes"].items()) {
-      options.input_shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
-    }
-    auto compiled = compiler::compile_file((dir / c["model"].get<std::string>()).string(), options);
+    options.input_shapes = c.shapes;
+    auto compiled = compiler::compile_file(c.model.string(), options);
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
     if (!compiled.ok()) continue;
     auto bytes = compiled->serialize();
@@ -54,20 +50,13 @@ std::vector<CaseResult> run_cases(const fs::path& dir) {
     auto module = runtime::Module::from_program(*program);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) continue;
-    std::vector<Tensor> inputs;
-    for (size_t i = 0; i < c["inputs"].size(); ++i) {
-      auto t = runtime::read_npy((dir / fmt::format("{}.input_{}.npy", name, i)).string());
-      EXPECT_TRUE(t.ok()) << t.status().to_string();
-      inputs.push_back(std::move(t).value());
-    }
-    auto outputs = module->run(inputs);
+    auto outputs = module->run(c.inputs);
     EXPECT_TRUE(outputs.ok()) << outputs.status().to_string();
     if (!outputs.ok()) continue;
-    const size_t want_outputs = c["outputs"];
-    EXPECT_EQ(outputs->size(), want_outputs);
-    CaseResult result{name, 0.0};
-    for (size_t o = 0; o < std::min(want_outputs, outputs->size()); ++o) {
-      auto ref = runtime::read_npy((dir / fmt::format("{}.output_{}.npy", name, o)).string());
+    EXPECT_EQ(outputs->size(), c.outputs);
+    CaseResult result{c.name, 0.0};
+    for (size_t o = 0; o < std::min(c.outputs, outputs->size()); ++o) {
+      auto ref = c.reference(o);
       EXPECT_TRUE(ref.ok()) << ref.status().to_string();
       const Tensor& got = (*outputs)[o];
       if (!ref.ok() || got.dtype() != DType::Float32 || got.sizes() != ref->sizes()) {
@@ -77,7 +66,7 @@ std::vector<CaseResult> run_cases(const fs::path& dir) {
       }
       const double err =
           testing::relative_error(got.data_as<float>(), ref->data_as<float>(), got.numel());
-      EXPECT_LE(err, c["tolerance"].get<double>()) << "output " << o;
+      EXPECT_LE(err, c.tolerance) << "output " << o;
       result.worst_error = std::max(result.worst_error, err);
     }
     results.push_back(result);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
@@ -20,6 +19,7 @@
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/module.h"
 #include "baton/runtime/npy.h"
+#include "testing/model_cases.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
 #include "testing/random.h"
@@ -179,6 +179,22 @@ class GpuTest : public ::testing::Test {
       }
     }
     return worst;
+  }
+
+  // Every case of a model directory, compiled for the GPU in each precision, against the CPU path.
+  static int compare_cases(const fs::path& dir) {
+    auto cases = testing::read_model_cases(dir);
+    EXPECT_TRUE(cases.ok()) << cases.status().to_string();
+    if (!cases.ok()) return 0;
+    for (const testing::ModelCase& c : *cases) {
+      SCOPED_TRACE(c.name);
+      std::ifstream model(c.model, std::ios::binary);
+      const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
+                                      std::istreambuf_iterator<char>());
+      const double worst = compare_model(onnx, c.inputs, c.shapes);
+      std::printf("  %-24s worst relative error over precisions %.3g\n", c.name.c_str(), worst);
+    }
+    return static_cast<int>(cases->size());
   }
 
   std::mt19937 rng_{20261122};
@@ -411,51 +427,11 @@ TEST_F(GpuTest, SeparatedAndAdjacentPartitionsRunAndAdjacentOnesStayOnTheDevice)
 // --- end-to-end models -----------------------------------------------------------------------
 
 TEST_F(GpuTest, GeneratedModelsMatchTheCpuPath) {
-  const fs::path dir = testing::e2e_models_dir();
-  std::ifstream in(dir / "manifest.json");
-  ASSERT_TRUE(in.good()) << "missing " << dir / "manifest.json"
-                         << " (run tests/e2e/make_models.py DIR and set BATON_E2E_MODELS_DIR)";
-  const auto manifest = nlohmann::json::parse(in);
-  int cases = 0;
-  for (const auto& c : manifest["cases"]) {
-    const std::string name = c["name"];
-    SCOPED_TRACE(name);
-    std::ifstream model(dir / c["model"].get<std::string>(), std::ios::binary);
-    const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
-                                    std::istreambuf_iterator<char>());
-    std::vector<compiler::InputShape> shapes;
-    for (const auto& [input, sizes] : c["shapes"].items())
-      shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
-    std::vector<Tensor> inputs;
-    for (size_t i = 0; i < c["inputs"].size(); ++i) {
-      inputs.push_back(
-          runtime::read_npy((dir / fmt::format("{}.input_{}.npy", name, i)).string()).value());
-    }
-    const double worst = compare_model(onnx, inputs, shapes);
-    std::printf("  %-24s worst relative error over precisions %.3g\n", name.c_str(), worst);
-    ++cases;
-  }
-  EXPECT_GE(cases, 6);
+  EXPECT_GE(compare_cases(testing::e2e_models_dir()), 6);
 }
 
 TEST_F(GpuTest, TorchExportedModelsMatchTheCpuPath) {
-  const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models";
-  std::ifstream in(dir / "manifest.json");
-  ASSERT_TRUE(in.good()) << "missing " << dir / "manifest.json";
-  const auto manifest = nlohmann::json::parse(in);
-  for (const auto& c : manifest["cases"]) {
-    const std::string name = c["name"];
-    SCOPED_TRACE(name);
-    std::ifstream model(dir / c["model"].get<std::string>(), std::ios::binary);
-    const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
-                                    std::istreambuf_iterator<char>());
-    std::vector<compiler::InputShape> shapes;
-    for (const auto& [input, sizes] : c["shapes"].items())
-      shapes.push_back({input, sizes.get<std::vector<int64_t>>()});
-    const Tensor x = runtime::read_npy((dir / (name + ".input_0.npy")).string()).value();
-    const double worst = compare_model(onnx, {x}, shapes);
-    std::printf("  %-24s worst relative error over precisions %.3g\n", name.c_str(), worst);
-  }
+  EXPECT_GE(compare_cases(fs::path(testing::source_dir()) / "tests/e2e/models"), 2);
 }
 
 // --- load-time device checks -------------------------------------------------------------------
