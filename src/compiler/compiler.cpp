@@ -11,6 +11,7 @@
 #include "compiler/partition.h"
 #include "compiler/passes.h"
 #include "format/program_file.h"
+#include "runtime/kernel.h"
 
 namespace baton::compiler {
 
@@ -68,17 +69,12 @@ class PhaseTimer {
 
 Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options,
                                       PhaseTimer& timer) {
-  const runtime::OpRegistry& registry = runtime::OpRegistry::global();
-  BATON_CHECK_OR_RETURN(!registry.names().empty(), InvalidArgument,
-                        "no operators are registered: call baton::register_builtins() before "
-                        "compiling");
   BATON_CHECK_OR_RETURN(options.device == "cpu" || !options.backends.empty(), NotSupported,
                         "device '{}' needs a backend that can compile for it, and none was given",
                         options.device);
   timer.start();
   const size_t onnx_nodes = graph.nodes.size();
-  BATON_TRY(check_supported(graph, registry));
-  BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph, registry));
+  BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph));
   const size_t removed = eliminate_dead_nodes(graph);
   timer.done("infer",
              fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded, removed));
@@ -158,7 +154,6 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   in.backend_ids = backend_ids;
   in.labels = labels;
   in.io = options.io;
-  in.registry = &registry;
   in.producer = fmt::format(
       "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
       graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset);
@@ -187,8 +182,20 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
 
 }  // namespace
 
+namespace {
+
+Status check_kernels_registered() {
+  BATON_CHECK_OR_RETURN(!runtime::kernel_registry().names().empty(), InvalidArgument,
+                        "no CPU kernels are registered: call baton::register_builtins() before "
+                        "compiling");
+  return Status();
+}
+
+}  // namespace
+
 Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
                                       const CompileOptions& options, const std::string& base_dir) {
+  BATON_TRY(check_kernels_registered());
   PhaseTimer timer(options);
   timer.start();
   ImportOptions import_options{options.input_shapes};
@@ -200,6 +207,7 @@ Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
 }
 
 Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options) {
+  BATON_TRY(check_kernels_registered());
   PhaseTimer timer(options);
   timer.start();
   ImportOptions import_options{options.input_shapes};

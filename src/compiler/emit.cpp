@@ -169,34 +169,47 @@ class Emitter {
     return null_index_;
   }
 
-  int attribute_value(const runtime::Value& a) {
+  // A bound attribute as a program value (tensor attributes become constant tensors).
+  int attribute_value(const ops::AttrValue& a) {
+    if (a.none) return null_value();
+    if (a.kind == ops::AttrKind::Tensor) {
+      IrValue v;
+      v.name = "attribute";
+      v.dtype = a.tensor.dtype;
+      v.sizes = a.tensor.sizes;
+      v.shape_known = true;
+      v.constant = a.tensor.data;
+      table_.values.push_back(std::move(v));
+      table_.device.push_back(Device::cpu());
+      return tensor_value(static_cast<int>(table_.values.size()) - 1);
+    }
     return emit_value([&](fb::ValueKindUnion& u) {
       switch (a.kind) {
-        case runtime::ValueKind::Int: {
+        case ops::AttrKind::Int: {
           fb::IntT x;
           x.value = a.i;
           u.Set(std::move(x));
           break;
         }
-        case runtime::ValueKind::Float: {
+        case ops::AttrKind::Float: {
           fb::FloatT x;
           x.value = a.f;
           u.Set(std::move(x));
           break;
         }
-        case runtime::ValueKind::String: {
+        case ops::AttrKind::String: {
           fb::StringT x;
-          x.value = std::string(a.s);
+          x.value = a.s;
           u.Set(std::move(x));
           break;
         }
-        case runtime::ValueKind::IntList: {
+        case ops::AttrKind::Ints: {
           fb::IntListT x;
           x.items.assign(a.ints.begin(), a.ints.end());
           u.Set(std::move(x));
           break;
         }
-        case runtime::ValueKind::FloatList: {
+        case ops::AttrKind::Floats: {
           fb::FloatListT x;
           x.items.assign(a.floats.begin(), a.floats.end());
           u.Set(std::move(x));
@@ -231,10 +244,11 @@ class Emitter {
   fb::TensorT& tensor_of(int fb_value) { return *method_->values[fb_value]->value.AsTensor(); }
 
   int operator_index(const IrNode& n) {
-    const auto key = std::make_pair(n.op_type, n.opset);
+    const auto key = std::make_pair(n.domain + "/" + n.op_type, n.opset);
     if (auto it = operators_.find(key); it != operators_.end()) return it->second;
     auto op = std::make_unique<fb::OperatorT>();
     op->name = n.op_type;
+    op->domain = n.domain;
     op->opset = n.opset;
     method_->operators.push_back(std::move(op));
     const int index = static_cast<int>(method_->operators.size()) - 1;
@@ -254,16 +268,11 @@ class Emitter {
       switch (s.kind) {
         case StepKind::Kernel: {
           const IrNode& n = g_.nodes[s.node];
-          const runtime::OpSchema* schema = in_.registry->find(n.op_type);
-          BATON_CHECK_OR_RETURN(schema != nullptr, Internal, "{} lost its schema", n.describe());
-          BATON_ASSIGN_OR_RETURN(auto attrs, bind_attributes(n, *schema));
           fb::KernelCallT k;
           k.operator_ = operator_index(n);
           k.name = n.name;
           for (int v : s.inputs) k.inputs.push_back(v < 0 ? null_value() : tensor_value(v));
-          for (const runtime::Value& a : attrs) {
-            k.attributes.push_back(a.is_none() ? null_value() : attribute_value(a));
-          }
+          for (const ops::AttrValue& a : n.attrs) k.attributes.push_back(attribute_value(a));
           for (int v : s.outputs) k.outputs.push_back(tensor_value(v));
           ins->instruction.Set(std::move(k));
           ++out_.summary.kernel_calls;

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "baton/compiler/compiler.h"
-#include "baton/runtime/operator.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/partition.h"
 #include "program_generated.h"
@@ -18,7 +17,6 @@ struct EmitInput {
   std::vector<std::string> backend_ids;  // per partition
   std::vector<Device> labels;            // per partition: its target_device
   MethodIo io = MethodIo::Host;
-  const runtime::OpRegistry* registry = nullptr;
   std::string producer;
 };
 

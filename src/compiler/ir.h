@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/core/device.h"
 #include "baton/core/dtype.h"
+#include "ops/op_def.h"
 
 namespace baton::compiler {
 
@@ -26,23 +28,6 @@ struct IrValue {
   int producer = -1;  // node index, -1 for graph inputs and constants
 };
 
-struct IrAttribute {
-  enum class Kind { Int, Float, String, Ints, Floats, Tensor, Other };
-  std::string name;
-  Kind kind = Kind::Other;
-  int64_t i = 0;
-  double f = 0.0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  // Kind::Tensor: a constant value's data.
-  DType tensor_dtype = DType::Float32;
-  std::vector<int64_t> tensor_sizes;
-  std::shared_ptr<const std::vector<uint8_t>> tensor_data;
-  // The ONNX attribute type name, for messages ("INT", "GRAPH", "SPARSE_TENSOR", ...).
-  std::string onnx_type;
-};
-
 struct IrNode {
   std::string name;
   std::string op_type;
@@ -50,15 +35,21 @@ struct IrNode {
   int opset = 0;             // the model's opset for this node's domain
   std::vector<int> inputs;   // value indices; -1 for an absent optional input
   std::vector<int> outputs;  // value indices; -1 for an unused optional output
-  std::vector<IrAttribute> attributes;
+  // The operator's definition at the node's opset, and its attributes bound to it: in the
+  // definition's order, defaults filled in, canonical once shapes are inferred. Backends read
+  // these, never the model's raw attributes.
+  const ops::OpDef* def = nullptr;
+  std::vector<ops::AttrValue> attrs;
   bool dead = false;   // folded away or absorbed
   int partition = -1;  // -1: runs on the CPU
 
-  const IrAttribute* attribute(const std::string& attr_name) const {
-    for (const auto& a : attributes) {
-      if (a.name == attr_name) return &a;
-    }
-    return nullptr;
+  // Bound attribute `attr_name` (it must be one of the definition's).
+  const ops::AttrValue& attr(std::string_view attr_name) const;
+  int64_t attr_int(std::string_view attr_name) const { return attr(attr_name).i; }
+  double attr_float(std::string_view attr_name) const { return attr(attr_name).f; }
+  const std::string& attr_string(std::string_view attr_name) const { return attr(attr_name).s; }
+  const std::vector<int64_t>& attr_ints(std::string_view attr_name) const {
+    return attr(attr_name).ints;
   }
   // "Gemm node 'fc1'"
   std::string describe() const;

@@ -12,12 +12,21 @@
 
 #include "baton/core/check.h"
 #include "compiler/onnx_tensor.h"
+#include "ops/constant.h"
+#include "runtime/kernel.h"
 
 namespace baton::compiler {
 
 std::string IrNode::describe() const {
   std::string out = op_type + " node '" + name + "'";
   return out;
+}
+
+const ops::AttrValue& IrNode::attr(std::string_view attr_name) const {
+  static const ops::AttrValue kMissing = ops::AttrValue::absent(ops::AttrKind::Int);
+  const int index = def == nullptr ? -1 : def->attr_index(attr_name);
+  if (index < 0 || static_cast<size_t>(index) >= attrs.size()) return kMissing;
+  return attrs[static_cast<size_t>(index)];
 }
 
 namespace {
@@ -70,6 +79,7 @@ class Importer {
     }
     BATON_CHECK_OR_RETURN(!graph_.outputs.empty(), InvalidArgument, "'{}' has no graph outputs",
                           graph_.source);
+    BATON_TRY(report_unsupported());
     return std::move(graph_);
   }
 
@@ -189,93 +199,83 @@ class Importer {
     return Status();
   }
 
-  Result<IrAttribute> convert_attribute(const onnx::AttributeProto& a, const IrNode& node) {
-    IrAttribute out;
+  Result<ops::NamedAttr> convert_attribute(const onnx::AttributeProto& a, const IrNode& node) {
+    ops::NamedAttr out;
     out.name = a.name();
     out.onnx_type = attr_type_name(a.type());
     switch (a.type()) {
       case onnx::AttributeProto::INT:
-        out.kind = IrAttribute::Kind::Int;
-        out.i = a.i();
+        out.value = ops::AttrValue::of_int(a.i());
         break;
       case onnx::AttributeProto::FLOAT:
-        out.kind = IrAttribute::Kind::Float;
-        out.f = a.f();
+        out.value = ops::AttrValue::of_float(a.f());
         break;
       case onnx::AttributeProto::STRING:
-        out.kind = IrAttribute::Kind::String;
-        out.s = a.s();
+        out.value = ops::AttrValue::of_string(a.s());
         break;
       case onnx::AttributeProto::INTS:
-        out.kind = IrAttribute::Kind::Ints;
-        out.ints.assign(a.ints().begin(), a.ints().end());
+        out.value = ops::AttrValue::of_ints({a.ints().begin(), a.ints().end()});
         break;
       case onnx::AttributeProto::FLOATS:
-        out.kind = IrAttribute::Kind::Floats;
-        out.floats.assign(a.floats().begin(), a.floats().end());
+        out.value = ops::AttrValue::of_floats({a.floats().begin(), a.floats().end()});
         break;
       case onnx::AttributeProto::TENSOR: {
         BATON_ASSIGN_OR_RETURN(
             OnnxTensor t,
             read_onnx_tensor(a.t(), base_dir_,
                              fmt::format("attribute '{}' of {}", a.name(), node.describe())));
-        out.kind = IrAttribute::Kind::Tensor;
-        out.tensor_dtype = t.dtype;
-        out.tensor_sizes = std::move(t.sizes);
-        out.tensor_data = std::move(t.data);
+        out.value = ops::AttrValue::of_tensor({t.dtype, std::move(t.sizes), std::move(t.data)});
         break;
       }
       default:
-        out.kind = IrAttribute::Kind::Other;
-        break;
+        break;  // graphs, sparse tensors, type protos: no definition of Baton's takes them
     }
     return out;
   }
 
-  // Constant nodes become compile-time values; they never reach the program as kernels.
-  Status fold_constant_node(const IrNode& node, int output) {
-    BATON_CHECK_OR_RETURN(node.attributes.size() == 1, InvalidArgument,
-                          "{} must have exactly one value attribute, has {}", node.describe(),
-                          node.attributes.size());
-    const IrAttribute& a = node.attributes[0];
-    IrValue& v = graph_.values[output];
-    v.shape_known = true;
-    auto bytes = std::make_shared<std::vector<uint8_t>>();
-    auto put = [&](const void* p, size_t n) {
-      const auto* b = static_cast<const uint8_t*>(p);
-      bytes->insert(bytes->end(), b, b + n);
-    };
-    if (a.name == "value" && a.kind == IrAttribute::Kind::Tensor) {
-      v.dtype = a.tensor_dtype;
-      v.sizes = a.tensor_sizes;
-      v.constant = a.tensor_data;
+  // A node whose op has a definition and a CPU kernel gets its attributes bound; any other is
+  // recorded as unsupported, and run() reports every such node at once.
+  Status bind(IrNode& node, std::span<const ops::NamedAttr> raw) {
+    const std::string domain = node.domain.empty() ? "ai.onnx" : node.domain;
+    const ops::OpDef* def = ops::op_registry().find(node.op_type, node.domain, node.opset);
+    // Constant nodes are folded here, so they need no kernel.
+    const bool folded_here = node.domain.empty() && node.op_type == "Constant";
+    const bool has_kernel =
+        folded_here || runtime::kernel_registry().find(node.op_type, node.domain) != nullptr;
+    if (def == nullptr || !has_kernel) {
+      const ops::OpDef* later = ops::op_registry().earliest(node.op_type, node.domain);
+      if (later != nullptr && has_kernel) {
+        unsupported_.push_back(fmt::format(
+            "node '{}': op '{}' (domain '{}') is supported from opset {}, the model uses opset {}",
+            node.name, node.op_type, domain, later->since_version, node.opset));
+      } else {
+        unsupported_.push_back(
+            fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton kernel", node.name,
+                        node.op_type, domain, node.opset));
+      }
       return Status();
     }
-    if (a.name == "value_float" && a.kind == IrAttribute::Kind::Float) {
-      const float f = static_cast<float>(a.f);
-      v.dtype = DType::Float32;
-      put(&f, 4);
-    } else if (a.name == "value_floats" && a.kind == IrAttribute::Kind::Floats) {
-      v.dtype = DType::Float32;
-      v.sizes = {static_cast<int64_t>(a.floats.size())};
-      for (double d : a.floats) {
-        const float f = static_cast<float>(d);
-        put(&f, 4);
-      }
-    } else if (a.name == "value_int" && a.kind == IrAttribute::Kind::Int) {
-      v.dtype = DType::Int64;
-      put(&a.i, 8);
-    } else if (a.name == "value_ints" && a.kind == IrAttribute::Kind::Ints) {
-      v.dtype = DType::Int64;
-      v.sizes = {static_cast<int64_t>(a.ints.size())};
-      put(a.ints.data(), a.ints.size() * 8);
-    } else {
-      return BATON_ERROR(NotSupported,
-                         "{}: a Constant with attribute '{}' ({}) is not supported (supported: "
-                         "value, value_float(s), value_int(s))",
-                         node.describe(), a.name, a.onnx_type);
+    node.def = def;
+    auto attrs = ops::bind_attributes(*def, raw, node.describe());
+    if (!attrs.ok()) {
+      if (attrs.code() != Error::NotSupported) return attrs.status();
+      unsupported_.push_back(attrs.status().message());
+      return Status();
     }
-    v.constant = std::move(bytes);
+    node.attrs = std::move(attrs).value();
+    return Status();
+  }
+
+  // Constant nodes become compile-time values; they never reach the program as kernels.
+  Status fold_constant_node(IrNode& node, int output) {
+    std::vector<ops::OutputInfo> out(1);
+    BATON_TRY(ops::infer(*node.def, node.name, {}, node.attrs, out));
+    ops::TensorValue t = ops::constant_value(node.attrs, *node.def);
+    IrValue& v = graph_.values[output];
+    v.dtype = t.dtype;
+    v.sizes = std::move(t.sizes);
+    v.constant = std::move(t.data);
+    v.shape_known = true;
     return Status();
   }
 
@@ -294,9 +294,10 @@ class Importer {
       auto it = other_domains_.find(node.domain);
       node.opset = it == other_domains_.end() ? 0 : it->second;
     }
+    std::vector<ops::NamedAttr> raw;
     for (const auto& a : proto.attribute()) {
-      BATON_ASSIGN_OR_RETURN(IrAttribute attr, convert_attribute(a, node));
-      node.attributes.push_back(std::move(attr));
+      BATON_ASSIGN_OR_RETURN(ops::NamedAttr attr, convert_attribute(a, node));
+      raw.push_back(std::move(attr));
     }
     for (const std::string& in : proto.input()) {
       if (in.empty()) {
@@ -328,7 +329,8 @@ class Importer {
       by_name_[out] = id;
       node.outputs.push_back(id);
     }
-    if (node.domain.empty() && node.op_type == "Constant") {
+    BATON_TRY(bind(node, raw));
+    if (node.def != nullptr && node.domain.empty() && node.op_type == "Constant") {
       BATON_CHECK_OR_RETURN(node.outputs.size() == 1 && node.outputs[0] >= 0, InvalidArgument,
                             "{} must have one output", node.describe());
       BATON_TRY(fold_constant_node(node, node.outputs[0]));
@@ -339,12 +341,26 @@ class Importer {
     return Status();
   }
 
+  Status report_unsupported() const {
+    if (unsupported_.empty()) return Status();
+    std::string message = fmt::format("'{}' uses {} unsupported node{}:", graph_.source,
+                                      unsupported_.size(), unsupported_.size() == 1 ? "" : "s");
+    const size_t shown = std::min<size_t>(unsupported_.size(), 20);
+    for (size_t i = 0; i < shown; ++i) message += "\n  " + unsupported_[i];
+    if (shown < unsupported_.size())
+      message += fmt::format("\n  ... and {} more", unsupported_.size() - shown);
+    message += "\nSupported ops:";
+    for (std::string_view n : runtime::kernel_registry().names()) message += fmt::format(" {}", n);
+    return BATON_ERROR(NotSupported, "{}", message);
+  }
+
   const onnx::ModelProto& model_;
   std::filesystem::path base_dir_;
   const ImportOptions& options_;
   Graph graph_;
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<std::string, int> other_domains_;
+  std::vector<std::string> unsupported_;
 };
 
 Result<onnx::ModelProto> parse_model(std::span<const uint8_t> bytes, const std::string& source) {

@@ -152,4 +152,22 @@ uint16_t float_to_bfloat16(float f) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
+std::vector<DType> DTypeSet::list() const {
+  std::vector<DType> out;
+  for (int code = 0; code < 32; ++code) {
+    if (is_valid_dtype(code) && contains(static_cast<DType>(code)))
+      out.push_back(static_cast<DType>(code));
+  }
+  return out;
+}
+
+std::string DTypeSet::to_string() const {
+  std::string out;
+  for (DType t : list()) {
+    if (!out.empty()) out += ", ";
+    out += dtype_name(t);
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace baton

@@ -5,8 +5,9 @@
 
 #include "baton/core/check.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/operator.h"
 #include "baton/runtime/program.h"
+#include "ops/op_def.h"
+#include "runtime/kernel.h"
 #include "runtime/program_impl.h"
 
 namespace baton::runtime {
@@ -234,35 +235,87 @@ struct Method::Impl {
   Status load_kernel(uint32_t index, const fb::KernelCall& k, Step& step) {
     const fb::Operator* op = fm->operators()->Get(k.operator_());
     const std::string_view op_name = str(op->name());
-    const OpSchema* schema = OpRegistry::global().find(op_name);
+    const std::string_view domain = str(op->domain()) == "ai.onnx" ? "" : str(op->domain());
     const std::string where = fmt::format("method '{}' instruction {} ({} node '{}')", name, index,
                                           op_name, str(k.name()));
-    BATON_CHECK_OR_RETURN(str(op->domain()).empty() || str(op->domain()) == "ai.onnx", NotSupported,
-                          "{}: operator domain '{}' has no CPU kernels in this runtime", where,
-                          str(op->domain()));
-    BATON_CHECK_OR_RETURN(schema != nullptr, NotSupported,
-                          "{}: operator '{}' is not registered in this runtime (call "
-                          "baton::register_builtins() before loading, or use a newer runtime)",
+    const ops::OpDef* def = ops::op_registry().find(op_name, domain, op->opset());
+    if (def == nullptr) {
+      const ops::OpDef* earliest = ops::op_registry().earliest(op_name, domain);
+      return earliest == nullptr
+                 ? BATON_ERROR(NotSupported,
+                               "{}: operator '{}' (domain '{}') is not known to this runtime (use "
+                               "the Baton version that compiled the program)",
+                               where, op_name, domain.empty() ? "ai.onnx" : domain)
+                 : BATON_ERROR(NotSupported,
+                               "{}: the program uses '{}' at opset {}, but this runtime knows it "
+                               "from opset {}",
+                               where, op_name, op->opset(), earliest->since_version);
+    }
+    const KernelDef* kernel = kernel_registry().find(op_name, domain);
+    BATON_CHECK_OR_RETURN(kernel != nullptr, NotSupported,
+                          "{}: operator '{}' has no CPU kernel in this runtime (call "
+                          "baton::register_builtins() before loading)",
                           where, op_name);
-    BATON_CHECK_OR_RETURN(op->opset() >= schema->min_opset, NotSupported,
-                          "{}: the program uses '{}' at opset {}, but this runtime implements it "
-                          "from opset {}",
-                          where, op_name, op->opset(), schema->min_opset);
-    OpCall call;
+    KernelCall call;
+    call.def = def;
     const auto args = take_args<3>(step, {k.inputs(), k.attributes(), k.outputs()});
     call.inputs = args[0];
     call.attrs = args[1];
     call.outputs = args[2];
     call.node_name = str(k.name());
-    std::vector<TensorMeta> metas(call.outputs.size());
-    Status st = infer_op(*schema, call, metas);
+
+    // The definition's inference on what the program declares: the declared outputs must be what
+    // the op produces from these inputs, and the attributes must be in the canonical form the
+    // compiler writes (kernels rely on it: normalized axes, filled-in permutations).
+    std::vector<ops::InputInfo> inputs;
+    std::vector<DType> in_types, out_types;
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      const Value* v = call.inputs[i];
+      BATON_CHECK_OR_RETURN(v->is_none() || v->is_tensor(), InvalidProgram,
+                            "{}: input {} is a {}, not a tensor", where, i,
+                            value_kind_name(v->kind));
+      ops::InputInfo info;
+      info.present = v->is_tensor();
+      if (info.present) {
+        BATON_CHECK_OR_RETURN(v->tensor.device.is_cpu(), InvalidProgram,
+                              "{}: input {} is on {}, but CPU kernels read host memory", where, i,
+                              v->tensor.device.to_string());
+        info.dtype = v->tensor.dtype;
+        info.sizes = v->tensor.sizes;
+        const int vi = span_of(k.inputs())[i];
+        if (fm->values()->Get(vi)->value_as_Tensor()->allocation() ==
+            fb::AllocationKind::Constant) {
+          info.data = v->tensor.data;
+        }
+        in_types.push_back(info.dtype);
+      }
+      inputs.push_back(info);
+    }
+    std::vector<ops::AttrValue> attrs;
+    for (size_t a = 0; a < call.attrs.size(); ++a) {
+      const ops::AttrKind kind = a < def->attrs.size() ? def->attrs[a].kind : ops::AttrKind::Int;
+      attrs.push_back(value_as_attr(*call.attrs[a], kind));
+    }
+    const std::vector<ops::AttrValue> declared = attrs;
+    std::vector<ops::OutputInfo> metas(call.outputs.size());
+    Status st = ops::infer(*def, call.node_name, inputs, attrs, metas);
     if (!st.ok()) {
       const Error code =
           st.code() == Error::NotSupported ? Error::NotSupported : Error::InvalidProgram;
       return Status(code, fmt::format("{}: {}", where, st.message()));
     }
+    for (size_t a = 0; a < attrs.size(); ++a) {
+      BATON_CHECK_OR_RETURN(attrs[a] == declared[a], InvalidProgram,
+                            "{}: attribute '{}' is {} in the program, but its canonical form is "
+                            "{}: the program was not written by this compiler; recompile it",
+                            where, def->attrs[a].name, declared[a].to_string(),
+                            attrs[a].to_string());
+    }
     for (size_t o = 0; o < metas.size(); ++o) {
-      const TensorView& t = call.outputs[o]->tensor;
+      const Value* out = call.outputs[o];
+      BATON_CHECK_OR_RETURN(out->is_tensor(), InvalidProgram, "{}: output {} is a {}, not a tensor",
+                            where, o, value_kind_name(out->kind));
+      const TensorView& t = out->tensor;
       const bool same =
           metas[o].dtype == t.dtype &&
           std::equal(metas[o].sizes.begin(), metas[o].sizes.end(), t.sizes.begin(), t.sizes.end());
@@ -274,19 +327,18 @@ struct Method::Impl {
       BATON_CHECK_OR_RETURN(t.device.is_cpu(), InvalidProgram,
                             "{}: output {} is on {}, but CPU kernels write host memory", where, o,
                             t.device.to_string());
+      out_types.push_back(t.dtype);
     }
-    for (Value* in : call.inputs) {
-      BATON_CHECK_OR_RETURN(in->is_none() || in->tensor.device.is_cpu(), InvalidProgram,
-                            "{}: an input is on {}, but CPU kernels read host memory", where,
-                            in->tensor.device.to_string());
-    }
-    auto kernel = schema->create(call);
-    if (!kernel.ok()) {
-      return Status(kernel.code(), fmt::format("{}: {}", where, kernel.status().message()));
+    std::string why;
+    BATON_CHECK_OR_RETURN(kernel_takes(*kernel, *def, in_types, out_types, &why), NotSupported,
+                          "{}: {}", where, why);
+    auto created = kernel->create(call);
+    if (!created.ok()) {
+      return Status(created.code(), fmt::format("{}: {}", where, created.status().message()));
     }
     step.kind = InstructionKind::Kernel;
-    step.kernel = std::move(kernel).value();
-    step.description = describe_call(*schema, call);
+    step.kernel = std::move(created).value();
+    step.description = call.describe();
     step.device = Device::cpu();
     return Status();
   }

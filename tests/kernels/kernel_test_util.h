@@ -1,6 +1,6 @@
-// Helpers for the CPU kernel tests: host tensors that own their bytes, an OpTester that builds an
-// OpCall by hand and drives infer_op -> schema.create -> Kernel::run as the loader does, and
-// comparisons against double-precision references.
+// Helpers for the CPU kernel tests: host tensors that own their bytes, an OpTester that builds a
+// call by hand and drives the op's definition (ops::infer) -> kernel create -> Kernel::run as the
+// loader does, and comparisons against double-precision references.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,9 +19,10 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
-#include "baton/runtime/operator.h"
 #include "baton/runtime/value.h"
 #include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+#include "runtime/kernel.h"
 
 // Asserts that a Status (or Result) is ok, printing its message otherwise.
 #define BATON_ASSERT_OK(expr)                                                   \
@@ -33,9 +34,9 @@
 namespace baton::testing {
 
 // The kernels under test, registered once into a registry of their own.
-inline const runtime::OpRegistry& kernel_registry() {
-  static const runtime::OpRegistry* registry = [] {
-    auto* r = new runtime::OpRegistry();
+inline const runtime::KernelRegistry& kernel_registry() {
+  static const runtime::KernelRegistry* registry = [] {
+    auto* r = new runtime::KernelRegistry();
     kernels::cpu::register_all(*r);
     return r;
   }();
@@ -146,12 +147,45 @@ inline HostTensor random_bytes(std::mt19937& rng, DType dtype, std::vector<int64
   return t;
 }
 
+// A float32 tensor's values in another float type (float16 and bfloat16 rounded to nearest).
+inline HostTensor cast_floats(const HostTensor& f32, DType dtype) {
+  if (dtype == DType::Float32) return f32;
+  HostTensor t(dtype, f32.sizes);
+  const float* src = f32.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (dtype) {
+      case DType::Float16:
+        t.data<uint16_t>()[i] = float_to_half(src[i]);
+        break;
+      case DType::BFloat16:
+        t.data<uint16_t>()[i] = float_to_bfloat16(src[i]);
+        break;
+      case DType::Float64:
+        t.data<double>()[i] = src[i];
+        break;
+      default:
+        ADD_FAILURE() << "cast_floats: not a float type";
+        return t;
+    }
+  }
+  return t;
+}
+
 inline std::vector<double> to_double(const HostTensor& t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.dtype) {
       case DType::Float32:
         out[i] = t.data<float>()[i];
+        break;
+      case DType::Float64:
+        out[i] = t.data<double>()[i];
+        break;
+      case DType::Float16:
+        out[i] = half_to_float(t.data<uint16_t>()[i]);
+        break;
+      case DType::BFloat16:
+        out[i] = bfloat16_to_float(t.data<uint16_t>()[i]);
         break;
       case DType::Int32:
         out[i] = static_cast<double>(t.data<int32_t>()[i]);
@@ -199,42 +233,28 @@ inline int64_t numel_of(std::span<const int64_t> sizes) {
 
 // ---- Driving one op ----------------------------------------------------------------------------
 
+// The newest opset Baton imports: OpTester uses the definitions in force there.
+inline constexpr int kTestOpset = 21;
+
 class OpTester {
  public:
-  explicit OpTester(std::string_view op, std::string_view node_name = "node_1")
-      : schema_(kernel_registry().find(op)), node_name_(node_name) {
-    if (schema_ == nullptr) {
-      ADD_FAILURE() << "op " << op << " is not registered";
+  explicit OpTester(std::string_view op, std::string_view node_name = "node_1",
+                    int opset = kTestOpset)
+      : def_(ops::op_registry().find(op, "", opset)),
+        kernel_def_(kernel_registry().find(op)),
+        node_name_(node_name) {
+    if (def_ == nullptr || kernel_def_ == nullptr) {
+      ADD_FAILURE() << "op " << op << " has no definition or no kernel";
       return;
     }
-    for (const runtime::AttrSpec& spec : schema_->attrs) {
-      runtime::Value v;
-      if (!spec.required) {
-        switch (spec.kind) {
-          case runtime::ValueKind::Int:
-            v = runtime::Value::from_int(spec.default_int);
-            break;
-          case runtime::ValueKind::Float:
-            v = runtime::Value::from_float(spec.default_float);
-            break;
-          case runtime::ValueKind::String:
-            v = runtime::Value::from_string(spec.default_string);
-            break;
-          case runtime::ValueKind::IntList:
-            if (!spec.default_none) v = runtime::Value::from_ints({});
-            break;
-          case runtime::ValueKind::FloatList:
-            if (!spec.default_none) v = runtime::Value::from_floats({});
-            break;
-          default:
-            break;
-        }
-      }
-      attrs_.push_back(v);
+    for (const ops::AttrDef& d : def_->attrs) {
+      attrs_.push_back(d.presence == ops::AttrDef::Presence::Default
+                           ? d.default_value
+                           : ops::AttrValue::absent(d.kind));
     }
   }
 
-  const runtime::OpSchema& schema() const { return *schema_; }
+  const ops::OpDef& def() const { return *def_; }
 
   OpTester& input(HostTensor t) {
     tensors_.push_back(std::move(t));
@@ -247,43 +267,70 @@ class OpTester {
   }
   HostTensor& input_tensor(size_t i) { return tensors_[tensor_index(i)]; }
 
-  OpTester& attr(std::string_view name, int64_t v) {
-    return set(name, runtime::Value::from_int(v));
-  }
+  OpTester& attr(std::string_view name, int64_t v) { return set(name, ops::AttrValue::of_int(v)); }
   OpTester& attr(std::string_view name, int v) { return attr(name, static_cast<int64_t>(v)); }
-  OpTester& attr(std::string_view name, double v) {
-    return set(name, runtime::Value::from_float(v));
-  }
+  OpTester& attr(std::string_view name, double v) { return set(name, ops::AttrValue::of_float(v)); }
   OpTester& attr(std::string_view name, std::string v) {
-    strings_.push_back(std::move(v));
-    return set(name, runtime::Value::from_string(strings_.back()));
+    return set(name, ops::AttrValue::of_string(std::move(v)));
   }
   OpTester& attr(std::string_view name, std::vector<int64_t> v) {
-    lists_.push_back(std::move(v));
-    return set(name, runtime::Value::from_ints(lists_.back()));
+    return set(name, ops::AttrValue::of_ints(std::move(v)));
   }
-  OpTester& attr_none(std::string_view name) { return set(name, runtime::Value::none()); }
+  OpTester& attr_none(std::string_view name) {
+    const int i = def_->attr_index(name);
+    return set(name, ops::AttrValue::absent(i < 0 ? ops::AttrKind::Int : def_->attrs[i].kind));
+  }
+  // Sets the number of outputs the call has (default: the definition's minimum).
+  OpTester& outputs(size_t n) {
+    num_outputs_ = n;
+    return *this;
+  }
 
-  // infer_op on the call as built so far; fills metas().
+  // The definition's inference on the call as built so far; fills metas() and the canonical
+  // attributes the kernel gets.
   Status infer() {
-    build_call();
-    metas_.assign(static_cast<size_t>(schema_->num_outputs), runtime::TensorMeta{});
-    return runtime::infer_op(*schema_, call_, metas_);
+    std::vector<ops::InputInfo> infos;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      ops::InputInfo info;
+      info.present = inputs_[i].is_tensor();
+      if (info.present) {
+        const TensorView& t = inputs_[i].tensor;
+        info.dtype = t.dtype;
+        info.sizes = t.sizes;
+        info.data = t.data;
+      }
+      infos.push_back(info);
+    }
+    canonical_ = attrs_;
+    metas_.assign(num_outputs_ ? num_outputs_ : def_->min_outputs(), ops::OutputInfo{});
+    return ops::infer(*def_, node_name_, infos, canonical_, metas_);
   }
 
-  // infer, allocate the outputs (filled with a 0x7f pattern so unwritten elements show), create
-  // and run once.
+  // infer, allocate the outputs (filled with a 0x7f pattern so unwritten elements show), check
+  // the kernel takes the dtypes, create and run once.
   Status run() {
     BATON_TRY(infer());
     outputs_.clear();
     output_values_.clear();
-    for (const runtime::TensorMeta& meta : metas_) {
+    std::vector<DType> in_types, out_types;
+    for (const runtime::Value& v : inputs_) {
+      if (v.is_tensor()) in_types.push_back(v.tensor.dtype);
+    }
+    for (const ops::OutputInfo& meta : metas_) {
       outputs_.emplace_back(meta.dtype, meta.sizes);
       std::memset(outputs_.back().storage.data(), 0x7f, outputs_.back().storage.size() * 8);
+      out_types.push_back(meta.dtype);
+    }
+    std::string why;
+    if (!runtime::kernel_takes(*kernel_def_, *def_, in_types, out_types, &why)) {
+      return Status(Error::NotSupported,
+                    fmt::format("{} (node '{}'): {}", def_->name, node_name_, why));
     }
     for (HostTensor& t : outputs_) output_values_.push_back(runtime::Value::from_tensor(t.view()));
+    attr_values_.clear();
+    for (const ops::AttrValue& a : canonical_) attr_values_.push_back(runtime::attr_as_value(a));
     build_call();
-    auto kernel = schema_->create(call_);
+    auto kernel = kernel_def_->create(call_);
     if (!kernel.ok()) return std::move(kernel).status();
     kernel_ = std::move(kernel).value();
     return kernel_->run();
@@ -308,19 +355,20 @@ class OpTester {
   size_t num_inputs() const { return inputs_.size(); }
   bool input_is_tensor(size_t i) const { return inputs_[i].is_tensor(); }
 
-  const std::vector<runtime::TensorMeta>& metas() const { return metas_; }
+  const std::vector<ops::OutputInfo>& metas() const { return metas_; }
+  // The attributes after inference put them in canonical form.
+  const std::vector<ops::AttrValue>& canonical_attrs() const { return canonical_; }
   HostTensor& output(size_t i = 0) { return outputs_[i]; }
   runtime::Kernel* kernel() { return kernel_.get(); }
 
  private:
-  OpTester& set(std::string_view name, runtime::Value v) {
-    for (size_t i = 0; i < schema_->attrs.size(); ++i) {
-      if (schema_->attrs[i].name == name) {
-        attrs_[i] = v;
-        return *this;
-      }
+  OpTester& set(std::string_view name, ops::AttrValue v) {
+    const int i = def_->attr_index(name);
+    if (i < 0) {
+      ADD_FAILURE() << def_->name << " has no attribute " << name;
+      return *this;
     }
-    ADD_FAILURE() << schema_->name << " has no attribute " << name;
+    attrs_[static_cast<size_t>(i)] = std::move(v);
     return *this;
   }
 
@@ -335,30 +383,29 @@ class OpTester {
     attr_ptrs_.clear();
     output_ptrs_.clear();
     for (runtime::Value& v : inputs_) input_ptrs_.push_back(&v);
-    for (runtime::Value& v : attrs_) attr_ptrs_.push_back(&v);
-    if (output_values_.empty()) {
-      // infer only: placeholders so the output count matches.
-      output_values_.assign(static_cast<size_t>(schema_->num_outputs), runtime::Value{});
-    }
+    for (runtime::Value& v : attr_values_) attr_ptrs_.push_back(&v);
     for (runtime::Value& v : output_values_) output_ptrs_.push_back(&v);
+    call_.def = def_;
     call_.inputs = input_ptrs_;
     call_.attrs = attr_ptrs_;
     call_.outputs = output_ptrs_;
     call_.node_name = node_name_;
   }
 
-  const runtime::OpSchema* schema_;
+  const ops::OpDef* def_;
+  const runtime::KernelDef* kernel_def_;
   std::string node_name_;
+  size_t num_outputs_ = 0;
   std::deque<HostTensor> tensors_;
   std::deque<runtime::Value> inputs_;
-  std::deque<runtime::Value> attrs_;
-  std::deque<std::string> strings_;
-  std::deque<std::vector<int64_t>> lists_;
+  std::vector<ops::AttrValue> attrs_;
+  std::vector<ops::AttrValue> canonical_;
+  std::deque<runtime::Value> attr_values_;
   std::deque<HostTensor> outputs_;
   std::deque<runtime::Value> output_values_;
   std::vector<runtime::Value*> input_ptrs_, attr_ptrs_, output_ptrs_;
-  std::vector<runtime::TensorMeta> metas_;
-  runtime::OpCall call_;
+  std::vector<ops::OutputInfo> metas_;
+  runtime::KernelCall call_;
   std::unique_ptr<runtime::Kernel> kernel_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "baton/baton.h"
 #include "kernels/kernel_test_util.h"
+#include "ops/elementwise.h"
 #include "testing/alloc/counting_allocator.h"
 
 namespace baton::testing {
@@ -43,25 +44,42 @@ op_calls() {
     t->input(random_floats(rng, {4, 17, 33})).input(random_floats(rng, {33, 65}));
     return t;
   });
-  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
-    add(op, [op](std::mt19937& rng) {
-      auto t = std::make_unique<OpTester>(op);
-      t->input(random_floats(rng, {7, 1, 5})).input(random_floats(rng, {3, 1}, 0.5f, 2.0f));
-      return t;
-    });
-    add(std::string(op) + " int64", [op](std::mt19937& rng) {
-      auto t = std::make_unique<OpTester>(op);
-      t->input(random_ints<int64_t>(rng, {7, 5}, -50, 50))
-          .input(random_ints<int64_t>(rng, {5}, 1, 9));
-      return t;
-    });
+  // Every row of the elementwise table, broadcasting where binary, in float32 and float16.
+  for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
+    const std::string op(row.name);
+    for (DType dtype : {DType::Float32, DType::Float16}) {
+      if (!row.types.contains(dtype)) continue;
+      add(op + " " + std::string(dtype_name(dtype)), [op, row, dtype](std::mt19937& rng) {
+        auto t = std::make_unique<OpTester>(op);
+        t->input(cast_floats(random_floats(rng, {7, 1, 5}, 0.5f, 2.0f), dtype));
+        if (row.arity == 2) t->input(cast_floats(random_floats(rng, {3, 1}, 0.5f, 2.0f), dtype));
+        return t;
+      });
+    }
   }
-  add("Pow", [](std::mt19937& rng) {
+  add("Div int64", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Div");
+    t->input(random_ints<int64_t>(rng, {7, 5}, -50, 50))
+        .input(random_ints<int64_t>(rng, {5}, 1, 9));
+    return t;
+  });
+  add("Pow float^int32", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Pow");
     t->input(random_floats(rng, {3, 17}, 0.5f, 2.0f)).input(random_ints<int32_t>(rng, {17}, -3, 3));
     return t;
   });
-  for (const char* op : {"Sqrt", "Erf", "Relu", "Tanh", "Sigmoid", "Gelu", "Identity"}) {
+  add("MatMul float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MatMul");
+    t->input(cast_floats(random_floats(rng, {2, 17, 33}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {33, 7}), DType::Float16));
+    return t;
+  });
+  add("Softmax bfloat16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Softmax");
+    t->input(cast_floats(random_floats(rng, {2, 7, 5}), DType::BFloat16)).attr("axis", 1);
+    return t;
+  });
+  for (const char* op : {"Gelu", "Identity"}) {
     add(op, [op](std::mt19937& rng) {
       auto t = std::make_unique<OpTester>(op);
       t->input(random_floats(rng, {3, 33}, 0.1f, 2.0f));
@@ -153,7 +171,6 @@ TEST(KernelRun, EveryRegisteredOpIsCovered) {
   for (std::string_view op : kernel_registry().names()) {
     EXPECT_TRUE(covered.count(std::string(op))) << op << " has no allocation check";
   }
-  EXPECT_EQ(kernel_registry().names().size(), 21u);
 }
 
 // Rebinding the inputs and the output between runs: the kernel must follow the new pointers.

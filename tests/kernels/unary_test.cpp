@@ -88,14 +88,14 @@ TEST(Unary, ExtremeInputs) {
 }
 
 TEST(Unary, Errors) {
-  expect_error(OpTester("Relu").input(HostTensor(DType::Int32, {3})).infer(), Error::NotSupported,
-               "Relu", "int32");
+  expect_error(OpTester("Sqrt").input(HostTensor(DType::Int32, {3})).infer(),
+               Error::InvalidArgument, "Sqrt", "int32");
   expect_error(OpTester("Gelu")
                    .input(HostTensor(DType::Float32, {3}))
                    .attr("approximate", std::string("fast"))
                    .infer(),
                Error::InvalidArgument, "Gelu", "'fast'");
-  EXPECT_EQ(OpTester("Gelu").schema().min_opset, 20);
+  EXPECT_EQ(OpTester("Gelu").def().since_version, 20);
 }
 
 // Softmax along `axis`, in double.
@@ -151,11 +151,11 @@ TEST(Softmax, MatchesReference) {
 TEST(Softmax, Errors) {
   expect_error(
       OpTester("Softmax").input(HostTensor(DType::Float32, {2, 3})).attr("axis", 2).infer(),
-      Error::InvalidArgument, "Softmax", "axis 2 is out of range [-2, 1]");
+      Error::InvalidArgument, "Softmax", "'axis' is 2, out of range [-2, 1]");
   expect_error(OpTester("Softmax").input(HostTensor(DType::Float32, {})).infer(),
-               Error::InvalidArgument, "Softmax", "axis -1");
+               Error::InvalidArgument, "Softmax", "'axis' is -1");
   expect_error(OpTester("Softmax").input(HostTensor(DType::Int64, {3})).infer(),
-               Error::NotSupported, "Softmax", "int64");
+               Error::InvalidArgument, "Softmax", "int64");
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ std::vector<uint8_t> busy_program() {
   const int mm = b.tensor("mm", DType::Float32, {8, 12, 12});
   b.kernel(b.op("MatMul"), {r, t}, {}, {mm}, "matmul");
   const int sm = b.tensor("sm", DType::Float32, {8, 12, 12});
-  b.kernel(b.op("Softmax"), {mm}, {b.int_value(-1)}, {sm}, "softmax");
+  b.kernel(b.op("Softmax"), {mm}, {b.int_value(2)}, {sm}, "softmax");
   const int cat = b.tensor("cat", DType::Float32, {8, 24, 12});
   b.kernel(b.op("Concat"), {sm, sm}, {b.int_value(1)}, {cat}, "concat");
   const int added = b.tensor("added", DType::Float32, {8, 24, 12});

@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace baton {
 
@@ -36,5 +39,47 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 float bfloat16_to_float(uint16_t b);
 uint16_t float_to_bfloat16(float f);
+
+// Storage types of float16 and bfloat16 elements, converted through float.
+struct Half {
+  uint16_t bits = 0;
+  Half() = default;
+  explicit Half(float f) : bits(float_to_half(f)) {}
+  explicit operator float() const { return half_to_float(bits); }
+};
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float f) : bits(float_to_bfloat16(f)) {}
+  explicit operator float() const { return bfloat16_to_float(bits); }
+};
+
+// A set of element types (an ONNX type constraint's list, what a kernel accepts).
+class DTypeSet {
+ public:
+  constexpr DTypeSet() = default;
+  constexpr DTypeSet(std::initializer_list<DType> types) {
+    for (DType t : types) bits_ |= bit(t);
+  }
+  static constexpr DTypeSet from_bits(uint32_t b) {
+    DTypeSet s;
+    s.bits_ = b;
+    return s;
+  }
+  static constexpr uint32_t bit(DType t) { return uint32_t{1} << static_cast<unsigned>(t); }
+  constexpr uint32_t bits() const { return bits_; }
+  constexpr bool contains(DType t) const { return (bits_ & bit(t)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr DTypeSet operator|(DTypeSet o) const { return from_bits(bits_ | o.bits_); }
+  constexpr DTypeSet operator&(DTypeSet o) const { return from_bits(bits_ & o.bits_); }
+  constexpr bool operator==(const DTypeSet&) const = default;
+  // In code order ("float32", "uint8", ...).
+  std::vector<DType> list() const;
+  // "float32, float16, bfloat16"; "none" when empty.
+  std::string to_string() const;
+
+ private:
+  uint32_t bits_ = 0;
+};
 
 }  // namespace baton

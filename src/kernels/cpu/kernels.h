@@ -1,40 +1,30 @@
 // Registration entry points of Baton's CPU kernels: one function per op file
 // (src/kernels/cpu/op_<name>.cpp), all called from register_all() (register_all.cpp), which
-// register_builtins() calls. Each adds the op's OpSchema (ONNX name, inputs, attributes in ONNX
-// spelling, dtypes, infer, create) to the registry, replacing an earlier one of the same name.
+// register_builtins() calls. Each adds the kernel (op, the dtypes it takes, create) to the
+// registry; the op's semantics are its definition in src/ops.
 #pragma once
 
-#include "baton/runtime/operator.h"
+#include "runtime/kernel.h"
 
 namespace baton::kernels::cpu {
 
 // Linear algebra (OpenBLAS).
-void register_gemm(runtime::OpRegistry& registry);
-void register_matmul(runtime::OpRegistry& registry);
-// Broadcasting binary ops.
-void register_add(runtime::OpRegistry& registry);
-void register_sub(runtime::OpRegistry& registry);
-void register_mul(runtime::OpRegistry& registry);
-void register_div(runtime::OpRegistry& registry);
-void register_pow(runtime::OpRegistry& registry);
-// Unary float32 ops.
-void register_sqrt(runtime::OpRegistry& registry);
-void register_erf(runtime::OpRegistry& registry);
-void register_relu(runtime::OpRegistry& registry);
-void register_tanh(runtime::OpRegistry& registry);
-void register_sigmoid(runtime::OpRegistry& registry);
-void register_gelu(runtime::OpRegistry& registry);
-void register_softmax(runtime::OpRegistry& registry);
+void register_gemm(runtime::KernelRegistry& registry);
+void register_matmul(runtime::KernelRegistry& registry);
+// Every row of the elementwise table (ops/elementwise.h): unary and broadcasting binary ops.
+void register_elementwise(runtime::KernelRegistry& registry);
+void register_gelu(runtime::KernelRegistry& registry);
+void register_softmax(runtime::KernelRegistry& registry);
 // Data movement (any dtype).
-void register_identity(runtime::OpRegistry& registry);
-void register_reshape(runtime::OpRegistry& registry);
-void register_flatten(runtime::OpRegistry& registry);
-void register_transpose(runtime::OpRegistry& registry);
-void register_squeeze(runtime::OpRegistry& registry);
-void register_unsqueeze(runtime::OpRegistry& registry);
-void register_concat(runtime::OpRegistry& registry);
+void register_identity(runtime::KernelRegistry& registry);
+void register_reshape(runtime::KernelRegistry& registry);
+void register_flatten(runtime::KernelRegistry& registry);
+void register_transpose(runtime::KernelRegistry& registry);
+void register_squeeze(runtime::KernelRegistry& registry);
+void register_unsqueeze(runtime::KernelRegistry& registry);
+void register_concat(runtime::KernelRegistry& registry);
 
 // All of the above.
-void register_all(runtime::OpRegistry& registry);
+void register_all(runtime::KernelRegistry& registry);
 
 }  // namespace baton::kernels::cpu

@@ -1,16 +1,12 @@
-// ONNX Identity (opset 13+): copies its input, any dtype.
+// ONNX Identity (opset 13): only the shape changes (ops/identity.cpp infers it), so the
+// kernel copies the input's bytes. Any dtype.
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
 
 namespace baton::kernels::cpu {
-void register_identity(runtime::OpRegistry& registry) {
-  runtime::OpSchema schema;
-  schema.name = "Identity";
-  schema.min_inputs = 1;
-  schema.max_inputs = 1;
-  schema.infer = &infer_same_as_input;
-  schema.create = &create_contiguous_copy;
-  registry.add(std::move(schema));
+
+void register_identity(runtime::KernelRegistry& registry) {
+  registry.add({"Identity", "", {}, &create_contiguous_copy});
 }
 
 }  // namespace baton::kernels::cpu

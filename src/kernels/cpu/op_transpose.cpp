@@ -1,5 +1,5 @@
-// ONNX Transpose (opset 13+): output dimension i is input dimension perm[i]; perm absent means
-// reversed dimensions. Any dtype (elements moved as 1-, 2-, 4- or 8-byte words).
+// ONNX Transpose (opset 13): output dimension i is input dimension perm[i] (the canonical perm is
+// always present). Any dtype (elements moved as 1-, 2-, 4- or 8-byte words).
 #include <array>
 #include <cstring>
 
@@ -9,39 +9,6 @@
 
 namespace baton::kernels::cpu {
 namespace {
-
-constexpr std::string_view kName = "Transpose";
-constexpr size_t kPerm = 0;
-
-std::vector<int64_t> permutation(const runtime::OpCall& call, int rank) {
-  const runtime::Value* perm = call.attrs[kPerm];
-  if (!perm->is_none()) return std::vector<int64_t>(perm->ints.begin(), perm->ints.end());
-  std::vector<int64_t> reversed(rank);
-  for (int i = 0; i < rank; ++i) reversed[i] = rank - 1 - i;
-  return reversed;
-}
-
-Status infer(const runtime::OpCall& call, std::span<runtime::TensorMeta> outputs) {
-  const std::string what = describe(kName, call);
-  const TensorView& x = call.inputs[0]->tensor;
-  const int rank = x.rank();
-  BATON_TRY(check_rank(x.sizes, what));
-  const std::vector<int64_t> perm = permutation(call, rank);
-  BATON_CHECK_OR_RETURN(static_cast<int>(perm.size()) == rank, InvalidArgument,
-                        "{}: perm {} has {} entries but the input {} has rank {}", what,
-                        shape_to_string(perm), perm.size(), shape_to_string(x.sizes), rank);
-  std::vector<bool> seen(rank, false);
-  for (int64_t p : perm) {
-    BATON_CHECK_OR_RETURN(p >= 0 && p < rank && !seen[p], InvalidArgument,
-                          "{}: perm {} is not a permutation of [0, {})", what,
-                          shape_to_string(perm), rank);
-    seen[p] = true;
-  }
-  outputs[0].dtype = x.dtype;
-  outputs[0].sizes.resize(rank);
-  for (int i = 0; i < rank; ++i) outputs[0].sizes[i] = x.sizes[perm[i]];
-  return Status::ok_status();
-}
 
 // The output walked in order (a one-input broadcast plan whose strides are the input's, permuted);
 // rows the input holds contiguously are copied whole.
@@ -82,10 +49,10 @@ class TransposeKernel final : public runtime::Kernel {
   TransposeFn fn_;
 };
 
-Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& x = call.inputs[0]->tensor;
   const int rank = x.rank();
-  const std::vector<int64_t> perm = permutation(call, rank);
+  const std::span<const int64_t> perm = call.attr_ints("perm");  // canonical: always present
   std::array<int64_t, kMaxRank> strides{};
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; --d) {
@@ -118,7 +85,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
       break;
     default:
       return BATON_ERROR(NotSupported, "{}: dtype {} has an element size of {} bytes",
-                         describe(kName, call), dtype_name(x.dtype), dtype_size(x.dtype));
+                         call.describe(), dtype_name(x.dtype), dtype_size(x.dtype));
   }
   return std::unique_ptr<runtime::Kernel>(
       std::make_unique<TransposeKernel>(call.inputs[0], call.outputs[0], plan, fn));
@@ -126,15 +93,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::OpCall& call) {
 
 }  // namespace
 
-void register_transpose(runtime::OpRegistry& registry) {
-  runtime::OpSchema schema;
-  schema.name = kName;
-  schema.min_inputs = 1;
-  schema.max_inputs = 1;
-  schema.attrs = {optional_ints_attr("perm")};
-  schema.infer = &infer;
-  schema.create = &create;
-  registry.add(std::move(schema));
+void register_transpose(runtime::KernelRegistry& registry) {
+  registry.add({"Transpose", "", {}, &create});
 }
 
 }  // namespace baton::kernels::cpu

@@ -2,19 +2,10 @@
 
 namespace baton::kernels::cpu {
 
-void register_all(runtime::OpRegistry& registry) {
+void register_all(runtime::KernelRegistry& registry) {
   register_gemm(registry);
   register_matmul(registry);
-  register_add(registry);
-  register_sub(registry);
-  register_mul(registry);
-  register_div(registry);
-  register_pow(registry);
-  register_sqrt(registry);
-  register_erf(registry);
-  register_relu(registry);
-  register_tanh(registry);
-  register_sigmoid(registry);
+  register_elementwise(registry);
   register_gelu(registry);
   register_softmax(registry);
   register_identity(registry);

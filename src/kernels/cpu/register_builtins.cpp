@@ -16,7 +16,7 @@ void register_builtins() {
     // allocate: Baton's CPU kernels run BLAS on the calling thread.
     openblas_set_num_threads(1);
     runtime::register_device_allocator(&runtime::cpu_allocator());
-    kernels::cpu::register_all(runtime::OpRegistry::global());
+    kernels::cpu::register_all(runtime::kernel_registry());
   });
 }
 

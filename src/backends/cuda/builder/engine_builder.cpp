@@ -41,15 +41,6 @@ int64_t numel(const std::vector<int64_t>& sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
 
-int64_t attr_int(const IrNode& n, const char* name, int64_t fallback) {
-  const auto* a = n.attribute(name);
-  return a ? a->i : fallback;
-}
-
-float attr_float(const IrNode& n, const char* name, float fallback) {
-  const auto* a = n.attribute(name);
-  return a ? static_cast<float>(a->f) : fallback;
-}
 
 // A constant data operand's values (supports() admits float32 data operands only).
 std::vector<float> constant_as_floats(const IrValue& v) {
@@ -370,8 +361,7 @@ class Lowering {
       op.a = refs[0];
       op.b = refs[1];
       op.kind = kElementwise.find(n.op_type)->second;  // groups hold elementwise ops only
-      if (const auto* a = n.attribute("approximate");
-          op.kind == FusedOp::Kind::Gelu && a && a->s == "tanh") {
+      if (op.kind == FusedOp::Kind::Gelu && n.attr_string("approximate") == "tanh") {
         op.kind = FusedOp::Kind::GeluTanh;
       }
       ref[n.outputs[0]] = -1 - static_cast<int>(k.ops.size());
@@ -417,10 +407,10 @@ class Lowering {
     const int a = n.inputs[0];
     const int b = n.inputs[1];
     const int c = gemm && n.inputs.size() > 2 ? n.inputs[2] : -1;
-    const float alpha = gemm ? attr_float(n, "alpha", 1.0f) : 1.0f;
-    const float beta = gemm ? attr_float(n, "beta", 1.0f) : 1.0f;
-    const bool ta = gemm && attr_int(n, "transA", 0) != 0;
-    const bool tb = gemm && attr_int(n, "transB", 0) != 0;
+    const float alpha = gemm ? static_cast<float>(n.attr_float("alpha")) : 1.0f;
+    const float beta = gemm ? static_cast<float>(n.attr_float("beta")) : 1.0f;
+    const bool ta = gemm && n.attr_int("transA") != 0;
+    const bool tb = gemm && n.attr_int("transB") != 0;
     std::vector<int64_t> as = g_.values[a].sizes, bs = g_.values[b].sizes;
     if (as.size() == 1) as.insert(as.begin(), 1);
     if (bs.size() == 1) bs.push_back(1);
@@ -490,10 +480,9 @@ class Lowering {
     GemmEpilogue epilogue = has_bias ? GemmEpilogue::Bias : GemmEpilogue::None;
     if (const int act = single_consumer(out); act >= 0 && g_.nodes[act].partition == p_.index) {
       const IrNode& an = g_.nodes[act];
-      const auto* approx = an.attribute("approximate");
       if (an.op_type == "Relu") {
         epilogue = has_bias ? GemmEpilogue::BiasRelu : GemmEpilogue::Relu;
-      } else if (an.op_type == "Gelu" && approx && approx->s == "tanh" && has_bias) {
+      } else if (an.op_type == "Gelu" && an.attr_string("approximate") == "tanh" && has_bias) {
         epilogue = GemmEpilogue::BiasGeluTanh;
       }
       if (epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
@@ -549,8 +538,7 @@ class Lowering {
   Status lower_softmax(int idx) {
     const IrNode& n = g_.nodes[idx];
     const std::vector<int64_t>& s = g_.values[n.inputs[0]].sizes;
-    int64_t axis = attr_int(n, "axis", -1);
-    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    const int64_t axis = n.attr_int("axis");  // canonical: in [0, rank)
     const int64_t outer = numel({s.begin(), s.begin() + axis});
     const int64_t inner = numel({s.begin() + axis + 1, s.end()});
     const int in = n.inputs[0], out = n.outputs[0];
@@ -566,11 +554,7 @@ class Lowering {
     const IrNode& n = g_.nodes[idx];
     const int in = n.inputs[0], out = n.outputs[0];
     const std::vector<int64_t>& s = g_.values[in].sizes;
-    std::vector<int64_t> perm;
-    if (const auto* a = n.attribute("perm")) perm = a->ints;
-    if (perm.empty()) {
-      for (size_t d = s.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-    }
+    const std::vector<int64_t>& perm = n.attr_ints("perm");  // canonical: always present
     const std::string name = next_kernel_name("transpose");
     LaunchShape launch;
     std::string code = generate_transpose(name, slot(in).dtype, slot(out).dtype, s, perm, &launch);
@@ -582,8 +566,7 @@ class Lowering {
     const IrNode& n = g_.nodes[idx];
     const int out = n.outputs[0];
     const std::vector<int64_t>& s = g_.values[out].sizes;
-    int64_t axis = attr_int(n, "axis", 0);
-    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    const int64_t axis = n.attr_int("axis");  // canonical: in [0, rank)
     std::vector<int> operands;
     std::vector<DType> dtypes;
     std::vector<int64_t> axis_sizes;

@@ -1,0 +1,63 @@
+#include "kernels/cpu/blas.h"
+
+#include <cblas.h>
+
+#include "baton/core/dtype.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+// Where OpenBLAS takes its allocating small-matrix path (kernel/x86_64 small-matrix permit).
+bool small_untransposed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  return !trans_a && !trans_b &&
+         static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <= 1e6;
+}
+
+void call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+          const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace
+
+size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  return small_untransposed(trans_a, trans_b, m, n, k) ? static_cast<size_t>(k * n) : 0;
+}
+
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, T* scratch) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  if (small_untransposed(trans_a, trans_b, m, n, k)) {
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t j = 0; j < n; ++j) scratch[j * k + r] = b[r * ldb + j];
+    }
+    call(ta, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+         static_cast<int>(lda), scratch, static_cast<int>(k), beta, c, static_cast<int>(ldc));
+    return;
+  }
+  call(ta, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+       static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+       static_cast<int>(ldc));
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t, float*);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t, double*);
+
+template <typename From, typename To>
+void convert(const From* src, To* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = To(static_cast<float>(src[i]));
+}
+
+template void convert<Half, float>(const Half*, float*, int64_t);
+template void convert<BFloat16, float>(const BFloat16*, float*, int64_t);
+template void convert<float, Half>(const float*, Half*, int64_t);
+template void convert<float, BFloat16>(const float*, BFloat16*, int64_t);
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,76 @@
+// Element-type dispatch for the CPU kernels: one helper turns a runtime DType into a C++ storage
+// type, instantiating a kernel only for the types its definition allows (a DTypeSet's bits).
+//
+// Float kernels compute in float for float16 and bfloat16 (and accumulate in float), in double
+// for float64; integer kernels compute in their own type.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "baton/core/dtype.h"
+
+namespace baton::kernels::cpu {
+
+template <typename S>
+struct ComputeOf {
+  using type = S;
+};
+template <>
+struct ComputeOf<Half> {
+  using type = float;
+};
+template <>
+struct ComputeOf<BFloat16> {
+  using type = float;
+};
+// The type a kernel computes in for storage type S.
+template <typename S>
+using compute_t = typename ComputeOf<S>::type;
+
+template <typename S>
+inline compute_t<S> load(S v) {
+  if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
+    return static_cast<float>(v);
+  } else {
+    return v;
+  }
+}
+
+template <typename S>
+inline S store(compute_t<S> c) {
+  if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
+    return S(c);
+  } else {
+    return c;
+  }
+}
+
+// Calls `f.template operator()<S>()` with S the storage type of `dtype` when `kTypes` holds it,
+// and returns whether it did. Types outside kTypes are never instantiated.
+template <uint32_t kTypes, typename F>
+bool dispatch(DType dtype, F&& f) {
+#define BATON_DISPATCH_CASE(D, S)                            \
+  case DType::D:                                             \
+    if constexpr ((kTypes & DTypeSet::bit(DType::D)) != 0) { \
+      f.template operator()<S>();                            \
+      return true;                                           \
+    }                                                        \
+    return false;
+  switch (dtype) {
+    BATON_DISPATCH_CASE(Float32, float)
+    BATON_DISPATCH_CASE(Float64, double)
+    BATON_DISPATCH_CASE(Float16, Half)
+    BATON_DISPATCH_CASE(BFloat16, BFloat16)
+    BATON_DISPATCH_CASE(Int8, int8_t)
+    BATON_DISPATCH_CASE(Int16, int16_t)
+    BATON_DISPATCH_CASE(Int32, int32_t)
+    BATON_DISPATCH_CASE(Int64, int64_t)
+    BATON_DISPATCH_CASE(UInt8, uint8_t)
+    BATON_DISPATCH_CASE(Bool, bool)
+  }
+#undef BATON_DISPATCH_CASE
+  return false;
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,97 @@
+// CPU kernels: what the runtime runs for a program's kernel calls.
+//
+// A kernel implements one operator definition (src/ops): the runtime finds the definition by the
+// call's op, domain and opset, checks the call with the definition's inference (the declared
+// output shapes must be what the op produces, the attributes must be canonical), checks the
+// kernel takes the call's element types, and then `create`s the kernel bound to the call's values.
+// Kernel::run executes without allocating.
+//
+// Registration is explicit: register_builtins() adds Baton's CPU kernels (src/kernels/cpu) to
+// kernel_registry().
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "baton/core/dtype.h"
+#include "baton/core/error.h"
+#include "baton/runtime/value.h"
+
+namespace baton::ops {
+struct OpDef;
+struct AttrValue;
+enum class AttrKind : uint8_t;
+}  // namespace baton::ops
+
+namespace baton::runtime {
+
+// The bound arguments of one kernel call. Every pointer stays valid for the kernel's lifetime.
+struct KernelCall {
+  const ops::OpDef* def = nullptr;
+  std::span<Value* const> inputs;   // tensor values; None for an absent optional input
+  std::span<Value* const> attrs;    // bound and canonical, in the definition's order
+  std::span<Value* const> outputs;  // tensor values
+  std::string_view node_name;       // the ONNX node, for messages
+
+  // Attribute `name` of the definition. Asking for a name the definition lacks is a bug in the
+  // kernel and gives a None value.
+  const Value& attr(std::string_view name) const;
+  int64_t attr_int(std::string_view name) const { return attr(name).i; }
+  double attr_float(std::string_view name) const { return attr(name).f; }
+  std::string_view attr_string(std::string_view name) const { return attr(name).s; }
+  std::span<const int64_t> attr_ints(std::string_view name) const { return attr(name).ints; }
+  const TensorView& input(size_t i) const { return inputs[i]->tensor; }
+  const TensorView& output(size_t i) const { return outputs[i]->tensor; }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i]->is_tensor(); }
+  // "Softmax (node 'sm')"
+  std::string describe() const;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Must not allocate. Reads data pointers from the bound values on every call (callers may
+  // rebind inputs and outputs between calls).
+  virtual Status run() = 0;
+};
+
+using CreateFn = Result<std::unique_ptr<Kernel>> (*)(const KernelCall& call);
+
+struct KernelDef {
+  std::string_view op;      // ONNX op type
+  std::string_view domain;  // "" for ai.onnx
+  // Element types the kernel takes, per type constraint of the definition ("T"); a constraint not
+  // listed takes everything the definition allows.
+  std::vector<std::pair<std::string_view, DTypeSet>> types;
+  CreateFn create = nullptr;
+};
+
+class KernelRegistry {
+ public:
+  // Replaces an earlier kernel of the same op and domain.
+  void add(KernelDef def);
+  const KernelDef* find(std::string_view op, std::string_view domain = "") const;
+  std::vector<std::string_view> names() const;
+
+ private:
+  std::vector<std::unique_ptr<KernelDef>> kernels_;
+};
+
+// The registry the loader and the compiler use.
+KernelRegistry& kernel_registry();
+
+// A bound attribute as a runtime value (a view into `attr`, which must outlive it), and back (a
+// copy). A None value becomes an absent attribute of `kind`.
+Value attr_as_value(const ops::AttrValue& attr);
+ops::AttrValue value_as_attr(const Value& value, ops::AttrKind kind);
+
+// Whether `kernel` takes a call of `def` with these input and output dtypes; when not, `why`
+// says which constraint got which dtype and what the kernel takes.
+bool kernel_takes(const KernelDef& kernel, const ops::OpDef& def, std::span<const DType> inputs,
+                  std::span<const DType> outputs, std::string* why);
+
+}  // namespace baton::runtime
