@@ -1,27 +1,30 @@
-// CUDA C++ source generation for the engine's kernels. Shapes are static, so every size, stride
-// and scalar constant is baked into the source; NVRTC then compiles all of a partition's kernels
+// CUDA C++ glue for the engine's kernels. The device code itself lives in builder/device/*.cuh
+// (embedded at build time); what is generated per kernel is a small `extern "C"` entry point that
+// bakes the static shapes, strides and scalar constants into calls of those templates, plus the
+// expression bodies of fused elementwise kernels. NVRTC compiles all of a partition's kernels
 // into one cubin for the target architecture.
-//
-// The generated code needs no headers: half and bfloat16 values are stored as 16-bit structs and
-// converted with PTX cvt instructions.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/core/dtype.h"
 
 namespace baton::cuda {
 
-// One elementwise operation inside a fused kernel. Operand indices refer to `inputs` (>= 0) or to
-// earlier results (-1 - k for op k).
+// One elementwise operation inside a fused kernel: a device expression (from the elementwise
+// table, src/ops/elementwise.h) of `{x}` (unary) or `{a}` and `{b}` (binary). Operand indices
+// refer to `inputs` (>= 0) or to earlier results (-1 - k for op k).
 struct FusedOp {
-  enum class Kind { Add, Sub, Mul, Div, Pow, Sqrt, Erf, Relu, Tanh, Sigmoid, Gelu, GeluTanh, Copy };
-  Kind kind;
+  std::string expression;
   int a = 0;
   int b = 0;
 };
+
+// The identity, for kernels that only convert (casts) or copy.
+inline constexpr std::string_view kCopyExpression = "{x}";
 
 struct FusedInput {
   DType dtype = DType::Float32;
@@ -54,21 +57,14 @@ struct LaunchShape {
 // Pointer arguments: non-literal inputs in order, then outputs.
 std::string generate_fused(const FusedKernel& k, LaunchShape* launch);
 
-// Softmax over `axis_size` elements spaced `inner` apart, for outer * inner rows.
-std::string generate_softmax(const std::string& name, DType in, DType out, int64_t outer,
-                             int64_t axis_size, int64_t inner, LaunchShape* launch);
+// A grid-stride launch over n elements (blocks of kBlock threads, the grid capped).
+inline constexpr uint32_t kBlock = 256;
+LaunchShape grid_stride_launch(int64_t n);
 
-// y = transpose(x, perm) for x of shape `in_sizes`.
-std::string generate_transpose(const std::string& name, DType in, DType out,
-                               const std::vector<int64_t>& in_sizes,
-                               const std::vector<int64_t>& perm, LaunchShape* launch);
+// "{1, 2, 3}": a C++ initializer of int64 values.
+std::string int_list(const std::vector<int64_t>& values);
 
-// Concatenation along one axis: the output is [outer, sum(axis_sizes), inner].
-std::string generate_concat(const std::string& name, const std::vector<DType>& in, DType out,
-                            int64_t outer, const std::vector<int64_t>& axis_sizes, int64_t inner,
-                            LaunchShape* launch);
-
-// Definitions every generated kernel relies on; emitted once per module.
+// The #include lines every engine module starts with (the embedded device headers).
 std::string kernel_prelude();
 
 // "float", "half_t", "bf16_t".

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "backends/cuda/builder/device_code.h"
 #include "backends/cuda/cuda_check.h"
 
 namespace baton::cuda {
@@ -24,9 +25,15 @@ uint32_t nvrtc_version() {
 
 Result<std::vector<uint8_t>> compile_to_cubin(const std::string& source, uint32_t sm_arch,
                                               const std::string& what) {
+  std::vector<const char*> names, texts;
+  for (const DeviceHeader& h : device_headers()) {
+    names.push_back(h.name);
+    texts.push_back(h.text);
+  }
   auto program = std::unique_ptr<nvrtcProgram, ProgramDeleter>(new nvrtcProgram(nullptr));
-  BATON_CUDA_CHECK(
-      nvrtcCreateProgram(program.get(), source.c_str(), "baton_engine.cu", 0, nullptr, nullptr));
+  BATON_CUDA_CHECK(nvrtcCreateProgram(program.get(), source.c_str(), "baton_engine.cu",
+                                      static_cast<int>(names.size()), texts.data(),
+                                      names.data()));
   const std::string arch = fmt::format("--gpu-architecture=sm_{}", sm_arch);
   const char* options[] = {arch.c_str(), "--std=c++17", "--device-as-default-execution-space"};
   const nvrtcResult compiled = nvrtcCompileProgram(*program, 3, options);

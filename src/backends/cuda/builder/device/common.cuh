@@ -1,0 +1,88 @@
+// Device helpers every kernel of a Baton engine includes. Compiled by NVRTC at build time, which
+// has no toolkit headers: float16 and bfloat16 values are 16-bit structs converted with PTX cvt
+// instructions, and arithmetic is done in float.
+#pragma once
+
+struct __align__(2) half_t {
+  unsigned short x;
+};
+struct __align__(2) bf16_t {
+  unsigned short x;
+};
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(half_t v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.x));
+  return f;
+}
+__device__ __forceinline__ float to_f(bf16_t v) { return __uint_as_float(((unsigned)v.x) << 16); }
+
+__device__ __forceinline__ void st(float* p, float v) { *p = v; }
+__device__ __forceinline__ void st(half_t* p, float v) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  p->x = h;
+}
+__device__ __forceinline__ void st(bf16_t* p, float v) {
+#if __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  p->x = h;
+#else
+  unsigned u = __float_as_uint(v);
+  p->x = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+
+// The functions the elementwise table's device expressions call (src/ops/elementwise.h).
+__device__ __forceinline__ float baton_relu(float x) { return x < 0.0f ? 0.0f : x; }  // NaN stays
+__device__ __forceinline__ float baton_sign(float x) {
+  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
+}
+__device__ __forceinline__ float baton_sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+// 0.5 x (1 + erf(x / sqrt 2)) written with erfc so negative x keep their precision.
+__device__ __forceinline__ float baton_gelu(float x) {
+  return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+}
+__device__ __forceinline__ float baton_gelu_tanh(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + expf(-2.0f * u));
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// f(i) for every element index i in [0, n), grid-striding.
+template <typename F>
+__device__ __forceinline__ void baton_for_each(long long n, F f) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    f(i);
+  }
+}
+
+// The offset of output element i in a tensor read with element `strides` along the output's
+// `sizes` (0 along broadcast dimensions). The arrays are compile-time constants in every caller,
+// so the unrolled divisions become multiplications.
+template <int R>
+__device__ __forceinline__ long long baton_offset(long long i, const long long (&sizes)[R],
+                                                  const long long (&strides)[R]) {
+  long long offset = 0;
+#pragma unroll
+  for (int d = R - 1; d >= 0; --d) {
+    offset += (i % sizes[d]) * strides[d];
+    i /= sizes[d];
+  }
+  return offset;
+}

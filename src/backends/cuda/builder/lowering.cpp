@@ -1,0 +1,393 @@
+#include "backends/cuda/builder/lowering.h"
+
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#include <cudnn_version.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backends/cuda/builder/nvrtc_compile.h"
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+#include "compiler/memory_plan.h"
+
+namespace baton::cuda {
+namespace {
+
+constexpr uint64_t kWorkspaceBytes = uint64_t{32} << 20;  // cuBLASLt's recommendation on Hopper
+
+int64_t numel(const std::vector<int64_t>& sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+DType operand_dtype_of(Precision p) {
+  switch (p) {
+    case Precision::FP16:
+      return DType::Float16;
+    case Precision::BF16:
+      return DType::BFloat16;
+    default:
+      return DType::Float32;
+  }
+}
+
+// fp16 engines keep activations in fp16 (half the bytes; its 10-bit mantissa keeps models within
+// 3e-3). bf16's 8-bit mantissa would add a rounding at every step, so bf16 engines keep
+// activations in fp32 and round only what feeds a GEMM.
+DType activation_dtype_of(Precision p) {
+  return p == Precision::FP16 ? DType::Float16 : DType::Float32;
+}
+
+void append_as(std::vector<uint8_t>& out, const std::vector<float>& values, DType dtype) {
+  for (float f : values) {
+    if (dtype == DType::Float32) {
+      const auto* b = reinterpret_cast<const uint8_t*>(&f);
+      out.insert(out.end(), b, b + 4);
+    } else {
+      const uint16_t h = dtype == DType::Float16 ? float_to_half(f) : float_to_bfloat16(f);
+      out.push_back(static_cast<uint8_t>(h & 0xff));
+      out.push_back(static_cast<uint8_t>(h >> 8));
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t Lowering::Slot::bytes() const {
+  return static_cast<uint64_t>(numel(sizes)) * dtype_size(dtype);
+}
+
+Lowering::Lowering(const compiler::Graph& graph, const compiler::Partition& partition,
+                   const EngineTarget& target)
+    : g_(graph),
+      p_(partition),
+      t_(target),
+      operand_(operand_dtype_of(target.precision)),
+      activation_(activation_dtype_of(target.precision)),
+      next_synthetic_(static_cast<int>(graph.values.size())) {
+  assign_slots();
+}
+
+bool Lowering::is_constant(int v) const {
+  return v >= 0 && v < static_cast<int>(g_.values.size()) && g_.values[v].constant != nullptr;
+}
+
+void Lowering::assign_slots() {
+  // Bindings: the partition's inputs, then its outputs, numbered in that order.
+  int b = 0;
+  for (const std::vector<int>* list : {&p_.inputs, &p_.outputs}) {
+    for (int v : *list) {
+      Slot s;
+      s.kind = Slot::Kind::Binding;
+      s.binding = b++;
+      s.dtype = g_.values[v].dtype;
+      s.sizes = g_.values[v].sizes;
+      slots_[v] = s;
+    }
+  }
+  for (int idx : p_.nodes) {
+    for (int v : g_.nodes[idx].inputs) {
+      if (v >= 0) consumers_[v].push_back(idx);
+    }
+  }
+  for (int v : p_.outputs) outputs_.insert(v);
+  for (int idx : p_.nodes) {
+    for (int v : g_.nodes[idx].outputs) {
+      consumers_[v];  // every output has an entry
+      if (slots_.count(v)) continue;
+      Slot s;
+      s.kind = Slot::Kind::Scratch;
+      s.dtype = feeds_only_gemms(v) ? operand_ : activation_;
+      s.sizes = g_.values[v].sizes;
+      slots_[v] = s;
+    }
+  }
+}
+
+// A value read only as a GEMM operand is stored in the operand dtype right away, so no cast
+// kernel is needed before the GEMM.
+bool Lowering::feeds_only_gemms(int v) const {
+  const auto it = consumers_.find(v);
+  if (it == consumers_.end() || it->second.empty() || outputs_.count(v)) return false;
+  for (int c : it->second) {
+    const compiler::IrNode& n = g_.nodes[c];
+    const OpLowering* lowering = find_lowering(n.op_type);
+    if (lowering == nullptr) return false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] == v && !(lowering->operand_inputs & (1u << i))) return false;
+    }
+  }
+  return true;
+}
+
+int Lowering::root(int v) const {
+  while (slots_.at(v).kind == Slot::Kind::Alias) v = slots_.at(v).root;
+  return v;
+}
+
+DType Lowering::dtype_of(int v) const { return slot(v).dtype; }
+const std::vector<int64_t>& Lowering::sizes_of(int v) const { return slot(v).sizes; }
+bool Lowering::is_binding(int v) const { return slots_.at(v).kind == Slot::Kind::Binding; }
+
+const std::vector<int>& Lowering::consumers(int v) const {
+  static const std::vector<int> kNone;
+  const auto it = consumers_.find(v);
+  return it == consumers_.end() ? kNone : it->second;
+}
+
+int Lowering::single_consumer(int v) const {
+  const auto it = consumers_.find(v);
+  if (it == consumers_.end() || it->second.size() != 1 || outputs_.count(v)) return -1;
+  return it->second[0];
+}
+
+std::vector<float> Lowering::constant_floats(int v) const {
+  const compiler::IrValue& iv = g_.values[v];
+  const auto n = static_cast<size_t>(numel(iv.sizes));
+  std::vector<float> out(n);
+  const uint8_t* p = iv.constant->data();
+  for (size_t i = 0; i < n; ++i) {
+    switch (iv.dtype) {
+      case DType::Float16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = half_to_float(h);
+        break;
+      }
+      case DType::BFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bfloat16_to_float(h);
+        break;
+      }
+      case DType::Float64: {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        out[i] = static_cast<float>(d);
+        break;
+      }
+      default:
+        std::memcpy(&out[i], p + 4 * i, 4);
+        break;
+    }
+  }
+  return out;
+}
+
+int Lowering::add_weights(const std::vector<float>& values, DType dtype,
+                          std::vector<int64_t> sizes) {
+  weights_.resize(align_up(weights_.size(), kEngineAlignment));
+  Slot s;
+  s.kind = Slot::Kind::Weights;
+  s.dtype = dtype;
+  s.sizes = std::move(sizes);
+  s.offset = weights_.size();
+  append_as(weights_, values, dtype);
+  slots_[next_synthetic_] = s;
+  return next_synthetic_++;
+}
+
+int Lowering::weight(int v, DType dtype) {
+  const auto key = std::make_pair(v, static_cast<int>(dtype));
+  if (auto it = weight_cache_.find(key); it != weight_cache_.end()) return it->second;
+  const int id = add_weights(constant_floats(v), dtype, g_.values[v].sizes);
+  weight_cache_[key] = id;
+  return id;
+}
+
+int Lowering::new_scratch(DType dtype, std::vector<int64_t> sizes) {
+  Slot s;
+  s.kind = Slot::Kind::Scratch;
+  s.dtype = dtype;
+  s.sizes = std::move(sizes);
+  slots_[next_synthetic_] = s;
+  return next_synthetic_++;
+}
+
+Result<int> Lowering::ensure(int v, DType dtype) {
+  if (is_constant(v)) return weight(v, dtype);
+  if (slot(v).dtype == dtype) return v;
+  const auto key = std::make_pair(v, static_cast<int>(dtype));
+  if (auto it = cast_cache_.find(key); it != cast_cache_.end()) return it->second;
+  const int out = new_scratch(dtype, slot(v).sizes);
+  add_cast(v, out, dtype);
+  cast_cache_[key] = out;
+  return out;
+}
+
+void Lowering::alias(int out, int in) {
+  if (slots_.at(out).kind == Slot::Kind::Binding) {
+    // The result must land in the caller's binding.
+    if (slot(in).dtype == slots_.at(out).dtype) {
+      add_copy(in, out);
+    } else {
+      add_cast(in, out, slots_.at(out).dtype);
+    }
+    return;
+  }
+  Slot& s = slots_.at(out);
+  s.kind = Slot::Kind::Alias;
+  s.root = root(in);
+}
+
+std::string Lowering::kernel_name(const char* what) const {
+  return fmt::format("k{}_{}", kernel_names_.size(), what);
+}
+
+void Lowering::add_kernel(const std::string& name, std::string code, const LaunchShape& launch,
+                          std::vector<int> operands) {
+  Planned step;
+  step.record.kind = static_cast<uint32_t>(StepKind::Kernel);
+  step.record.kernel.kernel = static_cast<uint32_t>(kernel_names_.size());
+  step.record.kernel.num_operands = static_cast<uint32_t>(operands.size());
+  step.record.kernel.grid[0] = launch.grid;
+  step.record.kernel.grid[1] = step.record.kernel.grid[2] = 1;
+  step.record.kernel.block[0] = launch.block;
+  step.record.kernel.block[1] = step.record.kernel.block[2] = 1;
+  step.operands = std::move(operands);
+  kernel_names_.push_back(name);
+  source_ += code;
+  steps_.push_back(std::move(step));
+}
+
+void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
+  Planned step;
+  step.record.kind = static_cast<uint32_t>(StepKind::Gemm);
+  step.record.gemm = gemm;
+  step.operands.assign(operands.begin(), operands.end());
+  steps_.push_back(std::move(step));
+}
+
+void Lowering::add_copy(int src, int dst) {
+  Planned step;
+  step.record.kind = static_cast<uint32_t>(StepKind::Copy);
+  step.operands = {src, dst};
+  steps_.push_back(std::move(step));
+}
+
+void Lowering::add_cast(int src, int dst, DType dtype) {
+  FusedKernel k;
+  k.name = kernel_name("cast");
+  k.sizes = slot(src).sizes;
+  std::vector<int64_t> strides(k.sizes.size());
+  int64_t s = 1;
+  for (size_t d = k.sizes.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= k.sizes[d];
+  }
+  k.inputs.push_back({slot(src).dtype, strides});
+  k.ops.push_back({std::string(kCopyExpression), 0, 0});
+  k.outputs.push_back({dtype, 0});
+  LaunchShape launch;
+  std::string code = generate_fused(k, &launch);
+  add_kernel(k.name, std::move(code), launch, {src, dst});
+}
+
+BufferRef Lowering::ref_of(int v) const {
+  const Slot& s = slot(v);
+  BufferRef r{};
+  r.bytes = s.bytes();
+  switch (s.kind) {
+    case Slot::Kind::Binding:
+      r.space = static_cast<uint32_t>(Space::Binding);
+      r.index = static_cast<uint32_t>(s.binding);
+      break;
+    case Slot::Kind::Weights:
+      r.space = static_cast<uint32_t>(Space::Weights);
+      r.offset = s.offset;
+      break;
+    default:
+      r.space = static_cast<uint32_t>(Space::Scratch);
+      r.offset = s.offset;
+      break;
+  }
+  return r;
+}
+
+Result<compiler::LoweredPartition> Lowering::finish() {
+  BATON_CHECK_OR_RETURN(steps_.size() < (1u << 20), NotSupported, "partition '{}' is too large",
+                        p_.name);
+  // Scratch lifetimes, then one lifetime-based plan for all activations.
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int v : steps_[i].operands) {
+      if (v < 0) continue;
+      Slot& s = slots_.at(root(v));
+      if (s.kind != Slot::Kind::Scratch) continue;
+      s.first = std::min(s.first, static_cast<int>(i));
+      s.last = std::max(s.last, static_cast<int>(i));
+    }
+  }
+  std::vector<compiler::BufferRequest> requests;
+  std::vector<int> request_slot;
+  for (auto& [v, s] : slots_) {
+    if (s.kind != Slot::Kind::Scratch || s.last < 0) continue;
+    requests.push_back(
+        {s.bytes(), Device::cuda(static_cast<int16_t>(t_.device_id)), s.first, s.last});
+    request_slot.push_back(v);
+  }
+  const compiler::MemoryPlan plan = compiler::plan_memory(requests, kEngineAlignment);
+  for (size_t i = 0; i < requests.size(); ++i) slots_.at(request_slot[i]).offset = plan.offset[i];
+
+  EngineDescription e;
+  e.device_id = t_.device_id;
+  e.sm_arch = t_.sm_arch;
+  e.cuda_version = CUDART_VERSION;
+  e.cublaslt_version = CUBLAS_VERSION;
+  e.cudnn_version = CUDNN_VERSION;
+  e.nvrtc_version = nvrtc_version();
+  e.precision = t_.precision;
+  for (int v : p_.inputs)
+    e.bindings.push_back({g_.values[v].name, g_.values[v].dtype, false, g_.values[v].sizes});
+  for (int v : p_.outputs)
+    e.bindings.push_back({g_.values[v].name, g_.values[v].dtype, true, g_.values[v].sizes});
+  e.scratch_bytes = plan.arenas.empty() ? 0 : plan.arenas[0].size;
+  bool any_gemm = false;
+  for (Planned& s : steps_) {
+    switch (static_cast<StepKind>(s.record.kind)) {
+      case StepKind::Gemm: {
+        any_gemm = true;
+        GemmStep& gs = s.record.gemm;
+        gs.a = ref_of(s.operands[0]);
+        gs.b = ref_of(s.operands[1]);
+        if (s.operands[2] >= 0) gs.c = ref_of(s.operands[2]);
+        gs.d = ref_of(s.operands[3]);
+        if (s.operands[4] >= 0) gs.bias = ref_of(s.operands[4]);
+        break;
+      }
+      case StepKind::Kernel:
+        BATON_CHECK_OR_RETURN(s.operands.size() <= kMaxKernelOperands, NotSupported,
+                              "a kernel of partition '{}' has {} operands (at most {})", p_.name,
+                              s.operands.size(), kMaxKernelOperands);
+        for (size_t o = 0; o < s.operands.size(); ++o)
+          s.record.kernel.operands[o] = ref_of(s.operands[o]);
+        break;
+      case StepKind::Copy:
+        s.record.copy.src = ref_of(s.operands[0]);
+        s.record.copy.dst = ref_of(s.operands[1]);
+        break;
+    }
+    e.steps.push_back(s.record);
+  }
+  e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
+  e.kernel_names = kernel_names_;
+  e.weights = std::move(weights_);
+  if (!kernel_names_.empty()) {
+    BATON_ASSIGN_OR_RETURN(e.cubin, compile_to_cubin(kernel_prelude() + source_, t_.sm_arch,
+                                                     "partition '" + p_.name + "'"));
+  }
+  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, write_engine_blob(e));
+  const auto* header = reinterpret_cast<const EngineHeader*>(blob.data());
+  compiler::LoweredPartition lp;
+  auto spec = [&](const char* key, const std::string& value) {
+    lp.compile_specs.emplace_back(key, std::vector<uint8_t>(value.begin(), value.end()));
+  };
+  spec("sm_arch", sm_arch_name(header->sm_arch));
+  spec("precision", std::string(precision_name(static_cast<Precision>(header->precision))));
+  lp.blob = std::move(blob);
+  return lp;
+}
+
+}  // namespace baton::cuda

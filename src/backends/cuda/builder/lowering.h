@@ -1,0 +1,129 @@
+// The lowering context: what one operator's lowering (builder/ops/*.cpp) sees of the partition it
+// lowers and of the engine it builds. Lowerings never touch the engine file format: they name
+// values (IR value ids, plus synthetic ids the context hands out), and add steps over them.
+//
+// Values become slots: the partition's inputs and outputs are bindings (the caller's buffers,
+// in the program's dtypes), constants become weights (converted once to the dtype asked for),
+// everything else is scratch planned by lifetime after all steps are known. A view makes one
+// value an alias of another (no work).
+#pragma once
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/builder/codegen.h"
+#include "backends/cuda/builder/engine_builder.h"
+#include "backends/cuda/engine_format.h"
+#include "compiler/backend_compiler.h"
+
+namespace baton::cuda {
+
+class Lowering {
+ public:
+  Lowering(const compiler::Graph& graph, const compiler::Partition& partition,
+           const EngineTarget& target);
+
+  const compiler::Graph& graph() const { return g_; }
+  const compiler::IrNode& node(int index) const { return g_.nodes[index]; }
+  const compiler::IrValue& value(int v) const { return g_.values[v]; }
+  bool is_constant(int v) const;
+  const EngineTarget& target() const { return t_; }
+  // What GEMM operands and weights are fed in (fp16 / bf16 engines: that type; else float32).
+  DType operand_dtype() const { return operand_; }
+  // What activations are stored in between steps (fp16 engines: float16; else float32).
+  DType activation_dtype() const { return activation_; }
+
+  // --- values ---------------------------------------------------------------------------------
+  // The dtype and sizes a value is stored with (its slot's).
+  DType dtype_of(int v) const;
+  const std::vector<int64_t>& sizes_of(int v) const;
+  bool is_binding(int v) const;
+  // A constant's data as floats (float32, float16, bfloat16 or float64 constants).
+  std::vector<float> constant_floats(int v) const;
+  // A constant as engine weights in `dtype`, converted once and shared by every reader.
+  int weight(int v, DType dtype);
+  // New weights from host values (a bias vector, a materialized C matrix).
+  int add_weights(const std::vector<float>& values, DType dtype, std::vector<int64_t> sizes);
+  // A fresh scratch value.
+  int new_scratch(DType dtype, std::vector<int64_t> sizes);
+  // `v` as `dtype`: itself, its weights, or a copy made by a cast kernel (once per value and
+  // dtype).
+  Result<int> ensure(int v, DType dtype);
+  // Makes `out` a view of `in` (same bytes). When `out` is a binding (the caller's buffer), a
+  // copy or cast kernel fills it instead.
+  void alias(int out, int in);
+
+  // --- the partition's graph ------------------------------------------------------------------
+  // Nodes of this partition that read `v`.
+  const std::vector<int>& consumers(int v) const;
+  // The one node of this partition reading `v`, when `v` has one reader and is not a partition
+  // output; -1 otherwise. Fusions absorb such readers.
+  int single_consumer(int v) const;
+  bool is_partition_output(int v) const { return outputs_.count(v) > 0; }
+  // Marks a node as done by an earlier step (a fused epilogue): the builder skips it.
+  void absorb(int node) { absorbed_.insert(node); }
+  bool absorbed(int node) const { return absorbed_.count(node) > 0; }
+
+  // --- steps ----------------------------------------------------------------------------------
+  // "k3_softmax": a unique kernel name.
+  std::string kernel_name(const char* what) const;
+  // A generated kernel launched with one pointer per operand, in order.
+  void add_kernel(const std::string& name, std::string code, const LaunchShape& launch,
+                  std::vector<int> operands);
+  // A cuBLASLt GEMM; operands {a, b, c, d, bias} in cuBLASLt's terms (-1: unused c / bias).
+  void add_gemm(const GemmStep& gemm, std::array<int, 5> operands);
+  void add_copy(int src, int dst);
+  // A kernel converting `src` (contiguous) into `dst` of `dtype`.
+  void add_cast(int src, int dst, DType dtype);
+
+  // Plans scratch, compiles the kernels with NVRTC and writes the engine blob.
+  Result<compiler::LoweredPartition> finish();
+
+ private:
+  struct Slot {
+    enum class Kind { Binding, Scratch, Weights, Alias };
+    Kind kind = Kind::Scratch;
+    int binding = -1;
+    int root = -1;
+    uint64_t offset = 0;  // weights or (after planning) scratch
+    DType dtype = DType::Float32;
+    std::vector<int64_t> sizes;
+    int first = INT_MAX;
+    int last = -1;
+    uint64_t bytes() const;
+  };
+  struct Planned {
+    StepRecord record{};
+    std::vector<int> operands;  // value ids; -1 = unused (GEMM c / bias)
+  };
+
+  void assign_slots();
+  bool feeds_only_gemms(int v) const;
+  int root(int v) const;
+  const Slot& slot(int v) const { return slots_.at(root(v)); }
+  BufferRef ref_of(int v) const;
+
+  const compiler::Graph& g_;
+  const compiler::Partition& p_;
+  const EngineTarget& t_;
+  const DType operand_;
+  const DType activation_;
+  int next_synthetic_;
+  std::map<int, Slot> slots_;
+  std::map<int, std::vector<int>> consumers_;
+  std::set<int> outputs_;
+  std::set<int> absorbed_;
+  std::map<std::pair<int, int>, int> weight_cache_;
+  std::map<std::pair<int, int>, int> cast_cache_;
+  std::vector<Planned> steps_;
+  std::vector<std::string> kernel_names_;
+  std::string source_;
+  std::vector<uint8_t> weights_;
+};
+
+}  // namespace baton::cuda

@@ -1,0 +1,102 @@
+// Elementwise ops on the GPU: every row of the elementwise table (src/ops/elementwise.h) and
+// Gelu. Runs of them become one generated kernel each: a node joins the open run when it has the
+// run's shape and reads something the run produced; results read outside the run are stored,
+// the rest stay in registers. Inputs broadcast through strides, scalar constants are baked in.
+#include <map>
+#include <set>
+
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+#include "ops/elementwise.h"
+
+namespace baton::cuda {
+namespace {
+
+// The device expression a node computes: its table row's, or Gelu's form.
+std::string expression_of(const compiler::IrNode& n) {
+  if (n.op_type == "Gelu") {
+    return n.attr_string("approximate") == "tanh" ? "baton_gelu_tanh({x})" : "baton_gelu({x})";
+  }
+  return std::string(ops::find_elementwise(n.op_type)->device);
+}
+
+bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  return float_tensors_only(graph, node);
+}
+
+}  // namespace
+
+std::vector<OpLowering> elementwise_lowerings() {
+  std::vector<OpLowering> out;
+  for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
+    out.push_back({row.name, &supports, nullptr, 0});
+  }
+  out.push_back({"Gelu", &supports, nullptr, 0});
+  return out;
+}
+
+bool is_fusible(const compiler::IrNode& node) {
+  const OpLowering* l = find_lowering(node.op_type);
+  return l != nullptr && l->lower == nullptr;
+}
+
+Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
+  FusedKernel k;
+  k.name = ctx.kernel_name("fused");
+  k.sizes = ctx.value(ctx.node(group.back()).outputs[0]).sizes;
+  std::map<int, int> ref;  // value -> operand reference in the kernel
+  std::vector<int> operands;
+  std::set<int> in_group(group.begin(), group.end());
+  for (int idx : group) {
+    const compiler::IrNode& n = ctx.node(idx);
+    int refs[2] = {0, 0};
+    for (size_t i = 0; i < n.inputs.size() && i < 2; ++i) {
+      const int v = n.inputs[i];
+      if (auto it = ref.find(v); it != ref.end()) {
+        refs[i] = it->second;
+        continue;
+      }
+      const compiler::IrValue& iv = ctx.value(v);
+      FusedInput in;
+      if (iv.constant && checked_numel(iv.sizes) == 1) {
+        in.literal = true;
+        in.value = ctx.constant_floats(v)[0];
+      } else {
+        const int src = iv.constant ? ctx.weight(v, ctx.activation_dtype()) : v;
+        in.dtype = ctx.dtype_of(src);
+        // Row-major strides of the input broadcast to the kernel's shape (0 along broadcast
+        // dimensions).
+        in.strides.assign(k.sizes.size(), 0);
+        int64_t s = 1;
+        for (size_t j = 0; j < iv.sizes.size(); ++j) {
+          const size_t d_in = iv.sizes.size() - 1 - j;
+          const size_t d_out = k.sizes.size() - 1 - j;
+          in.strides[d_out] = iv.sizes[d_in] == 1 ? 0 : s;
+          s *= iv.sizes[d_in];
+        }
+        operands.push_back(src);
+      }
+      ref[v] = static_cast<int>(k.inputs.size());
+      refs[i] = ref[v];
+      k.inputs.push_back(in);
+    }
+    ref[n.outputs[0]] = -1 - static_cast<int>(k.ops.size());
+    k.ops.push_back({expression_of(n), refs[0], refs[1]});
+  }
+  // Results anything outside the group reads are stored; the rest stay in registers.
+  for (int idx : group) {
+    const int v = ctx.node(idx).outputs[0];
+    bool needed = ctx.is_partition_output(v);
+    for (int c : ctx.consumers(v)) needed = needed || (!in_group.count(c) && !ctx.absorbed(c));
+    if (!needed) continue;
+    k.outputs.push_back({ctx.dtype_of(v), -1 - ref[v]});
+    operands.push_back(v);
+  }
+  LaunchShape launch;
+  std::string code = generate_fused(k, &launch);
+  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands));
+  return Status();
+}
+
+}  // namespace baton::cuda

@@ -1,0 +1,171 @@
+// Gemm and MatMul on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C vector, or a following
+// Add of a constant row vector) and a following ReLU or tanh-GELU fused into cuBLASLt's epilogue
+// when nothing else reads the intermediate values.
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
+#include "ops/shape.h"
+
+namespace baton::cuda {
+namespace {
+
+// MatMul's operands after promoting 1-D ones: A [..., M, K], B [..., K, N]. The GPU takes batch
+// dimensions on one side only, or equal on both (cuBLASLt's strided batches).
+bool supports_matmul(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!float_tensors_only(graph, node)) return false;
+  std::vector<int64_t> a = graph.values[node.inputs[0]].sizes,
+                       b = graph.values[node.inputs[1]].sizes;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  return bb.empty() || ab.empty() || ab == bb;
+}
+
+// A runtime C must have the result's shape (a constant C is materialized at build time).
+bool supports_gemm(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!float_tensors_only(graph, node)) return false;
+  if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
+    const compiler::IrValue& c = graph.values[node.inputs[2]];
+    if (!c.constant && c.sizes != graph.values[node.outputs[0]].sizes) return false;
+  }
+  return true;
+}
+
+Status lower(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const bool gemm = n.op_type == "Gemm";
+  const int a = n.inputs[0];
+  const int b = n.inputs[1];
+  const int c = gemm && n.inputs.size() > 2 ? n.inputs[2] : -1;
+  const float alpha = gemm ? static_cast<float>(n.attr_float("alpha")) : 1.0f;
+  const float beta = gemm ? static_cast<float>(n.attr_float("beta")) : 1.0f;
+  const bool ta = gemm && n.attr_int("transA") != 0;
+  const bool tb = gemm && n.attr_int("transB") != 0;
+  std::vector<int64_t> as = ctx.value(a).sizes, bs = ctx.value(b).sizes;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  int64_t m = ta ? as[as.size() - 1] : as[as.size() - 2];
+  const int64_t k = ta ? as[as.size() - 2] : as[as.size() - 1];
+  const int64_t nn = tb ? bs[bs.size() - 2] : bs[bs.size() - 1];
+  int64_t batch = 1, stride_a = 0, stride_b = 0;
+  const std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  if (b_batch.empty()) {
+    m *= ops::product(a_batch);  // [..., M, K] x [K, N]: one GEMM over all rows
+  } else if (a_batch.empty()) {
+    batch = ops::product(b_batch);
+    stride_b = k * nn;
+  } else if (a_batch == b_batch) {
+    batch = ops::product(a_batch);
+    stride_a = m * k;
+    stride_b = k * nn;
+  } else {
+    return BATON_ERROR(Internal, "{}: batch broadcasting the builder does not handle",
+                       n.describe());
+  }
+
+  int out = n.outputs[0];
+  std::vector<float> bias;
+  bool has_bias = false;
+  int c_matrix = -1;
+  float c_beta = 0.0f;
+  auto is_row_vector = [&](const std::vector<int64_t>& s) {
+    return (s.size() == 1 && s[0] == nn) || (s.size() == 2 && s[0] == 1 && s[1] == nn);
+  };
+  if (c >= 0) {
+    const compiler::IrValue& cv = ctx.value(c);
+    if (cv.constant && is_row_vector(cv.sizes)) {
+      bias = ctx.constant_floats(c);
+      for (float& x : bias) x *= beta;
+      has_bias = true;
+    } else if (cv.constant) {
+      // Materialized: beta * C broadcast to [M, N].
+      std::vector<float> full(static_cast<size_t>(m * nn));
+      const std::vector<float> src = ctx.constant_floats(c);
+      const std::vector<int64_t> cs = cv.sizes;
+      const int64_t rows = cs.size() == 2 ? cs[0] : 1, cols = cs.empty() ? 1 : cs.back();
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < nn; ++j) {
+          full[i * nn + j] = beta * src[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+        }
+      }
+      c_matrix = ctx.add_weights(full, ctx.dtype_of(out), {m, nn});
+      c_beta = 1.0f;
+    } else {
+      c_matrix = c;
+      c_beta = beta;
+    }
+  } else if (!gemm) {
+    const int add = ctx.single_consumer(out);
+    if (add >= 0 && ctx.node(add).op_type == "Add") {
+      const compiler::IrNode& an = ctx.node(add);
+      const int other = an.inputs[0] == out ? an.inputs[1] : an.inputs[0];
+      if (other != out && ctx.is_constant(other) && is_row_vector(ctx.value(other).sizes) &&
+          ctx.value(an.outputs[0]).sizes == ctx.value(out).sizes) {
+        bias = ctx.constant_floats(other);
+        has_bias = true;
+        ctx.absorb(add);
+        out = an.outputs[0];
+      }
+    }
+  }
+  GemmEpilogue epilogue = has_bias ? GemmEpilogue::Bias : GemmEpilogue::None;
+  if (const int act = ctx.single_consumer(out); act >= 0) {
+    const compiler::IrNode& an = ctx.node(act);
+    if (an.op_type == "Relu") {
+      epilogue = has_bias ? GemmEpilogue::BiasRelu : GemmEpilogue::Relu;
+    } else if (an.op_type == "Gelu" && an.attr_string("approximate") == "tanh" && has_bias) {
+      epilogue = GemmEpilogue::BiasGeluTanh;
+    }
+    if (epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
+        epilogue == GemmEpilogue::BiasGeluTanh) {
+      ctx.absorb(act);
+      out = an.outputs[0];
+    }
+  }
+
+  const DType d_dtype = ctx.dtype_of(out);
+  const DType operand = ctx.operand_dtype();
+  BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(a, operand));
+  BATON_ASSIGN_OR_RETURN(const int b_val, ctx.ensure(b, operand));
+  int c_val = -1;
+  if (c_matrix >= 0) {
+    BATON_ASSIGN_OR_RETURN(c_val, ctx.ensure(c_matrix, d_dtype));
+  }
+  const int bias_val = has_bias ? ctx.add_weights(bias, d_dtype, {nn}) : -1;
+
+  // Row-major Y[M, N] = A'[M, K] B'[K, N] is column-major Y^T[N, M] = B'^T A'^T: cuBLASLt's A
+  // is our B, its B is our A, and its m, n are our N, M. The bias runs along cuBLASLt's rows.
+  GemmStep gs{};
+  gs.a_dtype = static_cast<uint8_t>(operand);
+  gs.b_dtype = static_cast<uint8_t>(operand);
+  gs.c_dtype = static_cast<uint8_t>(d_dtype);
+  gs.d_dtype = static_cast<uint8_t>(d_dtype);
+  gs.bias_dtype = static_cast<uint8_t>(d_dtype);
+  gs.trans_a = tb ? 1 : 0;
+  gs.trans_b = ta ? 1 : 0;
+  gs.epilogue = static_cast<uint8_t>(epilogue);
+  gs.has_c = c_val >= 0 ? 1 : 0;
+  gs.compute = static_cast<uint8_t>(ctx.target().precision);
+  gs.batch = static_cast<uint32_t>(batch);
+  gs.m = nn;
+  gs.n = m;
+  gs.k = k;
+  gs.lda = tb ? k : nn;
+  gs.ldb = ta ? m : k;
+  gs.ldc = nn;
+  gs.ldd = nn;
+  gs.stride_a = stride_b;
+  gs.stride_b = stride_a;
+  gs.stride_c = batch > 1 ? m * nn : 0;
+  gs.stride_d = batch > 1 ? m * nn : 0;
+  gs.alpha = alpha;
+  gs.beta = c_val >= 0 ? c_beta : 0.0f;
+  ctx.add_gemm(gs, {b_val, a_val, c_val, out, bias_val});
+  return Status();
+}
+
+}  // namespace
+
+const OpLowering kGemmLowering{"Gemm", &supports_gemm, &lower, 0b11};
+const OpLowering kMatMulLowering{"MatMul", &supports_matmul, &lower, 0b11};
+
+}  // namespace baton::cuda

@@ -1,0 +1,53 @@
+// The GPU lowering of each operator: one file per op or op family in this folder, listed once in
+// registry.cpp. The builder asks `supports` which nodes the GPU takes (the partitioner groups
+// them) and calls `lower` for each node it reaches, in execution order.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "backends/cuda/builder/lowering.h"
+
+namespace baton::cuda {
+
+struct OpLowering {
+  std::string_view op;  // ONNX op type (domain ai.onnx)
+  // Whether the GPU takes this node (dtypes, shapes, compile-time shape inputs).
+  bool (*supports)(const compiler::Graph& graph, const compiler::IrNode& node) = nullptr;
+  // Lowers node `index`. Null for elementwise ops, which lower_fused_group lowers in runs.
+  Status (*lower)(Lowering& ctx, int index) = nullptr;
+  // Bit i: input i is read as a tensor-core operand (a value read only that way is stored in the
+  // engine's operand dtype, so no cast kernel runs before the GEMM).
+  uint32_t operand_inputs = 0;
+};
+
+// Every lowering, in the order of the list in registry.cpp.
+std::span<const OpLowering> op_lowerings();
+const OpLowering* find_lowering(std::string_view op);
+
+// The lowerings, one definition each in this folder (registry.cpp lists them).
+extern const OpLowering kGemmLowering;       // gemm.cpp
+extern const OpLowering kMatMulLowering;     // gemm.cpp
+extern const OpLowering kSoftmaxLowering;    // softmax.cpp
+extern const OpLowering kTransposeLowering;  // transpose.cpp
+extern const OpLowering kConcatLowering;     // concat.cpp
+extern const OpLowering kIdentityLowering;   // views.cpp
+extern const OpLowering kReshapeLowering;    // views.cpp
+extern const OpLowering kFlattenLowering;    // views.cpp
+extern const OpLowering kSqueezeLowering;    // views.cpp
+extern const OpLowering kUnsqueezeLowering;  // views.cpp
+// Every fusible op: each row of the elementwise table, and Gelu (elementwise.cpp).
+std::vector<OpLowering> elementwise_lowerings();
+
+// Elementwise ops (ops/elementwise.cpp): whether a node joins fused kernels, and the lowering of
+// one run of them as a single generated kernel.
+bool is_fusible(const compiler::IrNode& node);
+Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
+
+// The shared support rule: every data input and output a float tensor (float32, float16 or
+// bfloat16) of rank <= kEngineMaxRank with at least one element; inputs the definition marks as
+// shape inputs must be compile-time constants.
+bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& node);
+
+}  // namespace baton::cuda

@@ -1,0 +1,23 @@
+// Identity, Reshape, Flatten, Squeeze and Unsqueeze change only the shape: on the GPU they are
+// views (the output names the input's bytes), and cost nothing unless the output is a partition
+// output, which gets a copy into the caller's buffer.
+#include "backends/cuda/builder/ops/registry.h"
+
+namespace baton::cuda {
+namespace {
+
+Status lower_view(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  ctx.alias(n.outputs[0], n.inputs[0]);
+  return Status();
+}
+
+}  // namespace
+
+const OpLowering kIdentityLowering{"Identity", &float_tensors_only, &lower_view};
+const OpLowering kReshapeLowering{"Reshape", &float_tensors_only, &lower_view};
+const OpLowering kFlattenLowering{"Flatten", &float_tensors_only, &lower_view};
+const OpLowering kSqueezeLowering{"Squeeze", &float_tensors_only, &lower_view};
+const OpLowering kUnsqueezeLowering{"Unsqueeze", &float_tensors_only, &lower_view};
+
+}  // namespace baton::cuda
