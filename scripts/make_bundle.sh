@@ -3,6 +3,7 @@
 # CUDA runtime libraries (cuBLASLt, NVRTC) and Python, but no build tools, packages or network:
 #   bin/    baton, baton_bench, run_model and the GPU test binaries (stripped)
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
+#   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0
 #   run_gpu_suite.sh
 # Output: .bundle/baton-bundle.tgz (gitignored). Usage: scripts/make_bundle.sh [BUILD_DIR]
 set -euo pipefail
@@ -18,6 +19,8 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_gpu_test"
   "$BUILD/tests/backends/cuda/cuda_contract_test"
   "$BUILD/tests/backends/cuda/cuda_gpu_no_alloc_test"
+  "$BUILD/tests/backends/cuda/cuda_conformance_test"
+  "$BUILD/tests/e2e/onnx_node_test"
 )
 for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "make_bundle: $b is missing: build with a CUDA toolkit first (make build)" >&2; exit 1; }
@@ -35,6 +38,12 @@ for b in "${binaries[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u |
   esac
 done
 cp scripts/run_gpu_suite.sh "$STAGE/"
+NODE_DIR=/usr/share/libonnx-testdata/data/node
+if [ -d "$NODE_DIR" ]; then
+  mkdir -p "$STAGE/data" && cp -r "$NODE_DIR" "$STAGE/data/node"
+else
+  echo "make_bundle: $NODE_DIR is missing (run scripts/setup.sh): the node tests will skip" >&2
+fi
 tar -C "$(dirname "$STAGE")" -czf .bundle/baton-bundle.tgz baton-bundle
 rm -rf "$(dirname "$STAGE")"
 echo "make_bundle: .bundle/baton-bundle.tgz ($(du -h .bundle/baton-bundle.tgz | cut -f1))"

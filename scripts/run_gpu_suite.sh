@@ -19,6 +19,8 @@ export LD_LIBRARY_PATH="$HERE/lib:${NV_LIBS}/usr/local/cuda/lib64:${LD_LIBRARY_P
 export BATON_SOURCE_DIR=$PWD
 export BATON_E2E_MODELS_DIR=/tmp/baton-e2e-models
 export BATON_CLI=$HERE/bin/baton
+export BATON_ONNX_NODE_DIR=$HERE/data/node
+export BATON_REPORT_DIR=$LOG
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
 
 "$PY" tests/e2e/make_models.py "$BATON_E2E_MODELS_DIR" > "$LOG/make_models.log" 2>&1 || {

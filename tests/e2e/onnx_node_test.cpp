@@ -1,11 +1,14 @@
-// Runs ONNX's own backend node tests (Debian's libonnx-testdata) through Baton and writes a
-// report of pass / fail / unsupported per test to BATON_BINARY_DIR/reports/onnx_node_tests.md.
+// Runs ONNX's own backend node tests (Debian's libonnx-testdata, or BATON_ONNX_NODE_DIR) through
+// Baton on every available backend: the CPU always, and cuda:0 (fp32, TF32 off) where there is a
+// GPU. Writes a report of pass / fail / unsupported per test and backend to
+// BATON_BINARY_DIR/reports/onnx_node_tests.<backend>.md (or BATON_REPORT_DIR).
 //
 // Every test compiles with its inputs' exact shapes (Baton compiles static shapes). A test whose
 // shape-defining inputs (Reshape's shape, Unsqueeze's axes, ...) are graph inputs is retried with
 // those int64 inputs frozen into initializers from its test data, and reported as such. A compile
 // failure with Error::NotSupported (op, dtype, opset, attribute) counts as unsupported; anything
-// else that goes wrong is a failure, and the test fails if there is any.
+// else that goes wrong is a failure, and the test fails if there is any. On cuda:0 a test whose
+// nodes the GPU engine does not take runs on the CPU and is reported as "cpu only".
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -22,15 +25,27 @@
 #include "baton/core/log.h"
 #include "baton/runtime/program.h"
 #include "compiler/onnx_tensor.h"
+#ifdef BATON_TEST_CUDA
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#endif
 
 namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
+fs::path node_dir() {
+  const char* env = std::getenv("BATON_ONNX_NODE_DIR");
+  return env != nullptr ? fs::path(env) : fs::path("/usr/share/libonnx-testdata/data/node");
+}
 
-enum class Outcome { Pass, PassFrozen, Fail, Unsupported };
+fs::path report_dir() {
+  const char* env = std::getenv("BATON_REPORT_DIR");
+  return env != nullptr ? fs::path(env) : fs::path(BATON_BINARY_DIR) / "reports";
+}
+
+enum class Outcome { Pass, PassFrozen, CpuOnly, Fail, Unsupported };
 
 struct Row {
   std::string test;
@@ -56,9 +71,11 @@ std::vector<compiler::OnnxTensor> load_tensors(const fs::path& dir, const std::s
   return out;
 }
 
+// The message on one line, without the list of supported ops.
 std::string first_line(const std::string& s) {
-  const std::string line = s.substr(0, s.find('\n'));
-  return line.size() > 220 ? line.substr(0, 217) + "..." : line;
+  std::string line = s.substr(0, s.find("\nSupported ops:"));
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line.size() > 300 ? line.substr(0, 297) + "..." : line;
 }
 
 // Compares with the ONNX backend tests' own tolerance (rtol 1e-3, atol 1e-7); integers exactly.
@@ -102,6 +119,9 @@ std::string compare(const TensorView& got, const compiler::OnnxTensor& want) {
 
 class NodeTestRunner {
  public:
+  // `backend`: the compiler for the device under test; null for the CPU.
+  explicit NodeTestRunner(compiler::BackendCompiler* backend) : backend_(backend) {}
+
   Row run(const fs::path& dir) {
     Row row{dir.filename().string(), "", Outcome::Fail, ""};
     onnx::ModelProto model;
@@ -155,6 +175,7 @@ class NodeTestRunner {
       }
     }
     row.outcome = frozen ? Outcome::PassFrozen : Outcome::Pass;
+    if (backend_ != nullptr && !delegated_) row.outcome = Outcome::CpuOnly;
     return row;
   }
 
@@ -168,6 +189,7 @@ class NodeTestRunner {
                   const DataSet& set, bool freeze, std::string* failure) {
     onnx::ModelProto model = original;
     compiler::CompileOptions options;
+    if (backend_ != nullptr) options.backends.push_back(backend_);
     std::vector<size_t> fed;  // which data-set inputs stay runtime inputs
     for (size_t k = 0; k < set.inputs.size() && k < input_names.size(); ++k) {
       const auto& t = set.inputs[k];
@@ -197,6 +219,7 @@ class NodeTestRunner {
       *failure = first_line(compiled.status().to_string());
       return compiled.code() == Error::NotSupported ? Outcome::Unsupported : Outcome::Fail;
     }
+    delegated_ = compiled->summary().delegate_calls > 0;
     auto serialized = compiled->serialize();
     if (!serialized.ok()) {
       *failure = first_line(serialized.status().to_string());
@@ -244,6 +267,9 @@ class NodeTestRunner {
     }
     return Outcome::Pass;
   }
+
+  compiler::BackendCompiler* backend_;
+  bool delegated_ = false;
 };
 
 std::string_view outcome_name(Outcome o) {
@@ -252,6 +278,8 @@ std::string_view outcome_name(Outcome o) {
       return "pass";
     case Outcome::PassFrozen:
       return "pass (shape inputs frozen)";
+    case Outcome::CpuOnly:
+      return "pass on the cpu (the GPU took no node)";
     case Outcome::Fail:
       return "FAIL";
     case Outcome::Unsupported:
@@ -260,16 +288,16 @@ std::string_view outcome_name(Outcome o) {
   return "?";
 }
 
-TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
-  if (!fs::exists(kNodeDir)) GTEST_SKIP() << kNodeDir << " is missing: run scripts/setup.sh";
-  register_builtins();
-  set_log_level(LogLevel::Error);
+// Runs every node test on one backend, writes its report, and checks there are no failures and
+// at least `min_pass` passes.
+void run_all(const std::string& backend_name, compiler::BackendCompiler* backend, int min_pass) {
+  const fs::path dir_root = node_dir();
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(kNodeDir)) {
+  for (const auto& e : fs::directory_iterator(dir_root)) {
     if (e.is_directory()) dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
-  NodeTestRunner runner;
+  NodeTestRunner runner(backend);
   std::vector<Row> rows;
   std::map<Outcome, int> counts;
   for (const fs::path& dir : dirs) {
@@ -282,16 +310,18 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
     ++counts[rows.back().outcome];
   }
 
-  const fs::path report_dir = fs::path(BATON_BINARY_DIR) / "reports";
-  fs::create_directories(report_dir);
-  std::ofstream md(report_dir / "onnx_node_tests.md");
-  md << "# ONNX backend node tests through Baton (CPU)\n\n"
-     << "Source: " << kNodeDir << " (Debian libonnx-testdata). Tolerance: rtol 1e-3, atol 1e-7 "
-     << "(the ONNX backend tests' own).\n\n"
+  fs::create_directories(report_dir());
+  std::string file_name = "onnx_node_tests." + backend_name + ".md";
+  std::replace(file_name.begin(), file_name.end(), ':', '_');
+  const fs::path report = report_dir() / file_name;
+  std::ofstream md(report);
+  md << "# ONNX backend node tests through Baton (" << backend_name << ")\n\n"
+     << "Source: " << dir_root.string() << " (Debian libonnx-testdata). Tolerance: rtol 1e-3, "
+     << "atol 1e-7 (the ONNX backend tests' own).\n\n"
      << "| outcome | tests |\n|---|---|\n";
-  for (Outcome o : {Outcome::Pass, Outcome::PassFrozen, Outcome::Fail, Outcome::Unsupported}) {
-    md << "| " << outcome_name(o) << " | " << counts[o] << " |\n";
-  }
+  const Outcome order[] = {Outcome::Pass, Outcome::PassFrozen, Outcome::CpuOnly, Outcome::Fail,
+                           Outcome::Unsupported};
+  for (Outcome o : order) md << "| " << outcome_name(o) << " | " << counts[o] << " |\n";
   md << "\n| test | ops | outcome | detail |\n|---|---|---|---|\n";
   // Supported and failing first, then the unsupported ones.
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
@@ -306,15 +336,42 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPasses) {
   md.close();
 
   std::printf(
-      "ONNX node tests: %d pass, %d pass with frozen shape inputs, %d fail, %d unsupported "
-      "(report: %s)\n",
-      counts[Outcome::Pass], counts[Outcome::PassFrozen], counts[Outcome::Fail],
-      counts[Outcome::Unsupported], (report_dir / "onnx_node_tests.md").c_str());
+      "ONNX node tests on %s: %d pass, %d pass with frozen shape inputs, %d pass on the cpu only, "
+      "%d fail, %d unsupported (report: %s)\n",
+      backend_name.c_str(), counts[Outcome::Pass], counts[Outcome::PassFrozen],
+      counts[Outcome::CpuOnly], counts[Outcome::Fail], counts[Outcome::Unsupported],
+      report.c_str());
   for (const Row& r : rows) {
     EXPECT_NE(r.outcome, Outcome::Fail) << r.test << " (" << r.ops << "): " << r.detail;
   }
-  // 95 node tests of the supported ops pass today; a drop means the runner or a kernel broke.
-  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen], 95);
+  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen], min_pass);
+}
+
+TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
+  if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
+  register_builtins();
+  set_log_level(LogLevel::Error);
+  // 117 node tests of the supported ops pass today; a drop means the runner or a kernel broke.
+  run_all("cpu", nullptr, 117);
+}
+
+TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
+#ifdef BATON_TEST_CUDA
+  register_builtins();
+  cuda::register_backend();
+  cuda::register_compiler();
+  if (cuda::devices().empty()) {
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host)";
+  }
+  if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing";
+  set_log_level(LogLevel::Error);
+  auto backend = compiler::make_backend_compiler({Device::cuda(0), "", "fp32"});
+  ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+  // The GPU runs a subset; what it does not take runs on the CPU, so the pass count is the CPU's.
+  run_all("cuda:0", backend->get(), 117);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
 }
 
 }  // namespace

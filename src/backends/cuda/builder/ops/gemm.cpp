@@ -122,8 +122,14 @@ Status lower(Lowering& ctx, int index) {
     }
   }
 
-  const DType d_dtype = ctx.dtype_of(out);
   const DType operand = ctx.operand_dtype();
+  // cuBLASLt (32-bit compute) writes float32, or the operands' own 16-bit type: a float16
+  // program output of an fp32 engine (a model exported in fp16) goes through a float32 result and
+  // a cast.
+  const int result = out;
+  const bool direct = ctx.dtype_of(out) == DType::Float32 || ctx.dtype_of(out) == operand;
+  if (!direct) out = ctx.new_scratch(DType::Float32, ctx.value(result).sizes);
+  const DType d_dtype = ctx.dtype_of(out);
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(a, operand));
   BATON_ASSIGN_OR_RETURN(const int b_val, ctx.ensure(b, operand));
   int c_val = -1;
@@ -160,6 +166,7 @@ Status lower(Lowering& ctx, int index) {
   gs.alpha = alpha;
   gs.beta = c_val >= 0 ? c_beta : 0.0f;
   ctx.add_gemm(gs, {b_val, a_val, c_val, out, bias_val});
+  if (!direct) ctx.add_cast(out, result, ctx.dtype_of(result));
   return Status();
 }
 

@@ -1,0 +1,77 @@
+// The backend-conformance test on a GPU (the CPU half is tests/ops/conformance_test.cpp): every
+// case of the table the CUDA engine takes, with float32, float16 and bfloat16 tensors, compiled
+// for cuda:0 in every precision, against the CPU kernel's float64 result on the same values.
+// Without a GPU it reports itself skipped.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "baton/baton.h"
+#include "baton/core/log.h"
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "testing/conformance/cases.h"
+#include "testing/conformance/runner.h"
+
+namespace baton::testing {
+namespace {
+
+TEST(CudaConformance, EveryCaseMatchesTheCpuInEveryPrecision) {
+  register_builtins();
+  cuda::register_backend();
+  cuda::register_compiler();
+  if (cuda::devices().empty()) {
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host)";
+  }
+  set_log_level(LogLevel::Error);
+  // Tensor dtype -> the engine precisions it runs in.
+  const std::map<DType, std::vector<std::string>> plan = {
+      {DType::Float32, {"fp32", "tf32", "fp16", "bf16"}},
+      {DType::Float16, {"fp32", "fp16"}},
+      {DType::BFloat16, {"fp32", "bf16"}},
+  };
+  std::map<std::string, std::unique_ptr<compiler::BackendCompiler>> backends;
+  for (const char* p : {"fp32", "tf32", "fp16", "bf16"}) {
+    auto b = compiler::make_backend_compiler({Device::cuda(0), "", p});
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    backends[p] = std::move(b).value();
+  }
+  int runs = 0, worst_case_runs = 0;
+  double worst_ratio = 0.0;
+  std::string worst;
+  for (const Case& c : conformance_cases()) {
+    if (!c.cuda) continue;
+    const std::vector<DType> dtypes = case_dtypes(c);
+    for (const auto& [t, precisions] : plan) {
+      if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) continue;
+      const CaseOutcome ref = run_reference(c, t);
+      ASSERT_TRUE(ref.status.ok()) << case_name(c, t) << ": " << ref.status.to_string();
+      const CaseModel model = build_case(c, t);
+      for (const std::string& p : precisions) {
+        const std::string name = case_name(c, t) + " on cuda:0 " + p;
+        SCOPED_TRACE(name);
+        const CaseOutcome out = run_case(model, backends[p].get());
+        ASSERT_TRUE(out.status.ok()) << out.status.to_string();
+        EXPECT_EQ(out.summary.delegate_calls, 1u) << "the CUDA engine did not take the node";
+        ASSERT_EQ(out.outputs.size(), ref.outputs.size());
+        for (size_t o = 0; o < out.outputs.size(); ++o) {
+          const double err = normalized_error(out.outputs[o], ref.outputs[o]);
+          const double bound = error_bound(t, p);
+          EXPECT_LE(err, bound) << name << " output " << o;
+          if (bound > 0 && err / bound > worst_ratio) {
+            worst_ratio = err / bound;
+            worst = fmt::format("{} (error {:.3g}, bound {:.3g})", name, err, bound);
+          }
+        }
+        ++runs;
+      }
+    }
+    ++worst_case_runs;
+  }
+  std::printf("cuda conformance: %d cases, %d runs; closest to its bound: %s\n", worst_case_runs,
+              runs, worst.c_str());
+}
+
+}  // namespace
+}  // namespace baton::testing

@@ -1,0 +1,115 @@
+// The backend-conformance test on the CPU (the GPU half is tests/backends/cuda/
+// cuda_conformance_test.cpp): every case of the table (tests/testing/conformance/cases.cpp) in
+// every dtype the op allows, against the CPU kernel's float64 result on the same values; every
+// registered op and every CUDA lowering must have a case; every CUDA lowering builds (NVRTC, no
+// GPU needed) for every case it takes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "baton/baton.h"
+#include "baton/core/log.h"
+#include "ops/op_def.h"
+#include "runtime/kernel.h"
+#include "testing/conformance/cases.h"
+#include "testing/conformance/runner.h"
+#ifdef BATON_TEST_CUDA_BUILDER
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/cuda/compiler.h"
+#endif
+
+namespace baton::testing {
+namespace {
+
+std::set<std::string> ops_with_cases() {
+  std::set<std::string> out;
+  for (const Case& c : conformance_cases()) out.insert(c.op);
+  return out;
+}
+
+TEST(Conformance, EveryRegisteredOpHasCases) {
+  register_builtins();
+  const std::set<std::string> covered = ops_with_cases();
+  for (std::string_view op : runtime::kernel_registry().names()) {
+    EXPECT_TRUE(covered.count(std::string(op))) << op << " has a CPU kernel but no conformance case";
+  }
+}
+
+TEST(Conformance, CpuKernelsMatchTheFloat64ReferenceInEveryDtype) {
+  register_builtins();
+  set_log_level(LogLevel::Error);
+  std::map<std::string, int> runs;
+  for (const Case& c : conformance_cases()) {
+    const std::vector<DType> dtypes = case_dtypes(c);
+    EXPECT_FALSE(dtypes.empty()) << c.op << " " << c.label << ": no dtype to run";
+    for (DType t : dtypes) {
+      const std::string name = case_name(c, t);
+      SCOPED_TRACE(name);
+      const CaseOutcome ref = run_reference(c, t);
+      ASSERT_TRUE(ref.status.ok()) << "reference: " << ref.status.to_string();
+      const CaseOutcome out = run_case(build_case(c, t), nullptr);
+      ASSERT_TRUE(out.status.ok()) << out.status.to_string();
+      ASSERT_EQ(out.outputs.size(), ref.outputs.size());
+      for (size_t o = 0; o < out.outputs.size(); ++o) {
+        EXPECT_EQ(out.outputs[o].dtype(), ref.outputs[o].dtype() == DType::Float64
+                                              ? out.outputs[o].dtype()
+                                              : ref.outputs[o].dtype());
+        const double err = normalized_error(out.outputs[o], ref.outputs[o]);
+        EXPECT_LE(err, error_bound(t, "")) << name << " output " << o;
+      }
+      ++runs[std::string(dtype_name(t))];
+    }
+  }
+  std::string summary;
+  int total = 0;
+  for (const auto& [dtype, n] : runs) {
+    summary += fmt::format(" {} {}", dtype, n);
+    total += n;
+  }
+  std::printf("conformance on the cpu: %zu cases, %d runs:%s\n", conformance_cases().size(), total,
+              summary.c_str());
+}
+
+#ifdef BATON_TEST_CUDA_BUILDER
+
+TEST(Conformance, EveryCudaLoweringHasCases) {
+  const std::set<std::string> covered = ops_with_cases();
+  for (const cuda::OpLowering& l : cuda::op_lowerings()) {
+    EXPECT_TRUE(covered.count(std::string(l.op)))
+        << l.op << " has a CUDA lowering but no conformance case";
+  }
+}
+
+// Without a GPU: every case the CUDA engine takes builds (lowering + NVRTC for sm_90) in float32
+// and float16 tensors; the GPU suite runs them (cuda_conformance_test).
+TEST(Conformance, CudaLoweringsBuildForEveryCase) {
+  register_builtins();
+  cuda::register_compiler();
+  set_log_level(LogLevel::Error);
+  auto backend = compiler::make_backend_compiler({Device::cuda(0), "sm_90", "fp16"});
+  ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+  int built = 0;
+  for (const Case& c : conformance_cases()) {
+    for (DType t : {DType::Float32, DType::Float16}) {
+      const std::vector<DType> dtypes = case_dtypes(c);
+      if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) continue;
+      const CaseModel model = build_case(c, t);
+      compiler::CompileOptions options;
+      options.backends.push_back(backend->get());
+      auto compiled = compiler::compile_bytes(model.onnx, options);
+      ASSERT_TRUE(compiled.ok()) << case_name(c, t) << ": " << compiled.status().to_string();
+      EXPECT_EQ(compiled->summary().delegate_calls, c.cuda ? 1u : 0u)
+          << case_name(c, t) << (c.cuda ? ": the CUDA engine did not take the node"
+                                        : ": the CUDA engine took a node the table says it cannot");
+      ++built;
+    }
+  }
+  std::printf("conformance: %d CUDA engines built for sm_90 (fp16)\n", built);
+}
+
+#endif
+
+}  // namespace
+}  // namespace baton::testing

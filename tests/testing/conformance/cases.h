@@ -1,0 +1,51 @@
+// The backend-conformance table (in the spirit of ggml's test-backend-ops): cases for every
+// registered operator, run on every available backend and precision against the CPU kernel.
+//
+// Most cases come from default generators: each row of the elementwise table gets scalars, odd
+// sizes and broadcasting pairs; every case runs in every dtype the op's definition allows and
+// Baton's CPU kernel takes. Ops with attributes or shape inputs list their cases by hand below.
+// conformance_test.cpp fails when a registered op (or a CUDA lowering) has no case here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/core/dtype.h"
+#include "ops/op_def.h"
+
+namespace baton::testing {
+
+struct CaseInput {
+  std::vector<int64_t> sizes;
+  // Random values in [lo, hi] (floats on a 1/32 grid, exact in every float type; integers for
+  // integer dtypes), at least `min_abs` in magnitude.
+  double lo = -4.0, hi = 4.0, min_abs = 0.0;
+  bool constant = false;                          // an initializer instead of a graph input
+  std::optional<std::vector<int64_t>> int64s;     // a fixed int64 constant (a shape input)
+  std::optional<DType> dtype;                     // a fixed dtype (else the case's T)
+  bool absent = false;                            // an absent optional input ("")
+};
+
+struct Case {
+  std::string op;
+  std::string label;  // what the case exercises
+  std::vector<CaseInput> inputs;
+  std::vector<std::pair<std::string, ops::AttrValue>> attrs;
+  int opset = 21;
+  size_t outputs = 1;
+  // Types of T to run; empty: every dtype the definition allows and the CPU kernel takes.
+  std::vector<DType> dtypes;
+  // Whether the CUDA engine takes the node (in float types); false records a known limit (the
+  // node then runs on the CPU, and the test checks that it does).
+  bool cuda = true;
+};
+
+std::vector<Case> conformance_cases();
+
+// "Add [3, 1] x [5] float16".
+std::string case_name(const Case& c, DType dtype);
+
+}  // namespace baton::testing
