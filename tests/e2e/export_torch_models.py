@@ -61,6 +61,40 @@ def export(out_dir, name, model, x, dynamo, opset, dynamic_batch):
     }
 
 
+def export_fp16(out_dir, name, model, x, dynamo, opset):
+    """model.half() exported: float16 weights, input and output. onnxruntime's CPU provider has no
+    float16 MatMul, so the reference is PyTorch in float32 on the same (float16-rounded) weights
+    and input; the tolerance is twice PyTorch's own float16 error against it (DESIGN.md §8)."""
+    path = os.path.join(out_dir, name + ".onnx")
+    half = model.half().eval()
+    xh = x.half()
+    kwargs = dict(input_names=["input"], output_names=["output"], opset_version=opset)
+    if dynamo:
+        torch.onnx.export(half, (xh,), path, dynamo=True, external_data=False, **kwargs)
+    else:
+        torch.onnx.export(half, (xh,), path, dynamo=False, **kwargs)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.no_grad():
+        ref = half.float().to(device)(xh.float().to(device)).cpu().numpy()
+        fp16 = half.half().to(device)(xh.to(device)).float().cpu().numpy()
+    torch_err = float(np.linalg.norm(fp16 - ref) / np.linalg.norm(ref))
+    np.save(os.path.join(out_dir, f"{name}.input_0.npy"), xh.numpy())
+    np.save(os.path.join(out_dir, f"{name}.output_0.npy"), ref.astype(np.float32))
+    return {
+        "name": name,
+        "model": name + ".onnx",
+        "inputs": ["input"],
+        "outputs": 1,
+        "shapes": {},
+        "tolerance": max(2 * torch_err, 1e-4),
+        "exporter": "dynamo" if dynamo else "torchscript",
+        "opset": opset,
+        "torch": torch.__version__,
+        "torch_fp16_vs_fp32": torch_err,
+        "reference": f"torch float32 on {device}",
+    }
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -74,10 +108,17 @@ def main():
     model = Mlp([33, 65, 17], "gelu").eval()
     x = torch.randn(5, 33)
     cases.append(export(out_dir, "dynamo20_mlp_gelu_odd", model, x, True, 20, False))
+    # Exported after model.half().
+    for dynamo, opset in ((False, 17), (True, 18)):
+        model = Mlp([48, 96, 96, 24], "gelu").eval()
+        x = torch.randn(8, 48)
+        prefix = "dynamo18" if dynamo else "torchscript17"
+        cases.append(export_fp16(out_dir, f"{prefix}_mlp_gelu_fp16", model, x, dynamo, opset))
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=2)
     for c in cases:
-        print(f"{c['name']}: opset {c['opset']}, onnxruntime vs torch {c['onnxruntime_vs_torch']:.2e}")
+        err = c.get("onnxruntime_vs_torch", c.get("torch_fp16_vs_fp32"))
+        print(f"{c['name']}: opset {c['opset']}, reference error {err:.2e}")
 
 
 if __name__ == "__main__":

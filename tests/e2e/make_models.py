@@ -14,6 +14,7 @@ exporters produce for the same modules:
 Real torch exports live in tests/e2e/models/ (made by tests/e2e/export_torch_models.py).
 """
 import json
+import math
 import os
 import sys
 
@@ -197,6 +198,50 @@ def two_input_model():
     return model
 
 
+def dynamo_mlp_fp16(batch, dims, opset=20):
+    """The dynamo MLP after model.half(): float16 weights, inputs and outputs (Gelu op)."""
+    model = dynamo_mlp(batch, dims, opset)
+    for init in model.graph.initializer:
+        array = numpy_helper.to_array(init).astype(np.float16)
+        init.CopyFrom(numpy_helper.from_array(array, init.name))
+    for vi in list(model.graph.input) + list(model.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    return model
+
+
+def mlp_reference(model, x):
+    """float64 numpy evaluation of a dynamo_mlp (MatMul, Add, Gelu/Relu) from its own weights."""
+    weights = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    values = {model.graph.input[0].name: x.astype(np.float64)}
+    erf = np.vectorize(math.erf)
+    for node in model.graph.node:
+        a = [values.get(n, weights.get(n)) for n in node.input]
+        if node.op_type == "MatMul":
+            out = a[0] @ a[1]
+        elif node.op_type == "Add":
+            out = a[0] + a[1]
+        elif node.op_type == "Gelu":
+            out = 0.5 * a[0] * (1.0 + erf(a[0] / np.sqrt(2.0)))
+        elif node.op_type == "Relu":
+            out = np.maximum(a[0], 0.0)
+        else:
+            raise ValueError(node.op_type)
+        values[node.output[0]] = out
+    return values[model.graph.output[0].name]
+
+
+def save_with_reference(model, out_dir, name, x, tolerance):
+    """For models onnxruntime's CPU provider cannot run (float16 MatMul): the reference is numpy
+    in float64 on the model's own (float16) weights and inputs, saved as float32."""
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out_dir, name + ".onnx"))
+    np.save(os.path.join(out_dir, f"{name}.input_0.npy"), x)
+    np.save(os.path.join(out_dir, f"{name}.output_0.npy"),
+            mlp_reference(model, x).astype(np.float32))
+    return {"name": name, "model": name + ".onnx", "inputs": [model.graph.input[0].name],
+            "outputs": 1, "shapes": {}, "tolerance": tolerance}
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -213,6 +258,9 @@ def main():
         save(attention_block(2, 7, 24, 3), out_dir, "attention_ops", [("x", f32(2, 7, 24))]),
         save(two_input_model(), out_dir, "two_inputs_folded",
              [("a", f32(3, 5)), ("b", f32(3, 7))]),
+        # float16 activations between layers and a float16 output: within float16's rounding.
+        save_with_reference(dynamo_mlp_fp16(8, [64, 128, 128, 16]), out_dir, "dynamo20_mlp_fp16",
+                            f32(8, 64).astype(np.float16), tolerance=2e-3),
     ]
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=2)

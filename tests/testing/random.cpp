@@ -34,4 +34,35 @@ double relative_error(const float* a, const float* b, int64_t n) {
   return std::sqrt(diff / ref);
 }
 
+namespace {
+
+double element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::Float16:
+      return half_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::Float64:
+      return t.data_as<const double>()[i];
+    default:
+      return t.data_as<const float>()[i];
+  }
+}
+
+}  // namespace
+
+double relative_error(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
+  double diff = 0.0;
+  double ref = 0.0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = element(a, i), y = element(b, i);
+    if (std::isnan(x) != std::isnan(y)) return std::numeric_limits<double>::infinity();
+    diff += (x - y) * (x - y);
+    ref += y * y;
+  }
+  if (ref == 0.0) return diff == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(diff / ref);
+}
+
 }  // namespace baton::testing

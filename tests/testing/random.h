@@ -16,5 +16,8 @@ Tensor random_int64_tensor(std::mt19937& rng, std::vector<int64_t> sizes, int64_
 
 // ‖a − b‖ / ‖b‖ over float32 tensors of equal size (∞ when the sizes differ).
 double relative_error(const float* a, const float* b, int64_t n);
+// The same over two tensors of float types (float32, float16, bfloat16, float64; they may differ,
+// e.g. a float16 output against a float32 reference); ∞ when the sizes differ.
+double relative_error(const Tensor& a, const Tensor& b);
 
 }  // namespace baton::testing
