@@ -19,8 +19,13 @@ namespace baton::compiler {
 // A maximal acyclic group of nodes one backend claimed.
 struct Partition {
   int index = 0;
-  std::string name;          // "cuda_0"
-  int backend = 0;           // index into CompileOptions::backends
+  std::string name;  // "cuda_0"
+  // Index into CompileOptions::backends: the claimant after partitioning, the compiler that builds
+  // for `target_device` after placement (compiler/placement.h: assign_devices).
+  int backend = 0;
+  // Where the partition runs and its tensors live: the device its blob is built for, or the
+  // caller's --target-device. Set by placement; the program's "target_device" label.
+  Device target_device;
   std::vector<int> nodes;    // in execution order
   std::vector<int> inputs;   // non-constant values read from outside, in first-use order
   std::vector<int> outputs;  // values produced inside and read outside (or graph outputs)

@@ -2,14 +2,17 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "baton/core/check.h"
 #include "baton/core/log.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/emit.h"
+#include "compiler/memory_plan.h"
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
 #include "compiler/passes.h"
+#include "compiler/placement.h"
 #include "format/program_file.h"
 #include "runtime/kernel.h"
 
@@ -67,11 +70,25 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// "3 copies: 1 cpu->cuda:0, 2 cuda:0->cpu" (or "no copies").
+std::string describe_copies(const Graph& graph, const Schedule& schedule) {
+  std::map<std::string, int> by_route;
+  for (const Step& s : schedule.steps) {
+    if (s.kind != StepKind::Copy) continue;
+    ++by_route[fmt::format("{}->{}", graph.values[s.inputs[0]].device.to_string(),
+                           s.device.to_string())];
+  }
+  if (by_route.empty()) return "no copies";
+  std::string out = fmt::format("{} copies:", schedule.copies);
+  for (const auto& [route, count] : by_route) {
+    out += fmt::format("{} {} {}", out.back() == ':' ? "" : ",", count, route);
+  }
+  return out;
+}
+
 Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options,
                                       PhaseTimer& timer) {
-  BATON_CHECK_OR_RETURN(options.device == "cpu" || !options.backends.empty(), NotSupported,
-                        "device '{}' needs a backend that can compile for it, and none was given",
-                        options.device);
+  BATON_ASSIGN_OR_RETURN(const PlacementPolicy policy, make_placement_policy(options));
   timer.start();
   const size_t onnx_nodes = graph.nodes.size();
   BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph));
@@ -89,71 +106,54 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                          partitions.order.size() - claimed));
 
   timer.start();
-  std::optional<Device> label_override;
-  if (options.target_device) {
-    label_override = Device::parse(*options.target_device);
-    BATON_CHECK_OR_RETURN(label_override.has_value(), InvalidArgument,
-                          "--target-device '{}' is not a device (expected cpu or cuda:N)",
-                          *options.target_device);
-  }
+  BATON_TRY(assign_devices(policy, partitions));
   std::vector<LoweredPartition> lowered;
   std::vector<std::string> backend_ids;
-  std::vector<Device> labels;
   std::string label_text;
-  for (const Partition& p : partitions.partitions) {
-    BackendCompiler* backend = options.backends[p.backend];
-    if (options.choose_backend) backend = options.choose_backend(p.index, backend);
-    BATON_CHECK_OR_RETURN(backend != nullptr, InvalidArgument,
-                          "no backend was chosen to lower partition {} ('{}'): give every "
-                          "partition a device (e.g. --device {}=cuda:0)",
-                          p.index, p.name, p.index);
-    auto result = backend->lower(graph, p);
+  for (Partition& p : partitions.partitions) {
+    BackendCompiler& backend = *options.backends[p.backend];
+    auto result = backend.lower(graph, p);
     if (!result.ok()) {
       return Status(result.code(),
-                    fmt::format("lowering partition '{}' ({} nodes) for backend "
-                                "'{}': {}",
-                                p.name, p.nodes.size(), backend->id(), result.status().message()));
+                    fmt::format("lowering partition '{}' ({} nodes) for backend '{}' on {}: {}",
+                                p.name, p.nodes.size(), backend.id(), p.target_device.to_string(),
+                                result.status().message()));
     }
     LoweredPartition lp = std::move(result).value();
-    // The label comes from the blob itself (or, when given, verbatim from the caller): a
-    // partition whose blob does not say where it runs is an error, never a silent default.
-    auto built_for = backend->blob_device(lp.blob);
-    if (!built_for.ok()) {
-      return Status(built_for.code(),
-                    fmt::format("partition '{}': cannot read the device its {} blob was built "
-                                "for: {}",
-                                p.name, backend->id(), built_for.status().message()));
-    }
-    const Device label = label_override.value_or(*built_for);
-    if (label_override && *label_override != *built_for) {
-      log_message(LogLevel::Warn, "compiler",
-                  fmt::format("partition '{}' is labelled {} (--target-device) but its engine is "
-                              "built for {}: the program will only load where both agree",
-                              p.name, label.to_string(), built_for->to_string()));
-    }
-    const std::string text = options.target_device.value_or(built_for->to_string());
-    std::erase_if(lp.compile_specs, [](const auto& kv) { return kv.first == "target_device"; });
-    lp.compile_specs.insert(lp.compile_specs.begin(),
-                            {"target_device", std::vector<uint8_t>(text.begin(), text.end())});
+    BATON_TRY(label_partition(policy, backend, p, lp));
     for (const auto& [key, value] : options.delegate_specs) {
       lp.compile_specs.emplace_back(key, std::vector<uint8_t>(value.begin(), value.end()));
     }
-    label_text += fmt::format("{}{}={}", label_text.empty() ? "" : ", ", p.name, text);
-    labels.push_back(label);
+    const auto& label = lp.compile_specs.front().second;
+    label_text += fmt::format("{}{}={}", label_text.empty() ? "" : ", ", p.name,
+                              std::string(label.begin(), label.end()));
     lowered.push_back(std::move(lp));
-    backend_ids.emplace_back(backend->id());
+    backend_ids.emplace_back(backend.id());
   }
   timer.done("lower", fmt::format("{} partitions lowered{}{}", lowered.size(),
                                   label_text.empty() ? "" : ": ", label_text));
 
   timer.start();
+  const Schedule schedule = place_values(policy, graph, partitions);
+  timer.done("place", describe_copies(graph, schedule));
+
+  timer.start();
+  BATON_ASSIGN_OR_RETURN(const ValuePlan memory, plan_values(graph, schedule));
+  std::string arenas;
+  for (const auto& a : memory.arenas) {
+    arenas +=
+        fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", a.device.to_string(), a.size);
+  }
+  timer.done("plan", fmt::format("{} instructions, arenas: {}", schedule.steps.size(),
+                                 arenas.empty() ? "none" : arenas));
+
   EmitInput in;
   in.graph = &graph;
   in.partitions = &partitions;
   in.lowered = &lowered;
-  in.backend_ids = backend_ids;
-  in.labels = labels;
-  in.io = options.io;
+  in.backend_ids = std::move(backend_ids);
+  in.schedule = &schedule;
+  in.memory = &memory;
   in.producer = fmt::format(
       "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
       graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset);
@@ -165,14 +165,6 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     out.summary.partitions.emplace_back(partitions.partitions[i].name,
                                         std::string(spec.begin(), spec.end()));
   }
-  std::string arenas;
-  for (const auto& [device, bytes] : out.summary.arenas) {
-    arenas += fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", device, bytes);
-  }
-  timer.done("plan",
-             fmt::format("{} instructions, arenas: {}",
-                         out.summary.kernel_calls + out.summary.delegate_calls + out.summary.copies,
-                         arenas.empty() ? "none" : arenas));
   auto impl = std::make_unique<CompiledProgram::Impl>();
   impl->program = std::move(out.program);
   impl->segments = std::move(out.segments);

@@ -1,158 +1,98 @@
 #include "compiler/emit.h"
 
-#include <algorithm>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
-#include "compiler/memory_plan.h"
-#include "compiler/passes.h"
 
 namespace baton::compiler {
 namespace {
-
-enum class StepKind { Kernel, Delegate, Copy };
-
-struct Step {
-  StepKind kind = StepKind::Kernel;
-  int node = -1;
-  int partition = -1;
-  std::vector<int> inputs;  // IR value ids; -1 = absent optional input
-  std::vector<int> outputs;
-  Device device;
-};
-
-// The working set of values: the graph's plus host/device twins made by transfers.
-struct ValueTable {
-  std::vector<IrValue> values;
-  std::vector<Device> device;
-  std::map<std::pair<int, std::pair<int, int>>, int> twins;  // (value, device) -> twin
-
-  // The copy of `v` on `d` and whether it was made just now (so the caller inserts the copy).
-  std::pair<int, bool> twin(int v, Device d) {
-    const auto key = std::make_pair(v, std::make_pair(static_cast<int>(d.type), int{d.index}));
-    if (auto it = twins.find(key); it != twins.end()) return {it->second, false};
-    IrValue copy = values[v];
-    copy.name = values[v].name + "@" + d.to_string();
-    copy.constant = nullptr;
-    values.push_back(std::move(copy));
-    device.push_back(d);
-    const int id = static_cast<int>(values.size()) - 1;
-    twins[key] = id;
-    return {id, true};
-  }
-};
 
 fb::DeviceType fb_device(Device d) { return static_cast<fb::DeviceType>(d.type); }
 
 class Emitter {
  public:
-  explicit Emitter(const EmitInput& in) : in_(in), g_(*in.graph) {
-    table_.values = g_.values;
-    table_.device.assign(g_.values.size(), Device::cpu());
-  }
+  explicit Emitter(const EmitInput& in)
+      : in_(in), g_(*in.graph), schedule_(*in.schedule), memory_(*in.memory) {}
 
   Result<EmitOutput> run() {
-    BATON_TRY(schedule());
-    propagate_devices();
-    insert_transfers();
-    BATON_TRY(build());
+    BATON_CHECK_OR_RETURN(in_.lowered->size() == in_.partitions->partitions.size() &&
+                              in_.backend_ids.size() == in_.partitions->partitions.size(),
+                          Internal,
+                          "{} partitions reached emission with {} lowered blobs and {} backend "
+                          "ids: every delegate call needs one of each",
+                          in_.partitions->partitions.size(), in_.lowered->size(),
+                          in_.backend_ids.size());
+    auto method = std::make_unique<fb::MethodT>();
+    method_ = method.get();
+    method_->name = "forward";
+    for (int v : schedule_.inputs) method_->inputs.push_back(tensor_value(v));
+    for (const Step& s : schedule_.steps) {
+      auto ins = std::make_unique<fb::InstructionT>();
+      switch (s.kind) {
+        case StepKind::Kernel:
+          ins->instruction.Set(kernel_call(s));
+          ++out_.summary.kernel_calls;
+          break;
+        case StepKind::Delegate:
+          ins->instruction.Set(delegate_call(s));
+          ++out_.summary.delegate_calls;
+          break;
+        case StepKind::Copy: {
+          fb::DeviceCopyT c;
+          c.src = tensor_value(s.inputs[0]);
+          c.dst = tensor_value(s.outputs[0]);
+          ins->instruction.Set(std::move(c));
+          ++out_.summary.copies;
+          break;
+        }
+      }
+      method_->instructions.push_back(std::move(ins));
+    }
+    for (int v : schedule_.outputs) method_->outputs.push_back(tensor_value(v));
+    BATON_TRY(storage());
+    out_.program.producer = in_.producer;
+    out_.program.methods.push_back(std::move(method));
+    out_.summary.opset = g_.opset;
     return std::move(out_);
   }
 
  private:
-  Status schedule() {
-    std::vector<uint8_t> emitted(in_.partitions->partitions.size(), 0);
-    for (int node : in_.partitions->order) {
-      const IrNode& n = g_.nodes[node];
-      if (n.partition >= 0) {
-        if (emitted[n.partition]) continue;
-        emitted[n.partition] = 1;
-        const Partition& p = in_.partitions->partitions[n.partition];
-        BATON_CHECK_OR_RETURN(static_cast<size_t>(p.index) < in_.lowered->size() &&
-                                  static_cast<size_t>(p.index) < in_.labels.size(),
-                              InvalidArgument,
-                              "partition '{}' has no lowered blob: every delegate call needs one",
-                              p.name);
-        Step s;
-        s.kind = StepKind::Delegate;
-        s.partition = p.index;
-        s.inputs = p.inputs;
-        s.outputs = p.outputs;
-        steps_.push_back(std::move(s));
-      } else {
-        Step s;
-        s.kind = StepKind::Kernel;
-        s.node = node;
-        s.inputs = n.inputs;
-        s.outputs = n.outputs;
-        s.device = Device::cpu();
-        steps_.push_back(std::move(s));
-      }
-    }
-    return Status();
+  fb::KernelCallT kernel_call(const Step& s) {
+    const IrNode& n = g_.nodes[s.node];
+    fb::KernelCallT k;
+    k.operator_ = operator_index(n);
+    k.name = n.name;
+    for (int v : s.inputs) k.inputs.push_back(v < 0 ? null_value() : tensor_value(v));
+    for (const ops::AttrValue& a : n.attrs) k.attributes.push_back(attribute_value(a));
+    for (int v : s.outputs) k.outputs.push_back(v < 0 ? null_value() : tensor_value(v));
+    return k;
   }
 
-  // One pass over the delegate calls: each call runs on its partition's target_device, and every
-  // tensor it produces (each output of a multi-output call included) lives there. What it reads
-  // must be there too; insert_transfers makes it so. Tensors no delegate touches stay on the cpu.
-  void propagate_devices() {
-    for (Step& s : steps_) {
-      if (s.kind != StepKind::Delegate) continue;
-      s.device = in_.labels[s.partition];
-      for (int v : s.outputs) table_.device[v] = s.device;
+  fb::DelegateCallT delegate_call(const Step& s) {
+    const Partition& p = in_.partitions->partitions[s.partition];
+    const LoweredPartition& lp = (*in_.lowered)[s.partition];
+    auto d = std::make_unique<fb::DelegateT>();
+    d->backend = in_.backend_ids[s.partition];
+    d->name = p.name;
+    for (const auto& [key, value] : lp.compile_specs) {
+      auto cs = std::make_unique<fb::CompileSpecT>();
+      cs->key = key;
+      cs->value = value;
+      d->compile_specs.push_back(std::move(cs));
     }
-    if (in_.io == MethodIo::Device) {
-      // A method input lives where the first instruction that reads it runs.
-      for (int v : g_.inputs) {
-        for (const Step& s : steps_) {
-          if (std::find(s.inputs.begin(), s.inputs.end(), v) != s.inputs.end()) {
-            table_.device[v] = s.device;
-            break;
-          }
-        }
-      }
-    }
-  }
-
-  // A consumer on another device reads a twin made by a copy right before its first use there;
-  // later consumers on that device share the twin. So values pass from partition to partition on
-  // one device without visiting the host, and a device->host->same-device round trip never
-  // appears: the device value stays valid for every later reader on its device.
-  void insert_transfers() {
-    std::vector<Step> result;
-    for (Step& s : steps_) {
-      for (int& v : s.inputs) {
-        if (v < 0 || table_.values[v].constant) continue;
-        if (table_.device[v] == s.device) continue;
-        const auto [twin, fresh] = table_.twin(v, s.device);
-        if (fresh) result.push_back(copy_step(v, twin));
-        v = twin;
-      }
-      result.push_back(std::move(s));
-    }
-    outputs_ = g_.outputs;
-    if (in_.io == MethodIo::Host) {
-      for (int& v : outputs_) {
-        if (table_.values[v].constant || table_.device[v].is_cpu()) continue;
-        const auto [twin, fresh] = table_.twin(v, Device::cpu());
-        if (fresh) result.push_back(copy_step(v, twin));
-        v = twin;
-      }
-    }
-    steps_ = std::move(result);
-  }
-
-  Step copy_step(int from, int to) {
-    Step c;
-    c.kind = StepKind::Copy;
-    c.inputs = {from};
-    c.outputs = {to};
-    c.device = table_.device[to];
-    return c;
+    d->blob_segment = static_cast<int>(blobs_.size());  // rebased after the constants
+    blobs_.push_back(&lp.blob);
+    method_->delegates.push_back(std::move(d));
+    fb::DelegateCallT call;
+    call.delegate = static_cast<int>(method_->delegates.size()) - 1;
+    for (int v : s.inputs) call.inputs.push_back(tensor_value(v));
+    for (int v : s.outputs) call.outputs.push_back(tensor_value(v));
+    return call;
   }
 
   int emit_value(const std::function<void(fb::ValueKindUnion&)>& fill) {
@@ -169,6 +109,28 @@ class Emitter {
     return null_index_;
   }
 
+  int emit_tensor(const IrValue& iv) {
+    return emit_value([&](fb::ValueKindUnion& u) {
+      fb::TensorT t;
+      t.name = iv.name;
+      t.dtype = static_cast<fb::ScalarType>(iv.dtype);
+      t.sizes = iv.sizes;
+      for (size_t d = 0; d < iv.sizes.size(); ++d) t.dim_order.push_back(static_cast<uint8_t>(d));
+      const Device dev = iv.constant ? Device::cpu() : iv.device;
+      t.device_type = fb_device(dev);
+      t.device_index = dev.index;
+      u.Set(std::move(t));
+    });
+  }
+
+  // Graph tensors are emitted once each; storage is filled in at the end.
+  int tensor_value(int v) {
+    if (auto it = fb_index_.find(v); it != fb_index_.end()) return it->second;
+    const int index = emit_tensor(g_.values[v]);
+    fb_index_[v] = index;
+    return index;
+  }
+
   // A bound attribute as a program value (tensor attributes become constant tensors).
   int attribute_value(const ops::AttrValue& a) {
     if (a.none) return null_value();
@@ -179,9 +141,9 @@ class Emitter {
       v.sizes = a.tensor.sizes;
       v.shape_known = true;
       v.constant = a.tensor.data;
-      table_.values.push_back(std::move(v));
-      table_.device.push_back(Device::cpu());
-      return tensor_value(static_cast<int>(table_.values.size()) - 1);
+      const int index = emit_tensor(v);
+      attribute_constants_.emplace_back(index, a.tensor.data);
+      return index;
     }
     return emit_value([&](fb::ValueKindUnion& u) {
       switch (a.kind) {
@@ -222,25 +184,6 @@ class Emitter {
     });
   }
 
-  // Tensor values are emitted once each; storage is filled in after planning.
-  int tensor_value(int v) {
-    if (auto it = fb_index_.find(v); it != fb_index_.end()) return it->second;
-    const IrValue& iv = table_.values[v];
-    const int index = emit_value([&](fb::ValueKindUnion& u) {
-      fb::TensorT t;
-      t.name = iv.name;
-      t.dtype = static_cast<fb::ScalarType>(iv.dtype);
-      t.sizes = iv.sizes;
-      for (size_t d = 0; d < iv.sizes.size(); ++d) t.dim_order.push_back(static_cast<uint8_t>(d));
-      const Device dev = iv.constant ? Device::cpu() : table_.device[v];
-      t.device_type = fb_device(dev);
-      t.device_index = dev.index;
-      u.Set(std::move(t));
-    });
-    fb_index_[v] = index;
-    return index;
-  }
-
   fb::TensorT& tensor_of(int fb_value) { return *method_->values[fb_value]->value.AsTensor(); }
 
   int operator_index(const IrNode& n) {
@@ -256,116 +199,35 @@ class Emitter {
     return index;
   }
 
-  Status build() {
-    auto method = std::make_unique<fb::MethodT>();
-    method_ = method.get();
-    method_->name = "forward";
-    for (int v : g_.inputs) method_->inputs.push_back(tensor_value(v));
-
-    std::vector<std::vector<uint8_t>> blobs;
-    for (const Step& s : steps_) {
-      auto ins = std::make_unique<fb::InstructionT>();
-      switch (s.kind) {
-        case StepKind::Kernel: {
-          const IrNode& n = g_.nodes[s.node];
-          fb::KernelCallT k;
-          k.operator_ = operator_index(n);
-          k.name = n.name;
-          for (int v : s.inputs) k.inputs.push_back(v < 0 ? null_value() : tensor_value(v));
-          for (const ops::AttrValue& a : n.attrs) k.attributes.push_back(attribute_value(a));
-          for (int v : s.outputs) k.outputs.push_back(tensor_value(v));
-          ins->instruction.Set(std::move(k));
-          ++out_.summary.kernel_calls;
-          break;
-        }
-        case StepKind::Delegate: {
-          const Partition& p = in_.partitions->partitions[s.partition];
-          const LoweredPartition& lp = (*in_.lowered)[s.partition];
-          auto d = std::make_unique<fb::DelegateT>();
-          d->backend = in_.backend_ids[s.partition];
-          d->name = p.name;
-          for (const auto& [key, value] : lp.compile_specs) {
-            auto cs = std::make_unique<fb::CompileSpecT>();
-            cs->key = key;
-            cs->value = value;
-            d->compile_specs.push_back(std::move(cs));
-          }
-          d->blob_segment = static_cast<int>(blobs.size());  // rebased after constants below
-          blobs.push_back(lp.blob);
-          method_->delegates.push_back(std::move(d));
-          fb::DelegateCallT call;
-          call.delegate = static_cast<int>(method_->delegates.size()) - 1;
-          for (int v : s.inputs) call.inputs.push_back(tensor_value(v));
-          for (int v : s.outputs) call.outputs.push_back(tensor_value(v));
-          ins->instruction.Set(std::move(call));
-          ++out_.summary.delegate_calls;
-          break;
-        }
-        case StepKind::Copy: {
-          fb::DeviceCopyT c;
-          c.src = tensor_value(s.inputs[0]);
-          c.dst = tensor_value(s.outputs[0]);
-          ins->instruction.Set(std::move(c));
-          ++out_.summary.copies;
-          break;
-        }
-      }
-      method_->instructions.push_back(std::move(ins));
-    }
-    for (int v : outputs_) method_->outputs.push_back(tensor_value(v));
-
-    // Constants: one segment, each tensor 64-byte aligned.
+  // Constants into one segment (graph constants in value order, then tensor attributes, each
+  // 64-byte aligned), every other tensor into its planned arena slot, arenas, blob segments.
+  Status storage() {
     std::vector<uint8_t> constants;
-    std::vector<BufferRequest> requests;
-    std::vector<int> request_value;
-    for (const auto& [ir, fbv] : fb_index_) {
-      const IrValue& iv = table_.values[ir];
-      fb::TensorT& t = tensor_of(fbv);
+    auto place_constant = [&](int fb_value, const std::vector<uint8_t>& data) {
+      fb::TensorT& t = tensor_of(fb_value);
+      constants.resize(align_up(constants.size(), 64));
+      t.allocation = fb::AllocationKind::Constant;
+      t.constant_segment = 0;
+      t.offset = constants.size();
+      constants.insert(constants.end(), data.begin(), data.end());
+      out_.summary.constant_bytes += data.size();
+    };
+    for (const auto& [v, fbv] : fb_index_) {
+      const IrValue& iv = g_.values[v];
       if (iv.constant) {
-        constants.resize(align_up(constants.size(), 64));
-        t.allocation = fb::AllocationKind::Constant;
-        t.constant_segment = 0;
-        t.offset = constants.size();
-        constants.insert(constants.end(), iv.constant->begin(), iv.constant->end());
-        out_.summary.constant_bytes += iv.constant->size();
+        place_constant(fbv, *iv.constant);
         continue;
       }
-      BufferRequest r;
-      const auto bytes = checked_nbytes(iv.dtype, iv.sizes);
-      BATON_CHECK_OR_RETURN(bytes.has_value(), Internal,
-                            "value {} of shape {} reached emission with an overflowing size", ir,
-                            shape_to_string(iv.sizes));
-      r.bytes = *bytes;
-      r.device = table_.device[ir];
-      r.first = std::numeric_limits<int>::max();
-      r.last = -1;
-      requests.push_back(r);
-      request_value.push_back(ir);
+      auto slot = memory_.slots.find(v);
+      BATON_CHECK_OR_RETURN(slot != memory_.slots.end(), Internal,
+                            "value '{}' reached emission without a planned slot", iv.name);
+      fb::TensorT& t = tensor_of(fbv);
+      t.allocation = fb::AllocationKind::Arena;
+      t.arena = slot->second.arena;
+      t.offset = slot->second.offset;
     }
-    // Lifetimes from the final instruction order.
-    std::map<int, size_t> request_of;
-    for (size_t i = 0; i < request_value.size(); ++i) request_of[request_value[i]] = i;
-    auto touch = [&](int v, int step) {
-      auto it = request_of.find(v);
-      if (it == request_of.end()) return;
-      BufferRequest& r = requests[it->second];
-      r.first = std::min(r.first, step);
-      r.last = std::max(r.last, step);
-    };
-    const int end = static_cast<int>(steps_.size());
-    // Method inputs stay intact for the whole call: a caller may set them once and execute many
-    // times.
-    for (int v : g_.inputs) {
-      touch(v, -1);
-      touch(v, end);
-    }
-    for (int s = 0; s < end; ++s) {
-      for (int v : steps_[s].inputs) touch(v, s);
-      for (int v : steps_[s].outputs) touch(v, s);
-    }
-    for (int v : outputs_) touch(v, end);
-    const MemoryPlan plan = plan_memory(requests);
-    for (const auto& a : plan.arenas) {
+    for (const auto& [fbv, data] : attribute_constants_) place_constant(fbv, *data);
+    for (const MemoryPlan::Arena& a : memory_.arenas) {
       auto arena = std::make_unique<fb::ArenaT>();
       arena->device_type = fb_device(a.device);
       arena->device_index = a.device.index;
@@ -373,32 +235,22 @@ class Emitter {
       method_->arenas.push_back(std::move(arena));
       out_.summary.arenas.emplace_back(a.device.to_string(), a.size);
     }
-    for (size_t i = 0; i < requests.size(); ++i) {
-      fb::TensorT& t = tensor_of(fb_index_[request_value[i]]);
-      t.allocation = fb::AllocationKind::Arena;
-      t.arena = plan.arena[i];
-      t.offset = plan.offset[i];
-    }
-
     const int blob_base = constants.empty() ? 0 : 1;
     for (auto& d : method_->delegates) d->blob_segment += blob_base;
     if (!constants.empty()) out_.segments.push_back(std::move(constants));
-    for (auto& b : blobs) out_.segments.push_back(std::move(b));
-
-    out_.program.producer = in_.producer;
-    out_.program.methods.push_back(std::move(method));
-    out_.summary.opset = g_.opset;
+    for (const std::vector<uint8_t>* b : blobs_) out_.segments.push_back(*b);
     return Status();
   }
 
   const EmitInput& in_;
   const Graph& g_;
-  ValueTable table_;
-  std::vector<Step> steps_;
-  std::vector<int> outputs_;
+  const Schedule& schedule_;
+  const ValuePlan& memory_;
   EmitOutput out_;
   fb::MethodT* method_ = nullptr;
-  std::map<int, int> fb_index_;
+  std::map<int, int> fb_index_;  // graph value -> program value
+  std::vector<std::pair<int, std::shared_ptr<const std::vector<uint8_t>>>> attribute_constants_;
+  std::vector<const std::vector<uint8_t>*> blobs_;
   std::map<std::pair<std::string, int>, int> operators_;
   int null_index_ = -1;
 };

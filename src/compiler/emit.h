@@ -1,22 +1,25 @@
-// Scheduling, transfers, memory planning and emission of the program table.
+// Emission: serializes a placed, planned method into the program table and its segments.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "baton/compiler/compiler.h"
 #include "compiler/backend_compiler.h"
+#include "compiler/memory_plan.h"
 #include "compiler/partition.h"
+#include "compiler/placement.h"
 #include "program_generated.h"
 
 namespace baton::compiler {
 
 struct EmitInput {
-  const Graph* graph = nullptr;
+  const Graph* graph = nullptr;  // values carry their devices (placement)
   const PartitionResult* partitions = nullptr;
-  const std::vector<LoweredPartition>* lowered = nullptr;
-  std::vector<std::string> backend_ids;  // per partition
-  std::vector<Device> labels;            // per partition: its target_device
-  MethodIo io = MethodIo::Host;
+  const std::vector<LoweredPartition>* lowered = nullptr;  // per partition, labelled
+  std::vector<std::string> backend_ids;                    // per partition
+  const Schedule* schedule = nullptr;
+  const ValuePlan* memory = nullptr;
   std::string producer;
 };
 
@@ -26,10 +29,10 @@ struct EmitOutput {
   CompileSummary summary;
 };
 
-// Orders instructions; propagates each delegate's target_device onto the tensors at its inputs
-// and outputs; inserts a copy wherever a value crosses devices (method inputs and outputs follow
-// `io`); plans one arena per device; builds the program table with its segments (constants
-// first, then one blob per delegate).
+// Writes the schedule's steps as instructions (kernel calls with their bound attributes, delegate
+// calls with their compile specs, device copies), every tensor with its device and its planned
+// slot, and the segments: constants first (each 64-byte aligned), then one blob per delegate.
+// Decides nothing: devices, copies and offsets come from placement and memory planning.
 Result<EmitOutput> emit_program(const EmitInput& input);
 
 }  // namespace baton::compiler

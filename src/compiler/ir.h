@@ -25,7 +25,11 @@ struct IrValue {
   bool shape_known = false;
   // Host bytes of a compile-time constant (row-major, little-endian); null otherwise.
   std::shared_ptr<const std::vector<uint8_t>> constant;
-  int producer = -1;  // node index, -1 for graph inputs and constants
+  int producer = -1;  // node index, -1 for graph inputs, constants and copies
+  // Where the tensor lives. The cpu until placement (compiler/placement.h) puts delegate inputs
+  // and outputs on their partition's device; a copy made by a transfer is a value of its own.
+  // Constants stay on the cpu (delegates embed the constants they read).
+  Device device;
 };
 
 struct IrNode {

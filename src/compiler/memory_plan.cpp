@@ -1,9 +1,14 @@
 #include "compiler/memory_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <set>
 
+#include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/ir.h"
+#include "compiler/placement.h"
 
 namespace baton::compiler {
 namespace {
@@ -61,6 +66,57 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, uint64_t alig
     placed[arena].push_back(r);
   }
   return plan;
+}
+
+Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule) {
+  // Requests in value-id order, so the same schedule always gives the same plan.
+  std::set<int> planned;
+  auto consider = [&](int v) {
+    if (v >= 0 && !graph.values[v].constant) planned.insert(v);
+  };
+  for (int v : schedule.inputs) consider(v);
+  for (const Step& s : schedule.steps) {
+    for (int v : s.inputs) consider(v);
+    for (int v : s.outputs) consider(v);
+  }
+  for (int v : schedule.outputs) consider(v);
+
+  std::vector<BufferRequest> requests;
+  std::map<int, size_t> request_of;
+  for (int v : planned) {
+    const IrValue& iv = graph.values[v];
+    const auto bytes = checked_nbytes(iv.dtype, iv.sizes);
+    BATON_CHECK_OR_RETURN(bytes.has_value(), Internal,
+                          "value '{}' of shape {} reached memory planning with an overflowing size",
+                          iv.name, shape_to_string(iv.sizes));
+    request_of[v] = requests.size();
+    requests.push_back({*bytes, iv.device, std::numeric_limits<int>::max(), -1});
+  }
+  auto touch = [&](int v, int step) {
+    auto it = request_of.find(v);
+    if (it == request_of.end()) return;
+    BufferRequest& r = requests[it->second];
+    r.first = std::min(r.first, step);
+    r.last = std::max(r.last, step);
+  };
+  const int end = static_cast<int>(schedule.steps.size());
+  // Method inputs stay intact for the whole call: a caller may set them once and execute many
+  // times.
+  for (int v : schedule.inputs) {
+    touch(v, -1);
+    touch(v, end);
+  }
+  for (int s = 0; s < end; ++s) {
+    for (int v : schedule.steps[s].inputs) touch(v, s);
+    for (int v : schedule.steps[s].outputs) touch(v, s);
+  }
+  for (int v : schedule.outputs) touch(v, end);
+
+  const MemoryPlan plan = plan_memory(requests);
+  ValuePlan out;
+  out.arenas = plan.arenas;
+  for (const auto& [v, r] : request_of) out.slots[v] = {plan.arena[r], plan.offset[r]};
+  return out;
 }
 
 }  // namespace baton::compiler

@@ -1,11 +1,14 @@
 // Lifetime-based memory planning: one arena per device; tensors whose lifetimes do not overlap
-// share bytes.
+// share bytes. plan_memory works on bare requests (the CUDA engine builder plans its scratch with
+// it); plan_values plans the values of a placed schedule (compiler/placement.h).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "baton/core/device.h"
+#include "baton/core/error.h"
 
 namespace baton::compiler {
 
@@ -33,5 +36,23 @@ struct MemoryPlan {
 // Deterministic: the same requests always give the same plan.
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
                        uint64_t alignment = kTensorAlignment);
+
+struct Graph;
+struct Schedule;
+
+// Where the bytes of each value a schedule touches live: every non-constant tensor the method
+// reads or writes, in one arena per device, with lifetimes taken from the schedule's order
+// (method inputs stay intact for the whole call, method outputs live to its end).
+struct ValuePlan {
+  struct Slot {
+    int arena = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<MemoryPlan::Arena> arenas;  // sorted: cpu, cuda:0, cuda:1, ...
+  std::map<int, Slot> slots;              // value id -> slot
+};
+
+// Internal when a value's byte size overflows (shape inference refuses those earlier).
+Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule);
 
 }  // namespace baton::compiler

@@ -61,7 +61,8 @@ TEST_F(CliTest, CompileReportsPhasesAndResult) {
   const CliRun r = baton("compile " + (models_ / "ts17_mlp_gelu.onnx").string() + " -o " +
                          (dir_ / "ts.baton").string() + " --shape input=8x64");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* phase : {"import", "infer", "partition", "lower", "plan", "emit", "wrote"}) {
+  for (const char* phase :
+       {"import", "infer", "partition", "lower", "place", "plan", "emit", "wrote"}) {
     EXPECT_NE(r.output.find(phase), std::string::npos) << phase << "\n" << r.output;
   }
   EXPECT_NE(r.output.find(" ms"), std::string::npos);
@@ -217,6 +218,40 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
   r = baton("inspect --json " + a);
   const auto k = nlohmann::json::parse(r.output);
   for (const auto& ins : k["methods"][0]["instructions"]) EXPECT_NE(ins["kind"], "copy");
+
+  // A list of GPUs is assigned round robin (every partition labelled with its own engine's GPU,
+  // device-to-device copies between them); a map gives a partition its GPU.
+  auto labels_and_copies = [&](const std::string& file) {
+    const CliRun i = baton("inspect --json " + file);
+    EXPECT_EQ(i.exit_code, 0) << i.output;
+    const auto m = nlohmann::json::parse(i.output)["methods"][0];
+    std::vector<std::string> labels, engines, copies;
+    for (const auto& del : m["delegates"]) {
+      labels.push_back(del["target_device"]);
+      engines.push_back(del["engine_device"]);
+    }
+    EXPECT_EQ(labels, engines);
+    for (const auto& ins : m["instructions"]) {
+      if (ins["kind"] == "copy") {
+        copies.push_back(ins["src_device"].get<std::string>() + ">" +
+                         ins["dst_device"].get<std::string>());
+      }
+    }
+    return std::make_pair(labels, copies);
+  };
+  r = baton("compile -q " + model + " -o " + a +
+            " --device cuda:1,cuda:0 --arch sm_90 --max-partition-nodes 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto [labels, copies] = labels_and_copies(a);
+  ASSERT_GE(labels.size(), 2u);
+  for (size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], i % 2 ? "cuda:0" : "cuda:1");
+  ASSERT_EQ(copies.size(), labels.size() + 1);  // in, one between each pair, out
+  EXPECT_EQ(copies.front(), "cpu>cuda:1");
+  EXPECT_EQ(copies[1], "cuda:1>cuda:0");
+  EXPECT_EQ(copies.back(), labels.back() + ">cpu");
+  r = baton("compile -q " + model + " -o " + a + " --device 0=cuda:1 --arch sm_90");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(labels_and_copies(a).first, std::vector<std::string>{"cuda:1"});
 
   for (const char* bad : {"--device gpu0", "--device cuda:0,cpu", "--device 0=cuda:0,cuda:1",
                           "--device 0=cuda:0,0=cuda:1", "--device cpu --precision fp16"}) {

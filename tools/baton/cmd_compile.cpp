@@ -2,7 +2,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
@@ -39,16 +38,11 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-// --device: "cpu", "cuda:N", "cuda:0,cuda:1" (round robin over partitions) or
-// "0=cuda:1,1=cuda:0" (partition index -> device).
-struct DeviceAssignment {
-  std::vector<Device> devices;      // distinct GPUs, in the order given
-  std::vector<size_t> round_robin;  // a list: partition i -> devices[round_robin[i % size]]
-  std::map<int, size_t> by_index;   // a map: partition -> index into devices
-};
-
-Result<DeviceAssignment> parse_devices(const std::string& text) {
-  DeviceAssignment out;
+// --device: "cpu" (no targets), "cuda:N", "cuda:0,cuda:1" (round robin over partitions, repeats
+// kept) or "0=cuda:1,1=cuda:0" (partition index -> device). Only text is read here: the compiler's
+// placement pass applies the result.
+Result<compiler::TargetDevices> parse_devices(const std::string& text) {
+  compiler::TargetDevices out;
   if (text == "cpu") return out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -70,20 +64,28 @@ Result<DeviceAssignment> parse_devices(const std::string& text) {
                           "--device {}: '{}' is not a GPU (expected cuda:N); use --device cpu "
                           "alone for the CPU",
                           text, device_text);
-    auto it = std::find(out.devices.begin(), out.devices.end(), *d);
-    const size_t slot = it - out.devices.begin();
-    if (it == out.devices.end()) out.devices.push_back(*d);
     if (index >= 0) {
-      BATON_CHECK_OR_RETURN(out.by_index.emplace(index, slot).second, InvalidArgument,
+      BATON_CHECK_OR_RETURN(out.by_partition.emplace(index, *d).second, InvalidArgument,
                             "--device {}: partition {} is given twice", text, index);
     } else {
-      out.round_robin.push_back(slot);  // as written, repeats included
+      out.round_robin.push_back(*d);
     }
   }
-  BATON_CHECK_OR_RETURN(out.round_robin.empty() || out.by_index.empty(), InvalidArgument,
+  BATON_CHECK_OR_RETURN(out.round_robin.empty() || out.by_partition.empty(), InvalidArgument,
                         "--device {}: use either a list of devices or a PARTITION=DEVICE map, "
                         "not both",
                         text);
+  return out;
+}
+
+// The distinct devices of `targets`, in the order first named.
+std::vector<Device> distinct_devices(const compiler::TargetDevices& targets) {
+  std::vector<Device> named = targets.round_robin;
+  for (const auto& [index, device] : targets.by_partition) named.push_back(device);
+  std::vector<Device> out;
+  for (const Device& d : named) {
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
   return out;
 }
 
@@ -92,37 +94,26 @@ Result<DeviceAssignment> parse_devices(const std::string& text) {
 Status run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   compiler::CompileOptions options;
-  options.device = args.device;
   options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
   options.max_partition_nodes = args.max_partition_nodes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
-  BATON_ASSIGN_OR_RETURN(const DeviceAssignment assignment, parse_devices(args.device));
-  const bool gpu = !assignment.devices.empty();
+  BATON_ASSIGN_OR_RETURN(options.targets, parse_devices(args.device));
+  const std::vector<Device> devices = distinct_devices(options.targets);
+  const bool gpu = !devices.empty();
   BATON_CHECK_OR_RETURN(
       gpu || (args.arch.empty() && args.precision.empty() && args.target_device.empty() &&
               args.io == "host" && !args.strict_staging && args.max_partition_nodes == 0),
       InvalidArgument,
       "--arch, --precision, --target-device, --io device, --strict-staging and "
       "--max-partition-nodes apply to GPU targets: add --device cuda:N");
-  // One engine builder per GPU; partitions are claimed by the first and lowered by the one their
-  // assignment names.
+  // One engine builder per GPU; the compiler places each partition on one of them.
   std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
-  for (const Device& d : assignment.devices) {
+  for (const Device& d : devices) {
     BATON_ASSIGN_OR_RETURN(auto b, compiler::make_backend_compiler(
                                        compiler::TargetSpec{d, args.arch, args.precision}));
+    options.backends.push_back(b.get());
     builders.push_back(std::move(b));
-  }
-  if (gpu) {
-    options.backends.push_back(builders.front().get());
-    options.choose_backend = [&](int index,
-                                 compiler::BackendCompiler*) -> compiler::BackendCompiler* {
-      if (!assignment.round_robin.empty()) {
-        return builders[assignment.round_robin[index % assignment.round_robin.size()]].get();
-      }
-      auto it = assignment.by_index.find(index);
-      return it == assignment.by_index.end() ? nullptr : builders[it->second].get();
-    };
   }
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));

@@ -7,13 +7,15 @@
 //
 // Pipeline (each phase is reported through `progress`): import (ONNX protobuf -> IR), infer
 // (Baton's static shape inference and constant folding), partition (backends claim nodes),
-// lower (each partition becomes a backend blob), plan (lifetime-based offsets, one arena per
-// device), emit (the program file). Errors name the model, the node, its op, domain and opset.
+// lower (each partition is given its target device and becomes a backend blob for it), place
+// (device propagation and transfers), plan (lifetime-based offsets, one arena per device), emit
+// (the program file). Errors name the model, the node, its op, domain and opset.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,11 +43,13 @@ class BackendCompiler {
   virtual ~BackendCompiler() = default;
   // The runtime backend id the blob is for ("cuda").
   virtual std::string_view id() const = 0;
+  // The device this compiler builds blobs for (one compiler per target device).
+  virtual Device device() const = 0;
   virtual bool supports(const Graph& graph, const IrNode& node) const = 0;
   // Constants the partition reads are embedded in the blob (they are not partition inputs).
   virtual Result<LoweredPartition> lower(const Graph& graph, const Partition& partition) = 0;
   // The device a blob was built for, read back from the blob itself (the CUDA engine's header
-  // device id). The compiler labels the partition with it, so label and blob cannot drift; an
+  // device id). The compiler asserts it is device(), so label and blob cannot drift; an
   // unreadable blob is a compile-time error.
   virtual Result<Device> blob_device(std::span<const uint8_t> blob) const = 0;
 };
@@ -57,7 +61,7 @@ struct InputShape {
 };
 
 struct Progress {
-  std::string_view phase;  // "import", "infer", "partition", "lower", "plan", "emit"
+  std::string_view phase;  // "import", "infer", "partition", "lower", "place", "plan"
   std::string detail;      // "12 nodes, opset 17", ...
   std::chrono::duration<double, std::milli> elapsed;  // this phase
 };
@@ -68,18 +72,27 @@ enum class MethodIo {
            // the device that produces it (callers pass and get device memory)
 };
 
+// Which device each partition is built for (the placement pass applies it). At most one of the
+// two forms is set; with neither, a partition goes to the device of the backend that claimed it.
+struct TargetDevices {
+  // Partition i goes to round_robin[i % size], in partition order; repeats are allowed
+  // ({cuda:0, cuda:0, cuda:1} puts two of every three partitions on GPU 0).
+  std::vector<Device> round_robin;
+  // Partition index -> device; every partition must be named.
+  std::map<int, Device> by_partition;
+};
+
 struct CompileOptions {
-  // Informational ("cpu", "cuda:0"): which nodes run where is decided by `backends`. With no
-  // backends every node runs on Baton's CPU kernels.
-  std::string device = "cpu";
   std::vector<InputShape> input_shapes;
-  // Backends that may claim nodes, in priority order (not owned). Empty with device "cpu".
+  // Backend compilers, one per target device (BackendCompiler::device()), not owned. They claim
+  // nodes in this order of priority; each partition is then lowered by the compiler of its own
+  // backend that builds for the device `targets` gives it. Empty: every node runs on Baton's CPU
+  // kernels.
   std::vector<BackendCompiler*> backends;
-  // Which backend lowers partition `index` (claimed by `claimed`): by default the claimant. Lets
-  // partitions go to different devices (the same backend built for several GPUs).
-  std::function<BackendCompiler*(int index, BackendCompiler* claimed)> choose_backend;
-  // When set, every partition's target_device label is this text, verbatim. Otherwise each label
-  // is the device its own blob was built for.
+  // Every device named here needs a compiler in `backends` that builds for it.
+  TargetDevices targets;
+  // When set, every partition's target_device label is this text, verbatim, and its tensors are
+  // placed on the device it names. Otherwise each label is the device its own blob was built for.
   std::optional<std::string> target_device;
   MethodIo io = MethodIo::Host;
   // At most this many nodes per partition (0: no limit), e.g. to spread a model over GPUs.

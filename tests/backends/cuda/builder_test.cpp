@@ -37,7 +37,6 @@ Result<Built> build(const OnnxBuilder& model, const std::string& precision, int 
       {Device::cuda(static_cast<int16_t>(device)), "sm_90", precision});
   if (!backend.ok()) return backend.status();
   compiler::CompileOptions options;
-  options.device = fmt::format("cuda:{}", device);
   options.backends.push_back(backend->get());
   BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model.bytes(), options));
   Built b;

@@ -561,10 +561,8 @@ TEST_F(ContractTest, PartitionsOnTwoGpusHandOverWithPeerCopies) {
   compiler::CompileOptions options;
   auto b0 = std::move(compiler::make_backend_compiler({Device::cuda(0), "", "fp32"})).value();
   auto b1 = std::move(compiler::make_backend_compiler({Device::cuda(1), "", "fp32"})).value();
-  options.backends.push_back(b0.get());
-  options.choose_backend = [&](int index, compiler::BackendCompiler*) {
-    return index % 2 ? b1.get() : b0.get();
-  };
+  options.backends = {b0.get(), b1.get()};
+  options.targets.round_robin = {Device::cuda(0), Device::cuda(1)};
   options.max_partition_nodes = 1;
   auto compiled = compiler::compile_bytes(model_bytes(), options).value();
   EXPECT_EQ(compiled.summary().delegate_calls, 3u);

@@ -42,10 +42,10 @@ Result<std::vector<uint8_t>> compile(const OnnxBuilder& model, const Options& o)
     builders.push_back(std::move(b));
   }
   compiler::CompileOptions options;
-  options.backends.push_back(builders[0].get());
-  options.choose_backend = [&](int index, compiler::BackendCompiler*) {
-    return builders[index % builders.size()].get();
-  };
+  for (const auto& b : builders) {
+    options.backends.push_back(b.get());
+    options.targets.round_robin.push_back(b->device());
+  }
   options.target_device = o.target_device;
   options.io = o.io;
   options.max_partition_nodes = o.max_partition_nodes;

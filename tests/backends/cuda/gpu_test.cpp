@@ -111,7 +111,6 @@ class GpuTest : public ::testing::Test {
                           const std::string& arch = "", size_t max_partition_nodes = 0) {
     compiler::CompileOptions options;
     options.max_partition_nodes = max_partition_nodes;
-    options.device = device;
     options.input_shapes = std::move(shapes);
     std::unique_ptr<compiler::BackendCompiler> backend;
     if (device != "cpu") {

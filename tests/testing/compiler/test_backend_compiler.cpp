@@ -82,7 +82,7 @@ Result<compiler::LoweredPartition> TestBackendCompiler::lower(const compiler::Gr
 Result<Device> TestBackendCompiler::blob_device(std::span<const uint8_t> blob) const {
   BATON_CHECK_OR_RETURN(!unreadable_blobs && blob.size() >= 4 && blob[0] == 'T', InvalidProgram,
                         "not a TBE1 blob");
-  return Device::cpu();
+  return misbuilt_for.value_or(device_);
 }
 
 }  // namespace baton::testing

@@ -25,6 +25,7 @@ class EngineBuilder final : public compiler::BackendCompiler {
   explicit EngineBuilder(EngineTarget target) : target_(target) {}
 
   std::string_view id() const override { return "cuda"; }
+  Device device() const override { return Device::cuda(static_cast<int16_t>(target_.device_id)); }
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
