@@ -182,7 +182,6 @@ CaseOutcome run_case(const CaseModel& model, compiler::BackendCompiler* backend)
   CaseOutcome out;
   compiler::CompileOptions options;
   if (backend != nullptr) {
-    options.device = "gpu";
     options.backends.push_back(backend);
   }
   auto compiled = compiler::compile_bytes(model.onnx, options);
