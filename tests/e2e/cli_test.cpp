@@ -285,7 +285,9 @@ TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
   for (const auto& ins : m["instructions"]) {
     EXPECT_TRUE(ins["kind"] == "kernel" || ins["kind"] == "delegate" || ins["kind"] == "copy");
     EXPECT_TRUE(ins.contains("args"));
-    if (ins["kind"] == "kernel") EXPECT_TRUE(ins.contains("operator"));
+    if (ins["kind"] == "kernel") {
+      EXPECT_TRUE(ins.contains("operator"));
+    }
   }
   for (const auto& a : m["arenas"]) {
     EXPECT_TRUE(a.contains("device"));
