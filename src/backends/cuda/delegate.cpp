@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/engine.h"
+#include "backends/cuda/engine_describe.h"
 #include "baton/core/log.h"
 #include "baton/cuda/backend.h"
 #include "baton/runtime/backend.h"
@@ -253,6 +254,11 @@ class CudaBackend final : public runtime::BackendInterface {
             {"staged_calls", handle->staged_calls},
             {"staged_bytes", handle->staged_bytes},
             {"async_returns", handle->async_returns}};
+  }
+
+  // The engine's header, bindings and steps, read from the blob alone (no GPU needed).
+  Result<std::string> describe_blob(std::span<const uint8_t> blob) const override {
+    return describe_engine_json(blob);
   }
 
  private:
