@@ -1,13 +1,17 @@
-// Extension: Module (load a program, run a method on tensors) and .npy I/O.
+// Extension: Module (load a program, run a method on tensors), .npy I/O, and the program
+// description `baton inspect` prints (with each registered backend describing its blobs).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "baton/baton.h"
+#include "baton/extension/inspect.h"
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
 #include "format/program_file.h"
+#include "testing/program_builder.h"
 #include "testing/random.h"
 #include "testing/sample_programs.h"
 #include "testing/test_backend.h"
@@ -34,6 +38,8 @@ class ModuleTest : public ::testing::Test {
 
   std::vector<int64_t> sizes_ = {2, 3};
 };
+
+class InspectTest : public ModuleTest {};
 
 TEST_F(ModuleTest, RunsIntoCallerBuffers) {
   auto p = make_add_relu_program(true);
@@ -156,6 +162,87 @@ TEST(NpyTest, RejectsBadFilesWithReasons) {
   EXPECT_NE(extension::read_npy(path).status().message().find("has 15 data bytes"),
             std::string::npos);
   EXPECT_EQ(extension::read_npy("/nonexistent.npy").code(), Error::IoError);
+}
+
+// The description of a program whose delegate belongs to the test backend: every part of the file,
+// and the backend's own description of its blob (through BackendInterface::describe_blob).
+TEST_F(InspectTest, AsksTheBackendToDescribeItsBlob) {
+  auto p = make_add_relu_program(true);
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  auto text = extension::describe_program_json(*program);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  EXPECT_EQ(testing::test_backend_stats().describes, 1);
+  EXPECT_EQ(testing::test_backend_stats().inits, 0) << "describing must not initialize";
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["file"], "<memory>");
+  EXPECT_EQ(j["producer"], "ProgramBuilder");
+  EXPECT_EQ(j["file_size"], p.builder.bytes().size());
+  ASSERT_EQ(j["methods"].size(), 1u);
+  const auto& m = j["methods"][0];
+  EXPECT_EQ(m["name"], "forward");
+  EXPECT_EQ(m["instructions"].size(), 3u);
+  EXPECT_EQ(m["instructions"][2]["kind"], "delegate");
+  ASSERT_EQ(m["delegates"].size(), 1u);
+  const auto& d = m["delegates"][0];
+  EXPECT_EQ(d["backend"], testing::kTestBackendId);
+  EXPECT_EQ(d["name"], "test_0");
+  EXPECT_EQ(d["target_device"], "cpu");
+  EXPECT_EQ(d["compile_specs"]["flavor"], "mul");
+  EXPECT_EQ(d["engine"], nlohmann::json::parse(R"({"format": "TBE1", "inputs": 1, "outputs": 1,
+      "constants": 1, "temporaries": 0, "elements": 6, "ops": ["mul 0 1 -> 2"]})"));
+  // The test backend names no device or architecture.
+  EXPECT_TRUE(d["engine_device"].is_null());
+  EXPECT_TRUE(d["sm_arch"].is_null());
+}
+
+// A blob its backend rejects is described as the error (the rest of the program still is); a
+// backend that is not registered leaves its blob undescribed.
+TEST_F(InspectTest, ShowsRejectedBlobsAndSkipsUnknownBackends) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {2, 3});
+  const int y = b.tensor("y", DType::Float32, {2, 3});
+  const int z = b.tensor("z", DType::Float32, {2, 3});
+  const int bad = b.delegate(testing::kTestBackendId, {}, {'j', 'u', 'n', 'k'}, "bad");
+  const int elsewhere = b.delegate("not_registered", {}, {1, 2, 3}, "elsewhere");
+  b.delegate_call(bad, {x}, {y});
+  b.delegate_call(elsewhere, {y}, {z});
+  b.inputs({x});
+  b.outputs({z});
+  auto program = load(b.bytes());
+  ASSERT_TRUE(program);
+  auto text = extension::describe_program_json(*program);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  const auto& delegates = j["methods"][0]["delegates"];
+  ASSERT_EQ(delegates.size(), 2u);
+  ASSERT_TRUE(delegates[0].contains("engine"));
+  const std::string error = delegates[0]["engine"].value("error", "");
+  EXPECT_NE(error.find("InvalidProgram"), std::string::npos) << error;
+  EXPECT_NE(error.find("TBE1 magic"), std::string::npos) << error;
+  EXPECT_EQ(delegates[0]["blob_size"], 4);
+  EXPECT_FALSE(delegates[1].contains("engine")) << delegates[1].dump();
+  EXPECT_FALSE(delegates[1].contains("engine_device"));
+  EXPECT_EQ(delegates[1]["backend"], "not_registered");
+}
+
+TEST_F(InspectTest, DescribesAFileByItsPathAndReportsLoadErrors) {
+  auto p = make_add_relu_program(false);
+  const std::string path = ::testing::TempDir() + "/inspect_me.baton";
+  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  auto text = extension::describe_program_json(path);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["file"], path);
+  EXPECT_TRUE(j["methods"][0]["delegates"].empty());
+  EXPECT_EQ(testing::test_backend_stats().describes, 0);
+
+  auto missing = extension::describe_program_json("/nonexistent/program.baton");
+  EXPECT_EQ(missing.code(), Error::IoError);
+  EXPECT_NE(missing.status().message().find("/nonexistent/program.baton"), std::string::npos);
+  const std::string junk = ::testing::TempDir() + "/junk.baton";
+  ASSERT_TRUE(format::write_file_atomically(junk, std::vector<uint8_t>(100, 7)).ok());
+  EXPECT_EQ(extension::describe_program_json(junk).code(), Error::InvalidProgram);
 }
 
 }  // namespace
