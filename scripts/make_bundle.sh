@@ -18,6 +18,7 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_gpu_test"
   "$BUILD/tests/backends/cuda/cuda_contract_test"
   "$BUILD/tests/backends/cuda/cuda_gpu_no_alloc_test"
+  "$BUILD/tests/backends/cuda/cuda_handles_test"
 )
 for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "make_bundle: $b is missing: build with a CUDA toolkit first (make build)" >&2; exit 1; }
