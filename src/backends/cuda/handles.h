@@ -87,6 +87,10 @@ struct GraphExecTraits {
   using Raw = cudaGraphExec_t;
   static void destroy(Raw g) { cudaGraphExecDestroy(g); }
 };
+struct StreamTraits {
+  using Raw = cudaStream_t;
+  static void destroy(Raw s) { cudaStreamDestroy(s); }
+};
 struct CublasLtTraits {
   using Raw = cublasLtHandle_t;
   static void destroy(Raw h) { cublasLtDestroy(h); }
@@ -118,6 +122,7 @@ using Event = Owned<EventTraits>;                        // cudaEvent_t
 using Library = Owned<LibraryTraits>;                    // cudaLibrary_t (an engine's cubin)
 using Graph = Owned<GraphTraits>;                        // cudaGraph_t (a captured graph)
 using GraphExec = Owned<GraphExecTraits>;                // cudaGraphExec_t
+using OwnedStream = Owned<StreamTraits>;                 // cudaStream_t (baton::cuda::Stream)
 using CublasLtHandle = Owned<CublasLtTraits>;            // cublasLtHandle_t
 using MatmulDesc = Owned<MatmulDescTraits>;              // cublasLtMatmulDesc_t
 using MatrixLayout = Owned<MatrixLayoutTraits>;          // cublasLtMatrixLayout_t

@@ -1,13 +1,15 @@
 // The CUDA handle owners (handles.h): each handle is destroyed exactly once, by whoever owns it
 // last; release() hands it over undestroyed. The ownership logic runs without a GPU through a
 // counting kind of handle; the real owners are exercised with a GPU (skipped here otherwise).
+#include "backends/cuda/handles.h"
+
 #include <gtest/gtest.h>
 
 #include <utility>
 #include <vector>
 
-#include "backends/cuda/handles.h"
 #include "baton/cuda/backend.h"
+#include "baton/cuda/stream.h"
 
 namespace baton::cuda {
 namespace {
@@ -58,7 +60,7 @@ TEST(HandlesTest, ReleaseHandsOverAndResetDestroysNow) {
   EXPECT_EQ(destroyed(), (std::vector<int>{4, 5}));
 }
 
-// With a GPU: memory, events, a cuBLASLt handle and descriptors, each made and freed on
+// With a GPU: memory, events, a cuBLASLt handle and descriptors, a stream, each made and freed on
 // its device, and an allocation too big for the GPU reported as OutOfMemory naming it.
 TEST(HandlesTest, RealHandlesOnAGpu) {
   if (devices().empty()) GTEST_SKIP() << "no CUDA device here: GPU test skipped";
@@ -77,12 +79,24 @@ TEST(HandlesTest, RealHandlesOnAGpu) {
     ASSERT_TRUE(layout.ok()) << layout.status().to_string();
     auto pref = create_matmul_preference();
     ASSERT_TRUE(pref.ok()) << pref.status().to_string();
+    auto stream = Stream::create(0);
+    ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+    EXPECT_NE(stream->get(), nullptr);
+    Stream moved = std::move(*stream);
+    EXPECT_EQ(stream->get(), nullptr);
+    EXPECT_EQ(moved.device(), 0);
   }
   auto huge = allocate_device_buffer(0, uint64_t{1} << 50, "a buffer too big");
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.code(), Error::OutOfMemory);
   EXPECT_NE(huge.status().message().find("a buffer too big on cuda:0"), std::string::npos)
       << huge.status().to_string();
+}
+
+TEST(HandlesTest, AStreamOnAMissingDeviceIsAnError) {
+  auto stream = Stream::create(static_cast<int>(devices().size()) + 3);
+  EXPECT_FALSE(stream.ok());
+  EXPECT_EQ(stream.code(), Error::DeviceError) << stream.status().to_string();
 }
 
 }  // namespace
