@@ -18,8 +18,10 @@
 
 namespace baton::extension {
 
+// Both return the JSON text indented by two spaces.
+
 // Loads and verifies PATH (the errors of runtime::Program::load_file, naming the file) and
-// describes it; the description's "file" is PATH. Returns the JSON text indented by two spaces.
+// describes it; the description's "file" is PATH.
 Result<std::string> describe_program_json(const std::string& path);
 
 // Describes a loaded program; the description's "file" is the program's origin (its path, or
