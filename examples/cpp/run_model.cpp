@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "baton/baton.h"
-#include "baton/runtime/module.h"
-#include "baton/runtime/npy.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   baton::register_builtins();
-  auto module = baton::runtime::Module::load(argv[1]);
+  auto module = baton::extension::Module::load(argv[1]);
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().to_string().c_str());
     return 1;
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < method.num_inputs(); ++i) {
     const baton::runtime::TensorInfo info = method.input_info(i);
     if (argc > static_cast<int>(i) + 2) {
-      auto t = baton::runtime::read_npy(argv[i + 2]);
+      auto t = baton::extension::read_npy(argv[i + 2]);
       if (!t.ok()) {
         std::fprintf(stderr, "error: %s\n", t.status().to_string().c_str());
         return 1;

@@ -93,4 +93,8 @@ std::string_view Program::producer() const {
 
 size_t Program::file_size() const { return impl_->bytes.size(); }
 
+std::string_view Program::origin() const { return impl_->origin; }
+
+std::span<const uint8_t> Program::bytes() const { return impl_->bytes; }
+
 }  // namespace baton::runtime

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "baton/baton.h"
-#include "baton/runtime/module.h"
+#include "baton/extension/module.h"
 #include "compiler/memory_plan.h"
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
@@ -54,7 +54,7 @@ class CompilerTest : public ::testing::Test {
     auto bytes = compiled->serialize();
     auto program = runtime::Program::load_bytes(*bytes);
     EXPECT_TRUE(program.ok()) << program.status().to_string();
-    auto module = runtime::Module::from_program(*program);
+    auto module = extension::Module::from_program(*program);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     auto out = module->run(inputs);
     EXPECT_TRUE(out.ok()) << out.status().to_string();

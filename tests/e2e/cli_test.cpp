@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "baton/runtime/npy.h"
+#include "baton/extension/npy.h"
 #include "testing/paths.h"
 #include "testing/random.h"
 
@@ -81,8 +81,8 @@ TEST_F(CliTest, RunWithNamedInputWritesOutputsMatchingOnnxRuntime) {
   for (const char* stat : {"min", "median", "p90", "p99"}) {
     EXPECT_NE(r.output.find(stat), std::string::npos) << stat;
   }
-  auto got = runtime::read_npy(out_dir + "/output_0.npy");
-  auto want = runtime::read_npy((models_ / "dynamo20_mlp_gelu.output_0.npy").string());
+  auto got = extension::read_npy(out_dir + "/output_0.npy");
+  auto want = extension::read_npy((models_ / "dynamo20_mlp_gelu.output_0.npy").string());
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
             1e-5);
@@ -100,7 +100,7 @@ TEST_F(CliTest, RunWithPositionalAndRandomInputs) {
 TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
   std::mt19937 rng(1);
   const std::string wrong_shape = (dir_ / "wrong_shape.npy").string();
-  ASSERT_TRUE(runtime::write_npy(wrong_shape, testing::random_tensor(rng, {8, 63}).view()).ok());
+  ASSERT_TRUE(extension::write_npy(wrong_shape, testing::random_tensor(rng, {8, 63}).view()).ok());
   CliRun r = baton("run " + program() + " --input x=" + wrong_shape);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("input 0 ('x') expects float32 [8, 64], but '" + wrong_shape +
@@ -110,7 +110,7 @@ TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
 
   const std::string wrong_dtype = (dir_ / "wrong_dtype.npy").string();
   ASSERT_TRUE(
-      runtime::write_npy(wrong_dtype, testing::random_int64_tensor(rng, {8, 64}, 0, 9).view())
+      extension::write_npy(wrong_dtype, testing::random_int64_tensor(rng, {8, 64}, 0, 9).view())
           .ok());
   r = baton("run " + program() + " --input " + wrong_dtype);
   EXPECT_EQ(r.exit_code, 1);
@@ -142,8 +142,8 @@ TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
   CliRun r = baton("run " + (dir_ / "two.baton").string() + " --input b=" + b + " --input a=" + a +
                    " -o " + (dir_ / "two_out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto got = runtime::read_npy((dir_ / "two_out/output_0.npy").string());
-  auto want = runtime::read_npy((models_ / "two_inputs_folded.output_0.npy").string());
+  auto got = extension::read_npy((dir_ / "two_out/output_0.npy").string());
+  auto want = extension::read_npy((models_ / "two_inputs_folded.output_0.npy").string());
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
             1e-5);
@@ -172,8 +172,8 @@ TEST_F(CliTest, ReproducesOnnxRuntimeOnRealTorchExports) {
     r = baton("run -q " + prog + " --input input=" +
               (models / (std::string(c.name) + ".input_0.npy")).string() + " -o " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    auto got = runtime::read_npy(out + "/output_0.npy");
-    auto want = runtime::read_npy((models / (std::string(c.name) + ".output_0.npy")).string());
+    auto got = extension::read_npy(out + "/output_0.npy");
+    auto want = extension::read_npy((models / (std::string(c.name) + ".output_0.npy")).string());
     ASSERT_TRUE(got.ok() && want.ok());
     ASSERT_EQ(got->sizes(), want->sizes());
     EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),

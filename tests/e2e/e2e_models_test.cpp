@@ -13,8 +13,8 @@
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
-#include "baton/runtime/module.h"
-#include "baton/runtime/npy.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
 #include "testing/alloc/counting_allocator.h"
 #include "testing/model_cases.h"
 #include "testing/paths.h"
@@ -47,7 +47,7 @@ std::vector<CaseResult> run_cases(const fs::path& dir) {
     auto program = runtime::Program::load_bytes(*bytes);
     EXPECT_TRUE(program.ok()) << program.status().to_string();
     if (!program.ok()) continue;
-    auto module = runtime::Module::from_program(*program);
+    auto module = extension::Module::from_program(*program);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) continue;
     auto outputs = module->run(c.inputs);
@@ -111,7 +111,7 @@ TEST(EndToEndTest, CompiledMlpExecutesWithoutAllocating) {
   ASSERT_TRUE(program.ok());
   auto method = (*program)->load_method("forward");
   ASSERT_TRUE(method.ok());
-  auto x = runtime::read_npy((dir / "ts17_mlp_gelu.input_0.npy").string());
+  auto x = extension::read_npy((dir / "ts17_mlp_gelu.input_0.npy").string());
   ASSERT_TRUE(x.ok());
   ASSERT_TRUE((*method)->set_input(0, x->view()).ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*method)->execute().ok());

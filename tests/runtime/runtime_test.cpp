@@ -7,8 +7,6 @@
 
 #include "baton/baton.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/module.h"
-#include "baton/runtime/npy.h"
 #include "baton/runtime/program.h"
 #include "testing/random.h"
 #include "testing/sample_programs.h"
@@ -288,41 +286,6 @@ TEST_F(RuntimeTest, OtherDeviceMemoryMayBeBoundOnlyWhereOnlyDelegatesTouchIt) {
   EXPECT_TRUE(method->input_info(0).device.is_cpu());
 }
 
-TEST_F(RuntimeTest, ModuleRunsIntoCallerBuffers) {
-  auto p = make_add_relu_program(true);
-  auto module = runtime::Module::from_program(load(p.builder.bytes())).value();
-  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, out(6, 0.0f);
-  ASSERT_TRUE(module
-                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
-                       {TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}})
-                  .ok());
-  const auto want = testing::add_relu_reference(p, x);
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[i], want[i]);
-  const Status s = module.run({}, {});
-  EXPECT_NE(s.message().find("takes 1 inputs and 1 outputs, got 0 and 0"), std::string::npos);
-}
-
-// run(tensors) after run(views): the outputs go to the method's own memory again, never to the
-// caller buffers of the earlier call (which the caller may have freed by then).
-TEST_F(RuntimeTest, ModuleRunIntoNewTensorsForgetsEarlierCallerBuffers) {
-  auto p = make_add_relu_program(true);
-  auto module = runtime::Module::from_program(load(p.builder.bytes())).value();
-  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, earlier(6, 0.0f);
-  ASSERT_TRUE(module
-                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
-                       {TensorView{earlier.data(), DType::Float32, sizes_, Device::cpu()}})
-                  .ok());
-  std::fill(earlier.begin(), earlier.end(), -7.0f);
-  x[0] = 4.0f;
-  Tensor input = Tensor::empty(DType::Float32, {2, 3}).value();
-  std::copy(x.begin(), x.end(), input.data_as<float>());
-  auto outputs = module.run({input});
-  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
-  const auto want = testing::add_relu_reference(p, x);
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*outputs)[0].data_as<float>()[i], want[i]);
-  for (float v : earlier) EXPECT_EQ(v, -7.0f);
-}
-
 // An output that is a method input is not computed by the method: it cannot be redirected.
 TEST_F(RuntimeTest, AnOutputThatIsAnInputCannotBeRedirected) {
   testing::ProgramBuilder b;
@@ -414,30 +377,6 @@ TEST_F(RuntimeTest, ArenaOnADeviceWithoutAllocatorIsNamed) {
       << method.status().to_string();
 }
 
-TEST_F(RuntimeTest, ModuleRunChecksCountAndCopiesOutputs) {
-  auto p = make_add_relu_program(true);
-  auto module = runtime::Module::from_program(load(p.builder.bytes()));
-  ASSERT_TRUE(module.ok());
-  auto none = module->run({});
-  EXPECT_EQ(none.code(), Error::InvalidArgument);
-  EXPECT_NE(none.status().message().find("takes 1 inputs ('x' float32 [2, 3]), got 0"),
-            std::string::npos)
-      << none.status().to_string();
-  std::mt19937 rng(11);
-  Tensor x = testing::random_tensor(rng, {2, 3});
-  auto out = module->run({x});
-  ASSERT_TRUE(out.ok()) << out.status().to_string();
-  ASSERT_EQ(out->size(), 1u);
-  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
-  const auto want = testing::add_relu_reference(p, xs);
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
-  // The returned tensor is a copy: running again does not change it.
-  const float before = (*out)[0].data_as<float>()[0];
-  Tensor x2 = testing::random_tensor(rng, {2, 3}, 5.0f, 6.0f);
-  ASSERT_TRUE(module->run({x2}).ok());
-  EXPECT_EQ((*out)[0].data_as<float>()[0], before);
-}
-
 TEST_F(RuntimeTest, ProfilingRecordsEveryInstruction) {
   auto program = load(make_add_relu_program(true).builder.bytes());
   auto method = std::move(program->load_method("forward")).value();
@@ -450,69 +389,6 @@ TEST_F(RuntimeTest, ProfilingRecordsEveryInstruction) {
   for (auto t : method->instruction_times()) EXPECT_GT(t.count(), 0);
   EXPECT_EQ(method->instruction_info(0).description, "Add (node 'add')");
   EXPECT_TRUE(method->instruction_info(0).device.is_cpu());
-}
-
-TEST_F(RuntimeTest, ProgramsLoadedFromAFileMapTheirConstants) {
-  auto p = make_add_relu_program(true);
-  const std::string path = ::testing::TempDir() + "/add_relu.baton";
-  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
-  auto module = runtime::Module::load(path);
-  ASSERT_TRUE(module.ok()) << module.status().to_string();
-  EXPECT_EQ(module->program().method_name(0), "forward");
-  EXPECT_EQ(module->program().producer(), "ProgramBuilder");
-  std::mt19937 rng(5);
-  Tensor x = testing::random_tensor(rng, {2, 3});
-  auto out = module->run({x});
-  ASSERT_TRUE(out.ok());
-  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
-  const auto want = testing::add_relu_reference(p, xs);
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
-}
-
-TEST(NpyTest, RoundTripsEveryDtype) {
-  const std::string dir = ::testing::TempDir();
-  for (DType dtype : {DType::Float32, DType::Float16, DType::Int64, DType::Int32, DType::Bool,
-                      DType::Float64, DType::UInt8, DType::Int8, DType::Int16}) {
-    for (std::vector<int64_t> sizes : {std::vector<int64_t>{}, std::vector<int64_t>{5},
-                                       std::vector<int64_t>{2, 3, 4}, std::vector<int64_t>{0, 3}}) {
-      Tensor t = Tensor::empty(dtype, sizes).value();
-      auto* bytes = static_cast<uint8_t*>(t.data());
-      for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
-      if (dtype == DType::Bool) {
-        for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] &= 1;
-      }
-      const std::string path = dir + "/t.npy";
-      ASSERT_TRUE(runtime::write_npy(path, t.view()).ok());
-      auto back = runtime::read_npy(path);
-      ASSERT_TRUE(back.ok()) << back.status().to_string();
-      EXPECT_EQ(back->dtype(), dtype);
-      EXPECT_EQ(back->sizes(), sizes);
-      EXPECT_EQ(std::memcmp(back->data(), t.data(), t.nbytes()), 0);
-    }
-  }
-}
-
-TEST(NpyTest, RejectsBadFilesWithReasons) {
-  const std::string path = ::testing::TempDir() + "/bad.npy";
-  auto write = [&](const std::string& text) {
-    std::vector<uint8_t> b(text.begin(), text.end());
-    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
-  };
-  write("hello");
-  EXPECT_NE(runtime::read_npy(path).status().message().find("not a .npy file"), std::string::npos);
-  std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }";
-  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header);
-  EXPECT_EQ(runtime::read_npy(path).code(), Error::NotSupported);
-  header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }";
-  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
-        std::string(16, '\0'));
-  EXPECT_NE(runtime::read_npy(path).status().message().find("Fortran order"), std::string::npos);
-  header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
-  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
-        std::string(15, '\0'));
-  EXPECT_NE(runtime::read_npy(path).status().message().find("has 15 data bytes"),
-            std::string::npos);
-  EXPECT_EQ(runtime::read_npy("/nonexistent.npy").code(), Error::IoError);
 }
 
 }  // namespace

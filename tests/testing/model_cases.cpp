@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/check.h"
-#include "baton/runtime/npy.h"
+#include "baton/extension/npy.h"
 
 namespace baton::testing {
 
 Result<Tensor> ModelCase::reference(size_t o) const {
-  return runtime::read_npy((dir / fmt::format("{}.output_{}.npy", name, o)).string());
+  return extension::read_npy((dir / fmt::format("{}.output_{}.npy", name, o)).string());
 }
 
 Result<std::vector<ModelCase>> read_model_cases(const std::filesystem::path& dir) {
@@ -34,7 +34,8 @@ Result<std::vector<ModelCase>> read_model_cases(const std::filesystem::path& dir
     }
     for (size_t i = 0; i < c["inputs"].size(); ++i) {
       BATON_ASSIGN_OR_RETURN(
-          Tensor t, runtime::read_npy((dir / fmt::format("{}.input_{}.npy", m.name, i)).string()));
+          Tensor t,
+          extension::read_npy((dir / fmt::format("{}.input_{}.npy", m.name, i)).string()));
       m.inputs.push_back(std::move(t));
     }
     m.outputs = c["outputs"];

@@ -30,6 +30,44 @@ bool read(std::span<const uint8_t> blob, size_t& pos, T* out) {
   return true;
 }
 
+// Validates the whole blob into `h` (counts, constants, ops), as init and describe_blob need it.
+Status parse_blob(std::span<const uint8_t> blob, Handle& h) {
+  size_t pos = 0;
+  char magic[4];
+  BATON_CHECK_OR_RETURN(blob.size() >= 4 && std::memcmp(blob.data(), "TBE1", 4) == 0,
+                        InvalidProgram, "test blob has no TBE1 magic");
+  std::memcpy(magic, blob.data(), 4);
+  pos = 4;
+  uint32_t num_ops = 0;
+  BATON_CHECK_OR_RETURN(read(blob, pos, &h.inputs) && read(blob, pos, &h.outputs) &&
+                            read(blob, pos, &h.constants) && read(blob, pos, &h.temps) &&
+                            read(blob, pos, &num_ops) && read(blob, pos, &h.numel),
+                        InvalidProgram, "test blob header is truncated");
+  BATON_CHECK_OR_RETURN(h.numel < (1u << 24) && h.constants < 1024 && h.temps < 1024 &&
+                            num_ops < 4096 && h.inputs < 1024 && h.outputs < 1024,
+                        InvalidProgram, "test blob header has implausible counts");
+  h.constant_data.resize(h.constants * h.numel);
+  for (float& f : h.constant_data) {
+    BATON_CHECK_OR_RETURN(read(blob, pos, &f), InvalidProgram, "test blob constants truncated");
+  }
+  const int32_t slots = static_cast<int32_t>(h.inputs + h.constants + h.temps + h.outputs);
+  for (uint32_t i = 0; i < num_ops; ++i) {
+    Op op{};
+    uint8_t code = 0, pad[3];
+    BATON_CHECK_OR_RETURN(read(blob, pos, &code) && read(blob, pos, &pad) &&
+                              read(blob, pos, &op.a) && read(blob, pos, &op.b) &&
+                              read(blob, pos, &op.out),
+                          InvalidProgram, "test blob op {} truncated", i);
+    BATON_CHECK_OR_RETURN(code <= 2 && op.a >= 0 && op.a < slots && op.out >= 0 && op.out < slots &&
+                              (code == 0 || (op.b >= 0 && op.b < slots)),
+                          InvalidProgram, "test blob op {} is malformed", i);
+    op.code = static_cast<TestOp>(code);
+    h.ops.push_back(op);
+  }
+  BATON_CHECK_OR_RETURN(pos == blob.size(), InvalidProgram, "test blob has trailing bytes");
+  return Status();
+}
+
 class TestBackend final : public runtime::BackendInterface {
  public:
   std::string_view id() const override { return kTestBackendId; }
@@ -47,41 +85,9 @@ class TestBackend final : public runtime::BackendInterface {
     BATON_CHECK_OR_RETURN(stats.last_specs.count("fail_init") == 0, InvalidArgument,
                           "delegate '{}' asked to fail (fail_init)", ctx.delegate_name);
     auto h = std::make_unique<Handle>();
-    size_t pos = 0;
-    char magic[4];
-    BATON_CHECK_OR_RETURN(blob.size() >= 4 && std::memcmp(blob.data(), "TBE1", 4) == 0,
-                          InvalidProgram, "test blob has no TBE1 magic");
-    std::memcpy(magic, blob.data(), 4);
-    pos = 4;
-    uint32_t num_ops = 0;
-    BATON_CHECK_OR_RETURN(read(blob, pos, &h->inputs) && read(blob, pos, &h->outputs) &&
-                              read(blob, pos, &h->constants) && read(blob, pos, &h->temps) &&
-                              read(blob, pos, &num_ops) && read(blob, pos, &h->numel),
-                          InvalidProgram, "test blob header is truncated");
-    BATON_CHECK_OR_RETURN(h->numel < (1u << 24) && h->constants < 1024 && h->temps < 1024 &&
-                              num_ops < 4096 && h->inputs < 1024 && h->outputs < 1024,
-                          InvalidProgram, "test blob header has implausible counts");
-    h->constant_data.resize(h->constants * h->numel);
-    for (float& f : h->constant_data) {
-      BATON_CHECK_OR_RETURN(read(blob, pos, &f), InvalidProgram, "test blob constants truncated");
-    }
-    const int32_t slots = static_cast<int32_t>(h->inputs + h->constants + h->temps + h->outputs);
-    for (uint32_t i = 0; i < num_ops; ++i) {
-      Op op{};
-      uint8_t code = 0, pad[3];
-      BATON_CHECK_OR_RETURN(read(blob, pos, &code) && read(blob, pos, &pad) &&
-                                read(blob, pos, &op.a) && read(blob, pos, &op.b) &&
-                                read(blob, pos, &op.out),
-                            InvalidProgram, "test blob op {} truncated", i);
-      BATON_CHECK_OR_RETURN(code <= 2 && op.a >= 0 && op.a < slots && op.out >= 0 &&
-                                op.out < slots && (code == 0 || (op.b >= 0 && op.b < slots)),
-                            InvalidProgram, "test blob op {} is malformed", i);
-      op.code = static_cast<TestOp>(code);
-      h->ops.push_back(op);
-    }
-    BATON_CHECK_OR_RETURN(pos == blob.size(), InvalidProgram, "test blob has trailing bytes");
+    BATON_TRY(parse_blob(blob, *h));
     h->temp_data.resize(h->temps * h->numel);
-    h->slots.resize(slots);
+    h->slots.resize(h->inputs + h->constants + h->temps + h->outputs);
     for (uint32_t c = 0; c < h->constants; ++c) {
       h->slots[h->inputs + c] = h->constant_data.data() + c * h->numel;
     }
@@ -132,6 +138,22 @@ class TestBackend final : public runtime::BackendInterface {
     delete static_cast<Handle*>(handle);
     ++test_backend_stats().destroys;
   }
+
+  Result<std::string> describe_blob(std::span<const uint8_t> blob) const override {
+    ++test_backend_stats().describes;
+    Handle h;
+    BATON_TRY(parse_blob(blob, h));
+    std::string ops;
+    for (const Op& op : h.ops) {
+      static constexpr const char* kNames[] = {"relu", "add", "mul"};
+      ops += fmt::format("{}\"{} {} {} -> {}\"", ops.empty() ? "" : ", ",
+                         kNames[static_cast<int>(op.code)], op.a, op.b, op.out);
+    }
+    return fmt::format(
+        "{{\"format\": \"TBE1\", \"inputs\": {}, \"outputs\": {}, \"constants\": {}, "
+        "\"temporaries\": {}, \"elements\": {}, \"ops\": [{}]}}",
+        h.inputs, h.outputs, h.constants, h.temps, h.numel, ops);
+  }
 };
 
 }  // namespace
@@ -163,6 +185,7 @@ std::vector<uint8_t> make_test_blob(uint32_t inputs, uint32_t outputs,
 void TestBackendStats::reset() {
   inits = 0;
   executes = 0;
+  describes = 0;
   destroys = 0;
   available = true;
   last_specs.clear();

@@ -1,6 +1,7 @@
 // A test backend ("test_elementwise") that proves delegates work before any GPU exists: the
 // compiler side (test_backend_compiler.h) claims same-shape float32 Relu/Add/Mul nodes and writes
-// a small blob; this runtime side validates the blob, runs it, and counts what it was asked to do.
+// a small blob; this runtime side validates the blob, runs it, describes it (for inspect), and
+// counts what it was asked to do.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ struct TestBackendStats {
   std::atomic<int> inits{0};
   std::atomic<int> executes{0};
   std::atomic<int> destroys{0};
+  std::atomic<int> describes{0};
   std::atomic<bool> available{true};  // what is_available() answers
   std::map<std::string, std::string> last_specs;
   size_t last_blob_size = 0;

@@ -1,286 +1,17 @@
-// baton inspect: everything in a program file, as text or as one JSON object. Both views are
-// rendered from the same JSON document so they cannot disagree.
+// baton inspect: everything in a program file, as text or as one JSON object. The JSON comes from
+// the extension library (describe_program_json, which asks each registered backend to describe its
+// blobs); the text is rendered from that same document, so the two views cannot disagree.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "backends/cuda/engine_format.h"
 #include "baton/core/check.h"
-#include "baton/runtime/program.h"
+#include "baton/extension/inspect.h"
 #include "commands.h"
-#include "format/program_file.h"
-#include "runtime/program_impl.h"
 
 namespace baton::tool {
 namespace {
 
 using nlohmann::json;
-
-std::string_view str(const flatbuffers::String* s) {
-  return s == nullptr ? std::string_view() : s->string_view();
-}
-
-template <typename T>
-json list(const flatbuffers::Vector<T>* v) {
-  json out = json::array();
-  if (v != nullptr) {
-    for (uint32_t i = 0; i < v->size(); ++i) out.push_back(v->Get(i));
-  }
-  return out;
-}
-
-// Printable bytes as a string, anything else as hex.
-std::string spec_value(const flatbuffers::Vector<uint8_t>* v) {
-  if (v == nullptr) return "";
-  const bool printable =
-      std::all_of(v->begin(), v->end(), [](uint8_t c) { return c >= 0x20 && c < 0x7f; });
-  if (printable) return std::string(v->begin(), v->end());
-  std::string hex = "0x";
-  for (uint8_t c : *v) hex += fmt::format("{:02x}", c);
-  return hex;
-}
-
-json value_json(const fb::Value& v, int index) {
-  json j;
-  j["index"] = index;
-  switch (v.value_type()) {
-    case fb::ValueKind::Null:
-      j["kind"] = "none";
-      break;
-    case fb::ValueKind::Int:
-      j["kind"] = "int";
-      j["value"] = v.value_as_Int()->value();
-      break;
-    case fb::ValueKind::Float:
-      j["kind"] = "float";
-      j["value"] = v.value_as_Float()->value();
-      break;
-    case fb::ValueKind::String:
-      j["kind"] = "string";
-      j["value"] = std::string(str(v.value_as_String()->value()));
-      break;
-    case fb::ValueKind::IntList:
-      j["kind"] = "int_list";
-      j["value"] = list(v.value_as_IntList()->items());
-      break;
-    case fb::ValueKind::FloatList:
-      j["kind"] = "float_list";
-      j["value"] = list(v.value_as_FloatList()->items());
-      break;
-    case fb::ValueKind::Tensor: {
-      const fb::Tensor* t = v.value_as_Tensor();
-      j["kind"] = "tensor";
-      j["name"] = std::string(str(t->name()));
-      j["dtype"] = std::string(dtype_name(static_cast<DType>(t->dtype())));
-      j["shape"] = list(t->sizes());
-      j["device"] = format::device_of(*t).to_string();
-      switch (t->allocation()) {
-        case fb::AllocationKind::Arena:
-          j["allocation"] = "arena";
-          j["arena"] = t->arena();
-          j["offset"] = t->offset();
-          break;
-        case fb::AllocationKind::Constant:
-          j["allocation"] = "constant";
-          j["arena"] = nullptr;
-          j["constant_segment"] = t->constant_segment();
-          j["offset"] = t->offset();
-          break;
-        default:
-          j["allocation"] = "none";
-          j["arena"] = nullptr;
-          j["offset"] = nullptr;
-          break;
-      }
-      break;
-    }
-    default:
-      j["kind"] = "unknown";
-      break;
-  }
-  return j;
-}
-
-std::string buffer_text(const cuda::BufferRef& r) {
-  switch (static_cast<cuda::Space>(r.space)) {
-    case cuda::Space::Binding:
-      return fmt::format("binding {}+{}", r.index, r.offset);
-    case cuda::Space::Scratch:
-      return fmt::format("scratch@{}", r.offset);
-    case cuda::Space::Weights:
-      return fmt::format("weights@{}", r.offset);
-  }
-  return "?";
-}
-
-// A CUDA engine's header, bindings and steps; {"error": ...} when the blob does not validate.
-json engine_json(std::span<const uint8_t> bytes) {
-  auto parsed = cuda::EngineBlob::parse(bytes);
-  if (!parsed.ok()) return {{"error", parsed.status().to_string()}};
-  const cuda::EngineBlob& e = *parsed;
-  const cuda::EngineHeader& h = e.header();
-  json j;
-  j["device"] = fmt::format("cuda:{}", h.device_id);
-  j["sm_arch"] = cuda::sm_arch_name(h.sm_arch);
-  j["precision"] = std::string(cuda::precision_name(e.precision()));
-  j["cuda_version"] = h.cuda_version;
-  j["cublaslt_version"] = h.cublaslt_version;
-  j["cudnn_version"] = h.cudnn_version;
-  j["nvrtc_version"] = h.nvrtc_version;
-  j["scratch_bytes"] = h.scratch_bytes;
-  j["workspace_bytes"] = h.workspace_bytes;
-  j["weights_bytes"] = e.weights().size();
-  j["cubin_bytes"] = e.cubin().size();
-  j["bindings"] = json::array();
-  for (size_t i = 0; i < e.bindings().size(); ++i) {
-    const cuda::BindingRecord& b = e.bindings()[i];
-    j["bindings"].push_back({{"name", std::string(e.binding_name(i))},
-                             {"dtype", std::string(dtype_name(static_cast<DType>(b.dtype)))},
-                             {"shape", std::vector<int64_t>(b.sizes, b.sizes + b.rank)},
-                             {"io", b.is_output ? "output" : "input"}});
-  }
-  j["steps"] = json::array();
-  for (const cuda::StepRecord& s : e.steps()) {
-    switch (static_cast<cuda::StepKind>(s.kind)) {
-      case cuda::StepKind::Gemm: {
-        const cuda::GemmStep& g = s.gemm;
-        j["steps"].push_back(
-            {{"kind", "gemm"},
-             {"what",
-              fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
-                          "A={} B={} D={}",
-                          g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
-                          cuda::epilogue_name(static_cast<cuda::GemmEpilogue>(g.epilogue)),
-                          buffer_text(g.a), buffer_text(g.b), buffer_text(g.d))}});
-        break;
-      }
-      case cuda::StepKind::Kernel: {
-        std::string ops;
-        for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
-          ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
-        }
-        j["steps"].push_back(
-            {{"kind", "kernel"},
-             {"what", fmt::format("{} grid {} block {} ({})", e.kernel_name(s.kernel.kernel),
-                                  s.kernel.grid[0], s.kernel.block[0], ops)}});
-        break;
-      }
-      case cuda::StepKind::Copy:
-        j["steps"].push_back(
-            {{"kind", "copy"},
-             {"what", fmt::format("{} bytes {} -> {}", s.copy.src.bytes, buffer_text(s.copy.src),
-                                  buffer_text(s.copy.dst))}});
-        break;
-    }
-  }
-  return j;
-}
-
-json method_json(const format::ProgramFile& file, const fb::Method& m) {
-  json j;
-  j["name"] = std::string(str(m.name()));
-  j["inputs"] = list(m.inputs());
-  j["outputs"] = list(m.outputs());
-  j["values"] = json::array();
-  for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {
-    j["values"].push_back(value_json(*m.values()->Get(i), static_cast<int>(i)));
-  }
-  j["operators"] = json::array();
-  for (uint32_t i = 0; m.operators() && i < m.operators()->size(); ++i) {
-    const fb::Operator* op = m.operators()->Get(i);
-    j["operators"].push_back({{"index", i},
-                              {"name", std::string(str(op->name()))},
-                              {"domain", std::string(str(op->domain()))},
-                              {"opset", op->opset()}});
-  }
-  j["delegates"] = json::array();
-  for (uint32_t i = 0; m.delegates() && i < m.delegates()->size(); ++i) {
-    const fb::Delegate* d = m.delegates()->Get(i);
-    json specs = json::object();
-    for (uint32_t k = 0; d->compile_specs() && k < d->compile_specs()->size(); ++k) {
-      const fb::CompileSpec* cs = d->compile_specs()->Get(k);
-      specs[std::string(str(cs->key()))] = spec_value(cs->value());
-    }
-    json dj = {{"index", i},
-               {"name", std::string(str(d->name()))},
-               {"backend", std::string(str(d->backend()))},
-               {"compile_specs", specs},
-               {"target_device", specs.contains("target_device") ? specs["target_device"] : json()},
-               {"blob_segment", d->blob_segment()},
-               {"blob_size", file.segment(d->blob_segment()).size()}};
-    if (str(d->backend()) == "cuda") {
-      dj["engine"] = engine_json(file.segment(d->blob_segment()));
-      dj["engine_device"] = dj["engine"].value("device", json());
-      dj["sm_arch"] = dj["engine"].value("sm_arch", json());
-    }
-    j["delegates"].push_back(dj);
-  }
-  j["arenas"] = json::array();
-  for (uint32_t i = 0; m.arenas() && i < m.arenas()->size(); ++i) {
-    const fb::Arena* a = m.arenas()->Get(i);
-    j["arenas"].push_back(
-        {{"index", i}, {"device", format::device_of(*a).to_string()}, {"size", a->size()}});
-  }
-  auto device_of = [&](int v) {
-    const fb::Tensor* t = m.values()->Get(v)->value_as_Tensor();
-    return format::device_of(*t).to_string();
-  };
-  j["instructions"] = json::array();
-  for (uint32_t i = 0; m.instructions() && i < m.instructions()->size(); ++i) {
-    const fb::Instruction* ins = m.instructions()->Get(i);
-    json x;
-    x["index"] = i;
-    if (const auto* k = ins->instruction_as_KernelCall()) {
-      x["kind"] = "kernel";
-      x["operator"] = k->operator_();
-      x["op"] = std::string(str(m.operators()->Get(k->operator_())->name()));
-      x["node"] = std::string(str(k->name()));
-      x["inputs"] = list(k->inputs());
-      x["attributes"] = list(k->attributes());
-      x["outputs"] = list(k->outputs());
-      json args = x["inputs"];
-      for (const auto& a : x["attributes"]) args.push_back(a);
-      for (const auto& o : x["outputs"]) args.push_back(o);
-      x["args"] = args;
-    } else if (const auto* d = ins->instruction_as_DelegateCall()) {
-      x["kind"] = "delegate";
-      x["delegate"] = d->delegate();
-      x["inputs"] = list(d->inputs());
-      x["outputs"] = list(d->outputs());
-      json args = x["inputs"];
-      for (const auto& o : x["outputs"]) args.push_back(o);
-      x["args"] = args;
-    } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
-      x["kind"] = "copy";
-      x["src"] = c->src();
-      x["dst"] = c->dst();
-      x["args"] = {c->src(), c->dst()};
-      x["src_device"] = device_of(c->src());
-      x["dst_device"] = device_of(c->dst());
-    }
-    j["instructions"].push_back(x);
-  }
-  return j;
-}
-
-json program_json(const std::string& path, const format::ProgramFile& file) {
-  json j;
-  j["file"] = path;
-  j["file_size"] = file.bytes().size();
-  j["format_version"] = file.header().format_version;
-  j["producer"] = std::string(str(file.program().producer()));
-  j["segments"] = json::array();
-  const auto* segs = file.program().segments();
-  for (uint32_t i = 0; segs && i < segs->size(); ++i) {
-    j["segments"].push_back({{"index", i},
-                             {"offset", file.header().segment_base_offset + segs->Get(i)->offset()},
-                             {"size", segs->Get(i)->size()}});
-  }
-  j["methods"] = json::array();
-  for (uint32_t i = 0; i < file.program().methods()->size(); ++i) {
-    j["methods"].push_back(method_json(file, *file.program().methods()->Get(i)));
-  }
-  return j;
-}
 
 std::string shape_text(const json& shape) {
   std::string out = "[";
@@ -314,9 +45,19 @@ std::string refs(const json& indices) {
   return out.empty() ? "-" : out;
 }
 
+// A delegate blob's description: an engine in the shape docs/cli.md documents (the cuda backend's:
+// header, bindings, steps) on lines of its own; any other backend's description as one JSON line.
 void print_engine(const json& e) {
   if (e.contains("error")) {
     std::printf("        engine: INVALID: %s\n", e["error"].get<std::string>().c_str());
+    return;
+  }
+  for (const char* key : {"device", "sm_arch", "precision", "cuda_version", "cublaslt_version",
+                          "cudnn_version", "nvrtc_version", "weights_bytes", "scratch_bytes",
+                          "workspace_bytes", "cubin_bytes", "bindings", "steps"}) {
+    if (e.contains(key)) continue;
+    std::printf("        engine: %s\n",
+                e.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return;
   }
   std::printf("        engine: %s %s %s, built with CUDA %d, cuBLASLt %d, cuDNN %d, NVRTC %d\n",
@@ -407,12 +148,11 @@ void print_text(const json& j) {
 }  // namespace
 
 Status run_inspect(const InspectArgs& args) {
-  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program));
-  const json j = program_json(args.program, program->impl().file);
+  BATON_ASSIGN_OR_RETURN(const std::string text, extension::describe_program_json(args.program));
   if (args.json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", text.c_str());
   } else {
-    print_text(j);
+    print_text(json::parse(text));
   }
   return Status();
 }

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "baton/core/check.h"
+#include "baton/extension/npy.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/npy.h"
 #include "baton/runtime/program.h"
 #include "commands.h"
 #include "gpu_run.h"
@@ -159,7 +159,7 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
     BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
                           "input '{}' is given twice (--input {} and --input {})", info.name,
                           source[index], arg);
-    BATON_ASSIGN_OR_RETURN(Tensor t, runtime::read_npy(file));
+    BATON_ASSIGN_OR_RETURN(Tensor t, extension::read_npy(file));
     const bool same = t.dtype() == info.dtype && std::equal(t.sizes().begin(), t.sizes().end(),
                                                             info.sizes.begin(), info.sizes.end());
     BATON_CHECK_OR_RETURN(same, InvalidArgument,
@@ -259,7 +259,7 @@ Status run_run(const RunArgs& args) {
     if (!args.output_dir.empty()) {
       const std::string path =
           (std::filesystem::path(args.output_dir) / fmt::format("output_{}.npy", i)).string();
-      BATON_TRY(runtime::write_npy(path, out));
+      BATON_TRY(extension::write_npy(path, out));
       if (!args.quiet) std::printf("  wrote %s\n", path.c_str());
     }
   }

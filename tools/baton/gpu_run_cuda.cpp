@@ -2,10 +2,9 @@
 
 #include <optional>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device.h"
 #include "baton/core/check.h"
 #include "baton/cuda/green_context.h"
+#include "baton/cuda/stream.h"
 #include "baton/cuda/stream_guard.h"
 #include "baton/runtime/device_allocator.h"
 #include "gpu_run.h"
@@ -30,17 +29,11 @@ class CudaRun final : public GpuRun {
       run->green_.emplace(std::move(green));
       run->stream_ = run->green_->stream();
     } else if (args.stream == "caller") {
-      cuda::DeviceGuard guard(run->device_);
-      BATON_TRY(guard.status());
-      BATON_CUDA_CHECK_ON(run->device_,
-                          cudaStreamCreateWithFlags(&run->stream_, cudaStreamNonBlocking));
-      run->own_stream_ = true;
+      BATON_ASSIGN_OR_RETURN(auto stream, cuda::Stream::create(run->device_));
+      run->own_stream_.emplace(std::move(stream));
+      run->stream_ = run->own_stream_->get();
     }
     return std::unique_ptr<GpuRun>(std::move(run));
-  }
-
-  ~CudaRun() override {
-    if (own_stream_) cudaStreamDestroy(stream_);
   }
 
   Status bind_device_io(runtime::Method& m, const std::vector<Tensor>& inputs) override {
@@ -74,7 +67,10 @@ class CudaRun final : public GpuRun {
     }
     *returned_early = cudaStreamQuery(stream_) == cudaErrorNotReady;
     cudaGetLastError();
-    BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_));
+    const cudaError_t e = cudaStreamSynchronize(stream_);
+    BATON_CHECK_OR_RETURN(e == cudaSuccess, DeviceError,
+                          "cudaStreamSynchronize failed on cuda:{}: {} ({})", device_,
+                          cudaGetErrorName(e), cudaGetErrorString(e));
     return Status();
   }
 
@@ -89,8 +85,8 @@ class CudaRun final : public GpuRun {
 
  private:
   int device_ = 0;
-  cudaStream_t stream_ = nullptr;
-  bool own_stream_ = false;
+  cudaStream_t stream_ = nullptr;  // the green context's, the owned one, or none (default)
+  std::optional<cuda::Stream> own_stream_;
   std::optional<cuda::GreenContext> green_;
   std::vector<Tensor> buffers_;
 };

@@ -82,6 +82,16 @@ class BackendInterface {
   virtual std::vector<std::pair<std::string, uint64_t>> counters(DelegateHandle* handle) const {
     return {};
   }
+  // What this backend knows about one of its blobs, for `baton inspect` and the Python binding
+  // (include/baton/extension/inspect.h): one JSON object as text, e.g. the device and
+  // architecture it was built for, its bindings and steps. An empty string (the default) means
+  // the backend does not describe its blobs. Works without the device (programs are inspected on
+  // machines without one) and on any bytes: a blob that does not validate is an error (typically
+  // InvalidProgram, as `init` would return), which the description shows. May allocate; must be
+  // callable concurrently with everything else.
+  virtual Result<std::string> describe_blob(std::span<const uint8_t> blob) const {
+    return std::string();
+  }
 };
 
 // The registry keeps the pointer; the backend must outlive every Method that uses it (static

@@ -61,12 +61,18 @@ class Program : public std::enable_shared_from_this<Program> {
   // The file's producer string ("baton 0.1.0 from mlp.onnx").
   std::string_view producer() const;
   size_t file_size() const;
+  // The path the program was loaded from, or "<memory>".
+  std::string_view origin() const;
+  // The whole verified file (mapped, or the copy load_bytes made), valid while the Program lives:
+  // for tools that describe the file (include/baton/extension/inspect.h). docs/format.md is its
+  // layout.
+  std::span<const uint8_t> bytes() const;
 
   Result<std::unique_ptr<Method>> load_method(std::string_view name = "forward",
                                               const MethodOptions& options = {}) const;
 
+  // The loaded file and its mapping (src/runtime/program_impl.h); opaque outside the runtime.
   struct Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
   friend struct ProgramFactory;

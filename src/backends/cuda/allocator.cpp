@@ -2,6 +2,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/handles.h"
 
 namespace baton::cuda {
 namespace {
@@ -20,13 +21,15 @@ class CudaAllocator final : public runtime::DeviceAllocator {
     BATON_TRY(guard.status());
     // cudaMalloc returns 256-byte aligned memory, enough for any `alignment` the runtime asks.
     (void)alignment;
-    return device_malloc(device.index, bytes, "device memory");
+    BATON_ASSIGN_OR_RETURN(DeviceBuffer buffer,
+                           allocate_device_buffer(device.index, bytes, "device memory"));
+    // The runtime owns it from here and hands it back to deallocate.
+    return buffer.release();
   }
 
   void deallocate(Device device, void* ptr) override {
-    if (ptr == nullptr) return;
-    DeviceGuard guard(device.index);
-    cudaFree(ptr);
+    // Adopted, then freed on its device.
+    DeviceBuffer(ptr, device.index).reset();
   }
 
   Status copy(void* dst, Device dst_device, const void* src, Device src_device,

@@ -16,6 +16,8 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/engine.h"
+#include "backends/cuda/engine_describe.h"
+#include "backends/cuda/handles.h"
 #include "baton/core/log.h"
 #include "baton/cuda/backend.h"
 #include "baton/runtime/backend.h"
@@ -66,11 +68,13 @@ enum class Binding : uint8_t { Unknown, Direct, Staged };
 struct BindingState {
   uint64_t bytes = 0;
   bool is_output = false;
-  void* staging = nullptr;  // device buffer for host memory (none when staging is strict)
+  DeviceBuffer staging;  // for host memory (none when staging is strict or the GPU is integrated)
   const void* last_pointer = nullptr;
   Binding last = Binding::Unknown;
 };
 
+// Members are destroyed bottom-up: the events, then the staging buffers, then the execution
+// context (scratch, workspace, graph) and with it, when no other handle shares it, the engine.
 struct CudaHandle : runtime::DelegateHandle {
   std::unique_ptr<ExecutionContext> context;
   std::vector<void*> pointers;
@@ -78,9 +82,9 @@ struct CudaHandle : runtime::DelegateHandle {
   bool use_graph = true;
   bool strict = false;
   bool integrated = false;
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  cudaEvent_t done = nullptr;             // completion event of the last call
+  Event start;
+  Event stop;
+  Event done;                             // completion event of the last call
   bool pending = false;                   // `done` recorded and not yet waited for on the host
   cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
   bool logged_staging = false;
@@ -89,17 +93,12 @@ struct CudaHandle : runtime::DelegateHandle {
   std::optional<double> last_ms;
 
   ~CudaHandle() override {
-    if (!context) return;
-    DeviceGuard guard(context->engine().device());
-    // Work may still be in flight on the caller's stream: it uses this handle's buffers.
-    if (pending) cudaEventSynchronize(done);
-    for (cudaEvent_t e : {start, stop, done}) {
-      if (e) cudaEventDestroy(e);
+    // Work may still be in flight on the caller's stream: it uses this handle's buffers, which the
+    // members' owners free next.
+    if (pending && done) {
+      DeviceGuard guard(done.device());
+      cudaEventSynchronize(done.get());
     }
-    for (BindingState& b : bindings) {
-      if (b.staging) cudaFree(b.staging);
-    }
-    context.reset();
   }
 };
 
@@ -165,14 +164,14 @@ class CudaBackend final : public runtime::BackendInterface {
       // Staging buffers are sized and allocated here, never in execute.
       if (!handle->strict && !handle->integrated) {
         BATON_ASSIGN_OR_RETURN(
-            s.staging,
-            device_malloc(device, s.bytes, fmt::format("staging for partition '{}'", partition)));
+            s.staging, allocate_device_buffer(
+                           device, s.bytes, fmt::format("staging for partition '{}'", partition)));
       }
-      handle->bindings.push_back(s);
+      handle->bindings.push_back(std::move(s));
     }
-    BATON_CUDA_CHECK_ON(device, cudaEventCreate(&handle->start));
-    BATON_CUDA_CHECK_ON(device, cudaEventCreate(&handle->stop));
-    BATON_CUDA_CHECK_ON(device, cudaEventCreateWithFlags(&handle->done, cudaEventDisableTiming));
+    BATON_ASSIGN_OR_RETURN(handle->start, create_event(device));
+    BATON_ASSIGN_OR_RETURN(handle->stop, create_event(device));
+    BATON_ASSIGN_OR_RETURN(handle->done, create_event(device, cudaEventDisableTiming));
     return static_cast<runtime::DelegateHandle*>(handle.release());
   }
 
@@ -207,12 +206,14 @@ class CudaBackend final : public runtime::BackendInterface {
     // The previous call may still be running and uses the same scratch and staging buffers:
     // order this call after it on the device, without blocking the host. Always, not only when
     // the stream handle differs: cudaStreamPerThread names a different stream on each thread.
-    if (handle->pending) BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done, 0));
+    if (handle->pending) {
+      BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done.get(), 0));
+    }
     uint64_t staged_bytes = 0;
     const Status enqueued = enqueue_call(*handle, args, stream, staged_bytes);
     // Whatever was enqueued, even before a failure, uses this handle's buffers: later calls and
     // destroy must be ordered after it.
-    const cudaError_t recorded = cudaEventRecord(handle->done, stream);
+    const cudaError_t recorded = cudaEventRecord(handle->done.get(), stream);
     if (recorded == cudaSuccess) handle->pending = true;
     if (!enqueued.ok()) return enqueued;
     BATON_CUDA_CHECK_ON(device, recorded);
@@ -223,7 +224,8 @@ class CudaBackend final : public runtime::BackendInterface {
       handle->pending = false;
       if (args.profile) {
         float ms = 0.0f;
-        BATON_CUDA_CHECK_ON(device, cudaEventElapsedTime(&ms, handle->start, handle->stop));
+        BATON_CUDA_CHECK_ON(device,
+                            cudaEventElapsedTime(&ms, handle->start.get(), handle->stop.get()));
         handle->last_ms = ms;
       }
     } else {
@@ -255,6 +257,11 @@ class CudaBackend final : public runtime::BackendInterface {
             {"async_returns", handle->async_returns}};
   }
 
+  // The engine's header, bindings and steps, read from the blob alone (no GPU needed).
+  Result<std::string> describe_blob(std::span<const uint8_t> blob) const override {
+    return describe_engine_json(blob);
+  }
+
  private:
   static Status check_stream(CudaHandle& handle, cudaStream_t stream, const Engine& engine) {
     BATON_CHECK_OR_RETURN(stream != nullptr && stream != cudaStreamLegacy, InvalidArgument,
@@ -278,7 +285,7 @@ class CudaBackend final : public runtime::BackendInterface {
                              cudaStream_t stream, uint64_t& staged_bytes) {
     const int device = handle.context->engine().device();
     const size_t inputs = args.inputs.size();
-    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.start, stream));
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.start.get(), stream));
     for (size_t i = 0; i < handle.bindings.size(); ++i) {
       BindingState& b = handle.bindings[i];
       const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
@@ -286,10 +293,10 @@ class CudaBackend final : public runtime::BackendInterface {
         handle.pointers[i] = v->tensor.data;
         continue;
       }
-      handle.pointers[i] = b.staging;
+      handle.pointers[i] = b.staging.get();
       staged_bytes += b.bytes;
       if (!b.is_output && b.bytes) {
-        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging, v->tensor.data, b.bytes,
+        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging.get(), v->tensor.data, b.bytes,
                                                     cudaMemcpyHostToDevice, stream));
       }
     }
@@ -297,10 +304,11 @@ class CudaBackend final : public runtime::BackendInterface {
     for (size_t i = inputs; i < handle.bindings.size(); ++i) {
       const BindingState& b = handle.bindings[i];
       if (b.last != Binding::Staged || b.bytes == 0) continue;
-      BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging,
-                                                  b.bytes, cudaMemcpyDeviceToHost, stream));
+      BATON_CUDA_CHECK_ON(
+          device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging.get(), b.bytes,
+                                  cudaMemcpyDeviceToHost, stream));
     }
-    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.stop, stream));
+    if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.stop.get(), stream));
     return Status();
   }
 

@@ -69,20 +69,6 @@ cudaStream_t current_stream() {
 
 bool stream_selected() { return current_stream_guard() != nullptr; }
 
-Result<void*> device_malloc(int device, uint64_t bytes, std::string_view what) {
-  void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
-  if (e == cudaSuccess) return p;
-  cudaGetLastError();
-  const bool full = e == cudaErrorMemoryAllocation;
-  return Status(full ? Error::OutOfMemory : Error::DeviceError,
-                fmt::format("cannot allocate {} bytes of {} on cuda:{}: {}{}", bytes, what, device,
-                            status_string(e),
-                            full ? " (the GPU is out of memory: free some, or run fewer methods "
-                                   "or smaller batches on it)"
-                                 : ""));
-}
-
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

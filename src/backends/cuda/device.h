@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -56,10 +55,6 @@ cudaStream_t current_stream();
 bool stream_selected();
 
 int device_count();
-
-// cudaMalloc of `bytes` (256 when 0) on `device`, which must be current: OutOfMemory when the GPU
-// is full, DeviceError otherwise, the message naming `what` the memory was for and the device.
-Result<void*> device_malloc(int device, uint64_t bytes, std::string_view what);
 
 // Tests replace what the load-time checks see (device count and architectures) to exercise them
 // without, or with other, GPUs. nullopt restores the real query.

@@ -36,18 +36,19 @@ cublasLtEpilogue_t epilogue_of(uint8_t e) {
   }
 }
 
-Status make_layout(cublasLtMatrixLayout_t* layout, uint8_t dtype, int64_t rows, int64_t cols,
-                   int64_t ld, uint32_t batch, int64_t stride) {
-  BATON_CUDA_CHECK(cublasLtMatrixLayoutCreate(layout, data_type(dtype), static_cast<uint64_t>(rows),
+Result<MatrixLayout> make_layout(uint8_t dtype, int64_t rows, int64_t cols, int64_t ld,
+                                 uint32_t batch, int64_t stride) {
+  BATON_ASSIGN_OR_RETURN(MatrixLayout layout,
+                         create_matrix_layout(data_type(dtype), static_cast<uint64_t>(rows),
                                               static_cast<uint64_t>(cols), ld));
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
-    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                      &count, sizeof count));
     BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
-        *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+        layout.get(), CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
+        layout.get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
   }
-  return Status();
+  return layout;
 }
 
 bool is_binding(const BufferRef& r) { return r.space == static_cast<uint32_t>(Space::Binding); }
@@ -90,19 +91,18 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   DeviceGuard guard(h.device_id);
   BATON_TRY(guard.status());
   if (!blob_.weights().empty()) {
-    BATON_ASSIGN_OR_RETURN(weights_,
-                           device_malloc(h.device_id, blob_.weights().size(),
+    BATON_ASSIGN_OR_RETURN(
+        weights_, allocate_device_buffer(h.device_id, blob_.weights().size(),
                                          fmt::format("weights for partition '{}'", partition)));
-    BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_, blob_.weights().data(),
+    BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_.get(), blob_.weights().data(),
                                                 blob_.weights().size(), cudaMemcpyHostToDevice));
   }
   if (!blob_.cubin().empty()) {
-    BATON_CUDA_CHECK_ON(h.device_id, cudaLibraryLoadData(&library_, blob_.cubin().data(), nullptr,
-                                                         nullptr, 0, nullptr, nullptr, 0));
+    BATON_ASSIGN_OR_RETURN(library_, load_library(h.device_id, blob_.cubin().data()));
     for (size_t i = 0; i < blob_.kernels().size(); ++i) {
       const std::string name(blob_.kernel_name(i));
       cudaKernel_t k = nullptr;
-      const cudaError_t e = cudaLibraryGetKernel(&k, library_, name.c_str());
+      const cudaError_t e = cudaLibraryGetKernel(&k, library_.get(), name.c_str());
       BATON_CHECK_OR_RETURN(e == cudaSuccess, InvalidProgram,
                             "partition '{}': kernel '{}' is not in the engine's cubin: {}. The "
                             "program is damaged: compile the model again",
@@ -111,15 +111,14 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
     }
   }
   gemms_.resize(blob_.steps().size());
-  cublasLtHandle_t handle = nullptr;
-  BATON_CUDA_CHECK_ON(h.device_id, cublasLtCreate(&handle));
-  Status planned;
-  for (size_t s = 0; s < blob_.steps().size() && planned.ok(); ++s) {
-    if (blob_.steps()[s].kind == static_cast<uint32_t>(StepKind::Gemm))
-      planned = plan_gemm(handle, s);
+  // Planning needs a handle for the heuristics only; each execution context has its own.
+  BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
+  for (size_t s = 0; s < blob_.steps().size(); ++s) {
+    if (blob_.steps()[s].kind == static_cast<uint32_t>(StepKind::Gemm)) {
+      BATON_TRY(plan_gemm(handle.get(), s));
+    }
   }
-  cublasLtDestroy(handle);
-  return planned;
+  return Status();
 }
 
 Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
@@ -128,56 +127,55 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   const cublasComputeType_t compute = static_cast<Precision>(g.compute) == Precision::TF32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  BATON_CUDA_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
+  BATON_ASSIGN_OR_RETURN(p.desc, create_matmul_desc(compute, CUDA_R_32F));
   const int32_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   BATON_CUDA_CHECK(
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+      cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   BATON_CUDA_CHECK(
-      cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+      cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const cublasLtEpilogue_t epilogue = epilogue_of(g.epilogue);
-  BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                  sizeof epilogue));
+  BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                  &epilogue, sizeof epilogue));
   if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) {
-    const void* bias = static_cast<const uint8_t*>(weights_) + g.bias.offset;
+    const void* bias = static_cast<const uint8_t*>(weights_.get()) + g.bias.offset;
     const cudaDataType_t bias_type = data_type(g.bias_dtype);
-    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias, sizeof bias));
-    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                    &bias_type, sizeof bias_type));
+    BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
+        p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
   }
-  BATON_TRY(make_layout(&p.a, g.a_dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda,
-                        g.batch, g.stride_a));
-  BATON_TRY(make_layout(&p.b, g.b_dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb,
-                        g.batch, g.stride_b));
-  BATON_TRY(make_layout(&p.c, g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
-  BATON_TRY(make_layout(&p.d, g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
+  BATON_ASSIGN_OR_RETURN(p.a, make_layout(g.a_dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k,
+                                          g.lda, g.batch, g.stride_a));
+  BATON_ASSIGN_OR_RETURN(p.b, make_layout(g.b_dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n,
+                                          g.ldb, g.batch, g.stride_b));
+  BATON_ASSIGN_OR_RETURN(p.c, make_layout(g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
+  BATON_ASSIGN_OR_RETURN(p.d, make_layout(g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
   p.binds_caller_memory =
       is_binding(g.a) || is_binding(g.b) || is_binding(g.d) || (g.has_c && is_binding(g.c));
 
   // Two algorithms: one for the 256-byte aligned pointers the runtime plans, one that tolerates
   // any element-aligned caller pointer.
   for (int variant = 0; variant < 2; ++variant) {
-    cublasLtMatmulPreference_t pref = nullptr;
-    BATON_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
     const uint64_t workspace = blob_.header().workspace_bytes;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+        pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
     const uint32_t align = 4;
     for (auto attr :
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
       if (variant == 1 && st == CUBLAS_STATUS_SUCCESS) {
-        st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+        st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
       }
     }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     if (st == CUBLAS_STATUS_SUCCESS) {
-      st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, g.has_c ? p.c : p.d, p.d, pref,
-                                          1, &result, &found);
+      st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc.get(), p.a.get(), p.b.get(),
+                                          g.has_c ? p.c.get() : p.d.get(), p.d.get(), pref.get(), 1,
+                                          &result, &found);
     }
-    cublasLtMatmulPreferenceDestroy(pref);
     BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
                           "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
                           "n={} k={} batch={} ({}): {}. Compile with another --precision, or "
@@ -189,32 +187,19 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
-Engine::~Engine() {
-  // After a failed load nothing may exist, and device() may name no real GPU: touch none.
-  if (gemms_.empty() && library_ == nullptr && weights_ == nullptr) return;
-  DeviceGuard guard(device());
-  for (GemmPlan& p : gemms_) {
-    for (auto l : {p.a, p.b, p.c, p.d}) {
-      if (l) cublasLtMatrixLayoutDestroy(l);
-    }
-    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
-  }
-  if (library_) cudaLibraryUnload(library_);
-  if (weights_) cudaFree(weights_);
-}
-
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   const EngineBlob& blob = ctx->engine_->blob();
   const int device = ctx->engine_->device();
   DeviceGuard guard(device);
   BATON_TRY(guard.status());
-  BATON_CUDA_CHECK_ON(device, cublasLtCreate(&ctx->handle_));
-  auto allocate = [&](void** p, uint64_t bytes, const char* what) -> Status {
+  BATON_ASSIGN_OR_RETURN(ctx->handle_, create_cublaslt(device));
+  auto allocate = [&](DeviceBuffer* buffer, uint64_t bytes, const char* what) -> Status {
     if (bytes == 0) return Status();
     BATON_ASSIGN_OR_RETURN(
-        *p, device_malloc(device, bytes,
-                          fmt::format("{} for partition '{}'", what, ctx->engine_->partition())));
+        *buffer,
+        allocate_device_buffer(
+            device, bytes, fmt::format("{} for partition '{}'", what, ctx->engine_->partition())));
     return Status();
   };
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
@@ -231,20 +216,12 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   return ctx;
 }
 
-ExecutionContext::~ExecutionContext() {
-  DeviceGuard guard(engine_->device());
-  if (graph_) cudaGraphExecDestroy(graph_);
-  if (handle_) cublasLtDestroy(handle_);
-  if (scratch_) cudaFree(scratch_);
-  if (workspace_) cudaFree(workspace_);
-}
-
 void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> pointers) const {
   switch (static_cast<Space>(ref.space)) {
     case Space::Binding:
       return static_cast<uint8_t*>(pointers[ref.index]) + ref.offset;
     case Space::Scratch:
-      return static_cast<uint8_t*>(scratch_) + ref.offset;
+      return static_cast<uint8_t*>(scratch_.get()) + ref.offset;
     case Space::Weights:
       return static_cast<uint8_t*>(engine_->weights()) + ref.offset;
   }
@@ -270,10 +247,10 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
             aligned = aligned && reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
         }
         BATON_CUDA_CHECK_ON(
-            device,
-            cublasLtMatmul(handle_, p.desc, &g.alpha, a, p.a, b, p.b, &g.beta, c,
-                           g.has_c ? p.c : p.d, d, p.d, aligned ? &p.algo : &p.unaligned_algo,
-                           workspace_, blob.header().workspace_bytes, stream));
+            device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, p.a.get(), b,
+                                   p.b.get(), &g.beta, c, g.has_c ? p.c.get() : p.d.get(), d,
+                                   p.d.get(), aligned ? &p.algo : &p.unaligned_algo,
+                                   workspace_.get(), blob.header().workspace_bytes, stream));
         break;
       }
       case StepKind::Kernel: {
@@ -310,50 +287,46 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   if (graph_ && context == graph_context_ &&
       std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),
                  graph_pointers_.end())) {
-    BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_, stream));
+    BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));
     return Status();
   }
-  cudaGraph_t graph = nullptr;
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   const Status captured = enqueue_steps(pointers, stream);
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  if (!captured.ok()) {
-    if (graph) cudaGraphDestroy(graph);
-    return captured;
-  }
+  cudaGraph_t captured_graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
+  Graph graph(captured_graph, device);
+  BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(graph_, graph, &info) != cudaSuccess) {
+    if (cudaGraphExecUpdate(graph_.get(), graph.get(), &info) != cudaSuccess) {
       cudaGetLastError();
-      cudaGraphExecDestroy(graph_);
-      graph_ = nullptr;
+      graph_.reset();
     }
-  } else if (graph_) {
-    cudaGraphExecDestroy(graph_);
-    graph_ = nullptr;
+  } else {
+    graph_.reset();
   }
   if (!graph_) {
+    cudaGraphExec_t instantiated = nullptr;
     cudaError_t e = cudaSuccess;
     {
       ContextGuard in_stream_context(*api, context);
       BATON_TRY(in_stream_context.status());
-      e = cudaGraphInstantiate(&graph_, graph, 0);
+      e = cudaGraphInstantiate(&instantiated, graph.get(), 0);
     }
     if (e != cudaSuccess) {
-      cudaGraphDestroy(graph);
-      graph_ = nullptr;
       return BATON_ERROR(DeviceError,
                          "partition '{}': cudaGraphInstantiate failed on cuda:{}: {}. Set "
                          "BATON_CUDA_GRAPHS=0 (or the load option cuda_graphs=0) to launch its "
                          "steps without a graph",
                          engine_->partition(), device, status_string(e));
     }
+    graph_ = GraphExec(instantiated, device);
     graph_context_ = context;
   }
-  cudaGraphDestroy(graph);
+  graph.reset();  // the executable graph does not need it
   std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());
-  BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_, stream));
+  BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));
   return Status();
 }
 

@@ -19,13 +19,14 @@
 #include <vector>
 
 #include "backends/cuda/engine_format.h"
+#include "backends/cuda/handles.h"
 #include "baton/core/error.h"
 
 namespace baton::cuda {
 
 struct GemmPlan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  MatmulDesc desc;
+  MatrixLayout a, b, c, d;
   cublasLtMatmulAlgo_t algo{};            // for 256-byte aligned operands
   cublasLtMatmulAlgo_t unaligned_algo{};  // when a bound pointer is less aligned
   bool binds_caller_memory = false;       // reads or writes a binding
@@ -37,14 +38,15 @@ class Engine {
   // kernels, and plans every GEMM. `partition` names the delegate in messages.
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
                                               const std::string& partition);
-  ~Engine();
+  // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
+  ~Engine() = default;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   const EngineBlob& blob() const { return blob_; }
   int device() const { return blob_.header().device_id; }
   const std::string& partition() const { return partition_; }
-  void* weights() const { return weights_; }
+  void* weights() const { return weights_.get(); }
   cudaKernel_t kernel(uint32_t i) const { return kernels_[i]; }
   const GemmPlan& gemm(size_t step) const { return gemms_[step]; }
 
@@ -53,18 +55,21 @@ class Engine {
   Status init(std::span<const uint8_t> blob, const std::string& partition);
   Status plan_gemm(cublasLtHandle_t handle, size_t step);
 
+  // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
   std::string partition_;
-  void* weights_ = nullptr;
-  cudaLibrary_t library_ = nullptr;
-  std::vector<cudaKernel_t> kernels_;
-  std::vector<GemmPlan> gemms_;  // indexed by step (empty plans for other steps)
+  DeviceBuffer weights_;
+  Library library_;
+  std::vector<cudaKernel_t> kernels_;  // owned by library_
+  std::vector<GemmPlan> gemms_;        // indexed by step (empty plans for other steps)
 };
 
 class ExecutionContext {
  public:
   static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine);
-  ~ExecutionContext();
+  // Frees the graph, the workspace, the scratch and the cuBLASLt handle (on the engine's GPU), then
+  // lets go of the engine. Work still in flight must have been waited for.
+  ~ExecutionContext() = default;
 
   // Binds `pointers` (one per binding, in order) and enqueues the engine on `stream`. With
   // `use_graph`, replays the captured graph when the pointers (and the stream's context) are the
@@ -78,14 +83,15 @@ class ExecutionContext {
   Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
 
+  // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
   std::shared_ptr<Engine> engine_;
-  cublasLtHandle_t handle_ = nullptr;
-  void* scratch_ = nullptr;
-  void* workspace_ = nullptr;
+  CublasLtHandle handle_;
+  DeviceBuffer scratch_;
+  DeviceBuffer workspace_;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
   std::vector<std::vector<void*>> kernel_arg_ptrs_;
-  cudaGraphExec_t graph_ = nullptr;
+  GraphExec graph_;
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
 };

@@ -3,25 +3,25 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/driver.h"
+#include "backends/cuda/handles.h"
 
 namespace baton::cuda {
 namespace {
 
-// A green context and a non-blocking stream on it, for `resource` of `dev`.
+// A green context and a non-blocking stream on it, for `resource` of `dev`. Both are handed to the
+// GreenContext (which destroys them) only once both exist.
 Status make(const DriverApi& api, CUdevice dev, CUdevResource resource, void** context,
             cudaStream_t* stream) {
   CUdevResourceDesc desc = nullptr;
   BATON_CUDA_CHECK(api.cuDevResourceGenerateDesc(&desc, &resource, 1));
-  CUgreenCtx green = nullptr;
-  BATON_CUDA_CHECK(api.cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  CUstream s = nullptr;
-  const CUresult r = api.cuGreenCtxStreamCreate(&s, green, CU_STREAM_NON_BLOCKING, 0);
-  if (r != CUDA_SUCCESS) {
-    api.cuGreenCtxDestroy(green);
-    return BATON_ERROR(DeviceError, "cuGreenCtxStreamCreate failed: {}", status_string(r));
-  }
-  *context = green;
-  *stream = reinterpret_cast<cudaStream_t>(s);
+  CUgreenCtx raw_green = nullptr;
+  BATON_CUDA_CHECK(api.cuGreenCtxCreate(&raw_green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  GreenContextHandle green(raw_green);
+  CUstream raw_stream = nullptr;
+  BATON_CUDA_CHECK(api.cuGreenCtxStreamCreate(&raw_stream, green.get(), CU_STREAM_NON_BLOCKING, 0));
+  DriverStream s(raw_stream);
+  *context = green.release();
+  *stream = reinterpret_cast<cudaStream_t>(s.release());
   return Status();
 }
 
@@ -85,13 +85,9 @@ GreenContext& GreenContext::operator=(GreenContext&& o) noexcept {
 GreenContext::~GreenContext() { release(); }
 
 void GreenContext::release() {
-  if (!stream_ && !context_) return;
-  auto api = green_context_api();
-  if (!api.ok()) return;
-  if (stream_) (*api)->cuStreamDestroy(reinterpret_cast<CUstream>(stream_));
-  if (context_) (*api)->cuGreenCtxDestroy(static_cast<CUgreenCtx>(context_));
-  stream_ = nullptr;
-  context_ = nullptr;
+  // The stream first: it belongs to the context.
+  DriverStream(reinterpret_cast<CUstream>(std::exchange(stream_, nullptr))).reset();
+  GreenContextHandle(static_cast<CUgreenCtx>(std::exchange(context_, nullptr))).reset();
 }
 
 }  // namespace baton::cuda

@@ -19,8 +19,8 @@
 #include "baton/cuda/compiler.h"
 #include "baton/cuda/green_context.h"
 #include "baton/cuda/stream_guard.h"
+#include "baton/extension/module.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/module.h"
 #include "test_kernels.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"
@@ -136,7 +136,7 @@ class ContractTest : public ::testing::Test {
   // CPU-path result of the model for `x`.
   std::vector<float> reference(const Tensor& x) {
     static std::shared_ptr<const runtime::Program> cpu = compile("cpu", false);
-    auto module = runtime::Module::from_program(cpu).value();
+    auto module = extension::Module::from_program(cpu).value();
     auto out = module.run({x}).value();
     return std::vector<float>(out[0].data_as<float>(), out[0].data_as<float>() + out[0].numel());
   }
@@ -152,7 +152,7 @@ class ContractTest : public ::testing::Test {
 // --- zero copy and staging ----------------------------------------------------------------------
 
 TEST_F(ContractTest, DeviceAndManagedMemoryAreBoundWithoutCopies) {
-  auto module = runtime::Module::from_program(compile("cuda:0", /*io_device=*/true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", /*io_device=*/true)).value();
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor dy = device_tensor({64, 256});
@@ -199,8 +199,8 @@ struct LogCapture {
 TEST_F(ContractTest, HostMemoryIsStagedAndSaidOncePerHandle) {
   const auto program = compile("cuda:0", /*io_device=*/true);
   LogCapture log;
-  auto first = runtime::Module::from_program(program).value();
-  auto second = runtime::Module::from_program(program).value();
+  auto first = extension::Module::from_program(program).value();
+  auto second = extension::Module::from_program(program).value();
   const Tensor x = host_input();
   Tensor y = Tensor::empty(DType::Float32, {64, 256}).value();
   for (int i = 0; i < 3; ++i) {
@@ -234,8 +234,8 @@ TEST_F(ContractTest, StrictStagingRefusesHostMemory) {
   for (bool compile_spec : {false, true}) {
     SCOPED_TRACE(compile_spec ? "compile spec" : "load option");
     auto program = compile("cuda:0", true, /*strict=*/compile_spec);
-    auto module = runtime::Module::from_program(program, "forward",
-                                                compile_spec ? runtime::MethodOptions{} : strict)
+    auto module = extension::Module::from_program(program, "forward",
+                                                  compile_spec ? runtime::MethodOptions{} : strict)
                       .value();
     const Status s = module.run({x.view()}, {y.view()});
     ASSERT_FALSE(s.ok());
@@ -252,7 +252,7 @@ TEST_F(ContractTest, StrictStagingRefusesHostMemory) {
 
 // A view that says cuda:0 but points at host memory is a caller's mistake: refused, not staged.
 TEST_F(ContractTest, HostMemoryDeclaredAsDeviceMemoryIsRefused) {
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x = host_input();
   const Tensor dy = device_tensor({64, 256});
   const TensorView lying{x.data(), DType::Float32, x.sizes(), Device::cuda(0)};
@@ -289,7 +289,7 @@ TEST_F(ContractTest, ALabelThatDisagreesWithTheEngineIsRefusedAtLoad) {
 TEST_F(ContractTest, MemoryOnAnotherGpuIsRefusedNamingBoth) {
   if (!two_gpus())
     GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor other = device_copy(host_input(), /*device=*/1);
   const Tensor dy = device_tensor({64, 256});
   const Status s = module.run(
@@ -304,7 +304,7 @@ TEST_F(ContractTest, MemoryOnAnotherGpuIsRefusedNamingBoth) {
 
 TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
   auto kernels = testing::TestKernels::load(0).value();
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor dy = device_tensor({64, 256});
@@ -338,7 +338,7 @@ TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
 }
 
 TEST_F(ContractTest, RepeatedCallsWithoutSynchronizationAreRight) {
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   std::vector<Tensor> xs, dxs, dys;
@@ -368,7 +368,7 @@ TEST_F(ContractTest, RepeatedCallsWithoutSynchronizationAreRight) {
 
 TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice) {
   auto kernels = testing::TestKernels::load(0).value();
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x1 = host_input(), x2 = host_input();
   const Tensor d1 = device_copy(x1), d2 = device_copy(x2);
   const Tensor y1 = device_tensor({64, 256}), y2 = device_tensor({64, 256});
@@ -414,7 +414,7 @@ TEST_F(ContractTest, DestroyingAMethodWaitsForItsLastCall) {
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   {
-    auto module = runtime::Module::from_program(program).value();
+    auto module = extension::Module::from_program(program).value();
     ASSERT_TRUE(kernels.spin(stream, kSpinCycles).ok());
     cuda::StreamGuard guard(stream);
     {
@@ -429,7 +429,7 @@ TEST_F(ContractTest, DestroyingAMethodWaitsForItsLastCall) {
 
 TEST_F(ContractTest, StagingUnderACallerStreamSynchronizes) {
   auto kernels = testing::TestKernels::load(0).value();
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x = host_input();
   Tensor y = Tensor::empty(DType::Float32, {64, 256}).value();
   std::memset(y.data(), 0xFF, y.nbytes());
@@ -449,7 +449,7 @@ TEST_F(ContractTest, StagingUnderACallerStreamSynchronizes) {
 }
 
 TEST_F(ContractTest, StreamsThatCannotServeThePartitionAreRefused) {
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor dx = device_copy(host_input());
   const Tensor dy = device_tensor({64, 256});
   {
@@ -475,7 +475,7 @@ TEST_F(ContractTest, StreamsThatCannotServeThePartitionAreRefused) {
 
 // A graph captured for one output buffer must not write into it once another buffer is bound.
 TEST_F(ContractTest, GraphsAreNeverReplayedWithStalePointers) {
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor first = device_tensor({64, 256}), second = device_tensor({64, 256});
@@ -505,7 +505,7 @@ TEST_F(ContractTest, TheCallersCurrentDeviceIsRestored) {
     GTEST_SKIP() << "needs two GPUs (this host has " << gpus_ << "): run on nvidia-h200-x2";
   cudaSetDevice(1);
   auto program = compile("cuda:0", true);
-  auto module = runtime::Module::from_program(program);
+  auto module = extension::Module::from_program(program);
   ASSERT_TRUE(module.ok());
   int current = -1;
   cudaGetDevice(&current);
@@ -528,7 +528,7 @@ TEST_F(ContractTest, AProgramBuiltForCuda1RunsOnGpu1AndLeavesGpu0Alone) {
   const Tensor x = host_input();
   std::vector<float> on0;
   {
-    auto m0 = runtime::Module::from_program(compile("cuda:0", false)).value();
+    auto m0 = extension::Module::from_program(compile("cuda:0", false)).value();
     auto out = m0.run({x}).value();
     on0.assign(out[0].data_as<float>(), out[0].data_as<float>() + out[0].numel());
   }
@@ -537,7 +537,7 @@ TEST_F(ContractTest, AProgramBuiltForCuda1RunsOnGpu1AndLeavesGpu0Alone) {
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
   {
-    auto m1 = runtime::Module::from_program(compile("cuda:1", false)).value();
+    auto m1 = extension::Module::from_program(compile("cuda:1", false)).value();
     for (int i = 0; i < 3; ++i) {
       auto out = m1.run({x}).value();
       const std::vector<float> on1(out[0].data_as<float>(),
@@ -567,7 +567,7 @@ TEST_F(ContractTest, PartitionsOnTwoGpusHandOverWithPeerCopies) {
   auto compiled = compiler::compile_bytes(model_bytes(), options).value();
   EXPECT_EQ(compiled.summary().delegate_calls, 3u);
   auto program = runtime::Program::load_bytes(*compiled.serialize()).value();
-  auto module = runtime::Module::from_program(program).value();
+  auto module = extension::Module::from_program(program).value();
   const Tensor x = host_input();
   auto out = module.run({x}).value();
   EXPECT_LE(
@@ -593,7 +593,7 @@ TEST_F(ContractTest, AGreenContextConfinesTheMethodAndKeepsTheContract) {
               green.sm_count(), rest.sm_count(), cuda::devices()[0].multiprocessors);
   EXPECT_GE(green.sm_count(), 16);
 
-  auto module = runtime::Module::from_program(compile("cuda:0", true)).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
   const Tensor x = host_input();
   const Tensor dx = device_copy(x);
   const Tensor dy = device_tensor({64, 256});
@@ -676,7 +676,7 @@ TEST_F(ContractTest, ConcurrentMethodsShareWeightsAndMatchASingleThread) {
   // Single-thread results, bit for bit.
   std::vector<std::vector<float>> expected;
   {
-    auto module = runtime::Module::from_program(program).value();
+    auto module = extension::Module::from_program(program).value();
     const Tensor dy = device_tensor({64, 256});
     for (const Tensor& dx : dxs) {
       {
@@ -686,9 +686,9 @@ TEST_F(ContractTest, ConcurrentMethodsShareWeightsAndMatchASingleThread) {
       expected.push_back(read_now(dy.view()));
     }
   }
-  std::vector<runtime::Module> modules;
+  std::vector<extension::Module> modules;
   for (int t = 0; t < kThreads; ++t)
-    modules.push_back(runtime::Module::from_program(program).value());
+    modules.push_back(extension::Module::from_program(program).value());
   const cuda::EngineStats stats = cuda::engine_stats();
   EXPECT_EQ(stats.engines, 1u) << "weights must be resident once";
   std::atomic<int> mismatches{0}, failures{0};

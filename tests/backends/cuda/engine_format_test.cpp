@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "backends/cuda/engine_describe.h"
 #include "testing/aligned_bytes.h"
 
 namespace baton::cuda {
@@ -98,6 +100,45 @@ TEST(EngineFormatTest, RoundTrip) {
   EXPECT_EQ(blob->weights().size(), 512u);
   EXPECT_EQ(blob->cubin()[99], 0xCB);
   EXPECT_EQ(blob->steps()[0].gemm.k, 6);
+}
+
+// What `baton inspect` shows of an engine (the cuda backend's describe_blob hook): header, sizes,
+// bindings and one line per step, from the blob alone (no GPU, no CUDA call).
+TEST(EngineFormatTest, DescribesTheEngineForInspect) {
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  Aligned a(*bytes);
+  auto text = describe_engine_json(a.span());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["device"], "cuda:1");
+  EXPECT_EQ(j["sm_arch"], "sm_90");
+  EXPECT_EQ(j["precision"], "fp16");
+  EXPECT_EQ(j["cuda_version"], 13000);
+  EXPECT_EQ(j["cublaslt_version"], 130100);
+  EXPECT_EQ(j["cudnn_version"], 91900);
+  EXPECT_EQ(j["nvrtc_version"], 13000);
+  EXPECT_EQ(j["weights_bytes"], 512);
+  EXPECT_EQ(j["cubin_bytes"], 100);
+  EXPECT_EQ(j["scratch_bytes"], 256);
+  EXPECT_EQ(j["workspace_bytes"], 1 << 20);
+  EXPECT_EQ(j["bindings"], nlohmann::json::parse(R"([
+      {"name": "x", "dtype": "float32", "shape": [4, 6], "io": "input"},
+      {"name": "y", "dtype": "float32", "shape": [4, 5], "io": "output"}])"));
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][0]["kind"], "gemm");
+  EXPECT_EQ(j["steps"][0]["what"],
+            "cuBLASLt m=5 n=4 k=6 batch=1 trans=NN epilogue=bias A=weights@0 B=binding 0+0 "
+            "D=scratch@0");
+  EXPECT_EQ(j["steps"][1]["kind"], "kernel");
+  EXPECT_EQ(j["steps"][1]["what"], "k0_fused grid 1 block 256 (scratch@0 binding 1+0)");
+
+  // A damaged blob is the parser's error, which inspect shows in place of the engine.
+  std::vector<uint8_t> cut(bytes->begin(), bytes->begin() + 100);
+  Aligned c(cut);
+  auto damaged = describe_engine_json(c.span());
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_EQ(damaged.code(), Error::InvalidProgram) << damaged.status().to_string();
 }
 
 TEST(EngineFormatTest, EveryTruncationIsRejected) {

@@ -11,8 +11,8 @@
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
 #include "baton/cuda/stream_guard.h"
+#include "baton/extension/module.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/module.h"
 #include "testing/alloc/counting_allocator.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"
@@ -21,7 +21,7 @@ namespace baton {
 namespace {
 
 // x -> MatMul -> Add -> Gelu -> Softmax -> y on cuda:0, compiled with device-resident I/O.
-runtime::Module device_io_module() {
+extension::Module device_io_module() {
   testing::OnnxBuilder b(20);
   b.input("x", {8, 256});
   std::vector<float> w(256 * 256, 0.01f), bias(256, 0.1f);
@@ -38,7 +38,7 @@ runtime::Module device_io_module() {
   options.io = compiler::MethodIo::Device;
   auto compiled = compiler::compile_bytes(b.bytes(), options).value();
   auto program = runtime::Program::load_bytes(*compiled.serialize()).value();
-  return runtime::Module::from_program(program).value();
+  return extension::Module::from_program(program).value();
 }
 
 // Heap allocations made by 50 warm executes under a caller stream (after 5 that warm up).
@@ -74,7 +74,7 @@ class GpuNoAllocTest : public ::testing::Test {
 };
 
 TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
-  runtime::Module module = device_io_module();
+  extension::Module module = device_io_module();
   const Tensor x = testing::random_tensor(rng_, {8, 256});
   Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
   Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
@@ -88,7 +88,7 @@ TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
 // Host memory bound to the device-resident program is staged through buffers allocated at load:
 // after the first call's one log line, staging allocates nothing either.
 TEST_F(GpuNoAllocTest, WarmStagedExecuteAllocatesNothing) {
-  runtime::Module module = device_io_module();
+  extension::Module module = device_io_module();
   const Tensor x = testing::random_tensor(rng_, {8, 256});
   Tensor y = Tensor::empty(DType::Float32, {8, 256}).value();
   runtime::Method& m = module.method();

@@ -16,9 +16,9 @@
 #include "baton/compiler/compiler.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
 #include "baton/runtime/device_allocator.h"
-#include "baton/runtime/module.h"
-#include "baton/runtime/npy.h"
 #include "testing/model_cases.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
@@ -132,7 +132,7 @@ class GpuTest : public ::testing::Test {
 
   static std::vector<Tensor> run(const Compiled& c, const std::vector<Tensor>& inputs) {
     if (!c.program) return {};
-    auto module = runtime::Module::from_program(c.program);
+    auto module = extension::Module::from_program(c.program);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) return {};
     auto out = module->run(inputs);

@@ -8,7 +8,7 @@
 #include <functional>
 #include <limits>
 
-#include "baton/runtime/module.h"
+#include "baton/extension/module.h"
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
 #include "testing/onnx_builder.h"
@@ -200,7 +200,7 @@ CaseOutcome run_case(const CaseModel& model, compiler::BackendCompiler* backend)
     out.status = program.status();
     return out;
   }
-  auto module = runtime::Module::from_program(*program);
+  auto module = extension::Module::from_program(*program);
   if (!module.ok()) {
     out.status = module.status();
     return out;

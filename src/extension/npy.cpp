@@ -1,4 +1,4 @@
-#include "baton/runtime/npy.h"
+#include "baton/extension/npy.h"
 
 #include <cstring>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include "baton/core/check.h"
 #include "format/program_file.h"
 
-namespace baton::runtime {
+namespace baton::extension {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
@@ -155,4 +155,4 @@ Status write_npy(const std::string& path, const TensorView& tensor) {
   return format::write_file_atomically(path, out);
 }
 
-}  // namespace baton::runtime
+}  // namespace baton::extension

@@ -6,7 +6,7 @@
 
 #include "baton/core/tensor.h"
 
-namespace baton::runtime {
+namespace baton::extension {
 
 // Errors name the file and what is wrong with it (bad magic, Fortran order, unsupported dtype,
 // truncated data).
@@ -14,4 +14,4 @@ Result<Tensor> read_npy(const std::string& path);
 // Host tensors only. Written atomically.
 Status write_npy(const std::string& path, const TensorView& tensor);
 
-}  // namespace baton::runtime
+}  // namespace baton::extension

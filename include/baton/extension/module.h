@@ -1,7 +1,7 @@
 // Module: the convenience API. Loads a program, loads one method, and runs it on Tensors.
 //
 //   baton::register_builtins();
-//   auto module = baton::runtime::Module::load("model.baton");
+//   auto module = baton::extension::Module::load("model.baton");
 //   auto outputs = module->run({input});   // std::vector<baton::Tensor> on the host
 //
 // run() copies inputs into the method's planned memory and copies outputs into new host
@@ -16,18 +16,18 @@
 
 #include "baton/runtime/program.h"
 
-namespace baton::runtime {
+namespace baton::extension {
 
 class Module {
  public:
   static Result<Module> load(const std::string& path, std::string_view method = "forward",
-                             const MethodOptions& options = {});
-  static Result<Module> from_program(std::shared_ptr<const Program> program,
+                             const runtime::MethodOptions& options = {});
+  static Result<Module> from_program(std::shared_ptr<const runtime::Program> program,
                                      std::string_view method = "forward",
-                                     const MethodOptions& options = {});
+                                     const runtime::MethodOptions& options = {});
 
-  const Program& program() const { return *program_; }
-  Method& method() { return *method_; }
+  const runtime::Program& program() const { return *program_; }
+  runtime::Method& method() { return *method_; }
 
   // Inputs in method order; their count, dtypes and shapes must match (errors say which one is
   // wrong and how). Returns host copies of the outputs.
@@ -40,10 +40,10 @@ class Module {
   Status run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
 
  private:
-  Module(std::shared_ptr<const Program> program, std::unique_ptr<Method> method)
+  Module(std::shared_ptr<const runtime::Program> program, std::unique_ptr<runtime::Method> method)
       : program_(std::move(program)), method_(std::move(method)) {}
-  std::shared_ptr<const Program> program_;
-  std::unique_ptr<Method> method_;
+  std::shared_ptr<const runtime::Program> program_;
+  std::unique_ptr<runtime::Method> method_;
 };
 
-}  // namespace baton::runtime
+}  // namespace baton::extension

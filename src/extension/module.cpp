@@ -1,9 +1,14 @@
-#include "baton/runtime/module.h"
+#include "baton/extension/module.h"
 
 #include "baton/core/check.h"
 #include "baton/runtime/device_allocator.h"
 
-namespace baton::runtime {
+namespace baton::extension {
+
+using runtime::Method;
+using runtime::MethodOptions;
+using runtime::Program;
+using runtime::TensorInfo;
 
 Result<Module> Module::load(const std::string& path, std::string_view method,
                             const MethodOptions& options) {
@@ -39,7 +44,7 @@ Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
     BATON_ASSIGN_OR_RETURN(
         Tensor t,
         Tensor::empty(out.dtype, std::vector<int64_t>(out.sizes.begin(), out.sizes.end())));
-    BATON_TRY(copy_tensor(t.view(), out));
+    BATON_TRY(runtime::copy_tensor(t.view(), out));
     outputs.push_back(std::move(t));
   }
   return outputs;
@@ -56,4 +61,4 @@ Status Module::run(const std::vector<TensorView>& inputs, const std::vector<Tens
   return m.execute();
 }
 
-}  // namespace baton::runtime
+}  // namespace baton::extension

@@ -1,0 +1,92 @@
+#include "backends/cuda/engine_describe.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "backends/cuda/engine_format.h"
+#include "baton/core/check.h"
+
+namespace baton::cuda {
+namespace {
+
+using nlohmann::json;
+
+std::string buffer_text(const BufferRef& r) {
+  switch (static_cast<Space>(r.space)) {
+    case Space::Binding:
+      return fmt::format("binding {}+{}", r.index, r.offset);
+    case Space::Scratch:
+      return fmt::format("scratch@{}", r.offset);
+    case Space::Weights:
+      return fmt::format("weights@{}", r.offset);
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
+  BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(bytes));
+  const EngineHeader& h = e.header();
+  json j;
+  j["device"] = fmt::format("cuda:{}", h.device_id);
+  j["sm_arch"] = sm_arch_name(h.sm_arch);
+  j["precision"] = std::string(precision_name(e.precision()));
+  j["cuda_version"] = h.cuda_version;
+  j["cublaslt_version"] = h.cublaslt_version;
+  j["cudnn_version"] = h.cudnn_version;
+  j["nvrtc_version"] = h.nvrtc_version;
+  j["scratch_bytes"] = h.scratch_bytes;
+  j["workspace_bytes"] = h.workspace_bytes;
+  j["weights_bytes"] = e.weights().size();
+  j["cubin_bytes"] = e.cubin().size();
+  j["bindings"] = json::array();
+  for (size_t i = 0; i < e.bindings().size(); ++i) {
+    const BindingRecord& b = e.bindings()[i];
+    j["bindings"].push_back({{"name", std::string(e.binding_name(i))},
+                             {"dtype", std::string(dtype_name(static_cast<DType>(b.dtype)))},
+                             {"shape", std::vector<int64_t>(b.sizes, b.sizes + b.rank)},
+                             {"io", b.is_output ? "output" : "input"}});
+  }
+  j["steps"] = json::array();
+  for (const StepRecord& s : e.steps()) {
+    switch (static_cast<StepKind>(s.kind)) {
+      case StepKind::Gemm: {
+        const GemmStep& g = s.gemm;
+        j["steps"].push_back(
+            {{"kind", "gemm"},
+             {"what",
+              fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
+                          "A={} B={} D={}",
+                          g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
+                          epilogue_name(static_cast<GemmEpilogue>(g.epilogue)), buffer_text(g.a),
+                          buffer_text(g.b), buffer_text(g.d))}});
+        break;
+      }
+      case StepKind::Kernel: {
+        std::string ops;
+        for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
+          ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
+        }
+        j["steps"].push_back(
+            {{"kind", "kernel"},
+             {"what", fmt::format("{} grid {} block {} ({})", e.kernel_name(s.kernel.kernel),
+                                  s.kernel.grid[0], s.kernel.block[0], ops)}});
+        break;
+      }
+      case StepKind::Copy:
+        j["steps"].push_back(
+            {{"kind", "copy"},
+             {"what", fmt::format("{} bytes {} -> {}", s.copy.src.bytes, buffer_text(s.copy.src),
+                                  buffer_text(s.copy.dst))}});
+        break;
+    }
+  }
+  // Binding and kernel names are bytes from the file: invalid UTF-8 is replaced, never thrown
+  // about.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace baton::cuda

@@ -1,0 +1,242 @@
+#include "baton/extension/inspect.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "baton/core/check.h"
+#include "baton/runtime/backend.h"
+#include "format/program_file.h"
+
+namespace baton::extension {
+namespace {
+
+using nlohmann::json;
+
+std::string_view str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : s->string_view();
+}
+
+template <typename T>
+json list(const flatbuffers::Vector<T>* v) {
+  json out = json::array();
+  if (v != nullptr) {
+    for (uint32_t i = 0; i < v->size(); ++i) out.push_back(v->Get(i));
+  }
+  return out;
+}
+
+// Printable bytes as a string, anything else as hex.
+std::string spec_value(const flatbuffers::Vector<uint8_t>* v) {
+  if (v == nullptr) return "";
+  const bool printable =
+      std::all_of(v->begin(), v->end(), [](uint8_t c) { return c >= 0x20 && c < 0x7f; });
+  if (printable) return std::string(v->begin(), v->end());
+  std::string hex = "0x";
+  for (uint8_t c : *v) hex += fmt::format("{:02x}", c);
+  return hex;
+}
+
+json value_json(const fb::Value& v, int index) {
+  json j;
+  j["index"] = index;
+  switch (v.value_type()) {
+    case fb::ValueKind::Null:
+      j["kind"] = "none";
+      break;
+    case fb::ValueKind::Int:
+      j["kind"] = "int";
+      j["value"] = v.value_as_Int()->value();
+      break;
+    case fb::ValueKind::Float:
+      j["kind"] = "float";
+      j["value"] = v.value_as_Float()->value();
+      break;
+    case fb::ValueKind::String:
+      j["kind"] = "string";
+      j["value"] = std::string(str(v.value_as_String()->value()));
+      break;
+    case fb::ValueKind::IntList:
+      j["kind"] = "int_list";
+      j["value"] = list(v.value_as_IntList()->items());
+      break;
+    case fb::ValueKind::FloatList:
+      j["kind"] = "float_list";
+      j["value"] = list(v.value_as_FloatList()->items());
+      break;
+    case fb::ValueKind::Tensor: {
+      const fb::Tensor* t = v.value_as_Tensor();
+      j["kind"] = "tensor";
+      j["name"] = std::string(str(t->name()));
+      j["dtype"] = std::string(dtype_name(static_cast<DType>(t->dtype())));
+      j["shape"] = list(t->sizes());
+      j["device"] = format::device_of(*t).to_string();
+      switch (t->allocation()) {
+        case fb::AllocationKind::Arena:
+          j["allocation"] = "arena";
+          j["arena"] = t->arena();
+          j["offset"] = t->offset();
+          break;
+        case fb::AllocationKind::Constant:
+          j["allocation"] = "constant";
+          j["arena"] = nullptr;
+          j["constant_segment"] = t->constant_segment();
+          j["offset"] = t->offset();
+          break;
+        default:
+          j["allocation"] = "none";
+          j["arena"] = nullptr;
+          j["offset"] = nullptr;
+          break;
+      }
+      break;
+    }
+    default:
+      j["kind"] = "unknown";
+      break;
+  }
+  return j;
+}
+
+// What the delegate's backend says about its blob: null when the backend is not registered or
+// describes nothing; {"error": ...} when the blob does not validate or the description is not a
+// JSON object.
+json blob_json(std::string_view backend_id, std::span<const uint8_t> blob) {
+  const runtime::BackendInterface* backend = runtime::find_backend(backend_id);
+  if (backend == nullptr) return json();
+  Result<std::string> text = backend->describe_blob(blob);
+  if (!text.ok()) return {{"error", text.status().to_string()}};
+  if (text->empty()) return json();
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return {{"error", fmt::format("backend '{}' described its blob with text that is not a JSON "
+                                  "object; the backend's describe_blob is broken: {}",
+                                  backend_id, text->substr(0, 200))}};
+  }
+  return j;
+}
+
+json method_json(const format::ProgramFile& file, const fb::Method& m) {
+  json j;
+  j["name"] = std::string(str(m.name()));
+  j["inputs"] = list(m.inputs());
+  j["outputs"] = list(m.outputs());
+  j["values"] = json::array();
+  for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {
+    j["values"].push_back(value_json(*m.values()->Get(i), static_cast<int>(i)));
+  }
+  j["operators"] = json::array();
+  for (uint32_t i = 0; m.operators() && i < m.operators()->size(); ++i) {
+    const fb::Operator* op = m.operators()->Get(i);
+    j["operators"].push_back({{"index", i},
+                              {"name", std::string(str(op->name()))},
+                              {"domain", std::string(str(op->domain()))},
+                              {"opset", op->opset()}});
+  }
+  j["delegates"] = json::array();
+  for (uint32_t i = 0; m.delegates() && i < m.delegates()->size(); ++i) {
+    const fb::Delegate* d = m.delegates()->Get(i);
+    json specs = json::object();
+    for (uint32_t k = 0; d->compile_specs() && k < d->compile_specs()->size(); ++k) {
+      const fb::CompileSpec* cs = d->compile_specs()->Get(k);
+      specs[std::string(str(cs->key()))] = spec_value(cs->value());
+    }
+    json dj = {{"index", i},
+               {"name", std::string(str(d->name()))},
+               {"backend", std::string(str(d->backend()))},
+               {"compile_specs", specs},
+               {"target_device", specs.contains("target_device") ? specs["target_device"] : json()},
+               {"blob_segment", d->blob_segment()},
+               {"blob_size", file.segment(d->blob_segment()).size()}};
+    json engine = blob_json(str(d->backend()), file.segment(d->blob_segment()));
+    if (!engine.is_null()) {
+      dj["engine_device"] = engine.value("device", json());
+      dj["sm_arch"] = engine.value("sm_arch", json());
+      dj["engine"] = std::move(engine);
+    }
+    j["delegates"].push_back(dj);
+  }
+  j["arenas"] = json::array();
+  for (uint32_t i = 0; m.arenas() && i < m.arenas()->size(); ++i) {
+    const fb::Arena* a = m.arenas()->Get(i);
+    j["arenas"].push_back(
+        {{"index", i}, {"device", format::device_of(*a).to_string()}, {"size", a->size()}});
+  }
+  auto device_of = [&](int v) {
+    const fb::Tensor* t = m.values()->Get(v)->value_as_Tensor();
+    return format::device_of(*t).to_string();
+  };
+  j["instructions"] = json::array();
+  for (uint32_t i = 0; m.instructions() && i < m.instructions()->size(); ++i) {
+    const fb::Instruction* ins = m.instructions()->Get(i);
+    json x;
+    x["index"] = i;
+    if (const auto* k = ins->instruction_as_KernelCall()) {
+      x["kind"] = "kernel";
+      x["operator"] = k->operator_();
+      x["op"] = std::string(str(m.operators()->Get(k->operator_())->name()));
+      x["node"] = std::string(str(k->name()));
+      x["inputs"] = list(k->inputs());
+      x["attributes"] = list(k->attributes());
+      x["outputs"] = list(k->outputs());
+      json args = x["inputs"];
+      for (const auto& a : x["attributes"]) args.push_back(a);
+      for (const auto& o : x["outputs"]) args.push_back(o);
+      x["args"] = args;
+    } else if (const auto* d = ins->instruction_as_DelegateCall()) {
+      x["kind"] = "delegate";
+      x["delegate"] = d->delegate();
+      x["inputs"] = list(d->inputs());
+      x["outputs"] = list(d->outputs());
+      json args = x["inputs"];
+      for (const auto& o : x["outputs"]) args.push_back(o);
+      x["args"] = args;
+    } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
+      x["kind"] = "copy";
+      x["src"] = c->src();
+      x["dst"] = c->dst();
+      x["args"] = {c->src(), c->dst()};
+      x["src_device"] = device_of(c->src());
+      x["dst_device"] = device_of(c->dst());
+    }
+    j["instructions"].push_back(x);
+  }
+  return j;
+}
+
+json program_json(std::string_view path, const format::ProgramFile& file) {
+  json j;
+  j["file"] = std::string(path);
+  j["file_size"] = file.bytes().size();
+  j["format_version"] = file.header().format_version;
+  j["producer"] = std::string(str(file.program().producer()));
+  j["segments"] = json::array();
+  const auto* segs = file.program().segments();
+  for (uint32_t i = 0; segs && i < segs->size(); ++i) {
+    j["segments"].push_back({{"index", i},
+                             {"offset", file.header().segment_base_offset + segs->Get(i)->offset()},
+                             {"size", segs->Get(i)->size()}});
+  }
+  j["methods"] = json::array();
+  for (uint32_t i = 0; i < file.program().methods()->size(); ++i) {
+    j["methods"].push_back(method_json(file, *file.program().methods()->Get(i)));
+  }
+  return j;
+}
+
+// Names and strings in a program file are bytes: invalid UTF-8 is replaced, never thrown about.
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+Result<std::string> describe_program_json(const std::string& path) {
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(path));
+  return describe_program_json(*program);
+}
+
+Result<std::string> describe_program_json(const runtime::Program& program) {
+  // The Program verified these bytes when it loaded them; parsing them again only builds the view.
+  BATON_ASSIGN_OR_RETURN(format::ProgramFile file, format::ProgramFile::parse(program.bytes()));
+  return dump(program_json(program.origin(), file));
+}
+
+}  // namespace baton::extension

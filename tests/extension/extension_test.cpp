@@ -1,0 +1,249 @@
+// Extension: Module (load a program, run a method on tensors), .npy I/O, and the program
+// description `baton inspect` prints (with each registered backend describing its blobs).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "baton/baton.h"
+#include "baton/extension/inspect.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
+#include "format/program_file.h"
+#include "testing/program_builder.h"
+#include "testing/random.h"
+#include "testing/sample_programs.h"
+#include "testing/test_backend.h"
+
+namespace baton {
+namespace {
+
+using runtime::Program;
+using testing::make_add_relu_program;
+
+class ModuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    testing::register_test_backend();
+    testing::test_backend_stats().reset();
+  }
+
+  std::shared_ptr<const Program> load(const std::vector<uint8_t>& bytes) {
+    auto p = Program::load_bytes(bytes);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? *p : nullptr;
+  }
+
+  std::vector<int64_t> sizes_ = {2, 3};
+};
+
+class InspectTest : public ModuleTest {};
+
+TEST_F(ModuleTest, RunsIntoCallerBuffers) {
+  auto p = make_add_relu_program(true);
+  auto module = extension::Module::from_program(load(p.builder.bytes())).value();
+  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, out(6, 0.0f);
+  ASSERT_TRUE(module
+                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
+                       {TensorView{out.data(), DType::Float32, sizes_, Device::cpu()}})
+                  .ok());
+  const auto want = testing::add_relu_reference(p, x);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[i], want[i]);
+  const Status s = module.run({}, {});
+  EXPECT_NE(s.message().find("takes 1 inputs and 1 outputs, got 0 and 0"), std::string::npos);
+}
+
+// run(tensors) after run(views): the outputs go to the method's own memory again, never to the
+// caller buffers of the earlier call (which the caller may have freed by then).
+TEST_F(ModuleTest, RunIntoNewTensorsForgetsEarlierCallerBuffers) {
+  auto p = make_add_relu_program(true);
+  auto module = extension::Module::from_program(load(p.builder.bytes())).value();
+  std::vector<float> x = {-1.0f, 2.0f, 0.5f, 1.0f, -3.0f, 0.25f}, earlier(6, 0.0f);
+  ASSERT_TRUE(module
+                  .run({TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}},
+                       {TensorView{earlier.data(), DType::Float32, sizes_, Device::cpu()}})
+                  .ok());
+  std::fill(earlier.begin(), earlier.end(), -7.0f);
+  x[0] = 4.0f;
+  Tensor input = Tensor::empty(DType::Float32, {2, 3}).value();
+  std::copy(x.begin(), x.end(), input.data_as<float>());
+  auto outputs = module.run({input});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const auto want = testing::add_relu_reference(p, x);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*outputs)[0].data_as<float>()[i], want[i]);
+  for (float v : earlier) EXPECT_EQ(v, -7.0f);
+}
+
+TEST_F(ModuleTest, RunChecksCountAndCopiesOutputs) {
+  auto p = make_add_relu_program(true);
+  auto module = extension::Module::from_program(load(p.builder.bytes()));
+  ASSERT_TRUE(module.ok());
+  auto none = module->run({});
+  EXPECT_EQ(none.code(), Error::InvalidArgument);
+  EXPECT_NE(none.status().message().find("takes 1 inputs ('x' float32 [2, 3]), got 0"),
+            std::string::npos)
+      << none.status().to_string();
+  std::mt19937 rng(11);
+  Tensor x = testing::random_tensor(rng, {2, 3});
+  auto out = module->run({x});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 1u);
+  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
+  const auto want = testing::add_relu_reference(p, xs);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
+  // The returned tensor is a copy: running again does not change it.
+  const float before = (*out)[0].data_as<float>()[0];
+  Tensor x2 = testing::random_tensor(rng, {2, 3}, 5.0f, 6.0f);
+  ASSERT_TRUE(module->run({x2}).ok());
+  EXPECT_EQ((*out)[0].data_as<float>()[0], before);
+}
+
+TEST_F(ModuleTest, ProgramsLoadedFromAFileMapTheirConstants) {
+  auto p = make_add_relu_program(true);
+  const std::string path = ::testing::TempDir() + "/add_relu.baton";
+  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  auto module = extension::Module::load(path);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  EXPECT_EQ(module->program().method_name(0), "forward");
+  EXPECT_EQ(module->program().producer(), "ProgramBuilder");
+  std::mt19937 rng(5);
+  Tensor x = testing::random_tensor(rng, {2, 3});
+  auto out = module->run({x});
+  ASSERT_TRUE(out.ok());
+  const std::vector<float> xs(x.data_as<float>(), x.data_as<float>() + 6);
+  const auto want = testing::add_relu_reference(p, xs);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ((*out)[0].data_as<float>()[i], want[i]);
+}
+
+TEST(NpyTest, RoundTripsEveryDtype) {
+  const std::string dir = ::testing::TempDir();
+  for (DType dtype : {DType::Float32, DType::Float16, DType::Int64, DType::Int32, DType::Bool,
+                      DType::Float64, DType::UInt8, DType::Int8, DType::Int16}) {
+    for (std::vector<int64_t> sizes : {std::vector<int64_t>{}, std::vector<int64_t>{5},
+                                       std::vector<int64_t>{2, 3, 4}, std::vector<int64_t>{0, 3}}) {
+      Tensor t = Tensor::empty(dtype, sizes).value();
+      auto* bytes = static_cast<uint8_t*>(t.data());
+      for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+      if (dtype == DType::Bool) {
+        for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] &= 1;
+      }
+      const std::string path = dir + "/t.npy";
+      ASSERT_TRUE(extension::write_npy(path, t.view()).ok());
+      auto back = extension::read_npy(path);
+      ASSERT_TRUE(back.ok()) << back.status().to_string();
+      EXPECT_EQ(back->dtype(), dtype);
+      EXPECT_EQ(back->sizes(), sizes);
+      EXPECT_EQ(std::memcmp(back->data(), t.data(), t.nbytes()), 0);
+    }
+  }
+}
+
+TEST(NpyTest, RejectsBadFilesWithReasons) {
+  const std::string path = ::testing::TempDir() + "/bad.npy";
+  auto write = [&](const std::string& text) {
+    std::vector<uint8_t> b(text.begin(), text.end());
+    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
+  };
+  write("hello");
+  EXPECT_NE(extension::read_npy(path).status().message().find("not a .npy file"),
+            std::string::npos);
+  std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header);
+  EXPECT_EQ(extension::read_npy(path).code(), Error::NotSupported);
+  header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+        std::string(16, '\0'));
+  EXPECT_NE(extension::read_npy(path).status().message().find("Fortran order"), std::string::npos);
+  header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+        std::string(15, '\0'));
+  EXPECT_NE(extension::read_npy(path).status().message().find("has 15 data bytes"),
+            std::string::npos);
+  EXPECT_EQ(extension::read_npy("/nonexistent.npy").code(), Error::IoError);
+}
+
+// The description of a program whose delegate belongs to the test backend: every part of the file,
+// and the backend's own description of its blob (through BackendInterface::describe_blob).
+TEST_F(InspectTest, AsksTheBackendToDescribeItsBlob) {
+  auto p = make_add_relu_program(true);
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  auto text = extension::describe_program_json(*program);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  EXPECT_EQ(testing::test_backend_stats().describes, 1);
+  EXPECT_EQ(testing::test_backend_stats().inits, 0) << "describing must not initialize";
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["file"], "<memory>");
+  EXPECT_EQ(j["producer"], "ProgramBuilder");
+  EXPECT_EQ(j["file_size"], p.builder.bytes().size());
+  ASSERT_EQ(j["methods"].size(), 1u);
+  const auto& m = j["methods"][0];
+  EXPECT_EQ(m["name"], "forward");
+  EXPECT_EQ(m["instructions"].size(), 3u);
+  EXPECT_EQ(m["instructions"][2]["kind"], "delegate");
+  ASSERT_EQ(m["delegates"].size(), 1u);
+  const auto& d = m["delegates"][0];
+  EXPECT_EQ(d["backend"], testing::kTestBackendId);
+  EXPECT_EQ(d["name"], "test_0");
+  EXPECT_EQ(d["target_device"], "cpu");
+  EXPECT_EQ(d["compile_specs"]["flavor"], "mul");
+  EXPECT_EQ(d["engine"], nlohmann::json::parse(R"({"format": "TBE1", "inputs": 1, "outputs": 1,
+      "constants": 1, "temporaries": 0, "elements": 6, "ops": ["mul 0 1 -> 2"]})"));
+  // The test backend names no device or architecture.
+  EXPECT_TRUE(d["engine_device"].is_null());
+  EXPECT_TRUE(d["sm_arch"].is_null());
+}
+
+// A blob its backend rejects is described as the error (the rest of the program still is); a
+// backend that is not registered leaves its blob undescribed.
+TEST_F(InspectTest, ShowsRejectedBlobsAndSkipsUnknownBackends) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {2, 3});
+  const int y = b.tensor("y", DType::Float32, {2, 3});
+  const int z = b.tensor("z", DType::Float32, {2, 3});
+  const int bad = b.delegate(testing::kTestBackendId, {}, {'j', 'u', 'n', 'k'}, "bad");
+  const int elsewhere = b.delegate("not_registered", {}, {1, 2, 3}, "elsewhere");
+  b.delegate_call(bad, {x}, {y});
+  b.delegate_call(elsewhere, {y}, {z});
+  b.inputs({x});
+  b.outputs({z});
+  auto program = load(b.bytes());
+  ASSERT_TRUE(program);
+  auto text = extension::describe_program_json(*program);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  const auto& delegates = j["methods"][0]["delegates"];
+  ASSERT_EQ(delegates.size(), 2u);
+  ASSERT_TRUE(delegates[0].contains("engine"));
+  const std::string error = delegates[0]["engine"].value("error", "");
+  EXPECT_NE(error.find("InvalidProgram"), std::string::npos) << error;
+  EXPECT_NE(error.find("TBE1 magic"), std::string::npos) << error;
+  EXPECT_EQ(delegates[0]["blob_size"], 4);
+  EXPECT_FALSE(delegates[1].contains("engine")) << delegates[1].dump();
+  EXPECT_FALSE(delegates[1].contains("engine_device"));
+  EXPECT_EQ(delegates[1]["backend"], "not_registered");
+}
+
+TEST_F(InspectTest, DescribesAFileByItsPathAndReportsLoadErrors) {
+  auto p = make_add_relu_program(false);
+  const std::string path = ::testing::TempDir() + "/inspect_me.baton";
+  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  auto text = extension::describe_program_json(path);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["file"], path);
+  EXPECT_TRUE(j["methods"][0]["delegates"].empty());
+  EXPECT_EQ(testing::test_backend_stats().describes, 0);
+
+  auto missing = extension::describe_program_json("/nonexistent/program.baton");
+  EXPECT_EQ(missing.code(), Error::IoError);
+  EXPECT_NE(missing.status().message().find("/nonexistent/program.baton"), std::string::npos);
+  const std::string junk = ::testing::TempDir() + "/junk.baton";
+  ASSERT_TRUE(format::write_file_atomically(junk, std::vector<uint8_t>(100, 7)).ok());
+  EXPECT_EQ(extension::describe_program_json(junk).code(), Error::InvalidProgram);
+}
+
+}  // namespace
+}  // namespace baton
