@@ -83,7 +83,10 @@ TEST(EndToEndTest, GeneratedModelsMatchOnnxRuntime) {
   }
 }
 
-TEST(EndToEndTest, TorchExportedModelsMatchOnnxRuntime) {
+// References: onnxruntime's outputs for float32 exports; PyTorch's float32 outputs on the same
+// weights for exports made after model.half() (onnxruntime's CPU provider has no float16 MatMul),
+// within twice PyTorch's own float16 error.
+TEST(EndToEndTest, TorchExportedModelsMatchTheirReferences) {
   register_builtins();
   const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models";
   const auto results = run_cases(dir);

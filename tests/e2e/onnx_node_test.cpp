@@ -288,9 +288,11 @@ std::string_view outcome_name(Outcome o) {
   return "?";
 }
 
-// Runs every node test on one backend, writes its report, and checks there are no failures and
-// at least `min_pass` passes.
-void run_all(const std::string& backend_name, compiler::BackendCompiler* backend, int min_pass) {
+// Runs every node test on one backend, writes its report, and checks there are no failures, at
+// least `min_pass` passes (wherever the nodes ran) and at least `min_on_backend` tests whose
+// nodes the backend itself ran.
+void run_all(const std::string& backend_name, compiler::BackendCompiler* backend, int min_pass,
+             int min_on_backend) {
   const fs::path dir_root = node_dir();
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(dir_root)) {
@@ -344,7 +346,9 @@ void run_all(const std::string& backend_name, compiler::BackendCompiler* backend
   for (const Row& r : rows) {
     EXPECT_NE(r.outcome, Outcome::Fail) << r.test << " (" << r.ops << "): " << r.detail;
   }
-  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen], min_pass);
+  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen] + counts[Outcome::CpuOnly],
+            min_pass);
+  EXPECT_GE(counts[Outcome::Pass] + counts[Outcome::PassFrozen], min_on_backend);
 }
 
 TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
@@ -352,7 +356,7 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
   register_builtins();
   set_log_level(LogLevel::Error);
   // 117 node tests of the supported ops pass today; a drop means the runner or a kernel broke.
-  run_all("cpu", nullptr, 117);
+  run_all("cpu", nullptr, 117, 117);
 }
 
 TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
@@ -367,8 +371,9 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
   set_log_level(LogLevel::Error);
   auto backend = compiler::make_backend_compiler({Device::cuda(0), "", "fp32"});
   ASSERT_TRUE(backend.ok()) << backend.status().to_string();
-  // The GPU runs a subset; what it does not take runs on the CPU, so the pass count is the CPU's.
-  run_all("cuda:0", backend->get(), 117);
+  // The GPU runs a subset (96 on an H100, 2026-11-23); what it does not take runs on the CPU, so
+  // the pass count is the CPU's.
+  run_all("cuda:0", backend->get(), 117, 96);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif
