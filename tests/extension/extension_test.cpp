@@ -12,6 +12,7 @@
 #include "baton/extension/npy.h"
 #include "format/program_file.h"
 #include "testing/program_builder.h"
+#include "testing/program_fixture.h"
 #include "testing/random.h"
 #include "testing/sample_programs.h"
 #include "testing/test_backend.h"
@@ -22,22 +23,7 @@ namespace {
 using runtime::Program;
 using testing::make_add_relu_program;
 
-class ModuleTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    register_builtins();
-    testing::register_test_backend();
-    testing::test_backend_stats().reset();
-  }
-
-  std::shared_ptr<const Program> load(const std::vector<uint8_t>& bytes) {
-    auto p = Program::load_bytes(bytes);
-    EXPECT_TRUE(p.ok()) << p.status().to_string();
-    return p.ok() ? *p : nullptr;
-  }
-
-  std::vector<int64_t> sizes_ = {2, 3};
-};
+using ModuleTest = testing::ProgramTest;
 
 class InspectTest : public ModuleTest {};
 

@@ -33,7 +33,8 @@ TEST(Conformance, EveryRegisteredOpHasCases) {
   register_builtins();
   const std::set<std::string> covered = ops_with_cases();
   for (std::string_view op : runtime::kernel_registry().names()) {
-    EXPECT_TRUE(covered.count(std::string(op))) << op << " has a CPU kernel but no conformance case";
+    EXPECT_TRUE(covered.count(std::string(op)))
+        << op << " has a CPU kernel but no conformance case";
   }
 }
 
@@ -101,8 +102,9 @@ TEST(Conformance, CudaLoweringsBuildForEveryCase) {
       auto compiled = compiler::compile_bytes(model.onnx, options);
       ASSERT_TRUE(compiled.ok()) << case_name(c, t) << ": " << compiled.status().to_string();
       EXPECT_EQ(compiled->summary().delegate_calls, c.cuda ? 1u : 0u)
-          << case_name(c, t) << (c.cuda ? ": the CUDA engine did not take the node"
-                                        : ": the CUDA engine took a node the table says it cannot");
+          << case_name(c, t)
+          << (c.cuda ? ": the CUDA engine did not take the node"
+                     : ": the CUDA engine took a node the table says it cannot");
       ++built;
     }
   }

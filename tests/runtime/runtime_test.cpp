@@ -8,6 +8,7 @@
 #include "baton/baton.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/program.h"
+#include "testing/program_fixture.h"
 #include "testing/random.h"
 #include "testing/sample_programs.h"
 #include "testing/test_backend.h"
@@ -19,22 +20,7 @@ using runtime::Method;
 using runtime::Program;
 using testing::make_add_relu_program;
 
-class RuntimeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    register_builtins();
-    testing::register_test_backend();
-    testing::test_backend_stats().reset();
-  }
-
-  std::shared_ptr<const Program> load(const std::vector<uint8_t>& bytes) {
-    auto p = Program::load_bytes(bytes);
-    EXPECT_TRUE(p.ok()) << p.status().to_string();
-    return p.ok() ? *p : nullptr;
-  }
-
-  std::vector<int64_t> sizes_ = {2, 3};
-};
+using RuntimeTest = testing::ProgramTest;
 
 TEST_F(RuntimeTest, ExecutesKernelsAndDelegateAndMatchesReference) {
   for (bool with_delegate : {false, true}) {

@@ -18,10 +18,14 @@ struct Domain {
 };
 const std::map<std::string, std::vector<Domain>>& domains() {
   static const std::map<std::string, std::vector<Domain>> d = {
-      {"Log", {{0.25, 8, 0}}},         {"Sqrt", {{0, 8, 0}}},
-      {"Reciprocal", {{-4, 4, 0.25}}}, {"Exp", {{-3, 3, 0}}},
-      {"Div", {{-4, 4, 0}, {-4, 4, 0.5}}}, {"Pow", {{0.5, 2, 0}, {-2, 2, 0}}},
-      {"Erf", {{-3, 3, 0}}},           {"Tanh", {{-3, 3, 0}}},
+      {"Log", {{0.25, 8, 0}}},
+      {"Sqrt", {{0, 8, 0}}},
+      {"Reciprocal", {{-4, 4, 0.25}}},
+      {"Exp", {{-3, 3, 0}}},
+      {"Div", {{-4, 4, 0}, {-4, 4, 0.5}}},
+      {"Pow", {{0.5, 2, 0}, {-2, 2, 0}}},
+      {"Erf", {{-3, 3, 0}}},
+      {"Tanh", {{-3, 3, 0}}},
       {"Sigmoid", {{-6, 6, 0}}},
   };
   return d;
@@ -68,8 +72,8 @@ void elementwise_cases(std::vector<Case>& out) {
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
     const std::string op(row.name);
     if (row.arity == 1) {
-      for (std::vector<int64_t> s : std::vector<std::vector<int64_t>>{{}, {1}, {17}, {3, 5},
-                                                                      {2, 3, 7}}) {
+      for (std::vector<int64_t> s :
+           std::vector<std::vector<int64_t>>{{}, {1}, {17}, {3, 5}, {2, 3, 7}}) {
         out.push_back(make(op, shape_to_string(s), {in(s, op)}));
       }
       continue;
@@ -78,12 +82,13 @@ void elementwise_cases(std::vector<Case>& out) {
         {{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{2, 1, 4}, {3, 1}}, {{}, {4}}, {{7}, {1}}, {{5, 1}, {}},
     };
     for (const auto& [a, b] : pairs) {
-      out.push_back(make(op, shape_to_string(a) + " x " + shape_to_string(b),
-                         {in(a, op, 0), in(b, op, 1)}));
+      out.push_back(
+          make(op, shape_to_string(a) + " x " + shape_to_string(b), {in(a, op, 0), in(b, op, 1)}));
     }
     // A constant operand (weights, biases) folds into the GPU kernel as data or a literal.
     out.push_back(make(op, "[4, 6] x constant [6]", {in({4, 6}, op, 0), constant(in({6}, op, 1))}));
-    out.push_back(make(op, "[4, 6] x constant scalar", {in({4, 6}, op, 0), constant(in({}, op, 1))}));
+    out.push_back(
+        make(op, "[4, 6] x constant scalar", {in({4, 6}, op, 0), constant(in({}, op, 1))}));
   }
 }
 
@@ -98,17 +103,17 @@ void gemm_cases(std::vector<Case>& out) {
                      G{3, 17, 9, 1, 0, 0.5, 2.0, 2}, G{7, 13, 11, 1, 1, 1.5, 0.25, 3},
                      G{6, 29, 10, 0, 1, 1.0, 0.5, 4}, G{1, 100, 3, 0, 1, 1.0, 1.0, 1},
                      G{4, 9, 6, 0, 0, 1.0, 1.0, 5}}) {
-    std::vector<CaseInput> ins = {in(g.ta ? std::vector<int64_t>{g.k, g.m} : std::vector<int64_t>{g.m, g.k}),
-                                  constant(in(g.tb ? std::vector<int64_t>{g.n, g.k}
-                                                   : std::vector<int64_t>{g.k, g.n}))};
+    std::vector<CaseInput> ins = {
+        in(g.ta ? std::vector<int64_t>{g.k, g.m} : std::vector<int64_t>{g.m, g.k}),
+        constant(in(g.tb ? std::vector<int64_t>{g.n, g.k} : std::vector<int64_t>{g.k, g.n}))};
     if (g.c == 1) ins.push_back(constant(in({g.n})));
     if (g.c == 2) ins.push_back(constant(in({g.m, g.n})));
     if (g.c == 3) ins.push_back(constant(in({1})));
     if (g.c == 4) ins.push_back(in({g.m, g.n}));
     if (g.c == 5) ins.push_back(constant(in({g.m, 1})));
     out.push_back(make("Gemm",
-                       fmt::format("m={} k={} n={} transA={} transB={} alpha={} beta={} C={}",
-                                   g.m, g.k, g.n, g.ta, g.tb, g.alpha, g.beta, g.c),
+                       fmt::format("m={} k={} n={} transA={} transB={} alpha={} beta={} C={}", g.m,
+                                   g.k, g.n, g.ta, g.tb, g.alpha, g.beta, g.c),
                        ins,
                        {{"transA", AttrValue::of_int(g.ta)},
                         {"transB", AttrValue::of_int(g.tb)},
@@ -119,9 +124,14 @@ void gemm_cases(std::vector<Case>& out) {
 
 void matmul_cases(std::vector<Case>& out) {
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, bool> shapes[] = {
-      {{5, 37}, {37, 19}, true},       {{2, 7, 13}, {13, 11}, true},  {{3, 5, 9}, {3, 9, 6}, false},
-      {{5, 9}, {4, 9, 7}, false},      {{2, 3, 4, 5}, {2, 3, 5, 3}, false}, {{17}, {17, 3}, true},
-      {{4, 17}, {17}, false},          {{2, 1, 3, 4}, {5, 4, 2}, false},
+      {{5, 37}, {37, 19}, true},
+      {{2, 7, 13}, {13, 11}, true},
+      {{3, 5, 9}, {3, 9, 6}, false},
+      {{5, 9}, {4, 9, 7}, false},
+      {{2, 3, 4, 5}, {2, 3, 5, 3}, false},
+      {{17}, {17, 3}, true},
+      {{4, 17}, {17}, false},
+      {{2, 1, 3, 4}, {5, 4, 2}, false},
   };
   for (const auto& [a, b, b_constant] : shapes) {
     CaseInput bi = in(b);
@@ -155,7 +165,8 @@ void other_cases(std::vector<Case>& out) {
   out.push_back(make("Transpose", "[4, 6] default perm", {in({4, 6})}));
   out.push_back(make("Concat", "[2, 3] [2, 4] axis 1", {in({2, 3}), in({2, 4})},
                      {{"axis", AttrValue::of_int(1)}}));
-  out.push_back(make("Concat", "[2, 3, 5] x3 axis -3", {in({2, 3, 5}), in({1, 3, 5}), in({3, 3, 5})},
+  out.push_back(make("Concat", "[2, 3, 5] x3 axis -3",
+                     {in({2, 3, 5}), in({1, 3, 5}), in({3, 3, 5})},
                      {{"axis", AttrValue::of_int(-3)}}));
   out.push_back(make("Concat", "[4, 2] with a constant", {in({4, 2}), constant(in({4, 1}))},
                      {{"axis", AttrValue::of_int(-1)}}));
@@ -166,7 +177,8 @@ void other_cases(std::vector<Case>& out) {
     out.push_back(make("Flatten", fmt::format("[2, 3, 4] axis {}", axis), {in({2, 3, 4})},
                        {{"axis", AttrValue::of_int(axis)}}));
   }
-  out.push_back(make("Squeeze", "[3, 1, 5, 1] axes [1, -1]", {in({3, 1, 5, 1}), shape_input({1, -1})}));
+  out.push_back(
+      make("Squeeze", "[3, 1, 5, 1] axes [1, -1]", {in({3, 1, 5, 1}), shape_input({1, -1})}));
   out.push_back(make("Squeeze", "[1, 4, 1] all", {in({1, 4, 1})}));
   out.push_back(make("Unsqueeze", "[3, 5] axes [0, 3]", {in({3, 5}), shape_input({0, 3})}));
 }

@@ -19,8 +19,7 @@ namespace {
 uint64_t seed_of(const Case& c) { return std::hash<std::string>{}(c.op + "/" + c.label); }
 
 bool is_float(DType t) {
-  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
-         t == DType::BFloat16;
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
 
 // The values of input `i`: floats on a 1/32 grid in [lo, hi] (8 significant bits: exact in
@@ -47,32 +46,62 @@ std::vector<double> values_of(const Case& c, size_t i, DType t) {
 
 void store(void* dst, DType t, int64_t i, double v) {
   switch (t) {
-    case DType::Float32: static_cast<float*>(dst)[i] = static_cast<float>(v); break;
-    case DType::Float64: static_cast<double*>(dst)[i] = v; break;
-    case DType::Float16: static_cast<uint16_t*>(dst)[i] = float_to_half(static_cast<float>(v)); break;
-    case DType::BFloat16: static_cast<uint16_t*>(dst)[i] = float_to_bfloat16(static_cast<float>(v)); break;
+    case DType::Float32:
+      static_cast<float*>(dst)[i] = static_cast<float>(v);
+      break;
+    case DType::Float64:
+      static_cast<double*>(dst)[i] = v;
+      break;
+    case DType::Float16:
+      static_cast<uint16_t*>(dst)[i] = float_to_half(static_cast<float>(v));
+      break;
+    case DType::BFloat16:
+      static_cast<uint16_t*>(dst)[i] = float_to_bfloat16(static_cast<float>(v));
+      break;
     // Integers through int64, so out-of-range values wrap instead of being undefined.
-    case DType::Int8: static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
-    case DType::Int16: static_cast<int16_t*>(dst)[i] = static_cast<int16_t>(static_cast<int64_t>(v)); break;
-    case DType::Int32: static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-    case DType::Int64: static_cast<int64_t*>(dst)[i] = static_cast<int64_t>(v); break;
-    case DType::UInt8: static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case DType::Bool: static_cast<uint8_t*>(dst)[i] = v != 0.0; break;
+    case DType::Int8:
+      static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(static_cast<int64_t>(v));
+      break;
+    case DType::Int16:
+      static_cast<int16_t*>(dst)[i] = static_cast<int16_t>(static_cast<int64_t>(v));
+      break;
+    case DType::Int32:
+      static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(static_cast<int64_t>(v));
+      break;
+    case DType::Int64:
+      static_cast<int64_t*>(dst)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::UInt8:
+      static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
+      break;
+    case DType::Bool:
+      static_cast<uint8_t*>(dst)[i] = v != 0.0;
+      break;
   }
 }
 
 double load(const void* src, DType t, int64_t i) {
   switch (t) {
-    case DType::Float32: return static_cast<const float*>(src)[i];
-    case DType::Float64: return static_cast<const double*>(src)[i];
-    case DType::Float16: return half_to_float(static_cast<const uint16_t*>(src)[i]);
-    case DType::BFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(src)[i]);
-    case DType::Int8: return static_cast<const int8_t*>(src)[i];
-    case DType::Int16: return static_cast<const int16_t*>(src)[i];
-    case DType::Int32: return static_cast<const int32_t*>(src)[i];
-    case DType::Int64: return static_cast<double>(static_cast<const int64_t*>(src)[i]);
-    case DType::UInt8: return static_cast<const uint8_t*>(src)[i];
-    case DType::Bool: return static_cast<const uint8_t*>(src)[i];
+    case DType::Float32:
+      return static_cast<const float*>(src)[i];
+    case DType::Float64:
+      return static_cast<const double*>(src)[i];
+    case DType::Float16:
+      return half_to_float(static_cast<const uint16_t*>(src)[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(static_cast<const uint16_t*>(src)[i]);
+    case DType::Int8:
+      return static_cast<const int8_t*>(src)[i];
+    case DType::Int16:
+      return static_cast<const int16_t*>(src)[i];
+    case DType::Int32:
+      return static_cast<const int32_t*>(src)[i];
+    case DType::Int64:
+      return static_cast<double>(static_cast<const int64_t*>(src)[i]);
+    case DType::UInt8:
+      return static_cast<const uint8_t*>(src)[i];
+    case DType::Bool:
+      return static_cast<const uint8_t*>(src)[i];
   }
   return 0.0;
 }

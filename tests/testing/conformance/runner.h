@@ -26,8 +26,8 @@ struct CaseModel {
 CaseModel build_case(const Case& c, DType t);
 
 struct CaseOutcome {
-  Status status;                  // compile, load or run failure
-  std::vector<Tensor> outputs;    // host tensors
+  Status status;                // compile, load or run failure
+  std::vector<Tensor> outputs;  // host tensors
   compiler::CompileSummary summary;
 };
 

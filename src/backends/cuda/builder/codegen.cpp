@@ -89,10 +89,13 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     } else if (contiguous(k.sizes, in.strides)) {
       loop += fmt::format("    const float {} = to_f(p{}[i]);\n", v, ptr++);
     } else {
-      const std::vector<int64_t> strides = in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
-      body += fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
-      loop += fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n",
-                          v, ptr++, rank, x);
+      const std::vector<int64_t> strides =
+          in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
+      body +=
+          fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
+      loop +=
+          fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n", v,
+                      ptr++, rank, x);
     }
     names.push_back(v);
   }
@@ -101,10 +104,11 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     const FusedOp& op = k.ops[o];
     const std::string a = operand(op.a), b = operand(op.b);
     loop += fmt::format("    const float t{} = {};\n", o,
-                        fmt::format(fmt::runtime(op.expression), fmt::arg("x", a),
-                                    fmt::arg("a", a), fmt::arg("b", b)));
+                        fmt::format(fmt::runtime(op.expression), fmt::arg("x", a), fmt::arg("a", a),
+                                    fmt::arg("b", b)));
   }
-  for (const FusedOutput& out : k.outputs) loop += fmt::format("    st(&p{}[i], t{});\n", ptr++, out.op);
+  for (const FusedOutput& out : k.outputs)
+    loop += fmt::format("    st(&p{}[i], t{});\n", ptr++, out.op);
   *launch = grid_stride_launch(n);
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}"

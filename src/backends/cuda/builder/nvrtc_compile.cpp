@@ -32,8 +32,7 @@ Result<std::vector<uint8_t>> compile_to_cubin(const std::string& source, uint32_
   }
   auto program = std::unique_ptr<nvrtcProgram, ProgramDeleter>(new nvrtcProgram(nullptr));
   BATON_CUDA_CHECK(nvrtcCreateProgram(program.get(), source.c_str(), "baton_engine.cu",
-                                      static_cast<int>(names.size()), texts.data(),
-                                      names.data()));
+                                      static_cast<int>(names.size()), texts.data(), names.data()));
   const std::string arch = fmt::format("--gpu-architecture=sm_{}", sm_arch);
   const char* options[] = {arch.c_str(), "--std=c++17", "--device-as-default-execution-space"};
   const nvrtcResult compiled = nvrtcCompileProgram(*program, 3, options);

@@ -2,13 +2,14 @@
 // Gelu. Runs of them become one generated kernel each: a node joins the open run when it has the
 // run's shape and reads something the run produced; results read outside the run are stored,
 // the rest stay in registers. Inputs broadcast through strides, scalar constants are baked in.
+#include "ops/elementwise.h"
+
 #include <map>
 #include <set>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
-#include "ops/elementwise.h"
 
 namespace baton::cuda {
 namespace {

@@ -7,9 +7,9 @@ namespace baton::cuda {
 
 std::span<const OpLowering> op_lowerings() {
   static const std::vector<OpLowering> all = [] {
-    std::vector<OpLowering> list = {kGemmLowering,     kMatMulLowering,   kSoftmaxLowering,
+    std::vector<OpLowering> list = {kGemmLowering,      kMatMulLowering,  kSoftmaxLowering,
                                     kTransposeLowering, kConcatLowering,  kIdentityLowering,
-                                    kReshapeLowering,  kFlattenLowering,  kSqueezeLowering,
+                                    kReshapeLowering,   kFlattenLowering, kSqueezeLowering,
                                     kUnsqueezeLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
@@ -28,8 +28,8 @@ bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& no
   auto float_tensor = [&](int v) {
     if (v < 0) return true;
     const compiler::IrValue& iv = graph.values[v];
-    const bool float_type = iv.dtype == DType::Float32 || iv.dtype == DType::Float16 ||
-                            iv.dtype == DType::BFloat16;
+    const bool float_type =
+        iv.dtype == DType::Float32 || iv.dtype == DType::Float16 || iv.dtype == DType::BFloat16;
     const auto n = checked_numel(iv.sizes);
     return float_type && iv.sizes.size() <= kEngineMaxRank && n.has_value() && *n > 0;
   };

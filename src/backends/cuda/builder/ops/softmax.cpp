@@ -1,7 +1,7 @@
 // Softmax on the GPU: one block per row through baton_softmax (device/softmax.cuh).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "ops/shape.h"
