@@ -1,11 +1,10 @@
 #include "baton/extension/npy.h"
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "format/program_file.h"
 
 namespace baton::extension {
@@ -49,30 +48,41 @@ std::string_view dict_entry(std::string_view header, std::string_view key) {
 }  // namespace
 
 Result<Tensor> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  BATON_CHECK_OR_RETURN(in.good(), IoError, "cannot open '{}'", path);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  BATON_CHECK_OR_RETURN(bytes.size() >= 10 && std::memcmp(bytes.data(), kMagic, 6) == 0,
-                        InvalidArgument, "'{}' is not a .npy file (no \\x93NUMPY magic)", path);
-  const int major = static_cast<uint8_t>(bytes[6]);
-  size_t header_len = 0;
-  size_t header_start = 0;
+  // A regular file only (a directory, /dev/zero or a FIFO is refused by name), whose size is read
+  // once: the header and the data are checked against it before anything is allocated.
+  BATON_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "input"));
+  const uint64_t file_size = file.size();
+  uint8_t prefix[12] = {};
+  BATON_CHECK_OR_RETURN(file_size >= 10, InvalidArgument,
+                        "'{}' is not a .npy file: it is {} bytes, shorter than any .npy header",
+                        path, file_size);
+  BATON_TRY(file.read_at(0, std::span<uint8_t>(prefix, file_size >= 12 ? 12 : 10)));
+  BATON_CHECK_OR_RETURN(std::memcmp(prefix, kMagic, 6) == 0, InvalidArgument,
+                        "'{}' is not a .npy file (no \\x93NUMPY magic)", path);
+  const int major = prefix[6];
+  uint64_t header_len = 0;
+  uint64_t header_start = 0;
   if (major == 1) {
-    header_len =
-        static_cast<uint8_t>(bytes[8]) | static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8;
+    header_len = prefix[8] | static_cast<uint64_t>(prefix[9]) << 8;
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    BATON_CHECK_OR_RETURN(bytes.size() >= 12, InvalidArgument, "'{}' is truncated", path);
+    BATON_CHECK_OR_RETURN(file_size >= 12, InvalidArgument, "'{}' is truncated", path);
     uint32_t len = 0;
-    std::memcpy(&len, bytes.data() + 8, 4);
+    std::memcpy(&len, prefix + 8, 4);
     header_len = len;
     header_start = 12;
   } else {
     return BATON_ERROR(NotSupported, "'{}' is .npy format version {}, not 1, 2 or 3", path, major);
   }
-  BATON_CHECK_OR_RETURN(header_start + header_len <= bytes.size(), InvalidArgument,
-                        "'{}' is truncated inside its header", path);
-  const std::string_view header(bytes.data() + header_start, header_len);
+  BATON_CHECK_OR_RETURN(header_len <= file_size - header_start, InvalidArgument,
+                        "'{}' is truncated inside its header: the header says {} bytes but the "
+                        "file has {} after the {}-byte prefix",
+                        path, header_len, file_size - header_start, header_start);
+  std::vector<char> header_bytes(static_cast<size_t>(header_len));
+  BATON_TRY(file.read_at(
+      header_start,
+      std::span<uint8_t>(reinterpret_cast<uint8_t*>(header_bytes.data()), header_bytes.size())));
+  const std::string_view header(header_bytes.data(), header_bytes.size());
 
   std::string_view descr = dict_entry(header, "descr");
   if (descr.size() >= 2 && (descr.front() == '\'' || descr.front() == '"')) {
@@ -110,13 +120,15 @@ Result<Tensor> read_npy(const std::string& path) {
   const auto nbytes = checked_nbytes(type->dtype, sizes);
   BATON_CHECK_OR_RETURN(nbytes.has_value(), InvalidArgument, "'{}' has an impossible shape {}",
                         path, shape_to_string(sizes));
-  const size_t data_start = header_start + header_len;
-  BATON_CHECK_OR_RETURN(bytes.size() - data_start == *nbytes, InvalidArgument,
-                        "'{}' has {} data bytes but {} {} needs {}", path,
-                        bytes.size() - data_start, dtype_name(type->dtype), shape_to_string(sizes),
-                        *nbytes);
+  const uint64_t data_start = header_start + header_len;
+  BATON_CHECK_OR_RETURN(file_size - data_start == *nbytes, InvalidArgument,
+                        "'{}' has {} data bytes but {} {} needs {}", path, file_size - data_start,
+                        dtype_name(type->dtype), shape_to_string(sizes), *nbytes);
   BATON_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(type->dtype, sizes));
-  if (*nbytes) std::memcpy(t.data(), bytes.data() + data_start, *nbytes);
+  if (*nbytes) {
+    BATON_TRY(
+        file.read_at(data_start, std::span<uint8_t>(static_cast<uint8_t*>(t.data()), *nbytes)));
+  }
   return t;
 }
 

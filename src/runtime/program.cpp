@@ -1,15 +1,13 @@
 #include "baton/runtime/program.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "runtime/program_impl.h"
 
 namespace baton::runtime {
@@ -36,32 +34,19 @@ struct ProgramFactory {
 };
 
 Result<std::shared_ptr<const Program>> Program::load_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  BATON_CHECK_OR_RETURN(fd >= 0, IoError, "cannot open program '{}': {}", path,
-                        std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = errno;
-    ::close(fd);
-    return BATON_ERROR(IoError, "'{}' is not a regular file{}{}", path, err ? ": " : "",
-                       err ? std::strerror(err) : "");
-  }
+  // A regular file only: mapping a FIFO or a device fails or blocks, and a directory is no program.
+  BATON_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "program"));
   auto impl = std::make_unique<Impl>();
   impl->origin = path;
-  const size_t size = static_cast<size_t>(st.st_size);
+  const size_t size = static_cast<size_t>(file.size());
   if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return BATON_ERROR(IoError, "cannot map program '{}' ({} bytes): {}", path, size,
-                         std::strerror(err));
-    }
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    BATON_CHECK_OR_RETURN(p != MAP_FAILED, IoError, "cannot map program '{}' ({} bytes): {}", path,
+                          size, std::strerror(errno));
     impl->mapped = p;
     impl->mapped_size = size;
     impl->bytes = {static_cast<const uint8_t*>(p), size};
   }
-  ::close(fd);
   return ProgramFactory::finish_load(std::move(impl), path);
 }
 

@@ -11,6 +11,7 @@
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
 #include "format/program_file.h"
+#include "testing/fifo.h"
 #include "testing/program_builder.h"
 #include "testing/program_fixture.h"
 #include "testing/random.h"
@@ -124,6 +125,58 @@ TEST(NpyTest, RoundTripsEveryDtype) {
       EXPECT_EQ(std::memcmp(back->data(), t.data(), t.nbytes()), 0);
     }
   }
+}
+
+// `baton run --input` paths are read with read_npy: a directory, a device (/dev/zero used to be
+// read until memory ran out) or a FIFO (it used to block forever) is refused by name.
+TEST(NpyTest, RefusesAnythingButARegularFile) {
+  auto dir = extension::read_npy(::testing::TempDir());
+  ASSERT_EQ(dir.code(), Error::IoError);
+  EXPECT_NE(dir.status().message().find("is a directory, not a regular file"), std::string::npos)
+      << dir.status().to_string();
+
+  auto zero = extension::read_npy("/dev/zero");
+  ASSERT_EQ(zero.code(), Error::IoError);
+  EXPECT_NE(zero.status().message().find("input '/dev/zero' is a character device, not a regular "
+                                         "file"),
+            std::string::npos)
+      << zero.status().to_string();
+
+  testing::FifoWatchdog fifo(::testing::TempDir() + "/input.fifo");
+  ASSERT_TRUE(fifo.created());
+  auto pipe = extension::read_npy(fifo.path());
+  EXPECT_FALSE(fifo.fired()) << "read_npy blocked on the FIFO";
+  ASSERT_EQ(pipe.code(), Error::IoError);
+  EXPECT_NE(pipe.status().message().find("is a FIFO (named pipe), not a regular file"),
+            std::string::npos)
+      << pipe.status().to_string();
+}
+
+// The header's sizes are checked against the file's size before anything is allocated: a small
+// file claiming a huge header or a huge array is refused, not read or allocated.
+TEST(NpyTest, HeaderAndDataSizesAreCheckedAgainstTheFileSize) {
+  const std::string path = ::testing::TempDir() + "/claims.npy";
+  auto write = [&](const std::string& text) {
+    std::vector<uint8_t> b(text.begin(), text.end());
+    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
+  };
+  // Version 2 header length 0xffffffff in a 20-byte file.
+  write(std::string("\x93NUMPY\x02\x00\xff\xff\xff\xff", 12) + "{'descr':");
+  auto r = extension::read_npy(path);
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("the header says 4294967295 bytes but the file has 9"),
+            std::string::npos)
+      << r.status().to_string();
+  // 2^40 float32 elements in a file of a few dozen bytes.
+  const std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+  write(std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header);
+  r = extension::read_npy(path);
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(r.status().message().find("has 0 data bytes but float32 [1099511627776] needs "
+                                      "4398046511104"),
+            std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(NpyTest, RejectsBadFilesWithReasons) {

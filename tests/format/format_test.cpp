@@ -354,6 +354,9 @@ TEST(ProgramLoadTest, MissingFileIsAnIoError) {
 TEST(ProgramLoadTest, DirectoryIsAnIoError) {
   auto r = runtime::Program::load_file("/tmp");
   EXPECT_EQ(r.code(), Error::IoError);
+  EXPECT_NE(r.status().message().find("program '/tmp' is a directory, not a regular file"),
+            std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(ProgramLoadTest, ErrorsNameTheFile) {

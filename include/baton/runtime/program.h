@@ -46,8 +46,9 @@ struct MethodOptions {
 
 class Program : public std::enable_shared_from_this<Program> {
  public:
-  // Maps PATH read-only. Errors: IoError (cannot open/map), InvalidProgram / NotSupported (bad
-  // file), each naming the file.
+  // Maps PATH read-only. PATH must be a regular file (a directory, device or FIFO is refused by
+  // name). Errors: IoError (cannot open/map, not a regular file), InvalidProgram / NotSupported
+  // (bad file), each naming the file.
   static Result<std::shared_ptr<const Program>> load_file(const std::string& path);
   // Copies `bytes` into aligned storage owned by the Program.
   static Result<std::shared_ptr<const Program>> load_bytes(std::span<const uint8_t> bytes);
