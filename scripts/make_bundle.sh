@@ -21,6 +21,7 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_gpu_no_alloc_test"
   "$BUILD/tests/backends/cuda/cuda_conformance_test"
   "$BUILD/tests/backends/cuda/cuda_handles_test"
+  "$BUILD/tests/backends/cuda/cuda_lifecycle_test"
   "$BUILD/tests/e2e/onnx_node_test"
 )
 for b in "${binaries[@]}"; do

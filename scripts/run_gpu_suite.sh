@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # Runs the GPU suite and the benchmarks from a bundle (scripts/make_bundle.sh) on a GPU host.
 # Run from the repository root (test models and scripts are read from it):
-#   tar -xzf .bundle/baton-bundle.tgz -C /tmp && /tmp/baton-bundle/run_gpu_suite.sh [LOG_DIR] [--no-bench]
-# Exit status: non-zero when any test failed.
+#   tar -xzf .bundle/baton-bundle.tgz -C /tmp && /tmp/baton-bundle/run_gpu_suite.sh [LOG_DIR]
+#       [--no-bench] [--sanitize TOOL[,TOOL...]] [--only NAME[,NAME...]]
+# --sanitize runs every test binary under compute-sanitizer with each tool (memcheck, racecheck,
+# synccheck, initcheck; "all" for the four), reports the errors each found, and skips the CLI
+# checks and benchmarks; tests see BATON_UNDER_SANITIZER=1 and skip timing assertions only.
+# --only runs just the named test binaries (e.g. cuda_gpu_test).
+# Exit status: non-zero when any test failed or a sanitizer reported an error.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOG=${1:-/tmp/baton-gpu-logs}
+LOG=/tmp/baton-gpu-logs
+BENCH=1
+SANITIZE=""
+ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-bench) BENCH=0 ;;
+    --sanitize) SANITIZE=$2; shift ;;
+    --only) ONLY=$2; shift ;;
+    -*) echo "run_gpu_suite: unknown option $1" >&2; exit 2 ;;
+    *) LOG=$1 ;;
+  esac
+  shift
+done
+[ "$SANITIZE" = "all" ] && SANITIZE="memcheck,racecheck,synccheck,initcheck"
 if [ ! -f tests/e2e/make_models.py ] || [ ! -f examples/mlp.onnx ]; then
   echo "run_gpu_suite: run me from the Baton repository root (the tests read its models);" \
        "$PWD has no tests/e2e/make_models.py or examples/mlp.onnx" >&2
@@ -27,14 +46,38 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
   echo "run_gpu_suite: could not generate the e2e models (see make_models.log)"; }
 
 status=0
+selected() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+
+if [ -n "$SANITIZE" ]; then
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  export BATON_UNDER_SANITIZER=1
+  for tool in ${SANITIZE//,/ }; do
+    for t in "$HERE"/bin/*_test; do
+      name=$(basename "$t")
+      selected "$name" || continue
+      out="$LOG/$name.$tool.log"
+      timeout "${BATON_TEST_TIMEOUT:-600}" "$CS" --tool "$tool" --error-exitcode 99 \
+        --print-limit 50 "$t" > "$out" 2>&1
+      rc=$?
+      errors=$(grep -Eo "(ERROR SUMMARY|RACECHECK SUMMARY): [0-9]+ (error|hazard)" "$out" | tail -1)
+      tests=$(grep -E "^\[  (PASSED|FAILED) \]" "$out" | tr '\n' ' ')
+      echo "$tool $name: exit $rc  ${errors:-no summary}  $tests"
+      [ $rc -eq 0 ] || status=1
+    done
+  done
+  exit $status
+fi
+
 for t in "$HERE"/bin/*_test; do
   name=$(basename "$t")
+  selected "$name" || continue
   timeout "${BATON_TEST_TIMEOUT:-240}" "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
   rc=$?
   summary=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) \]" "$LOG/$name.log" | tr '\n' ' ')
   echo "$name: exit $rc  $summary"
   [ $rc -eq 0 ] || status=1
 done
+[ -n "$ONLY" ] && exit $status
 
 # The CLI on the GPU: device-resident I/O, a caller stream, a green context.
 B="$HERE/bin/baton"
@@ -48,7 +91,7 @@ B="$HERE/bin/baton"
 } > "$LOG/cli.log" 2>&1
 echo "cli: exit $? (cli.log)"
 
-if [ "${2:-}" != "--no-bench" ]; then
+if [ "$BENCH" = 1 ]; then
   "$PY" bench/mlp_bench.py --baton "$HERE/bin/baton" --bench "$HERE/bin/baton_bench" \
     --json "$LOG/mlp_bench.json" 2>&1 | grep -v -i warning | tee "$LOG/mlp_bench.log"
 fi

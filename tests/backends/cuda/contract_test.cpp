@@ -24,6 +24,7 @@
 #include "test_kernels.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"
+#include "testing/sanitizer.h"
 
 namespace baton {
 namespace {
@@ -328,7 +329,8 @@ TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
   EXPECT_TRUE(all_poisoned(read_now(dy.view()))) << "outputs were written before the queued work";
-  EXPECT_LT(ms, 50.0) << "execute blocked the host";
+  // Under compute-sanitizer every API call is intercepted: the host time says nothing there.
+  if (!testing::under_sanitizer()) EXPECT_LT(ms, 50.0) << "execute blocked the host";
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_LE(error(read_now(dy.view()), reference(x)), 1e-5);
   EXPECT_EQ(counter(module.method(), "async_returns"), 1u);
@@ -393,7 +395,7 @@ TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  EXPECT_LT(ms, 50.0) << "the second call waited on the host";
+  if (!testing::under_sanitizer()) EXPECT_LT(ms, 50.0) << "the second call waited on the host";
   EXPECT_EQ(cudaStreamQuery(b), cudaErrorNotReady) << "stream b did not wait for the first call";
   cudaStreamSynchronize(b);
   EXPECT_EQ(cudaStreamQuery(a), cudaSuccess) << "b finished before a";
@@ -659,7 +661,11 @@ TEST_F(ContractTest, AGreenContextConfinesTheMethodAndKeepsTheContract) {
       rest.sm_count(), still_busy ? "yes" : "no");
   RecordProperty("green_median_alone_ms", fmt::format("{:.4f}", alone.first));
   RecordProperty("green_median_contended_ms", fmt::format("{:.4f}", contended.first));
-  EXPECT_TRUE(still_busy) << "the competing workload ended before the measurement did";
+  // Timing: under compute-sanitizer the measurement is meaningless (and the competitor may end
+  // first); the confinement checks above still run.
+  if (!testing::under_sanitizer()) {
+    EXPECT_TRUE(still_busy) << "the competing workload ended before the measurement did";
+  }
 }
 
 // --- threads
