@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Exports the six model families Baton targets, with random weights, through both
+torch.onnx.export exporters, and records inputs, PyTorch's outputs and onnxruntime's outputs.
+
+Usage (needs torch, torchvision, transformers, onnx, onnxscript, onnxruntime):
+  python3 tests/e2e/export_real_models.py OUT_DIR            # small configurations (committed)
+  python3 tests/e2e/export_real_models.py OUT_DIR --full     # full size (benchmarks; not committed)
+  python3 tests/e2e/export_real_models.py OUT_DIR --only resnet,bert
+
+Writes OUT_DIR/{manifest.json, CASE.onnx, CASE.input_<i>.npy, CASE.output_<i>.npy} where the
+outputs are PyTorch's (the reference), and records onnxruntime's error against them. Families:
+torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2. Each is exported
+by the TorchScript exporter (opset 17) and the dynamo exporter (opsets 18 and 20). The
+TorchScript exports have a symbolic batch (and sequence) dimension, fixed at compile time with
+--shape (the manifest's "shapes"). Text models take int64 token ids (and an attention mask).
+
+Exporter pitfalls (ENVIRONMENT.md): the TorchScript exporter fails on torchvision ViT under
+torch.no_grad() (exported without it), on GPT-2 called without attention_mask, and on BERT with
+positional inputs (wrapped to take keywords).
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import torch
+import torchvision
+import transformers
+from torch import nn
+
+SEED = 20261123
+
+
+# ---- the families ---------------------------------------------------------------------------
+
+
+class SmallResNet(nn.Module):
+    """torchvision's ResNet structure (its Bottleneck blocks, stem, pooling, head) with narrow
+    widths, so the committed model is small; --full uses torchvision.models.resnet50."""
+
+    def __init__(self, widths=(8, 16, 32, 64), layers=(1, 1, 1, 1), num_classes=10):
+        super().__init__()
+        block = torchvision.models.resnet.Bottleneck
+        self.inplanes = widths[0]
+        self.conv1 = nn.Conv2d(3, widths[0], kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        stages = []
+        for i, (w, n) in enumerate(zip(widths, layers)):
+            stride = 1 if i == 0 else 2
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, w * block.expansion, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(w * block.expansion))
+            blocks = [block(self.inplanes, w, stride, downsample)]
+            self.inplanes = w * block.expansion
+            blocks += [block(self.inplanes, w) for _ in range(1, n)]
+            stages.append(nn.Sequential(*blocks))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(self.inplanes, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def randomize_batchnorm(model):
+    """Random BatchNorm statistics and affine parameters, so folding them matters."""
+    g = torch.Generator().manual_seed(SEED)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+    return model
+
+
+def image_input(batch, size):
+    return torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(SEED))
+
+
+def resnet(full):
+    model = torchvision.models.resnet50() if full else SmallResNet()
+    return randomize_batchnorm(model).eval(), (image_input(1, 224 if full else 32),), ["input"]
+
+
+def mobilenet(full):
+    kwargs = {} if full else dict(width_mult=0.25, reduced_tail=True, num_classes=10)
+    model = torchvision.models.mobilenet_v3_large(**kwargs)
+    return randomize_batchnorm(model).eval(), (image_input(1, 224 if full else 64),), ["input"]
+
+
+def squeezenet(full):
+    model = torchvision.models.squeezenet1_1(num_classes=1000 if full else 10)
+    return model.eval(), (image_input(1, 224 if full else 64),), ["input"]
+
+
+def vit(full):
+    if full:
+        model = torchvision.models.vit_b_16()
+    else:
+        model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                                                     num_heads=2, hidden_dim=32, mlp_dim=64,
+                                                     num_classes=10)
+    # torchvision zero-initializes the head (and the class token): the output would be all
+    # zeros, which compares equal to anything.
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        model.heads.head.weight.copy_(torch.randn(model.heads.head.weight.shape, generator=g) * 0.1)
+        model.heads.head.bias.copy_(torch.randn(model.heads.head.bias.shape, generator=g) * 0.1)
+        model.class_token.copy_(torch.randn(model.class_token.shape, generator=g) * 0.1)
+    return model.eval(), (image_input(1, 224 if full else 32),), ["input"]
+
+
+class KeywordCall(nn.Module):
+    """Calls a transformers model with keyword arguments (the TorchScript exporter fails on
+    BERT with positional inputs) and returns its first output tensor."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *args):
+        return self.model(**dict(zip(self.names, args)))[0]
+
+
+def text_inputs(batch, seq, vocab, mask):
+    g = torch.Generator().manual_seed(SEED)
+    ids = torch.randint(0, vocab, (batch, seq), generator=g, dtype=torch.int64)
+    if not mask:
+        return (ids,)
+    attention = torch.ones(batch, seq, dtype=torch.int64)
+    attention[:, seq - seq // 4:] = 0  # padding at the end of every sequence
+    return ids, attention
+
+
+def bert(full):
+    config = transformers.BertConfig() if full else transformers.BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64)
+    config.attn_implementation = "eager"
+    model = transformers.BertModel(config, add_pooling_layer=True).eval()
+    names = ["input_ids", "attention_mask"]
+    return KeywordCall(model, names).eval(), text_inputs(1, 128 if full else 16,
+                                                        config.vocab_size, True), names
+
+
+def gpt2(full):
+    config = transformers.GPT2Config() if full else transformers.GPT2Config(
+        vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    config.attn_implementation = "eager"
+    model = transformers.GPT2LMHeadModel(config).eval()
+    names = ["input_ids", "attention_mask"]
+    return KeywordCall(model, names).eval(), text_inputs(1, 128 if full else 16,
+                                                        config.vocab_size, True), names
+
+
+FAMILIES = {"resnet": resnet, "mobilenet": mobilenet, "squeezenet": squeezenet, "vit": vit,
+            "bert": bert, "gpt2": gpt2}
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+
+def export(out_dir, name, model, inputs, names, dynamo, opset):
+    path = os.path.join(out_dir, name + ".onnx")
+    kwargs = dict(input_names=names, output_names=["output"], opset_version=opset)
+    shapes = {}
+    if dynamo:
+        torch.onnx.export(model, inputs, path, dynamo=True, external_data=False, **kwargs)
+    else:
+        # Symbolic batch (and sequence for text): the manifest fixes them with --shape.
+        text = inputs[0].dtype == torch.int64
+        axes = {0: "batch", 1: "sequence"} if text else {0: "batch"}
+        kwargs["dynamic_axes"] = {n: axes for n in names}
+        torch.onnx.export(model, inputs, path, dynamo=False, **kwargs)
+        shapes = {n: list(t.shape) for n, t in zip(names, inputs)}
+    with torch.no_grad():
+        reference = model(*inputs).numpy()
+    for i, t in enumerate(inputs):
+        np.save(os.path.join(out_dir, f"{name}.input_{i}.npy"), t.numpy())
+    np.save(os.path.join(out_dir, f"{name}.output_0.npy"), reference)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feed = {n: t.numpy() for n, t in zip([i.name for i in sess.get_inputs()], inputs)}
+    (ort_out,) = sess.run(None, feed)
+    err = float(np.linalg.norm(ort_out - reference) / np.linalg.norm(reference))
+    return {
+        "name": name, "model": name + ".onnx", "inputs": names, "outputs": 1, "shapes": shapes,
+        "tolerance": 1e-4, "exporter": "dynamo" if dynamo else "torchscript", "opset": opset,
+        "torch": torch.__version__, "reference": "torch", "onnxruntime_vs_torch": err,
+        "bytes": os.path.getsize(path),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("--full", action="store_true")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    only = [f for f in args.only.split(",") if f]
+    cases = []
+    for family, make in FAMILIES.items():
+        if only and family not in only:
+            continue
+        for dynamo, opset in ((False, 17), (True, 18), (True, 20)):
+            torch.manual_seed(SEED)
+            model, inputs, names = make(args.full)
+            name = f"{'dynamo' if dynamo else 'torchscript'}{opset}_{family}"
+            try:
+                case = export(args.out_dir, name, model, inputs, names, dynamo, opset)
+            except Exception as e:  # report and go on: one exporter failing is information
+                print(f"{name}: export failed: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+                continue
+            cases.append(case)
+            print(f"{name}: {case['bytes'] / 1e6:.2f} MB, onnxruntime vs torch "
+                  f"{case['onnxruntime_vs_torch']:.2e}", flush=True)
+    with open(os.path.join(args.out_dir, "manifest.json"), "w") as f:
+        json.dump({"cases": cases}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
