@@ -7,6 +7,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/shape.h"
 
 namespace baton::ops {
 
@@ -242,22 +243,16 @@ Result<std::vector<int64_t>> InferContext::int_values(size_t input) const {
   BATON_CHECK_OR_RETURN(in.sizes.size() <= 1, InvalidArgument,
                         "{}: input '{}' must be 1-D, got shape {}", what(), name,
                         shape_to_string(in.sizes));
+  const int64_t n = in.sizes.empty() ? 1 : in.sizes[0];
+  // An empty input's values are known (there are none), constant or not; its data pointer may
+  // well be null.
+  if (n == 0) return std::vector<int64_t>();
   BATON_CHECK_OR_RETURN(in.data != nullptr, NotSupported,
                         "{}: input '{}' must be a constant (or computed from constants and "
-                        "shapes): Baton compiles static shapes",
+                        "static shapes): the output's shape depends on its values, and Baton "
+                        "compiles static shapes",
                         what(), name);
-  const int64_t n = in.sizes.empty() ? 1 : in.sizes[0];
-  std::vector<int64_t> out(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) {
-    if (in.dtype == DType::Int64) {
-      std::memcpy(&out[k], static_cast<const uint8_t*>(in.data) + 8 * k, 8);
-    } else {
-      int32_t v;
-      std::memcpy(&v, static_cast<const uint8_t*>(in.data) + 4 * k, 4);
-      out[k] = v;
-    }
-  }
-  return out;
+  return int_values_of(in.dtype, in.data, n);
 }
 
 // ---- infer -------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "ops/shape.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
@@ -31,6 +32,41 @@ bool broadcasts_to(std::span<const int64_t> from, std::span<const int64_t> to) {
     if (from[i] != 1 && from[i] != to[lead + i]) return false;
   }
   return true;
+}
+
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::vector<int64_t> int_values_of(DType dtype, const void* data, int64_t n) {
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  for (int64_t k = 0; k < n; ++k) {
+    if (dtype == DType::Int64) {
+      std::memcpy(&out[k], bytes + 8 * k, 8);
+    } else {
+      int32_t v;
+      std::memcpy(&v, bytes + 4 * k, 4);
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+Status index_out_of_range(std::string_view what, std::string_view input, int64_t position,
+                          int64_t index, int64_t n) {
+  if (n == 0) {
+    return BATON_ERROR(InvalidArgument,
+                       "{}: '{}' holds {} at flat position {}, but the dimension it indexes has "
+                       "size 0",
+                       what, input, index, position);
+  }
+  return BATON_ERROR(InvalidArgument,
+                     "{}: '{}' holds {} at flat position {}, outside [{}, {}] (a dimension of "
+                     "size {})",
+                     what, input, index, position, -n, n - 1, n);
 }
 
 int64_t product(std::span<const int64_t> sizes, size_t begin, size_t end) {

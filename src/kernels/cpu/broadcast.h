@@ -23,22 +23,23 @@
 
 namespace baton::kernels::cpu {
 
-// N inputs read along one output shape. Strides are in elements.
-template <int N>
+// N inputs read along one output shape of at most R dimensions (Tile walks its output as 2 x rank
+// dimensions). Strides are in elements.
+template <int N, size_t R = kMaxRank>
 struct BroadcastPlan {
   int rank = 1;
   int64_t numel = 0;
-  std::array<int64_t, kMaxRank> sizes{};
-  std::array<std::array<int64_t, kMaxRank>, N> strides{};
+  std::array<int64_t, R> sizes{};
+  std::array<std::array<int64_t, R>, N> strides{};
 };
 
 // The plan for walking `out` in order when input k steps `full[k][d]` elements along output
 // dimension d: dimensions of size 1 dropped, and a dimension merged into the previous kept one
 // when every input steps through both as through one.
-template <int N>
-BroadcastPlan<N> compress_plan(std::span<const int64_t> out,
-                               const std::array<std::array<int64_t, kMaxRank>, N>& full) {
-  BroadcastPlan<N> plan;
+template <int N, size_t R = kMaxRank>
+BroadcastPlan<N, R> compress_plan(std::span<const int64_t> out,
+                                  const std::array<std::array<int64_t, R>, N>& full) {
+  BroadcastPlan<N, R> plan;
   plan.numel = product(out, 0, out.size());
   const int out_rank = static_cast<int>(out.size());
   int rank = 0;
@@ -46,7 +47,10 @@ BroadcastPlan<N> compress_plan(std::span<const int64_t> out,
     if (out[d] == 1) continue;
     bool merge = rank > 0;
     for (int k = 0; k < N && merge; ++k) {
-      merge = plan.strides[k][rank - 1] == full[k][d] * out[d];
+      // Strides of an empty tensor's view may be past int64's range (common.h element_strides).
+      int64_t spanned = 0;
+      merge = !__builtin_mul_overflow(full[k][d], out[d], &spanned) &&
+              plan.strides[k][rank - 1] == spanned;
     }
     if (merge) {
       plan.sizes[rank - 1] *= out[d];
@@ -95,13 +99,13 @@ BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
 // Calls body(out_offset, in_offsets, count) for each run of `count` elements along the innermost
 // dimension; element e of the run is out[out_offset + e] and input k's
 // [in_offsets[k] + e * plan.strides[k][plan.rank - 1]].
-template <int N, typename Body>
-inline void for_each_broadcast_row(const BroadcastPlan<N>& plan, Body&& body) {
+template <int N, size_t R = kMaxRank, typename Body>
+inline void for_each_broadcast_row(const BroadcastPlan<N, R>& plan, Body&& body) {
   if (plan.numel == 0) return;
   const int last = plan.rank - 1;
   const int64_t n = plan.sizes[last];
   const int64_t rows = plan.numel / n;
-  std::array<int64_t, kMaxRank> index{};
+  std::array<int64_t, R> index{};
   std::array<int64_t, N> offsets{};
   for (int64_t r = 0; r < rows; ++r) {
     body(r * n, offsets, n);

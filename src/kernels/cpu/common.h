@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
@@ -41,6 +43,27 @@ inline Result<std::unique_ptr<runtime::Kernel>> create_contiguous_copy(
   return std::unique_ptr<runtime::Kernel>(
       std::make_unique<ContiguousCopyKernel>(in, call.outputs[0], in->tensor.nbytes()));
 }
+
+// Row-major element strides of `sizes`. Past a zero dimension (a tensor with no elements) the
+// true strides may exceed int64; they saturate there, and address nothing.
+inline std::vector<int64_t> element_strides(std::span<const int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t s = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = s;
+    if (__builtin_mul_overflow(s, sizes[d], &s)) s = INT64_MAX;
+  }
+  return strides;
+}
+
+// An index into a dimension of size `n` with ONNX's negative indices (counting from the end), in
+// [0, n); -1 when it is outside [-n, n - 1].
+inline int64_t normalize_index(int64_t index, int64_t n) {
+  if (index < 0) index += n;
+  return index >= 0 && index < n ? index : -1;
+}
+
+using ops::index_out_of_range;
 
 // A kernel that `dispatch` did not make: the dtype is outside what the kernel was registered
 // for, which the loader checked, so this is a bug.

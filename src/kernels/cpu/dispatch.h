@@ -5,6 +5,7 @@
 // for float64; integer kernels compute in their own type.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -71,6 +72,28 @@ bool dispatch(DType dtype, F&& f) {
   }
 #undef BATON_DISPATCH_CASE
   return false;
+}
+
+// Calls `f.template operator()<Word>()` with the unsigned integer type of `element_size` bytes, for
+// kernels that move elements without looking at them; false for sizes other than 1, 2, 4 and 8.
+template <typename F>
+bool dispatch_word(size_t element_size, F&& f) {
+  switch (element_size) {
+    case 1:
+      f.template operator()<uint8_t>();
+      return true;
+    case 2:
+      f.template operator()<uint16_t>();
+      return true;
+    case 4:
+      f.template operator()<uint32_t>();
+      return true;
+    case 8:
+      f.template operator()<uint64_t>();
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace baton::kernels::cpu
