@@ -18,5 +18,16 @@ void register_flatten(OpRegistry& registry);
 void register_transpose(OpRegistry& registry);
 void register_squeeze(OpRegistry& registry);  // Squeeze and Unsqueeze
 void register_concat(OpRegistry& registry);
+void register_gather(OpRegistry& registry);  // Gather, GatherElements and GatherND
+void register_scatter_nd(OpRegistry& registry);
+void register_slice(OpRegistry& registry);
+void register_split(OpRegistry& registry);
+void register_expand(OpRegistry& registry);
+void register_tile(OpRegistry& registry);
+void register_shape_size(OpRegistry& registry);  // Shape and Size
+void register_range(OpRegistry& registry);
+void register_constant_of_shape(OpRegistry& registry);
+void register_trilu(OpRegistry& registry);
+void register_einsum(OpRegistry& registry);
 
 }  // namespace baton::ops

@@ -15,6 +15,17 @@ void register_all_ops(OpRegistry& registry) {
   register_transpose(registry);
   register_squeeze(registry);
   register_concat(registry);
+  register_gather(registry);
+  register_scatter_nd(registry);
+  register_slice(registry);
+  register_split(registry);
+  register_expand(registry);
+  register_tile(registry);
+  register_shape_size(registry);
+  register_range(registry);
+  register_constant_of_shape(registry);
+  register_trilu(registry);
+  register_einsum(registry);
 }
 
 }  // namespace baton::ops

@@ -276,6 +276,9 @@ class OpTester {
   OpTester& attr(std::string_view name, std::vector<int64_t> v) {
     return set(name, ops::AttrValue::of_ints(std::move(v)));
   }
+  OpTester& set_attr_value(std::string_view name, ops::AttrValue v) {
+    return set(name, std::move(v));
+  }
   OpTester& attr_none(std::string_view name) {
     const int i = def_->attr_index(name);
     return set(name, ops::AttrValue::absent(i < 0 ? ops::AttrKind::Int : def_->attrs[i].kind));

@@ -126,6 +126,86 @@ op_calls() {
     t->input(random_floats(rng, {3, 5})).input(random_floats(rng, {3, 2})).attr("axis", 1);
     return t;
   });
+  add("Gather int32 indices", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Gather");
+    t->input(random_floats(rng, {5, 7})).input(random_ints<int32_t>(rng, {2, 3}, -7, 6));
+    t->attr("axis", 1);
+    return t;
+  });
+  add("GatherElements", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("GatherElements");
+    t->input(random_floats(rng, {4, 5})).input(random_ints<int64_t>(rng, {6, 5}, -4, 3));
+    return t;
+  });
+  add("GatherND", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("GatherND");
+    t->input(random_floats(rng, {3, 4, 5})).input(random_ints<int64_t>(rng, {3, 2, 1}, -4, 3));
+    t->attr("batch_dims", 1);
+    return t;
+  });
+  add("ScatterND add float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("ScatterND");
+    t->input(cast_floats(random_floats(rng, {4, 3}), DType::Float16))
+        .input(random_ints<int64_t>(rng, {5, 1}, -4, 3))
+        .input(cast_floats(random_floats(rng, {5, 3}), DType::Float16))
+        .attr("reduction", std::string("add"));
+    return t;
+  });
+  add("Slice", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Slice");
+    t->input(random_floats(rng, {6, 7})).input(int64s({5, 1})).input(int64s({0, 7}));
+    t->input(int64s({0, 1})).input(int64s({-2, 3}));
+    return t;
+  });
+  add("Split", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Split");
+    t->input(random_floats(rng, {4, 7})).attr("axis", 1).attr("num_outputs", int64_t{3});
+    t->outputs(3);
+    return t;
+  });
+  add("Expand", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Expand");
+    t->input(random_floats(rng, {3, 1})).input(int64s({2, 3, 4}));
+    return t;
+  });
+  add("Tile", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Tile");
+    t->input(random_floats(rng, {2, 3})).input(int64s({2, 3}));
+    return t;
+  });
+  add("Trilu", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Trilu");
+    t->input(random_floats(rng, {2, 4, 5})).input(int64s({1}));
+    return t;
+  });
+  add("Shape", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Shape");
+    t->input(random_floats(rng, {2, 4, 5})).attr("start", 1);
+    return t;
+  });
+  add("Size", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Size");
+    t->input(random_floats(rng, {2, 4, 5}));
+    return t;
+  });
+  add("Range", [](std::mt19937&) {
+    auto t = std::make_unique<OpTester>("Range");
+    t->input(make_tensor<float>({}, {0.5f}))
+        .input(make_tensor<float>({}, {9.0f}))
+        .input(make_tensor<float>({}, {0.25f}));
+    return t;
+  });
+  add("ConstantOfShape", [](std::mt19937&) {
+    auto t = std::make_unique<OpTester>("ConstantOfShape");
+    t->input(int64s({3, 4}));
+    return t;
+  });
+  add("Einsum", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Einsum");
+    t->input(random_floats(rng, {2, 3, 4})).input(random_floats(rng, {2, 5, 4}));
+    t->attr("equation", std::string("bij,bkj->bik"));
+    return t;
+  });
   return calls;
 }
 

@@ -23,6 +23,23 @@ void register_transpose(runtime::KernelRegistry& registry);
 void register_squeeze(runtime::KernelRegistry& registry);
 void register_unsqueeze(runtime::KernelRegistry& registry);
 void register_concat(runtime::KernelRegistry& registry);
+void register_split(runtime::KernelRegistry& registry);
+void register_slice(runtime::KernelRegistry& registry);
+void register_expand(runtime::KernelRegistry& registry);
+void register_tile(runtime::KernelRegistry& registry);
+void register_trilu(runtime::KernelRegistry& registry);
+// Indexing (any dtype; indices checked at run time).
+void register_gather(runtime::KernelRegistry& registry);
+void register_gather_elements(runtime::KernelRegistry& registry);
+void register_gather_nd(runtime::KernelRegistry& registry);
+void register_scatter_nd(runtime::KernelRegistry& registry);
+// Shapes and generated tensors (folded by the compiler where their inputs are known).
+void register_shape(runtime::KernelRegistry& registry);
+void register_size(runtime::KernelRegistry& registry);
+void register_range(runtime::KernelRegistry& registry);
+void register_constant_of_shape(runtime::KernelRegistry& registry);
+// Einstein summation (a loop nest; numeric types).
+void register_einsum(runtime::KernelRegistry& registry);
 
 // All of the above.
 void register_all(runtime::KernelRegistry& registry);

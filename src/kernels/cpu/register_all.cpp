@@ -15,6 +15,20 @@ void register_all(runtime::KernelRegistry& registry) {
   register_squeeze(registry);
   register_unsqueeze(registry);
   register_concat(registry);
+  register_split(registry);
+  register_slice(registry);
+  register_expand(registry);
+  register_tile(registry);
+  register_trilu(registry);
+  register_gather(registry);
+  register_gather_elements(registry);
+  register_gather_nd(registry);
+  register_scatter_nd(registry);
+  register_shape(registry);
+  register_size(registry);
+  register_range(registry);
+  register_constant_of_shape(registry);
+  register_einsum(registry);
 }
 
 }  // namespace baton::kernels::cpu

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
 
 #include "baton/core/tensor.h"
 #include "ops/elementwise.h"
@@ -183,6 +186,298 @@ void other_cases(std::vector<Case>& out) {
   out.push_back(make("Unsqueeze", "[3, 5] axes [0, 3]", {in({3, 5}), shape_input({0, 3})}));
 }
 
+// Indices drawn from [-n, n - 1] (negative ones count from the end), as a graph input, so the
+// kernel's run-time check sees them.
+CaseInput indices(std::vector<int64_t> sizes, int64_t n, DType dtype = DType::Int64) {
+  CaseInput c;
+  c.sizes = std::move(sizes);
+  c.lo = static_cast<double>(-n);
+  c.hi = static_cast<double>(n - 1);
+  c.dtype = dtype;
+  return c;
+}
+
+CaseInput int32_input(std::vector<int64_t> values) {
+  CaseInput c = shape_input(std::move(values));
+  c.dtype = DType::Int32;
+  return c;
+}
+
+// A one-element int64 scalar (Trilu's k), fixed at `value`, as a graph input or a constant.
+CaseInput int64_scalar(int64_t value, bool is_constant) {
+  CaseInput c;
+  c.lo = c.hi = static_cast<double>(value);
+  c.dtype = DType::Int64;
+  c.constant = is_constant;
+  return c;
+}
+
+Case with_dtypes(Case c, std::vector<DType> dtypes) {
+  c.dtypes = std::move(dtypes);
+  return c;
+}
+
+Case at_opset(Case c, int opset) {
+  c.opset = opset;
+  return c;
+}
+
+AttrValue tensor_attr(DType dtype, const std::vector<uint8_t>& bytes) {
+  return AttrValue::of_tensor(
+      ops::TensorValue{dtype, {1}, std::make_shared<std::vector<uint8_t>>(bytes)});
+}
+
+// Indexing ops. None of them has a CUDA lowering yet (issue 11): cuda = false.
+void indexing_cases(std::vector<Case>& out) {
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> gathers[] = {
+      {{5, 4, 3}, {3}, 0}, {{5, 4, 3}, {2, 3}, 1}, {{5, 4, 3}, {}, -1},
+      {{7}, {4, 2}, 0},    {{2, 50}, {9}, 1},      {{0, 4}, {3}, 1},
+  };
+  for (const auto& [data, idx, axis] : gathers) {
+    const int64_t n = data[axis < 0 ? axis + data.size() : axis];
+    out.push_back(make(
+        "Gather",
+        fmt::format("{} indices {} axis {}", shape_to_string(data), shape_to_string(idx), axis),
+        {in(data), indices(idx, n)}, {{"axis", AttrValue::of_int(axis)}}));
+  }
+  out.push_back(make("Gather", "[6, 5] int32 indices [4] axis 0",
+                     {in({6, 5}), indices({4}, 6, DType::Int32)}));
+  out.push_back(make("Gather", "[10, 8] constant scalar index -2", {in({10, 8}), shape_input({-2})},
+                     {{"axis", AttrValue::of_int(1)}}));
+  out.back().inputs[1].sizes.clear();
+
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t, DType> elements[] = {
+      {{3, 4}, {3, 4}, 1, DType::Int64},
+      {{4, 5, 6}, {2, 5, 3}, 0, DType::Int64},
+      {{4, 5, 6}, {4, 2, 6}, -2, DType::Int32},
+      {{3, 3}, {2, 3}, 0, DType::Int32},
+  };
+  for (const auto& [data, idx, axis, dt] : elements) {
+    const int64_t n = data[axis < 0 ? axis + data.size() : axis];
+    out.push_back(make("GatherElements",
+                       fmt::format("{} indices {} {} axis {}", shape_to_string(data),
+                                   shape_to_string(idx), dtype_name(dt), axis),
+                       {in(data), indices(idx, n, dt)}, {{"axis", AttrValue::of_int(axis)}}));
+  }
+
+  // (data, indices, batch_dims, smallest indexed dimension)
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t, int64_t> nds[] = {
+      {{4, 5}, {3, 2}, 0, 4},       {{4, 5, 6}, {2, 3, 1}, 0, 4},    {{4, 5, 6}, {7, 2}, 0, 4},
+      {{3, 4, 5}, {3, 2, 1}, 1, 4}, {{2, 3, 4, 5}, {2, 3, 2}, 2, 4},
+  };
+  for (const auto& [data, idx, b, n] : nds) {
+    out.push_back(make(
+        "GatherND",
+        fmt::format("{} indices {} batch_dims {}", shape_to_string(data), shape_to_string(idx), b),
+        {in(data), indices(idx, n)}, {{"batch_dims", AttrValue::of_int(b)}}));
+  }
+
+  // (data, indices, updates, smallest indexed dimension); indices may repeat, applied in order.
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, int64_t>
+      scatters[] = {
+          {{8}, {4, 1}, {4}, 8},
+          {{4, 4, 4}, {2, 1}, {2, 4, 4}, 4},
+          {{5, 6}, {3, 2}, {3}, 5},
+          {{3, 4, 5}, {2, 2, 2}, {2, 2, 5}, 3},
+      };
+  for (const auto& [data, idx, upd, n] : scatters) {
+    const std::string label = fmt::format("{} indices {} updates {}", shape_to_string(data),
+                                          shape_to_string(idx), shape_to_string(upd));
+    out.push_back(
+        at_opset(make("ScatterND", label + " opset 13", {in(data), indices(idx, n), in(upd)}), 13));
+    for (const char* r : {"none", "add", "mul", "max", "min"}) {
+      out.push_back(make("ScatterND", label + " " + r, {in(data), indices(idx, n), in(upd)},
+                         {{"reduction", AttrValue::of_string(r)}}));
+    }
+  }
+  for (Case& c : out) {
+    if (c.op == "Gather" || c.op == "GatherElements" || c.op == "GatherND" || c.op == "ScatterND") {
+      c.cuda = false;
+    }
+  }
+}
+
+// Layout ops new in issue 10 (no CUDA lowering yet: cuda = false).
+void layout_cases(std::vector<Case>& out) {
+  const size_t first = out.size();
+  // (data, starts, ends, axes, steps)
+  struct S {
+    std::vector<int64_t> data, starts, ends, axes, steps;
+  };
+  const S slices[] = {
+      {{20, 10, 5}, {0, 0}, {3, 10}, {0, 1}, {1, 1}},
+      {{20, 10, 5}, {1}, {1000}, {1}, {1}},     // end clamped
+      {{20, 10, 5}, {-1}, {-1000}, {0}, {-3}},  // negative step, end clamped to -1
+      {{20, 10, 5}, {20, 10, 4}, {0, 1, 1}, {0, 1, 2}, {-1, -4, -2}},
+      {{20, 10, 5}, {-4}, {-1}, {-1}, {1}},  // negative start, end and axis
+      {{6, 7}, {5}, {2}, {0}, {1}},          // empty
+      {{6, 7}, {1, 1}, {100, 100}, {1, 0}, {3, 2}},
+  };
+  for (const S& sl : slices) {
+    out.push_back(
+        make("Slice",
+             fmt::format("{} starts {} ends {} axes {} steps {}", shape_to_string(sl.data),
+                         shape_to_string(sl.starts), shape_to_string(sl.ends),
+                         shape_to_string(sl.axes), shape_to_string(sl.steps)),
+             {in(sl.data), shape_input(sl.starts), shape_input(sl.ends), shape_input(sl.axes),
+              shape_input(sl.steps)}));
+  }
+  out.push_back(make("Slice", "[5, 6] no axes or steps",
+                     {in({5, 6}), shape_input({1, -3}), shape_input({4, 100})}));
+  out.push_back(make("Slice", "[5, 6] int32 starts, steps absent",
+                     {in({5, 6}), int32_input({-2}), int32_input({0}), int32_input({0})}));
+  {
+    CaseInput absent;
+    absent.absent = true;
+    out.push_back(
+        make("Slice", "[4, 9] axes absent, steps given",
+             {in({4, 9}), shape_input({0, 8}), shape_input({4, 0}), absent, shape_input({2, -3})}));
+  }
+
+  out.push_back(make("Split", "[6, 4] equal parts axis 0", {in({6, 4})}));
+  out.back().outputs = 3;
+  out.push_back(make("Split", "[3, 10] split [2, 5, 3] axis 1",
+                     {in({3, 10}), shape_input({2, 5, 3})}, {{"axis", AttrValue::of_int(1)}}));
+  out.back().outputs = 3;
+  out.push_back(make("Split", "[2, 3, 7] split [0, 7] axis -1",
+                     {in({2, 3, 7}), shape_input({0, 7})}, {{"axis", AttrValue::of_int(-1)}}));
+  out.back().outputs = 2;
+  out.push_back(make("Split", "[7, 3] num_outputs 3 (uneven) axis 0", {in({7, 3})},
+                     {{"num_outputs", AttrValue::of_int(3)}}));
+  out.back().outputs = 3;
+  out.push_back(make("Split", "[2, 10] num_outputs 4 (uneven) axis 1", {in({2, 10})},
+                     {{"num_outputs", AttrValue::of_int(4)}, {"axis", AttrValue::of_int(1)}}));
+  out.back().outputs = 4;
+  out.push_back(at_opset(make("Split", "[9] equal parts opset 13", {in({9})}), 13));
+  out.back().outputs = 3;
+
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> expands[] = {
+      {{3, 1}, {2, 3, 4}}, {{3, 1}, {3, 1}},       {{1, 4}, {1}},
+      {{}, {2, 3}},        {{2, 1, 5}, {2, 4, 1}}, {{5}, {3, 0, 5}},
+  };
+  for (const auto& [x, shape] : expands) {
+    out.push_back(make("Expand", shape_to_string(x) + " to " + shape_to_string(shape),
+                       {in(x), shape_input(shape)}));
+  }
+
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> tiles[] = {
+      {{2, 3}, {2, 3}},
+      {{3}, {4}},
+      {{2, 1, 3}, {1, 5, 1}},
+      {{2, 3}, {0, 2}},
+      {{1, 2, 3, 2}, {2, 2, 2, 2}},
+  };
+  for (const auto& [x, repeats] : tiles) {
+    out.push_back(make("Tile", shape_to_string(x) + " repeats " + shape_to_string(repeats),
+                       {in(x), shape_input(repeats)}));
+  }
+
+  for (int64_t upper : {0, 1}) {
+    out.push_back(make("Trilu", fmt::format("[4, 5] upper {}", upper), {in({4, 5})},
+                       {{"upper", AttrValue::of_int(upper)}}));
+    for (int64_t k : {-2, 1, 7, -9}) {
+      out.push_back(make("Trilu", fmt::format("[2, 3, 6] upper {} k {} at run time", upper, k),
+                         {in({2, 3, 6}), int64_scalar(k, false)},
+                         {{"upper", AttrValue::of_int(upper)}}));
+    }
+    out.push_back(make("Trilu", fmt::format("[5, 3] upper {} constant k 1", upper),
+                       {in({5, 3}), int64_scalar(1, true)}, {{"upper", AttrValue::of_int(upper)}}));
+  }
+  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+}
+
+// Shape computations: all fold at compile time (Shape and Size from the static shape, the rest
+// from constant inputs), through the same CPU kernels.
+void shape_cases(std::vector<Case>& out) {
+  const size_t first = out.size();
+  out.push_back(at_opset(make("Shape", "[3, 4, 5] opset 13", {in({3, 4, 5})}), 13));
+  const std::pair<int64_t, std::optional<int64_t>> ranges[] = {
+      {0, std::nullopt}, {1, std::nullopt}, {-1, std::nullopt}, {0, 2}, {1, -1}, {-10, 10}, {2, 1},
+  };
+  for (const auto& [start, end] : ranges) {
+    std::vector<std::pair<std::string, AttrValue>> attrs = {{"start", AttrValue::of_int(start)}};
+    if (end) attrs.emplace_back("end", AttrValue::of_int(*end));
+    out.push_back(
+        make("Shape",
+             fmt::format("[3, 4, 5] start {} end {}", start, end ? std::to_string(*end) : "none"),
+             {in({3, 4, 5})}, attrs));
+  }
+  out.push_back(make("Size", "[3, 4, 5]", {in({3, 4, 5})}));
+  out.push_back(make("Size", "scalar", {in({})}));
+
+  const std::tuple<double, double, double> float_ranges[] = {
+      {0, 5, 1}, {1.5, -3, -0.5}, {-2, 2.25, 0.75}, {3, 3, 1}, {4, 1, 1},
+  };
+  for (const auto& [start, limit, delta] : float_ranges) {
+    std::vector<CaseInput> ins;
+    for (double v : {start, limit, delta}) {
+      CaseInput c;
+      c.lo = c.hi = v;
+      c.constant = true;
+      ins.push_back(c);
+    }
+    out.push_back(
+        with_dtypes(make("Range", fmt::format("{} to {} by {}", start, limit, delta), ins),
+                    {DType::Float32, DType::Float64}));
+  }
+  const std::tuple<int64_t, int64_t, int64_t> int_ranges[] = {{-3, 10, 2}, {10, -3, -4}, {0, 0, 1}};
+  for (const auto& [start, limit, delta] : int_ranges) {
+    std::vector<CaseInput> ins;
+    for (int64_t v : {start, limit, delta}) {
+      CaseInput c;
+      c.lo = c.hi = static_cast<double>(v);
+      c.constant = true;
+      ins.push_back(c);
+    }
+    out.push_back(
+        with_dtypes(make("Range", fmt::format("{} to {} by {}", start, limit, delta), ins),
+                    {DType::Int16, DType::Int32, DType::Int64}));
+  }
+
+  out.push_back(make("ConstantOfShape", "[2, 3] default value", {shape_input({2, 3})}));
+  out.push_back(make("ConstantOfShape", "[] (a scalar)", {shape_input({})}));
+  out.push_back(make("ConstantOfShape", "[4, 0] int64 value 7", {shape_input({4, 0})},
+                     {{"value", tensor_attr(DType::Int64, {7, 0, 0, 0, 0, 0, 0, 0})}}));
+  out.push_back(make("ConstantOfShape", "[3] float value 1.5", {shape_input({3})},
+                     {{"value", tensor_attr(DType::Float32, {0, 0, 0xc0, 0x3f})}}));
+  out.push_back(make("ConstantOfShape", "[2, 2] bool value true", {shape_input({2, 2})},
+                     {{"value", tensor_attr(DType::Bool, {1})}}));
+  out.push_back(make("ConstantOfShape", "[5] bfloat16 value 2", {shape_input({5})},
+                     {{"value", tensor_attr(DType::BFloat16, {0x00, 0x40})}}));
+  out.push_back(make("ConstantOfShape", "[2, 1] int8 value -3 opset 9", {shape_input({2, 1})},
+                     {{"value", tensor_attr(DType::Int8, {0xfd})}}));
+  out.back().opset = 9;
+  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+}
+
+void einsum_cases(std::vector<Case>& out) {
+  const std::pair<std::string, std::vector<std::vector<int64_t>>> equations[] = {
+      {"ij,jk->ik", {{5, 7}, {7, 3}}},
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"bhqd,bhkd->bhqk", {{2, 3, 4, 8}, {2, 3, 5, 8}}},
+      {"ij->ji", {{3, 4}}},
+      {"ij->i", {{3, 4}}},
+      {"ij", {{3, 4}}},
+      {"ji", {{3, 4}}},
+      {"i,i", {{6}, {6}}},
+      {"ii->i", {{4, 4}}},
+      {"ii", {{4, 4}}},
+      {"...ij->...ji", {{2, 3, 4, 5}}},
+      {"...ij,...jk", {{2, 1, 3, 4}, {3, 4, 2}}},
+      {"i,j->ij", {{3}, {4}}},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+      {"b i j , b j k -> b i k", {{2, 2, 3}, {2, 3, 2}}},
+      {"ij->", {{3, 4}}},
+      {"ij,jk->ik", {{2, 0}, {0, 3}}},
+  };
+  for (const auto& [eq, shapes] : equations) {
+    std::vector<CaseInput> ins;
+    for (const auto& s : shapes) ins.push_back(in(s, "", 0));
+    out.push_back(make("Einsum", "'" + eq + "'", ins, {{"equation", AttrValue::of_string(eq)}}));
+    out.back().cuda = false;
+  }
+}
+
 }  // namespace
 
 std::vector<Case> conformance_cases() {
@@ -191,6 +486,10 @@ std::vector<Case> conformance_cases() {
   gemm_cases(out);
   matmul_cases(out);
   other_cases(out);
+  indexing_cases(out);
+  layout_cases(out);
+  shape_cases(out);
+  einsum_cases(out);
   return out;
 }
 

@@ -23,10 +23,11 @@ struct CaseInput {
   // Random values in [lo, hi] (floats on a 1/32 grid, exact in every float type; integers for
   // integer dtypes), at least `min_abs` in magnitude.
   double lo = -4.0, hi = 4.0, min_abs = 0.0;
-  bool constant = false;                       // an initializer instead of a graph input
-  std::optional<std::vector<int64_t>> int64s;  // a fixed int64 constant (a shape input)
-  std::optional<DType> dtype;                  // a fixed dtype (else the case's T)
-  bool absent = false;                         // an absent optional input ("")
+  bool constant = false;  // an initializer instead of a graph input
+  // A fixed integer constant (a shape input): int64, or int32 where `dtype` says so.
+  std::optional<std::vector<int64_t>> int64s;
+  std::optional<DType> dtype;  // a fixed dtype (else the case's T)
+  bool absent = false;         // an absent optional input ("")
 };
 
 struct Case {

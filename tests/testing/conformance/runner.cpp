@@ -136,8 +136,14 @@ void set_attribute(onnx::NodeProto& n, const std::string& name, const ops::AttrV
       attr->set_type(onnx::AttributeProto::FLOATS);
       for (double v : a.floats) attr->add_floats(static_cast<float>(v));
       break;
-    case ops::AttrKind::Tensor:
+    case ops::AttrKind::Tensor: {
+      attr->set_type(onnx::AttributeProto::TENSOR);
+      auto* t = attr->mutable_t();
+      t->set_data_type(static_cast<int>(a.tensor.dtype));
+      for (int64_t d : a.tensor.sizes) t->add_dims(d);
+      if (a.tensor.data) t->set_raw_data(a.tensor.data->data(), a.tensor.data->size());
       break;
+    }
   }
 }
 
@@ -156,6 +162,15 @@ CaseModel build(const Case& c, DType t,
     }
     names.push_back(name);
     const DType dt = in.dtype.value_or(t);
+    if (in.int64s && dt == DType::Int32) {
+      std::vector<int32_t> narrow(in.int64s->begin(), in.int64s->end());
+      auto* init = b.graph().add_initializer();
+      init->set_name(name);
+      init->set_data_type(static_cast<int>(dt));
+      for (int64_t d : in.sizes) init->add_dims(d);
+      init->set_raw_data(narrow.data(), narrow.size() * sizeof(int32_t));
+      continue;
+    }
     if (in.int64s) {
       b.initializer_int64(name, in.sizes, *in.int64s);
       continue;

@@ -1,0 +1,84 @@
+// ONNX GatherElements (opset 13): output[i] = data[i with i[axis] replaced by indices[i]]. Any
+// dtype (elements moved as words); int32 or int64 indices, negative ones counting from the end.
+// Every index is checked before anything is read.
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/indices.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+// The output (shaped like indices) walked in order, reading data through its strides with the
+// axis's zeroed: each row's base offset, to which indices[i] * axis_stride is added.
+template <typename Index, typename Word>
+class GatherElementsKernel final : public runtime::Kernel {
+ public:
+  GatherElementsKernel(const runtime::Value* data, const runtime::Value* indices,
+                       runtime::Value* out, const BroadcastPlan<1>& plan, int64_t n,
+                       int64_t axis_stride, std::string what)
+      : data_(data),
+        indices_(indices),
+        out_(out),
+        plan_(plan),
+        n_(n),
+        axis_stride_(axis_stride),
+        what_(std::move(what)) {}
+
+  Status run() override {
+    BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&n_, 1), what_));
+    const Index* idx = indices_->tensor.data_as<const Index>();
+    const Word* data = data_->tensor.data_as<const Word>();
+    Word* out = out_->tensor.data_as<Word>();
+    const int64_t s = plan_.strides[0][plan_.rank - 1];
+    for_each_broadcast_row<1>(
+        plan_, [&](int64_t out_offset, const std::array<int64_t, 1>& offsets, int64_t len) {
+          for (int64_t j = 0; j < len; ++j) {
+            const int64_t i = normalize_index(idx[out_offset + j], n_);
+            out[out_offset + j] = data[offsets[0] + j * s + i * axis_stride_];
+          }
+        });
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* data_;
+  const runtime::Value* indices_;
+  runtime::Value* out_;
+  BroadcastPlan<1> plan_;
+  int64_t n_;
+  int64_t axis_stride_;
+  std::string what_;
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const TensorView& data = call.input(0);
+  const TensorView& indices = call.input(1);
+  const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
+  // Strides saturate only for an empty data tensor, whose output is empty too or whose axis has
+  // size 0 (every index then fails its check before any offset is formed).
+  const std::vector<int64_t> strides = element_strides(data.sizes);
+  std::array<std::array<int64_t, kMaxRank>, 1> walk{};
+  for (size_t d = 0; d < strides.size(); ++d) walk[0][d] = d == axis ? 0 : strides[d];
+  const BroadcastPlan<1> plan = compress_plan<1>(indices.sizes, walk);
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kIndexTypes.bits()>(indices.dtype, [&]<typename Index>() {
+    dispatch_word(dtype_size(data.dtype), [&]<typename Word>() {
+      kernel = std::make_unique<GatherElementsKernel<Index, Word>>(
+          call.inputs[0], call.inputs[1], call.outputs[0], plan, data.sizes[axis], strides[axis],
+          call.describe());
+    });
+  });
+  if (!kernel) return no_kernel_for(call, data.dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_gather_elements(runtime::KernelRegistry& registry) {
+  registry.add({"GatherElements", "", {}, &create});
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,143 @@
+// ONNX ScatterND (opset 13; reduction from 16, max/min from 18): output = data, then for each
+// k-tuple of indices (in order) the slice it names is replaced by, or combined (add, mul, max,
+// min) with, the matching slice of updates. Any dtype; add and mul wrap for integers (computed
+// unsigned), are `or` and `and` for bool; float16 and bfloat16 combine in float. Every tuple is
+// checked before the output is written.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/indices.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+enum class Reduction : uint8_t { None, Add, Mul, Max, Min };
+
+template <typename S>
+S combine(Reduction r, S a, S b) {
+  if constexpr (std::is_same_v<S, bool>) {
+    return (r == Reduction::Add || r == Reduction::Max) ? (a || b) : (a && b);
+  } else if constexpr (std::is_integral_v<S>) {
+    using U = std::make_unsigned_t<S>;
+    switch (r) {
+      case Reduction::Add:
+        return static_cast<S>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case Reduction::Mul:
+        // Promoted to unsigned int at least, so narrow types cannot overflow a signed int.
+        return static_cast<S>(static_cast<U>(static_cast<uint64_t>(static_cast<U>(a)) *
+                                             static_cast<uint64_t>(static_cast<U>(b))));
+      case Reduction::Max:
+        return std::max(a, b);
+      default:
+        return std::min(a, b);
+    }
+  } else {
+    const compute_t<S> x = load(a), y = load(b);
+    switch (r) {
+      case Reduction::Add:
+        return store<S>(x + y);
+      case Reduction::Mul:
+        return store<S>(x * y);
+      case Reduction::Max:
+        return store<S>(std::max(x, y));
+      default:
+        return store<S>(std::min(x, y));
+    }
+  }
+}
+
+struct ScatterShape {
+  int64_t tuples = 0;                  // k-tuples in indices
+  int64_t slice = 0;                   // elements per slice
+  std::vector<int64_t> dims, strides;  // the k indexed dimensions of data and their strides
+};
+
+template <typename S>
+class ScatterNdKernel final : public runtime::Kernel {
+ public:
+  ScatterNdKernel(const runtime::Value* data, const runtime::Value* indices,
+                  const runtime::Value* updates, runtime::Value* out, ScatterShape s,
+                  Reduction reduction, std::string what)
+      : data_(data),
+        indices_(indices),
+        updates_(updates),
+        out_(out),
+        s_(std::move(s)),
+        reduction_(reduction),
+        what_(std::move(what)) {}
+
+  Status run() override {
+    BATON_TRY(check_indices<int64_t>(indices_->tensor, s_.dims, what_));
+    const int64_t* idx = indices_->tensor.data_as<const int64_t>();
+    const auto k = static_cast<int64_t>(s_.dims.size());
+    const size_t bytes = out_->tensor.nbytes();
+    if (bytes != 0) std::memcpy(out_->tensor.data, data_->tensor.data, bytes);
+    if (s_.slice == 0) return Status::ok_status();
+    S* out = out_->tensor.data_as<S>();
+    const S* update = updates_->tensor.data_as<const S>();
+    for (int64_t t = 0; t < s_.tuples; ++t, idx += k, update += s_.slice) {
+      S* dst = out + tuple_offset(idx, s_.dims, s_.strides);
+      if (reduction_ == Reduction::None) {
+        std::memcpy(dst, update, static_cast<size_t>(s_.slice) * sizeof(S));
+      } else {
+        for (int64_t e = 0; e < s_.slice; ++e) dst[e] = combine<S>(reduction_, dst[e], update[e]);
+      }
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* data_;
+  const runtime::Value* indices_;
+  const runtime::Value* updates_;
+  runtime::Value* out_;
+  ScatterShape s_;
+  Reduction reduction_;
+  std::string what_;
+};
+
+Reduction reduction_of(const runtime::KernelCall& call) {
+  if (call.def->attr_index("reduction") < 0) return Reduction::None;  // ScatterND-13
+  const std::string_view r = call.attr_string("reduction");           // checked by the definition
+  if (r == "add") return Reduction::Add;
+  if (r == "mul") return Reduction::Mul;
+  if (r == "max") return Reduction::Max;
+  if (r == "min") return Reduction::Min;
+  return Reduction::None;
+}
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const TensorView& data = call.input(0);
+  const TensorView& indices = call.input(1);
+  const auto k = static_cast<size_t>(indices.sizes.back());  // checked: in [1, rank]
+  ScatterShape s;
+  s.dims.assign(data.sizes.begin(), data.sizes.begin() + k);
+  if (data.numel() != 0) {
+    const std::vector<int64_t> strides = element_strides(data.sizes);
+    s.strides.assign(strides.begin(), strides.begin() + k);
+    s.slice = product(data.sizes, k, data.sizes.size());
+    // updates is [tuples..., slice...]; tuples counted from indices (their product is bounded
+    // by indices' element count).
+    s.tuples = product(indices.sizes, 0, indices.sizes.size() - 1);
+  }
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kAllTypes.bits()>(data.dtype, [&]<typename S>() {
+    kernel = std::make_unique<ScatterNdKernel<S>>(call.inputs[0], call.inputs[1], call.inputs[2],
+                                                  call.outputs[0], std::move(s), reduction_of(call),
+                                                  call.describe());
+  });
+  if (!kernel) return no_kernel_for(call, data.dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_scatter_nd(runtime::KernelRegistry& registry) {
+  registry.add({"ScatterND", "", {}, &create});
+}
+
+}  // namespace baton::kernels::cpu
