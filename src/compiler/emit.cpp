@@ -203,7 +203,11 @@ class Emitter {
   // 64-byte aligned), every other tensor into its planned arena slot, arenas, blob segments.
   Status storage() {
     std::vector<uint8_t> constants;
+    // Whether segment 0 holds the constants: even when all of them are empty (a folded Shape of
+    // nothing, a ConstantOfShape with a 0 in its shape), the tensors name it.
+    bool has_constants = false;
     auto place_constant = [&](int fb_value, const std::vector<uint8_t>& data) {
+      has_constants = true;
       fb::TensorT& t = tensor_of(fb_value);
       constants.resize(align_up(constants.size(), 64));
       t.allocation = fb::AllocationKind::Constant;
@@ -235,9 +239,9 @@ class Emitter {
       method_->arenas.push_back(std::move(arena));
       out_.summary.arenas.emplace_back(a.device.to_string(), a.size);
     }
-    const int blob_base = constants.empty() ? 0 : 1;
+    const int blob_base = has_constants ? 1 : 0;
     for (auto& d : method_->delegates) d->blob_segment += blob_base;
-    if (!constants.empty()) out_.segments.push_back(std::move(constants));
+    if (has_constants) out_.segments.push_back(std::move(constants));
     for (const std::vector<uint8_t>* b : blobs_) out_.segments.push_back(*b);
     return Status();
   }

@@ -31,7 +31,7 @@ const ops::AttrValue& IrNode::attr(std::string_view attr_name) const {
 
 namespace {
 
-constexpr int kMinOpset = 13;
+constexpr int kMinOpset = 7;
 constexpr int kMaxOpset = 21;
 
 std::string attr_type_name(int type) {

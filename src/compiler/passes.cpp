@@ -48,6 +48,12 @@ Status fold(Graph& graph, IrNode& node, const runtime::KernelDef& kernel) {
   return Status();
 }
 
+// Shape and Size read nothing but their input's static shape, so they fold whether or not the
+// input is a constant (and what is computed from them folds in turn).
+bool folds_from_static_shape(const IrNode& node) {
+  return node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
+}
+
 }  // namespace
 
 Result<size_t> infer_and_fold(Graph& graph) {
@@ -97,7 +103,7 @@ Result<size_t> infer_and_fold(Graph& graph) {
       unsupported.push_back(fmt::format("{}: {}", node.describe(), why));
       continue;
     }
-    if (!all_constant || node.inputs.empty()) continue;
+    if (!(all_constant || folds_from_static_shape(node)) || node.inputs.empty()) continue;
     BATON_TRY(fold(graph, node, *kernel));
     ++folded;
   }

@@ -9,8 +9,9 @@
 namespace baton::compiler {
 
 // Static shape inference in topological order through each node's definition (which also puts
-// its attributes in canonical form); nodes whose inputs are all constants are run on the CPU
-// kernels and replaced by their results. A node whose dtypes Baton's CPU kernel does not take is
+// its attributes in canonical form); nodes whose inputs are all constants, and Shape and Size
+// nodes (whose result is the input's static shape), are run on the CPU kernels and replaced by
+// their results. A node whose dtypes Baton's CPU kernel does not take is
 // NotSupported; all such nodes are reported at once. Returns the number of folded nodes.
 Result<size_t> infer_and_fold(Graph& graph);
 
