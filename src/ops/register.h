@@ -18,5 +18,10 @@ void register_flatten(OpRegistry& registry);
 void register_transpose(OpRegistry& registry);
 void register_squeeze(OpRegistry& registry);  // Squeeze and Unsqueeze
 void register_concat(OpRegistry& registry);
+void register_where(OpRegistry& registry);
+void register_cast(OpRegistry& registry);  // Cast and CastLike
+void register_clip(OpRegistry& registry);
+void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
+void register_bitshift(OpRegistry& registry);
 
 }  // namespace baton::ops

@@ -15,6 +15,11 @@ void register_all_ops(OpRegistry& registry) {
   register_transpose(registry);
   register_squeeze(registry);
   register_concat(registry);
+  register_where(registry);
+  register_cast(registry);
+  register_clip(registry);
+  register_variadic(registry);
+  register_bitshift(registry);
 }
 
 }  // namespace baton::ops

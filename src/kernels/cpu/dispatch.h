@@ -5,6 +5,7 @@
 // for float64; integer kernels compute in their own type.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -71,6 +72,28 @@ bool dispatch(DType dtype, F&& f) {
   }
 #undef BATON_DISPATCH_CASE
   return false;
+}
+
+// For kernels that only move bits (Transpose, Where): calls `f.template operator()<W>()` with W
+// the unsigned integer type of `size` bytes (1, 2, 4 or 8), and returns whether it did.
+template <typename F>
+bool dispatch_by_size(size_t size, F&& f) {
+  switch (size) {
+    case 1:
+      f.template operator()<uint8_t>();
+      return true;
+    case 2:
+      f.template operator()<uint16_t>();
+      return true;
+    case 4:
+      f.template operator()<uint32_t>();
+      return true;
+    case 8:
+      f.template operator()<uint64_t>();
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace baton::kernels::cpu

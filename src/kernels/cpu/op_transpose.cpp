@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
 
 namespace baton::kernels::cpu {
@@ -70,22 +71,9 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
       compress_plan<1>(std::span<const int64_t>(out_sizes.data(), rank), in_strides);
 
   TransposeFn fn = nullptr;
-  switch (dtype_size(x.dtype)) {
-    case 1:
-      fn = &transpose_words<uint8_t>;
-      break;
-    case 2:
-      fn = &transpose_words<uint16_t>;
-      break;
-    case 4:
-      fn = &transpose_words<uint32_t>;
-      break;
-    case 8:
-      fn = &transpose_words<uint64_t>;
-      break;
-    default:
-      return BATON_ERROR(NotSupported, "{}: dtype {} has an element size of {} bytes",
-                         call.describe(), dtype_name(x.dtype), dtype_size(x.dtype));
+  if (!dispatch_by_size(dtype_size(x.dtype), [&]<typename W>() { fn = &transpose_words<W>; })) {
+    return BATON_ERROR(NotSupported, "{}: dtype {} has an element size of {} bytes",
+                       call.describe(), dtype_name(x.dtype), dtype_size(x.dtype));
   }
   return std::unique_ptr<runtime::Kernel>(
       std::make_unique<TransposeKernel>(call.inputs[0], call.outputs[0], plan, fn));
