@@ -13,6 +13,8 @@
 // Binary rows: X(Name, since_version, types of A, types of B (kSameAsA: A's constraint T), out,
 //                attributes, CPU expression of a and b, device expression of {a} and {b})
 //
+// since_version is the first opset of the row's current semantics; the types are the newest
+// version's, which Baton takes from since_version on (older versions only allowed fewer).
 // out:  Same      the output has A's dtype and the (multidirectionally) broadcast shape;
 //       Bool      the output is bool, of the broadcast shape (comparisons, IsNaN);
 //       ShapeOfA  A's dtype and shape: B must broadcast to A (unidirectional, PRelu's slope).
