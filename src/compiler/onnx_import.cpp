@@ -31,7 +31,10 @@ const ops::AttrValue& IrNode::attr(std::string_view attr_name) const {
 
 namespace {
 
-constexpr int kMinOpset = 7;
+// Any opset is read; each operator's definition decides from which opset Baton runs it (the
+// registry refuses a node whose op has no definition at the model's opset, naming the first
+// opset it supports).
+constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 21;
 
 std::string attr_type_name(int type) {

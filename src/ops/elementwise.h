@@ -1,22 +1,43 @@
 // The elementwise operators: one row each, consumed by everything that implements them.
 //
-//  - src/ops/elementwise.cpp makes each row's definition (inputs, types, broadcasting inference);
+//  - src/ops/elementwise.cpp makes each row's definition (inputs, types, attributes with their
+//    defaults and checks, broadcasting inference);
 //  - src/kernels/cpu/op_elementwise.cpp makes each row's CPU kernel from its CPU expression;
 //  - the CUDA engine's fused-kernel generator (src/backends/cuda/builder/ops/elementwise.cpp)
 //    reads each row's device expression;
 //  - the conformance test generates its cases from the rows.
 // So a new unary or binary operator is one line here.
 //
-// Unary rows:  X(Name, since_version, types, CPU expression of x, device expression of {x})
-// Binary rows: X(Name, since_version, types of A, types of B (kSameAsA: A's constraint T),
-//                CPU expression of a and b, device expression of {a} and {b})
+// Unary rows:  X(Name, since_version, types, out, attributes, CPU expression of x,
+//                device expression of {x})
+// Binary rows: X(Name, since_version, types of A, types of B (kSameAsA: A's constraint T), out,
+//                attributes, CPU expression of a and b, device expression of {a} and {b})
+//
+// since_version is the first opset of the row's current semantics; the types are the newest
+// version's, which Baton takes from since_version on (older versions only allowed fewer).
+// out:  Same      the output has A's dtype and the (multidirectionally) broadcast shape;
+//       Bool      the output is bool, of the broadcast shape (comparisons, IsNaN);
+//       ShapeOfA  A's dtype and shape: B must broadcast to A (unidirectional, PRelu's slope).
+// attributes: () or up to two (kind, name, default) triples, e.g. (Float, alpha, 0.01). Kinds:
+//       Float     an ONNX FLOAT attribute, finite;
+//       NonZero   an ONNX FLOAT attribute, finite and not 0 (a divisor);
+//       Flag      an ONNX INT attribute, 0 or 1.
+//   The CPU expression reads each attribute as a local of its name: Float and NonZero in the
+//   compute type (double for integer tensors), Flag as bool. The device expression names it as
+//   {name}; the generator bakes the node's value in as a float literal.
 // The CPU expression is evaluated in the compute type C: float for float32, float16 and
-// bfloat16, double for float64, the type itself for integers. Binary expressions may set `error`
-// (integer division by zero). The device expression is CUDA C on floats.
+// bfloat16, double for float64, the type itself for integers and bool. Binary expressions may set
+// `error` (integer division by zero). The device expression is CUDA C on floats; an empty one
+// ("") makes the row CPU-only (the CUDA engine leaves its nodes to the CPU): the fused-kernel
+// generator handles float tensors only, so rows that read or write bool are CPU-only.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <span>
+#include <string_view>
 #include <type_traits>
 
 #include "ops/op_def.h"
@@ -26,27 +47,71 @@ namespace baton::ops {
 // B's type constraint is A's (ONNX's single T).
 inline constexpr DTypeSet kSameAsA{};
 
-#define BATON_UNARY_OPS(X)                                              \
-  X(Abs, 13, kNumericTypes, scalar::abs(x), "fabsf({x})")               \
-  X(Ceil, 13, kFloatTypes, std::ceil(x), "ceilf({x})")                  \
-  X(Erf, 13, kFloatTypes, std::erf(x), "erff({x})")                     \
-  X(Exp, 13, kFloatTypes, std::exp(x), "expf({x})")                     \
-  X(Floor, 13, kFloatTypes, std::floor(x), "floorf({x})")               \
-  X(Log, 13, kFloatTypes, std::log(x), "logf({x})")                     \
-  X(Neg, 13, kSignedNumericTypes, scalar::neg(x), "(-{x})")             \
-  X(Reciprocal, 13, kFloatTypes, C(1) / x, "(1.0f / {x})")              \
-  X(Relu, 13, kSignedNumericTypes, scalar::relu(x), "baton_relu({x})")  \
-  X(Sigmoid, 13, kFloatTypes, scalar::sigmoid(x), "baton_sigmoid({x})") \
-  X(Sign, 13, kNumericTypes, scalar::sign(x), "baton_sign({x})")        \
-  X(Sqrt, 13, kFloatTypes, std::sqrt(x), "sqrtf({x})")                  \
-  X(Tanh, 13, kFloatTypes, std::tanh(x), "tanhf({x})")
+enum class ElementwiseOut : uint8_t { Same, Bool, ShapeOfA };
+enum class ElementwiseAttrKind : uint8_t { Float, NonZero, Flag };
 
-#define BATON_BINARY_OPS(X)                                                                   \
-  X(Add, 13, kNumericTypes, kSameAsA, scalar::add(a, b), "({a} + {b})")                       \
-  X(Div, 13, kNumericTypes, kSameAsA, scalar::div(a, b, error), "({a} / {b})")                \
-  X(Mul, 13, kNumericTypes, kSameAsA, scalar::mul(a, b), "({a} * {b})")                       \
-  X(Pow, 13, (kFloatTypes | kIndexTypes), kNumericTypes, scalar::pow(a, b), "powf({a}, {b})") \
-  X(Sub, 13, kNumericTypes, kSameAsA, scalar::sub(a, b), "({a} - {b})")
+// SELU's defaults, as ONNX writes them (float32 values).
+inline constexpr double kSeluAlpha = 1.67326319217681884765625;
+inline constexpr double kSeluGamma = 1.05070102214813232421875;
+
+// clang-format off
+#define BATON_UNARY_OPS(X) \
+  X(Abs, 13, kNumericTypes, Same, (), scalar::abs(x), "fabsf({x})") \
+  X(Acos, 7, kFloatTypes, Same, (), std::acos(x), "acosf({x})") \
+  X(Acosh, 9, kFloatTypes, Same, (), std::acosh(x), "acoshf({x})") \
+  X(Asin, 7, kFloatTypes, Same, (), std::asin(x), "asinf({x})") \
+  X(Asinh, 9, kFloatTypes, Same, (), std::asinh(x), "asinhf({x})") \
+  X(Atan, 7, kFloatTypes, Same, (), std::atan(x), "atanf({x})") \
+  X(Atanh, 9, kFloatTypes, Same, (), std::atanh(x), "atanhf({x})") \
+  X(Ceil, 13, kFloatTypes, Same, (), std::ceil(x), "ceilf({x})") \
+  X(Celu, 12, kFloatTypes, Same, (NonZero, alpha, 1.0), scalar::celu(x, alpha), "baton_celu({x}, {alpha})") \
+  X(Cos, 7, kFloatTypes, Same, (), std::cos(x), "cosf({x})") \
+  X(Cosh, 9, kFloatTypes, Same, (), std::cosh(x), "coshf({x})") \
+  X(Elu, 6, kFloatTypes, Same, (Float, alpha, 1.0), scalar::elu(x, alpha), "baton_elu({x}, {alpha})") \
+  X(Erf, 13, kFloatTypes, Same, (), std::erf(x), "erff({x})") \
+  X(Exp, 13, kFloatTypes, Same, (), std::exp(x), "expf({x})") \
+  X(Floor, 13, kFloatTypes, Same, (), std::floor(x), "floorf({x})") \
+  X(HardSigmoid, 6, kFloatTypes, Same, (Float, alpha, 0.2, Float, beta, 0.5), scalar::clamp01(alpha * x + beta), "baton_clamp01({alpha} * {x} + {beta})") \
+  X(HardSwish, 14, kFloatTypes, Same, (), scalar::hard_swish(x), "baton_hard_swish({x})") \
+  X(IsInf, 10, kFloatTypes, Bool, (Flag, detect_negative, 1, Flag, detect_positive, 1), scalar::is_inf(x, detect_negative, detect_positive), "") \
+  X(IsNaN, 9, kFloatTypes, Bool, (), std::isnan(x), "") \
+  X(LeakyRelu, 6, kFloatTypes, Same, (Float, alpha, 0.01), x < C(0) ? alpha * x : x, "({x} < 0.0f ? {alpha} * {x} : {x})") \
+  X(Log, 13, kFloatTypes, Same, (), std::log(x), "logf({x})") \
+  X(Neg, 13, kSignedNumericTypes, Same, (), scalar::neg(x), "(-{x})") \
+  X(Not, 1, kBoolTypes, Same, (), !x, "") \
+  X(Reciprocal, 13, kFloatTypes, Same, (), C(1) / x, "(1.0f / {x})") \
+  X(Relu, 13, kSignedNumericTypes, Same, (), scalar::relu(x), "baton_relu({x})") \
+  X(Round, 11, kFloatTypes, Same, (), std::nearbyint(x), "rintf({x})") \
+  X(Selu, 6, kFloatTypes, Same, (Float, alpha, kSeluAlpha, Float, gamma, kSeluGamma), scalar::selu(x, alpha, gamma), "baton_selu({x}, {alpha}, {gamma})") \
+  X(Shrink, 9, kNumericTypes, Same, (Float, bias, 0.0, Float, lambd, 0.5), scalar::shrink(x, bias, lambd), "baton_shrink({x}, {bias}, {lambd})") \
+  X(Sigmoid, 13, kFloatTypes, Same, (), scalar::sigmoid(x), "baton_sigmoid({x})") \
+  X(Sign, 13, kNumericTypes, Same, (), scalar::sign(x), "baton_sign({x})") \
+  X(Sin, 7, kFloatTypes, Same, (), std::sin(x), "sinf({x})") \
+  X(Sinh, 9, kFloatTypes, Same, (), std::sinh(x), "sinhf({x})") \
+  X(Softplus, 1, kFloatTypes, Same, (), scalar::softplus(x), "baton_softplus({x})") \
+  X(Softsign, 1, kFloatTypes, Same, (), x / (C(1) + std::fabs(x)), "({x} / (1.0f + fabsf({x})))") \
+  X(Sqrt, 13, kFloatTypes, Same, (), std::sqrt(x), "sqrtf({x})") \
+  X(Tan, 7, kFloatTypes, Same, (), std::tan(x), "tanf({x})") \
+  X(Tanh, 13, kFloatTypes, Same, (), std::tanh(x), "tanhf({x})") \
+  X(ThresholdedRelu, 10, kFloatTypes, Same, (Float, alpha, 1.0), x > alpha ? x : C(0), "({x} > {alpha} ? {x} : 0.0f)")
+
+#define BATON_BINARY_OPS(X) \
+  X(Add, 13, kNumericTypes, kSameAsA, Same, (), scalar::add(a, b), "({a} + {b})") \
+  X(And, 7, kBoolTypes, kSameAsA, Same, (), a && b, "") \
+  X(Div, 13, kNumericTypes, kSameAsA, Same, (), scalar::div(a, b, error), "({a} / {b})") \
+  X(Equal, 7, kAllTypes, kSameAsA, Bool, (), a == b, "") \
+  X(Greater, 7, kNumericTypes, kSameAsA, Bool, (), a > b, "") \
+  X(GreaterOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a >= b, "") \
+  X(Less, 7, kNumericTypes, kSameAsA, Bool, (), a < b, "") \
+  X(LessOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a <= b, "") \
+  X(Mod, 10, kNumericTypes, kSameAsA, Same, (Flag, fmod, 0), scalar::mod(a, b, fmod, error), "fmodf({a}, {b})") \
+  X(Mul, 13, kNumericTypes, kSameAsA, Same, (), scalar::mul(a, b), "({a} * {b})") \
+  X(Or, 7, kBoolTypes, kSameAsA, Same, (), a || b, "") \
+  X(Pow, 13, (kFloatTypes | kIndexTypes), kNumericTypes, Same, (), scalar::pow(a, b), "powf({a}, {b})") \
+  X(PRelu, 9, (kFloatTypes | kIndexTypes), kSameAsA, ShapeOfA, (), scalar::prelu(a, b), "baton_prelu({a}, {b})") \
+  X(Sub, 13, kNumericTypes, kSameAsA, Same, (), scalar::sub(a, b), "({a} - {b})") \
+  X(Xor, 7, kBoolTypes, kSameAsA, Same, (), a != b, "")
+// clang-format on
 
 // Helpers the CPU expressions use. Integer arithmetic wraps (two's complement) instead of
 // overflowing into undefined behaviour; NaN passes through Relu and Sign as NaN.
@@ -149,35 +214,174 @@ C pow(C a, E b) {
   }
 }
 
+// x clamped to [0, 1]; NaN stays NaN.
+template <typename C>
+C clamp01(C x) {
+  return x < C(0) ? C(0) : (x > C(1) ? C(1) : x);
+}
+// log(1 + exp(x)) without overflow for large x.
+template <typename C>
+C hard_swish(C x) {
+  return x * clamp01(x / C(6) + C(0.5));
+}
+// slope * x below 0 (integers wrap), x elsewhere; NaN stays NaN.
+template <typename C>
+C prelu(C x, C slope) {
+  return x < C(0) ? mul(x, slope) : x;
+}
+template <typename C>
+C softplus(C x) {
+  return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+template <typename C>
+C elu(C x, C alpha) {
+  return x < C(0) ? alpha * std::expm1(x) : x;
+}
+template <typename C>
+C selu(C x, C alpha, C gamma) {
+  return x > C(0) ? gamma * x : gamma * (alpha * std::expm1(x));
+}
+// max(0, x) + min(0, alpha (exp(x / alpha) - 1)), which is x for x > 0 whatever alpha's sign.
+template <typename C>
+C celu(C x, C alpha) {
+  return x > C(0) ? x : alpha * std::expm1(x / alpha);
+}
+// x + bias below -lambd, x - bias above lambd, 0 between (in A, the attributes' type).
+template <typename C, typename A>
+A shrink(C x, A bias, A lambd) {
+  const A v = static_cast<A>(x);
+  return v < -lambd ? v + bias : (v > lambd ? v - bias : A(0));
+}
+template <typename C>
+bool is_inf(C x, bool negative, bool positive) {
+  return std::isinf(x) && (x < C(0) ? negative : positive);
+}
+// fmod = 1: C's remainder (the sign of the dividend); fmod = 0 (integers only, the definition
+// refuses it for floats): the sign of the divisor, as Python's %. A zero integer divisor sets
+// `error` like Div; min % -1 is 0 (it traps on x86).
+template <typename C>
+C mod(C a, C b, bool fmod, bool& error) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::fmod(a, b);
+  } else {
+    if (b == 0) {
+      error = true;
+      return 0;
+    }
+    if constexpr (std::is_signed_v<C>) {
+      if (b == -1) return 0;
+      const C r = static_cast<C>(a % b);
+      return (!fmod && r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;
+    } else {
+      return static_cast<C>(a % b);
+    }
+  }
+}
+
+// A row's result converted to its output's compute type R: floats to integers truncate and
+// saturate (NaN gives 0) instead of being undefined out of range.
+template <typename R, typename V>
+R narrow(V v) {
+  if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool> && std::is_floating_point_v<V>) {
+    if (std::isnan(v)) return 0;
+    if (v <= static_cast<V>(std::numeric_limits<R>::min())) return std::numeric_limits<R>::min();
+    if (v >= static_cast<V>(std::numeric_limits<R>::max())) return std::numeric_limits<R>::max();
+    return static_cast<R>(v);
+  } else {
+    return static_cast<R>(v);
+  }
+}
+
+// The type Float and NonZero attributes have in an expression computing in C.
+template <typename C>
+using AttrFloat = std::conditional_t<std::is_floating_point_v<C>, C, double>;
+
+template <ElementwiseAttrKind kKind, typename C>
+auto attr_as(double v) {
+  if constexpr (kKind == ElementwiseAttrKind::Flag) {
+    return v != 0.0;
+  } else {
+    return static_cast<AttrFloat<C>>(v);
+  }
+}
+
 }  // namespace scalar
 
-// One functor per row: Name##Fn::apply<C>(x) or apply<C>(a, b, error).
-#define BATON_DEFINE_UNARY_FN(Name, since, types, cpu, device) \
-  struct Name##Fn {                                            \
-    template <typename C>                                      \
-    static C apply(C x) {                                      \
-      return static_cast<C>(cpu);                              \
-    }                                                          \
-  };
-#define BATON_DEFINE_BINARY_FN(Name, since, a_types, b_types, cpu, device) \
+// The most attributes a row has, and a call's attribute values in the row's order (flags as 0
+// or 1), read once when a kernel is created.
+inline constexpr size_t kMaxElementwiseAttrs = 2;
+using ElementwiseArgs = std::array<double, kMaxElementwiseAttrs>;
+
+struct ElementwiseAttr {
+  ElementwiseAttrKind kind = ElementwiseAttrKind::Float;
+  std::string_view name;
+  double default_value = 0.0;
+};
+
+// Expanding a row's attribute list `(kind, name, default, ...)`: BATON_ELEMENTWISE_ATTR_LOCALS
+// declares the expression's locals from `args` (as statements; the last one's `;` is the
+// caller's), BATON_ELEMENTWISE_ATTR_SPECS gives the ElementwiseAttr initializers,
+// BATON_ELEMENTWISE_ATTR_COUNT their number.
+// clang-format off
+#define BATON_ELEMENTWISE_ATTR_LOCALS(...) __VA_OPT__(BATON_ELEMENTWISE_ATTR_LOCAL0(__VA_ARGS__))
+#define BATON_ELEMENTWISE_ATTR_LOCAL0(kind, name, value, ...) \
+  [[maybe_unused]] const auto name = scalar::attr_as<ElementwiseAttrKind::kind, C>(args[0]) \
+  __VA_OPT__(; BATON_ELEMENTWISE_ATTR_LOCAL1(__VA_ARGS__))
+#define BATON_ELEMENTWISE_ATTR_LOCAL1(kind, name, value) \
+  [[maybe_unused]] const auto name = scalar::attr_as<ElementwiseAttrKind::kind, C>(args[1])
+#define BATON_ELEMENTWISE_ATTR_SPECS(...) __VA_OPT__(BATON_ELEMENTWISE_ATTR_SPEC0(__VA_ARGS__))
+#define BATON_ELEMENTWISE_ATTR_SPEC0(kind, name, value, ...) \
+  ElementwiseAttr{ElementwiseAttrKind::kind, #name, value}, __VA_OPT__(BATON_ELEMENTWISE_ATTR_SPEC1(__VA_ARGS__))
+#define BATON_ELEMENTWISE_ATTR_SPEC1(kind, name, value) ElementwiseAttr{ElementwiseAttrKind::kind, #name, value},
+#define BATON_ELEMENTWISE_ATTR_COUNT(...) (0 __VA_OPT__(+BATON_ELEMENTWISE_ATTR_COUNT0(__VA_ARGS__)))
+#define BATON_ELEMENTWISE_ATTR_COUNT0(kind, name, value, ...) 1 __VA_OPT__(+1)
+// clang-format on
+
+// The compute type of a row's result: bool for ElementwiseOut::Bool, else the input's C.
+template <ElementwiseOut kOut, typename C>
+using ResultOf = std::conditional_t<kOut == ElementwiseOut::Bool, bool, C>;
+
+// One functor per row: Name##Fn::apply<C>(x, args) or apply<C, E>(a, b, args, error), returning
+// the result in ResultOf<out, C>.
+#define BATON_DEFINE_UNARY_FN(Name, since, types, out, attrs, cpu, device) \
   struct Name##Fn {                                                        \
-    template <typename C, typename E>                                      \
-    static C apply(C a, E b, [[maybe_unused]] bool& error) {               \
-      return static_cast<C>(cpu);                                          \
+    template <typename C>                                                  \
+    static auto apply(C x, [[maybe_unused]] const ElementwiseArgs& args) { \
+      using R = ResultOf<ElementwiseOut::out, C>;                          \
+      BATON_ELEMENTWISE_ATTR_LOCALS attrs;                                 \
+      return scalar::narrow<R>(cpu);                                       \
     }                                                                      \
+  };
+#define BATON_DEFINE_BINARY_FN(Name, since, a_types, b_types, out, attrs, cpu, device) \
+  struct Name##Fn {                                                                    \
+    template <typename C, typename E>                                                  \
+    static auto apply(C a, E b, [[maybe_unused]] const ElementwiseArgs& args,          \
+                      [[maybe_unused]] bool& error) {                                  \
+      using R = ResultOf<ElementwiseOut::out, C>;                                      \
+      BATON_ELEMENTWISE_ATTR_LOCALS attrs;                                             \
+      return scalar::narrow<R>(cpu);                                                   \
+    }                                                                                  \
   };
 BATON_UNARY_OPS(BATON_DEFINE_UNARY_FN)
 BATON_BINARY_OPS(BATON_DEFINE_BINARY_FN)
 #undef BATON_DEFINE_UNARY_FN
 #undef BATON_DEFINE_BINARY_FN
 
-// A row as data, for code that works on names (the CUDA generator, the conformance test).
+// A row as data, for code that works on names (the definitions, the kernels' attribute
+// binding, the CUDA generator, the conformance test).
 struct ElementwiseRow {
   std::string_view name;
-  int arity;
+  int since_version = 1;
+  int arity = 1;
   DTypeSet types;
   DTypeSet b_types;  // binary rows: kSameAsA or B's own constraint
-  std::string_view device;
+  ElementwiseOut out = ElementwiseOut::Same;
+  std::array<ElementwiseAttr, kMaxElementwiseAttrs> attrs{};
+  size_t num_attrs = 0;
+  std::string_view device;  // empty: CPU only
+
+  std::span<const ElementwiseAttr> attributes() const { return {attrs.data(), num_attrs}; }
+  bool on_device() const { return !device.empty(); }
 };
 
 std::span<const ElementwiseRow> elementwise_rows();

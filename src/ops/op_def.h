@@ -37,7 +37,8 @@ inline constexpr DTypeSet kUnsignedIntTypes{DType::UInt8};
 inline constexpr DTypeSet kIntTypes = kSignedIntTypes | kUnsignedIntTypes;
 inline constexpr DTypeSet kNumericTypes = kFloatTypes | kIntTypes;
 inline constexpr DTypeSet kSignedNumericTypes = kFloatTypes | kSignedIntTypes;
-inline constexpr DTypeSet kAllTypes = kNumericTypes | DTypeSet{DType::Bool};
+inline constexpr DTypeSet kBoolTypes{DType::Bool};
+inline constexpr DTypeSet kAllTypes = kNumericTypes | kBoolTypes;
 inline constexpr DTypeSet kIndexTypes{DType::Int32, DType::Int64};
 
 enum class AttrKind : uint8_t { Int, Float, String, Ints, Floats, Tensor };

@@ -29,5 +29,10 @@ void register_range(OpRegistry& registry);
 void register_constant_of_shape(OpRegistry& registry);
 void register_trilu(OpRegistry& registry);
 void register_einsum(OpRegistry& registry);
+void register_where(OpRegistry& registry);
+void register_cast(OpRegistry& registry);  // Cast and CastLike
+void register_clip(OpRegistry& registry);
+void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
+void register_bitshift(OpRegistry& registry);
 
 }  // namespace baton::ops

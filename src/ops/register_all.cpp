@@ -26,6 +26,11 @@ void register_all_ops(OpRegistry& registry) {
   register_constant_of_shape(registry);
   register_trilu(registry);
   register_einsum(registry);
+  register_where(registry);
+  register_cast(registry);
+  register_clip(registry);
+  register_variadic(registry);
+  register_bitshift(registry);
 }
 
 }  // namespace baton::ops

@@ -139,6 +139,14 @@ HostTensor random_ints(std::mt19937& rng, std::vector<int64_t> sizes, int64_t lo
   return t;
 }
 
+// Random bool elements (bytes 0 and 1).
+inline HostTensor random_bools(std::mt19937& rng, std::vector<int64_t> sizes) {
+  HostTensor t(DType::Bool, std::move(sizes));
+  auto* p = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<uint8_t>(rng() & 1);
+  return t;
+}
+
 // Random bytes of any dtype (for the data-movement ops, which copy bits).
 inline HostTensor random_bytes(std::mt19937& rng, DType dtype, std::vector<int64_t> sizes) {
   HostTensor t(dtype, std::move(sizes));

@@ -44,18 +44,77 @@ op_calls() {
     t->input(random_floats(rng, {4, 17, 33})).input(random_floats(rng, {33, 65}));
     return t;
   });
-  // Every row of the elementwise table, broadcasting where binary, in float32 and float16.
+  // Every row of the elementwise table, broadcasting where binary, in float32 and float16 (bool
+  // rows in bool).
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
     const std::string op(row.name);
+    if (row.types == ops::kBoolTypes) {
+      add(op + " bool", [op, row](std::mt19937& rng) {
+        auto t = std::make_unique<OpTester>(op);
+        t->input(random_bools(rng, {7, 1, 5}));
+        if (row.arity == 2) t->input(random_bools(rng, {3, 1}));
+        return t;
+      });
+      continue;
+    }
+    // B of PRelu broadcasts to A; the others broadcast both ways.
+    const std::vector<int64_t> b_sizes = row.out == ops::ElementwiseOut::ShapeOfA
+                                             ? std::vector<int64_t>{1, 5}
+                                             : std::vector<int64_t>{3, 1};
     for (DType dtype : {DType::Float32, DType::Float16}) {
       if (!row.types.contains(dtype)) continue;
-      add(op + " " + std::string(dtype_name(dtype)), [op, row, dtype](std::mt19937& rng) {
+      add(op + " " + std::string(dtype_name(dtype)), [op, row, dtype, b_sizes](std::mt19937& rng) {
         auto t = std::make_unique<OpTester>(op);
         t->input(cast_floats(random_floats(rng, {7, 1, 5}, 0.5f, 2.0f), dtype));
-        if (row.arity == 2) t->input(cast_floats(random_floats(rng, {3, 1}, 0.5f, 2.0f), dtype));
+        if (row.arity == 2) t->input(cast_floats(random_floats(rng, b_sizes, 0.5f, 2.0f), dtype));
+        if (op == "Mod") t->attr("fmod", 1);  // floats need fmod = 1
         return t;
       });
     }
+  }
+  add("Mod int32 (fmod = 0)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Mod");
+    t->input(random_ints<int32_t>(rng, {7, 5}, -50, 50))
+        .input(random_ints<int32_t>(rng, {5}, -9, 9, /*nonzero=*/true));
+    return t;
+  });
+  add("BitShift uint8", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("BitShift");
+    t->input(random_ints<uint8_t>(rng, {3, 5}, 0, 255)).input(random_ints<uint8_t>(rng, {5}, 0, 9));
+    t->attr("direction", std::string("LEFT"));
+    return t;
+  });
+  add("Where", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Where");
+    t->input(random_bools(rng, {3, 1, 5})).input(random_floats(rng, {4, 1}));
+    t->input(random_floats(rng, {5}));
+    return t;
+  });
+  add("Cast float32 -> float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Cast");
+    t->input(random_floats(rng, {3, 17})).attr("to", static_cast<int>(DType::Float16));
+    return t;
+  });
+  add("CastLike float16 -> int32", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("CastLike");
+    t->input(cast_floats(random_floats(rng, {3, 17}, -9.0f, 9.0f), DType::Float16));
+    t->input(HostTensor(DType::Int32, {1}));
+    return t;
+  });
+  add("Clip", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Clip");
+    t->input(random_floats(rng, {3, 17})).input(make_tensor<float>({}, {-0.5f}));
+    t->input(make_tensor<float>({}, {0.5f}));
+    return t;
+  });
+  for (const char* op : {"Max", "Min", "Mean", "Sum"}) {
+    add(std::string(op) + " float16", [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(cast_floats(random_floats(rng, {2, 1, 5}), DType::Float16));
+      t->input(cast_floats(random_floats(rng, {3, 1}), DType::Float16));
+      t->input(cast_floats(random_floats(rng, {5}), DType::Float16));
+      return t;
+    });
   }
   add("Div int64", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Div");

@@ -1,25 +1,44 @@
-// The unary elementwise kernel, shared by the table's rows (op_elementwise.cpp) and Gelu: one
-// loop over a functor with `template <typename C> static C apply(C x)`, computing in compute_t.
+// The elementwise kernels, shared by the table's rows (op_elementwise.cpp), Gelu and BitShift:
+//  - unary: one loop over a functor `template <typename C> static R apply(C x, const
+//    ElementwiseArgs&)`;
+//  - binary: a broadcasting loop over `template <typename C, typename E> static R apply(C a, E b,
+//    const ElementwiseArgs&, bool& error)`;
+// computing in compute_t. R is the compute type or bool; a bool result is stored as bool.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
 
+#include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace baton::kernels::cpu {
+
+// The storage type of results of type R computed from inputs stored as S: bool for predicates,
+// else S.
+template <typename S, typename R>
+using StorageOf = std::conditional_t<std::is_same_v<R, bool>, bool, S>;
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {
  public:
-  UnaryKernel(const runtime::Value* in, runtime::Value* out, int64_t numel)
-      : in_(in), out_(out), numel_(numel) {}
+  using Out = StorageOf<S, decltype(Fn::template apply<compute_t<S>>(
+                               compute_t<S>{}, std::declval<ops::ElementwiseArgs>()))>;
+
+  UnaryKernel(const runtime::Value* in, runtime::Value* out, int64_t numel,
+              const ops::ElementwiseArgs& args)
+      : in_(in), out_(out), numel_(numel), args_(args) {}
 
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
-    S* y = out_->tensor.data_as<S>();
+    Out* y = out_->tensor.data_as<Out>();
+    const ops::ElementwiseArgs args = args_;  // a local: stores through y cannot change it
     for (int64_t i = 0; i < numel_; ++i) {
-      y[i] = store<S>(Fn::template apply<compute_t<S>>(load(x[i])));
+      y[i] = store<Out>(Fn::template apply<compute_t<S>>(load(x[i]), args));
     }
     return Status::ok_status();
   }
@@ -28,17 +47,114 @@ class UnaryKernel final : public runtime::Kernel {
   const runtime::Value* in_;
   runtime::Value* out_;
   int64_t numel_;
+  ops::ElementwiseArgs args_;
 };
 
 template <typename Fn, uint32_t kTypes>
-Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::KernelCall& call) {
+Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::KernelCall& call,
+                                                      const ops::ElementwiseArgs& args = {}) {
   std::unique_ptr<runtime::Kernel> kernel;
   const runtime::Value* in = call.inputs[0];
   dispatch<kTypes>(in->tensor.dtype, [&]<typename S>() {
-    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], in->tensor.numel());
+    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], in->tensor.numel(), args);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;
+}
+
+// The binary loop over a plan: `a` has storage type SA, `b` SB, the output SA or bool.
+template <typename SA, typename SB, typename Fn>
+bool binary_loop(const BroadcastPlan<2>& plan, const void* a_data, const void* b_data,
+                 void* out_data, const ops::ElementwiseArgs& attr_args) {
+  using CA = compute_t<SA>;
+  using CB = compute_t<SB>;
+  using Out =
+      StorageOf<SA,
+                decltype(Fn::template apply<CA, CB>(CA{}, CB{}, attr_args, std::declval<bool&>()))>;
+  const SA* a = static_cast<const SA*>(a_data);
+  const SB* b = static_cast<const SB*>(b_data);
+  Out* out = static_cast<Out*>(out_data);
+  bool error = false;
+  const ops::ElementwiseArgs args = attr_args;  // a local: stores through out cannot change it
+  const int64_t sa = plan.strides[0][plan.rank - 1];
+  const int64_t sb = plan.strides[1][plan.rank - 1];
+  auto op = [&error, &args](SA x, SB y) {
+    return store<Out>(Fn::template apply<CA, CB>(load(x), load(y), args, error));
+  };
+  for_each_broadcast_row<2>(plan,
+                            [&](int64_t out_offset, const std::array<int64_t, 2>& in, int64_t n) {
+                              const SA* x = a + in[0];
+                              const SB* y = b + in[1];
+                              Out* z = out + out_offset;
+                              // Specialized strides let the compiler vectorize the common cases.
+                              if (sa == 1 && sb == 1) {
+                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
+                              } else if (sa == 1 && sb == 0) {
+                                const SB yv = *y;
+                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], yv);
+                              } else if (sa == 0 && sb == 1) {
+                                const SA xv = *x;
+                                for (int64_t i = 0; i < n; ++i) z[i] = op(xv, y[i]);
+                              } else {
+                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i * sa], y[i * sb]);
+                              }
+                            });
+  return !error;
+}
+
+using BinaryLoopFn = bool (*)(const BroadcastPlan<2>&, const void*, const void*, void*,
+                              const ops::ElementwiseArgs&);
+
+class BinaryKernel final : public runtime::Kernel {
+ public:
+  BinaryKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* out,
+               const BroadcastPlan<2>& plan, BinaryLoopFn loop, const ops::ElementwiseArgs& args,
+               std::string failure)
+      : a_(a),
+        b_(b),
+        out_(out),
+        plan_(plan),
+        loop_(loop),
+        args_(args),
+        failure_(std::move(failure)) {}
+
+  Status run() override {
+    if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_)) {
+      return Status(Error::InvalidArgument, failure_);
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* a_;
+  const runtime::Value* b_;
+  runtime::Value* out_;
+  BroadcastPlan<2> plan_;
+  BinaryLoopFn loop_;
+  ops::ElementwiseArgs args_;
+  std::string failure_;  // built at create: run() formats nothing
+};
+
+// kB == 0: B has A's dtype. Integer division by zero (Fn sets `error`) fails the run.
+template <typename Fn, uint32_t kA, uint32_t kB>
+Result<std::unique_ptr<runtime::Kernel>> create_binary(const runtime::KernelCall& call,
+                                                       const ops::ElementwiseArgs& args = {}) {
+  const TensorView& a = call.input(0);
+  const TensorView& b = call.input(1);
+  BinaryLoopFn loop = nullptr;
+  dispatch<kA>(a.dtype, [&]<typename SA>() {
+    if constexpr (kB == 0) {
+      loop = &binary_loop<SA, SA, Fn>;
+    } else {
+      dispatch<kB>(b.dtype, [&]<typename SB>() { loop = &binary_loop<SA, SB, Fn>; });
+    }
+  });
+  if (loop == nullptr) return no_kernel_for(call, a.dtype);
+  const auto plan = make_broadcast_plan<2>(call.output(0).sizes, {a.sizes, b.sizes});
+  std::string failure =
+      fmt::format("{}: integer division by zero (the divisor input holds a 0)", call.describe());
+  return std::unique_ptr<runtime::Kernel>(std::make_unique<BinaryKernel>(
+      call.inputs[0], call.inputs[1], call.outputs[0], plan, loop, args, std::move(failure)));
 }
 
 }  // namespace baton::kernels::cpu

@@ -13,6 +13,14 @@ void register_gemm(runtime::KernelRegistry& registry);
 void register_matmul(runtime::KernelRegistry& registry);
 // Every row of the elementwise table (ops/elementwise.h): unary and broadcasting binary ops.
 void register_elementwise(runtime::KernelRegistry& registry);
+// Elementwise ops of their own shape: Where (three inputs), Clip (optional bounds), Max, Min,
+// Mean and Sum (any number of inputs), Cast and CastLike (two dtypes), BitShift (a string
+// attribute).
+void register_where(runtime::KernelRegistry& registry);
+void register_clip(runtime::KernelRegistry& registry);
+void register_variadic(runtime::KernelRegistry& registry);
+void register_cast(runtime::KernelRegistry& registry);
+void register_bitshift(runtime::KernelRegistry& registry);
 void register_gelu(runtime::KernelRegistry& registry);
 void register_softmax(runtime::KernelRegistry& registry);
 // Data movement (any dtype).

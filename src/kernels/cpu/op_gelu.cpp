@@ -13,7 +13,7 @@ namespace {
 // 1 + tanh(.) would lose every digit: 1 + erf(z) = erfc(-z), and 1 + tanh(u) = 2 / (1 + exp(-2u)).
 struct GeluErfFn {
   template <typename C>
-  static C apply(C x) {
+  static C apply(C x, const ops::ElementwiseArgs& /*no attributes*/) {
     constexpr C kInvSqrt2 = C(0.70710678118654752440);
     return C(0.5) * x * std::erfc(-x * kInvSqrt2);
   }
@@ -21,7 +21,7 @@ struct GeluErfFn {
 
 struct GeluTanhFn {
   template <typename C>
-  static C apply(C x) {
+  static C apply(C x, const ops::ElementwiseArgs& /*no attributes*/) {
     constexpr C kSqrt2OverPi = C(0.79788456080286535588);
     const C u = kSqrt2OverPi * (x + C(0.044715) * x * x * x);
     return x / (C(1) + std::exp(C(-2) * u));

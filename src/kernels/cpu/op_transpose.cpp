@@ -1,6 +1,7 @@
 // ONNX Transpose (opset 13): output dimension i is input dimension perm[i] (the canonical perm is
 // always present). Any dtype: a strided copy (strided_copy.h) through the permuted strides.
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/strided_copy.h"
 

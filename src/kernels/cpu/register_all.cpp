@@ -6,6 +6,11 @@ void register_all(runtime::KernelRegistry& registry) {
   register_gemm(registry);
   register_matmul(registry);
   register_elementwise(registry);
+  register_where(registry);
+  register_clip(registry);
+  register_variadic(registry);
+  register_cast(registry);
+  register_bitshift(registry);
   register_gelu(registry);
   register_softmax(registry);
   register_identity(registry);

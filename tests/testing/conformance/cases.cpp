@@ -30,6 +30,20 @@ const std::map<std::string, std::vector<Domain>>& domains() {
       {"Erf", {{-3, 3, 0}}},
       {"Tanh", {{-3, 3, 0}}},
       {"Sigmoid", {{-6, 6, 0}}},
+      {"Acos", {{-1, 1, 0}}},
+      {"Asin", {{-1, 1, 0}}},
+      {"Atanh", {{-0.96875, 0.96875, 0}}},
+      {"Acosh", {{1, 8, 0}}},
+      {"Tan", {{-1.5, 1.5, 0}}},
+      {"Sinh", {{-3, 3, 0}}},
+      {"Cosh", {{-3, 3, 0}}},
+      {"Elu", {{-3, 3, 0}}},
+      {"Selu", {{-3, 3, 0}}},
+      {"Celu", {{-3, 3, 0}}},
+      {"Softplus", {{-6, 6, 0}}},
+      // Few distinct values, so that Equal finds equal pairs.
+      {"Equal", {{-1, 1, 0}, {-1, 1, 0}}},
+      {"PRelu", {{-4, 4, 0}, {-1, 1, 0}}},
   };
   return d;
 }
@@ -70,28 +84,102 @@ Case make(std::string op, std::string label, std::vector<CaseInput> inputs,
   return c;
 }
 
-// Default generators for the elementwise table's rows.
+// Attribute values the generated cases try besides the defaults, per row with attributes.
+const std::map<std::string, std::vector<std::vector<std::pair<std::string, AttrValue>>>>&
+attribute_variants() {
+  static const std::map<std::string, std::vector<std::vector<std::pair<std::string, AttrValue>>>>
+      v = {
+          {"Celu", {{{"alpha", AttrValue::of_float(0.5)}}, {{"alpha", AttrValue::of_float(-2)}}}},
+          {"Elu", {{{"alpha", AttrValue::of_float(0.25)}}}},
+          {"HardSigmoid",
+           {{{"alpha", AttrValue::of_float(0.5)}, {"beta", AttrValue::of_float(0.25)}}}},
+          {"IsInf",
+           {{{"detect_negative", AttrValue::of_int(0)}},
+            {{"detect_positive", AttrValue::of_int(0)}}}},
+          {"LeakyRelu", {{{"alpha", AttrValue::of_float(0.375)}}}},
+          {"Selu", {{{"alpha", AttrValue::of_float(2)}, {"gamma", AttrValue::of_float(0.5)}}}},
+          {"Shrink", {{{"bias", AttrValue::of_float(1.5)}, {"lambd", AttrValue::of_float(1.25)}}}},
+          {"ThresholdedRelu", {{{"alpha", AttrValue::of_float(-0.5)}}}},
+      };
+  return v;
+}
+
+// Rows whose cases are written out below instead of generated (Mod: fmod = 0 is for integers).
+bool hand_written(std::string_view op) { return op == "Mod"; }
+
+// Default generators for the elementwise table's rows. Bool rows (And, Not, ...) run on bool
+// inputs only; rows with a device expression are expected to run on the CUDA engine.
 void elementwise_cases(std::vector<Case>& out) {
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
     const std::string op(row.name);
+    if (hand_written(op)) continue;
+    const bool bools = row.types == ops::kBoolTypes;
+    auto add = [&](std::string label, std::vector<CaseInput> inputs,
+                   std::vector<std::pair<std::string, AttrValue>> attrs = {}) {
+      Case c = make(op, std::move(label), std::move(inputs), std::move(attrs));
+      if (bools) {
+        for (CaseInput& i : c.inputs) {
+          i.dtype = DType::Bool;
+          i.lo = 0;
+          i.hi = 1;
+        }
+        c.dtypes = {DType::Bool};
+      }
+      c.cuda = row.on_device();
+      out.push_back(std::move(c));
+    };
     if (row.arity == 1) {
       for (std::vector<int64_t> s :
            std::vector<std::vector<int64_t>>{{}, {1}, {17}, {3, 5}, {2, 3, 7}}) {
-        out.push_back(make(op, shape_to_string(s), {in(s, op)}));
+        add(shape_to_string(s), {in(s, op)});
+      }
+      auto it = attribute_variants().find(op);
+      if (it == attribute_variants().end()) continue;
+      for (const auto& attrs : it->second) {
+        std::string label = "[3, 5]";
+        for (const auto& [name, value] : attrs) label += " " + name + "=" + value.to_string();
+        add(label, {in({3, 5}, op)}, attrs);
       }
       continue;
     }
-    const std::pair<std::vector<int64_t>, std::vector<int64_t>> pairs[] = {
+    std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> pairs = {
         {{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{2, 1, 4}, {3, 1}}, {{}, {4}}, {{7}, {1}}, {{5, 1}, {}},
     };
+    if (row.out == ops::ElementwiseOut::ShapeOfA) {  // B broadcasts to A
+      pairs = {{{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{2, 3, 4}, {3, 1}}, {{7}, {1}}, {{5, 1}, {}}};
+    }
     for (const auto& [a, b] : pairs) {
-      out.push_back(
-          make(op, shape_to_string(a) + " x " + shape_to_string(b), {in(a, op, 0), in(b, op, 1)}));
+      add(shape_to_string(a) + " x " + shape_to_string(b), {in(a, op, 0), in(b, op, 1)});
     }
     // A constant operand (weights, biases) folds into the GPU kernel as data or a literal.
-    out.push_back(make(op, "[4, 6] x constant [6]", {in({4, 6}, op, 0), constant(in({6}, op, 1))}));
+    add("[4, 6] x constant [6]", {in({4, 6}, op, 0), constant(in({6}, op, 1))});
+    add("[4, 6] x constant scalar", {in({4, 6}, op, 0), constant(in({}, op, 1))});
+  }
+}
+
+// Mod: fmod = 1 in every type (the float64 reference computes C's remainder exactly); fmod = 0
+// (the divisor's sign) in the integer types, whose reference is the same integer kernel, since
+// float64 tensors need fmod = 1.
+void mod_cases(std::vector<Case>& out) {
+  auto divisor = [](std::vector<int64_t> sizes) {
+    CaseInput c = in(std::move(sizes));
+    c.min_abs = 0.5;
+    return c;
+  };
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> pairs[] = {
+      {{3, 5}, {3, 5}}, {{2, 1, 4}, {3, 1}}, {{}, {4}}};
+  for (const auto& [a, b] : pairs) {
+    const std::string shapes = shape_to_string(a) + " x " + shape_to_string(b);
     out.push_back(
-        make(op, "[4, 6] x constant scalar", {in({4, 6}, op, 0), constant(in({}, op, 1))}));
+        make("Mod", shapes + " fmod=1", {in(a), divisor(b)}, {{"fmod", AttrValue::of_int(1)}}));
+    out.back().cuda = true;
+    for (DType t : {DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8}) {
+      Case c = make("Mod", shapes + " fmod=0", {in(a), divisor(b)});
+      for (CaseInput& i : c.inputs) i.dtype = t;
+      c.dtypes = {t};
+      c.cuda = false;
+      out.push_back(std::move(c));
+    }
   }
 }
 
@@ -145,6 +233,87 @@ void matmul_cases(std::vector<Case>& out) {
     std::vector<int64_t> ab(a.begin(), a.end() - std::min<size_t>(a.size(), 2));
     std::vector<int64_t> bb(b.begin(), b.end() - std::min<size_t>(b.size(), 2));
     out.back().cuda = ab.empty() || bb.empty() || ab == bb;
+  }
+}
+
+CaseInput bool_input(std::vector<int64_t> sizes) {
+  CaseInput c = in(std::move(sizes));
+  c.dtype = DType::Bool;
+  c.lo = 0;
+  c.hi = 1;
+  return c;
+}
+
+CaseInput ranged(std::vector<int64_t> sizes, double lo, double hi) {
+  CaseInput c = in(std::move(sizes));
+  c.lo = lo;
+  c.hi = hi;
+  return c;
+}
+
+// The elementwise ops of their own shape: Where, Cast, CastLike, Clip, Max, Min, Mean and Sum.
+// None has a CUDA lowering yet.
+void own_shape_elementwise_cases(std::vector<Case>& out) {
+  auto add = [&](Case c) {
+    c.cuda = false;
+    out.push_back(std::move(c));
+  };
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>> where[] = {
+      {{3, 5}, {3, 5}, {3, 5}},
+      {{3, 1}, {1, 5}, {}},
+      {{5}, {2, 1, 5}, {2, 3, 1}},
+      {{2, 1, 3}, {4, 1}, {3}},
+      {{0, 3}, {3}, {1}}};
+  for (const auto& [c, x, y] : where) {
+    add(make("Where", shape_to_string(c) + " ? " + shape_to_string(x) + " : " + shape_to_string(y),
+             {bool_input(c), in(x), in(y)}));
+  }
+  add(make("Where", "[4, 6] constant condition",
+           {constant(bool_input({4, 6})), in({4, 6}), in({6})}));
+
+  for (DType to : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8,
+                   DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::Bool}) {
+    // Non-negative values for uint8: an integer source wraps, the float64 reference saturates.
+    const double lo = to == DType::UInt8 ? 0.0 : -4.0;
+    add(make("Cast", fmt::format("[3, 7] to {}", dtype_name(to)), {ranged({3, 7}, lo, 4.0)},
+             {{"to", AttrValue::of_int(static_cast<int>(to))}}));
+    CaseInput target = in({2});
+    target.dtype = to;
+    add(make("CastLike", fmt::format("[2, 5] like {}", dtype_name(to)),
+             {ranged({2, 5}, lo, 4.0), target}));
+  }
+  add(make("Cast", "[] to float16 at opset 13", {in({})},
+           {{"to", AttrValue::of_int(static_cast<int>(DType::Float16))}}));
+  out.back().opset = 13;
+
+  // Bounds that clip at both ends in every type (uint8 included).
+  const CaseInput lo = constant(ranged({}, 0.5, 1.5));
+  const CaseInput hi = constant(ranged({}, 2.5, 3.5));
+  CaseInput absent;
+  absent.absent = true;
+  add(make("Clip", "[3, 5] min and max", {in({3, 5}), lo, hi}));
+  add(make("Clip", "[3, 5] min only", {in({3, 5}), lo}));
+  add(make("Clip", "[3, 5] max only", {in({3, 5}), absent, hi}));
+  add(make("Clip", "[3, 5] no bounds", {in({3, 5})}));
+  add(make("Clip", "[17] min > max",
+           {in({17}), constant(ranged({}, 2.5, 3.5)), constant(ranged({1}, 0.5, 1.5))}));
+  add(make("Clip", "[2, 3, 4] runtime bounds",
+           {in({2, 3, 4}), ranged({}, 0.5, 1.5), ranged({}, 2.5, 3.5)}));
+
+  // BitShift: uint8 only, so its reference is the same uint8 kernel (float64 cannot shift).
+  for (const char* direction : {"LEFT", "RIGHT"}) {
+    CaseInput x = ranged({3, 5}, 0, 255), bits = ranged({5}, 0, 9);
+    x.dtype = bits.dtype = DType::UInt8;
+    add(make("BitShift", fmt::format("[3, 5] x [5] {}", direction), {x, bits},
+             {{"direction", AttrValue::of_string(direction)}}));
+    out.back().dtypes = {DType::UInt8};
+  }
+  for (const char* op : {"Max", "Min", "Mean", "Sum"}) {
+    add(make(op, "[3, 5]", {in({3, 5})}));
+    add(make(op, "[3, 5] x2", {in({3, 5}), in({3, 5})}));
+    add(make(op, "[2, 1, 4] [3, 1] [4]", {in({2, 1, 4}), in({3, 1}), in({4})}));
+    add(make(op, "[] [5, 2] constant [2]", {in({}), in({5, 2}), constant(in({2}))}));
+    add(make(op, "[0, 3] [3]", {in({0, 3}), in({3})}));
   }
 }
 
@@ -483,6 +652,8 @@ void einsum_cases(std::vector<Case>& out) {
 std::vector<Case> conformance_cases() {
   std::vector<Case> out;
   elementwise_cases(out);
+  mod_cases(out);
+  own_shape_elementwise_cases(out);
   gemm_cases(out);
   matmul_cases(out);
   other_cases(out);

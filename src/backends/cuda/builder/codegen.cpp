@@ -10,13 +10,6 @@ namespace {
 
 constexpr int64_t kMaxGrid = int64_t{1} << 18;
 
-// Bit-exact float literal.
-std::string literal(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return fmt::format("__int_as_float(0x{:08x})", bits);
-}
-
 bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   int64_t expect = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
@@ -27,6 +20,12 @@ bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& s
 }
 
 }  // namespace
+
+std::string float_literal(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return fmt::format("__int_as_float(0x{:08x})", bits);
+}
 
 LaunchShape grid_stride_launch(int64_t n) {
   LaunchShape launch;
@@ -85,7 +84,7 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     const FusedInput& in = k.inputs[x];
     const std::string v = fmt::format("v{}", x);
     if (in.literal) {
-      loop += fmt::format("    const float {} = {};\n", v, literal(in.value));
+      loop += fmt::format("    const float {} = {};\n", v, float_literal(in.value));
     } else if (contiguous(k.sizes, in.strides)) {
       loop += fmt::format("    const float {} = to_f(p{}[i]);\n", v, ptr++);
     } else {

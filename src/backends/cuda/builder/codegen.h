@@ -67,6 +67,9 @@ std::string int_list(const std::vector<int64_t>& values);
 // The #include lines every engine module starts with (the embedded device headers).
 std::string kernel_prelude();
 
+// A bit-exact float literal: "__int_as_float(0x3dcccccd)".
+std::string float_literal(float v);
+
 // "float", "half_t", "bf16_t".
 std::string_view device_type_name(DType dtype);
 

@@ -45,6 +45,32 @@ __device__ __forceinline__ float baton_sigmoid(float x) {
   const float e = expf(x);
   return e / (1.0f + e);
 }
+// x clamped to [0, 1]; NaN stays NaN (fminf / fmaxf would drop it).
+__device__ __forceinline__ float baton_clamp01(float x) {
+  return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+}
+__device__ __forceinline__ float baton_hard_swish(float x) {
+  return x * baton_clamp01(x / 6.0f + 0.5f);
+}
+__device__ __forceinline__ float baton_prelu(float x, float slope) {
+  return x < 0.0f ? slope * x : x;
+}
+__device__ __forceinline__ float baton_elu(float x, float alpha) {
+  return x < 0.0f ? alpha * expm1f(x) : x;
+}
+__device__ __forceinline__ float baton_selu(float x, float alpha, float gamma) {
+  return x > 0.0f ? gamma * x : gamma * (alpha * expm1f(x));
+}
+__device__ __forceinline__ float baton_celu(float x, float alpha) {
+  return x > 0.0f ? x : alpha * expm1f(x / alpha);
+}
+__device__ __forceinline__ float baton_shrink(float x, float bias, float lambd) {
+  return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0f);
+}
+// log(1 + exp(x)) without overflow for large x.
+__device__ __forceinline__ float baton_softplus(float x) {
+  return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
 // 0.5 x (1 + erf(x / sqrt 2)) written with erfc so negative x keep their precision.
 __device__ __forceinline__ float baton_gelu(float x) {
   return 0.5f * x * erfcf(-x * 0.70710678118654752f);

@@ -14,12 +14,26 @@
 namespace baton::cuda {
 namespace {
 
-// The device expression a node computes: its table row's, or Gelu's form.
+// The device expression a node computes: its table row's, with the node's attribute values
+// baked in as literals, or Gelu's form.
 std::string expression_of(const compiler::IrNode& n) {
   if (n.op_type == "Gelu") {
     return n.attr_string("approximate") == "tanh" ? "baton_gelu_tanh({x})" : "baton_gelu({x})";
   }
-  return std::string(ops::find_elementwise(n.op_type)->device);
+  const ops::ElementwiseRow& row = *ops::find_elementwise(n.op_type);
+  std::string expression(row.device);
+  for (const ops::ElementwiseAttr& a : row.attributes()) {
+    const double value = a.kind == ops::ElementwiseAttrKind::Flag
+                             ? static_cast<double>(n.attr_int(a.name))
+                             : n.attr_float(a.name);
+    const std::string placeholder = "{" + std::string(a.name) + "}";
+    const std::string literal = float_literal(static_cast<float>(value));
+    for (size_t at = expression.find(placeholder); at != std::string::npos;
+         at = expression.find(placeholder, at + literal.size())) {
+      expression.replace(at, placeholder.size(), literal);
+    }
+  }
+  return expression;
 }
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
@@ -30,8 +44,9 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
 
 std::vector<OpLowering> elementwise_lowerings() {
   std::vector<OpLowering> out;
+  // CPU-only rows (no device expression) get no lowering: the engine leaves them to the CPU.
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
-    out.push_back({row.name, &supports, nullptr, 0});
+    if (row.on_device()) out.push_back({row.name, &supports, nullptr, 0});
   }
   out.push_back({"Gelu", &supports, nullptr, 0});
   return out;

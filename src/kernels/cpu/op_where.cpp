@@ -1,0 +1,75 @@
+// ONNX Where (opset 9+): out = condition ? X : Y under three-way broadcasting. A select moves
+// bits, so the kernel is instantiated per element size, not per dtype.
+#include <memory>
+
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/kernels.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+template <typename E>
+void select(const BroadcastPlan<3>& plan, const uint8_t* cond, const E* x, const E* y, E* out) {
+  const int last = plan.rank - 1;
+  const int64_t sc = plan.strides[0][last], sx = plan.strides[1][last], sy = plan.strides[2][last];
+  for_each_broadcast_row<3>(plan, [&](int64_t o, const std::array<int64_t, 3>& in, int64_t n) {
+    const uint8_t* c = cond + in[0];
+    const E* a = x + in[1];
+    const E* b = y + in[2];
+    E* z = out + o;
+    // Bool bytes are read as bytes: any nonzero byte is true.
+    for (int64_t i = 0; i < n; ++i) z[i] = c[i * sc] != 0 ? a[i * sx] : b[i * sy];
+  });
+}
+
+using SelectFn = void (*)(const BroadcastPlan<3>&, const uint8_t*, const void*, const void*, void*);
+
+template <typename E>
+void select_erased(const BroadcastPlan<3>& plan, const uint8_t* cond, const void* x, const void* y,
+                   void* out) {
+  select<E>(plan, cond, static_cast<const E*>(x), static_cast<const E*>(y), static_cast<E*>(out));
+}
+
+class WhereKernel final : public runtime::Kernel {
+ public:
+  WhereKernel(const runtime::KernelCall& call, const BroadcastPlan<3>& plan, SelectFn fn)
+      : cond_(call.inputs[0]),
+        x_(call.inputs[1]),
+        y_(call.inputs[2]),
+        out_(call.outputs[0]),
+        plan_(plan),
+        fn_(fn) {}
+
+  Status run() override {
+    fn_(plan_, cond_->tensor.data_as<const uint8_t>(), x_->tensor.data, y_->tensor.data,
+        out_->tensor.data);
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* cond_;
+  const runtime::Value* x_;
+  const runtime::Value* y_;
+  runtime::Value* out_;
+  BroadcastPlan<3> plan_;
+  SelectFn fn_;
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const DType t = call.input(1).dtype;
+  SelectFn fn = nullptr;
+  if (!dispatch_word(dtype_size(t), [&]<typename W>() { fn = &select_erased<W>; })) {
+    return no_kernel_for(call, t);
+  }
+  const auto plan = make_broadcast_plan<3>(
+      call.output(0).sizes, {call.input(0).sizes, call.input(1).sizes, call.input(2).sizes});
+  return std::unique_ptr<runtime::Kernel>(std::make_unique<WhereKernel>(call, plan, fn));
+}
+
+}  // namespace
+
+void register_where(runtime::KernelRegistry& registry) { registry.add({"Where", "", {}, &create}); }
+
+}  // namespace baton::kernels::cpu
