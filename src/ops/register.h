@@ -18,5 +18,9 @@ void register_flatten(OpRegistry& registry);
 void register_transpose(OpRegistry& registry);
 void register_squeeze(OpRegistry& registry);  // Squeeze and Unsqueeze
 void register_concat(OpRegistry& registry);
+void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton AddLayerNorm
+// Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
+void register_linear(OpRegistry& registry);
+void register_attention(OpRegistry& registry);
 
 }  // namespace baton::ops

@@ -15,6 +15,9 @@ void register_all_ops(OpRegistry& registry) {
   register_transpose(registry);
   register_squeeze(registry);
   register_concat(registry);
+  register_layer_norm(registry);
+  register_linear(registry);
+  register_attention(registry);
 }
 
 }  // namespace baton::ops
