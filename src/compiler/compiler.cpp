@@ -12,6 +12,7 @@
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
 #include "compiler/passes.h"
+#include "compiler/passes/pass.h"
 #include "compiler/placement.h"
 #include "format/program_file.h"
 #include "runtime/kernel.h"
@@ -97,6 +98,17 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
              fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded, removed));
 
   timer.start();
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<PassReport> pass_reports,
+      optimize(graph, OptimizeOptions{options.optimize, options.disabled_passes}));
+  std::string pass_text;
+  for (const PassReport& r : pass_reports) {
+    pass_text += fmt::format("{}{} {}", pass_text.empty() ? "" : ", ", r.name,
+                             r.ran ? fmt::format("{}", r.changed) : std::string("off"));
+  }
+  timer.done("optimize", pass_text);
+
+  timer.start();
   PartitionResult partitions =
       partition_graph(graph, options.backends, options.max_partition_nodes);
   size_t claimed = 0;
@@ -160,6 +172,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   BATON_ASSIGN_OR_RETURN(EmitOutput out, emit_program(in));
   out.summary.onnx_nodes = onnx_nodes;
   out.summary.folded_nodes = folded;
+  for (const PassReport& r : pass_reports) {
+    out.summary.passes.emplace_back(std::string(r.name),
+                                    r.ran ? static_cast<int64_t>(r.changed) : -1);
+  }
   for (size_t i = 0; i < partitions.partitions.size(); ++i) {
     const auto& spec = lowered[i].compile_specs.front().second;
     out.summary.partitions.emplace_back(partitions.partitions[i].name,

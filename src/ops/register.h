@@ -34,5 +34,9 @@ void register_cast(OpRegistry& registry);  // Cast and CastLike
 void register_clip(OpRegistry& registry);
 void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
 void register_bitshift(OpRegistry& registry);
+void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton AddLayerNorm
+// Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
+void register_linear(OpRegistry& registry);
+void register_attention(OpRegistry& registry);
 
 }  // namespace baton::ops

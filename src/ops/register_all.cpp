@@ -31,6 +31,9 @@ void register_all_ops(OpRegistry& registry) {
   register_clip(registry);
   register_variadic(registry);
   register_bitshift(registry);
+  register_layer_norm(registry);
+  register_linear(registry);
+  register_attention(registry);
 }
 
 }  // namespace baton::ops

@@ -246,10 +246,11 @@ inline constexpr int kTestOpset = 21;
 
 class OpTester {
  public:
+  // `domain` "baton" for Baton's canonical ops (their opset is 1).
   explicit OpTester(std::string_view op, std::string_view node_name = "node_1",
-                    int opset = kTestOpset)
-      : def_(ops::op_registry().find(op, "", opset)),
-        kernel_def_(kernel_registry().find(op)),
+                    int opset = kTestOpset, std::string_view domain = "")
+      : def_(ops::op_registry().find(op, domain, domain.empty() ? opset : 1)),
+        kernel_def_(kernel_registry().find(op, domain)),
         node_name_(node_name) {
     if (def_ == nullptr || kernel_def_ == nullptr) {
       ADD_FAILURE() << "op " << op << " has no definition or no kernel";

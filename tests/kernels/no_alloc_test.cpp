@@ -263,6 +263,33 @@ op_calls() {
     auto t = std::make_unique<OpTester>("Einsum");
     t->input(random_floats(rng, {2, 3, 4})).input(random_floats(rng, {2, 5, 4}));
     t->attr("equation", std::string("bij,bkj->bik"));
+  add("LayerNormalization float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("LayerNormalization");
+    t->input(cast_floats(random_floats(rng, {3, 4, 16}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {16}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {1, 16}), DType::Float16))
+        .attr("axis", 1);
+    return t;
+  });
+  add("AddLayerNorm (sum kept in a row buffer)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("AddLayerNorm", "node_1", kTestOpset, "baton");
+    t->input(random_floats(rng, {5, 12})).input(random_floats(rng, {5, 12}));
+    t->input(random_floats(rng, {12})).input(random_floats(rng, {12}));
+    return t;
+  });
+  add("Linear float16 with splits", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Linear", "node_1", kTestOpset, "baton");
+    t->input(cast_floats(random_floats(rng, {2, 3, 8}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {8, 9}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {9}), DType::Float16));
+    t->attr("splits", std::vector<int64_t>{2, 3, 4}).outputs(3);
+    return t;
+  });
+  add("Attention (K transposed, additive mask)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Attention", "node_1", kTestOpset, "baton");
+    t->input(random_floats(rng, {2, 3, 5, 8})).input(random_floats(rng, {2, 3, 8, 7}));
+    t->input(random_floats(rng, {2, 3, 7, 4})).input(random_floats(rng, {2, 1, 1, 7}));
+    t->attr("scale", 0.35).attr("k_transposed", 1).attr("mask_kind", std::string("add"));
     return t;
   });
   return calls;

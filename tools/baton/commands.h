@@ -19,6 +19,8 @@ struct CompileArgs {
   std::string arch;                 // sm_XY, for GPU targets without a GPU present
   std::string precision;            // fp32 | tf32 | fp16 | bf16 (GPU partitions)
   std::vector<std::string> shapes;  // NAME=D0xD1x...
+  bool no_optimize = false;
+  std::vector<std::string> disabled_passes;
   bool quiet = false;
 };
 

@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
                 "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)");
   c->add_option("--shape", compile.shapes,
                 "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)");
+  c->add_flag("--no-optimize", compile.no_optimize,
+              "Run no optimizer pass (shape inference and constant folding still run)");
+  c->add_option("--disable-pass", compile.disabled_passes,
+                "Skip one optimizer pass: gelu, attention, matmul-add, qkv, add-layernorm "
+                "(repeatable)");
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
 
   baton::tool::RunArgs run;

@@ -100,12 +100,18 @@ struct CompileOptions {
   // Compile specs added to every delegate (e.g. {"strict_staging", "1"}).
   std::vector<std::pair<std::string, std::string>> delegate_specs;
   std::function<void(const Progress&)> progress;
+  // The graph optimizer (docs/optimizer.md): false skips every pass (`--no-optimize`);
+  // `disabled_passes` names passes to skip (`--disable-pass NAME`; an unknown name is an error).
+  bool optimize = true;
+  std::vector<std::string> disabled_passes;
 };
 
 struct CompileSummary {
   int opset = 0;
   size_t onnx_nodes = 0;
   size_t folded_nodes = 0;
+  // Per optimizer pass, in order: its name and how many matches it rewrote (-1: disabled).
+  std::vector<std::pair<std::string, int64_t>> passes;
   size_t kernel_calls = 0;
   size_t delegate_calls = 0;
   size_t copies = 0;

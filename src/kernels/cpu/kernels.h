@@ -23,6 +23,10 @@ void register_cast(runtime::KernelRegistry& registry);
 void register_bitshift(runtime::KernelRegistry& registry);
 void register_gelu(runtime::KernelRegistry& registry);
 void register_softmax(runtime::KernelRegistry& registry);
+void register_layer_norm(runtime::KernelRegistry& registry);  // and baton AddLayerNorm
+// Baton's canonical ops (domain "baton"), written by the optimizer.
+void register_linear(runtime::KernelRegistry& registry);
+void register_attention(runtime::KernelRegistry& registry);
 // Data movement (any dtype).
 void register_identity(runtime::KernelRegistry& registry);
 void register_reshape(runtime::KernelRegistry& registry);

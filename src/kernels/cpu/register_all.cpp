@@ -13,6 +13,9 @@ void register_all(runtime::KernelRegistry& registry) {
   register_bitshift(registry);
   register_gelu(registry);
   register_softmax(registry);
+  register_layer_norm(registry);
+  register_linear(registry);
+  register_attention(registry);
   register_identity(registry);
   register_reshape(registry);
   register_flatten(registry);

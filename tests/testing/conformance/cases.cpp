@@ -645,6 +645,56 @@ void einsum_cases(std::vector<Case>& out) {
     out.push_back(make("Einsum", "'" + eq + "'", ins, {{"equation", AttrValue::of_string(eq)}}));
     out.back().cuda = false;
   }
+// LayerNormalization and the optimizer's canonical ops (only Linear has a GPU lowering yet; the
+// rest is issue 11).
+void normalization_and_canonical_cases(std::vector<Case>& out) {
+  auto cpu_only = [](Case c) {
+    c.cuda = false;
+    return c;
+  };
+  auto baton_op = [&](Case c) {
+    c.domain = "baton";
+    return cpu_only(std::move(c));
+  };
+  const AttrValue eps = AttrValue::of_float(1e-3);
+  out.push_back(cpu_only(make("LayerNormalization", "[2, 5, 16] axis -1",
+                              {in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}})));
+  out.push_back(cpu_only(make("LayerNormalization", "[3, 4, 6] axis 1, broadcast scale",
+                              {in({3, 4, 6}), in({1, 6}), in({4, 1})},
+                              {{"axis", AttrValue::of_int(1)}, {"epsilon", eps}})));
+  out.push_back(cpu_only(
+      make("LayerNormalization", "[7, 9] no bias", {in({7, 9}), in({9})}, {{"epsilon", eps}})));
+  out.push_back(
+      baton_op(make("AddLayerNorm", "[2, 5, 16]",
+                    {in({2, 5, 16}), in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}})));
+  Case with_sum = baton_op(make("AddLayerNorm", "[4, 12] with Sum",
+                                {in({4, 12}), in({4, 12}), in({12})}, {{"epsilon", eps}}));
+  with_sum.outputs = 2;
+  out.push_back(with_sum);
+  // One-output Linears run on the GPU (the GEMM lowering, bias in cuBLASLt's epilogue).
+  auto on_gpu = [](Case c) {
+    c.cuda = true;
+    return c;
+  };
+  out.push_back(on_gpu(baton_op(make("Linear", "[2, 3, 8] x [8, 5] + [5]",
+                                     {in({2, 3, 8}), constant(in({8, 5})), constant(in({5}))}))));
+  out.push_back(
+      on_gpu(baton_op(make("Linear", "[6, 4] x [4, 3] no bias", {in({6, 4}), in({4, 3})}))));
+  Case split = baton_op(make("Linear", "[5, 8] x [8, 9] splits [2, 3, 4]",
+                             {in({5, 8}), constant(in({8, 9})), constant(in({9}))},
+                             {{"splits", AttrValue::of_ints({2, 3, 4})}}));
+  split.outputs = 3;
+  out.push_back(split);
+  const AttrValue scale = AttrValue::of_float(0.125);
+  out.push_back(
+      baton_op(make("Attention", "[2, 3, 5, 8] no mask",
+                    {in({2, 3, 5, 8}), in({2, 3, 7, 8}), in({2, 3, 7, 4})}, {{"scale", scale}})));
+  out.push_back(
+      baton_op(make("Attention", "[2, 2, 4, 8] K transposed, additive mask [2, 1, 1, 6]",
+                    {in({2, 2, 4, 8}), in({2, 2, 8, 6}), in({2, 2, 6, 8}), in({2, 1, 1, 6})},
+                    {{"scale", scale},
+                     {"k_transposed", AttrValue::of_int(1)},
+                     {"mask_kind", AttrValue::of_string("add")}})));
 }
 
 }  // namespace
@@ -661,6 +711,7 @@ std::vector<Case> conformance_cases() {
   layout_cases(out);
   shape_cases(out);
   einsum_cases(out);
+  normalization_and_canonical_cases(out);
   return out;
 }
 

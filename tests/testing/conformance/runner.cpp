@@ -151,6 +151,11 @@ void set_attribute(onnx::NodeProto& n, const std::string& name, const ops::AttrV
 CaseModel build(const Case& c, DType t,
                 const std::function<std::vector<double>(size_t, DType)>& values) {
   OnnxBuilder b(c.opset);
+  if (!c.domain.empty()) {
+    auto* imp = b.model().add_opset_import();
+    imp->set_domain(c.domain);
+    imp->set_version(1);
+  }
   CaseModel m;
   std::vector<std::string> names;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -190,7 +195,7 @@ CaseModel build(const Case& c, DType t,
   }
   std::vector<std::string> outs;
   for (size_t o = 0; o < c.outputs; ++o) outs.push_back(fmt::format("out{}", o));
-  auto& n = b.node(c.op, names, outs, "node");
+  auto& n = b.node(c.op, names, outs, "node", c.domain);
   for (const auto& [name, value] : c.attrs) set_attribute(n, name, value);
   for (const std::string& o : outs) b.output(o, {}, static_cast<int>(t));
   const std::vector<uint8_t> bytes = b.bytes();
@@ -202,8 +207,9 @@ CaseModel build(const Case& c, DType t,
 
 std::vector<DType> case_dtypes(const Case& c) {
   if (!c.dtypes.empty()) return c.dtypes;
-  const ops::OpDef* def = ops::op_registry().find(c.op, "", c.opset);
-  const runtime::KernelDef* kernel = runtime::kernel_registry().find(c.op);
+  const ops::OpDef* def =
+      ops::op_registry().find(c.op, c.domain, c.domain.empty() ? c.opset : 1);
+  const runtime::KernelDef* kernel = runtime::kernel_registry().find(c.op, c.domain);
   std::vector<DType> out;
   if (def == nullptr || kernel == nullptr) return out;
   const ops::TypeConstraint* t = def->constraint(def->input_slot(0).type);

@@ -26,8 +26,8 @@ bool joins(const Lowering& ctx, const std::vector<int>& run, int index) {
 }  // namespace
 
 bool EngineBuilder::supports(const compiler::Graph& graph, const compiler::IrNode& node) const {
-  if (!node.domain.empty() || node.def == nullptr) return false;
-  const OpLowering* lowering = find_lowering(node.op_type);
+  if (node.def == nullptr) return false;
+  const OpLowering* lowering = find_lowering(node.op_type, node.domain);
   return lowering != nullptr && lowering->supports(graph, node);
 }
 
@@ -62,7 +62,7 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
       continue;
     }
     BATON_TRY(flush());
-    const OpLowering* lowering = find_lowering(n.op_type);
+    const OpLowering* lowering = find_lowering(n.op_type, n.domain);
     BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
                           "{} reached the CUDA builder without a lowering", n.describe());
     BATON_TRY(lowering->lower(ctx, index));

@@ -114,7 +114,7 @@ bool Lowering::feeds_only_gemms(int v) const {
   if (it == consumers_.end() || it->second.empty() || outputs_.count(v)) return false;
   for (int c : it->second) {
     const compiler::IrNode& n = g_.nodes[c];
-    const OpLowering* lowering = find_lowering(n.op_type);
+    const OpLowering* lowering = find_lowering(n.op_type, n.domain);
     if (lowering == nullptr) return false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == v && !(lowering->operand_inputs & (1u << i))) return false;

@@ -53,7 +53,7 @@ std::vector<OpLowering> elementwise_lowerings() {
 }
 
 bool is_fusible(const compiler::IrNode& node) {
-  const OpLowering* l = find_lowering(node.op_type);
+  const OpLowering* l = find_lowering(node.op_type, node.domain);
   return l != nullptr && l->lower == nullptr;
 }
 

@@ -1,6 +1,6 @@
-// Gemm and MatMul on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C vector, or a following
-// Add of a constant row vector) and a following ReLU or tanh-GELU fused into cuBLASLt's epilogue
-// when nothing else reads the intermediate values.
+// Gemm, MatMul and Baton's Linear on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C
+// vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
+// tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values.
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
 #include "ops/shape.h"
@@ -30,12 +30,20 @@ bool supports_gemm(const compiler::Graph& graph, const compiler::IrNode& node) {
   return true;
 }
 
+// Linear (compiler/passes/matmul_add.cpp) with one output and a constant or absent bias; the
+// split outputs of a fused Q/K/V projection are not lowered yet (they run on the CPU).
+bool supports_linear(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!float_tensors_only(graph, node) || node.outputs.size() != 1) return false;
+  return node.inputs.size() < 3 || node.inputs[2] < 0 || graph.values[node.inputs[2]].constant;
+}
+
 Status lower(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
   const bool gemm = n.op_type == "Gemm";
+  const bool linear = n.op_type == "Linear";
   const int a = n.inputs[0];
   const int b = n.inputs[1];
-  const int c = gemm && n.inputs.size() > 2 ? n.inputs[2] : -1;
+  const int c = (gemm || linear) && n.inputs.size() > 2 ? n.inputs[2] : -1;
   const float alpha = gemm ? static_cast<float>(n.attr_float("alpha")) : 1.0f;
   const float beta = gemm ? static_cast<float>(n.attr_float("beta")) : 1.0f;
   const bool ta = gemm && n.attr_int("transA") != 0;
@@ -93,7 +101,7 @@ Status lower(Lowering& ctx, int index) {
       c_matrix = c;
       c_beta = beta;
     }
-  } else if (!gemm) {
+  } else if (!gemm && !linear) {
     const int add = ctx.single_consumer(out);
     if (add >= 0 && ctx.node(add).op_type == "Add") {
       const compiler::IrNode& an = ctx.node(add);
@@ -174,5 +182,6 @@ Status lower(Lowering& ctx, int index) {
 
 const OpLowering kGemmLowering{"Gemm", &supports_gemm, &lower, 0b11};
 const OpLowering kMatMulLowering{"MatMul", &supports_matmul, &lower, 0b11};
+const OpLowering kLinearLowering{"Linear", &supports_linear, &lower, 0b11, "baton"};
 
 }  // namespace baton::cuda

@@ -7,19 +7,19 @@ namespace baton::cuda {
 
 std::span<const OpLowering> op_lowerings() {
   static const std::vector<OpLowering> all = [] {
-    std::vector<OpLowering> list = {kGemmLowering,      kMatMulLowering,  kSoftmaxLowering,
-                                    kTransposeLowering, kConcatLowering,  kIdentityLowering,
-                                    kReshapeLowering,   kFlattenLowering, kSqueezeLowering,
-                                    kUnsqueezeLowering};
+    std::vector<OpLowering> list = {kGemmLowering,     kMatMulLowering,    kLinearLowering,
+                                    kSoftmaxLowering,  kTransposeLowering, kConcatLowering,
+                                    kIdentityLowering, kReshapeLowering,   kFlattenLowering,
+                                    kSqueezeLowering,  kUnsqueezeLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();
   return all;
 }
 
-const OpLowering* find_lowering(std::string_view op) {
+const OpLowering* find_lowering(std::string_view op, std::string_view domain) {
   for (const OpLowering& l : op_lowerings()) {
-    if (l.op == op) return &l;
+    if (l.op == op && l.domain == domain) return &l;
   }
   return nullptr;
 }

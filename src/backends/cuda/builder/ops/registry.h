@@ -20,15 +20,17 @@ struct OpLowering {
   // Bit i: input i is read as a tensor-core operand (a value read only that way is stored in the
   // engine's operand dtype, so no cast kernel runs before the GEMM).
   uint32_t operand_inputs = 0;
+  std::string_view domain = "";  // "baton" for Baton's canonical ops
 };
 
 // Every lowering, in the order of the list in registry.cpp.
 std::span<const OpLowering> op_lowerings();
-const OpLowering* find_lowering(std::string_view op);
+const OpLowering* find_lowering(std::string_view op, std::string_view domain = "");
 
 // The lowerings, one definition each in this folder (registry.cpp lists them).
 extern const OpLowering kGemmLowering;       // gemm.cpp
 extern const OpLowering kMatMulLowering;     // gemm.cpp
+extern const OpLowering kLinearLowering;     // gemm.cpp (baton Linear)
 extern const OpLowering kSoftmaxLowering;    // softmax.cpp
 extern const OpLowering kTransposeLowering;  // transpose.cpp
 extern const OpLowering kConcatLowering;     // concat.cpp

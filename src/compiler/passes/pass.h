@@ -1,0 +1,60 @@
+// The graph optimizer (DESIGN.md §5): passes that run after shape inference and constant folding
+// (compiler/passes.h) and before partitioning, each in its own file here with its own unit test
+// on hand-built graphs. A pass rewrites matches of its pattern into canonical ops (Baton's
+// "baton" domain: Linear, Attention, AddLayerNorm; ONNX's Gelu), each of which has a CPU kernel,
+// so the optimized graph still runs and is tested on the CPU. A recognizer that almost matches
+// leaves the graph unchanged.
+//
+// Rewriting rules every pass follows (compiler/passes/rewrite.h has the helpers): new nodes are
+// appended through add_node (bound to their definition and inferred; the values they produce
+// keep their names, dtypes and shapes), replaced nodes are marked dead, and the pass returns how
+// many matches it rewrote. The pipeline then removes dead nodes' leftovers and restores
+// topological order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baton/core/error.h"
+#include "compiler/ir.h"
+
+namespace baton::compiler {
+
+struct OptimizeOptions {
+  bool enabled = true;                // false: `--no-optimize`, no pass runs
+  std::vector<std::string> disabled;  // `--disable-pass NAME`, by name
+};
+
+struct PassDef {
+  std::string_view name;     // "gelu", as --disable-pass spells it
+  std::string_view summary;  // one line for `baton compile --help` and docs
+  Result<size_t> (*run)(Graph& graph);
+};
+
+struct PassReport {
+  std::string_view name;
+  size_t changed = 0;  // matches rewritten (0 when disabled)
+  bool ran = false;
+  std::chrono::nanoseconds time{0};
+};
+
+// Every pass, in the order they run.
+const std::vector<PassDef>& optimizer_passes();
+
+// InvalidArgument naming an unknown pass and listing the known ones.
+Status check_pass_names(const std::vector<std::string>& names);
+
+// Runs the enabled passes in order on an inferred, folded graph. One report per pass.
+Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& options);
+
+// The passes (one file each).
+Result<size_t> recognize_gelu(Graph& graph);             // gelu.cpp
+Result<size_t> recognize_attention(Graph& graph);        // attention.cpp
+Result<size_t> fuse_matmul_add(Graph& graph);            // matmul_add.cpp
+Result<size_t> fuse_shared_input_linears(Graph& graph);  // qkv.cpp
+Result<size_t> fuse_add_layer_norm(Graph& graph);        // add_layer_norm.cpp
+
+}  // namespace baton::compiler

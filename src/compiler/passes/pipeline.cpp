@@ -1,0 +1,68 @@
+#include <algorithm>
+
+#include "baton/core/check.h"
+#include "compiler/passes.h"
+#include "compiler/passes/pass.h"
+#include "compiler/passes/rewrite.h"
+
+namespace baton::compiler {
+
+const std::vector<PassDef>& optimizer_passes() {
+  static const std::vector<PassDef> passes = {
+      {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu},
+      {"attention",
+       "the exporters' scaled-dot-product attention (Mul, MatMul, mask, Softmax, Where(IsNaN), "
+       "MatMul) -> baton Attention",
+       &recognize_attention},
+      {"matmul-add", "MatMul by a 2-D weight followed by a bias Add -> baton Linear",
+       &fuse_matmul_add},
+      {"qkv", "Linears that share their input (Q, K, V) -> one Linear with split outputs",
+       &fuse_shared_input_linears},
+      {"add-layernorm", "residual Add followed by LayerNormalization -> baton AddLayerNorm",
+       &fuse_add_layer_norm},
+  };
+  return passes;
+}
+
+Status check_pass_names(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const auto& passes = optimizer_passes();
+    if (std::any_of(passes.begin(), passes.end(),
+                    [&](const PassDef& p) { return p.name == name; })) {
+      continue;
+    }
+    std::string known;
+    for (const PassDef& p : passes) known += fmt::format("{}{}", known.empty() ? "" : ", ", p.name);
+    return BATON_ERROR(InvalidArgument, "there is no optimizer pass '{}'; the passes are: {}", name,
+                       known);
+  }
+  return Status();
+}
+
+Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& options) {
+  BATON_TRY(check_pass_names(options.disabled));
+  std::vector<PassReport> reports;
+  for (const PassDef& pass : optimizer_passes()) {
+    PassReport report;
+    report.name = pass.name;
+    const bool disabled = !options.enabled ||
+                          std::find(options.disabled.begin(), options.disabled.end(), pass.name) !=
+                              options.disabled.end();
+    if (!disabled) {
+      const auto start = std::chrono::steady_clock::now();
+      BATON_ASSIGN_OR_RETURN(report.changed, pass.run(graph));
+      report.ran = true;
+      if (report.changed > 0) {
+        // New nodes were appended after their readers: order first (dead-node elimination
+        // walks the graph backwards in topological order).
+        BATON_TRY(sort_topologically(graph));
+        eliminate_dead_nodes(graph);
+      }
+      report.time = std::chrono::steady_clock::now() - start;
+    }
+    reports.push_back(report);
+  }
+  return reports;
+}
+
+}  // namespace baton::compiler

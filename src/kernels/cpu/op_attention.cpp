@@ -1,0 +1,201 @@
+// Baton's Attention (ops/attention.cpp) on the CPU: per batch (the leading dimensions), S = scale
+// Q K^T by OpenBLAS into a [Sq, Sk] buffer, the mask added or selected, a row softmax (NaN rows
+// set to 0 when nan_to_zero), then Y = P V. float16 and bfloat16 go through float copies; every
+// buffer is sized at create.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/gemm_common.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+struct AttentionShape {
+  int64_t batches = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  bool k_transposed = false;
+  double scale = 1.0;
+  int mask = 0;  // 0 none, 1 add, 2 select
+  double fill = 0.0;
+  bool nan_to_zero = false;
+  // The mask's element strides along the scores' dimensions (0 where it broadcasts); the last
+  // two are the row and column strides, the rest walk the batches.
+  std::vector<int64_t> batch_sizes, mask_batch_strides;
+  int64_t mask_row_stride = 0, mask_col_stride = 0;
+};
+
+template <typename S>
+class AttentionKernel final : public runtime::Kernel {
+  using W = blas_t<S>;
+  static constexpr bool kDirect = std::is_same_v<S, W>;
+
+ public:
+  AttentionKernel(const runtime::KernelCall& call, AttentionShape s)
+      : q_(call.inputs[0]),
+        k_(call.inputs[1]),
+        v_(call.inputs[2]),
+        mask_(call.has_input(3) ? call.inputs[3] : nullptr),
+        y_(call.outputs[0]),
+        s_(std::move(s)),
+        scores_(static_cast<size_t>(s_.sq * s_.sk)),
+        scratch_(std::max(gemm_scratch(false, !s_.k_transposed, s_.sq, s_.sk, s_.d),
+                          gemm_scratch(false, false, s_.sq, s_.dv, s_.sk))) {
+    if constexpr (!kDirect) {
+      q_buffer_.resize(static_cast<size_t>(q_->tensor.numel()));
+      k_buffer_.resize(static_cast<size_t>(k_->tensor.numel()));
+      v_buffer_.resize(static_cast<size_t>(v_->tensor.numel()));
+      y_buffer_.resize(static_cast<size_t>(y_->tensor.numel()));
+    }
+    counter_.resize(s_.batch_sizes.size());
+  }
+
+  Status run() override {
+    const int64_t sq = s_.sq, sk = s_.sk, d = s_.d, dv = s_.dv;
+    if (s_.batches == 0 || sq == 0 || dv == 0) return Status::ok_status();
+    const W* q = as_blas<S>(q_->tensor, q_buffer_);
+    const W* k = as_blas<S>(k_->tensor, k_buffer_);
+    const W* v = as_blas<S>(v_->tensor, v_buffer_);
+    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
+    std::fill(counter_.begin(), counter_.end(), 0);
+    int64_t mask_base = 0;
+    for (int64_t b = 0; b < s_.batches; ++b) {
+      W* sc = scores_.data();
+      if (d == 0 || sk == 0) {
+        std::fill(scores_.begin(), scores_.end(), W(0));
+      } else {
+        gemm<W>(false, !s_.k_transposed, sq, sk, d, static_cast<W>(s_.scale), q + b * sq * d, d,
+                k + b * sk * d, s_.k_transposed ? sk : d, W(0), sc, sk, scratch_.data());
+      }
+      if (mask_) apply_mask(sc, mask_base);
+      softmax_rows(sc);
+      W* yb = y + b * sq * dv;
+      if (sk == 0) {
+        std::fill(yb, yb + sq * dv, W(0));
+      } else {
+        gemm<W>(false, false, sq, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv,
+                scratch_.data());
+      }
+      mask_base = next_batch(mask_base);
+    }
+    if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), y_->tensor.numel());
+    return Status::ok_status();
+  }
+
+ private:
+  // Advances the batch counter (row-major over batch_sizes) and returns the mask's new base.
+  int64_t next_batch(int64_t base) {
+    for (size_t i = counter_.size(); i-- > 0;) {
+      base += s_.mask_batch_strides[i];
+      if (++counter_[i] < s_.batch_sizes[i]) return base;
+      base -= s_.mask_batch_strides[i] * counter_[i];
+      counter_[i] = 0;
+    }
+    return base;
+  }
+
+  // v rounded to the storage type and back.
+  static compute_t<S> rounded(W v) { return load(store<S>(static_cast<compute_t<S>>(v))); }
+
+  void apply_mask(W* sc, int64_t base) const {
+    for (int64_t i = 0; i < s_.sq; ++i) {
+      const int64_t row = base + i * s_.mask_row_stride;
+      W* r = sc + i * s_.sk;
+      if (s_.mask == 1) {
+        const S* m = mask_->tensor.data_as<const S>();
+        for (int64_t j = 0; j < s_.sk; ++j) {
+          // What the MatMul and the Add it replaces stored: each result in the storage type.
+          const compute_t<S> sum = rounded(r[j]) + load(m[row + j * s_.mask_col_stride]);
+          r[j] = static_cast<W>(rounded(static_cast<W>(sum)));
+        }
+      } else {
+        const bool* m = mask_->tensor.data_as<const bool>();
+        for (int64_t j = 0; j < s_.sk; ++j) {
+          if (!m[row + j * s_.mask_col_stride]) r[j] = static_cast<W>(s_.fill);
+        }
+      }
+    }
+  }
+
+  void softmax_rows(W* sc) const {
+    for (int64_t i = 0; i < s_.sq; ++i) {
+      W* r = sc + i * s_.sk;
+      W m = -std::numeric_limits<W>::infinity();
+      for (int64_t j = 0; j < s_.sk; ++j) m = std::max(m, r[j]);
+      double sum = 0.0;
+      for (int64_t j = 0; j < s_.sk; ++j) {
+        r[j] = std::exp(r[j] - m);
+        sum += r[j];
+      }
+      const W inv = static_cast<W>(1.0 / sum);
+      for (int64_t j = 0; j < s_.sk; ++j) {
+        // The Softmax it replaces stored P in the storage type.
+        W p = static_cast<W>(rounded(r[j] * inv));
+        if (s_.nan_to_zero && std::isnan(p)) p = W(0);
+        r[j] = p;
+      }
+    }
+  }
+
+  const runtime::Value* q_;
+  const runtime::Value* k_;
+  const runtime::Value* v_;
+  const runtime::Value* mask_;
+  runtime::Value* y_;
+  AttentionShape s_;
+  std::vector<W> scores_;
+  std::vector<W> scratch_;
+  std::vector<W> q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
+  std::vector<int64_t> counter_;
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const TensorView& q = call.input(0);
+  const TensorView& v = call.input(2);
+  const size_t r = q.sizes.size();
+  AttentionShape s;
+  s.k_transposed = call.attr_int("k_transposed") != 0;
+  const TensorView& k = call.input(1);
+  s.sq = q.sizes[r - 2];
+  s.d = q.sizes[r - 1];
+  s.sk = s.k_transposed ? k.sizes[r - 1] : k.sizes[r - 2];
+  s.dv = v.sizes[r - 1];
+  s.batch_sizes.assign(q.sizes.begin(), q.sizes.end() - 2);
+  s.batches = product(s.batch_sizes);
+  s.scale = call.attr_float("scale");
+  const std::string_view kind = call.attr_string("mask_kind");
+  s.mask = kind == "add" ? 1 : kind == "select" ? 2 : 0;
+  s.fill = call.attr_float("mask_fill");
+  s.nan_to_zero = call.attr_int("nan_to_zero") != 0;
+  s.mask_batch_strides.assign(r - 2, 0);
+  if (s.mask) {
+    // Right-aligned against the scores [..., Sq, Sk]: contiguous strides, 0 where size 1.
+    const std::span<const int64_t> m = call.input(3).sizes;
+    std::vector<int64_t> strides(r, 0);
+    int64_t stride = 1;
+    for (size_t i = 0; i < m.size(); ++i) {
+      const size_t md = m.size() - 1 - i, sd = r - 1 - i;
+      strides[sd] = m[md] == 1 ? 0 : stride;
+      stride *= m[md];
+    }
+    for (size_t i = 0; i + 2 < r; ++i) s.mask_batch_strides[i] = strides[i];
+    s.mask_row_stride = strides[r - 2];
+    s.mask_col_stride = strides[r - 1];
+  }
+  BATON_TRY(check_blas_range(call, s.sq, std::max(s.sk, s.dv), std::max(s.d, s.sk)));
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kFloatTypes.bits()>(q.dtype, [&]<typename S>() {
+    kernel = std::make_unique<AttentionKernel<S>>(call, std::move(s));
+  });
+  if (!kernel) return no_kernel_for(call, q.dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_attention(runtime::KernelRegistry& registry) {
+  registry.add({"Attention", "baton", {{"T", ops::kFloatTypes}}, &create});
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,107 @@
+// Baton's Linear (ops/linear.cpp): Y = X W + B as one OpenBLAS GEMM per output, each reading its
+// columns of W in place (ldb = N) and writing its own output; the bias is added after.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/gemm_common.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+template <typename S>
+class LinearKernel final : public runtime::Kernel {
+  using W = blas_t<S>;
+  static constexpr bool kDirect = std::is_same_v<S, W>;
+
+ public:
+  LinearKernel(const runtime::KernelCall& call, int64_t m, int64_t k, int64_t n,
+               std::vector<int64_t> splits)
+      : x_(call.inputs[0]),
+        w_(call.inputs[1]),
+        b_(call.has_input(2) ? call.inputs[2] : nullptr),
+        outputs_(call.outputs.begin(), call.outputs.end()),
+        m_(m),
+        k_(k),
+        n_(n),
+        splits_(std::move(splits)) {
+    size_t scratch = 0;
+    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, false, m, s, k));
+    scratch_.resize(scratch);
+    if constexpr (!kDirect) {
+      x_buffer_.resize(static_cast<size_t>(m * k));
+      w_buffer_.resize(static_cast<size_t>(k * n));
+      int64_t widest = 0;
+      for (int64_t s : splits_) widest = std::max(widest, s);
+      y_buffer_.resize(static_cast<size_t>(m * widest));
+    }
+  }
+
+  Status run() override {
+    if (m_ == 0 || n_ == 0) return Status::ok_status();
+    const W* x = k_ > 0 ? as_blas<S>(x_->tensor, x_buffer_) : nullptr;
+    const W* w = k_ > 0 ? as_blas<S>(w_->tensor, w_buffer_) : nullptr;
+    const S* bias = b_ ? b_->tensor.data_as<const S>() : nullptr;
+    int64_t column = 0;
+    for (size_t o = 0; o < splits_.size(); ++o) {
+      const int64_t cols = splits_[o];
+      W* y = kDirect ? reinterpret_cast<W*>(outputs_[o]->tensor.data) : y_buffer_.data();
+      if (cols > 0) {
+        if (k_ == 0) {
+          std::fill(y, y + m_ * cols, W(0));
+        } else {
+          gemm<W>(false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0), y, cols,
+                  scratch_.data());
+        }
+        S* out = outputs_[o]->tensor.data_as<S>();
+        for (int64_t r = 0; r < m_; ++r) {
+          W* row = y + r * cols;
+          if (bias) {
+            for (int64_t j = 0; j < cols; ++j) row[j] += static_cast<W>(load(bias[column + j]));
+          }
+          if constexpr (!kDirect) {
+            for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = store<S>(row[j]);
+          }
+        }
+      }
+      column += cols;
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* x_;
+  const runtime::Value* w_;
+  const runtime::Value* b_;
+  std::vector<runtime::Value*> outputs_;
+  int64_t m_, k_, n_;
+  std::vector<int64_t> splits_;
+  std::vector<W> scratch_;
+  std::vector<W> x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const TensorView& x = call.input(0);
+  const TensorView& w = call.input(1);
+  const int64_t k = w.sizes[0], n = w.sizes[1];
+  const int64_t m = product(x.sizes, 0, x.sizes.size() - 1);
+  const std::span<const int64_t> bound = call.attr_ints("splits");
+  std::vector<int64_t> splits(bound.begin(), bound.end());
+  if (splits.empty()) splits = {n};
+  BATON_TRY(check_blas_range(call, m, n, k));
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
+    kernel = std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits));
+  });
+  if (!kernel) return no_kernel_for(call, x.dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_linear(runtime::KernelRegistry& registry) {
+  registry.add({"Linear", "baton", {{"T", ops::kFloatTypes}}, &create});
+}
+
+}  // namespace baton::kernels::cpu
