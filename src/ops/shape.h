@@ -19,7 +19,9 @@ Result<std::vector<int64_t>> broadcast_shape(std::span<const int64_t> a, std::sp
 // Unidirectional broadcast: can `from` be broadcast to exactly `to`?
 bool broadcasts_to(std::span<const int64_t> from, std::span<const int64_t> to);
 
-// Product of sizes[begin, end) (sizes already checked not to overflow as a whole).
+// Product of sizes[begin, end). Safe for any shape checked_nbytes accepts (every input and output
+// of a call that passed ops::infer): the product of its nonzero sizes fits in int64, so the
+// product of any sub-range does too.
 int64_t product(std::span<const int64_t> sizes, size_t begin, size_t end);
 inline int64_t product(std::span<const int64_t> sizes) { return product(sizes, 0, sizes.size()); }
 

@@ -96,6 +96,9 @@ Status run_compile(const CompileArgs& args) {
   compiler::CompileOptions options;
   options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
   options.max_partition_nodes = args.max_partition_nodes;
+  options.max_fold_bytes = args.max_fold_bytes;
+  options.max_total_fold_bytes = args.max_total_fold_bytes;
+  options.max_arena_bytes = args.max_arena_bytes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
   BATON_ASSIGN_OR_RETURN(options.targets, parse_devices(args.device));

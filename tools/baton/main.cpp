@@ -37,6 +37,19 @@ int main(int argc, char** argv) {
                 "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)");
   c->add_option("--shape", compile.shapes,
                 "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)");
+  c->add_option("--max-fold-bytes", compile.max_fold_bytes,
+                "Fold a constant subgraph node only if its outputs take at most this many bytes "
+                "(e.g. 256MiB); larger ones run at run time")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  c->add_option("--max-total-fold-bytes", compile.max_total_fold_bytes,
+                "Stop folding once all folded outputs together take this many bytes")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  c->add_option("--max-arena-bytes", compile.max_arena_bytes,
+                "Refuse a model whose memory arena on one device would exceed this many bytes")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
 
   baton::tool::RunArgs run;
