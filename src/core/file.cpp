@@ -104,10 +104,19 @@ Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t
 }
 
 Result<std::vector<uint8_t>> allocate_bytes(uint64_t bytes, std::string_view what) {
-  // The size came from outside: running out of memory is an error to report to the caller.
-  try {
-    if (bytes <= std::vector<uint8_t>().max_size()) return std::vector<uint8_t>(bytes);
-  } catch (const std::bad_alloc&) {
+  // The size came from outside: running out of memory is an error to report to the caller. The
+  // non-throwing probe comes first because AddressSanitizer aborts the process on a failed
+  // throwing new instead of throwing std::bad_alloc (with allocator_may_return_null=1 the
+  // non-throwing form returns null); a large probe is an mmap and munmap of untouched pages.
+  if (bytes <= std::vector<uint8_t>().max_size()) {
+    void* probe = ::operator new(static_cast<size_t>(bytes), std::nothrow);
+    if (probe != nullptr) {
+      ::operator delete(probe);
+      try {
+        return std::vector<uint8_t>(static_cast<size_t>(bytes));
+      } catch (const std::bad_alloc&) {
+      }
+    }
   }
   return BATON_ERROR(OutOfMemory, "out of host memory allocating {} bytes for {}", bytes, what);
 }

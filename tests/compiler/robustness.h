@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,17 @@ class RobustnessTest : public ::testing::Test {
     BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_bytes(bytes));
     BATON_ASSIGN_OR_RETURN(auto method, program->load_method());
     return Status();
+  }
+
+  // Compiles the model `build` makes, then loads the program: the compile error, or the load
+  // error marked as such.
+  static Status compile_and_load(const std::function<void(OnnxBuilder&)>& build) {
+    OnnxBuilder b;
+    build(b);
+    BATON_ASSIGN_OR_RETURN(auto compiled, compile(b));
+    const Status loaded = load(compiled);
+    if (loaded.ok()) return loaded;
+    return Status(loaded.code(), "compiled, but does not load: " + loaded.message());
   }
 
   std::filesystem::path dir_;
