@@ -3,6 +3,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <new>
+#include <stdexcept>
 
 #include "baton/core/check.h"
 #include "baton/core/log.h"
@@ -38,15 +40,40 @@ CompiledProgram::~CompiledProgram() = default;
 
 const CompileSummary& CompiledProgram::summary() const { return impl_->summary; }
 
+namespace {
+
+// Buffers whose size a model chooses are allocated through allocate_bytes, which reports
+// OutOfMemory. Should any other allocation run the host out of memory, the caller gets that error
+// too, "out of host memory <what>", never std::bad_alloc.
+template <typename Fn>
+auto without_bad_alloc(std::string_view what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return BATON_ERROR(OutOfMemory, "out of host memory {}", what);
+}
+
+}  // namespace
+
 Result<std::vector<uint8_t>> CompiledProgram::serialize() const {
-  // serialize_program fills in the version and segment table: give it a deep copy (ProgramT is
-  // move-only), so this const method changes nothing and may run on several threads at once.
-  fb::ProgramT copy;
-  flatbuffers::FlatBufferBuilder builder;
-  builder.Finish(fb::Program::Pack(builder, &impl_->program));
-  fb::GetProgram(builder.GetBufferPointer())->UnPackTo(&copy);
-  const auto spans = impl_->segment_spans();
-  return format::serialize_program(copy, spans);
+  // A program with gigabytes of constants is copied once more here.
+  uint64_t bytes = 0;
+  for (const auto& segment : impl_->segments) bytes += segment.size();
+  return without_bad_alloc(
+      fmt::format("serializing the program ({} bytes of constants and engine blobs)", bytes),
+      [&]() -> Result<std::vector<uint8_t>> {
+        // serialize_program fills in the version and segment table: give it a deep copy
+        // (ProgramT is move-only), so this const method changes nothing and may run on several
+        // threads at once.
+        fb::ProgramT copy;
+        flatbuffers::FlatBufferBuilder builder;
+        builder.Finish(fb::Program::Pack(builder, &impl_->program));
+        fb::GetProgram(builder.GetBufferPointer())->UnPackTo(&copy);
+        const auto spans = impl_->segment_spans();
+        return format::serialize_program(copy, spans);
+      });
 }
 
 Status CompiledProgram::write(const std::string& path) const {
@@ -55,6 +82,10 @@ Status CompiledProgram::write(const std::string& path) const {
 }
 
 namespace {
+
+constexpr std::string_view kOutOfMemoryHint =
+    "the model may ask for more than this host has (check its shapes, --max-fold-bytes and "
+    "--max-arena-bytes)";
 
 class PhaseTimer {
  public:
@@ -92,10 +123,21 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   BATON_ASSIGN_OR_RETURN(const PlacementPolicy policy, make_placement_policy(options));
   timer.start();
   const size_t onnx_nodes = graph.nodes.size();
-  BATON_ASSIGN_OR_RETURN(size_t folded, infer_and_fold(graph));
+  BATON_ASSIGN_OR_RETURN(
+      FoldReport fold,
+      infer_and_fold(graph, FoldLimits{options.max_fold_bytes, options.max_total_fold_bytes}));
+  const size_t folded = fold.folded;
   const size_t removed = eliminate_dead_nodes(graph);
-  timer.done("infer",
-             fmt::format("shapes inferred, {} nodes folded, {} unused removed", folded, removed));
+  std::string unfolded;
+  if (!fold.kept.empty()) {
+    unfolded = fmt::format(
+        ", {} left to run time (folding would pass --max-fold-bytes {} or "
+        "--max-total-fold-bytes {}): {}",
+        fold.kept.size(), options.max_fold_bytes, options.max_total_fold_bytes, fold.kept.front());
+    if (fold.kept.size() > 1) unfolded += fmt::format(" and {} more", fold.kept.size() - 1);
+  }
+  timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed", folded,
+                                  unfolded, removed));
 
   timer.start();
   BATON_ASSIGN_OR_RETURN(
@@ -150,7 +192,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   timer.done("place", describe_copies(graph, schedule));
 
   timer.start();
-  BATON_ASSIGN_OR_RETURN(const ValuePlan memory, plan_values(graph, schedule));
+  BATON_ASSIGN_OR_RETURN(const ValuePlan memory,
+                         plan_values(graph, schedule, options.max_arena_bytes));
   std::string arenas;
   for (const auto& a : memory.arenas) {
     arenas +=
@@ -176,6 +219,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     out.summary.passes.emplace_back(std::string(r.name),
                                     r.ran ? static_cast<int64_t>(r.changed) : -1);
   }
+  out.summary.unfolded_nodes = std::move(fold.kept);
   for (size_t i = 0; i < partitions.partitions.size(); ++i) {
     const auto& spec = lowered[i].compile_specs.front().second;
     out.summary.partitions.emplace_back(partitions.partitions[i].name,
@@ -199,30 +243,36 @@ Status check_kernels_registered() {
   return Status();
 }
 
+// Imports through `import(ImportOptions)`, then compiles; `source` names the model in an
+// out-of-memory message.
+template <typename Import>
+Result<CompiledProgram> import_and_compile(std::string_view source, const CompileOptions& options,
+                                           Import&& import) {
+  return without_bad_alloc(
+      fmt::format("compiling {}; {}", source, kOutOfMemoryHint), [&]() -> Result<CompiledProgram> {
+        BATON_TRY(check_kernels_registered());
+        PhaseTimer timer(options);
+        timer.start();
+        BATON_ASSIGN_OR_RETURN(Graph graph, import(ImportOptions{options.input_shapes}));
+        timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
+                                         graph.values.size(), graph.opset));
+        return compile_graph(std::move(graph), options, timer);
+      });
+}
+
 }  // namespace
 
 Result<CompiledProgram> compile_bytes(std::span<const uint8_t> onnx_bytes,
                                       const CompileOptions& options, const std::string& base_dir) {
-  BATON_TRY(check_kernels_registered());
-  PhaseTimer timer(options);
-  timer.start();
-  ImportOptions import_options{options.input_shapes};
-  BATON_ASSIGN_OR_RETURN(Graph graph,
-                         import_onnx_bytes(onnx_bytes, "<memory>", base_dir, import_options));
-  timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
-                                   graph.values.size(), graph.opset));
-  return compile_graph(std::move(graph), options, timer);
+  return import_and_compile("an ONNX model from memory", options, [&](const ImportOptions& io) {
+    return import_onnx_bytes(onnx_bytes, "<memory>", base_dir, io);
+  });
 }
 
 Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options) {
-  BATON_TRY(check_kernels_registered());
-  PhaseTimer timer(options);
-  timer.start();
-  ImportOptions import_options{options.input_shapes};
-  BATON_ASSIGN_OR_RETURN(Graph graph, import_onnx_file(onnx_path, import_options));
-  timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
-                                   graph.values.size(), graph.opset));
-  return compile_graph(std::move(graph), options, timer);
+  return import_and_compile(fmt::format("'{}'", onnx_path), options, [&](const ImportOptions& io) {
+    return import_onnx_file(onnx_path, io);
+  });
 }
 
 }  // namespace baton::compiler

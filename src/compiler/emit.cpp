@@ -203,11 +203,9 @@ class Emitter {
   // 64-byte aligned), every other tensor into its planned arena slot, arenas, blob segments.
   Status storage() {
     std::vector<uint8_t> constants;
-    // Whether segment 0 holds the constants: even when all of them are empty (a folded Shape of
-    // nothing, a ConstantOfShape with a 0 in its shape), the tensors name it.
-    bool has_constants = false;
+    bool any_constant = false;
     auto place_constant = [&](int fb_value, const std::vector<uint8_t>& data) {
-      has_constants = true;
+      any_constant = true;
       fb::TensorT& t = tensor_of(fb_value);
       constants.resize(align_up(constants.size(), 64));
       t.allocation = fb::AllocationKind::Constant;
@@ -239,9 +237,12 @@ class Emitter {
       method_->arenas.push_back(std::move(arena));
       out_.summary.arenas.emplace_back(a.device.to_string(), a.size);
     }
-    const int blob_base = has_constants ? 1 : 0;
+    // The constants segment exists whenever a tensor refers to it, even when every constant is
+    // empty (a [0, 3] initializer): its tensors name segment 0, which must not be an engine blob
+    // or missing.
+    const int blob_base = any_constant ? 1 : 0;
     for (auto& d : method_->delegates) d->blob_segment += blob_base;
-    if (has_constants) out_.segments.push_back(std::move(constants));
+    if (any_constant) out_.segments.push_back(std::move(constants));
     for (const std::vector<uint8_t>* b : blobs_) out_.segments.push_back(*b);
     return Status();
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
@@ -68,7 +69,47 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, uint64_t alig
   return plan;
 }
 
-Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule) {
+namespace {
+
+// "'y' float32 [1048576, 1048576] (4398046511104 bytes, made by Add node 'outer')"
+std::string describe_value(const Graph& graph, int v, uint64_t bytes) {
+  const IrValue& iv = graph.values[v];
+  std::string made_by = iv.producer >= 0
+                            ? fmt::format(", made by {}", graph.nodes[iv.producer].describe())
+                            : std::string(", a method input or a copy");
+  return fmt::format("'{}' {} {} ({} bytes{})", iv.name, dtype_name(iv.dtype),
+                     shape_to_string(iv.sizes), bytes, made_by);
+}
+
+// The arena on `device` would be `size` ("4398046511104", "at least ..."): an error naming the
+// largest tensors in it.
+Status arena_too_large(const Graph& graph, const std::vector<BufferRequest>& requests,
+                       const std::vector<int>& value_of, Device device, const std::string& size,
+                       uint64_t limit) {
+  std::vector<size_t> on_device;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (requests[r].device == device) on_device.push_back(r);
+  }
+  std::stable_sort(on_device.begin(), on_device.end(),
+                   [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
+  std::string largest;
+  for (size_t i = 0; i < on_device.size() && i < 3; ++i) {
+    const size_t r = on_device[i];
+    largest += fmt::format("\n  {}", describe_value(graph, value_of[r], requests[r].bytes));
+  }
+  return BATON_ERROR(InvalidArgument,
+                     "'{}': the memory arena on {} would be {} bytes, over the limit of {} bytes "
+                     "(--max-arena-bytes; the program format allows at most {}). Its largest "
+                     "tensors:{}\nCheck the input shapes (--shape) and the model; raise "
+                     "--max-arena-bytes if the host or GPU really has that much memory",
+                     graph.source, device.to_string(), size, limit, kMaxArenaBytes, largest);
+}
+
+}  // namespace
+
+Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
+                              uint64_t max_arena_bytes) {
+  const uint64_t limit = std::min(max_arena_bytes, kMaxArenaBytes);
   // Requests in value-id order, so the same schedule always gives the same plan.
   std::set<int> planned;
   auto consider = [&](int v) {
@@ -82,6 +123,7 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule) {
   for (int v : schedule.outputs) consider(v);
 
   std::vector<BufferRequest> requests;
+  std::vector<int> value_of;  // per request
   std::map<int, size_t> request_of;
   for (int v : planned) {
     const IrValue& iv = graph.values[v];
@@ -90,7 +132,27 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule) {
                           "value '{}' of shape {} reached memory planning with an overflowing size",
                           iv.name, shape_to_string(iv.sizes));
     request_of[v] = requests.size();
+    value_of.push_back(v);
     requests.push_back({*bytes, iv.device, std::numeric_limits<int>::max(), -1});
+  }
+  // Every request within the limit, and their sum (which bounds every offset plan_memory makes)
+  // far from overflow, before planning.
+  std::map<Device, uint64_t, bool (*)(const Device&, const Device&)> sums(&device_less);
+  for (const BufferRequest& r : requests) {
+    uint64_t& sum = sums[r.device];
+    if (r.bytes > limit) {
+      return arena_too_large(graph, requests, value_of, r.device,
+                             fmt::format("at least {}", r.bytes), limit);
+    }
+    if (sum != UINT64_MAX &&
+        __builtin_add_overflow(sum, align_up(r.bytes, kTensorAlignment), &sum)) {
+      sum = UINT64_MAX;
+    }
+  }
+  for (const auto& [device, sum] : sums) {
+    if (sum > (uint64_t{1} << 62)) {
+      return arena_too_large(graph, requests, value_of, device, "more than 2^62", limit);
+    }
   }
   auto touch = [&](int v, int step) {
     auto it = request_of.find(v);
@@ -113,6 +175,11 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule) {
   for (int v : schedule.outputs) touch(v, end);
 
   const MemoryPlan plan = plan_memory(requests);
+  for (const MemoryPlan::Arena& a : plan.arenas) {
+    if (a.size > limit) {
+      return arena_too_large(graph, requests, value_of, a.device, fmt::format("{}", a.size), limit);
+    }
+  }
   ValuePlan out;
   out.arenas = plan.arenas;
   for (const auto& [v, r] : request_of) out.slots[v] = {plan.arena[r], plan.offset[r]};

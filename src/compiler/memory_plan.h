@@ -33,7 +33,8 @@ struct MemoryPlan {
   std::vector<uint64_t> offset;  // per request, `alignment`-aligned
 };
 
-// Deterministic: the same requests always give the same plan.
+// Deterministic: the same requests always give the same plan. The requests' sizes, each rounded
+// up to `alignment`, must sum to less than 2^63 (callers check: offsets never exceed that sum).
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
                        uint64_t alignment = kTensorAlignment);
 
@@ -52,7 +53,14 @@ struct ValuePlan {
   std::map<int, Slot> slots;              // value id -> slot
 };
 
+// The program format's limit on one arena or tensor (format/program_file.cpp's kMaxBytes): the
+// loader refuses anything larger, so the compiler never writes it.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t{1} << 50;
+
 // Internal when a value's byte size overflows (shape inference refuses those earlier).
-Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule);
+// InvalidArgument when an arena would be larger than `max_arena_bytes` (capped at kMaxArenaBytes),
+// naming the device, the size and the largest tensors in it; nothing is allocated either way.
+Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
+                              uint64_t max_arena_bytes = kMaxArenaBytes);
 
 }  // namespace baton::compiler

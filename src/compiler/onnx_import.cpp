@@ -1,16 +1,17 @@
 #include "compiler/onnx_import.h"
 
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <climits>
-#include <fstream>
-#include <iterator>
+#include <memory>
 #include <unordered_map>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "compiler/onnx_tensor.h"
 #include "ops/constant.h"
 #include "runtime/kernel.h"
@@ -37,6 +38,12 @@ namespace {
 constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 21;
 
+// Protobuf parses at most 2^31 - 1 bytes; a larger model keeps its weights in external data.
+constexpr uint64_t kMaxModelBytes = INT_MAX - 1;
+constexpr std::string_view kProtobufLimitNote =
+    "ONNX protobufs are limited to 2 GiB (store the weights as external data: "
+    "onnx.save_model(model, path, save_as_external_data=True))";
+
 std::string attr_type_name(int type) {
   return onnx::AttributeProto_AttributeType_Name(
       static_cast<onnx::AttributeProto_AttributeType>(type));
@@ -58,9 +65,12 @@ class Importer {
     if (!model_.producer_version().empty()) graph_.producer += " " + model_.producer_version();
     const onnx::GraphProto& g = model_.graph();
     for (const auto& init : g.initializer()) BATON_TRY(add_initializer(init));
-    BATON_CHECK_OR_RETURN(g.sparse_initializer_size() == 0, NotSupported,
-                          "'{}' has sparse initializers, which Baton does not support",
-                          graph_.source);
+    BATON_CHECK_OR_RETURN(
+        g.sparse_initializer_size() == 0, NotSupported,
+        "'{}' has {} sparse initializers (GraphProto field "
+        "'sparse_initializer', the first '{}'), which Baton does not support",
+        graph_.source, g.sparse_initializer_size(),
+        g.sparse_initializer_size() > 0 ? g.sparse_initializer(0).values().name() : std::string());
     for (const auto& shape : options_.input_shapes) {
       const bool known = std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
         return in.name() == shape.name && by_name_.count(in.name()) == 0;
@@ -80,7 +90,8 @@ class Importer {
           graph_.source);
       graph_.outputs.push_back(it->second);
     }
-    BATON_CHECK_OR_RETURN(!graph_.outputs.empty(), InvalidArgument, "'{}' has no graph outputs",
+    BATON_CHECK_OR_RETURN(!graph_.outputs.empty(), InvalidArgument,
+                          "'{}' has no graph outputs (GraphProto field 'output' is empty)",
                           graph_.source);
     BATON_TRY(report_unsupported());
     return std::move(graph_);
@@ -90,6 +101,11 @@ class Importer {
   Status read_opsets() {
     int opset = -1;
     for (const auto& imp : model_.opset_import()) {
+      // The version is an int64 in the file: check it before narrowing (2^32 + 17 is not 17).
+      BATON_CHECK_OR_RETURN(imp.version() >= 0 && imp.version() <= INT_MAX, InvalidArgument,
+                            "'{}': ModelProto field 'opset_import' gives domain '{}' version {}, "
+                            "which is no ONNX opset",
+                            graph_.source, imp.domain(), imp.version());
       if (imp.domain().empty() || imp.domain() == "ai.onnx")
         opset = static_cast<int>(imp.version());
       else
@@ -192,8 +208,12 @@ class Importer {
       BATON_CHECK_OR_RETURN(s >= 0, InvalidArgument, "{} has a negative dimension in {}", where,
                             shape_to_string(v.sizes));
     }
+    BATON_CHECK_OR_RETURN(v.sizes.size() <= static_cast<size_t>(kMaxRank), NotSupported,
+                          "{} has rank {} ({}); Baton supports rank <= {}", where, v.sizes.size(),
+                          shape_to_string(v.sizes), kMaxRank);
     BATON_CHECK_OR_RETURN(checked_nbytes(v.dtype, v.sizes).has_value(), InvalidArgument,
-                          "{} of shape {}: its size in bytes overflows; check the dimensions",
+                          "{} of shape {}: its size in bytes overflows (or the product of its "
+                          "nonzero dimensions does); check the dimensions",
                           where, shape_to_string(v.sizes));
     v.shape_known = true;
     const int id = graph_.add_value(std::move(v));
@@ -335,7 +355,8 @@ class Importer {
     BATON_TRY(bind(node, raw));
     if (node.def != nullptr && node.domain.empty() && node.op_type == "Constant") {
       BATON_CHECK_OR_RETURN(node.outputs.size() == 1 && node.outputs[0] >= 0, InvalidArgument,
-                            "{} must have one output", node.describe());
+                            "{} has {} outputs ({}); a Constant has exactly one, named",
+                            node.describe(), proto.output_size(), fmt::join(proto.output(), ", "));
       BATON_TRY(fold_constant_node(node, node.outputs[0]));
       graph_.values[node.outputs[0]].producer = -1;
       node.dead = true;
@@ -366,22 +387,134 @@ class Importer {
   std::vector<std::string> unsupported_;
 };
 
+// One top-level field of a serialized ModelProto, as the wire format lays it out.
+struct WireField {
+  int number = 0;
+  int wire_type = 0;
+  uint64_t begin = 0;         // offset of its tag
+  uint64_t payload = 0;       // offset of a length-delimited field's bytes
+  uint64_t payload_size = 0;  // their count
+};
+
+// Walks the top-level fields of `bytes` without interpreting them. Returns the offset where the
+// walk stopped: bytes.size() when every byte belongs to a well-formed field.
+uint64_t walk_fields(std::span<const uint8_t> bytes, std::vector<WireField>& fields) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT_MAX);
+  while (true) {
+    const uint64_t at = static_cast<uint64_t>(in.CurrentPosition());
+    if (at == bytes.size()) return at;
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return at;
+    WireField f;
+    f.number = static_cast<int>(WireFormatLite::GetTagFieldNumber(tag));
+    f.wire_type = static_cast<int>(WireFormatLite::GetTagWireType(tag));
+    f.begin = at;
+    if (f.wire_type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length)) return at;
+      f.payload = static_cast<uint64_t>(in.CurrentPosition());
+      f.payload_size = length;
+      if (length > bytes.size() - f.payload || !in.Skip(static_cast<int>(length))) return at;
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return at;
+    }
+    fields.push_back(f);
+  }
+}
+
+std::string hex_bytes(std::span<const uint8_t> bytes, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n && i < bytes.size(); ++i)
+    out += fmt::format("{}{:02x}", i ? " " : "", bytes[i]);
+  return out;
+}
+
+// Which message-typed field of a ModelProto that walks cleanly fails to parse, as a message.
+std::string damaged_field(std::span<const uint8_t> bytes, const std::vector<WireField>& fields) {
+  using google::protobuf::FieldDescriptor;
+  const auto* descriptor = onnx::ModelProto::descriptor();
+  for (const WireField& f : fields) {
+    const FieldDescriptor* field = descriptor->FindFieldByNumber(f.number);
+    if (field == nullptr || field->type() != FieldDescriptor::TYPE_MESSAGE ||
+        f.wire_type != google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      continue;
+    }
+    const google::protobuf::Message* prototype =
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(field->message_type());
+    if (prototype == nullptr) continue;
+    std::unique_ptr<google::protobuf::Message> message(prototype->New());
+    google::protobuf::io::CodedInputStream in(bytes.data() + f.payload,
+                                              static_cast<int>(f.payload_size));
+    in.SetTotalBytesLimit(INT_MAX);
+    if (message->ParseFromCodedStream(&in) && in.ConsumedEntireMessage()) continue;
+    return fmt::format(
+        "its field '{}' (ModelProto field {}, {} bytes at byte offset {}) does not parse as an "
+        "{}",
+        field->name(), f.number, f.payload_size, f.payload, field->message_type()->full_name());
+  }
+  return "a nested message does not parse";
+}
+
 Result<onnx::ModelProto> parse_model(std::span<const uint8_t> bytes, const std::string& source) {
-  BATON_CHECK_OR_RETURN(!bytes.empty(), InvalidArgument, "'{}' is empty, not an ONNX model",
-                        source);
-  BATON_CHECK_OR_RETURN(bytes.size() < static_cast<size_t>(INT_MAX), NotSupported,
-                        "'{}' is {} bytes; ONNX protobufs are limited to 2 GiB (store the weights "
-                        "as external data)",
-                        source, bytes.size());
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
-  coded.SetTotalBytesLimit(INT_MAX);
+  BATON_CHECK_OR_RETURN(!bytes.empty(), InvalidArgument,
+                        "'{}' is empty (0 bytes), not an ONNX model", source);
+  BATON_CHECK_OR_RETURN(bytes.size() <= kMaxModelBytes, NotSupported, "'{}' is {} bytes; {}",
+                        source, bytes.size(), kProtobufLimitNote);
+  // First the wire format alone, so a failure can say where the bytes stop making sense.
+  std::vector<WireField> fields;
+  const uint64_t stop = walk_fields(bytes, fields);
+  auto seen = [&](int number) {
+    return std::any_of(fields.begin(), fields.end(),
+                       [&](const WireField& f) { return f.number == number; });
+  };
+  constexpr int kIrVersion = 1, kGraph = 7;
+  if (stop != bytes.size()) {
+    // A prefix holding an IR version and a graph is a model followed by something else.
+    BATON_CHECK_OR_RETURN(
+        !(seen(kIrVersion) && seen(kGraph)), InvalidArgument,
+        "'{}' is damaged: its first {} bytes are an ONNX model, but the bytes from offset {} (of "
+        "{}: {} ...) do not parse as protobuf fields (trailing garbage, or a file cut short or "
+        "written over); re-export the model",
+        source, stop, stop, bytes.size(), hex_bytes(bytes.subspan(stop), 8));
+    return BATON_ERROR(InvalidArgument,
+                       "'{}' is not an ONNX model: its bytes do not parse as a protobuf "
+                       "ModelProto (the wire format breaks at byte offset {} of {}; the file "
+                       "starts with {})",
+                       source, stop, bytes.size(), hex_bytes(bytes, 8));
+  }
   onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream coded(bytes.data(), static_cast<int>(bytes.size()));
+  coded.SetTotalBytesLimit(INT_MAX);
   const bool parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
-  BATON_CHECK_OR_RETURN(parsed && model.has_graph() && model.ir_version() > 0, InvalidArgument,
-                        "'{}' is not an ONNX model (it does not parse as an ONNX ModelProto with "
-                        "a graph)",
+  if (!parsed) {
+    BATON_CHECK_OR_RETURN(seen(kIrVersion) || seen(kGraph), InvalidArgument,
+                          "'{}' is not an ONNX model: it does not parse as a protobuf ModelProto "
+                          "({}; the file starts with {})",
+                          source, damaged_field(bytes, fields), hex_bytes(bytes, 8));
+    return BATON_ERROR(InvalidArgument, "'{}' is a damaged ONNX model: {}; re-export the model",
+                       source, damaged_field(bytes, fields));
+  }
+  BATON_CHECK_OR_RETURN(model.has_graph() || model.ir_version() != 0, InvalidArgument,
+                        "'{}' is not an ONNX model: it parses as a protobuf message but has "
+                        "neither an ir_version nor a graph (ModelProto fields 1 and 7)",
                         source);
+  BATON_CHECK_OR_RETURN(
+      model.has_graph(), InvalidArgument,
+      "'{}' is an ONNX model (ir_version {}) without a graph: ModelProto field 'graph' is {}; "
+      "re-export the model",
+      source, model.ir_version(),
+      seen(kGraph) ? "present but not a length-delimited message (wrong wire type)" : "missing");
+  BATON_CHECK_OR_RETURN(model.ir_version() > 0, InvalidArgument,
+                        "'{}' has ir_version {}: ModelProto field 'ir_version' is {}. Every ONNX "
+                        "model records the IR version it was written with (7 or newer for opset "
+                        "13+); re-export the model, or set model.ir_version = onnx.IR_VERSION and "
+                        "save it again",
+                        source, model.ir_version(),
+                        model.ir_version() < 0 ? "negative"
+                        : seen(kIrVersion)     ? "0"
+                                               : "missing");
   return model;
 }
 
@@ -395,10 +528,10 @@ Result<Graph> import_onnx_bytes(std::span<const uint8_t> bytes, const std::strin
 }
 
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  BATON_CHECK_OR_RETURN(in.good(), IoError, "cannot open model '{}'", path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  // A regular file only, its size checked before reading: /dev/zero never ends, a FIFO blocks, a
+  // directory is not a model.
+  BATON_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes,
+                         read_regular_file(path, kMaxModelBytes, "ONNX model", kProtobufLimitNote));
   return import_onnx_bytes(bytes, path, std::filesystem::path(path).parent_path(), options);
 }
 

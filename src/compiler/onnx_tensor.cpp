@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <utility>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 
 namespace baton::compiler {
 namespace {
@@ -84,12 +85,25 @@ Result<uint64_t> parse_number(const std::string& text, const std::string& key,
   return value;
 }
 
+// Whether `path` is `dir` or lies below it (both absolute and canonical).
+bool lies_within(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  auto p = path.begin();
+  for (auto d = dir.begin(); d != dir.end(); ++d, ++p) {
+    if (d->empty()) continue;  // the trailing "" of "dir/"
+    if (p == path.end() || *p != *d) return false;
+  }
+  return true;
+}
+
 // Reads `nbytes` of external data, after checking the location stays inside the model's folder
-// and the file holds them (so a damaged model cannot make Baton allocate what it lacks).
+// (with symlinks followed: a link inside the folder to a file outside it is refused too), that
+// it is a regular file, and that it holds the bytes (so a damaged model cannot make Baton
+// allocate what it lacks).
 Result<std::shared_ptr<std::vector<uint8_t>>> read_external(const onnx::TensorProto& proto,
                                                             const std::filesystem::path& base_dir,
                                                             uint64_t nbytes,
                                                             const std::string& what) {
+  namespace fs = std::filesystem;
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -104,10 +118,10 @@ Result<std::shared_ptr<std::vector<uint8_t>>> read_external(const onnx::TensorPr
   }
   BATON_CHECK_OR_RETURN(!location.empty(), InvalidArgument,
                         "{}: external data without a 'location' entry", what);
-  const std::filesystem::path relative(location);
-  const bool escapes = relative.is_absolute() ||
-                       std::any_of(relative.begin(), relative.end(),
-                                   [](const std::filesystem::path& part) { return part == ".."; });
+  const fs::path relative(location);
+  const bool escapes =
+      relative.is_absolute() || std::any_of(relative.begin(), relative.end(),
+                                            [](const fs::path& part) { return part == ".."; });
   BATON_CHECK_OR_RETURN(!escapes, InvalidArgument,
                         "{}: external data location '{}' leaves the model's folder; ONNX requires "
                         "a relative path below it (move the data file next to the model)",
@@ -115,25 +129,33 @@ Result<std::shared_ptr<std::vector<uint8_t>>> read_external(const onnx::TensorPr
   BATON_CHECK_OR_RETURN(!length || *length == nbytes, InvalidArgument,
                         "{}: external data length {} differs from the {} bytes its dims need", what,
                         *length, nbytes);
-  const std::filesystem::path path = base_dir / relative;
+  const fs::path folder = base_dir.empty() ? fs::path(".") : base_dir;
+  const fs::path path = folder / relative;
+  // The text of the location stays inside; where it leads, with every symlink followed, must too.
   std::error_code ec;
-  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  const fs::path real_folder = fs::canonical(folder, ec);
+  BATON_CHECK_OR_RETURN(!ec, IoError, "{}: cannot resolve the model's folder '{}': {}", what,
+                        folder.string(), ec.message());
+  const fs::path real_path = fs::canonical(path, ec);
   BATON_CHECK_OR_RETURN(!ec, IoError,
                         "{}: cannot open external data file '{}' (keep it next to the model): {}",
                         what, path.string(), ec.message());
+  BATON_CHECK_OR_RETURN(lies_within(real_path, real_folder), InvalidArgument,
+                        "{}: external data location '{}' resolves (through a symbolic link) to "
+                        "'{}', outside the model's folder '{}'; copy the data file into the folder "
+                        "instead of linking it",
+                        what, location, real_path.string(), real_folder.string());
+  // Opened by its resolved path: the bytes read are those of the file checked above.
+  BATON_ASSIGN_OR_RETURN(const RegularFile file,
+                         RegularFile::open(real_path.string(), what + ": external data file"));
   uint64_t end = 0;
-  BATON_CHECK_OR_RETURN(!__builtin_add_overflow(offset, nbytes, &end) && end <= file_size,
+  BATON_CHECK_OR_RETURN(!__builtin_add_overflow(offset, nbytes, &end) && end <= file.size(),
                         InvalidArgument,
                         "{}: external data file '{}' has {} bytes, fewer than offset {} + {} bytes",
-                        what, path.string(), file_size, offset, nbytes);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(nbytes);
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset));
-  in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(nbytes));
-  BATON_CHECK_OR_RETURN(in.good() || nbytes == 0, IoError,
-                        "{}: cannot read {} bytes at offset {} of '{}'", what, nbytes, offset,
-                        path.string());
-  return bytes;
+                        what, path.string(), file.size(), offset, nbytes);
+  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, allocate_bytes(nbytes, what));
+  BATON_TRY(file.read_at(offset, bytes));
+  return std::make_shared<std::vector<uint8_t>>(std::move(bytes));
 }
 
 }  // namespace
@@ -153,8 +175,13 @@ Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
                         "{} is a segmented tensor, which Baton does not support", what);
   const auto numel = checked_numel(t.sizes);
   const auto nbytes = checked_nbytes(t.dtype, t.sizes);
-  BATON_CHECK_OR_RETURN(numel && nbytes, InvalidArgument, "{} has invalid dims {}", what,
-                        shape_to_string(t.sizes));
+  BATON_CHECK_OR_RETURN(numel && nbytes, InvalidArgument,
+                        "{} has invalid dims {}: a negative size, or the product of its nonzero "
+                        "dims (or its size in bytes) overflows 64 bits",
+                        what, shape_to_string(t.sizes));
+  BATON_CHECK_OR_RETURN(t.sizes.size() <= static_cast<size_t>(kMaxRank), NotSupported,
+                        "{} has rank {} (dims {}); Baton supports rank <= {}", what, t.sizes.size(),
+                        shape_to_string(t.sizes), kMaxRank);
   // Every path checks the data is really there before allocating what the dims claim.
   if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     BATON_ASSIGN_OR_RETURN(t.data, read_external(proto, base_dir, *nbytes, what));
@@ -165,39 +192,42 @@ Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
                           "{}: raw_data has {} bytes but {} {} needs {}", what,
                           proto.raw_data().size(), dtype_name(t.dtype), shape_to_string(t.sizes),
                           *nbytes);
-    const auto* raw = reinterpret_cast<const uint8_t*>(proto.raw_data().data());
-    t.data = std::make_shared<std::vector<uint8_t>>(raw, raw + *nbytes);
+    BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, allocate_bytes(*nbytes, what));
+    if (*nbytes != 0) std::memcpy(bytes.data(), proto.raw_data().data(), *nbytes);
+    t.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
     return t;
   }
   const auto [field, count] = inline_field(proto, t.dtype);
   BATON_CHECK_OR_RETURN(count == *numel, InvalidArgument,
                         "{}: {} holds {} elements but the dims {} say {}", what, field, count,
                         shape_to_string(t.sizes), *numel);
-  auto bytes = std::make_shared<std::vector<uint8_t>>(*nbytes);
+  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, allocate_bytes(*nbytes, what));
   switch (t.dtype) {
     case DType::Float32:
-      copy_field(proto.float_data(), t.dtype, *numel, *bytes);
+      copy_field(proto.float_data(), t.dtype, *numel, bytes);
       break;
     case DType::Float64:
-      copy_field(proto.double_data(), t.dtype, *numel, *bytes);
+      copy_field(proto.double_data(), t.dtype, *numel, bytes);
       break;
     case DType::Int64:
-      copy_field(proto.int64_data(), t.dtype, *numel, *bytes);
+      copy_field(proto.int64_data(), t.dtype, *numel, bytes);
       break;
     default:
-      copy_field(proto.int32_data(), t.dtype, *numel, *bytes);
+      copy_field(proto.int32_data(), t.dtype, *numel, bytes);
       break;
   }
-  t.data = std::move(bytes);
+  t.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   return t;
 }
 
 Result<OnnxTensor> load_onnx_tensor_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  BATON_CHECK_OR_RETURN(in.good(), IoError, "cannot open '{}'", path);
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<uint8_t> bytes,
+      read_regular_file(path, INT_MAX - 1, "tensor file",
+                        "serialized TensorProtos are limited to 2 GiB by protobuf"));
   onnx::TensorProto proto;
-  BATON_CHECK_OR_RETURN(proto.ParseFromIstream(&in), InvalidArgument,
-                        "'{}' is not a serialized ONNX TensorProto", path);
+  BATON_CHECK_OR_RETURN(proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+                        InvalidArgument, "'{}' is not a serialized ONNX TensorProto", path);
   return read_onnx_tensor(proto, std::filesystem::path(path).parent_path(),
                           fmt::format("tensor file '{}'", path));
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
+#include "baton/core/log.h"
 #include "runtime/kernel.h"
 
 namespace baton::compiler {
@@ -27,8 +29,11 @@ Status fold(Graph& graph, IrNode& node, const runtime::KernelDef& kernel) {
   std::vector<std::shared_ptr<std::vector<uint8_t>>> buffers;
   for (int o : node.outputs) {
     IrValue& out = graph.values[o];
-    buffers.push_back(
-        std::make_shared<std::vector<uint8_t>>(*checked_nbytes(out.dtype, out.sizes)));
+    BATON_ASSIGN_OR_RETURN(
+        std::vector<uint8_t> bytes,
+        allocate_bytes(*checked_nbytes(out.dtype, out.sizes),
+                       fmt::format("folding {} (output '{}')", node.describe(), out.name)));
+    buffers.push_back(std::make_shared<std::vector<uint8_t>>(std::move(bytes)));
     outputs.push_back(runtime::Value::from_tensor(
         TensorView{buffers.back()->data(), out.dtype, out.sizes, Device::cpu()}));
   }
@@ -56,8 +61,9 @@ bool folds_from_static_shape(const IrNode& node) {
 
 }  // namespace
 
-Result<size_t> infer_and_fold(Graph& graph) {
-  size_t folded = 0;
+Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
+  FoldReport report;
+  uint64_t total = 0;
   std::vector<std::string> unsupported;
   for (IrNode& node : graph.nodes) {
     if (node.dead) continue;
@@ -104,8 +110,33 @@ Result<size_t> infer_and_fold(Graph& graph) {
       continue;
     }
     if (!(all_constant || folds_from_static_shape(node)) || node.inputs.empty()) continue;
+    // What folding would materialize, checked before anything is allocated: a few bytes of model
+    // can ask for terabytes (a broadcast of two constant vectors). Over a limit the node keeps
+    // running at run time, where the arena limit of memory planning applies to it.
+    uint64_t bytes = 0;
+    for (int o : node.outputs) {
+      const IrValue& out = graph.values[o];
+      if (__builtin_add_overflow(bytes, *checked_nbytes(out.dtype, out.sizes), &bytes)) {
+        bytes = UINT64_MAX;
+      }
+    }
+    if (bytes > limits.max_node_bytes || bytes > limits.max_total_bytes - total) {
+      report.kept.push_back(fmt::format("{} ({} bytes)", node.describe(), bytes));
+      if (log_enabled(LogLevel::Info)) {
+        log_message(LogLevel::Info, "compiler",
+                    fmt::format("not folding {}: its outputs would take {} bytes, over the {} "
+                                "(--max-fold-bytes {}, --max-total-fold-bytes {}); it runs at run "
+                                "time instead",
+                                node.describe(), bytes,
+                                bytes > limits.max_node_bytes ? "limit for one node"
+                                                              : "limit for all folded outputs",
+                                limits.max_node_bytes, limits.max_total_bytes));
+      }
+      continue;
+    }
     BATON_TRY(fold(graph, node, *kernel));
-    ++folded;
+    total += bytes;
+    ++report.folded;
   }
   if (!unsupported.empty()) {
     std::string message =
@@ -114,7 +145,7 @@ Result<size_t> infer_and_fold(Graph& graph) {
     for (const std::string& u : unsupported) message += "\n  " + u;
     return BATON_ERROR(NotSupported, "{}", message);
   }
-  return folded;
+  return report;
 }
 
 size_t eliminate_dead_nodes(Graph& graph) {

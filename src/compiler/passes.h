@@ -1,6 +1,8 @@
 // Compiler passes over the IR.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -8,12 +10,27 @@
 
 namespace baton::compiler {
 
+// How much constant folding may materialize (CompileOptions::max_fold_bytes and
+// max_total_fold_bytes).
+struct FoldLimits {
+  uint64_t max_node_bytes = uint64_t{256} << 20;  // the outputs of one folded node
+  uint64_t max_total_bytes = uint64_t{4} << 30;   // every folded output together
+};
+
+struct FoldReport {
+  size_t folded = 0;
+  // Nodes whose inputs were all constants but whose folded outputs would have passed a limit;
+  // they stay in the graph and run at run time. "Add node 'outer' (4398046511104 bytes)".
+  std::vector<std::string> kept;
+};
+
 // Static shape inference in topological order through each node's definition (which also puts
-// its attributes in canonical form); nodes whose inputs are all constants, and Shape and Size
-// nodes (whose result is the input's static shape), are run on the CPU kernels and replaced by
-// their results. A node whose dtypes Baton's CPU kernel does not take is
-// NotSupported; all such nodes are reported at once. Returns the number of folded nodes.
-Result<size_t> infer_and_fold(Graph& graph);
+// its attributes in canonical form); nodes whose inputs are all constants are run on the CPU
+// kernels and replaced by their results (Shape and Size too: their result is the input's static
+// shape), within `limits` (a node over them is kept, and nothing
+// is allocated for it). A node whose dtypes Baton's CPU kernel does not take is NotSupported; all
+// such nodes are reported at once.
+Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits = {});
 
 // Marks nodes whose outputs nobody reads as dead. Returns how many it removed.
 size_t eliminate_dead_nodes(Graph& graph);

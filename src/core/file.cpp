@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "baton/core/check.h"
@@ -91,14 +92,33 @@ Status RegularFile::read_at(uint64_t offset, std::span<uint8_t> out) const {
 }
 
 Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes,
-                                               std::string_view what) {
+                                               std::string_view what, std::string_view limit_note) {
   BATON_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, what));
   BATON_CHECK_OR_RETURN(file.size() <= max_bytes, InvalidArgument,
-                        "{} '{}' is {} bytes, more than the {} bytes accepted for it", what, path,
-                        file.size(), max_bytes);
-  std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
+                        "{} '{}' is {} bytes, more than the {} bytes accepted for it{}{}", what,
+                        path, file.size(), max_bytes, limit_note.empty() ? "" : ": ", limit_note);
+  BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                         allocate_bytes(file.size(), fmt::format("{} '{}'", what, path)));
   BATON_TRY(file.read_at(0, bytes));
   return bytes;
+}
+
+Result<std::vector<uint8_t>> allocate_bytes(uint64_t bytes, std::string_view what) {
+  // The size came from outside: running out of memory is an error to report to the caller. The
+  // non-throwing probe comes first because AddressSanitizer aborts the process on a failed
+  // throwing new instead of throwing std::bad_alloc (with allocator_may_return_null=1 the
+  // non-throwing form returns null); a large probe is an mmap and munmap of untouched pages.
+  if (bytes <= std::vector<uint8_t>().max_size()) {
+    void* probe = ::operator new(static_cast<size_t>(bytes), std::nothrow);
+    if (probe != nullptr) {
+      ::operator delete(probe);
+      try {
+        return std::vector<uint8_t>(static_cast<size_t>(bytes));
+      } catch (const std::bad_alloc&) {
+      }
+    }
+  }
+  return BATON_ERROR(OutOfMemory, "out of host memory allocating {} bytes for {}", bytes, what);
 }
 
 }  // namespace baton

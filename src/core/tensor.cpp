@@ -9,23 +9,45 @@
 
 namespace baton {
 
-std::optional<int64_t> checked_numel(std::span<const int64_t> sizes) {
-  int64_t n = 1;
+namespace {
+
+// The product of the nonzero sizes (1 when there are none), and whether a size is zero; nullopt
+// when a size is negative or that product overflows int64.
+struct NonzeroProduct {
+  int64_t product = 1;
+  bool has_zero = false;
+};
+
+std::optional<NonzeroProduct> nonzero_product(std::span<const int64_t> sizes) {
+  NonzeroProduct p;
   for (int64_t s : sizes) {
     if (s < 0) return std::nullopt;
-    if (__builtin_mul_overflow(n, s, &n)) return std::nullopt;
+    if (s == 0) {
+      p.has_zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(p.product, s, &p.product)) return std::nullopt;
   }
-  return n;
+  return p;
+}
+
+}  // namespace
+
+std::optional<int64_t> checked_numel(std::span<const int64_t> sizes) {
+  const auto p = nonzero_product(sizes);
+  if (!p) return std::nullopt;
+  return p->has_zero ? 0 : p->product;
 }
 
 std::optional<uint64_t> checked_nbytes(DType dtype, std::span<const int64_t> sizes) {
-  auto n = checked_numel(sizes);
-  if (!n) return std::nullopt;
+  const auto p = nonzero_product(sizes);
+  if (!p) return std::nullopt;
+  // The bytes of the nonzero sizes must fit as well: strides in bytes are taken of sub-ranges.
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(*n), dtype_size(dtype), &bytes)) {
+  if (__builtin_mul_overflow(static_cast<uint64_t>(p->product), dtype_size(dtype), &bytes)) {
     return std::nullopt;
   }
-  return bytes;
+  return p->has_zero ? 0 : bytes;
 }
 
 std::string shape_to_string(std::span<const int64_t> sizes) {

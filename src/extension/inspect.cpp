@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 #include "baton/runtime/backend.h"
 #include "format/program_file.h"
 
@@ -15,6 +16,11 @@ using nlohmann::json;
 std::string_view str(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : s->string_view();
 }
+
+// A string from the file, for the document: names are bytes, and JSON holds text. Valid UTF-8 is
+// kept; other bytes become \xNN, so they stay visible and no json::dump can throw on them.
+std::string text(const flatbuffers::String* s) { return escape_invalid_utf8(str(s)); }
+std::string text(std::string_view s) { return escape_invalid_utf8(s); }
 
 template <typename T>
 json list(const flatbuffers::Vector<T>* v) {
@@ -53,7 +59,7 @@ json value_json(const fb::Value& v, int index) {
       break;
     case fb::ValueKind::String:
       j["kind"] = "string";
-      j["value"] = std::string(str(v.value_as_String()->value()));
+      j["value"] = text(v.value_as_String()->value());
       break;
     case fb::ValueKind::IntList:
       j["kind"] = "int_list";
@@ -66,7 +72,7 @@ json value_json(const fb::Value& v, int index) {
     case fb::ValueKind::Tensor: {
       const fb::Tensor* t = v.value_as_Tensor();
       j["kind"] = "tensor";
-      j["name"] = std::string(str(t->name()));
+      j["name"] = text(t->name());
       j["dtype"] = std::string(dtype_name(static_cast<DType>(t->dtype())));
       j["shape"] = list(t->sizes());
       j["device"] = format::device_of(*t).to_string();
@@ -103,21 +109,22 @@ json value_json(const fb::Value& v, int index) {
 json blob_json(std::string_view backend_id, std::span<const uint8_t> blob) {
   const runtime::BackendInterface* backend = runtime::find_backend(backend_id);
   if (backend == nullptr) return json();
-  Result<std::string> text = backend->describe_blob(blob);
-  if (!text.ok()) return {{"error", text.status().to_string()}};
-  if (text->empty()) return json();
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  Result<std::string> described = backend->describe_blob(blob);
+  // Errors name the blob's bindings and kernels: bytes, like every name.
+  if (!described.ok()) return {{"error", text(described.status().to_string())}};
+  if (described->empty()) return json();
+  json j = json::parse(*described, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) {
-    return {{"error", fmt::format("backend '{}' described its blob with text that is not a JSON "
-                                  "object; the backend's describe_blob is broken: {}",
-                                  backend_id, text->substr(0, 200))}};
+    return {{"error", text(fmt::format("backend '{}' described its blob with text that is not a "
+                                       "JSON object; the backend's describe_blob is broken: {}",
+                                       backend_id, described->substr(0, 200)))}};
   }
   return j;
 }
 
 json method_json(const format::ProgramFile& file, const fb::Method& m) {
   json j;
-  j["name"] = std::string(str(m.name()));
+  j["name"] = text(m.name());
   j["inputs"] = list(m.inputs());
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();
@@ -128,8 +135,8 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   for (uint32_t i = 0; m.operators() && i < m.operators()->size(); ++i) {
     const fb::Operator* op = m.operators()->Get(i);
     j["operators"].push_back({{"index", i},
-                              {"name", std::string(str(op->name()))},
-                              {"domain", std::string(str(op->domain()))},
+                              {"name", text(op->name())},
+                              {"domain", text(op->domain())},
                               {"opset", op->opset()}});
   }
   j["delegates"] = json::array();
@@ -138,11 +145,11 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     json specs = json::object();
     for (uint32_t k = 0; d->compile_specs() && k < d->compile_specs()->size(); ++k) {
       const fb::CompileSpec* cs = d->compile_specs()->Get(k);
-      specs[std::string(str(cs->key()))] = spec_value(cs->value());
+      specs[text(cs->key())] = spec_value(cs->value());
     }
     json dj = {{"index", i},
-               {"name", std::string(str(d->name()))},
-               {"backend", std::string(str(d->backend()))},
+               {"name", text(d->name())},
+               {"backend", text(d->backend())},
                {"compile_specs", specs},
                {"target_device", specs.contains("target_device") ? specs["target_device"] : json()},
                {"blob_segment", d->blob_segment()},
@@ -173,8 +180,8 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     if (const auto* k = ins->instruction_as_KernelCall()) {
       x["kind"] = "kernel";
       x["operator"] = k->operator_();
-      x["op"] = std::string(str(m.operators()->Get(k->operator_())->name()));
-      x["node"] = std::string(str(k->name()));
+      x["op"] = text(m.operators()->Get(k->operator_())->name());
+      x["node"] = text(k->name());
       x["inputs"] = list(k->inputs());
       x["attributes"] = list(k->attributes());
       x["outputs"] = list(k->outputs());
@@ -205,10 +212,10 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
 
 json program_json(std::string_view path, const format::ProgramFile& file) {
   json j;
-  j["file"] = std::string(path);
+  j["file"] = text(path);
   j["file_size"] = file.bytes().size();
   j["format_version"] = file.header().format_version;
-  j["producer"] = std::string(str(file.program().producer()));
+  j["producer"] = text(file.program().producer());
   j["segments"] = json::array();
   const auto* segs = file.program().segments();
   for (uint32_t i = 0; segs && i < segs->size(); ++i) {
@@ -223,7 +230,8 @@ json program_json(std::string_view path, const format::ProgramFile& file) {
   return j;
 }
 
-// Names and strings in a program file are bytes: invalid UTF-8 is replaced, never thrown about.
+// Every string above went through text(); `replace` is the second guard: should one be missed,
+// invalid UTF-8 is replaced, never thrown about.
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace

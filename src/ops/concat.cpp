@@ -23,7 +23,10 @@ Status infer(InferContext& ctx) {
                           "{}: input {} has shape {} but input 0 has {}; they may differ only "
                           "along axis {}",
                           ctx.what(), i, shape_to_string(s), shape_to_string(first), axis);
-    y[axis] += s[axis];
+    BATON_CHECK_OR_RETURN(!__builtin_add_overflow(y[axis], s[axis], &y[axis]), InvalidArgument,
+                          "{}: the inputs' sizes along axis {} add up to more than int64 holds "
+                          "(input {} is {})",
+                          ctx.what(), axis, i, shape_to_string(s));
   }
   ctx.output(0).sizes = std::move(y);
   return Status();

@@ -308,6 +308,19 @@ Status infer(const OpDef& def, std::string_view node_name, std::span<const Input
     const InputDef& slot = def.input_slot(i);
     BATON_CHECK_OR_RETURN(inputs[i].present || slot.arity == Arity::Optional, InvalidArgument,
                           "{}: input {} ('{}') is required but absent", what, i, slot.name);
+    // Definitions multiply sub-ranges of their inputs' sizes (outer and inner sizes, flattened
+    // dimensions): a shape whose nonzero sizes overflow, such as an empty [0, 2^40, 2^40], is
+    // refused here, before any of them does.
+    BATON_CHECK_OR_RETURN(
+        !inputs[i].present || inputs[i].sizes.size() <= static_cast<size_t>(kMaxRank), NotSupported,
+        "{}: input {} ('{}') has rank {} ({}); Baton supports rank <= {}", what, i, slot.name,
+        inputs[i].sizes.size(), shape_to_string(inputs[i].sizes), kMaxRank);
+    BATON_CHECK_OR_RETURN(
+        !inputs[i].present || checked_nbytes(inputs[i].dtype, inputs[i].sizes).has_value(),
+        InvalidArgument,
+        "{}: input {} ('{}') is {} {}: a negative size, or the product of its nonzero sizes (or "
+        "its size in bytes) overflows 64 bits; check the input shapes",
+        what, i, slot.name, dtype_name(inputs[i].dtype), shape_to_string(inputs[i].sizes));
   }
   const size_t olo = def.min_outputs(), ohi = def.max_outputs();
   BATON_CHECK_OR_RETURN(outputs.size() >= olo && outputs.size() <= ohi, InvalidArgument,

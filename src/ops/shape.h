@@ -32,7 +32,9 @@ std::vector<int64_t> int_values_of(DType dtype, const void* data, int64_t n);
 Status index_out_of_range(std::string_view what, std::string_view input, int64_t position,
                           int64_t index, int64_t n);
 
-// Product of sizes[begin, end) (sizes already checked not to overflow as a whole).
+// Product of sizes[begin, end). Safe for any shape checked_nbytes accepts (every input and output
+// of a call that passed ops::infer): the product of its nonzero sizes fits in int64, so the
+// product of any sub-range does too.
 int64_t product(std::span<const int64_t> sizes, size_t begin, size_t end);
 inline int64_t product(std::span<const int64_t> sizes) { return product(sizes, 0, sizes.size()); }
 

@@ -10,7 +10,6 @@
 #include <set>
 
 #include "baton/baton.h"
-#include "baton/extension/module.h"
 #include "compiler/memory_plan.h"
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
@@ -19,6 +18,7 @@
 #include "testing/compiler/test_backend_compiler.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"
+#include "testing/run_compiled.h"
 #include "testing/test_backend.h"
 
 namespace baton {
@@ -51,14 +51,7 @@ class CompilerTest : public ::testing::Test {
     auto compiled = compile(b, options);
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
     if (!compiled.ok()) return {};
-    auto bytes = compiled->serialize();
-    auto program = runtime::Program::load_bytes(*bytes);
-    EXPECT_TRUE(program.ok()) << program.status().to_string();
-    auto module = extension::Module::from_program(*program);
-    EXPECT_TRUE(module.ok()) << module.status().to_string();
-    auto out = module->run(inputs);
-    EXPECT_TRUE(out.ok()) << out.status().to_string();
-    return out.ok() ? *out : std::vector<Tensor>{};
+    return testing::run_compiled(*compiled, inputs);
   }
 };
 
@@ -120,7 +113,9 @@ TEST_F(CompilerTest, MalformedModelsAreRefusedByName) {
          relu(b);
          b.graph().add_sparse_initializer()->mutable_values()->set_name("s");
        },
-       Error::NotSupported, "has sparse initializers, which Baton does not support"},
+       Error::NotSupported,
+       "has 1 sparse initializers (GraphProto field 'sparse_initializer', the first 's'), which "
+       "Baton does not support"},
       {"Constant with a string value",
        [&](OnnxBuilder& b) {
          relu(b);

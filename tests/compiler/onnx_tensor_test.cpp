@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -87,6 +88,50 @@ TEST_F(OnnxTensorTest, ExternalLocationsOutsideTheModelFolderAreRefused) {
     SCOPED_TRACE(location);
     expect_error(external({1}, location, "0"), Error::InvalidArgument, "leaves the model's folder");
   }
+}
+
+// Containment is checked where the path leads, not on its text: a symlink inside the model's
+// folder to a file outside it would compile that file's bytes into the program.
+TEST_F(OnnxTensorTest, ExternalDataSymlinksOutOfTheModelFolderAreRefused) {
+  {
+    std::ofstream secret(dir_ / "secret.bin", std::ios::binary);
+    secret.write("SECRETSECRETSECR", 16);
+  }
+  fs::create_symlink(dir_ / "secret.bin", dir_ / "model" / "w.bin");
+  expect_error(external({4}, "w.bin", "0"), Error::InvalidArgument,
+               "resolves (through a symbolic link) to '" +
+                   fs::canonical(dir_ / "secret.bin").string() + "', outside the model's folder");
+  // A link to a folder outside, and a relative link climbing out.
+  fs::create_directories(dir_ / "elsewhere");
+  fs::copy_file(dir_ / "secret.bin", dir_ / "elsewhere" / "w.bin");
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "model" / "sub");
+  expect_error(external({4}, "sub/w.bin", "0"), Error::InvalidArgument,
+               "outside the model's folder");
+  fs::create_symlink("../secret.bin", dir_ / "model" / "up.bin");
+  expect_error(external({4}, "up.bin", "0"), Error::InvalidArgument, "outside the model's folder");
+  // A link that stays inside the folder is fine.
+  fs::create_symlink("weights.bin", dir_ / "model" / "alias.bin");
+  auto t = compiler::read_onnx_tensor(external({2, 2}, "alias.bin", "8", "16"), dir_ / "model",
+                                      "initializer 'w'");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  float first = 0;
+  std::memcpy(&first, t->data->data(), 4);
+  EXPECT_EQ(first, 1.0f);
+  // The model's folder may itself be reached through a link.
+  fs::create_directory_symlink(dir_ / "model", dir_ / "model_link");
+  t = compiler::read_onnx_tensor(external({2, 2}, "weights.bin", "8", "16"), dir_ / "model_link",
+                                 "initializer 'w'");
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+}
+
+TEST_F(OnnxTensorTest, ExternalDataMustBeARegularFile) {
+  fs::create_directories(dir_ / "model" / "folder.bin");
+  expect_error(external({0}, "folder.bin", "0"), Error::IoError,
+               "is a directory, not a regular file");
+  const fs::path fifo = dir_ / "model" / "pipe.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error(external({4}, "pipe.bin", "0"), Error::IoError,
+               "is a FIFO (named pipe), not a regular file");
 }
 
 TEST_F(OnnxTensorTest, ExternalDataShorterThanTheDimsIsRefusedBeforeAllocating) {

@@ -12,6 +12,7 @@
 #include "baton/core/dtype.h"
 #include "baton/core/log.h"
 #include "baton/core/tensor.h"
+#include "baton/core/text.h"
 
 namespace baton {
 namespace {
@@ -142,6 +143,24 @@ TEST(TensorTest, CheckedNumelCatchesOverflowAndNegatives) {
   EXPECT_EQ(shape_to_string(ok), "[2, 3, 4]");
 }
 
+// A zero dimension does not excuse the others: [0, 2^40, 2^40] holds no elements, but outer and
+// inner sizes of it (2^80) overflow wherever a kernel or an inference multiplies a sub-range.
+TEST(TensorTest, CheckedNumelRefusesZeroSizedShapesWhoseOtherSizesOverflow) {
+  const int64_t big = int64_t{1} << 40;
+  for (const std::vector<int64_t>& sizes :
+       std::vector<std::vector<int64_t>>{{0, big, big}, {big, 0, big}, {big, big, 0}, {big, big}}) {
+    SCOPED_TRACE(shape_to_string(sizes));
+    EXPECT_FALSE(checked_numel(sizes).has_value());
+    EXPECT_FALSE(checked_nbytes(DType::Float32, sizes).has_value());
+  }
+  // Empty tensors whose nonzero sizes fit are fine, and so is their byte size.
+  EXPECT_EQ(checked_numel(std::vector<int64_t>{0, big, 1 << 20}), 0);
+  EXPECT_EQ(checked_nbytes(DType::Float32, std::vector<int64_t>{big, 0}), 0u);
+  // The bytes the nonzero sizes would make must fit too.
+  EXPECT_FALSE(checked_nbytes(DType::Float64, std::vector<int64_t>{0, int64_t{1} << 62}));
+  EXPECT_EQ(checked_nbytes(DType::Float64, std::vector<int64_t>{0, int64_t{1} << 58}), 0u);
+}
+
 TEST(TensorTest, EmptyAllocatesAlignedHostMemory) {
   auto t = Tensor::empty(DType::Float32, {3, 5});
   ASSERT_TRUE(t.ok());
@@ -191,6 +210,32 @@ TEST(LogTest, CallbackReceivesMessagesAtOrAboveTheLevel) {
   ASSERT_EQ(captured.lines.size(), 2u);
   EXPECT_EQ(captured.lines[0], "info test shown");
   EXPECT_EQ(captured.lines[1], "error test also shown");
+}
+
+// Names are bytes; what JSON and terminals get of them.
+TEST(TextTest, InvalidUtf8IsEscapedAndValidUtf8Kept) {
+  EXPECT_TRUE(is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(is_valid_utf8("\xcf\x89 \xe2\x82\xac \xf0\x9f\x98\x80"));  // omega, euro, emoji
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                          "\xe2\x82", "\x80", "\xf8\x88\x80\x80\x80"}) {
+    EXPECT_FALSE(is_valid_utf8(bad)) << escape_invalid_utf8(bad);
+  }
+  EXPECT_EQ(escape_invalid_utf8("NODE\xff\xfe"), "NODE\\xff\\xfe");
+  EXPECT_EQ(escape_invalid_utf8("\xcf\x89\xff"), "\xcf\x89\\xff");
+  EXPECT_EQ(escape_invalid_utf8("\xe2\x82x"), "\\xe2\\x82x");  // a cut sequence, byte by byte
+  EXPECT_EQ(escape_invalid_utf8("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(escape_invalid_utf8(std::string("a\0b", 3)), std::string("a\0b", 3));
+  EXPECT_EQ(escape_invalid_utf8("back\\slash \xcf\x89"), "back\\slash \xcf\x89");
+  // The result is always valid UTF-8.
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bytes(rng() % 12, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() & 0xff);
+    EXPECT_TRUE(is_valid_utf8(escape_invalid_utf8(bytes)));
+    EXPECT_TRUE(is_valid_utf8(printable_text(bytes)));
+  }
+  // For terminals, control characters too.
+  EXPECT_EQ(printable_text("a\nb\x1b[2J\x7f\xff\xcf\x89"), "a\\x0ab\\x1b[2J\\x7f\\xff\xcf\x89");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // sees for bad input. Runs the real binary.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/extension/npy.h"
+#include "testing/onnx_builder.h"
 #include "testing/paths.h"
 #include "testing/random.h"
 
@@ -24,9 +26,11 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-CliRun baton(const std::string& args) {
+// `prefix` goes before the binary (e.g. "timeout 60" for a command that must not hang).
+CliRun baton(const std::string& args, const std::string& prefix = "") {
   const char* cli = std::getenv("BATON_CLI");  // a relocated bundle points at its own binary
-  const std::string command = std::string(cli ? cli : BATON_CLI) + " " + args + " 2>&1";
+  const std::string command = prefix + (prefix.empty() ? "" : " ") +
+                              std::string(cli ? cli : BATON_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   CliRun r{-1, ""};
   if (pipe == nullptr) return r;
@@ -303,6 +307,103 @@ TEST_F(CliTest, InspectTextShowsEverything) {
                              "Gelu", "tensor 'x' float32 [8, 64] cpu arena 0"}) {
     EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
   }
+}
+
+void write_model(const fs::path& path, const testing::OnnxBuilder& b) {
+  const std::vector<uint8_t> bytes = b.bytes();
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+// A node named with bytes that are not UTF-8 compiles; inspect shows the name with those bytes as
+// \xNN, in valid JSON and in the text view, instead of dying on a JSON exception.
+TEST_F(CliTest, InspectShowsNamesThatAreNotUtf8) {
+  testing::OnnxBuilder b;
+  b.input("x\xff", {2, 3});
+  b.node("Relu", {"x\xff"}, {"y"}, "NODE\xff\xfe");
+  b.node("Relu", {"y"}, {"z"}, "line\nbreak\x1b[2J");
+  b.output("z", {2, 3});
+  const fs::path model = dir_ / "bad_utf8.onnx";
+  write_model(model, b);
+  const std::string program = (dir_ / "bad_utf8.baton").string();
+  CliRun r = baton("compile -q " + model.string() + " -o " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = baton("inspect --json " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  const auto& instructions = j["methods"][0]["instructions"];
+  ASSERT_EQ(instructions.size(), 2u);
+  EXPECT_EQ(instructions[0]["node"], "NODE\\xff\\xfe");
+  EXPECT_EQ(instructions[1]["node"], "line\nbreak\x1b[2J");  // valid UTF-8: kept in the JSON
+  bool saw_input = false;
+  for (const auto& v : j["methods"][0]["values"]) saw_input = saw_input || v["name"] == "x\\xff";
+  EXPECT_TRUE(saw_input) << j["methods"][0]["values"].dump(2);
+
+  r = baton("inspect " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* needle :
+       {"Relu 'NODE\\xff\\xfe'", "tensor 'x\\xff' float32 [2, 3]", "'line\\x0abreak\\x1b[2J'"}) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a control character reached the terminal";
+}
+
+// The model must be a regular file: /dev/zero would be read until memory runs out, a FIFO would
+// block forever.
+TEST_F(CliTest, CompileRefusesModelsThatAreNotRegularFiles) {
+  const std::string out = (dir_ / "never.baton").string();
+  CliRun r = baton("compile -q /dev/zero -o " + out, "timeout 60");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("model '/dev/zero' is a character device, not a regular file"),
+            std::string::npos)
+      << r.output;
+  const fs::path fifo = dir_ / "model.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = baton("compile -q " + fifo.string() + " -o " + out, "timeout 60");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // 124 when it blocked
+  EXPECT_NE(r.output.find("is a FIFO (named pipe), not a regular file"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Constant folding within --max-fold-bytes; beyond it the node runs at run time, and a node that
+// would make terabytes is refused by the arena limit before anything is allocated.
+TEST_F(CliTest, FoldingAndArenaLimits) {
+  auto outer_sum = [](int64_t n) {
+    testing::OnnxBuilder b;
+    b.input("x", {1});
+    b.initializer("col", {n, 1}, std::vector<float>(static_cast<size_t>(n), 1.0f));
+    b.initializer("row", {1, n}, std::vector<float>(static_cast<size_t>(n), 2.0f));
+    b.node("Add", {"col", "row"}, {"grid"}, "outer_sum");
+    b.node("Add", {"grid", "x"}, {"y"}, "plus_x");
+    b.output("y", {n, n});
+    return b;
+  };
+  const fs::path small = dir_ / "outer_small.onnx";
+  write_model(small, outer_sum(1024));  // a 4 MiB folded output
+  const std::string program = (dir_ / "outer.baton").string();
+  CliRun r = baton("compile " + small.string() + " -o " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 nodes folded,"), std::string::npos) << r.output;
+  r = baton("compile " + small.string() + " -o " + program + " --max-fold-bytes 1MiB");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 nodes folded, 1 left to run time"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Add node 'outer_sum' (4194304 bytes)"), std::string::npos) << r.output;
+  r = baton("run -q " + program);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  const fs::path huge = dir_ / "outer_huge.onnx";
+  write_model(huge, outer_sum(int64_t{1} << 20));  // 8 MiB of model, a 4 TiB sum
+  r = baton("compile -q " + huge.string() + " -o " + program);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* needle : {"memory arena on cpu would be", "--max-arena-bytes",
+                             "made by Add node 'outer_sum'", "4398046511104 bytes"}) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find("OutOfMemory"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, BadFilesGiveErrorsNotCrashes) {

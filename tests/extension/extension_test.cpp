@@ -26,7 +26,21 @@ using testing::make_add_relu_program;
 
 using ModuleTest = testing::ProgramTest;
 
-class InspectTest : public ModuleTest {};
+class InspectTest : public ModuleTest {
+ protected:
+  // The description of the program `bytes`, parsed without exceptions; null (and a test failure)
+  // when it does not load, is not described or is not a JSON object.
+  nlohmann::json describe(const std::vector<uint8_t>& bytes) {
+    auto program = load(bytes);
+    if (!program) return nlohmann::json();
+    auto text = extension::describe_program_json(*program);
+    EXPECT_TRUE(text.ok()) << text.status().to_string();
+    if (!text.ok()) return nlohmann::json();
+    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(j.is_object()) << *text;
+    return j.is_object() ? j : nlohmann::json();
+  }
+};
 
 TEST_F(ModuleTest, RunsIntoCallerBuffers) {
   auto p = make_add_relu_program(true);
@@ -248,11 +262,8 @@ TEST_F(InspectTest, ShowsRejectedBlobsAndSkipsUnknownBackends) {
   b.delegate_call(elsewhere, {y}, {z});
   b.inputs({x});
   b.outputs({z});
-  auto program = load(b.bytes());
-  ASSERT_TRUE(program);
-  auto text = extension::describe_program_json(*program);
-  ASSERT_TRUE(text.ok()) << text.status().to_string();
-  const auto j = nlohmann::json::parse(*text);
+  const auto j = describe(b.bytes());
+  ASSERT_TRUE(j.is_object());
   const auto& delegates = j["methods"][0]["delegates"];
   ASSERT_EQ(delegates.size(), 2u);
   ASSERT_TRUE(delegates[0].contains("engine"));
@@ -263,6 +274,31 @@ TEST_F(InspectTest, ShowsRejectedBlobsAndSkipsUnknownBackends) {
   EXPECT_FALSE(delegates[1].contains("engine")) << delegates[1].dump();
   EXPECT_FALSE(delegates[1].contains("engine_device"));
   EXPECT_EQ(delegates[1]["backend"], "not_registered");
+}
+
+// Names are bytes: a model may name a node "NODE\xff\xfe". The description shows each byte that is
+// not UTF-8 as \xNN (valid UTF-8 unchanged), so it is always valid JSON and the bytes stay visible.
+TEST_F(InspectTest, NamesThatAreNotUtf8AreEscapedNotThrownAbout) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x\xff", DType::Float32, {2, 3});
+  const int y = b.tensor("\xcf\x89 ok", DType::Float32, {2, 3});  // valid UTF-8: omega
+  const int z = b.tensor("z\xe2\x82", DType::Float32, {2, 3});    // a truncated sequence
+  b.kernel(b.op("Relu"), {x}, {}, {y}, "NODE\xff\xfe");
+  b.kernel(b.op("Relu"), {y}, {}, {z}, "\xed\xa0\x80surrogate");
+  b.string_value("text\xc3\x28");
+  b.inputs({x});
+  b.outputs({z});
+  const auto j = describe(b.bytes());
+  ASSERT_TRUE(j.is_object());
+  const auto& m = j["methods"][0];
+  EXPECT_EQ(m["instructions"][0]["node"], "NODE\\xff\\xfe");
+  EXPECT_EQ(m["instructions"][1]["node"], "\\xed\\xa0\\x80surrogate");
+  std::vector<std::string> names;
+  for (const auto& v : m["values"]) {
+    if (v["kind"] == "tensor") names.push_back(v["name"]);
+    if (v["kind"] == "string") EXPECT_EQ(v["value"], "text\\xc3(");
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"x\\xff", "\xcf\x89 ok", "z\\xe2\\x82"}));
 }
 
 TEST_F(InspectTest, DescribesAFileByItsPathAndReportsLoadErrors) {

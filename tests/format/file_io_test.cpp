@@ -1,5 +1,6 @@
 // Program files on disk: loading refuses anything but a regular file (a FIFO used to block the
 // loader forever).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,6 +109,32 @@ TEST_F(FileTest, ReadRegularFileRefusesDirectoriesDevicesAndFifos) {
   EXPECT_FALSE(fifo.fired());
   ASSERT_EQ(pipe.code(), Error::IoError);
   EXPECT_NE(pipe.status().message().find("is a FIFO (named pipe)"), std::string::npos);
+}
+
+// Sizes a file or a model chose: more than the host has is an error naming them, never
+// std::bad_alloc (under ASan too: the asan preset sets allocator_may_return_null=1).
+TEST_F(FileTest, AllocateBytesReportsOutOfMemory) {
+  for (const uint64_t bytes : {uint64_t{1} << 62, ~uint64_t{0}}) {
+    auto r = allocate_bytes(bytes, "initializer 'huge'");
+    ASSERT_EQ(r.code(), Error::OutOfMemory);
+    EXPECT_NE(r.status().message().find(fmt::format("{} bytes for initializer 'huge'", bytes)),
+              std::string::npos)
+        << r.status().to_string();
+  }
+  auto small = allocate_bytes(5, "initializer 'w'");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(*small, std::vector<uint8_t>(5, 0));
+}
+
+TEST_F(FileTest, ReadRegularFileSaysWhyItsLimitIsSet) {
+  ASSERT_TRUE(format::write_file_atomically(path("a.bin"), bytes_).ok());
+  auto r = read_regular_file(path("a.bin"), 4, "ONNX model", "protobufs are limited to 4 bytes");
+  ASSERT_EQ(r.code(), Error::InvalidArgument);
+  EXPECT_NE(
+      r.status().message().find(
+          "is 5 bytes, more than the 4 bytes accepted for it: protobufs are limited to 4 bytes"),
+      std::string::npos)
+      << r.status().to_string();
 }
 
 }  // namespace

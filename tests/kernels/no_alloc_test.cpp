@@ -263,6 +263,8 @@ op_calls() {
     auto t = std::make_unique<OpTester>("Einsum");
     t->input(random_floats(rng, {2, 3, 4})).input(random_floats(rng, {2, 5, 4}));
     t->attr("equation", std::string("bij,bkj->bik"));
+    return t;
+  });
   add("LayerNormalization float16", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("LayerNormalization");
     t->input(cast_floats(random_floats(rng, {3, 4, 16}), DType::Float16))

@@ -98,6 +98,9 @@ Status run_compile(const CompileArgs& args) {
   options.max_partition_nodes = args.max_partition_nodes;
   options.optimize = !args.no_optimize;
   options.disabled_passes = args.disabled_passes;
+  options.max_fold_bytes = args.max_fold_bytes;
+  options.max_total_fold_bytes = args.max_total_fold_bytes;
+  options.max_arena_bytes = args.max_arena_bytes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
   BATON_ASSIGN_OR_RETURN(options.targets, parse_devices(args.device));

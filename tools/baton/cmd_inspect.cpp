@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 #include "baton/extension/inspect.h"
 #include "commands.h"
 
@@ -12,6 +13,10 @@ namespace baton::tool {
 namespace {
 
 using nlohmann::json;
+
+// A name for the terminal: the document already shows invalid UTF-8 as \xNN; control characters
+// (a newline, an escape sequence in a node name) are shown that way too.
+std::string shown(const json& name) { return printable_text(name.get<std::string>()); }
 
 std::string shape_text(const json& shape) {
   std::string out = "[";
@@ -23,7 +28,10 @@ std::string shape_text(const json& shape) {
 std::string value_text(const json& v) {
   const std::string kind = v["kind"];
   if (kind != "tensor") {
-    return v.contains("value") ? fmt::format("{} {}", kind, v["value"].dump()) : kind;
+    return v.contains("value")
+               ? fmt::format("{} {}", kind,
+                             v["value"].dump(-1, ' ', false, json::error_handler_t::replace))
+               : kind;
   }
   std::string where;
   if (v["allocation"] == "arena") {
@@ -34,9 +42,8 @@ std::string value_text(const json& v) {
   } else {
     where = "no storage";
   }
-  return fmt::format("tensor '{}' {} {} {} {}", v["name"].get<std::string>(),
-                     v["dtype"].get<std::string>(), shape_text(v["shape"]),
-                     v["device"].get<std::string>(), where);
+  return fmt::format("tensor '{}' {} {} {} {}", shown(v["name"]), v["dtype"].get<std::string>(),
+                     shape_text(v["shape"]), v["device"].get<std::string>(), where);
 }
 
 std::string refs(const json& indices) {
@@ -49,7 +56,7 @@ std::string refs(const json& indices) {
 // header, bindings, steps) on lines of its own; any other backend's description as one JSON line.
 void print_engine(const json& e) {
   if (e.contains("error")) {
-    std::printf("        engine: INVALID: %s\n", e["error"].get<std::string>().c_str());
+    std::printf("        engine: INVALID: %s\n", shown(e["error"]).c_str());
     return;
   }
   for (const char* key : {"device", "sm_arch", "precision", "cuda_version", "cublaslt_version",
@@ -73,21 +80,21 @@ void print_engine(const json& e) {
       static_cast<unsigned long long>(e["cubin_bytes"].get<uint64_t>()));
   for (const auto& b : e["bindings"]) {
     std::printf("        %-6s '%s' %s %s\n", b["io"].get<std::string>().c_str(),
-                b["name"].get<std::string>().c_str(), b["dtype"].get<std::string>().c_str(),
+                shown(b["name"]).c_str(), b["dtype"].get<std::string>().c_str(),
                 shape_text(b["shape"]).c_str());
   }
   int i = 0;
   for (const auto& s : e["steps"]) {
     std::printf("        step %d: %s %s\n", i++, s["kind"].get<std::string>().c_str(),
-                s["what"].get<std::string>().c_str());
+                shown(s["what"]).c_str());
   }
 }
 
 void print_text(const json& j) {
-  std::printf("program %s: %llu bytes, format v%d\n", j["file"].get<std::string>().c_str(),
+  std::printf("program %s: %llu bytes, format v%d\n", shown(j["file"]).c_str(),
               static_cast<unsigned long long>(j["file_size"].get<uint64_t>()),
               j["format_version"].get<int>());
-  std::printf("producer: %s\n", j["producer"].get<std::string>().c_str());
+  std::printf("producer: %s\n", shown(j["producer"]).c_str());
   std::printf("segments:\n");
   for (const auto& s : j["segments"]) {
     std::printf("  [%d] file offset %llu, %llu bytes\n", s["index"].get<int>(),
@@ -97,8 +104,8 @@ void print_text(const json& j) {
   for (const auto& m : j["methods"]) {
     std::printf(
         "method '%s': %zu inputs, %zu outputs, %zu instructions, %zu delegates, %zu values\n",
-        m["name"].get<std::string>().c_str(), m["inputs"].size(), m["outputs"].size(),
-        m["instructions"].size(), m["delegates"].size(), m["values"].size());
+        shown(m["name"]).c_str(), m["inputs"].size(), m["outputs"].size(), m["instructions"].size(),
+        m["delegates"].size(), m["values"].size());
     std::printf("  inputs:  %s\n  outputs: %s\n", refs(m["inputs"]).c_str(),
                 refs(m["outputs"]).c_str());
     std::printf("  arenas:\n");
@@ -111,11 +118,11 @@ void print_text(const json& j) {
     for (const auto& d : m["delegates"]) {
       std::string specs;
       for (const auto& [k, v] : d["compile_specs"].items()) {
-        specs += fmt::format(" {}={}", k, v.get<std::string>());
+        specs += fmt::format(" {}={}", printable_text(k), shown(v));
       }
       std::printf("    [%d] '%s' backend %s, blob segment %d (%llu bytes), specs:%s\n",
-                  d["index"].get<int>(), d["name"].get<std::string>().c_str(),
-                  d["backend"].get<std::string>().c_str(), d["blob_segment"].get<int>(),
+                  d["index"].get<int>(), shown(d["name"]).c_str(), shown(d["backend"]).c_str(),
+                  d["blob_segment"].get<int>(),
                   static_cast<unsigned long long>(d["blob_size"].get<uint64_t>()),
                   specs.empty() ? " none" : specs.c_str());
       if (d.contains("engine")) print_engine(d["engine"]);
@@ -125,9 +132,8 @@ void print_text(const json& j) {
       const std::string kind = x["kind"];
       if (kind == "kernel") {
         std::printf("    [%d] kernel   %s '%s'  in %s  attrs %s  -> %s\n", x["index"].get<int>(),
-                    x["op"].get<std::string>().c_str(), x["node"].get<std::string>().c_str(),
-                    refs(x["inputs"]).c_str(), refs(x["attributes"]).c_str(),
-                    refs(x["outputs"]).c_str());
+                    shown(x["op"]).c_str(), shown(x["node"]).c_str(), refs(x["inputs"]).c_str(),
+                    refs(x["attributes"]).c_str(), refs(x["outputs"]).c_str());
       } else if (kind == "delegate") {
         std::printf("    [%d] delegate %d  in %s  -> %s\n", x["index"].get<int>(),
                     x["delegate"].get<int>(), refs(x["inputs"]).c_str(),
@@ -152,7 +158,11 @@ Status run_inspect(const InspectArgs& args) {
   if (args.json) {
     std::printf("%s\n", text.c_str());
   } else {
-    print_text(json::parse(text));
+    // The library wrote this text; parse without exceptions all the same.
+    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    BATON_CHECK_OR_RETURN(j.is_object(), Internal,
+                          "describe_program_json returned text that is not a JSON object");
+    print_text(j);
   }
   return Status();
 }

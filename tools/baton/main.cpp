@@ -42,6 +42,19 @@ int main(int argc, char** argv) {
   c->add_option("--disable-pass", compile.disabled_passes,
                 "Skip one optimizer pass: gelu, attention, matmul-add, qkv, add-layernorm "
                 "(repeatable)");
+  c->add_option("--max-fold-bytes", compile.max_fold_bytes,
+                "Fold a constant subgraph node only if its outputs take at most this many bytes "
+                "(e.g. 256MiB); larger ones run at run time")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  c->add_option("--max-total-fold-bytes", compile.max_total_fold_bytes,
+                "Stop folding once all folded outputs together take this many bytes")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  c->add_option("--max-arena-bytes", compile.max_arena_bytes,
+                "Refuse a model whose memory arena on one device would exceed this many bytes")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
 
   baton::tool::RunArgs run;

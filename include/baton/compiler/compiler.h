@@ -99,6 +99,16 @@ struct CompileOptions {
   size_t max_partition_nodes = 0;
   // Compile specs added to every delegate (e.g. {"strict_staging", "1"}).
   std::vector<std::pair<std::string, std::string>> delegate_specs;
+  // Constant folding materializes a node's outputs at compile time and stores them in the
+  // program. A node whose outputs would take more than max_fold_bytes (or would bring all folded
+  // outputs past max_total_fold_bytes) is not folded: it stays a node and computes its outputs at
+  // run time (a few bytes of model can ask for terabytes: a broadcast of two constant vectors).
+  uint64_t max_fold_bytes = uint64_t{256} << 20;
+  uint64_t max_total_fold_bytes = uint64_t{4} << 30;
+  // The largest memory arena (per device: the tensors a method computes, with lifetimes sharing
+  // bytes) the program may ask its runtime to allocate; a larger one is a compile error naming
+  // the largest tensors. At most 2^50 (the program format's limit).
+  uint64_t max_arena_bytes = uint64_t{256} << 30;
   std::function<void(const Progress&)> progress;
   // The graph optimizer (docs/optimizer.md): false skips every pass (`--no-optimize`);
   // `disabled_passes` names passes to skip (`--disable-pass NAME`; an unknown name is an error).
@@ -112,6 +122,9 @@ struct CompileSummary {
   size_t folded_nodes = 0;
   // Per optimizer pass, in order: its name and how many matches it rewrote (-1: disabled).
   std::vector<std::pair<std::string, int64_t>> passes;
+  // Nodes left to run time because folding them would have passed max_fold_bytes or
+  // max_total_fold_bytes: "Add node 'outer' (4398046511104 bytes)".
+  std::vector<std::string> unfolded_nodes;
   size_t kernel_calls = 0;
   size_t delegate_calls = 0;
   size_t copies = 0;

@@ -6,8 +6,8 @@
 // that number, so a file cannot make a reader allocate more than it holds.
 //
 // Errors: IoError (cannot open, not a regular file, read failed or the file shrank while being
-// read), InvalidArgument (larger than the caller's limit). Each names the path and what the
-// caller was reading ("program", "ONNX model", "input").
+// read), InvalidArgument (larger than the caller's limit), OutOfMemory (no memory for the bytes).
+// Each names the path and what the caller was reading ("program", "ONNX model", "input").
 #pragma once
 
 #include <cstdint>
@@ -55,8 +55,14 @@ class RegularFile {
 std::string_view file_kind_name(unsigned mode);
 
 // The whole of the regular file PATH, refused (before anything is allocated) when it is larger
-// than `max_bytes`. `what` as for RegularFile::open.
+// than `max_bytes`; `limit_note` says why that limit, in that message ("ONNX protobufs are limited
+// to 2 GiB"). `what` as for RegularFile::open. OutOfMemory when the host cannot hold the file.
 Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t max_bytes,
-                                               std::string_view what);
+                                               std::string_view what,
+                                               std::string_view limit_note = {});
+
+// `bytes` zero bytes for `what` ("initializer 'w'", "ONNX model 'm.onnx'"), or OutOfMemory naming
+// both, never std::bad_alloc: for buffers whose size a file or a model chose.
+Result<std::vector<uint8_t>> allocate_bytes(uint64_t bytes, std::string_view what);
 
 }  // namespace baton

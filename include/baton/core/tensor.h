@@ -20,9 +20,13 @@ namespace baton {
 
 inline constexpr int kMaxRank = 16;
 
-// Product of sizes; nullopt when a size is negative or the product overflows int64.
+// Product of sizes; nullopt when a size is negative or the product of the nonzero sizes overflows
+// int64. A shape such as [0, 2^40, 2^40] holds no elements but is refused all the same: code that
+// walks a shape multiplies sub-ranges of it (outer and inner sizes, strides), and this rule is
+// what keeps every such partial product inside int64.
 std::optional<int64_t> checked_numel(std::span<const int64_t> sizes);
-// Element count times element size; nullopt on overflow.
+// Element count times element size; nullopt where checked_numel is, or when the byte size (or the
+// byte size the nonzero sizes would make) overflows uint64.
 std::optional<uint64_t> checked_nbytes(DType dtype, std::span<const int64_t> sizes);
 // `value` rounded up to a multiple of `alignment` (> 0), for sizes known to be far from 2^64
 // (verified program sizes, planned offsets).

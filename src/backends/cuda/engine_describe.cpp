@@ -7,6 +7,7 @@
 
 #include "backends/cuda/engine_format.h"
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 
 namespace baton::cuda {
 namespace {
@@ -45,7 +46,7 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   j["bindings"] = json::array();
   for (size_t i = 0; i < e.bindings().size(); ++i) {
     const BindingRecord& b = e.bindings()[i];
-    j["bindings"].push_back({{"name", std::string(e.binding_name(i))},
+    j["bindings"].push_back({{"name", escape_invalid_utf8(e.binding_name(i))},
                              {"dtype", std::string(dtype_name(static_cast<DType>(b.dtype)))},
                              {"shape", std::vector<int64_t>(b.sizes, b.sizes + b.rank)},
                              {"io", b.is_output ? "output" : "input"}});
@@ -72,7 +73,8 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
         }
         j["steps"].push_back(
             {{"kind", "kernel"},
-             {"what", fmt::format("{} grid {} block {} ({})", e.kernel_name(s.kernel.kernel),
+             {"what", fmt::format("{} grid {} block {} ({})",
+                                  escape_invalid_utf8(e.kernel_name(s.kernel.kernel)),
                                   s.kernel.grid[0], s.kernel.block[0], ops)}});
         break;
       }
@@ -84,8 +86,8 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
         break;
     }
   }
-  // Binding and kernel names are bytes from the file: invalid UTF-8 is replaced, never thrown
-  // about.
+  // Binding and kernel names are bytes from the file, escaped above (invalid UTF-8 as \xNN);
+  // `replace` is the second guard, so dump never throws.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -114,13 +114,27 @@ class Validator {
           }
           break;
         }
-        case StepKind::Copy:
-          BATON_TRY(buffer(s.copy.src, what + " source"));
-          BATON_TRY(buffer(s.copy.dst, what + " destination"));
-          BATON_CHECK_OR_RETURN(s.copy.src.bytes == s.copy.dst.bytes, InvalidProgram,
-                                "engine blob: {} copies {} bytes into {}", what, s.copy.src.bytes,
-                                s.copy.dst.bytes);
+        case StepKind::Copy: {
+          const BufferRef& src = s.copy.src;
+          const BufferRef& dst = s.copy.dst;
+          BATON_TRY(buffer(src, what + " source"));
+          BATON_TRY(buffer(dst, what + " destination"));
+          BATON_CHECK_OR_RETURN(src.bytes == dst.bytes, InvalidProgram,
+                                "engine blob: {} copies {} bytes into {}", what, src.bytes,
+                                dst.bytes);
+          // buffer() checked both ends, so these sums do not overflow.
+          const bool same_buffer =
+              src.space == dst.space &&
+              (static_cast<Space>(src.space) != Space::Binding || src.index == dst.index);
+          BATON_CHECK_OR_RETURN(!same_buffer || src.bytes == 0 ||
+                                    src.offset + src.bytes <= dst.offset ||
+                                    dst.offset + dst.bytes <= src.offset,
+                                InvalidProgram,
+                                "engine blob: {} copies bytes [{}, +{}) onto the overlapping "
+                                "[{}, +{}) of the same buffer",
+                                what, src.offset, src.bytes, dst.offset, dst.bytes);
           break;
+        }
         default:
           return BATON_ERROR(InvalidProgram, "engine blob: {} has unknown kind {}", what, s.kind);
       }
@@ -165,19 +179,32 @@ class Validator {
   }
 
   // Column-major rows x cols with leading dimension ld, `batch` matrices `stride` elements apart.
+  // The last element cuBLASLt touches is (batch - 1) * stride + (cols - 1) * ld + rows - 1, and
+  // every product and sum on the way is checked: values that wrap around 2^64 (a stride of 2^39
+  // times millions of batches) would otherwise pass and send cuBLASLt out of bounds.
   Status matrix(const BufferRef& ref, uint8_t dtype, int64_t rows, int64_t cols, int64_t ld,
                 int64_t stride, uint32_t batch, const std::string& what) {
     BATON_TRY(buffer(ref, what));
-    BATON_CHECK_OR_RETURN(
-        ld >= rows && ld < (int64_t{1} << 40) && stride >= 0 && stride < (int64_t{1} << 40),
-        InvalidProgram, "engine blob: {} has ld {} for {} rows, stride {}", what, ld, rows, stride);
-    const uint64_t last = static_cast<uint64_t>(stride) * (batch - 1) +
-                          static_cast<uint64_t>(ld) * static_cast<uint64_t>(cols - 1) +
-                          static_cast<uint64_t>(rows);
-    const uint64_t need = last * dtype_size(static_cast<DType>(dtype));
+    BATON_CHECK_OR_RETURN(rows > 0 && cols > 0 && batch >= 1 && ld >= rows &&
+                              ld < (int64_t{1} << 40) && stride >= 0 && stride < (int64_t{1} << 40),
+                          InvalidProgram, "engine blob: {} has ld {} for {} rows, stride {}", what,
+                          ld, rows, stride);
+    uint64_t batches_span = 0, columns_span = 0, elements = 0, need = 0;
+    const bool overflows =
+        __builtin_mul_overflow(static_cast<uint64_t>(stride), uint64_t{batch} - 1, &batches_span) ||
+        __builtin_mul_overflow(static_cast<uint64_t>(ld), static_cast<uint64_t>(cols - 1),
+                               &columns_span) ||
+        __builtin_add_overflow(batches_span, columns_span, &elements) ||
+        __builtin_add_overflow(elements, static_cast<uint64_t>(rows), &elements) ||
+        __builtin_mul_overflow(elements, uint64_t{dtype_size(static_cast<DType>(dtype))}, &need);
+    BATON_CHECK_OR_RETURN(!overflows, InvalidProgram,
+                          "engine blob: {} spans more than 2^64 bytes ({} rows, {} columns, ld {}, "
+                          "{} batches {} elements apart)",
+                          what, rows, cols, ld, batch, stride);
     BATON_CHECK_OR_RETURN(need <= ref.bytes, InvalidProgram,
-                          "engine blob: {} needs {} bytes but its range has {}", what, need,
-                          ref.bytes);
+                          "engine blob: {} needs {} bytes ({} rows, {} columns, ld {}, {} batches "
+                          "{} elements apart) but its range has {}",
+                          what, need, rows, cols, ld, batch, stride, ref.bytes);
     return Status();
   }
 

@@ -43,7 +43,9 @@ class ConcatKernel final : public runtime::Kernel {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& first = call.inputs[0]->tensor;
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
-  const int64_t outer = product(first.sizes, 0, axis);
+  // An empty output copies nothing: its outer size alone may be 2^40 (a [2^20, 2^20, 0] joined
+  // along its last axis), which would be that many iterations of copying zero bytes.
+  const int64_t outer = call.outputs[0]->tensor.numel() == 0 ? 0 : product(first.sizes, 0, axis);
   const size_t inner_bytes =
       static_cast<size_t>(product(first.sizes, axis + 1, first.sizes.size())) *
       dtype_size(first.dtype);

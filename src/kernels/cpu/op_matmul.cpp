@@ -79,6 +79,9 @@ Result<MatMulPlan> plan(const runtime::KernelCall& call) {
   p.m = s.m;
   p.n = s.n;
   p.k = s.k;
+  // An empty output computes nothing: no table of per-batch offsets, which for 2^40 batches of
+  // empty matrices would be terabytes.
+  if (call.output(0).numel() == 0) return p;
   if (b_batches == 1 && a_batches == batches) {
     // One B for every batch and A's batches laid out like the output's: A is one tall
     // [batches * M, K] matrix and a single GEMM does the whole product.

@@ -112,11 +112,15 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   const runtime::Value* in = call.inputs[0];
   const std::span<const int64_t> sizes = in->tensor.sizes;
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
+  // An empty tensor has nothing to normalize, and its inner size (2^40 for [0, 2^20, 2^20] along
+  // axis 0) must not size the per-position buffers: seen as [0, 0, 0].
+  const bool empty = in->tensor.numel() == 0;
+  const int64_t outer = empty ? 0 : product(sizes, 0, axis);
+  const int64_t n = empty ? 0 : sizes[axis];
+  const int64_t inner = empty ? 0 : product(sizes, axis + 1, sizes.size());
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kFloatTypes.bits()>(in->tensor.dtype, [&]<typename S>() {
-    kernel =
-        std::make_unique<SoftmaxKernel<S>>(in, call.outputs[0], product(sizes, 0, axis),
-                                           sizes[axis], product(sizes, axis + 1, sizes.size()));
+    kernel = std::make_unique<SoftmaxKernel<S>>(in, call.outputs[0], outer, n, inner);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;

@@ -141,6 +141,23 @@ TEST(EngineFormatTest, DescribesTheEngineForInspect) {
   EXPECT_EQ(damaged.code(), Error::InvalidProgram) << damaged.status().to_string();
 }
 
+// Binding and kernel names are bytes from the blob: not UTF-8 is shown as \xNN, never thrown about
+// by the JSON writer.
+TEST(EngineFormatTest, DescribesNamesThatAreNotUtf8) {
+  EngineDescription e = sample();
+  e.bindings[0].name = "x\xff\xfe";
+  e.kernel_names[0] = "k\xc3";
+  auto bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok());
+  Aligned a(*bytes);
+  auto text = describe_engine_json(a.span());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << *text;
+  EXPECT_EQ(j["bindings"][0]["name"], "x\\xff\\xfe");
+  EXPECT_EQ(j["steps"][1]["what"], "k\\xc3 grid 1 block 256 (scratch@0 binding 1+0)");
+}
+
 TEST(EngineFormatTest, EveryTruncationIsRejected) {
   auto bytes = write_engine_blob(sample());
   ASSERT_TRUE(bytes.ok());
@@ -216,6 +233,161 @@ TEST(EngineFormatTest, GemmShapesMustFitTheirOperands) {
   e = sample();
   e.steps[0].gemm.m = 0;
   expect_rejected(e, "m=0");
+}
+
+// A GEMM whose A claims 2^23 + 1 batches 2^39 elements apart: (2^39 * 2^23 + 30) floats is
+// 2^64 + 120 bytes, which wraps around to exactly the 120 bytes A has. The check must see the
+// 2^64, not the wrapped value, or cuBLASLt reads 16 EiB past the weights.
+TEST(EngineFormatTest, GemmExtentsThatWrapAround2To64AreRejected) {
+  EngineDescription e = sample();
+  GemmStep& g = e.steps[0].gemm;
+  g.batch = (1u << 23) + 1;
+  g.stride_a = int64_t{1} << 39;
+  expect_rejected(e, "steps[0] A spans more than 2^64 bytes");
+  e = sample();
+  e.steps[0].gemm.batch = (1u << 23) + 1;
+  e.steps[0].gemm.stride_d = int64_t{1} << 39;
+  expect_rejected(e, "steps[0] D spans more than 2^64 bytes");
+}
+
+// Whether every operand of a GEMM lies inside its buffer, computed in 128-bit arithmetic
+// independently of the validator: the reference the sweep below holds it to.
+bool gemm_fits(const EngineDescription& e, const GemmStep& g) {
+  using Wide = __int128;
+  auto capacity = [&](const BufferRef& r) -> Wide {
+    switch (static_cast<Space>(r.space)) {
+      case Space::Binding: {
+        if (r.index >= e.bindings.size()) return -1;
+        Wide n = 4;
+        for (int64_t d : e.bindings[r.index].sizes) n *= d;
+        return n;
+      }
+      case Space::Scratch:
+        return static_cast<Wide>(e.scratch_bytes);
+      case Space::Weights:
+        return static_cast<Wide>(e.weights.size());
+    }
+    return -1;
+  };
+  auto fits = [&](const BufferRef& r, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    if (rows <= 0 || cols <= 0 || ld < rows || stride < 0 || g.batch < 1) return false;
+    const Wide last = Wide{stride} * (Wide{g.batch} - 1) + Wide{ld} * (cols - 1) + rows;
+    return last * 4 <= Wide{r.bytes} && Wide{r.offset} + Wide{r.bytes} <= capacity(r);
+  };
+  const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+  const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+  return fits(g.a, a_rows, a_cols, g.lda, g.stride_a) &&
+         fits(g.b, b_rows, b_cols, g.ldb, g.stride_b) && fits(g.d, g.m, g.n, g.ldd, g.stride_d) &&
+         (!g.has_c || fits(g.c, g.m, g.n, g.ldc, g.stride_c)) &&
+         Wide{g.bias.offset} + Wide{g.bias.bytes} <= capacity(g.bias) &&
+         Wide{g.bias.bytes} >= Wide{g.m} * 4;
+}
+
+// Large values in every size, leading dimension, stride, batch count and byte range of a GEMM
+// step, alone and in random combinations: whatever the validator accepts must really fit.
+TEST(EngineFormatTest, SweepOfLargeGemmValuesNeverPassesOutOfBounds) {
+  const int64_t kSizes[] = {0,
+                            1,
+                            5,
+                            6,
+                            (int64_t{1} << 31) - 1,
+                            int64_t{1} << 31,
+                            int64_t{1} << 32,
+                            int64_t{1} << 39,
+                            (int64_t{1} << 40) - 1,
+                            int64_t{1} << 40,
+                            int64_t{1} << 62,
+                            INT64_MAX,
+                            -1,
+                            INT64_MIN};
+  const uint32_t kBatches[] = {1, 2, (1u << 23) + 1, 1u << 24, (1u << 24) + 1, UINT32_MAX};
+  const uint64_t kBytes[] = {0, 80, 96, 120, uint64_t{1} << 32, uint64_t{1} << 63, UINT64_MAX};
+  using Field = int64_t GemmStep::*;
+  const Field kFields[] = {&GemmStep::m,        &GemmStep::n,        &GemmStep::k,
+                           &GemmStep::lda,      &GemmStep::ldb,      &GemmStep::ldc,
+                           &GemmStep::ldd,      &GemmStep::stride_a, &GemmStep::stride_b,
+                           &GemmStep::stride_c, &GemmStep::stride_d};
+  BufferRef GemmStep::*const kRefs[] = {&GemmStep::a, &GemmStep::b, &GemmStep::c, &GemmStep::d,
+                                        &GemmStep::bias};
+  int accepted = 0, checked = 0;
+  auto check = [&](const EngineDescription& e) {
+    auto bytes = write_engine_blob(e);
+    ASSERT_TRUE(bytes.ok());
+    const Status s = parse(*bytes);
+    ++checked;
+    if (!s.ok()) {
+      ASSERT_EQ(s.code(), Error::InvalidProgram) << s.to_string();
+      return;
+    }
+    ++accepted;
+    const GemmStep& g = e.steps[0].gemm;
+    ASSERT_TRUE(gemm_fits(e, g)) << "accepted out of bounds: m=" << g.m << " n=" << g.n
+                                 << " k=" << g.k << " batch=" << g.batch << " lda=" << g.lda
+                                 << " ldb=" << g.ldb << " ldd=" << g.ldd
+                                 << " stride_a=" << g.stride_a << " stride_b=" << g.stride_b
+                                 << " stride_d=" << g.stride_d;
+  };
+  // One field at a time, with the batch count varied too.
+  for (const Field f : kFields) {
+    for (const int64_t v : kSizes) {
+      for (const uint32_t batch : kBatches) {
+        EngineDescription e = sample();
+        e.steps[0].gemm.*f = v;
+        e.steps[0].gemm.batch = batch;
+        check(e);
+      }
+    }
+  }
+  for (BufferRef GemmStep::*const r : kRefs) {
+    for (const uint64_t v : kBytes) {
+      EngineDescription e = sample();
+      (e.steps[0].gemm.*r).bytes = v;
+      check(e);
+      e = sample();
+      (e.steps[0].gemm.*r).offset = v;
+      check(e);
+    }
+  }
+  // Random combinations of several large values at once.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 20000; ++trial) {
+    EngineDescription e = sample();
+    GemmStep& g = e.steps[0].gemm;
+    g.batch = kBatches[rng() % std::size(kBatches)];
+    for (int changes = 1 + static_cast<int>(rng() % 4); changes > 0; --changes) {
+      g.*kFields[rng() % std::size(kFields)] = kSizes[rng() % std::size(kSizes)];
+    }
+    if (rng() % 2) (g.*kRefs[rng() % std::size(kRefs)]).bytes = kBytes[rng() % std::size(kBytes)];
+    if (rng() % 4 == 0) g.has_c = 1;
+    check(e);
+  }
+  EXPECT_GT(accepted, 0);  // the sweep includes valid blobs, which must still pass
+  EXPECT_EQ(checked, static_cast<int>(std::size(kFields) * std::size(kSizes) * std::size(kBatches) +
+                                      std::size(kRefs) * std::size(kBytes) * 2 + 20000));
+}
+
+// Copies and kernel operands: byte ranges near 2^64 and copies onto themselves.
+TEST(EngineFormatTest, CopyAndKernelRangesAreChecked) {
+  EngineDescription e = sample();
+  StepRecord copy{};
+  copy.kind = static_cast<uint32_t>(StepKind::Copy);
+  copy.copy.src = ref(Space::Scratch, 0, 0, 80);
+  copy.copy.dst = ref(Space::Scratch, 0, 128, 80);
+  e.steps.push_back(copy);
+  auto ok = write_engine_blob(e);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(parse(*ok).ok()) << parse(*ok).to_string();
+  e.steps.back().copy.dst.offset = 40;
+  expect_rejected(e, "overlapping");
+  for (const uint64_t offset : {~uint64_t{0}, ~uint64_t{0} - 79, uint64_t{1} << 63}) {
+    e = sample();
+    e.steps.push_back(copy);
+    e.steps.back().copy.src.offset = offset;
+    expect_rejected(e, "steps[2] source");
+    e = sample();
+    e.steps[1].kernel.operands[1].offset = offset;
+    expect_rejected(e, "steps[1] operand 1");
+  }
 }
 
 TEST(EngineFormatTest, KernelAndBindingRecordsAreChecked) {

@@ -645,6 +645,8 @@ void einsum_cases(std::vector<Case>& out) {
     out.push_back(make("Einsum", "'" + eq + "'", ins, {{"equation", AttrValue::of_string(eq)}}));
     out.back().cuda = false;
   }
+}
+
 // LayerNormalization and the optimizer's canonical ops (only Linear has a GPU lowering yet; the
 // rest is issue 11).
 void normalization_and_canonical_cases(std::vector<Case>& out) {
