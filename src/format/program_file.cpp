@@ -289,9 +289,9 @@ class MethodVerifier {
   }
 
   // Method inputs are arena memory that set_input copies into, or memory the caller binds (never
-  // a read-only constant); method outputs have storage the caller can read.
-  // Whether a value is a method input is looked up per read: a flag per value, not a search of
-  // the inputs (which made verification quadratic).
+  // a read-only constant); method outputs have storage the caller can read. Records which values
+  // are inputs as a flag per value for check_readable (searching the inputs on every read made
+  // verification quadratic).
   Status verify_io() {
     is_input_.assign(vsize(m_.values()), 0);
     for (uint32_t i = 0; i < vsize(m_.inputs()); ++i) {

@@ -697,6 +697,20 @@ TEST(VerificationTimeTest, LinearInMethods) { expect_linear(many_methods, 100000
 
 TEST(VerificationTimeTest, LinearInMethodInputs) { expect_linear(many_inputs, 100000); }
 
+// Any method of a many-method program loads; a missing one's error lists a few names, not all.
+TEST(VerificationTimeTest, ManyMethodsLoadAndAMissingOneIsReportedBriefly) {
+  auto program = runtime::Program::load_bytes(many_methods(100000));
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  EXPECT_TRUE((*program)->load_method("method_99999").ok());
+  auto missing = (*program)->load_method("predict");
+  EXPECT_EQ(missing.code(), Error::NotFound);
+  EXPECT_NE(missing.status().message().find(
+                "has no method 'predict' (it has 'method_0', 'method_1', 'method_2', 'method_3', "
+                "'method_4', 'method_5', 'method_6', 'method_7' and 99992 more)"),
+            std::string::npos)
+      << missing.status().message().substr(0, 300);
+}
+
 TEST(VerificationTimeTest, DuplicateNameAmongManyMethodsIsNamed) {
   fb::ProgramT program;
   for (int i = 0; i < 1000; ++i) {
