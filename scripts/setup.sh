@@ -8,7 +8,7 @@ DEBIAN_PACKAGES=(
   cmake g++ make ninja-build pkg-config
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pip

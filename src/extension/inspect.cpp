@@ -215,13 +215,15 @@ json program_json(std::string_view path, const format::ProgramFile& file) {
   j["file"] = text(path);
   j["file_size"] = file.bytes().size();
   j["format_version"] = file.header().format_version;
+  j["table_checksum"] = fmt::format("{:016x}", file.header().table_checksum);
   j["producer"] = text(file.program().producer());
   j["segments"] = json::array();
   const auto* segs = file.program().segments();
   for (uint32_t i = 0; segs && i < segs->size(); ++i) {
     j["segments"].push_back({{"index", i},
                              {"offset", file.header().segment_base_offset + segs->Get(i)->offset()},
-                             {"size", segs->Get(i)->size()}});
+                             {"size", segs->Get(i)->size()},
+                             {"checksum", fmt::format("{:016x}", segs->Get(i)->checksum())}});
   }
   j["methods"] = json::array();
   for (uint32_t i = 0; i < file.program().methods()->size(); ++i) {
@@ -236,14 +238,19 @@ std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handl
 
 }  // namespace
 
-Result<std::string> describe_program_json(const std::string& path) {
-  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(path));
+Result<std::string> describe_program_json(const std::string& path,
+                                          const runtime::LoadOptions& options) {
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(path, options));
   return describe_program_json(*program);
 }
 
 Result<std::string> describe_program_json(const runtime::Program& program) {
-  // The Program verified these bytes when it loaded them; parsing them again only builds the view.
-  BATON_ASSIGN_OR_RETURN(format::ProgramFile file, format::ProgramFile::parse(program.bytes()));
+  // The Program verified these bytes when it loaded them; parsing them again only builds the view
+  // (so the checksums, which read every byte, are not computed twice).
+  format::ParseOptions view_only;
+  view_only.verify_checksums = false;
+  BATON_ASSIGN_OR_RETURN(format::ProgramFile file,
+                         format::ProgramFile::parse(program.bytes(), view_only));
   return dump(program_json(program.origin(), file));
 }
 

@@ -1,18 +1,29 @@
 #include "format/program_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <optional>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
+
+// Header-only XXH3 (Debian's libxxhash-dev): the runtime links no xxhash library.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "baton/core/check.h"
 #include "baton/core/device.h"
 #include "baton/core/dtype.h"
+#include "baton/core/file.h"
 #include "baton/core/tensor.h"
 
 namespace baton::format {
@@ -33,16 +44,50 @@ std::string_view str(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
 }
 
+// Only for vectors check_aligned has passed.
+std::span<const int64_t> span_of(const flatbuffers::Vector<int64_t>* v) {
+  return v == nullptr ? std::span<const int64_t>() : std::span<const int64_t>(v->data(), v->size());
+}
+
 template <typename T>
 uint32_t vsize(const flatbuffers::Vector<T>* v) {
   return v == nullptr ? 0 : v->size();
 }
 
-// Walks one method and checks everything the runtime will rely on.
+// FlatBuffers' verifier checks that a vector's 4-byte length is aligned, not its elements: a
+// hand-made file can put 8-byte elements (int64 sizes, doubles, segment records) 4 bytes off, and
+// the runtime reads them in place through typed pointers. `base` is the start of the file.
+template <typename T>
+Status check_aligned(const flatbuffers::Vector<T>* v, const uint8_t* base,
+                     const std::string& field) {
+  constexpr size_t kAlign = 8;  // every vector this is called for holds 8-byte fields
+  if (vsize(v) == 0) return Status();
+  const uint8_t* data = v->Data();
+  BATON_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % kAlign == 0, InvalidProgram,
+                        "{}: its {} elements (8-byte fields) start at file byte offset {}, which "
+                        "is not a multiple of {} (FlatBuffers writers align them; the file is "
+                        "corrupt or hand-made)",
+                        field, v->size(), data - base, kAlign);
+  return Status();
+}
+
+// The bytes a tensor of an instruction occupies in an arena, for the overlap check.
+struct ArgRange {
+  int arena;
+  uint64_t begin, end;
+  bool written;
+  const char* list;  // "inputs", "outputs", "src", "dst"
+  uint32_t position;
+  int value;
+};
+
+// Walks one method and checks everything the runtime will rely on. Linear in the method's size
+// (plus a sort of each instruction's arguments).
 class MethodVerifier {
  public:
-  MethodVerifier(const fb::Method& method, int method_index, const fb::Program& program)
-      : m_(method), program_(program) {
+  MethodVerifier(const fb::Method& method, int method_index, const fb::Program& program,
+                 const uint8_t* file_begin)
+      : m_(method), program_(program), file_begin_(file_begin) {
     where_ = fmt::format("methods[{}] ('{}')", method_index, str(method.name()));
   }
 
@@ -82,10 +127,11 @@ class MethodVerifier {
     return Status();
   }
 
-  Status verify_tensor(const fb::Tensor& t, const std::string& field) {
+  Status verify_tensor(const fb::Tensor& t, const std::string& field, uint64_t* bytes) {
     const int dtype_code = static_cast<int>(t.dtype());
     BATON_CHECK_OR_RETURN(is_valid_dtype(dtype_code), InvalidProgram,
                           "{}.dtype = {} is not a known element type", field, dtype_code);
+    BATON_TRY(check_aligned(t.sizes(), file_begin_, field + ".sizes"));
     const uint32_t rank = vsize(t.sizes());
     BATON_CHECK_OR_RETURN(rank <= static_cast<uint32_t>(kMaxRank), InvalidProgram,
                           "{}.sizes has rank {}, more than the supported {}", field, rank,
@@ -94,11 +140,12 @@ class MethodVerifier {
       BATON_CHECK_OR_RETURN(t.sizes()->Get(d) >= 0, InvalidProgram, "{}.sizes[{}] = {} is negative",
                             field, d, t.sizes()->Get(d));
     }
-    std::span<const int64_t> sizes(t.sizes() ? t.sizes()->data() : nullptr, rank);
+    const std::span<const int64_t> sizes = span_of(t.sizes());
     auto nbytes = checked_nbytes(static_cast<DType>(dtype_code), sizes);
     BATON_CHECK_OR_RETURN(nbytes.has_value() && *nbytes <= kMaxBytes, InvalidProgram,
-                          "{}.sizes {}: the element count or byte size overflows", field,
-                          shape_to_string(sizes));
+                          "{}.sizes {}: the element count or byte size overflows (limit {} bytes)",
+                          field, shape_to_string(sizes), kMaxBytes);
+    *bytes = *nbytes;
     if (uint32_t n = vsize(t.dim_order()); n != 0) {
       BATON_CHECK_OR_RETURN(n == rank, InvalidProgram,
                             "{}.dim_order has {} entries for a rank-{} tensor", field, n, rank);
@@ -160,6 +207,7 @@ class MethodVerifier {
   }
 
   Status verify_values() {
+    nbytes_.assign(vsize(m_.values()), 0);
     for (uint32_t i = 0; i < vsize(m_.values()); ++i) {
       const fb::Value* v = m_.values()->Get(i);
       const std::string field = fmt::format("{}.values[{}]", where_, i);
@@ -179,12 +227,16 @@ class MethodVerifier {
                                 "{}: string value is missing its text", field);
           break;
         case fb::ValueKind::IntList:
+          BATON_TRY(check_aligned(v->value_as_IntList()->items(), file_begin_, field + ".items"));
+          break;
         case fb::ValueKind::FloatList:
+          BATON_TRY(check_aligned(v->value_as_FloatList()->items(), file_begin_, field + ".items"));
           break;
         case fb::ValueKind::Tensor:
           BATON_TRY(verify_tensor(
               *v->value_as_Tensor(),
-              fmt::format("{} (tensor '{}')", field, str(v->value_as_Tensor()->name()))));
+              fmt::format("{} (tensor '{}')", field, str(v->value_as_Tensor()->name())),
+              &nbytes_[i]));
           break;
         default:
           return BATON_ERROR(InvalidProgram, "{}: value kind {} is not known", field,
@@ -209,7 +261,8 @@ class MethodVerifier {
   Status check_tensor(int index, const std::string& field) {
     BATON_TRY(check_index(index, field));
     BATON_CHECK_OR_RETURN(tensor_at(index) != nullptr, InvalidProgram,
-                          "{} = {} refers to a value that is not a tensor", field, index);
+                          "{} = {} refers to a value of kind {}, not a tensor", field, index,
+                          fb::EnumNameValueKind(m_.values()->Get(index)->value_type()));
     return Status();
   }
 
@@ -228,18 +281,19 @@ class MethodVerifier {
   // storage, unless it is a method input the caller binds.
   Status check_readable(int index, const std::string& field, std::string_view reader) {
     BATON_TRY(check_tensor(index, field));
-    const bool is_input =
-        m_.inputs() != nullptr &&
-        std::find(m_.inputs()->begin(), m_.inputs()->end(), index) != m_.inputs()->end();
-    BATON_CHECK_OR_RETURN(is_input || tensor_at(index)->allocation() != fb::AllocationKind::None,
-                          InvalidProgram, "{} = {} (tensor '{}') is read {} but has no storage",
-                          field, index, str(tensor_at(index)->name()), reader);
+    BATON_CHECK_OR_RETURN(
+        is_input_[index] || tensor_at(index)->allocation() != fb::AllocationKind::None,
+        InvalidProgram, "{} = {} (tensor '{}') is read {} but has no storage", field, index,
+        str(tensor_at(index)->name()), reader);
     return Status();
   }
 
   // Method inputs are arena memory that set_input copies into, or memory the caller binds (never
-  // a read-only constant); method outputs have storage the caller can read.
+  // a read-only constant); method outputs have storage the caller can read. Records which values
+  // are inputs as a flag per value for check_readable (searching the inputs on every read made
+  // verification quadratic).
   Status verify_io() {
+    is_input_.assign(vsize(m_.values()), 0);
     for (uint32_t i = 0; i < vsize(m_.inputs()); ++i) {
       const int v = m_.inputs()->Get(i);
       const std::string field = fmt::format("{}.inputs[{}]", where_, i);
@@ -249,6 +303,7 @@ class MethodVerifier {
                             "{} = {} (tensor '{}') is a constant; a method input must be in an "
                             "arena or have no storage",
                             field, v, str(tensor_at(v)->name()));
+      is_input_[v] = 1;
     }
     for (uint32_t i = 0; i < vsize(m_.outputs()); ++i) {
       BATON_TRY(check_readable(m_.outputs()->Get(i), fmt::format("{}.outputs[{}]", where_, i),
@@ -260,7 +315,9 @@ class MethodVerifier {
   Status verify_operators() {
     for (uint32_t i = 0; i < vsize(m_.operators()); ++i) {
       BATON_CHECK_OR_RETURN(!str(m_.operators()->Get(i)->name()).empty(), InvalidProgram,
-                            "{}.operators[{}].name is missing", where_, i);
+                            "{}.operators[{}].name is missing (empty): a kernel call cannot name "
+                            "its op",
+                            where_, i);
     }
     return Status();
   }
@@ -283,6 +340,54 @@ class MethodVerifier {
       BATON_CHECK_OR_RETURN(seg >= 0 && static_cast<uint32_t>(seg) < vsize(program_.segments()),
                             InvalidProgram, "{}.blob_segment = {} is out of range [0, {})", field,
                             seg, vsize(program_.segments()));
+    }
+    return Status();
+  }
+
+  // Records the arena bytes of the tensors in `list` (an instruction's inputs or outputs) for
+  // check_no_overlap. Values without arena storage, and empty tensors, occupy nothing.
+  void add_ranges(const flatbuffers::Vector<int32_t>* list, const char* name, bool written) {
+    for (uint32_t k = 0; k < vsize(list); ++k) add_range(list->Get(k), name, k, written);
+  }
+  void add_range(int v, const char* name, uint32_t position, bool written) {
+    const fb::Tensor* t = tensor_at(v);
+    if (t == nullptr || t->allocation() != fb::AllocationKind::Arena || nbytes_[v] == 0) return;
+    ranges_.push_back(
+        {t->arena(), t->offset(), t->offset() + nbytes_[v], written, name, position, v});
+  }
+
+  std::string describe(const ArgRange& r) const {
+    return fmt::format("{}[{}] = {} (tensor '{}', arena {} bytes [{}, {}))", r.list, r.position,
+                       r.value, str(tensor_at(r.value)->name()), r.arena, r.begin, r.end);
+  }
+
+  // No instruction may write a byte that it also reads or writes through another argument: CPU
+  // kernels are out-variant (none is declared in-place safe: they read inputs while writing
+  // outputs, and Identity is a memcpy), a delegate binds each tensor separately, and a copy is a
+  // memcpy. The compiler's memory plan never does it (an instruction's inputs and outputs are
+  // live at once); a damaged or hand-made file can. Sorted by start, a range overlaps an earlier
+  // one exactly when it starts before the furthest end seen so far, so one sweep finds any pair.
+  Status check_no_overlap(const std::string& field, std::string_view what) {
+    // Stable: of two ranges that start together, the one listed first is reported as overlapped.
+    std::stable_sort(ranges_.begin(), ranges_.end(), [](const ArgRange& a, const ArgRange& b) {
+      return a.arena != b.arena ? a.arena < b.arena : a.begin < b.begin;
+    });
+    const ArgRange* reach_any = nullptr;      // furthest-reaching range of this arena so far
+    const ArgRange* reach_written = nullptr;  // furthest-reaching written range so far
+    for (const ArgRange& r : ranges_) {
+      if (reach_any != nullptr && reach_any->arena != r.arena) reach_any = reach_written = nullptr;
+      const ArgRange* hit = r.written ? reach_any : reach_written;
+      if (hit != nullptr && hit->end > r.begin) {
+        const ArgRange& w = r.written ? r : *hit;
+        const ArgRange& o = r.written ? *hit : r;
+        return BATON_ERROR(InvalidProgram,
+                           "{} ({}): {} overlaps {}: an instruction may not write over its own "
+                           "inputs or outputs (kernels do not run in place); the file is damaged "
+                           "or was not written by baton's compiler",
+                           field, what, describe(w), describe(o));
+      }
+      if (reach_any == nullptr || r.end > reach_any->end) reach_any = &r;
+      if (r.written && (reach_written == nullptr || r.end > reach_written->end)) reach_written = &r;
     }
     return Status();
   }
@@ -326,6 +431,12 @@ class MethodVerifier {
           }));
           BATON_TRY(each(k->outputs(), field + ".outputs",
                          [&](int v, const std::string& f) { return check_writable(v, f); }));
+          ranges_.clear();
+          add_ranges(k->inputs(), "inputs", false);
+          add_ranges(k->outputs(), "outputs", true);
+          BATON_TRY(check_no_overlap(
+              field, fmt::format("{} node '{}'", str(m_.operators()->Get(k->operator_())->name()),
+                                 str(k->name()))));
           break;
         }
         case fb::InstructionKind::DelegateCall: {
@@ -339,6 +450,12 @@ class MethodVerifier {
           }));
           BATON_TRY(each(d->outputs(), field + ".outputs",
                          [&](int v, const std::string& f) { return check_writable(v, f); }));
+          ranges_.clear();
+          add_ranges(d->inputs(), "inputs", false);
+          add_ranges(d->outputs(), "outputs", true);
+          BATON_TRY(check_no_overlap(field,
+                                     fmt::format("call of delegate {} '{}'", d->delegate(),
+                                                 str(m_.delegates()->Get(d->delegate())->name()))));
           break;
         }
         case fb::InstructionKind::DeviceCopy: {
@@ -352,8 +469,15 @@ class MethodVerifier {
               (vsize(s->sizes()) == 0 || std::memcmp(s->sizes()->data(), d->sizes()->data(),
                                                      sizeof(int64_t) * vsize(s->sizes())) == 0);
           BATON_CHECK_OR_RETURN(s->dtype() == d->dtype() && same_sizes, InvalidProgram,
-                                "{}: copy from '{}' to '{}' changes dtype or shape", field,
-                                str(s->name()), str(d->name()));
+                                "{}: copy from '{}' ({} {}) to '{}' ({} {}) changes dtype or shape",
+                                field, str(s->name()), dtype_name(static_cast<DType>(s->dtype())),
+                                shape_to_string(span_of(s->sizes())), str(d->name()),
+                                dtype_name(static_cast<DType>(d->dtype())),
+                                shape_to_string(span_of(d->sizes())));
+          ranges_.clear();
+          add_range(c->src(), "src", 0, false);
+          add_range(c->dst(), "dst", 0, true);
+          BATON_TRY(check_no_overlap(field, "copy"));
           break;
         }
         default:
@@ -366,7 +490,11 @@ class MethodVerifier {
 
   const fb::Method& m_;
   const fb::Program& program_;
+  const uint8_t* file_begin_;
   std::string where_;
+  std::vector<uint8_t> is_input_;  // per value
+  std::vector<uint64_t> nbytes_;   // per value: a tensor's byte size, else 0
+  std::vector<ArgRange> ranges_;   // the instruction being checked
 };
 
 std::string hex_prefix(std::span<const uint8_t> bytes, size_t n) {
@@ -375,20 +503,182 @@ std::string hex_prefix(std::span<const uint8_t> bytes, size_t n) {
   return out;
 }
 
+// FlatBuffers' verifier says only that a buffer fails, not where. After a failure this repeats
+// the verification one table at a time, down to a method's values, instructions, operators,
+// delegates and arenas, and names the first element that fails. Each step verifies what it reads
+// before reading it (a field's offset before the vector it points to, a vector before its
+// elements), so it is as safe on a hostile buffer as the verifier itself.
+class StructureLocator {
+ public:
+  StructureLocator(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  std::string locate() const {
+    const auto root_offset = flatbuffers::ReadScalar<flatbuffers::uoffset_t>(data_);
+    if (root_offset < 8 || root_offset >= size_) {
+      return fmt::format("the root offset ({} in a {}-byte table)", root_offset, size_);
+    }
+    const fb::Program* program = fb::GetProgram(data_);
+    const auto* root = as_table(program);
+    if (!start_ok(root)) return "the root table (Program)";
+    if (auto at = in_tables<fb::Method>(
+            root, fb::Program::VT_METHODS, "methods", [&] { return program->methods(); },
+            [&](const fb::Method& m, std::string path) {
+              return locate_method(m, std::move(path));
+            })) {
+      return *at;
+    }
+    if (!vector_ok<fb::Segment>(root, fb::Program::VT_SEGMENTS)) return "program.segments";
+    if (!string_ok(root, fb::Program::VT_PRODUCER)) return "program.producer";
+    return "the root table (Program)";
+  }
+
+ private:
+  template <typename T>
+  static const flatbuffers::Table* as_table(const T* t) {
+    return reinterpret_cast<const flatbuffers::Table*>(t);
+  }
+
+  bool start_ok(const flatbuffers::Table* t) const {
+    flatbuffers::Verifier v(data_, size_, kMaxDepth, kMaxTables);
+    return v.VerifyTableStart(reinterpret_cast<const uint8_t*>(t));
+  }
+
+  template <typename T>
+  bool vector_ok(const flatbuffers::Table* t, flatbuffers::voffset_t field) const {
+    flatbuffers::Verifier v(data_, size_, kMaxDepth, kMaxTables);
+    return v.VerifyTableStart(reinterpret_cast<const uint8_t*>(t)) && t->VerifyOffset(v, field) &&
+           v.VerifyVector(t->GetPointer<const flatbuffers::Vector<T>*>(field));
+  }
+
+  bool string_ok(const flatbuffers::Table* t, flatbuffers::voffset_t field) const {
+    flatbuffers::Verifier v(data_, size_, kMaxDepth, kMaxTables);
+    return v.VerifyTableStart(reinterpret_cast<const uint8_t*>(t)) && t->VerifyOffset(v, field) &&
+           v.VerifyString(t->GetPointer<const flatbuffers::String*>(field));
+  }
+
+  template <typename T>
+  bool verifies(const T& table) const {
+    flatbuffers::Verifier v(data_, size_, kMaxDepth, kMaxTables);
+    return table.Verify(v);
+  }
+
+  // The path of the first element of a vector-of-tables field that fails (`inner` goes deeper
+  // into it), or nothing when the whole field verifies.
+  template <typename T, typename Get, typename Inner>
+  std::optional<std::string> in_tables(const flatbuffers::Table* owner,
+                                       flatbuffers::voffset_t field, const std::string& path,
+                                       Get get, Inner inner) const {
+    if (!vector_ok<flatbuffers::Offset<T>>(owner, field)) return path;
+    const flatbuffers::Vector<flatbuffers::Offset<T>>* list = get();
+    for (uint32_t k = 0; k < vsize(list); ++k) {
+      if (!verifies(*list->Get(k))) return inner(*list->Get(k), fmt::format("{}[{}]", path, k));
+    }
+    return std::nullopt;
+  }
+
+  template <typename T, typename Get>
+  std::optional<std::string> in_tables(const flatbuffers::Table* owner,
+                                       flatbuffers::voffset_t field, const std::string& path,
+                                       Get get) const {
+    return in_tables<T>(owner, field, path, get, [](const T&, std::string p) { return p; });
+  }
+
+  std::string locate_method(const fb::Method& m, std::string path) const {
+    const auto* t = as_table(&m);
+    if (!start_ok(t)) return path;
+    if (!string_ok(t, fb::Method::VT_NAME)) return path + ".name";
+    path += fmt::format(" ('{}')", str(m.name()));
+    using M = fb::Method;
+    if (auto at =
+            in_tables<fb::Value>(t, M::VT_VALUES, path + ".values", [&] { return m.values(); }))
+      return *at;
+    if (auto at = in_tables<fb::Instruction>(t, M::VT_INSTRUCTIONS, path + ".instructions",
+                                             [&] { return m.instructions(); }))
+      return *at;
+    if (auto at = in_tables<fb::Operator>(t, M::VT_OPERATORS, path + ".operators",
+                                          [&] { return m.operators(); }))
+      return *at;
+    if (auto at = in_tables<fb::Delegate>(t, M::VT_DELEGATES, path + ".delegates",
+                                          [&] { return m.delegates(); }))
+      return *at;
+    if (auto at =
+            in_tables<fb::Arena>(t, M::VT_ARENAS, path + ".arenas", [&] { return m.arenas(); }))
+      return *at;
+    if (!vector_ok<int32_t>(t, M::VT_INPUTS)) return path + ".inputs";
+    if (!vector_ok<int32_t>(t, M::VT_OUTPUTS)) return path + ".outputs";
+    return path;
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+};
+
+// What segment `index` of a verified program holds, for messages: the delegates whose blob it is
+// and the constants it stores.
+std::string segment_contents(const fb::Program& program, uint32_t index) {
+  std::vector<std::string> parts;
+  for (const fb::Method* m : *program.methods()) {
+    for (uint32_t d = 0; d < vsize(m->delegates()); ++d) {
+      const fb::Delegate* del = m->delegates()->Get(d);
+      if (static_cast<uint32_t>(del->blob_segment()) != index) continue;
+      parts.push_back(fmt::format("the blob of method '{}' delegate {} ('{}', backend '{}')",
+                                  str(m->name()), d, str(del->name()), str(del->backend())));
+    }
+    size_t constants = 0;
+    std::string_view first;
+    for (const fb::Value* v : *m->values()) {
+      const fb::Tensor* t = v->value_as_Tensor();
+      if (t == nullptr || t->allocation() != fb::AllocationKind::Constant ||
+          static_cast<uint32_t>(t->constant_segment()) != index) {
+        continue;
+      }
+      if (constants++ == 0) first = str(t->name());
+    }
+    if (constants > 0) {
+      parts.push_back(fmt::format("constants of method '{}': {} tensor{}, the first '{}'",
+                                  str(m->name()), constants, constants == 1 ? "" : "s", first));
+    }
+  }
+  if (parts.empty()) return "unused";
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+constexpr char kSkipChecksumsHint[] =
+    "the file was damaged after it was written: copy or compile it again (loading with checksums "
+    "off, `baton run --no-checksums` or LoadOptions::verify_checksums = false, skips this check "
+    "but not the others)";
+
 }  // namespace
+
+uint64_t table_checksum(std::span<const uint8_t> file, uint64_t segment_base_offset) {
+  uint8_t header[kHeaderSize];
+  std::memcpy(header, file.data(), kHeaderSize);
+  std::memset(header + kTableChecksumOffset, 0, sizeof(uint64_t));
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, header, kHeaderSize);
+  XXH3_64bits_update(&state, file.data() + kHeaderSize, segment_base_offset - kHeaderSize);
+  return XXH3_64bits_digest(&state);
+}
 
 std::span<const uint8_t> ProgramFile::segment(int index) const {
   const fb::Segment* s = program_->segments()->Get(index);
   return bytes_.subspan(header_.segment_base_offset + s->offset(), s->size());
 }
 
-Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
+Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
+                                       const ParseOptions& options) {
   BATON_CHECK_OR_RETURN(bytes.size() >= kHeaderSize, InvalidProgram,
                         "file is {} bytes, smaller than the {}-byte header: empty, truncated, or "
                         "not a Baton program",
                         bytes.size(), kHeaderSize);
   BATON_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(bytes.data()) % 8 == 0, InvalidArgument,
-                        "program bytes must be 8-byte aligned in memory");
+                        "program bytes at address {} are not 8-byte aligned in memory (map the "
+                        "file, or copy it into aligned storage: Program::load_bytes does)",
+                        static_cast<const void*>(bytes.data()));
   ProgramFile file;
   file.bytes_ = bytes;
   std::memcpy(&file.header_, bytes.data(), kHeaderSize);
@@ -397,9 +687,15 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
                         "not a Baton program: the file starts with bytes {} instead of 'BATONPRG' "
                         "(byte offset 0)",
                         hex_prefix(bytes, 8));
+  BATON_CHECK_OR_RETURN(h.format_version >= kFormatVersion, NotSupported,
+                        "program format version {} (header byte offset 12) is older than this "
+                        "runtime's version {}, which added checksums: recompile the model with "
+                        "this version of baton (baton compile MODEL.onnx -o FILE)",
+                        h.format_version, kFormatVersion);
   BATON_CHECK_OR_RETURN(h.format_version == kFormatVersion, NotSupported,
-                        "program format version {} (header byte offset 12); this runtime reads "
-                        "version {}: recompile the model with this version of baton",
+                        "program format version {} (header byte offset 12) is newer than this "
+                        "runtime's version {}: use the baton that compiled it, or recompile the "
+                        "model with this version of baton",
                         h.format_version, kFormatVersion);
   BATON_CHECK_OR_RETURN(h.header_size == kHeaderSize, InvalidProgram,
                         "header_size = {} (byte offset 8), expected {}", h.header_size,
@@ -430,22 +726,38 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
       "segment area [{}, {} + {}) (header byte offsets 32 and 40) is misaligned, "
       "overlaps the flatbuffer, or lies outside the {}-byte file",
       h.segment_base_offset, h.segment_base_offset, h.segment_data_size, bytes.size());
+  if (options.verify_checksums) {
+    const uint64_t found = table_checksum(bytes, h.segment_base_offset);
+    BATON_CHECK_OR_RETURN(found == h.table_checksum, InvalidProgram,
+                          "the header and program table (file bytes [0, {})) hash to 0x{:016x} "
+                          "but the header's table_checksum (byte offset 56) is 0x{:016x}: {}",
+                          h.segment_base_offset, found, h.table_checksum, kSkipChecksumsHint);
+  }
 
   const uint8_t* fb_data = bytes.data() + h.flatbuffer_offset;
   BATON_CHECK_OR_RETURN(
       h.flatbuffer_size >= 8 && fb::ProgramBufferHasIdentifier(fb_data), InvalidProgram,
-      "the flatbuffer at byte offset {} lacks the 'BTNP' identifier", h.flatbuffer_offset);
+      "the flatbuffer at byte offset {} ({} bytes) does not carry the 'BTNP' "
+      "identifier at its bytes 4..8 (found {})",
+      h.flatbuffer_offset, h.flatbuffer_size,
+      h.flatbuffer_size >= 8 ? hex_prefix(bytes.subspan(h.flatbuffer_offset + 4), 4)
+                             : std::string("nothing"));
   flatbuffers::Verifier verifier(fb_data, h.flatbuffer_size, kMaxDepth, kMaxTables);
-  BATON_CHECK_OR_RETURN(fb::VerifyProgramBuffer(verifier), InvalidProgram,
-                        "the flatbuffer at byte offsets [{}, {}) fails structural verification "
-                        "(an offset or length points outside it): the file is corrupt",
-                        h.flatbuffer_offset, fb_end);
+  if (!fb::VerifyProgramBuffer(verifier)) {
+    return BATON_ERROR(InvalidProgram,
+                       "the flatbuffer at byte offsets [{}, {}) fails FlatBuffers' structural "
+                       "verification in {} (an offset or length points outside the table, or a "
+                       "field is misaligned): the file is corrupt",
+                       h.flatbuffer_offset, fb_end,
+                       StructureLocator(fb_data, h.flatbuffer_size).locate());
+  }
   const fb::Program* program = fb::GetProgram(fb_data);
   file.program_ = program;
   BATON_CHECK_OR_RETURN(program->version() == kFormatVersion, InvalidProgram,
                         "program.version = {} disagrees with the header's format version {}",
                         program->version(), kFormatVersion);
 
+  BATON_TRY(check_aligned(program->segments(), bytes.data(), "program.segments"));
   for (uint32_t i = 0; i < vsize(program->segments()); ++i) {
     const fb::Segment* s = program->segments()->Get(i);
     uint64_t end = 0;
@@ -457,17 +769,34 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes) {
                           i, s->offset(), s->offset(), s->size(), h.segment_data_size);
   }
   BATON_CHECK_OR_RETURN(vsize(program->methods()) > 0, InvalidProgram,
-                        "the program has no methods");
+                        "program.methods is empty: the program has no method to run");
+  // Names are checked for uniqueness through a hash map: comparing every pair made loading a
+  // program of 100,000 methods take 36 s.
+  std::unordered_map<std::string_view, uint32_t> names;
+  names.reserve(program->methods()->size());
   for (uint32_t i = 0; i < program->methods()->size(); ++i) {
     const fb::Method* m = program->methods()->Get(i);
-    BATON_CHECK_OR_RETURN(!str(m->name()).empty(), InvalidProgram, "methods[{}].name is missing",
-                          i);
-    for (uint32_t j = 0; j < i; ++j) {
-      BATON_CHECK_OR_RETURN(str(program->methods()->Get(j)->name()) != str(m->name()),
-                            InvalidProgram, "methods[{}] and methods[{}] are both named '{}'", j, i,
-                            str(m->name()));
+    BATON_CHECK_OR_RETURN(!str(m->name()).empty(), InvalidProgram,
+                          "methods[{}].name is missing (empty)", i);
+    const auto [it, added] = names.emplace(str(m->name()), i);
+    BATON_CHECK_OR_RETURN(added, InvalidProgram, "methods[{}] and methods[{}] are both named '{}'",
+                          it->second, i, str(m->name()));
+    BATON_TRY(MethodVerifier(*m, static_cast<int>(i), *program, bytes.data()).run());
+  }
+  if (options.verify_checksums) {
+    std::vector<std::span<const uint8_t>> segments(vsize(program->segments()));
+    for (uint32_t i = 0; i < segments.size(); ++i) segments[i] = file.segment(static_cast<int>(i));
+    const std::vector<uint64_t> sums = segment_checksums(segments, options.checksum_threads);
+    for (uint32_t i = 0; i < segments.size(); ++i) {
+      const fb::Segment* s = program->segments()->Get(i);
+      const uint64_t found = sums[i];
+      const uint64_t begin = h.segment_base_offset + s->offset();
+      BATON_CHECK_OR_RETURN(found == s->checksum(), InvalidProgram,
+                            "segments[{}] ({}) at file bytes [{}, {}) hashes to 0x{:016x} but "
+                            "its recorded checksum is 0x{:016x}: {}",
+                            i, segment_contents(*program, i), begin, begin + s->size(), found,
+                            s->checksum(), kSkipChecksumsHint);
     }
-    BATON_TRY(MethodVerifier(*m, static_cast<int>(i), *program).run());
   }
   return file;
 }
@@ -476,10 +805,11 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments) {
   program.version = kFormatVersion;
   program.segments.clear();
+  const std::vector<uint64_t> sums = segment_checksums(segments);
   uint64_t cursor = 0;
-  for (const auto& seg : segments) {
-    program.segments.emplace_back(cursor, seg.size());
-    cursor = align_up(cursor + seg.size(), kSegmentAlignment);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    program.segments.emplace_back(cursor, segments[i].size(), sums[i]);
+    cursor = align_up(cursor + segments[i].size(), kSegmentAlignment);
   }
   const uint64_t segment_data_size = cursor;
 
@@ -500,39 +830,90 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
   h.file_size = h.segment_base_offset + segment_data_size;
 
   std::vector<uint8_t> out(h.file_size, 0);
-  std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + h.flatbuffer_offset, builder.GetBufferPointer(), fb_size);
   for (size_t i = 0; i < segments.size(); ++i) {
     if (segments[i].empty()) continue;
     std::memcpy(out.data() + h.segment_base_offset + program.segments[i].offset(),
                 segments[i].data(), segments[i].size());
   }
+  std::memcpy(out.data(), &h, sizeof h);
+  h.table_checksum = table_checksum(out, h.segment_base_offset);
+  std::memcpy(out.data() + kTableChecksumOffset, &h.table_checksum, sizeof h.table_checksum);
   return out;
 }
 
-Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  // A name of our own, so concurrent writers of one path cannot trip over each other's file.
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    BATON_CHECK_OR_RETURN(out.good(), IoError, "cannot open '{}' for writing: {}", tmp,
+namespace {
+
+// The file write_file_atomically replaces: PATH, or the regular file a symbolic link PATH leads
+// to. Anything else that exists at PATH is refused by name, before a byte is written.
+Result<std::string> replaceable_target(const std::string& path, struct stat* st, bool* exists) {
+  *exists = false;
+  if (::lstat(path.c_str(), st) != 0) {
+    BATON_CHECK_OR_RETURN(errno == ENOENT, IoError, "cannot write '{}': {}", path,
                           std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out.good()) {
-      out.close();
-      std::remove(tmp.c_str());
-      return BATON_ERROR(IoError, "writing {} bytes to '{}' failed (disk full?)", bytes.size(),
-                         tmp);
-    }
+    return path;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return BATON_ERROR(IoError, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  std::string target = path;
+  if (S_ISLNK(st->st_mode)) {
+    char* resolved = ::realpath(path.c_str(), nullptr);
+    BATON_CHECK_OR_RETURN(resolved != nullptr, IoError,
+                          "cannot write '{}': it is a symbolic link that does not lead to a file "
+                          "({}); remove it or name another path",
+                          path, std::strerror(errno));
+    target = resolved;
+    std::free(resolved);
+    BATON_CHECK_OR_RETURN(::stat(target.c_str(), st) == 0, IoError, "cannot write '{}' ('{}'): {}",
+                          path, target, std::strerror(errno));
+  }
+  BATON_CHECK_OR_RETURN(S_ISREG(st->st_mode), IoError,
+                        "refusing to write '{}': it is {}, not a regular file (only a regular "
+                        "file is replaced; name a new path or a regular file)",
+                        target == path ? path : fmt::format("{}' -> '{}", path, target),
+                        file_kind_name(st->st_mode));
+  *exists = true;
+  return target;
+}
+
+Status write_all(int fd, std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), std::min<size_t>(bytes.size(), size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status(Error::IoError, std::strerror(n < 0 ? errno : EIO));
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
+  struct stat st {};
+  bool exists = false;
+  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, &st, &exists));
+  // A name of our own beside the target (same file system, so the rename is atomic), created
+  // exclusively: concurrent writers of one path cannot trip over each other's file, and nothing
+  // already at that name is followed or truncated.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", target, ::getpid(), counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  BATON_CHECK_OR_RETURN(fd >= 0, IoError, "cannot create '{}' to write '{}': {}", tmp, path,
+                        std::strerror(errno));
+  Status written = write_all(fd, bytes);
+  // An existing file keeps its permissions (umask would otherwise apply to the new one).
+  if (written.ok() && exists && ::fchmod(fd, st.st_mode & 07777) != 0) {
+    written = Status(Error::IoError, std::strerror(errno));
+  }
+  // close reports errors some file systems only detect then (NFS, quota).
+  if (::close(fd) != 0 && written.ok()) written = Status(Error::IoError, std::strerror(errno));
+  if (!written.ok()) {
+    ::unlink(tmp.c_str());
+    return BATON_ERROR(IoError, "writing {} bytes to '{}' failed: {}", bytes.size(), tmp,
+                       written.message());
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return BATON_ERROR(IoError, "cannot rename '{}' to '{}': {}", tmp, target, std::strerror(err));
   }
   return Status();
 }

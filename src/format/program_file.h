@@ -1,10 +1,13 @@
 // The program file: a fixed header, the flatbuffer (schema/program.fbs), then aligned data
 // segments. docs/format.md is the byte-level description.
 //
-// ProgramFile::parse verifies a whole file before anything reads it: the header, the flatbuffer
-// verifier, and a semantic pass (indices in range, segments inside the file, element counts and
-// byte sizes that cannot overflow, argument kinds, devices that match their arenas). Any problem
-// is an Error::InvalidProgram whose message names the field and the offending value.
+// ProgramFile::parse verifies a whole file before anything reads it: the header, the checksums
+// (XXH3-64 of the header and table, and of every segment; skippable), the flatbuffer verifier,
+// and a semantic pass (indices in range, segments inside the file, 8-byte vectors aligned,
+// element counts and byte sizes that cannot overflow, argument kinds, devices that match their
+// arenas, no instruction writing over its own inputs). Verification is linear in the size of the
+// table. Any problem is an Error::InvalidProgram (NotSupported for another format version) whose
+// message names the field and the offending value.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +17,15 @@
 
 #include "baton/core/device.h"
 #include "baton/core/error.h"
+#include "format/checksum.h"
 #include "program_generated.h"
 
 namespace baton::format {
 
 inline constexpr char kFileMagic[8] = {'B', 'A', 'T', 'O', 'N', 'P', 'R', 'G'};
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the checksums (FileHeader.table_checksum, Segment.checksum). Version 1 files
+// are refused with a message that says to recompile.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kHeaderSize = 64;
 // Segment data starts on a page boundary so the file can be mapped and each segment is aligned
 // for any element type (and for device uploads).
@@ -36,15 +42,28 @@ struct FileHeader {
   uint64_t segment_base_offset;
   uint64_t segment_data_size;
   uint64_t file_size;
-  uint64_t reserved;
+  // XXH3-64 of bytes [0, segment_base_offset) (header, table and padding) with these 8 bytes
+  // read as zero.
+  uint64_t table_checksum;
 };
+inline constexpr uint64_t kTableChecksumOffset = 56;
 static_assert(sizeof(FileHeader) == kHeaderSize);
+
+struct ParseOptions {
+  // Hash the header and table and every segment and compare with the recorded checksums. Off,
+  // nothing reads the segments' bytes (a mapped file stays untouched) and a damaged byte in a
+  // segment goes unnoticed; every structural and semantic check still runs.
+  bool verify_checksums = true;
+  // Threads that hash the segments (format/checksum.h: segment_checksums; 0 = automatic).
+  unsigned checksum_threads = 0;
+};
 
 class ProgramFile {
  public:
   ProgramFile() = default;
   // Verifies `bytes` completely. The bytes must outlive the ProgramFile and stay 8-byte aligned.
-  static Result<ProgramFile> parse(std::span<const uint8_t> bytes);
+  static Result<ProgramFile> parse(std::span<const uint8_t> bytes,
+                                   const ParseOptions& options = {});
 
   const FileHeader& header() const { return header_; }
   const fb::Program& program() const { return *program_; }
@@ -58,13 +77,21 @@ class ProgramFile {
   const fb::Program* program_ = nullptr;
 };
 
+// FileHeader.table_checksum of a file whose header's ranges are valid: the checksum of bytes
+// [0, segment_base_offset) with the table_checksum field read as zero.
+uint64_t table_checksum(std::span<const uint8_t> file, uint64_t segment_base_offset);
+
 // Serializes `program` followed by `segments`. Sets `program.version` and `program.segments` (the
-// segment table it writes) first; nothing else of `program` changes.
+// segment table it writes, with each segment's checksum) first; nothing else of `program`
+// changes.
 Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments);
 
 // Writes bytes to a temporary file next to PATH and renames it to PATH, so a failure never leaves
-// a partial file and readers see the old or the new file, never a mix.
+// a partial file and readers see the old or the new file, never a mix. PATH must name a regular
+// file or nothing (a symbolic link is followed to its target, which must be a regular file; the
+// link stays): a directory, a device such as /dev/full, a FIFO or a socket is refused by name
+// before anything is written. An existing file keeps its permission bits. Errors: IoError.
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
 
 // The device of a tensor or arena of a parsed (so verified) program.

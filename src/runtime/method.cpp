@@ -403,10 +403,14 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
     if (str(m->name()) == name) found = m;
   }
   if (found == nullptr) {
+    // The first few names: a program may have any number of methods.
+    constexpr uint32_t kNamesShown = 8;
+    const uint32_t count = fp.methods()->size();
     std::string names;
-    for (const fb::Method* m : *fp.methods()) {
-      names += fmt::format("{}'{}'", names.empty() ? "" : ", ", str(m->name()));
+    for (uint32_t i = 0; i < std::min(count, kNamesShown); ++i) {
+      names += fmt::format("{}'{}'", i == 0 ? "" : ", ", str(fp.methods()->Get(i)->name()));
     }
+    if (count > kNamesShown) names += fmt::format(" and {} more", count - kNamesShown);
     return BATON_ERROR(NotFound, "{}: the program has no method '{}' (it has {})", impl_->origin,
                        name, names);
   }

@@ -23,8 +23,12 @@ Program::~Program() = default;
 // Program's constructor is private; its friend parses the bytes and builds one.
 struct ProgramFactory {
   static Result<std::shared_ptr<const Program>> finish_load(std::unique_ptr<Program::Impl> impl,
-                                                            std::string_view origin) {
-    auto parsed = format::ProgramFile::parse(impl->bytes);
+                                                            std::string_view origin,
+                                                            const LoadOptions& options) {
+    format::ParseOptions parse;
+    parse.verify_checksums = options.verify_checksums;
+    parse.checksum_threads = options.checksum_threads;
+    auto parsed = format::ProgramFile::parse(impl->bytes, parse);
     if (!parsed.ok()) {
       return Status(parsed.code(), fmt::format("{}: {}", origin, parsed.status().message()));
     }
@@ -33,7 +37,8 @@ struct ProgramFactory {
   }
 };
 
-Result<std::shared_ptr<const Program>> Program::load_file(const std::string& path) {
+Result<std::shared_ptr<const Program>> Program::load_file(const std::string& path,
+                                                          const LoadOptions& options) {
   // A regular file only: mapping a FIFO or a device fails or blocks, and a directory is no program.
   BATON_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "program"));
   auto impl = std::make_unique<Impl>();
@@ -47,10 +52,11 @@ Result<std::shared_ptr<const Program>> Program::load_file(const std::string& pat
     impl->mapped_size = size;
     impl->bytes = {static_cast<const uint8_t*>(p), size};
   }
-  return ProgramFactory::finish_load(std::move(impl), path);
+  return ProgramFactory::finish_load(std::move(impl), path, options);
 }
 
-Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8_t> bytes) {
+Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8_t> bytes,
+                                                           const LoadOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->origin = "<memory>";
   if (!bytes.empty()) {
@@ -61,7 +67,7 @@ Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8
     std::memcpy(impl->owned, bytes.data(), bytes.size());
     impl->bytes = {static_cast<const uint8_t*>(impl->owned), bytes.size()};
   }
-  return ProgramFactory::finish_load(std::move(impl), "<memory>");
+  return ProgramFactory::finish_load(std::move(impl), "<memory>", options);
 }
 
 size_t Program::num_methods() const { return impl_->file.program().methods()->size(); }

@@ -270,6 +270,14 @@ TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_TRUE(j.contains("methods"));
+  EXPECT_EQ(j["format_version"], 2);
+  EXPECT_EQ(j["table_checksum"].get<std::string>().size(), 16u);
+  ASSERT_FALSE(j["segments"].empty());
+  for (const auto& seg : j["segments"]) {
+    for (const char* key : {"index", "offset", "size", "checksum"}) {
+      EXPECT_TRUE(seg.contains(key)) << key;
+    }
+  }
   const auto& m = j["methods"][0];
   for (const char* key : {"values", "instructions", "delegates", "arenas", "inputs", "outputs"}) {
     EXPECT_TRUE(m.contains(key)) << key;
@@ -451,6 +459,64 @@ TEST_F(CliTest, BadFilesGiveErrorsNotCrashes) {
     EXPECT_EQ(r.exit_code, 2) << r.output;
   }
   EXPECT_EQ(baton("--help").exit_code, 0);
+}
+
+// A changed weight used to print NaN with exit code 0; now it is an error naming the segment and
+// its byte range, and --no-checksums (run and inspect) loads the file anyway.
+TEST_F(CliTest, DamagedProgramIsRefusedUnlessChecksumsAreSkipped) {
+  const fs::path damaged = dir_ / "damaged.baton";
+  fs::copy_file(program(), damaged, fs::copy_options::overwrite_existing);
+  const CliRun described = baton("inspect --json " + program());
+  ASSERT_EQ(described.exit_code, 0) << described.output;
+  const auto seg = nlohmann::json::parse(described.output)["segments"][0];
+  const uint64_t begin = seg["offset"].get<uint64_t>();
+  const uint64_t end = begin + seg["size"].get<uint64_t>();
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>((begin + end) / 2);
+    f.seekg(at);
+    char c = 0;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+  CliRun r = baton("run " + damaged.string() + " -n 1 --warmup 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("segments[0] (constants of method 'forward': ")),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(fmt::format("at file bytes [{}, {}) hashes to", begin, end)),
+            std::string::npos)
+      << r.output;
+  r = baton("run " + damaged.string() + " -n 1 --warmup 0 --no-checksums");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(baton("inspect " + damaged.string()).exit_code, 1);
+  r = baton("inspect --no-checksums " + damaged.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// compile -o replaces only a regular file (as root it turned /dev/full into one).
+TEST_F(CliTest, CompileOutputMustBeARegularFile) {
+  const std::string compile = "compile " + (models_ / "dynamo20_mlp_gelu.onnx").string() + " -o ";
+  fs::create_directories(dir_ / "out_dir.baton");
+  CliRun r = baton(compile + (dir_ / "out_dir.baton").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("it is a directory, not a regular file"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_directory(dir_ / "out_dir.baton"));
+  r = baton(compile + "/dev/full");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("refusing to write '/dev/full': it is a character device"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  const fs::path fifo = dir_ / "out.fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = baton(compile + fifo.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("it is a FIFO (named pipe), not a regular file"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
 }  // namespace

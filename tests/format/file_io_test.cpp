@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -135,6 +136,91 @@ TEST_F(FileTest, ReadRegularFileSaysWhyItsLimitIsSet) {
           "is 5 bytes, more than the 4 bytes accepted for it: protobufs are limited to 4 bytes"),
       std::string::npos)
       << r.status().to_string();
+}
+
+// ---- write_file_atomically (compile -o, .npy outputs): only a regular file is ever replaced
+
+TEST_F(FileTest, WritingCreatesANewFileAndLeavesNoTemporary) {
+  ASSERT_TRUE(format::write_file_atomically(path("new.baton"), bytes_).ok());
+  EXPECT_EQ(contents(path("new.baton")), std::string(bytes_.begin(), bytes_.end()));
+  EXPECT_EQ(entries(), std::vector<std::string>{"new.baton"});
+}
+
+TEST_F(FileTest, WritingReplacesARegularFileAndKeepsItsPermissions) {
+  { std::ofstream(path("old.baton")) << "old contents, longer than the new ones"; }
+  ASSERT_EQ(::chmod(path("old.baton").c_str(), 0640), 0);
+  ASSERT_TRUE(format::write_file_atomically(path("old.baton"), bytes_).ok());
+  EXPECT_EQ(contents(path("old.baton")), std::string(bytes_.begin(), bytes_.end()));
+  struct stat st {};
+  ASSERT_EQ(::stat(path("old.baton").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(entries(), std::vector<std::string>{"old.baton"});
+}
+
+// A link to a regular file: the file it leads to is replaced and the link stays a link.
+TEST_F(FileTest, WritingThroughASymlinkReplacesItsTarget) {
+  { std::ofstream(path("target.baton")) << "old"; }
+  fs::create_symlink(path("target.baton"), path("link.baton"));
+  ASSERT_TRUE(format::write_file_atomically(path("link.baton"), bytes_).ok());
+  EXPECT_TRUE(fs::is_symlink(path("link.baton")));
+  EXPECT_EQ(contents(path("target.baton")), std::string(bytes_.begin(), bytes_.end()));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"link.baton", "target.baton"}));
+}
+
+TEST_F(FileTest, WritingRefusesADirectoryByName) {
+  fs::create_directory(path("out.baton"));
+  const Status s = format::write_file_atomically(path("out.baton"), bytes_);
+  ASSERT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(s.message().find("refusing to write '" + path("out.baton") +
+                             "': it is a directory, not a regular file"),
+            std::string::npos)
+      << s.to_string();
+  EXPECT_TRUE(fs::is_directory(path("out.baton")));
+  EXPECT_EQ(entries(), std::vector<std::string>{"out.baton"});
+}
+
+// As root, renaming over /dev/full turned the device into a regular file.
+TEST_F(FileTest, WritingRefusesADeviceByName) {
+  const Status s = format::write_file_atomically("/dev/full", bytes_);
+  ASSERT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(
+      s.message().find("refusing to write '/dev/full': it is a character device, not a regular "
+                       "file"),
+      std::string::npos)
+      << s.to_string();
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST_F(FileTest, WritingRefusesAFifoByNameWithoutBlocking) {
+  testing::FifoWatchdog fifo(path("out.fifo"));
+  ASSERT_TRUE(fifo.created());
+  const Status s = format::write_file_atomically(fifo.path(), bytes_);
+  EXPECT_FALSE(fifo.fired());
+  ASSERT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(s.message().find("it is a FIFO (named pipe), not a regular file"), std::string::npos)
+      << s.to_string();
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.path().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  EXPECT_EQ(entries(), std::vector<std::string>{"out.fifo"});
+}
+
+TEST_F(FileTest, WritingRefusesALinkToADirectoryOrToNothing) {
+  fs::create_directory(path("dir"));
+  fs::create_directory_symlink(path("dir"), path("to_dir.baton"));
+  Status s = format::write_file_atomically(path("to_dir.baton"), bytes_);
+  ASSERT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(s.message().find("is a directory, not a regular file"), std::string::npos)
+      << s.to_string();
+  fs::create_symlink(path("missing"), path("dangling.baton"));
+  s = format::write_file_atomically(path("dangling.baton"), bytes_);
+  ASSERT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(s.message().find("symbolic link that does not lead to a file"), std::string::npos)
+      << s.to_string();
+  EXPECT_TRUE(fs::is_symlink(path("dangling.baton")));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"dangling.baton", "dir", "to_dir.baton"}));
 }
 
 }  // namespace

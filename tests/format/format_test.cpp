@@ -1,15 +1,21 @@
 // Program file format: round trip, and rejection of every kind of damage with a typed error that
 // names the field (run under ASan+UBSan in CI: none of these may crash or read out of bounds).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <functional>
+#include <memory>
 #include <random>
 
 #include "baton/baton.h"
 #include "baton/runtime/program.h"
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
+#include "testing/program_builder.h"
 #include "testing/sample_programs.h"
 #include "testing/test_backend.h"
 
@@ -22,9 +28,11 @@ using testing::make_add_relu_program;
 
 using Aligned = testing::AlignedBytes;
 
-Status parse(const std::vector<uint8_t>& bytes) {
+Status parse(const std::vector<uint8_t>& bytes, bool verify_checksums = true) {
   Aligned a(bytes);
-  return ProgramFile::parse(a.span()).status();
+  format::ParseOptions options;
+  options.verify_checksums = verify_checksums;
+  return ProgramFile::parse(a.span(), options).status();
 }
 
 void expect_invalid(const std::vector<uint8_t>& bytes, const std::string& needle,
@@ -33,6 +41,19 @@ void expect_invalid(const std::vector<uint8_t>& bytes, const std::string& needle
   ASSERT_FALSE(s.ok()) << "expected an error mentioning '" << needle << "'";
   EXPECT_EQ(s.code(), code) << s.to_string();
   EXPECT_NE(s.message().find(needle), std::string::npos) << s.to_string();
+}
+
+format::FileHeader header_of(const std::vector<uint8_t>& bytes) {
+  format::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  return h;
+}
+
+// Recomputes the table checksum after the bytes of the header or table were edited, as a
+// hand-made (hostile) file would have it: the checks below must hold without the checksum's help.
+void reseal(std::vector<uint8_t>& bytes) {
+  const uint64_t sum = format::table_checksum(bytes, header_of(bytes).segment_base_offset);
+  std::memcpy(bytes.data() + format::kTableChecksumOffset, &sum, sizeof sum);
 }
 
 TEST(FormatTest, RoundTripPreservesEverything) {
@@ -76,8 +97,21 @@ TEST(FormatTest, NotABatonFile) {
 
 TEST(FormatTest, NewerFormatVersionIsNotSupported) {
   std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
-  bytes[12] = 2;
-  expect_invalid(bytes, "format version 2", Error::NotSupported);
+  bytes[12] = format::kFormatVersion + 1;
+  expect_invalid(
+      bytes,
+      fmt::format("format version {} (header byte offset 12) is newer", format::kFormatVersion + 1),
+      Error::NotSupported);
+}
+
+// Version 1 had no checksums; such a file is refused with the command that makes a new one.
+TEST(FormatTest, VersionOneWithoutChecksumsSaysRecompile) {
+  std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
+  bytes[12] = 1;
+  expect_invalid(bytes,
+                 "format version 1 (header byte offset 12) is older than this runtime's version 2, "
+                 "which added checksums: recompile the model",
+                 Error::NotSupported);
 }
 
 TEST(FormatTest, EveryTruncationIsRejected) {
@@ -113,9 +147,10 @@ TEST(FormatTest, MisalignedBufferIsAnArgumentError) {
   EXPECT_EQ(r.code(), Error::InvalidArgument);
 }
 
-// Random bit flips anywhere in the file: parse either accepts (the flip hit data, or a field the
-// verifier proves harmless) or returns InvalidProgram/NotSupported. Accepted files must then load
-// and run without crashing, which ASan checks in CI.
+// Random bit flips anywhere in the file, loaded with checksums off so that the verifier alone
+// stands between the damage and the kernels: parse either accepts (the flip hit data, or a field
+// the verifier proves harmless) or returns InvalidProgram/NotSupported. Accepted files must then
+// load and run without crashing, which ASan checks in CI.
 TEST(FormatTest, BitFlipsNeverCrash) {
   register_builtins();
   testing::register_test_backend();
@@ -129,7 +164,9 @@ TEST(FormatTest, BitFlipsNeverCrash) {
     std::vector<uint8_t> damaged = bytes;
     const int n = flips(rng);
     for (int f = 0; f < n; ++f) damaged[pos(rng)] ^= static_cast<uint8_t>(1u << bit(rng));
-    auto program = runtime::Program::load_bytes(damaged);
+    runtime::LoadOptions unchecked;
+    unchecked.verify_checksums = false;
+    auto program = runtime::Program::load_bytes(damaged, unchecked);
     if (!program.ok()) {
       const Error c = program.code();
       ASSERT_TRUE(c == Error::InvalidProgram || c == Error::NotSupported)
@@ -299,6 +336,7 @@ std::vector<uint8_t> without_field(const std::vector<uint8_t>& bytes,
   std::vector<uint8_t> damaged = bytes;
   const size_t slot = static_cast<size_t>(vtable - a.span().data()) + field;
   damaged[slot] = damaged[slot + 1] = 0;
+  reseal(damaged);
   return damaged;
 }
 
@@ -343,6 +381,345 @@ TEST_F(SemanticTest, DuplicateMethodNames) {
   auto bytes = format::serialize_program(prog, segs);
   ASSERT_TRUE(bytes.ok());
   expect_invalid(*bytes, "are both named 'forward'");
+}
+
+// An instruction that writes bytes it also reads (or writes twice) is refused by the verifier:
+// kernels are out-variant (Identity is a memcpy, which overlapping buffers turn into undefined
+// behaviour and wrong results).
+TEST_F(SemanticTest, KernelOutputOverlappingItsInputIsRefused) {
+  p.builder.tensor_at(p.y).offset = p.builder.tensor_at(p.x).offset + 8;
+  expect(
+      "methods[0] ('forward').instructions[0] (Add node 'add'): outputs[0] = 2 (tensor 'y', arena "
+      "0 bytes [8, 32)) overlaps inputs[0] = 0 (tensor 'x', arena 0 bytes [0, 24))");
+}
+
+TEST_F(SemanticTest, KernelWritingItsOwnInputIsRefused) {
+  kernel(1).outputs[0] = p.y;
+  expect(
+      "instructions[1] (Relu node 'relu'): outputs[0] = 2 (tensor 'y', arena 0 bytes [64, 88)) "
+      "overlaps inputs[0] = 2 (tensor 'y', arena 0 bytes [64, 88))");
+}
+
+TEST_F(SemanticTest, DelegateOutputOverlappingItsInputIsRefused) {
+  p.builder.tensor_at(p.out).offset = p.builder.tensor_at(p.z).offset + 20;
+  expect(
+      "instructions[2] (call of delegate 0 'test_0'): outputs[0] = 4 (tensor 'out', arena 0 bytes "
+      "[148, 172)) overlaps inputs[0] = 3 (tensor 'z', arena 0 bytes [128, 152))");
+}
+
+TEST_F(SemanticTest, OutputsSharingBytesAreRefused) {
+  m().instructions[2]->instruction.AsDelegateCall()->outputs = {p.out, p.out};
+  expect("outputs[1] = 4 (tensor 'out', arena 0 bytes [192, 216)) overlaps outputs[0] = 4");
+}
+
+TEST_F(SemanticTest, CopyOntoItsOwnSourceIsRefused) {
+  const int c = p.builder.tensor("c", DType::Float32, {2, 3});
+  p.builder.tensor_at(c).offset = p.builder.tensor_at(p.z).offset + 4;
+  p.builder.copy(p.z, c);
+  expect(
+      "instructions[3] (copy): dst[0] = 5 (tensor 'c', arena 0 bytes [132, 156)) overlaps src[0] "
+      "= 3 (tensor 'z', arena 0 bytes [128, 152))");
+}
+
+// Reading one tensor twice, and outputs that touch their inputs without sharing a byte, are fine.
+TEST_F(SemanticTest, SharedInputsAndAdjacentOutputsAreAccepted) {
+  kernel(0).inputs = {p.x, p.x};
+  p.builder.tensor_at(p.y).offset = 24;  // right after x's 24 bytes
+  const Status s = parse(p.builder.bytes());
+  EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+// The regression the fuzzing campaign found: Identity (a memcpy) whose output overlaps its input
+// loaded, and executing it was an overlapping memcpy (ASan) with a wrong result.
+TEST(ProgramLoadTest, AliasingIdentityIsRefusedAtLoad) {
+  register_builtins();
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {4, 4});
+  const int y = b.tensor("y", DType::Float32, {4, 4});
+  b.kernel(b.op("Identity", 16), {x}, {}, {y}, "id");
+  b.inputs({x});
+  b.outputs({y});
+  b.tensor_at(y).offset = 16;
+  auto program = runtime::Program::load_bytes(b.bytes());
+  if (program.ok()) {  // without the check: show what it did
+    auto method = (*program)->load_method("forward");
+    ASSERT_TRUE(method.ok()) << method.status().to_string();
+    std::vector<float> in(16, 1.0f);
+    std::vector<int64_t> sizes = {4, 4};
+    ASSERT_TRUE((*method)->set_input(0, {in.data(), DType::Float32, sizes, Device::cpu()}).ok());
+    (void)(*method)->execute();
+    FAIL() << "a program whose Identity writes over its own input loaded";
+  }
+  EXPECT_EQ(program.code(), Error::InvalidProgram);
+  EXPECT_NE(program.status().message().find(
+                "<memory>: methods[0] ('forward').instructions[0] (Identity node 'id'): outputs[0] "
+                "= 1 (tensor 'y', arena 0 bytes [16, 80)) overlaps inputs[0] = 0 (tensor 'x', "
+                "arena 0 bytes [0, 64))"),
+            std::string::npos)
+      << program.status().to_string();
+}
+
+// ---- Byte-level damage that FlatBuffers' verifier lets through
+
+// Moves the vector that `field` of the table picked by `table_of` points to into the padding after
+// the flatbuffer, with its 4-byte length on an 8-byte boundary so that its 8-byte fields are 4
+// bytes off. FlatBuffers' verifier checks only the length's alignment, so it accepts the file.
+std::vector<uint8_t> misalign_vector(
+    const std::vector<uint8_t>& bytes,
+    const std::function<const flatbuffers::Table*(const fb::Program&)>& table_of,
+    flatbuffers::voffset_t field, size_t element_size) {
+  Aligned a(bytes);
+  const uint8_t* base = a.span().data();
+  format::FileHeader h = header_of(bytes);
+  const fb::Program* program = fb::GetProgram(base + h.flatbuffer_offset);
+  const uint8_t* slot = table_of(*program)->GetAddressOf(field);
+  EXPECT_NE(slot, nullptr);
+  const uint8_t* vec = slot + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(slot);
+  const size_t length = 4 + element_size * flatbuffers::ReadScalar<flatbuffers::uoffset_t>(vec);
+  const uint64_t to = align_up(h.flatbuffer_offset + h.flatbuffer_size, 8);
+  EXPECT_LE(to + length, h.segment_base_offset);
+  std::vector<uint8_t> damaged = bytes;
+  std::memcpy(damaged.data() + to, vec, length);
+  const auto moved = static_cast<flatbuffers::uoffset_t>(to - static_cast<uint64_t>(slot - base));
+  std::memcpy(damaged.data() + (slot - base), &moved, sizeof moved);
+  h.flatbuffer_size = to + length - h.flatbuffer_offset;
+  std::memcpy(damaged.data(), &h, sizeof h);
+  reseal(damaged);
+  return damaged;
+}
+
+const flatbuffers::Table* value_table(const fb::Program& program, int value) {
+  const fb::Value* v = program.methods()->Get(0)->values()->Get(value);
+  return reinterpret_cast<const flatbuffers::Table*>(v->value());
+}
+
+// Reading these in place (the verifier's own loops, the runtime's shape spans) was a misaligned
+// 8-byte load, which UBSan reports (build-asan runs these tests with it, aborting on any report).
+TEST(AlignmentTest, MisalignedTensorSizesAreRejected) {
+  AddReluProgram p = make_add_relu_program(false);
+  const auto damaged = misalign_vector(
+      p.builder.bytes(), [&](const fb::Program& g) { return value_table(g, p.y); },
+      fb::Tensor::VT_SIZES, 8);
+  expect_invalid(damaged,
+                 "methods[0] ('forward').values[2] (tensor 'y').sizes: its 2 elements (8-byte "
+                 "fields) start at file byte offset");
+}
+
+TEST(AlignmentTest, MisalignedIntListIsRejected) {
+  AddReluProgram p = make_add_relu_program(false);
+  const int list = p.builder.ints_value({1, 2, 3});
+  const auto damaged = misalign_vector(
+      p.builder.bytes(), [&](const fb::Program& g) { return value_table(g, list); },
+      fb::IntList::VT_ITEMS, 8);
+  expect_invalid(damaged,
+                 fmt::format("methods[0] ('forward').values[{}].items: its 3 elements (8-byte "
+                             "fields) start at file byte offset",
+                             list));
+}
+
+TEST(AlignmentTest, MisalignedSegmentTableIsRejected) {
+  const auto damaged = misalign_vector(
+      make_add_relu_program(true).builder.bytes(),
+      [](const fb::Program& g) { return reinterpret_cast<const flatbuffers::Table*>(&g); },
+      fb::Program::VT_SEGMENTS, sizeof(fb::Segment));
+  expect_invalid(damaged, "program.segments: its 2 elements (8-byte fields) start at file byte");
+}
+
+// FlatBuffers' verifier says only "fails"; the message names the first element that does.
+TEST(FormatTest, StructuralDamageNamesTheElement) {
+  std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
+  {
+    Aligned a(bytes);
+    const uint8_t* base = a.span().data();
+    const fb::Program* program = fb::GetProgram(base + header_of(bytes).flatbuffer_offset);
+    const uint8_t* element = program->methods()->Get(0)->values()->Data() + 4 * 2;
+    const uint32_t far = 0x40000000;  // far past the end of the table
+    std::memcpy(bytes.data() + (element - base), &far, sizeof far);
+  }
+  reseal(bytes);
+  expect_invalid(bytes,
+                 "fails FlatBuffers' structural verification in methods[0] ('forward').values[2]");
+}
+
+// ---- Checksums
+
+// Every single-bit flip of the header, the table and the padding before the segments is caught:
+// most by the table checksum, the rest by the header checks that run before it (magic, version,
+// sizes).
+TEST(ChecksumTest, EveryBitFlipOfHeaderAndTableIsDetected) {
+  const std::vector<uint8_t> bytes = make_add_relu_program(true).builder.bytes();
+  const uint64_t end = header_of(bytes).segment_base_offset;
+  std::vector<uint8_t> damaged = bytes;
+  uint64_t by_checksum = 0;
+  for (uint64_t i = 0; i < end; ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      damaged[i] ^= static_cast<uint8_t>(1u << bit);
+      const Status s = parse(damaged);
+      damaged[i] = bytes[i];
+      ASSERT_FALSE(s.ok()) << "flipping bit " << bit << " of byte " << i << " went unnoticed";
+      ASSERT_TRUE(s.code() == Error::InvalidProgram || s.code() == Error::NotSupported)
+          << s.to_string();
+      by_checksum += s.message().find("table_checksum (byte offset 56)") != std::string::npos;
+    }
+  }
+  EXPECT_GT(by_checksum, 8 * end * 9 / 10);
+}
+
+class SegmentChecksumTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    testing::register_test_backend();
+    bytes_ = p_.builder.bytes();
+    aligned_ = std::make_unique<Aligned>(bytes_);
+    auto file = ProgramFile::parse(aligned_->span());
+    ASSERT_TRUE(file.ok()) << file.status().to_string();
+    file_ = *file;
+  }
+  // [begin, end) of segment `index` in the file.
+  std::pair<uint64_t, uint64_t> range(int index) const {
+    const auto seg = file_.segment(index);
+    const uint64_t begin = static_cast<uint64_t>(seg.data() - aligned_->span().data());
+    return {begin, begin + seg.size()};
+  }
+  const fb::Method& method() const { return *file_.program().methods()->Get(0); }
+
+  AddReluProgram p_ = make_add_relu_program(/*with_delegate=*/true);
+  std::vector<uint8_t> bytes_;
+  std::unique_ptr<Aligned> aligned_;
+  ProgramFile file_;
+};
+
+TEST_F(SegmentChecksumTest, WriterRecordsEachSegmentsChecksum) {
+  for (uint32_t i = 0; i < file_.program().segments()->size(); ++i) {
+    EXPECT_EQ(file_.program().segments()->Get(i)->checksum(),
+              format::segment_checksum(file_.segment(i)));
+  }
+  EXPECT_EQ(file_.header().table_checksum,
+            format::table_checksum(bytes_, file_.header().segment_base_offset));
+}
+
+// A byte changed anywhere in a segment of either kind is an error that names the segment, what it
+// holds and its byte range; with checksums off the same file loads (and computes with the damage).
+TEST_F(SegmentChecksumTest, DamagedSegmentIsNamedAndSkippingChecksumsLoadsIt) {
+  const int constants = method().values()->Get(p_.w)->value_as_Tensor()->constant_segment();
+  const int blob = method().delegates()->Get(0)->blob_segment();
+  const std::pair<int, std::string> cases[] = {
+      {constants, "constants of method 'forward': 1 tensor, the first 'w'"},
+      {blob, fmt::format("the blob of method 'forward' delegate 0 ('test_0', backend '{}')",
+                         testing::kTestBackendId)}};
+  for (const auto& [segment, what] : cases) {
+    const auto [begin, end] = range(segment);
+    for (uint64_t at : {begin, (begin + end) / 2, end - 1}) {
+      SCOPED_TRACE(fmt::format("segment {} byte {}", segment, at));
+      std::vector<uint8_t> damaged = bytes_;
+      damaged[at] ^= 0x10;
+      expect_invalid(damaged, fmt::format("segments[{}] ({}) at file bytes [{}, {}) hashes to 0x",
+                                          segment, what, begin, end));
+      auto checked = runtime::Program::load_bytes(damaged);
+      EXPECT_EQ(checked.code(), Error::InvalidProgram);
+      EXPECT_NE(checked.status().message().find("--no-checksums"), std::string::npos)
+          << checked.status().to_string();
+      runtime::LoadOptions unchecked;
+      unchecked.verify_checksums = false;
+      auto loaded = runtime::Program::load_bytes(damaged, unchecked);
+      ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+      // A damaged weight computes (wrongly); a damaged blob may still be refused by its backend.
+      auto method = (*loaded)->load_method("forward");
+      if (segment == constants) {
+        EXPECT_TRUE(method.ok()) << method.status().to_string();
+      }
+    }
+  }
+}
+
+// ---- Verification time is linear in the size of the table
+
+// CPU time of this thread: the work a parse does, unlike wall time, does not grow when other
+// processes take the CPU away (a small parse can run unpreempted while a large one cannot).
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Best of three parses (one when a parse takes over a second: the quadratic code would take
+// minutes more).
+double parse_seconds(const std::vector<uint8_t>& bytes) {
+  Aligned a(bytes);
+  double best = 1e9;
+  for (int run = 0; run < 3 && (run == 0 || best < 1.0); ++run) {
+    const double start = thread_cpu_seconds();
+    const auto file = ProgramFile::parse(a.span());
+    const double took = thread_cpu_seconds() - start;
+    EXPECT_TRUE(file.ok()) << file.status().to_string();
+    best = std::min(best, took);
+  }
+  return best;
+}
+
+// Verifying 4x the table must take about 4x the work, not 16x (the pairwise checks took 36 s for
+// 100,000 methods).
+void expect_linear(const std::function<std::vector<uint8_t>(int)>& make, int n) {
+  const double small = parse_seconds(make(n / 4));
+  const double large = parse_seconds(make(n));
+  ::testing::Test::RecordProperty("small_us", static_cast<int>(small * 1e6));
+  ::testing::Test::RecordProperty("large_us", static_cast<int>(large * 1e6));
+  EXPECT_LT(large, 8 * small + 0.02) << "CPU time for n/4: " << small << " s, n: " << large << " s";
+  EXPECT_LT(large, 5.0) << "CPU time for n: " << large << " s";
+}
+
+// The shape of the 2.4 MB file from the fuzzing campaign: 100,000 methods with nothing but a name
+// (every name was compared with every earlier one).
+std::vector<uint8_t> many_methods(int n) {
+  fb::ProgramT program;
+  for (int i = 0; i < n; ++i) {
+    auto m = std::make_unique<fb::MethodT>();
+    m->name = fmt::format("method_{}", i);
+    program.methods.push_back(std::move(m));
+  }
+  return format::serialize_program(program, {}).value();
+}
+
+// One method whose 100,000 inputs are all read as outputs (each read searched the inputs).
+std::vector<uint8_t> many_inputs(int n) {
+  testing::ProgramBuilder b;
+  std::vector<int> io;
+  for (int i = 0; i < n; ++i) {
+    io.push_back(b.unplanned_tensor(fmt::format("t{}", i), DType::Float32, {1}));
+  }
+  b.inputs(io);
+  b.outputs(io);
+  return b.bytes();
+}
+
+TEST(VerificationTimeTest, LinearInMethods) { expect_linear(many_methods, 100000); }
+
+TEST(VerificationTimeTest, LinearInMethodInputs) { expect_linear(many_inputs, 100000); }
+
+// Any method of a many-method program loads; a missing one's error lists a few names, not all.
+TEST(VerificationTimeTest, ManyMethodsLoadAndAMissingOneIsReportedBriefly) {
+  auto program = runtime::Program::load_bytes(many_methods(100000));
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  EXPECT_TRUE((*program)->load_method("method_99999").ok());
+  auto missing = (*program)->load_method("predict");
+  EXPECT_EQ(missing.code(), Error::NotFound);
+  EXPECT_NE(missing.status().message().find(
+                "has no method 'predict' (it has 'method_0', 'method_1', 'method_2', 'method_3', "
+                "'method_4', 'method_5', 'method_6', 'method_7' and 99992 more)"),
+            std::string::npos)
+      << missing.status().message().substr(0, 300);
+}
+
+TEST(VerificationTimeTest, DuplicateNameAmongManyMethodsIsNamed) {
+  fb::ProgramT program;
+  for (int i = 0; i < 1000; ++i) {
+    auto m = std::make_unique<fb::MethodT>();
+    m->name = i == 777 ? "method_12" : fmt::format("method_{}", i);
+    program.methods.push_back(std::move(m));
+  }
+  expect_invalid(format::serialize_program(program, {}).value(),
+                 "methods[12] and methods[777] are both named 'method_12'");
 }
 
 TEST(ProgramLoadTest, MissingFileIsAnIoError) {

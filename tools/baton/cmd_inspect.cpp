@@ -91,15 +91,16 @@ void print_engine(const json& e) {
 }
 
 void print_text(const json& j) {
-  std::printf("program %s: %llu bytes, format v%d\n", shown(j["file"]).c_str(),
+  std::printf("program %s: %llu bytes, format v%d, table checksum %s\n", shown(j["file"]).c_str(),
               static_cast<unsigned long long>(j["file_size"].get<uint64_t>()),
-              j["format_version"].get<int>());
+              j["format_version"].get<int>(), j["table_checksum"].get<std::string>().c_str());
   std::printf("producer: %s\n", shown(j["producer"]).c_str());
   std::printf("segments:\n");
   for (const auto& s : j["segments"]) {
-    std::printf("  [%d] file offset %llu, %llu bytes\n", s["index"].get<int>(),
+    std::printf("  [%d] file offset %llu, %llu bytes, checksum %s\n", s["index"].get<int>(),
                 static_cast<unsigned long long>(s["offset"].get<uint64_t>()),
-                static_cast<unsigned long long>(s["size"].get<uint64_t>()));
+                static_cast<unsigned long long>(s["size"].get<uint64_t>()),
+                s["checksum"].get<std::string>().c_str());
   }
   for (const auto& m : j["methods"]) {
     std::printf(
@@ -154,7 +155,10 @@ void print_text(const json& j) {
 }  // namespace
 
 Status run_inspect(const InspectArgs& args) {
-  BATON_ASSIGN_OR_RETURN(const std::string text, extension::describe_program_json(args.program));
+  runtime::LoadOptions load;
+  load.verify_checksums = !args.no_checksums;
+  BATON_ASSIGN_OR_RETURN(const std::string text,
+                         extension::describe_program_json(args.program, load));
   if (args.json) {
     std::printf("%s\n", text.c_str());
   } else {

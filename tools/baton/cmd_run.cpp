@@ -190,7 +190,9 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
 }  // namespace
 
 Status run_run(const RunArgs& args) {
-  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program));
+  runtime::LoadOptions load;
+  load.verify_checksums = !args.no_checksums;
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
   BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward"));
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));

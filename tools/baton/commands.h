@@ -39,11 +39,13 @@ struct RunArgs {
   bool device_io = false;          // inputs and outputs in device memory (zero-copy)
   std::string stream = "default";  // default | caller
   int sms = 0;                     // > 0: run on a green context of this many SMs
+  bool no_checksums = false;       // load without verifying the file's checksums
 };
 
 struct InspectArgs {
   std::string program;
   bool json = false;
+  bool no_checksums = false;
 };
 
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a

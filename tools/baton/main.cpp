@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   r->add_option("--sms", run.sms, "Run on a green context of N SMs (implies a caller stream)")
       ->check(CLI::Range(1, 100000));
+  constexpr const char* kNoChecksumsHelp =
+      "Load without verifying the file's checksums (every other check still runs; a damaged "
+      "weight then goes unnoticed)";
+  r->add_flag("--no-checksums", run.no_checksums, kNoChecksumsHelp);
 
   baton::tool::InspectArgs inspect;
   CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");
@@ -91,6 +95,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   s->add_flag("--json", inspect.json, "One JSON object on stdout");
+  s->add_flag("--no-checksums", inspect.no_checksums, kNoChecksumsHelp);
 
   try {
     app.parse(argc, argv);

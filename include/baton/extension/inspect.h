@@ -20,9 +20,10 @@ namespace baton::extension {
 
 // Both return the JSON text indented by two spaces.
 
-// Loads and verifies PATH (the errors of runtime::Program::load_file, naming the file) and
-// describes it; the description's "file" is PATH.
-Result<std::string> describe_program_json(const std::string& path);
+// Loads and verifies PATH (the errors of runtime::Program::load_file, naming the file; `options`
+// can skip the checksums) and describes it; the description's "file" is PATH.
+Result<std::string> describe_program_json(const std::string& path,
+                                          const runtime::LoadOptions& options = {});
 
 // Describes a loaded program; the description's "file" is the program's origin (its path, or
 // "<memory>").

@@ -39,6 +39,21 @@ struct TensorInfo {
   bool has_storage = true;
 };
 
+// How Program::load_file / load_bytes verify a file.
+struct LoadOptions {
+  // Compare the XXH3-64 checksums of the header and table and of every data segment (constants,
+  // backend blobs) with those recorded in the file: a damaged byte anywhere is an InvalidProgram
+  // error naming the segment and its byte range. This reads every byte of the file once at load
+  // (docs/format.md gives the measured cost). Off: the segments are not read at load (a mapped
+  // file is not touched until its data is used) and a damaged weight goes unnoticed; every other
+  // check (bounds, indices, kinds, overlaps) still runs. Off is for fuzzing and for files that
+  // were checked already (e.g. by a download's own digest).
+  bool verify_checksums = true;
+  // Threads that hash the segments, the calling thread included; they have ended when the load
+  // returns. 0: one per CPU, at most 8, and only the calling thread for files under 16 MiB.
+  unsigned checksum_threads = 0;
+};
+
 struct MethodOptions {
   // Passed to every backend's init (e.g. {"strict_staging", "1"}).
   std::vector<BackendOption> backend_options;
@@ -49,9 +64,11 @@ class Program : public std::enable_shared_from_this<Program> {
   // Maps PATH read-only. PATH must be a regular file (a directory, device or FIFO is refused by
   // name). Errors: IoError (cannot open/map, not a regular file), InvalidProgram / NotSupported
   // (bad file), each naming the file.
-  static Result<std::shared_ptr<const Program>> load_file(const std::string& path);
+  static Result<std::shared_ptr<const Program>> load_file(const std::string& path,
+                                                          const LoadOptions& options = {});
   // Copies `bytes` into aligned storage owned by the Program.
-  static Result<std::shared_ptr<const Program>> load_bytes(std::span<const uint8_t> bytes);
+  static Result<std::shared_ptr<const Program>> load_bytes(std::span<const uint8_t> bytes,
+                                                           const LoadOptions& options = {});
 
   ~Program();
   Program(const Program&) = delete;
