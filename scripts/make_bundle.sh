@@ -5,10 +5,26 @@
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
 #   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0
 #   run_gpu_suite.sh
-# Output: .bundle/baton-bundle.tgz (gitignored). Usage: scripts/make_bundle.sh [BUILD_DIR]
+# With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
+#   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
+#               debug info stripped (libFuzzer and the sanitizer runtimes are linked in)
+#   fuzz/dict, fuzz/seeds, fuzz/regressions, fuzz/BUILD_INFO (the commit)
+#   bin/addr2line  symbolizes the sanitizers' reports there (function names)
+#   fuzz_campaign.sh OUTDIR SECONDS JOBS [TARGET...]   (docs/robustness.md)
+# Output: .bundle/baton-bundle.tgz (gitignored). Usage: scripts/make_bundle.sh [--fuzz] [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${1:-build}
+FUZZ=0
+BUILD=build
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) FUZZ=1 ;;
+    -*) echo "make_bundle: unknown option $arg (usage: $0 [--fuzz] [BUILD_DIR])" >&2; exit 2 ;;
+    *) BUILD=$arg ;;
+  esac
+done
+FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
+FUZZ_TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy)
 STAGE=$(mktemp -d)/baton-bundle
 mkdir -p "$STAGE/bin" "$STAGE/lib" .bundle
 
@@ -28,11 +44,39 @@ for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "make_bundle: $b is missing: build with a CUDA toolkit first (make build)" >&2; exit 1; }
   strip -o "$STAGE/bin/$(basename "$b")" "$b"
 done
+libs_of=("${binaries[@]}")
+
+if ((FUZZ)); then
+  for t in "${FUZZ_TARGETS[@]}"; do
+    [ -x "$FUZZ_BUILD/fuzz/$t" ] || { echo "make_bundle: $FUZZ_BUILD/fuzz/$t is missing: make fuzz-build" >&2; exit 1; }
+  done
+  # The seeds are written with this bundle's CLI, so they carry its format version.
+  BATON=$BUILD/tools/baton/baton FUZZ_BUILD=$FUZZ_BUILD scripts/fuzz.sh seeds
+  mkdir -p "$STAGE/fuzz/bin" "$STAGE/fuzz/dict" "$STAGE/fuzz/seeds"
+  for t in "${FUZZ_TARGETS[@]}"; do
+    # Symbols stay (reports name functions); DWARF goes: the bundle stays small, and a finding
+    # is reproduced with the fuzz build of the same commit for file and line.
+    strip --strip-debug -o "$STAGE/fuzz/bin/$t" "$FUZZ_BUILD/fuzz/$t"
+    libs_of+=("$FUZZ_BUILD/fuzz/$t")
+    cp -r "$FUZZ_BUILD/seeds/$t" "$STAGE/fuzz/seeds/$t"
+    if [ -d "fuzz/regressions/$t" ]; then
+      mkdir -p "$STAGE/fuzz/regressions" && cp -r "fuzz/regressions/$t" "$STAGE/fuzz/regressions/$t"
+    fi
+  done
+  cp fuzz/*.dict "$STAGE/fuzz/dict/"
+  cp scripts/fuzz_campaign.sh "$STAGE/"
+  # The sanitizer runtimes symbolize with addr2line when given one (llvm-symbolizer would bring
+  # all of LLVM).
+  cp -L "$(command -v addr2line)" "$STAGE/bin/addr2line"
+  libs_of+=("$(command -v addr2line)")
+  printf 'commit %s\ndate %s\n' "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$STAGE/fuzz/BUILD_INFO"
+fi
 
 # Every shared library the binaries need, except what the GPU host provides itself: the C and
 # C++ runtimes and the NVIDIA driver and CUDA libraries (taken from the host, as they must match
 # its driver).
-for b in "${binaries[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | while read -r lib; do
+for b in "${libs_of[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
     libcuda.so*|libcudart*|libcublas*|libnvrtc*|libcudnn*|libnvJitLink*) ;;

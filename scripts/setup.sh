@@ -4,6 +4,8 @@
 # The CUDA toolkit, when present, is used as found under /usr/local/cuda; nothing here installs it.
 set -euo pipefail
 
+# clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer) build
+# and run the fuzz targets (fuzz/, `make fuzz`).
 DEBIAN_PACKAGES=(
   cmake g++ make ninja-build pkg-config
   flatbuffers-compiler libflatbuffers-dev
@@ -11,6 +13,7 @@ DEBIAN_PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev llvm
   python3 python3-pip
 )
 # Test oracles and model generators (PyPI). Versions are pinned so results are reproducible.
