@@ -61,8 +61,11 @@ void exercise_program(const runtime::Program& program, bool must_load) {
   if (must_load && !description.ok())
     fail("describing a program the compiler wrote", description.status());
 
-  // The program was verified by load_bytes; parsing its bytes again only reads the arena table.
-  auto file = format::ProgramFile::parse(program.bytes());
+  // The program was verified by load_bytes; parsing its bytes again only reads the arena table
+  // (without checksums: fuzz_program loads with them off, so mutated segments reach the kernels).
+  format::ParseOptions no_checksums;
+  no_checksums.verify_checksums = false;
+  auto file = format::ProgramFile::parse(program.bytes(), no_checksums);
   if (!file.ok()) fail("re-parsing a verified program", file.status());
   for (size_t i = 0; i < program.num_methods(); ++i) {
     const uint64_t planned = planned_bytes(*file, i);

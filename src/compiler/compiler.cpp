@@ -142,11 +142,19 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   timer.start();
   BATON_ASSIGN_OR_RETURN(
       const std::vector<PassReport> pass_reports,
-      optimize(graph, OptimizeOptions{options.optimize, options.disabled_passes}));
+      optimize(graph, OptimizeOptions{options.optimize, options.disabled_passes,
+                                      [&](std::string_view domain, std::string_view op) {
+                                        for (BackendCompiler* b : options.backends) {
+                                          if (!b->lowers(op, domain)) return false;
+                                        }
+                                        return true;
+                                      }}));
   std::string pass_text;
   for (const PassReport& r : pass_reports) {
     pass_text += fmt::format("{}{} {}", pass_text.empty() ? "" : ", ", r.name,
-                             r.ran ? fmt::format("{}", r.changed) : std::string("off"));
+                             r.ran         ? fmt::format("{}", r.changed)
+                             : r.unlowered ? std::string("skipped (no GPU lowering yet)")
+                                           : std::string("off"));
   }
   timer.done("optimize", pass_text);
 

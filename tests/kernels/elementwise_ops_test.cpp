@@ -617,5 +617,40 @@ TEST(ElementwiseDefinitions, SinceVersions) {
   }
 }
 
+// A bool tensor's bytes come from files, callers and arenas: any nonzero byte is true, and no
+// kernel reads one as a C++ bool (UBSan's invalid-bool load, found by fuzz_onnx and
+// fuzz_program). Results are 0 or 1.
+TEST(BoolBytes, AnyNonzeroByteIsTrueAndResultsAreZeroOrOne) {
+  auto bools = [](std::vector<uint8_t> bytes) {
+    HostTensor t(DType::Bool, {static_cast<int64_t>(bytes.size())});
+    std::memcpy(t.data<uint8_t>(), bytes.data(), bytes.size());
+    return t;
+  };
+  const std::vector<uint8_t> a = {0, 2, 255, 1}, b = {7, 0, 128, 1};
+  auto check = [](OpTester& t, std::vector<uint8_t> want) {
+    BATON_ASSERT_OK(t.run());
+    EXPECT_EQ(t.output().values<uint8_t>(), want);
+  };
+  OpTester and_op("And");
+  and_op.input(bools(a)).input(bools(b));
+  check(and_op, {0, 0, 1, 1});
+  OpTester xor_op("Xor");
+  xor_op.input(bools(a)).input(bools(b));
+  check(xor_op, {1, 1, 0, 0});
+  OpTester not_op("Not");
+  not_op.input(bools(a));
+  check(not_op, {1, 0, 0, 0});
+  OpTester cast("Cast");
+  cast.input(bools(a)).attr("to", int64_t{static_cast<int>(DType::Int32)});
+  BATON_ASSERT_OK(cast.run());
+  EXPECT_EQ(cast.output().values<int32_t>(), (std::vector<int32_t>{0, 1, 1, 1}));
+  OpTester where("Where");
+  where.input(bools(a))
+      .input(make_tensor<float>({4}, {1, 2, 3, 4}))
+      .input(make_tensor<float>({4}, {-1, -2, -3, -4}));
+  BATON_ASSERT_OK(where.run());
+  EXPECT_EQ(where.output().values<float>(), (std::vector<float>{-1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace baton::testing

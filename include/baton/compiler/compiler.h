@@ -46,6 +46,14 @@ class BackendCompiler {
   // The device this compiler builds blobs for (one compiler per target device).
   virtual Device device() const = 0;
   virtual bool supports(const Graph& graph, const IrNode& node) const = 0;
+  // Whether the backend lowers op `op` of `domain` at all. The optimizer does not rewrite
+  // patterns into a canonical op (Baton's Attention, AddLayerNorm) that a target backend has no
+  // lowering for, so a model the backend ran whole before keeps running whole.
+  virtual bool lowers(std::string_view op, std::string_view domain) const {
+    (void)op;
+    (void)domain;
+    return true;
+  }
   // Constants the partition reads are embedded in the blob (they are not partition inputs).
   virtual Result<LoweredPartition> lower(const Graph& graph, const Partition& partition) = 0;
   // The device a blob was built for, read back from the blob itself (the CUDA engine's header

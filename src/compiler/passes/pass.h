@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,18 +27,26 @@ namespace baton::compiler {
 struct OptimizeOptions {
   bool enabled = true;                // false: `--no-optimize`, no pass runs
   std::vector<std::string> disabled;  // `--disable-pass NAME`, by name
+  // Whether every target backend lowers an op (domain, name); null: the CPU only, which runs all.
+  std::function<bool(std::string_view domain, std::string_view op)> lowered;
 };
 
 struct PassDef {
   std::string_view name;     // "gelu", as --disable-pass spells it
   std::string_view summary;  // one line for `baton compile --help` and docs
   Result<size_t> (*run)(Graph& graph);
+  // The op it writes (domain, name): the pass is skipped when a target backend has no lowering
+  // for it (OptimizeOptions::lowered). "LinearSplits" stands for a Linear with several outputs,
+  // which a backend lowers only if it registers a lowering under that name.
+  std::string_view produces_domain;
+  std::string_view produces;
 };
 
 struct PassReport {
   std::string_view name;
   size_t changed = 0;  // matches rewritten (0 when disabled)
   bool ran = false;
+  bool unlowered = false;  // skipped: a target backend has no lowering for its op
   std::chrono::nanoseconds time{0};
 };
 

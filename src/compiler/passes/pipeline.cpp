@@ -13,13 +13,13 @@ const std::vector<PassDef>& optimizer_passes() {
       {"attention",
        "the exporters' scaled-dot-product attention (Mul, MatMul, mask, Softmax, Where(IsNaN), "
        "MatMul) -> baton Attention",
-       &recognize_attention},
+       &recognize_attention, "baton", "Attention"},
       {"matmul-add", "MatMul by a 2-D weight followed by a bias Add -> baton Linear",
-       &fuse_matmul_add},
+       &fuse_matmul_add, "baton", "Linear"},
       {"qkv", "Linears that share their input (Q, K, V) -> one Linear with split outputs",
-       &fuse_shared_input_linears},
+       &fuse_shared_input_linears, "baton", "LinearSplits"},
       {"add-layernorm", "residual Add followed by LayerNormalization -> baton AddLayerNorm",
-       &fuse_add_layer_norm},
+       &fuse_add_layer_norm, "baton", "AddLayerNorm"},
   };
   return passes;
 }
@@ -48,7 +48,9 @@ Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& op
     const bool disabled = !options.enabled ||
                           std::find(options.disabled.begin(), options.disabled.end(), pass.name) !=
                               options.disabled.end();
-    if (!disabled) {
+    report.unlowered =
+        !disabled && options.lowered && !options.lowered(pass.produces_domain, pass.produces);
+    if (!disabled && !report.unlowered) {
       const auto start = std::chrono::steady_clock::now();
       BATON_ASSIGN_OR_RETURN(report.changed, pass.run(graph));
       report.ran = true;

@@ -13,9 +13,23 @@
 
 namespace baton::kernels::cpu {
 
+// Storage of bool elements: one byte, any nonzero value true. A program's constants, a caller's
+// input or an arena may hold any byte in a bool tensor, and reading such a byte as a C++ bool is
+// undefined behaviour; kernels compute in bool after load() and write 0 or 1 through store().
+struct BoolByte {
+  uint8_t bits = 0;
+  BoolByte() = default;
+  explicit BoolByte(bool b) : bits(b ? 1 : 0) {}
+  explicit operator bool() const { return bits != 0; }
+};
+
 template <typename S>
 struct ComputeOf {
   using type = S;
+};
+template <>
+struct ComputeOf<BoolByte> {
+  using type = bool;
 };
 template <>
 struct ComputeOf<Half> {
@@ -31,7 +45,9 @@ using compute_t = typename ComputeOf<S>::type;
 
 template <typename S>
 inline compute_t<S> load(S v) {
-  if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
+  if constexpr (std::is_same_v<S, BoolByte>) {
+    return static_cast<bool>(v);
+  } else if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
     return static_cast<float>(v);
   } else {
     return v;
@@ -40,7 +56,8 @@ inline compute_t<S> load(S v) {
 
 template <typename S>
 inline S store(compute_t<S> c) {
-  if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
+  if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16> ||
+                std::is_same_v<S, BoolByte>) {
     return S(c);
   } else {
     return c;
@@ -68,7 +85,7 @@ bool dispatch(DType dtype, F&& f) {
     BATON_DISPATCH_CASE(Int32, int32_t)
     BATON_DISPATCH_CASE(Int64, int64_t)
     BATON_DISPATCH_CASE(UInt8, uint8_t)
-    BATON_DISPATCH_CASE(Bool, bool)
+    BATON_DISPATCH_CASE(Bool, BoolByte)
   }
 #undef BATON_DISPATCH_CASE
   return false;

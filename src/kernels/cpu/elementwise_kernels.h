@@ -18,10 +18,10 @@
 
 namespace baton::kernels::cpu {
 
-// The storage type of results of type R computed from inputs stored as S: bool for predicates,
-// else S.
+// The storage type of results of type R computed from inputs stored as S: a bool byte for
+// predicates, else S.
 template <typename S, typename R>
-using StorageOf = std::conditional_t<std::is_same_v<R, bool>, bool, S>;
+using StorageOf = std::conditional_t<std::is_same_v<R, bool>, BoolByte, S>;
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {

@@ -110,7 +110,8 @@ class AttentionKernel final : public runtime::Kernel {
           r[j] = static_cast<W>(rounded(static_cast<W>(sum)));
         }
       } else {
-        const bool* m = mask_->tensor.data_as<const bool>();
+        // Any nonzero byte keeps the score (a bool tensor's bytes are not trusted to be 0 or 1).
+        const uint8_t* m = mask_->tensor.data_as<const uint8_t>();
         for (int64_t j = 0; j < s_.sk; ++j) {
           if (!m[row + j * s_.mask_col_stride]) r[j] = static_cast<W>(s_.fill);
         }

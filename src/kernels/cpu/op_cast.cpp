@@ -38,8 +38,10 @@ float round_to_odd(double d) {
 
 template <typename SO, typename SI>
 SO convert(SI v) {
-  if constexpr (std::is_same_v<SO, bool>) {
-    return load(v) != compute_t<SI>(0);
+  if constexpr (std::is_same_v<SI, BoolByte>) {
+    return convert<SO>(static_cast<uint8_t>(static_cast<bool>(v)));  // 0 or 1
+  } else if constexpr (std::is_same_v<SO, BoolByte>) {
+    return SO(load(v) != compute_t<SI>(0));
   } else if constexpr (kIsFloat16<SO>) {
     if constexpr (std::is_same_v<SI, float> || kIsFloat16<SI>) {
       return SO(static_cast<float>(v));

@@ -19,8 +19,9 @@ enum class Reduction : uint8_t { None, Add, Mul, Max, Min };
 
 template <typename S>
 S combine(Reduction r, S a, S b) {
-  if constexpr (std::is_same_v<S, bool>) {
-    return (r == Reduction::Add || r == Reduction::Max) ? (a || b) : (a && b);
+  if constexpr (std::is_same_v<S, BoolByte>) {
+    const bool x = static_cast<bool>(a), y = static_cast<bool>(b);
+    return S((r == Reduction::Add || r == Reduction::Max) ? (x || y) : (x && y));
   } else if constexpr (std::is_integral_v<S>) {
     using U = std::make_unsigned_t<S>;
     switch (r) {

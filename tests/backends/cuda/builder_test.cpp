@@ -103,6 +103,39 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   EXPECT_FALSE(blob.cubin().empty());
 }
 
+// The optimizer does not rewrite into canonical ops the GPU has no lowering for yet (Attention,
+// a Linear with split outputs): a model the engine ran whole keeps running whole. A one-output
+// Linear (MatMul + bias) is lowered, so matmul-add still runs.
+TEST(EngineBuilderTest, PassesWhoseOpTheGpuCannotLowerAreSkipped) {
+  OnnxBuilder b(17);
+  b.input("q", {2, 4, 8});
+  b.input("k", {2, 4, 8});
+  b.input("v", {2, 4, 8});
+  std::vector<float> w(8 * 8, 0.05f), bias(8, 0.1f);
+  b.initializer("w", {8, 8}, w);
+  b.initializer("bias", {8}, bias);
+  auto& t = b.node("Transpose", {"k"}, {"kt"}, "kt");
+  OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});
+  b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+  auto& sm = b.node("Softmax", {"s"}, {"p"}, "softmax");
+  OnnxBuilder::attr_int(sm, "axis", -1);
+  b.node("MatMul", {"p", "v"}, {"a"}, "pv");
+  b.node("MatMul", {"a", "w"}, {"h"}, "proj");
+  b.node("Add", {"h", "bias"}, {"y"}, "proj_bias");
+  b.output("y", {2, 4, 8});
+  auto built = build(b, "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->summary.kernel_calls, 0u) << "a node was left to the CPU";
+  for (const auto& [name, changed] : built->summary.passes) {
+    if (name == "attention" || name == "qkv" || name == "add-layernorm") {
+      EXPECT_EQ(changed, -1) << name;
+    }
+    if (name == "matmul-add") {
+      EXPECT_EQ(changed, 1) << name;
+    }
+  }
+}
+
 TEST(EngineBuilderTest, Fp16CastsTheInputAndWritesFloatOutputs) {
   auto built = build(mlp(/*relu=*/true), "fp16");
   ASSERT_TRUE(built.ok()) << built.status().to_string();

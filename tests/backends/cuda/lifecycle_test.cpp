@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <regex>
 #include <thread>
 
 #include "baton/baton.h"
@@ -129,10 +130,11 @@ TEST_F(LifecycleTest, AThousandLoadExecuteUnloadCyclesLeaveMemoryFlat) {
   if (!testing::under_sanitizer()) EXPECT_LE(d.host_bytes, kHostSlack);
 }
 
-// The detector itself: the same cycles leaking 64 KiB of device memory and 64 KiB of host memory
-// each are caught.
+// The detector itself: the same cycles leaking 64 KiB of device memory and 1 MiB of host memory
+// (touched) each are caught. (Smaller host leaks land in heap pages the cycles freed, and RSS
+// does not move until those are used up: the first H100 run saw 0 bytes of drift for 64 KiB.)
 TEST_F(LifecycleTest, TheDriftCheckCatchesADeliberateLeak) {
-  const Drift d = run_cycles(program_bytes(8, false), 200, 64 << 10, 64 << 10);
+  const Drift d = run_cycles(program_bytes(8, false), 200, 64 << 10, 1 << 20);
   std::printf("  200 leaking cycles: device drift %lld bytes, host RSS drift %lld bytes\n",
               static_cast<long long>(d.device_bytes), static_cast<long long>(d.host_bytes));
   EXPECT_GT(d.device_bytes, kDeviceSlack);
@@ -193,7 +195,10 @@ TEST_F(LifecycleTest, OutOfMemoryAtLoadNamesTheDeviceAndBytesAndLoadingWorksAfte
   EXPECT_EQ(method.code(), Error::OutOfMemory) << method.status().to_string();
   const std::string& m = method.status().message();
   EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
-  EXPECT_NE(m.find("200000000000"), std::string::npos) << m;
+  // The arena holds the 200 GB tensor and the others: its size is named, at least 200 GB.
+  std::smatch bytes;
+  ASSERT_TRUE(std::regex_search(m, bytes, std::regex(R"((\d{12,}) bytes)"))) << m;
+  EXPECT_GE(std::stoull(bytes[1].str()), 200000000000ull) << m;
   EXPECT_GE(device_free() + kDeviceSlack, free_before) << "the failed load left memory behind";
   // The process is fine: a normal program loads and runs.
   const Drift d = run_cycles(program_bytes(8, false), 5);

@@ -31,6 +31,10 @@ bool EngineBuilder::supports(const compiler::Graph& graph, const compiler::IrNod
   return lowering != nullptr && lowering->supports(graph, node);
 }
 
+bool EngineBuilder::lowers(std::string_view op, std::string_view domain) const {
+  return find_lowering(op, domain) != nullptr;
+}
+
 Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
   // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
   std::vector<uint8_t> storage(blob.size() + 64);

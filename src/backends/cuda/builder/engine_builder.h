@@ -27,6 +27,7 @@ class EngineBuilder final : public compiler::BackendCompiler {
   std::string_view id() const override { return "cuda"; }
   Device device() const override { return Device::cuda(static_cast<int16_t>(target_.device_id)); }
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
+  bool lowers(std::string_view op, std::string_view domain) const override;
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
   // Parses the engine blob and returns cuda:<header device_id>.
