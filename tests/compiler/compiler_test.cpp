@@ -566,9 +566,8 @@ TEST_F(CompilerTest, ProgressReportsEveryPhase) {
   CompileOptions options;
   options.progress = [&](const compiler::Progress& p) { phases.emplace_back(p.phase); };
   ASSERT_TRUE(compile(b, options).ok());
-  EXPECT_EQ(phases,
-            (std::vector<std::string>{"import", "infer", "optimize", "partition", "lower", "place",
-                                      "plan"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"import", "infer", "optimize", "partition", "lower",
+                                              "place", "plan"}));
 }
 
 TEST_F(CompilerTest, CompilationIsDeterministic) {

@@ -22,7 +22,7 @@ struct CompileArgs {
   std::vector<std::string> shapes;  // NAME=D0xD1x...
   bool no_optimize = false;
   std::vector<std::string> disabled_passes;
-  uint64_t max_fold_bytes = uint64_t{256} << 20;  // CompileOptions::max_fold_bytes
+  uint64_t max_fold_bytes = uint64_t{256} << 20;      // CompileOptions::max_fold_bytes
   uint64_t max_total_fold_bytes = uint64_t{4} << 30;  // CompileOptions::max_total_fold_bytes
   uint64_t max_arena_bytes = uint64_t{256} << 30;     // CompileOptions::max_arena_bytes
   bool quiet = false;

@@ -33,7 +33,7 @@ struct CaseInput {
 struct Case {
   std::string op;
   std::string domain;  // "" for ai.onnx; "baton" for Baton's canonical ops (opset 1)
-  std::string label;  // what the case exercises
+  std::string label;   // what the case exercises
   std::vector<CaseInput> inputs;
   std::vector<std::pair<std::string, ops::AttrValue>> attrs;
   int opset = 21;

@@ -207,8 +207,7 @@ CaseModel build(const Case& c, DType t,
 
 std::vector<DType> case_dtypes(const Case& c) {
   if (!c.dtypes.empty()) return c.dtypes;
-  const ops::OpDef* def =
-      ops::op_registry().find(c.op, c.domain, c.domain.empty() ? c.opset : 1);
+  const ops::OpDef* def = ops::op_registry().find(c.op, c.domain, c.domain.empty() ? c.opset : 1);
   const runtime::KernelDef* kernel = runtime::kernel_registry().find(c.op, c.domain);
   std::vector<DType> out;
   if (def == nullptr || kernel == nullptr) return out;

@@ -20,7 +20,8 @@ __device__ __forceinline__ void baton_softmax(const TIn* __restrict__ x, TOut* _
   m = warp_max(m);
   __syncthreads();
   float s = 0.0f;
-  for (long long j = threadIdx.x; j < len; j += blockDim.x) s += expf(to_f(x[base + j * inner]) - m);
+  for (long long j = threadIdx.x; j < len; j += blockDim.x)
+    s += expf(to_f(x[base + j * inner]) - m);
   s = warp_sum(s);
   if (lane == 0) partial[warp] = s;
   __syncthreads();
