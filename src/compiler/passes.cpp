@@ -61,6 +61,25 @@ bool folds_from_static_shape(const IrNode& node) {
 
 }  // namespace
 
+Result<std::vector<ops::InputInfo>> input_infos(const Graph& graph, const IrNode& node) {
+  std::vector<ops::InputInfo> inputs;
+  for (int id : node.inputs) {
+    ops::InputInfo info;
+    if (id < 0) {
+      info.present = false;
+    } else {
+      const IrValue& v = graph.values[id];
+      BATON_CHECK_OR_RETURN(v.shape_known, Internal, "{}: input '{}' has no shape yet",
+                            node.describe(), v.name);
+      info.dtype = v.dtype;
+      info.sizes = v.sizes;
+      info.data = v.constant ? v.constant->data() : nullptr;
+    }
+    inputs.push_back(info);
+  }
+  return inputs;
+}
+
 Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
   FoldReport report;
   uint64_t total = 0;
@@ -72,25 +91,14 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
     const runtime::KernelDef* kernel = runtime::kernel_registry().find(node.op_type, node.domain);
     BATON_CHECK_OR_RETURN(kernel != nullptr, Internal, "{} has no CPU kernel after import",
                           node.describe());
-    std::vector<ops::InputInfo> inputs;
+    BATON_ASSIGN_OR_RETURN(const std::vector<ops::InputInfo> inputs, input_infos(graph, node));
     std::vector<DType> in_types, out_types;
     bool all_constant = true;
     for (int id : node.inputs) {
-      ops::InputInfo info;
-      if (id < 0) {
-        info.present = false;
-        inputs.push_back(info);
-        continue;
-      }
-      const IrValue& v = graph.values[id];
-      BATON_CHECK_OR_RETURN(v.shape_known, Internal, "{}: input '{}' has no shape yet",
-                            node.describe(), v.name);
-      info.dtype = v.dtype;
-      info.sizes = v.sizes;
-      info.data = v.constant ? v.constant->data() : nullptr;
-      inputs.push_back(info);
-      in_types.push_back(v.dtype);
-      all_constant = all_constant && v.constant != nullptr;
+      if (id < 0) continue;
+      in_types.push_back(graph.values[id].dtype);
+      // Not info.data: an empty constant's data pointer may be null.
+      all_constant = all_constant && graph.values[id].constant != nullptr;
     }
     BATON_CHECK_OR_RETURN(
         std::all_of(node.outputs.begin(), node.outputs.end(), [](int o) { return o >= 0; }),

@@ -32,6 +32,10 @@ struct FoldReport {
 // such nodes are reported at once.
 Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits = {});
 
+// What inference sees of the node's inputs: dtype, sizes and constant data (absent optional inputs
+// not present). Internal when an input has no shape yet (a node read before its producer).
+Result<std::vector<ops::InputInfo>> input_infos(const Graph& graph, const IrNode& node);
+
 // Marks nodes whose outputs nobody reads as dead. Returns how many it removed.
 size_t eliminate_dead_nodes(Graph& graph);
 

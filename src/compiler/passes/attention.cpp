@@ -205,16 +205,10 @@ Result<size_t> recognize_attention(Graph& graph) {
     if (sm.dead || sm.op_type != "Softmax" || !sm.domain.empty()) continue;
     AttentionMatcher::Match m;
     if (!matcher.match(static_cast<int>(s), m)) continue;
-    if (std::any_of(m.nodes.begin(), m.nodes.end(), [&](int n) { return taken[n] != 0; })) {
-      continue;
-    }
     const std::string name = graph.nodes[s].name + "/attention";
+    if (!claim(graph, taken, m.nodes)) continue;
     std::vector<int> inputs = {m.q, m.k, m.v};
     if (m.mask >= 0) inputs.push_back(m.mask);
-    for (int n : m.nodes) {
-      taken[n] = 1;
-      graph.nodes[n].dead = true;
-    }
     BATON_TRY(add_node(
         graph,
         NewNode{name,

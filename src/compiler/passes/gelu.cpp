@@ -189,20 +189,16 @@ Result<size_t> recognize_gelu(Graph& graph) {
   const size_t original = graph.nodes.size();
   for (size_t c = 0; c < original; ++c) {
     const IrNode& center = graph.nodes[c];
-    if (center.dead || taken[c] || !center.domain.empty() ||
+    if (center.dead || !center.domain.empty() ||
         (center.op_type != "Erf" && center.op_type != "Tanh")) {
       continue;
     }
     int root = -1, out = -1;
     std::vector<int> nodes;
     if (!matcher.match(static_cast<int>(c), root, nodes, out)) continue;
-    if (std::any_of(nodes.begin(), nodes.end(), [&](int n) { return taken[n] != 0; })) continue;
     const bool tanh_form = center.op_type == "Tanh";
     const std::string name = graph.nodes[c].name + "/gelu";
-    for (int n : nodes) {
-      taken[n] = 1;
-      graph.nodes[n].dead = true;
-    }
+    if (!claim(graph, taken, nodes)) continue;
     BATON_TRY(add_node(
         graph, NewNode{name,
                        "Gelu",

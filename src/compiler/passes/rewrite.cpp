@@ -5,6 +5,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/passes.h"
 #include "kernels/cpu/dispatch.h"
 #include "ops/shape.h"
 
@@ -96,21 +97,7 @@ Result<int> add_node(Graph& graph, NewNode spec) {
     named.push_back(ops::NamedAttr{name, "", std::move(value)});
   }
   BATON_ASSIGN_OR_RETURN(node.attrs, ops::bind_attributes(*node.def, named, node.describe()));
-  std::vector<ops::InputInfo> inputs;
-  for (int id : node.inputs) {
-    ops::InputInfo info;
-    if (id < 0) {
-      info.present = false;
-    } else {
-      const IrValue& v = graph.values[id];
-      BATON_CHECK_OR_RETURN(v.shape_known, Internal, "optimizer: {} reads '{}' before its shape",
-                            node.describe(), v.name);
-      info.dtype = v.dtype;
-      info.sizes = v.sizes;
-      info.data = v.constant ? v.constant->data() : nullptr;
-    }
-    inputs.push_back(info);
-  }
+  BATON_ASSIGN_OR_RETURN(const std::vector<ops::InputInfo> inputs, input_infos(graph, node));
   std::vector<ops::OutputInfo> outs(node.outputs.size());
   BATON_TRY(ops::infer(*node.def, node.name, inputs, node.attrs, outs));
   const int index = static_cast<int>(graph.nodes.size());
@@ -129,6 +116,15 @@ Result<int> add_node(Graph& graph, NewNode spec) {
   }
   graph.nodes.push_back(std::move(node));
   return index;
+}
+
+bool claim(Graph& graph, std::vector<uint8_t>& taken, std::span<const int> nodes) {
+  if (std::any_of(nodes.begin(), nodes.end(), [&](int n) { return taken[n] != 0; })) return false;
+  for (int n : nodes) {
+    taken[n] = 1;
+    graph.nodes[n].dead = true;
+  }
+  return true;
 }
 
 Status sort_topologically(Graph& graph) {

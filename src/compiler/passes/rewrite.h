@@ -64,6 +64,10 @@ int add_value(Graph& graph, std::string name);
 int add_constant(Graph& graph, std::string name, DType dtype, std::vector<int64_t> sizes,
                  std::vector<uint8_t> bytes);
 
+// Claims a match's nodes for a rewrite: false when another match of the same pass already took
+// one of them (`taken`, one flag per node); else marks them taken and dead.
+bool claim(Graph& graph, std::vector<uint8_t>& taken, std::span<const int> nodes);
+
 // Restores topological order of the live nodes (stable: ties keep their order), drops dead nodes
 // and renumbers producers. Internal when the graph has a cycle.
 Status sort_topologically(Graph& graph);
