@@ -13,4 +13,11 @@ inline bool under_sanitizer() {
   return v != nullptr && std::strcmp(v, "0") != 0 && v[0] != '\0';
 }
 
+// Whether the compute-sanitizer tool named `tool` runs the test (run_gpu_suite.sh sets the
+// variable to the tool's name).
+inline bool under_sanitizer_tool(const char* tool) {
+  const char* v = std::getenv("BATON_UNDER_SANITIZER");
+  return v != nullptr && std::strcmp(v, tool) == 0;
+}
+
 }  // namespace baton::testing

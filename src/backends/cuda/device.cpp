@@ -25,6 +25,14 @@ DeviceGuard::DeviceGuard(int device) {
     CUcontext ctx = nullptr;
     if ((*api)->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) previous_context_ = ctx;
   }
+  // A missing ordinal is refused before cudaSetDevice: the message names what the machine has,
+  // and no CUDA call fails (compute-sanitizer reports every failing call).
+  const int count = device_count();
+  if (device < 0 || device >= count) {
+    status_ = BATON_ERROR(DeviceError, "cuda:{} does not exist: this machine has {} CUDA device{}",
+                          device, count, count == 1 ? "" : "s");
+    return;
+  }
   const cudaError_t e = cudaSetDevice(device);
   if (e != cudaSuccess) {
     cudaGetLastError();

@@ -1,5 +1,7 @@
 #include "backends/cuda/engine.h"
 
+#include <nvtx3/nvToolsExtMemCudaRt.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -187,6 +189,13 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
+namespace {
+nvtxDomainHandle_t library_writes_domain() {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("baton");
+  return domain;
+}
+}  // namespace
+
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   const EngineBlob& blob = ctx->engine_->blob();
@@ -213,6 +222,14 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     for (auto& arg : ctx->kernel_args_[s]) ctx->kernel_arg_ptrs_[s].push_back(&arg);
   }
   ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
+  size_t declared = 0;
+  for (const StepRecord& r : blob.steps()) {
+    declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
+                (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
+                 r.copy.src.space == static_cast<uint32_t>(Space::Scratch));
+  }
+  ctx->library_writes_.resize(declared);
+  library_writes_domain();  // NVTX initializes on its first call: here, not in a warm execute
   return ctx;
 }
 
@@ -274,8 +291,45 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
   return Status();
 }
 
+// Two blind spots of compute-sanitizer's initcheck (2025.3) would bury real reports under false
+// ones; tests/backends/cuda/probes/tma_initcheck.cu reproduces both outside Baton:
+// - it does not see stores made through the tensor memory accelerator (TMA), and cuBLASLt's
+//   Hopper kernels (nvjet_sm90_*) write their output that way, so every read of a GEMM's result
+//   was reported as uninitialized;
+// - a memcpy node of a CUDA graph has its source checked against the state before the kernels
+//   ahead of it in the same graph ran, so a copy of a kernel's output was reported too.
+// So before the steps are enqueued, each GEMM's output and each copy's source inside the engine's
+// scratch are declared initialized through NVTX's memory API. That is true by construction: the
+// engine builder orders every reader after its writer, cuBLASLt writes all of D, and a copy's
+// scratch source is written by an earlier step. Copies from the caller's buffers are not declared:
+// an uninitialized input is still reported. The declaration names the legacy default stream, not
+// the caller's: initcheck crashes the process when it gets a green context's stream (the probe's
+// "context markgreen"). With no tool attached the call returns at once and allocates nothing.
+void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
+  if (library_writes_.empty()) return;
+  size_t n = 0;
+  for (const StepRecord& r : engine_->blob().steps()) {
+    if (r.kind == static_cast<uint32_t>(StepKind::Gemm)) {
+      library_writes_[n++] = {static_cast<size_t>(r.gemm.d.bytes), resolve(r.gemm.d, pointers)};
+    } else if (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
+               r.copy.src.space == static_cast<uint32_t>(Space::Scratch)) {
+      library_writes_[n++] = {static_cast<size_t>(r.copy.src.bytes),
+                              resolve(r.copy.src, pointers)};
+    }
+  }
+  nvtxMemMarkInitializedBatch_t batch{};
+  batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+  batch.structSize = sizeof(batch);
+  batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  batch.regionDescCount = n;
+  batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
+  batch.regionDescElements = library_writes_.data();
+  nvtxMemCudaMarkInitialized(library_writes_domain(), nullptr, 0, &batch);
+}
+
 Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t stream,
                                  bool use_graph) {
+  declare_library_writes(pointers);
   if (!use_graph || engine_->blob().steps().empty()) return enqueue_steps(pointers, stream);
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());

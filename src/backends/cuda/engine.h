@@ -11,6 +11,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExtMem.h>
 
 #include <memory>
 #include <mutex>
@@ -82,6 +83,7 @@ class ExecutionContext {
   explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
   Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
+  void declare_library_writes(std::span<void* const> pointers);
 
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
   std::shared_ptr<Engine> engine_;
@@ -94,6 +96,8 @@ class ExecutionContext {
   GraphExec graph_;
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
+  // Ranges declared initialized to compute-sanitizer, refilled per call (declare_library_writes).
+  std::vector<nvtxMemVirtualRangeDesc_t> library_writes_;
 };
 
 }  // namespace baton::cuda

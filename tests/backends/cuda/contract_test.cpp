@@ -330,7 +330,9 @@ TEST_F(ContractTest, UnderACallerStreamExecuteReturnsBeforeTheGpuFinishes) {
   EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
   EXPECT_TRUE(all_poisoned(read_now(dy.view()))) << "outputs were written before the queued work";
   // Under compute-sanitizer every API call is intercepted: the host time says nothing there.
-  if (!testing::under_sanitizer()) EXPECT_LT(ms, 50.0) << "execute blocked the host";
+  if (!testing::under_sanitizer()) {
+    EXPECT_LT(ms, 50.0) << "execute blocked the host";
+  }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_LE(error(read_now(dy.view()), reference(x)), 1e-5);
   EXPECT_EQ(counter(module.method(), "async_returns"), 1u);
@@ -395,7 +397,9 @@ TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  if (!testing::under_sanitizer()) EXPECT_LT(ms, 50.0) << "the second call waited on the host";
+  if (!testing::under_sanitizer()) {
+    EXPECT_LT(ms, 50.0) << "the second call waited on the host";
+  }
   EXPECT_EQ(cudaStreamQuery(b), cudaErrorNotReady) << "stream b did not wait for the first call";
   cudaStreamSynchronize(b);
   EXPECT_EQ(cudaStreamQuery(a), cudaSuccess) << "b finished before a";

@@ -16,6 +16,7 @@
 #include "testing/alloc/counting_allocator.h"
 #include "testing/onnx_builder.h"
 #include "testing/random.h"
+#include "testing/sanitizer.h"
 
 namespace baton {
 namespace {
@@ -61,6 +62,19 @@ int64_t allocations_of_warm_executes(runtime::Method& m) {
   return allocations;
 }
 
+// Under compute-sanitizer the count says nothing about Baton: the tool's library, injected into this
+// process, allocates on the calling thread inside every CUDA call it intercepts (11,300 allocations
+// in 50 executes under memcheck). The executes still run, so the sanitizer checks the replayed
+// graph; the count is asserted by the plain run.
+#define EXPECT_NO_ALLOCATIONS(n)                                                          \
+  do {                                                                                    \
+    const int64_t counted = (n);                                                          \
+    if (testing::under_sanitizer())                                                       \
+      GTEST_SKIP() << "allocation count not asserted under compute-sanitizer (counted " \
+                   << counted << ", the tool's own included)";                           \
+    EXPECT_EQ(counted, 0);                                                                \
+  } while (0)
+
 class GpuNoAllocTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -82,7 +96,7 @@ TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
   runtime::Method& m = module.method();
   ASSERT_TRUE(m.bind_input(0, dx.view()).ok());
   ASSERT_TRUE(m.bind_output(0, dy.view()).ok());
-  EXPECT_EQ(allocations_of_warm_executes(m), 0);
+  EXPECT_NO_ALLOCATIONS(allocations_of_warm_executes(m));
 }
 
 // Host memory bound to the device-resident program is staged through buffers allocated at load:
@@ -94,12 +108,13 @@ TEST_F(GpuNoAllocTest, WarmStagedExecuteAllocatesNothing) {
   runtime::Method& m = module.method();
   ASSERT_TRUE(m.bind_input(0, x.view()).ok());
   ASSERT_TRUE(m.bind_output(0, y.view()).ok());
-  EXPECT_EQ(allocations_of_warm_executes(m), 0);
+  const int64_t allocations = allocations_of_warm_executes(m);
   const auto counters = m.delegate_counters(0);
   const auto staged = std::find_if(counters.begin(), counters.end(),
                                    [](const auto& c) { return c.first == "staged_calls"; });
   ASSERT_NE(staged, counters.end());
   EXPECT_EQ(staged->second, 55u);
+  EXPECT_NO_ALLOCATIONS(allocations);
 }
 
 }  // namespace
