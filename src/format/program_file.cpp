@@ -424,9 +424,14 @@ class MethodVerifier {
           }));
           BATON_TRY(each(k->attributes(), field + ".attributes", [&](int v, const std::string& f) {
             BATON_TRY(check_index(v, f));
-            BATON_CHECK_OR_RETURN(tensor_at(v) == nullptr, InvalidProgram,
-                                  "{} = {} is a tensor; attributes are scalars, lists or strings",
-                                  f, v);
+            // A tensor attribute (ConstantOfShape's `value`) is a constant: its bytes are read at
+            // method load, never an input, an output or arena memory.
+            const fb::Tensor* t = tensor_at(v);
+            BATON_CHECK_OR_RETURN(t == nullptr || t->allocation() == fb::AllocationKind::Constant,
+                                  InvalidProgram,
+                                  "{} = {} is a tensor that is not a constant ('{}'); an attribute "
+                                  "is a scalar, a list, a string or a constant tensor",
+                                  f, v, str(t->name()));
             return Status();
           }));
           BATON_TRY(each(k->outputs(), field + ".outputs",

@@ -57,6 +57,30 @@ TEST_F(RobustnessTest, FoldingOverTheBudgetKeepsTheNodeAndGivesTheSameResult) {
   EXPECT_FLOAT_EQ(a[0].data_as<float>()[64 + 3], 1.0f + 3.0f + 0.5f);
 }
 
+// A kept ConstantOfShape carries its `value` as a constant tensor attribute: the program the
+// compiler writes loads and runs (the verifier used to refuse every tensor attribute).
+TEST_F(RobustnessTest, AConstantOfShapeOverTheBudgetLoadsAndRuns) {
+  OnnxBuilder b;
+  b.input("x", {1});
+  b.initializer_int64("shape", {2}, {64, 64});
+  auto& fill = b.node("ConstantOfShape", {"shape"}, {"c"}, "fill");
+  OnnxBuilder::attr_float_tensor(fill, "value", 1.5f);
+  b.node("Add", {"c", "x"}, {"y"}, "plus_x");
+  b.output("y", {64, 64});
+  CompileOptions small;
+  small.max_fold_bytes = 1024;
+  auto kept = compile(b, small);
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_EQ(kept->summary().unfolded_nodes,
+            std::vector<std::string>{"ConstantOfShape node 'fill' (16384 bytes)"});
+  Tensor x = Tensor::empty(DType::Float32, {1}).value();
+  x.data_as<float>()[0] = 0.25f;
+  const auto y = run_compiled(*kept, {x});
+  ASSERT_EQ(y.size(), 1u);
+  ASSERT_EQ(y[0].sizes(), (std::vector<int64_t>{64, 64}));
+  for (int64_t i = 0; i < 64 * 64; ++i) ASSERT_EQ(y[0].data_as<float>()[i], 1.75f) << i;
+}
+
 TEST_F(RobustnessTest, TheTotalFoldBudgetStopsFoldingOnceSpent) {
   // Two independent 16 KiB folds; a total budget for one of them.
   OnnxBuilder b = outer_sum(64);

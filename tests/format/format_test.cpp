@@ -272,9 +272,11 @@ TEST_F(SemanticTest, KernelWritesAConstant) {
   expect("(tensor 'w') is written by the instruction but is not in an arena");
 }
 
-TEST_F(SemanticTest, AttributeThatIsATensor) {
+TEST_F(SemanticTest, AttributeThatIsATensorInAnArena) {
   kernel(0).attributes.push_back(p.y);
-  expect("is a tensor; attributes are scalars, lists or strings");
+  expect(
+      "is a tensor that is not a constant ('y'); an attribute is a scalar, a list, a string or "
+      "a constant tensor");
 }
 
 TEST_F(SemanticTest, OperatorIndexOutOfRange) {

@@ -76,6 +76,17 @@ class OnnxBuilder {
     for (int64_t x : v) a->add_ints(x);
   }
 
+  // A one-element float32 tensor attribute (ConstantOfShape's `value`).
+  static void attr_float_tensor(onnx::NodeProto& n, const std::string& name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(1);
+    t->add_float_data(v);
+  }
+
   std::vector<uint8_t> bytes() const {
     std::string s;
     model_.SerializeToString(&s);

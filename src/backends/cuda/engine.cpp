@@ -313,8 +313,7 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
       library_writes_[n++] = {static_cast<size_t>(r.gemm.d.bytes), resolve(r.gemm.d, pointers)};
     } else if (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
                r.copy.src.space == static_cast<uint32_t>(Space::Scratch)) {
-      library_writes_[n++] = {static_cast<size_t>(r.copy.src.bytes),
-                              resolve(r.copy.src, pointers)};
+      library_writes_[n++] = {static_cast<size_t>(r.copy.src.bytes), resolve(r.copy.src, pointers)};
     }
   }
   nvtxMemMarkInitializedBatch_t batch{};

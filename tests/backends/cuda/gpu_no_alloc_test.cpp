@@ -62,17 +62,17 @@ int64_t allocations_of_warm_executes(runtime::Method& m) {
   return allocations;
 }
 
-// Under compute-sanitizer the count says nothing about Baton: the tool's library, injected into this
-// process, allocates on the calling thread inside every CUDA call it intercepts (11,300 allocations
-// in 50 executes under memcheck). The executes still run, so the sanitizer checks the replayed
-// graph; the count is asserted by the plain run.
-#define EXPECT_NO_ALLOCATIONS(n)                                                          \
-  do {                                                                                    \
-    const int64_t counted = (n);                                                          \
-    if (testing::under_sanitizer())                                                       \
-      GTEST_SKIP() << "allocation count not asserted under compute-sanitizer (counted " \
-                   << counted << ", the tool's own included)";                           \
-    EXPECT_EQ(counted, 0);                                                                \
+// Under compute-sanitizer the count says nothing about Baton: the tool's library, injected into
+// this process, allocates on the calling thread inside every CUDA call it intercepts (11,300
+// allocations in 50 executes under memcheck). The executes still run, so the sanitizer checks the
+// replayed graph; the count is asserted by the plain run.
+#define EXPECT_NO_ALLOCATIONS(n)                                                                   \
+  do {                                                                                             \
+    const int64_t counted = (n);                                                                   \
+    if (testing::under_sanitizer())                                                                \
+      GTEST_SKIP() << "allocation count not asserted under compute-sanitizer (counted " << counted \
+                   << ", the tool's own included)";                                                \
+    EXPECT_EQ(counted, 0);                                                                         \
   } while (0)
 
 class GpuNoAllocTest : public ::testing::Test {

@@ -2,16 +2,18 @@
 // it explains why the CUDA engine declares its GEMM outputs initialized (engine.cpp,
 // declare_library_writes). Each mode writes one 64x64 float tile, then a plain kernel reads it.
 //   nvcc -arch=sm_90a -O2 -o tma_initcheck tma_initcheck.cu -lcuda -lcublasLt
-//   compute-sanitizer --tool initcheck ./tma_initcheck plain|bulk|tensor|graph|context|flat|module|lt [mark|markgreen]
+//   compute-sanitizer --tool initcheck ./tma_initcheck
+//   plain|bulk|tensor|graph|context|flat|module|lt [mark|markgreen]
 // On the H100 host (compute-sanitizer 2025.3.1, driver 580): plain 0 errors; bulk (cp.async.bulk)
 // 4088 and tensor (cp.async.bulk.tensor) 4096 uninitialized-read reports, though the sum is right.
 #include <cublasLt.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExtMemCudaRt.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <nvtx3/nvToolsExtMemCudaRt.h>
 
 constexpr int N = 64;  // 64x64 floats, one tile
 
@@ -85,7 +87,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 50; ++i) {
         if (mode[0] == 'm') {
           CUmodule m;
-          if (cuModuleLoadData(&m, ptx) != CUDA_SUCCESS) { printf("load failed\n"); return 2; }
+          if (cuModuleLoadData(&m, ptx) != CUDA_SUCCESS) {
+            printf("load failed\n");
+            return 2;
+          }
           CUfunction f;
           cuModuleGetFunction(&f, m, "k");
           void* args[] = {&buf};
@@ -100,7 +105,8 @@ int main(int argc, char** argv) {
       }
     }
     cudaMemGetInfo(&free1, &total);
-    printf("%s: 50 cycles: free memory drift %lld bytes\n", mode, (long long)free0 - (long long)free1);
+    printf("%s: 50 cycles: free memory drift %lld bytes\n", mode,
+           (long long)free0 - (long long)free1);
     return 0;
   }
   if (mode[0] == 'f') {  // free device memory across 50 allocate-write-free cycles (and marks)
@@ -136,12 +142,14 @@ int main(int argc, char** argv) {
     cuuint32_t box[2] = {N, N};
     cuuint32_t estr[2] = {1, 1};
     // box of 64x64 floats = 16 KiB; box dims must be <= 256
-    CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, buf, dims,
-                                        strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                        CU_TENSOR_MAP_SWIZZLE_NONE,
-                                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) { printf("encode failed %d\n", r); return 2; }
+    CUresult r =
+        cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, buf, dims, strides, box,
+                               estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      printf("encode failed %d\n", r);
+      return 2;
+    }
     tensor_store<<<1, 256>>>(map);
   }
   if (mode[0] == 'c') {  // a kernel on a green context's stream (16 SMs), then read back
