@@ -49,7 +49,7 @@ bool has_attr(const InferContext& ctx, std::string_view name) {
   return ctx.def().attr_index(name) >= 0;
 }
 
-// X must be [N, C, D1, ...] with `min_spatial` or more spatial dimensions.
+// X must be [N, C, D1, ...]: at least one spatial dimension.
 Status check_pool_input(InferContext& ctx) {
   BATON_CHECK_OR_RETURN(ctx.rank(0) >= 3, InvalidArgument,
                         "{}: X has shape {}; it must be [N, C, D1, ...] (rank 3 or more)",

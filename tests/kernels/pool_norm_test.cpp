@@ -426,6 +426,9 @@ TEST(BatchNormalization, Errors) {
   old.input(HostTensor(DType::Float16, {3}));
   old.input(HostTensor(DType::Float64, {3})).input(HostTensor(DType::Float64, {3}));
   expect_error(old.infer(), Error::InvalidArgument, "BatchNormalization", "must match");
+  // An empty batch with large other sizes runs.
+  const int64_t large = int64_t{1} << 20;
+  BATON_ASSERT_OK(bn(15, {0, large, large}, {large}).run());
 }
 
 // (x - mean) / sqrt(var + eps) * scale + bias over groups of `x` [N, C, spatial...].
