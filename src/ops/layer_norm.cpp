@@ -11,6 +11,7 @@
 // pass (compiler/passes/add_layer_norm.cpp). X and R have the same shape.
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/attr_checks.h"
 #include "ops/register.h"
 #include "ops/shape.h"
 
@@ -21,17 +22,8 @@ namespace {
 // `scale_input` and `scale_input + 1`) against X (input 0).
 Status check_normalization(InferContext& ctx, size_t scale_input) {
   BATON_ASSIGN_OR_RETURN(const int axis, ctx.canonical_axis("axis", ctx.rank(0)));
-  const double epsilon = ctx.attr_float("epsilon");
-  BATON_CHECK_OR_RETURN(epsilon >= 0.0, InvalidArgument,
-                        "{}: attribute 'epsilon' is {}; it must be non-negative", ctx.what(),
-                        epsilon);
-  if (ctx.def().attr_index("stash_type") >= 0) {
-    const int64_t stash = ctx.attr_int("stash_type");
-    BATON_CHECK_OR_RETURN(stash == 1, NotSupported,
-                          "{}: attribute 'stash_type' is {}; Baton computes the statistics in "
-                          "float (stash_type 1) or wider",
-                          ctx.what(), stash);
-  }
+  BATON_TRY(check_epsilon(ctx));
+  BATON_TRY(check_stash_type(ctx));
   const auto x = ctx.sizes(0);
   const std::span<const int64_t> normalized = x.subspan(static_cast<size_t>(axis));
   for (size_t i = scale_input; i < scale_input + 2; ++i) {

@@ -8,7 +8,7 @@ namespace baton::ops {
 
 void register_elementwise(OpRegistry& registry);  // elementwise.cpp: every row of the table
 void register_gelu(OpRegistry& registry);
-void register_softmax(OpRegistry& registry);
+void register_softmax(OpRegistry& registry);  // Softmax, LogSoftmax and Hardmax
 void register_gemm(OpRegistry& registry);
 void register_matmul(OpRegistry& registry);
 void register_constant(OpRegistry& registry);
@@ -35,6 +35,10 @@ void register_clip(OpRegistry& registry);
 void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
 void register_bitshift(OpRegistry& registry);
 void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton AddLayerNorm
+// BatchNormalization, InstanceNormalization and GroupNormalization
+void register_normalization(OpRegistry& registry);
+// MaxPool, AveragePool, LpPool and their Global forms
+void register_pool(OpRegistry& registry);
 // Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
 void register_linear(OpRegistry& registry);
 void register_attention(OpRegistry& registry);

@@ -32,6 +32,8 @@ void register_all_ops(OpRegistry& registry) {
   register_variadic(registry);
   register_bitshift(registry);
   register_layer_norm(registry);
+  register_normalization(registry);
+  register_pool(registry);
   register_linear(registry);
   register_attention(registry);
 }

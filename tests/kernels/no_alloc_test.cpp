@@ -155,6 +155,83 @@ op_calls() {
     t->input(random_floats(rng, {3, 17}));
     return t;
   });
+  add("Softmax opset 11 (flattened)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Softmax", "node_1", 11);
+    t->input(cast_floats(random_floats(rng, {2, 7, 5}), DType::Float16)).attr("axis", 1);
+    return t;
+  });
+  for (const char* op : {"LogSoftmax", "Hardmax"}) {
+    add(std::string(op) + " (inner) float16", [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(cast_floats(random_floats(rng, {2, 7, 5}), DType::Float16)).attr("axis", 1);
+      return t;
+    });
+    add(std::string(op) + " (last)", [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {3, 17}));
+      return t;
+    });
+  }
+  add("BatchNormalization float16 with float32 statistics", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("BatchNormalization");
+    t->input(cast_floats(random_floats(rng, {2, 3, 4, 5}), DType::Float16));
+    for (int i = 0; i < 3; ++i) t->input(random_floats(rng, {3}));
+    t->input(random_floats(rng, {3}, 0.5f, 2.0f));
+    return t;
+  });
+  add("BatchNormalization spatial 0 (opset 7)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("BatchNormalization", "node_1", 7);
+    t->input(random_floats(rng, {2, 3, 4}));
+    for (int i = 0; i < 3; ++i) t->input(random_floats(rng, {3, 4}));
+    t->input(random_floats(rng, {3, 4}, 0.5f, 2.0f)).attr("spatial", 0);
+    return t;
+  });
+  add("InstanceNormalization bfloat16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("InstanceNormalization");
+    t->input(cast_floats(random_floats(rng, {2, 3, 4, 5}), DType::BFloat16));
+    t->input(cast_floats(random_floats(rng, {3}), DType::BFloat16));
+    t->input(cast_floats(random_floats(rng, {3}), DType::BFloat16));
+    return t;
+  });
+  add("GroupNormalization (opset 18, per-group scale)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("GroupNormalization", "node_1", 18);
+    t->input(random_floats(rng, {2, 6, 4})).input(random_floats(rng, {3}));
+    t->input(random_floats(rng, {3})).attr("num_groups", 3);
+    return t;
+  });
+  add("MaxPool with Indices, ceil_mode and dilations", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MaxPool");
+    t->input(random_floats(rng, {2, 3, 9, 8})).attr("kernel_shape", std::vector<int64_t>{3, 2});
+    t->attr("strides", std::vector<int64_t>{2, 2}).attr("dilations", std::vector<int64_t>{1, 2});
+    t->attr("pads", std::vector<int64_t>{1, 1, 1, 1}).attr("ceil_mode", 1).outputs(2);
+    return t;
+  });
+  add("MaxPool uint8", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MaxPool");
+    t->input(random_ints<uint8_t>(rng, {1, 2, 5, 5, 5}, 0, 255));
+    t->attr("kernel_shape", std::vector<int64_t>{2, 2, 2});
+    return t;
+  });
+  add("AveragePool count_include_pad float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("AveragePool");
+    t->input(cast_floats(random_floats(rng, {2, 3, 11}), DType::Float16));
+    t->attr("kernel_shape", std::vector<int64_t>{3}).attr("pads", std::vector<int64_t>{1, 1});
+    t->attr("count_include_pad", 1);
+    return t;
+  });
+  add("LpPool", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("LpPool");
+    t->input(random_floats(rng, {2, 3, 6, 5})).attr("kernel_shape", std::vector<int64_t>{2, 2});
+    t->attr("auto_pad", std::string("SAME_UPPER"));
+    return t;
+  });
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+    add(op, [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {2, 3, 4, 5}));
+      return t;
+    });
+  }
   add("Reshape", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Reshape");
     t->input(random_floats(rng, {3, 4})).input(int64s({2, -1}));

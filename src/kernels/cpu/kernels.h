@@ -22,8 +22,12 @@ void register_variadic(runtime::KernelRegistry& registry);
 void register_cast(runtime::KernelRegistry& registry);
 void register_bitshift(runtime::KernelRegistry& registry);
 void register_gelu(runtime::KernelRegistry& registry);
-void register_softmax(runtime::KernelRegistry& registry);
+void register_softmax(runtime::KernelRegistry& registry);     // and LogSoftmax, Hardmax
 void register_layer_norm(runtime::KernelRegistry& registry);  // and baton AddLayerNorm
+void register_batch_norm(runtime::KernelRegistry& registry);
+void register_group_norm(runtime::KernelRegistry& registry);  // and InstanceNormalization
+// MaxPool, AveragePool, LpPool and their Global forms.
+void register_pool(runtime::KernelRegistry& registry);
 // Baton's canonical ops (domain "baton"), written by the optimizer.
 void register_linear(runtime::KernelRegistry& registry);
 void register_attention(runtime::KernelRegistry& registry);

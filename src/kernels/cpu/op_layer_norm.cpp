@@ -10,6 +10,7 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/moments.h"
 #include "ops/op_def.h"
 
 namespace baton::kernels::cpu {
@@ -73,15 +74,7 @@ class LayerNormKernel final : public runtime::Kernel {
         for (int64_t j = 0; j < n; ++j) s[j] = store<S>(load(xr[j]) + load(rr[j]));
         xr = s;
       }
-      double mean = 0.0;
-      for (int64_t j = 0; j < n; ++j) mean += static_cast<double>(load(xr[j]));
-      mean = n > 0 ? mean / static_cast<double>(n) : 0.0;
-      double var = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        const double d = static_cast<double>(load(xr[j])) - mean;
-        var += d * d;
-      }
-      var = n > 0 ? var / static_cast<double>(n) : 0.0;
+      const auto [mean, var] = moments(xr, n);
       const double inv = 1.0 / std::sqrt(var + l_.epsilon);
       S* yr = y + row * n;
       for (int64_t j = 0; j < n; ++j) {

@@ -14,6 +14,9 @@ void register_all(runtime::KernelRegistry& registry) {
   register_gelu(registry);
   register_softmax(registry);
   register_layer_norm(registry);
+  register_batch_norm(registry);
+  register_group_norm(registry);
+  register_pool(registry);
   register_linear(registry);
   register_attention(registry);
   register_identity(registry);

@@ -699,6 +699,225 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
                      {"mask_kind", AttrValue::of_string("add")}})));
 }
 
+// Softmax's opsets 1 and 11 (the input flattened at `axis`), LogSoftmax and Hardmax. Only Softmax
+// has a CUDA lowering.
+void softmax_family_cases(std::vector<Case>& out) {
+  auto cpu_only = [](Case c) {
+    c.cuda = false;
+    return c;
+  };
+  for (int opset : {1, 11}) {
+    out.push_back(at_opset(make("Softmax", fmt::format("opset {} [2, 3, 4, 5] axis 2", opset),
+                                {in({2, 3, 4, 5})}, {{"axis", AttrValue::of_int(2)}}),
+                           opset));
+    out.push_back(at_opset(
+        make("Softmax", fmt::format("opset {} [3, 7, 5] default axis 1", opset), {in({3, 7, 5})}),
+        opset));
+  }
+  for (const char* op : {"LogSoftmax", "Hardmax"}) {
+    for (int64_t axis : {-1, 0, 1, 2}) {
+      out.push_back(cpu_only(make(op, fmt::format("[3, 17, 45] axis {}", axis), {in({3, 17, 45})},
+                                  {{"axis", AttrValue::of_int(axis)}})));
+    }
+    out.push_back(cpu_only(make(op, "[2, 3000] wide rows", {in({2, 3000})})));
+    out.push_back(cpu_only(make(op, "[0, 5] empty", {in({0, 5})})));
+    for (int opset : {1, 11}) {
+      out.push_back(cpu_only(
+          at_opset(make(op, fmt::format("opset {} [2, 3, 4, 5] axis 1", opset), {in({2, 3, 4, 5})}),
+                   opset)));
+      out.push_back(cpu_only(at_opset(make(op, fmt::format("opset {} [4, 6, 5] axis -1", opset),
+                                           {in({4, 6, 5})}, {{"axis", AttrValue::of_int(-1)}}),
+                                      opset)));
+    }
+  }
+}
+
+// BatchNormalization (inference), InstanceNormalization and GroupNormalization; none has a CUDA
+// lowering yet (issue 11).
+void batch_group_norm_cases(std::vector<Case>& out) {
+  auto add = [&](Case c, int opset) {
+    c.cuda = false;
+    c.opset = opset;
+    out.push_back(std::move(c));
+  };
+  // scale, B, mean and var of `sizes`; var positive.
+  auto stats = [](std::vector<int64_t> sizes, bool is_constant = false) {
+    CaseInput var = ranged(sizes, 0.25, 4.0);
+    var.constant = is_constant;
+    std::vector<CaseInput> p = {in(sizes), in(sizes), in(sizes), var};
+    for (size_t i = 0; i < 3; ++i) p[i].constant = is_constant;
+    return p;
+  };
+  auto with_x = [](CaseInput x, std::vector<CaseInput> rest) {
+    rest.insert(rest.begin(), std::move(x));
+    return rest;
+  };
+  const AttrValue eps = AttrValue::of_float(1e-3);
+  add(make("BatchNormalization", "[2, 3, 4, 5]", with_x(in({2, 3, 4, 5}), stats({3})),
+           {{"epsilon", eps}}),
+      15);
+  add(make("BatchNormalization", "[2, 3, 4, 5] constant statistics",
+           with_x(in({2, 3, 4, 5}), stats({3}, true))),
+      14);
+  add(make("BatchNormalization", "[5, 4] rank 2", with_x(in({5, 4}), stats({4}))), 9);
+  add(make("BatchNormalization", "[7] rank 1, one channel", with_x(in({7}), stats({1}))), 9);
+  add(make("BatchNormalization", "[2, 3, 3, 2, 4] 3-D", with_x(in({2, 3, 3, 2, 4}), stats({3}))),
+      15);
+  add(make("BatchNormalization", "[0, 3, 4] empty batch", with_x(in({0, 3, 4}), stats({3}))), 15);
+  add(make("BatchNormalization", "[2, 3, 4] spatial 0", with_x(in({2, 3, 4}), stats({3, 4})),
+           {{"spatial", AttrValue::of_int(0)}}),
+      7);
+  add(make("BatchNormalization", "[2, 4, 3, 3] opset 6 is_test",
+           with_x(in({2, 4, 3, 3}), stats({4})), {{"is_test", AttrValue::of_int(1)}}),
+      6);
+  add(make("BatchNormalization", "[2, 4, 3] opset 1", with_x(in({2, 4, 3}), stats({4})),
+           {{"is_test", AttrValue::of_int(1)}, {"consumed_inputs", AttrValue::of_ints({})}}),
+      1);
+  // Opset 15's statistics may have another type than X: float32 for every X.
+  std::vector<CaseInput> f32 = stats({3});
+  for (CaseInput& p : f32) p.dtype = DType::Float32;
+  add(make("BatchNormalization", "[2, 3, 5] float32 statistics", with_x(in({2, 3, 5}), f32)), 15);
+
+  for (int opset : {1, 6}) {
+    add(make("InstanceNormalization", fmt::format("[2, 3, 4, 5] opset {}", opset),
+             {in({2, 3, 4, 5}), in({3}), in({3})}, {{"epsilon", eps}}),
+        opset);
+  }
+  add(make("InstanceNormalization", "[3, 2, 17]", {in({3, 2, 17}), in({2}), in({2})}), 6);
+  add(make("InstanceNormalization", "[1, 2, 3, 2, 4] 3-D", {in({1, 2, 3, 2, 4}), in({2}), in({2})}),
+      6);
+  add(make("InstanceNormalization", "[0, 2, 3] empty", {in({0, 2, 3}), in({2}), in({2})}), 6);
+
+  const auto groups = [](int64_t g) { return AttrValue::of_int(g); };
+  add(make("GroupNormalization", "opset 18 [2, 6, 4, 4] 3 groups, per-group scale",
+           {in({2, 6, 4, 4}), in({3}), in({3})}, {{"num_groups", groups(3)}, {"epsilon", eps}}),
+      18);
+  add(make("GroupNormalization", "opset 18 [3, 4, 5] 1 group", {in({3, 4, 5}), in({1}), in({1})},
+           {{"num_groups", groups(1)}}),
+      18);
+  add(make("GroupNormalization", "opset 21 [2, 6, 4, 4] 3 groups, per-channel scale",
+           {in({2, 6, 4, 4}), in({6}), in({6})}, {{"num_groups", groups(3)}, {"epsilon", eps}}),
+      21);
+  add(make("GroupNormalization", "opset 21 [2, 4, 7] 4 groups", {in({2, 4, 7}), in({4}), in({4})},
+           {{"num_groups", groups(4)}}),
+      21);
+  add(make("GroupNormalization", "opset 21 [2, 6] rank 2", {in({2, 6}), in({6}), in({6})},
+           {{"num_groups", groups(2)}}),
+      21);
+}
+
+// Pools over 1 to 3 spatial dimensions; none has a CUDA lowering yet (issue 11).
+void pool_cases(std::vector<Case>& out) {
+  using Ints = std::vector<int64_t>;
+  using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+  auto ints = [](Ints v) { return AttrValue::of_ints(std::move(v)); };
+  auto add = [&](std::string op, std::string label, Ints x, Attrs attrs, int opset = 21,
+                 size_t outputs = 1) {
+    Case c = make(std::move(op), shape_to_string(x) + " " + label, {in(x)}, std::move(attrs));
+    c.cuda = false;
+    c.opset = opset;
+    c.outputs = outputs;
+    out.push_back(std::move(c));
+  };
+  const AttrValue one = AttrValue::of_int(1);
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
+    add(op, "kernel [3]", {2, 3, 11}, {{"kernel_shape", ints({3})}});
+    add(op, "kernel [3, 2] stride [2, 1]", {2, 3, 9, 8},
+        {{"kernel_shape", ints({3, 2})}, {"strides", ints({2, 1})}});
+    add(op, "kernel [2, 3, 2] stride 2", {1, 2, 5, 6, 7},
+        {{"kernel_shape", ints({2, 3, 2})}, {"strides", ints({2, 2, 2})}});
+    add(op, "kernel [3, 3] pads [1, 2, 2, 1]", {2, 2, 7, 6},
+        {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 2, 2, 1})}});
+    add(op, "kernel [3, 3] stride 2 pads 1 ceil_mode", {1, 3, 8, 7},
+        {{"kernel_shape", ints({3, 3})},
+         {"strides", ints({2, 2})},
+         {"pads", ints({1, 1, 1, 1})},
+         {"ceil_mode", one}});
+    // ceil_mode's last window would start in the right padding: dropped.
+    add(op, "kernel [2] stride 2 pads [0, 1] ceil_mode", {1, 2, 6},
+        {{"kernel_shape", ints({2})},
+         {"strides", ints({2})},
+         {"pads", ints({0, 1})},
+         {"ceil_mode", one}});
+    add(op, "kernel [3, 2] dilations [2, 3] stride 2 ceil_mode", {2, 2, 11, 10},
+        {{"kernel_shape", ints({3, 2})},
+         {"dilations", ints({2, 3})},
+         {"strides", ints({2, 2})},
+         {"ceil_mode", one}});
+    add(op, "kernel [2, 3] dilations 2 pads 1", {1, 2, 7, 9},
+        {{"kernel_shape", ints({2, 3})},
+         {"dilations", ints({2, 2})},
+         {"pads", ints({1, 1, 1, 1})}});
+    for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+      add(op, fmt::format("kernel [4, 3] stride [3, 2] {}", pad), {1, 2, 10, 7},
+          {{"kernel_shape", ints({4, 3})},
+           {"strides", ints({3, 2})},
+           {"auto_pad", AttrValue::of_string(pad)}});
+    }
+    add(op, "kernel [2, 2] empty batch", {0, 3, 4, 4}, {{"kernel_shape", ints({2, 2})}});
+  }
+  // Opsets before the pools' dilations and ceil_mode.
+  add("MaxPool", "opset 1 kernel [3, 3] stride 2 pads 1", {2, 2, 9, 9},
+      {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, 1);
+  add("MaxPool", "opset 8 kernel [2, 3]", {2, 2, 6, 7}, {{"kernel_shape", ints({2, 3})}}, 8);
+  add("AveragePool", "opset 1 kernel [3, 3] pads 1", {2, 2, 6, 6},
+      {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}}, 1);
+  add("AveragePool", "opset 7 kernel [3] stride 2 pads 1 count_include_pad", {2, 3, 9},
+      {{"kernel_shape", ints({3})},
+       {"strides", ints({2})},
+       {"pads", ints({1, 1})},
+       {"count_include_pad", one}},
+      7);
+  add("LpPool", "opset 11 kernel [2, 2] p 1", {2, 2, 5, 5},
+      {{"kernel_shape", ints({2, 2})}, {"p", AttrValue::of_int(1)}}, 11);
+  add("LpPool", "kernel [3, 3] p 3 pads 1", {2, 2, 5, 6},
+      {{"kernel_shape", ints({3, 3})}, {"p", AttrValue::of_int(3)}, {"pads", ints({1, 1, 1, 1})}});
+  // count_include_pad, with ceil_mode windows that run past the right padding.
+  add("AveragePool", "kernel [3, 3] stride 2 pads [1, 1, 0, 0] ceil_mode count_include_pad",
+      {2, 2, 8, 8},
+      {{"kernel_shape", ints({3, 3})},
+       {"strides", ints({2, 2})},
+       {"pads", ints({1, 1, 0, 0})},
+       {"ceil_mode", one},
+       {"count_include_pad", one}});
+  add("AveragePool", "kernel [3, 2, 3] pads 1 count_include_pad", {1, 2, 4, 5, 6},
+      {{"kernel_shape", ints({3, 2, 3})},
+       {"pads", ints({1, 1, 1, 1, 0, 1})},
+       {"count_include_pad", one}});
+  add("AveragePool", "kernel [3, 3] dilations 2 pads 2 count_include_pad", {1, 2, 9, 9},
+      {{"kernel_shape", ints({3, 3})},
+       {"dilations", ints({2, 2})},
+       {"pads", ints({2, 2, 2, 2})},
+       {"count_include_pad", one}});
+  // MaxPool's Indices, row-major and column-major.
+  for (int64_t order : {0, 1}) {
+    add("MaxPool", fmt::format("kernel [3, 2] pads 1 with Indices, storage_order {}", order),
+        {2, 3, 6, 5},
+        {{"kernel_shape", ints({3, 2})},
+         {"pads", ints({1, 1, 1, 1})},
+         {"storage_order", AttrValue::of_int(order)}},
+        21, 2);
+    add("MaxPool", fmt::format("kernel [2, 3, 2] stride 2 with Indices, storage_order {}", order),
+        {1, 2, 4, 6, 5},
+        {{"kernel_shape", ints({2, 3, 2})},
+         {"strides", ints({2, 2, 2})},
+         {"storage_order", AttrValue::of_int(order)}},
+        21, 2);
+  }
+  add("MaxPool", "kernel [4] with Indices, opset 8", {2, 3, 9}, {{"kernel_shape", ints({4})}}, 8,
+      2);
+
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+    for (Ints x : {Ints{2, 3, 7}, Ints{2, 3, 5, 6}, Ints{1, 4, 3, 2, 5}, Ints{0, 3, 4, 4}}) {
+      add(op, "all positions", x, {});
+    }
+  }
+  add("GlobalAveragePool", "opset 1", {2, 3, 4}, {}, 1);
+  add("GlobalMaxPool", "opset 1", {2, 3, 4}, {}, 1);
+  add("GlobalLpPool", "p 1", {2, 3, 4, 5}, {{"p", AttrValue::of_int(1)}}, 2);
+  add("GlobalLpPool", "p 3", {2, 3, 4, 5}, {{"p", AttrValue::of_int(3)}}, 2);
+}
+
 }  // namespace
 
 std::vector<Case> conformance_cases() {
@@ -714,6 +933,9 @@ std::vector<Case> conformance_cases() {
   shape_cases(out);
   einsum_cases(out);
   normalization_and_canonical_cases(out);
+  softmax_family_cases(out);
+  batch_group_norm_cases(out);
+  pool_cases(out);
   return out;
 }
 

@@ -14,17 +14,21 @@ Status lower(Lowering& ctx, int index) {
   const int in = n.inputs[0], out = n.outputs[0];
   const std::vector<int64_t>& s = ctx.value(in).sizes;
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
-  const int64_t outer = ops::product(s, 0, axis), inner = ops::product(s, axis + 1, s.size());
+  // Opsets 1 and 11 normalize over [axis, rank) as one dimension.
+  const bool flatten = n.def->since_version < 13;
+  const int64_t outer = ops::product(s, 0, axis);
+  const int64_t len = flatten ? ops::product(s, axis, s.size()) : s[axis];
+  const int64_t inner = flatten ? 1 : ops::product(s, axis + 1, s.size());
   LaunchShape launch;
   launch.block = 32;
-  while (launch.block < 1024 && launch.block < s[axis]) launch.block *= 2;
+  while (launch.block < 1024 && launch.block < len) launch.block *= 2;
   launch.grid = static_cast<uint32_t>(std::max<int64_t>(1, outer * inner));
   const std::string name = ctx.kernel_name("softmax");
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
       "{}* __restrict__ y) {{\n  baton_softmax(x, y, {}LL, {}LL);\n}}\n",
       launch.block, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
-      s[axis], inner);
+      len, inner);
   ctx.add_kernel(name, std::move(code), launch, {in, out});
   return Status();
 }

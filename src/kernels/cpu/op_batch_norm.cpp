@@ -1,0 +1,124 @@
+// ONNX BatchNormalization in inference (ops/normalization.cpp): y = (x - mean) / sqrt(var + eps) *
+// scale + B, in double. X is seen as [N, C, inner] (a 1-D X as [N, 1, 1]); the statistics are
+// per channel, or with spatial 0 (opsets before 9) per position of [C, inner]. Scale and B (T1)
+// and mean and var (T2) may have types other than X's from opset 14 on: each is read through a
+// loader for its own dtype, chosen at create.
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+using LoadFn = double (*)(const void* data, int64_t i);
+
+template <typename S>
+double load_double(const void* data, int64_t i) {
+  return static_cast<double>(load(static_cast<const S*>(data)[i]));
+}
+
+LoadFn loader_for(DType dtype) {
+  LoadFn fn = nullptr;
+  dispatch<ops::kFloatTypes.bits()>(dtype, [&]<typename S>() { fn = &load_double<S>; });
+  return fn;
+}
+
+struct Layout {
+  int64_t n = 0, c = 0, inner = 0;
+  bool spatial = true;
+  double epsilon = 0.0;
+};
+
+// Inputs 1 to 4: scale, B, mean, var.
+constexpr size_t kParams = 4;
+
+template <typename S>
+class BatchNormKernel final : public runtime::Kernel {
+ public:
+  BatchNormKernel(const runtime::Value* x, std::array<const runtime::Value*, kParams> params,
+                  std::array<LoadFn, kParams> loaders, runtime::Value* y, Layout l)
+      : x_(x), params_(params), loaders_(loaders), y_(y), l_(l) {}
+
+  Status run() override {
+    const S* x = x_->tensor.data_as<const S>();
+    S* y = y_->tensor.data_as<S>();
+    std::array<const void*, kParams> p{};
+    for (size_t i = 0; i < kParams; ++i) p[i] = params_[i]->tensor.data;
+    const int64_t inner = l_.inner;
+    for (int64_t n = 0; n < l_.n; ++n) {
+      for (int64_t c = 0; c < l_.c; ++c) {
+        const int64_t base = (n * l_.c + c) * inner;
+        if (l_.spatial) {
+          const Affine a = affine(p, c);
+          for (int64_t i = 0; i < inner; ++i) y[base + i] = a.apply(x[base + i]);
+        } else {
+          for (int64_t i = 0; i < inner; ++i) {
+            y[base + i] = affine(p, c * inner + i).apply(x[base + i]);
+          }
+        }
+      }
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  struct Affine {
+    double mean, mul, add;
+    S apply(S v) const {
+      return store<S>(static_cast<compute_t<S>>((static_cast<double>(load(v)) - mean) * mul + add));
+    }
+  };
+
+  // The statistics at position `at` of the parameters.
+  Affine affine(const std::array<const void*, kParams>& p, int64_t at) const {
+    const double scale = loaders_[0](p[0], at), bias = loaders_[1](p[1], at);
+    const double mean = loaders_[2](p[2], at), var = loaders_[3](p[3], at);
+    return {mean, scale / std::sqrt(var + l_.epsilon), bias};
+  }
+
+  const runtime::Value* x_;
+  std::array<const runtime::Value*, kParams> params_;
+  std::array<LoadFn, kParams> loaders_;
+  runtime::Value* y_;
+  Layout l_;
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const TensorView& x = call.input(0);
+  Layout l;
+  // Empty X: nothing to normalize (and its other sizes may be huge).
+  if (x.numel() != 0) {
+    l.n = x.sizes[0];
+    l.c = x.sizes.size() > 1 ? x.sizes[1] : 1;
+    l.inner = product(x.sizes, std::min<size_t>(2, x.sizes.size()), x.sizes.size());
+  }
+  l.spatial = call.def->attr_index("spatial") < 0 || call.attr_int("spatial") == 1;
+  l.epsilon = call.attr_float("epsilon");
+  std::array<const runtime::Value*, kParams> params{};
+  std::array<LoadFn, kParams> loaders{};
+  for (size_t i = 0; i < kParams; ++i) {
+    params[i] = call.inputs[1 + i];
+    loaders[i] = loader_for(params[i]->tensor.dtype);
+    if (loaders[i] == nullptr) return no_kernel_for(call, params[i]->tensor.dtype);
+  }
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
+    kernel =
+        std::make_unique<BatchNormKernel<S>>(call.inputs[0], params, loaders, call.outputs[0], l);
+  });
+  if (!kernel) return no_kernel_for(call, x.dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_batch_norm(runtime::KernelRegistry& registry) {
+  registry.add({"BatchNormalization", "", {}, &create});
+}
+
+}  // namespace baton::kernels::cpu

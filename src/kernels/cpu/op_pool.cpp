@@ -1,0 +1,296 @@
+// ONNX MaxPool, AveragePool, LpPool and their global forms (ops/pool.cpp), over 1 to 3 spatial
+// dimensions (the global forms over any number).
+//
+// The windowed kernel sees every X as [planes = N * C, D, H, W], 1-D and 2-D inputs with leading
+// spatial dimensions of size 1. At create it tabulates, per axis and output position, the first
+// tap inside the input, how many taps lie inside the input, and how many inside the padded extent
+// [-head, in + tail) (AveragePool's count_include_pad divisor: a ceil_mode window past the right
+// padding counts only up to its end, as onnxruntime and PyTorch do); `run` then visits only taps
+// inside the input. Sums (AveragePool, LpPool) are taken in double; MaxPool compares in the
+// element type, a NaN wins (as in Max), and ties go to the first tap in row-major order. MaxPool's
+// Indices are flat positions in X (N and C included), row-major over the spatial dimensions, or
+// column-major with storage_order 1.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+enum class Pool { Max, Average, Lp };
+
+constexpr size_t kAxes = 3;
+
+// One spatial axis: its geometry (canonical attributes) and, per output position, where the
+// window's first tap inside the input is, how many of its taps are inside the input, and how many
+// inside the padded extent.
+struct Axis {
+  int64_t in = 1, out = 1, k = 1, s = 1, d = 1, head = 0, tail = 0;
+  std::vector<int64_t> first, taps, padded;
+
+  void tabulate() {
+    const auto n = static_cast<size_t>(out);
+    first.resize(n);
+    taps.resize(n);
+    padded.resize(n);
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t start = o * s - head;
+      const int64_t j0 = start < 0 ? (-start + d - 1) / d : 0;
+      // Taps past the input (and, for `padded`, past the right padding) are left out; the
+      // definition made sure every window has at least one inside the input.
+      const int64_t j1 = std::min(k - 1, floor_div(in - 1 - start, d));
+      const int64_t jp = std::min(k - 1, floor_div(in + tail - 1 - start, d));
+      const auto i = static_cast<size_t>(o);
+      first[i] = start + j0 * d;
+      taps[i] = std::max<int64_t>(0, j1 - j0 + 1);
+      padded[i] = std::max<int64_t>(0, jp + 1);
+    }
+  }
+
+  static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+};
+
+template <typename C>
+bool beats(C v, C m) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return v > m || (std::isnan(v) && !std::isnan(m));
+  } else {
+    return v > m;
+  }
+}
+
+struct PoolParams {
+  int64_t planes = 0;
+  std::array<Axis, kAxes> axes;  // D, H, W
+  bool count_include_pad = false;
+  bool column_major = false;  // MaxPool's storage_order 1
+  double p = 2.0;             // LpPool
+};
+
+template <typename S, Pool K>
+class PoolKernel final : public runtime::Kernel {
+  using C = compute_t<S>;
+
+ public:
+  PoolKernel(const runtime::Value* x, runtime::Value* y, runtime::Value* indices, PoolParams p)
+      : x_(x), y_(y), indices_(indices), p_(std::move(p)) {}
+
+  Status run() override {
+    const S* x = x_->tensor.data_as<const S>();
+    S* y = y_->tensor.data_as<S>();
+    int64_t* indices = indices_ ? indices_->tensor.data_as<int64_t>() : nullptr;
+    const Axis& ad = p_.axes[0];
+    const Axis& ah = p_.axes[1];
+    const Axis& aw = p_.axes[2];
+    const int64_t in_plane = ad.in * ah.in * aw.in;
+    const int64_t out_plane = ad.out * ah.out * aw.out;
+    for (int64_t plane = 0; plane < p_.planes; ++plane) {
+      const S* xp = x + plane * in_plane;
+      int64_t o = plane * out_plane;
+      std::array<size_t, kAxes> at{};  // the output position, per axis
+      for (at[0] = 0; at[0] < ad.first.size(); ++at[0]) {
+        for (at[1] = 0; at[1] < ah.first.size(); ++at[1]) {
+          for (at[2] = 0; at[2] < aw.first.size(); ++at[2], ++o) {
+            if constexpr (K == Pool::Max) {
+              C m = std::numeric_limits<C>::lowest();
+              int64_t arg = -1;
+              for_each_tap(xp, at, [&](S e, int64_t zd, int64_t zh, int64_t zw) {
+                const C v = load(e);
+                if (arg < 0 || beats(v, m)) {
+                  m = v;
+                  arg = p_.column_major ? zd + (zh + zw * ah.in) * ad.in
+                                        : (zd * ah.in + zh) * aw.in + zw;
+                }
+              });
+              y[o] = store<S>(m);
+              if (indices) indices[o] = plane * in_plane + arg;
+            } else {
+              double sum = 0.0;
+              for_each_tap(xp, at, [&](S e, int64_t, int64_t, int64_t) {
+                const auto v = static_cast<double>(load(e));
+                if constexpr (K == Pool::Average) {
+                  sum += v;
+                } else {
+                  sum += std::pow(std::fabs(v), p_.p);
+                }
+              });
+              y[o] = store<S>(static_cast<C>(finish(sum, at)));
+            }
+          }
+        }
+      }
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  // Calls f(element, d, h, w) for each tap of the window at output position `at` that lies inside
+  // the input, in row-major order.
+  template <typename F>
+  void for_each_tap(const S* xp, const std::array<size_t, kAxes>& at, F&& f) const {
+    const Axis& ad = p_.axes[0];
+    const Axis& ah = p_.axes[1];
+    const Axis& aw = p_.axes[2];
+    const int64_t fd = ad.first[at[0]], fh = ah.first[at[1]], fw = aw.first[at[2]];
+    const int64_t nd = ad.taps[at[0]], nh = ah.taps[at[1]], nw = aw.taps[at[2]];
+    for (int64_t a = 0; a < nd; ++a) {
+      const int64_t zd = fd + a * ad.d;
+      for (int64_t b = 0; b < nh; ++b) {
+        const int64_t zh = fh + b * ah.d;
+        const S* row = xp + (zd * ah.in + zh) * aw.in;
+        for (int64_t c = 0; c < nw; ++c) {
+          const int64_t zw = fw + c * aw.d;
+          f(row[zw], zd, zh, zw);
+        }
+      }
+    }
+  }
+
+  // AveragePool's mean or LpPool's p-th root of the window's `sum`.
+  double finish(double sum, const std::array<size_t, kAxes>& at) const {
+    if constexpr (K == Pool::Lp) {
+      return std::pow(sum, 1.0 / p_.p);
+    } else {
+      // In double: padded counts may multiply past int64 (huge pads).
+      double count = 1.0;
+      for (size_t i = 0; i < kAxes; ++i) {
+        const Axis& a = p_.axes[i];
+        count *= static_cast<double>(p_.count_include_pad ? a.padded[at[i]] : a.taps[at[i]]);
+      }
+      return sum / count;
+    }
+  }
+
+  const runtime::Value* x_;
+  runtime::Value* y_;
+  runtime::Value* indices_;  // MaxPool's optional Indices, or null
+  PoolParams p_;
+};
+
+// The global forms: one value per plane of `n` spatial positions.
+template <typename S, Pool K>
+class GlobalPoolKernel final : public runtime::Kernel {
+  using C = compute_t<S>;
+
+ public:
+  GlobalPoolKernel(const runtime::Value* x, runtime::Value* y, int64_t planes, int64_t n, double p)
+      : x_(x), y_(y), planes_(planes), n_(n), p_(p) {}
+
+  Status run() override {
+    const S* x = x_->tensor.data_as<const S>();
+    S* y = y_->tensor.data_as<S>();
+    for (int64_t plane = 0; plane < planes_; ++plane) {
+      const S* xp = x + plane * n_;
+      if constexpr (K == Pool::Max) {
+        C m = load(xp[0]);
+        for (int64_t i = 1; i < n_; ++i) {
+          const C v = load(xp[i]);
+          if (beats(v, m)) m = v;
+        }
+        y[plane] = store<S>(m);
+      } else {
+        double sum = 0.0;
+        for (int64_t i = 0; i < n_; ++i) {
+          const auto v = static_cast<double>(load(xp[i]));
+          if constexpr (K == Pool::Average) {
+            sum += v;
+          } else {
+            sum += std::pow(std::fabs(v), p_);
+          }
+        }
+        const double r =
+            K == Pool::Average ? sum / static_cast<double>(n_) : std::pow(sum, 1.0 / p_);
+        y[plane] = store<S>(static_cast<C>(r));
+      }
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* x_;
+  runtime::Value* y_;
+  int64_t planes_, n_;
+  double p_;
+};
+
+bool has_attr(const runtime::KernelCall& call, std::string_view name) {
+  return call.def->attr_index(name) >= 0;
+}
+
+template <Pool K>
+constexpr uint32_t pool_types() {
+  return K == Pool::Max ? (ops::kFloatTypes | DTypeSet{DType::Int8, DType::UInt8}).bits()
+                        : ops::kFloatTypes.bits();
+}
+
+template <Pool K>
+Result<std::unique_ptr<runtime::Kernel>> create_pool(const runtime::KernelCall& call) {
+  const TensorView& x = call.input(0);
+  const TensorView& y = call.output(0);
+  PoolParams p;
+  // Empty output: nothing to tabulate (an empty batch may come with huge spatial sizes).
+  if (y.numel() != 0) {
+    const size_t n = x.sizes.size() - 2;  // canonical: 1 to 3 spatial axes
+    const auto kernel = call.attr_ints("kernel_shape");
+    const auto strides = call.attr_ints("strides");
+    const auto pads = call.attr_ints("pads");
+    p.planes = x.sizes[0] * x.sizes[1];
+    for (size_t i = 0; i < n; ++i) {
+      Axis& a = p.axes[kAxes - n + i];
+      a.in = x.sizes[2 + i];
+      a.out = y.sizes[2 + i];
+      a.k = kernel[i];
+      a.s = strides[i];
+      a.d = has_attr(call, "dilations") ? call.attr_ints("dilations")[i] : 1;
+      a.head = pads[i];
+      a.tail = pads[n + i];
+    }
+    for (Axis& a : p.axes) a.tabulate();
+    p.count_include_pad =
+        has_attr(call, "count_include_pad") && call.attr_int("count_include_pad") == 1;
+    p.column_major = has_attr(call, "storage_order") && call.attr_int("storage_order") == 1;
+    if (has_attr(call, "p")) p.p = static_cast<double>(call.attr_int("p"));
+  }
+  runtime::Value* indices = call.outputs.size() > 1 ? call.outputs[1] : nullptr;
+  std::unique_ptr<runtime::Kernel> k;
+  dispatch<pool_types<K>()>(x.dtype, [&]<typename S>() {
+    k = std::make_unique<PoolKernel<S, K>>(call.inputs[0], call.outputs[0], indices, std::move(p));
+  });
+  if (!k) return no_kernel_for(call, x.dtype);
+  return k;
+}
+
+template <Pool K>
+Result<std::unique_ptr<runtime::Kernel>> create_global_pool(const runtime::KernelCall& call) {
+  const TensorView& x = call.input(0);
+  const bool empty = x.numel() == 0;
+  const int64_t planes = empty ? 0 : x.sizes[0] * x.sizes[1];
+  const int64_t n = empty ? 0 : product(x.sizes, 2, x.sizes.size());
+  const double p = has_attr(call, "p") ? static_cast<double>(call.attr_int("p")) : 2.0;
+  std::unique_ptr<runtime::Kernel> k;
+  dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
+    k = std::make_unique<GlobalPoolKernel<S, K>>(call.inputs[0], call.outputs[0], planes, n, p);
+  });
+  if (!k) return no_kernel_for(call, x.dtype);
+  return k;
+}
+
+}  // namespace
+
+void register_pool(runtime::KernelRegistry& registry) {
+  registry.add({"MaxPool", "", {}, &create_pool<Pool::Max>});
+  registry.add({"AveragePool", "", {}, &create_pool<Pool::Average>});
+  registry.add({"LpPool", "", {}, &create_pool<Pool::Lp>});
+  registry.add({"GlobalMaxPool", "", {}, &create_global_pool<Pool::Max>});
+  registry.add({"GlobalAveragePool", "", {}, &create_global_pool<Pool::Average>});
+  registry.add({"GlobalLpPool", "", {}, &create_global_pool<Pool::Lp>});
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,23 @@
+// Attribute checks that several definitions share; each error names the node, the op and the
+// attribute (InferContext::what()).
+#pragma once
+
+#include <string_view>
+
+#include "baton/core/error.h"
+#include "ops/op_def.h"
+
+namespace baton::ops {
+
+// The int attribute `name` is 0 or 1 (InvalidArgument otherwise). A definition version without
+// the attribute passes.
+Status check_flag(InferContext& ctx, std::string_view name);
+
+// `epsilon` is finite and non-negative (InvalidArgument otherwise).
+Status check_epsilon(InferContext& ctx);
+
+// `stash_type`, where the version has it, is 1: Baton computes a normalization's statistics in
+// float or wider (NotSupported otherwise).
+Status check_stash_type(InferContext& ctx);
+
+}  // namespace baton::ops
