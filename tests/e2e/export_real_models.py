@@ -96,8 +96,30 @@ def mobilenet(full):
     return randomize_batchnorm(model).eval(), (image_input(1, 224 if full else 64),), ["input"]
 
 
+class SmallSqueezeNet(nn.Module):
+    """torchvision's SqueezeNet 1.1 structure (its Fire modules, ceil_mode max pools, the
+    convolutional classifier) with a quarter of the widths; --full uses squeezenet1_1."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        fire = torchvision.models.squeezenet.Fire
+        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)  # noqa: E731
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, kernel_size=3, stride=2), nn.ReLU(inplace=True), pool(),
+            fire(16, 4, 16, 16), fire(32, 4, 16, 16), pool(),
+            fire(32, 8, 32, 32), fire(64, 8, 32, 32), pool(),
+            fire(64, 12, 48, 48), fire(96, 12, 48, 48), fire(96, 16, 64, 64),
+            fire(128, 16, 64, 64))
+        self.classifier = nn.Sequential(
+            nn.Dropout(p=0.5), nn.Conv2d(128, num_classes, kernel_size=1), nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d((1, 1)))
+
+    def forward(self, x):
+        return torch.flatten(self.classifier(self.features(x)), 1)
+
+
 def squeezenet(full):
-    model = torchvision.models.squeezenet1_1(num_classes=1000 if full else 10)
+    model = torchvision.models.squeezenet1_1() if full else SmallSqueezeNet()
     return model.eval(), (image_input(1, 224 if full else 64),), ["input"]
 
 
