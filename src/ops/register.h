@@ -35,6 +35,9 @@ void register_clip(OpRegistry& registry);
 void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
 void register_bitshift(OpRegistry& registry);
 void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton AddLayerNorm
+void register_reduce(OpRegistry& registry);      // the ten Reduce* ops, ArgMax and ArgMin
+void register_pad(OpRegistry& registry);
+void register_resize(OpRegistry& registry);  // Resize and Upsample
 // Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
 void register_linear(OpRegistry& registry);
 void register_attention(OpRegistry& registry);
