@@ -1,5 +1,7 @@
 // ONNX Constant (opset 13): exactly one of value (a tensor), value_float(s), value_int(s).
 // value_string(s) and sparse_value are not supported (Baton has no string or sparse tensors).
+// The earlier versions (1, 9: `value` only; 11: sparse_value; 12: the value_* attributes) are
+// subsets of 13, so this definition stands for them too: Baton takes it from opset 1 on.
 #include "ops/constant.h"
 
 #include <cstring>
@@ -69,7 +71,7 @@ TensorValue constant_value(std::span<const AttrValue> attrs, const OpDef& def) {
 void register_constant(OpRegistry& registry) {
   OpDef def;
   def.name = "Constant";
-  def.since_version = 13;
+  def.since_version = 1;
   def.outputs = {{"output", "T"}};
   def.attrs = {attr_optional("value", AttrKind::Tensor),
                attr_optional("value_float", AttrKind::Float),

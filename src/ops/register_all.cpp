@@ -34,6 +34,9 @@ void register_all_ops(OpRegistry& registry) {
   register_layer_norm(registry);
   register_normalization(registry);
   register_pool(registry);
+  register_reduce(registry);
+  register_pad(registry);
+  register_resize(registry);
   register_linear(registry);
   register_attention(registry);
 }

@@ -4,8 +4,10 @@
 // BATON_BINARY_DIR/reports/onnx_node_tests.<backend>.md (or BATON_REPORT_DIR).
 //
 // Every test compiles with its inputs' exact shapes (Baton compiles static shapes). A test whose
-// shape-defining inputs (Reshape's shape, Unsqueeze's axes, ...) are graph inputs is retried with
-// those int64 inputs frozen into initializers from its test data, and reported as such. A compile
+// shape-defining inputs (Reshape's shape, Unsqueeze's axes, Resize's float scales, ...) are graph
+// inputs is retried with those inputs (every int64 one, and any other a node reads through a
+// shape-input slot of its definition) frozen into initializers from its test data, and reported as
+// such. A compile
 // failure with Error::NotSupported (op, dtype, opset, attribute) counts as unsupported; anything
 // else that goes wrong is a failure, and the test fails if there is any. On cuda:0 a test whose
 // nodes the GPU engine does not take runs on the CPU and is reported as "cpu only".
@@ -25,6 +27,7 @@
 #include "baton/core/log.h"
 #include "baton/runtime/program.h"
 #include "compiler/onnx_tensor.h"
+#include "ops/op_def.h"
 #ifdef BATON_TEST_CUDA
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
@@ -172,11 +175,12 @@ class NodeTestRunner {
       if (!initializers.count(in.name())) input_names.push_back(in.name());
     }
 
+    shape_inputs_ = shape_input_names(model);
     bool frozen = false;
     std::string failure;
     for (const DataSet& set : sets) {
       auto outcome = run_set(model, input_names, set, /*freeze=*/frozen, &failure);
-      if (outcome == Outcome::Unsupported && !frozen && has_int_inputs(set)) {
+      if (outcome == Outcome::Unsupported && !frozen && has_frozen_inputs(set, input_names)) {
         // Retry with int64 inputs frozen (shape arguments must be constants in Baton).
         std::string retry_failure;
         const Outcome retry = run_set(model, input_names, set, /*freeze=*/true, &retry_failure);
@@ -204,9 +208,35 @@ class NodeTestRunner {
   }
 
  private:
-  static bool has_int_inputs(const DataSet& set) {
-    return std::any_of(set.inputs.begin(), set.inputs.end(),
-                       [](const auto& t) { return t.dtype == DType::Int64; });
+  // Graph inputs some node reads through a shape-input slot of its definition (float scales,
+  // ...), whichever their dtype.
+  static std::set<std::string> shape_input_names(const onnx::ModelProto& model) {
+    int opset = 1;
+    for (const auto& imp : model.opset_import()) {
+      if (imp.domain().empty() || imp.domain() == "ai.onnx")
+        opset = static_cast<int>(imp.version());
+    }
+    std::set<std::string> names;
+    for (const auto& n : model.graph().node()) {
+      if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+      const ops::OpDef* def = ops::op_registry().find(n.op_type(), "", opset);
+      if (def == nullptr || def->inputs.empty()) continue;
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (def->input_slot(static_cast<size_t>(i)).shape_input) names.insert(n.input(i));
+      }
+    }
+    return names;
+  }
+
+  bool frozen_input(const compiler::OnnxTensor& t, const std::string& name) const {
+    return t.dtype == DType::Int64 || shape_inputs_.count(name) != 0;
+  }
+
+  bool has_frozen_inputs(const DataSet& set, const std::vector<std::string>& names) const {
+    for (size_t k = 0; k < set.inputs.size() && k < names.size(); ++k) {
+      if (frozen_input(set.inputs[k], names[k])) return true;
+    }
+    return false;
   }
 
   Outcome run_set(const onnx::ModelProto& original, const std::vector<std::string>& input_names,
@@ -217,10 +247,10 @@ class NodeTestRunner {
     std::vector<size_t> fed;  // which data-set inputs stay runtime inputs
     for (size_t k = 0; k < set.inputs.size() && k < input_names.size(); ++k) {
       const auto& t = set.inputs[k];
-      if (freeze && t.dtype == DType::Int64) {
+      if (freeze && frozen_input(t, input_names[k])) {
         auto* init = model.mutable_graph()->add_initializer();
         init->set_name(input_names[k]);
-        init->set_data_type(onnx::TensorProto::INT64);
+        init->set_data_type(static_cast<int>(t.dtype));
         for (int64_t d : t.sizes) init->add_dims(d);
         init->set_raw_data(t.data->data(), t.data->size());
         auto* inputs = model.mutable_graph()->mutable_input();
@@ -294,6 +324,7 @@ class NodeTestRunner {
 
   compiler::BackendCompiler* backend_;
   bool delegated_ = false;
+  std::set<std::string> shape_inputs_;  // of the test being run
 };
 
 std::string_view outcome_name(Outcome o) {

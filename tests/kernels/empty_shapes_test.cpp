@@ -32,6 +32,12 @@ TEST(EmptyShapes, HugeOtherDimensionsAreRefusedBeforeAnyKernelMultipliesThem) {
        }},
       {"Add", [](OpTester& t) { t.input(empty_huge()).input(HostTensor(DType::Float32, {1})); }},
       {"Relu", [](OpTester& t) { t.input(empty_huge()); }},
+      {"ReduceSum", [](OpTester& t) { t.input(empty_huge()).input(int64s({1})); }},
+      {"ArgMin", [](OpTester& t) { t.input(empty_huge()).attr("axis", 1); }},
+      {"Pad",
+       [](OpTester& t) {
+         t.input(empty_huge()).input(int64s({0, 0, 0, 0, 0, 0}));
+       }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
@@ -72,6 +78,25 @@ TEST(EmptyShapes, EmptyTensorsWithLargeButFittingDimensionsStillRun) {
   // Softmax in a type computed through a buffer (float16), along an axis with a huge inner size.
   BATON_ASSERT_OK(
       OpTester("Softmax").input(HostTensor(DType::Float16, shape)).attr("axis", 0).run());
+  // Reductions, ArgMax, Pad and Resize whose outputs are empty: no accumulator, plan or tap
+  // table may be sized by the huge dimensions.
+  for (const char* op : {"ReduceSum", "ReduceLogSumExp", "ReduceMean"}) {
+    SCOPED_TRACE(op);
+    BATON_ASSERT_OK(OpTester(op).input(HostTensor(DType::Float16, shape)).input(int64s({1})).run());
+    BATON_ASSERT_OK(
+        OpTester(op).input(HostTensor(DType::Float32, shape)).input(int64s({2, 1})).run());
+  }
+  BATON_ASSERT_OK(
+      OpTester("ArgMax").input(HostTensor(DType::Float32, shape)).attr("axis", 2).run());
+  BATON_ASSERT_OK(OpTester("Pad")
+                      .input(HostTensor(DType::Float32, shape))
+                      .input(int64s({0, 1, -3, 0, 2, 0}))
+                      .attr("mode", std::string("edge"))
+                      .run());
+  OpTester resize("Resize");
+  resize.input(HostTensor(DType::Float32, shape)).absent_input().absent_input();
+  resize.input(int64s({0, large, large})).attr("mode", std::string("linear"));
+  BATON_ASSERT_OK(resize.run());
 }
 
 // Concat's output size along the axis is a sum: refused when it leaves int64.

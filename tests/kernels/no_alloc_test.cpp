@@ -11,6 +11,7 @@
 #include "baton/baton.h"
 #include "kernels/kernel_test_util.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "testing/alloc/counting_allocator.h"
 
 namespace baton::testing {
@@ -369,6 +370,48 @@ op_calls() {
     t->input(random_floats(rng, {2, 3, 5, 8})).input(random_floats(rng, {2, 3, 8, 7}));
     t->input(random_floats(rng, {2, 3, 7, 4})).input(random_floats(rng, {2, 1, 1, 7}));
     t->attr("scale", 0.35).attr("k_transposed", 1).attr("mask_kind", std::string("add"));
+    return t;
+  });
+  // Every reduction in float16 (accumulated in a float buffer sized at create), over an inner
+  // and an outer axis.
+  for (const ops::ReduceRow& row : ops::reduce_rows()) {
+    const std::string op(row.name);
+    add(op + " float16", [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(cast_floats(random_floats(rng, {3, 4, 5}, 0.5f, 2.0f), DType::Float16));
+      t->input(int64s({0, 2}));
+      return t;
+    });
+  }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    add(op, [op](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {3, 4, 5})).attr("axis", 1).attr("select_last_index", 1);
+      return t;
+    });
+  }
+  add("Pad reflect with a constant_value", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Pad");
+    t->input(random_floats(rng, {3, 4})).input(int64s({2, -1, 1, 5}));
+    t->input(make_tensor<float>({}, {0.5f})).attr("mode", std::string("reflect"));
+    return t;
+  });
+  add("Resize cubic", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Resize");
+    t->input(random_floats(rng, {1, 2, 4, 5})).absent_input().absent_input();
+    t->input(int64s({1, 2, 7, 3})).attr("mode", std::string("cubic"));
+    return t;
+  });
+  add("Resize nearest int32", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Resize");
+    t->input(random_ints<int32_t>(rng, {2, 3, 5}, -9, 9)).absent_input();
+    t->input(make_tensor<float>({3}, {1.0f, 2.5f, 0.5f}));
+    return t;
+  });
+  add("Upsample linear", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Upsample", "node_1", 9);
+    t->input(random_floats(rng, {2, 3})).input(make_tensor<float>({2}, {2.0f, 1.5f}));
+    t->attr("mode", std::string("linear"));
     return t;
   });
   return calls;

@@ -56,6 +56,13 @@ void register_range(runtime::KernelRegistry& registry);
 void register_constant_of_shape(runtime::KernelRegistry& registry);
 // Einstein summation (a loop nest; numeric types).
 void register_einsum(runtime::KernelRegistry& registry);
+// Reductions: the ten Reduce* ops (one table, ops/reduce.h), ArgMax and ArgMin.
+void register_reduce(runtime::KernelRegistry& registry);
+void register_argmax(runtime::KernelRegistry& registry);  // and ArgMin
+// Padding and resampling (Pad: any dtype; Resize and Upsample: nearest any dtype, linear and
+// cubic float types).
+void register_pad(runtime::KernelRegistry& registry);
+void register_resize(runtime::KernelRegistry& registry);  // and Upsample
 
 // All of the above.
 void register_all(runtime::KernelRegistry& registry);

@@ -40,6 +40,10 @@ void register_all(runtime::KernelRegistry& registry) {
   register_range(registry);
   register_constant_of_shape(registry);
   register_einsum(registry);
+  register_reduce(registry);
+  register_argmax(registry);
+  register_pad(registry);
+  register_resize(registry);
 }
 
 }  // namespace baton::kernels::cpu

@@ -9,6 +9,7 @@
 
 #include "baton/core/tensor.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace baton::testing {
 namespace {
@@ -916,6 +917,238 @@ void pool_cases(std::vector<Case>& out) {
   add("GlobalMaxPool", "opset 1", {2, 3, 4}, {}, 1);
   add("GlobalLpPool", "p 1", {2, 3, 4, 5}, {{"p", AttrValue::of_int(1)}}, 2);
   add("GlobalLpPool", "p 3", {2, 3, 4, 5}, {{"p", AttrValue::of_int(3)}}, 2);
+// A fixed float constant (Resize's scales and roi).
+CaseInput float_constant(std::vector<double> values, DType dtype = DType::Float32) {
+  CaseInput c;
+  c.sizes = {static_cast<int64_t>(values.size())};
+  c.floats = std::move(values);
+  c.dtype = dtype;
+  c.constant = true;
+  return c;
+}
+
+// The ten reductions (both forms: axes as attribute at opset 13, as input at 21), ArgMax and
+// ArgMin. No CUDA lowering yet (issue 11): cuda = false.
+void reduce_cases(std::vector<Case>& out) {
+  const size_t first = out.size();
+  const std::vector<DType> floats = {DType::Float32, DType::Float16, DType::BFloat16,
+                                     DType::Float64};
+  for (const ops::ReduceRow& row : ops::reduce_rows()) {
+    const std::string op(row.name);
+    // ReduceLogSum needs a positive sum; ReduceProd small factors (products of 20 stay inside
+    // float16's range).
+    auto x = [&](std::vector<int64_t> sizes) {
+      if (row.reduction == ops::Reduction::LogSum) return ranged(std::move(sizes), 0.5, 4);
+      if (row.reduction == ops::Reduction::Prod) return ranged(std::move(sizes), -1.5, 1.5);
+      return in(std::move(sizes));
+    };
+    const std::vector<int64_t> shape = {3, 4, 5};
+    auto ints = [](std::vector<int64_t> v) { return AttrValue::of_ints(std::move(v)); };
+    const AttrValue keep0 = AttrValue::of_int(0);
+    // opset 13: the attribute form (ReduceSum's input form starts at 13: it takes opset 11).
+    const int attr_opset = row.input_axes_since <= 13 ? 11 : 13;
+    auto attr_case = [&](std::string label, std::vector<std::pair<std::string, AttrValue>> attrs,
+                         std::vector<int64_t> sizes) {
+      out.push_back(at_opset(make(op, label + " (axes attribute)", {x(sizes)}, attrs), attr_opset));
+    };
+    attr_case("[3, 4, 5] axes [1]", {{"axes", ints({1})}}, shape);
+    attr_case("[3, 4, 5] axes [2, 0] keepdims 0", {{"axes", ints({2, 0})}, {"keepdims", keep0}},
+              shape);
+    attr_case("[3, 4, 5] axes [-1]", {{"axes", ints({-1})}}, shape);
+    attr_case("[2, 3] all axes", {}, {2, 3});
+    attr_case("[7] all axes keepdims 0", {{"keepdims", keep0}}, {7});
+    attr_case("[] scalar", {}, {});
+
+    CaseInput absent;
+    absent.absent = true;
+    out.push_back(make(op, "[3, 4, 5] axes [1, -1] keepdims 0", {x(shape), shape_input({1, -1})},
+                       {{"keepdims", keep0}}));
+    out.push_back(make(op, "[3, 4, 5] axes [0]", {x(shape), shape_input({0})}));
+    out.push_back(make(op, "[4, 5] no axes: all", {x({4, 5})}));
+    out.push_back(make(op, "[4, 5] empty axes: all", {x({4, 5}), shape_input({})}));
+    out.push_back(make(op, "[4, 5] empty axes, noop", {x({4, 5}), shape_input({})},
+                       {{"noop_with_empty_axes", AttrValue::of_int(1)}}));
+    out.push_back(make(op, "[4, 5] absent axes, noop keepdims 0", {x({4, 5}), absent},
+                       {{"noop_with_empty_axes", AttrValue::of_int(1)}, {"keepdims", keep0}}));
+    out.push_back(make(op, "[2, 3, 4, 5] axes [1, 3]", {x({2, 3, 4, 5}), shape_input({1, 3})}));
+    out.push_back(make(op, "[0, 3] axes [1] (nothing to reduce)", {x({0, 3}), shape_input({1})}));
+    // Empty groups give the identity: only the reductions whose identity is finite (the
+    // comparison cannot take infinities) and NaN (ReduceMean), in float types.
+    const bool finite_identity =
+        row.reduction != ops::Reduction::Max && row.reduction != ops::Reduction::Min &&
+        row.reduction != ops::Reduction::LogSum && row.reduction != ops::Reduction::LogSumExp;
+    if (finite_identity) {
+      out.push_back(with_dtypes(
+          make(op, "[3, 0, 2] axes [1] (empty groups)", {x({3, 0, 2}), shape_input({1})}), floats));
+    }
+  }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    for (int64_t axis : {0, 1, -1}) {
+      for (int64_t keep : {0, 1}) {
+        for (int64_t last : {0, 1}) {
+          out.push_back(make(
+              op,
+              fmt::format("[3, 4, 5] axis {} keepdims {} select_last_index {}", axis, keep, last),
+              {in({3, 4, 5})},
+              {{"axis", AttrValue::of_int(axis)},
+               {"keepdims", AttrValue::of_int(keep)},
+               {"select_last_index", AttrValue::of_int(last)}}));
+        }
+      }
+    }
+    out.push_back(at_opset(make(op, "[6, 7] default axis opset 11", {in({6, 7})}), 11));
+    out.push_back(make(op, "[17] axis 0", {in({17})}));
+    out.push_back(make(op, "[4, 0] axis 0 (empty output)", {in({4, 0})}));
+  }
+  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+}
+
+// Pad in every mode, with cropping, axes and constant_value (graph input or constant); Pad-2's
+// attributes at opset 10. No CUDA lowering yet: cuda = false.
+void pad_cases(std::vector<Case>& out) {
+  const size_t first = out.size();
+  struct P {
+    std::vector<int64_t> x, pads;
+    const char* mode;
+  };
+  const P pads[] = {
+      {{3, 4}, {1, 2, 0, 3}, "constant"},
+      {{3, 4}, {1, 2, 2, 1}, "reflect"},
+      {{3, 4}, {0, 3, 2, 0}, "edge"},
+      {{3, 4}, {2, 1, 1, 5}, "wrap"},
+      {{5}, {7, 9}, "reflect"},
+      {{5}, {7, 11}, "wrap"},
+      {{2, 3, 4}, {0, -1, 1, 1, 0, -2}, "constant"},
+      {{2, 3, 4}, {1, -1, 2, 0, 1, -1}, "reflect"},
+      {{2, 3, 4}, {0, 0, -3, 1, 2, 2}, "edge"},
+      {{1, 3, 4, 5}, {0, 0, 1, 2, 0, 0, 2, 1}, "reflect"},
+      {{4, 1}, {1, 2, 1, 2}, "edge"},
+      {{2, 0}, {1, 1, 1, 1}, "constant"},
+      {{3, 4}, {0, 0, 0, 0}, "reflect"},
+  };
+  for (const P& p : pads) {
+    out.push_back(make(
+        "Pad", fmt::format("{} pads {} {}", shape_to_string(p.x), shape_to_string(p.pads), p.mode),
+        {in(p.x), shape_input(p.pads)}, {{"mode", AttrValue::of_string(p.mode)}}));
+  }
+  out.push_back(make("Pad", "[3, 4] constant_value constant",
+                     {in({3, 4}), shape_input({1, 0, 1, 2}), constant(in({}))}));
+  out.push_back(make("Pad", "[3, 4] constant_value a graph input",
+                     {in({3, 4}), shape_input({2, 1, 0, 1}), in({1})}));
+  CaseInput absent;
+  absent.absent = true;
+  out.push_back(make("Pad", "[2, 3, 4] axes [-1, 0] reflect",
+                     {in({2, 3, 4}), shape_input({2, 1, 3, 0}), absent, shape_input({-1, 0})},
+                     {{"mode", AttrValue::of_string("reflect")}}));
+  out.push_back(make("Pad", "[2, 3, 4] int32 axes [1] constant",
+                     {in({2, 3, 4}), shape_input({1, 2}), constant(in({})), int32_input({1})}));
+  out.push_back(
+      at_opset(make("Pad", "[3, 4] opset 13 edge", {in({3, 4}), shape_input({1, 1, 1, 1})},
+                    {{"mode", AttrValue::of_string("edge")}}),
+               13));
+  out.push_back(at_opset(
+      make("Pad", "[3, 4] opset 10 (pads and value attributes)", {in({3, 4})},
+           {{"pads", AttrValue::of_ints({1, 0, 2, 3})}, {"value", AttrValue::of_float(1.5)}}),
+      10));
+  out.push_back(at_opset(
+      make("Pad", "[3, 4] opset 10 reflect", {in({3, 4})},
+           {{"pads", AttrValue::of_ints({2, 1, 0, 3})}, {"mode", AttrValue::of_string("reflect")}}),
+      10));
+  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+}
+
+// Resize (opsets 10 to 21) and Upsample (7, 9): nearest in every dtype, linear and cubic in the
+// float types. No CUDA lowering yet: cuda = false.
+void resize_cases(std::vector<Case>& out) {
+  const size_t first = out.size();
+  const std::vector<DType> floats = {DType::Float32, DType::Float16, DType::BFloat16,
+                                     DType::Float64};
+  CaseInput none;
+  none.absent = true;
+  auto str = [](const char* s) { return AttrValue::of_string(s); };
+  using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+  auto scaled = [&](std::string label, std::vector<int64_t> x, std::vector<double> scales,
+                    Attrs attrs) {
+    out.push_back(
+        make("Resize", label, {in(x), none, float_constant(std::move(scales))}, std::move(attrs)));
+  };
+  auto sized = [&](std::string label, std::vector<int64_t> x, std::vector<int64_t> sizes,
+                   Attrs attrs) {
+    out.push_back(make("Resize", label, {in(x), none, none, shape_input(std::move(sizes))},
+                       std::move(attrs)));
+  };
+  for (const char* rounding : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+    for (const char* coord : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
+      scaled(fmt::format("nearest [1, 2, 3, 4] scales [1, 1, 2.5, 0.75] {} {}", coord, rounding),
+             {1, 2, 3, 4}, {1, 1, 2.5, 0.75},
+             {{"nearest_mode", str(rounding)}, {"coordinate_transformation_mode", str(coord)}});
+    }
+  }
+  sized("nearest [2, 3, 5] sizes [3, 7, 2]", {2, 3, 5}, {3, 7, 2}, {});
+  sized("nearest [4, 4] sizes [9, 3] half_pixel_symmetric", {4, 4}, {9, 3},
+        {{"coordinate_transformation_mode", str("half_pixel_symmetric")}});
+  const size_t interpolated = out.size();
+  for (const char* coord : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                            "half_pixel_symmetric"}) {
+    scaled(fmt::format("linear [1, 2, 3, 4] scales [1, 1, 2.5, 0.6] {}", coord), {1, 2, 3, 4},
+           {1, 1, 2.5, 0.6},
+           {{"mode", str("linear")}, {"coordinate_transformation_mode", str(coord)}});
+    sized(fmt::format("cubic [1, 1, 5, 6] sizes [1, 1, 8, 3] {}", coord), {1, 1, 5, 6},
+          {1, 1, 8, 3}, {{"mode", str("cubic")}, {"coordinate_transformation_mode", str(coord)}});
+  }
+  scaled("linear 1-D [7] scales [1.5]", {7}, {1.5}, {{"mode", str("linear")}});
+  sized("linear 3-D [3, 4, 5] sizes [5, 2, 9]", {3, 4, 5}, {5, 2, 9}, {{"mode", str("linear")}});
+  sized("linear [1, 1, 1, 4] sizes [1, 1, 3, 7] (a size-1 axis)", {1, 1, 1, 4}, {1, 1, 3, 7},
+        {{"mode", str("linear")}});
+  scaled("cubic [1, 1, 4, 4] scales [1, 1, 2, 0.5] exclude_outside A=-0.5", {1, 1, 4, 4},
+         {1, 1, 2, 0.5},
+         {{"mode", str("cubic")},
+          {"exclude_outside", AttrValue::of_int(1)},
+          {"cubic_coeff_a", AttrValue::of_float(-0.5)}});
+  out.push_back(make("Resize", "linear tf_crop_and_resize [1, 1, 4, 5] sizes [1, 1, 3, 6]",
+                     {in({1, 1, 4, 5}), float_constant({0, 0, 0.25, -0.5, 1, 1, 0.75, 1.25}), none,
+                      shape_input({1, 1, 3, 6})},
+                     {{"mode", str("linear")},
+                      {"coordinate_transformation_mode", str("tf_crop_and_resize")},
+                      {"extrapolation_value", AttrValue::of_float(2.5)}}));
+  out.push_back(make("Resize", "linear axes [2, 3] scales [1.75, 0.5]",
+                     {in({2, 1, 4, 6}), none, float_constant({1.75, 0.5})},
+                     {{"mode", str("linear")}, {"axes", AttrValue::of_ints({2, 3})}}));
+  for (const char* policy : {"not_larger", "not_smaller"}) {
+    out.push_back(make("Resize", fmt::format("linear axes [-1, -2] sizes [7, 5] {}", policy),
+                       {in({1, 4, 6}), none, none, shape_input({7, 5})},
+                       {{"mode", str("linear")},
+                        {"axes", AttrValue::of_ints({-1, -2})},
+                        {"keep_aspect_ratio_policy", str(policy)}}));
+  }
+  out.push_back(
+      at_opset(make("Resize", "linear opset 11 tf_half_pixel_for_nn roi and scales",
+                    {in({1, 1, 3, 4}), float_constant({}), float_constant({1, 1, 2, 1.5})},
+                    {{"mode", str("linear")},
+                     {"coordinate_transformation_mode", str("tf_half_pixel_for_nn")}}),
+               11));
+  out.push_back(at_opset(make("Resize", "linear opset 10 [2, 3] scales [2, 1.5]",
+                              {in({2, 3}), float_constant({2, 1.5})}, {{"mode", str("linear")}}),
+                         10));
+  for (size_t i = interpolated; i < out.size(); ++i) out[i].dtypes = floats;
+  out.push_back(at_opset(make("Resize", "nearest opset 10 [2, 6] scales [2, 0.5] (ceil down)",
+                              {in({2, 6}), float_constant({2, 0.5})}),
+                         10));
+  out.push_back(at_opset(make("Resize", "nearest opset 13 [3, 4] sizes [0, 5] (empty)",
+                              {in({3, 4}), none, none, shape_input({0, 5})}),
+                         13));
+  out.push_back(at_opset(make("Upsample", "nearest opset 9 [1, 1, 2, 3] scales [1, 1, 2, 3]",
+                              {in({1, 1, 2, 3}), float_constant({1, 1, 2, 3})}),
+                         9));
+  out.push_back(
+      at_opset(with_dtypes(make("Upsample", "linear opset 9 [2, 3] scales [1.5, 2]",
+                                {in({2, 3}), float_constant({1.5, 2})}, {{"mode", str("linear")}}),
+                           floats),
+               9));
+  out.push_back(at_opset(make("Upsample", "nearest opset 7 scales attribute [1, 2.5]", {in({3, 2})},
+                              {{"scales", AttrValue::of_floats({1, 2.5})}}),
+                         7));
+  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
 }
 
 }  // namespace
@@ -936,6 +1169,9 @@ std::vector<Case> conformance_cases() {
   softmax_family_cases(out);
   batch_group_norm_cases(out);
   pool_cases(out);
+  reduce_cases(out);
+  pad_cases(out);
+  resize_cases(out);
   return out;
 }
 

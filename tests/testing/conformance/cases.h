@@ -26,6 +26,8 @@ struct CaseInput {
   bool constant = false;  // an initializer instead of a graph input
   // A fixed integer constant (a shape input): int64, or int32 where `dtype` says so.
   std::optional<std::vector<int64_t>> int64s;
+  // A fixed float constant (Resize's scales and roi): float32, or the type `dtype` says.
+  std::optional<std::vector<double>> floats;
   std::optional<DType> dtype;  // a fixed dtype (else the case's T)
   bool absent = false;         // an absent optional input ("")
 };

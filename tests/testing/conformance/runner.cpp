@@ -180,6 +180,16 @@ CaseModel build(const Case& c, DType t,
       b.initializer_int64(name, in.sizes, *in.int64s);
       continue;
     }
+    if (in.floats) {
+      const DType ft = in.dtype.value_or(DType::Float32);
+      const Tensor tensor = make_tensor(in.sizes, ft, *in.floats);
+      auto* init = b.graph().add_initializer();
+      init->set_name(name);
+      init->set_data_type(static_cast<int>(ft));
+      for (int64_t d : in.sizes) init->add_dims(d);
+      init->set_raw_data(tensor.data(), tensor.nbytes());
+      continue;
+    }
     const std::vector<double> v = values(i, dt);
     const Tensor tensor = make_tensor(in.sizes, dt, v);
     if (in.constant) {
