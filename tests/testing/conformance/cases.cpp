@@ -917,6 +917,8 @@ void pool_cases(std::vector<Case>& out) {
   add("GlobalMaxPool", "opset 1", {2, 3, 4}, {}, 1);
   add("GlobalLpPool", "p 1", {2, 3, 4, 5}, {{"p", AttrValue::of_int(1)}}, 2);
   add("GlobalLpPool", "p 3", {2, 3, 4, 5}, {{"p", AttrValue::of_int(3)}}, 2);
+}
+
 // A fixed float constant (Resize's scales and roi).
 CaseInput float_constant(std::vector<double> values, DType dtype = DType::Float32) {
   CaseInput c;
