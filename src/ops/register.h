@@ -35,6 +35,7 @@ void register_clip(OpRegistry& registry);
 void register_variadic(OpRegistry& registry);  // Max, Min, Mean and Sum
 void register_bitshift(OpRegistry& registry);
 void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton AddLayerNorm
+void register_conv(OpRegistry& registry);        // Conv and ConvTranspose
 // Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
 void register_linear(OpRegistry& registry);
 void register_attention(OpRegistry& registry);

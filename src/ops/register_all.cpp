@@ -32,6 +32,7 @@ void register_all_ops(OpRegistry& registry) {
   register_variadic(registry);
   register_bitshift(registry);
   register_layer_norm(registry);
+  register_conv(registry);
   register_linear(registry);
   register_attention(registry);
 }

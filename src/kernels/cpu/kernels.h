@@ -24,6 +24,9 @@ void register_bitshift(runtime::KernelRegistry& registry);
 void register_gelu(runtime::KernelRegistry& registry);
 void register_softmax(runtime::KernelRegistry& registry);
 void register_layer_norm(runtime::KernelRegistry& registry);  // and baton AddLayerNorm
+// Convolution (im2col + OpenBLAS GEMM; depthwise as a direct loop).
+void register_conv(runtime::KernelRegistry& registry);
+void register_conv_transpose(runtime::KernelRegistry& registry);
 // Baton's canonical ops (domain "baton"), written by the optimizer.
 void register_linear(runtime::KernelRegistry& registry);
 void register_attention(runtime::KernelRegistry& registry);

@@ -14,6 +14,8 @@ void register_all(runtime::KernelRegistry& registry) {
   register_gelu(registry);
   register_softmax(registry);
   register_layer_norm(registry);
+  register_conv(registry);
+  register_conv_transpose(registry);
   register_linear(registry);
   register_attention(registry);
   register_identity(registry);
