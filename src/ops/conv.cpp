@@ -8,7 +8,8 @@
 // output_padding present and output_shape absent: an output_shape (or SAME auto_pad) is turned
 // into the pads it implies, and where it asks for more than the input gives (negative total
 // padding, which ONNX Runtime clamps to 0), into extra output_padding (elements past the end that
-// receive only the bias).
+// receive only the bias). output_padding, given or implied, must be less than max(stride,
+// dilation) (ONNX 11's text; ONNX Runtime refuses the rest too).
 #include <algorithm>
 
 #include "baton/core/check.h"
@@ -225,6 +226,11 @@ Status infer_conv_transpose(InferContext& ctx) {
   std::vector<int64_t> y = {x[0], m};
   for (size_t i = 0; i < b.spatial; ++i) {
     const int64_t in = x[2 + i], s = b.strides[i];
+    const int64_t limit = std::max(s, b.dilations[i]);
+    BATON_CHECK_OR_RETURN(output_padding[i] < limit, InvalidArgument,
+                          "{}: attribute 'output_padding' {} has {} on spatial axis {}; it must be "
+                          "less than max(stride, dilation) = {}",
+                          ctx.what(), shape_to_string(output_padding), output_padding[i], i, limit);
     int64_t& begin = b.pads[i];
     int64_t& end = b.pads[b.spatial + i];
     // full = s * (in - 1) + output_padding + dilated kernel: the output before padding is removed.
@@ -246,9 +252,17 @@ Status infer_conv_transpose(InferContext& ctx) {
       if (__builtin_sub_overflow(full, want, &total)) return overflow(ctx, i);
       if (total < 0) {
         // More output than the input reaches: the rest gets only the bias.
-        if (__builtin_sub_overflow(output_padding[i], total, &output_padding[i])) {
-          return overflow(ctx, i);
-        }
+        const int64_t given = output_padding[i];
+        BATON_CHECK_OR_RETURN(
+            -total < limit - given, InvalidArgument,
+            "{}: spatial axis {} of size {} ({}) is {} past the {} elements the input reaches; "
+            "the output_padding that implies ({} + {}) must be less than max(stride, dilation) "
+            "= {}",
+            ctx.what(), i, want,
+            target.empty() ? "input size times stride, for SAME auto_pad"
+                           : "attribute 'output_shape'",
+            -total, full, given, -total, limit);
+        output_padding[i] = given - total;
         total = 0;
       }
       // The odd element goes at the end for SAME_UPPER and at the beginning otherwise (ONNX 11's
