@@ -161,8 +161,10 @@ void im2col(const ConvWindow& w, const T* image, int64_t channels, int64_t p0, i
                               return;
                             }
                             std::fill(out, out + (lo - q), T(0));
+                            // (`plane` is read only where a column falls inside: an empty
+                            // X may have no storage at all.)
                             const int64_t first = base + lo * stride + shift;
-                            if (stride == 1) {
+                            if (hi > lo && stride == 1) {
                               std::copy(plane + first, plane + first + (hi - lo), out + (lo - q));
                             } else {
                               for (int64_t j = lo; j < hi; ++j) {

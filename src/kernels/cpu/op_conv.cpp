@@ -55,12 +55,14 @@ struct DepthwisePlan {
         const C* in = x + ih * in_w;
         for (int64_t kw = 0; kw < k_w; ++kw) {
           const C wv = w[kh * k_w + kw];
-          const int64_t shift = kw * dil_w - pad_w;
+          // Output columns [lo, hi) read the input row from lo * stride + shift on.
+          const int64_t first = lo[kw], n = hi[kw] - lo[kw];
+          const C* src = in + first * stride_w + kw * dil_w - pad_w;
+          C* dst = row + first;
           if (stride_w == 1) {
-            const C* src = in + shift;
-            for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) row[ow] += wv * src[ow];
+            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j];
           } else {
-            for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) row[ow] += wv * in[ow * stride_w + shift];
+            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j * stride_w];
           }
         }
       }
