@@ -37,6 +37,7 @@ void register_all_ops(OpRegistry& registry) {
   register_reduce(registry);
   register_pad(registry);
   register_resize(registry);
+  register_conv(registry);
   register_linear(registry);
   register_attention(registry);
 }

@@ -414,6 +414,47 @@ op_calls() {
     t->attr("mode", std::string("linear"));
     return t;
   });
+  add("Conv im2col (small GEMM: OpenBLAS's allocating path avoided)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Conv");
+    t->input(random_floats(rng, {2, 3, 9, 8})).input(random_floats(rng, {4, 3, 3, 3}));
+    t->input(random_floats(rng, {4})).attr("pads", std::vector<int64_t>{1, 0, 1, 2});
+    return t;
+  });
+  add("Conv im2col in column tiles, groups", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Conv");
+    t->input(random_floats(rng, {1, 128, 40, 40})).input(random_floats(rng, {16, 64, 3, 3}));
+    t->attr("group", 2).attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    return t;
+  });
+  add("Conv pointwise float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Conv");
+    t->input(cast_floats(random_floats(rng, {2, 8, 5, 5}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {6, 8, 1, 1}), DType::Float16));
+    return t;
+  });
+  add("Conv depthwise bfloat16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Conv");
+    t->input(cast_floats(random_floats(rng, {2, 6, 9, 9}), DType::BFloat16))
+        .input(cast_floats(random_floats(rng, {6, 1, 3, 3}), DType::BFloat16))
+        .input(cast_floats(random_floats(rng, {6}), DType::BFloat16));
+    t->attr("group", 6).attr("strides", std::vector<int64_t>{2, 2});
+    t->attr("auto_pad", std::string("SAME_UPPER"));
+    return t;
+  });
+  add("ConvTranspose (col2im, output_shape)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("ConvTranspose");
+    t->input(random_floats(rng, {2, 4, 5, 6})).input(random_floats(rng, {4, 3, 3, 3}));
+    t->input(random_floats(rng, {6})).attr("group", 2);
+    t->attr("strides", std::vector<int64_t>{2, 2})
+        .attr("output_shape", std::vector<int64_t>{12, 13});
+    return t;
+  });
+  add("ConvTranspose pointwise float16", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("ConvTranspose");
+    t->input(cast_floats(random_floats(rng, {2, 4, 5, 6}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {4, 3, 1, 1}), DType::Float16));
+    return t;
+  });
   return calls;
 }
 

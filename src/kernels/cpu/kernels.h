@@ -28,6 +28,9 @@ void register_batch_norm(runtime::KernelRegistry& registry);
 void register_group_norm(runtime::KernelRegistry& registry);  // and InstanceNormalization
 // MaxPool, AveragePool, LpPool and their Global forms.
 void register_pool(runtime::KernelRegistry& registry);
+// Convolution (im2col + OpenBLAS GEMM; depthwise as a direct loop).
+void register_conv(runtime::KernelRegistry& registry);
+void register_conv_transpose(runtime::KernelRegistry& registry);
 // Baton's canonical ops (domain "baton"), written by the optimizer.
 void register_linear(runtime::KernelRegistry& registry);
 void register_attention(runtime::KernelRegistry& registry);

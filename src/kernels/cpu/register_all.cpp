@@ -17,6 +17,8 @@ void register_all(runtime::KernelRegistry& registry) {
   register_batch_norm(registry);
   register_group_norm(registry);
   register_pool(registry);
+  register_conv(registry);
+  register_conv_transpose(registry);
   register_linear(registry);
   register_attention(registry);
   register_identity(registry);

@@ -648,6 +648,111 @@ void einsum_cases(std::vector<Case>& out) {
   }
 }
 
+// Conv and ConvTranspose (CPU only until the GPU's cuDNN lowering, issue 11): every kernel path
+// (pointwise GEMM, depthwise loop, im2col, col2im), groups, strides, dilations, pads in every
+// form, 1-D to 3-D, batches, with and without bias; weights constant as exporters write them.
+void conv_cases(std::vector<Case>& out) {
+  auto ints = [](std::vector<int64_t> v) { return AttrValue::of_ints(std::move(v)); };
+  auto text = [](const char* s) { return AttrValue::of_string(s); };
+  struct C {
+    const char* op;
+    const char* label;
+    std::vector<int64_t> x, w;
+    bool bias;
+    std::vector<std::pair<std::string, AttrValue>> attrs;
+  };
+  const C cases[] = {
+      {"Conv",
+       "2-D 3x3 pads 1, batch 2",
+       {2, 3, 8, 7},
+       {4, 3, 3, 3},
+       true,
+       {{"pads", ints({1, 1, 1, 1})}}},
+      {"Conv",
+       "2-D 7x7 stride 2 pads 3 (a stem)",
+       {1, 3, 17, 16},
+       {8, 3, 7, 7},
+       true,
+       {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}}},
+      {"Conv", "pointwise 1x1", {2, 16, 5, 6}, {8, 16, 1, 1}, true, {}},
+      {"Conv",
+       "depthwise 3x3 stride 2 SAME_UPPER",
+       {1, 8, 9, 9},
+       {8, 1, 3, 3},
+       true,
+       {{"group", AttrValue::of_int(8)},
+        {"strides", ints({2, 2})},
+        {"auto_pad", text("SAME_UPPER")}}},
+      {"Conv",
+       "1-D group 2 dilation 2 SAME_LOWER",
+       {2, 4, 11},
+       {6, 2, 3},
+       false,
+       {{"group", AttrValue::of_int(2)},
+        {"dilations", ints({2})},
+        {"auto_pad", text("SAME_LOWER")}}},
+      {"Conv",
+       "3-D strides (1, 2, 2) asymmetric pads",
+       {1, 2, 4, 5, 6},
+       {3, 2, 2, 3, 3},
+       true,
+       {{"strides", ints({1, 2, 2})}, {"pads", ints({0, 1, 1, 1, 0, 1})}}},
+      {"Conv",
+       "2-D VALID dilations (2, 1)",
+       {1, 3, 9, 6},
+       {5, 3, 2, 3},
+       false,
+       {{"auto_pad", text("VALID")}, {"dilations", ints({2, 1})}}},
+      {"ConvTranspose",
+       "2-D stride 2 pads 1 output_padding 1",
+       {2, 4, 5, 4},
+       {4, 3, 3, 3},
+       true,
+       {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"output_padding", ints({1, 1})}}},
+      {"ConvTranspose",
+       "1-D group 2 dilation 2",
+       {1, 4, 7},
+       {4, 2, 3},
+       true,
+       {{"group", AttrValue::of_int(2)}, {"dilations", ints({2})}}},
+      {"ConvTranspose",
+       "2-D output_shape",
+       {1, 2, 3, 3},
+       {2, 3, 3, 3},
+       false,
+       {{"strides", ints({3, 2})}, {"output_shape", ints({10, 8})}}},
+      {"ConvTranspose",
+       "2-D SAME_UPPER stride 2",
+       {1, 3, 4, 3},
+       {3, 2, 3, 3},
+       true,
+       {{"strides", ints({2, 2})}, {"auto_pad", text("SAME_UPPER")}}},
+      {"ConvTranspose", "3-D", {1, 2, 3, 3, 4}, {2, 2, 2, 3, 2}, true, {}},
+      {"ConvTranspose", "pointwise 1x1", {2, 6, 4, 5}, {6, 4, 1, 1}, false, {}},
+  };
+  for (const C& c : cases) {
+    std::vector<CaseInput> ins = {in(c.x), constant(in(c.w))};
+    int64_t group = 1;
+    for (const auto& [name, value] : c.attrs) {
+      if (name == "group") group = value.i;
+    }
+    // B has one value per output channel: W[0] for Conv, W[1] * group for ConvTranspose.
+    const int64_t m = std::string_view(c.op) == "Conv" ? c.w[0] : c.w[1] * group;
+    if (c.bias) ins.push_back(constant(in({m})));
+    out.push_back(make(c.op, c.label, ins, c.attrs));
+    out.back().cuda = false;
+  }
+  // The opset-1 definitions (models of opsets 1 to 10).
+  out.push_back(make("Conv", "2-D at opset 8", {in({1, 2, 5, 5}), constant(in({3, 2, 3, 3}))},
+                     {{"pads", ints({1, 1, 1, 1})}}));
+  out.back().opset = 8;
+  out.back().cuda = false;
+  out.push_back(make("ConvTranspose", "2-D at opset 8",
+                     {in({1, 2, 3, 3}), constant(in({2, 2, 3, 3}))}, {{"strides", ints({2, 2})}}));
+  out.back().opset = 8;
+  out.back().cuda = false;
+}
+
 // LayerNormalization and the optimizer's canonical ops (only Linear has a GPU lowering yet; the
 // rest is issue 11).
 void normalization_and_canonical_cases(std::vector<Case>& out) {
@@ -1167,6 +1272,7 @@ std::vector<Case> conformance_cases() {
   layout_cases(out);
   shape_cases(out);
   einsum_cases(out);
+  conv_cases(out);
   normalization_and_canonical_cases(out);
   softmax_family_cases(out);
   batch_group_norm_cases(out);

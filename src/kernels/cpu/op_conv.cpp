@@ -1,0 +1,171 @@
+// ONNX Conv (ops/conv.cpp): per batch item and group, Y_g [M/group, out] = W_g [M/group, C/group *
+// K] x col [C/group * K, out] through OpenBLAS, the bias preloaded into Y (beta = 1). Three paths,
+// chosen at create:
+//   pointwise  1x1 kernel, stride 1, no padding: X_g itself is the column matrix, no im2col;
+//   depthwise  one input channel per group (group == C) with at most 4 output channels each, 1-D
+//              or 2-D: a direct loop (per group, im2col + GEMM would be a K x out times 1 x K
+//              product, all copy and no arithmetic);
+//   im2col     everything else, in column tiles that bound the buffer (conv_common.h).
+// float16 and bfloat16 are converted to float (X and W at each run, into buffers sized at
+// create), computed in float and rounded once per output element; float64 runs dgemm.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+enum class ConvPath { Pointwise, Depthwise, Im2col };
+
+// A depthwise conv as 2-D (1-D is 2-D with one row): each output row accumulates the weighted
+// input rows under it, the valid output columns of each kernel column precomputed at create.
+struct DepthwisePlan {
+  int64_t in_h = 1, in_w = 0, out_h = 1, out_w = 0, k_h = 1, k_w = 0;
+  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_h = 0, pad_w = 0;
+  std::vector<int64_t> lo, hi;  // per kernel column: output columns [lo, hi) read inside the row
+
+  DepthwisePlan(const ConvShape& s) {
+    const int w = s.spatial - 1;
+    if (s.spatial == 2) {
+      in_h = s.in[0], out_h = s.out[0], k_h = s.kernel[0];
+      stride_h = s.strides[0], dil_h = s.dilations[0], pad_h = s.pads[0];
+    }
+    in_w = s.in[w], out_w = s.out[w], k_w = s.kernel[w];
+    stride_w = s.strides[w], dil_w = s.dilations[w], pad_w = s.pads[w];
+    for (int64_t kw = 0; kw < k_w; ++kw) {
+      const int64_t shift = kw * dil_w - pad_w;
+      const int64_t l = std::clamp<int64_t>(ceil_div(-shift, stride_w), 0, out_w);
+      lo.push_back(l);
+      hi.push_back(std::clamp<int64_t>(ceil_div(in_w - shift, stride_w), l, out_w));
+    }
+  }
+
+  // One output plane from one input plane and its kernel.
+  template <typename C>
+  void run(const C* x, const C* w, C bias, C* y) const {
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      C* row = y + oh * out_w;
+      std::fill(row, row + out_w, bias);
+      for (int64_t kh = 0; kh < k_h; ++kh) {
+        const int64_t ih = oh * stride_h + kh * dil_h - pad_h;
+        if (ih < 0 || ih >= in_h) continue;
+        const C* in = x + ih * in_w;
+        for (int64_t kw = 0; kw < k_w; ++kw) {
+          const C wv = w[kh * k_w + kw];
+          // Output columns [lo, hi) read the input row from lo * stride + shift on.
+          const int64_t first = lo[kw], n = hi[kw] - lo[kw];
+          const C* src = in + first * stride_w + kw * dil_w - pad_w;
+          C* dst = row + first;
+          if (stride_w == 1) {
+            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j];
+          } else {
+            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j * stride_w];
+          }
+        }
+      }
+    }
+  }
+};
+
+template <typename S>
+class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
+  using Base = ConvBatchKernel<S, ConvKernel<S>>;
+  using W = typename Base::W;
+  using Base::s_;
+
+ public:
+  ConvKernel(const runtime::KernelCall& call, const ConvShape& shape, ConvPath path)
+      : Base(call, shape),
+        window_(shape.window(false)),
+        path_(path),
+        depthwise_(shape),
+        rows_(shape.c_group * shape.kernel_count),
+        tile_(path == ConvPath::Im2col ? column_tile(rows_, shape.out_count) : shape.out_count) {
+    if (s_.empty) return;
+    if (path_ == ConvPath::Im2col) col_.resize(static_cast<size_t>(rows_ * tile_));
+    if (path_ != ConvPath::Depthwise && rows_ > 0) {
+      const int64_t last = s_.out_count % tile_;
+      scratch_.resize(std::max(gemm_scratch(false, false, s_.m_group, tile_, rows_),
+                               gemm_scratch(false, false, s_.m_group, last, rows_)));
+    }
+  }
+
+  void compute_item(const W* x, const W* w, const S* bias, W* y) {
+    if (path_ == ConvPath::Depthwise) {
+      const int64_t multiplier = s_.m_group;
+      for (int64_t m = 0; m < s_.m; ++m) {
+        depthwise_.run(x + (m / multiplier) * s_.in_count, w + m * s_.kernel_count,
+                       bias ? static_cast<W>(load(bias[m])) : W(0), y + m * s_.out_count);
+      }
+      return;
+    }
+    fill_bias(bias, s_.m, s_.out_count, y);
+    if (rows_ == 0) return;
+    for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, g, y);
+  }
+
+ private:
+  void group_gemm(const W* xn, const W* w, int64_t g, W* y) {
+    const W* xg = xn + g * s_.c_group * s_.in_count;
+    const W* wg = w + g * s_.m_group * rows_;
+    W* yg = y + g * s_.m_group * s_.out_count;
+    for (int64_t p0 = 0; p0 < s_.out_count; p0 += tile_) {
+      const int64_t p1 = std::min(s_.out_count, p0 + tile_);
+      const W* cols = xg + p0;
+      int64_t ld = s_.in_count;
+      if (path_ == ConvPath::Im2col) {
+        im2col(window_, xg, s_.c_group, p0, p1, col_.data());
+        cols = col_.data();
+        ld = p1 - p0;
+      }
+      gemm<W>(false, false, s_.m_group, p1 - p0, rows_, W(1), wg, rows_, cols, ld, W(1), yg + p0,
+              s_.out_count, scratch_.data());
+    }
+  }
+
+  ConvWindow window_;
+  ConvPath path_;
+  DepthwisePlan depthwise_;
+  int64_t rows_;  // C/group * K: the GEMM's inner size
+  int64_t tile_;  // columns per GEMM
+  std::vector<W> col_, scratch_;
+};
+
+ConvPath choose_path(const ConvShape& s) {
+  bool pointwise = true;
+  for (int d = 0; d < s.spatial; ++d) {
+    pointwise = pointwise && s.kernel[d] == 1 && s.strides[d] == 1 && s.pads[d] == 0 &&
+                s.pads[s.spatial + d] == 0;
+  }
+  if (pointwise) return ConvPath::Pointwise;
+  if (s.c_group == 1 && s.m_group <= 4 && s.spatial <= 2) return ConvPath::Depthwise;
+  return ConvPath::Im2col;
+}
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const ConvShape shape = conv_shape(call);
+  const ConvPath path = choose_path(shape);
+  if (!shape.empty && path != ConvPath::Depthwise) {
+    const int64_t rows = shape.c_group * shape.kernel_count;
+    BATON_TRY(check_conv_blas_range(
+        call, {shape.m_group, rows, shape.out_count, shape.in_count,
+               path == ConvPath::Im2col ? column_tile(rows, shape.out_count) : 0}));
+  }
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
+    kernel = std::make_unique<ConvKernel<S>>(call, shape, path);
+  });
+  if (!kernel) return no_kernel_for(call, call.input(0).dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_conv(runtime::KernelRegistry& registry) {
+  registry.add({"Conv", "", {{"T", ops::kFloatTypes}}, &create});
+}
+
+}  // namespace baton::kernels::cpu

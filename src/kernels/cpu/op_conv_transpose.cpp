@@ -1,0 +1,91 @@
+// ONNX ConvTranspose (ops/conv.cpp): per batch item and group, col [M/group * K, in] = W_g^T x X_g
+// through OpenBLAS (W_g is [C/group, M/group * K] as stored), then col2im adds each column into
+// the output positions its window reaches, over Y preloaded with the bias. A 1x1 kernel with
+// stride 1 and no padding writes W_g^T x X_g straight into Y. The column buffer is tiled over input
+// positions like Conv's (conv_common.h). float16 and bfloat16 compute in float and round once per
+// output element; float64 runs dgemm.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/kernels.h"
+#include "ops/op_def.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+template <typename S>
+class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<S>> {
+  using Base = ConvBatchKernel<S, ConvTransposeKernel<S>>;
+  using W = typename Base::W;
+  using Base::s_;
+
+ public:
+  ConvTransposeKernel(const runtime::KernelCall& call, const ConvShape& shape, bool pointwise)
+      : Base(call, shape),
+        window_(shape.window(true)),
+        pointwise_(pointwise),
+        rows_(shape.m_group * shape.kernel_count),
+        tile_(pointwise ? shape.in_count : column_tile(rows_, shape.in_count)) {
+    if (!s_.empty && !pointwise_) col_.resize(static_cast<size_t>(rows_ * tile_));
+  }
+
+  void compute_item(const W* x, const W* w, const S* bias, W* y) {
+    fill_bias(bias, s_.m, s_.out_count, y);
+    if (s_.c_group == 0) return;
+    for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, g, y);
+  }
+
+ private:
+  void group_gemm(const W* xn, const W* w, int64_t g, W* y) {
+    const W* xg = xn + g * s_.c_group * s_.in_count;
+    const W* wg = w + g * s_.c_group * rows_;
+    W* yg = y + g * s_.m_group * s_.out_count;
+    if (pointwise_) {
+      gemm<W>(true, false, rows_, s_.in_count, s_.c_group, W(1), wg, rows_, xg, s_.in_count, W(1),
+              yg, s_.out_count, nullptr);
+      return;
+    }
+    for (int64_t p0 = 0; p0 < s_.in_count; p0 += tile_) {
+      const int64_t p1 = std::min(s_.in_count, p0 + tile_);
+      gemm<W>(true, false, rows_, p1 - p0, s_.c_group, W(1), wg, rows_, xg + p0, s_.in_count, W(0),
+              col_.data(), p1 - p0, nullptr);
+      col2im_add(window_, col_.data(), s_.m_group, p0, p1, yg);
+    }
+  }
+
+  ConvWindow window_;
+  bool pointwise_;
+  int64_t rows_;  // M/group * K: the column buffer's rows
+  int64_t tile_;  // input positions per GEMM
+  std::vector<W> col_;
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  const ConvShape shape = conv_shape(call);
+  // Pointwise: every output position is the one input position under it.
+  bool pointwise = true;
+  for (int d = 0; d < shape.spatial; ++d) {
+    pointwise = pointwise && shape.kernel[d] == 1 && shape.strides[d] == 1 && shape.pads[d] == 0 &&
+                shape.in[d] == shape.out[d];
+  }
+  if (!shape.empty) {
+    const int64_t rows = shape.m_group * shape.kernel_count;
+    BATON_TRY(check_conv_blas_range(call, {rows, shape.c_group, shape.in_count, shape.out_count,
+                                           pointwise ? 0 : column_tile(rows, shape.in_count)}));
+  }
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
+    kernel = std::make_unique<ConvTransposeKernel<S>>(call, shape, pointwise);
+  });
+  if (!kernel) return no_kernel_for(call, call.input(0).dtype);
+  return kernel;
+}
+
+}  // namespace
+
+void register_conv_transpose(runtime::KernelRegistry& registry) {
+  registry.add({"ConvTranspose", "", {{"T", ops::kFloatTypes}}, &create});
+}
+
+}  // namespace baton::kernels::cpu

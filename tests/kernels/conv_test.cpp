@@ -1,0 +1,546 @@
+// Conv and ConvTranspose against naive double-precision references: 1-D, 2-D and 3-D, groups
+// (depthwise too), strides, dilations, explicit and automatic pads, output_padding and
+// output_shape, bias, batches, every float dtype, each kernel path (pointwise GEMM, depthwise
+// loop, im2col in one and in several column tiles), empty tensors; then the definitions' errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "kernels/kernel_test_util.h"
+
+namespace baton::testing {
+namespace {
+
+using ops::AttrValue;
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+
+// The canonical value of INTS attribute `name` after inference.
+std::vector<int64_t> canonical_ints(const OpTester& t, std::string_view name) {
+  const int i = t.def().attr_index(name);
+  EXPECT_GE(i, 0) << name;
+  return i < 0 ? std::vector<int64_t>{} : t.canonical_attrs()[static_cast<size_t>(i)].ints;
+}
+
+struct Geometry {
+  int spatial = 0;
+  int64_t group = 1;
+  std::vector<int64_t> strides, dilations, pads;  // canonical
+};
+
+Geometry geometry(const OpTester& t, size_t spatial) {
+  Geometry g;
+  g.spatial = static_cast<int>(spatial);
+  g.group = t.canonical_attrs()[static_cast<size_t>(t.def().attr_index("group"))].i;
+  g.strides = canonical_ints(t, "strides");
+  g.dilations = canonical_ints(t, "dilations");
+  g.pads = canonical_ints(t, "pads");
+  return g;
+}
+
+// Y[n, m, o] = B[m] + sum over the group's channels c and kernel offsets k of
+// X[n, c, o * stride - pad + k * dilation] * W[m, c, k] (Conv), or the scatter of the same
+// products into Y[n, m, i * stride - pad + k * dilation] from X[n, c, i] (ConvTranspose).
+std::vector<double> reference(bool transposed, const HostTensor& x, const HostTensor& w,
+                              const HostTensor* b, const Geometry& g,
+                              const std::vector<int64_t>& y_sizes) {
+  const std::vector<double> xv = to_double(x), wv = to_double(w);
+  const std::vector<double> bv = b ? to_double(*b) : std::vector<double>();
+  const int64_t n = x.sizes[0], c = x.sizes[1], m = y_sizes[1];
+  const int64_t cg = c / g.group, mg = m / g.group;
+  const std::vector<int64_t> in(x.sizes.begin() + 2, x.sizes.end());
+  const std::vector<int64_t> out(y_sizes.begin() + 2, y_sizes.end());
+  const std::vector<int64_t> kernel(w.sizes.begin() + 2, w.sizes.end());
+  const int64_t in_count = numel_of(in), out_count = numel_of(out), k_count = numel_of(kernel);
+  std::vector<double> y(static_cast<size_t>(numel_of(y_sizes)), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t mo = 0; mo < m; ++mo) {
+      for (int64_t p = 0; p < out_count; ++p) y[(i * m + mo) * out_count + p] = b ? bv[mo] : 0.0;
+    }
+  }
+  // `from` positions (outputs for Conv, inputs for ConvTranspose) against kernel offsets.
+  const std::vector<int64_t>& from = transposed ? in : out;
+  const std::vector<int64_t>& to = transposed ? out : in;
+  // The flat `to` index of every (position, kernel offset) pair, or -1 outside.
+  const int64_t from_count = numel_of(from);
+  std::vector<int64_t> target(static_cast<size_t>(from_count * k_count));
+  for (int64_t p = 0; p < from_count; ++p) {
+    const std::vector<int64_t> pi = unravel(p, from);
+    for (int64_t k = 0; k < k_count; ++k) {
+      const std::vector<int64_t> ki = unravel(k, kernel);
+      int64_t t = 0;
+      for (int d = 0; d < g.spatial && t >= 0; ++d) {
+        const int64_t v = pi[d] * g.strides[d] - g.pads[d] + ki[d] * g.dilations[d];
+        t = v >= 0 && v < to[d] ? t * to[d] + v : -1;
+      }
+      target[static_cast<size_t>(p * k_count + k)] = t;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      for (int64_t ml = 0; ml < mg; ++ml) {
+        for (int64_t cl = 0; cl < cg; ++cl) {
+          const int64_t mo = grp * mg + ml, ci = grp * cg + cl;
+          for (int64_t p = 0; p < from_count; ++p) {
+            for (int64_t k = 0; k < k_count; ++k) {
+              const int64_t t = target[static_cast<size_t>(p * k_count + k)];
+              if (t < 0) continue;
+              if (transposed) {
+                y[(i * m + mo) * out_count + t] +=
+                    xv[(i * c + ci) * in_count + p] * wv[(ci * mg + ml) * k_count + k];
+              } else {
+                y[(i * m + mo) * out_count + p] +=
+                    xv[(i * c + ci) * in_count + t] * wv[(mo * cg + cl) * k_count + k];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return y;
+}
+
+double relative_error(const HostTensor& out, const std::vector<double>& ref) {
+  const std::vector<double> got = to_double(out);
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+double bound_for(DType dtype) {
+  switch (dtype) {
+    case DType::Float64:
+      return 1e-12;
+    case DType::Float16:
+      return 2e-3;
+    case DType::BFloat16:
+      return 1.6e-2;
+    default:
+      return 1e-5;
+  }
+}
+
+struct Spec {
+  std::string label;
+  std::vector<int64_t> x, w;
+  Attrs attrs;
+  bool bias = false;
+  std::vector<int64_t> y;          // the expected output shape
+  std::vector<int64_t> pads = {};  // the expected canonical pads (empty: not checked)
+};
+
+// Runs `spec` in `dtype` and compares with the reference; returns the output for more checks.
+HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rng, int opset = 21) {
+  SCOPED_TRACE(std::string(op) + " " + spec.label + " " + std::string(dtype_name(dtype)));
+  const bool transposed = std::string_view(op) == "ConvTranspose";
+  const int64_t m = transposed ? spec.y[1] : spec.w[0];
+  HostTensor x = cast_floats(random_floats(rng, spec.x), dtype);
+  HostTensor w = cast_floats(random_floats(rng, spec.w), dtype);
+  HostTensor b = cast_floats(random_floats(rng, {m}), dtype);
+  OpTester t(op, "node_1", opset);
+  t.input(x).input(w);
+  if (spec.bias) t.input(b);
+  for (const auto& [name, value] : spec.attrs) t.set_attr_value(name, value);
+  const Status status = t.run();
+  EXPECT_TRUE(status.ok()) << status.to_string();
+  if (!status.ok()) return HostTensor();
+  EXPECT_EQ(t.output().sizes, spec.y);
+  if (!spec.pads.empty()) {
+    EXPECT_EQ(canonical_ints(t, "pads"), spec.pads);
+  }
+  const Geometry g = geometry(t, spec.x.size() - 2);
+  const std::vector<double> ref = reference(transposed, x, w, spec.bias ? &b : nullptr, g, spec.y);
+  EXPECT_LE(relative_error(t.output(), ref), bound_for(dtype));
+  return t.output();
+}
+
+AttrValue ints(std::vector<int64_t> v) { return AttrValue::of_ints(std::move(v)); }
+AttrValue str(std::string s) { return AttrValue::of_string(std::move(s)); }
+AttrValue one(int64_t v) { return AttrValue::of_int(v); }
+
+std::vector<Spec> conv_specs() {
+  return {
+      {"2-D 3x3 pads 1, batch 2, bias",
+       {2, 3, 7, 6},
+       {5, 3, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {2, 5, 7, 6}},
+      {"1-D stride 2 dilation 2 asymmetric pads",
+       {3, 2, 17},
+       {4, 2, 3},
+       {{"strides", ints({2})}, {"dilations", ints({2})}, {"pads", ints({1, 2})}},
+       false,
+       {3, 4, 8}},
+      {"3-D group 2, bias",
+       {1, 4, 5, 4, 6},
+       {6, 2, 2, 3, 2},
+       {{"group", one(2)}, {"pads", ints({0, 1, 1, 1, 0, 0})}, {"strides", ints({1, 2, 1})}},
+       true,
+       {1, 6, 5, 2, 6}},
+      {"depthwise 2-D stride 2 pads 1, bias",
+       {2, 6, 9, 8},
+       {6, 1, 3, 3},
+       {{"group", one(6)}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}},
+       true,
+       {2, 6, 5, 4}},
+      {"depthwise multiplier 2, 1-D, dilation 3",
+       {2, 3, 20},
+       {6, 1, 4},
+       {{"group", one(3)}, {"dilations", ints({3})}, {"pads", ints({2, 0})}},
+       false,
+       {2, 6, 13}},
+      {"depthwise 2-D, kernel wider than the input, dilation (2, 1)",
+       {1, 4, 5, 3},
+       {4, 1, 3, 5},
+       {{"group", one(4)}, {"dilations", ints({2, 1})}, {"pads", ints({2, 2, 2, 2})}},
+       true,
+       {1, 4, 5, 3}},
+      {"pointwise 1x1 group 2, batch 3",
+       {3, 4, 5, 7},
+       {6, 2, 1, 1},
+       {{"group", one(2)}},
+       true,
+       {3, 6, 5, 7}},
+      {"1x1 stride 2 (im2col with K = 1)",
+       {2, 3, 7, 7},
+       {5, 3, 1, 1},
+       {{"strides", ints({2, 2})}},
+       false,
+       {2, 5, 4, 4}},
+      {"2-D dilations (2, 3), strides (2, 1), asymmetric pads",
+       {1, 3, 11, 10},
+       {2, 3, 3, 2},
+       {{"dilations", ints({2, 3})}, {"strides", ints({2, 1})}, {"pads", ints({0, 2, 1, 0})}},
+       true,
+       {1, 2, 4, 9}},
+      {"im2col in two column tiles (576 rows x 2304 columns)",
+       {1, 64, 48, 48},
+       {4, 64, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 4, 48, 48}},
+      {"one channel into 8 (GEMM, not depthwise)",
+       {2, 1, 6, 6},
+       {8, 1, 3, 3},
+       {},
+       true,
+       {2, 8, 4, 4}},
+      {"SAME_UPPER stride 2 (odd padding at the end)",
+       {1, 2, 6, 7},
+       {3, 2, 3, 3},
+       {{"auto_pad", str("SAME_UPPER")}, {"strides", ints({2, 2})}},
+       false,
+       {1, 3, 3, 4},
+       {0, 1, 1, 1}},
+      {"SAME_LOWER stride 2 (odd padding at the beginning)",
+       {1, 2, 6, 7},
+       {3, 2, 3, 3},
+       {{"auto_pad", str("SAME_LOWER")}, {"strides", ints({2, 2})}},
+       true,
+       {1, 3, 3, 4},
+       {1, 1, 0, 1}},
+      {"SAME_UPPER depthwise stride 1, even kernel",
+       {1, 3, 5, 5},
+       {3, 1, 2, 4},
+       {{"auto_pad", str("SAME_UPPER")}, {"group", one(3)}},
+       false,
+       {1, 3, 5, 5},
+       {0, 1, 1, 2}},
+      {"VALID with kernel_shape",
+       {2, 2, 6, 5},
+       {3, 2, 3, 2},
+       {{"auto_pad", str("VALID")}, {"kernel_shape", ints({3, 2})}},
+       true,
+       {2, 3, 4, 4},
+       {0, 0, 0, 0}},
+  };
+}
+
+TEST(Conv, MatchesReferenceInEveryFloatType) {
+  std::mt19937 rng(11);
+  for (const Spec& spec : conv_specs()) {
+    for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+      check("Conv", spec, dtype, rng);
+    }
+  }
+}
+
+TEST(Conv, Opset1DefinitionRunsTheSame) {
+  std::mt19937 rng(12);
+  ASSERT_NE(ops::op_registry().find("Conv", "", 1), nullptr);
+  EXPECT_EQ(ops::op_registry().find("Conv", "", 10)->since_version, 1);
+  EXPECT_EQ(ops::op_registry().find("Conv", "", 21)->since_version, 11);
+  check("Conv", conv_specs()[0], DType::Float32, rng, /*opset=*/8);
+}
+
+TEST(Conv, CanonicalAttributesAreAFixpoint) {
+  std::mt19937 rng(13);
+  OpTester t("Conv");
+  t.input(random_floats(rng, {1, 2, 6, 7})).input(random_floats(rng, {3, 2, 3, 3}));
+  t.attr("auto_pad", std::string("SAME_LOWER")).attr("strides", std::vector<int64_t>{2, 2});
+  BATON_ASSERT_OK(t.infer());
+  const std::vector<ops::AttrValue> canonical = t.canonical_attrs();
+  EXPECT_EQ(canonical[static_cast<size_t>(t.def().attr_index("auto_pad"))].s, "NOTSET");
+  EXPECT_EQ(canonical_ints(t, "kernel_shape"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(canonical_ints(t, "dilations"), (std::vector<int64_t>{1, 1}));
+  // Inference on the canonical attributes leaves them as they are (the loader's check).
+  OpTester again("Conv");
+  again.input(HostTensor(DType::Float32, {1, 2, 6, 7}))
+      .input(HostTensor(DType::Float32, {3, 2, 3, 3}));
+  for (size_t i = 0; i < canonical.size(); ++i) {
+    again.set_attr_value(t.def().attrs[i].name, canonical[i]);
+  }
+  BATON_ASSERT_OK(again.infer());
+  EXPECT_EQ(again.canonical_attrs(), canonical);
+  EXPECT_EQ(again.metas()[0].sizes, t.metas()[0].sizes);
+}
+
+TEST(Conv, EmptyTensors) {
+  std::mt19937 rng(14);
+  // Batch 0: nothing to compute.
+  check("Conv", {"batch 0", {0, 3, 5, 5}, {4, 3, 3, 3}, {}, true, {0, 4, 3, 3}}, DType::Float32,
+        rng);
+  // No input channels: every output is its bias.
+  check("Conv", {"no input channels", {2, 0, 4, 4}, {3, 0, 3, 3}, {}, true, {2, 3, 2, 2}},
+        DType::Float32, rng);
+  // No output channels.
+  check("Conv", {"no output channels", {2, 3, 4, 4}, {0, 3, 3, 3}, {}, false, {2, 0, 2, 2}},
+        DType::Float32, rng);
+  // An empty spatial axis padded out to a full window: the output is the bias.
+  check("Conv",
+        {"empty spatial axis with pads",
+         {1, 2, 0, 4},
+         {3, 2, 1, 3},
+         {{"pads", ints({1, 0, 1, 0})}},
+         true,
+         {1, 3, 2, 2}},
+        DType::Float16, rng);
+  // An empty spatial axis without pads: an empty output.
+  check("Conv", {"empty spatial axis", {1, 2, 0, 4}, {3, 2, 1, 3}, {}, true, {1, 3, 0, 2}},
+        DType::Float32, rng);
+  // Empty with huge other dimensions: nothing is sized by them.
+  const int64_t large = int64_t{1} << 20;
+  OpTester huge("Conv");
+  huge.input(HostTensor(DType::Float32, {0, 2, large, large}))
+      .input(HostTensor(DType::Float32, {3, 2, 1, 1}));
+  BATON_ASSERT_OK(huge.run());
+  EXPECT_EQ(huge.output().sizes, (std::vector<int64_t>{0, 3, large, large}));
+}
+
+std::vector<Spec> conv_transpose_specs() {
+  return {
+      {"2-D default (the ONNX example)", {1, 1, 3, 3}, {1, 2, 3, 3}, {}, false, {1, 2, 5, 5}},
+      {"strides (3, 2), output_padding, pads, batch 2, bias",
+       {2, 3, 3, 4},
+       {3, 2, 3, 3},
+       {{"strides", ints({3, 2})}, {"output_padding", ints({1, 1})}, {"pads", ints({1, 2, 0, 1})}},
+       true,
+       {2, 2, 9, 7}},
+      {"1-D group 2 dilation 2 stride 2",
+       {2, 4, 6},
+       {4, 3, 3},
+       {{"group", one(2)}, {"dilations", ints({2})}, {"strides", ints({2})}},
+       true,
+       {2, 6, 15}},
+      {"3-D", {1, 2, 3, 4, 5}, {2, 2, 3, 3, 3}, {}, true, {1, 2, 5, 6, 7}},
+      {"3-D group 2, strides (2, 1, 2)",
+       {2, 4, 2, 3, 2},
+       {4, 1, 2, 2, 3},
+       {{"group", one(2)}, {"strides", ints({2, 1, 2})}, {"pads", ints({0, 1, 0, 1, 0, 1})}},
+       false,
+       {2, 2, 3, 3, 4}},
+      {"output_shape (pads generated, the odd one at the beginning)",
+       {1, 1, 3, 3},
+       {1, 2, 3, 3},
+       {{"strides", ints({3, 2})}, {"output_shape", ints({8, 6})}},
+       false,
+       {1, 2, 8, 6},
+       {1, 1, 0, 0}},
+      {"output_shape past the natural size (bias-only elements at the end)",
+       {1, 1, 3, 3},
+       {1, 2, 3, 3},
+       {{"strides", ints({3, 2})}, {"output_shape", ints({10, 8})}},
+       true,
+       {1, 2, 10, 8},
+       {0, 0, 0, 0}},
+      {"output_shape [N, M, ...] (ONNX Runtime's form)",
+       {1, 1, 3, 3},
+       {1, 2, 3, 3},
+       {{"strides", ints({3, 2})}, {"output_shape", ints({1, 2, 10, 8})}},
+       false,
+       {1, 2, 10, 8},
+       {0, 0, 0, 0}},
+      {"SAME_UPPER stride 2 (odd padding at the end)",
+       {1, 2, 3, 3},
+       {2, 3, 3, 3},
+       {{"auto_pad", str("SAME_UPPER")}, {"strides", ints({2, 2})}},
+       true,
+       {1, 3, 6, 6},
+       {0, 0, 1, 1}},
+      {"SAME_LOWER stride 2 (odd padding at the beginning)",
+       {1, 2, 3, 3},
+       {2, 3, 3, 3},
+       {{"auto_pad", str("SAME_LOWER")}, {"strides", ints({2, 2})}},
+       false,
+       {1, 3, 6, 6},
+       {1, 1, 0, 0}},
+      {"VALID", {1, 2, 3, 2}, {2, 1, 2, 2}, {{"auto_pad", str("VALID")}}, false, {1, 1, 4, 3}},
+      {"pointwise 1x1 group 2, batch 2",
+       {2, 4, 3, 5},
+       {4, 3, 1, 1},
+       {{"group", one(2)}},
+       true,
+       {2, 6, 3, 5}},
+      {"col2im in two column tiles (144 rows x 9216 columns)",
+       {1, 4, 96, 96},
+       {4, 16, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 16, 96, 96}},
+  };
+}
+
+TEST(ConvTranspose, MatchesReferenceInEveryFloatType) {
+  std::mt19937 rng(21);
+  for (const Spec& spec : conv_transpose_specs()) {
+    for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+      check("ConvTranspose", spec, dtype, rng);
+    }
+  }
+}
+
+TEST(ConvTranspose, Opset1DefinitionAndCanonicalForm) {
+  std::mt19937 rng(22);
+  EXPECT_EQ(ops::op_registry().find("ConvTranspose", "", 8)->since_version, 1);
+  EXPECT_EQ(ops::op_registry().find("ConvTranspose", "", 21)->since_version, 11);
+  check("ConvTranspose", conv_transpose_specs()[1], DType::Float32, rng, /*opset=*/8);
+  // output_shape becomes pads plus output_padding, and the canonical form is a fixpoint.
+  OpTester t("ConvTranspose");
+  t.input(HostTensor(DType::Float32, {1, 1, 3, 3})).input(HostTensor(DType::Float32, {1, 2, 3, 3}));
+  t.attr("strides", std::vector<int64_t>{3, 2}).attr("output_shape", std::vector<int64_t>{10, 8});
+  BATON_ASSERT_OK(t.infer());
+  EXPECT_EQ(canonical_ints(t, "output_padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(t.canonical_attrs()[static_cast<size_t>(t.def().attr_index("output_shape"))].none);
+  const std::vector<ops::AttrValue> canonical = t.canonical_attrs();
+  OpTester again("ConvTranspose");
+  again.input(HostTensor(DType::Float32, {1, 1, 3, 3}))
+      .input(HostTensor(DType::Float32, {1, 2, 3, 3}));
+  for (size_t i = 0; i < canonical.size(); ++i) {
+    again.set_attr_value(t.def().attrs[i].name, canonical[i]);
+  }
+  BATON_ASSERT_OK(again.infer());
+  EXPECT_EQ(again.canonical_attrs(), canonical);
+  EXPECT_EQ(again.metas()[0].sizes, (std::vector<int64_t>{1, 2, 10, 8}));
+}
+
+TEST(ConvTranspose, EmptyTensors) {
+  std::mt19937 rng(23);
+  check("ConvTranspose", {"batch 0", {0, 2, 3, 3}, {2, 3, 3, 3}, {}, true, {0, 3, 5, 5}},
+        DType::Float32, rng);
+  check("ConvTranspose", {"no input channels", {2, 0, 3, 3}, {0, 3, 3, 3}, {}, true, {2, 3, 5, 5}},
+        DType::BFloat16, rng);
+  check("ConvTranspose",
+        {"no output channels", {2, 2, 3, 3}, {2, 0, 3, 3}, {}, false, {2, 0, 5, 5}}, DType::Float32,
+        rng);
+  // No input positions: the kernel's reach alone, filled with the bias.
+  check("ConvTranspose", {"empty spatial axis", {1, 2, 0, 3}, {2, 3, 2, 2}, {}, true, {1, 3, 1, 4}},
+        DType::Float32, rng);
+}
+
+// ---- Errors ------------------------------------------------------------------------------------
+
+struct ErrorCase {
+  const char* op;
+  std::vector<int64_t> x, w;
+  std::vector<int64_t> b;  // empty: no bias
+  Attrs attrs;
+  const char* fragment;
+};
+
+TEST(ConvErrors, AttributesAndShapesAreRefusedNamingTheNode) {
+  const int64_t big = int64_t{1} << 62;
+  const ErrorCase cases[] = {
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"auto_pad", str("SAME")}}, "'auto_pad' is 'SAME'"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"group", one(0)}}, "'group' is 0"},
+      {"Conv", {1, 4, 5}, {3, 2, 3}, {}, {{"group", one(2)}}, "not divisible by group 2"},
+      {"Conv", {1, 4, 5}, {4, 3, 3}, {}, {}, "times group 1 that must be X's 4 channels"},
+      {"Conv", {1, 2, 5, 5}, {3, 2, 3}, {}, {}, "W must be [M, C / group, k1, ...]"},
+      {"Conv", {2, 5}, {3, 2}, {}, {}, "at least one spatial axis"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"kernel_shape", ints({2})}}, "'kernel_shape' [2]"},
+      {"Conv", {1, 2, 5}, {3, 2, 0}, {}, {}, "empty kernel"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"strides", ints({0})}}, "'strides' [0] has 0"},
+      {"Conv", {1, 2, 5, 5}, {3, 2, 3, 3}, {}, {{"strides", ints({1})}}, "needs 2"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"dilations", ints({-1})}}, "'dilations'"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"pads", ints({1, -1})}}, "each must be >= 0"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"pads", ints({1, 1, 1})}}, "needs 2"},
+      {"Conv",
+       {1, 2, 5},
+       {3, 2, 3},
+       {},
+       {{"pads", ints({1, 1})}, {"auto_pad", str("SAME_UPPER")}},
+       "both set"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {4}, {}, "B must be [3]"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {3, 1}, {}, "B must be [3]"},
+      {"Conv", {1, 2, 2}, {3, 2, 3}, {}, {}, "shorter than the dilated kernel (3)"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"dilations", ints({3})}}, "dilated kernel (7)"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"pads", ints({big, big})}}, "overflows int64"},
+      {"Conv", {1, 2, 5}, {3, 2, 3}, {}, {{"dilations", ints({big})}}, "overflows int64"},
+      {"ConvTranspose", {1, 2, 5}, {3, 2, 3}, {}, {}, "X's 2 input channels first"},
+      {"ConvTranspose", {1, 3, 5}, {3, 2, 3}, {}, {{"group", one(2)}}, "not divisible by group"},
+      {"ConvTranspose", {1, 2, 5}, {2, 3, 3}, {2}, {}, "B must be [3]"},
+      {"ConvTranspose",
+       {1, 2, 5},
+       {2, 3, 3},
+       {},
+       {{"output_shape", ints({1, 2})}},
+       "'output_shape' [1, 2] must have one size per spatial axis"},
+      {"ConvTranspose", {1, 2, 5}, {2, 3, 3}, {}, {{"output_shape", ints({-4})}}, "negative"},
+      {"ConvTranspose",
+       {1, 2, 5},
+       {2, 3, 3},
+       {},
+       {{"output_padding", ints({-1})}},
+       "'output_padding'"},
+      {"ConvTranspose",
+       {1, 2, 5},
+       {2, 3, 3},
+       {},
+       {{"output_padding", ints({2})}, {"strides", ints({2})}},
+       "less than max(stride, dilation) = 2"},
+      {"ConvTranspose",
+       {1, 2, 3, 3},
+       {2, 3, 3, 3},
+       {},
+       {{"output_shape", ints({12, 8})}, {"strides", ints({3, 2})}},
+       "spatial axis 0 of size 12 (attribute 'output_shape') is 3 past the 9 elements"},
+      {"ConvTranspose", {1, 2, 5}, {2, 3, 3}, {}, {{"pads", ints({4, 4})}}, "remove more than"},
+      {"ConvTranspose", {1, 2, 5}, {2, 3, 3}, {}, {{"strides", ints({big})}}, "overflows int64"},
+      {"ConvTranspose",
+       {1, 2, 5},
+       {2, 3, 3},
+       {},
+       {{"pads", ints({0, 0})}, {"auto_pad", str("VALID")}},
+       "both set"},
+  };
+  for (const ErrorCase& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + ": " + c.fragment);
+    OpTester t(c.op);
+    t.input(HostTensor(DType::Float32, c.x)).input(HostTensor(DType::Float32, c.w));
+    if (!c.b.empty()) t.input(HostTensor(DType::Float32, c.b));
+    for (const auto& [name, value] : c.attrs) t.set_attr_value(name, value);
+    expect_error(t.infer(), Error::InvalidArgument, c.op, c.fragment);
+  }
+}
+
+TEST(ConvErrors, IntegerTypesAreRefused) {
+  OpTester t("Conv");
+  t.input(HostTensor(DType::Int32, {1, 2, 5})).input(HostTensor(DType::Int32, {3, 2, 3}));
+  EXPECT_EQ(t.infer().code(), Error::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace baton::testing
