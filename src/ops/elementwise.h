@@ -14,7 +14,10 @@
 //                attributes, CPU expression of a and b, device expression of {a} and {b})
 //
 // since_version is the first opset of the row's current semantics; the types are the newest
-// version's, which Baton takes from since_version on (older versions only allowed fewer).
+// version's, which Baton takes from since_version on (older versions only allowed fewer). Opset 6
+// only dropped the `consumed_inputs` attribute of the opset-1 unary ops, and opset 7 gave the
+// arithmetic ops multidirectional broadcasting (before it, a `broadcast` attribute): the rows start
+// there.
 // out:  Same      the output has A's dtype and the (multidirectionally) broadcast shape;
 //       Bool      the output is bool, of the broadcast shape (comparisons, IsNaN);
 //       ShapeOfA  A's dtype and shape: B must broadcast to A (unidirectional, PRelu's slope).
@@ -56,60 +59,60 @@ inline constexpr double kSeluGamma = 1.05070102214813232421875;
 
 // clang-format off
 #define BATON_UNARY_OPS(X) \
-  X(Abs, 13, kNumericTypes, Same, (), scalar::abs(x), "fabsf({x})") \
+  X(Abs, 6, kNumericTypes, Same, (), scalar::abs(x), "fabsf({x})") \
   X(Acos, 7, kFloatTypes, Same, (), std::acos(x), "acosf({x})") \
   X(Acosh, 9, kFloatTypes, Same, (), std::acosh(x), "acoshf({x})") \
   X(Asin, 7, kFloatTypes, Same, (), std::asin(x), "asinf({x})") \
   X(Asinh, 9, kFloatTypes, Same, (), std::asinh(x), "asinhf({x})") \
   X(Atan, 7, kFloatTypes, Same, (), std::atan(x), "atanf({x})") \
   X(Atanh, 9, kFloatTypes, Same, (), std::atanh(x), "atanhf({x})") \
-  X(Ceil, 13, kFloatTypes, Same, (), std::ceil(x), "ceilf({x})") \
+  X(Ceil, 6, kFloatTypes, Same, (), std::ceil(x), "ceilf({x})") \
   X(Celu, 12, kFloatTypes, Same, (NonZero, alpha, 1.0), scalar::celu(x, alpha), "baton_celu({x}, {alpha})") \
   X(Cos, 7, kFloatTypes, Same, (), std::cos(x), "cosf({x})") \
   X(Cosh, 9, kFloatTypes, Same, (), std::cosh(x), "coshf({x})") \
   X(Elu, 6, kFloatTypes, Same, (Float, alpha, 1.0), scalar::elu(x, alpha), "baton_elu({x}, {alpha})") \
-  X(Erf, 13, kFloatTypes, Same, (), std::erf(x), "erff({x})") \
-  X(Exp, 13, kFloatTypes, Same, (), std::exp(x), "expf({x})") \
-  X(Floor, 13, kFloatTypes, Same, (), std::floor(x), "floorf({x})") \
+  X(Erf, 9, kFloatTypes, Same, (), std::erf(x), "erff({x})") \
+  X(Exp, 6, kFloatTypes, Same, (), std::exp(x), "expf({x})") \
+  X(Floor, 6, kFloatTypes, Same, (), std::floor(x), "floorf({x})") \
   X(HardSigmoid, 6, kFloatTypes, Same, (Float, alpha, 0.2, Float, beta, 0.5), scalar::clamp01(alpha * x + beta), "baton_clamp01({alpha} * {x} + {beta})") \
   X(HardSwish, 14, kFloatTypes, Same, (), scalar::hard_swish(x), "baton_hard_swish({x})") \
   X(IsInf, 10, kFloatTypes, Bool, (Flag, detect_negative, 1, Flag, detect_positive, 1), scalar::is_inf(x, detect_negative, detect_positive), "") \
   X(IsNaN, 9, kFloatTypes, Bool, (), std::isnan(x), "") \
   X(LeakyRelu, 6, kFloatTypes, Same, (Float, alpha, 0.01), x < C(0) ? alpha * x : x, "({x} < 0.0f ? {alpha} * {x} : {x})") \
-  X(Log, 13, kFloatTypes, Same, (), std::log(x), "logf({x})") \
-  X(Neg, 13, kSignedNumericTypes, Same, (), scalar::neg(x), "(-{x})") \
+  X(Log, 6, kFloatTypes, Same, (), std::log(x), "logf({x})") \
+  X(Neg, 6, kSignedNumericTypes, Same, (), scalar::neg(x), "(-{x})") \
   X(Not, 1, kBoolTypes, Same, (), !x, "") \
-  X(Reciprocal, 13, kFloatTypes, Same, (), C(1) / x, "(1.0f / {x})") \
-  X(Relu, 13, kSignedNumericTypes, Same, (), scalar::relu(x), "baton_relu({x})") \
+  X(Reciprocal, 6, kFloatTypes, Same, (), C(1) / x, "(1.0f / {x})") \
+  X(Relu, 6, kSignedNumericTypes, Same, (), scalar::relu(x), "baton_relu({x})") \
   X(Round, 11, kFloatTypes, Same, (), std::nearbyint(x), "rintf({x})") \
   X(Selu, 6, kFloatTypes, Same, (Float, alpha, kSeluAlpha, Float, gamma, kSeluGamma), scalar::selu(x, alpha, gamma), "baton_selu({x}, {alpha}, {gamma})") \
   X(Shrink, 9, kNumericTypes, Same, (Float, bias, 0.0, Float, lambd, 0.5), scalar::shrink(x, bias, lambd), "baton_shrink({x}, {bias}, {lambd})") \
-  X(Sigmoid, 13, kFloatTypes, Same, (), scalar::sigmoid(x), "baton_sigmoid({x})") \
-  X(Sign, 13, kNumericTypes, Same, (), scalar::sign(x), "baton_sign({x})") \
+  X(Sigmoid, 6, kFloatTypes, Same, (), scalar::sigmoid(x), "baton_sigmoid({x})") \
+  X(Sign, 9, kNumericTypes, Same, (), scalar::sign(x), "baton_sign({x})") \
   X(Sin, 7, kFloatTypes, Same, (), std::sin(x), "sinf({x})") \
   X(Sinh, 9, kFloatTypes, Same, (), std::sinh(x), "sinhf({x})") \
   X(Softplus, 1, kFloatTypes, Same, (), scalar::softplus(x), "baton_softplus({x})") \
   X(Softsign, 1, kFloatTypes, Same, (), x / (C(1) + std::fabs(x)), "({x} / (1.0f + fabsf({x})))") \
-  X(Sqrt, 13, kFloatTypes, Same, (), std::sqrt(x), "sqrtf({x})") \
+  X(Sqrt, 6, kFloatTypes, Same, (), std::sqrt(x), "sqrtf({x})") \
   X(Tan, 7, kFloatTypes, Same, (), std::tan(x), "tanf({x})") \
-  X(Tanh, 13, kFloatTypes, Same, (), std::tanh(x), "tanhf({x})") \
+  X(Tanh, 6, kFloatTypes, Same, (), std::tanh(x), "tanhf({x})") \
   X(ThresholdedRelu, 10, kFloatTypes, Same, (Float, alpha, 1.0), x > alpha ? x : C(0), "({x} > {alpha} ? {x} : 0.0f)")
 
 #define BATON_BINARY_OPS(X) \
-  X(Add, 13, kNumericTypes, kSameAsA, Same, (), scalar::add(a, b), "({a} + {b})") \
+  X(Add, 7, kNumericTypes, kSameAsA, Same, (), scalar::add(a, b), "({a} + {b})") \
   X(And, 7, kBoolTypes, kSameAsA, Same, (), a && b, "") \
-  X(Div, 13, kNumericTypes, kSameAsA, Same, (), scalar::div(a, b, error), "({a} / {b})") \
+  X(Div, 7, kNumericTypes, kSameAsA, Same, (), scalar::div(a, b, error), "({a} / {b})") \
   X(Equal, 7, kAllTypes, kSameAsA, Bool, (), a == b, "") \
   X(Greater, 7, kNumericTypes, kSameAsA, Bool, (), a > b, "") \
   X(GreaterOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a >= b, "") \
   X(Less, 7, kNumericTypes, kSameAsA, Bool, (), a < b, "") \
   X(LessOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a <= b, "") \
   X(Mod, 10, kNumericTypes, kSameAsA, Same, (Flag, fmod, 0), scalar::mod(a, b, fmod, error), "fmodf({a}, {b})") \
-  X(Mul, 13, kNumericTypes, kSameAsA, Same, (), scalar::mul(a, b), "({a} * {b})") \
+  X(Mul, 7, kNumericTypes, kSameAsA, Same, (), scalar::mul(a, b), "({a} * {b})") \
   X(Or, 7, kBoolTypes, kSameAsA, Same, (), a || b, "") \
-  X(Pow, 13, (kFloatTypes | kIndexTypes), kNumericTypes, Same, (), scalar::pow(a, b), "powf({a}, {b})") \
+  X(Pow, 7, (kFloatTypes | kIndexTypes), kNumericTypes, Same, (), scalar::pow(a, b), "powf({a}, {b})") \
   X(PRelu, 9, (kFloatTypes | kIndexTypes), kSameAsA, ShapeOfA, (), scalar::prelu(a, b), "baton_prelu({a}, {b})") \
-  X(Sub, 13, kNumericTypes, kSameAsA, Same, (), scalar::sub(a, b), "({a} - {b})") \
+  X(Sub, 7, kNumericTypes, kSameAsA, Same, (), scalar::sub(a, b), "({a} - {b})") \
   X(Xor, 7, kBoolTypes, kSameAsA, Same, (), a != b, "")
 // clang-format on
 

@@ -1,4 +1,4 @@
-// ONNX Expand (opset 13): `input` broadcast against the compile-time `shape` in both directions
+// ONNX Expand (opset 8; 13 only added bfloat16): `input` broadcast against the compile-time `shape` in both directions
 // (numpy rules: a 1 on either side takes the other's size, so the output may be larger than
 // `shape`).
 #include "baton/core/check.h"
@@ -24,7 +24,7 @@ Status infer(InferContext& ctx) {
 void register_expand(OpRegistry& registry) {
   OpDef def;
   def.name = "Expand";
-  def.since_version = 13;
+  def.since_version = 8;
   def.inputs = {{"input", "T"}, {"shape", "tensor(int64)", Arity::Single, true}};
   def.outputs = {{"output", "T"}};
   def.types = {{"T", kAllTypes}, {"tensor(int64)", {DType::Int64}}};

@@ -346,9 +346,11 @@ std::string_view outcome_name(Outcome o) {
 // Runs every node test on one backend, writes its report, and checks there are no failures, at
 // least `min_pass` passes (wherever the nodes ran) and at least `min_on_backend` tests whose
 // nodes the backend itself ran.
+// `suite` names another suite of libonnx-testdata, beside the node tests (its report is
+// onnx_node_tests.<backend>.<suite>.md); empty for the node tests.
 void run_all(const std::string& backend_name, compiler::BackendCompiler* backend, int min_pass,
-             int min_on_backend) {
-  const fs::path dir_root = node_dir();
+             int min_on_backend, const std::string& suite = "") {
+  const fs::path dir_root = suite.empty() ? node_dir() : node_dir().parent_path() / suite;
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(dir_root)) {
     if (e.is_directory()) dirs.push_back(e.path());
@@ -368,11 +370,13 @@ void run_all(const std::string& backend_name, compiler::BackendCompiler* backend
   }
 
   fs::create_directories(report_dir());
-  std::string file_name = "onnx_node_tests." + backend_name + ".md";
+  std::string file_name =
+      "onnx_node_tests." + backend_name + (suite.empty() ? "" : "." + suite) + ".md";
   std::replace(file_name.begin(), file_name.end(), ':', '_');
   const fs::path report = report_dir() / file_name;
   std::ofstream md(report);
-  md << "# ONNX backend node tests through Baton (" << backend_name << ")\n\n"
+  md << "# ONNX backend " << (suite.empty() ? "node" : suite) << " tests through Baton ("
+     << backend_name << ")\n\n"
      << "Source: " << dir_root.string() << " (Debian libonnx-testdata). Tolerance: rtol 1e-3, "
      << "atol 1e-7 (the ONNX backend tests' own).\n\n"
      << "| outcome | tests |\n|---|---|\n";
@@ -393,9 +397,9 @@ void run_all(const std::string& backend_name, compiler::BackendCompiler* backend
   md.close();
 
   std::printf(
-      "ONNX node tests on %s: %d pass, %d pass with frozen shape inputs, %d pass on the cpu only, "
+      "ONNX %s tests on %s: %d pass, %d pass with frozen shape inputs, %d pass on the cpu only, "
       "%d fail, %d unsupported (report: %s)\n",
-      backend_name.c_str(), counts[Outcome::Pass], counts[Outcome::PassFrozen],
+      suite.empty() ? "node" : suite.c_str(), backend_name.c_str(), counts[Outcome::Pass], counts[Outcome::PassFrozen],
       counts[Outcome::CpuOnly], counts[Outcome::Fail], counts[Outcome::Unsupported],
       report.c_str());
   for (const Row& r : rows) {
@@ -410,8 +414,26 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
   if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
   register_builtins();
   set_log_level(LogLevel::Error);
-  // 117 node tests of the supported ops pass today; a drop means the runner or a kernel broke.
-  run_all("cpu", nullptr, 117, 117);
+  // 632 node tests of the supported ops pass today (2026-11-24); a drop means the runner or a
+  // kernel broke.
+  run_all("cpu", nullptr, 632, 632);
+}
+
+// The other suites of libonnx-testdata: small models (simple) and PyTorch's own exports of its
+// modules and operators, with today's pass counts as floors.
+TEST(OnnxNodeTest, TheOtherLibonnxTestdataSuitesPassOnTheCpu) {
+  if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
+  register_builtins();
+  set_log_level(LogLevel::Error);
+  for (const auto& [suite, floor] : {std::pair<const char*, int>{"simple", 7},
+                                     {"pytorch-converted", 65},
+                                     {"pytorch-operator", 12}}) {
+    if (!fs::exists(node_dir().parent_path() / suite)) {
+      ADD_FAILURE() << (node_dir().parent_path() / suite) << " is missing";
+      continue;
+    }
+    run_all("cpu", nullptr, floor, floor, suite);
+  }
 }
 
 TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
@@ -428,7 +450,7 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
   ASSERT_TRUE(backend.ok()) << backend.status().to_string();
   // The GPU runs a subset (96 on an H100, 2026-11-23); what it does not take runs on the CPU, so
   // the pass count is the CPU's.
-  run_all("cuda:0", backend->get(), 117, 96);
+  run_all("cuda:0", backend->get(), 632, 96);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif
