@@ -106,7 +106,7 @@ TEST(EndToEndTest, TorchExportedModelsMatchTheirReferences) {
 // The model families of issue 10 in small configurations with random weights
 // (tests/e2e/export_real_models.py), each through both exporters (TorchScript opset 17, dynamo
 // opsets 18 and 20), against PyTorch's outputs (onnxruntime agrees with them to ~1e-7, recorded
-// in the manifest). So far BERT and GPT-2; the convolutional families and ViT follow Conv.
+// in the manifest): ResNet, MobileNetV3, SqueezeNet 1.1, ViT, BERT and GPT-2.
 TEST(EndToEndTest, RealModelFamiliesMatchPyTorch) {
   register_builtins();
   const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models/real";
@@ -116,7 +116,7 @@ TEST(EndToEndTest, RealModelFamiliesMatchPyTorch) {
     seen.insert(r.name);
     std::printf("  %-28s relative error %.3g\n", r.name.c_str(), r.worst_error);
   }
-  for (const char* family : {"bert", "gpt2"}) {
+  for (const char* family : {"resnet", "mobilenet", "squeezenet", "vit", "bert", "gpt2"}) {
     for (const char* exporter : {"torchscript17", "dynamo18", "dynamo20"}) {
       EXPECT_TRUE(seen.count(std::string(exporter) + "_" + family)) << exporter << " " << family;
     }
