@@ -3,7 +3,8 @@
 # CUDA runtime libraries (cuBLASLt, NVRTC) and Python, but no build tools, packages or network:
 #   bin/    baton, baton_bench, run_model and the GPU test binaries (stripped)
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
-#   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0
+#   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0 (and
+#              its simple, pytorch-converted and pytorch-operator suites, run on the CPU)
 #   run_gpu_suite.sh
 # With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
 #   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
@@ -84,11 +85,14 @@ for b in "${libs_of[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | 
   esac
 done
 cp scripts/run_gpu_suite.sh "$STAGE/"
-NODE_DIR=/usr/share/libonnx-testdata/data/node
-if [ -d "$NODE_DIR" ]; then
-  mkdir -p "$STAGE/data" && cp -r "$NODE_DIR" "$STAGE/data/node"
+TESTDATA=/usr/share/libonnx-testdata/data
+if [ -d "$TESTDATA/node" ]; then
+  mkdir -p "$STAGE/data"
+  for suite in node simple pytorch-converted pytorch-operator; do
+    cp -r "$TESTDATA/$suite" "$STAGE/data/$suite"
+  done
 else
-  echo "make_bundle: $NODE_DIR is missing (run scripts/setup.sh): the node tests will skip" >&2
+  echo "make_bundle: $TESTDATA/node is missing (run scripts/setup.sh): the node tests will skip" >&2
 fi
 tar -C "$(dirname "$STAGE")" -czf .bundle/baton-bundle.tgz baton-bundle
 rm -rf "$(dirname "$STAGE")"
