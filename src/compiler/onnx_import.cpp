@@ -94,6 +94,7 @@ class Importer {
                           "'{}' has no graph outputs (GraphProto field 'output' is empty)",
                           graph_.source);
     BATON_TRY(report_unsupported());
+    BATON_TRY(shape_error_);
     return std::move(graph_);
   }
 
@@ -173,11 +174,15 @@ class Importer {
     v.dtype = static_cast<DType>(tt.elem_type());
     const InputShape* given = shape_override(input.name());
     if (!tt.has_shape()) {
-      BATON_CHECK_OR_RETURN(given != nullptr, InvalidArgument,
-                            "{} has no shape; Baton compiles static shapes: give one with "
-                            "--shape {}=D0xD1x...",
-                            where, input.name());
-      v.sizes = given->sizes;
+      if (given == nullptr) {
+        // Reported after every node was looked at: unsupported nodes are listed first.
+        note_shape_error(BATON_ERROR(InvalidArgument,
+                                     "{} has no shape; Baton compiles static shapes: give one with "
+                                     "--shape {}=D0xD1x...",
+                                     where, input.name()));
+      } else {
+        v.sizes = given->sizes;
+      }
     } else {
       const auto& dims = tt.shape().dim();
       if (given != nullptr) {
@@ -195,11 +200,16 @@ class Importer {
               "fixes it at {}",
               where, shape_to_string(given->sizes), d, given->sizes[d], dim.dim_value());
           v.sizes.push_back(dim.dim_value());
+        } else if (given == nullptr) {
+          // Reported after every node was looked at (unsupported nodes first); the hint keeps
+          // the sizes the model fixes and names the ones to choose.
+          note_shape_error(BATON_ERROR(InvalidArgument,
+                                       "{} has a symbolic dimension '{}' at axis {}; Baton "
+                                       "compiles static shapes: fix it with --shape {}={}, each "
+                                       "<name> replaced by a size",
+                                       where, dim.dim_param(), d, input.name(), shape_hint(dims)));
+          v.sizes.push_back(1);  // a placeholder: the compile stops before using it
         } else {
-          BATON_CHECK_OR_RETURN(given != nullptr, InvalidArgument,
-                                "{} has a symbolic dimension '{}' at axis {}; Baton compiles "
-                                "static shapes: fix it with --shape {}=D0xD1x...",
-                                where, dim.dim_param(), d, input.name());
           v.sizes.push_back(given->sizes[d]);
         }
       }
@@ -365,6 +375,27 @@ class Importer {
     return Status();
   }
 
+  // The first input-shape problem; later ones of the same kind add nothing a user needs first.
+  void note_shape_error(Status error) {
+    if (shape_error_.ok()) shape_error_ = std::move(error);
+  }
+
+  // `--shape` text for `dims`: the sizes the model fixes, <name> for each symbolic one.
+  static std::string shape_hint(
+      const google::protobuf::RepeatedPtrField<onnx::TensorShapeProto_Dimension>& dims) {
+    std::string out;
+    for (int d = 0; d < dims.size(); ++d) {
+      if (d > 0) out += "x";
+      const auto& dim = dims.Get(d);
+      if (dim.has_dim_value()) {
+        out += std::to_string(dim.dim_value());
+      } else {
+        out += "<" + (dim.dim_param().empty() ? fmt::format("D{}", d) : dim.dim_param()) + ">";
+      }
+    }
+    return out;
+  }
+
   Status report_unsupported() const {
     if (unsupported_.empty()) return Status();
     std::string message = fmt::format("'{}' uses {} unsupported node{}:", graph_.source,
@@ -373,6 +404,7 @@ class Importer {
     for (size_t i = 0; i < shown; ++i) message += "\n  " + unsupported_[i];
     if (shown < unsupported_.size())
       message += fmt::format("\n  ... and {} more", unsupported_.size() - shown);
+    if (!shape_error_.ok()) message += "\nAlso: " + shape_error_.message();
     message += "\nSupported ops:";
     for (std::string_view n : runtime::kernel_registry().names()) message += fmt::format(" {}", n);
     return BATON_ERROR(NotSupported, "{}", message);
@@ -385,6 +417,7 @@ class Importer {
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<std::string, int> other_domains_;
   std::vector<std::string> unsupported_;
+  Status shape_error_;
 };
 
 // One top-level field of a serialized ModelProto, as the wire format lays it out.

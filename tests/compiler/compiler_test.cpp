@@ -276,6 +276,26 @@ TEST_F(CompilerTest, GeluNeedsOpset20) {
       << r.status().to_string();
 }
 
+// Unsupported nodes are listed even when an input's shape would stop the compile first: both
+// problems in one message, the nodes first.
+TEST_F(CompilerTest, UnsupportedNodesAreListedBeforeAMissingShape) {
+  OnnxBuilder b;
+  b.input("x", {-1, 4});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Unique", {"r"}, {"u"}, "uniq");
+  b.node("NonZero", {"r"}, {"z"}, "nz");
+  b.output("u", {-1});
+  b.output("z", {2, -1});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::NotSupported) << r.status().to_string();
+  const std::string& m = r.status().message();
+  for (const char* needle :
+       {"2 unsupported nodes", "node 'uniq': op 'Unique'", "node 'nz': op 'NonZero'",
+        "Also: input 'x'", "symbolic dimension 'N' at axis 0"}) {
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << "\n" << m;
+  }
+}
+
 TEST_F(CompilerTest, SymbolicDimensionsNeedAShape) {
   OnnxBuilder b;
   b.input("x", {-1, 4});
@@ -284,7 +304,10 @@ TEST_F(CompilerTest, SymbolicDimensionsNeedAShape) {
   auto r = compile(b);
   ASSERT_EQ(r.code(), Error::InvalidArgument);
   EXPECT_NE(r.status().message().find("symbolic dimension 'N' at axis 0"), std::string::npos);
-  EXPECT_NE(r.status().message().find("--shape x="), std::string::npos);
+  // The hint keeps the sizes the model fixes and names the one to choose.
+  EXPECT_NE(r.status().message().find("--shape x=<N>x4, each <name> replaced by a size"),
+            std::string::npos)
+      << r.status().to_string();
 
   CompileOptions options;
   options.input_shapes = {{"x", {3, 4}}};

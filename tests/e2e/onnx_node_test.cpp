@@ -399,9 +399,9 @@ void run_all(const std::string& backend_name, compiler::BackendCompiler* backend
   std::printf(
       "ONNX %s tests on %s: %d pass, %d pass with frozen shape inputs, %d pass on the cpu only, "
       "%d fail, %d unsupported (report: %s)\n",
-      suite.empty() ? "node" : suite.c_str(), backend_name.c_str(), counts[Outcome::Pass], counts[Outcome::PassFrozen],
-      counts[Outcome::CpuOnly], counts[Outcome::Fail], counts[Outcome::Unsupported],
-      report.c_str());
+      suite.empty() ? "node" : suite.c_str(), backend_name.c_str(), counts[Outcome::Pass],
+      counts[Outcome::PassFrozen], counts[Outcome::CpuOnly], counts[Outcome::Fail],
+      counts[Outcome::Unsupported], report.c_str());
   for (const Row& r : rows) {
     EXPECT_NE(r.outcome, Outcome::Fail) << r.test << " (" << r.ops << "): " << r.detail;
   }
