@@ -2,7 +2,8 @@
 // each execute (which returns with results ready, so the time includes the GPU). Prints one JSON
 // object: the median, p90, min and the device time of each delegate.
 //
-//   baton_bench PROGRAM.baton [--iterations N] [--warmup N]
+//   baton_bench PROGRAM.baton [--iterations N] [--warmup N] [--input FILE.npy]...
+// Inputs are the given .npy files in input order, else uniform in [-1, 1) (float inputs only).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "baton/baton.h"
 #include "baton/cuda/backend.h"
+#include "baton/extension/npy.h"
 #include "baton/runtime/program.h"
 
 namespace {
@@ -28,13 +30,17 @@ double quantile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PROGRAM.baton [--iterations N] [--warmup N]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s PROGRAM.baton [--iterations N] [--warmup N] [--input FILE.npy]...\n",
+                 argv[0]);
     return 2;
   }
   int iterations = 200, warmup = 20;
+  std::vector<std::string> files;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--input") == 0) files.emplace_back(argv[i + 1]);
   }
   baton::register_builtins();
   baton::cuda::register_backend();
@@ -54,8 +60,21 @@ int main(int argc, char** argv) {
   std::vector<baton::Tensor> inputs;
   for (size_t i = 0; i < m.num_inputs(); ++i) {
     const auto info = m.input_info(i);
-    auto t = baton::Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}).value();
-    for (int64_t k = 0; k < t.numel(); ++k) t.data_as<float>()[k] = dist(rng);
+    baton::Tensor t;
+    if (i < files.size()) {
+      auto read = baton::extension::read_npy(files[i]);
+      if (!read.ok()) {
+        std::fprintf(stderr, "error: %s\n", read.status().to_string().c_str());
+        return 1;
+      }
+      t = std::move(*read);
+    } else if (info.dtype == baton::DType::Float32) {
+      t = baton::Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}).value();
+      for (int64_t k = 0; k < t.numel(); ++k) t.data_as<float>()[k] = dist(rng);
+    } else {
+      std::fprintf(stderr, "error: input %zu is not float32: give it with --input FILE.npy\n", i);
+      return 1;
+    }
     if (auto s = m.set_input(i, t.view()); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
       return 1;

@@ -226,6 +226,8 @@ def main():
     parser.add_argument("out_dir")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--only", default="")
+    parser.add_argument("--styles", default="torchscript17,dynamo18,dynamo20",
+                        help="exporter styles to write (benchmarks need one)")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     only = [f for f in args.only.split(",") if f]
@@ -234,6 +236,8 @@ def main():
         if only and family not in only:
             continue
         for dynamo, opset in ((False, 17), (True, 18), (True, 20)):
+            if f"{'dynamo' if dynamo else 'torchscript'}{opset}" not in args.styles.split(","):
+                continue
             torch.manual_seed(SEED)
             model, inputs, names = make(args.full)
             name = f"{'dynamo' if dynamo else 'torchscript'}{opset}_{family}"
