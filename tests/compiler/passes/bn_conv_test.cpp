@@ -1,6 +1,7 @@
 // bn-conv: an inference BatchNormalization after a Conv with constant weights is folded into the
 // Conv; near misses stay.
-#include "compiler/passes/rewrite.h"
+#include <algorithm>
+
 #include "passes/pass_test.h"
 
 namespace baton::testing {
