@@ -13,7 +13,8 @@ const std::vector<PassDef>& optimizer_passes() {
        "inference BatchNormalization after a Conv with constant weights -> folded into the "
        "Conv's weights and bias",
        &fold_batch_norm_into_conv, "", "Conv"},
-      {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu},
+      {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
+       "", ""},
       {"attention",
        "the exporters' scaled-dot-product attention (Mul, MatMul, mask, Softmax, Where(IsNaN), "
        "MatMul) -> baton Attention",
