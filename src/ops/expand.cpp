@@ -1,6 +1,6 @@
-// ONNX Expand (opset 8; 13 only added bfloat16): `input` broadcast against the compile-time `shape` in both directions
-// (numpy rules: a 1 on either side takes the other's size, so the output may be larger than
-// `shape`).
+// ONNX Expand (opset 8; 13 only added bfloat16): `input` broadcast against the compile-time `shape`
+// in both directions (numpy rules: a 1 on either side takes the other's size, so the output may be
+// larger than `shape`).
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "ops/register.h"

@@ -39,10 +39,10 @@ void register_layer_norm(OpRegistry& registry);  // LayerNormalization and baton
 void register_normalization(OpRegistry& registry);
 // MaxPool, AveragePool, LpPool and their Global forms
 void register_pool(OpRegistry& registry);
-void register_reduce(OpRegistry& registry);      // the ten Reduce* ops, ArgMax and ArgMin
+void register_reduce(OpRegistry& registry);  // the ten Reduce* ops, ArgMax and ArgMin
 void register_pad(OpRegistry& registry);
 void register_resize(OpRegistry& registry);  // Resize and Upsample
-void register_conv(OpRegistry& registry);        // Conv and ConvTranspose
+void register_conv(OpRegistry& registry);    // Conv and ConvTranspose
 // Baton's canonical ops (domain "baton"), written by the optimizer (compiler/passes/).
 void register_linear(OpRegistry& registry);
 void register_attention(OpRegistry& registry);
