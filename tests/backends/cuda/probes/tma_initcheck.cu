@@ -1,11 +1,16 @@
-// Does compute-sanitizer's initcheck see global memory written by TMA stores? A probe, not a test:
-// it explains why the CUDA engine declares its GEMM outputs initialized (engine.cpp,
-// declare_library_writes). Each mode writes one 64x64 float tile, then a plain kernel reads it.
+// What compute-sanitizer's initcheck sees. A probe, not a test: it explains why the CUDA engine
+// declares GEMM outputs and graph-copy sources initialized (engine.cpp, declare_library_writes)
+// and why the lifecycle test skips its device-drift check under initcheck. The store modes write
+// one 64x64 float tile, then a plain kernel reads it.
 //   nvcc -arch=sm_90a -O2 -o tma_initcheck tma_initcheck.cu -lcuda -lcublasLt
 //   compute-sanitizer --tool initcheck ./tma_initcheck
 //   plain|bulk|tensor|graph|context|flat|module|lt [mark|markgreen]
 // On the H100 host (compute-sanitizer 2025.3.1, driver 580): plain 0 errors; bulk (cp.async.bulk)
-// 4088 and tensor (cp.async.bulk.tensor) 4096 uninitialized-read reports, though the sum is right.
+// 4088 and tensor (cp.async.bulk.tensor) 4096 uninitialized-read reports, though the sum is right;
+// graph (a kernel's store and a memcpy node of it in one CUDA graph) 320; bulk or tensor with
+// `mark` (declared initialized through NVTX) 0; context with `markgreen` (the declaration on a
+// green context's stream) kills the process; flat, module and lt (50 cycles of allocations, module
+// loads, cuBLASLt handles) leave free device memory unchanged.
 #include <cublasLt.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
