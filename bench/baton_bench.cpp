@@ -2,7 +2,8 @@
 // each execute (which returns with results ready, so the time includes the GPU). Prints one JSON
 // object: the median, p90, min and the device time of each delegate.
 //
-//   baton_bench PROGRAM.baton [--iterations N] [--warmup N] [--input FILE.npy]...
+//   baton_bench PROGRAM.baton [--iterations N] [--warmup N] [--threads N] [--input FILE.npy]...
+// --threads: MethodOptions::threads, the CPU kernels' threads (default 0: one per CPU).
 // Inputs are the given .npy files in input order, else uniform in [-1, 1) (float inputs only).
 #include <algorithm>
 #include <chrono>
@@ -31,15 +32,18 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s PROGRAM.baton [--iterations N] [--warmup N] [--input FILE.npy]...\n",
+                 "usage: %s PROGRAM.baton [--iterations N] [--warmup N] [--threads N] "
+                 "[--input FILE.npy]...\n",
                  argv[0]);
     return 2;
   }
   int iterations = 200, warmup = 20;
+  baton::runtime::MethodOptions options;
   std::vector<std::string> files;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--input") == 0) files.emplace_back(argv[i + 1]);
   }
   baton::register_builtins();
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", program.status().to_string().c_str());
     return 1;
   }
-  auto method = (*program)->load_method("forward");
+  auto method = (*program)->load_method("forward", options);
   if (!method.ok()) {
     std::fprintf(stderr, "error: %s\n", method.status().to_string().c_str());
     return 1;

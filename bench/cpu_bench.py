@@ -9,8 +9,8 @@ manifest.json, CASE.onnx and CASE.input_<i>.npy. Each model is compiled once wit
 `baton compile --device cpu` (with the manifest's --shape values), then timed with baton_bench
 (warm-up, then wall clock around each execute) on the recorded inputs, and with onnxruntime's
 InferenceSession (all graph optimizations, sequential execution, intra_op_num_threads = each of
---threads) on the same inputs. Baton's CPU kernels run on the calling thread (no --threads yet),
-so its row is the same for every onnxruntime thread count.
+--threads) on the same inputs. Baton runs with the same thread counts (baton_bench --threads,
+MethodOptions::threads): each ratio is Baton at T threads over onnxruntime at T threads.
 """
 import argparse
 import json
@@ -70,26 +70,29 @@ def main():
         if compiled.returncode != 0:
             print(f"{name}: baton compile failed: {compiled.stderr.strip()[-400:]}", file=sys.stderr)
             continue
-        bench = [args.bench, program, "--iterations", str(args.iterations), "--warmup",
-                 str(args.warmup)]
-        for f in inputs:
-            bench += ["--input", f]
-        out = subprocess.run(bench, capture_output=True, text=True)
-        if out.returncode != 0:
-            print(f"{name}: baton_bench failed: {out.stderr.strip()[-400:]}", file=sys.stderr)
-            continue
-        baton = json.loads(out.stdout)
         feed = {n: np.load(f) for n, f in zip(case["inputs"], inputs)}
-        row = {"model": name, "baton_median_ms": baton["median_ms"], "baton_p90_ms": baton["p90_ms"]}
+        row = {"model": name}
         for t in [int(x) for x in args.threads.split(",")]:
+            bench = [args.bench, program, "--iterations", str(args.iterations), "--warmup",
+                     str(args.warmup), "--threads", str(t)]
+            for f in inputs:
+                bench += ["--input", f]
+            out = subprocess.run(bench, capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"{name}: baton_bench failed: {out.stderr.strip()[-400:]}", file=sys.stderr)
+                break
+            baton = json.loads(out.stdout)
+            row[f"baton{t}_median_ms"], row[f"baton{t}_p90_ms"] = baton["median_ms"], baton["p90_ms"]
             med, p90 = time_ort(onnx_path, feed, t, args.iterations, args.warmup)
             row[f"ort{t}_median_ms"], row[f"ort{t}_p90_ms"] = med, p90
-            row[f"ratio_vs_ort{t}"] = baton["median_ms"] / med
-        rows.append(row)
-        cells = " | ".join(f"ort{t} {row[f'ort{t}_median_ms']:.2f} ({row[f'ratio_vs_ort{t}']:.2f}x)"
-                           for t in [int(x) for x in args.threads.split(",")])
-        print(f"{name}: baton {row['baton_median_ms']:.2f} ms (p90 {row['baton_p90_ms']:.2f}) | {cells}",
-              flush=True)
+            row[f"ratio{t}"] = baton["median_ms"] / med
+        else:
+            rows.append(row)
+            cells = " | ".join(
+                f"{t}T baton {row[f'baton{t}_median_ms']:.2f} (p90 {row[f'baton{t}_p90_ms']:.2f}) "
+                f"ort {row[f'ort{t}_median_ms']:.2f} (p90 {row[f'ort{t}_p90_ms']:.2f}) "
+                f"{row[f'ratio{t}']:.2f}x" for t in [int(x) for x in args.threads.split(",")])
+            print(f"{name}: {cells}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "onnxruntime": ort.__version__, "iterations": args.iterations},

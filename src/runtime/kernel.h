@@ -29,6 +29,8 @@ enum class AttrKind : uint8_t;
 
 namespace baton::runtime {
 
+class ThreadPool;
+
 // The bound arguments of one kernel call. Every pointer stays valid for the kernel's lifetime.
 struct KernelCall {
   const ops::OpDef* def = nullptr;
@@ -36,6 +38,8 @@ struct KernelCall {
   std::span<Value* const> attrs;    // bound and canonical, in the definition's order
   std::span<Value* const> outputs;  // tensor values
   std::string_view node_name;       // the ONNX node, for messages
+  // The Method's threads (runtime/thread_pool.h), or null: run on the calling thread.
+  ThreadPool* pool = nullptr;
 
   // Attribute `name` of the definition. Asking for a name the definition lacks is a bug in the
   // kernel and gives a None value.

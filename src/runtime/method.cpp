@@ -9,6 +9,7 @@
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
 #include "runtime/program_impl.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::runtime {
 namespace {
@@ -62,6 +63,10 @@ struct Method::Impl {
   std::vector<Value> values;
   // Planned data pointer of each value (restored by set_input after a bind).
   std::vector<void*> planned;
+  // The CPU kernels' threads (MethodOptions::threads), made with the first kernel; declared before
+  // the steps, whose kernels keep a pointer to it.
+  unsigned threads = 1;
+  std::unique_ptr<ThreadPool> pool;
   std::vector<Step> steps;
   std::vector<ArenaInstance> arenas;
   std::vector<DelegateInstance> delegates;
@@ -263,6 +268,8 @@ struct Method::Impl {
     call.attrs = args[1];
     call.outputs = args[2];
     call.node_name = str(k.name());
+    if (!pool) pool = std::make_unique<ThreadPool>(threads);
+    call.pool = pool.get();
 
     // The definition's inference on what the program declares: the declared outputs must be what
     // the op produces from these inputs, and the attributes must be in the canonical form the
@@ -427,6 +434,7 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
     impl->input_ready[i] = impl->values[impl->inputs[i]].tensor.data != nullptr;
   }
   BATON_TRY(impl->load_delegates(*impl_, options));
+  impl->threads = options.threads > 0 ? options.threads : ThreadPool::available_cpus();
   BATON_TRY(impl->load_steps());
   return std::unique_ptr<Method>(new Method(std::move(impl)));
 }
@@ -435,6 +443,7 @@ Method::Method(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Method::~Method() = default;
 
 std::string_view Method::name() const { return impl_->name; }
+unsigned Method::cpu_threads() const { return impl_->threads; }
 size_t Method::num_inputs() const { return impl_->inputs.size(); }
 size_t Method::num_outputs() const { return impl_->outputs.size(); }
 

@@ -101,6 +101,26 @@ TEST_F(CliTest, RunWithPositionalAndRandomInputs) {
   EXPECT_NE(r.output.find("(random)"), std::string::npos) << r.output;
 }
 
+// --threads sets the CPU kernels' threads (reported), the same outputs come back, and a count out
+// of range is refused before loading.
+TEST_F(CliTest, RunThreadsOption) {
+  const std::string input = " --input " + (models_ / "dynamo20_mlp_gelu.input_0.npy").string();
+  const fs::path one = dir_ / "threads1", three = dir_ / "threads3";
+  CliRun r = baton("run " + program() + input + " -n 2 --threads 1 -o " + one.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu threads 1\n"), std::string::npos) << r.output;
+  r = baton("run " + program() + input + " -n 2 --threads 3 -o " + three.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu threads 3\n"), std::string::npos) << r.output;
+  auto a = extension::read_npy((one / "output_0.npy").string());
+  auto b = extension::read_npy((three / "output_0.npy").string());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LE(testing::relative_error(b->data_as<float>(), a->data_as<float>(), a->numel()), 1e-6);
+  r = baton("run " + program() + " --threads 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--threads"), std::string::npos) << r.output;
+}
+
 TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
   std::mt19937 rng(1);
   const std::string wrong_shape = (dir_ / "wrong_shape.npy").string();

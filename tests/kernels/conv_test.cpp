@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "kernels/kernel_test_util.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -133,7 +134,8 @@ struct Spec {
 };
 
 // Runs `spec` in `dtype` and compares with the reference; returns the output for more checks.
-HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rng, int opset = 21) {
+HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rng, int opset = 21,
+                 runtime::ThreadPool* pool = nullptr) {
   SCOPED_TRACE(std::string(op) + " " + spec.label + " " + std::string(dtype_name(dtype)));
   const bool transposed = std::string_view(op) == "ConvTranspose";
   const int64_t m = transposed ? spec.y[1] : spec.w[0];
@@ -141,7 +143,7 @@ HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rn
   HostTensor w = cast_floats(random_floats(rng, spec.w), dtype);
   HostTensor b = cast_floats(random_floats(rng, {m}), dtype);
   OpTester t(op, "node_1", opset);
-  t.input(x).input(w);
+  t.pool(pool).input(x).input(w);
   if (spec.bias) t.input(b);
   for (const auto& [name, value] : spec.attrs) t.set_attr_value(name, value);
   const Status status = t.run();
@@ -265,6 +267,61 @@ TEST(Conv, MatchesReferenceInEveryFloatType) {
   for (const Spec& spec : conv_specs()) {
     for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       check("Conv", spec, dtype, rng);
+    }
+  }
+}
+
+// Shapes large enough for each way a conv splits over threads (conv specs above are mostly too
+// small to split anything but depthwise channels and groups).
+std::vector<Spec> threaded_conv_specs() {
+  return {
+      {"pointwise 64 -> 96 over 40x40: a column tile per thread",
+       {1, 64, 40, 40},
+       {96, 64, 1, 1},
+       {},
+       true,
+       {1, 96, 40, 40}},
+      {"3x3 256 -> 64 on 7x7: too few columns, the GEMM split by rows",
+       {1, 256, 7, 7},
+       {64, 256, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 64, 7, 7}},
+      {"3x3 16 -> 16 on 40x40, batch 2: im2col per thread",
+       {2, 16, 40, 40},
+       {16, 16, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       false,
+       {2, 16, 40, 40}},
+      {"3x3 group 4: the groups in parallel",
+       {1, 32, 20, 20},
+       {32, 8, 3, 3},
+       {{"group", one(4)}, {"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 32, 20, 20}},
+      {"depthwise 3x3 on 24 channels: channel chunks in parallel",
+       {1, 24, 30, 30},
+       {24, 1, 3, 3},
+       {{"group", one(24)}, {"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 24, 30, 30}},
+  };
+}
+
+// Every conv spec with pools of 2 and 3 threads matches the reference, and each large one hands
+// work to the pool's workers (without the threaded paths `dispatched` would stay 0).
+TEST(Conv, ThreadedPathsMatchTheReference) {
+  std::mt19937 rng(13);
+  for (unsigned threads : {2u, 3u}) {
+    runtime::ThreadPool pool(threads);
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    for (const Spec& spec : conv_specs()) check("Conv", spec, DType::Float32, rng, 21, &pool);
+    for (const Spec& spec : threaded_conv_specs()) {
+      for (DType dtype : {DType::Float32, DType::Float16}) {
+        const uint64_t before = pool.dispatched();
+        check("Conv", spec, dtype, rng, 21, &pool);
+        EXPECT_GT(pool.dispatched(), before) << spec.label << ": nothing ran on the workers";
+      }
     }
   }
 }
@@ -409,6 +466,29 @@ TEST(ConvTranspose, MatchesReferenceInEveryFloatType) {
   for (const Spec& spec : conv_transpose_specs()) {
     for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       check("ConvTranspose", spec, dtype, rng);
+    }
+  }
+}
+
+TEST(ConvTranspose, ThreadedPathsMatchTheReference) {
+  std::mt19937 rng(23);
+  const Spec large = {"3x3 64 -> 32 from 16x16: the GEMM split",
+                      {1, 64, 16, 16},
+                      {64, 32, 3, 3},
+                      {{"pads", ints({1, 1, 1, 1})}},
+                      true,
+                      {1, 32, 16, 16}};
+  const Spec pointwise = {"pointwise 96 -> 64 on 24x24", {1, 96, 24, 24}, {96, 64, 1, 1}, {},
+                          false, {1, 64, 24, 24}};
+  for (unsigned threads : {2u, 3u}) {
+    runtime::ThreadPool pool(threads);
+    for (const Spec& spec : conv_transpose_specs()) {
+      check("ConvTranspose", spec, DType::Float32, rng, 21, &pool);
+    }
+    for (const Spec* spec : {&large, &pointwise}) {
+      const uint64_t before = pool.dispatched();
+      check("ConvTranspose", *spec, DType::Float32, rng, 21, &pool);
+      EXPECT_GT(pool.dispatched(), before) << spec->label << ": nothing ran on the workers";
     }
   }
 }

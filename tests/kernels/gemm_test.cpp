@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/kernel_test_util.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -222,6 +223,96 @@ TEST(MatMul, MatchesReference) {
     BATON_ASSERT_OK(t.run());
     ASSERT_EQ(t.output().sizes, mc.out);
     expect_norm_close(t.output(), matmul_reference(a, b, mc.out));
+  }
+}
+
+// GEMMs large enough to split, both ways (rows when op(A) is taller, columns otherwise), every
+// transpose, against the reference; `dispatched` shows the workers took part.
+TEST(Gemm, SplitOverThreadsMatchesReference) {
+  std::mt19937 rng(4321);
+  const GemmCase cases[] = {{150, 300, 80}, {40, 200, 600}, {97, 131, 253}};
+  for (unsigned threads : {2u, 3u, 4u}) {
+    runtime::ThreadPool pool(threads);
+    for (const GemmCase& gc : cases) {
+      for (int ta = 0; ta < 2; ++ta) {
+        for (int tb = 0; tb < 2; ++tb) {
+          SCOPED_TRACE(::testing::Message() << threads << " threads, " << gc.m << "x" << gc.k
+                                            << "x" << gc.n << " transA " << ta << " transB " << tb);
+          HostTensor a = random_floats(
+              rng, ta ? std::vector<int64_t>{gc.k, gc.m} : std::vector<int64_t>{gc.m, gc.k});
+          HostTensor b = random_floats(
+              rng, tb ? std::vector<int64_t>{gc.n, gc.k} : std::vector<int64_t>{gc.k, gc.n});
+          HostTensor c = random_floats(rng, {gc.n});
+          OpTester t("Gemm");
+          t.pool(&pool).input(a).input(b).input(c).attr("transA", ta).attr("transB", tb);
+          t.attr("alpha", 0.75).attr("beta", -1.5);
+          const uint64_t before = pool.dispatched();
+          BATON_ASSERT_OK(t.run());
+          EXPECT_GT(pool.dispatched(), before) << "the GEMM was not split";
+          expect_norm_close(t.output(), gemm_reference(a, b, &c, ta, tb, 0.75, -1.5));
+        }
+      }
+    }
+  }
+}
+
+// One tall GEMM (a batch against one B) split, and batches of GEMMs spread over the threads.
+TEST(MatMul, ThreadedMatchesReference) {
+  std::mt19937 rng(98);
+  const MatMulCase cases[] = {
+      {{4, 64, 192}, {192, 160}, {4, 64, 160}},
+      {{6, 33, 17}, {6, 17, 29}, {6, 33, 29}},
+      {{2, 1, 40, 70}, {3, 70, 50}, {2, 3, 40, 50}},
+  };
+  runtime::ThreadPool pool(3);
+  for (const MatMulCase& mc : cases) {
+    SCOPED_TRACE(shape_str(mc.a) + " x " + shape_str(mc.b));
+    HostTensor a = random_floats(rng, mc.a);
+    HostTensor b = random_floats(rng, mc.b);
+    OpTester t("MatMul");
+    t.pool(&pool).input(a).input(b);
+    const uint64_t before = pool.dispatched();
+    BATON_ASSERT_OK(t.run());
+    EXPECT_GT(pool.dispatched(), before);
+    ASSERT_EQ(t.output().sizes, mc.out);
+    expect_norm_close(t.output(), matmul_reference(a, b, mc.out));
+  }
+}
+
+// Linear (a split GEMM per output) and Attention (heads in parallel, each thread with its own
+// scores) give what they give on one thread.
+TEST(GemmOps, LinearAndAttentionOnThreadsMatchOneThread) {
+  runtime::ThreadPool pool(3);
+  auto linear = [](std::mt19937& rng, runtime::ThreadPool* p) {
+    OpTester t("Linear", "node_1", kTestOpset, "baton");
+    t.pool(p).input(random_floats(rng, {2, 64, 256})).input(random_floats(rng, {256, 768}));
+    t.input(random_floats(rng, {768})).attr("splits", std::vector<int64_t>{256, 256, 256});
+    t.outputs(3);
+    EXPECT_TRUE(t.run().ok());
+    return std::vector<std::vector<double>>{to_double(t.output(0)), to_double(t.output(1)),
+                                            to_double(t.output(2))};
+  };
+  auto attention = [](std::mt19937& rng, runtime::ThreadPool* p) {
+    OpTester t("Attention", "node_1", kTestOpset, "baton");
+    t.pool(p).input(random_floats(rng, {2, 4, 9, 16})).input(random_floats(rng, {2, 4, 16, 11}));
+    t.input(random_floats(rng, {2, 4, 11, 8})).input(random_floats(rng, {2, 1, 9, 11}));
+    t.attr("scale", 0.25).attr("k_transposed", 1).attr("mask_kind", std::string("add"));
+    EXPECT_TRUE(t.run().ok());
+    return std::vector<std::vector<double>>{to_double(t.output(0))};
+  };
+  for (auto* op : {+linear, +attention}) {
+    std::mt19937 rng1(5), rng2(5);  // the same inputs
+    const auto one = op(rng1, nullptr);
+    const uint64_t before = pool.dispatched();
+    const auto three = op(rng2, &pool);
+    EXPECT_GT(pool.dispatched(), before);
+    ASSERT_EQ(one.size(), three.size());
+    for (size_t o = 0; o < one.size(); ++o) {
+      ASSERT_EQ(one[o].size(), three[o].size());
+      for (size_t i = 0; i < one[o].size(); ++i) {
+        EXPECT_NEAR(three[o][i], one[o][i], 1e-5 * (1.0 + std::abs(one[o][i]))) << i;
+      }
+    }
   }
 }
 

@@ -292,6 +292,11 @@ class OpTester {
     const int i = def_->attr_index(name);
     return set(name, ops::AttrValue::absent(i < 0 ? ops::AttrKind::Int : def_->attrs[i].kind));
   }
+  // The thread pool the kernel is created with (default: none, everything on the calling thread).
+  OpTester& pool(runtime::ThreadPool* p) {
+    pool_ = p;
+    return *this;
+  }
   // Sets the number of outputs the call has (default: the definition's minimum).
   OpTester& outputs(size_t n) {
     num_outputs_ = n;
@@ -402,6 +407,7 @@ class OpTester {
     call_.attrs = attr_ptrs_;
     call_.outputs = output_ptrs_;
     call_.node_name = node_name_;
+    call_.pool = pool_;
   }
 
   const ops::OpDef* def_;
@@ -418,6 +424,7 @@ class OpTester {
   std::vector<runtime::Value*> input_ptrs_, attr_ptrs_, output_ptrs_;
   std::vector<ops::OutputInfo> metas_;
   runtime::KernelCall call_;
+  runtime::ThreadPool* pool_ = nullptr;
   std::unique_ptr<runtime::Kernel> kernel_;
 };
 

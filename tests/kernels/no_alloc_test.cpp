@@ -12,6 +12,7 @@
 #include "kernels/kernel_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "runtime/thread_pool.h"
 #include "testing/alloc/counting_allocator.h"
 
 namespace baton::testing {
@@ -492,6 +493,33 @@ TEST(KernelRun, AllocatesNothing) {
     EXPECT_TRUE(status.ok());
     EXPECT_EQ(allocations, 0) << name << " allocated during run()";
   }
+}
+
+// The same with a pool of 3 threads: handing tasks to the workers allocates nothing, and neither
+// do the per-thread parts of the kernels (each run warms up twice: a worker's first task may be in
+// either run).
+TEST(KernelRun, AllocatesNothingOnThreads) {
+  if (!counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  register_builtins();
+  runtime::ThreadPool pool(3);
+  std::mt19937 rng(79);
+  for (auto& [name, make] : op_calls()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<OpTester> t = make(rng);
+    t->pool(&pool);
+    BATON_ASSERT_OK(t->run());
+    for (int i = 0; i < 3; ++i) BATON_ASSERT_OK(t->kernel()->run());
+    int64_t allocations = 0;
+    Status status;
+    {
+      CountAllocations count;
+      status = t->kernel()->run();
+      allocations = count.count();
+    }
+    EXPECT_TRUE(status.ok());
+    EXPECT_EQ(allocations, 0) << name << " allocated during run() on threads";
+  }
+  EXPECT_GT(pool.dispatched(), 0u) << "no op call handed work to the workers";
 }
 
 TEST(KernelRun, EveryRegisteredOpIsCovered) {

@@ -193,7 +193,9 @@ Status run_run(const RunArgs& args) {
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
-  BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward"));
+  runtime::MethodOptions method_options;
+  method_options.threads = args.threads;
+  BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward", method_options));
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));
   if (args.device_io) {
@@ -212,6 +214,7 @@ Status run_run(const RunArgs& args) {
 
   if (!args.quiet) {
     std::printf("program %s: %s\n", args.program.c_str(), std::string(program->producer()).c_str());
+    std::printf("cpu threads %u\n", method->cpu_threads());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const runtime::TensorInfo info = method->input_info(i);
       std::printf("input  %zu '%.*s' %s %s%s\n", i, static_cast<int>(info.name.size()),

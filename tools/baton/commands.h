@@ -36,6 +36,7 @@ struct RunArgs {
   int warmup = 3;
   unsigned seed = 0;
   bool quiet = false;
+  unsigned threads = 0;            // MethodOptions::threads (0: one per CPU)
   bool device_io = false;          // inputs and outputs in device memory (zero-copy)
   std::string stream = "default";  // default | caller
   int sms = 0;                     // > 0: run on a green context of this many SMs

@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   r->add_option("--seed", run.seed, "Seed for random inputs")->capture_default_str();
   r->add_flag("-q,--quiet", run.quiet, "Print only the latency line");
+  r->add_option("--threads", run.threads,
+                "Threads for the CPU kernels (GEMM, convolution, attention), made at load "
+                "(default: one per CPU this process may use)")
+      ->check(CLI::Range(1, 4096));
   r->add_flag("--device-io", run.device_io,
               "Keep inputs and outputs in GPU memory and bind them zero-copy (compile with --io "
               "device)");

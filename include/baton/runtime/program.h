@@ -57,6 +57,12 @@ struct LoadOptions {
 struct MethodOptions {
   // Passed to every backend's init (e.g. {"strict_staging", "1"}).
   std::vector<BackendOption> backend_options;
+  // Threads the CPU kernels split GEMMs, convolutions and attention over, the executing thread
+  // included (the others are made at load, and wait between executes without using the CPU after
+  // a 200 us spin). 0: one per CPU the process may run on (its affinity mask). 1: everything runs
+  // on the thread that calls execute(). Results may differ in the last bits between thread counts
+  // (OpenBLAS blocks a split GEMM differently), never between runs with the same count.
+  unsigned threads = 0;
 };
 
 class Program : public std::enable_shared_from_this<Program> {
@@ -115,6 +121,8 @@ class Method {
   Method& operator=(const Method&) = delete;
 
   std::string_view name() const;
+  // The threads its CPU kernels use (MethodOptions::threads, 0 resolved to the CPU count).
+  unsigned cpu_threads() const;
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Accessors taking an index: past the matching count they return an empty result (an

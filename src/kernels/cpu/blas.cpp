@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "baton/core/dtype.h"
 
 namespace baton::kernels::cpu {
@@ -44,6 +46,39 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
        static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
        static_cast<int>(ldc));
 }
+
+template <typename T>
+void parallel_gemm(runtime::ThreadPool* pool, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                   int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+                   T* c, int64_t ldc, T* scratch) {
+  const bool split_n = n >= m;
+  const int64_t extent = split_n ? n : m;
+  const double other = static_cast<double>(split_n ? m : n) * static_cast<double>(k);
+  // The smallest of `p` even pieces has extent / p of the split dimension.
+  int64_t pieces = pool == nullptr ? 1 : std::min<int64_t>(pool->size(), extent);
+  while (pieces > 1 && static_cast<double>(extent / pieces) * other < kParallelGemmWork) --pieces;
+  if (pieces <= 1) {
+    gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, scratch);
+    return;
+  }
+  pool->parallel_for(pieces, [&](int64_t i, unsigned) {
+    const int64_t lo = i * extent / pieces, hi = (i + 1) * extent / pieces;
+    if (split_n) {
+      gemm<T>(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb,
+              beta, c + lo, ldc, nullptr);
+    } else {
+      gemm<T>(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb,
+              beta, c + lo * ldc, ldc, nullptr);
+    }
+  });
+}
+
+template void parallel_gemm<float>(runtime::ThreadPool*, bool, bool, int64_t, int64_t, int64_t,
+                                   float, const float*, int64_t, const float*, int64_t, float,
+                                   float*, int64_t, float*);
+template void parallel_gemm<double>(runtime::ThreadPool*, bool, bool, int64_t, int64_t, int64_t,
+                                    double, const double*, int64_t, const double*, int64_t, double,
+                                    double*, int64_t, double*);
 
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t, float*);

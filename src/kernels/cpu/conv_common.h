@@ -247,7 +247,8 @@ class ConvBatchKernel : public runtime::Kernel {
         w_(call.inputs[1]),
         b_(call.has_input(2) ? call.inputs[2] : nullptr),
         y_(call.outputs[0]),
-        s_(shape) {
+        s_(shape),
+        pool_(call.pool) {
     if constexpr (!kDirect) {
       if (s_.empty) return;
       x_buffer_.resize(static_cast<size_t>(x_->tensor.numel()));
@@ -280,6 +281,7 @@ class ConvBatchKernel : public runtime::Kernel {
   const runtime::Value* b_;
   runtime::Value* y_;
   ConvShape s_;
+  runtime::ThreadPool* pool_;
 
  private:
   std::vector<W> x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only

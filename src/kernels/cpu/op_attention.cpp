@@ -1,4 +1,5 @@
-// Baton's Attention (ops/attention.cpp) on the CPU: per batch (the leading dimensions), S = scale
+// Baton's Attention (ops/attention.cpp) on the CPU: per batch (the leading dimensions; in
+// parallel over the Method's threads), S = scale
 // Q K^T by OpenBLAS into a [Sq, Sk] buffer, the mask added or selected, a row softmax (NaN rows
 // set to 0 when nan_to_zero), then Y = P V. float16 and bfloat16 go through float copies; every
 // buffer is sized at create.
@@ -39,16 +40,19 @@ class AttentionKernel final : public runtime::Kernel {
         mask_(call.has_input(3) ? call.inputs[3] : nullptr),
         y_(call.outputs[0]),
         s_(std::move(s)),
-        scores_(static_cast<size_t>(s_.sq * s_.sk)),
-        scratch_(std::max(gemm_scratch(false, !s_.k_transposed, s_.sq, s_.sk, s_.d),
-                          gemm_scratch(false, false, s_.sq, s_.dv, s_.sk))) {
+        pool_(call.pool),
+        scores_per_slot_(static_cast<size_t>(s_.sq * s_.sk)),
+        scratch_per_slot_(std::max(gemm_scratch(false, !s_.k_transposed, s_.sq, s_.sk, s_.d),
+                                   gemm_scratch(false, false, s_.sq, s_.dv, s_.sk))) {
+    // Batches (heads) run in parallel, each thread with its own scores and scratch.
+    scores_.resize(scores_per_slot_ * pool_slots(pool_));
+    scratch_.resize(scratch_per_slot_ * pool_slots(pool_));
     if constexpr (!kDirect) {
       q_buffer_.resize(static_cast<size_t>(q_->tensor.numel()));
       k_buffer_.resize(static_cast<size_t>(k_->tensor.numel()));
       v_buffer_.resize(static_cast<size_t>(v_->tensor.numel()));
       y_buffer_.resize(static_cast<size_t>(y_->tensor.numel()));
     }
-    counter_.resize(s_.batch_sizes.size());
   }
 
   Status run() override {
@@ -58,39 +62,36 @@ class AttentionKernel final : public runtime::Kernel {
     const W* k = as_blas<S>(k_->tensor, k_buffer_);
     const W* v = as_blas<S>(v_->tensor, v_buffer_);
     W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
-    std::fill(counter_.begin(), counter_.end(), 0);
-    int64_t mask_base = 0;
-    for (int64_t b = 0; b < s_.batches; ++b) {
-      W* sc = scores_.data();
+    parallel_for(pool_, s_.batches, [&](int64_t b, unsigned slot) {
+      W* sc = scores_.data() + slot * scores_per_slot_;
+      W* scratch = scratch_.data() + slot * scratch_per_slot_;
       if (d == 0 || sk == 0) {
-        std::fill(scores_.begin(), scores_.end(), W(0));
+        std::fill(sc, sc + scores_per_slot_, W(0));
       } else {
         gemm<W>(false, !s_.k_transposed, sq, sk, d, static_cast<W>(s_.scale), q + b * sq * d, d,
-                k + b * sk * d, s_.k_transposed ? sk : d, W(0), sc, sk, scratch_.data());
+                k + b * sk * d, s_.k_transposed ? sk : d, W(0), sc, sk, scratch);
       }
-      if (mask_) apply_mask(sc, mask_base);
+      if (mask_) apply_mask(sc, mask_base(b));
       softmax_rows(sc);
       W* yb = y + b * sq * dv;
       if (sk == 0) {
         std::fill(yb, yb + sq * dv, W(0));
       } else {
         gemm<W>(false, false, sq, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv,
-                scratch_.data());
+                scratch);
       }
-      mask_base = next_batch(mask_base);
-    }
+    });
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), y_->tensor.numel());
     return Status::ok_status();
   }
 
  private:
-  // Advances the batch counter (row-major over batch_sizes) and returns the mask's new base.
-  int64_t next_batch(int64_t base) {
-    for (size_t i = counter_.size(); i-- > 0;) {
-      base += s_.mask_batch_strides[i];
-      if (++counter_[i] < s_.batch_sizes[i]) return base;
-      base -= s_.mask_batch_strides[i] * counter_[i];
-      counter_[i] = 0;
+  // The mask's element offset for batch b (row-major over batch_sizes).
+  int64_t mask_base(int64_t b) const {
+    int64_t base = 0;
+    for (size_t i = s_.batch_sizes.size(); i-- > 0;) {
+      base += (b % s_.batch_sizes[i]) * s_.mask_batch_strides[i];
+      b /= s_.batch_sizes[i];
     }
     return base;
   }
@@ -145,10 +146,10 @@ class AttentionKernel final : public runtime::Kernel {
   const runtime::Value* mask_;
   runtime::Value* y_;
   AttentionShape s_;
-  std::vector<W> scores_;
-  std::vector<W> scratch_;
+  runtime::ThreadPool* pool_;
+  size_t scores_per_slot_, scratch_per_slot_;
+  std::vector<W> scores_, scratch_;  // per thread of the pool
   std::vector<W> q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
-  std::vector<int64_t> counter_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {

@@ -6,6 +6,8 @@
 //              or 2-D: a direct loop (per group, im2col + GEMM would be a K x out times 1 x K
 //              product, all copy and no arithmetic);
 //   im2col     everything else, in column tiles that bound the buffer (conv_common.h).
+// With the Method's threads, the (group, column tile) items run in parallel, or, when there are
+// fewer items than threads, one by one with each GEMM split; depthwise runs channels in parallel.
 // float16 and bfloat16 are converted to float (X and W at each run, into buffers sized at
 // create), computed in float and rounded once per output element; float64 runs dgemm.
 #include <algorithm>
@@ -83,55 +85,89 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
         path_(path),
         depthwise_(shape),
         rows_(shape.c_group * shape.kernel_count),
-        tile_(path == ConvPath::Im2col ? column_tile(rows_, shape.out_count) : shape.out_count) {
-    if (s_.empty) return;
-    if (path_ == ConvPath::Im2col) col_.resize(static_cast<size_t>(rows_ * tile_));
-    if (path_ != ConvPath::Depthwise && rows_ > 0) {
+        slots_(pool_slots(call.pool)) {
+    if (s_.empty || path_ == ConvPath::Depthwise) return;
+    tile_ = path == ConvPath::Im2col ? column_tile(rows_, s_.out_count) : s_.out_count;
+    // With threads, the (group, column tile) items are the tasks: each thread gathers and
+    // multiplies its own columns. Too few groups: narrower tiles, while each keeps enough columns
+    // for an efficient GEMM; still too few items: they run one by one, each GEMM split.
+    if (slots_ > 1 && s_.group < slots_) {
+      const int64_t per_thread = ceil_div(s_.out_count, ceil_div(slots_, s_.group));
+      if (per_thread >= kMinTaskColumns) tile_ = std::min(tile_, per_thread);
+    }
+    const int64_t items = s_.group * ceil_div(s_.out_count, tile_);
+    item_parallel_ = slots_ > 1 && items >= slots_;
+    const size_t buffers = item_parallel_ ? slots_ : 1;
+    if (path_ == ConvPath::Im2col) {
+      col_per_slot_ = static_cast<size_t>(rows_ * tile_);
+      col_.resize(col_per_slot_ * buffers);
+    }
+    if (rows_ > 0) {
       const int64_t last = s_.out_count % tile_;
-      scratch_.resize(std::max(gemm_scratch(false, false, s_.m_group, tile_, rows_),
-                               gemm_scratch(false, false, s_.m_group, last, rows_)));
+      scratch_per_slot_ = std::max(gemm_scratch(false, false, s_.m_group, tile_, rows_),
+                                   gemm_scratch(false, false, s_.m_group, last, rows_));
+      scratch_.resize(scratch_per_slot_ * buffers);
     }
   }
 
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
     if (path_ == ConvPath::Depthwise) {
-      const int64_t multiplier = s_.m_group;
-      for (int64_t m = 0; m < s_.m; ++m) {
-        depthwise_.run(x + (m / multiplier) * s_.in_count, w + m * s_.kernel_count,
-                       bias ? static_cast<W>(load(bias[m])) : W(0), y + m * s_.out_count);
-      }
+      // Channels in chunks, a few per thread, so that small planes are not one task each.
+      const int64_t chunk = std::max<int64_t>(1, s_.m / (int64_t{4} * slots_));
+      parallel_for(this->pool_, ceil_div(s_.m, chunk), [&](int64_t t, unsigned) {
+        const int64_t multiplier = s_.m_group;
+        for (int64_t m = t * chunk; m < std::min(s_.m, (t + 1) * chunk); ++m) {
+          depthwise_.run(x + (m / multiplier) * s_.in_count, w + m * s_.kernel_count,
+                         bias ? static_cast<W>(load(bias[m])) : W(0), y + m * s_.out_count);
+        }
+      });
       return;
     }
-    fill_bias(bias, s_.m, s_.out_count, y);
-    if (rows_ == 0) return;
-    for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, g, y);
-  }
-
- private:
-  void group_gemm(const W* xn, const W* w, int64_t g, W* y) {
-    const W* xg = xn + g * s_.c_group * s_.in_count;
-    const W* wg = w + g * s_.m_group * rows_;
-    W* yg = y + g * s_.m_group * s_.out_count;
-    for (int64_t p0 = 0; p0 < s_.out_count; p0 += tile_) {
+    const int64_t tiles = ceil_div(s_.out_count, tile_);
+    auto item = [&](int64_t i, unsigned slot, runtime::ThreadPool* gemm_pool) {
+      const int64_t g = i / tiles, p0 = (i % tiles) * tile_;
       const int64_t p1 = std::min(s_.out_count, p0 + tile_);
+      W* yg = y + g * s_.m_group * s_.out_count;
+      for (int64_t m = 0; m < s_.m_group; ++m) {
+        const int64_t channel = g * s_.m_group + m;
+        const W v = bias ? static_cast<W>(load(bias[channel])) : W(0);
+        std::fill(yg + m * s_.out_count + p0, yg + m * s_.out_count + p1, v);
+      }
+      if (rows_ == 0) return;
+      const W* xg = x + g * s_.c_group * s_.in_count;
       const W* cols = xg + p0;
       int64_t ld = s_.in_count;
       if (path_ == ConvPath::Im2col) {
-        im2col(window_, xg, s_.c_group, p0, p1, col_.data());
-        cols = col_.data();
+        W* col = col_.data() + slot * col_per_slot_;
+        im2col(window_, xg, s_.c_group, p0, p1, col);
+        cols = col;
         ld = p1 - p0;
       }
-      gemm<W>(false, false, s_.m_group, p1 - p0, rows_, W(1), wg, rows_, cols, ld, W(1), yg + p0,
-              s_.out_count, scratch_.data());
+      parallel_gemm<W>(gemm_pool, false, false, s_.m_group, p1 - p0, rows_, W(1),
+                       w + g * s_.m_group * rows_, rows_, cols, ld, W(1), yg + p0, s_.out_count,
+                       scratch_.data() + slot * scratch_per_slot_);
+    };
+    const int64_t items = s_.group * tiles;
+    if (item_parallel_) {
+      this->pool_->parallel_for(items, [&](int64_t i, unsigned slot) { item(i, slot, nullptr); });
+    } else {
+      for (int64_t i = 0; i < items; ++i) item(i, 0, this->pool_);
     }
   }
+
+ private:
+  // Fewer output columns than this per thread and a conv's GEMM is better split by its rows.
+  static constexpr int64_t kMinTaskColumns = 128;
 
   ConvWindow window_;
   ConvPath path_;
   DepthwisePlan depthwise_;
-  int64_t rows_;  // C/group * K: the GEMM's inner size
-  int64_t tile_;  // columns per GEMM
-  std::vector<W> col_, scratch_;
+  int64_t rows_;       // C/group * K: the GEMM's inner size
+  unsigned slots_;     // threads of the pool
+  int64_t tile_ = 0;   // columns per GEMM
+  bool item_parallel_ = false;
+  size_t col_per_slot_ = 0, scratch_per_slot_ = 0;
+  std::vector<W> col_, scratch_;  // one buffer per thread when items run in parallel
 };
 
 ConvPath choose_path(const ConvShape& s) {

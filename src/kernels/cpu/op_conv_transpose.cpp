@@ -42,14 +42,14 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
     const W* wg = w + g * s_.c_group * rows_;
     W* yg = y + g * s_.m_group * s_.out_count;
     if (pointwise_) {
-      gemm<W>(true, false, rows_, s_.in_count, s_.c_group, W(1), wg, rows_, xg, s_.in_count, W(1),
-              yg, s_.out_count, nullptr);
+      parallel_gemm<W>(this->pool_, true, false, rows_, s_.in_count, s_.c_group, W(1), wg, rows_,
+                       xg, s_.in_count, W(1), yg, s_.out_count, nullptr);
       return;
     }
     for (int64_t p0 = 0; p0 < s_.in_count; p0 += tile_) {
       const int64_t p1 = std::min(s_.in_count, p0 + tile_);
-      gemm<W>(true, false, rows_, p1 - p0, s_.c_group, W(1), wg, rows_, xg + p0, s_.in_count, W(0),
-              col_.data(), p1 - p0, nullptr);
+      parallel_gemm<W>(this->pool_, true, false, rows_, p1 - p0, s_.c_group, W(1), wg, rows_,
+                       xg + p0, s_.in_count, W(0), col_.data(), p1 - p0, nullptr);
       col2im_add(window_, col_.data(), s_.m_group, p0, p1, yg);
     }
   }

@@ -25,8 +25,8 @@ class GemmKernel final : public runtime::Kernel {
 
  public:
   GemmKernel(const runtime::Value* a, const runtime::Value* b, const runtime::Value* c,
-             runtime::Value* y, const GemmParams& p)
-      : a_(a), b_(b), c_(c), y_(y), p_(p) {
+             runtime::Value* y, const GemmParams& p, runtime::ThreadPool* pool)
+      : a_(a), b_(b), c_(c), y_(y), p_(p), pool_(pool) {
     if constexpr (!kDirect) {
       a_buffer_.resize(static_cast<size_t>(a->tensor.numel()));
       b_buffer_.resize(static_cast<size_t>(b->tensor.numel()));
@@ -59,7 +59,7 @@ class GemmKernel final : public runtime::Kernel {
     } else {
       const W* a = as_blas<S>(a_->tensor, a_buffer_);
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
-      gemm<W>(p_.trans_a, p_.trans_b, m, n, p_.k, static_cast<W>(p_.alpha), a, p_.lda, b, p_.ldb,
+      parallel_gemm<W>(pool_, p_.trans_a, p_.trans_b, m, n, p_.k, static_cast<W>(p_.alpha), a, p_.lda, b, p_.ldb,
               c_ != nullptr ? W(1) : W(0), y, n, scratch_.data());
     }
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), m * n);
@@ -72,6 +72,7 @@ class GemmKernel final : public runtime::Kernel {
   const runtime::Value* c_;  // nullptr without C
   runtime::Value* y_;
   GemmParams p_;
+  runtime::ThreadPool* pool_;
   std::vector<W> a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
   std::vector<W> scratch_;
 };
@@ -102,7 +103,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   }
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kFloatTypes.bits()>(a.dtype, [&]<typename S>() {
-    kernel = std::make_unique<GemmKernel<S>>(call.inputs[0], call.inputs[1], c, call.outputs[0], p);
+    kernel = std::make_unique<GemmKernel<S>>(call.inputs[0], call.inputs[1], c, call.outputs[0], p,
+                                             call.pool);
   });
   if (!kernel) return no_kernel_for(call, a.dtype);
   return kernel;

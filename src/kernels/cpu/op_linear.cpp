@@ -25,7 +25,8 @@ class LinearKernel final : public runtime::Kernel {
         m_(m),
         k_(k),
         n_(n),
-        splits_(std::move(splits)) {
+        splits_(std::move(splits)),
+        pool_(call.pool) {
     size_t scratch = 0;
     for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, false, m, s, k));
     scratch_.resize(scratch);
@@ -51,8 +52,8 @@ class LinearKernel final : public runtime::Kernel {
         if (k_ == 0) {
           std::fill(y, y + m_ * cols, W(0));
         } else {
-          gemm<W>(false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0), y, cols,
-                  scratch_.data());
+          parallel_gemm<W>(pool_, false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0),
+                           y, cols, scratch_.data());
         }
         S* out = outputs_[o]->tensor.data_as<S>();
         for (int64_t r = 0; r < m_; ++r) {
@@ -77,6 +78,7 @@ class LinearKernel final : public runtime::Kernel {
   std::vector<runtime::Value*> outputs_;
   int64_t m_, k_, n_;
   std::vector<int64_t> splits_;
+  runtime::ThreadPool* pool_;
   std::vector<W> scratch_;
   std::vector<W> x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
 };

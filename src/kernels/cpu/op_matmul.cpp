@@ -25,14 +25,16 @@ class MatMulKernel final : public runtime::Kernel {
   static constexpr bool kDirect = std::is_same_v<S, W>;
 
  public:
-  MatMulKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* y, MatMulPlan p)
-      : a_(a), b_(b), y_(y), p_(std::move(p)) {
+  MatMulKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* y, MatMulPlan p,
+               runtime::ThreadPool* pool)
+      : a_(a), b_(b), y_(y), p_(std::move(p)), pool_(pool) {
     if constexpr (!kDirect) {
       a_buffer_.resize(static_cast<size_t>(a->tensor.numel()));
       b_buffer_.resize(static_cast<size_t>(b->tensor.numel()));
       y_buffer_.resize(static_cast<size_t>(y->tensor.numel()));
     }
-    scratch_.resize(gemm_scratch(false, false, p_.m, p_.n, p_.k));
+    scratch_per_slot_ = gemm_scratch(false, false, p_.m, p_.n, p_.k);
+    scratch_.resize(scratch_per_slot_ * pool_slots(pool_));
   }
 
   Status run() override {
@@ -45,9 +47,21 @@ class MatMulKernel final : public runtime::Kernel {
     } else {
       const W* a = as_blas<S>(a_->tensor, a_buffer_);
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
-      for (int64_t i = 0; i < batches; ++i) {
-        gemm<W>(false, false, p_.m, p_.n, p_.k, W(1), a + p_.a_offsets[i], p_.k,
-                b + p_.b_offsets[i], p_.n, W(0), y + i * mn, p_.n, scratch_.data());
+      if (batches == 1) {
+        parallel_gemm<W>(pool_, false, false, p_.m, p_.n, p_.k, W(1), a, p_.k, b, p_.n, W(0), y,
+                         p_.n, scratch_.data());
+      } else {
+        // One GEMM per task, each thread with its own scratch.
+        auto one = [&](int64_t i, unsigned slot) {
+          gemm<W>(false, false, p_.m, p_.n, p_.k, W(1), a + p_.a_offsets[i], p_.k,
+                  b + p_.b_offsets[i], p_.n, W(0), y + i * mn, p_.n,
+                  scratch_.data() + slot * scratch_per_slot_);
+        };
+        if (pool_ != nullptr) {
+          pool_->parallel_for(batches, one);
+        } else {
+          for (int64_t i = 0; i < batches; ++i) one(i, 0);
+        }
       }
     }
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), batches * mn);
@@ -59,6 +73,8 @@ class MatMulKernel final : public runtime::Kernel {
   const runtime::Value* b_;
   runtime::Value* y_;
   MatMulPlan p_;
+  runtime::ThreadPool* pool_;
+  size_t scratch_per_slot_ = 0;
   std::vector<W> a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
   std::vector<W> scratch_;
 };
@@ -111,7 +127,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
     kernel = std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
-                                               std::move(p));
+                                               std::move(p), call.pool);
   });
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;

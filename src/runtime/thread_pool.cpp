@@ -1,0 +1,119 @@
+#include "runtime/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace baton::runtime {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// How long an idle worker keeps spinning before it sleeps: longer than the gap between two GEMMs
+// of one execute() (a few elementwise kernels), shorter than anything a user would see as a
+// busy idle thread.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+}  // namespace
+
+unsigned ThreadPool::available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
+ThreadPool::ThreadPool(unsigned threads) {
+  const unsigned workers = threads > 1 ? threads - 1 : 0;
+  workers_.reserve(workers);
+  for (unsigned slot = 1; slot <= workers; ++slot) {
+    workers_.emplace_back([this, slot] { work_loop(slot); });
+    pthread_setname_np(workers_.back().native_handle(), "baton-worker");
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_.store(true, std::memory_order_relaxed);
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::take_tasks(unsigned slot) {
+  for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < count_;
+       i = next_.fetch_add(1, std::memory_order_relaxed)) {
+    fn_(ctx_, i, slot);
+  }
+}
+
+void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
+  fn_ = fn;
+  ctx_ = ctx;
+  count_ = count;
+  next_.store(0, std::memory_order_relaxed);
+  busy_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
+  {
+    // Under the mutex, so that a worker about to sleep either sees the new generation in its
+    // wait predicate or is already waiting when notify_all comes.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  take_tasks(0);
+  // Every worker checks in, even one that found no task left: the next job may only be written
+  // once no worker can still be reading this one.
+  for (unsigned spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+void ThreadPool::work_loop(unsigned slot) {
+  uint64_t seen = 0;
+  for (;;) {
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    bool found = false;
+    for (unsigned spins = 0;; ++spins) {
+      if (generation_.load(std::memory_order_acquire) != seen) {
+        found = true;
+        break;
+      }
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      cpu_relax();
+      if (spins % 256 == 255 && std::chrono::steady_clock::now() > spin_until) break;
+    }
+    if (!found) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stopping_.load(std::memory_order_relaxed) ||
+               generation_.load(std::memory_order_acquire) != seen;
+      });
+      if (stopping_.load(std::memory_order_relaxed)) return;
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    take_tasks(slot);
+    busy_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+}  // namespace baton::runtime
