@@ -43,7 +43,7 @@ struct GemmCase {
 TEST(Gemm, MatchesReferenceOverShapesTransposesAndC) {
   std::mt19937 rng(1234);
   const GemmCase cases[] = {{1, 1, 1},  {3, 7, 5},  {17, 33, 7}, {33, 17, 65},
-                            {64, 1, 3}, {1, 65, 1}, {7, 3, 1}};
+                            {64, 1, 3}, {1, 65, 1}, {7, 3, 1}, {1, 37, 23}};
   const std::pair<double, double> scalings[] = {{1.0, 1.0}, {0.5, -2.0}, {1.7, 0.0}};
   int runs = 0;
   for (const GemmCase& gc : cases) {
@@ -78,7 +78,7 @@ TEST(Gemm, MatchesReferenceOverShapesTransposesAndC) {
       }
     }
   }
-  EXPECT_EQ(runs, 7 * 2 * 2 * 8 * 3);
+  EXPECT_EQ(runs, 8 * 2 * 2 * 8 * 3);
 }
 
 TEST(Gemm, AbsentCAsNoneInput) {
