@@ -107,6 +107,42 @@ Status arena_too_large(const Graph& graph, const std::vector<BufferRequest>& req
 
 }  // namespace
 
+namespace {
+
+bool is_view_op(std::string_view domain, std::string_view op) {
+  return domain.empty() && (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+                            op == "Unsqueeze" || op == "Identity");
+}
+
+// Layout operators as views: a CPU Reshape, Flatten, Squeeze, Unsqueeze or Identity whose input
+// is planned here (not a constant, not a method input, which a caller may overwrite between
+// calls) writes its output over its input's bytes, which are the same bytes in another shape:
+// the kernel sees equal pointers and copies nothing (kernels/cpu/common.h), and the loader accepts
+// that exact overlap for these ops only (format/program_file.cpp). Returns, per value, the value
+// whose slot it shares (itself when none); chains resolve to their first value.
+std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
+                              const std::set<int>& planned) {
+  std::map<int, int> root;
+  const std::set<int> method_inputs(schedule.inputs.begin(), schedule.inputs.end());
+  for (const Step& s : schedule.steps) {
+    if (s.kind != StepKind::Kernel || s.inputs.empty() || s.outputs.size() != 1) continue;
+    const IrNode& n = graph.nodes[s.node];
+    const int in = s.inputs[0], out = s.outputs[0];
+    if (!is_view_op(n.domain, n.op_type) || in < 0 || out < 0 || !planned.count(in) ||
+        !planned.count(out) || method_inputs.count(in) || method_inputs.count(out)) {
+      continue;
+    }
+    const IrValue& a = graph.values[in];
+    const IrValue& b = graph.values[out];
+    if (a.device != b.device || !a.device.is_cpu() || a.dtype != b.dtype) continue;
+    const auto it = root.find(in);
+    root[out] = it == root.end() ? in : it->second;
+  }
+  return root;
+}
+
+}  // namespace
+
 Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
                               uint64_t max_arena_bytes) {
   const uint64_t limit = std::min(max_arena_bytes, kMaxArenaBytes);
@@ -122,10 +158,12 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   for (int v : schedule.outputs) consider(v);
 
+  const std::map<int, int> views = view_roots(graph, schedule, planned);
   std::vector<BufferRequest> requests;
   std::vector<int> value_of;  // per request
   std::map<int, size_t> request_of;
   for (int v : planned) {
+    if (views.count(v)) continue;  // planned with its root
     const IrValue& iv = graph.values[v];
     const auto bytes = checked_nbytes(iv.dtype, iv.sizes);
     BATON_CHECK_OR_RETURN(bytes.has_value(), Internal,
@@ -154,6 +192,8 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
       return arena_too_large(graph, requests, value_of, device, "more than 2^62", limit);
     }
   }
+  // A view's uses extend its root's lifetime.
+  for (const auto& [v, r] : views) request_of[v] = request_of.at(r);
   auto touch = [&](int v, int step) {
     auto it = request_of.find(v);
     if (it == request_of.end()) return;
@@ -182,6 +222,7 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   ValuePlan out;
   out.arenas = plan.arenas;
+  out.views = views.size();
   for (const auto& [v, r] : request_of) out.slots[v] = {plan.arena[r], plan.offset[r]};
   return out;
 }

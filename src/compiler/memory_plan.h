@@ -43,7 +43,9 @@ struct Schedule;
 
 // Where the bytes of each value a schedule touches live: every non-constant tensor the method
 // reads or writes, in one arena per device, with lifetimes taken from the schedule's order
-// (method inputs stay intact for the whole call, method outputs live to its end).
+// (method inputs stay intact for the whole call, method outputs live to its end). The output of a
+// CPU layout operator shares its input's bytes (a view) unless the input is a constant or a method
+// input.
 struct ValuePlan {
   struct Slot {
     int arena = 0;
@@ -51,6 +53,9 @@ struct ValuePlan {
   };
   std::vector<MemoryPlan::Arena> arenas;  // sorted: cpu, cuda:0, cuda:1, ...
   std::map<int, Slot> slots;              // value id -> slot
+  // Outputs of layout operators (Reshape, Flatten, Squeeze, Unsqueeze, Identity on the CPU) given
+  // their input's slot: views, whose kernels then copy nothing.
+  size_t views = 0;
 };
 
 // The program format's limit on one arena or tensor (format/program_file.cpp's kMaxBytes): the

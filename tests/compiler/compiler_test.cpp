@@ -755,6 +755,54 @@ TEST(MemoryPlanTest, NoTwoLiveBuffersOverlapAndOffsetsAreAligned) {
   }
 }
 
+// Layout ops as views: a Reshape / Squeeze / Unsqueeze / Flatten / Identity of an intermediate
+// shares its input's bytes (and the chain of them does), while a Reshape of a method input gets
+// its own (a caller may overwrite inputs between calls); the results are unchanged.
+TEST_F(CompilerTest, LayoutOpsOfIntermediatesAreViews) {
+  OnnxBuilder b;
+  b.input("x", {2, 6});
+  b.initializer_int64("shape", {2}, {3, 4});
+  b.initializer_int64("axes", {1}, {0});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Reshape", {"r", "shape"}, {"v"}, "reshape");
+  b.node("Unsqueeze", {"v", "axes"}, {"u"}, "unsqueeze");
+  b.node("Flatten", {"u"}, {"f"}, "flatten");
+  b.node("Identity", {"f"}, {"i"}, "identity");
+  b.node("Neg", {"i"}, {"y"}, "neg");
+  b.node("Reshape", {"x", "shape"}, {"xv"}, "reshape_input");
+  b.node("Neg", {"xv"}, {"z"}, "neg_input");
+  b.output("y", {1, 12});
+  b.output("z", {3, 4});
+  CompileOptions options;
+  options.optimize = false;  // the graph as written
+  auto compiled = compile(b, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto bytes = compiled->serialize();
+  ASSERT_TRUE(bytes.ok());
+  auto file = format::ProgramFile::parse(*bytes);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  const fb::Method& m = *file->program().methods()->Get(0);
+  std::map<std::string, uint64_t> offset;
+  for (const fb::Value* v : *m.values()) {
+    if (const fb::Tensor* t = v->value_as_Tensor(); t && t->name()) {
+      offset[t->name()->str()] = t->offset();
+    }
+  }
+  for (const char* view : {"v", "u", "f", "i"}) EXPECT_EQ(offset.at(view), offset.at("r")) << view;
+  EXPECT_NE(offset.at("xv"), offset.at("x"));
+  EXPECT_NE(offset.at("y"), offset.at("r"));
+
+  std::mt19937 rng(5);
+  const Tensor x = testing::random_tensor(rng, {2, 6}, -1.0f, 1.0f);
+  const std::vector<Tensor> out = testing::run_compiled(*compiled, {x});
+  ASSERT_EQ(out.size(), 2u);
+  for (int k = 0; k < 12; ++k) {
+    const float xk = x.data_as<float>()[k];
+    EXPECT_EQ(out[0].data_as<float>()[k], -std::max(xk, 0.0f)) << k;
+    EXPECT_EQ(out[1].data_as<float>()[k], -xk) << k;
+  }
+}
+
 TEST(MemoryPlanTest, ReusesMemoryAcrossDisjointLifetimes) {
   std::vector<compiler::BufferRequest> reqs = {
       {1000, Device::cpu(), 0, 1}, {1000, Device::cpu(), 2, 3}, {1000, Device::cpu(), 4, 5}};

@@ -423,6 +423,31 @@ TEST_F(SemanticTest, CopyOntoItsOwnSourceIsRefused) {
       "= 3 (tensor 'z', arena 0 bytes [128, 152))");
 }
 
+// The one overlap the compiler writes: a layout op's output planned exactly on its input (a view,
+// compiler/memory_plan.h). Accepted for Reshape / Flatten / Squeeze / Unsqueeze / Identity only,
+// and only when the bytes coincide exactly.
+TEST_F(SemanticTest, LayoutOpOutputExactlyOnItsInputIsAView) {
+  const int v = p.builder.tensor("v", DType::Float32, {3, 2});
+  p.builder.tensor_at(v).offset = p.builder.tensor_at(p.y).offset;
+  std::vector<uint8_t> shape(16, 0);
+  shape[0] = 3;
+  shape[8] = 2;
+  const int shape_value = p.builder.constant("shape", DType::Int64, {2}, shape);
+  p.builder.kernel(p.builder.op("Reshape", 14), {p.y, shape_value}, {p.builder.int_value(0)}, {v},
+                   "view");
+  EXPECT_TRUE(parse(p.builder.bytes()).ok()) << parse(p.builder.bytes()).to_string();
+  // Shifted by 4 bytes: a partial overlap, refused as before.
+  p.builder.tensor_at(v).offset += 4;
+  expect("(Reshape node 'view'): outputs[0] = ");
+}
+
+TEST_F(SemanticTest, ExactOverlapIsRefusedForOtherOps) {
+  const int v = p.builder.tensor("v", DType::Float32, {2, 3});
+  p.builder.tensor_at(v).offset = p.builder.tensor_at(p.y).offset;
+  p.builder.kernel(p.builder.op("Relu", 14), {p.y}, {}, {v}, "relu2");
+  expect("(Relu node 'relu2'): outputs[0] = ");
+}
+
 // Reading one tensor twice, and outputs that touch their inputs without sharing a byte, are fine.
 TEST_F(SemanticTest, SharedInputsAndAdjacentOutputsAreAccepted) {
   kernel(0).inputs = {p.x, p.x};

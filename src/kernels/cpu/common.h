@@ -20,14 +20,18 @@ namespace baton::kernels::cpu {
 using ops::product;
 
 // Copies input 0's bytes to output 0: Identity, Reshape, Flatten, Squeeze and Unsqueeze only
-// change the shape, and Baton's kernels are out-variant (outputs never alias inputs).
+// change the shape. Baton's kernels are out-variant (outputs never alias inputs) except these:
+// the compiler may plan the output on the input's bytes (a view), and then there is nothing to do.
 class ContiguousCopyKernel final : public runtime::Kernel {
  public:
   ContiguousCopyKernel(const runtime::Value* in, runtime::Value* out, size_t nbytes)
       : in_(in), out_(out), nbytes_(nbytes) {}
 
   Status run() override {
-    if (nbytes_ != 0) std::memcpy(out_->tensor.data, in_->tensor.data, nbytes_);
+    // Equal pointers: the compiler planned the output as a view of the input (its bytes).
+    if (nbytes_ != 0 && out_->tensor.data != in_->tensor.data) {
+      std::memcpy(out_->tensor.data, in_->tensor.data, nbytes_);
+    }
     return Status::ok_status();
   }
 
