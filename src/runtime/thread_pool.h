@@ -44,7 +44,8 @@ class ThreadPool {
       for (int64_t i = 0; i < count; ++i) task(i, 0u);
       return;
     }
-    run(count, [](void* ctx, int64_t i, unsigned slot) { (*static_cast<Fn*>(ctx))(i, slot); },
+    run(
+        count, [](void* ctx, int64_t i, unsigned slot) { (*static_cast<Fn*>(ctx))(i, slot); },
         const_cast<void*>(static_cast<const void*>(&task)));
   }
 

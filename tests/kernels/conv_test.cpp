@@ -478,8 +478,8 @@ TEST(ConvTranspose, ThreadedPathsMatchTheReference) {
                       {{"pads", ints({1, 1, 1, 1})}},
                       true,
                       {1, 32, 16, 16}};
-  const Spec pointwise = {"pointwise 96 -> 64 on 24x24", {1, 96, 24, 24}, {96, 64, 1, 1}, {},
-                          false, {1, 64, 24, 24}};
+  const Spec pointwise = {
+      "pointwise 96 -> 64 on 24x24", {1, 96, 24, 24}, {96, 64, 1, 1}, {}, false, {1, 64, 24, 24}};
   for (unsigned threads : {2u, 3u}) {
     runtime::ThreadPool pool(threads);
     for (const Spec& spec : conv_transpose_specs()) {

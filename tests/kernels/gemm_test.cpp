@@ -43,7 +43,7 @@ struct GemmCase {
 TEST(Gemm, MatchesReferenceOverShapesTransposesAndC) {
   std::mt19937 rng(1234);
   const GemmCase cases[] = {{1, 1, 1},  {3, 7, 5},  {17, 33, 7}, {33, 17, 65},
-                            {64, 1, 3}, {1, 65, 1}, {7, 3, 1}, {1, 37, 23}};
+                            {64, 1, 3}, {1, 65, 1}, {7, 3, 1},   {1, 37, 23}};
   const std::pair<double, double> scalings[] = {{1.0, 1.0}, {0.5, -2.0}, {1.7, 0.0}};
   int runs = 0;
   for (const GemmCase& gc : cases) {
@@ -236,8 +236,8 @@ TEST(Gemm, SplitOverThreadsMatchesReference) {
     for (const GemmCase& gc : cases) {
       for (int ta = 0; ta < 2; ++ta) {
         for (int tb = 0; tb < 2; ++tb) {
-          SCOPED_TRACE(::testing::Message() << threads << " threads, " << gc.m << "x" << gc.k
-                                            << "x" << gc.n << " transA " << ta << " transB " << tb);
+          SCOPED_TRACE(::testing::Message() << threads << " threads, " << gc.m << "x" << gc.k << "x"
+                                            << gc.n << " transA " << ta << " transB " << tb);
           HostTensor a = random_floats(
               rng, ta ? std::vector<int64_t>{gc.k, gc.m} : std::vector<int64_t>{gc.m, gc.k});
           HostTensor b = random_floats(

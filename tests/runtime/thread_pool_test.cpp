@@ -1,4 +1,6 @@
 // The CPU kernels' ThreadPool (src/runtime/thread_pool.h) and MethodOptions::threads.
+#include "runtime/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 
 #include "baton/baton.h"
 #include "baton/runtime/program.h"
-#include "runtime/thread_pool.h"
 #include "testing/sample_programs.h"
 
 namespace baton {

@@ -52,11 +52,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     // which keeps a NaN).
     if (beta == T(0)) std::fill(c, c + n, T(0));
     if (trans_b) {  // B is [n, k]
-      gemv(CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
-           static_cast<int>(ldb), a, incx, beta, c);
-    } else {  // B is [k, n]
-      gemv(CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b, static_cast<int>(ldb),
+      gemv(CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b, static_cast<int>(ldb),
            a, incx, beta, c);
+    } else {  // B is [k, n]
+      gemv(CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b, static_cast<int>(ldb), a,
+           incx, beta, c);
     }
     return;
   }

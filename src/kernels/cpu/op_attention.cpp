@@ -77,8 +77,7 @@ class AttentionKernel final : public runtime::Kernel {
       if (sk == 0) {
         std::fill(yb, yb + sq * dv, W(0));
       } else {
-        gemm<W>(false, false, sq, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv,
-                scratch);
+        gemm<W>(false, false, sq, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv, scratch);
       }
     });
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), y_->tensor.numel());
@@ -148,7 +147,7 @@ class AttentionKernel final : public runtime::Kernel {
   AttentionShape s_;
   runtime::ThreadPool* pool_;
   size_t scores_per_slot_, scratch_per_slot_;
-  std::vector<W> scores_, scratch_;  // per thread of the pool
+  std::vector<W> scores_, scratch_;                           // per thread of the pool
   std::vector<W> q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
 };
 

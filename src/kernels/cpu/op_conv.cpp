@@ -162,9 +162,9 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   ConvWindow window_;
   ConvPath path_;
   DepthwisePlan depthwise_;
-  int64_t rows_;       // C/group * K: the GEMM's inner size
-  unsigned slots_;     // threads of the pool
-  int64_t tile_ = 0;   // columns per GEMM
+  int64_t rows_;      // C/group * K: the GEMM's inner size
+  unsigned slots_;    // threads of the pool
+  int64_t tile_ = 0;  // columns per GEMM
   bool item_parallel_ = false;
   size_t col_per_slot_ = 0, scratch_per_slot_ = 0;
   std::vector<W> col_, scratch_;  // one buffer per thread when items run in parallel

@@ -59,8 +59,8 @@ class GemmKernel final : public runtime::Kernel {
     } else {
       const W* a = as_blas<S>(a_->tensor, a_buffer_);
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
-      parallel_gemm<W>(pool_, p_.trans_a, p_.trans_b, m, n, p_.k, static_cast<W>(p_.alpha), a, p_.lda, b, p_.ldb,
-              c_ != nullptr ? W(1) : W(0), y, n, scratch_.data());
+      parallel_gemm<W>(pool_, p_.trans_a, p_.trans_b, m, n, p_.k, static_cast<W>(p_.alpha), a,
+                       p_.lda, b, p_.ldb, c_ != nullptr ? W(1) : W(0), y, n, scratch_.data());
     }
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), m * n);
     return Status::ok_status();

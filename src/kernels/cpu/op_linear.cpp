@@ -52,8 +52,8 @@ class LinearKernel final : public runtime::Kernel {
         if (k_ == 0) {
           std::fill(y, y + m_ * cols, W(0));
         } else {
-          parallel_gemm<W>(pool_, false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0),
-                           y, cols, scratch_.data());
+          parallel_gemm<W>(pool_, false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0), y,
+                           cols, scratch_.data());
         }
         S* out = outputs_[o]->tensor.data_as<S>();
         for (int64_t r = 0; r < m_; ++r) {
