@@ -10,6 +10,7 @@
 #include "baton/core/tensor.h"
 #include "compiler/ir.h"
 #include "compiler/placement.h"
+#include "format/program_file.h"
 
 namespace baton::compiler {
 namespace {
@@ -109,11 +110,6 @@ Status arena_too_large(const Graph& graph, const std::vector<BufferRequest>& req
 
 namespace {
 
-bool is_view_op(std::string_view domain, std::string_view op) {
-  return domain.empty() && (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
-                            op == "Unsqueeze" || op == "Identity");
-}
-
 // Layout operators as views: a CPU Reshape, Flatten, Squeeze, Unsqueeze or Identity whose input
 // is planned here (not a constant, not a method input, which a caller may overwrite between
 // calls) writes its output over its input's bytes, which are the same bytes in another shape:
@@ -128,7 +124,7 @@ std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
     if (s.kind != StepKind::Kernel || s.inputs.empty() || s.outputs.size() != 1) continue;
     const IrNode& n = graph.nodes[s.node];
     const int in = s.inputs[0], out = s.outputs[0];
-    if (!is_view_op(n.domain, n.op_type) || in < 0 || out < 0 || !planned.count(in) ||
+    if (!format::is_view_op(n.domain, n.op_type) || in < 0 || out < 0 || !planned.count(in) ||
         !planned.count(out) || method_inputs.count(in) || method_inputs.count(out)) {
       continue;
     }

@@ -397,11 +397,7 @@ class MethodVerifier {
   // planned (compiler/memory_plan.h); its kernel copies nothing then. Any other overlap, partial
   // or with another argument, is still refused.
   void drop_view_output(const fb::Operator& op) {
-    const std::string_view name = str(op.name()), domain = str(op.domain());
-    const bool layout = (domain.empty() || domain == "ai.onnx") &&
-                        (name == "Reshape" || name == "Flatten" || name == "Squeeze" ||
-                         name == "Unsqueeze" || name == "Identity");
-    if (!layout) return;
+    if (!is_view_op(str(op.domain()), str(op.name()))) return;
     const ArgRange* in = nullptr;
     const ArgRange* out = nullptr;
     size_t outputs = 0;

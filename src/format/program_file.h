@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/core/device.h"
@@ -93,6 +94,15 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
 // link stays): a directory, a device such as /dev/full, a FIFO or a socket is refused by name
 // before anything is written. An existing file keeps its permission bits. Errors: IoError.
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
+
+// The operators whose single output may lie exactly on their first input (a view): Reshape,
+// Flatten, Squeeze, Unsqueeze and Identity of ai.onnx ("" or "ai.onnx"). The loader accepts that
+// overlap for these alone, and the compiler's memory plan makes it for these alone.
+inline bool is_view_op(std::string_view domain, std::string_view op) {
+  return (domain.empty() || domain == "ai.onnx") &&
+         (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+          op == "Identity");
+}
 
 // The device of a tensor or arena of a parsed (so verified) program.
 template <typename T>

@@ -472,17 +472,17 @@ TEST(KernelRun, AllocationCounterSeesAllocations) {
   EXPECT_GE(seen, 2);
 }
 
-// No kernel allocates in run(). register_builtins() puts OpenBLAS on the calling thread: its
-// threaded level-3 path (taken once a GEMM is large enough to split) mallocs a job array on every
-// cblas_sgemm call, which the "threads"-sized case below would catch.
-TEST(KernelRun, AllocatesNothing) {
-  if (!counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+// Runs every op call (on `pool`, or on the calling thread when null), `warmups` runs first, and
+// expects the next run to allocate nothing.
+void expect_no_allocations(runtime::ThreadPool* pool, int warmups) {
   register_builtins();
   std::mt19937 rng(77);
   for (auto& [name, make] : op_calls()) {
     SCOPED_TRACE(name);
     std::unique_ptr<OpTester> t = make(rng);
-    BATON_ASSERT_OK(t->run());  // the first call may warm up OpenBLAS
+    t->pool(pool);
+    BATON_ASSERT_OK(t->run());
+    for (int i = 1; i < warmups; ++i) BATON_ASSERT_OK(t->kernel()->run());
     int64_t allocations = 0;
     Status status;
     {
@@ -495,30 +495,22 @@ TEST(KernelRun, AllocatesNothing) {
   }
 }
 
+// No kernel allocates in run(). register_builtins() puts OpenBLAS on the calling thread: its
+// threaded level-3 path (taken once a GEMM is large enough to split) mallocs a job array on every
+// cblas_sgemm call, which the "threads"-sized case below would catch. The first run may warm up
+// OpenBLAS.
+TEST(KernelRun, AllocatesNothing) {
+  if (!counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  expect_no_allocations(nullptr, 1);
+}
+
 // The same with a pool of 3 threads: handing tasks to the workers allocates nothing, and neither
-// do the per-thread parts of the kernels (each run warms up twice: a worker's first task may be in
-// either run).
+// do the per-thread parts of the kernels (four warm-up runs: a worker's first task may come in any
+// of them).
 TEST(KernelRun, AllocatesNothingOnThreads) {
   if (!counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
-  register_builtins();
   runtime::ThreadPool pool(3);
-  std::mt19937 rng(79);
-  for (auto& [name, make] : op_calls()) {
-    SCOPED_TRACE(name);
-    std::unique_ptr<OpTester> t = make(rng);
-    t->pool(&pool);
-    BATON_ASSERT_OK(t->run());
-    for (int i = 0; i < 3; ++i) BATON_ASSERT_OK(t->kernel()->run());
-    int64_t allocations = 0;
-    Status status;
-    {
-      CountAllocations count;
-      status = t->kernel()->run();
-      allocations = count.count();
-    }
-    EXPECT_TRUE(status.ok());
-    EXPECT_EQ(allocations, 0) << name << " allocated during run() on threads";
-  }
+  expect_no_allocations(&pool, 4);
   EXPECT_GT(pool.dispatched(), 0u) << "no op call handed work to the workers";
 }
 
