@@ -69,7 +69,10 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
     const OpLowering* lowering = find_lowering(n.op_type, n.domain);
     BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
                           "{} reached the CUDA builder without a lowering", n.describe());
-    BATON_TRY(lowering->lower(ctx, index));
+    if (!lowering->layout_aware) ctx.read_row_major_inputs(index);
+    const Status lowered = lowering->lower(ctx, index);
+    ctx.end_reads();
+    BATON_TRY(lowered);
   }
   BATON_TRY(flush());
   return ctx.finish();

@@ -100,7 +100,10 @@ void Lowering::assign_slots() {
       if (slots_.count(v)) continue;
       Slot s;
       s.kind = Slot::Kind::Scratch;
-      s.dtype = feeds_only_gemms(v) ? operand_ : activation_;
+      const DType t = g_.values[v].dtype;
+      const bool floating = t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
+      // Integer and bool values (indices, masks) keep their type.
+      s.dtype = !floating ? t : feeds_only_gemms(v) ? operand_ : activation_;
       s.sizes = g_.values[v].sizes;
       slots_[v] = s;
     }
@@ -128,9 +131,88 @@ int Lowering::root(int v) const {
   return v;
 }
 
-DType Lowering::dtype_of(int v) const { return slot(v).dtype; }
-const std::vector<int64_t>& Lowering::sizes_of(int v) const { return slot(v).sizes; }
-bool Lowering::is_binding(int v) const { return slots_.at(v).kind == Slot::Kind::Binding; }
+int Lowering::read(int v) const {
+  const auto it = redirect_.find(v);
+  return it == redirect_.end() ? v : it->second;
+}
+
+DType Lowering::dtype_of(int v) const { return slot(read(v)).dtype; }
+const std::vector<int64_t>& Lowering::sizes_of(int v) const { return slot(read(v)).sizes; }
+bool Lowering::is_binding(int v) const { return slots_.at(read(v)).kind == Slot::Kind::Binding; }
+
+bool Lowering::channels_last(int v) const { return slot(read(v)).channels_last; }
+
+bool Lowering::set_channels_last(int v) {
+  Slot& s = slots_.at(root(v));
+  if (s.kind != Slot::Kind::Scratch || s.sizes.size() != 4) return false;
+  s.channels_last = true;
+  return true;
+}
+
+std::vector<int64_t> Lowering::strides_of(int v) const {
+  const Slot& s = slot(read(v));
+  std::vector<int64_t> strides(s.sizes.size(), 1);
+  if (s.channels_last) {
+    // N, H, W, C in memory.
+    strides[1] = 1;
+    strides[3] = s.sizes[1];
+    strides[2] = s.sizes[3] * s.sizes[1];
+    strides[0] = s.sizes[2] * strides[2];
+    return strides;
+  }
+  for (size_t d = s.sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * s.sizes[d];
+  return strides;
+}
+
+int Lowering::add_layout_copy(int v, bool to_channels_last) {
+  const auto key = std::make_pair(v, to_channels_last ? 1 : 0);
+  if (auto it = layout_cache_.find(key); it != layout_cache_.end()) return it->second;
+  const Slot& src = slot(v);
+  const std::vector<int64_t> strides = strides_of(v);
+  const int out = new_scratch(src.dtype, src.sizes);
+  FusedKernel k;
+  k.name = kernel_name(to_channels_last ? "to_nhwc" : "to_nchw");
+  FusedInput in;
+  in.dtype = src.dtype;
+  if (to_channels_last) {
+    slots_.at(out).channels_last = true;
+    for (int d : {0, 2, 3, 1}) {
+      k.sizes.push_back(src.sizes[d]);
+      in.strides.push_back(strides[d]);
+    }
+  } else {
+    k.sizes = src.sizes;
+    in.strides = strides;
+  }
+  k.inputs.push_back(in);
+  k.ops.push_back({std::string(kCopyExpression), 0, 0});
+  k.outputs.push_back({src.dtype, 0});
+  LaunchShape launch;
+  std::string code = generate_fused(k, &launch);
+  add_kernel(k.name, std::move(code), launch, {v, out});
+  layout_cache_[key] = out;
+  return out;
+}
+
+int Lowering::row_major(int v) {
+  v = read(v);
+  return slot(v).channels_last ? add_layout_copy(v, false) : v;
+}
+
+int Lowering::channels_last_copy(int v) {
+  v = read(v);
+  if (slot(v).channels_last) return v;
+  if (is_constant(v)) v = weight(v, activation_);
+  return add_layout_copy(v, true);
+}
+
+void Lowering::read_row_major_inputs(int index) {
+  redirect_.clear();
+  for (int v : g_.nodes[index].inputs) {
+    if (v < 0 || is_constant(v) || !slot(v).channels_last) continue;
+    redirect_[v] = add_layout_copy(v, false);
+  }
+}
 
 const std::vector<int>& Lowering::consumers(int v) const {
   static const std::vector<int> kNone;
@@ -207,19 +289,39 @@ int Lowering::new_scratch(DType dtype, std::vector<int64_t> sizes) {
   return next_synthetic_++;
 }
 
+int Lowering::raw_weight(int v) {
+  const auto key = std::make_pair(v, -1);
+  if (auto it = weight_cache_.find(key); it != weight_cache_.end()) return it->second;
+  const compiler::IrValue& iv = g_.values[v];
+  weights_.resize(align_up(weights_.size(), kEngineAlignment));
+  Slot s;
+  s.kind = Slot::Kind::Weights;
+  s.dtype = iv.dtype;
+  s.sizes = iv.sizes;
+  s.offset = weights_.size();
+  weights_.insert(weights_.end(), iv.constant->data(), iv.constant->data() + s.bytes());
+  slots_[next_synthetic_] = s;
+  weight_cache_[key] = next_synthetic_;
+  return next_synthetic_++;
+}
+
 Result<int> Lowering::ensure(int v, DType dtype) {
   if (is_constant(v)) return weight(v, dtype);
+  v = read(v);
   if (slot(v).dtype == dtype) return v;
   const auto key = std::make_pair(v, static_cast<int>(dtype));
   if (auto it = cast_cache_.find(key); it != cast_cache_.end()) return it->second;
   const int out = new_scratch(dtype, slot(v).sizes);
+  slots_.at(out).channels_last = slot(v).channels_last;  // a cast keeps the layout
   add_cast(v, out, dtype);
   cast_cache_[key] = out;
   return out;
 }
 
 void Lowering::alias(int out, int in) {
+  in = read(in);
   if (slots_.at(out).kind == Slot::Kind::Binding) {
+    in = row_major(in);
     // The result must land in the caller's binding.
     if (slot(in).dtype == slots_.at(out).dtype) {
       add_copy(in, out);
@@ -231,6 +333,7 @@ void Lowering::alias(int out, int in) {
   Slot& s = slots_.at(out);
   s.kind = Slot::Kind::Alias;
   s.root = root(in);
+  s.channels_last = slot(in).channels_last;
 }
 
 std::string Lowering::kernel_name(const char* what) const {
@@ -248,6 +351,7 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
   step.record.kernel.block[0] = launch.block;
   step.record.kernel.block[1] = step.record.kernel.block[2] = 1;
   step.operands = std::move(operands);
+  for (int& v : step.operands) v = read(v);
   kernel_names_.push_back(name);
   source_ += code;
   steps_.push_back(std::move(step));
@@ -258,27 +362,23 @@ void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
   step.record.kind = static_cast<uint32_t>(StepKind::Gemm);
   step.record.gemm = gemm;
   step.operands.assign(operands.begin(), operands.end());
+  for (int& v : step.operands) v = v < 0 ? v : read(v);
   steps_.push_back(std::move(step));
 }
 
 void Lowering::add_copy(int src, int dst) {
   Planned step;
   step.record.kind = static_cast<uint32_t>(StepKind::Copy);
-  step.operands = {src, dst};
+  step.operands = {read(src), read(dst)};
   steps_.push_back(std::move(step));
 }
 
 void Lowering::add_cast(int src, int dst, DType dtype) {
   FusedKernel k;
   k.name = kernel_name("cast");
-  k.sizes = slot(src).sizes;
-  std::vector<int64_t> strides(k.sizes.size());
-  int64_t s = 1;
-  for (size_t d = k.sizes.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= k.sizes[d];
-  }
-  k.inputs.push_back({slot(src).dtype, strides});
+  // Element by element in memory order: source and destination share one layout.
+  k.sizes = {numel(slot(read(src)).sizes)};
+  k.inputs.push_back({slot(read(src)).dtype, {1}});
   k.ops.push_back({std::string(kCopyExpression), 0, 0});
   k.outputs.push_back({dtype, 0});
   LaunchShape launch;

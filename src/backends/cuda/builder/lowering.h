@@ -51,6 +51,28 @@ class Lowering {
   int add_weights(const std::vector<float>& values, DType dtype, std::vector<int64_t> sizes);
   // A fresh scratch value.
   int new_scratch(DType dtype, std::vector<int64_t> sizes);
+  // Constant `v`'s bytes as they are (integer and bool constants: indices, masks), as weights.
+  int raw_weight(int v);
+
+  // --- layouts --------------------------------------------------------------------------------
+  // A rank-4 scratch value may be stored channels-last (NHWC): its logical dimensions stay
+  // N, C, H, W, its bytes are ordered N, H, W, C. Bindings and weights are always row-major.
+  // Lowerings that are not layout-aware (OpLowering::layout_aware false) never see such a value:
+  // the builder hands them a row-major copy (read_row_major_inputs).
+  bool channels_last(int v) const;
+  // Stores scratch value `v` channels-last (before any step reads or writes it); false (and
+  // nothing changes) for a binding, weights or a value not of rank 4.
+  bool set_channels_last(int v);
+  // Element strides of `v`'s logical dimensions as stored (row-major, or channels-last).
+  std::vector<int64_t> strides_of(int v) const;
+  // `v` as a row-major value: itself, or a copy made by a kernel (once per value).
+  int row_major(int v);
+  // `v` stored channels-last: itself, or a copy made by a kernel (once per value; rank 4 only).
+  int channels_last_copy(int v);
+  // While lowering node `index` (a lowering that is not layout-aware), its channels-last inputs
+  // read as row-major copies; end_reads() ends that.
+  void read_row_major_inputs(int index);
+  void end_reads() { redirect_.clear(); }
   // `v` as `dtype`: itself, its weights, or a copy made by a cast kernel (once per value and
   // dtype).
   Result<int> ensure(int v, DType dtype);
@@ -93,6 +115,7 @@ class Lowering {
     uint64_t offset = 0;  // weights or (after planning) scratch
     DType dtype = DType::Float32;
     std::vector<int64_t> sizes;
+    bool channels_last = false;  // rank-4 scratch stored N, H, W, C
     int first = INT_MAX;
     int last = -1;
     uint64_t bytes() const;
@@ -104,7 +127,10 @@ class Lowering {
 
   void assign_slots();
   bool feeds_only_gemms(int v) const;
+  // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
+  int read(int v) const;
   int root(int v) const;
+  int add_layout_copy(int v, bool to_channels_last);
   const Slot& slot(int v) const { return slots_.at(root(v)); }
   BufferRef ref_of(int v) const;
 
@@ -120,6 +146,8 @@ class Lowering {
   std::set<int> absorbed_;
   std::map<std::pair<int, int>, int> weight_cache_;
   std::map<std::pair<int, int>, int> cast_cache_;
+  std::map<std::pair<int, int>, int> layout_cache_;  // (value, to channels-last) -> copy
+  std::map<int, int> redirect_;
   std::vector<Planned> steps_;
   std::vector<std::string> kernel_names_;
   std::string source_;

@@ -61,9 +61,31 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
   FusedKernel k;
   k.name = ctx.kernel_name("fused");
   k.sizes = ctx.value(ctx.node(group.back()).outputs[0]).sizes;
+  std::set<int> in_group(group.begin(), group.end());
+  // Results anything outside the group reads are stored; the rest stay in registers.
+  std::vector<int> stored;
+  for (int idx : group) {
+    const int v = ctx.node(idx).outputs[0];
+    bool needed = ctx.is_partition_output(v);
+    for (int c : ctx.consumers(v)) needed = needed || (!in_group.count(c) && !ctx.absorbed(c));
+    if (needed) stored.push_back(v);
+  }
+  // Channels-last when a full-size input is stored so (a convolution's output) and every result
+  // stays inside the engine: the kernel then walks memory in N, H, W, C order.
+  bool nhwc = k.sizes.size() == 4;
+  for (int v : stored) nhwc = nhwc && !ctx.is_binding(v);
+  bool any_nhwc = false;
+  for (int idx : group) {
+    for (int v : ctx.node(idx).inputs) {
+      if (v >= 0 && !ctx.is_constant(v) && ctx.value(v).sizes == k.sizes && ctx.channels_last(v))
+        any_nhwc = true;
+    }
+  }
+  nhwc = nhwc && any_nhwc;
+  const std::vector<int> order = nhwc ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{};
+  if (nhwc) k.sizes = {k.sizes[0], k.sizes[2], k.sizes[3], k.sizes[1]};
   std::map<int, int> ref;  // value -> operand reference in the kernel
   std::vector<int> operands;
-  std::set<int> in_group(group.begin(), group.end());
   for (int idx : group) {
     const compiler::IrNode& n = ctx.node(idx);
     int refs[2] = {0, 0};
@@ -81,16 +103,17 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
       } else {
         const int src = iv.constant ? ctx.weight(v, ctx.activation_dtype()) : v;
         in.dtype = ctx.dtype_of(src);
-        // Row-major strides of the input broadcast to the kernel's shape (0 along broadcast
-        // dimensions).
-        in.strides.assign(k.sizes.size(), 0);
-        int64_t s = 1;
+        // The input's strides (as stored) broadcast to the output's logical dimensions (0 along
+        // broadcast dimensions), then put in the kernel's dimension order.
+        const std::vector<int64_t> own = ctx.strides_of(src);
+        std::vector<int64_t> logical(k.sizes.size(), 0);
         for (size_t j = 0; j < iv.sizes.size(); ++j) {
           const size_t d_in = iv.sizes.size() - 1 - j;
           const size_t d_out = k.sizes.size() - 1 - j;
-          in.strides[d_out] = iv.sizes[d_in] == 1 ? 0 : s;
-          s *= iv.sizes[d_in];
+          logical[d_out] = iv.sizes[d_in] == 1 ? 0 : own[d_in];
         }
+        in.strides = logical;
+        for (size_t d = 0; d < order.size(); ++d) in.strides[d] = logical[order[d]];
         operands.push_back(src);
       }
       ref[v] = static_cast<int>(k.inputs.size());
@@ -100,12 +123,8 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
     ref[n.outputs[0]] = -1 - static_cast<int>(k.ops.size());
     k.ops.push_back({expression_of(n), refs[0], refs[1]});
   }
-  // Results anything outside the group reads are stored; the rest stay in registers.
-  for (int idx : group) {
-    const int v = ctx.node(idx).outputs[0];
-    bool needed = ctx.is_partition_output(v);
-    for (int c : ctx.consumers(v)) needed = needed || (!in_group.count(c) && !ctx.absorbed(c));
-    if (!needed) continue;
+  for (int v : stored) {
+    if (nhwc) ctx.set_channels_last(v);
     k.outputs.push_back({ctx.dtype_of(v), -1 - ref[v]});
     operands.push_back(v);
   }

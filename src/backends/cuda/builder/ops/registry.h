@@ -21,6 +21,9 @@ struct OpLowering {
   // engine's operand dtype, so no cast kernel runs before the GEMM).
   uint32_t operand_inputs = 0;
   std::string_view domain = "";  // "baton" for Baton's canonical ops
+  // Whether `lower` reads channels-last inputs itself (Lowering::strides_of); otherwise the
+  // builder hands it row-major copies of them.
+  bool layout_aware = false;
 };
 
 // Every lowering, in the order of the list in registry.cpp.
