@@ -46,4 +46,26 @@ PYEOF
   echo "setup: installing Python packages: ${PYTHON_PACKAGES[*]}" >&2
   "$PY" -m pip install -q --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
 fi
+# Header-only C++ libraries Debian lacks, from their PyPI wheels into .deps/ (gitignored): only the
+# wheel's include/ folder is kept. cudnn-frontend (MIT) is cuDNN's C++ graph API, compiled into the
+# CUDA backend's convolution and attention steps (it loads libcudnn at run time).
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CUDNN_FRONTEND_VERSION=1.32.0
+FE_DIR="$ROOT/.deps/cudnn-frontend-$CUDNN_FRONTEND_VERSION"
+if [ ! -f "$FE_DIR/include/cudnn_frontend.h" ]; then
+  echo "setup: fetching cudnn-frontend $CUDNN_FRONTEND_VERSION headers (PyPI nvidia-cudnn-frontend)" >&2
+  WHEELS=$(mktemp -d)
+  "$PY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux_2_28_x86_64 --python-version 3.11 -d "$WHEELS" \
+    "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
+  rm -rf "$FE_DIR.tmp" && mkdir -p "$FE_DIR.tmp"
+  "$PY" - "$WHEELS" "$FE_DIR.tmp" <<'PYEOF'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/nvidia_cudnn_frontend-*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.startswith("include/") or "/licenses/" in n]
+    z.extractall(sys.argv[2], names)
+PYEOF
+  rm -rf "$WHEELS" "$FE_DIR" && mv "$FE_DIR.tmp" "$FE_DIR"
+fi
 echo "setup: ok" >&2

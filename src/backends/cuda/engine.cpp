@@ -211,8 +211,22 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
             device, bytes, fmt::format("{} for partition '{}'", what, ctx->engine_->partition())));
     return Status();
   };
+  ctx->workspace_bytes_ = blob.header().workspace_bytes;
+  ctx->convs_.resize(blob.steps().size());
+  for (size_t s = 0; s < blob.steps().size(); ++s) {
+    const StepRecord& r = blob.steps()[s];
+    if (r.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    if (!ctx->cudnn_) {
+      BATON_ASSIGN_OR_RETURN(ctx->cudnn_, CudnnHandle::create(device));
+    }
+    BATON_ASSIGN_OR_RETURN(
+        ctx->convs_[s],
+        ConvPlan::create(ctx->cudnn_.get(), r.conv,
+                         fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
+    ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->convs_[s].workspace_bytes());
+  }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
-  BATON_TRY(allocate(&ctx->workspace_, blob.header().workspace_bytes, "cuBLASLt workspace"));
+  BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
   ctx->kernel_args_.resize(blob.steps().size());
   ctx->kernel_arg_ptrs_.resize(blob.steps().size());
   for (size_t s = 0; s < blob.steps().size(); ++s) {
@@ -225,6 +239,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   size_t declared = 0;
   for (const StepRecord& r : blob.steps()) {
     declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
+                r.kind == static_cast<uint32_t>(StepKind::Conv) ||
                 (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
                  r.copy.src.space == static_cast<uint32_t>(Space::Scratch));
   }
@@ -270,6 +285,15 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
                                    workspace_.get(), blob.header().workspace_bytes, stream));
         break;
       }
+      case StepKind::Conv: {
+        const ConvStep& c = r.conv;
+        BATON_TRY(convs_[s].enqueue(
+            cudnn_.get(), stream, resolve(c.x, pointers), resolve(c.w, pointers),
+            c.has_bias ? resolve(c.bias, pointers) : nullptr,
+            c.has_residual ? resolve(c.residual, pointers) : nullptr, resolve(c.y, pointers),
+            workspace_.get()));
+        break;
+      }
       case StepKind::Kernel: {
         const KernelStep& k = r.kernel;
         for (uint32_t o = 0; o < k.num_operands; ++o)
@@ -311,6 +335,8 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
   for (const StepRecord& r : engine_->blob().steps()) {
     if (r.kind == static_cast<uint32_t>(StepKind::Gemm)) {
       library_writes_[n++] = {static_cast<size_t>(r.gemm.d.bytes), resolve(r.gemm.d, pointers)};
+    } else if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {
+      library_writes_[n++] = {static_cast<size_t>(r.conv.y.bytes), resolve(r.conv.y, pointers)};
     } else if (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
                r.copy.src.space == static_cast<uint32_t>(Space::Scratch)) {
       library_writes_[n++] = {static_cast<size_t>(r.copy.src.bytes), resolve(r.copy.src, pointers)};

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cudnn_graph.h"
 #include "backends/cuda/engine_format.h"
 #include "backends/cuda/handles.h"
 #include "baton/core/error.h"
@@ -88,8 +89,14 @@ class ExecutionContext {
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
   std::shared_ptr<Engine> engine_;
   CublasLtHandle handle_;
+  // cuDNN, when the engine has convolution steps: the handle and one plan per Conv step (indexed
+  // by step; empty for other steps), made here because a plan is bound to the handle it was
+  // built with.
+  CudnnHandle cudnn_;
+  std::vector<ConvPlan> convs_;
   DeviceBuffer scratch_;
-  DeviceBuffer workspace_;
+  DeviceBuffer workspace_;  // cuBLASLt's and cuDNN's (steps run one after another)
+  uint64_t workspace_bytes_ = 0;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
   std::vector<std::vector<void*>> kernel_arg_ptrs_;

@@ -78,6 +78,24 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
                                   s.kernel.grid[0], s.kernel.block[0], ops)}});
         break;
       }
+      case StepKind::Conv: {
+        const ConvStep& c = s.conv;
+        std::string epilogue = c.has_bias ? "bias" : "";
+        if (c.has_residual) epilogue += epilogue.empty() ? "add" : "+add";
+        if (c.activation != 0) {
+          epilogue += (epilogue.empty() ? "" : "+") +
+                      std::string(conv_activation_name(static_cast<ConvActivation>(c.activation)));
+        }
+        j["steps"].push_back(
+            {{"kind", "conv"},
+             {"what", fmt::format("cuDNN NHWC {}x{}x{}x{} -> K={} {}x{} stride {}x{} groups {} "
+                                  "epilogue={} x={} w={} y={}",
+                                  c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w,
+                                  c.stride_h, c.stride_w, c.groups,
+                                  epilogue.empty() ? "none" : epilogue, buffer_text(c.x),
+                                  buffer_text(c.w), buffer_text(c.y))}});
+        break;
+      }
       case StepKind::Copy:
         j["steps"].push_back(
             {{"kind", "copy"},

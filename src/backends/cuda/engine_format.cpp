@@ -92,6 +92,9 @@ class Validator {
         case StepKind::Gemm:
           BATON_TRY(gemm(s.gemm, what));
           break;
+        case StepKind::Conv:
+          BATON_TRY(conv(s.conv, what));
+          break;
         case StepKind::Kernel: {
           const KernelStep& k = s.kernel;
           BATON_CHECK_OR_RETURN(k.kernel < h_.num_kernels, InvalidProgram,
@@ -178,6 +181,56 @@ class Validator {
     return Status();
   }
 
+  Status conv(const ConvStep& c, const std::string& what) {
+    for (uint8_t dt : {c.x_dtype, c.w_dtype, c.y_dtype}) {
+      BATON_CHECK_OR_RETURN(dt == static_cast<uint8_t>(DType::Float32) ||
+                                dt == static_cast<uint8_t>(DType::Float16) ||
+                                dt == static_cast<uint8_t>(DType::BFloat16),
+                            InvalidProgram, "engine blob: {} has tensor dtype {}", what, dt);
+    }
+    constexpr int64_t kMax = int64_t{1} << 24;
+    const int64_t dims[] = {c.n,        c.c,        c.k,          c.groups,     c.in_h,
+                            c.in_w,     c.out_h,    c.out_w,      c.kernel_h,   c.kernel_w,
+                            c.stride_h, c.stride_w, c.dilation_h, c.dilation_w};
+    for (int64_t d : dims) {
+      BATON_CHECK_OR_RETURN(d >= 1 && d <= kMax, InvalidProgram,
+                            "engine blob: {} has a dimension {} outside [1, 2^24]", what, d);
+    }
+    for (int64_t p : {c.pad_top, c.pad_left, c.pad_bottom, c.pad_right}) {
+      BATON_CHECK_OR_RETURN(p >= 0 && p <= kMax, InvalidProgram, "engine blob: {} has padding {}",
+                            what, p);
+    }
+    BATON_CHECK_OR_RETURN(c.c % c.groups == 0 && c.k % c.groups == 0 && c.has_bias <= 1 &&
+                              c.has_residual <= 1 && c.activation <= kMaxConvActivation &&
+                              c.compute <= 3,
+                          InvalidProgram,
+                          "engine blob: {} has C={} K={} groups={} or invalid flags", what, c.c,
+                          c.k, c.groups);
+    // Every extent below is a product of values <= 2^24 in at most 4 factors of which two are
+    // spatial: N*H*W*C fits in 2^96 only in theory, so check with overflow builtins.
+    auto tensor = [&](const BufferRef& ref, uint8_t dtype, std::initializer_list<int64_t> sizes,
+                      const char* name) -> Status {
+      BATON_TRY(buffer(ref, fmt::format("{} {}", what, name)));
+      uint64_t need = dtype_size(static_cast<DType>(dtype));
+      bool overflow = false;
+      for (int64_t d : sizes) overflow = overflow || __builtin_mul_overflow(need, d, &need);
+      BATON_CHECK_OR_RETURN(!overflow && need <= ref.bytes, InvalidProgram,
+                            "engine blob: {} {} needs {} bytes but its range has {}", what, name,
+                            overflow ? "more than 2^64" : std::to_string(need), ref.bytes);
+      return Status();
+    };
+    BATON_TRY(tensor(c.x, c.x_dtype, {c.n, c.in_h, c.in_w, c.c}, "x"));
+    BATON_TRY(tensor(c.w, c.w_dtype, {c.k, c.kernel_h, c.kernel_w, c.c / c.groups}, "w"));
+    BATON_TRY(tensor(c.y, c.y_dtype, {c.n, c.out_h, c.out_w, c.k}, "y"));
+    if (c.has_bias) {
+      BATON_CHECK_OR_RETURN(is_valid_dtype(c.bias_dtype), InvalidProgram,
+                            "engine blob: {} bias dtype {}", what, c.bias_dtype);
+      BATON_TRY(tensor(c.bias, c.bias_dtype, {c.k}, "bias"));
+    }
+    if (c.has_residual) BATON_TRY(tensor(c.residual, c.y_dtype, {c.n, c.out_h, c.out_w, c.k}, "residual"));
+    return Status();
+  }
+
   // Column-major rows x cols with leading dimension ld, `batch` matrices `stride` elements apart.
   // The last element cuBLASLt touches is (batch - 1) * stride + (cols - 1) * ld + rows - 1, and
   // every product and sum on the way is checked: values that wrap around 2^64 (a stride of 2^39
@@ -228,6 +281,16 @@ class Validator {
 };
 
 }  // namespace
+
+std::string_view conv_activation_name(ConvActivation a) {
+  switch (a) {
+    case ConvActivation::None:
+      return "none";
+    case ConvActivation::Relu:
+      return "relu";
+  }
+  return "?";
+}
 
 bool epilogue_has_bias(GemmEpilogue e) {
   return e == GemmEpilogue::Bias || e == GemmEpilogue::BiasRelu || e == GemmEpilogue::BiasGeluTanh;

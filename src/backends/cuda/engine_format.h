@@ -87,7 +87,7 @@ struct BufferRef {
 };
 static_assert(sizeof(BufferRef) == 24);
 
-enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3 };
+enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4 };
 
 inline constexpr uint32_t kMaxKernelOperands = 16;
 
@@ -126,6 +126,26 @@ struct KernelStep {
   BufferRef operands[kMaxKernelOperands];
 };
 
+enum class ConvActivation : uint8_t { None = 0, Relu = 1 };
+inline constexpr uint8_t kMaxConvActivation = 1;
+std::string_view conv_activation_name(ConvActivation a);
+
+// A 2-D convolution through cuDNN's graph API, its epilogue fused:
+//   y = act(conv(x, w) + bias + residual)
+// x, residual and y are channels-last (N, H, W, C); w is K, R, S, C/groups (channels-last
+// filters); bias has K elements. The cuDNN plan is chosen when the engine is loaded.
+struct ConvStep {
+  uint8_t x_dtype, w_dtype, y_dtype, bias_dtype;  // DType; the residual has y's dtype
+  uint8_t has_bias, has_residual;
+  uint8_t activation;  // ConvActivation
+  uint8_t compute;     // Precision: FP32 forbids TF32 tensor cores, TF32 allows them
+  int64_t n, c, k, groups;
+  int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  int64_t stride_h, stride_w, dilation_h, dilation_w;
+  BufferRef x, w, bias, residual, y;
+};
+
 // Device-to-device copy of src.bytes (== dst.bytes).
 struct CopyStep {
   BufferRef src;
@@ -139,6 +159,7 @@ struct StepRecord {
     GemmStep gemm;
     KernelStep kernel;
     CopyStep copy;
+    ConvStep conv;
   };
 };
 

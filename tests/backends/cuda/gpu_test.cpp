@@ -323,6 +323,54 @@ TEST_F(GpuTest, MatMulBiasReluAndTanhGeluFuseIntoTheEpilogue) {
   }
 }
 
+// Convolutions (cuDNN's graph API channels-last, and the generated depthwise kernel) with every
+// epilogue the lowering fuses: bias, a residual Add whose other input is ready first, Relu; a
+// HardSwish after a depthwise convolution; a 3-channel stem (channels padded to 8); a convolution
+// that is a partition output (copied back to NCHW); a residual produced after the convolution
+// (not fusible: a separate Add). Nothing runs on the CPU.
+TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 3, 17, 15});
+  b.initializer("w_stem", {16, 3, 7, 7}, floats(16 * 3 * 49));
+  b.initializer("b_stem", {16}, floats(16));
+  auto& stem = b.node("Conv", {"x", "w_stem", "b_stem"}, {"s"}, "stem");
+  OnnxBuilder::attr_ints(stem, "strides", {2, 2});
+  OnnxBuilder::attr_ints(stem, "pads", {3, 3, 3, 3});
+  b.node("Relu", {"s"}, {"s_relu"}, "stem_relu");
+  // A bottleneck: 1x1 -> 3x3 -> 1x1 (+ residual) -> Relu.
+  b.initializer("w1", {8, 16, 1, 1}, floats(8 * 16));
+  b.initializer("b1", {8}, floats(8));
+  b.node("Conv", {"s_relu", "w1", "b1"}, {"c1"}, "c1");
+  b.node("Relu", {"c1"}, {"r1"}, "r1");
+  b.initializer("w2", {8, 8, 3, 3}, floats(8 * 8 * 9));
+  auto& c2 = b.node("Conv", {"r1", "w2"}, {"c2"}, "c2");
+  OnnxBuilder::attr_ints(c2, "pads", {1, 1, 1, 1});
+  b.initializer("w3", {16, 8, 1, 1}, floats(16 * 8));
+  b.initializer("b3", {16}, floats(16));
+  b.node("Conv", {"c2", "w3", "b3"}, {"c3"}, "c3");
+  b.node("Add", {"c3", "s_relu"}, {"sum"}, "residual");
+  b.node("Relu", {"sum"}, {"block"}, "block_relu");
+  // Depthwise 5x5 stride 2 + HardSwish.
+  b.initializer("w_dw", {16, 1, 5, 5}, floats(16 * 25));
+  b.initializer("b_dw", {16}, floats(16));
+  auto& dw = b.node("Conv", {"block", "w_dw", "b_dw"}, {"dw"}, "dw");
+  OnnxBuilder::attr_int(dw, "group", 16);
+  OnnxBuilder::attr_ints(dw, "strides", {2, 2});
+  OnnxBuilder::attr_ints(dw, "pads", {2, 2, 2, 2});
+  b.node("HardSwish", {"dw"}, {"hs"}, "hs");
+  // Two branches whose Add comes after both: the second conv fuses the first's result.
+  b.initializer("w4", {12, 16, 1, 1}, floats(12 * 16));
+  b.node("Conv", {"hs", "w4"}, {"c4"}, "c4");
+  b.initializer("w5", {12, 16, 3, 3}, floats(12 * 16 * 9));
+  auto& c5 = b.node("Conv", {"hs", "w5"}, {"c5"}, "c5");
+  OnnxBuilder::attr_ints(c5, "pads", {1, 1, 1, 1});
+  b.node("Add", {"c4", "c5"}, {"y"}, "join");
+  b.output("y", {2, 12, 5, 4});
+  // A convolution straight into a partition output, and one output read through a Relu.
+  b.output("c1", {2, 8, 9, 8});
+  compare(b, {random({2, 3, 17, 15})});
+}
+
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {
   OnnxBuilder b(20);
   b.input("x", {3, 7, 13});
@@ -457,6 +505,13 @@ TEST_F(GpuTest, GeneratedModelsMatchTheCpuPath) {
 
 TEST_F(GpuTest, TorchExportedModelsMatchTheCpuPath) {
   EXPECT_GE(compare_cases(fs::path(testing::source_dir()) / "tests/e2e/models"), 2);
+}
+
+// The six real-model families in small configurations (tests/e2e/models/real: ResNet,
+// MobileNetV3, SqueezeNet 1.1, ViT, BERT, GPT-2 through both exporters), entirely on the GPU, in
+// every precision, against the CPU path.
+TEST_F(GpuTest, RealModelFamiliesRunEntirelyOnTheGpu) {
+  EXPECT_GE(compare_cases(fs::path(testing::source_dir()) / "tests/e2e/models/real"), 18);
 }
 
 // --- load-time device checks -------------------------------------------------------------------

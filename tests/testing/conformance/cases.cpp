@@ -740,13 +740,14 @@ void conv_cases(std::vector<Case>& out) {
     const int64_t m = std::string_view(c.op) == "Conv" ? c.w[0] : c.w[1] * group;
     if (c.bias) ins.push_back(constant(in({m})));
     out.push_back(make(c.op, c.label, ins, c.attrs));
-    out.back().cuda = false;
+    // The GPU runs 2-D Conv, ungrouped or depthwise (builder/ops/conv.cpp).
+    out.back().cuda = std::string_view(c.op) == "Conv" && c.x.size() == 4 &&
+                      (group == 1 || (group == c.x[1] && c.w[0] == c.x[1]));
   }
   // The opset-1 definitions (models of opsets 1 to 10).
   out.push_back(make("Conv", "2-D at opset 8", {in({1, 2, 5, 5}), constant(in({3, 2, 3, 3}))},
                      {{"pads", ints({1, 1, 1, 1})}}));
   out.back().opset = 8;
-  out.back().cuda = false;
   out.push_back(make("ConvTranspose", "2-D at opset 8",
                      {in({1, 2, 3, 3}), constant(in({2, 2, 3, 3}))}, {{"strides", ints({2, 2})}}));
   out.back().opset = 8;

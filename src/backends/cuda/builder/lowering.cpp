@@ -94,6 +94,7 @@ void Lowering::assign_slots() {
     }
   }
   for (int v : p_.outputs) outputs_.insert(v);
+  for (size_t i = 0; i < p_.nodes.size(); ++i) position_[p_.nodes[i]] = static_cast<int>(i);
   for (int idx : p_.nodes) {
     for (int v : g_.nodes[idx].outputs) {
       consumers_[v];  // every output has an entry
@@ -218,6 +219,13 @@ const std::vector<int>& Lowering::consumers(int v) const {
   static const std::vector<int> kNone;
   const auto it = consumers_.find(v);
   return it == consumers_.end() ? kNone : it->second;
+}
+
+bool Lowering::ready_before(int v, int index) const {
+  if (is_constant(v) || slots_.at(v).kind == Slot::Kind::Binding) return true;
+  const int producer = g_.values[v].producer;
+  const auto it = position_.find(producer);
+  return it != position_.end() && it->second < position_.at(index);
 }
 
 int Lowering::single_consumer(int v) const {
@@ -366,6 +374,15 @@ void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
   steps_.push_back(std::move(step));
 }
 
+void Lowering::add_conv(const ConvStep& conv, std::array<int, 5> operands) {
+  Planned step;
+  step.record.kind = static_cast<uint32_t>(StepKind::Conv);
+  step.record.conv = conv;
+  step.operands.assign(operands.begin(), operands.end());
+  for (int& v : step.operands) v = v < 0 ? v : read(v);
+  steps_.push_back(std::move(step));
+}
+
 void Lowering::add_copy(int src, int dst) {
   Planned step;
   step.record.kind = static_cast<uint32_t>(StepKind::Copy);
@@ -464,6 +481,15 @@ Result<compiler::LoweredPartition> Lowering::finish() {
         for (size_t o = 0; o < s.operands.size(); ++o)
           s.record.kernel.operands[o] = ref_of(s.operands[o]);
         break;
+      case StepKind::Conv: {
+        ConvStep& c = s.record.conv;
+        c.x = ref_of(s.operands[0]);
+        c.w = ref_of(s.operands[1]);
+        if (s.operands[2] >= 0) c.bias = ref_of(s.operands[2]);
+        if (s.operands[3] >= 0) c.residual = ref_of(s.operands[3]);
+        c.y = ref_of(s.operands[4]);
+        break;
+      }
       case StepKind::Copy:
         s.record.copy.src = ref_of(s.operands[0]);
         s.record.copy.dst = ref_of(s.operands[1]);

@@ -87,6 +87,9 @@ class Lowering {
   // output; -1 otherwise. Fusions absorb such readers.
   int single_consumer(int v) const;
   bool is_partition_output(int v) const { return outputs_.count(v) > 0; }
+  // Whether `v` is ready before node `index` runs: a binding, a constant, or produced by a node
+  // lowered ahead of it. A fused epilogue may read only such values.
+  bool ready_before(int v, int index) const;
   // Marks a node as done by an earlier step (a fused epilogue): the builder skips it.
   void absorb(int node) { absorbed_.insert(node); }
   bool absorbed(int node) const { return absorbed_.count(node) > 0; }
@@ -100,6 +103,8 @@ class Lowering {
   // A cuBLASLt GEMM; operands {a, b, c, d, bias} in cuBLASLt's terms (-1: unused c / bias).
   void add_gemm(const GemmStep& gemm, std::array<int, 5> operands);
   void add_copy(int src, int dst);
+  // A cuDNN convolution; operands {x, w, bias, residual, y} (-1: no bias / residual).
+  void add_conv(const ConvStep& conv, std::array<int, 5> operands);
   // A kernel converting `src` (contiguous) into `dst` of `dtype`.
   void add_cast(int src, int dst, DType dtype);
 
@@ -144,6 +149,7 @@ class Lowering {
   std::map<int, std::vector<int>> consumers_;
   std::set<int> outputs_;
   std::set<int> absorbed_;
+  std::map<int, int> position_;  // node -> its place in the partition's order
   std::map<std::pair<int, int>, int> weight_cache_;
   std::map<std::pair<int, int>, int> cast_cache_;
   std::map<std::pair<int, int>, int> layout_cache_;  // (value, to channels-last) -> copy

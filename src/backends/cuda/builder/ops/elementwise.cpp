@@ -12,11 +12,10 @@
 #include "baton/core/tensor.h"
 
 namespace baton::cuda {
-namespace {
 
 // The device expression a node computes: its table row's, with the node's attribute values
 // baked in as literals, or Gelu's form.
-std::string expression_of(const compiler::IrNode& n) {
+std::string elementwise_expression(const compiler::IrNode& n) {
   if (n.op_type == "Gelu") {
     return n.attr_string("approximate") == "tanh" ? "baton_gelu_tanh({x})" : "baton_gelu({x})";
   }
@@ -35,6 +34,8 @@ std::string expression_of(const compiler::IrNode& n) {
   }
   return expression;
 }
+
+namespace {
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   return float_tensors_only(graph, node);
@@ -121,7 +122,7 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
       k.inputs.push_back(in);
     }
     ref[n.outputs[0]] = -1 - static_cast<int>(k.ops.size());
-    k.ops.push_back({expression_of(n), refs[0], refs[1]});
+    k.ops.push_back({elementwise_expression(n), refs[0], refs[1]});
   }
   for (int v : stored) {
     if (nhwc) ctx.set_channels_last(v);

@@ -10,7 +10,7 @@ std::span<const OpLowering> op_lowerings() {
     std::vector<OpLowering> list = {kGemmLowering,     kMatMulLowering,    kLinearLowering,
                                     kSoftmaxLowering,  kTransposeLowering, kConcatLowering,
                                     kIdentityLowering, kReshapeLowering,   kFlattenLowering,
-                                    kSqueezeLowering,  kUnsqueezeLowering};
+                                    kSqueezeLowering,  kUnsqueezeLowering, kConvLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

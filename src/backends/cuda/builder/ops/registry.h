@@ -42,12 +42,16 @@ extern const OpLowering kReshapeLowering;    // views.cpp
 extern const OpLowering kFlattenLowering;    // views.cpp
 extern const OpLowering kSqueezeLowering;    // views.cpp
 extern const OpLowering kUnsqueezeLowering;  // views.cpp
+extern const OpLowering kConvLowering;       // conv.cpp
 // Every fusible op: each row of the elementwise table, and Gelu (elementwise.cpp).
 std::vector<OpLowering> elementwise_lowerings();
 
 // Elementwise ops (ops/elementwise.cpp): whether a node joins fused kernels, and the lowering of
 // one run of them as a single generated kernel.
 bool is_fusible(const compiler::IrNode& node);
+// The device expression of fusible node `n` in `{x}` (or `{a}`, `{b}`), attribute values baked
+// in as literals.
+std::string elementwise_expression(const compiler::IrNode& n);
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
 
 // The shared support rule: every data input and output a float tensor (float32, float16 or

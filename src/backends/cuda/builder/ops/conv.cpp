@@ -1,0 +1,238 @@
+// Conv on the GPU, channels-last (DESIGN.md §7). Outputs are stored N, H, W, C inside the engine
+// (Lowering::set_channels_last); inputs in another layout are converted once, at the partition's
+// boundary. Two paths:
+// - groups == 1: a cuDNN graph (ConvStep) with the bias, a residual Add that reads a value ready
+//   before the convolution, and a following Relu fused as pointwise operations. Input channels
+//   are zero-padded to a multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's
+//   tensor-core engines need, with the filters padded to match.
+// - depthwise (groups == C == K): a generated kernel, one thread per output element reading
+//   along C (coalesced in NHWC), with the bias and any chain of unary elementwise ops after it
+//   (ReLU, HardSwish, HardSigmoid, ...) applied before the store. cuDNN's graph API has no grouped
+//   convolutions.
+// Other grouped convolutions, and anything but 2-D, stay on the CPU.
+#include <fmt/format.h>
+
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
+#include "ops/elementwise.h"
+
+namespace baton::cuda {
+namespace {
+
+struct Shape {
+  int64_t n, c, h, w, k, oh, ow, kh, kw;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr, groups;
+};
+
+Shape shape_of(const compiler::Graph& g, const compiler::IrNode& node) {
+  const auto& x = g.values[node.inputs[0]].sizes;
+  const auto& w = g.values[node.inputs[1]].sizes;
+  const auto& y = g.values[node.outputs[0]].sizes;
+  const auto& strides = node.attr_ints("strides");
+  const auto& dilations = node.attr_ints("dilations");
+  const auto& pads = node.attr_ints("pads");  // canonical: begin..., end...
+  return {x[0],       x[1],       x[2],    x[3],    w[0],    y[2],
+          y[3],       w[2],       w[3],    strides[0], strides[1], dilations[0],
+          dilations[1], pads[0],  pads[1], pads[2], pads[3], node.attr_int("group")};
+}
+
+bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!float_tensors_only(graph, node) || node.inputs.size() < 2) return false;
+  if (graph.values[node.inputs[0]].sizes.size() != 4) return false;
+  if (!graph.values[node.inputs[1]].constant) return false;
+  if (node.inputs.size() > 2 && node.inputs[2] >= 0 && !graph.values[node.inputs[2]].constant)
+    return false;
+  const Shape s = shape_of(graph, node);
+  return s.groups == 1 || (s.groups == s.c && s.k == s.c);
+}
+
+bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.inputs[2] >= 0; }
+
+// Where the convolution's result goes: `out` itself, stored channels-last, or (for a partition
+// output) a channels-last scratch that is copied into the caller's row-major buffer afterwards.
+int result_slot(Lowering& ctx, int out, DType* dtype) {
+  if (!ctx.is_binding(out)) {
+    ctx.set_channels_last(out);
+    *dtype = ctx.dtype_of(out);
+    return out;
+  }
+  *dtype = ctx.activation_dtype();
+  const int tmp = ctx.new_scratch(*dtype, ctx.value(out).sizes);
+  ctx.set_channels_last(tmp);
+  return tmp;
+}
+
+// `x` as N, H, W, Cp (channels-last, channels zero-padded to cp) in `dtype`, by one kernel.
+int nhwc_copy(Lowering& ctx, int x, int64_t cp, DType dtype) {
+  const std::vector<int64_t>& s = ctx.value(x).sizes;
+  if (ctx.channels_last(x) && cp == s[1]) {
+    auto cast = ctx.ensure(x, dtype);
+    if (cast.ok()) return *cast;
+  }
+  const std::vector<int64_t> st = ctx.strides_of(x);
+  const int out = ctx.new_scratch(dtype, {s[0], cp, s[2], s[3]});
+  ctx.set_channels_last(out);
+  const int64_t count = s[0] * s[2] * s[3] * cp;
+  const std::string name = ctx.kernel_name("to_nhwc_pad");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "{}* __restrict__ y) {{\n"
+      "  baton_for_each({}LL, [&](long long i) {{\n"
+      "    const long long c = i % {}LL, p = i / {}LL;\n"
+      "    const long long w = p % {}LL, q = p / {}LL;\n"
+      "    const long long h = q % {}LL, n = q / {}LL;\n"
+      "    st(&y[i], c < {}LL ? to_f(x[n * {}LL + c * {}LL + h * {}LL + w * {}LL]) : 0.0f);\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(dtype), count, cp, cp,
+      s[3], s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, out});
+  return out;
+}
+
+Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  // The epilogue: a residual Add (its other input ready before the convolution), then Relu.
+  int out = node.outputs[0];
+  int residual = -1;
+  bool relu = false;
+  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).op_type == "Add" &&
+                                        ctx.node(c).domain.empty()) {
+    const compiler::IrNode& add = ctx.node(c);
+    const int other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+    if (other != out && !ctx.is_constant(other) &&
+        ctx.value(other).sizes == ctx.value(out).sizes &&
+        ctx.value(add.outputs[0]).sizes == ctx.value(out).sizes &&
+        ctx.ready_before(other, index)) {
+      residual = other;
+      ctx.absorb(c);
+      out = add.outputs[0];
+    }
+  }
+  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).op_type == "Relu") {
+    relu = true;
+    ctx.absorb(c);
+    out = ctx.node(c).outputs[0];
+  }
+
+  const DType operand = ctx.operand_dtype();
+  const int64_t cp = (s.c + 7) / 8 * 8;
+  const int x = nhwc_copy(ctx, node.inputs[0], cp, operand);
+  // Filters K, R, S, Cp from K, C, R, S.
+  const std::vector<float> wf = ctx.constant_floats(node.inputs[1]);
+  std::vector<float> wp(static_cast<size_t>(s.k * s.kh * s.kw * cp), 0.0f);
+  for (int64_t k = 0; k < s.k; ++k)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t r = 0; r < s.kh; ++r)
+        for (int64_t q = 0; q < s.kw; ++q)
+          wp[((k * s.kh + r) * s.kw + q) * cp + c] = wf[((k * s.c + c) * s.kh + r) * s.kw + q];
+  const int w = ctx.add_weights(wp, operand, {s.k, s.kh, s.kw, cp});
+
+  DType y_dtype = DType::Float32;
+  const int y = result_slot(ctx, out, &y_dtype);
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
+  int z = -1;
+  if (residual >= 0) {
+    z = ctx.channels_last_copy(residual);
+    BATON_ASSIGN_OR_RETURN(z, ctx.ensure(z, y_dtype));
+  }
+
+  ConvStep step{};
+  step.x_dtype = static_cast<uint8_t>(ctx.dtype_of(x));
+  step.w_dtype = static_cast<uint8_t>(operand);
+  step.y_dtype = static_cast<uint8_t>(y_dtype);
+  step.bias_dtype = static_cast<uint8_t>(y_dtype);
+  step.has_bias = bias >= 0;
+  step.has_residual = z >= 0;
+  step.activation = static_cast<uint8_t>(relu ? ConvActivation::Relu : ConvActivation::None);
+  step.compute = static_cast<uint8_t>(ctx.target().precision);
+  step.n = s.n;
+  step.c = cp;
+  step.k = s.k;
+  step.groups = 1;
+  step.in_h = s.h;
+  step.in_w = s.w;
+  step.out_h = s.oh;
+  step.out_w = s.ow;
+  step.kernel_h = s.kh;
+  step.kernel_w = s.kw;
+  step.pad_top = s.pt;
+  step.pad_left = s.pl;
+  step.pad_bottom = s.pb;
+  step.pad_right = s.pr;
+  step.stride_h = s.sh;
+  step.stride_w = s.sw;
+  step.dilation_h = s.dh;
+  step.dilation_w = s.dw;
+  ctx.add_conv(step, {x, w, bias, z, y});
+  if (y != out) ctx.alias(out, y);
+  return Status();
+}
+
+Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  // Unary elementwise ops after the convolution run on the value before it is stored.
+  int out = node.outputs[0];
+  std::string value = "v";
+  for (int c = ctx.single_consumer(out); c >= 0 && is_fusible(ctx.node(c)) &&
+                                         ctx.node(c).inputs.size() == 1;
+       c = ctx.single_consumer(out)) {
+    std::string e = elementwise_expression(ctx.node(c));
+    const std::string wrapped = "(" + value + ")";
+    for (size_t at = e.find("{x}"); at != std::string::npos; at = e.find("{x}", at + wrapped.size()))
+      e.replace(at, 3, wrapped);
+    value = e;
+    ctx.absorb(c);
+    out = ctx.node(c).outputs[0];
+  }
+  const int x = node.inputs[0];
+  const std::vector<int64_t> st = ctx.strides_of(x);
+  const int w = ctx.weight(node.inputs[1], DType::Float32);  // [C, 1, KH, KW]
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
+  DType y_dtype = DType::Float32;
+  const int y = result_slot(ctx, out, &y_dtype);
+  const int64_t count = s.n * s.oh * s.ow * s.c;
+  const std::string name = ctx.kernel_name("depthwise");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "const float* __restrict__ w, {}{}* __restrict__ y) {{\n"
+      "  baton_for_each({}LL, [&](long long i) {{\n"
+      "    const long long c = i % {}LL, p = i / {}LL;\n"
+      "    const long long ow = p % {}LL, q = p / {}LL;\n"
+      "    const long long oh = q % {}LL, n = q / {}LL;\n"
+      "    float v = {};\n"
+      "    for (int r = 0; r < {}; ++r) {{\n"
+      "      const long long ih = oh * {}LL - {}LL + r * {}LL;\n"
+      "      if (ih < 0 || ih >= {}LL) continue;\n"
+      "      for (int q2 = 0; q2 < {}; ++q2) {{\n"
+      "        const long long iw = ow * {}LL - {}LL + q2 * {}LL;\n"
+      "        if (iw < 0 || iw >= {}LL) continue;\n"
+      "        v += to_f(x[n * {}LL + c * {}LL + ih * {}LL + iw * {}LL]) * w[(c * {} + r) * {} + "
+      "q2];\n"
+      "      }}\n"
+      "    }}\n"
+      "    st(&y[i], {});\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(x)), bias >= 0 ? "const float* __restrict__ b, " : "",
+      device_type_name(y_dtype), count, s.c, s.c, s.ow, s.ow, s.oh, s.oh,
+      bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h, s.kw, s.sw, s.pl, s.dw, s.w, st[0],
+      st[1], st[2], st[3], s.kh, s.kw, value);
+  std::vector<int> operands = {x, w};
+  if (bias >= 0) operands.push_back(bias);
+  operands.push_back(y);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
+  if (y != out) ctx.alias(out, y);
+  return Status();
+}
+
+Status lower(Lowering& ctx, int index) {
+  const Shape s = shape_of(ctx.graph(), ctx.node(index));
+  return s.groups == 1 ? lower_cudnn(ctx, index, s) : lower_depthwise(ctx, index, s);
+}
+
+}  // namespace
+
+// Input 0 (X) is read in the engine's operand dtype: a value only convolutions and GEMMs read
+// is stored in it.
+const OpLowering kConvLowering{"Conv", &supports, &lower, 0b1, "", /*layout_aware=*/true};
+
+}  // namespace baton::cuda

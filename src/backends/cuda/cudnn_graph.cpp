@@ -1,0 +1,278 @@
+#include "backends/cuda/cudnn_graph.h"
+
+#include <cudnn_frontend.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/device.h"
+#include "baton/core/check.h"
+
+// cudnn-frontend's dynamic loading resolves every cuDNN call in this library handle, which its
+// user opens (load_cudnn below).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace baton::cuda {
+namespace fe = cudnn_frontend;
+
+namespace {
+
+std::atomic<uint32_t> g_loaded_version{0};
+
+// cudnn-frontend reports a missing libcudnn (or a symbol it lacks) by throwing.
+constexpr const char* kHowToGetCudnn =
+    "Baton loads cuDNN 9 (libcudnn.so.9) at run time for convolutions: install it (e.g. the "
+    "nvidia-cudnn-cu13 wheel or the cudnn9-cuda-13 package) and put its lib folder on "
+    "LD_LIBRARY_PATH";
+
+Result<fe::DataType_t> data_type(uint8_t dtype, const std::string& what) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::Float32:
+      return fe::DataType_t::FLOAT;
+    case DType::Float16:
+      return fe::DataType_t::HALF;
+    case DType::BFloat16:
+      return fe::DataType_t::BFLOAT16;
+    default:
+      return BATON_ERROR(NotSupported, "{}: cuDNN convolutions take float32, float16 or bfloat16, "
+                                       "not dtype {}",
+                         what, dtype);
+  }
+}
+
+// N, C, H, W dimensions with channels-last strides.
+std::vector<int64_t> nhwc_strides(int64_t c, int64_t h, int64_t w) {
+  return {h * w * c, 1, w * c, c};
+}
+
+}  // namespace
+
+// Opens libcudnn once per process; the dlerror text of a failure is kept for every later caller.
+namespace {
+Status load_cudnn() {
+  static const std::string error = [] {
+    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
+      if (void* h = dlopen(name, RTLD_NOW | RTLD_GLOBAL)) {
+        fe::cudnn_dlhandle = h;
+        return std::string();
+      }
+    }
+    const char* e = dlerror();
+    return std::string(e ? e : "dlopen failed");
+  }();
+  if (error.empty()) return Status();
+  return BATON_ERROR(NotSupported, "cannot load cuDNN: {}. {}", error, kHowToGetCudnn);
+}
+}  // namespace
+
+// --- handle ------------------------------------------------------------------------------------
+
+Result<CudnnHandle> CudnnHandle::create(int device) {
+  BATON_TRY(load_cudnn());
+  DeviceGuard guard(device);
+  BATON_TRY(guard.status());
+  CudnnHandle h;
+  try {
+    const cudnnStatus_t st = fe::detail::create_handle(&h.handle_);
+    BATON_CHECK_OR_RETURN(st == CUDNN_STATUS_SUCCESS, Internal, "cudnnCreate on cuda:{} failed: {}",
+                          device, fe::detail::get_error_string(st));
+    g_loaded_version.store(static_cast<uint32_t>(fe::detail::get_backend_version()));
+  } catch (const std::exception& e) {
+    return BATON_ERROR(NotSupported, "cannot load cuDNN: {}. {}", e.what(), kHowToGetCudnn);
+  }
+  h.device_ = device;
+  return h;
+}
+
+CudnnHandle::~CudnnHandle() {
+  if (handle_ == nullptr) return;
+  DeviceGuard guard(device_);
+  fe::detail::destroy_handle(handle_);
+}
+
+CudnnHandle::CudnnHandle(CudnnHandle&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)), device_(other.device_) {}
+
+CudnnHandle& CudnnHandle::operator=(CudnnHandle&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) {
+      DeviceGuard guard(device_);
+      fe::detail::destroy_handle(handle_);
+    }
+    handle_ = std::exchange(other.handle_, nullptr);
+    device_ = other.device_;
+  }
+  return *this;
+}
+
+uint32_t loaded_cudnn_version() { return g_loaded_version.load(); }
+
+// --- convolution plans -------------------------------------------------------------------------
+
+struct ConvPlan::Impl {
+  fe::graph::Graph graph;
+  int64_t workspace = 0;
+  std::string engine;
+  bool has_bias = false;
+  bool has_residual = false;
+};
+
+namespace {
+
+// Tensor uids: the order execute() takes its pointers in.
+enum Uid : int64_t { kX = 1, kW = 2, kBias = 3, kResidual = 4, kY = 5 };
+
+Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
+             const std::string& what) {
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t x_type, data_type(c.x_dtype, what));
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t w_type, data_type(c.w_dtype, what));
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t y_type, data_type(c.y_dtype, what));
+  g.set_io_data_type(x_type)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto x = g.tensor(fe::graph::Tensor_attributes()
+                        .set_name("x")
+                        .set_uid(kX)
+                        .set_data_type(x_type)
+                        .set_dim({c.n, c.c, c.in_h, c.in_w})
+                        .set_stride(nhwc_strides(c.c, c.in_h, c.in_w)));
+  const int64_t cg = c.c / c.groups;
+  auto w = g.tensor(fe::graph::Tensor_attributes()
+                        .set_name("w")
+                        .set_uid(kW)
+                        .set_data_type(w_type)
+                        .set_dim({c.k, cg, c.kernel_h, c.kernel_w})
+                        .set_stride(nhwc_strides(cg, c.kernel_h, c.kernel_w)));
+  auto options = fe::graph::Conv_fprop_attributes()
+                     .set_name("conv")
+                     .set_pre_padding({c.pad_top, c.pad_left})
+                     .set_post_padding({c.pad_bottom, c.pad_right})
+                     .set_stride({c.stride_h, c.stride_w})
+                     .set_dilation({c.dilation_h, c.dilation_w});
+  auto y = g.conv_fprop(x, w, options);
+  y->set_data_type(fe::DataType_t::FLOAT);
+  if (c.has_bias) {
+    BATON_ASSIGN_OR_RETURN(const fe::DataType_t b_type, data_type(c.bias_dtype, what));
+    auto b = g.tensor(fe::graph::Tensor_attributes()
+                          .set_name("bias")
+                          .set_uid(kBias)
+                          .set_data_type(b_type)
+                          .set_dim({1, c.k, 1, 1})
+                          .set_stride({c.k, 1, c.k, c.k}));
+    y = g.pointwise(y, b, fe::graph::Pointwise_attributes().set_name("bias").set_mode(
+                              fe::PointwiseMode_t::ADD));
+    y->set_data_type(fe::DataType_t::FLOAT);
+  }
+  if (c.has_residual) {
+    auto z = g.tensor(fe::graph::Tensor_attributes()
+                          .set_name("residual")
+                          .set_uid(kResidual)
+                          .set_data_type(y_type)
+                          .set_dim({c.n, c.k, c.out_h, c.out_w})
+                          .set_stride(nhwc_strides(c.k, c.out_h, c.out_w)));
+    y = g.pointwise(y, z, fe::graph::Pointwise_attributes().set_name("residual").set_mode(
+                              fe::PointwiseMode_t::ADD));
+    y->set_data_type(fe::DataType_t::FLOAT);
+  }
+  switch (static_cast<ConvActivation>(c.activation)) {
+    case ConvActivation::None:
+      break;
+    case ConvActivation::Relu:
+      y = g.pointwise(y, fe::graph::Pointwise_attributes().set_name("relu").set_mode(
+                             fe::PointwiseMode_t::RELU_FWD));
+      break;
+  }
+  y->set_output(true)
+      .set_uid(kY)
+      .set_data_type(y_type)
+      .set_dim({c.n, c.k, c.out_h, c.out_w})
+      .set_stride(nhwc_strides(c.k, c.out_h, c.out_w));
+
+  auto check = [&](fe::error_t e, const char* stage) -> Status {
+    if (e.is_good()) return Status();
+    return BATON_ERROR(NotSupported,
+                       "{}: cuDNN cannot run this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} "
+                       "stride {}x{} groups {}, {}): {} failed: {}",
+                       what, c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
+                       c.stride_w, c.groups, precision_name(static_cast<Precision>(c.compute)),
+                       stage, e.get_message());
+  };
+  BATON_TRY(check(g.validate(), "validate"));
+  BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph"));
+  BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                  "create_execution_plans"));
+  if (static_cast<Precision>(c.compute) == Precision::FP32 &&
+      static_cast<DType>(c.x_dtype) == DType::Float32) {
+    // Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits).
+    g.deselect_numeric_notes(
+        {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
+  }
+  BATON_TRY(check(g.check_support(handle), "check_support"));
+  BATON_TRY(check(g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans"));
+  return Status();
+}
+
+}  // namespace
+
+Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
+                                  const std::string& what) {
+  ConvPlan plan;
+  plan.impl_ = std::make_unique<Impl>();
+  Impl& impl = *plan.impl_;
+  try {
+    BATON_TRY(build(impl.graph, handle, step, what));
+    BATON_CHECK_OR_RETURN(impl.graph.get_workspace_size(impl.workspace).is_good(), Internal,
+                          "{}: cuDNN did not report the plan's workspace size", what);
+    std::string name;
+    if (impl.graph.get_plan_name(name).is_good()) impl.engine = name;
+  } catch (const std::exception& e) {
+    return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
+  }
+  impl.has_bias = step.has_bias != 0;
+  impl.has_residual = step.has_residual != 0;
+  return plan;
+}
+
+ConvPlan::ConvPlan() = default;
+ConvPlan::~ConvPlan() = default;
+ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
+ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
+
+uint64_t ConvPlan::workspace_bytes() const {
+  return impl_ ? static_cast<uint64_t>(impl_->workspace) : 0;
+}
+
+const std::string& ConvPlan::engine_name() const {
+  static const std::string kNone;
+  return impl_ ? impl_->engine : kNone;
+}
+
+Status ConvPlan::enqueue(cudnnHandle_t handle, cudaStream_t stream, void* x, void* w, void* bias,
+                         void* residual, void* y, void* workspace) const {
+  // In uid order, only the tensors the graph has.
+  void* pointers[5];
+  int n = 0;
+  pointers[n++] = x;
+  pointers[n++] = w;
+  if (impl_->has_bias) pointers[n++] = bias;
+  if (impl_->has_residual) pointers[n++] = residual;
+  pointers[n++] = y;
+  try {
+    const cudnnStatus_t st = fe::detail::set_stream(handle, stream);
+    BATON_CHECK_OR_RETURN(st == CUDNN_STATUS_SUCCESS, Internal, "cudnnSetStream failed: {}",
+                          fe::detail::get_error_string(st));
+    fe::error_t e = impl_->graph.execute(handle, pointers, n, workspace);
+    BATON_CHECK_OR_RETURN(e.is_good(), Internal, "cuDNN convolution failed: {}", e.get_message());
+  } catch (const std::exception& e) {
+    return BATON_ERROR(Internal, "cuDNN convolution failed: {}", e.what());
+  }
+  return Status();
+}
+
+}  // namespace baton::cuda
