@@ -103,10 +103,9 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   EXPECT_FALSE(blob.cubin().empty());
 }
 
-// The optimizer does not rewrite into canonical ops the GPU has no lowering for yet (Attention,
-// a Linear with split outputs): a model the engine ran whole keeps running whole. A one-output
-// Linear (MatMul + bias) is lowered, so matmul-add still runs.
-TEST(EngineBuilderTest, PassesWhoseOpTheGpuCannotLowerAreSkipped) {
+// Scaled-dot-product attention as the exporters write it (K through a Transpose), then an output
+// projection.
+OnnxBuilder attention_block() {
   OnnxBuilder b(17);
   b.input("q", {2, 4, 8});
   b.input("k", {2, 4, 8});
@@ -123,16 +122,79 @@ TEST(EngineBuilderTest, PassesWhoseOpTheGpuCannotLowerAreSkipped) {
   b.node("MatMul", {"a", "w"}, {"h"}, "proj");
   b.node("Add", {"h", "bias"}, {"y"}, "proj_bias");
   b.output("y", {2, 4, 8});
-  auto built = build(b, "fp32");
+  return b;
+}
+
+// The optimizer does not rewrite into canonical ops the GPU has no lowering for (a Linear with
+// split outputs): a model the engine ran whole keeps running whole. Attention and one-output
+// Linears are lowered, so their passes run.
+TEST(EngineBuilderTest, PassesWhoseOpTheGpuCannotLowerAreSkipped) {
+  auto built = build(attention_block(), "fp32");
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   EXPECT_EQ(built->summary.kernel_calls, 0u) << "a node was left to the CPU";
   for (const auto& [name, changed] : built->summary.passes) {
-    if (name == "attention" || name == "qkv" || name == "add-layernorm") {
+    if (name == "qkv") {
       EXPECT_EQ(changed, -1) << name;
     }
-    if (name == "matmul-add") {
+    if (name == "attention" || name == "matmul-add") {
       EXPECT_EQ(changed, 1) << name;
     }
+    if (name == "add-layernorm") {
+      EXPECT_EQ(changed, 0) << name;
+    }
+  }
+}
+
+// Attention is three steps in every precision: a batched GEMM into float32 scores, one
+// masked-softmax kernel writing P in the operand dtype, a batched GEMM P V.
+TEST(EngineBuilderTest, AttentionIsTwoBatchedGemmsAroundOneSoftmaxKernel) {
+  const std::map<std::string, DType> operand = {{"fp32", DType::Float32},
+                                                {"tf32", DType::Float32},
+                                                {"fp16", DType::Float16},
+                                                {"bf16", DType::BFloat16}};
+  for (const auto& [precision, dtype] : operand) {
+    SCOPED_TRACE(precision);
+    auto built = build(attention_block(), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    const bool cast_inputs = dtype != DType::Float32;  // q, k, v converted to the operand dtype
+    const size_t first = cast_inputs ? 3 : 0;
+    ASSERT_EQ(blob.steps().size(), first + 4);  // S GEMM, softmax, P V GEMM, projection
+    const cuda::GemmStep& qk = blob.steps()[first].gemm;
+    EXPECT_EQ(blob.steps()[first].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    EXPECT_EQ(qk.batch, 2u);
+    EXPECT_EQ(qk.trans_a, 1);  // K [Sk, D] read transposed, no Transpose kernel
+    EXPECT_EQ(qk.a_dtype, static_cast<uint8_t>(dtype));
+    EXPECT_EQ(qk.d_dtype, static_cast<uint8_t>(DType::Float32));
+    const auto& softmax = blob.steps()[first + 1];
+    ASSERT_EQ(softmax.kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+    EXPECT_NE(blob.kernel_name(softmax.kernel.kernel).find("attention_softmax"), std::string::npos);
+    const cuda::GemmStep& pv = blob.steps()[first + 2].gemm;
+    EXPECT_EQ(blob.steps()[first + 2].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    EXPECT_EQ(pv.batch, 2u);
+    EXPECT_EQ(pv.b_dtype, static_cast<uint8_t>(dtype));
+  }
+}
+
+// A residual Add before a LayerNormalization becomes one AddLayerNorm kernel.
+TEST(EngineBuilderTest, AddAndLayerNormBecomeOneKernel) {
+  OnnxBuilder b(17);
+  b.input("x", {3, 5, 40});
+  b.input("r", {3, 5, 40});
+  b.initializer("scale", {40}, std::vector<float>(40, 1.5f));
+  b.initializer("bias", {40}, std::vector<float>(40, 0.25f));
+  b.node("Add", {"x", "r"}, {"s"}, "residual");
+  b.node("LayerNormalization", {"s", "scale", "bias"}, {"y"}, "ln");
+  b.output("y", {3, 5, 40});
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build(b, precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    EXPECT_EQ(built->summary.kernel_calls, 0u) << "a node was left to the CPU";
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    ASSERT_EQ(blob.steps().size(), 1u);
+    EXPECT_NE(blob.kernel_name(blob.steps()[0].kernel.kernel).find("add_layer_norm"),
+              std::string::npos);
   }
 }
 

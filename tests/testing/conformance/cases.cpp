@@ -754,25 +754,97 @@ void conv_cases(std::vector<Case>& out) {
   out.back().cuda = false;
 }
 
-// LayerNormalization and the optimizer's canonical ops (only Linear has a GPU lowering yet; the
-// rest is issue 11).
+// Baton's Attention: every mask kind, K stored either way, odd and unequal sizes, rows for a
+// warp and rows for a block.
+void attention_cases(std::vector<Case>& out) {
+  auto attention = [](std::string label, std::vector<CaseInput> inputs,
+                      std::vector<std::pair<std::string, AttrValue>> attrs) {
+    Case c = make("Attention", std::move(label), std::move(inputs), std::move(attrs));
+    c.domain = "baton";
+    return c;
+  };
+  const AttrValue scale = AttrValue::of_float(0.125);
+  const AttrValue transposed = AttrValue::of_int(1);
+  const AttrValue add = AttrValue::of_string("add"), select = AttrValue::of_string("select");
+  out.push_back(attention("[2, 3, 5, 8] no mask",
+                          {in({2, 3, 5, 8}), in({2, 3, 7, 8}), in({2, 3, 7, 4})},
+                          {{"scale", scale}}));
+  out.push_back(attention("[2, 2, 4, 8] K transposed, additive mask [2, 1, 1, 6]",
+                          {in({2, 2, 4, 8}), in({2, 2, 8, 6}), in({2, 2, 6, 8}), in({2, 1, 1, 6})},
+                          {{"scale", scale}, {"k_transposed", transposed}, {"mask_kind", add}}));
+  out.push_back(attention("[1, 2, 6, 8] additive mask [1, 2, 6, 6]",
+                          {in({1, 2, 6, 8}), in({1, 2, 6, 8}), in({1, 2, 6, 8}), in({1, 2, 6, 6})},
+                          {{"scale", AttrValue::of_float(0.35355339)}, {"mask_kind", add}}));
+  out.push_back(attention("[3, 7, 5] constant additive mask [7, 1]",
+                          {in({3, 7, 5}), in({3, 11, 5}), in({3, 11, 9}), constant(in({7, 1}))},
+                          {{"scale", scale}, {"mask_kind", add}}));
+  // Row 1 of the mask keeps nothing: its scores are all -inf, softmax gives NaN and nan_to_zero
+  // turns it into 0.
+  CaseInput causal = constant(in({1, 1, 3, 5}));
+  causal.dtype = DType::Bool;
+  causal.floats = std::vector<double>{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1};
+  out.push_back(attention("[1, 2, 3, 4] constant bool mask with a fully masked row",
+                          {in({1, 2, 3, 4}), in({1, 2, 5, 4}), in({1, 2, 5, 3}), causal},
+                          {{"scale", AttrValue::of_float(0.5)},
+                           {"mask_kind", select},
+                           {"nan_to_zero", AttrValue::of_int(1)}}));
+  out.push_back(
+      attention("[2, 3, 4, 16] K transposed, runtime bool mask [2, 1, 4, 9], fill -1e4",
+                {in({2, 3, 4, 16}), in({2, 3, 16, 9}), in({2, 3, 9, 5}), bool_input({2, 1, 4, 9})},
+                {{"scale", AttrValue::of_float(0.25)},
+                 {"k_transposed", transposed},
+                 {"mask_kind", select},
+                 {"mask_fill", AttrValue::of_float(-1e4)},
+                 {"nan_to_zero", AttrValue::of_int(1)}}));
+  out.push_back(attention("[4, 7, 32] x [4, 33, 32], Dv 17",
+                          {in({4, 7, 32}), in({4, 33, 32}), in({4, 33, 17})},
+                          {{"scale", AttrValue::of_float(0.0625)}}));
+  out.push_back(attention("[5, 8] x [6, 8] rank 2", {in({5, 8}), in({6, 8}), in({6, 3})},
+                          {{"scale", scale}}));
+  out.push_back(
+      attention("[1, 1, 3, 8] x [1, 1, 1100, 8] rows wider than a warp's limit",
+                {in({1, 1, 3, 8}), in({1, 1, 8, 1100}), in({1, 1, 1100, 4}), bool_input({1100})},
+                {{"scale", scale}, {"k_transposed", transposed}, {"mask_kind", select}}));
+}
+
+// LayerNormalization and the optimizer's canonical ops. LayerNormalization, AddLayerNorm,
+// Attention and one-output Linears run on the GPU; a runtime Scale or B that broadcasts,
+// LayerNormalization's Mean / InvStdDev outputs and split Linears stay on the CPU.
 void normalization_and_canonical_cases(std::vector<Case>& out) {
   auto cpu_only = [](Case c) {
     c.cuda = false;
     return c;
   };
-  auto baton_op = [&](Case c) {
+  auto baton_op = [](Case c) {
     c.domain = "baton";
-    return cpu_only(std::move(c));
+    return c;
   };
   const AttrValue eps = AttrValue::of_float(1e-3);
-  out.push_back(cpu_only(make("LayerNormalization", "[2, 5, 16] axis -1",
-                              {in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}})));
-  out.push_back(cpu_only(make("LayerNormalization", "[3, 4, 6] axis 1, broadcast scale",
-                              {in({3, 4, 6}), in({1, 6}), in({4, 1})},
-                              {{"axis", AttrValue::of_int(1)}, {"epsilon", eps}})));
-  out.push_back(cpu_only(
-      make("LayerNormalization", "[7, 9] no bias", {in({7, 9}), in({9})}, {{"epsilon", eps}})));
+  const AttrValue axis1 = AttrValue::of_int(1), axis2 = AttrValue::of_int(2);
+  out.push_back(make("LayerNormalization", "[2, 5, 16] axis -1",
+                     {in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}}));
+  out.push_back(
+      cpu_only(make("LayerNormalization", "[3, 4, 6] axis 1, runtime broadcast scale",
+                    {in({3, 4, 6}), in({1, 6}), in({4, 1})}, {{"axis", axis1}, {"epsilon", eps}})));
+  out.push_back(make("LayerNormalization", "[3, 4, 6] axis 1, constant broadcast scale",
+                     {in({3, 4, 6}), constant(in({1, 6})), constant(in({4, 1}))},
+                     {{"axis", axis1}, {"epsilon", eps}}));
+  out.push_back(
+      make("LayerNormalization", "[7, 9] no bias", {in({7, 9}), in({9})}, {{"epsilon", eps}}));
+  out.push_back(make("LayerNormalization", "[5, 7] narrow rows, constant scale",
+                     {in({5, 7}), constant(in({7})), constant(in({7}))}));
+  out.push_back(make("LayerNormalization", "[3, 3000] wide rows",
+                     {in({3, 3000}), constant(in({3000})), constant(in({3000}))},
+                     {{"epsilon", eps}}));
+  out.push_back(make("LayerNormalization", "[2, 3, 5, 40] axis 2, scale [5, 40], bias [40]",
+                     {in({2, 3, 5, 40}), constant(in({5, 40})), constant(in({40}))},
+                     {{"axis", axis2}, {"epsilon", eps}}));
+  out.push_back(make("LayerNormalization", "[2, 6, 300] axis 1 (1800-wide rows), no bias",
+                     {in({2, 6, 300}), constant(in({1, 300}))}, {{"axis", axis1}}));
+  Case stats = cpu_only(make("LayerNormalization", "[4, 10] with Mean and InvStdDev",
+                             {in({4, 10}), in({10}), in({10})}, {{"epsilon", eps}}));
+  stats.outputs = 3;
+  out.push_back(with_dtypes(stats, {DType::Float32}));
   out.push_back(
       baton_op(make("AddLayerNorm", "[2, 5, 16]",
                     {in({2, 5, 16}), in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}})));
@@ -780,32 +852,26 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
                                 {in({4, 12}), in({4, 12}), in({12})}, {{"epsilon", eps}}));
   with_sum.outputs = 2;
   out.push_back(with_sum);
-  // One-output Linears run on the GPU (the GEMM lowering, bias in cuBLASLt's epilogue).
-  auto on_gpu = [](Case c) {
-    c.cuda = true;
-    return c;
-  };
-  out.push_back(on_gpu(baton_op(make("Linear", "[2, 3, 8] x [8, 5] + [5]",
-                                     {in({2, 3, 8}), constant(in({8, 5})), constant(in({5}))}))));
+  Case wide_sum =
+      baton_op(make("AddLayerNorm", "[3, 2000] with Sum, wide rows",
+                    {in({3, 2000}), in({3, 2000}), constant(in({2000})), constant(in({2000}))}));
+  wide_sum.outputs = 2;
+  out.push_back(wide_sum);
   out.push_back(
-      on_gpu(baton_op(make("Linear", "[6, 4] x [4, 3] no bias", {in({6, 4}), in({4, 3})}))));
-  Case split = baton_op(make("Linear", "[5, 8] x [8, 9] splits [2, 3, 4]",
-                             {in({5, 8}), constant(in({8, 9})), constant(in({9}))},
-                             {{"splits", AttrValue::of_ints({2, 3, 4})}}));
+      baton_op(make("AddLayerNorm", "[2, 3, 10] axis 1, constant broadcast scale",
+                    {in({2, 3, 10}), in({2, 3, 10}), constant(in({1, 10})), constant(in({3, 1}))},
+                    {{"axis", axis1}, {"epsilon", eps}})));
+  // One-output Linears run on the GPU (the GEMM lowering, bias in cuBLASLt's epilogue).
+  out.push_back(baton_op(make("Linear", "[2, 3, 8] x [8, 5] + [5]",
+                              {in({2, 3, 8}), constant(in({8, 5})), constant(in({5}))})));
+  out.push_back(baton_op(make("Linear", "[6, 4] x [4, 3] no bias", {in({6, 4}), in({4, 3})})));
+  Case split = cpu_only(baton_op(make("Linear", "[5, 8] x [8, 9] splits [2, 3, 4]",
+                                      {in({5, 8}), constant(in({8, 9})), constant(in({9}))},
+                                      {{"splits", AttrValue::of_ints({2, 3, 4})}})));
   split.outputs = 3;
   out.push_back(split);
-  const AttrValue scale = AttrValue::of_float(0.125);
-  out.push_back(
-      baton_op(make("Attention", "[2, 3, 5, 8] no mask",
-                    {in({2, 3, 5, 8}), in({2, 3, 7, 8}), in({2, 3, 7, 4})}, {{"scale", scale}})));
-  out.push_back(
-      baton_op(make("Attention", "[2, 2, 4, 8] K transposed, additive mask [2, 1, 1, 6]",
-                    {in({2, 2, 4, 8}), in({2, 2, 8, 6}), in({2, 2, 6, 8}), in({2, 1, 1, 6})},
-                    {{"scale", scale},
-                     {"k_transposed", AttrValue::of_int(1)},
-                     {"mask_kind", AttrValue::of_string("add")}})));
+  attention_cases(out);
 }
-
 // Softmax's opsets 1 and 11 (the input flattened at `axis`), LogSoftmax and Hardmax. Only Softmax
 // has a CUDA lowering.
 void softmax_family_cases(std::vector<Case>& out) {

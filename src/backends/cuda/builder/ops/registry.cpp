@@ -11,6 +11,10 @@ std::span<const OpLowering> op_lowerings() {
                                     kSoftmaxLowering,  kTransposeLowering, kConcatLowering,
                                     kIdentityLowering, kReshapeLowering,   kFlattenLowering,
                                     kSqueezeLowering,  kUnsqueezeLowering, kConvLowering};
+    // Transformer ops.
+    list.push_back(kLayerNormLowering);
+    list.push_back(kAddLayerNormLowering);
+    list.push_back(kAttentionLowering);
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

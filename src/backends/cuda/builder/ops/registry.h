@@ -43,6 +43,11 @@ extern const OpLowering kFlattenLowering;    // views.cpp
 extern const OpLowering kSqueezeLowering;    // views.cpp
 extern const OpLowering kUnsqueezeLowering;  // views.cpp
 extern const OpLowering kConvLowering;       // conv.cpp
+
+// Transformer ops.
+extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
+extern const OpLowering kAddLayerNormLowering;  // layer_norm.cpp (baton AddLayerNorm)
+extern const OpLowering kAttentionLowering;     // attention.cpp (baton Attention)
 // Every fusible op: each row of the elementwise table, and Gelu (elementwise.cpp).
 std::vector<OpLowering> elementwise_lowerings();
 
