@@ -85,15 +85,15 @@ def image_input(batch, size):
     return torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(SEED))
 
 
-def resnet(full):
+def resnet(full, batch=1):
     model = torchvision.models.resnet50() if full else SmallResNet()
-    return randomize_batchnorm(model).eval(), (image_input(1, 224 if full else 32),), ["input"]
+    return randomize_batchnorm(model).eval(), (image_input(batch, 224 if full else 32),), ["input"]
 
 
-def mobilenet(full):
+def mobilenet(full, batch=1):
     kwargs = {} if full else dict(width_mult=0.25, reduced_tail=True, num_classes=10)
     model = torchvision.models.mobilenet_v3_large(**kwargs)
-    return randomize_batchnorm(model).eval(), (image_input(1, 224 if full else 64),), ["input"]
+    return randomize_batchnorm(model).eval(), (image_input(batch, 224 if full else 64),), ["input"]
 
 
 class SmallSqueezeNet(nn.Module):
@@ -118,12 +118,12 @@ class SmallSqueezeNet(nn.Module):
         return torch.flatten(self.classifier(self.features(x)), 1)
 
 
-def squeezenet(full):
+def squeezenet(full, batch=1):
     model = torchvision.models.squeezenet1_1() if full else SmallSqueezeNet()
-    return model.eval(), (image_input(1, 224 if full else 64),), ["input"]
+    return model.eval(), (image_input(batch, 224 if full else 64),), ["input"]
 
 
-def vit(full):
+def vit(full, batch=1):
     if full:
         model = torchvision.models.vit_b_16()
     else:
@@ -137,7 +137,7 @@ def vit(full):
         model.heads.head.weight.copy_(torch.randn(model.heads.head.weight.shape, generator=g) * 0.1)
         model.heads.head.bias.copy_(torch.randn(model.heads.head.bias.shape, generator=g) * 0.1)
         model.class_token.copy_(torch.randn(model.class_token.shape, generator=g) * 0.1)
-    return model.eval(), (image_input(1, 224 if full else 32),), ["input"]
+    return model.eval(), (image_input(batch, 224 if full else 32),), ["input"]
 
 
 class KeywordCall(nn.Module):
@@ -163,24 +163,24 @@ def text_inputs(batch, seq, vocab, mask):
     return ids, attention
 
 
-def bert(full):
+def bert(full, batch=1):
     config = transformers.BertConfig() if full else transformers.BertConfig(
         vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=64)
     config.attn_implementation = "eager"
     model = transformers.BertModel(config, add_pooling_layer=True).eval()
     names = ["input_ids", "attention_mask"]
-    return KeywordCall(model, names).eval(), text_inputs(1, 128 if full else 16,
+    return KeywordCall(model, names).eval(), text_inputs(batch, 128 if full else 16,
                                                         config.vocab_size, True), names
 
 
-def gpt2(full):
+def gpt2(full, batch=1):
     config = transformers.GPT2Config() if full else transformers.GPT2Config(
         vocab_size=100, n_embd=32, n_layer=2, n_head=2, n_positions=64)
     config.attn_implementation = "eager"
     model = transformers.GPT2LMHeadModel(config).eval()
     names = ["input_ids", "attention_mask"]
-    return KeywordCall(model, names).eval(), text_inputs(1, 128 if full else 16,
+    return KeywordCall(model, names).eval(), text_inputs(batch, 128 if full else 16,
                                                         config.vocab_size, True), names
 
 
@@ -191,19 +191,24 @@ FAMILIES = {"resnet": resnet, "mobilenet": mobilenet, "squeezenet": squeezenet, 
 # ---- export ---------------------------------------------------------------------------------
 
 
-def export(out_dir, name, model, inputs, names, dynamo, opset):
-    path = os.path.join(out_dir, name + ".onnx")
+def export_onnx(path, model, inputs, names, dynamo, opset):
+    """Writes the ONNX file only; returns the --shape values it needs ({} for the static
+    dynamo export). Also used by bench/gpu_models.py and bench/gpu_bench.py."""
     kwargs = dict(input_names=names, output_names=["output"], opset_version=opset)
-    shapes = {}
     if dynamo:
         torch.onnx.export(model, inputs, path, dynamo=True, external_data=False, **kwargs)
-    else:
-        # Symbolic batch (and sequence for text): the manifest fixes them with --shape.
-        text = inputs[0].dtype == torch.int64
-        axes = {0: "batch", 1: "sequence"} if text else {0: "batch"}
-        kwargs["dynamic_axes"] = {n: axes for n in names}
-        torch.onnx.export(model, inputs, path, dynamo=False, **kwargs)
-        shapes = {n: list(t.shape) for n, t in zip(names, inputs)}
+        return {}
+    # Symbolic batch (and sequence for text): the manifest fixes them with --shape.
+    text = inputs[0].dtype == torch.int64
+    axes = {0: "batch", 1: "sequence"} if text else {0: "batch"}
+    kwargs["dynamic_axes"] = {n: axes for n in names}
+    torch.onnx.export(model, inputs, path, dynamo=False, **kwargs)
+    return {n: list(t.shape) for n, t in zip(names, inputs)}
+
+
+def export(out_dir, name, model, inputs, names, dynamo, opset):
+    path = os.path.join(out_dir, name + ".onnx")
+    shapes = export_onnx(path, model, inputs, names, dynamo, opset)
     with torch.no_grad():
         reference = model(*inputs).numpy()
     for i, t in enumerate(inputs):

@@ -1,0 +1,213 @@
+"""Helpers shared by bench/gpu_models.py and bench/gpu_bench.py (not a script).
+
+The model families, their random weights and inputs, and the exporter workarounds come from
+tests/e2e/export_real_models.py (imported, not copied).
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+
+import export_real_models as erm  # noqa: E402  (the families, SEED, export_onnx)
+
+FAMILY_ORDER = ["resnet", "mobilenet", "squeezenet", "vit", "bert", "gpt2"]
+DISPLAY = {"resnet": "ResNet-50", "mobilenet": "MobileNetV3-Large", "squeezenet": "SqueezeNet 1.1",
+           "vit": "ViT-B/16", "bert": "BERT-base seq 128", "gpt2": "GPT-2 small seq 128",
+           "mlp": "MLP 4x(4096->4096, GELU)"}
+# exporter style -> (dynamo, opset)
+EXPORTERS = {"torchscript17": (False, 17), "dynamo18": (True, 18)}
+
+
+def split_list(text):
+    return [x for x in (text or "").split(",") if x]
+
+
+def mlp(full, batch=8):
+    """bench/mlp_bench.py's MLP, 4 x (Linear 4096->4096, GELU) (small: 2 x 256), fp32."""
+    import torch
+    from mlp_bench import Mlp
+    model = Mlp() if full else Mlp(width=256, layers=2)
+    width = model.net[0].in_features
+    x = torch.randn(batch, width, generator=torch.Generator().manual_seed(erm.SEED))
+    return model.eval(), (x,), ["input"]
+
+
+def build(family, full, batch):
+    """The family's model (eval, random weights from erm.SEED) and its inputs at this batch."""
+    import torch
+    torch.manual_seed(erm.SEED)
+    if family == "mlp":
+        return mlp(full, batch)
+    return erm.FAMILIES[family](full, batch)
+
+
+def onnx_name(family, exporter, batch):
+    # TorchScript exports keep a symbolic batch: one file serves every batch.
+    return f"{exporter}_{family}.onnx" if not EXPORTERS[exporter][0] else f"{exporter}_{family}_b{batch}.onnx"
+
+
+def export_job(family, exporter, batch, full, path, threads, log_path):
+    """Runs in a spawned process: build the family from the seed, export it, return the
+    fingerprint of its weights, the --shape values and the time taken. The exporters' chatter
+    goes to log_path."""
+    import torch
+    torch.set_num_threads(threads)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    start = time.time()
+    try:
+        model, inputs, names = build(family, full, batch)
+        dynamo, opset = EXPORTERS[exporter]
+        shapes = erm.export_onnx(path + ".part", model, inputs, names, dynamo, opset)
+        os.replace(path + ".part", path)
+        meta = {"ok": True, "fingerprint": fingerprint(model), "shapes": shapes, "names": names,
+                "export_batch": batch, "export_s": time.time() - start}
+    except Exception as e:  # noqa: BLE001  (reported per case)
+        meta = {"ok": False, "error": f"{type(e).__name__}: {e}"[-1500:], "export_s": time.time() - start}
+    write_json(path + ".json", meta)
+    return meta
+
+
+def fingerprint(model):
+    """SHA-1 of every parameter and buffer: the export and the reference must use the same
+    weights (both are rebuilt from the same seed, in different processes)."""
+    h = hashlib.sha1()
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def relative_error(got, ref):
+    """The tests' metric (tests/testing/random.cpp relative_error): ||got - ref||_2 / ||ref||_2,
+    infinity on a shape or NaN-pattern mismatch."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape or (np.isnan(got) != np.isnan(ref)).any():
+        return float("inf")
+    got, ref = np.nan_to_num(got), np.nan_to_num(ref)
+    den = float(np.sqrt(np.sum(ref * ref)))
+    num = float(np.sqrt(np.sum((got - ref) ** 2)))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return num / den
+
+
+def max_relative_error(got, ref):
+    """max |got - ref| / max |ref| (reported beside the L2 metric, not used for pass/fail)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape or (np.isnan(got) != np.isnan(ref)).any():
+        return float("inf")
+    den = float(np.nanmax(np.abs(ref)))
+    num = float(np.nanmax(np.abs(got - ref)))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return num / den
+
+
+def shape_args(shapes):
+    out = []
+    for name, dims in (shapes or {}).items():
+        out += ["--shape", f"{name}=" + "x".join(str(d) for d in dims)]
+    return out
+
+
+def run_cmd(cmd, timeout, log_path=None):
+    """Runs a command; returns (returncode or None on timeout, seconds, combined output)."""
+    start = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        rc, text = p.returncode, (p.stdout or "") + (p.stderr or "")
+    except OSError as e:  # the binary is missing or not executable
+        rc, text = -1, f"cannot run {cmd[0]}: {type(e).__name__}: {e}"
+    except subprocess.TimeoutExpired as e:
+        rc = None
+        text = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
+        text += f"\n[timed out after {timeout} s]"
+    seconds = time.time() - start
+    if log_path:
+        with open(log_path, "w") as f:
+            f.write(" ".join(cmd) + "\n" + text)
+    return rc, seconds, text
+
+
+def tail(text, n=600):
+    text = (text or "").strip()
+    return text[-n:]
+
+
+def inspect_stats(baton, program, timeout=120):
+    """What remains on the CPU: the program's CPU kernel instructions (by op), delegates, copies."""
+    rc, _, text = run_cmd([baton, "inspect", program, "--json"], timeout)
+    if rc != 0:
+        return {"inspect_error": tail(text, 300)}
+    j = json.loads(text[text.index("{"):])
+    m = j["methods"][0]
+    ops = {}
+    for x in m["instructions"]:
+        if x["kind"] == "kernel":
+            ops[x["op"]] = ops.get(x["op"], 0) + 1
+    return {"cpu_kernels": sum(ops.values()), "cpu_kernel_ops": dict(sorted(ops.items(), key=lambda kv: -kv[1])),
+            "delegates": len(m["delegates"]),
+            "copies": sum(1 for x in m["instructions"] if x["kind"] == "copy"),
+            "instructions": len(m["instructions"]), "program_bytes": j.get("file_size")}
+
+
+LATENCY_RE = re.compile(r"latency over (\d+) runs \(after (\d+) warm-up\): min ([\d.]+) ms\s+median ([\d.]+) ms"
+                        r"\s+p90 ([\d.]+) ms\s+p99 ([\d.]+) ms")
+GPU_STEP_RE = re.compile(r"\(GPU ([\d.]+) ms\)")
+
+
+def parse_baton_run(text):
+    """The latency line `baton run` prints (tools/baton/cmd_run.cpp), and the sum of the per-
+    instruction GPU medians when it printed them (not with -q)."""
+    m = LATENCY_RE.search(text)
+    if not m:
+        return None
+    out = {"iterations": int(m.group(1)), "warmup": int(m.group(2)), "min_ms": float(m.group(3)),
+           "median_ms": float(m.group(4)), "p90_ms": float(m.group(5)), "p99_ms": float(m.group(6))}
+    gpu = [float(g) for g in GPU_STEP_RE.findall(text)]
+    if gpu:
+        out["gpu_sum_of_step_medians_ms"] = sum(gpu)
+    return out
+
+
+def environment(torch, device):
+    env = {"torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+           "device": device, "hostname": os.uname().nodename, "cpus": os.cpu_count()}
+    if device == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+        try:
+            env["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                           capture_output=True, text=True, timeout=30).stdout.strip()
+        except Exception:  # noqa: BLE001
+            pass
+    else:
+        env["gpu"] = "none (CPU dry run)" if device == "cpu" else device
+    try:
+        import transformers
+        import torchvision
+        env["torchvision"], env["transformers"] = torchvision.__version__, transformers.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    return env
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, default=str)
+    os.replace(tmp, path)

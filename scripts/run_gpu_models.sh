@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Full-size models on a GPU host from a bundle (scripts/make_bundle.sh): correctness against PyTorch
+# (bench/gpu_models.py) and the benchmark against PyTorch eager and torch.compile (bench/gpu_bench.py).
+# Nothing is built there; the scripts are read from this repository. From the repository root:
+#
+#   tar -xzf .bundle/baton-bundle.tgz -C /tmp
+#   scripts/run_gpu_models.sh /tmp/baton-bundle LOG_DIR [--models-only | --bench-only]
+#       [--commit SHA] [--work DIR] [--models-args "ARGS"] [--bench-args "ARGS"]
+#
+# --models-only: just bench/gpu_models.py (48 cases: 6 families x 2 exporters x batch 1, 8 x fp32,
+#   fp16; about 4-6 minutes on an H100 with 16 CPUs). --bench-only: just bench/gpu_bench.py without
+#   max-autotune (8 cases; about 5-7 minutes on a cold torch.compile cache). Both together take
+#   longer than one 10-minute device command: run them as two calls on the same warm machine (the
+#   bench then reuses the exports under --work). max-autotune in a call of its own:
+#     scripts/run_gpu_models.sh /tmp/baton-bundle LOG2 --bench-only \
+#         --bench-args "--runners max-autotune --compile-timeout 240 --only resnet,bert,mlp"
+#   and merge the two tables:
+#     python3 bench/gpu_bench.py --merge LOG/bench/gpu_bench.json LOG2/bench/gpu_bench.json --out LOG3
+# --models-args / --bench-args pass more options (e.g. "--bf16", "--only resnet,bert").
+# Writes LOG_DIR/models/{gpu_models.json,gpu_models.md,logs/}, LOG_DIR/bench/{gpu_bench.json,
+# gpu_bench.md,logs/}, LOG_DIR/{models,bench}.log. Large files stay under --work (/tmp/baton_gpu).
+# Exit status: non-zero when a correctness case did not pass or a runner failed.
+set -uo pipefail
+if [ $# -lt 2 ]; then
+  sed -n '2,22p' "$0" >&2
+  exit 2
+fi
+BUNDLE=$(cd "$1" && pwd)
+LOG=$2
+shift 2
+MODELS=1
+BENCH=1
+COMMIT=COMMIT
+WORK=/tmp/baton_gpu
+MODELS_ARGS=""
+BENCH_ARGS="--no-max-autotune"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --models-only) BENCH=0 ;;
+    --bench-only) MODELS=0 ;;
+    --commit) COMMIT=$2; shift ;;
+    --work) WORK=$2; shift ;;
+    --models-args) MODELS_ARGS=$2; shift ;;
+    --bench-args) BENCH_ARGS=$2; shift ;;
+    *) echo "run_gpu_models: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ ! -f bench/gpu_models.py ] || [ ! -f tests/e2e/export_real_models.py ]; then
+  echo "run_gpu_models: run me from the Baton repository root" >&2
+  exit 2
+fi
+mkdir -p "$LOG"
+PY=$(command -v python3)
+SITE=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)
+NV_LIBS=$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="$BUNDLE/lib:${NV_LIBS}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
+"$BUNDLE/bin/baton" --version || { echo "run_gpu_models: $BUNDLE/bin/baton does not start" >&2; exit 2; }
+
+status=0
+if [ "$MODELS" = 1 ]; then
+  # shellcheck disable=SC2086
+  "$PY" -u bench/gpu_models.py --baton "$BUNDLE/bin/baton" --out "$LOG/models" --work "$WORK/models" \
+    --commit "$COMMIT" $MODELS_ARGS 2>&1 | grep -v -i "warning" | tee "$LOG/models.log"
+  rc=${PIPESTATUS[0]}
+  echo "gpu_models: exit $rc"
+  [ "$rc" = 0 ] || status=1
+fi
+if [ "$BENCH" = 1 ]; then
+  REUSE=()
+  [ -d "$WORK/models/onnx" ] && REUSE=(--models-from "$WORK/models/onnx")
+  # shellcheck disable=SC2086
+  "$PY" -u bench/gpu_bench.py --baton "$BUNDLE/bin/baton" --out "$LOG/bench" --work "$WORK/bench" \
+    --commit "$COMMIT" "${REUSE[@]}" $BENCH_ARGS 2>&1 | grep -v -i "warning" | tee "$LOG/bench.log"
+  rc=${PIPESTATUS[0]}
+  echo "gpu_bench: exit $rc"
+  [ "$rc" = 0 ] || status=1
+fi
+exit $status
