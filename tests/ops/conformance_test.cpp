@@ -84,7 +84,8 @@ TEST(Conformance, EveryCudaLoweringHasCases) {
 }
 
 // Without a GPU: every case the CUDA engine takes builds (lowering + NVRTC for sm_90) in float32
-// and float16 tensors; the GPU suite runs them (cuda_conformance_test).
+// and float16 tensors, and in integer and bool tensors where the case says the engine takes
+// them; the GPU suite runs them (cuda_conformance_test).
 TEST(Conformance, CudaLoweringsBuildForEveryCase) {
   register_builtins();
   cuda::register_compiler();
@@ -93,9 +94,14 @@ TEST(Conformance, CudaLoweringsBuildForEveryCase) {
   ASSERT_TRUE(backend.ok()) << backend.status().to_string();
   int built = 0;
   for (const Case& c : conformance_cases()) {
-    for (DType t : {DType::Float32, DType::Float16}) {
-      const std::vector<DType> dtypes = case_dtypes(c);
-      if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) continue;
+    const std::vector<DType> dtypes = case_dtypes(c);
+    for (DType t : dtypes) {
+      // Float32 and float16 tensors; the integer and bool dtypes of ops that take every dtype
+      // (float64 is not an engine dtype).
+      const bool float_run = t == DType::Float32 || t == DType::Float16;
+      const bool typed_run = c.cuda_all_types && t != DType::Float32 && t != DType::Float16 &&
+                             t != DType::BFloat16 && t != DType::Float64;
+      if (!float_run && !typed_run) continue;
       const CaseModel model = build_case(c, t);
       compiler::CompileOptions options;
       options.backends.push_back(backend->get());

@@ -9,11 +9,15 @@
 #include <map>
 
 #include "backends/cuda/builder/engine_builder.h"
+#include "backends/cuda/builder/lowering.h"
+#include "backends/cuda/builder/ops/registry.h"
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
+#include "compiler/onnx_import.h"
+#include "compiler/passes.h"
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
@@ -263,6 +267,66 @@ TEST(EngineBuilderTest, EveryPrecisionCompilesEveryKernelKind) {
     EXPECT_GT(blob.cubin().size(), 1000u);
     EXPECT_GE(blob.kernels().size(), 4u);
   }
+}
+
+// Channels-last values come only from convolutions, which this builder does not lower yet: the
+// test stands a layout copy in for one (the Identity's output aliases an NHWC copy of x) and
+// lowers the rest through the registered lowerings, as EngineBuilder::lower would.
+TEST(EngineBuilderTest, PoolsAndReductionsKeepChannelsLastInputsChannelsLast) {
+  register_builtins();
+  OnnxBuilder b(18);
+  b.input("x", {2, 8, 9, 9});
+  b.initializer_int64("hw", {2}, {2, 3});
+  b.node("Identity", {"x"}, {"a"}, "conv_stand_in");
+  auto& pool = b.node("MaxPool", {"a"}, {"p"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  OnnxBuilder::attr_ints(pool, "pads", {1, 1, 1, 1});
+  b.node("ReduceMean", {"p", "hw"}, {"m"}, "squeeze");
+  b.node("GlobalAveragePool", {"p"}, {"g"}, "gap");
+  b.node("Add", {"m", "g"}, {"y"}, "add");
+  b.output("y", {2, 8, 1, 1});
+  const std::vector<uint8_t> bytes = b.bytes();
+  auto graph = compiler::import_onnx_bytes(bytes, "<memory>", ".", {});
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_TRUE(compiler::infer_and_fold(*graph).ok());
+  compiler::Partition partition;
+  partition.name = "cuda_0";
+  std::map<std::string, int> node_of, value_of;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (graph->nodes[i].dead) continue;
+    partition.nodes.push_back(static_cast<int>(i));
+    node_of[graph->nodes[i].name] = static_cast<int>(i);
+  }
+  for (size_t v = 0; v < graph->values.size(); ++v)
+    value_of[graph->values[v].name] = static_cast<int>(v);
+  partition.inputs = {value_of.at("x")};
+  partition.outputs = {value_of.at("y")};
+  cuda::EngineTarget target;
+  target.sm_arch = 90;
+  cuda::Lowering ctx(*graph, partition, target);
+  // The stand-in convolution: `a` is x stored N, H, W, C.
+  ctx.alias(value_of.at("a"), ctx.channels_last_copy(value_of.at("x")));
+  ASSERT_TRUE(ctx.channels_last(value_of.at("a")));
+  for (const char* name : {"pool", "squeeze", "gap"}) {
+    const compiler::IrNode& n = graph->nodes[node_of.at(name)];
+    const cuda::OpLowering* l = cuda::find_lowering(n.op_type);
+    ASSERT_NE(l, nullptr) << n.op_type;
+    EXPECT_TRUE(l->layout_aware) << n.op_type;
+    EXPECT_TRUE(l->supports(*graph, n)) << n.op_type;
+    ASSERT_TRUE(l->lower(ctx, node_of.at(name)).ok()) << n.op_type;
+  }
+  // The pool reads `a` in place and writes NHWC; the reductions keep the layout.
+  EXPECT_TRUE(ctx.channels_last(value_of.at("p")));
+  EXPECT_EQ(ctx.strides_of(value_of.at("p")), (std::vector<int64_t>{200, 1, 40, 8}));
+  EXPECT_TRUE(ctx.channels_last(value_of.at("m")));
+  EXPECT_TRUE(ctx.channels_last(value_of.at("g")));
+  ASSERT_TRUE(cuda::lower_fused_group(ctx, {node_of.at("add")}).ok());
+  auto lowered = ctx.finish();  // NVRTC compiles the kernels for sm_90
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(lowered->blob);
+  // NHWC copy, pool, two reductions, the add: no layout copy back before the pool.
+  EXPECT_EQ(blob.steps().size(), 5u);
 }
 
 TEST(EngineBuilderTest, BadTargetsAreExplained) {

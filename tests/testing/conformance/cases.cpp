@@ -105,6 +105,16 @@ attribute_variants() {
   return v;
 }
 
+// Bool-valued rows the CUDA engine lowers as typed kernels of their own (its fused kernels are
+// float-only), in every dtype.
+bool typed_on_cuda(std::string_view op) {
+  for (std::string_view o : {"IsNaN", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual",
+                             "Greater", "GreaterOrEqual"}) {
+    if (o == op) return true;
+  }
+  return false;
+}
+
 // Rows whose cases are written out below instead of generated (Mod: fmod = 0 is for integers).
 bool hand_written(std::string_view op) { return op == "Mod"; }
 
@@ -126,7 +136,8 @@ void elementwise_cases(std::vector<Case>& out) {
         }
         c.dtypes = {DType::Bool};
       }
-      c.cuda = row.on_device();
+      c.cuda = row.on_device() || typed_on_cuda(op);
+      c.cuda_all_types = typed_on_cuda(op);
       out.push_back(std::move(c));
     };
     if (row.arity == 1) {
@@ -253,10 +264,16 @@ CaseInput ranged(std::vector<int64_t> sizes, double lo, double hi) {
 }
 
 // The elementwise ops of their own shape: Where, Cast, CastLike, Clip, Max, Min, Mean and Sum.
-// None has a CUDA lowering yet.
+// Where and Cast run on the CUDA engine in every dtype (not on empty tensors, nor Cast to
+// float64, which the engine does not store); the others have no CUDA lowering yet.
 void own_shape_elementwise_cases(std::vector<Case>& out) {
   auto add = [&](Case c) {
     c.cuda = false;
+    out.push_back(std::move(c));
+  };
+  auto add_typed = [&](Case c, bool cuda) {
+    c.cuda = cuda;
+    c.cuda_all_types = cuda;
     out.push_back(std::move(c));
   };
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>> where[] = {
@@ -266,26 +283,46 @@ void own_shape_elementwise_cases(std::vector<Case>& out) {
       {{2, 1, 3}, {4, 1}, {3}},
       {{0, 3}, {3}, {1}}};
   for (const auto& [c, x, y] : where) {
-    add(make("Where", shape_to_string(c) + " ? " + shape_to_string(x) + " : " + shape_to_string(y),
-             {bool_input(c), in(x), in(y)}));
+    add_typed(
+        make("Where", shape_to_string(c) + " ? " + shape_to_string(x) + " : " + shape_to_string(y),
+             {bool_input(c), in(x), in(y)}),
+        *checked_numel(c) > 0);
   }
-  add(make("Where", "[4, 6] constant condition",
-           {constant(bool_input({4, 6})), in({4, 6}), in({6})}));
+  add_typed(make("Where", "[4, 6] constant condition",
+                 {constant(bool_input({4, 6})), in({4, 6}), in({6})}),
+            true);
+  // The attention mask's form: a broadcast bool mask choosing between scores and a constant.
+  add_typed(make("Where", "[1, 1, 5, 5] ? [2, 3, 5, 5] : constant []",
+                 {bool_input({1, 1, 5, 5}), in({2, 3, 5, 5}), constant(in({}))}),
+            true);
+  add_typed(make("Where", "[2, 7] ? constant [7] : [2, 7]",
+                 {bool_input({2, 7}), constant(in({7})), in({2, 7})}),
+            true);
 
   for (DType to : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8,
                    DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::Bool}) {
     // Non-negative values for uint8: an integer source wraps, the float64 reference saturates.
     const double lo = to == DType::UInt8 ? 0.0 : -4.0;
-    add(make("Cast", fmt::format("[3, 7] to {}", dtype_name(to)), {ranged({3, 7}, lo, 4.0)},
-             {{"to", AttrValue::of_int(static_cast<int>(to))}}));
+    add_typed(make("Cast", fmt::format("[3, 7] to {}", dtype_name(to)), {ranged({3, 7}, lo, 4.0)},
+                   {{"to", AttrValue::of_int(static_cast<int>(to))}}),
+              to != DType::Float64);
     CaseInput target = in({2});
     target.dtype = to;
     add(make("CastLike", fmt::format("[2, 5] like {}", dtype_name(to)),
              {ranged({2, 5}, lo, 4.0), target}));
   }
-  add(make("Cast", "[] to float16 at opset 13", {in({})},
-           {{"to", AttrValue::of_int(static_cast<int>(DType::Float16))}}));
+  add_typed(make("Cast", "[] to float16 at opset 13", {in({})},
+                 {{"to", AttrValue::of_int(static_cast<int>(DType::Float16))}}),
+            true);
   out.back().opset = 13;
+  // Large values: float to int saturates, to int8 and int16 too; NaN-free, all exact in float.
+  for (DType to : {DType::Int8, DType::Int16, DType::Int32, DType::Bool}) {
+    add_typed(
+        make("Cast", fmt::format("[4, 9] large values to {}", dtype_name(to)),
+             {ranged({4, 9}, -1000.0, 1000.0)}, {{"to", AttrValue::of_int(static_cast<int>(to))}}),
+        true);
+    out.back().dtypes = {DType::Float32, DType::Float16};
+  }
 
   // Bounds that clip at both ends in every type (uint8 included).
   const CaseInput lo = constant(ranged({}, 0.5, 1.5));
@@ -354,6 +391,13 @@ void other_cases(std::vector<Case>& out) {
       make("Squeeze", "[3, 1, 5, 1] axes [1, -1]", {in({3, 1, 5, 1}), shape_input({1, -1})}));
   out.push_back(make("Squeeze", "[1, 4, 1] all", {in({1, 4, 1})}));
   out.push_back(make("Unsqueeze", "[3, 5] axes [0, 3]", {in({3, 5}), shape_input({0, 3})}));
+  // Views take every dtype on the CUDA engine (int64 ids, bool masks).
+  for (Case& c : out) {
+    if (c.op == "Identity" || c.op == "Reshape" || c.op == "Flatten" || c.op == "Squeeze" ||
+        c.op == "Unsqueeze") {
+      c.cuda_all_types = true;
+    }
+  }
 }
 
 // Indices drawn from [-n, n - 1] (negative ones count from the end), as a graph input, so the
@@ -397,7 +441,8 @@ AttrValue tensor_attr(DType dtype, const std::vector<uint8_t>& bytes) {
       ops::TensorValue{dtype, {1}, std::make_shared<std::vector<uint8_t>>(bytes)});
 }
 
-// Indexing ops. None of them has a CUDA lowering yet (issue 11): cuda = false.
+// Indexing ops. Gather and GatherND run on the CUDA engine in every dtype (not on empty
+// tensors); GatherElements and ScatterND have no CUDA lowering yet.
 void indexing_cases(std::vector<Case>& out) {
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> gathers[] = {
       {{5, 4, 3}, {3}, 0}, {{5, 4, 3}, {2, 3}, 1}, {{5, 4, 3}, {}, -1},
@@ -414,6 +459,18 @@ void indexing_cases(std::vector<Case>& out) {
                      {in({6, 5}), indices({4}, 6, DType::Int32)}));
   out.push_back(make("Gather", "[10, 8] constant scalar index -2", {in({10, 8}), shape_input({-2})},
                      {{"axis", AttrValue::of_int(1)}}));
+  out.back().inputs[1].sizes.clear();
+  // An embedding table (constant data, ids at run time) and constant indices on axis 1 and 2, as
+  // the exporters write them.
+  out.push_back(make("Gather", "constant [50, 12] ids [2, 7] axis 0",
+                     {constant(in({50, 12})), indices({2, 7}, 50)}));
+  out.push_back(make("Gather", "[2, 9, 8] constant int32 indices [-1, 0, 3] axis 1",
+                     {in({2, 9, 8}), int32_input({-1, 0, 3})}, {{"axis", AttrValue::of_int(1)}}));
+  out.push_back(make("Gather", "[3, 4, 6] int32 indices [2, 2] axis -1",
+                     {in({3, 4, 6}), indices({2, 2}, 6, DType::Int32)},
+                     {{"axis", AttrValue::of_int(-1)}}));
+  out.push_back(make("Gather", "[2, 5, 6] constant scalar index 0 axis 1",
+                     {in({2, 5, 6}), shape_input({0})}, {{"axis", AttrValue::of_int(1)}}));
   out.back().inputs[1].sizes.clear();
 
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t, DType> elements[] = {
@@ -461,13 +518,18 @@ void indexing_cases(std::vector<Case>& out) {
     }
   }
   for (Case& c : out) {
-    if (c.op == "Gather" || c.op == "GatherElements" || c.op == "GatherND" || c.op == "ScatterND") {
+    if (c.op == "Gather" || c.op == "GatherND") {
+      bool empty = false;
+      for (const CaseInput& i : c.inputs) empty = empty || *checked_numel(i.sizes) == 0;
+      c.cuda = c.cuda_all_types = !empty;
+    } else if (c.op == "GatherElements" || c.op == "ScatterND") {
       c.cuda = false;
     }
   }
 }
 
-// Layout ops new in issue 10 (no CUDA lowering yet: cuda = false).
+// Layout ops new in issue 10. Slice, Split and Expand run on the CUDA engine in every dtype,
+// except where an output is empty; Tile and Trilu have no CUDA lowering yet.
 void layout_cases(std::vector<Case>& out) {
   const size_t first = out.size();
   // (data, starts, ends, axes, steps)
@@ -520,6 +582,13 @@ void layout_cases(std::vector<Case>& out) {
   out.back().outputs = 4;
   out.push_back(at_opset(make("Split", "[9] equal parts opset 13", {in({9})}), 13));
   out.back().outputs = 3;
+  // GPT-2's split of the fused QKV projection.
+  out.push_back(make("Split", "[1, 5, 24] split [8, 8, 8] axis 2",
+                     {in({1, 5, 24}), shape_input({8, 8, 8})}, {{"axis", AttrValue::of_int(2)}}));
+  out.back().outputs = 3;
+  out.push_back(make("Slice", "[3, 8, 6] step 2 on axes [-1, 1] from the end",
+                     {in({3, 8, 6}), shape_input({-1, 7}), shape_input({-7, 0}),
+                      shape_input({-1, 1}), shape_input({-2, -3})}));
 
   const std::pair<std::vector<int64_t>, std::vector<int64_t>> expands[] = {
       {{3, 1}, {2, 3, 4}}, {{3, 1}, {3, 1}},       {{1, 4}, {1}},
@@ -553,7 +622,15 @@ void layout_cases(std::vector<Case>& out) {
     out.push_back(make("Trilu", fmt::format("[5, 3] upper {} constant k 1", upper),
                        {in({5, 3}), int64_scalar(1, true)}, {{"upper", AttrValue::of_int(upper)}}));
   }
-  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+  for (size_t i = first; i < out.size(); ++i) {
+    Case& c = out[i];
+    const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
+    const bool empty_output = c.label == "[6, 7] starts [5] ends [2] axes [0] steps [1]" ||
+                              c.label == "[5, 6] int32 starts, steps absent" ||
+                              c.label == "[2, 3, 7] split [0, 7] axis -1" ||
+                              c.label == "[5] to [3, 0, 5]";
+    c.cuda = c.cuda_all_types = typed && !empty_output;
+  }
 }
 
 // Shape computations: all fold at compile time (Shape and Size from the static shape, the rest
@@ -979,7 +1056,9 @@ void batch_group_norm_cases(std::vector<Case>& out) {
       21);
 }
 
-// Pools over 1 to 3 spatial dimensions; none has a CUDA lowering yet (issue 11).
+// Pools over 1 to 3 spatial dimensions. The CUDA engine takes MaxPool (without Indices),
+// AveragePool, GlobalAveragePool and GlobalMaxPool on non-empty tensors; LpPool and GlobalLpPool
+// have no CUDA lowering yet.
 void pool_cases(std::vector<Case>& out) {
   using Ints = std::vector<int64_t>;
   using Attrs = std::vector<std::pair<std::string, AttrValue>>;
@@ -987,7 +1066,7 @@ void pool_cases(std::vector<Case>& out) {
   auto add = [&](std::string op, std::string label, Ints x, Attrs attrs, int opset = 21,
                  size_t outputs = 1) {
     Case c = make(std::move(op), shape_to_string(x) + " " + label, {in(x)}, std::move(attrs));
-    c.cuda = false;
+    c.cuda = c.op != "LpPool" && c.op != "GlobalLpPool" && outputs == 1 && *checked_numel(x) > 0;
     c.opset = opset;
     c.outputs = outputs;
     out.push_back(std::move(c));
@@ -1089,6 +1168,38 @@ void pool_cases(std::vector<Case>& out) {
   add("GlobalMaxPool", "opset 1", {2, 3, 4}, {}, 1);
   add("GlobalLpPool", "p 1", {2, 3, 4, 5}, {{"p", AttrValue::of_int(1)}}, 2);
   add("GlobalLpPool", "p 3", {2, 3, 4, 5}, {{"p", AttrValue::of_int(3)}}, 2);
+  // The real models' pools: ResNet's stem (3x3 stride 2 pads 1), SqueezeNet's (3x3 stride 2
+  // ceil_mode), squeeze-excite and classifier global pools.
+  for (int64_t ceil : {0, 1}) {
+    add("MaxPool", fmt::format("kernel [3, 3] stride 2 pads 1 ceil_mode {}", ceil), {2, 5, 16, 15},
+        {{"kernel_shape", ints({3, 3})},
+         {"strides", ints({2, 2})},
+         {"pads", ints({1, 1, 1, 1})},
+         {"ceil_mode", AttrValue::of_int(ceil)}});
+    add("MaxPool", fmt::format("kernel [3, 3] stride 2 ceil_mode {}", ceil), {1, 6, 14, 13},
+        {{"kernel_shape", ints({3, 3})},
+         {"strides", ints({2, 2})},
+         {"ceil_mode", AttrValue::of_int(ceil)}});
+  }
+  for (int64_t include : {0, 1}) {
+    add("AveragePool", fmt::format("kernel [3, 3] stride 2 pads 1 count_include_pad {}", include),
+        {2, 3, 9, 10},
+        {{"kernel_shape", ints({3, 3})},
+         {"strides", ints({2, 2})},
+         {"pads", ints({1, 1, 1, 1})},
+         {"count_include_pad", AttrValue::of_int(include)}});
+    add("AveragePool",
+        fmt::format("kernel [2, 2] stride 2 pads [0, 0, 1, 1] ceil_mode count_include_pad {}",
+                    include),
+        {1, 4, 7, 7},
+        {{"kernel_shape", ints({2, 2})},
+         {"strides", ints({2, 2})},
+         {"pads", ints({0, 0, 1, 1})},
+         {"ceil_mode", one},
+         {"count_include_pad", AttrValue::of_int(include)}});
+  }
+  add("GlobalAveragePool", "classifier", {2, 64, 7, 7}, {});
+  add("GlobalMaxPool", "wide", {1, 40, 3, 3}, {});
 }
 
 // A fixed float constant (Resize's scales and roi).
@@ -1102,7 +1213,8 @@ CaseInput float_constant(std::vector<double> values, DType dtype = DType::Float3
 }
 
 // The ten reductions (both forms: axes as attribute at opset 13, as input at 21), ArgMax and
-// ArgMin. No CUDA lowering yet (issue 11): cuda = false.
+// ArgMin. The CUDA engine takes ReduceSum, ReduceMean, ReduceMax and ReduceMin in float types on
+// non-empty tensors; the other reductions and ArgMax / ArgMin have no CUDA lowering yet.
 void reduce_cases(std::vector<Case>& out) {
   const size_t first = out.size();
   const std::vector<DType> floats = {DType::Float32, DType::Float16, DType::BFloat16,
@@ -1174,7 +1286,27 @@ void reduce_cases(std::vector<Case>& out) {
     out.push_back(make(op, "[17] axis 0", {in({17})}));
     out.push_back(make(op, "[4, 0] axis 0 (empty output)", {in({4, 0})}));
   }
-  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+  // Axis sets the models reduce over: H and W (squeeze-excite, the dynamo exporter's global
+  // pool), the innermost dimension (a block per output), channels, and long rows.
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> more[] = {
+      {{2, 24, 7, 9}, {2, 3}, 1}, {{2, 24, 7, 9}, {-1, -2}, 0}, {{2, 6, 5, 33}, {3}, 0},
+      {{2, 6, 5, 7}, {1}, 1},     {{3, 4, 5, 6}, {0, 2}, 0},    {{2, 1000}, {1}, 1},
+      {{4, 300, 3}, {1}, 0},
+  };
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+    for (const auto& [x, axes, keep] : more) {
+      out.push_back(make(
+          op,
+          fmt::format("{} axes {} keepdims {}", shape_to_string(x), shape_to_string(axes), keep),
+          {in(x), shape_input(axes)}, {{"keepdims", AttrValue::of_int(keep)}}));
+    }
+  }
+  for (size_t i = first; i < out.size(); ++i) {
+    Case& c = out[i];
+    const bool empty = *checked_numel(c.inputs[0].sizes) == 0;
+    c.cuda = !empty && (c.op == "ReduceSum" || c.op == "ReduceMean" || c.op == "ReduceMax" ||
+                        c.op == "ReduceMin");
+  }
 }
 
 // Pad in every mode, with cropping, axes and constant_value (graph input or constant); Pad-2's

@@ -45,6 +45,10 @@ struct Case {
   // Whether the CUDA engine takes the node (in float types); false records a known limit (the
   // node then runs on the CPU, and the test checks that it does).
   bool cuda = true;
+  // Whether the CUDA engine also takes the node in the case's integer and bool dtypes (ops that
+  // move, select, compare or convert values of any dtype: Gather, Where, Cast, And, views, ...);
+  // the CUDA tests then run those dtypes too.
+  bool cuda_all_types = false;
 };
 
 std::vector<Case> conformance_cases();

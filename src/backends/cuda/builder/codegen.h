@@ -57,6 +57,26 @@ struct LaunchShape {
 // Pointer arguments: non-literal inputs in order, then outputs.
 std::string generate_fused(const FusedKernel& k, LaunchShape* launch);
 
+// A kernel over values of any stored dtype (typed.cuh's ld / sto): output element i of `sizes`
+// (row-major) is `expression`, where {0}, {1}, ... stand for the inputs' elements, each read as
+// ld(p[offset + its strided position]) (strides 0 along broadcast dimensions). Used by the
+// selection, comparison, logical, conversion and data-movement lowerings (Where, IsNaN, And,
+// Cast, Expand, Slice, Split, ...), which must not round integers through float.
+struct TypedInput {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> strides;  // along the output's dimensions
+  int64_t offset = 0;            // element offset of the output's first element
+};
+struct TypedKernel {
+  std::string name;
+  std::vector<int64_t> sizes;
+  std::vector<TypedInput> inputs;
+  std::string expression;
+  DType out = DType::Float32;
+};
+// Pointer arguments: the inputs in order, then the output.
+std::string generate_typed(const TypedKernel& k, LaunchShape* launch);
+
 // A grid-stride launch over n elements (blocks of kBlock threads, the grid capped).
 inline constexpr uint32_t kBlock = 256;
 LaunchShape grid_stride_launch(int64_t n);
@@ -70,7 +90,8 @@ std::string kernel_prelude();
 // A bit-exact float literal: "__int_as_float(0x3dcccccd)".
 std::string float_literal(float v);
 
-// "float", "half_t", "bf16_t".
+// The device type of a stored dtype: "float", "half_t", "bf16_t", "int", "long long", "bool_t",
+// ... (typed.cuh).
 std::string_view device_type_name(DType dtype);
 
 }  // namespace baton::cuda

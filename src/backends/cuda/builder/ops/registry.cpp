@@ -15,6 +15,14 @@ std::span<const OpLowering> op_lowerings() {
     list.push_back(kLayerNormLowering);
     list.push_back(kAddLayerNormLowering);
     list.push_back(kAttentionLowering);
+    for (const OpLowering& l :
+         {kMaxPoolLowering, kAveragePoolLowering, kReduceSumLowering, kReduceMeanLowering,
+          kReduceMaxLowering, kReduceMinLowering, kGlobalAveragePoolLowering,
+          kGlobalMaxPoolLowering, kGatherLowering, kGatherNDLowering, kWhereLowering, kCastLowering,
+          kExpandLowering, kSliceLowering, kSplitLowering}) {
+      list.push_back(l);
+    }
+    for (const OpLowering& l : logical_lowerings()) list.push_back(l);
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();
@@ -29,11 +37,47 @@ const OpLowering* find_lowering(std::string_view op, std::string_view domain) {
 }
 
 bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& node) {
+  return tensors_of(graph, node, DTypeSet{DType::Float32, DType::Float16, DType::BFloat16});
+}
+
+bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node) {
+  return tensors_of(graph, node, kEngineTypes);
+}
+
+int operand_of(Lowering& ctx, int v) {
+  if (!ctx.is_constant(v)) return v;
+  const DType t = ctx.value(v).dtype;
+  const bool floating = t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
+  return floating ? ctx.weight(v, ctx.activation_dtype()) : ctx.raw_weight(v);
+}
+
+TypedOperand typed_operand(Lowering& ctx, int v, const std::vector<int64_t>& sizes) {
+  TypedOperand t;
+  t.operand = operand_of(ctx, v);
+  t.input.dtype = ctx.dtype_of(t.operand);
+  const std::vector<int64_t>& own = ctx.value(v).sizes;
+  const std::vector<int64_t> strides = ctx.strides_of(t.operand);
+  t.input.strides.assign(sizes.size(), 0);
+  for (size_t j = 0; j < own.size(); ++j) {
+    const size_t d_in = own.size() - 1 - j;
+    const size_t d_out = sizes.size() - 1 - j;
+    t.input.strides[d_out] = own[d_in] == 1 ? 0 : strides[d_in];
+  }
+  return t;
+}
+
+void add_typed_kernel(Lowering& ctx, const char* what, TypedKernel k, std::vector<int> operands) {
+  k.name = ctx.kernel_name(what);
+  LaunchShape launch;
+  std::string code = generate_typed(k, &launch);
+  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands));
+}
+
+bool tensors_of(const compiler::Graph& graph, const compiler::IrNode& node, DTypeSet types) {
   auto float_tensor = [&](int v) {
     if (v < 0) return true;
     const compiler::IrValue& iv = graph.values[v];
-    const bool float_type =
-        iv.dtype == DType::Float32 || iv.dtype == DType::Float16 || iv.dtype == DType::BFloat16;
+    const bool float_type = types.contains(iv.dtype);
     const auto n = checked_numel(iv.sizes);
     return float_type && iv.sizes.size() <= kEngineMaxRank && n.has_value() && *n > 0;
   };

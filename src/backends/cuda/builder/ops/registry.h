@@ -31,18 +31,36 @@ std::span<const OpLowering> op_lowerings();
 const OpLowering* find_lowering(std::string_view op, std::string_view domain = "");
 
 // The lowerings, one definition each in this folder (registry.cpp lists them).
-extern const OpLowering kGemmLowering;       // gemm.cpp
-extern const OpLowering kMatMulLowering;     // gemm.cpp
-extern const OpLowering kLinearLowering;     // gemm.cpp (baton Linear)
-extern const OpLowering kSoftmaxLowering;    // softmax.cpp
-extern const OpLowering kTransposeLowering;  // transpose.cpp
-extern const OpLowering kConcatLowering;     // concat.cpp
-extern const OpLowering kIdentityLowering;   // views.cpp
-extern const OpLowering kReshapeLowering;    // views.cpp
-extern const OpLowering kFlattenLowering;    // views.cpp
-extern const OpLowering kSqueezeLowering;    // views.cpp
-extern const OpLowering kUnsqueezeLowering;  // views.cpp
-extern const OpLowering kConvLowering;       // conv.cpp
+extern const OpLowering kGemmLowering;               // gemm.cpp
+extern const OpLowering kMatMulLowering;             // gemm.cpp
+extern const OpLowering kLinearLowering;             // gemm.cpp (baton Linear)
+extern const OpLowering kSoftmaxLowering;            // softmax.cpp
+extern const OpLowering kTransposeLowering;          // transpose.cpp
+extern const OpLowering kConcatLowering;             // concat.cpp
+extern const OpLowering kIdentityLowering;           // views.cpp
+extern const OpLowering kReshapeLowering;            // views.cpp
+extern const OpLowering kFlattenLowering;            // views.cpp
+extern const OpLowering kSqueezeLowering;            // views.cpp
+extern const OpLowering kUnsqueezeLowering;          // views.cpp
+extern const OpLowering kConvLowering;               // conv.cpp
+extern const OpLowering kMaxPoolLowering;            // pool.cpp
+extern const OpLowering kAveragePoolLowering;        // pool.cpp
+extern const OpLowering kReduceSumLowering;          // reduce.cpp
+extern const OpLowering kReduceMeanLowering;         // reduce.cpp
+extern const OpLowering kReduceMaxLowering;          // reduce.cpp
+extern const OpLowering kReduceMinLowering;          // reduce.cpp
+extern const OpLowering kGlobalAveragePoolLowering;  // reduce.cpp
+extern const OpLowering kGlobalMaxPoolLowering;      // reduce.cpp
+extern const OpLowering kGatherLowering;             // gather.cpp
+extern const OpLowering kGatherNDLowering;           // gather.cpp
+extern const OpLowering kWhereLowering;              // where.cpp
+extern const OpLowering kCastLowering;               // cast.cpp
+extern const OpLowering kExpandLowering;             // slice.cpp
+extern const OpLowering kSliceLowering;              // slice.cpp
+extern const OpLowering kSplitLowering;              // slice.cpp
+// Bool-valued ops (IsNaN, Not, And, Or, Xor, Equal, Less, ...), which the float-only fused
+// kernels cannot compute (logical.cpp).
+std::vector<OpLowering> logical_lowerings();
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
@@ -63,5 +81,30 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
 // bfloat16) of rank <= kEngineMaxRank with at least one element; inputs the definition marks as
 // shape inputs must be compile-time constants.
 bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& node);
+
+// Every dtype an engine stores (typed.cuh): the float types, int8, uint8, int16, int32, int64 and
+// bool.
+inline constexpr DTypeSet kEngineTypes{DType::Float32, DType::Float16, DType::BFloat16,
+                                       DType::Int8,    DType::UInt8,   DType::Int16,
+                                       DType::Int32,   DType::Int64,   DType::Bool};
+// float_tensors_only's rule with any dtype of `types` in place of the float types.
+bool tensors_of(const compiler::Graph& graph, const compiler::IrNode& node, DTypeSet types);
+// The same with kEngineTypes.
+bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node);
+
+// What a kernel reads for input value `v`: `v` itself, or a constant's weights (float constants
+// in the engine's activation dtype, integer and bool ones as they are).
+int operand_of(Lowering& ctx, int v);
+
+// Input `v` of a typed kernel (codegen.h) whose output has `sizes`: its operand (operand_of) and
+// its stored strides broadcast to `sizes` (0 along broadcast dimensions).
+struct TypedOperand {
+  int operand = -1;
+  TypedInput input;
+};
+TypedOperand typed_operand(Lowering& ctx, int v, const std::vector<int64_t>& sizes);
+// Adds the typed kernel `k` (named `what`) over `operands` (the inputs' operands, then the
+// output).
+void add_typed_kernel(Lowering& ctx, const char* what, TypedKernel k, std::vector<int> operands);
 
 }  // namespace baton::cuda

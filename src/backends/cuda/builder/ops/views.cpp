@@ -1,6 +1,7 @@
 // Identity, Reshape, Flatten, Squeeze and Unsqueeze change only the shape: on the GPU they are
 // views (the output names the input's bytes), and cost nothing unless the output is a partition
-// output, which gets a copy into the caller's buffer.
+// output, which gets a copy into the caller's buffer. Any stored dtype: integer and bool values
+// (indices, masks) are viewed the same way.
 #include "backends/cuda/builder/ops/registry.h"
 
 namespace baton::cuda {
@@ -14,10 +15,10 @@ Status lower_view(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kIdentityLowering{"Identity", &float_tensors_only, &lower_view};
-const OpLowering kReshapeLowering{"Reshape", &float_tensors_only, &lower_view};
-const OpLowering kFlattenLowering{"Flatten", &float_tensors_only, &lower_view};
-const OpLowering kSqueezeLowering{"Squeeze", &float_tensors_only, &lower_view};
-const OpLowering kUnsqueezeLowering{"Unsqueeze", &float_tensors_only, &lower_view};
+const OpLowering kIdentityLowering{"Identity", &engine_tensors, &lower_view};
+const OpLowering kReshapeLowering{"Reshape", &engine_tensors, &lower_view};
+const OpLowering kFlattenLowering{"Flatten", &engine_tensors, &lower_view};
+const OpLowering kSqueezeLowering{"Squeeze", &engine_tensors, &lower_view};
+const OpLowering kUnsqueezeLowering{"Unsqueeze", &engine_tensors, &lower_view};
 
 }  // namespace baton::cuda

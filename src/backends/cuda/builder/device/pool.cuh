@@ -1,0 +1,75 @@
+// Windowed pooling (MaxPool, AveragePool) over R spatial dimensions, one thread per output
+// element. The input is read through element strides per logical dimension (N, C, D1, ...), so a
+// channels-last input is read in place; the output is written in memory order, which the caller
+// describes as the output's sizes in memory order (`sizes`) and which logical dimension each
+// position is (`dims`). Per window, only the taps inside the input are visited (as in the CPU
+// kernel, src/kernels/cpu/op_pool.cpp): MaxPool takes the largest (a NaN wins), AveragePool
+// divides a float sum by the taps inside the input, or with count_include_pad by the taps inside
+// the padded extent [-head, in + tail).
+#pragma once
+
+#include "baton/common.cuh"
+
+__device__ __forceinline__ long long baton_floor_div(long long a, long long b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+__device__ __forceinline__ long long baton_min_ll(long long a, long long b) {
+  return a < b ? a : b;
+}
+
+// MODE: 0 max, 1 average over the taps inside the input, 2 average with count_include_pad.
+template <int R, int MODE, typename TIn, typename TOut>
+__device__ __forceinline__ void baton_pool(const TIn* __restrict__ x, TOut* __restrict__ y,
+                                           long long n, const long long (&sizes)[R + 2],
+                                           const int (&dims)[R + 2],
+                                           const long long (&xstrides)[R + 2],
+                                           const long long (&in)[R], const long long (&k)[R],
+                                           const long long (&s)[R], const long long (&d)[R],
+                                           const long long (&head)[R], const long long (&tail)[R]) {
+  baton_for_each(n, [&](long long i) {
+    long long c[R + 2];
+    long long rest = i;
+#pragma unroll
+    for (int p = R + 1; p >= 0; --p) {
+      c[dims[p]] = rest % sizes[p];
+      rest /= sizes[p];
+    }
+    const long long base = c[0] * xstrides[0] + c[1] * xstrides[1];
+    long long first[R], taps[R];
+    float count = 1.0f;
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+      const long long start = c[2 + a] * s[a] - head[a];
+      const long long j0 = start < 0 ? (-start + d[a] - 1) / d[a] : 0;
+      const long long j1 = baton_min_ll(k[a] - 1, baton_floor_div(in[a] - 1 - start, d[a]));
+      first[a] = start + j0 * d[a];
+      taps[a] = j1 >= j0 ? j1 - j0 + 1 : 0;
+      if (MODE == 2) {
+        const long long jp =
+            baton_min_ll(k[a] - 1, baton_floor_div(in[a] + tail[a] - 1 - start, d[a]));
+        count *= (float)(jp >= 0 ? jp + 1 : 0);
+      } else {
+        count *= (float)taps[a];
+      }
+    }
+    long long total = 1;
+#pragma unroll
+    for (int a = 0; a < R; ++a) total *= taps[a];
+    float acc = MODE == 0 ? __int_as_float(0xff800000) : 0.0f;
+    for (long long t = 0; t < total; ++t) {
+      long long offset = base, q = t;
+#pragma unroll
+      for (int a = R - 1; a >= 0; --a) {
+        offset += (first[a] + (q % taps[a]) * d[a]) * xstrides[2 + a];
+        q /= taps[a];
+      }
+      const float v = to_f(x[offset]);
+      if (MODE == 0) {
+        acc = (v > acc || v != v) ? v : acc;
+      } else {
+        acc += v;
+      }
+    }
+    st(&y[i], MODE == 0 ? acc : acc / count);
+  });
+}

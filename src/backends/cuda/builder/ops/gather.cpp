@@ -1,0 +1,82 @@
+// Gather and GatherND on the GPU (device/typed.cuh: baton_gather, baton_gather_nd), on data of
+// any stored dtype with int32 or int64 indices, constant (weights) or computed at run time, one
+// thread per output element. Negative indices count from the end. An index out of range, which
+// the CPU kernel reports as an error, cannot be reported from a kernel: its elements read 0.
+#include <fmt/format.h>
+
+#include "backends/cuda/builder/ops/registry.h"
+#include "ops/shape.h"
+
+namespace baton::cuda {
+namespace {
+
+bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!engine_tensors(graph, node)) return false;
+  const DType t = graph.values[node.inputs[1]].dtype;
+  return t == DType::Int32 || t == DType::Int64;
+}
+
+bool supports_nd(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!supports(graph, node)) return false;
+  const std::vector<int64_t>& idx = graph.values[node.inputs[1]].sizes;
+  return !idx.empty() && idx.back() >= 1;
+}
+
+Status lower_gather(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int data = operand_of(ctx, n.inputs[0]);
+  const int idx = operand_of(ctx, n.inputs[1]);
+  const int out = n.outputs[0];
+  const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
+  const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
+  const int64_t count = ops::product(ctx.value(n.inputs[1]).sizes);
+  const int64_t inner = ops::product(x, axis + 1, x.size());
+  const int64_t total = ops::product(ctx.value(out).sizes);
+  const std::string name = ctx.kernel_name("gather");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "const {}* __restrict__ idx, {}* __restrict__ y) {{\n"
+      "  baton_gather(x, idx, y, {}LL, {}LL, {}LL, {}LL);\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(data)), device_type_name(ctx.dtype_of(idx)),
+      device_type_name(ctx.dtype_of(out)), total, count, x[axis], inner);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out});
+  return Status();
+}
+
+Status lower_gather_nd(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int data = operand_of(ctx, n.inputs[0]);
+  const int idx = operand_of(ctx, n.inputs[1]);
+  const int out = n.outputs[0];
+  const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
+  const std::vector<int64_t>& ind = ctx.value(n.inputs[1]).sizes;
+  const auto b = static_cast<size_t>(n.attr_int("batch_dims"));
+  const auto k = static_cast<size_t>(ind.back());
+  // Per batch: tuples of k indices into data's dimensions [b, b + k), each naming a slice of the
+  // dimensions after them.
+  const int64_t tuples = ops::product(ind, b, ind.size() - 1);
+  const int64_t batch_elems = ops::product(x, b, x.size());
+  const int64_t inner = ops::product(x, b + k, x.size());
+  std::vector<int64_t> dims(x.begin() + b, x.begin() + b + k), strides(k);
+  for (size_t a = 0; a < k; ++a) strides[a] = ops::product(x, b + a + 1, x.size());
+  const int64_t total = ops::product(ctx.value(out).sizes);
+  const std::string name = ctx.kernel_name("gather_nd");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "const {}* __restrict__ idx, {}* __restrict__ y) {{\n"
+      "  constexpr long long dims[{}] = {};\n"
+      "  constexpr long long strides[{}] = {};\n"
+      "  baton_gather_nd<{}>(x, idx, y, {}LL, {}LL, {}LL, {}LL, dims, strides);\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(data)), device_type_name(ctx.dtype_of(idx)),
+      device_type_name(ctx.dtype_of(out)), k, int_list(dims), k, int_list(strides), k, total,
+      tuples, batch_elems, inner);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out});
+  return Status();
+}
+
+}  // namespace
+
+const OpLowering kGatherLowering{"Gather", &supports, &lower_gather};
+const OpLowering kGatherNDLowering{"GatherND", &supports_nd, &lower_gather_nd};
+
+}  // namespace baton::cuda

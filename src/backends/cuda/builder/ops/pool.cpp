@@ -1,0 +1,94 @@
+// MaxPool and AveragePool on the GPU: one thread per output element through baton_pool
+// (device/pool.cuh), over 1 to 3 spatial dimensions. Layout-aware: the input is read through its
+// strides as stored, and a channels-last input gives a channels-last output (unless the output is
+// a binding, which is row-major), so a pool between two convolutions reads and writes NHWC with
+// consecutive threads on consecutive channels. MaxPool's optional Indices output is not computed
+// here: such nodes stay on the CPU.
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/tensor.h"
+#include "ops/shape.h"
+
+namespace baton::cuda {
+namespace {
+
+bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (node.outputs.size() > 1 && node.outputs[1] >= 0) return false;  // Indices
+  if (node.outputs.empty() || node.outputs[0] < 0) return false;
+  const DTypeSet floats{DType::Float32, DType::Float16, DType::BFloat16};
+  const compiler::IrValue& x = graph.values[node.inputs[0]];
+  const compiler::IrValue& y = graph.values[node.outputs[0]];
+  const auto n = checked_numel(y.sizes);
+  return x.sizes.size() >= 3 && x.sizes.size() <= 5 && floats.contains(x.dtype) &&
+         floats.contains(y.dtype) && n.has_value() && *n > 0;
+}
+
+std::vector<int64_t> ints_or(const compiler::IrNode& n, std::string_view name, size_t count,
+                             int64_t fallback) {
+  if (n.def->attr_index(name) < 0 || n.attr(name).none) {
+    return std::vector<int64_t>(count, fallback);
+  }
+  return n.attr_ints(name);
+}
+
+Status lower(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int in = n.inputs[0], out = n.outputs[0];
+  const std::vector<int64_t>& x = ctx.value(in).sizes;
+  const std::vector<int64_t>& y = ctx.value(out).sizes;
+  const size_t r = x.size() - 2;
+  // Canonical form (ops/pool.cpp): explicit pads, strides filled in; dilations where the
+  // version has them.
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = ints_or(n, "strides", r, 1);
+  const std::vector<int64_t> dilations = ints_or(n, "dilations", r, 1);
+  const std::vector<int64_t> pads = ints_or(n, "pads", 2 * r, 0);
+  int mode = 0;
+  if (n.op_type == "AveragePool") {
+    const bool include =
+        n.def->attr_index("count_include_pad") >= 0 && n.attr_int("count_include_pad") == 1;
+    mode = include ? 2 : 1;
+  }
+  // The output's memory order: channels-last follows a channels-last input.
+  std::vector<int> dims(r + 2);
+  std::iota(dims.begin(), dims.end(), 0);
+  if (ctx.channels_last(in) && ctx.set_channels_last(out)) dims = {0, 2, 3, 1};
+  std::vector<int64_t> order_sizes;
+  for (int d : dims) order_sizes.push_back(y[d]);
+  std::vector<int64_t> head(pads.begin(), pads.begin() + r), tail(pads.begin() + r, pads.end());
+  std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  std::string dim_list = "{";
+  for (size_t i = 0; i < dims.size(); ++i) dim_list += fmt::format("{}{}", i ? ", " : "", dims[i]);
+  dim_list += "}";
+  const int64_t count = ops::product(y);
+  const std::string name = ctx.kernel_name(mode == 0 ? "maxpool" : "avgpool");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
+      "{3}* __restrict__ y) {{\n"
+      "  constexpr long long sizes[{4}] = {5};\n"
+      "  constexpr int dims[{4}] = {6};\n"
+      "  constexpr long long xs[{4}] = {7};\n"
+      "  constexpr long long in[{8}] = {9};\n"
+      "  constexpr long long k[{8}] = {10};\n"
+      "  constexpr long long s[{8}] = {11};\n"
+      "  constexpr long long d[{8}] = {12};\n"
+      "  constexpr long long head[{8}] = {13};\n"
+      "  constexpr long long tail[{8}] = {14};\n"
+      "  baton_pool<{8}, {15}>(x, y, {16}LL, sizes, dims, xs, in, k, s, d, head, tail);\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)), r + 2,
+      int_list(order_sizes), dim_list, int_list(ctx.strides_of(in)), r, int_list(spatial),
+      int_list(kernel), int_list(strides), int_list(dilations), int_list(head), int_list(tail),
+      mode, count);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {in, out});
+  return Status();
+}
+
+}  // namespace
+
+const OpLowering kMaxPoolLowering{"MaxPool", &supports, &lower, 0, "", true};
+const OpLowering kAveragePoolLowering{"AveragePool", &supports, &lower, 0, "", true};
+
+}  // namespace baton::cuda

@@ -1,0 +1,133 @@
+// ReduceSum, ReduceMean, ReduceMax and ReduceMin on float tensors, and GlobalAveragePool and
+// GlobalMaxPool (a mean or a maximum over the spatial dimensions, keeping them as 1), through
+// device/reduce.cuh. Layout-aware: the input is read through its strides as stored; a
+// channels-last input reduced with keepdims (squeeze-excite's mean over H and W, a global pool)
+// gives a channels-last output unless the output is a binding. The reduction is taken in float:
+// one thread per output element where the input's innermost dimension is kept (coalesced over
+// it), one block per output element where it is reduced.
+#include "ops/reduce.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+#include "ops/shape.h"
+
+namespace baton::cuda {
+namespace {
+
+// Below this many outputs a reduction over many elements takes a block per output even when the
+// innermost dimension is kept: one thread each would leave the GPU idle.
+constexpr int64_t kFewOutputs = 512;
+constexpr int64_t kLongReduction = 256;
+
+int reduce_op(std::string_view op) {
+  if (op == "ReduceSum") return 0;
+  if (op == "ReduceMean" || op == "GlobalAveragePool") return 1;
+  if (op == "ReduceMax" || op == "GlobalMaxPool") return 2;
+  return 3;  // ReduceMin
+}
+
+bool is_global(const compiler::IrNode& n) { return n.op_type.rfind("Global", 0) == 0; }
+
+// Which input dimensions node `n` reduces, and whether it keeps them.
+Result<std::vector<bool>> reduced_of(const compiler::Graph& g, const compiler::IrNode& n,
+                                     bool* keepdims) {
+  const int rank = static_cast<int>(g.values[n.inputs[0]].sizes.size());
+  if (is_global(n)) {
+    *keepdims = true;
+    std::vector<bool> reduced(static_cast<size_t>(rank), true);
+    reduced[0] = reduced[1] = false;
+    return reduced;
+  }
+  *keepdims = n.attr_int("keepdims") != 0;
+  std::optional<std::vector<int64_t>> axes;
+  bool noop = false;
+  if (n.def->attr_index("axes") >= 0) {
+    if (!n.attr("axes").none) axes = n.attr_ints("axes");
+  } else {
+    noop = n.attr_int("noop_with_empty_axes") != 0;
+    if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
+      const compiler::IrValue& a = g.values[n.inputs[1]];
+      BATON_CHECK_OR_RETURN(a.constant != nullptr, NotSupported,
+                            "{}: 'axes' must be known at compile time", n.describe());
+      axes = ops::int_values_of(a.dtype, a.constant->data(), *checked_numel(a.sizes));
+    }
+  }
+  return ops::reduced_dims(axes, rank, noop, n.describe());
+}
+
+bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (!float_tensors_only(graph, node)) return false;
+  if (is_global(node) && graph.values[node.inputs[0]].sizes.size() < 3) return false;
+  bool keepdims = false;
+  return reduced_of(graph, node, &keepdims).ok();
+}
+
+Status lower(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int in = n.inputs[0], out = n.outputs[0];
+  const std::vector<int64_t>& x = ctx.value(in).sizes;
+  bool keepdims = false;
+  BATON_ASSIGN_OR_RETURN(const std::vector<bool> reduced, reduced_of(ctx.graph(), n, &keepdims));
+  const std::vector<int64_t> xs = ctx.strides_of(in);
+  // The output's memory order over the input's dimensions: channels-last follows a
+  // channels-last input when the output keeps rank 4.
+  std::vector<size_t> order(x.size());
+  for (size_t d = 0; d < x.size(); ++d) order[d] = d;
+  if (keepdims && ctx.channels_last(in) && ctx.set_channels_last(out)) order = {0, 2, 3, 1};
+  std::vector<int64_t> ksizes, kstrides, rsizes, rstrides;
+  int64_t count = 1;
+  bool inner_reduced = false;
+  for (size_t d : order) {
+    if (reduced[d] || x[d] == 1) continue;
+    ksizes.push_back(x[d]);
+    kstrides.push_back(xs[d]);
+  }
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!reduced[d] || x[d] == 1) continue;
+    rsizes.push_back(x[d]);
+    rstrides.push_back(xs[d]);
+    count *= x[d];
+    if (xs[d] == 1) inner_reduced = true;
+  }
+  if (ksizes.empty()) ksizes = kstrides = {1};
+  if (rsizes.empty()) rsizes = rstrides = {1};
+  const int64_t outputs = ops::product(ctx.value(out).sizes);
+  const bool block = inner_reduced || (outputs < kFewOutputs && count >= kLongReduction);
+  LaunchShape launch = grid_stride_launch(outputs);
+  if (block) {
+    launch.block = 32;
+    while (launch.block < 256 && launch.block < count) launch.block *= 2;
+    launch.grid = static_cast<uint32_t>(std::clamp<int64_t>(outputs, 1, int64_t{1} << 20));
+  }
+  const std::string name = ctx.kernel_name("reduce");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
+      "{3}* __restrict__ y) {{\n"
+      "  constexpr long long ks[{4}] = {5};\n"
+      "  constexpr long long kst[{4}] = {6};\n"
+      "  constexpr long long rs[{7}] = {8};\n"
+      "  constexpr long long rst[{7}] = {9};\n"
+      "  baton_reduce_{10}<{4}, {7}, {11}>(x, y, {12}LL, ks, kst, rs, rst, {13}LL);\n}}\n",
+      block ? launch.block : kBlock, name, device_type_name(ctx.dtype_of(in)),
+      device_type_name(ctx.dtype_of(out)), ksizes.size(), int_list(ksizes), int_list(kstrides),
+      rsizes.size(), int_list(rsizes), int_list(rstrides), block ? "block" : "thread",
+      reduce_op(n.op_type), outputs, count);
+  ctx.add_kernel(name, std::move(code), launch, {in, out});
+  return Status();
+}
+
+}  // namespace
+
+const OpLowering kReduceSumLowering{"ReduceSum", &supports, &lower, 0, "", true};
+const OpLowering kReduceMeanLowering{"ReduceMean", &supports, &lower, 0, "", true};
+const OpLowering kReduceMaxLowering{"ReduceMax", &supports, &lower, 0, "", true};
+const OpLowering kReduceMinLowering{"ReduceMin", &supports, &lower, 0, "", true};
+const OpLowering kGlobalAveragePoolLowering{"GlobalAveragePool", &supports, &lower, 0, "", true};
+const OpLowering kGlobalMaxPoolLowering{"GlobalMaxPool", &supports, &lower, 0, "", true};
+
+}  // namespace baton::cuda
