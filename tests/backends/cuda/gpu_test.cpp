@@ -49,6 +49,16 @@ std::pair<std::vector<uint8_t>, std::vector<Tensor>> round_gemm_operands_to_bf16
   model.ParseFromArray(onnx_bytes.data(), static_cast<int>(onnx_bytes.size()));
   std::set<std::string> operands;
   for (const auto& n : model.graph().node()) {
+    if (n.op_type() == "Conv") {
+      // cuDNN convolutions (group 1) read X and W in bf16; the depthwise kernel reads X in bf16
+      // (stored so when only convolutions read it) and W in fp32.
+      int64_t group = 1;
+      for (const auto& a : n.attribute())
+        if (a.name() == "group") group = a.i();
+      operands.insert(n.input(0));
+      if (group == 1) operands.insert(n.input(1));
+      continue;
+    }
     if (n.op_type() != "MatMul" && n.op_type() != "Gemm") continue;
     for (int i = 0; i < 2 && i < n.input_size(); ++i) operands.insert(n.input(i));
   }

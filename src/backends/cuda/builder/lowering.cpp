@@ -5,7 +5,9 @@
 #include <cudnn_version.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 #include "backends/cuda/builder/nvrtc_compile.h"
@@ -151,9 +153,11 @@ bool Lowering::set_channels_last(int v) {
 }
 
 std::vector<int64_t> Lowering::strides_of(int v) const {
-  const Slot& s = slot(read(v));
+  // The value's own shape (a view has its own), the layout of the bytes it names.
+  v = read(v);
+  const Slot& s = slots_.at(v);
   std::vector<int64_t> strides(s.sizes.size(), 1);
-  if (s.channels_last) {
+  if (slot(v).channels_last) {
     // N, H, W, C in memory.
     strides[1] = 1;
     strides[3] = s.sizes[1];
@@ -500,6 +504,10 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
   e.kernel_names = kernel_names_;
   e.weights = std::move(weights_);
+  if (const char* dir = std::getenv("BATON_DUMP_KERNEL_SOURCE"); dir && *dir) {
+    // Debugging aid (docs/cuda-engine.md): the generated CUDA source of each partition.
+    std::ofstream(std::string(dir) + "/" + p_.name + ".cu") << kernel_prelude() << source_;
+  }
   if (!kernel_names_.empty()) {
     BATON_ASSIGN_OR_RETURN(e.cubin, compile_to_cubin(kernel_prelude() + source_, t_.sm_arch,
                                                      "partition '" + p_.name + "'"));
