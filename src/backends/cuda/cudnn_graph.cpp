@@ -40,8 +40,9 @@ Result<fe::DataType_t> data_type(uint8_t dtype, const std::string& what) {
     case DType::BFloat16:
       return fe::DataType_t::BFLOAT16;
     default:
-      return BATON_ERROR(NotSupported, "{}: cuDNN convolutions take float32, float16 or bfloat16, "
-                                       "not dtype {}",
+      return BATON_ERROR(NotSupported,
+                         "{}: cuDNN convolutions take float32, float16 or bfloat16, "
+                         "not dtype {}",
                          what, dtype);
   }
 }
@@ -165,8 +166,9 @@ Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
                           .set_data_type(b_type)
                           .set_dim({1, c.k, 1, 1})
                           .set_stride({c.k, 1, c.k, c.k}));
-    y = g.pointwise(y, b, fe::graph::Pointwise_attributes().set_name("bias").set_mode(
-                              fe::PointwiseMode_t::ADD));
+    y = g.pointwise(
+        y, b,
+        fe::graph::Pointwise_attributes().set_name("bias").set_mode(fe::PointwiseMode_t::ADD));
     y->set_data_type(fe::DataType_t::FLOAT);
   }
   if (c.has_residual) {
@@ -176,8 +178,9 @@ Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
                           .set_data_type(y_type)
                           .set_dim({c.n, c.k, c.out_h, c.out_w})
                           .set_stride(nhwc_strides(c.k, c.out_h, c.out_w)));
-    y = g.pointwise(y, z, fe::graph::Pointwise_attributes().set_name("residual").set_mode(
-                              fe::PointwiseMode_t::ADD));
+    y = g.pointwise(
+        y, z,
+        fe::graph::Pointwise_attributes().set_name("residual").set_mode(fe::PointwiseMode_t::ADD));
     y->set_data_type(fe::DataType_t::FLOAT);
   }
   switch (static_cast<ConvActivation>(c.activation)) {

@@ -287,11 +287,11 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
       }
       case StepKind::Conv: {
         const ConvStep& c = r.conv;
-        BATON_TRY(convs_[s].enqueue(
-            cudnn_.get(), stream, resolve(c.x, pointers), resolve(c.w, pointers),
-            c.has_bias ? resolve(c.bias, pointers) : nullptr,
-            c.has_residual ? resolve(c.residual, pointers) : nullptr, resolve(c.y, pointers),
-            workspace_.get()));
+        BATON_TRY(convs_[s].enqueue(cudnn_.get(), stream, resolve(c.x, pointers),
+                                    resolve(c.w, pointers),
+                                    c.has_bias ? resolve(c.bias, pointers) : nullptr,
+                                    c.has_residual ? resolve(c.residual, pointers) : nullptr,
+                                    resolve(c.y, pointers), workspace_.get()));
         break;
       }
       case StepKind::Kernel: {

@@ -90,10 +90,9 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
             {{"kind", "conv"},
              {"what", fmt::format("cuDNN NHWC {}x{}x{}x{} -> K={} {}x{} stride {}x{} groups {} "
                                   "epilogue={} x={} w={} y={}",
-                                  c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w,
-                                  c.stride_h, c.stride_w, c.groups,
-                                  epilogue.empty() ? "none" : epilogue, buffer_text(c.x),
-                                  buffer_text(c.w), buffer_text(c.y))}});
+                                  c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
+                                  c.stride_w, c.groups, epilogue.empty() ? "none" : epilogue,
+                                  buffer_text(c.x), buffer_text(c.w), buffer_text(c.y))}});
         break;
       }
       case StepKind::Copy:

@@ -189,8 +189,8 @@ class Validator {
                             InvalidProgram, "engine blob: {} has tensor dtype {}", what, dt);
     }
     constexpr int64_t kMax = int64_t{1} << 24;
-    const int64_t dims[] = {c.n,        c.c,        c.k,          c.groups,     c.in_h,
-                            c.in_w,     c.out_h,    c.out_w,      c.kernel_h,   c.kernel_w,
+    const int64_t dims[] = {c.n,        c.c,        c.k,          c.groups,    c.in_h,
+                            c.in_w,     c.out_h,    c.out_w,      c.kernel_h,  c.kernel_w,
                             c.stride_h, c.stride_w, c.dilation_h, c.dilation_w};
     for (int64_t d : dims) {
       BATON_CHECK_OR_RETURN(d >= 1 && d <= kMax, InvalidProgram,
@@ -200,12 +200,11 @@ class Validator {
       BATON_CHECK_OR_RETURN(p >= 0 && p <= kMax, InvalidProgram, "engine blob: {} has padding {}",
                             what, p);
     }
-    BATON_CHECK_OR_RETURN(c.c % c.groups == 0 && c.k % c.groups == 0 && c.has_bias <= 1 &&
-                              c.has_residual <= 1 && c.activation <= kMaxConvActivation &&
-                              c.compute <= 3,
-                          InvalidProgram,
-                          "engine blob: {} has C={} K={} groups={} or invalid flags", what, c.c,
-                          c.k, c.groups);
+    BATON_CHECK_OR_RETURN(
+        c.c % c.groups == 0 && c.k % c.groups == 0 && c.has_bias <= 1 && c.has_residual <= 1 &&
+            c.activation <= kMaxConvActivation && c.compute <= 3,
+        InvalidProgram, "engine blob: {} has C={} K={} groups={} or invalid flags", what, c.c, c.k,
+        c.groups);
     // Every extent below is a product of values <= 2^24 in at most 4 factors of which two are
     // spatial: N*H*W*C fits in 2^96 only in theory, so check with overflow builtins.
     auto tensor = [&](const BufferRef& ref, uint8_t dtype, std::initializer_list<int64_t> sizes,
@@ -227,7 +226,8 @@ class Validator {
                             "engine blob: {} bias dtype {}", what, c.bias_dtype);
       BATON_TRY(tensor(c.bias, c.bias_dtype, {c.k}, "bias"));
     }
-    if (c.has_residual) BATON_TRY(tensor(c.residual, c.y_dtype, {c.n, c.out_h, c.out_w, c.k}, "residual"));
+    if (c.has_residual)
+      BATON_TRY(tensor(c.residual, c.y_dtype, {c.n, c.out_h, c.out_w, c.k}, "residual"));
     return Status();
   }
 

@@ -31,9 +31,9 @@ Shape shape_of(const compiler::Graph& g, const compiler::IrNode& node) {
   const auto& strides = node.attr_ints("strides");
   const auto& dilations = node.attr_ints("dilations");
   const auto& pads = node.attr_ints("pads");  // canonical: begin..., end...
-  return {x[0],       x[1],       x[2],    x[3],    w[0],    y[2],
-          y[3],       w[2],       w[3],    strides[0], strides[1], dilations[0],
-          dilations[1], pads[0],  pads[1], pads[2], pads[3], node.attr_int("group")};
+  return {x[0],         x[1],    x[2],    x[3],       w[0],       y[2],
+          y[3],         w[2],    w[3],    strides[0], strides[1], dilations[0],
+          dilations[1], pads[0], pads[1], pads[2],    pads[3],    node.attr_int("group")};
 }
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
@@ -83,8 +83,8 @@ int nhwc_copy(Lowering& ctx, int x, int64_t cp, DType dtype) {
       "    const long long h = q % {}LL, n = q / {}LL;\n"
       "    st(&y[i], c < {}LL ? to_f(x[n * {}LL + c * {}LL + h * {}LL + w * {}LL]) : 0.0f);\n"
       "  }});\n}}\n",
-      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(dtype), count, cp, cp,
-      s[3], s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
+      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(dtype), count, cp, cp, s[3],
+      s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, out});
   return out;
 }
@@ -95,14 +95,12 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   int out = node.outputs[0];
   int residual = -1;
   bool relu = false;
-  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).op_type == "Add" &&
-                                        ctx.node(c).domain.empty()) {
+  if (int c = ctx.single_consumer(out);
+      c >= 0 && ctx.node(c).op_type == "Add" && ctx.node(c).domain.empty()) {
     const compiler::IrNode& add = ctx.node(c);
     const int other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
-    if (other != out && !ctx.is_constant(other) &&
-        ctx.value(other).sizes == ctx.value(out).sizes &&
-        ctx.value(add.outputs[0]).sizes == ctx.value(out).sizes &&
-        ctx.ready_before(other, index)) {
+    if (other != out && !ctx.is_constant(other) && ctx.value(other).sizes == ctx.value(out).sizes &&
+        ctx.value(add.outputs[0]).sizes == ctx.value(out).sizes && ctx.ready_before(other, index)) {
       residual = other;
       ctx.absorb(c);
       out = add.outputs[0];
@@ -173,12 +171,13 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   // Unary elementwise ops after the convolution run on the value before it is stored.
   int out = node.outputs[0];
   std::string value = "v";
-  for (int c = ctx.single_consumer(out); c >= 0 && is_fusible(ctx.node(c)) &&
-                                         ctx.node(c).inputs.size() == 1;
+  for (int c = ctx.single_consumer(out);
+       c >= 0 && is_fusible(ctx.node(c)) && ctx.node(c).inputs.size() == 1;
        c = ctx.single_consumer(out)) {
     std::string e = elementwise_expression(ctx.node(c));
     const std::string wrapped = "(" + value + ")";
-    for (size_t at = e.find("{x}"); at != std::string::npos; at = e.find("{x}", at + wrapped.size()))
+    for (size_t at = e.find("{x}"); at != std::string::npos;
+         at = e.find("{x}", at + wrapped.size()))
       e.replace(at, 3, wrapped);
     value = e;
     ctx.absorb(c);
@@ -212,10 +211,10 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       "    }}\n"
       "    st(&y[i], {});\n"
       "  }});\n}}\n",
-      kBlock, name, device_type_name(ctx.dtype_of(x)), bias >= 0 ? "const float* __restrict__ b, " : "",
-      device_type_name(y_dtype), count, s.c, s.c, s.ow, s.ow, s.oh, s.oh,
-      bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h, s.kw, s.sw, s.pl, s.dw, s.w, st[0],
-      st[1], st[2], st[3], s.kh, s.kw, value);
+      kBlock, name, device_type_name(ctx.dtype_of(x)),
+      bias >= 0 ? "const float* __restrict__ b, " : "", device_type_name(y_dtype), count, s.c, s.c,
+      s.ow, s.ow, s.oh, s.oh, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h, s.kw, s.sw,
+      s.pl, s.dw, s.w, st[0], st[1], st[2], st[3], s.kh, s.kw, value);
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
   operands.push_back(y);
