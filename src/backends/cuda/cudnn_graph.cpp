@@ -137,19 +137,27 @@ Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
   g.set_io_data_type(x_type)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  auto x = g.tensor(fe::graph::Tensor_attributes()
-                        .set_name("x")
-                        .set_uid(kX)
-                        .set_data_type(x_type)
-                        .set_dim({c.n, c.c, c.in_h, c.in_w})
-                        .set_stride(nhwc_strides(c.c, c.in_h, c.in_w)));
+  auto tensor = [&](const char* name, Uid uid, fe::DataType_t type, std::vector<int64_t> dims,
+                    std::vector<int64_t> strides) {
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_data_type(type)
+                        .set_dim(std::move(dims))
+                        .set_stride(std::move(strides)));
+  };
+  // y + t as an fp32 intermediate.
+  auto add = [&](std::shared_ptr<fe::graph::Tensor_attributes> y,
+                 std::shared_ptr<fe::graph::Tensor_attributes> t, const char* name) {
+    y = g.pointwise(
+        y, t, fe::graph::Pointwise_attributes().set_name(name).set_mode(fe::PointwiseMode_t::ADD));
+    y->set_data_type(fe::DataType_t::FLOAT);
+    return y;
+  };
   const int64_t cg = c.c / c.groups;
-  auto w = g.tensor(fe::graph::Tensor_attributes()
-                        .set_name("w")
-                        .set_uid(kW)
-                        .set_data_type(w_type)
-                        .set_dim({c.k, cg, c.kernel_h, c.kernel_w})
-                        .set_stride(nhwc_strides(cg, c.kernel_h, c.kernel_w)));
+  auto x = tensor("x", kX, x_type, {c.n, c.c, c.in_h, c.in_w}, nhwc_strides(c.c, c.in_h, c.in_w));
+  auto w = tensor("w", kW, w_type, {c.k, cg, c.kernel_h, c.kernel_w},
+                  nhwc_strides(cg, c.kernel_h, c.kernel_w));
   auto options = fe::graph::Conv_fprop_attributes()
                      .set_name("conv")
                      .set_pre_padding({c.pad_top, c.pad_left})
@@ -160,28 +168,13 @@ Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
   y->set_data_type(fe::DataType_t::FLOAT);
   if (c.has_bias) {
     BATON_ASSIGN_OR_RETURN(const fe::DataType_t b_type, data_type(c.bias_dtype, what));
-    auto b = g.tensor(fe::graph::Tensor_attributes()
-                          .set_name("bias")
-                          .set_uid(kBias)
-                          .set_data_type(b_type)
-                          .set_dim({1, c.k, 1, 1})
-                          .set_stride({c.k, 1, c.k, c.k}));
-    y = g.pointwise(
-        y, b,
-        fe::graph::Pointwise_attributes().set_name("bias").set_mode(fe::PointwiseMode_t::ADD));
-    y->set_data_type(fe::DataType_t::FLOAT);
+    y = add(y, tensor("bias", kBias, b_type, {1, c.k, 1, 1}, {c.k, 1, c.k, c.k}), "bias");
   }
   if (c.has_residual) {
-    auto z = g.tensor(fe::graph::Tensor_attributes()
-                          .set_name("residual")
-                          .set_uid(kResidual)
-                          .set_data_type(y_type)
-                          .set_dim({c.n, c.k, c.out_h, c.out_w})
-                          .set_stride(nhwc_strides(c.k, c.out_h, c.out_w)));
-    y = g.pointwise(
-        y, z,
-        fe::graph::Pointwise_attributes().set_name("residual").set_mode(fe::PointwiseMode_t::ADD));
-    y->set_data_type(fe::DataType_t::FLOAT);
+    y = add(y,
+            tensor("residual", kResidual, y_type, {c.n, c.k, c.out_h, c.out_w},
+                   nhwc_strides(c.k, c.out_h, c.out_w)),
+            "residual");
   }
   switch (static_cast<ConvActivation>(c.activation)) {
     case ConvActivation::None:

@@ -322,9 +322,10 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
 //   was reported as uninitialized;
 // - a memcpy node of a CUDA graph has its source checked against the state before the kernels
 //   ahead of it in the same graph ran, so a copy of a kernel's output was reported too.
-// So before the steps are enqueued, each GEMM's output and each copy's source inside the engine's
-// scratch are declared initialized through NVTX's memory API. That is true by construction: the
-// engine builder orders every reader after its writer, cuBLASLt writes all of D, and a copy's
+// So before the steps are enqueued, each GEMM's and each convolution's output (cuDNN's Hopper
+// engines store through TMA too) and each copy's source inside the engine's scratch are declared
+// initialized through NVTX's memory API. That is true by construction: the engine builder orders
+// every reader after its writer, cuBLASLt writes all of D, cuDNN all of y, and a copy's
 // scratch source is written by an earlier step. Copies from the caller's buffers are not declared:
 // an uninitialized input is still reported. The declaration names the legacy default stream, not
 // the caller's: initcheck crashes the process when it gets a green context's stream (the probe's

@@ -306,7 +306,9 @@ TEST(EngineBuilderTest, PoolsAndReductionsKeepChannelsLastInputsChannelsLast) {
   target.sm_arch = 90;
   cuda::Lowering ctx(*graph, partition, target);
   // The stand-in convolution: `a` is x stored N, H, W, C.
-  ctx.alias(value_of.at("a"), ctx.channels_last_copy(value_of.at("x")));
+  const auto nhwc = ctx.channels_last_copy(value_of.at("x"), DType::Float32, 8);
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().to_string();
+  ctx.alias(value_of.at("a"), *nhwc);
   ASSERT_TRUE(ctx.channels_last(value_of.at("a")));
   for (const char* name : {"pool", "squeeze", "gap"}) {
     const compiler::IrNode& n = graph->nodes[node_of.at(name)];

@@ -390,6 +390,71 @@ TEST(EngineFormatTest, CopyAndKernelRangesAreChecked) {
   }
 }
 
+// A conv step: x [1, 4, 4, 8] NHWC in the binding-sized scratch, w [2, 3, 3, 8], y [1, 2, 2, 2].
+StepRecord conv_step() {
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Conv);
+  ConvStep& c = r.conv;
+  c.x_dtype = c.w_dtype = c.y_dtype = c.bias_dtype = static_cast<uint8_t>(DType::Float32);
+  c.has_bias = 1;
+  c.activation = static_cast<uint8_t>(ConvActivation::Relu);
+  c.n = 1;
+  c.c = 8;
+  c.k = 2;
+  c.groups = 1;
+  c.in_h = c.in_w = 4;
+  c.out_h = c.out_w = 2;
+  c.kernel_h = c.kernel_w = 3;
+  c.stride_h = c.stride_w = c.dilation_h = c.dilation_w = 1;
+  c.x = ref(Space::Scratch, 0, 0, 4 * 4 * 8 * 4);  // 512 bytes: the whole scratch below
+  c.w = ref(Space::Weights, 0, 0, 2 * 9 * 8 * 4);  // 576 bytes
+  c.bias = ref(Space::Weights, 0, 576, 8);
+  c.y = ref(Space::Binding, 1, 0, 32);
+  return r;
+}
+
+TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
+  auto with_conv = [](auto edit) {
+    EngineDescription e = sample();
+    e.scratch_bytes = 512;
+    e.weights.assign(1024, 7);
+    e.bindings[1].sizes = {1, 2, 2, 2};
+    e.steps = {conv_step()};
+    edit(e.steps[0].conv);
+    return e;
+  };
+  const EngineDescription good = with_conv([](ConvStep&) {});
+  auto bytes = write_engine_blob(good);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(parse(*bytes).ok()) << parse(*bytes).to_string();
+  Aligned a(*bytes);
+  auto text = describe_engine_json(a.span());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["steps"][0]["kind"], "conv");
+  EXPECT_NE(j["steps"][0]["what"].get<std::string>().find("epilogue=bias+relu"), std::string::npos);
+
+  expect_rejected(with_conv([](ConvStep& c) { c.kernel_h = 0; }), "outside [1, 2^24]");
+  expect_rejected(with_conv([](ConvStep& c) { c.pad_left = -1; }), "has padding -1");
+  expect_rejected(with_conv([](ConvStep& c) { c.groups = 3; }), "groups=3");
+  expect_rejected(with_conv([](ConvStep& c) { c.activation = 9; }), "invalid flags");
+  expect_rejected(with_conv([](ConvStep& c) { c.x_dtype = 7; }), "tensor dtype 7");
+  expect_rejected(with_conv([](ConvStep& c) { c.in_h = 5; }), "steps[0] x needs 640 bytes");
+  expect_rejected(with_conv([](ConvStep& c) { c.out_w = 3; }), "steps[0] y needs 48 bytes");
+  expect_rejected(with_conv([](ConvStep& c) { c.bias.bytes = 4; }), "bias needs 8 bytes");
+  expect_rejected(with_conv([](ConvStep& c) {
+                    c.has_residual = 1;
+                    c.residual = ref(Space::Scratch, 0, 0, 16);
+                  }),
+                  "residual needs 32 bytes");
+  // 2^24 in each of N, H, W, C: the product overflows 2^64 and must be caught, not wrapped.
+  expect_rejected(with_conv([](ConvStep& c) {
+                    c.n = c.in_h = c.in_w = c.c = int64_t{1} << 24;
+                    c.k = 1 << 24;
+                  }),
+                  "more than 2^64");
+}
+
 TEST(EngineFormatTest, KernelAndBindingRecordsAreChecked) {
   EngineDescription e = sample();
   e.steps[1].kernel.kernel = 3;

@@ -169,27 +169,15 @@ std::vector<int64_t> Lowering::strides_of(int v) const {
   return strides;
 }
 
-int Lowering::add_layout_copy(int v, bool to_channels_last) {
-  const auto key = std::make_pair(v, to_channels_last ? 1 : 0);
+int Lowering::row_major_copy(int v) {
+  const auto key = std::make_tuple(v, -1, int64_t{0});
   if (auto it = layout_cache_.find(key); it != layout_cache_.end()) return it->second;
   const Slot& src = slot(v);
-  const std::vector<int64_t> strides = strides_of(v);
   const int out = new_scratch(src.dtype, src.sizes);
   FusedKernel k;
-  k.name = kernel_name(to_channels_last ? "to_nhwc" : "to_nchw");
-  FusedInput in;
-  in.dtype = src.dtype;
-  if (to_channels_last) {
-    slots_.at(out).channels_last = true;
-    for (int d : {0, 2, 3, 1}) {
-      k.sizes.push_back(src.sizes[d]);
-      in.strides.push_back(strides[d]);
-    }
-  } else {
-    k.sizes = src.sizes;
-    in.strides = strides;
-  }
-  k.inputs.push_back(in);
+  k.name = kernel_name("to_nchw");
+  k.sizes = src.sizes;
+  k.inputs.push_back({src.dtype, strides_of(v)});
   k.ops.push_back({std::string(kCopyExpression), 0, 0});
   k.outputs.push_back({src.dtype, 0});
   LaunchShape launch;
@@ -201,21 +189,45 @@ int Lowering::add_layout_copy(int v, bool to_channels_last) {
 
 int Lowering::row_major(int v) {
   v = read(v);
-  return slot(v).channels_last ? add_layout_copy(v, false) : v;
+  return slot(v).channels_last ? row_major_copy(v) : v;
 }
 
-int Lowering::channels_last_copy(int v) {
+Result<int> Lowering::channels_last_copy(int v, DType dtype, int64_t channels) {
   v = read(v);
-  if (slot(v).channels_last) return v;
   if (is_constant(v)) v = weight(v, activation_);
-  return add_layout_copy(v, true);
+  const std::vector<int64_t> s = slots_.at(v).sizes;
+  BATON_CHECK_OR_RETURN(s.size() == 4 && channels >= s[1], Internal,
+                        "a channels-last copy of a {}-D value with {} channels was asked for",
+                        s.size(), channels);
+  if (slot(v).channels_last && channels == s[1]) return ensure(v, dtype);  // keeps the layout
+  const auto key = std::make_tuple(v, static_cast<int>(dtype), channels);
+  if (auto it = layout_cache_.find(key); it != layout_cache_.end()) return it->second;
+  const std::vector<int64_t> st = strides_of(v);
+  const int out = new_scratch(dtype, {s[0], channels, s[2], s[3]});
+  slots_.at(out).channels_last = true;
+  const int64_t count = s[0] * s[2] * s[3] * channels;
+  const std::string name = kernel_name("to_nhwc");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "{}* __restrict__ y) {{\n"
+      "  baton_for_each({}LL, [&](long long i) {{\n"
+      "    const long long c = i % {}LL, p = i / {}LL;\n"
+      "    const long long w = p % {}LL, q = p / {}LL;\n"
+      "    const long long h = q % {}LL, n = q / {}LL;\n"
+      "    st(&y[i], c < {}LL ? to_f(x[n * {}LL + c * {}LL + h * {}LL + w * {}LL]) : 0.0f);\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(slot(v).dtype), device_type_name(dtype), count, channels,
+      channels, s[3], s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
+  add_kernel(name, std::move(code), grid_stride_launch(count), {v, out});
+  layout_cache_[key] = out;
+  return out;
 }
 
 void Lowering::read_row_major_inputs(int index) {
   redirect_.clear();
   for (int v : g_.nodes[index].inputs) {
     if (v < 0 || is_constant(v) || !slot(v).channels_last) continue;
-    redirect_[v] = add_layout_copy(v, false);
+    redirect_[v] = row_major_copy(v);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cuda/builder/codegen.h"
@@ -67,8 +68,10 @@ class Lowering {
   std::vector<int64_t> strides_of(int v) const;
   // `v` as a row-major value: itself, or a copy made by a kernel (once per value).
   int row_major(int v);
-  // `v` stored channels-last: itself, or a copy made by a kernel (once per value; rank 4 only).
-  int channels_last_copy(int v);
+  // Rank-4 `v` stored channels-last in `dtype` with `channels` channels (at least its own; the
+  // extra ones zero, for cuDNN's tensor-core engines): itself, a cast keeping its layout, or a copy
+  // made by one kernel (once per value, dtype and channel count).
+  Result<int> channels_last_copy(int v, DType dtype, int64_t channels);
   // While lowering node `index` (a lowering that is not layout-aware), its channels-last inputs
   // read as row-major copies; end_reads() ends that.
   void read_row_major_inputs(int index);
@@ -135,7 +138,7 @@ class Lowering {
   // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
   int read(int v) const;
   int root(int v) const;
-  int add_layout_copy(int v, bool to_channels_last);
+  int row_major_copy(int v);  // cached
   const Slot& slot(int v) const { return slots_.at(root(v)); }
   BufferRef ref_of(int v) const;
 
@@ -152,7 +155,8 @@ class Lowering {
   std::map<int, int> position_;  // node -> its place in the partition's order
   std::map<std::pair<int, int>, int> weight_cache_;
   std::map<std::pair<int, int>, int> cast_cache_;
-  std::map<std::pair<int, int>, int> layout_cache_;  // (value, to channels-last) -> copy
+  // (value, dtype or -1 for a row-major copy, channels) -> the copy
+  std::map<std::tuple<int, int, int64_t>, int> layout_cache_;
   std::map<int, int> redirect_;
   std::vector<Planned> steps_;
   std::vector<std::string> kernel_names_;

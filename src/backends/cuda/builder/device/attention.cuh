@@ -14,8 +14,8 @@
 template <int kMask, bool kWarp, int R, typename TM, typename TP>
 __device__ __forceinline__ void baton_attention_softmax(
     const float* __restrict__ s, const TM* __restrict__ mask, TP* __restrict__ p, long long rows,
-    long long sk, const long long (&sizes)[R], const long long (&strides)[R],
-    long long col_stride, float fill, bool nan_to_zero) {
+    long long sk, const long long (&sizes)[R], const long long (&strides)[R], long long col_stride,
+    float fill, bool nan_to_zero) {
   const long long row = baton_row_index<kWarp>();
   if (row >= rows) return;  // whole warps only: in block mode the grid has one block per row
   const int lane = baton_row_lane<kWarp>(), width = baton_row_width<kWarp>();

@@ -42,6 +42,32 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   return ops::product(q, 0, q.size() - 1) <= INT_MAX;
 }
 
+// Row-major and batched (contiguous batches): D[b] (m x n) = alpha * X[b] (m x k) W[b] (k x n),
+// W stored n x k when `w_transposed`. In cuBLASLt's column-major terms that is D^T = W^T X^T: its A
+// is W, its B is X, its m and n are our n and m (as in gemm.cpp). Operands in the engine's
+// operand dtype, D in `d_dtype`.
+GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64_t m, int64_t n,
+                      int64_t k, bool w_transposed, float alpha) {
+  GemmStep g{};
+  g.a_dtype = g.b_dtype = static_cast<uint8_t>(ctx.operand_dtype());
+  g.c_dtype = g.d_dtype = g.bias_dtype = static_cast<uint8_t>(d_dtype);
+  g.trans_a = w_transposed ? 1 : 0;
+  g.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
+  g.compute = static_cast<uint8_t>(ctx.target().precision);
+  g.batch = static_cast<uint32_t>(batches);
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  g.lda = w_transposed ? k : n;
+  g.ldb = k;
+  g.ldc = g.ldd = n;
+  g.stride_a = batches > 1 ? k * n : 0;
+  g.stride_b = batches > 1 ? m * k : 0;
+  g.stride_c = g.stride_d = batches > 1 ? m * n : 0;
+  g.alpha = alpha;
+  return g;
+}
+
 Status lower(Lowering& ctx, int index) {
   const compiler::IrNode& node = ctx.node(index);
   const int q = node.inputs[0], k = node.inputs[1], v = node.inputs[2];
@@ -58,29 +84,11 @@ Status lower(Lowering& ctx, int index) {
   BATON_ASSIGN_OR_RETURN(const int k_val, ctx.ensure(k, operand));
   BATON_ASSIGN_OR_RETURN(const int v_val, ctx.ensure(v, operand));
 
-  // Row-major S[Sq, Sk] = Q[Sq, D] K^T is column-major S^T = op(K) Q^T, as in gemm.cpp: cuBLASLt's
-  // A is K (transposed unless K is already stored [D, Sk]), its B is Q.
+  // S = scale * Q K^T: K is read transposed unless it is already stored [D, Sk].
   const int scores = ctx.new_scratch(DType::Float32, {batches, sq, sk});
-  GemmStep gs{};
-  gs.a_dtype = gs.b_dtype = static_cast<uint8_t>(operand);
-  gs.c_dtype = gs.d_dtype = gs.bias_dtype = static_cast<uint8_t>(DType::Float32);
-  gs.trans_a = kt ? 0 : 1;
-  gs.trans_b = 0;
-  gs.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
-  gs.compute = static_cast<uint8_t>(ctx.target().precision);
-  gs.batch = static_cast<uint32_t>(batches);
-  gs.m = sk;
-  gs.n = sq;
-  gs.k = d;
-  gs.lda = kt ? sk : d;
-  gs.ldb = d;
-  gs.ldc = gs.ldd = sk;
-  gs.stride_a = batches > 1 ? sk * d : 0;
-  gs.stride_b = batches > 1 ? sq * d : 0;
-  gs.stride_c = gs.stride_d = batches > 1 ? sq * sk : 0;
-  gs.alpha = static_cast<float>(node.attr_float("scale"));
-  gs.beta = 0.0f;
-  ctx.add_gemm(gs, {k_val, q_val, -1, scores, -1});
+  ctx.add_gemm(batched_gemm(ctx, DType::Float32, batches, sq, sk, d, !kt,
+                            static_cast<float>(node.attr_float("scale"))),
+               {k_val, q_val, -1, scores, -1});
 
   // The mask and the softmax.
   const std::string& kind = node.attr_string("mask_kind");
@@ -92,17 +100,6 @@ Status lower(Lowering& ctx, int index) {
   int mask_val = -1;
   std::string mask_type = "float";
   if (mask_kind != 0) {
-    // Right-aligned against the scores [..., Sq, Sk]: row-major strides, 0 where it broadcasts.
-    const std::vector<int64_t>& ms = ctx.value(mask).sizes;
-    std::vector<int64_t> strides(r, 0);
-    int64_t stride = 1;
-    for (size_t i = 0; i < ms.size(); ++i) {
-      const size_t md = ms.size() - 1 - i, sd = r - 1 - i;
-      strides[sd] = ms[md] == 1 ? 0 : stride;
-      stride *= ms[md];
-    }
-    row_strides.assign(strides.begin(), strides.end() - 1);
-    col_stride = strides[r - 1];
     if (mask_kind == 2) {
       mask_val = ctx.is_constant(mask) ? ctx.raw_weight(mask) : mask;
       mask_type = "unsigned char";  // bool bytes
@@ -110,6 +107,11 @@ Status lower(Lowering& ctx, int index) {
       mask_val = ctx.is_constant(mask) ? ctx.weight(mask, DType::Float32) : mask;
       mask_type = std::string(device_type_name(ctx.dtype_of(mask_val)));
     }
+    // Right-aligned against the scores [..., Sq, Sk], 0 where it broadcasts.
+    const std::vector<int64_t> strides =
+        broadcast_strides(ctx.value(mask).sizes, ctx.strides_of(mask_val), r);
+    row_strides.assign(strides.begin(), strides.end() - 1);
+    col_stride = strides[r - 1];
   }
   const RowLaunch rl = row_launch(batches * sq, sk);
   const std::string name = ctx.kernel_name("attention_softmax");
@@ -139,25 +141,8 @@ Status lower(Lowering& ctx, int index) {
   const bool direct = ctx.dtype_of(y) == DType::Float32 || ctx.dtype_of(y) == operand;
   const int out = direct ? y : ctx.new_scratch(DType::Float32, ctx.value(y).sizes);
   const DType d_dtype = ctx.dtype_of(out);
-  GemmStep gy{};
-  gy.a_dtype = gy.b_dtype = static_cast<uint8_t>(operand);
-  gy.c_dtype = gy.d_dtype = gy.bias_dtype = static_cast<uint8_t>(d_dtype);
-  gy.trans_a = gy.trans_b = 0;
-  gy.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
-  gy.compute = static_cast<uint8_t>(ctx.target().precision);
-  gy.batch = static_cast<uint32_t>(batches);
-  gy.m = dv;
-  gy.n = sq;
-  gy.k = sk;
-  gy.lda = dv;
-  gy.ldb = sk;
-  gy.ldc = gy.ldd = dv;
-  gy.stride_a = batches > 1 ? sk * dv : 0;
-  gy.stride_b = batches > 1 ? sq * sk : 0;
-  gy.stride_c = gy.stride_d = batches > 1 ? sq * dv : 0;
-  gy.alpha = 1.0f;
-  gy.beta = 0.0f;
-  ctx.add_gemm(gy, {v_val, probs, -1, out, -1});
+  ctx.add_gemm(batched_gemm(ctx, d_dtype, batches, sq, dv, sk, false, 1.0f),
+               {v_val, probs, -1, out, -1});
   if (!direct) ctx.add_cast(out, y, ctx.dtype_of(y));
   return Status();
 }

@@ -62,33 +62,6 @@ int result_slot(Lowering& ctx, int out, DType* dtype) {
   return tmp;
 }
 
-// `x` as N, H, W, Cp (channels-last, channels zero-padded to cp) in `dtype`, by one kernel.
-int nhwc_copy(Lowering& ctx, int x, int64_t cp, DType dtype) {
-  const std::vector<int64_t>& s = ctx.value(x).sizes;
-  if (ctx.channels_last(x) && cp == s[1]) {
-    auto cast = ctx.ensure(x, dtype);
-    if (cast.ok()) return *cast;
-  }
-  const std::vector<int64_t> st = ctx.strides_of(x);
-  const int out = ctx.new_scratch(dtype, {s[0], cp, s[2], s[3]});
-  ctx.set_channels_last(out);
-  const int64_t count = s[0] * s[2] * s[3] * cp;
-  const std::string name = ctx.kernel_name("to_nhwc_pad");
-  std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "{}* __restrict__ y) {{\n"
-      "  baton_for_each({}LL, [&](long long i) {{\n"
-      "    const long long c = i % {}LL, p = i / {}LL;\n"
-      "    const long long w = p % {}LL, q = p / {}LL;\n"
-      "    const long long h = q % {}LL, n = q / {}LL;\n"
-      "    st(&y[i], c < {}LL ? to_f(x[n * {}LL + c * {}LL + h * {}LL + w * {}LL]) : 0.0f);\n"
-      "  }});\n}}\n",
-      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(dtype), count, cp, cp, s[3],
-      s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, out});
-  return out;
-}
-
 Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
   // The epilogue: a residual Add (its other input ready before the convolution), then Relu.
@@ -114,7 +87,7 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
 
   const DType operand = ctx.operand_dtype();
   const int64_t cp = (s.c + 7) / 8 * 8;
-  const int x = nhwc_copy(ctx, node.inputs[0], cp, operand);
+  BATON_ASSIGN_OR_RETURN(const int x, ctx.channels_last_copy(node.inputs[0], operand, cp));
   // Filters K, R, S, Cp from K, C, R, S.
   const std::vector<float> wf = ctx.constant_floats(node.inputs[1]);
   std::vector<float> wp(static_cast<size_t>(s.k * s.kh * s.kw * cp), 0.0f);
@@ -130,8 +103,8 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
   int z = -1;
   if (residual >= 0) {
-    z = ctx.channels_last_copy(residual);
-    BATON_ASSIGN_OR_RETURN(z, ctx.ensure(z, y_dtype));
+    BATON_ASSIGN_OR_RETURN(z,
+                           ctx.channels_last_copy(residual, y_dtype, ctx.value(residual).sizes[1]));
   }
 
   ConvStep step{};

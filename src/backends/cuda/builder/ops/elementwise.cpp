@@ -106,13 +106,8 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
         in.dtype = ctx.dtype_of(src);
         // The input's strides (as stored) broadcast to the output's logical dimensions (0 along
         // broadcast dimensions), then put in the kernel's dimension order.
-        const std::vector<int64_t> own = ctx.strides_of(src);
-        std::vector<int64_t> logical(k.sizes.size(), 0);
-        for (size_t j = 0; j < iv.sizes.size(); ++j) {
-          const size_t d_in = iv.sizes.size() - 1 - j;
-          const size_t d_out = k.sizes.size() - 1 - j;
-          logical[d_out] = iv.sizes[d_in] == 1 ? 0 : own[d_in];
-        }
+        const std::vector<int64_t> logical =
+            broadcast_strides(iv.sizes, ctx.strides_of(src), k.sizes.size());
         in.strides = logical;
         for (size_t d = 0; d < order.size(); ++d) in.strides[d] = logical[order[d]];
         operands.push_back(src);

@@ -4,6 +4,7 @@
 // inputs broadcast through strides, read in their stored dtypes (integers compare exactly), the
 // output stored as bool.
 #include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
 
 namespace baton::cuda {
 namespace {
@@ -23,22 +24,11 @@ constexpr LogicalOp kOps[] = {
 
 Status lower(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
-  const int out = n.outputs[0];
-  TypedKernel k;
-  k.sizes = ctx.value(out).sizes;
-  k.out = ctx.dtype_of(out);
   for (const LogicalOp& op : kOps) {
-    if (op.op == n.op_type) k.expression = op.expression;
+    if (op.op == n.op_type) return lower_broadcast(ctx, index, "logical", op.expression);
   }
-  std::vector<int> operands;
-  for (int v : n.inputs) {
-    TypedOperand t = typed_operand(ctx, v, k.sizes);
-    k.inputs.push_back(t.input);
-    operands.push_back(t.operand);
-  }
-  operands.push_back(out);
-  add_typed_kernel(ctx, "logical", std::move(k), std::move(operands));
-  return Status();
+  return BATON_ERROR(Internal, "{} reached the logical lowering, which has no expression for it",
+                     n.describe());
 }
 
 }  // namespace

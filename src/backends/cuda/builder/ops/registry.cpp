@@ -51,19 +51,41 @@ int operand_of(Lowering& ctx, int v) {
   return floating ? ctx.weight(v, ctx.activation_dtype()) : ctx.raw_weight(v);
 }
 
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& sizes,
+                                       const std::vector<int64_t>& strides, size_t rank) {
+  std::vector<int64_t> out(rank, 0);
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const size_t d_in = sizes.size() - 1 - j;
+    out[rank - 1 - j] = sizes[d_in] == 1 ? 0 : strides[d_in];
+  }
+  return out;
+}
+
 TypedOperand typed_operand(Lowering& ctx, int v, const std::vector<int64_t>& sizes) {
   TypedOperand t;
   t.operand = operand_of(ctx, v);
   t.input.dtype = ctx.dtype_of(t.operand);
-  const std::vector<int64_t>& own = ctx.value(v).sizes;
-  const std::vector<int64_t> strides = ctx.strides_of(t.operand);
-  t.input.strides.assign(sizes.size(), 0);
-  for (size_t j = 0; j < own.size(); ++j) {
-    const size_t d_in = own.size() - 1 - j;
-    const size_t d_out = sizes.size() - 1 - j;
-    t.input.strides[d_out] = own[d_in] == 1 ? 0 : strides[d_in];
-  }
+  t.input.strides = broadcast_strides(ctx.value(v).sizes, ctx.strides_of(t.operand), sizes.size());
   return t;
+}
+
+Status lower_broadcast(Lowering& ctx, int index, const char* what, std::string expression,
+                       size_t inputs) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int out = n.outputs[0];
+  TypedKernel k;
+  k.sizes = ctx.value(out).sizes;
+  k.out = ctx.dtype_of(out);
+  k.expression = std::move(expression);
+  std::vector<int> operands;
+  for (size_t i = 0; i < std::min(inputs, n.inputs.size()); ++i) {
+    TypedOperand t = typed_operand(ctx, n.inputs[i], k.sizes);
+    k.inputs.push_back(t.input);
+    operands.push_back(t.operand);
+  }
+  operands.push_back(out);
+  add_typed_kernel(ctx, what, std::move(k), std::move(operands));
+  return Status();
 }
 
 void add_typed_kernel(Lowering& ctx, const char* what, TypedKernel k, std::vector<int> operands) {

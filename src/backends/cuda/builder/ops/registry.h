@@ -106,5 +106,13 @@ TypedOperand typed_operand(Lowering& ctx, int v, const std::vector<int64_t>& siz
 // Adds the typed kernel `k` (named `what`) over `operands` (the inputs' operands, then the
 // output).
 void add_typed_kernel(Lowering& ctx, const char* what, TypedKernel k, std::vector<int> operands);
+// Lowers node `index` as one typed kernel computing `expression` (`{i}`: input i) over its first
+// `inputs` inputs, each broadcast to the output's shape.
+Status lower_broadcast(Lowering& ctx, int index, const char* what, std::string expression,
+                       size_t inputs = SIZE_MAX);
+// Element strides (`strides`) of a value of shape `sizes`, broadcast to `rank` dimensions (aligned
+// on the right, 0 along dimensions of size 1 and the missing leading ones).
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& sizes,
+                                       const std::vector<int64_t>& strides, size_t rank);
 
 }  // namespace baton::cuda

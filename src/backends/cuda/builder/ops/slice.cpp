@@ -18,17 +18,9 @@ std::vector<int64_t> constant_ints(const compiler::Graph& g, int v) {
   return ops::int_values_of(iv.dtype, iv.constant->data(), *checked_numel(iv.sizes));
 }
 
+// Only the data input: the shape input is a compile-time constant.
 Status lower_expand(Lowering& ctx, int index) {
-  const compiler::IrNode& n = ctx.node(index);
-  const int out = n.outputs[0];
-  TypedKernel k;
-  k.sizes = ctx.value(out).sizes;
-  k.out = ctx.dtype_of(out);
-  k.expression = "{0}";
-  TypedOperand t = typed_operand(ctx, n.inputs[0], k.sizes);
-  k.inputs.push_back(t.input);
-  add_typed_kernel(ctx, "expand", std::move(k), {t.operand, out});
-  return Status();
+  return lower_broadcast(ctx, index, "expand", "{0}", 1);
 }
 
 Result<std::vector<ops::SliceDim>> slice_dims_of(const compiler::Graph& g,

@@ -7,21 +7,7 @@ namespace baton::cuda {
 namespace {
 
 Status lower(Lowering& ctx, int index) {
-  const compiler::IrNode& n = ctx.node(index);
-  const int out = n.outputs[0];
-  TypedKernel k;
-  k.sizes = ctx.value(out).sizes;
-  k.out = ctx.dtype_of(out);
-  k.expression = "({0} ? {1} : {2})";
-  std::vector<int> operands;
-  for (int v : n.inputs) {
-    TypedOperand t = typed_operand(ctx, v, k.sizes);
-    k.inputs.push_back(t.input);
-    operands.push_back(t.operand);
-  }
-  operands.push_back(out);
-  add_typed_kernel(ctx, "where", std::move(k), std::move(operands));
-  return Status();
+  return lower_broadcast(ctx, index, "where", "({0} ? {1} : {2})");
 }
 
 }  // namespace
