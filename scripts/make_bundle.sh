@@ -34,6 +34,7 @@ binaries=(
   "$BUILD/bench/baton_bench"
   "$BUILD/examples/run_model"
   "$BUILD/tests/backends/cuda/cuda_gpu_test"
+  "$BUILD/tests/backends/cuda/cuda_tuning_test"
   "$BUILD/tests/backends/cuda/cuda_contract_test"
   "$BUILD/tests/backends/cuda/cuda_gpu_no_alloc_test"
   "$BUILD/tests/backends/cuda/cuda_conformance_test"

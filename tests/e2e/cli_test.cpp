@@ -99,6 +99,9 @@ TEST_F(CliTest, RunWithPositionalAndRandomInputs) {
   r = baton("run " + program() + " -n 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(random)"), std::string::npos) << r.output;
+  // The load time is reported, split into the program and the method.
+  EXPECT_NE(r.output.find("loaded in "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" ms (program "), std::string::npos) << r.output;
 }
 
 // --threads sets the CPU kernels' threads (reported), the same outputs come back, and a count out

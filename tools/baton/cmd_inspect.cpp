@@ -83,10 +83,21 @@ void print_engine(const json& e) {
                 shown(b["name"]).c_str(), b["dtype"].get<std::string>().c_str(),
                 shape_text(b["shape"]).c_str());
   }
+  if (e.contains("choices")) {
+    const json& c = e["choices"];
+    if (c.is_object()) {
+      std::printf("        choices: %d timed on %s (cuBLASLt %d, cuDNN %d)\n",
+                  c["steps"].get<int>(), shown(c["gpu"]).c_str(), c["cublaslt_version"].get<int>(),
+                  c["cudnn_version"].get<int>());
+    } else {
+      std::printf("        choices: %s\n", shown(c).c_str());
+    }
+  }
   int i = 0;
   for (const auto& s : e["steps"]) {
     std::printf("        step %d: %s %s\n", i++, s["kind"].get<std::string>().c_str(),
                 shown(s["what"]).c_str());
+    if (s.contains("choice")) std::printf("          chosen: %s\n", shown(s["choice"]).c_str());
   }
 }
 

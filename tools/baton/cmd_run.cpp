@@ -192,10 +192,15 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
 Status run_run(const RunArgs& args) {
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
+  // Load time is reported: a program whose GPU choices were not recorded when it was compiled
+  // (no GPU then) times them here.
+  const auto load_start = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
+  const auto program_loaded = std::chrono::steady_clock::now();
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
   BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward", method_options));
+  const auto method_loaded = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));
   if (args.device_io) {
@@ -214,6 +219,10 @@ Status run_run(const RunArgs& args) {
 
   if (!args.quiet) {
     std::printf("program %s: %s\n", args.program.c_str(), std::string(program->producer()).c_str());
+    std::printf("loaded in %.1f ms (program %.1f ms, method %.1f ms)\n",
+                Millis(method_loaded - load_start).count(),
+                Millis(program_loaded - load_start).count(),
+                Millis(method_loaded - program_loaded).count());
     std::printf("cpu threads %u\n", method->cpu_threads());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const runtime::TensorInfo info = method->input_info(i);

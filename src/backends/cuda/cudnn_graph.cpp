@@ -4,8 +4,10 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -120,6 +122,7 @@ struct ConvPlan::Impl {
   fe::graph::Graph graph;
   int64_t workspace = 0;
   std::string engine;
+  ConvChoice choice;
   bool has_bias = false;
   bool has_residual = false;
 };
@@ -129,8 +132,22 @@ namespace {
 // Tensor uids: the order execute() takes its pointers in.
 enum Uid : int64_t { kX = 1, kW = 2, kBias = 3, kResidual = 4, kY = 5 };
 
-Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
-             const std::string& what) {
+// Candidates needing more workspace than this are not timed.
+constexpr int64_t kMaxTimedWorkspace = int64_t{256} << 20;
+
+Status check(fe::error_t e, const char* stage, const ConvStep& c, const std::string& what) {
+  if (e.is_good()) return Status();
+  return BATON_ERROR(NotSupported,
+                     "{}: cuDNN cannot run this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} "
+                     "stride {}x{} groups {}, {}): {} failed: {}",
+                     what, c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
+                     c.stride_w, c.groups, precision_name(static_cast<Precision>(c.compute)), stage,
+                     e.get_message());
+}
+
+// The operation graph of `c`, validated and built (no execution plan yet).
+Status make_graph(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
+                  const std::string& what) {
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t x_type, data_type(c.x_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t w_type, data_type(c.w_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t y_type, data_type(c.y_dtype, what));
@@ -189,49 +206,169 @@ Status build(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
       .set_data_type(y_type)
       .set_dim({c.n, c.k, c.out_h, c.out_w})
       .set_stride(nhwc_strides(c.k, c.out_h, c.out_w));
+  BATON_TRY(check(g.validate(), "validate", c, what));
+  BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph", c, what));
+  return Status();
+}
 
-  auto check = [&](fe::error_t e, const char* stage) -> Status {
-    if (e.is_good()) return Status();
-    return BATON_ERROR(NotSupported,
-                       "{}: cuDNN cannot run this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} "
-                       "stride {}x{} groups {}, {}): {} failed: {}",
-                       what, c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
-                       c.stride_w, c.groups, precision_name(static_cast<Precision>(c.compute)),
-                       stage, e.get_message());
-  };
-  BATON_TRY(check(g.validate(), "validate"));
-  BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph"));
-  BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-                  "create_execution_plans"));
+// Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits), for chosen and replayed plans.
+void restrict_numerics(fe::graph::Graph& g, const ConvStep& c) {
   if (static_cast<Precision>(c.compute) == Precision::FP32 &&
       static_cast<DType>(c.x_dtype) == DType::Float32) {
-    // Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits).
     g.deselect_numeric_notes(
         {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
   }
-  BATON_TRY(check(g.check_support(handle), "check_support"));
-  BATON_TRY(check(g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans"));
+}
+
+// The engine and knobs of plan `index` of `g`.
+Result<ConvChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std::string& what) {
+  ConvChoice choice;
+  std::unordered_map<fe::KnobType_t, int64_t> knobs;
+  fe::error_t e = g.get_engine_and_knobs_at_index(index, choice.engine, knobs);
+  BATON_CHECK_OR_RETURN(e.is_good(), Internal, "{}: cuDNN did not report plan {}'s engine: {}",
+                        what, index, e.get_message());
+  BATON_CHECK_OR_RETURN(knobs.size() <= kMaxCudnnKnobs, NotSupported,
+                        "{}: cuDNN plan {} has {} knobs; Baton records at most {}", what, index,
+                        knobs.size(), kMaxCudnnKnobs);
+  for (const auto& [type, value] : knobs) {
+    choice.knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  std::sort(choice.knobs.begin(), choice.knobs.end());
+  return choice;
+}
+
+// Workspace size and engine name of the plan `g` will execute.
+Status describe_plan(const fe::graph::Graph& g, int64_t* workspace, std::string* engine,
+                     const std::string& what) {
+  BATON_CHECK_OR_RETURN(g.get_workspace_size(*workspace).is_good(), Internal,
+                        "{}: cuDNN did not report the plan's workspace size", what);
+  std::string name;
+  if (g.get_plan_name(name).is_good()) *engine = name;
   return Status();
+}
+
+// `n` operand pointers in uid order inside `base` (each range 256-byte aligned); the bytes needed.
+uint64_t operand_layout(const ConvStep& c, uint8_t* base, void** pointers, int* n) {
+  uint64_t offset = 0;
+  *n = 0;
+  auto place = [&](const BufferRef& r) {
+    pointers[(*n)++] = base + offset;
+    offset += (r.bytes + 255) / 256 * 256;
+  };
+  place(c.x);
+  place(c.w);
+  if (c.has_bias) place(c.bias);
+  if (c.has_residual) place(c.residual);
+  place(c.y);
+  return offset;
+}
+
+// Times plan `index` (built) of `g`; an error when it cannot run here.
+Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
+                        int64_t index, Stopwatch& stopwatch) {
+  int64_t workspace_size = 0;
+  if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
+      workspace_size > kMaxTimedWorkspace) {
+    return BATON_ERROR(NotSupported, "workspace of {} bytes", workspace_size);
+  }
+  void* pointers[5];
+  int n = 0;
+  const uint64_t bytes = operand_layout(c, nullptr, pointers, &n);
+  BATON_ASSIGN_OR_RETURN(void* operands, stopwatch.operands(bytes));
+  operand_layout(c, static_cast<uint8_t*>(operands), pointers, &n);
+  BATON_ASSIGN_OR_RETURN(void* workspace,
+                         stopwatch.workspace(static_cast<uint64_t>(std::max<int64_t>(
+                             workspace_size, 1))));
+  return stopwatch.time([&](cudaStream_t stream) -> Status {
+    BATON_CHECK_OR_RETURN(fe::detail::set_stream(handle, stream) == CUDNN_STATUS_SUCCESS, Internal,
+                          "cudnnSetStream failed");
+    fe::error_t e = g.execute_plan_at_index(handle, pointers, n, workspace, index);
+    BATON_CHECK_OR_RETURN(e.is_good(), NotSupported, "{}", e.get_message());
+    return Status();
+  });
 }
 
 }  // namespace
 
-Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
-                                  const std::string& what) {
+Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
+                                  Stopwatch* stopwatch, const std::string& what) {
   ConvPlan plan;
   plan.impl_ = std::make_unique<Impl>();
   Impl& impl = *plan.impl_;
+  fe::graph::Graph& g = impl.graph;
   try {
-    BATON_TRY(build(impl.graph, handle, step, what));
-    BATON_CHECK_OR_RETURN(impl.graph.get_workspace_size(impl.workspace).is_good(), Internal,
-                          "{}: cuDNN did not report the plan's workspace size", what);
-    std::string name;
-    if (impl.graph.get_plan_name(name).is_good()) impl.engine = name;
+    BATON_TRY(make_graph(g, handle, step, what));
+    BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                    "create_execution_plans", step, what));
+    restrict_numerics(g, step);
+    BATON_TRY(check(g.check_support(handle), "check_support", step, what));
+    const int64_t count = g.get_execution_plan_count();
+    int64_t best = -1;
+    float best_us = 0;
+    uint32_t timed = 0;
+    std::string failures;
+    for (int64_t i = 0; i < count && (best < 0 || timed < static_cast<uint32_t>(candidates)); ++i) {
+      fe::error_t built = g.build_plan_at_index(handle, i);
+      if (built.is_bad()) {
+        failures += fmt::format("\n  plan {}: {}", i, built.get_message());
+        continue;
+      }
+      if (candidates <= 1 || stopwatch == nullptr) {
+        best = i;  // the heuristics' first plan that builds, untimed
+        break;
+      }
+      Result<float> us = time_plan(g, handle, step, i, *stopwatch);
+      if (!us.ok()) {
+        failures += fmt::format("\n  plan {}: {}", i, us.status().message());
+        continue;
+      }
+      ++timed;
+      if (best < 0 || *us < best_us) {
+        best = i;
+        best_us = *us;
+      }
+    }
+    BATON_CHECK_OR_RETURN(best >= 0, NotSupported,
+                          "{}: none of cuDNN's {} plans for this convolution builds or runs on "
+                          "this GPU:{}",
+                          what, count, failures);
+    // Building it again makes it the plan execute() runs.
+    BATON_TRY(check(g.build_plan_at_index(handle, best), "build_plan_at_index", step, what));
+    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, best, what));
+    impl.choice.time_us = best_us;
+    impl.choice.candidates = timed;
+    BATON_TRY(describe_plan(g, &impl.workspace, &impl.engine, what));
+    impl.has_bias = step.has_bias != 0;
+    impl.has_residual = step.has_residual != 0;
   } catch (const std::exception& e) {
     return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
   }
-  impl.has_bias = step.has_bias != 0;
-  impl.has_residual = step.has_residual != 0;
+  return plan;
+}
+
+Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
+                                  const ConvChoice& choice, const std::string& what) {
+  ConvPlan plan;
+  plan.impl_ = std::make_unique<Impl>();
+  Impl& impl = *plan.impl_;
+  fe::graph::Graph& g = impl.graph;
+  try {
+    BATON_TRY(make_graph(g, handle, step, what));
+    std::unordered_map<fe::KnobType_t, int64_t> knobs;
+    for (const auto& [type, value] : choice.knobs) knobs[static_cast<fe::KnobType_t>(type)] = value;
+    BATON_TRY(check(g.create_execution_plan(choice.engine, knobs),
+                    "create_execution_plan (the chosen engine)", step, what));
+    restrict_numerics(g, step);
+    BATON_TRY(check(g.check_support(handle), "check_support", step, what));
+    BATON_TRY(check(g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans",
+                    step, what));
+    impl.choice = choice;
+    BATON_TRY(describe_plan(g, &impl.workspace, &impl.engine, what));
+    impl.has_bias = step.has_bias != 0;
+    impl.has_residual = step.has_residual != 0;
+  } catch (const std::exception& e) {
+    return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
+  }
   return plan;
 }
 
@@ -242,6 +379,11 @@ ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
 
 uint64_t ConvPlan::workspace_bytes() const {
   return impl_ ? static_cast<uint64_t>(impl_->workspace) : 0;
+}
+
+const ConvChoice& ConvPlan::choice() const {
+  static const ConvChoice kNone;
+  return impl_ ? impl_->choice : kNone;
 }
 
 const std::string& ConvPlan::engine_name() const {

@@ -4,9 +4,11 @@
 // throw exceptions, which stay inside that file.
 //
 // A ConvPlan is one ConvStep's operation graph (convolution, then its fused bias, residual Add
-// and activation as pointwise operations) with the execution plan cuDNN's heuristics rank first
-// among those that build. It is made when an execution context is created, on that context's
-// cuDNN handle, and enqueued on the caller's stream (and so captured into the engine's graph).
+// and activation as pointwise operations) with one execution plan: a cuDNN engine and its knob
+// values (a ConvChoice). The engine chooses it once, timing the candidates cuDNN's heuristics rank
+// highest (ConvPlan::choose), or takes the one recorded in the blob; each execution context then
+// builds that choice on its own cuDNN handle (ConvPlan::create) and enqueues it on the caller's
+// stream (and so into the engine's graph).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,8 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/cuda/engine_format.h"
+#include "backends/cuda/tuning.h"
 #include "baton/core/error.h"
 
 // cudnn.h's handle type, without including cudnn.h here.
@@ -48,19 +53,35 @@ class CudnnHandle {
 // was created.
 uint32_t loaded_cudnn_version();
 
+// A cuDNN engine of a convolution's operation graph and its knob values (KnobType_t of
+// cudnn-frontend, whose numbering is stable, and value): what is timed, recorded and replayed.
+struct ConvChoice {
+  int64_t engine = -1;
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+  float time_us = 0;        // when timed
+  uint32_t candidates = 0;  // how many were timed (0: the heuristics' first choice, untimed)
+};
+
 class ConvPlan {
  public:
   ConvPlan();
-  // Builds the graph for `step` and its execution plan. `what` names the step in errors
-  // ("partition 'cuda_0' step 3").
+  // Chooses a plan for `step`: builds up to `candidates` of the engines cuDNN's heuristics rank
+  // highest and times each on `stopwatch`'s memory, keeping the fastest; with one candidate (or no
+  // stopwatch) the first that builds, untimed. `what` names the step in errors ("partition
+  // 'cuda_0' step 3").
+  static Result<ConvPlan> choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
+                                 Stopwatch* stopwatch, const std::string& what);
+  // Builds the plan of `choice` (made by choose, here or when the blob was built); an error when
+  // this cuDNN cannot build it for `step` on this GPU.
   static Result<ConvPlan> create(cudnnHandle_t handle, const ConvStep& step,
-                                 const std::string& what);
+                                 const ConvChoice& choice, const std::string& what);
   ~ConvPlan();
   ConvPlan(ConvPlan&&) noexcept;
   ConvPlan& operator=(ConvPlan&&) noexcept;
 
   explicit operator bool() const { return impl_ != nullptr; }
   uint64_t workspace_bytes() const;
+  const ConvChoice& choice() const;
   // The engine cuDNN runs (its name from the plan), for inspection and profiles.
   const std::string& engine_name() const;
   // Enqueues the convolution on `stream` (set on `handle`). Pointers: the step's tensors as

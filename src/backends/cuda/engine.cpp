@@ -3,11 +3,16 @@
 #include <nvtx3/nvToolsExtMemCudaRt.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/driver.h"
+#include "baton/core/log.h"
 
 namespace baton::cuda {
 namespace {
@@ -55,16 +60,36 @@ Result<MatrixLayout> make_layout(uint8_t dtype, int64_t rows, int64_t cols, int6
 
 bool is_binding(const BufferRef& r) { return r.space == static_cast<uint32_t>(Space::Binding); }
 
+static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(StepChoice::cublaslt_algo));
+
+// The shape of a step without its buffers: steps with equal signatures get the same choice.
+template <typename Step>
+std::string signature(const Step& step, size_t buffers_offset) {
+  return std::string(reinterpret_cast<const char*>(&step), buffers_offset);
+}
+
+// Operand pointers for timing a GEMM: each of A, B, C, D its own 256-byte aligned range of
+// `base`; returns the bytes needed.
+uint64_t gemm_operands(const GemmStep& g, uint8_t* base, void* pointers[4]) {
+  uint64_t offset = 0;
+  const BufferRef* refs[4] = {&g.a, &g.b, &g.c, &g.d};
+  for (int i = 0; i < 4; ++i) {
+    pointers[i] = base + offset;
+    offset += (refs[i]->bytes + 255) / 256 * 256;
+  }
+  return offset;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
-                                             const std::string& partition) {
+                                             const std::string& partition, bool quiet) {
   std::shared_ptr<Engine> engine(new Engine());
-  BATON_TRY(engine->init(blob, partition));
+  BATON_TRY(engine->init(blob, partition, quiet));
   return engine;
 }
 
-Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition) {
+Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition, bool quiet) {
   partition_ = partition;
   BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes));
   const EngineHeader& h = blob_.header();
@@ -112,15 +137,246 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
       kernels_.push_back(k);
     }
   }
-  gemms_.resize(blob_.steps().size());
-  // Planning needs a handle for the heuristics only; each execution context has its own.
+  const size_t n = blob_.steps().size();
+  gemms_.resize(n);
+  gemm_times_.assign(n, {0.0f, 0u});
+  convs_.resize(n);
+  // Planning needs a handle for the heuristics and the timing only; each execution context has
+  // its own.
+  const auto started = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
-  for (size_t s = 0; s < blob_.steps().size(); ++s) {
-    if (blob_.steps()[s].kind == static_cast<uint32_t>(StepKind::Gemm)) {
-      BATON_TRY(plan_gemm(handle.get(), s));
+  bool has_choices_to_make = false;
+  for (const StepRecord& r : blob_.steps()) {
+    has_choices_to_make |= r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
+                           r.kind == static_cast<uint32_t>(StepKind::Conv);
+  }
+  std::optional<Stopwatch> stopwatch;
+  if (has_choices_to_make && tune_candidates() > 1) {
+    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(h.device_id));
+    stopwatch.emplace(std::move(w));
+  }
+  // Recorded choices apply on the GPU model they were timed on, with the libraries they were
+  // timed with; otherwise every one is chosen again.
+  std::string rechosen;
+  const std::string gpu = found[h.device_id].name;
+  if (!blob_.choices().empty()) {
+    if (blob_.choices_gpu() != gpu) {
+      rechosen = fmt::format("they were timed on {}, this is {}", blob_.choices_gpu(), gpu);
+    } else if (h.choices_cublaslt_version != cublasLtGetVersion()) {
+      rechosen = fmt::format("they were timed with cuBLASLt {}, this is {}",
+                             h.choices_cublaslt_version, cublasLtGetVersion());
     }
   }
+  const bool use_recorded = rechosen.empty();
+  std::map<std::string, size_t> first_of_shape;
+  for (size_t s = 0; s < n; ++s) {
+    if (blob_.steps()[s].kind != static_cast<uint32_t>(StepKind::Gemm)) continue;
+    BATON_TRY(plan_gemm(handle.get(), s));
+    const StepChoice* recorded = blob_.choice(s);
+    if (recorded != nullptr && use_recorded) {
+      Status applied = apply_recorded_gemm(handle.get(), s, *recorded);
+      if (applied.ok()) continue;
+      rechosen += fmt::format("{}step {}: {}", rechosen.empty() ? "" : "; ", s, applied.message());
+    }
+    if (recorded != nullptr) ++stats_.rechosen;
+    const std::string shape = signature(blob_.steps()[s].gemm, offsetof(GemmStep, a));
+    if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
+      gemms_[s].algo = gemms_[it->second].algo;
+      gemm_times_[s] = gemm_times_[it->second];
+      ++(gemm_times_[s].second > 0 ? stats_.timed : stats_.untimed);
+      continue;
+    }
+    BATON_TRY(choose_gemm(handle.get(), s, stopwatch ? &*stopwatch : nullptr));
+    first_of_shape[shape] = s;
+  }
+  BATON_TRY(choose_convs(stopwatch ? &*stopwatch : nullptr, use_recorded, &rechosen));
+  stats_.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (!rechosen.empty()) {
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}': the program's recorded algorithm choices do not all "
+                            "apply here ({}): {} chosen again",
+                            partition, rechosen, stats_.rechosen));
+  }
+  if (!quiet && stats_.timed > 0) {
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}' on cuda:{}: timed the algorithms of {} GEMM and "
+                            "convolution steps ({} candidates each) in {:.0f} ms at load; compile "
+                            "with this GPU present to record them in the program",
+                            partition, h.device_id, stats_.timed, tune_candidates(), stats_.ms));
+  }
   return Status();
+}
+
+Status Engine::apply_recorded_gemm(cublasLtHandle_t handle, size_t step,
+                                   const StepChoice& recorded) {
+  const GemmStep& g = blob_.steps()[step].gemm;
+  GemmPlan& p = gemms_[step];
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, recorded.cublaslt_algo, sizeof algo);
+  cublasLtMatmulHeuristicResult_t result{};
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoCheck(handle, p.desc.get(), p.a.get(), p.b.get(),
+                              g.has_c ? p.c.get() : p.d.get(), p.d.get(), &algo, &result);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS, NotSupported,
+                        "the recorded cuBLASLt algorithm fails cuBLASLt's check ({})",
+                        status_string(st));
+  BATON_CHECK_OR_RETURN(result.workspaceSize <= blob_.header().workspace_bytes, NotSupported,
+                        "the recorded cuBLASLt algorithm needs {} bytes of workspace, the engine "
+                        "has {}",
+                        result.workspaceSize, blob_.header().workspace_bytes);
+  p.algo = algo;
+  gemm_times_[step] = {recorded.time_us, recorded.candidates};
+  ++stats_.recorded;
+  return Status();
+}
+
+// The aligned algorithm of GEMM step `step`: the fastest of the heuristics' top candidates, timed
+// on `stopwatch`, or (without one) their first.
+Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch) {
+  const GemmStep& g = blob_.steps()[step].gemm;
+  GemmPlan& p = gemms_[step];
+  const uint64_t workspace = blob_.header().workspace_bytes;
+  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
+  BATON_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  const int wanted = stopwatch != nullptr ? tune_candidates() : 1;
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(), p.d.get(),
+      pref.get(), wanted, results.data(), &found);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                        "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
+                        "n={} k={} batch={}: {}. Compile with another --precision, or report the "
+                        "shape",
+                        partition_, step, device(), g.m, g.n, g.k, g.batch, status_string(st));
+  if (stopwatch == nullptr) {
+    p.algo = results[0].algo;
+    ++stats_.untimed;
+    return Status();
+  }
+  void* ptrs[4];
+  BATON_ASSIGN_OR_RETURN(void* base, stopwatch->operands(gemm_operands(g, nullptr, ptrs)));
+  gemm_operands(g, static_cast<uint8_t*>(base), ptrs);
+  BATON_ASSIGN_OR_RETURN(void* ws, stopwatch->workspace(std::max<uint64_t>(workspace, 1)));
+  int best = -1;
+  float best_us = 0;
+  uint32_t timed = 0;
+  for (int i = 0; i < found; ++i) {
+    Result<float> us = stopwatch->time([&](cudaStream_t stream) -> Status {
+      BATON_CUDA_CHECK_ON(device(),
+                          cublasLtMatmul(handle, p.desc.get(), &g.alpha, ptrs[0], p.a.get(),
+                                         ptrs[1], p.b.get(), &g.beta, g.has_c ? ptrs[2] : ptrs[3],
+                                         g.has_c ? p.c.get() : p.d.get(), ptrs[3], p.d.get(),
+                                         &results[i].algo, ws, workspace, stream));
+      return Status();
+    });
+    if (!us.ok()) continue;  // a candidate that cannot run here is not chosen
+    ++timed;
+    if (best < 0 || *us < best_us) {
+      best = i;
+      best_us = *us;
+    }
+  }
+  BATON_CHECK_OR_RETURN(best >= 0, NotSupported,
+                        "partition '{}' step {}: none of cuBLASLt's {} algorithms for m={} n={} "
+                        "k={} batch={} runs on cuda:{}",
+                        partition_, step, found, g.m, g.n, g.k, g.batch, device());
+  p.algo = results[static_cast<size_t>(best)].algo;
+  gemm_times_[step] = {best_us, timed};
+  ++stats_.timed;
+  return Status();
+}
+
+// Every convolution's cuDNN engine, on a handle made for choosing (each execution context builds
+// the chosen plans on its own): the recorded one if this cuDNN builds it, else chosen now.
+Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen) {
+  const size_t n = blob_.steps().size();
+  bool any = false;
+  for (const StepRecord& r : blob_.steps()) any |= r.kind == static_cast<uint32_t>(StepKind::Conv);
+  if (!any) return Status();
+  BATON_ASSIGN_OR_RETURN(const CudnnHandle handle, CudnnHandle::create(device()));
+  if (use_recorded && !blob_.choices().empty() &&
+      blob_.header().choices_cudnn_version != loaded_cudnn_version()) {
+    *rechosen += fmt::format("{}they were timed with cuDNN {}, this is {}",
+                             rechosen->empty() ? "" : "; ", blob_.header().choices_cudnn_version,
+                             loaded_cudnn_version());
+    use_recorded = false;
+  }
+  std::map<std::string, size_t> first_of_shape;
+  for (size_t s = 0; s < n; ++s) {
+    const StepRecord& r = blob_.steps()[s];
+    if (r.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    const std::string what = fmt::format("partition '{}' step {}", partition_, s);
+    if (const StepChoice* c = blob_.choice(s)) {
+      if (use_recorded) {
+        ConvChoice choice;
+        choice.engine = c->cudnn_engine;
+        for (uint32_t k = 0; k < c->num_knobs; ++k) {
+          choice.knobs.emplace_back(c->knobs[k][0], c->knobs[k][1]);
+        }
+        choice.time_us = c->time_us;
+        choice.candidates = c->candidates;
+        Result<ConvPlan> plan = ConvPlan::create(handle.get(), r.conv, choice, what);
+        if (plan.ok()) {
+          convs_[s] = std::move(choice);
+          ++stats_.recorded;
+          continue;
+        }
+        *rechosen += fmt::format("{}step {}: the recorded cuDNN engine {} does not build ({})",
+                                 rechosen->empty() ? "" : "; ", s, c->cudnn_engine,
+                                 plan.status().message());
+      }
+      ++stats_.rechosen;
+    }
+    const std::string shape = signature(r.conv, offsetof(ConvStep, x));
+    if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
+      convs_[s] = convs_[it->second];
+    } else {
+      BATON_ASSIGN_OR_RETURN(const ConvPlan plan, ConvPlan::choose(handle.get(), r.conv,
+                                                                   tune_candidates(), stopwatch,
+                                                                   what));
+      convs_[s] = plan.choice();
+      first_of_shape[shape] = s;
+    }
+    ++(convs_[s].candidates > 0 ? stats_.timed : stats_.untimed);
+  }
+  return Status();
+}
+
+EngineChoices Engine::choices() const {
+  EngineChoices out;
+  out.cublaslt_version = static_cast<uint32_t>(cublasLtGetVersion());
+  for (const DeviceInfo& d : visible_devices()) {
+    if (d.index == device()) out.gpu = d.name.substr(0, sizeof(EngineHeader::choices_gpu) - 1);
+  }
+  for (size_t s = 0; s < blob_.steps().size(); ++s) {
+    const uint32_t kind = blob_.steps()[s].kind;
+    StepChoice c{};
+    c.step = static_cast<uint32_t>(s);
+    c.kind = kind;
+    if (kind == static_cast<uint32_t>(StepKind::Gemm)) {
+      std::memcpy(c.cublaslt_algo, &gemms_[s].algo, sizeof c.cublaslt_algo);
+      c.time_us = gemm_times_[s].first;
+      c.candidates = gemm_times_[s].second;
+    } else if (kind == static_cast<uint32_t>(StepKind::Conv)) {
+      const ConvChoice& conv = convs_[s];
+      c.cudnn_engine = conv.engine;
+      c.num_knobs = static_cast<uint32_t>(conv.knobs.size());
+      for (size_t k = 0; k < conv.knobs.size() && k < kMaxCudnnKnobs; ++k) {
+        c.knobs[k][0] = conv.knobs[k].first;
+        c.knobs[k][1] = conv.knobs[k].second;
+      }
+      c.time_us = conv.time_us;
+      c.candidates = conv.candidates;
+      out.cudnn_version = loaded_cudnn_version();
+    } else {
+      continue;
+    }
+    out.steps.push_back(c);
+  }
+  return out;
 }
 
 Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
@@ -156,36 +412,33 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   p.binds_caller_memory =
       is_binding(g.a) || is_binding(g.b) || is_binding(g.d) || (g.has_c && is_binding(g.c));
 
-  // Two algorithms: one for the 256-byte aligned pointers the runtime plans, one that tolerates
-  // any element-aligned caller pointer.
-  for (int variant = 0; variant < 2; ++variant) {
-    BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
-    const uint64_t workspace = blob_.header().workspace_bytes;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-        pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-    const uint32_t align = 4;
-    for (auto attr :
-         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-      if (variant == 1 && st == CUBLAS_STATUS_SUCCESS) {
-        st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
-      }
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
+  // The algorithm for 256-byte aligned pointers (the ones the runtime plans) is chosen by
+  // choose_gemm or taken from the blob; this one tolerates any element-aligned caller pointer.
+  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
+  const uint64_t workspace = blob_.header().workspace_bytes;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  const uint32_t align = 4;
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (st == CUBLAS_STATUS_SUCCESS) {
-      st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc.get(), p.a.get(), p.b.get(),
-                                          g.has_c ? p.c.get() : p.d.get(), p.d.get(), pref.get(), 1,
-                                          &result, &found);
+      st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
     }
-    BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
-                          "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
-                          "n={} k={} batch={} ({}): {}. Compile with another --precision, or "
-                          "report the shape",
-                          partition_, step, device(), g.m, g.n, g.k, g.batch,
-                          variant ? "unaligned pointers" : "aligned pointers", status_string(st));
-    (variant == 0 ? p.algo : p.unaligned_algo) = result.algo;
   }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc.get(), p.a.get(), p.b.get(),
+                                        g.has_c ? p.c.get() : p.d.get(), p.d.get(), pref.get(), 1,
+                                        &result, &found);
+  }
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                        "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
+                        "n={} k={} batch={} (unaligned pointers): {}. Compile with another "
+                        "--precision, or report the shape",
+                        partition_, step, device(), g.m, g.n, g.k, g.batch, status_string(st));
+  p.unaligned_algo = result.algo;
   return Status();
 }
 
@@ -221,7 +474,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     }
     BATON_ASSIGN_OR_RETURN(
         ctx->convs_[s],
-        ConvPlan::create(ctx->cudnn_.get(), r.conv,
+        ConvPlan::create(ctx->cudnn_.get(), r.conv, ctx->engine_->conv_choice(s),
                          fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->convs_[s].workspace_bytes());
   }

@@ -22,6 +22,7 @@
 #include "backends/cuda/cudnn_graph.h"
 #include "backends/cuda/engine_format.h"
 #include "backends/cuda/handles.h"
+#include "backends/cuda/tuning.h"
 #include "baton/core/error.h"
 
 namespace baton::cuda {
@@ -34,12 +35,24 @@ struct GemmPlan {
   bool binds_caller_memory = false;       // reads or writes a binding
 };
 
+// How each GEMM and convolution step's algorithm was chosen when the engine was loaded.
+struct ChoiceStats {
+  uint32_t recorded = 0;  // taken from the blob
+  uint32_t timed = 0;     // timed now (steps of the same shape share one timing)
+  uint32_t untimed = 0;   // the heuristics' first choice (BATON_TUNE_CANDIDATES=1)
+  uint32_t rechosen = 0;  // recorded, but no longer applicable here: chosen again
+  double ms = 0;          // spent choosing
+};
+
 class Engine {
  public:
   // Validates the device (exists, architecture) against the blob, uploads weights, loads the
-  // kernels, and plans every GEMM. `partition` names the delegate in messages.
+  // kernels, plans every GEMM and chooses every GEMM's algorithm and every convolution's cuDNN
+  // engine: the blob's recorded choices where they still apply, else timed now (tuning.h).
+  // `partition` names the delegate in messages. `quiet` leaves the info line about timing out
+  // (the builder times an engine to record its choices and says so itself).
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
-                                              const std::string& partition);
+                                              const std::string& partition, bool quiet = false);
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
   ~Engine() = default;
   Engine(const Engine&) = delete;
@@ -51,11 +64,19 @@ class Engine {
   void* weights() const { return weights_.get(); }
   cudaKernel_t kernel(uint32_t i) const { return kernels_[i]; }
   const GemmPlan& gemm(size_t step) const { return gemms_[step]; }
+  // The cuDNN engine chosen for Conv step `step`.
+  const ConvChoice& conv_choice(size_t step) const { return convs_[step]; }
+  const ChoiceStats& choice_stats() const { return stats_; }
+  // The choices as the blob records them (record_choices), for an engine built on its GPU.
+  EngineChoices choices() const;
 
  private:
   Engine() = default;
-  Status init(std::span<const uint8_t> blob, const std::string& partition);
+  Status init(std::span<const uint8_t> blob, const std::string& partition, bool quiet);
   Status plan_gemm(cublasLtHandle_t handle, size_t step);
+  Status apply_recorded_gemm(cublasLtHandle_t handle, size_t step, const StepChoice& recorded);
+  Status choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch);
+  Status choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen);
 
   // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
@@ -64,6 +85,10 @@ class Engine {
   Library library_;
   std::vector<cudaKernel_t> kernels_;  // owned by library_
   std::vector<GemmPlan> gemms_;        // indexed by step (empty plans for other steps)
+  std::vector<ConvChoice> convs_;      // indexed by step (engine -1 for other steps)
+  // Per GEMM step: the aligned algorithm's time and how many candidates were timed.
+  std::vector<std::pair<float, uint32_t>> gemm_times_;
+  ChoiceStats stats_;
 };
 
 class ExecutionContext {

@@ -26,6 +26,18 @@ std::string buffer_text(const BufferRef& r) {
   return "?";
 }
 
+// "cuDNN engine 12, knobs 3=1 17=0; 41.2 us, fastest of 4" or "cuBLASLt algorithm; ...".
+std::string choice_text(const StepChoice& c) {
+  std::string what = "cuBLASLt algorithm";
+  if (c.kind == static_cast<uint32_t>(StepKind::Conv)) {
+    what = fmt::format("cuDNN engine {}", c.cudnn_engine);
+    for (uint32_t k = 0; k < c.num_knobs; ++k) {
+      what += fmt::format("{}{}={}", k == 0 ? ", knobs " : " ", c.knobs[k][0], c.knobs[k][1]);
+    }
+  }
+  return fmt::format("{}; {:.1f} us, fastest of {}", what, c.time_us, c.candidates);
+}
+
 }  // namespace
 
 Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
@@ -51,8 +63,17 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
                              {"shape", std::vector<int64_t>(b.sizes, b.sizes + b.rank)},
                              {"io", b.is_output ? "output" : "input"}});
   }
+  if (e.choices().empty()) {
+    j["choices"] = "none recorded: chosen at load";
+  } else {
+    j["choices"] = {{"gpu", escape_invalid_utf8(e.choices_gpu())},
+                    {"cublaslt_version", h.choices_cublaslt_version},
+                    {"cudnn_version", h.choices_cudnn_version},
+                    {"steps", e.choices().size()}};
+  }
   j["steps"] = json::array();
-  for (const StepRecord& s : e.steps()) {
+  for (size_t index = 0; index < e.steps().size(); ++index) {
+    const StepRecord& s = e.steps()[index];
     switch (static_cast<StepKind>(s.kind)) {
       case StepKind::Gemm: {
         const GemmStep& g = s.gemm;
@@ -102,6 +123,7 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
                                   buffer_text(s.copy.dst))}});
         break;
     }
+    if (const StepChoice* c = e.choice(index)) j["steps"].back()["choice"] = choice_text(*c);
   }
   // Binding and kernel names are bytes from the file, escaped above (invalid UTF-8 as \xNN);
   // `replace` is the second guard, so dump never throws.

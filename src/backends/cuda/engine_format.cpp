@@ -261,6 +261,36 @@ class Validator {
     return Status();
   }
 
+  // Each choice names a distinct GEMM or Conv step of its own kind, with at most kMaxCudnnKnobs
+  // knobs; the GPU name is NUL-terminated.
+  Status choices(std::vector<int32_t>* choice_of_step) {
+    choice_of_step->assign(h_.num_steps, -1);
+    BATON_CHECK_OR_RETURN(
+        std::memchr(h_.choices_gpu, 0, sizeof h_.choices_gpu) != nullptr, InvalidProgram,
+        "engine blob: the name of the GPU its choices were timed on is not NUL-terminated");
+    for (size_t i = 0; i < blob_.choices().size(); ++i) {
+      const StepChoice& c = blob_.choices()[i];
+      BATON_CHECK_OR_RETURN(c.step < h_.num_steps, InvalidProgram,
+                            "engine blob: choices[{}] names step {} of {}", i, c.step,
+                            h_.num_steps);
+      const uint32_t kind = blob_.steps()[c.step].kind;
+      BATON_CHECK_OR_RETURN(
+          c.kind == kind && (kind == static_cast<uint32_t>(StepKind::Gemm) ||
+                             kind == static_cast<uint32_t>(StepKind::Conv)),
+          InvalidProgram,
+          "engine blob: choices[{}] is for a step of kind {} but steps[{}] is of kind {} (only "
+          "GEMM and convolution steps have choices)",
+          i, c.kind, c.step, kind);
+      BATON_CHECK_OR_RETURN(c.num_knobs <= kMaxCudnnKnobs, InvalidProgram,
+                            "engine blob: choices[{}] has {} knobs (at most {})", i, c.num_knobs,
+                            kMaxCudnnKnobs);
+      BATON_CHECK_OR_RETURN((*choice_of_step)[c.step] < 0, InvalidProgram,
+                            "engine blob: choices[{}] is a second choice for steps[{}]", i, c.step);
+      (*choice_of_step)[c.step] = static_cast<int32_t>(i);
+    }
+    return Status();
+  }
+
   Status kernels() {
     for (uint32_t i = 0; i < h_.num_kernels; ++i) {
       const KernelRecord& k = blob_.kernels()[i];
@@ -363,6 +393,13 @@ std::string_view EngineBlob::binding_name(size_t i) const {
 std::string_view EngineBlob::kernel_name(size_t i) const {
   return string(kernels_[i].name_offset, kernels_[i].name_size);
 }
+const StepChoice* EngineBlob::choice(size_t step) const {
+  if (step >= choice_of_step_.size() || choice_of_step_[step] < 0) return nullptr;
+  return &choices_[static_cast<size_t>(choice_of_step_[step])];
+}
+std::string_view EngineBlob::choices_gpu() const {
+  return {header_.choices_gpu, ::strnlen(header_.choices_gpu, sizeof header_.choices_gpu)};
+}
 size_t EngineBlob::num_inputs() const {
   size_t n = 0;
   for (const auto& b : bindings_) n += b.is_output ? 0 : 1;
@@ -407,6 +444,15 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
         "{}-byte blob",
         name, s->offset, s->size, bytes.size());
   }
+  // The choices section is optional: zero when the engine was built without its GPU.
+  BATON_CHECK_OR_RETURN(
+      h.choices.size == 0 || (inside(h.choices, bytes.size()) && h.choices.offset % 64 == 0 &&
+                              h.choices.offset >= sizeof(EngineHeader) &&
+                              h.choices.size % sizeof(StepChoice) == 0),
+      InvalidProgram,
+      "engine blob section 'choices' [{}, +{}) is misaligned, outside the {}-byte blob or not a "
+      "whole number of {}-byte records",
+      h.choices.offset, h.choices.size, bytes.size(), sizeof(StepChoice));
   BATON_CHECK_OR_RETURN(
       h.bindings.size == uint64_t{h.num_bindings} * sizeof(BindingRecord) &&
           h.steps.size == uint64_t{h.num_steps} * sizeof(StepRecord) &&
@@ -429,10 +475,15 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   blob.strings_ = {reinterpret_cast<const char*>(base + h.strings.offset), h.strings.size};
   blob.weights_ = bytes.subspan(h.weights.offset, h.weights.size);
   blob.cubin_ = bytes.subspan(h.cubin.offset, h.cubin.size);
+  if (h.choices.size > 0) {
+    blob.choices_ = {reinterpret_cast<const StepChoice*>(base + h.choices.offset),
+                     h.choices.size / sizeof(StepChoice)};
+  }
   Validator v(blob);
   BATON_TRY(v.bindings());
   BATON_TRY(v.kernels());
   BATON_TRY(v.steps());
+  BATON_TRY(v.choices(&blob.choice_of_step_));
   return blob;
 }
 
@@ -499,6 +550,42 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
   put(h.kernels, kernels.data());
   put(h.weights, e.weights.data());
   put(h.cubin, e.cubin.data());
+  return out;
+}
+
+Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
+                                            const EngineChoices& choices) {
+  EngineHeader h{};
+  BATON_CHECK_OR_RETURN(blob.size() >= sizeof h, InvalidProgram,
+                        "engine blob is {} bytes, smaller than its header", blob.size());
+  std::memcpy(&h, blob.data(), sizeof h);
+  BATON_CHECK_OR_RETURN(std::memcmp(h.magic, kEngineMagic, 8) == 0 && h.blob_size == blob.size(),
+                        InvalidProgram, "not a whole Baton CUDA engine blob");
+  // The choices section is always the last one: drop the old one, append the new one.
+  const uint64_t end = h.choices.size > 0 ? h.choices.offset : blob.size();
+  BATON_CHECK_OR_RETURN(end <= blob.size(), InvalidProgram,
+                        "engine blob section 'choices' starts past the blob's end");
+  BATON_CHECK_OR_RETURN(choices.gpu.size() < sizeof h.choices_gpu, InvalidArgument,
+                        "GPU name '{}' is longer than {} bytes", choices.gpu,
+                        sizeof h.choices_gpu - 1);
+  const uint64_t offset = align_up(end, 64);
+  const uint64_t size = choices.steps.size() * sizeof(StepChoice);
+  h.choices = {size > 0 ? offset : 0, size};
+  h.choices_cublaslt_version = choices.cublaslt_version;
+  h.choices_cudnn_version = choices.cudnn_version;
+  std::memset(h.choices_gpu, 0, sizeof h.choices_gpu);
+  std::memcpy(h.choices_gpu, choices.gpu.data(), choices.gpu.size());
+  h.blob_size = align_up(offset + size, 64);
+  std::vector<uint8_t> out(h.blob_size, 0);
+  std::memcpy(out.data(), blob.data(), end);
+  std::memcpy(out.data(), &h, sizeof h);
+  if (size > 0) std::memcpy(out.data() + offset, choices.steps.data(), size);
+  // Check the result as a loader would (parse needs 64-byte aligned bytes).
+  std::vector<uint64_t> aligned((out.size() + 7) / 8 + 8);
+  auto* base = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(aligned.data()) + 63) / 64 * 64);
+  std::memcpy(base, out.data(), out.size());
+  BATON_TRY(EngineBlob::parse({base, out.size()}).status());
   return out;
 }
 

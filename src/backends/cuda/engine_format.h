@@ -10,6 +10,9 @@
 //   kernels   KernelRecord[num_kernels]: the entry points in the cubin
 //   weights   constant tensors in the engine's precision, uploaded once at load
 //   cubin     the NVRTC-compiled module for `sm_arch`
+//   choices   StepChoice[]: the cuBLASLt algorithm or cuDNN engine timed fastest for each GEMM
+//             and convolution step on a GPU (optional: empty when the engine was built without
+//             its GPU; the loader then chooses and times at load)
 #pragma once
 
 #include <cstdint>
@@ -60,7 +63,13 @@ struct EngineHeader {
   Section weights;
   Section cubin;
   uint64_t blob_size;  // the whole blob; a reader rejects truncated or padded blobs
-  uint8_t reserved[256 - 80 - 6 * 16];
+  // Timed choices (size 0 when none were recorded) and what they were timed with: a loader with
+  // another cuBLASLt or cuDNN version chooses again.
+  Section choices;
+  uint32_t choices_cublaslt_version;  // cublasLtGetVersion() when timed
+  uint32_t choices_cudnn_version;     // cudnnGetVersion() when timed (0: no convolution)
+  char choices_gpu[40];               // the GPU's name, NUL-padded, for inspection
+  uint8_t reserved[256 - 80 - 6 * 16 - 16 - 8 - 40];
 };
 static_assert(sizeof(EngineHeader) == 256);
 
@@ -163,6 +172,31 @@ struct StepRecord {
   };
 };
 
+// The choice timed for one GEMM or convolution step. A GEMM's is cuBLASLt's opaque algorithm
+// (cublasLtMatmulAlgo_t); a convolution's is a cuDNN engine of its operation graph and the values
+// of that engine's knobs (cudnnBackendKnobType_t, value).
+inline constexpr uint32_t kMaxCudnnKnobs = 16;
+struct StepChoice {
+  uint32_t step;  // index of a Gemm or Conv step
+  uint32_t kind;  // that step's StepKind, repeated as a check
+  float time_us;  // the chosen candidate's time when it was chosen
+  uint32_t candidates;  // how many candidates were timed
+  uint64_t cublaslt_algo[8];
+  int64_t cudnn_engine;
+  uint32_t num_knobs;
+  uint32_t reserved;
+  int64_t knobs[kMaxCudnnKnobs][2];
+};
+static_assert(sizeof(StepChoice) == 352);
+
+// What write_engine_blob / record_choices store in the choices section.
+struct EngineChoices {
+  uint32_t cublaslt_version = 0;
+  uint32_t cudnn_version = 0;
+  std::string gpu;
+  std::vector<StepChoice> steps;
+};
+
 struct KernelRecord {
   uint32_t name_offset;
   uint32_t name_size;
@@ -186,6 +220,10 @@ class EngineBlob {
   std::span<const uint8_t> weights() const { return weights_; }
   std::span<const uint8_t> cubin() const { return cubin_; }
   size_t num_inputs() const;
+  // The recorded choices; choice(step) is the one for `step`, or null.
+  std::span<const StepChoice> choices() const { return choices_; }
+  const StepChoice* choice(size_t step) const;
+  std::string_view choices_gpu() const;
 
  private:
   EngineHeader header_{};
@@ -195,6 +233,8 @@ class EngineBlob {
   std::span<const char> strings_;
   std::span<const uint8_t> weights_;
   std::span<const uint8_t> cubin_;
+  std::span<const StepChoice> choices_;
+  std::vector<int32_t> choice_of_step_;  // index into choices_, -1 when none
 };
 
 // Everything the builder decided, serialized by write_engine_blob.
@@ -222,6 +262,11 @@ struct EngineDescription {
 };
 
 Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);
+
+// `blob` with its choices section replaced by `choices` (which must name its GEMM and Conv
+// steps; checked by parsing the result).
+Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
+                                            const EngineChoices& choices);
 
 // "sm_90" -> 90; "sm_8.6"? no: only sm_XY / sm_XYZ forms.
 bool parse_sm_arch(std::string_view text, uint32_t* out);

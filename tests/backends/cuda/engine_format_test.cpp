@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -453,6 +454,147 @@ TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
                     c.k = 1 << 24;
                   }),
                   "more than 2^64");
+}
+
+// Choices timed on a GPU: recorded in (and replaced within) a blob, read back, described, and
+// checked both when recorded and when a blob is parsed.
+TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
+  auto plain = write_engine_blob(sample());  // step 0 a GEMM, step 1 a kernel
+  ASSERT_TRUE(plain.ok());
+  {
+    Aligned a(*plain);
+    auto blob = EngineBlob::parse(a.span());
+    ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+    EXPECT_TRUE(blob->choices().empty());
+    EXPECT_EQ(blob->choice(0), nullptr);
+    const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
+    EXPECT_EQ(j["choices"], "none recorded: chosen at load");
+  }
+  EngineChoices c;
+  c.cublaslt_version = 130100;
+  c.gpu = "NVIDIA H100 80GB HBM3";
+  StepChoice g{};
+  g.step = 0;
+  g.kind = static_cast<uint32_t>(StepKind::Gemm);
+  g.time_us = 12.5f;
+  g.candidates = 4;
+  g.cublaslt_algo[0] = 0x1234;
+  g.cublaslt_algo[7] = 0x5678;
+  c.steps = {g};
+  auto recorded = record_choices(*plain, c);
+  ASSERT_TRUE(recorded.ok()) << recorded.status().to_string();
+  {
+    Aligned a(*recorded);
+    auto blob = EngineBlob::parse(a.span());
+    ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+    ASSERT_EQ(blob->choices().size(), 1u);
+    ASSERT_NE(blob->choice(0), nullptr);
+    EXPECT_EQ(blob->choice(0)->cublaslt_algo[0], 0x1234u);
+    EXPECT_EQ(blob->choice(0)->cublaslt_algo[7], 0x5678u);
+    EXPECT_EQ(blob->choice(1), nullptr);
+    EXPECT_EQ(blob->choices_gpu(), "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(blob->header().choices_cublaslt_version, 130100u);
+    // Everything else is as it was.
+    EXPECT_EQ(blob->cubin()[99], 0xCB);
+    EXPECT_EQ(blob->weights().size(), 512u);
+    EXPECT_EQ(blob->steps()[0].gemm.k, 6);
+    const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
+    EXPECT_EQ(j["choices"]["gpu"], "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(j["choices"]["steps"], 1);
+    EXPECT_EQ(j["steps"][0]["choice"], "cuBLASLt algorithm; 12.5 us, fastest of 4");
+    EXPECT_FALSE(j["steps"][1].contains("choice"));
+  }
+  // Recording again replaces the section instead of adding one.
+  c.steps[0].time_us = 7.0f;
+  auto again = record_choices(*recorded, c);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->size(), recorded->size());
+  {
+    Aligned a(*again);
+    auto blob = EngineBlob::parse(a.span());
+    ASSERT_TRUE(blob.ok());
+    ASSERT_EQ(blob->choices().size(), 1u);
+    EXPECT_EQ(blob->choice(0)->time_us, 7.0f);
+  }
+
+  auto refused = [&](auto edit, const std::string& needle) {
+    EngineChoices bad = c;
+    edit(bad);
+    auto r = record_choices(*plain, bad);
+    ASSERT_FALSE(r.ok()) << "expected an error mentioning " << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().to_string();
+  };
+  refused([](EngineChoices& b) { b.steps[0].step = 5; }, "names step 5 of 2");
+  refused(
+      [](EngineChoices& b) {
+        b.steps[0].step = 1;
+        b.steps[0].kind = static_cast<uint32_t>(StepKind::Kernel);
+      },
+      "only GEMM and convolution steps have choices");
+  refused([](EngineChoices& b) { b.steps[0].kind = static_cast<uint32_t>(StepKind::Conv); },
+          "but steps[0] is of kind 1");
+  refused([](EngineChoices& b) { b.steps[0].num_knobs = 17; }, "has 17 knobs");
+  refused([](EngineChoices& b) { b.steps.push_back(b.steps[0]); }, "second choice for steps[0]");
+  refused([](EngineChoices& b) { b.gpu = std::string(40, 'G'); }, "longer than 39 bytes");
+
+  // A damaged choices section or GPU name is rejected when the blob is parsed.
+  EngineHeader h{};
+  std::memcpy(&h, recorded->data(), sizeof h);
+  auto damaged = [&](auto edit, const std::string& needle) {
+    std::vector<uint8_t> bytes = *recorded;
+    edit(bytes);
+    const Status st = parse(bytes);
+    ASSERT_FALSE(st.ok()) << "expected an error mentioning " << needle;
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.to_string();
+  };
+  damaged(
+      [&](std::vector<uint8_t>& b) {
+        const uint32_t step = 9;
+        std::memcpy(b.data() + h.choices.offset + offsetof(StepChoice, step), &step, sizeof step);
+      },
+      "names step 9 of 2");
+  damaged(
+      [&](std::vector<uint8_t>& b) {
+        const uint64_t size = 100;
+        std::memcpy(b.data() + offsetof(EngineHeader, choices) + offsetof(Section, size), &size,
+                    sizeof size);
+      },
+      "not a whole number of 352-byte records");
+  damaged(
+      [&](std::vector<uint8_t>& b) {
+        std::memset(b.data() + offsetof(EngineHeader, choices_gpu), 'G', sizeof h.choices_gpu);
+      },
+      "not NUL-terminated");
+}
+
+TEST(EngineFormatTest, ConvChoicesNameTheCudnnEngineAndKnobs) {
+  EngineDescription e = sample();
+  e.scratch_bytes = 512;
+  e.weights.assign(1024, 7);
+  e.bindings[1].sizes = {1, 2, 2, 2};
+  e.steps = {conv_step()};
+  auto bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok());
+  EngineChoices c;
+  c.cudnn_version = 91900;
+  c.gpu = "NVIDIA H200";
+  StepChoice conv{};
+  conv.kind = static_cast<uint32_t>(StepKind::Conv);
+  conv.cudnn_engine = 12;
+  conv.num_knobs = 2;
+  conv.knobs[0][0] = 3;
+  conv.knobs[0][1] = 1;
+  conv.knobs[1][0] = 17;
+  conv.knobs[1][1] = 0;
+  conv.time_us = 41.25f;
+  conv.candidates = 3;
+  c.steps = {conv};
+  auto recorded = record_choices(*bytes, c);
+  ASSERT_TRUE(recorded.ok()) << recorded.status().to_string();
+  Aligned a(*recorded);
+  const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
+  EXPECT_EQ(j["steps"][0]["choice"], "cuDNN engine 12, knobs 3=1 17=0; 41.2 us, fastest of 3");
+  EXPECT_EQ(j["choices"]["cudnn_version"], 91900);
 }
 
 TEST(EngineFormatTest, KernelAndBindingRecordsAreChecked) {

@@ -4,7 +4,12 @@
 
 #include "backends/cuda/builder/lowering.h"
 #include "backends/cuda/builder/ops/registry.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/engine.h"
+#include "backends/cuda/tuning.h"
 #include "baton/core/check.h"
+#include "baton/core/log.h"
+#include "baton/cuda/backend.h"
 
 namespace baton::cuda {
 namespace {
@@ -75,7 +80,51 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
     BATON_TRY(lowered);
   }
   BATON_TRY(flush());
-  return ctx.finish();
+  BATON_ASSIGN_OR_RETURN(compiler::LoweredPartition lowered, ctx.finish());
+  BATON_ASSIGN_OR_RETURN(lowered.blob, record_timed_choices(std::move(lowered.blob), partition.name));
+  return lowered;
+}
+
+// With the engine's GPU here, its GEMM algorithms and cuDNN engines are timed now (by loading the
+// engine as the runtime would) and recorded in the blob, so that loading it later times nothing.
+// Without it, or when timing fails, the blob is left as it was: the loader chooses.
+Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uint8_t> blob,
+                                                                 const std::string& name) const {
+  if (tune_candidates() <= 1) return blob;
+  bool here = false;
+  for (const DeviceInfo& d : devices()) {
+    here |= d.index == target_.device_id &&
+            cubin_runs_on(target_.sm_arch, static_cast<uint32_t>(d.sm_arch));
+  }
+  if (!here) return blob;
+  std::vector<uint64_t> storage(blob.size() / 8 + 16);
+  auto* aligned =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+  std::memcpy(aligned, blob.data(), blob.size());
+  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse({aligned, blob.size()}));
+  bool has_choices = false;
+  for (const StepRecord& r : parsed.steps()) {
+    has_choices |= r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
+                   r.kind == static_cast<uint32_t>(StepKind::Conv);
+  }
+  if (!has_choices) return blob;
+  Result<std::shared_ptr<Engine>> engine = Engine::load({aligned, blob.size()}, name, true);
+  if (!engine.ok()) {
+    log_message(LogLevel::Warn, "cuda",
+                fmt::format("could not time the algorithms of partition '{}' on cuda:{} ({}): they "
+                            "will be chosen when the program is loaded",
+                            name, target_.device_id, engine.status().message()));
+    return blob;
+  }
+  const EngineChoices choices = (*engine)->choices();
+  if (choices.steps.empty()) return blob;
+  const ChoiceStats& stats = (*engine)->choice_stats();
+  log_message(LogLevel::Info, "cuda",
+              fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
+                          "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
+                          name, choices.steps.size(), target_.device_id, tune_candidates(),
+                          stats.ms));
+  return record_choices(blob, choices);
 }
 
 }  // namespace baton::cuda

@@ -1,4 +1,6 @@
-// The CUDA engine builder: the compile-time side of the "cuda" backend. Needs no GPU.
+// The CUDA engine builder: the compile-time side of the "cuda" backend. Needs no GPU; when the
+// GPU the engine is for is present, the engine's GEMM algorithms and cuDNN engines are timed on
+// it and recorded in the blob (tuning.h).
 //
 // A partition becomes an engine blob (engine_format.h): GEMMs go to cuBLASLt with bias and ReLU
 // (or tanh-GELU) epilogues fused where the graph allows; runs of elementwise ops become one
@@ -8,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "backends/cuda/engine_format.h"
 #include "compiler/backend_compiler.h"
@@ -36,6 +40,9 @@ class EngineBuilder final : public compiler::BackendCompiler {
   const EngineTarget& target() const { return target_; }
 
  private:
+  Result<std::vector<uint8_t>> record_timed_choices(std::vector<uint8_t> blob,
+                                                    const std::string& name) const;
+
   EngineTarget target_;
 };
 

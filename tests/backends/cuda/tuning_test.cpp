@@ -1,0 +1,234 @@
+// Algorithm choices on a real GPU (src/backends/cuda/tuning.h): an engine compiled with its GPU
+// present has every GEMM's cuBLASLt algorithm and every convolution's cuDNN engine timed and
+// recorded in its blob; loading it takes them without timing; an engine without them (built
+// without a GPU) is timed at load; recorded choices that no longer apply (another cuBLASLt or
+// cuDNN, another GPU, a choice the library refuses) are chosen again, never an error. The blob
+// is edited in place inside the program file (its header and choices records), which is then
+// loaded without checksums.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+
+#include "backends/cuda/engine_format.h"
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "baton/extension/module.h"
+#include "testing/aligned_bytes.h"
+#include "testing/onnx_builder.h"
+#include "testing/random.h"
+
+namespace baton {
+namespace {
+
+using cuda::EngineHeader;
+using cuda::StepChoice;
+using cuda::StepKind;
+
+class TuningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    cuda::register_backend();
+    cuda::register_compiler();
+    if (cuda::devices().empty()) {
+      GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host, see "
+                      "README 'GPU tests')";
+    }
+  }
+  void TearDown() override { unsetenv("BATON_TUNE_CANDIDATES"); }
+
+  // conv 3x3 + bias + relu, two 1x1 convs of one shape (they share one timing), flatten, GEMM.
+  static std::vector<uint8_t> model(std::mt19937& rng) {
+    testing::OnnxBuilder b(17);
+    std::normal_distribution<float> d(0.0f, 0.2f);
+    auto floats = [&](size_t n) {
+      std::vector<float> v(n);
+      for (float& x : v) x = d(rng);
+      return v;
+    };
+    b.input("x", {2, 8, 12, 12});
+    b.initializer("w0", {16, 8, 3, 3}, floats(16 * 8 * 9));
+    b.initializer("b0", {16}, floats(16));
+    auto& c0 = b.node("Conv", {"x", "w0", "b0"}, {"c0"}, "c0");
+    testing::OnnxBuilder::attr_ints(c0, "pads", {1, 1, 1, 1});
+    b.node("Relu", {"c0"}, {"r0"}, "r0");
+    b.initializer("w1", {16, 16, 1, 1}, floats(16 * 16));
+    b.node("Conv", {"r0", "w1"}, {"c1"}, "c1");
+    b.initializer("w2", {16, 16, 1, 1}, floats(16 * 16));
+    b.node("Conv", {"c1", "w2"}, {"c2"}, "c2");
+    b.node("Flatten", {"c2"}, {"f"}, "flatten");
+    b.initializer("wf", {16 * 12 * 12, 24}, floats(16 * 12 * 12 * 24));
+    b.node("MatMul", {"f", "wf"}, {"y"}, "fc");
+    b.output("y", {2, 24});
+    return b.bytes();
+  }
+
+  static std::vector<uint8_t> compile(const std::vector<uint8_t>& onnx, const char* device) {
+    compiler::CompileOptions options;
+    std::unique_ptr<compiler::BackendCompiler> backend;
+    if (std::string_view(device) != "cpu") {
+      backend = std::move(compiler::make_backend_compiler({*Device::parse(device), "", "fp16"}))
+                    .value();
+      options.backends.push_back(backend.get());
+    }
+    auto compiled = compiler::compile_bytes(onnx, options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+    if (!compiled.ok()) return {};
+    return *compiled->serialize();
+  }
+
+  // The offset of the (only) engine blob in a program file.
+  static size_t engine_offset(const std::vector<uint8_t>& program) {
+    const std::string_view bytes(reinterpret_cast<const char*>(program.data()), program.size());
+    const size_t at = bytes.find(std::string_view(cuda::kEngineMagic, 8));
+    EXPECT_NE(at, std::string_view::npos) << "no engine blob in the program";
+    EXPECT_EQ(bytes.find(std::string_view(cuda::kEngineMagic, 8), at + 1), std::string_view::npos);
+    return at;
+  }
+
+  struct Loaded {
+    std::vector<Tensor> outputs;
+    std::map<std::string, uint64_t> counters;
+  };
+
+  static Loaded load_and_run(const std::vector<uint8_t>& program, const Tensor& x) {
+    runtime::LoadOptions options;
+    options.verify_checksums = false;  // the tests edit the blob in place
+    auto p = runtime::Program::load_bytes(program, options);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    if (!p.ok()) return {};
+    auto module = extension::Module::from_program(*p);
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    if (!module.ok()) return {};
+    auto out = module->run({x});
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    Loaded l;
+    if (out.ok()) l.outputs = std::move(*out);
+    for (const auto& [key, value] : module->method().delegate_counters(0)) l.counters[key] = value;
+    return l;
+  }
+};
+
+TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLongerApply) {
+  std::mt19937 rng(7);
+  const std::vector<uint8_t> onnx = model(rng);
+  const Tensor x = testing::random_tensor(rng, {2, 8, 12, 12}, -1.0f, 1.0f);
+  const std::vector<uint8_t> cpu = compile(onnx, "cpu");
+  const Tensor reference = load_and_run(cpu, x).outputs.at(0);
+
+  const std::vector<uint8_t> program = compile(onnx, "cuda:0");
+  ASSERT_FALSE(program.empty());
+  const size_t at = engine_offset(program);
+  EngineHeader h{};
+  std::memcpy(&h, program.data() + at, sizeof h);
+  testing::AlignedBytes aligned(
+      std::vector<uint8_t>(program.begin() + at, program.begin() + at + h.blob_size));
+  auto blob = cuda::EngineBlob::parse(aligned.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  uint32_t gemms = 0, convs = 0;
+  for (const auto& s : blob->steps()) {
+    gemms += s.kind == static_cast<uint32_t>(StepKind::Gemm);
+    convs += s.kind == static_cast<uint32_t>(StepKind::Conv);
+  }
+  ASSERT_EQ(convs, 3u);
+  ASSERT_GE(gemms, 1u);
+  const uint32_t n = gemms + convs;
+  // Recorded at compile time, one per GEMM and convolution step, each timed.
+  ASSERT_EQ(blob->choices().size(), n);
+  EXPECT_EQ(blob->choices_gpu(), cuda::devices()[0].name);
+  EXPECT_GT(h.choices_cublaslt_version, 0u);
+  EXPECT_GT(h.choices_cudnn_version, 0u);
+  for (const StepChoice& c : blob->choices()) {
+    EXPECT_GE(c.candidates, 1u) << "step " << c.step;
+    EXPECT_GT(c.time_us, 0.0f) << "step " << c.step;
+    std::printf("  step %u (%s): %.1f us, fastest of %u\n", c.step,
+                c.kind == static_cast<uint32_t>(StepKind::Conv) ? "conv" : "gemm", c.time_us,
+                c.candidates);
+  }
+  // The two 1x1 convolutions have one shape: one timing, one choice.
+  const StepChoice* c1 = nullptr;
+  const StepChoice* c2 = nullptr;
+  for (const StepChoice& c : blob->choices()) {
+    if (c.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    if (blob->steps()[c.step].conv.kernel_h == 1) (c1 ? c2 : c1) = &c;
+  }
+  ASSERT_TRUE(c1 && c2);
+  EXPECT_EQ(c1->cudnn_engine, c2->cudnn_engine);
+  EXPECT_EQ(c1->time_us, c2->time_us);
+
+  auto check = [&](const std::vector<uint8_t>& p, uint64_t recorded, uint64_t timed,
+                   uint64_t rechosen, uint64_t untimed = 0) {
+    const Loaded l = load_and_run(p, x);
+    ASSERT_EQ(l.outputs.size(), 1u);
+    EXPECT_LE(testing::relative_error(l.outputs[0], reference), 3e-3);
+    EXPECT_EQ(l.counters.at("choices_recorded"), recorded);
+    EXPECT_EQ(l.counters.at("choices_timed_at_load"), timed);
+    EXPECT_EQ(l.counters.at("choices_rechosen"), rechosen);
+    EXPECT_EQ(l.counters.at("choices_untimed"), untimed);
+  };
+  auto edited = [&](auto edit) {
+    std::vector<uint8_t> p = program;
+    EngineHeader e{};
+    std::memcpy(&e, p.data() + at, sizeof e);
+    edit(e, p.data() + at);
+    std::memcpy(p.data() + at, &e, sizeof e);
+    return p;
+  };
+  {
+    SCOPED_TRACE("as compiled: every choice taken from the blob");
+    check(program, n, 0, 0);
+  }
+  {
+    SCOPED_TRACE("no choices (built without a GPU): every one timed at load");
+    check(edited([](EngineHeader& e, uint8_t*) { e.choices = {0, 0}; }), 0, n, 0);
+  }
+  {
+    SCOPED_TRACE("another cuBLASLt: all chosen again");
+    check(edited([](EngineHeader& e, uint8_t*) { e.choices_cublaslt_version += 1; }), 0, n, n);
+  }
+  {
+    SCOPED_TRACE("another GPU: all chosen again");
+    check(edited([](EngineHeader& e, uint8_t*) { std::strcpy(e.choices_gpu, "Another GPU"); }), 0,
+          n, n);
+  }
+  {
+    SCOPED_TRACE("another cuDNN: the convolutions chosen again");
+    check(edited([](EngineHeader& e, uint8_t*) { e.choices_cudnn_version += 1; }), gemms, convs,
+          convs);
+  }
+  {
+    SCOPED_TRACE("a cuDNN engine that does not exist and a damaged cuBLASLt algorithm");
+    check(edited([&](EngineHeader& e, uint8_t* base) {
+            auto* records = reinterpret_cast<StepChoice*>(base + e.choices.offset);
+            for (uint32_t i = 0; i < n; ++i) {
+              StepChoice c;
+              std::memcpy(&c, &records[i], sizeof c);
+              if (c.kind == static_cast<uint32_t>(StepKind::Conv) && c.step == c1->step) {
+                c.cudnn_engine = 100000;
+              } else if (c.kind == static_cast<uint32_t>(StepKind::Gemm)) {
+                std::memset(c.cublaslt_algo, 0xA5, sizeof c.cublaslt_algo);
+              } else {
+                continue;
+              }
+              std::memcpy(&records[i], &c, sizeof c);
+            }
+          }),
+          convs - 1, gemms + 1, gemms + 1);
+  }
+  {
+    SCOPED_TRACE("BATON_TUNE_CANDIDATES=1: the heuristics' first choices, nothing timed");
+    setenv("BATON_TUNE_CANDIDATES", "1", 1);
+    check(edited([](EngineHeader& e, uint8_t*) { e.choices = {0, 0}; }), 0, 0, 0, n);
+    unsetenv("BATON_TUNE_CANDIDATES");
+  }
+}
+
+}  // namespace
+}  // namespace baton
