@@ -220,20 +220,17 @@ void restrict_numerics(fe::graph::Graph& g, const ConvStep& c) {
   }
 }
 
-// The engine and knobs of plan `index` of `g`.
+// The name and engine of plan `index` of `g`.
 Result<ConvChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std::string& what) {
   ConvChoice choice;
   std::unordered_map<fe::KnobType_t, int64_t> knobs;
   fe::error_t e = g.get_engine_and_knobs_at_index(index, choice.engine, knobs);
-  BATON_CHECK_OR_RETURN(e.is_good(), Internal, "{}: cuDNN did not report plan {}'s engine: {}",
-                        what, index, e.get_message());
-  BATON_CHECK_OR_RETURN(knobs.size() <= kMaxCudnnKnobs, NotSupported,
-                        "{}: cuDNN plan {} has {} knobs; Baton records at most {}", what, index,
-                        knobs.size(), kMaxCudnnKnobs);
-  for (const auto& [type, value] : knobs) {
-    choice.knobs.emplace_back(static_cast<int64_t>(type), value);
-  }
-  std::sort(choice.knobs.begin(), choice.knobs.end());
+  if (e.is_good()) e = g.get_plan_name_at_index(index, choice.plan);
+  BATON_CHECK_OR_RETURN(e.is_good(), Internal, "{}: cuDNN did not name plan {}: {}", what, index,
+                        e.get_message());
+  BATON_CHECK_OR_RETURN(choice.plan.size() < sizeof(StepChoice::cudnn_plan), NotSupported,
+                        "{}: cuDNN's name for plan {} is {} bytes; Baton records at most {}", what,
+                        index, choice.plan.size(), sizeof(StepChoice::cudnn_plan) - 1);
   return choice;
 }
 
@@ -354,13 +351,19 @@ Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
   fe::graph::Graph& g = impl.graph;
   try {
     BATON_TRY(make_graph(g, handle, step, what));
-    std::unordered_map<fe::KnobType_t, int64_t> knobs;
-    for (const auto& [type, value] : choice.knobs) knobs[static_cast<fe::KnobType_t>(type)] = value;
-    BATON_TRY(check(g.create_execution_plan(choice.engine, knobs),
-                    "create_execution_plan (the chosen engine)", step, what));
+    BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                    "create_execution_plans", step, what));
     restrict_numerics(g, step);
     BATON_TRY(check(g.check_support(handle), "check_support", step, what));
-    BATON_TRY(check(g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans",
+    int64_t index = -1;
+    for (int64_t i = 0; i < g.get_execution_plan_count() && index < 0; ++i) {
+      std::string name;
+      if (g.get_plan_name_at_index(i, name).is_good() && name == choice.plan) index = i;
+    }
+    BATON_CHECK_OR_RETURN(index >= 0, NotSupported,
+                          "{}: cuDNN's heuristics do not offer plan '{}' for this convolution", what,
+                          choice.plan);
+    BATON_TRY(check(g.build_plan_at_index(handle, index), "build_plan_at_index (the chosen plan)",
                     step, what));
     impl.choice = choice;
     BATON_TRY(describe_plan(g, &impl.workspace, &impl.engine, what));

@@ -16,8 +16,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "backends/cuda/engine_format.h"
 #include "backends/cuda/tuning.h"
@@ -53,11 +51,13 @@ class CudnnHandle {
 // was created.
 uint32_t loaded_cudnn_version();
 
-// A cuDNN engine of a convolution's operation graph and its knob values (KnobType_t of
-// cudnn-frontend, whose numbering is stable, and value): what is timed, recorded and replayed.
+// One of the plans cuDNN's heuristics offer for a convolution's operation graph, by cuDNN's name
+// for it (engine and knob values): what is timed, recorded and replayed. The heuristics offer the
+// same plans for the same graph with the same cuDNN on the same GPU, which is when a recorded
+// choice is replayed.
 struct ConvChoice {
   int64_t engine = -1;
-  std::vector<std::pair<int64_t, int64_t>> knobs;
+  std::string plan;
   float time_us = 0;        // when timed
   uint32_t candidates = 0;  // how many were timed (0: the heuristics' first choice, untimed)
 };

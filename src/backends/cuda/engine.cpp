@@ -313,9 +313,7 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
       if (use_recorded) {
         ConvChoice choice;
         choice.engine = c->cudnn_engine;
-        for (uint32_t k = 0; k < c->num_knobs; ++k) {
-          choice.knobs.emplace_back(c->knobs[k][0], c->knobs[k][1]);
-        }
+        choice.plan.assign(c->cudnn_plan, ::strnlen(c->cudnn_plan, sizeof c->cudnn_plan));
         choice.time_us = c->time_us;
         choice.candidates = c->candidates;
         Result<ConvPlan> plan = ConvPlan::create(handle.get(), r.conv, choice, what);
@@ -324,9 +322,8 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
           ++stats_.recorded;
           continue;
         }
-        *rechosen += fmt::format("{}step {}: the recorded cuDNN engine {} does not build ({})",
-                                 rechosen->empty() ? "" : "; ", s, c->cudnn_engine,
-                                 plan.status().message());
+        *rechosen += fmt::format("{}step {}: the recorded cuDNN plan does not build ({})",
+                                 rechosen->empty() ? "" : "; ", s, plan.status().message());
       }
       ++stats_.rechosen;
     }
@@ -363,11 +360,8 @@ EngineChoices Engine::choices() const {
     } else if (kind == static_cast<uint32_t>(StepKind::Conv)) {
       const ConvChoice& conv = convs_[s];
       c.cudnn_engine = conv.engine;
-      c.num_knobs = static_cast<uint32_t>(conv.knobs.size());
-      for (size_t k = 0; k < conv.knobs.size() && k < kMaxCudnnKnobs; ++k) {
-        c.knobs[k][0] = conv.knobs[k].first;
-        c.knobs[k][1] = conv.knobs[k].second;
-      }
+      std::memcpy(c.cudnn_plan, conv.plan.data(),
+                  std::min(conv.plan.size(), sizeof c.cudnn_plan - 1));
       c.time_us = conv.time_us;
       c.candidates = conv.candidates;
       out.cudnn_version = loaded_cudnn_version();

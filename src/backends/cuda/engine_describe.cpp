@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -26,14 +28,12 @@ std::string buffer_text(const BufferRef& r) {
   return "?";
 }
 
-// "cuDNN engine 12, knobs 3=1 17=0; 41.2 us, fastest of 4" or "cuBLASLt algorithm; ...".
+// "cuDNN engine 12 (plan eng12_k2=1_k3=0); 41.2 us, fastest of 4" or "cuBLASLt algorithm; ...".
 std::string choice_text(const StepChoice& c) {
   std::string what = "cuBLASLt algorithm";
   if (c.kind == static_cast<uint32_t>(StepKind::Conv)) {
-    what = fmt::format("cuDNN engine {}", c.cudnn_engine);
-    for (uint32_t k = 0; k < c.num_knobs; ++k) {
-      what += fmt::format("{}{}={}", k == 0 ? ", knobs " : " ", c.knobs[k][0], c.knobs[k][1]);
-    }
+    const std::string_view plan(c.cudnn_plan, ::strnlen(c.cudnn_plan, sizeof c.cudnn_plan));
+    what = fmt::format("cuDNN engine {} (plan {})", c.cudnn_engine, escape_invalid_utf8(plan));
   }
   return fmt::format("{}; {:.1f} us, fastest of {}", what, c.time_us, c.candidates);
 }

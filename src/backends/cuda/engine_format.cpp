@@ -261,8 +261,7 @@ class Validator {
     return Status();
   }
 
-  // Each choice names a distinct GEMM or Conv step of its own kind, with at most kMaxCudnnKnobs
-  // knobs; the GPU name is NUL-terminated.
+  // Each choice names a distinct GEMM or Conv step of its own kind; names are NUL-terminated.
   Status choices(std::vector<int32_t>* choice_of_step) {
     choice_of_step->assign(h_.num_steps, -1);
     BATON_CHECK_OR_RETURN(
@@ -281,9 +280,9 @@ class Validator {
           "engine blob: choices[{}] is for a step of kind {} but steps[{}] is of kind {} (only "
           "GEMM and convolution steps have choices)",
           i, c.kind, c.step, kind);
-      BATON_CHECK_OR_RETURN(c.num_knobs <= kMaxCudnnKnobs, InvalidProgram,
-                            "engine blob: choices[{}] has {} knobs (at most {})", i, c.num_knobs,
-                            kMaxCudnnKnobs);
+      BATON_CHECK_OR_RETURN(std::memchr(c.cudnn_plan, 0, sizeof c.cudnn_plan) != nullptr,
+                            InvalidProgram,
+                            "engine blob: choices[{}]'s cuDNN plan name is not NUL-terminated", i);
       BATON_CHECK_OR_RETURN((*choice_of_step)[c.step] < 0, InvalidProgram,
                             "engine blob: choices[{}] is a second choice for steps[{}]", i, c.step);
       (*choice_of_step)[c.step] = static_cast<int32_t>(i);

@@ -533,7 +533,8 @@ TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
       "only GEMM and convolution steps have choices");
   refused([](EngineChoices& b) { b.steps[0].kind = static_cast<uint32_t>(StepKind::Conv); },
           "but steps[0] is of kind 1");
-  refused([](EngineChoices& b) { b.steps[0].num_knobs = 17; }, "has 17 knobs");
+  refused([](EngineChoices& b) { std::memset(b.steps[0].cudnn_plan, 'e', 264); },
+          "plan name is not NUL-terminated");
   refused([](EngineChoices& b) { b.steps.push_back(b.steps[0]); }, "second choice for steps[0]");
   refused([](EngineChoices& b) { b.gpu = std::string(40, 'G'); }, "longer than 39 bytes");
 
@@ -567,7 +568,7 @@ TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
       "not NUL-terminated");
 }
 
-TEST(EngineFormatTest, ConvChoicesNameTheCudnnEngineAndKnobs) {
+TEST(EngineFormatTest, ConvChoicesNameTheCudnnPlan) {
   EngineDescription e = sample();
   e.scratch_bytes = 512;
   e.weights.assign(1024, 7);
@@ -581,11 +582,7 @@ TEST(EngineFormatTest, ConvChoicesNameTheCudnnEngineAndKnobs) {
   StepChoice conv{};
   conv.kind = static_cast<uint32_t>(StepKind::Conv);
   conv.cudnn_engine = 12;
-  conv.num_knobs = 2;
-  conv.knobs[0][0] = 3;
-  conv.knobs[0][1] = 1;
-  conv.knobs[1][0] = 17;
-  conv.knobs[1][1] = 0;
+  std::strcpy(conv.cudnn_plan, "eng12_k2=1_k3=0");
   conv.time_us = 41.25f;
   conv.candidates = 3;
   c.steps = {conv};
@@ -593,7 +590,7 @@ TEST(EngineFormatTest, ConvChoicesNameTheCudnnEngineAndKnobs) {
   ASSERT_TRUE(recorded.ok()) << recorded.status().to_string();
   Aligned a(*recorded);
   const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
-  EXPECT_EQ(j["steps"][0]["choice"], "cuDNN engine 12, knobs 3=1 17=0; 41.2 us, fastest of 3");
+  EXPECT_EQ(j["steps"][0]["choice"], "cuDNN engine 12 (plan eng12_k2=1_k3=0); 41.2 us, fastest of 3");
   EXPECT_EQ(j["choices"]["cudnn_version"], 91900);
 }
 

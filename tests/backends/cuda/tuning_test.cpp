@@ -148,9 +148,9 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
   for (const StepChoice& c : blob->choices()) {
     EXPECT_GE(c.candidates, 1u) << "step " << c.step;
     EXPECT_GT(c.time_us, 0.0f) << "step " << c.step;
-    std::printf("  step %u (%s): %.1f us, fastest of %u\n", c.step,
+    std::printf("  step %u (%s): %.1f us, fastest of %u %s\n", c.step,
                 c.kind == static_cast<uint32_t>(StepKind::Conv) ? "conv" : "gemm", c.time_us,
-                c.candidates);
+                c.candidates, c.cudnn_plan);
   }
   // The two 1x1 convolutions have one shape: one timing, one choice.
   const StepChoice* c1 = nullptr;
@@ -160,7 +160,8 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
     if (blob->steps()[c.step].conv.kernel_h == 1) (c1 ? c2 : c1) = &c;
   }
   ASSERT_TRUE(c1 && c2);
-  EXPECT_EQ(c1->cudnn_engine, c2->cudnn_engine);
+  EXPECT_STREQ(c1->cudnn_plan, c2->cudnn_plan);
+  EXPECT_NE(c1->cudnn_plan[0], 0);
   EXPECT_EQ(c1->time_us, c2->time_us);
 
   auto check = [&](const std::vector<uint8_t>& p, uint64_t recorded, uint64_t timed,
@@ -204,14 +205,14 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
           convs);
   }
   {
-    SCOPED_TRACE("a cuDNN engine that does not exist and a damaged cuBLASLt algorithm");
+    SCOPED_TRACE("a cuDNN plan that is not offered and a damaged cuBLASLt algorithm");
     check(edited([&](EngineHeader& e, uint8_t* base) {
             auto* records = reinterpret_cast<StepChoice*>(base + e.choices.offset);
             for (uint32_t i = 0; i < n; ++i) {
               StepChoice c;
               std::memcpy(&c, &records[i], sizeof c);
               if (c.kind == static_cast<uint32_t>(StepKind::Conv) && c.step == c1->step) {
-                c.cudnn_engine = 100000;
+                std::strcpy(c.cudnn_plan, "eng100000_k2=7");
               } else if (c.kind == static_cast<uint32_t>(StepKind::Gemm)) {
                 std::memset(c.cublaslt_algo, 0xA5, sizeof c.cublaslt_algo);
               } else {
