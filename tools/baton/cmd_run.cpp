@@ -190,6 +190,9 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
 }  // namespace
 
 Status run_run(const RunArgs& args) {
+  BATON_CHECK_OR_RETURN(!args.saturate_rest || args.sms > 0, InvalidArgument,
+                        "--saturate-rest keeps the SMs outside the green context of --sms N busy: "
+                        "give --sms N too");
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
@@ -229,6 +232,7 @@ Status run_run(const RunArgs& args) {
   returned_early = 0;
   std::vector<double> latency;
   std::vector<std::vector<double>> per_step(steps), per_step_device(steps);
+  if (gpu) BATON_TRY(gpu->begin_timed_runs());
   for (int i = 0; i < args.iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
     BATON_TRY(call());
@@ -240,6 +244,7 @@ Status run_run(const RunArgs& args) {
         per_step_device[s].push_back(*device);
     }
   }
+  if (gpu) BATON_TRY(gpu->end_timed_runs());
 
   if (!args.output_dir.empty()) {
     std::error_code ec;
