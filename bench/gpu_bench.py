@@ -4,18 +4,28 @@ I/O on both sides (issue 11, benchmarks).
 
 On the GPU host, from the repository root, with a bundle (scripts/run_gpu_models.sh does this):
   python3 bench/gpu_bench.py --baton BUNDLE/bin/baton --out LOG/bench --commit SHA
-      [--work /tmp/gpu_bench] [--only resnet,resnet32,bert,mlp] [--iterations 300] [--warmup 30]
-      [--no-max-autotune] [--runners baton,eager,reduce-overhead,max-autotune]
-      [--compile-timeout 300] [--budget-s 540] [--models-from DIR]
+      [--work /tmp/gpu_bench] [--only|--models resnet,resnet32,bert,mlp] [--iterations 300]
+      [--warmup 30] [--no-max-autotune] [--runners|--modes baton,eager,reduce-overhead,max-autotune]
+      [--compile-timeout 300] [--budget-s 540] [--models-from DIR] [--merge-into A/gpu_bench.json]
   python3 bench/gpu_bench.py --merge A/gpu_bench.json B/gpu_bench.json --out LOG/merged
       (one table from runs that each did some runners, e.g. max-autotune in a call of its own)
+max-autotune for some models in a call of its own, merged into an earlier run's table:
+  python3 bench/gpu_bench.py --out LOG2/bench --commit SHA --modes max-autotune \
+      --models resnet50,mobilenetv3 --merge-into LOG/bench/gpu_bench.json
+  (--baton is needed only when the baton runner runs. --merge-into PATH: PATH's rows as they were
+  when this call started, with this call's runners merged in — a runner that succeeded here
+  replaces PATH's, one that failed here does not replace PATH's success — are written back to PATH
+  and its gpu_bench.md after every runner; this call's own results go to OUT/gpu_bench.json, or to
+  OUT/gpu_bench.run.json when OUT is PATH's folder.)
 Locally, without a GPU (a dry run of the pipeline: Baton compiled for the CPU, PyTorch on the
 CPU in fp32, small configurations):
   python3 bench/gpu_bench.py --baton build/tools/baton/baton --out /tmp/gb --device cpu --small
 
-Cases (--only takes these names): resnet (batch 1), resnet32 (ResNet-50 batch 32), mobilenet,
-squeezenet, vit, bert, gpt2 (batch 1; text at sequence 128 with an attention mask), mlp
-(bench/mlp_bench.py's 4 x (Linear 4096->4096, GELU), batch 8). Models and inputs come from
+Cases (--only / --models takes these names): resnet (batch 1), resnet32 (ResNet-50 batch 32),
+mobilenet, squeezenet, vit, bert, gpt2 (batch 1; text at sequence 128 with an attention mask), mlp
+(bench/mlp_bench.py's 4 x (Linear 4096->4096, GELU), batch 8); also by the torchvision and
+transformers names (ALIASES: resnet50, resnet50-b32, mobilenetv3, squeezenet1_1, vit_b_16,
+bert-base, gpt2-small). Models and inputs come from
 tests/e2e/export_real_models.py's builders (random weights, fixed seed); the ONNX file is the
 TorchScript exporter's (opset 17, symbolic batch; --shape fixes it), shared with
 bench/gpu_models.py (--models-from its --work/onnx).
@@ -63,6 +73,11 @@ import gpu_common as gc  # noqa: E402
 CASES = {"resnet": ("resnet", 1), "resnet32": ("resnet", 32), "mobilenet": ("mobilenet", 1),
          "squeezenet": ("squeezenet", 1), "vit": ("vit", 1), "bert": ("bert", 1), "gpt2": ("gpt2", 1),
          "mlp": ("mlp", 8)}
+# Other names a case is known by (--only / --models).
+ALIASES = {"resnet50": "resnet", "resnet-50": "resnet", "resnet50-b32": "resnet32", "resnet50_b32": "resnet32",
+           "mobilenetv3": "mobilenet", "mobilenet_v3_large": "mobilenet", "mobilenetv3-large": "mobilenet",
+           "squeezenet1_1": "squeezenet", "squeezenet1.1": "squeezenet", "vit_b_16": "vit", "vit-b16": "vit",
+           "vit-b/16": "vit", "bert-base": "bert", "bert_base": "bert", "gpt2-small": "gpt2", "gpt-2": "gpt2"}
 RUNNERS = ["baton", "eager", "reduce-overhead", "max-autotune"]
 EXPORTER = "torchscript17"
 
@@ -203,7 +218,12 @@ def markdown(rows, env):
              f"{env.get('warmup')} warm-up; {env.get('precision', 'fp16')}; device-resident inputs and outputs on both sides)"
              + (" SMALL configurations: a dry run." if env.get("small") else ""), "",
              "Median (p90) wall ms per call with the result ready. Ratio: Baton / the best torch.compile median "
-             "(below 1: Baton is faster).", "",
+             "(below 1: Baton is faster).", ""]
+    if len(env.get("merged_runs") or []) > 1:
+        lines += ["Merged from these runs (each runner's result keeps its run's date and commit in the JSON): " + "; ".join(
+            f"{r.get('gpu')}, {r.get('date')}, commit `{r.get('commit')}` ({', '.join(r.get('runners') or [])}; "
+            f"{r.get('iterations')} runs after {r.get('warmup')})" for r in env["merged_runs"]) + ".", ""]
+    lines += [
              "| model | batch | Baton | Baton GPU time | eager | compile reduce-overhead | compile max-autotune | Baton / best torch.compile | CPU kernels left |",
              "|---|---:|---|---:|---|---|---|---:|---|"]
     notes = []
@@ -232,21 +252,38 @@ def markdown(rows, env):
     return "\n".join(lines) + "\n"
 
 
-def merge(paths, out_dir):
-    rows, env = {}, {}
-    for p in paths:
-        j = json.load(open(p))
-        env = env or j["environment"]
+def merge_results(results):
+    """One result from several (each a gpu_bench.json's content), in order: a later runner result
+    replaces an earlier one when it succeeded or when there was none. Each runner result keeps the
+    date and commit of the run that made it; the environment is the first's, with every run listed
+    under merged_runs."""
+    rows, env, runs = {}, {}, []
+    for j in results:
+        env = env or dict(j["environment"])
+        for run in j["environment"].get("merged_runs") or [j["environment"]]:
+            runs.append({k: run.get(k) for k in ("date", "commit", "gpu", "iterations", "warmup", "runners", "torch")})
         for row in j["rows"]:
             dst = rows.setdefault(row["name"], {k: v for k, v in row.items() if k != "runners"} | {"runners": {}})
             for m, r in row["runners"].items():
+                r = dict(r)
+                r.setdefault("date", j["environment"].get("date"))
+                r.setdefault("commit", j["environment"].get("commit"))
                 if r.get("ok") or m not in dst["runners"]:
                     dst["runners"][m] = r
-    ordered = [rows[n] for n in CASES if n in rows]
+    env["merged_runs"] = runs
+    return env, [rows[n] for n in CASES if n in rows]
+
+
+def write_results(path, env, rows, **extra):
+    gc.write_json(path, {"environment": env, "rows": rows} | extra)
+    with open(os.path.join(os.path.dirname(path), "gpu_bench.md"), "w") as f:
+        f.write(markdown(rows, env))
+
+
+def merge(paths, out_dir):
+    env, rows = merge_results([json.load(open(p)) for p in paths])
     os.makedirs(out_dir, exist_ok=True)
-    gc.write_json(os.path.join(out_dir, "gpu_bench.json"), {"environment": env, "merged_from": paths, "rows": ordered})
-    with open(os.path.join(out_dir, "gpu_bench.md"), "w") as f:
-        f.write(markdown(ordered, env))
+    write_results(os.path.join(out_dir, "gpu_bench.json"), env, rows, merged_from=paths)
     print(open(os.path.join(out_dir, "gpu_bench.md")).read())
     return 0
 
@@ -259,8 +296,9 @@ def main():
     ap.add_argument("--baton", help="path of the baton CLI")
     ap.add_argument("--out", help="where JSON, markdown and logs go")
     ap.add_argument("--work", default="/tmp/baton_gpu_bench")
-    ap.add_argument("--only", default="", help="cases: " + ",".join(CASES))
-    ap.add_argument("--runners", default=",".join(RUNNERS))
+    ap.add_argument("--only", "--models", dest="only", default="",
+                    help="cases: " + ",".join(CASES) + " (or " + ",".join(ALIASES) + ")")
+    ap.add_argument("--runners", "--modes", dest="runners", default=",".join(RUNNERS))
     ap.add_argument("--no-max-autotune", action="store_true")
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=30)
@@ -274,6 +312,8 @@ def main():
     ap.add_argument("--small", action="store_true", help="small configurations (dry runs)")
     ap.add_argument("--commit", default="COMMIT")
     ap.add_argument("--merge", nargs="+", help="merge gpu_bench.json files into one table (no runs)")
+    ap.add_argument("--merge-into", default="",
+                    help="merge this run's results into this gpu_bench.json (and its gpu_bench.md) as they come")
     # Internal: one PyTorch runner in this process.
     ap.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--family", help=argparse.SUPPRESS)
@@ -287,14 +327,25 @@ def main():
         ap.error("--out is required")
     if args.merge:
         return merge(args.merge, args.out)
-    if not args.baton:
-        ap.error("--baton is required")
     t_start = time.time()
-    names = [n for n in CASES if not args.only or n in gc.split_list(args.only)]
-    unknown = [n for n in gc.split_list(args.only) if n not in CASES]
+    wanted = [ALIASES.get(n.lower(), n.lower()) for n in gc.split_list(args.only)]
+    unknown = [n for n in wanted if n not in CASES]
     if unknown:
-        ap.error(f"unknown case(s) {unknown} (known: {', '.join(CASES)})")
+        ap.error(f"unknown case(s) {unknown} (known: {', '.join(CASES)}; aliases: {', '.join(ALIASES)})")
+    names = [n for n in CASES if not wanted or n in wanted]
     runners = [r for r in gc.split_list(args.runners) if not (args.no_max_autotune and r == "max-autotune")]
+    bad = [r for r in runners if r not in RUNNERS]
+    if bad:
+        ap.error(f"unknown runner(s) {bad} (known: {', '.join(RUNNERS)})")
+    if "baton" in runners and not args.baton:
+        ap.error("--baton is required for the baton runner")
+    base = None
+    if args.merge_into:
+        args.merge_into = os.path.abspath(args.merge_into)
+        if os.path.exists(args.merge_into):
+            base = json.load(open(args.merge_into))  # as it is now: every save merges into this
+        else:
+            print(f"gpu_bench: --merge-into {args.merge_into} does not exist yet: it will hold this run only", flush=True)
     out_dir, work = os.path.abspath(args.out), os.path.abspath(args.work)
     for d in (out_dir, os.path.join(out_dir, "logs"), work, os.path.join(work, "onnx")):
         os.makedirs(d, exist_ok=True)
@@ -305,11 +356,14 @@ def main():
     env = gc.environment(torch, args.device)
     env.update({"commit": args.commit, "iterations": args.iterations, "warmup": args.warmup, "runners": runners,
                 "precision": "fp16" if args.device == "cuda" else "fp32 (CPU dry run)", "small": args.small,
-                "baton": os.path.abspath(args.baton)})
+                "baton": os.path.abspath(args.baton) if args.baton else None})
     print(f"gpu_bench: {env['gpu']}  torch {env['torch']}  cases {','.join(names)}  runners {','.join(runners)}", flush=True)
 
-    # Exports (TorchScript, symbolic batch: one per family) and inputs, in a process pool.
+    # Exports (TorchScript, symbolic batch: one per family) and inputs, in a process pool; only the
+    # baton runner needs them.
     families = sorted({CASES[n][0] for n in names}, key=lambda f: (gc.FAMILY_ORDER + ["mlp"]).index(f))
+    if "baton" not in runners:
+        families = []
     pool = cf.ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn"))
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     exports = {}
@@ -328,10 +382,19 @@ def main():
     rows = []
     json_path, md_path = os.path.join(out_dir, "gpu_bench.json"), os.path.join(out_dir, "gpu_bench.md")
 
+    if args.merge_into and os.path.dirname(args.merge_into) == out_dir:
+        # OUT is the merged table's folder: this run's own results go beside it.
+        json_path, md_path = os.path.join(out_dir, "gpu_bench.run.json"), os.path.join(out_dir, "gpu_bench.run.md")
+
     def save():
         gc.write_json(json_path, {"environment": env, "elapsed_s": time.time() - t_start, "rows": rows})
         with open(md_path, "w") as f:
             f.write(markdown(rows, env))
+        if args.merge_into:
+            own = {"environment": env, "rows": rows}
+            merged_env, merged_rows = merge_results(([base] if base else []) + [own])
+            write_results(args.merge_into, merged_env, merged_rows,
+                          merged_from=([args.merge_into] if base else []) + [json_path])
 
     for n in names:
         family, batch = CASES[n]
@@ -339,7 +402,7 @@ def main():
 
     # Inputs (the builders' own, at each case's batch) for baton run.
     inputs = {}
-    for row in rows:
+    for row in rows if "baton" in runners else []:
         try:
             _, xs, input_names = gc.build(row["family"], not args.small, row["batch"])
             files = []
@@ -400,6 +463,9 @@ def main():
     save()
     print("\n" + open(md_path).read())
     print(f"wrote {json_path} and {md_path} ({time.time() - t_start:.0f} s)")
+    if args.merge_into:
+        md = os.path.join(os.path.dirname(args.merge_into), "gpu_bench.md")
+        print("\nmerged into " + args.merge_into + ":\n" + open(md).read())
     return 0 if all(r.get("ok") for row in rows for r in row["runners"].values()) else 1
 
 

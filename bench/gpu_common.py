@@ -49,15 +49,24 @@ def build(family, full, batch):
     return erm.FAMILIES[family](full, batch)
 
 
-def onnx_name(family, exporter, batch):
+def onnx_name(family, exporter, batch, dtype="fp32"):
     # TorchScript exports keep a symbolic batch: one file serves every batch.
-    return f"{exporter}_{family}.onnx" if not EXPORTERS[exporter][0] else f"{exporter}_{family}_b{batch}.onnx"
+    stem = f"{exporter}_{family}" + ("" if dtype == "fp32" else f"_{dtype}")
+    return f"{stem}.onnx" if not EXPORTERS[exporter][0] else f"{stem}_b{batch}.onnx"
 
 
-def export_job(family, exporter, batch, full, path, threads, log_path):
-    """Runs in a spawned process: build the family from the seed, export it, return the
-    fingerprint of its weights, the --shape values and the time taken. The exporters' chatter
-    goes to log_path."""
+def to_dtype(torch, inputs, dtype):
+    """The inputs with floating ones cast to `dtype` ("fp32" or "fp16"); integer ones unchanged."""
+    if dtype == "fp32":
+        return tuple(inputs)
+    dt = {"fp16": torch.float16}[dtype]
+    return tuple(t.to(dt) if t.is_floating_point() else t for t in inputs)
+
+
+def export_job(family, exporter, batch, full, path, threads, log_path, dtype="fp32"):
+    """Runs in a spawned process: build the family from the seed, export it (dtype "fp16":
+    model.half() and fp16 inputs, exported on the CPU), return the fingerprint of its fp32
+    weights, the --shape values and the time taken. The exporters' chatter goes to log_path."""
     import torch
     torch.set_num_threads(threads)
     sys.stdout.flush()
@@ -69,11 +78,22 @@ def export_job(family, exporter, batch, full, path, threads, log_path):
     start = time.time()
     try:
         model, inputs, names = build(family, full, batch)
+        weights = fingerprint(model)
+        if dtype != "fp32":
+            model, inputs = model.half(), to_dtype(torch, inputs, dtype)
         dynamo, opset = EXPORTERS[exporter]
         shapes = erm.export_onnx(path + ".part", model, inputs, names, dynamo, opset)
+        if dtype != "fp32":
+            # The TorchScript exporter writes fp16 BERT with float32 LayerNorm inputs, which
+            # onnxruntime and the ONNX checker refuse too: an exporter failure, not Baton's.
+            import onnx
+            try:
+                onnx.checker.check_model(path + ".part", full_check=True)
+            except Exception as e:  # noqa: BLE001
+                raise ValueError(f"wrote invalid ONNX (onnx.checker: {e})") from e
         os.replace(path + ".part", path)
-        meta = {"ok": True, "fingerprint": fingerprint(model), "shapes": shapes, "names": names,
-                "export_batch": batch, "export_s": time.time() - start}
+        meta = {"ok": True, "fingerprint": weights, "shapes": shapes, "names": names,
+                "export_batch": batch, "export_dtype": dtype, "export_s": time.time() - start}
     except Exception as e:  # noqa: BLE001  (reported per case)
         meta = {"ok": False, "error": f"{type(e).__name__}: {e}"[-1500:], "export_s": time.time() - start}
     write_json(path + ".json", meta)

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Full-size real models on the GPU: Baton's output against PyTorch's, both exporters, fp32 and
-fp16 (bf16 with --bf16), batch 1 and 8 (issue 11, correctness).
+fp16 (bf16 with --bf16), batch 1 and 8, models exported in fp32 (and in fp16 with --export-dtypes)
+(issue 11, correctness).
 
 On the GPU host, from the repository root, with a bundle (scripts/run_gpu_models.sh does this):
   python3 bench/gpu_models.py --baton BUNDLE/bin/baton --out LOG/models [--work /tmp/gpu_models]
       [--only resnet,bert] [--batches 1,8] [--precisions fp32,fp16] [--bf16]
-      [--exporters torchscript17,dynamo18] [--models-from DIR] [--jobs 8] [--budget-s 540]
+      [--exporters torchscript17,dynamo18] [--export-dtypes fp32,fp16] [--models-from DIR]
+      [--jobs 8] [--budget-s 540]
+Subsets that fit a 10-minute call (each a separate invocation; the default is the 48 cases below):
+  --precisions bf16 --batches 1                  bf16 compiles of the fp32 exports (12 cases)
+  --export-dtypes fp16 --batches 1               models exported in fp16 (12 cases)
 Locally, without a GPU (a dry run of the whole pipeline on small configurations):
   python3 bench/gpu_models.py --baton build/tools/baton/baton --out /tmp/gm --device cpu --small
 Without a GPU, to see what the GPU compile makes of the full models (compile + inspect only):
@@ -21,18 +26,25 @@ tests/e2e/export_real_models.py's builders and seed, model.eval()):
 - `baton compile X.onnx -o X.baton --device cuda:0 --precision P [--shape ...]` in a pool of
   --jobs, then one at a time on the GPU `baton run X.baton --input NAME=FILE ... -o DIR -n 1
   --warmup 0 -q` on the inputs PyTorch gets.
+- --export-dtypes fp16: the model is also exported in fp16 (model.half() and fp16 inputs before
+  torch.onnx.export, on the CPU; integer inputs stay int64), compiled with --precision fp16
+  (whatever --precisions says) and run on the fp16-rounded inputs. An exporter that cannot
+  export a family in fp16 gives a row with status "no export" and its error, not a failure of
+  the run (the exit status ignores those rows).
 - Error metric: relative L2, ||baton - ref|| / ||ref||, the tests' `relative_error`
   (tests/testing/random.cpp); max|baton - ref| / max|ref| is reported beside it. The reference is
   the fp32 PyTorch model on the GPU with TF32 off (torch.backends.cuda.matmul.allow_tf32 and
-  torch.backends.cudnn.allow_tf32 False). fp32 passes at <= 1e-3; fp16 / bf16 pass at <= 2 x the
-  PyTorch fp16 / bf16 model's own error against that reference on the same inputs.
+  torch.backends.cudnn.allow_tf32 False), for fp16-exported models too. fp32 passes at <= 1e-3;
+  fp16 / bf16 (and fp16 exports) pass at <= 2 x the PyTorch fp16 / bf16 model's own error
+  against that reference on the same inputs.
 - Also recorded: compile seconds, the CPU kernel instructions left in the program (by op, from
   `baton inspect --json`), the delegate and copy counts.
 
 Writes OUT/gpu_models.json (every case; rewritten after each one, so a run cut short keeps what
 it had), OUT/gpu_models.md (the table for bench/RESULTS.md) and OUT/logs/ (compile/run logs).
 Large files (ONNX, programs, outputs) stay under --work. One case failing never stops the others.
-Exit status 0 only when every case passed; 1 when any failed, errored or was skipped (--budget-s).
+Exit status 0 only when every case passed (or is an fp16 export its exporter could not make); 1
+when any failed, errored or was skipped (--budget-s).
 
 Expected time on an H100 host with 16 CPUs (default: 6 families x 2 exporters x 2 batches x 2
 precisions = 48 cases, 18 exports): about 4-6 minutes, most of it exports and compiles; --budget-s
@@ -67,7 +79,8 @@ def torch_dtype(torch, precision):
 
 def compute_references(torch, args, family, low_precisions, work):
     """PyTorch on args.device: the fp32 output (the reference) per batch and the fp16 / bf16
-    models' own errors against it. Saves the inputs as .npy for baton run."""
+    models' own errors against it. Saves the inputs as .npy for baton run (and, for fp16 exports,
+    the inputs rounded to fp16)."""
     out = {"batches": {}}
     device = torch.device(args.device)
     model = None
@@ -83,6 +96,12 @@ def compute_references(torch, args, family, low_precisions, work):
             np.save(f, t.numpy())
             files.append((name, f))
         entry = {"inputs": files}
+        if "fp16" in args.export_dtypes:
+            entry["inputs_fp16"] = []
+            for name, t in zip(names, gc.to_dtype(torch, inputs, "fp16")):
+                f = os.path.join(work, "inputs", f"{family}_b{batch}.{name}.fp16.npy")
+                np.save(f, t.numpy())
+                entry["inputs_fp16"].append((name, f))
         start = time.time()
         model32 = model.to(device)
         with torch.inference_mode():
@@ -119,7 +138,7 @@ def fmt_err(x):
 
 
 def row_text(c):
-    return (f"{c['family']:10s} {c['exporter']:13s} b{c['batch']:<2d} {c['precision']:4s} "
+    return (f"{c['family']:10s} {c['exporter']:13s} {c['export_dtype']}-model b{c['batch']:<2d} {c['precision']:4s} "
             f"err {fmt_err(c.get('error_l2')):>8s} (max {fmt_err(c.get('error_max')):>8s}) "
             f"bound {fmt_err(c.get('bound')):>8s}  {c['status']:7s} "
             f"compile {c.get('compile_s', 0):6.1f} s  cpu kernels {str(c.get('cpu_kernels', '—')):>4s}  "
@@ -133,15 +152,17 @@ def markdown(cases, env, args):
              + (" (SMALL configurations: a dry run)." if args.small else "."), "",
              "Error: relative L2 against PyTorch fp32 on the same device with TF32 off (max-norm "
              "error max|a-b|/max|ref| in parentheses). Bound: fp32 1e-3; fp16/bf16 2 × PyTorch's own "
-             "fp16/bf16 error. CPU kernels: instructions left on the CPU (top ops).", "",
-             "| model | exporter | batch | precision | Baton error (max) | bound | PyTorch low-prec. error | result | compile s | CPU kernels | delegates |",
-             "|---|---|---:|---|---|---|---|---|---:|---|---:|"]
+             "fp16/bf16 error. Model: the dtype the model was exported in (fp16: model.half() before "
+             "export, fp16 inputs, compiled with --precision fp16). CPU kernels: instructions left on the CPU "
+             "(top ops).", "",
+             "| model | exporter | model dtype | batch | precision | Baton error (max) | bound | PyTorch low-prec. error | result | compile s | CPU kernels | delegates |",
+             "|---|---|---|---:|---|---|---|---|---|---:|---|---:|"]
     for c in cases:
         ops = c.get("cpu_kernel_ops") or {}
         top = ", ".join(f"{k} {v}" for k, v in list(ops.items())[:4])
         kern = f"{c['cpu_kernels']} ({top})" if c.get("cpu_kernels") else str(c.get("cpu_kernels", "—"))
-        result = c["status"] if c["status"] == "pass" else f"**{c['status']}**: {c.get('message', '')[:120]}"
-        lines.append(f"| {gc.DISPLAY.get(c['family'], c['family'])} | {c['exporter']} | {c['batch']} | {c['precision']} | "
+        result = c["status"] if c["status"] == "pass" else f"**{c['status']}**: {c.get('message', '')[:200]}"
+        lines.append(f"| {gc.DISPLAY.get(c['family'], c['family'])} | {c['exporter']} | {c['export_dtype']} | {c['batch']} | {c['precision']} | "
                      f"{fmt_err(c.get('error_l2'))} ({fmt_err(c.get('error_max'))}) | {fmt_err(c.get('bound'))} | "
                      f"{fmt_err(c.get('torch_error'))} | {result} | {c.get('compile_s', 0):.1f} | {kern} | "
                      f"{c.get('delegates', '—')} |")
@@ -162,6 +183,8 @@ def main():
     ap.add_argument("--precisions", default="fp32,fp16")
     ap.add_argument("--bf16", action="store_true", help="add bf16 to --precisions")
     ap.add_argument("--exporters", default="torchscript17,dynamo18")
+    ap.add_argument("--export-dtypes", default="fp32",
+                    help="fp32 and/or fp16: the dtype the models are exported in (fp16 exports run in fp16 only)")
     ap.add_argument("--models-from", default="", help="reuse ONNX exports from DIR (an earlier --work/onnx)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: dry run, Baton compiled for the CPU and PyTorch on the CPU")
@@ -180,6 +203,10 @@ def main():
     args.batches = [int(b) for b in gc.split_list(args.batches)]
     precisions = gc.split_list(args.precisions) + (["bf16"] if args.bf16 and "bf16" not in args.precisions else [])
     exporters = gc.split_list(args.exporters)
+    args.export_dtypes = gc.split_list(args.export_dtypes)
+    for d in args.export_dtypes:
+        if d not in ("fp32", "fp16"):
+            ap.error(f"unknown export dtype {d} (fp32 or fp16)")
     for e in exporters:
         if e not in gc.EXPORTERS:
             ap.error(f"unknown exporter {e} (known: {', '.join(gc.EXPORTERS)})")
@@ -202,7 +229,8 @@ def main():
                 "fp32_bound": FP32_BOUND, "low_precision_bound": f"{LOW_PRECISION_FACTOR} x PyTorch's own error",
                 "tf32": False, "commit": args.commit})
     print(f"gpu_models: {env['gpu']}  torch {env['torch']}  families {','.join(families)}  batches "
-          f"{args.batches}  precisions {precisions}  exporters {exporters}", flush=True)
+          f"{args.batches}  precisions {precisions}  exporters {exporters}  export dtypes {args.export_dtypes}",
+          flush=True)
 
     # Exports: one per (family, TorchScript) and one per (family, dynamo, batch).
     export_pool = cf.ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn"))
@@ -217,17 +245,19 @@ def main():
     for family, exporter in slow_first:
         batches = args.batches if gc.EXPORTERS[exporter][0] else [min(args.batches)]
         for batch in batches:
-            name = gc.onnx_name(family, exporter, batch)
-            if reuse and os.path.exists(os.path.join(reuse, name)) and os.path.exists(os.path.join(reuse, name + ".json")):
-                f = cf.Future()
-                meta = json.load(open(os.path.join(reuse, name + ".json")))
-                meta["reused_from"] = reuse
-                f.set_result(meta)
-                exports[name] = (os.path.join(reuse, name), f)
-                continue
-            path = os.path.join(work, "onnx", name)
-            exports[name] = (path, export_pool.submit(gc.export_job, family, exporter, batch, not args.small, path, threads,
-                                                      os.path.join(out_dir, "logs", "export_" + name + ".log")))
+            for dtype in args.export_dtypes:
+                name = gc.onnx_name(family, exporter, batch, dtype)
+                if reuse and os.path.exists(os.path.join(reuse, name)) and os.path.exists(os.path.join(reuse, name + ".json")):
+                    f = cf.Future()
+                    meta = json.load(open(os.path.join(reuse, name + ".json")))
+                    meta["reused_from"] = reuse
+                    f.set_result(meta)
+                    exports[name] = (os.path.join(reuse, name), f)
+                    continue
+                path = os.path.join(work, "onnx", name)
+                exports[name] = (path, export_pool.submit(gc.export_job, family, exporter, batch, not args.small, path,
+                                                          threads, os.path.join(out_dir, "logs", "export_" + name + ".log"),
+                                                          dtype))
 
     # Compiles, as soon as their export is there: threads that wait, --jobs compiling at once.
     compile_slots = threading.Semaphore(args.jobs)
@@ -235,16 +265,24 @@ def main():
     for family in families:
         for exporter in exporters:
             for batch in args.batches:
-                for precision in precisions:
-                    cases.append({"family": family, "exporter": exporter, "batch": batch, "precision": precision,
-                                  "name": f"{exporter}_{family}_b{batch}_{precision}"})
+                for dtype in args.export_dtypes:
+                    # An fp16 model runs in fp16.
+                    for precision in precisions if dtype == "fp32" else ["fp16"]:
+                        model = family if dtype == "fp32" else f"{family}_{dtype}model"
+                        cases.append({"family": family, "exporter": exporter, "batch": batch, "precision": precision,
+                                      "export_dtype": dtype, "name": f"{exporter}_{model}_b{batch}_{precision}"})
 
     def compile_case(case):
-        path, fut = exports[gc.onnx_name(case["family"], case["exporter"], case["batch"])]
+        path, fut = exports[gc.onnx_name(case["family"], case["exporter"], case["batch"], case["export_dtype"])]
         meta = fut.result()
         case["export"] = {k: v for k, v in meta.items() if k != "error"}
         if not meta.get("ok"):
-            case.update(status="error", message="export failed: " + meta.get("error", "?"))
+            if case["export_dtype"] != "fp32":
+                # The exporter's limit, not Baton's: a row that says so.
+                case.update(status="no export", message=f"{case['exporter']} in {case['export_dtype']}: "
+                            + meta.get("error", "?").replace("ValueError: ", ""))
+            else:
+                case.update(status="error", message="export failed: " + meta.get("error", "?"))
             return case
         shapes = {}
         for n, dims in (meta.get("shapes") or {}).items():
@@ -272,8 +310,11 @@ def main():
     compile_pool = cf.ThreadPoolExecutor(max_workers=len(cases) or 1)
     compiled = {compile_pool.submit(compile_case, c): c for c in cases}
 
-    # References on the device while exports and compiles run.
+    # References on the device while exports and compiles run (fp16 exports are judged by PyTorch's
+    # fp16 error).
     low = [p for p in precisions if p != "fp32"]
+    if "fp16" in args.export_dtypes and "fp16" not in low:
+        low.append("fp16")
     refs = {}
     if not args.compile_only:
         for family in families:
@@ -292,7 +333,8 @@ def main():
     json_path, md_path = os.path.join(out_dir, "gpu_models.json"), os.path.join(out_dir, "gpu_models.md")
 
     def save():
-        ordered = sorted(done, key=lambda c: (gc.FAMILY_ORDER.index(c["family"]), c["exporter"], c["batch"], c["precision"]))
+        ordered = sorted(done, key=lambda c: (gc.FAMILY_ORDER.index(c["family"]), c["exporter"], c["export_dtype"],
+                                              c["batch"], c["precision"]))
         gc.write_json(json_path, {"environment": env, "elapsed_s": time.time() - t_start, "cases": ordered})
         with open(md_path, "w") as f:
             f.write(markdown(ordered, env, args))
@@ -318,11 +360,13 @@ def main():
     save()
     print(f"\nwrote {json_path} and {md_path} ({time.time() - t_start:.0f} s)")
     passed = sum(1 for c in done if c["status"] == "pass")
-    print(f"{passed} of {len(done)} cases passed" if not args.compile_only else
+    not_exported = sum(1 for c in done if c["status"] == "no export")
+    print((f"{passed} of {len(done)} cases passed" + (f", {not_exported} not exported (fp16 exporter limits)"
+                                                      if not_exported else "")) if not args.compile_only else
           f"{sum(1 for c in done if c['status'] == 'compiled')} of {len(done)} cases compiled")
     if args.compile_only:
-        return 0 if all(c["status"] == "compiled" for c in done) else 1
-    return 0 if passed == len(done) else 1
+        return 0 if all(c["status"] in ("compiled", "no export") for c in done) else 1
+    return 0 if passed + not_exported == len(done) else 1
 
 
 def run_case(case, args, refs, work, out_dir, t_start):
@@ -353,7 +397,7 @@ def run_case(case, args, refs, work, out_dir, t_start):
         case["bound"] = LOW_PRECISION_FACTOR * torch_err
     outputs = os.path.join(work, "outputs", case["name"])
     cmd = [args.baton, "run", case["program"], "-o", outputs, "-n", "1", "--warmup", "0", "-q"]
-    for name, f in entry["inputs"]:
+    for name, f in entry["inputs_fp16"] if case["export_dtype"] == "fp16" else entry["inputs"]:
         cmd += ["--input", f"{name}={f}"]
     rc, seconds, text = gc.run_cmd(cmd, args.run_timeout, os.path.join(out_dir, "logs", case["name"] + ".run.log"))
     case["run_s"] = seconds

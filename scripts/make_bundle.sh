@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Packs what the GPU suite and the benchmarks need on a GPU host that has the NVIDIA driver, the
 # CUDA runtime libraries (cuBLASLt, NVRTC) and Python, but no build tools, packages or network:
-#   bin/    baton, baton_bench, run_model and the GPU test binaries (stripped)
+#   bin/    baton, baton_bench, run_model, the GPU test binaries and cli_test (stripped)
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
 #   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0 (and
 #              its simple, pytorch-converted and pytorch-operator suites, run on the CPU)
-#   run_gpu_suite.sh
+#   run_gpu_suite.sh, sanitizer_summary.sh
 # With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
 #   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
 #               debug info stripped (libFuzzer and the sanitizer runtimes are linked in)
@@ -41,6 +41,7 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_handles_test"
   "$BUILD/tests/backends/cuda/cuda_lifecycle_test"
   "$BUILD/tests/e2e/onnx_node_test"
+  "$BUILD/tests/e2e/cli_test"
 )
 for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "make_bundle: $b is missing: build with a CUDA toolkit first (make build)" >&2; exit 1; }
@@ -85,7 +86,7 @@ for b in "${libs_of[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | 
     *) cp -L "$lib" "$STAGE/lib/" ;;
   esac
 done
-cp scripts/run_gpu_suite.sh "$STAGE/"
+cp scripts/run_gpu_suite.sh scripts/sanitizer_summary.sh "$STAGE/"
 TESTDATA=/usr/share/libonnx-testdata/data
 if [ -d "$TESTDATA/node" ]; then
   mkdir -p "$STAGE/data"

@@ -9,7 +9,10 @@
 # allocation counts, which the tool's own in-process library inflates) only. Tests named
 # *OutOfMemory* make a CUDA allocation fail on purpose: they run in a second pass with
 # --report-api-errors no (memory checking stays on), so that pass reports only real faults.
-# --only runs just the named test binaries (e.g. cuda_gpu_test).
+# --only runs just the named test binaries (e.g. cuda_gpu_test). The summaries are read by
+# sanitizer_summary.sh (bench/gpu_checks.py reads its logs with it too). cli_test runs the CLI in
+# child processes and is left out of --sanitize (bench/gpu_checks.py sanitizes `baton run` on
+# full-size models).
 # Exit status: non-zero when any test failed or a sanitizer reported an error.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -56,11 +59,14 @@ selected() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
 if [ -n "$SANITIZE" ]; then
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  SUMMARY="$HERE/sanitizer_summary.sh"
+  [ -x "$SUMMARY" ] || SUMMARY="$PWD/scripts/sanitizer_summary.sh"
   for tool in ${SANITIZE//,/ }; do
     export BATON_UNDER_SANITIZER=$tool
     for t in "$HERE"/bin/*_test; do
       name=$(basename "$t")
       selected "$name" || continue
+      [ "$name" = cli_test ] && continue
       out="$LOG/$name.$tool.log"
       timeout "${BATON_TEST_TIMEOUT:-600}" "$CS" --tool "$tool" --error-exitcode 99 \
         --print-limit 50 "$t" --gtest_filter='-*OutOfMemory*' > "$out" 2>&1
@@ -75,10 +81,9 @@ if [ -n "$SANITIZE" ]; then
         : > "$out.oom"
       fi
       [ $rc -eq 0 ] && rc=$rc_oom
-      errors=$(grep -Eho "(ERROR SUMMARY|RACECHECK SUMMARY): [0-9]+ (error|hazard)" "$out" "$out.oom" |
-        awk '{n += $3; k = $4} END {print "SUMMARY: " n+0 " " k}')
+      errors=$("$SUMMARY" "$out" "$out.oom")
       tests=$(grep -hE "^\[  (PASSED|FAILED|SKIPPED) \]" "$out" "$out.oom" | tr '\n' ' ')
-      echo "$tool $name: exit $rc  ${errors:-no summary}  $tests"
+      echo "$tool $name: exit $rc  $errors  $tests"
       [ $rc -eq 0 ] || status=1
     done
   done
@@ -102,6 +107,7 @@ B="$HERE/bin/baton"
   "$B" compile examples/mlp.onnx -o /tmp/mlp_dev.baton --device cuda:0 --io device &&
   "$B" run /tmp/mlp_dev.baton --device-io --stream caller -n 50 &&
   "$B" run /tmp/mlp_dev.baton --device-io --sms 16 -n 50 &&
+  "$B" run /tmp/mlp_dev.baton --device-io --sms 16 --saturate-rest -n 50 &&
   "$B" run /tmp/mlp_dev.baton -n 20 &&
   "$B" compile examples/mlp.onnx -o /tmp/mlp_strict.baton --device cuda:0 --io device --strict-staging &&
   "$B" run /tmp/mlp_strict.baton --device-io -n 5

@@ -124,6 +124,37 @@ TEST_F(CliTest, RunThreadsOption) {
   EXPECT_NE(r.output.find("--threads"), std::string::npos) << r.output;
 }
 
+// --saturate-rest needs --sms (refused before the program loads, GPU or not); on a GPU, the run
+// says how the other SMs were kept busy and that they were for the whole timed loop.
+TEST_F(CliTest, SaturateRestNeedsSmsAndKeepsTheOtherSmsBusy) {
+  CliRun r = baton("run " + program() + " --saturate-rest -n 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--saturate-rest keeps the SMs outside the green context of --sms N "
+                          "busy: give --sms N too"),
+            std::string::npos)
+      << r.output;
+  r = baton("run " + program() + " --saturate-rest --device-io -n 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("give --sms N too"), std::string::npos) << r.output;
+
+  // Compiled for the GPU that is here (no --arch): refused without one.
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  const std::string gpu_program = (dir_ / "saturate.baton").string();
+  r = baton("compile -q " + model + " -o " + gpu_program + " --device cuda:0 --io device");
+  if (r.output.find("has no cuda backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA";
+  if (r.output.find("this machine has no GPU") != std::string::npos)
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("run " + gpu_program + " --device-io --sms 16 --saturate-rest -n 200 --warmup 5",
+            "timeout 120");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("stream: green context of "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SMs kept busy by a competing kernel"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all resident) for the whole timed loop"), std::string::npos) << r.output;
+  std::printf("%s", r.output.substr(r.output.find("stream: green")).c_str());
+}
+
 TEST_F(CliTest, WrongInputShapeDtypeAndCountAreExplained) {
   std::mt19937 rng(1);
   const std::string wrong_shape = (dir_ / "wrong_shape.npy").string();

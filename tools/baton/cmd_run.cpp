@@ -190,6 +190,9 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
 }  // namespace
 
 Status run_run(const RunArgs& args) {
+  BATON_CHECK_OR_RETURN(!args.saturate_rest || args.sms > 0, InvalidArgument,
+                        "--saturate-rest keeps the SMs outside the green context of --sms N busy: "
+                        "give --sms N too");
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   // Load time is reported: a program whose GPU choices were not recorded when it was compiled
@@ -238,6 +241,7 @@ Status run_run(const RunArgs& args) {
   returned_early = 0;
   std::vector<double> latency;
   std::vector<std::vector<double>> per_step(steps), per_step_device(steps);
+  if (gpu) BATON_TRY(gpu->begin_timed_runs());
   for (int i = 0; i < args.iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
     BATON_TRY(call());
@@ -249,6 +253,7 @@ Status run_run(const RunArgs& args) {
         per_step_device[s].push_back(*device);
     }
   }
+  if (gpu) BATON_TRY(gpu->end_timed_runs());
 
   if (!args.output_dir.empty()) {
     std::error_code ec;

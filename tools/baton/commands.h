@@ -40,6 +40,7 @@ struct RunArgs {
   bool device_io = false;          // inputs and outputs in device memory (zero-copy)
   std::string stream = "default";  // default | caller
   int sms = 0;                     // > 0: run on a green context of this many SMs
+  bool saturate_rest = false;      // with sms: keep the other SMs busy during the timed runs
   bool no_checksums = false;       // load without verifying the file's checksums
 };
 

@@ -1,6 +1,6 @@
-// The GPU options of `baton run` (--device-io, --stream, --sms). CMake builds gpu_run_cuda.cpp
-// when Baton has its CUDA backend and gpu_run_none.cpp (which refuses the options) otherwise, so
-// the rest of the tool has no CUDA in it.
+// The GPU options of `baton run` (--device-io, --stream, --sms, --saturate-rest). CMake builds
+// gpu_run_cuda.cpp when Baton has its CUDA backend and gpu_run_none.cpp (which refuses the options)
+// otherwise, so the rest of the tool has no CUDA in it.
 #pragma once
 
 #include <memory>
@@ -21,7 +21,12 @@ class GpuRun {
   // One call under the selected stream (if any), then waits for it; `returned_early` says whether
   // the GPU was still working when execute() returned.
   virtual Status execute(runtime::Method& method, bool* returned_early) = 0;
-  // "stream: caller; green context: 16 SMs (asked 16) on cuda:0".
+  // Around the timed runs. With --saturate-rest, the first starts the competing workload on the
+  // SMs outside the green context (returning once it occupies them) and the second stops it and
+  // waits for it; without, both do nothing. Destroying the GpuRun stops a workload still running.
+  virtual Status begin_timed_runs() = 0;
+  virtual Status end_timed_runs() = 0;
+  // "stream: green context of 16 SMs (asked 16) on cuda:0", and what kept the other SMs busy.
   virtual std::string describe() const = 0;
 };
 

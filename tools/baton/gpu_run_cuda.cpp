@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "baton/core/check.h"
+#include "baton/cuda/competing_workload.h"
 #include "baton/cuda/green_context.h"
 #include "baton/cuda/stream.h"
 #include "baton/cuda/stream_guard.h"
@@ -24,7 +25,15 @@ class CudaRun final : public GpuRun {
         break;
       }
     }
-    if (args.sms > 0) {
+    if (args.sms > 0 && args.saturate_rest) {
+      // The remainder's context and the workload are made here, before anything is timed.
+      BATON_ASSIGN_OR_RETURN(auto split, cuda::GreenContext::split(run->device_, args.sms));
+      run->green_.emplace(std::move(split.first));
+      run->rest_.emplace(std::move(split.second));
+      BATON_ASSIGN_OR_RETURN(auto load, cuda::CompetingWorkload::create(run->device_));
+      run->load_.emplace(std::move(load));
+      run->stream_ = run->green_->stream();
+    } else if (args.sms > 0) {
       BATON_ASSIGN_OR_RETURN(auto green, cuda::GreenContext::create(run->device_, args.sms));
       run->green_.emplace(std::move(green));
       run->stream_ = run->green_->stream();
@@ -74,7 +83,31 @@ class CudaRun final : public GpuRun {
     return Status();
   }
 
+  Status begin_timed_runs() override {
+    if (!load_) return Status();
+    BATON_TRY(load_->start(rest_->stream(), rest_->sm_count()));
+    return Status();
+  }
+
+  Status end_timed_runs() override {
+    if (!load_ || !load_->running()) return Status();
+    BATON_ASSIGN_OR_RETURN(const bool was_running, load_->stop());
+    covered_ = was_running;
+    return Status();
+  }
+
   std::string describe() const override {
+    if (green_ && load_) {
+      return fmt::format(
+          "stream: green context of {} SMs (asked {}) on cuda:{}; the other {} SMs kept busy by a "
+          "competing kernel ({} blocks x {} threads of dependent FP32 FMAs, {} per SM, all "
+          "resident) {}",
+          green_->sm_count(), green_->requested_sm_count(), device_, rest_->sm_count(),
+          load_->blocks(), cuda::CompetingWorkload::kThreadsPerBlock, load_->blocks_per_sm(),
+          covered_ ? "for the whole timed loop"
+                   : "that ENDED before the timed loop did (its time limit): the timings are not "
+                     "all saturated");
+    }
     if (green_) {
       return fmt::format("stream: green context of {} SMs (asked {}) on cuda:{}",
                          green_->sm_count(), green_->requested_sm_count(), device_);
@@ -88,6 +121,11 @@ class CudaRun final : public GpuRun {
   cudaStream_t stream_ = nullptr;  // the green context's, the owned one, or none (default)
   std::optional<cuda::Stream> own_stream_;
   std::optional<cuda::GreenContext> green_;
+  // --saturate-rest: the SMs outside green_, and the kernel that keeps them busy. Declared after
+  // green_ and rest_, so the workload is stopped (its destructor waits) before they go.
+  std::optional<cuda::GreenContext> rest_;
+  std::optional<cuda::CompetingWorkload> load_;
+  bool covered_ = false;  // the workload was still running when the timed runs ended
   std::vector<Tensor> buffers_;
 };
 

@@ -4,9 +4,11 @@
 namespace baton::tool {
 
 Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method&) {
-  BATON_CHECK_OR_RETURN(!args.device_io && args.stream == "default" && args.sms == 0, NotSupported,
-                        "--device-io, --stream caller and --sms need the CUDA backend, which this "
-                        "build of baton lacks");
+  BATON_CHECK_OR_RETURN(
+      !args.device_io && args.stream == "default" && args.sms == 0 && !args.saturate_rest,
+      NotSupported,
+      "--device-io, --stream caller, --sms and --saturate-rest need the CUDA "
+      "backend, which this build of baton lacks");
   return std::unique_ptr<GpuRun>();
 }
 

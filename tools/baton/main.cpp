@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   r->add_option("--sms", run.sms, "Run on a green context of N SMs (implies a caller stream)")
       ->check(CLI::Range(1, 100000));
+  r->add_flag("--saturate-rest", run.saturate_rest,
+              "With --sms N: keep the GPU's other SMs busy with a competing kernel for the whole "
+              "timed loop (to measure the green context's isolation)");
   constexpr const char* kNoChecksumsHelp =
       "Load without verifying the file's checksums (every other check still runs; a damaged "
       "weight then goes unnoticed)";

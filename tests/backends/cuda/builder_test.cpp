@@ -15,6 +15,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "baton/cuda/backend.h"
+#include "baton/cuda/competing_workload.h"
 #include "baton/cuda/compiler.h"
 #include "compiler/onnx_import.h"
 #include "compiler/passes.h"
@@ -344,6 +345,20 @@ TEST(EngineBuilderTest, BadTargetsAreExplained) {
     auto no_arch = compiler::make_backend_compiler({Device::cuda(0), "", "fp32"});
     EXPECT_NE(no_arch.status().message().find("Pass --arch sm_XY"), std::string::npos)
         << no_arch.status().to_string();
+  }
+}
+
+// `baton run --saturate-rest`'s busy kernel (builder/device/competing_workload.cuh) compiles
+// without a GPU, so a broken kernel shows here rather than first on the GPU host.
+TEST(EngineBuilderTest, TheCompetingWorkloadCompilesForSm90AndSm80) {
+  for (uint32_t arch : {90u, 80u}) {
+    auto cubin = cuda::CompetingWorkload::cubin(arch);
+    ASSERT_TRUE(cubin.ok()) << "sm_" << arch << ": " << cubin.status().to_string();
+    EXPECT_GT(cubin->size(), 0u);
+  }
+  if (cuda::devices().empty()) {
+    auto load = cuda::CompetingWorkload::create(0);
+    EXPECT_EQ(load.code(), Error::InvalidArgument) << load.status().to_string();
   }
 }
 

@@ -16,6 +16,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/log.h"
 #include "baton/cuda/backend.h"
+#include "baton/cuda/competing_workload.h"
 #include "baton/cuda/compiler.h"
 #include "baton/cuda/green_context.h"
 #include "baton/cuda/stream_guard.h"
@@ -670,6 +671,60 @@ TEST_F(ContractTest, AGreenContextConfinesTheMethodAndKeepsTheContract) {
   if (!testing::under_sanitizer()) {
     EXPECT_TRUE(still_busy) << "the competing workload ended before the measurement did";
   }
+}
+
+// The competing workload of `baton run --saturate-rest`: every block resident on the remainder's
+// SMs until stop(), while the green context's SMs stay free. (No probe_sms here while it runs:
+// the probe's cudaFree may wait for the whole device.)
+TEST_F(ContractTest, TheCompetingWorkloadFillsTheOtherSmsUntilStopped) {
+  // compute-sanitizer may run kernels one at a time: the workload then ends by its limit (kept
+  // short there) before the green context's kernel runs, and only the concurrency is unchecked.
+  const bool sanitized = testing::under_sanitizer();
+  const double limit_s = sanitized ? 5.0 : 60.0;
+  auto kernels = testing::TestKernels::load(0).value();
+  auto split = cuda::GreenContext::split(0, 16);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  cuda::GreenContext& green = split->first;
+  cuda::GreenContext& rest = split->second;
+  auto load = cuda::CompetingWorkload::create(0);
+  ASSERT_TRUE(load.ok()) << load.status().to_string();
+  {
+    const Status started = load->start(rest.stream(), rest.sm_count(), limit_s);
+    ASSERT_TRUE(started.ok()) << started.to_string();
+  }
+  EXPECT_TRUE(load->running());
+  EXPECT_EQ(load->blocks(), rest.sm_count() * load->blocks_per_sm());
+  EXPECT_EQ(load->start(rest.stream(), rest.sm_count()).code(), Error::InvalidArgument);
+
+  // Work on the green context runs beside it: ~1 ms of spinning on all its SMs ends long before
+  // the workload's 60 s limit would free the other SMs.
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(kernels.busy(green.stream(), green.sm_count() * 2, 256, kSpinCycles / 150).ok());
+  ASSERT_EQ(cudaStreamSynchronize(green.stream()), cudaSuccess);
+  const double green_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!sanitized) {
+    EXPECT_LT(green_ms, 5000.0);
+    EXPECT_EQ(cudaStreamQuery(rest.stream()), cudaErrorNotReady) << "the workload ended by itself";
+  }
+
+  auto was_running = load->stop();
+  ASSERT_TRUE(was_running.ok()) << was_running.status().to_string();
+  if (!sanitized) {
+    EXPECT_TRUE(*was_running);
+  }
+  EXPECT_FALSE(load->running());
+  EXPECT_EQ(cudaStreamQuery(rest.stream()), cudaSuccess);
+  EXPECT_EQ(load->stop().code(), Error::InvalidArgument);
+  std::printf(
+      "  competing workload: %d blocks x %d threads (%d per SM) on %d SMs; 1 ms of spinning on "
+      "the green context's %d SMs took %.2f ms beside it\n",
+      load->blocks(), cuda::CompetingWorkload::kThreadsPerBlock, load->blocks_per_sm(),
+      rest.sm_count(), green.sm_count(), green_ms);
+
+  // Started again, then left running: the destructor stops it and waits (before the green
+  // contexts, declared earlier, go).
+  const Status again = load->start(rest.stream(), rest.sm_count(), limit_s);
+  EXPECT_TRUE(again.ok()) << again.to_string();
 }
 
 // --- threads
