@@ -9,8 +9,10 @@
 //
 // The kernel is compiled with NVRTC for the device's architecture, so this class lives in the
 // CUDA builder library (baton_cuda_builder), not in the deployable runtime. Each block runs
-// dependent FP32 FMAs on all its threads (no memory traffic) until the host sets a flag in mapped
-// host memory, or until `max_seconds` have passed. Move-only, not thread-safe; the destructor
+// dependent FP32 FMAs on all its threads (no memory traffic) until the host sets a stop flag in
+// device memory (copied there on a stream of its own), or until `max_seconds` have passed. The
+// kernel does not poll mapped host memory: on an H100, blocks reading a host flag between rounds
+// slowed a green context's launches on the other SMs from 0.02 to 7.8 ms. Move-only, not thread-safe; the destructor
 // stops a running kernel and waits for it, so nothing is left on the device.
 #pragma once
 
@@ -59,9 +61,12 @@ class CompetingWorkload {
   int blocks_ = 0;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
-  // Mapped, pinned host memory: [0] the stop flag, then one "started" flag per block, then one
-  // float per block the kernel never writes in practice (it keeps the FMAs from being dropped).
+  // Mapped, pinned host memory: [0] the value 1 (copied to stop_ to stop the kernel), then one
+  // "started" flag per block (each written once), then one float per block the kernel never
+  // writes in practice (it keeps the FMAs from being dropped).
   unsigned* flags_ = nullptr;
+  unsigned* stop_ = nullptr;            // device memory: the flag the kernel reads
+  cudaStream_t control_ = nullptr;      // copies the stop flag while the kernel runs
   int flag_capacity_ = 0;          // blocks the allocation has room for
   cudaStream_t stream_ = nullptr;  // while running
 };

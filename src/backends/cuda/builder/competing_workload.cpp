@@ -58,6 +58,8 @@ Result<CompetingWorkload> CompetingWorkload::create(int device) {
   BATON_CUDA_CHECK_ON(device,
                       cudaHostAlloc(&flags, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   w.flags_ = static_cast<unsigned*>(flags);
+  BATON_CUDA_CHECK_ON(device, cudaMalloc(reinterpret_cast<void**>(&w.stop_), sizeof(unsigned)));
+  BATON_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&w.control_, cudaStreamNonBlocking));
   return w;
 }
 
@@ -82,7 +84,8 @@ Status CompetingWorkload::start(cudaStream_t stream, int sm_count, double max_se
   unsigned* device_flags = nullptr;
   BATON_CUDA_CHECK_ON(device_,
                       cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags), flags_, 0));
-  const unsigned* stop_flag = device_flags;
+  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(stop_, 0, sizeof(unsigned), stream));
+  const unsigned* stop_flag = stop_;
   unsigned* started = device_flags + 1;
   float* sink = reinterpret_cast<float*>(device_flags + 1 + flag_capacity_);
   unsigned long long max_ns = static_cast<unsigned long long>(max_seconds * 1e9);
@@ -128,6 +131,11 @@ Result<bool> CompetingWorkload::stop() {
   flags[0] = 1u;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   cudaStream_t stream = std::exchange(stream_, nullptr);
+  DeviceGuard guard(device_);
+  BATON_TRY(guard.status());
+  BATON_CUDA_CHECK_ON(device_, cudaMemcpyAsync(stop_, flags_, sizeof(unsigned),
+                                               cudaMemcpyHostToDevice, control_));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(control_));
   BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream));
   return was_running;
 }
@@ -143,6 +151,8 @@ CompetingWorkload& CompetingWorkload::operator=(CompetingWorkload&& o) noexcept 
     library_ = std::exchange(o.library_, nullptr);
     kernel_ = std::exchange(o.kernel_, nullptr);
     flags_ = std::exchange(o.flags_, nullptr);
+    stop_ = std::exchange(o.stop_, nullptr);
+    control_ = std::exchange(o.control_, nullptr);
     flag_capacity_ = o.flag_capacity_;
     stream_ = std::exchange(o.stream_, nullptr);
   }
@@ -155,6 +165,11 @@ void CompetingWorkload::release() {
   // The kernel reads the flags: it must have ended before they are freed.
   if (running()) (void)stop();
   if (flags_) cudaFreeHost(std::exchange(flags_, nullptr));
+  if (stop_ || control_) {
+    DeviceGuard guard(device_);
+    if (stop_) cudaFree(std::exchange(stop_, nullptr));
+    if (control_) cudaStreamDestroy(std::exchange(control_, nullptr));
+  }
   if (library_) cudaLibraryUnload(std::exchange(library_, nullptr));
   kernel_ = nullptr;
 }
