@@ -603,13 +603,23 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
 Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t stream,
                                  bool use_graph) {
   declare_library_writes(pointers);
-  if (!use_graph || engine_->blob().steps().empty()) return enqueue_steps(pointers, stream);
+  if (engine_->blob().steps().empty()) return Status();
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // A graph executes in the context it was instantiated in: a green context's stream needs a
   // graph of its own, or its kernels would leave the green context's SMs.
   CUcontext context = nullptr;
   BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
+  // cuDNN enqueues a plan in the context current on the calling thread: with a green context's
+  // stream and the primary context current, cuDNN 9.19 fails ("cuCtxPushCurrent returned error
+  // invalid device context", H100). So engines with convolutions enqueue with the stream's
+  // context current.
+  std::optional<ContextGuard> cudnn_context;
+  if (cudnn_) {
+    cudnn_context.emplace(*api, context);
+    BATON_TRY(cudnn_context->status());
+  }
+  if (!use_graph) return enqueue_steps(pointers, stream);
   // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
   if (graph_ && context == graph_context_ &&
       std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),

@@ -688,6 +688,10 @@ TEST_F(ContractTest, TheCompetingWorkloadFillsTheOtherSmsUntilStopped) {
   cuda::GreenContext& rest = split->second;
   auto load = cuda::CompetingWorkload::create(0);
   ASSERT_TRUE(load.ok()) << load.status().to_string();
+  // The spin kernel's first launch on the green context loads it there, which waits for the
+  // whole device (H100: 60 s behind the running workload): launch it once before.
+  ASSERT_TRUE(kernels.busy(green.stream(), 1, 32, 1000).ok());
+  ASSERT_EQ(cudaStreamSynchronize(green.stream()), cudaSuccess);
   {
     const Status started = load->start(rest.stream(), rest.sm_count(), limit_s);
     ASSERT_TRUE(started.ok()) << started.to_string();

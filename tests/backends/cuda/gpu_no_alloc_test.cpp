@@ -51,7 +51,9 @@ extension::Module device_io_module() {
   return extension::Module::from_program(program).value();
 }
 
-// Heap allocations made by 50 warm executes under a caller stream (after 5 that warm up).
+// Heap allocations made by 50 warm executes under a caller stream (after 5 that warm up); those
+// made on other threads are printed too (BATON_ALLOC_BACKTRACES=1 prints where the first were
+// made).
 int64_t allocations_of_warm_executes(runtime::Method& m) {
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -65,6 +67,11 @@ int64_t allocations_of_warm_executes(runtime::Method& m) {
       if (!m.execute().ok()) break;
     }
     allocations = count.count();
+    if (allocations > 0) {
+      std::printf("    %lld of them on other threads\n",
+                  static_cast<long long>(count.other_threads()));
+      testing::CountAllocations::print_backtraces();
+    }
   }
   cudaStreamSynchronize(stream);
   cudaStreamDestroy(stream);

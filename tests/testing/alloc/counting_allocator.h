@@ -16,10 +16,18 @@ class CountAllocations {
  public:
   CountAllocations();
   ~CountAllocations();
+  // Every allocation in the process since the scope opened.
   int64_t count() const;
+  // Those made on threads other than the one that opened the scope (a library's background
+  // threads, or a CPU kernel's workers).
+  int64_t other_threads() const;
+  // With BATON_ALLOC_BACKTRACES=1 in the environment, the call stacks of the first allocations
+  // counted (up to 8), written to stderr; nothing otherwise.
+  static void print_backtraces();
 
  private:
   int64_t start_;
+  int64_t start_other_;
 };
 
 }  // namespace baton::testing
