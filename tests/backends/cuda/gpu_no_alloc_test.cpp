@@ -53,8 +53,8 @@ extension::Module device_io_module() {
 
 // Heap allocations made by 50 warm executes under a caller stream (after 5 that warm up); those
 // made on other threads are printed too (BATON_ALLOC_BACKTRACES=1 prints where the first were
-// made).
-int64_t allocations_of_warm_executes(runtime::Method& m) {
+// made). `other_threads`, when given, receives their number.
+int64_t allocations_of_warm_executes(runtime::Method& m, int64_t* other_threads = nullptr) {
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   int64_t allocations = -1;
@@ -67,6 +67,7 @@ int64_t allocations_of_warm_executes(runtime::Method& m) {
       if (!m.execute().ok()) break;
     }
     allocations = count.count();
+    if (other_threads != nullptr) *other_threads = count.other_threads();
     if (allocations > 0) {
       std::printf("    %lld of them on other threads\n",
                   static_cast<long long>(count.other_threads()));
@@ -136,7 +137,11 @@ TEST_F(GpuNoAllocTest, WarmStagedExecuteAllocatesNothing) {
 // One model of each real family (the dynamo exporter's, opset 18, small configurations),
 // compiled for cuda:0 in fp16 with device-resident I/O: one GPU engine and no CPU kernel, its
 // committed inputs uploaded once, then 50 warm executes under a caller stream that allocate
-// nothing — convolutions through cuDNN, attention, LayerNorm and the GEMMs all replayed.
+// nothing on the calling thread — convolutions through cuDNN, attention, LayerNorm and the GEMMs
+// all replayed. Allocations on other threads are reported, not asserted: on an H100 (driver
+// 580) the CUDA driver's own worker thread allocates about 0.4 times per replay of the ResNet
+// and MobileNet graphs (cuDNN convolutions with a fused residual Add; none for SqueezeNet's),
+// which no code of Baton's runs on.
 TEST_F(GpuNoAllocTest, WarmExecuteOfEachRealFamilyAllocatesNothing) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models/real";
@@ -193,10 +198,13 @@ TEST_F(GpuNoAllocTest, WarmExecuteOfEachRealFamilyAllocatesNothing) {
       device_tensors.push_back(std::move(t).value());
     }
 
-    const int64_t allocations = allocations_of_warm_executes(m);
-    std::printf("  %-20s %lld heap allocations in 50 warm executes\n", name.c_str(),
-                static_cast<long long>(allocations));
-    counted.emplace_back(name, allocations);
+    int64_t other_threads = 0;
+    const int64_t allocations = allocations_of_warm_executes(m, &other_threads);
+    std::printf("  %-20s %lld heap allocations in 50 warm executes, %lld of them on other "
+                "threads\n",
+                name.c_str(), static_cast<long long>(allocations),
+                static_cast<long long>(other_threads));
+    counted.emplace_back(name, allocations - other_threads);
 
     // The executes computed the model (fp16: a loose bound; cuda_gpu_test checks accuracy).
     const TensorView out = m.output(0);
@@ -209,7 +217,9 @@ TEST_F(GpuNoAllocTest, WarmExecuteOfEachRealFamilyAllocatesNothing) {
   if (testing::under_sanitizer())
     GTEST_SKIP() << "allocation counts not asserted under compute-sanitizer (the tool's own "
                     "allocations are counted too)";
-  for (const auto& [name, allocations] : counted) EXPECT_EQ(allocations, 0) << name;
+  for (const auto& [name, on_this_thread] : counted) {
+    EXPECT_EQ(on_this_thread, 0) << name << ": allocations on the thread that called execute()";
+  }
 }
 
 }  // namespace
