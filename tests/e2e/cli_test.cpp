@@ -251,9 +251,9 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
   if (r.output.find("has no cuda backend") != std::string::npos)
     GTEST_SKIP() << "built without CUDA";
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = baton("compile -q " + model + " -o " + b +
-                " --device cuda:0 --arch sm_90 --target-device cuda:0",
-            reproducible);
+  r = baton(
+      "compile -q " + model + " -o " + b + " --device cuda:0 --arch sm_90 --target-device cuda:0",
+      reproducible);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
   const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}),

@@ -12,8 +12,9 @@
 // dependent FP32 FMAs on all its threads (no memory traffic) until the host sets a stop flag in
 // device memory (copied there on a stream of its own), or until `max_seconds` have passed. The
 // kernel does not poll mapped host memory: on an H100, blocks reading a host flag between rounds
-// slowed a green context's launches on the other SMs from 0.02 to 7.8 ms. Move-only, not thread-safe; the destructor
-// stops a running kernel and waits for it, so nothing is left on the device.
+// slowed a green context's launches on the other SMs from 0.02 to 7.8 ms. Move-only, not
+// thread-safe; the destructor stops a running kernel and waits for it, so nothing is left on the
+// device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -65,10 +66,10 @@ class CompetingWorkload {
   // "started" flag per block (each written once), then one float per block the kernel never
   // writes in practice (it keeps the FMAs from being dropped).
   unsigned* flags_ = nullptr;
-  unsigned* stop_ = nullptr;            // device memory: the flag the kernel reads
-  cudaStream_t control_ = nullptr;      // copies the stop flag while the kernel runs
-  int flag_capacity_ = 0;          // blocks the allocation has room for
-  cudaStream_t stream_ = nullptr;  // while running
+  unsigned* stop_ = nullptr;        // device memory: the flag the kernel reads
+  cudaStream_t control_ = nullptr;  // copies the stop flag while the kernel runs
+  int flag_capacity_ = 0;           // blocks the allocation has room for
+  cudaStream_t stream_ = nullptr;   // while running
 };
 
 }  // namespace baton::cuda

@@ -261,8 +261,8 @@ uint64_t operand_layout(const ConvStep& c, uint8_t* base, void** pointers, int* 
 }
 
 // Times plan `index` (built) of `g`; an error when it cannot run here.
-Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
-                        int64_t index, Stopwatch& stopwatch) {
+Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c, int64_t index,
+                        Stopwatch& stopwatch) {
   int64_t workspace_size = 0;
   if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
       workspace_size > kMaxTimedWorkspace) {
@@ -273,9 +273,9 @@ Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvSte
   const uint64_t bytes = operand_layout(c, nullptr, pointers, &n);
   BATON_ASSIGN_OR_RETURN(void* operands, stopwatch.operands(bytes));
   operand_layout(c, static_cast<uint8_t*>(operands), pointers, &n);
-  BATON_ASSIGN_OR_RETURN(void* workspace,
-                         stopwatch.workspace(static_cast<uint64_t>(std::max<int64_t>(
-                             workspace_size, 1))));
+  BATON_ASSIGN_OR_RETURN(
+      void* workspace,
+      stopwatch.workspace(static_cast<uint64_t>(std::max<int64_t>(workspace_size, 1))));
   return stopwatch.time([&](cudaStream_t stream) -> Status {
     BATON_CHECK_OR_RETURN(fe::detail::set_stream(handle, stream) == CUDNN_STATUS_SUCCESS, Internal,
                           "cudnnSetStream failed");
@@ -361,8 +361,8 @@ Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
       if (g.get_plan_name_at_index(i, name).is_good() && name == choice.plan) index = i;
     }
     BATON_CHECK_OR_RETURN(index >= 0, NotSupported,
-                          "{}: cuDNN's heuristics do not offer plan '{}' for this convolution", what,
-                          choice.plan);
+                          "{}: cuDNN's heuristics do not offer plan '{}' for this convolution",
+                          what, choice.plan);
     BATON_TRY(check(g.build_plan_at_index(handle, index), "build_plan_at_index (the chosen plan)",
                     step, what));
     impl.choice = choice;

@@ -252,14 +252,10 @@ class CudaBackend final : public runtime::BackendInterface {
     auto* handle = static_cast<CudaHandle*>(h);
     std::lock_guard<std::mutex> lock(handle->mutex);
     const ChoiceStats& choices = handle->context->engine().choice_stats();
-    return {{"zero_copy_calls", handle->zero_copy_calls},
-            {"staged_calls", handle->staged_calls},
-            {"staged_bytes", handle->staged_bytes},
-            {"async_returns", handle->async_returns},
-            {"choices_recorded", choices.recorded},
-            {"choices_timed_at_load", choices.timed},
-            {"choices_untimed", choices.untimed},
-            {"choices_rechosen", choices.rechosen}};
+    return {{"zero_copy_calls", handle->zero_copy_calls}, {"staged_calls", handle->staged_calls},
+            {"staged_bytes", handle->staged_bytes},       {"async_returns", handle->async_returns},
+            {"choices_recorded", choices.recorded},       {"choices_timed_at_load", choices.timed},
+            {"choices_untimed", choices.untimed},         {"choices_rechosen", choices.rechosen}};
   }
 
   // The engine's header, bindings and steps, read from the blob alone (no GPU needed).

@@ -265,11 +265,11 @@ Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stop
   uint32_t timed = 0;
   for (int i = 0; i < found; ++i) {
     Result<float> us = stopwatch->time([&](cudaStream_t stream) -> Status {
-      BATON_CUDA_CHECK_ON(device(),
-                          cublasLtMatmul(handle, p.desc.get(), &g.alpha, ptrs[0], p.a.get(),
-                                         ptrs[1], p.b.get(), &g.beta, g.has_c ? ptrs[2] : ptrs[3],
-                                         g.has_c ? p.c.get() : p.d.get(), ptrs[3], p.d.get(),
-                                         &results[i].algo, ws, workspace, stream));
+      BATON_CUDA_CHECK_ON(
+          device(),
+          cublasLtMatmul(handle, p.desc.get(), &g.alpha, ptrs[0], p.a.get(), ptrs[1], p.b.get(),
+                         &g.beta, g.has_c ? ptrs[2] : ptrs[3], g.has_c ? p.c.get() : p.d.get(),
+                         ptrs[3], p.d.get(), &results[i].algo, ws, workspace, stream));
       return Status();
     });
     if (!us.ok()) continue;  // a candidate that cannot run here is not chosen
@@ -299,9 +299,9 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
   BATON_ASSIGN_OR_RETURN(const CudnnHandle handle, CudnnHandle::create(device()));
   if (use_recorded && !blob_.choices().empty() &&
       blob_.header().choices_cudnn_version != loaded_cudnn_version()) {
-    *rechosen += fmt::format("{}they were timed with cuDNN {}, this is {}",
-                             rechosen->empty() ? "" : "; ", blob_.header().choices_cudnn_version,
-                             loaded_cudnn_version());
+    *rechosen +=
+        fmt::format("{}they were timed with cuDNN {}, this is {}", rechosen->empty() ? "" : "; ",
+                    blob_.header().choices_cudnn_version, loaded_cudnn_version());
     use_recorded = false;
   }
   std::map<std::string, size_t> first_of_shape;
@@ -331,9 +331,9 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
       convs_[s] = convs_[it->second];
     } else {
-      BATON_ASSIGN_OR_RETURN(const ConvPlan plan, ConvPlan::choose(handle.get(), r.conv,
-                                                                   tune_candidates(), stopwatch,
-                                                                   what));
+      BATON_ASSIGN_OR_RETURN(
+          const ConvPlan plan,
+          ConvPlan::choose(handle.get(), r.conv, tune_candidates(), stopwatch, what));
       convs_[s] = plan.choice();
       first_of_shape[shape] = s;
     }

@@ -445,9 +445,9 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   }
   // The choices section is optional: zero when the engine was built without its GPU.
   BATON_CHECK_OR_RETURN(
-      h.choices.size == 0 || (inside(h.choices, bytes.size()) && h.choices.offset % 64 == 0 &&
-                              h.choices.offset >= sizeof(EngineHeader) &&
-                              h.choices.size % sizeof(StepChoice) == 0),
+      h.choices.size == 0 ||
+          (inside(h.choices, bytes.size()) && h.choices.offset % 64 == 0 &&
+           h.choices.offset >= sizeof(EngineHeader) && h.choices.size % sizeof(StepChoice) == 0),
       InvalidProgram,
       "engine blob section 'choices' [{}, +{}) is misaligned, outside the {}-byte blob or not a "
       "whole number of {}-byte records",
@@ -581,8 +581,8 @@ Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
   if (size > 0) std::memcpy(out.data() + offset, choices.steps.data(), size);
   // Check the result as a loader would (parse needs 64-byte aligned bytes).
   std::vector<uint64_t> aligned((out.size() + 7) / 8 + 8);
-  auto* base = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(aligned.data()) + 63) / 64 * 64);
+  auto* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(aligned.data()) + 63) / 64 * 64);
   std::memcpy(base, out.data(), out.size());
   BATON_TRY(EngineBlob::parse({base, out.size()}).status());
   return out;

@@ -176,13 +176,13 @@ struct StepRecord {
 // (cublasLtMatmulAlgo_t); a convolution's is one of the plans cuDNN's heuristics offer for its
 // operation graph, named as cuDNN names it (engine and knob values: "eng0_k2=3_k3=0...").
 struct StepChoice {
-  uint32_t step;  // index of a Gemm or Conv step
-  uint32_t kind;  // that step's StepKind, repeated as a check
-  float time_us;  // the chosen candidate's time when it was chosen
+  uint32_t step;        // index of a Gemm or Conv step
+  uint32_t kind;        // that step's StepKind, repeated as a check
+  float time_us;        // the chosen candidate's time when it was chosen
   uint32_t candidates;  // how many candidates were timed
   uint64_t cublaslt_algo[8];
-  int64_t cudnn_engine;   // the plan's engine (global index), for inspection
-  char cudnn_plan[264];   // the plan's name, NUL-padded
+  int64_t cudnn_engine;  // the plan's engine (global index), for inspection
+  char cudnn_plan[264];  // the plan's name, NUL-padded
 };
 static_assert(sizeof(StepChoice) == 352);
 

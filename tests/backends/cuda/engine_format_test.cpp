@@ -590,7 +590,8 @@ TEST(EngineFormatTest, ConvChoicesNameTheCudnnPlan) {
   ASSERT_TRUE(recorded.ok()) << recorded.status().to_string();
   Aligned a(*recorded);
   const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
-  EXPECT_EQ(j["steps"][0]["choice"], "cuDNN engine 12 (plan eng12_k2=1_k3=0); 41.2 us, fastest of 3");
+  EXPECT_EQ(j["steps"][0]["choice"],
+            "cuDNN engine 12 (plan eng12_k2=1_k3=0); 41.2 us, fastest of 3");
   EXPECT_EQ(j["choices"]["cudnn_version"], 91900);
 }
 

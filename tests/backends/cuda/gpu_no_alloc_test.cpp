@@ -200,10 +200,10 @@ TEST_F(GpuNoAllocTest, WarmExecuteOfEachRealFamilyAllocatesNothing) {
 
     int64_t other_threads = 0;
     const int64_t allocations = allocations_of_warm_executes(m, &other_threads);
-    std::printf("  %-20s %lld heap allocations in 50 warm executes, %lld of them on other "
-                "threads\n",
-                name.c_str(), static_cast<long long>(allocations),
-                static_cast<long long>(other_threads));
+    std::printf(
+        "  %-20s %lld heap allocations in 50 warm executes, %lld of them on other "
+        "threads\n",
+        name.c_str(), static_cast<long long>(allocations), static_cast<long long>(other_threads));
     counted.emplace_back(name, allocations - other_threads);
 
     // The executes computed the model (fp16: a loose bound; cuda_gpu_test checks accuracy).

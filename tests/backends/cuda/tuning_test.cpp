@@ -74,8 +74,8 @@ class TuningTest : public ::testing::Test {
     compiler::CompileOptions options;
     std::unique_ptr<compiler::BackendCompiler> backend;
     if (std::string_view(device) != "cpu") {
-      backend = std::move(compiler::make_backend_compiler({*Device::parse(device), "", "fp16"}))
-                    .value();
+      backend =
+          std::move(compiler::make_backend_compiler({*Device::parse(device), "", "fp16"})).value();
       options.backends.push_back(backend.get());
     }
     auto compiled = compiler::compile_bytes(onnx, options);

@@ -133,8 +133,8 @@ Result<bool> CompetingWorkload::stop() {
   cudaStream_t stream = std::exchange(stream_, nullptr);
   DeviceGuard guard(device_);
   BATON_TRY(guard.status());
-  BATON_CUDA_CHECK_ON(device_, cudaMemcpyAsync(stop_, flags_, sizeof(unsigned),
-                                               cudaMemcpyHostToDevice, control_));
+  BATON_CUDA_CHECK_ON(
+      device_, cudaMemcpyAsync(stop_, flags_, sizeof(unsigned), cudaMemcpyHostToDevice, control_));
   BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(control_));
   BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream));
   return was_running;

@@ -81,7 +81,8 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
   }
   BATON_TRY(flush());
   BATON_ASSIGN_OR_RETURN(compiler::LoweredPartition lowered, ctx.finish());
-  BATON_ASSIGN_OR_RETURN(lowered.blob, record_timed_choices(std::move(lowered.blob), partition.name));
+  BATON_ASSIGN_OR_RETURN(lowered.blob,
+                         record_timed_choices(std::move(lowered.blob), partition.name));
   return lowered;
 }
 
@@ -119,11 +120,11 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
   const EngineChoices choices = (*engine)->choices();
   if (choices.steps.empty()) return blob;
   const ChoiceStats& stats = (*engine)->choice_stats();
-  log_message(LogLevel::Info, "cuda",
-              fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
-                          "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
-                          name, choices.steps.size(), target_.device_id, tune_candidates(),
-                          stats.ms));
+  log_message(
+      LogLevel::Info, "cuda",
+      fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
+                  "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
+                  name, choices.steps.size(), target_.device_id, tune_candidates(), stats.ms));
   return record_choices(blob, choices);
 }
 

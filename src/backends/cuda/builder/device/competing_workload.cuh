@@ -3,8 +3,8 @@
 // of a few tens of microseconds; between rounds thread 0 reads the stop flag (device memory, which
 // the host sets with a copy on another stream) and the global timer, and the block ends when the
 // flag is set or `max_ns` have passed. Thread 0 first marks the block as started (once, in mapped
-// host memory), so the host can wait until every block is resident. 512 threads, at least 4 blocks per SM (32 registers a
-// thread at most): 2048 threads fill an H100 or H200 SM.
+// host memory), so the host can wait until every block is resident. 512 threads, at least 4 blocks
+// per SM (32 registers a thread at most): 2048 threads fill an H100 or H200 SM.
 #pragma once
 
 extern "C" __global__ void __launch_bounds__(512, 4)
