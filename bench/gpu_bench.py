@@ -31,8 +31,9 @@ TorchScript exporter's (opset 17, symbolic batch; --shape fixes it), shared with
 bench/gpu_models.py (--models-from its --work/onnx).
 
 Runners, one after the other on the same GPU:
-- baton: `baton compile X.onnx --device cuda:0 --precision fp16 --io device` (compiles run in a
-  pool of --jobs before anything is timed), then `baton run X.baton --device-io --input ... -n N
+- baton: `baton compile X.onnx --device cuda:0 --precision fp16 --io device` (compiles run one
+  at a time, --compile-jobs, before anything is timed: each times its GEMM algorithms and cuDNN
+  plans on the GPU and records them), then `baton run X.baton --device-io --input ... -n N
   --warmup W`: inputs and outputs in GPU memory bound zero-copy, the default stream, execute()
   returning with results ready; its latency line (wall clock around each execute, nearest-rank
   median and p90) and the per-instruction GPU medians are parsed. If the device-I/O program fails,
@@ -306,7 +307,9 @@ def main():
     ap.add_argument("--eager-timeout", type=int, default=180, help="seconds per eager runner and per baton run")
     ap.add_argument("--baton-compile-timeout", type=int, default=600)
     ap.add_argument("--budget-s", type=float, default=540, help="start no new runner after this many seconds")
-    ap.add_argument("--jobs", type=int, default=8, help="parallel exports and Baton compiles")
+    ap.add_argument("--jobs", type=int, default=8, help="parallel exports")
+    ap.add_argument("--compile-jobs", type=int, default=1,
+                    help="parallel Baton compiles (each times its choices on the GPU: keep 1 for timing)")
     ap.add_argument("--models-from", default="", help="reuse ONNX exports from DIR (gpu_models.py's --work/onnx)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: dry run")
     ap.add_argument("--small", action="store_true", help="small configurations (dry runs)")
@@ -425,7 +428,10 @@ def main():
             r = baton_compile(args, row["name"], path, meta.get("shapes"), row["batch"], out_dir, work, "device")
             r["export"] = meta
             return r
-        with cf.ThreadPoolExecutor(max_workers=args.jobs) as tp:
+        # One compile at a time by default: with the GPU present each compile times its GEMM
+        # algorithms and cuDNN plans there (docs/engine-format.md, "Choices"), and compiles side
+        # by side would time each other's work.
+        with cf.ThreadPoolExecutor(max_workers=args.compile_jobs) as tp:
             futures = {row["name"]: tp.submit(compile_row, row) for row in rows if row["name"] in inputs}
             for name, fut in futures.items():
                 try:
