@@ -145,13 +145,8 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   // its own.
   const auto started = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
-  bool has_choices_to_make = false;
-  for (const StepRecord& r : blob_.steps()) {
-    has_choices_to_make |= r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
-                           r.kind == static_cast<uint32_t>(StepKind::Conv);
-  }
   std::optional<Stopwatch> stopwatch;
-  if (has_choices_to_make && tune_candidates() > 1) {
+  if (blob_.num_choice_steps() > 0 && tune_candidates() > 1) {
     BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(h.device_id));
     stopwatch.emplace(std::move(w));
   }

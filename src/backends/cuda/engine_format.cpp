@@ -399,6 +399,23 @@ const StepChoice* EngineBlob::choice(size_t step) const {
 std::string_view EngineBlob::choices_gpu() const {
   return {header_.choices_gpu, ::strnlen(header_.choices_gpu, sizeof header_.choices_gpu)};
 }
+size_t EngineBlob::num_choice_steps() const {
+  size_t n = 0;
+  for (const StepRecord& r : steps_) {
+    n += r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
+         r.kind == static_cast<uint32_t>(StepKind::Conv);
+  }
+  return n;
+}
+
+AlignedBlobCopy::AlignedBlobCopy(std::span<const uint8_t> bytes)
+    : storage_(bytes.size() / 8 + 16), size_(bytes.size()) {
+  auto* aligned =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage_.data()) + 63) / 64 * 64);
+  if (!bytes.empty()) std::memcpy(aligned, bytes.data(), bytes.size());
+  data_ = aligned;
+}
+
 size_t EngineBlob::num_inputs() const {
   size_t n = 0;
   for (const auto& b : bindings_) n += b.is_output ? 0 : 1;
@@ -579,12 +596,8 @@ Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
   std::memcpy(out.data(), blob.data(), end);
   std::memcpy(out.data(), &h, sizeof h);
   if (size > 0) std::memcpy(out.data() + offset, choices.steps.data(), size);
-  // Check the result as a loader would (parse needs 64-byte aligned bytes).
-  std::vector<uint64_t> aligned((out.size() + 7) / 8 + 8);
-  auto* base =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(aligned.data()) + 63) / 64 * 64);
-  std::memcpy(base, out.data(), out.size());
-  BATON_TRY(EngineBlob::parse({base, out.size()}).status());
+  // Check the result as a loader would.
+  BATON_TRY(EngineBlob::parse(AlignedBlobCopy(out).span()).status());
   return out;
 }
 

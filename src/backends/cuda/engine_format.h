@@ -199,6 +199,19 @@ struct KernelRecord {
   uint32_t name_size;
 };
 
+// A copy of a blob at a 64-byte aligned address (EngineBlob::parse needs one), for blobs held in
+// a plain std::vector. The copy's bytes live as long as this object.
+class AlignedBlobCopy {
+ public:
+  explicit AlignedBlobCopy(std::span<const uint8_t> bytes);
+  std::span<const uint8_t> span() const { return {data_, size_}; }
+
+ private:
+  std::vector<uint64_t> storage_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // A parsed, fully validated engine blob. Views into the blob's bytes, which must outlive it.
 class EngineBlob {
  public:
@@ -217,6 +230,8 @@ class EngineBlob {
   std::span<const uint8_t> weights() const { return weights_; }
   std::span<const uint8_t> cubin() const { return cubin_; }
   size_t num_inputs() const;
+  // How many steps are GEMMs or convolutions: the steps that have algorithm choices.
+  size_t num_choice_steps() const;
   // The recorded choices; choice(step) is the one for `step`, or null.
   std::span<const StepChoice> choices() const { return choices_; }
   const StepChoice* choice(size_t step) const;

@@ -467,6 +467,7 @@ TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
     ASSERT_TRUE(blob.ok()) << blob.status().to_string();
     EXPECT_TRUE(blob->choices().empty());
     EXPECT_EQ(blob->choice(0), nullptr);
+    EXPECT_EQ(blob->num_choice_steps(), 1u);  // the GEMM, not the kernel
     const auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
     EXPECT_EQ(j["choices"], "none recorded: chosen at load");
   }

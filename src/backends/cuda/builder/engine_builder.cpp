@@ -42,11 +42,8 @@ bool EngineBuilder::lowers(std::string_view op, std::string_view domain) const {
 
 Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
   // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
-  std::vector<uint8_t> storage(blob.size() + 64);
-  auto* aligned =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
-  if (!blob.empty()) std::memcpy(aligned, blob.data(), blob.size());
-  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse({aligned, blob.size()}));
+  const AlignedBlobCopy aligned(blob);
+  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse(aligned.span()));
   return Device::cuda(static_cast<int16_t>(parsed.header().device_id));
 }
 
@@ -98,18 +95,10 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
             cubin_runs_on(target_.sm_arch, static_cast<uint32_t>(d.sm_arch));
   }
   if (!here) return blob;
-  std::vector<uint64_t> storage(blob.size() / 8 + 16);
-  auto* aligned =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
-  std::memcpy(aligned, blob.data(), blob.size());
-  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse({aligned, blob.size()}));
-  bool has_choices = false;
-  for (const StepRecord& r : parsed.steps()) {
-    has_choices |= r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
-                   r.kind == static_cast<uint32_t>(StepKind::Conv);
-  }
-  if (!has_choices) return blob;
-  Result<std::shared_ptr<Engine>> engine = Engine::load({aligned, blob.size()}, name, true);
+  const AlignedBlobCopy aligned(blob);
+  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse(aligned.span()));
+  if (parsed.num_choice_steps() == 0) return blob;
+  Result<std::shared_ptr<Engine>> engine = Engine::load(aligned.span(), name, true);
   if (!engine.ok()) {
     log_message(LogLevel::Warn, "cuda",
                 fmt::format("could not time the algorithms of partition '{}' on cuda:{} ({}): they "
