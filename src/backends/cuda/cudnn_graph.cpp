@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -125,6 +126,17 @@ struct ConvPlan::Impl {
   ConvChoice choice;
   bool has_bias = false;
   bool has_residual = false;
+
+  // Once the plan to execute is built: its workspace size, its name, the tensors it takes.
+  Status finish(const ConvStep& step, const std::string& what) {
+    BATON_CHECK_OR_RETURN(graph.get_workspace_size(workspace).is_good(), Internal,
+                          "{}: cuDNN did not report the plan's workspace size", what);
+    std::string name;
+    if (graph.get_plan_name(name).is_good()) engine = name;
+    has_bias = step.has_bias != 0;
+    has_residual = step.has_residual != 0;
+    return Status();
+  }
 };
 
 namespace {
@@ -145,9 +157,19 @@ Status check(fe::error_t e, const char* stage, const ConvStep& c, const std::str
                      e.get_message());
 }
 
-// The operation graph of `c`, validated and built (no execution plan yet).
-Status make_graph(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
-                  const std::string& what) {
+// Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits), for chosen and replayed plans.
+void restrict_numerics(fe::graph::Graph& g, const ConvStep& c) {
+  if (static_cast<Precision>(c.compute) == Precision::FP32 &&
+      static_cast<DType>(c.x_dtype) == DType::Float32) {
+    g.deselect_numeric_notes(
+        {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
+  }
+}
+
+// The operation graph of `c` and the plans cuDNN's heuristics (mode A, then FALLBACK) offer for
+// it, strict fp32's filter applied; none built yet.
+Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
+                   const std::string& what) {
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t x_type, data_type(c.x_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t w_type, data_type(c.w_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t y_type, data_type(c.y_dtype, what));
@@ -208,16 +230,11 @@ Status make_graph(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
       .set_stride(nhwc_strides(c.k, c.out_h, c.out_w));
   BATON_TRY(check(g.validate(), "validate", c, what));
   BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph", c, what));
+  BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                  "create_execution_plans", c, what));
+  restrict_numerics(g, c);
+  BATON_TRY(check(g.check_support(handle), "check_support", c, what));
   return Status();
-}
-
-// Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits), for chosen and replayed plans.
-void restrict_numerics(fe::graph::Graph& g, const ConvStep& c) {
-  if (static_cast<Precision>(c.compute) == Precision::FP32 &&
-      static_cast<DType>(c.x_dtype) == DType::Float32) {
-    g.deselect_numeric_notes(
-        {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
-  }
 }
 
 // The name and engine of plan `index` of `g`.
@@ -232,16 +249,6 @@ Result<ConvChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std
                         "{}: cuDNN's name for plan {} is {} bytes; Baton records at most {}", what,
                         index, choice.plan.size(), sizeof(StepChoice::cudnn_plan) - 1);
   return choice;
-}
-
-// Workspace size and engine name of the plan `g` will execute.
-Status describe_plan(const fe::graph::Graph& g, int64_t* workspace, std::string* engine,
-                     const std::string& what) {
-  BATON_CHECK_OR_RETURN(g.get_workspace_size(*workspace).is_good(), Internal,
-                        "{}: cuDNN did not report the plan's workspace size", what);
-  std::string name;
-  if (g.get_plan_name(name).is_good()) *engine = name;
-  return Status();
 }
 
 // `n` operand pointers in uid order inside `base` (each range 256-byte aligned); the bytes needed.
@@ -287,31 +294,36 @@ Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvSte
 
 }  // namespace
 
-Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
-                                  Stopwatch* stopwatch, const std::string& what) {
+Result<ConvPlan> ConvPlan::make(const std::string& what,
+                                const std::function<Status(Impl&)>& build) {
   ConvPlan plan;
   plan.impl_ = std::make_unique<Impl>();
-  Impl& impl = *plan.impl_;
-  fe::graph::Graph& g = impl.graph;
   try {
-    BATON_TRY(make_graph(g, handle, step, what));
-    BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-                    "create_execution_plans", step, what));
-    restrict_numerics(g, step);
-    BATON_TRY(check(g.check_support(handle), "check_support", step, what));
+    BATON_TRY(build(*plan.impl_));
+  } catch (const std::exception& e) {
+    return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
+  }
+  return plan;
+}
+
+Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
+                                  Stopwatch* stopwatch, const std::string& what) {
+  return make(what, [&](Impl& impl) -> Status {
+    fe::graph::Graph& g = impl.graph;
+    BATON_TRY(offer_plans(g, handle, step, what));
     const int64_t count = g.get_execution_plan_count();
-    int64_t best = -1;
-    float best_us = 0;
-    uint32_t timed = 0;
+    Fastest fastest;
     std::string failures;
-    for (int64_t i = 0; i < count && (best < 0 || timed < static_cast<uint32_t>(candidates)); ++i) {
+    for (int64_t i = 0;
+         i < count && (fastest.index < 0 || fastest.timed < static_cast<uint32_t>(candidates));
+         ++i) {
       fe::error_t built = g.build_plan_at_index(handle, i);
       if (built.is_bad()) {
         failures += fmt::format("\n  plan {}: {}", i, built.get_message());
         continue;
       }
       if (candidates <= 1 || stopwatch == nullptr) {
-        best = i;  // the heuristics' first plan that builds, untimed
+        fastest.index = i;  // the heuristics' first plan that builds, untimed
         break;
       }
       Result<float> us = time_plan(g, handle, step, i, *stopwatch);
@@ -319,42 +331,27 @@ Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, in
         failures += fmt::format("\n  plan {}: {}", i, us.status().message());
         continue;
       }
-      ++timed;
-      if (best < 0 || *us < best_us) {
-        best = i;
-        best_us = *us;
-      }
+      fastest.offer(i, *us);
     }
-    BATON_CHECK_OR_RETURN(best >= 0, NotSupported,
+    BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
                           "{}: none of cuDNN's {} plans for this convolution builds or runs on "
                           "this GPU:{}",
                           what, count, failures);
     // Building it again makes it the plan execute() runs.
-    BATON_TRY(check(g.build_plan_at_index(handle, best), "build_plan_at_index", step, what));
-    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, best, what));
-    impl.choice.time_us = best_us;
-    impl.choice.candidates = timed;
-    BATON_TRY(describe_plan(g, &impl.workspace, &impl.engine, what));
-    impl.has_bias = step.has_bias != 0;
-    impl.has_residual = step.has_residual != 0;
-  } catch (const std::exception& e) {
-    return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
-  }
-  return plan;
+    BATON_TRY(
+        check(g.build_plan_at_index(handle, fastest.index), "build_plan_at_index", step, what));
+    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, fastest.index, what));
+    impl.choice.time_us = fastest.us;
+    impl.choice.candidates = fastest.timed;
+    return impl.finish(step, what);
+  });
 }
 
 Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
                                   const ConvChoice& choice, const std::string& what) {
-  ConvPlan plan;
-  plan.impl_ = std::make_unique<Impl>();
-  Impl& impl = *plan.impl_;
-  fe::graph::Graph& g = impl.graph;
-  try {
-    BATON_TRY(make_graph(g, handle, step, what));
-    BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-                    "create_execution_plans", step, what));
-    restrict_numerics(g, step);
-    BATON_TRY(check(g.check_support(handle), "check_support", step, what));
+  return make(what, [&](Impl& impl) -> Status {
+    fe::graph::Graph& g = impl.graph;
+    BATON_TRY(offer_plans(g, handle, step, what));
     int64_t index = -1;
     for (int64_t i = 0; i < g.get_execution_plan_count() && index < 0; ++i) {
       std::string name;
@@ -366,13 +363,8 @@ Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
     BATON_TRY(check(g.build_plan_at_index(handle, index), "build_plan_at_index (the chosen plan)",
                     step, what));
     impl.choice = choice;
-    BATON_TRY(describe_plan(g, &impl.workspace, &impl.engine, what));
-    impl.has_bias = step.has_bias != 0;
-    impl.has_residual = step.has_residual != 0;
-  } catch (const std::exception& e) {
-    return BATON_ERROR(NotSupported, "{}: cuDNN: {}. {}", what, e.what(), kHowToGetCudnn);
-  }
-  return plan;
+    return impl.finish(step, what);
+  });
 }
 
 ConvPlan::ConvPlan() = default;

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -91,6 +92,8 @@ class ConvPlan {
 
  private:
   struct Impl;
+  // A new plan that `build` fills in; cudnn-frontend's exceptions become errors naming `what`.
+  static Result<ConvPlan> make(const std::string& what, const std::function<Status(Impl&)>& build);
   std::unique_ptr<Impl> impl_;
 };
 

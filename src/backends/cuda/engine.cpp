@@ -255,9 +255,7 @@ Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stop
   BATON_ASSIGN_OR_RETURN(void* base, stopwatch->operands(gemm_operands(g, nullptr, ptrs)));
   gemm_operands(g, static_cast<uint8_t*>(base), ptrs);
   BATON_ASSIGN_OR_RETURN(void* ws, stopwatch->workspace(std::max<uint64_t>(workspace, 1)));
-  int best = -1;
-  float best_us = 0;
-  uint32_t timed = 0;
+  Fastest fastest;
   for (int i = 0; i < found; ++i) {
     Result<float> us = stopwatch->time([&](cudaStream_t stream) -> Status {
       BATON_CUDA_CHECK_ON(
@@ -267,19 +265,14 @@ Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stop
                          ptrs[3], p.d.get(), &results[i].algo, ws, workspace, stream));
       return Status();
     });
-    if (!us.ok()) continue;  // a candidate that cannot run here is not chosen
-    ++timed;
-    if (best < 0 || *us < best_us) {
-      best = i;
-      best_us = *us;
-    }
+    if (us.ok()) fastest.offer(i, *us);  // a candidate that cannot run here is not chosen
   }
-  BATON_CHECK_OR_RETURN(best >= 0, NotSupported,
+  BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
                         "partition '{}' step {}: none of cuBLASLt's {} algorithms for m={} n={} "
                         "k={} batch={} runs on cuda:{}",
                         partition_, step, found, g.m, g.n, g.k, g.batch, device());
-  p.algo = results[static_cast<size_t>(best)].algo;
-  gemm_times_[step] = {best_us, timed};
+  p.algo = results[static_cast<size_t>(fastest.index)].algo;
+  gemm_times_[step] = {fastest.us, fastest.timed};
   ++stats_.timed;
   return Status();
 }

@@ -19,6 +19,20 @@ namespace baton::cuda {
 // most 32). 1 takes the heuristics' first choice and times nothing.
 int tune_candidates();
 
+// The fastest of the candidates timed so far: `index` (-1: none yet), its time, how many timed.
+struct Fastest {
+  int64_t index = -1;
+  float us = 0;
+  uint32_t timed = 0;
+  void offer(int64_t candidate, float candidate_us) {
+    ++timed;
+    if (index < 0 || candidate_us < us) {
+      index = candidate;
+      us = candidate_us;
+    }
+  }
+};
+
 // A private stream with two events on one GPU, and device memory for the operands of the step
 // being timed. Made on the engine's GPU (current when created and used).
 class Stopwatch {
