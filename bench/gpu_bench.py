@@ -172,28 +172,20 @@ def run_torch(args, name, family, batch, mode, out_dir, work):
 
 
 def baton_compile(args, name, onnx, shapes, batch, out_dir, work, io):
-    program = os.path.join(work, f"{name}.{io}.baton")
     fixed = {n: [batch] + list(d[1:]) for n, d in (shapes or {}).items()}
-    cmd = [args.baton, "compile", onnx, "-o", program] + gc.shape_args(fixed)
     if args.device == "cuda":
-        cmd += ["--device", "cuda:0", "--precision", "fp16"] + (["--io", "device"] if io == "device" else [])
+        device = ["--device", "cuda:0", "--precision", "fp16"] + (["--io", "device"] if io == "device" else [])
     else:
-        cmd += ["--device", "cpu"]
-    rc, seconds, text = gc.run_cmd(cmd, args.baton_compile_timeout, os.path.join(out_dir, "logs", f"{name}.{io}.compile.log"))
-    r = {"program": program, "compile_s": seconds, "compile_cmd": " ".join(cmd)}
-    if rc != 0:
-        r["error"] = ("compile timed out: " if rc is None else "compile failed: ") + gc.tail(text, 1000)
-    else:
-        r.update(gc.inspect_stats(args.baton, program))
-    return r
+        device = ["--device", "cpu"]
+    return gc.baton_compile(args.baton, onnx, os.path.join(work, f"{name}.{io}.baton"), fixed, device,
+                            args.baton_compile_timeout, os.path.join(out_dir, "logs", f"{name}.{io}.compile.log"))
 
 
 def baton_time(args, name, compiled, inputs, out_dir, io):
     cmd = [args.baton, "run", compiled["program"], "-n", str(args.iterations), "--warmup", str(args.warmup)]
     if io == "device" and args.device == "cuda":
         cmd.append("--device-io")
-    for n, f in inputs:
-        cmd += ["--input", f"{n}={f}"]
+    cmd += gc.input_args(inputs)
     rc, seconds, text = gc.run_cmd(cmd, args.eager_timeout, os.path.join(out_dir, "logs", f"{name}.{io}.run.log"))
     parsed = gc.parse_baton_run(text) if rc == 0 else None
     if not parsed:

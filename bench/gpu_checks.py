@@ -117,26 +117,12 @@ def save_inputs(args, family, work):
 
 
 def compile_program(args, family, onnx, meta, io, work, out_dir):
-    program = os.path.join(work, "programs", f"{family}.{io}.baton")
     shapes = {n: [1] + list(d[1:]) for n, d in (meta.get("shapes") or {}).items()}
-    cmd = [args.baton, "compile", onnx, "-o", program] + gc.shape_args(shapes)
-    cmd += ["--device", "cuda:0", "--precision", "fp16"] + (["--io", "device"] if io == "device" else [])
+    device = ["--device", "cuda:0", "--precision", "fp16"] + (["--io", "device"] if io == "device" else [])
     if args.arch:
-        cmd += ["--arch", args.arch]
-    rc, seconds, text = gc.run_cmd(cmd, args.compile_timeout, os.path.join(out_dir, "logs", f"{family}.{io}.compile.log"))
-    r = {"program": program, "compile_s": seconds, "compile_cmd": " ".join(cmd)}
-    if rc != 0:
-        r["error"] = ("compile timed out: " if rc is None else "compile failed: ") + gc.tail(text, 1000)
-    else:
-        r.update(gc.inspect_stats(args.baton, program))
-    return r
-
-
-def input_args(inputs):
-    out = []
-    for name, f in inputs:
-        out += ["--input", f"{name}={f}"]
-    return out
+        device += ["--arch", args.arch]
+    return gc.baton_compile(args.baton, onnx, os.path.join(work, "programs", f"{family}.{io}.baton"), shapes,
+                            device, args.compile_timeout, os.path.join(out_dir, "logs", f"{family}.{io}.compile.log"))
 
 
 # ---- the checks ------------------------------------------------------------------------------
@@ -145,7 +131,7 @@ def input_args(inputs):
 def timed_run(args, program, inputs, extra, log):
     """`baton run --device-io` with `extra` options: latency and the stream line, parsed."""
     cmd = [args.baton, "run", program, "--device-io", "-n", str(args.iterations), "--warmup", str(args.warmup)]
-    cmd += input_args(inputs) + extra
+    cmd += gc.input_args(inputs) + extra
     if args.compile_only:
         return {"ok": False, "error": "not run (--compile-only)", "cmd": " ".join(cmd)}
     rc, seconds, text = gc.run_cmd(cmd, args.run_timeout, log)
@@ -185,7 +171,7 @@ def green_row(args, family, program, inputs, sms, out_dir):
 def sanitizer_run(args, cs, tool, family, io, program, inputs, out_dir):
     log = os.path.join(out_dir, "logs", f"{family}.{io}.{tool}.log")
     cmd = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "50", args.baton, "run", program,
-           "--warmup", "1", "--iterations", "2"] + (["--device-io"] if io == "device" else []) + input_args(inputs)
+           "--warmup", "1", "--iterations", "2"] + (["--device-io"] if io == "device" else []) + gc.input_args(inputs)
     r = {"family": family, "io": io, "tool": tool, "cmd": " ".join(cmd)}
     if args.compile_only:
         r.update(status="not run", summary="--compile-only")

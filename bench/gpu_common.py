@@ -191,6 +191,27 @@ LATENCY_RE = re.compile(r"latency over (\d+) runs \(after (\d+) warm-up\): min (
 GPU_STEP_RE = re.compile(r"\(GPU ([\d.]+) ms\)")
 
 
+def baton_compile(baton, onnx, program, shapes, device_args, timeout, log_path):
+    """`baton compile ONNX -o PROGRAM` with fixed input shapes and the device options given; the
+    program, compile time and command, then the inspect stats or an "error"."""
+    cmd = [baton, "compile", onnx, "-o", program] + shape_args(shapes) + list(device_args)
+    rc, seconds, text = run_cmd(cmd, timeout, log_path)
+    r = {"program": program, "compile_s": seconds, "compile_cmd": " ".join(cmd)}
+    if rc != 0:
+        r["error"] = ("compile timed out: " if rc is None else "compile failed: ") + tail(text, 1000)
+    else:
+        r.update(inspect_stats(baton, program))
+    return r
+
+
+def input_args(inputs):
+    """`--input NAME=FILE` for each (name, file)."""
+    out = []
+    for name, f in inputs:
+        out += ["--input", f"{name}={f}"]
+    return out
+
+
 def parse_baton_run(text):
     """The latency line `baton run` prints (tools/baton/cmd_run.cpp), and the sum of the per-
     instruction GPU medians when it printed them (not with -q)."""
