@@ -5,6 +5,13 @@
 
 namespace baton::testing {
 
+std::vector<float> random_normal(std::mt19937& rng, size_t n, float stddev) {
+  std::normal_distribution<float> d(0.0f, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
 Tensor random_tensor(std::mt19937& rng, std::vector<int64_t> sizes, float lo, float hi) {
   Tensor t = Tensor::empty(DType::Float32, std::move(sizes)).value();
   std::uniform_real_distribution<float> dist(lo, hi);

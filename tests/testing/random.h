@@ -12,6 +12,8 @@ namespace baton::testing {
 // Uniform floats in [lo, hi).
 Tensor random_tensor(std::mt19937& rng, std::vector<int64_t> sizes, float lo = -1.0f,
                      float hi = 1.0f);
+// n floats from a normal distribution of mean 0 (weights for test models).
+std::vector<float> random_normal(std::mt19937& rng, size_t n, float stddev);
 Tensor random_int64_tensor(std::mt19937& rng, std::vector<int64_t> sizes, int64_t lo, int64_t hi);
 
 // ‖a − b‖ / ‖b‖ over float32 tensors of equal size (∞ when the sizes differ).

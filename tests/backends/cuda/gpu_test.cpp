@@ -237,10 +237,7 @@ class GpuTest : public ::testing::Test {
     return testing::random_tensor(rng_, std::move(sizes), lo, hi);
   }
   std::vector<float> floats(size_t n, float scale = 0.2f) {
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng_);
-    return v;
+    return testing::random_normal(rng_, n, scale);
   }
 };
 

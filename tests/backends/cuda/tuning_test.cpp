@@ -47,12 +47,7 @@ class TuningTest : public ::testing::Test {
   // conv 3x3 + bias + relu, two 1x1 convs of one shape (they share one timing), flatten, GEMM.
   static std::vector<uint8_t> model(std::mt19937& rng) {
     testing::OnnxBuilder b(17);
-    std::normal_distribution<float> d(0.0f, 0.2f);
-    auto floats = [&](size_t n) {
-      std::vector<float> v(n);
-      for (float& x : v) x = d(rng);
-      return v;
-    };
+    auto floats = [&](size_t n) { return testing::random_normal(rng, n, 0.2f); };
     b.input("x", {2, 8, 12, 12});
     b.initializer("w0", {16, 8, 3, 3}, floats(16 * 8 * 9));
     b.initializer("b0", {16}, floats(16));
