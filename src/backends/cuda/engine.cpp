@@ -190,7 +190,8 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   if (!rechosen.empty()) {
     log_message(LogLevel::Info, "cuda",
                 fmt::format("partition '{}': the program's recorded algorithm choices do not all "
-                            "apply here ({}): {} chosen again",
+                            "apply here ({}): {} chosen again. Compile the model on this machine "
+                            "to record choices for it",
                             partition, rechosen, stats_.rechosen));
   }
   if (!quiet && stats_.timed > 0) {
@@ -592,6 +593,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                                  bool use_graph) {
   declare_library_writes(pointers);
   if (engine_->blob().steps().empty()) return Status();
+  if (!use_graph && !cudnn_) return enqueue_steps(pointers, stream);  // no context to look up
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // A graph executes in the context it was instantiated in: a green context's stream needs a
