@@ -119,57 +119,133 @@ uint32_t loaded_cudnn_version() { return g_loaded_version.load(); }
 
 // --- convolution plans -------------------------------------------------------------------------
 
-struct ConvPlan::Impl {
+struct CudnnPlan::Impl {
   fe::graph::Graph graph;
   int64_t workspace = 0;
   std::string engine;
-  ConvChoice choice;
-  bool has_bias = false;
-  bool has_residual = false;
+  CudnnChoice choice;
 
-  // Once the plan to execute is built: its workspace size, its name, the tensors it takes.
-  Status finish(const ConvStep& step, const std::string& what) {
+  // Once the plan to execute is built: its workspace size and its name.
+  Status finish(const std::string& what) {
     BATON_CHECK_OR_RETURN(graph.get_workspace_size(workspace).is_good(), Internal,
                           "{}: cuDNN did not report the plan's workspace size", what);
     std::string name;
     if (graph.get_plan_name(name).is_good()) engine = name;
-    has_bias = step.has_bias != 0;
-    has_residual = step.has_residual != 0;
     return Status();
   }
 };
 
 namespace {
 
-// Tensor uids: the order execute() takes its pointers in.
+// Tensor uids: the order execute() takes its pointers in (cudnn_operands').
 enum Uid : int64_t { kX = 1, kW = 2, kBias = 3, kResidual = 4, kY = 5 };
+enum SdpaUid : int64_t { kQ = 1, kK = 2, kV = 3, kAttnBias = 4, kO = 5 };
 
 // Candidates needing more workspace than this are not timed.
 constexpr int64_t kMaxTimedWorkspace = int64_t{256} << 20;
 
-Status check(fe::error_t e, const char* stage, const ConvStep& c, const std::string& what) {
+// What a step is, for errors: "this convolution (1x56x56x64 NHWC -> K=64, ...)".
+std::string step_text(const StepRecord& r) {
+  if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
+    const SdpaStep& a = r.sdpa;
+    return fmt::format("this attention (B={} H={} Sq={} Sk={} D={} Dv={} {}, mask {})", a.b, a.h,
+                       a.sq, a.sk, a.d, a.dv, dtype_name(static_cast<DType>(a.dtype)),
+                       sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
+  }
+  const ConvStep& c = r.conv;
+  return fmt::format("this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} stride {}x{} groups {}, {})",
+                     c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h, c.stride_w,
+                     c.groups, precision_name(static_cast<Precision>(c.compute)));
+}
+
+Status check(fe::error_t e, const char* stage, const StepRecord& r, const std::string& what) {
   if (e.is_good()) return Status();
-  return BATON_ERROR(NotSupported,
-                     "{}: cuDNN cannot run this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} "
-                     "stride {}x{} groups {}, {}): {} failed: {}",
-                     what, c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
-                     c.stride_w, c.groups, precision_name(static_cast<Precision>(c.compute)), stage,
-                     e.get_message());
+  return BATON_ERROR(NotSupported, "{}: cuDNN cannot run {}: {} failed: {}", what, step_text(r),
+                     stage, e.get_message());
 }
 
 // Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits), for chosen and replayed plans.
-void restrict_numerics(fe::graph::Graph& g, const ConvStep& c) {
-  if (static_cast<Precision>(c.compute) == Precision::FP32 &&
-      static_cast<DType>(c.x_dtype) == DType::Float32) {
+void restrict_numerics(fe::graph::Graph& g, const StepRecord& r) {
+  if (r.kind == static_cast<uint32_t>(StepKind::Conv) &&
+      static_cast<Precision>(r.conv.compute) == Precision::FP32 &&
+      static_cast<DType>(r.conv.x_dtype) == DType::Float32) {
     g.deselect_numeric_notes(
         {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
   }
 }
 
-// The operation graph of `c` and the plans cuDNN's heuristics (mode A, then FALLBACK) offer for
-// it, strict fp32's filter applied; none built yet.
-Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
+std::shared_ptr<fe::graph::Tensor_attributes> add_tensor(fe::graph::Graph& g, const char* name,
+                                                         int64_t uid, fe::DataType_t type,
+                                                         std::vector<int64_t> dims,
+                                                         std::vector<int64_t> strides) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_data_type(type)
+                      .set_dim(std::move(dims))
+                      .set_stride(std::move(strides)));
+}
+
+Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& what);
+
+// Attention: cuDNN's SDPA node over [B, H, S, D] tensors with the step's strides.
+Status sdpa_graph(fe::graph::Graph& g, const SdpaStep& a, const std::string& what) {
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t type, data_type(a.dtype, what));
+  g.set_io_data_type(type)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const int64_t b = a.b, h = a.h, sq = a.sq, sk = a.sk;
+  auto strided = [](const int64_t (&st)[3]) { return std::vector<int64_t>{st[0], st[1], st[2], 1}; };
+  auto q = add_tensor(g, "q", kQ, type, {b, h, sq, a.d}, strided(a.q_strides));
+  auto k = add_tensor(g, "k", kK, type, {b, h, sk, a.d}, strided(a.k_strides));
+  auto v = add_tensor(g, "v", kV, type, {b, h, sk, a.dv}, strided(a.v_strides));
+  auto options = fe::graph::SDPA_attributes()
+                     .set_name("sdpa")
+                     .set_generate_stats(false)
+                     .set_attn_scale(a.scale);
+  switch (static_cast<SdpaMask>(a.mask)) {
+    case SdpaMask::None:
+      break;
+    case SdpaMask::Causal:
+      options.set_causal_mask(true);
+      break;
+    case SdpaMask::Bias: {
+      const int64_t bb = a.bias_batch ? b : 1, bh = a.bias_heads ? h : 1;
+      options.set_bias(add_tensor(g, "bias", kAttnBias, type, {bb, bh, sq, sk},
+                                  {bh * sq * sk, sq * sk, sk, 1}));
+      break;
+    }
+  }
+  auto outputs = g.sdpa(q, k, v, options);
+  outputs[0]
+      ->set_output(true)
+      .set_uid(kO)
+      .set_data_type(type)
+      .set_dim({b, h, sq, a.dv})
+      .set_stride(strided(a.o_strides));
+  return Status();
+}
+
+// The operation graph of step `r` and the plans cuDNN's heuristics (mode A, then FALLBACK) offer
+// for it, strict fp32's filter applied; none built yet.
+Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const StepRecord& r,
                    const std::string& what) {
+  if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
+    BATON_TRY(sdpa_graph(g, r.sdpa, what));
+  } else {
+    BATON_TRY(conv_graph(g, r.conv, what));
+  }
+  BATON_TRY(check(g.validate(), "validate", r, what));
+  BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph", r, what));
+  BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                  "create_execution_plans", r, what));
+  restrict_numerics(g, r);
+  BATON_TRY(check(g.check_support(handle), "check_support", r, what));
+  return Status();
+}
+
+// Convolution: conv_fprop, then the bias, residual and activation as pointwise operations.
+Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& what) {
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t x_type, data_type(c.x_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t w_type, data_type(c.w_dtype, what));
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t y_type, data_type(c.y_dtype, what));
@@ -178,12 +254,7 @@ Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
       .set_compute_data_type(fe::DataType_t::FLOAT);
   auto tensor = [&](const char* name, Uid uid, fe::DataType_t type, std::vector<int64_t> dims,
                     std::vector<int64_t> strides) {
-    return g.tensor(fe::graph::Tensor_attributes()
-                        .set_name(name)
-                        .set_uid(uid)
-                        .set_data_type(type)
-                        .set_dim(std::move(dims))
-                        .set_stride(std::move(strides)));
+    return add_tensor(g, name, uid, type, std::move(dims), std::move(strides));
   };
   // y + t as an fp32 intermediate.
   auto add = [&](std::shared_ptr<fe::graph::Tensor_attributes> y,
@@ -228,18 +299,12 @@ Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c,
       .set_data_type(y_type)
       .set_dim({c.n, c.k, c.out_h, c.out_w})
       .set_stride(nhwc_strides(c.k, c.out_h, c.out_w));
-  BATON_TRY(check(g.validate(), "validate", c, what));
-  BATON_TRY(check(g.build_operation_graph(handle), "build_operation_graph", c, what));
-  BATON_TRY(check(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-                  "create_execution_plans", c, what));
-  restrict_numerics(g, c);
-  BATON_TRY(check(g.check_support(handle), "check_support", c, what));
   return Status();
 }
 
 // The name and engine of plan `index` of `g`.
-Result<ConvChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std::string& what) {
-  ConvChoice choice;
+Result<CudnnChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std::string& what) {
+  CudnnChoice choice;
   std::unordered_map<fe::KnobType_t, int64_t> knobs;
   fe::error_t e = g.get_engine_and_knobs_at_index(index, choice.engine, knobs);
   if (e.is_good()) e = g.get_plan_name_at_index(index, choice.plan);
@@ -251,25 +316,22 @@ Result<ConvChoice> choice_at(const fe::graph::Graph& g, int64_t index, const std
   return choice;
 }
 
-// `n` operand pointers in uid order inside `base` (each range 256-byte aligned); the bytes needed.
-uint64_t operand_layout(const ConvStep& c, uint8_t* base, void** pointers, int* n) {
+// The step's operand pointers in uid order inside `base` (each range 256-byte aligned); the bytes
+// needed.
+uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int* n) {
+  BufferRef refs[5];
+  *n = cudnn_operands(r, refs);
   uint64_t offset = 0;
-  *n = 0;
-  auto place = [&](const BufferRef& r) {
-    pointers[(*n)++] = base + offset;
-    offset += (r.bytes + 255) / 256 * 256;
-  };
-  place(c.x);
-  place(c.w);
-  if (c.has_bias) place(c.bias);
-  if (c.has_residual) place(c.residual);
-  place(c.y);
+  for (int i = 0; i < *n; ++i) {
+    pointers[i] = base + offset;
+    offset += (refs[i].bytes + 255) / 256 * 256;
+  }
   return offset;
 }
 
 // Times plan `index` (built) of `g`; an error when it cannot run here.
-Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvStep& c, int64_t index,
-                        Stopwatch& stopwatch) {
+Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const StepRecord& c,
+                        int64_t index, Stopwatch& stopwatch) {
   int64_t workspace_size = 0;
   if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
       workspace_size > kMaxTimedWorkspace) {
@@ -294,9 +356,9 @@ Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const ConvSte
 
 }  // namespace
 
-Result<ConvPlan> ConvPlan::make(const std::string& what,
+Result<CudnnPlan> CudnnPlan::make(const std::string& what,
                                 const std::function<Status(Impl&)>& build) {
-  ConvPlan plan;
+  CudnnPlan plan;
   plan.impl_ = std::make_unique<Impl>();
   try {
     BATON_TRY(build(*plan.impl_));
@@ -306,8 +368,9 @@ Result<ConvPlan> ConvPlan::make(const std::string& what,
   return plan;
 }
 
-Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
-                                  Stopwatch* stopwatch, const std::string& what) {
+Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step,
+                                    int candidates, Stopwatch* stopwatch,
+                                    const std::string& what) {
   return make(what, [&](Impl& impl) -> Status {
     fe::graph::Graph& g = impl.graph;
     BATON_TRY(offer_plans(g, handle, step, what));
@@ -334,21 +397,20 @@ Result<ConvPlan> ConvPlan::choose(cudnnHandle_t handle, const ConvStep& step, in
       fastest.offer(i, *us);
     }
     BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
-                          "{}: none of cuDNN's {} plans for this convolution builds or runs on "
-                          "this GPU:{}",
-                          what, count, failures);
+                          "{}: none of cuDNN's {} plans for {} builds or runs on this GPU:{}", what,
+                          count, step_text(step), failures);
     // Building it again makes it the plan execute() runs.
     BATON_TRY(
         check(g.build_plan_at_index(handle, fastest.index), "build_plan_at_index", step, what));
     BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, fastest.index, what));
     impl.choice.time_us = fastest.us;
     impl.choice.candidates = fastest.timed;
-    return impl.finish(step, what);
+    return impl.finish(what);
   });
 }
 
-Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
-                                  const ConvChoice& choice, const std::string& what) {
+Result<CudnnPlan> CudnnPlan::create(cudnnHandle_t handle, const StepRecord& step,
+                                    const CudnnChoice& choice, const std::string& what) {
   return make(what, [&](Impl& impl) -> Status {
     fe::graph::Graph& g = impl.graph;
     BATON_TRY(offer_plans(g, handle, step, what));
@@ -358,52 +420,47 @@ Result<ConvPlan> ConvPlan::create(cudnnHandle_t handle, const ConvStep& step,
       if (g.get_plan_name_at_index(i, name).is_good() && name == choice.plan) index = i;
     }
     BATON_CHECK_OR_RETURN(index >= 0, NotSupported,
-                          "{}: cuDNN's heuristics do not offer plan '{}' for this convolution",
-                          what, choice.plan);
+                          "{}: cuDNN's heuristics do not offer plan '{}' for {}", what,
+                          choice.plan, step_text(step));
     BATON_TRY(check(g.build_plan_at_index(handle, index), "build_plan_at_index (the chosen plan)",
                     step, what));
     impl.choice = choice;
-    return impl.finish(step, what);
+    return impl.finish(what);
   });
 }
 
-ConvPlan::ConvPlan() = default;
-ConvPlan::~ConvPlan() = default;
-ConvPlan::ConvPlan(ConvPlan&&) noexcept = default;
-ConvPlan& ConvPlan::operator=(ConvPlan&&) noexcept = default;
+CudnnPlan::CudnnPlan() = default;
+CudnnPlan::~CudnnPlan() = default;
+CudnnPlan::CudnnPlan(CudnnPlan&&) noexcept = default;
+CudnnPlan& CudnnPlan::operator=(CudnnPlan&&) noexcept = default;
 
-uint64_t ConvPlan::workspace_bytes() const {
+uint64_t CudnnPlan::workspace_bytes() const {
   return impl_ ? static_cast<uint64_t>(impl_->workspace) : 0;
 }
 
-const ConvChoice& ConvPlan::choice() const {
-  static const ConvChoice kNone;
+const CudnnChoice& CudnnPlan::choice() const {
+  static const CudnnChoice kNone;
   return impl_ ? impl_->choice : kNone;
 }
 
-const std::string& ConvPlan::engine_name() const {
+const std::string& CudnnPlan::engine_name() const {
   static const std::string kNone;
   return impl_ ? impl_->engine : kNone;
 }
 
-Status ConvPlan::enqueue(cudnnHandle_t handle, cudaStream_t stream, void* x, void* w, void* bias,
-                         void* residual, void* y, void* workspace) const {
-  // In uid order, only the tensors the graph has.
-  void* pointers[5];
-  int n = 0;
-  pointers[n++] = x;
-  pointers[n++] = w;
-  if (impl_->has_bias) pointers[n++] = bias;
-  if (impl_->has_residual) pointers[n++] = residual;
-  pointers[n++] = y;
+Status CudnnPlan::enqueue(cudnnHandle_t handle, cudaStream_t stream, void* const* pointers,
+                          int count, void* workspace) const {
+  void* ptrs[5];
+  std::copy_n(pointers, std::min(count, 5), ptrs);
   try {
     const cudnnStatus_t st = fe::detail::set_stream(handle, stream);
     BATON_CHECK_OR_RETURN(st == CUDNN_STATUS_SUCCESS, Internal, "cudnnSetStream failed: {}",
                           fe::detail::get_error_string(st));
-    fe::error_t e = impl_->graph.execute(handle, pointers, n, workspace);
-    BATON_CHECK_OR_RETURN(e.is_good(), Internal, "cuDNN convolution failed: {}", e.get_message());
+    fe::error_t e = impl_->graph.execute(handle, ptrs, count, workspace);
+    BATON_CHECK_OR_RETURN(e.is_good(), Internal, "cuDNN {} failed: {}", impl_->engine,
+                          e.get_message());
   } catch (const std::exception& e) {
-    return BATON_ERROR(Internal, "cuDNN convolution failed: {}", e.what());
+    return BATON_ERROR(Internal, "cuDNN {} failed: {}", impl_->engine, e.what());
   }
   return Status();
 }

@@ -1,14 +1,16 @@
-// cuDNN's graph API for the engine's convolution steps, through cudnn-frontend (header-only; it
-// loads libcudnn with dlopen the first time a plan is made, so a program without convolutions
-// never needs cuDNN). Only cudnn_graph.cpp includes cudnn-frontend: its headers are large and
-// throw exceptions, which stay inside that file.
+// cuDNN's graph API for the engine's convolution and attention steps, through cudnn-frontend
+// (header-only; it loads libcudnn with dlopen the first time a plan is made, so a program without
+// such steps never needs cuDNN). Only cudnn_graph.cpp includes cudnn-frontend: its headers are
+// large and throw exceptions, which stay inside that file.
 //
-// A ConvPlan is one ConvStep's operation graph (convolution, then its fused bias, residual Add
-// and activation as pointwise operations) with one execution plan: a cuDNN engine and its knob
-// values (a ConvChoice). The engine chooses it once, timing the candidates cuDNN's heuristics rank
-// highest (ConvPlan::choose), or takes the one recorded in the blob; each execution context then
-// builds that choice on its own cuDNN handle (ConvPlan::create) and enqueues it on the caller's
-// stream (and so into the engine's graph).
+// A CudnnPlan is one cuDNN step's operation graph with one execution plan: a cuDNN engine and its
+// knob values (a CudnnChoice). A ConvStep's graph is the convolution, then its fused bias,
+// residual Add and activation as pointwise operations; an SdpaStep's is cuDNN's fused scaled
+// dot-product attention reading Q, K and V through their strides. The engine chooses the plan
+// once, timing the candidates cuDNN's heuristics rank highest (CudnnPlan::choose), or takes the
+// one recorded in the blob; each execution context then builds that choice on its own cuDNN
+// handle (CudnnPlan::create) and enqueues it on the caller's stream (and so into the engine's
+// graph).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -52,48 +54,49 @@ class CudnnHandle {
 // was created.
 uint32_t loaded_cudnn_version();
 
-// One of the plans cuDNN's heuristics offer for a convolution's operation graph, by cuDNN's name
+// One of the plans cuDNN's heuristics offer for a step's operation graph, by cuDNN's name
 // for it (engine and knob values): what is timed, recorded and replayed. The heuristics offer the
 // same plans for the same graph with the same cuDNN on the same GPU, which is when a recorded
 // choice is replayed.
-struct ConvChoice {
+struct CudnnChoice {
   int64_t engine = -1;
   std::string plan;
   float time_us = 0;        // when timed
   uint32_t candidates = 0;  // how many were timed (0: the heuristics' first choice, untimed)
 };
 
-class ConvPlan {
+class CudnnPlan {
  public:
-  ConvPlan();
-  // Chooses a plan for `step`: builds up to `candidates` of the engines cuDNN's heuristics rank
+  CudnnPlan();
+  // Chooses a plan for `step` (a Conv or Sdpa step): builds up to `candidates` of the engines cuDNN's heuristics rank
   // highest and times each on `stopwatch`'s memory, keeping the fastest; with one candidate (or no
   // stopwatch) the first that builds, untimed. `what` names the step in errors ("partition
   // 'cuda_0' step 3").
-  static Result<ConvPlan> choose(cudnnHandle_t handle, const ConvStep& step, int candidates,
-                                 Stopwatch* stopwatch, const std::string& what);
+  static Result<CudnnPlan> choose(cudnnHandle_t handle, const StepRecord& step, int candidates,
+                                  Stopwatch* stopwatch, const std::string& what);
   // Builds the plan of `choice` (made by choose, here or when the blob was built); an error when
   // this cuDNN cannot build it for `step` on this GPU.
-  static Result<ConvPlan> create(cudnnHandle_t handle, const ConvStep& step,
-                                 const ConvChoice& choice, const std::string& what);
-  ~ConvPlan();
-  ConvPlan(ConvPlan&&) noexcept;
-  ConvPlan& operator=(ConvPlan&&) noexcept;
+  static Result<CudnnPlan> create(cudnnHandle_t handle, const StepRecord& step,
+                                  const CudnnChoice& choice, const std::string& what);
+  ~CudnnPlan();
+  CudnnPlan(CudnnPlan&&) noexcept;
+  CudnnPlan& operator=(CudnnPlan&&) noexcept;
 
   explicit operator bool() const { return impl_ != nullptr; }
   uint64_t workspace_bytes() const;
-  const ConvChoice& choice() const;
+  const CudnnChoice& choice() const;
   // The engine cuDNN runs (its name from the plan), for inspection and profiles.
   const std::string& engine_name() const;
-  // Enqueues the convolution on `stream` (set on `handle`). Pointers: the step's tensors as
-  // bound; `bias` / `residual` null when the step has none. Allocates nothing.
-  Status enqueue(cudnnHandle_t handle, cudaStream_t stream, void* x, void* w, void* bias,
-                 void* residual, void* y, void* workspace) const;
+  // Enqueues the step on `stream` (set on `handle`). `pointers`: its tensors as bound, in
+  // cudnn_operands' order. Allocates nothing.
+  Status enqueue(cudnnHandle_t handle, cudaStream_t stream, void* const* pointers, int count,
+                 void* workspace) const;
 
  private:
   struct Impl;
   // A new plan that `build` fills in; cudnn-frontend's exceptions become errors naming `what`.
-  static Result<ConvPlan> make(const std::string& what, const std::function<Status(Impl&)>& build);
+  static Result<CudnnPlan> make(const std::string& what,
+                                const std::function<Status(Impl&)>& build);
   std::unique_ptr<Impl> impl_;
 };
 

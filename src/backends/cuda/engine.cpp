@@ -140,7 +140,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   const size_t n = blob_.steps().size();
   gemms_.resize(n);
   gemm_times_.assign(n, {0.0f, 0u});
-  convs_.resize(n);
+  cudnn_choices_.resize(n);
   // Planning needs a handle for the heuristics and the timing only; each execution context has
   // its own.
   const auto started = std::chrono::steady_clock::now();
@@ -184,7 +184,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
     BATON_TRY(choose_gemm(handle.get(), s, stopwatch ? &*stopwatch : nullptr));
     first_of_shape[shape] = s;
   }
-  BATON_TRY(choose_convs(stopwatch ? &*stopwatch : nullptr, use_recorded, &rechosen));
+  BATON_TRY(choose_cudnn_plans(stopwatch ? &*stopwatch : nullptr, use_recorded, &rechosen));
   stats_.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (!rechosen.empty()) {
@@ -197,7 +197,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   if (!quiet && stats_.timed > 0) {
     log_message(LogLevel::Info, "cuda",
                 fmt::format("partition '{}' on cuda:{}: timed the algorithms of {} GEMM and "
-                            "convolution steps ({} candidates each) in {:.0f} ms at load; compile "
+                            "cuDNN steps ({} candidates each) in {:.0f} ms at load; compile "
                             "with this GPU present to record them in the program",
                             partition, h.device_id, stats_.timed, tune_candidates(), stats_.ms));
   }
@@ -278,12 +278,13 @@ Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stop
   return Status();
 }
 
-// Every convolution's cuDNN engine, on a handle made for choosing (each execution context builds
-// the chosen plans on its own): the recorded one if this cuDNN builds it, else chosen now.
-Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen) {
+// Every cuDNN step's plan (convolutions, attention), on a handle made for choosing (each execution
+// context builds the chosen plans on its own): the recorded one if this cuDNN builds it, else
+// chosen now.
+Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen) {
   const size_t n = blob_.steps().size();
   bool any = false;
-  for (const StepRecord& r : blob_.steps()) any |= r.kind == static_cast<uint32_t>(StepKind::Conv);
+  for (const StepRecord& r : blob_.steps()) any |= is_cudnn_step(r.kind);
   if (!any) return Status();
   BATON_ASSIGN_OR_RETURN(const CudnnHandle handle, CudnnHandle::create(device()));
   if (use_recorded && !blob_.choices().empty() &&
@@ -296,18 +297,18 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
   std::map<std::string, size_t> first_of_shape;
   for (size_t s = 0; s < n; ++s) {
     const StepRecord& r = blob_.steps()[s];
-    if (r.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    if (!is_cudnn_step(r.kind)) continue;
     const std::string what = fmt::format("partition '{}' step {}", partition_, s);
     if (const StepChoice* c = blob_.choice(s)) {
       if (use_recorded) {
-        ConvChoice choice;
+        CudnnChoice choice;
         choice.engine = c->cudnn_engine;
         choice.plan.assign(c->cudnn_plan, ::strnlen(c->cudnn_plan, sizeof c->cudnn_plan));
         choice.time_us = c->time_us;
         choice.candidates = c->candidates;
-        Result<ConvPlan> plan = ConvPlan::create(handle.get(), r.conv, choice, what);
+        Result<CudnnPlan> plan = CudnnPlan::create(handle.get(), r, choice, what);
         if (plan.ok()) {
-          convs_[s] = std::move(choice);
+          cudnn_choices_[s] = std::move(choice);
           ++stats_.recorded;
           continue;
         }
@@ -316,17 +317,20 @@ Status Engine::choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string
       }
       ++stats_.rechosen;
     }
-    const std::string shape = signature(r.conv, offsetof(ConvStep, x));
+    // Steps of one shape (the record up to its tensors) share one choice.
+    const std::string shape =
+        std::to_string(r.kind) + (r.kind == static_cast<uint32_t>(StepKind::Sdpa)
+                                      ? signature(r.sdpa, offsetof(SdpaStep, q))
+                                      : signature(r.conv, offsetof(ConvStep, x)));
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
-      convs_[s] = convs_[it->second];
+      cudnn_choices_[s] = cudnn_choices_[it->second];
     } else {
-      BATON_ASSIGN_OR_RETURN(
-          const ConvPlan plan,
-          ConvPlan::choose(handle.get(), r.conv, tune_candidates(), stopwatch, what));
-      convs_[s] = plan.choice();
+      BATON_ASSIGN_OR_RETURN(const CudnnPlan plan,
+                             CudnnPlan::choose(handle.get(), r, tune_candidates(), stopwatch, what));
+      cudnn_choices_[s] = plan.choice();
       first_of_shape[shape] = s;
     }
-    ++(convs_[s].candidates > 0 ? stats_.timed : stats_.untimed);
+    ++(cudnn_choices_[s].candidates > 0 ? stats_.timed : stats_.untimed);
   }
   return Status();
 }
@@ -346,13 +350,13 @@ EngineChoices Engine::choices() const {
       std::memcpy(c.cublaslt_algo, &gemms_[s].algo, sizeof c.cublaslt_algo);
       c.time_us = gemm_times_[s].first;
       c.candidates = gemm_times_[s].second;
-    } else if (kind == static_cast<uint32_t>(StepKind::Conv)) {
-      const ConvChoice& conv = convs_[s];
-      c.cudnn_engine = conv.engine;
-      std::memcpy(c.cudnn_plan, conv.plan.data(),
-                  std::min(conv.plan.size(), sizeof c.cudnn_plan - 1));
-      c.time_us = conv.time_us;
-      c.candidates = conv.candidates;
+    } else if (is_cudnn_step(kind)) {
+      const CudnnChoice& chosen = cudnn_choices_[s];
+      c.cudnn_engine = chosen.engine;
+      std::memcpy(c.cudnn_plan, chosen.plan.data(),
+                  std::min(chosen.plan.size(), sizeof c.cudnn_plan - 1));
+      c.time_us = chosen.time_us;
+      c.candidates = chosen.candidates;
       out.cudnn_version = loaded_cudnn_version();
     } else {
       continue;
@@ -448,18 +452,19 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     return Status();
   };
   ctx->workspace_bytes_ = blob.header().workspace_bytes;
-  ctx->convs_.resize(blob.steps().size());
+  ctx->cudnn_plans_.resize(blob.steps().size());
   for (size_t s = 0; s < blob.steps().size(); ++s) {
     const StepRecord& r = blob.steps()[s];
-    if (r.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    if (!is_cudnn_step(r.kind)) continue;
     if (!ctx->cudnn_) {
       BATON_ASSIGN_OR_RETURN(ctx->cudnn_, CudnnHandle::create(device));
     }
     BATON_ASSIGN_OR_RETURN(
-        ctx->convs_[s],
-        ConvPlan::create(ctx->cudnn_.get(), r.conv, ctx->engine_->conv_choice(s),
-                         fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
-    ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->convs_[s].workspace_bytes());
+        ctx->cudnn_plans_[s],
+        CudnnPlan::create(ctx->cudnn_.get(), r, ctx->engine_->cudnn_choice(s),
+                          fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
+    ctx->workspace_bytes_ =
+        std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
@@ -474,8 +479,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
   size_t declared = 0;
   for (const StepRecord& r : blob.steps()) {
-    declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
-                r.kind == static_cast<uint32_t>(StepKind::Conv) ||
+    declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) || is_cudnn_step(r.kind) ||
                 (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
                  r.copy.src.space == static_cast<uint32_t>(Space::Scratch));
   }
@@ -521,13 +525,13 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
                                    workspace_.get(), blob.header().workspace_bytes, stream));
         break;
       }
-      case StepKind::Conv: {
-        const ConvStep& c = r.conv;
-        BATON_TRY(convs_[s].enqueue(cudnn_.get(), stream, resolve(c.x, pointers),
-                                    resolve(c.w, pointers),
-                                    c.has_bias ? resolve(c.bias, pointers) : nullptr,
-                                    c.has_residual ? resolve(c.residual, pointers) : nullptr,
-                                    resolve(c.y, pointers), workspace_.get()));
+      case StepKind::Conv:
+      case StepKind::Sdpa: {
+        BufferRef refs[5];
+        void* ptrs[5];
+        const int count = cudnn_operands(r, refs);
+        for (int i = 0; i < count; ++i) ptrs[i] = resolve(refs[i], pointers);
+        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace_.get()));
         break;
       }
       case StepKind::Kernel: {
@@ -558,10 +562,10 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
 //   was reported as uninitialized;
 // - a memcpy node of a CUDA graph has its source checked against the state before the kernels
 //   ahead of it in the same graph ran, so a copy of a kernel's output was reported too.
-// So before the steps are enqueued, each GEMM's and each convolution's output (cuDNN's Hopper
+// So before the steps are enqueued, each GEMM's and each cuDNN step's output (cuDNN's Hopper
 // engines store through TMA too) and each copy's source inside the engine's scratch are declared
 // initialized through NVTX's memory API. That is true by construction: the engine builder orders
-// every reader after its writer, cuBLASLt writes all of D, cuDNN all of y, and a copy's
+// every reader after its writer, cuBLASLt writes all of D, cuDNN all of its output, and a copy's
 // scratch source is written by an earlier step. Copies from the caller's buffers are not declared:
 // an uninitialized input is still reported. The declaration names the legacy default stream, not
 // the caller's: initcheck crashes the process when it gets a green context's stream (the probe's
@@ -572,8 +576,11 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
   for (const StepRecord& r : engine_->blob().steps()) {
     if (r.kind == static_cast<uint32_t>(StepKind::Gemm)) {
       library_writes_[n++] = {static_cast<size_t>(r.gemm.d.bytes), resolve(r.gemm.d, pointers)};
-    } else if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {
-      library_writes_[n++] = {static_cast<size_t>(r.conv.y.bytes), resolve(r.conv.y, pointers)};
+    } else if (is_cudnn_step(r.kind)) {
+      // The output is the last of the step's tensors.
+      BufferRef refs[5];
+      const BufferRef& out = refs[cudnn_operands(r, refs) - 1];
+      library_writes_[n++] = {static_cast<size_t>(out.bytes), resolve(out, pointers)};
     } else if (r.kind == static_cast<uint32_t>(StepKind::Copy) &&
                r.copy.src.space == static_cast<uint32_t>(Space::Scratch)) {
       library_writes_[n++] = {static_cast<size_t>(r.copy.src.bytes), resolve(r.copy.src, pointers)};
@@ -602,7 +609,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
   // cuDNN enqueues a plan in the context current on the calling thread: with a green context's
   // stream and the primary context current, cuDNN 9.19 fails ("cuCtxPushCurrent returned error
-  // invalid device context", H100). So engines with convolutions enqueue with the stream's
+  // invalid device context", H100). So engines with cuDNN steps enqueue with the stream's
   // context current.
   std::optional<ContextGuard> cudnn_context;
   if (cudnn_) {

@@ -35,7 +35,7 @@ struct GemmPlan {
   bool binds_caller_memory = false;       // reads or writes a binding
 };
 
-// How each GEMM and convolution step's algorithm was chosen when the engine was loaded.
+// How each GEMM and cuDNN step's algorithm was chosen when the engine was loaded.
 struct ChoiceStats {
   uint32_t recorded = 0;  // taken from the blob
   uint32_t timed = 0;     // timed now (steps of the same shape share one timing)
@@ -47,7 +47,7 @@ struct ChoiceStats {
 class Engine {
  public:
   // Validates the device (exists, architecture) against the blob, uploads weights, loads the
-  // kernels, plans every GEMM and chooses every GEMM's algorithm and every convolution's cuDNN
+  // kernels, plans every GEMM and chooses every GEMM's algorithm and every cuDNN step's (convolution, attention)
   // engine: the blob's recorded choices where they still apply, else timed now (tuning.h).
   // `partition` names the delegate in messages. `quiet` leaves the info line about timing out
   // (the builder times an engine to record its choices and says so itself).
@@ -64,8 +64,8 @@ class Engine {
   void* weights() const { return weights_.get(); }
   cudaKernel_t kernel(uint32_t i) const { return kernels_[i]; }
   const GemmPlan& gemm(size_t step) const { return gemms_[step]; }
-  // The cuDNN engine chosen for Conv step `step`.
-  const ConvChoice& conv_choice(size_t step) const { return convs_[step]; }
+  // The cuDNN plan chosen for cuDNN step `step` (Conv or Sdpa).
+  const CudnnChoice& cudnn_choice(size_t step) const { return cudnn_choices_[step]; }
   const ChoiceStats& choice_stats() const { return stats_; }
   // The choices as the blob records them (record_choices), for an engine built on its GPU.
   EngineChoices choices() const;
@@ -76,7 +76,7 @@ class Engine {
   Status plan_gemm(cublasLtHandle_t handle, size_t step);
   Status apply_recorded_gemm(cublasLtHandle_t handle, size_t step, const StepChoice& recorded);
   Status choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch);
-  Status choose_convs(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen);
+  Status choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen);
 
   // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
@@ -85,7 +85,7 @@ class Engine {
   Library library_;
   std::vector<cudaKernel_t> kernels_;  // owned by library_
   std::vector<GemmPlan> gemms_;        // indexed by step (empty plans for other steps)
-  std::vector<ConvChoice> convs_;      // indexed by step (engine -1 for other steps)
+  std::vector<CudnnChoice> cudnn_choices_;  // indexed by step (engine -1 for other steps)
   // Per GEMM step: the aligned algorithm's time and how many candidates were timed.
   std::vector<std::pair<float, uint32_t>> gemm_times_;
   ChoiceStats stats_;
@@ -114,11 +114,11 @@ class ExecutionContext {
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
   std::shared_ptr<Engine> engine_;
   CublasLtHandle handle_;
-  // cuDNN, when the engine has convolution steps: the handle and one plan per Conv step (indexed
-  // by step; empty for other steps), made here because a plan is bound to the handle it was
-  // built with.
+  // cuDNN, when the engine has cuDNN steps: the handle and one plan per Conv or Sdpa step
+  // (indexed by step; empty for other steps), made here because a plan is bound to the handle it
+  // was built with.
   CudnnHandle cudnn_;
-  std::vector<ConvPlan> convs_;
+  std::vector<CudnnPlan> cudnn_plans_;
   DeviceBuffer scratch_;
   DeviceBuffer workspace_;  // cuBLASLt's and cuDNN's (steps run one after another)
   uint64_t workspace_bytes_ = 0;

@@ -30,7 +30,7 @@ std::string buffer_text(const BufferRef& r) {
 // "cuDNN engine 12 (plan eng12_k2=1_k3=0); 41.2 us, fastest of 4" or "cuBLASLt algorithm; ...".
 std::string choice_text(const StepChoice& c) {
   std::string what = "cuBLASLt algorithm";
-  if (c.kind == static_cast<uint32_t>(StepKind::Conv)) {
+  if (is_cudnn_step(c.kind)) {
     const std::string_view plan(c.cudnn_plan, ::strnlen(c.cudnn_plan, sizeof c.cudnn_plan));
     what = fmt::format("cuDNN engine {} (plan {})", c.cudnn_engine, escape_invalid_utf8(plan));
   }
@@ -113,6 +113,23 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
                                   c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
                                   c.stride_w, c.groups, epilogue.empty() ? "none" : epilogue,
                                   buffer_text(c.x), buffer_text(c.w), buffer_text(c.y))}});
+        break;
+      }
+      case StepKind::Sdpa: {
+        const SdpaStep& a = s.sdpa;
+        std::string mask(sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
+        if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) {
+          mask += fmt::format(" [{}, {}, {}, {}] {}", a.bias_batch ? a.b : 1,
+                              a.bias_heads ? a.h : 1, a.sq, a.sk, buffer_text(a.bias));
+        }
+        j["steps"].push_back(
+            {{"kind", "sdpa"},
+             {"what", fmt::format("cuDNN attention B={} H={} Sq={} Sk={} D={} Dv={} {} scale={} "
+                                  "mask={} q={} k={} v={} o={}",
+                                  a.b, a.h, a.sq, a.sk, a.d, a.dv,
+                                  dtype_name(static_cast<DType>(a.dtype)), a.scale, mask,
+                                  buffer_text(a.q), buffer_text(a.k), buffer_text(a.v),
+                                  buffer_text(a.o))}});
         break;
       }
       case StepKind::Copy:

@@ -1,5 +1,6 @@
 #include "backends/cuda/engine_format.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "baton/core/check.h"
@@ -94,6 +95,9 @@ class Validator {
           break;
         case StepKind::Conv:
           BATON_TRY(conv(s.conv, what));
+          break;
+        case StepKind::Sdpa:
+          BATON_TRY(sdpa(s.sdpa, what));
           break;
         case StepKind::Kernel: {
           const KernelStep& k = s.kernel;
@@ -231,6 +235,60 @@ class Validator {
     return Status();
   }
 
+  Status sdpa(const SdpaStep& a, const std::string& what) {
+    BATON_CHECK_OR_RETURN(a.dtype == static_cast<uint8_t>(DType::Float16) ||
+                              a.dtype == static_cast<uint8_t>(DType::BFloat16),
+                          InvalidProgram, "engine blob: {} has attention dtype {}", what, a.dtype);
+    BATON_CHECK_OR_RETURN(a.mask <= kMaxSdpaMask && a.bias_batch <= 1 && a.bias_heads <= 1 &&
+                              std::isfinite(a.scale),
+                          InvalidProgram, "engine blob: {} has mask {} or scale {}", what, a.mask,
+                          a.scale);
+    constexpr uint32_t kMax = uint32_t{1} << 24;
+    for (uint32_t d : {a.b, a.h, a.sq, a.sk, a.d, a.dv}) {
+      BATON_CHECK_OR_RETURN(d >= 1 && d <= kMax, InvalidProgram,
+                            "engine blob: {} has a dimension {} outside [1, 2^24]", what, d);
+    }
+    // [B, H, S, last] through (batch, head, sequence) strides, the last dimension contiguous.
+    auto tensor = [&](const BufferRef& ref, const int64_t (&st)[3], uint32_t s, uint32_t last,
+                      const char* name) -> Status {
+      BATON_TRY(buffer(ref, fmt::format("{} {}", what, name)));
+      uint64_t elements = last, span = 0;
+      bool overflow = false;
+      const uint32_t dims[3] = {a.b, a.h, s};
+      for (int i = 0; i < 3; ++i) {
+        BATON_CHECK_OR_RETURN(st[i] >= 0 && st[i] < (int64_t{1} << 40), InvalidProgram,
+                              "engine blob: {} {} has stride {}", what, name, st[i]);
+        overflow = overflow ||
+                   __builtin_mul_overflow(static_cast<uint64_t>(st[i]), dims[i] - 1, &span) ||
+                   __builtin_add_overflow(elements, span, &elements);
+      }
+      uint64_t need = 0;
+      overflow = overflow || __builtin_mul_overflow(elements, uint64_t{2}, &need);
+      BATON_CHECK_OR_RETURN(!overflow && need <= ref.bytes, InvalidProgram,
+                            "engine blob: {} {} needs {} bytes but its range has {}", what, name,
+                            overflow ? "more than 2^64" : std::to_string(need), ref.bytes);
+      return Status();
+    };
+    BATON_TRY(tensor(a.q, a.q_strides, a.sq, a.d, "q"));
+    BATON_TRY(tensor(a.k, a.k_strides, a.sk, a.d, "k"));
+    BATON_TRY(tensor(a.v, a.v_strides, a.sk, a.dv, "v"));
+    BATON_TRY(tensor(a.o, a.o_strides, a.sq, a.dv, "o"));
+    if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) {
+      // Contiguous [B or 1, H or 1, Sq, Sk].
+      BATON_TRY(buffer(a.bias, what + " bias"));
+      uint64_t need = 2;
+      bool overflow = false;
+      for (uint64_t d : {uint64_t{a.bias_batch ? a.b : 1u}, uint64_t{a.bias_heads ? a.h : 1u},
+                         uint64_t{a.sq}, uint64_t{a.sk}}) {
+        overflow = overflow || __builtin_mul_overflow(need, d, &need);
+      }
+      BATON_CHECK_OR_RETURN(!overflow && need <= a.bias.bytes, InvalidProgram,
+                            "engine blob: {} bias needs {} bytes but its range has {}", what,
+                            overflow ? "more than 2^64" : std::to_string(need), a.bias.bytes);
+    }
+    return Status();
+  }
+
   // Column-major rows x cols with leading dimension ld, `batch` matrices `stride` elements apart.
   // The last element cuBLASLt touches is (batch - 1) * stride + (cols - 1) * ld + rows - 1, and
   // every product and sum on the way is checked: values that wrap around 2^64 (a stride of 2^39
@@ -274,11 +332,10 @@ class Validator {
                             h_.num_steps);
       const uint32_t kind = blob_.steps()[c.step].kind;
       BATON_CHECK_OR_RETURN(
-          c.kind == kind && (kind == static_cast<uint32_t>(StepKind::Gemm) ||
-                             kind == static_cast<uint32_t>(StepKind::Conv)),
+          c.kind == kind && (kind == static_cast<uint32_t>(StepKind::Gemm) || is_cudnn_step(kind)),
           InvalidProgram,
           "engine blob: choices[{}] is for a step of kind {} but steps[{}] is of kind {} (only "
-          "GEMM and convolution steps have choices)",
+          "GEMM, convolution and attention steps have choices)",
           i, c.kind, c.step, kind);
       BATON_CHECK_OR_RETURN(std::memchr(c.cudnn_plan, 0, sizeof c.cudnn_plan) != nullptr,
                             InvalidProgram,
@@ -310,6 +367,43 @@ class Validator {
 };
 
 }  // namespace
+
+bool is_cudnn_step(uint32_t kind) {
+  return kind == static_cast<uint32_t>(StepKind::Conv) ||
+         kind == static_cast<uint32_t>(StepKind::Sdpa);
+}
+
+int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]) {
+  int n = 0;
+  if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {
+    const ConvStep& c = r.conv;
+    out[n++] = c.x;
+    out[n++] = c.w;
+    if (c.has_bias) out[n++] = c.bias;
+    if (c.has_residual) out[n++] = c.residual;
+    out[n++] = c.y;
+  } else if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
+    const SdpaStep& a = r.sdpa;
+    out[n++] = a.q;
+    out[n++] = a.k;
+    out[n++] = a.v;
+    if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) out[n++] = a.bias;
+    out[n++] = a.o;
+  }
+  return n;
+}
+
+std::string_view sdpa_mask_name(SdpaMask m) {
+  switch (m) {
+    case SdpaMask::None:
+      return "none";
+    case SdpaMask::Causal:
+      return "causal";
+    case SdpaMask::Bias:
+      return "bias";
+  }
+  return "?";
+}
 
 std::string_view conv_activation_name(ConvActivation a) {
   switch (a) {
@@ -402,8 +496,7 @@ std::string_view EngineBlob::choices_gpu() const {
 size_t EngineBlob::num_choice_steps() const {
   size_t n = 0;
   for (const StepRecord& r : steps_) {
-    n += r.kind == static_cast<uint32_t>(StepKind::Gemm) ||
-         r.kind == static_cast<uint32_t>(StepKind::Conv);
+    n += r.kind == static_cast<uint32_t>(StepKind::Gemm) || is_cudnn_step(r.kind);
   }
   return n;
 }

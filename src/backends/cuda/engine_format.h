@@ -96,7 +96,9 @@ struct BufferRef {
 };
 static_assert(sizeof(BufferRef) == 24);
 
-enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4 };
+enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4, Sdpa = 5 };
+// Steps cuDNN runs (an operation graph and a plan chosen for it): Conv and Sdpa.
+bool is_cudnn_step(uint32_t kind);
 
 inline constexpr uint32_t kMaxKernelOperands = 16;
 
@@ -155,6 +157,27 @@ struct ConvStep {
   BufferRef x, w, bias, residual, y;
 };
 
+enum class SdpaMask : uint8_t { None = 0, Causal = 1, Bias = 2 };
+inline constexpr uint8_t kMaxSdpaMask = 2;
+std::string_view sdpa_mask_name(SdpaMask m);
+
+// Scaled dot-product attention through cuDNN's fused SDPA (graph API, flash attention):
+//   O = softmax(scale * Q K^T [+ bias | causal mask]) V
+// Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv] and O [B, H, Sq, Dv], each read or written
+// through its own batch, head and sequence strides (elements; the last dimension is contiguous),
+// so Q, K and V can be views of one projection's output and O a view of a transposed buffer.
+// The causal mask keeps key j for query i when j <= i. The bias is contiguous
+// [B or 1, H or 1, Sq, Sk] (bias_batch / bias_heads say which). All tensors have `dtype`.
+struct SdpaStep {
+  uint8_t dtype;  // DType: Float16 or BFloat16
+  uint8_t mask;   // SdpaMask
+  uint8_t bias_batch, bias_heads;
+  float scale;
+  uint32_t b, h, sq, sk, d, dv;
+  int64_t q_strides[3], k_strides[3], v_strides[3], o_strides[3];  // batch, head, sequence
+  BufferRef q, k, v, o, bias;
+};
+
 // Device-to-device copy of src.bytes (== dst.bytes).
 struct CopyStep {
   BufferRef src;
@@ -169,14 +192,21 @@ struct StepRecord {
     KernelStep kernel;
     CopyStep copy;
     ConvStep conv;
+    SdpaStep sdpa;
   };
 };
+static_assert(sizeof(StepRecord) == 432, "the step record's size is part of the format");
 
-// The choice timed for one GEMM or convolution step. A GEMM's is cuBLASLt's opaque algorithm
-// (cublasLtMatmulAlgo_t); a convolution's is one of the plans cuDNN's heuristics offer for its
-// operation graph, named as cuDNN names it (engine and knob values: "eng0_k2=3_k3=0...").
+// The tensors of a cuDNN step (is_cudnn_step) in the order its plan takes their pointers: a
+// convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o. Returns how many.
+int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]);
+
+// The choice timed for one GEMM or cuDNN step. A GEMM's is cuBLASLt's opaque algorithm
+// (cublasLtMatmulAlgo_t); a convolution's or an attention's is one of the plans cuDNN's
+// heuristics offer for its operation graph, named as cuDNN names it (engine and knob values:
+// "eng0_k2=3_k3=0...").
 struct StepChoice {
-  uint32_t step;        // index of a Gemm or Conv step
+  uint32_t step;        // index of a Gemm, Conv or Sdpa step
   uint32_t kind;        // that step's StepKind, repeated as a check
   float time_us;        // the chosen candidate's time when it was chosen
   uint32_t candidates;  // how many candidates were timed
@@ -230,7 +260,7 @@ class EngineBlob {
   std::span<const uint8_t> weights() const { return weights_; }
   std::span<const uint8_t> cubin() const { return cubin_; }
   size_t num_inputs() const;
-  // How many steps are GEMMs or convolutions: the steps that have algorithm choices.
+  // How many steps are GEMMs or cuDNN steps: the steps that have algorithm choices.
   size_t num_choice_steps() const;
   // The recorded choices; choice(step) is the one for `step`, or null.
   std::span<const StepChoice> choices() const { return choices_; }

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "backends/cuda/builder/engine_builder.h"
@@ -22,6 +24,7 @@
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
+#include "testing/paths.h"
 
 namespace baton {
 namespace {
@@ -35,7 +38,8 @@ struct Built {
   std::vector<std::map<std::string, std::string>> specs;
 };
 
-Result<Built> build(const OnnxBuilder& model, const std::string& precision, int device = 0) {
+Result<Built> build_bytes(const std::vector<uint8_t>& model, const std::string& precision,
+                          int device = 0) {
   register_builtins();
   cuda::register_compiler();
   auto backend = compiler::make_backend_compiler(
@@ -43,7 +47,7 @@ Result<Built> build(const OnnxBuilder& model, const std::string& precision, int 
   if (!backend.ok()) return backend.status();
   compiler::CompileOptions options;
   options.backends.push_back(backend->get());
-  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model.bytes(), options));
+  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model, options));
   Built b;
   BATON_ASSIGN_OR_RETURN(b.program, compiled.serialize());
   b.summary = compiled.summary();
@@ -59,6 +63,10 @@ Result<Built> build(const OnnxBuilder& model, const std::string& precision, int 
     b.specs.push_back(specs);
   }
   return b;
+}
+
+Result<Built> build(const OnnxBuilder& model, const std::string& precision, int device = 0) {
+  return build_bytes(model.bytes(), precision, device);
 }
 
 cuda::EngineBlob parse_blob(const std::vector<uint8_t>& bytes) {
@@ -150,35 +158,153 @@ TEST(EngineBuilderTest, PassesWhoseOpTheGpuCannotLowerAreSkipped) {
   }
 }
 
-// Attention is three steps in every precision: a batched GEMM into float32 scores, one
-// masked-softmax kernel writing P in the operand dtype, a batched GEMM P V.
-TEST(EngineBuilderTest, AttentionIsTwoBatchedGemmsAroundOneSoftmaxKernel) {
-  const std::map<std::string, DType> operand = {{"fp32", DType::Float32},
-                                                {"tf32", DType::Float32},
-                                                {"fp16", DType::Float16},
-                                                {"bf16", DType::BFloat16}};
-  for (const auto& [precision, dtype] : operand) {
+// Without cuDNN's fused attention (fp32 and tf32 engines), attention is three steps: a batched
+// GEMM into float32 scores, one masked-softmax kernel, a batched GEMM P V.
+TEST(EngineBuilderTest, AttentionIsTwoBatchedGemmsAroundOneSoftmaxKernelInFp32AndTf32) {
+  for (const char* precision : {"fp32", "tf32"}) {
     SCOPED_TRACE(precision);
     auto built = build(attention_block(), precision);
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
-    const bool cast_inputs = dtype != DType::Float32;  // q, k, v converted to the operand dtype
-    const size_t first = cast_inputs ? 3 : 0;
-    ASSERT_EQ(blob.steps().size(), first + 4);  // S GEMM, softmax, P V GEMM, projection
-    const cuda::GemmStep& qk = blob.steps()[first].gemm;
-    EXPECT_EQ(blob.steps()[first].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    ASSERT_EQ(blob.steps().size(), 4u);  // S GEMM, softmax, P V GEMM, projection
+    const cuda::GemmStep& qk = blob.steps()[0].gemm;
+    EXPECT_EQ(blob.steps()[0].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
     EXPECT_EQ(qk.batch, 2u);
     EXPECT_EQ(qk.trans_a, 1);  // K [Sk, D] read transposed, no Transpose kernel
-    EXPECT_EQ(qk.a_dtype, static_cast<uint8_t>(dtype));
     EXPECT_EQ(qk.d_dtype, static_cast<uint8_t>(DType::Float32));
-    const auto& softmax = blob.steps()[first + 1];
+    const auto& softmax = blob.steps()[1];
     ASSERT_EQ(softmax.kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
     EXPECT_NE(blob.kernel_name(softmax.kernel.kernel).find("attention_softmax"), std::string::npos);
-    const cuda::GemmStep& pv = blob.steps()[first + 2].gemm;
-    EXPECT_EQ(blob.steps()[first + 2].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
-    EXPECT_EQ(pv.batch, 2u);
-    EXPECT_EQ(pv.b_dtype, static_cast<uint8_t>(dtype));
+    EXPECT_EQ(blob.steps()[2].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    EXPECT_EQ(blob.steps()[2].gemm.batch, 2u);
   }
+}
+
+// fp16 and bf16 engines run attention as one cuDNN fused attention step.
+TEST(EngineBuilderTest, AttentionIsOneCudnnStepInFp16AndBf16) {
+  for (auto [precision, dtype] : {std::pair{"fp16", DType::Float16}, {"bf16", DType::BFloat16}}) {
+    SCOPED_TRACE(precision);
+    auto built = build(attention_block(), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    // q, k and v converted to the operand dtype, the attention, the projection.
+    ASSERT_EQ(blob.steps().size(), 5u);
+    const cuda::StepRecord& r = blob.steps()[3];
+    ASSERT_EQ(r.kind, static_cast<uint32_t>(cuda::StepKind::Sdpa));
+    const cuda::SdpaStep& a = r.sdpa;
+    EXPECT_EQ(a.dtype, static_cast<uint8_t>(dtype));
+    EXPECT_EQ(a.mask, static_cast<uint8_t>(cuda::SdpaMask::None));
+    EXPECT_EQ(a.b, 2u);
+    EXPECT_EQ(a.h, 1u);  // rank 3: one head
+    EXPECT_EQ(a.sq, 4u);
+    EXPECT_EQ(a.sk, 4u);
+    EXPECT_EQ(a.d, 8u);
+    EXPECT_EQ(a.q_strides[2], 8);  // row-major [2, 4, 8]
+    EXPECT_FLOAT_EQ(a.scale, 1.0f);
+    EXPECT_EQ(blob.steps()[4].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    EXPECT_EQ(built->blobs.size(), 1u);
+  }
+}
+
+// Whether byte range `inner` lies inside `outer` (the same buffer).
+bool inside(const cuda::BufferRef& inner, const cuda::BufferRef& outer) {
+  return inner.space == outer.space && inner.index == outer.index && inner.offset >= outer.offset &&
+         inner.offset + inner.bytes <= outer.offset + outer.bytes;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// ViT, BERT and GPT-2 as the dynamo exporter writes them (small configurations): in fp16, each
+// attention is one cuDNN step that reads Q, K and V where the projection GEMMs wrote them (the
+// Split, Gather, Reshape and Transpose nodes in between are views) and writes its output where
+// the output projection reads it (the Transpose after it costs nothing). In fp32 none is.
+TEST(EngineBuilderTest, AttentionOfRealFamiliesReadsTheProjectionsThroughViews) {
+  for (const char* family : {"vit", "bert", "gpt2"}) {
+    for (const char* precision : {"fp16", "fp32"}) {
+      SCOPED_TRACE(fmt::format("{} {}", family, precision));
+      const std::vector<uint8_t> model = read_file(
+          fmt::format("{}/tests/e2e/models/real/dynamo18_{}.onnx", testing::source_dir(), family));
+      ASSERT_FALSE(model.empty());
+      auto built = build_bytes(model, precision);
+      ASSERT_TRUE(built.ok()) << built.status().to_string();
+      ASSERT_EQ(built->blobs.size(), 1u);
+      const cuda::EngineBlob parsed = parse_blob(built->blobs[0]);
+      const cuda::EngineBlob* blob = &parsed;
+      const auto steps = blob->steps();
+      size_t attentions = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        if (steps[i].kind != static_cast<uint32_t>(cuda::StepKind::Sdpa)) continue;
+        ++attentions;
+        const cuda::SdpaStep& a = steps[i].sdpa;
+        for (const cuda::BufferRef& in : {a.q, a.k, a.v}) {
+          bool from_gemm = false;
+          for (size_t j = 0; j < i; ++j) {
+            from_gemm |= steps[j].kind == static_cast<uint32_t>(cuda::StepKind::Gemm) &&
+                         inside(in, steps[j].gemm.d);
+          }
+          EXPECT_TRUE(from_gemm) << "step " << i << " reads a copy";
+        }
+        // Between the last GEMM and the attention: at most the mask's bias kernel.
+        for (size_t j = i; j-- > 0 && steps[j].kind != static_cast<uint32_t>(cuda::StepKind::Gemm);) {
+          ASSERT_EQ(steps[j].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+          EXPECT_NE(blob->kernel_name(steps[j].kernel.kernel).find("attention_bias"),
+                    std::string::npos)
+              << blob->kernel_name(steps[j].kernel.kernel);
+        }
+        ASSERT_LT(i + 1, steps.size());
+        ASSERT_EQ(steps[i + 1].kind, static_cast<uint32_t>(cuda::StepKind::Gemm))
+            << "the output projection reads the attention's output as it is";
+        EXPECT_TRUE(inside(a.o, steps[i + 1].gemm.b) || inside(steps[i + 1].gemm.b, a.o));
+      }
+      EXPECT_EQ(attentions, std::string(precision) == "fp16" ? 2u : 0u);
+    }
+  }
+}
+
+// Transpose, Split, Slice and a Gather of one constant index are views: the elementwise kernels
+// after them read their inputs through strides, and no data-movement kernel runs.
+TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {
+  OnnxBuilder b(17);
+  b.input("x", {4, 6, 8});
+  b.initializer_int64("split", {2}, {4, 4});
+  b.initializer_int64("starts", {1}, {1});
+  b.initializer_int64("ends", {1}, {4});
+  b.initializer_int64("axes", {1}, {0});
+  b.initializer_int64("index", {}, {2});
+  auto& split = b.node("Split", {"x", "split"}, {"a", "c"}, "split");
+  OnnxBuilder::attr_int(split, "axis", 2);
+  auto& t = b.node("Transpose", {"a"}, {"t"}, "t");
+  OnnxBuilder::attr_ints(t, "perm", {1, 0, 2});
+  b.node("Relu", {"t"}, {"y1"}, "relu");
+  b.node("Slice", {"c", "starts", "ends", "axes"}, {"s"}, "slice");
+  b.node("Sigmoid", {"s"}, {"y2"}, "sigmoid");
+  auto& g = b.node("Gather", {"x", "index"}, {"g"}, "gather");
+  OnnxBuilder::attr_int(g, "axis", 1);
+  b.node("Neg", {"g"}, {"y3"}, "neg");
+  b.output("y1", {6, 4, 4});
+  b.output("y2", {3, 6, 4});
+  b.output("y3", {4, 8});
+  auto built = build(b, "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->summary.kernel_calls, 0u) << "a node was left to the CPU";
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 3u);
+  for (const cuda::StepRecord& r : blob.steps()) {
+    ASSERT_EQ(r.kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+    const std::string_view name = blob.kernel_name(r.kernel.kernel);
+    EXPECT_NE(name.find("fused"), std::string::npos) << name;
+    // Each reads x (binding 0) at the view's first element.
+    EXPECT_EQ(r.kernel.operands[0].space, static_cast<uint32_t>(cuda::Space::Binding));
+    EXPECT_EQ(r.kernel.operands[0].index, 0u);
+  }
+  // Offsets in bytes: the split's second half starts 4 floats in, the slice one row of 6 x 8
+  // later; the gather's index 2 of axis 1 is 2 rows of 8 floats in.
+  EXPECT_EQ(blob.steps()[0].kernel.operands[0].offset, 0u);
+  EXPECT_EQ(blob.steps()[1].kernel.operands[0].offset, (4u + 48u) * 4u);
+  EXPECT_EQ(blob.steps()[2].kernel.operands[0].offset, 16u * 4u);
 }
 
 // A residual Add before a LayerNormalization becomes one AddLayerNorm kernel.

@@ -456,6 +456,95 @@ TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
                   "more than 2^64");
 }
 
+// An attention step: B=1, H=2, Sq=Sk=4, D=Dv=8 fp16. Q, K and V are views of one [4, 3 * 16]
+// projection in scratch (row stride 48, head stride 8, offsets 0, 16 and 32), O is [1, 4, 2, 8]
+// (written transposed) in binding 1, the bias [1, 1, 4, 4] in weights.
+StepRecord sdpa_step() {
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Sdpa);
+  SdpaStep& a = r.sdpa;
+  a.dtype = static_cast<uint8_t>(DType::Float16);
+  a.mask = static_cast<uint8_t>(SdpaMask::Bias);
+  a.scale = 0.125f;
+  a.b = 1;
+  a.h = 2;
+  a.sq = a.sk = 4;
+  a.d = a.dv = 8;
+  for (int64_t* st : {a.q_strides, a.k_strides, a.v_strides}) {
+    st[0] = 4 * 48;
+    st[1] = 8;
+    st[2] = 48;
+  }
+  a.o_strides[0] = 64;
+  a.o_strides[1] = 8;
+  a.o_strides[2] = 16;
+  // The last element of a view at element offset x: x + 3 * 48 + 8 + 8 elements.
+  auto view = [](uint64_t first) { return ref(Space::Scratch, 0, first * 2, (3 * 48 + 16) * 2); };
+  a.q = view(0);
+  a.k = view(16);
+  a.v = view(32);
+  a.o = ref(Space::Binding, 1, 0, 64 * 2);
+  a.bias = ref(Space::Weights, 0, 0, 16 * 2);
+  return r;
+}
+
+TEST(EngineFormatTest, AttentionStepsAreCheckedAndDescribed) {
+  auto with_sdpa = [](auto edit) {
+    EngineDescription e = sample();
+    e.scratch_bytes = 4 * 48 * 2;
+    e.weights.assign(256, 0);
+    e.bindings[1].dtype = DType::Float16;
+    e.bindings[1].sizes = {1, 4, 16};
+    e.steps = {sdpa_step()};
+    edit(e.steps[0].sdpa);
+    return e;
+  };
+  const EngineDescription good = with_sdpa([](SdpaStep&) {});
+  auto bytes = write_engine_blob(good);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  ASSERT_TRUE(parse(*bytes).ok()) << parse(*bytes).to_string();
+  Aligned a(*bytes);
+  auto blob = EngineBlob::parse(a.span());
+  ASSERT_TRUE(blob.ok());
+  EXPECT_EQ(blob->num_choice_steps(), 1u);  // its cuDNN plan is a choice
+  BufferRef refs[5];
+  ASSERT_EQ(cudnn_operands(blob->steps()[0], refs), 5);  // q, k, v, bias, o
+  EXPECT_EQ(refs[3].space, static_cast<uint32_t>(Space::Weights));
+  EXPECT_EQ(refs[4].space, static_cast<uint32_t>(Space::Binding));
+  auto text = describe_engine_json(a.span());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const auto j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["steps"][0]["kind"], "sdpa");
+  EXPECT_NE(j["steps"][0]["what"].get<std::string>().find("B=1 H=2 Sq=4 Sk=4 D=8 Dv=8 float16"),
+            std::string::npos)
+      << j["steps"][0]["what"];
+
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.dtype = static_cast<uint8_t>(DType::Float32); }),
+                  "attention dtype 1");
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.mask = 7; }), "has mask 7");
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.d = 0; }), "outside [1, 2^24]");
+  // One more head reaches 8 elements past each view.
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.h = 3; }), "steps[0] q needs");
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.o_strides[2] = 17; }), "steps[0] o needs");
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.k_strides[0] = -1; }), "k has stride -1");
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.bias_heads = 1; }), "bias needs 64 bytes");
+  // Strides of 2^39 times 2^24 batches and rows: the extent passes 2^64 bytes, caught, not
+  // wrapped.
+  expect_rejected(with_sdpa([](SdpaStep& s) {
+                    s.b = s.sq = 1 << 24;
+                    s.q_strides[0] = s.q_strides[2] = int64_t{1} << 39;
+                  }),
+                  "q needs more than 2^64");
+  // Without a bias its range is not read.
+  expect_rejected(with_sdpa([](SdpaStep& s) { s.bias.bytes = 4; }), "bias needs 32 bytes");
+  auto no_mask = write_engine_blob(with_sdpa([](SdpaStep& s) {
+    s.mask = static_cast<uint8_t>(SdpaMask::Causal);
+    s.bias = {};
+  }));
+  ASSERT_TRUE(no_mask.ok());
+  EXPECT_TRUE(parse(*no_mask).ok()) << parse(*no_mask).to_string();
+}
+
 // Choices timed on a GPU: recorded in (and replaced within) a blob, read back, described, and
 // checked both when recorded and when a blob is parsed.
 TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
@@ -531,7 +620,7 @@ TEST(EngineFormatTest, ChoicesAreRecordedCheckedAndDescribed) {
         b.steps[0].step = 1;
         b.steps[0].kind = static_cast<uint32_t>(StepKind::Kernel);
       },
-      "only GEMM and convolution steps have choices");
+      "only GEMM, convolution and attention steps have choices");
   refused([](EngineChoices& b) { b.steps[0].kind = static_cast<uint32_t>(StepKind::Conv); },
           "but steps[0] is of kind 1");
   refused([](EngineChoices& b) { std::memset(b.steps[0].cudnn_plan, 'e', 264); },

@@ -10,6 +10,8 @@ namespace {
 
 constexpr int64_t kMaxGrid = int64_t{1} << 18;
 
+}  // namespace
+
 bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   int64_t expect = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
@@ -18,8 +20,6 @@ bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& s
   }
   return true;
 }
-
-}  // namespace
 
 std::string float_literal(float v) {
   uint32_t bits;

@@ -81,6 +81,9 @@ std::string generate_typed(const TypedKernel& k, LaunchShape* launch);
 inline constexpr uint32_t kBlock = 256;
 LaunchShape grid_stride_launch(int64_t n);
 
+// Whether element `strides` lay out `sizes` row-major (dimensions of size 1 may have any stride).
+bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
 // "{1, 2, 3}": a C++ initializer of int64 values.
 std::string int_list(const std::vector<int64_t>& values);
 

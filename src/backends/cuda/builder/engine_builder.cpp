@@ -71,7 +71,7 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
     const OpLowering* lowering = find_lowering(n.op_type, n.domain);
     BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
                           "{} reached the CUDA builder without a lowering", n.describe());
-    if (!lowering->layout_aware) ctx.read_row_major_inputs(index);
+    ctx.read_row_major_inputs(index, lowering->layout_aware, lowering->strided);
     const Status lowered = lowering->lower(ctx, index);
     ctx.end_reads();
     BATON_TRY(lowered);

@@ -56,6 +56,22 @@ void append_as(std::vector<uint8_t>& out, const std::vector<float>& values, DTyp
   }
 }
 
+// Whether `strides` lay `sizes` out densely in some order of the dimensions (a transpose of a
+// row-major block: no gaps, no overlaps).
+bool dense_permutation(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  int64_t expect = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    if (strides[order[i]] != expect) return false;
+    expect *= sizes[order[i]];
+  }
+  return true;
+}
+
 }  // namespace
 
 uint64_t Lowering::Slot::bytes() const {
@@ -143,7 +159,10 @@ DType Lowering::dtype_of(int v) const { return slot(read(v)).dtype; }
 const std::vector<int64_t>& Lowering::sizes_of(int v) const { return slot(read(v)).sizes; }
 bool Lowering::is_binding(int v) const { return slots_.at(read(v)).kind == Slot::Kind::Binding; }
 
-bool Lowering::channels_last(int v) const { return slot(read(v)).channels_last; }
+bool Lowering::channels_last(int v) const {
+  v = read(v);
+  return slots_.at(v).view_strides.empty() && slot(v).channels_last;
+}
 
 bool Lowering::set_channels_last(int v) {
   Slot& s = slots_.at(root(v));
@@ -156,6 +175,7 @@ std::vector<int64_t> Lowering::strides_of(int v) const {
   // The value's own shape (a view has its own), the layout of the bytes it names.
   v = read(v);
   const Slot& s = slots_.at(v);
+  if (!s.view_strides.empty()) return s.view_strides;
   std::vector<int64_t> strides(s.sizes.size(), 1);
   if (slot(v).channels_last) {
     // N, H, W, C in memory.
@@ -169,27 +189,41 @@ std::vector<int64_t> Lowering::strides_of(int v) const {
   return strides;
 }
 
+int64_t Lowering::view_offset(int v) const { return slots_.at(read(v)).view_offset; }
+
+bool Lowering::strided(int v) const {
+  v = read(v);
+  const Slot& own = slots_.at(v);
+  if (own.view_strides.empty() && own.view_offset == 0) return false;
+  const uint64_t start = static_cast<uint64_t>(own.view_offset) * dtype_size(slot(v).dtype);
+  if (start % kEngineAlignment != 0) return true;
+  return !own.view_strides.empty() && !contiguous(own.sizes, own.view_strides);
+}
+
+void Lowering::gather_into(int src, int dst) {
+  TypedKernel k;
+  k.name = kernel_name(channels_last(src) ? "to_nchw" : "gather");
+  k.sizes = slots_.at(read(src)).sizes;
+  k.out = slot(dst).dtype;
+  k.expression = "{0}";
+  k.inputs.push_back({slot(read(src)).dtype, strides_of(src), 0});
+  LaunchShape launch;
+  std::string code = generate_typed(k, &launch);
+  add_kernel(k.name, std::move(code), launch, {src, dst});
+}
+
 int Lowering::row_major_copy(int v) {
   const auto key = std::make_tuple(v, -1, int64_t{0});
   if (auto it = layout_cache_.find(key); it != layout_cache_.end()) return it->second;
-  const Slot& src = slot(v);
-  const int out = new_scratch(src.dtype, src.sizes);
-  FusedKernel k;
-  k.name = kernel_name("to_nchw");
-  k.sizes = src.sizes;
-  k.inputs.push_back({src.dtype, strides_of(v)});
-  k.ops.push_back({std::string(kCopyExpression), 0, 0});
-  k.outputs.push_back({src.dtype, 0});
-  LaunchShape launch;
-  std::string code = generate_fused(k, &launch);
-  add_kernel(k.name, std::move(code), launch, {v, out});
+  const int out = new_scratch(slot(v).dtype, slots_.at(v).sizes);
+  gather_into(v, out);
   layout_cache_[key] = out;
   return out;
 }
 
 int Lowering::row_major(int v) {
   v = read(v);
-  return slot(v).channels_last ? row_major_copy(v) : v;
+  return channels_last(v) || strided(v) ? row_major_copy(v) : v;
 }
 
 Result<int> Lowering::channels_last_copy(int v, DType dtype, int64_t channels) {
@@ -223,11 +257,12 @@ Result<int> Lowering::channels_last_copy(int v, DType dtype, int64_t channels) {
   return out;
 }
 
-void Lowering::read_row_major_inputs(int index) {
+void Lowering::read_row_major_inputs(int index, bool channels_last_ok, bool strided_ok) {
   redirect_.clear();
   for (int v : g_.nodes[index].inputs) {
-    if (v < 0 || is_constant(v) || !slot(v).channels_last) continue;
-    redirect_[v] = row_major_copy(v);
+    if (v < 0 || is_constant(v)) continue;
+    if ((!channels_last_ok && channels_last(v)) || (!strided_ok && strided(v)))
+      redirect_[v] = row_major_copy(v);
   }
 }
 
@@ -242,6 +277,11 @@ bool Lowering::ready_before(int v, int index) const {
   const int producer = g_.values[v].producer;
   const auto it = position_.find(producer);
   return it != position_.end() && it->second < position_.at(index);
+}
+
+int Lowering::derived(const std::string& key) const {
+  const auto it = derived_.find(key);
+  return it == derived_.end() ? -1 : it->second;
 }
 
 int Lowering::single_consumer(int v) const {
@@ -332,9 +372,24 @@ int Lowering::raw_weight(int v) {
 Result<int> Lowering::ensure(int v, DType dtype) {
   if (is_constant(v)) return weight(v, dtype);
   v = read(v);
-  if (slot(v).dtype == dtype) return v;
+  if (slot(v).dtype == dtype && !strided(v)) return v;
   const auto key = std::make_pair(v, static_cast<int>(dtype));
   if (auto it = cast_cache_.find(key); it != cast_cache_.end()) return it->second;
+  if (strided(v)) {
+    const Slot& own = slots_.at(v);
+    const int out = new_scratch(dtype, own.sizes);
+    if (!own.view_strides.empty() && dense_permutation(own.sizes, own.view_strides) &&
+        (static_cast<uint64_t>(own.view_offset) * dtype_size(slot(v).dtype)) % kEngineAlignment ==
+            0) {
+      // A transposed view of a dense block: converted in memory order, keeping its layout.
+      slots_.at(out).view_strides = own.view_strides;
+      add_cast(v, out, dtype);
+    } else {
+      gather_into(v, out);
+    }
+    cast_cache_[key] = out;
+    return out;
+  }
   const int out = new_scratch(dtype, slot(v).sizes);
   slots_.at(out).channels_last = slot(v).channels_last;  // a cast keeps the layout
   add_cast(v, out, dtype);
@@ -354,10 +409,30 @@ void Lowering::alias(int out, int in) {
     }
     return;
   }
+  if (strided(in)) in = row_major_copy(in);
   Slot& s = slots_.at(out);
   s.kind = Slot::Kind::Alias;
   s.root = root(in);
   s.channels_last = slot(in).channels_last;
+  s.view_offset = slots_.at(in).view_offset;  // a row-major view at an aligned offset
+}
+
+void Lowering::view(int out, int in, std::vector<int64_t> strides, int64_t offset) {
+  in = read(in);
+  Slot v;
+  v.kind = Slot::Kind::Alias;
+  v.root = root(in);
+  v.dtype = slot(in).dtype;
+  v.sizes = slots_.at(out).sizes;
+  v.view_strides = std::move(strides);
+  v.view_offset = slots_.at(in).view_offset + offset;
+  if (slots_.at(out).kind == Slot::Kind::Binding) {
+    const int tmp = next_synthetic_++;
+    slots_[tmp] = std::move(v);
+    gather_into(tmp, out);
+    return;
+  }
+  slots_.at(out) = std::move(v);
 }
 
 std::string Lowering::kernel_name(const char* what) const {
@@ -399,6 +474,15 @@ void Lowering::add_conv(const ConvStep& conv, std::array<int, 5> operands) {
   steps_.push_back(std::move(step));
 }
 
+void Lowering::add_sdpa(const SdpaStep& sdpa, std::array<int, 5> operands) {
+  Planned step;
+  step.record.kind = static_cast<uint32_t>(StepKind::Sdpa);
+  step.record.sdpa = sdpa;
+  step.operands.assign(operands.begin(), operands.end());
+  for (int& v : step.operands) v = v < 0 ? v : read(v);
+  steps_.push_back(std::move(step));
+}
+
 void Lowering::add_copy(int src, int dst) {
   Planned step;
   step.record.kind = static_cast<uint32_t>(StepKind::Copy);
@@ -410,7 +494,7 @@ void Lowering::add_cast(int src, int dst, DType dtype) {
   FusedKernel k;
   k.name = kernel_name("cast");
   // Element by element in memory order: source and destination share one layout.
-  k.sizes = {numel(slot(read(src)).sizes)};
+  k.sizes = {numel(slots_.at(read(src)).sizes)};
   k.inputs.push_back({slot(read(src)).dtype, {1}});
   k.ops.push_back({std::string(kCopyExpression), 0, 0});
   k.outputs.push_back({dtype, 0});
@@ -421,6 +505,7 @@ void Lowering::add_cast(int src, int dst, DType dtype) {
 
 BufferRef Lowering::ref_of(int v) const {
   const Slot& s = slot(v);
+  const Slot& own = slots_.at(v);
   BufferRef r{};
   r.bytes = s.bytes();
   switch (s.kind) {
@@ -436,6 +521,15 @@ BufferRef Lowering::ref_of(int v) const {
       r.space = static_cast<uint32_t>(Space::Scratch);
       r.offset = s.offset;
       break;
+  }
+  if (!own.view_strides.empty() || own.view_offset != 0) {
+    // A view: from its first element to its last.
+    const uint64_t elem = dtype_size(s.dtype);
+    const std::vector<int64_t> strides = strides_of(v);
+    int64_t last = 0;
+    for (size_t d = 0; d < own.sizes.size(); ++d) last += (own.sizes[d] - 1) * strides[d];
+    r.offset += static_cast<uint64_t>(own.view_offset) * elem;
+    r.bytes = static_cast<uint64_t>(last + 1) * elem;
   }
   return r;
 }
@@ -504,6 +598,15 @@ Result<compiler::LoweredPartition> Lowering::finish() {
         if (s.operands[2] >= 0) c.bias = ref_of(s.operands[2]);
         if (s.operands[3] >= 0) c.residual = ref_of(s.operands[3]);
         c.y = ref_of(s.operands[4]);
+        break;
+      }
+      case StepKind::Sdpa: {
+        SdpaStep& a = s.record.sdpa;
+        a.q = ref_of(s.operands[0]);
+        a.k = ref_of(s.operands[1]);
+        a.v = ref_of(s.operands[2]);
+        a.o = ref_of(s.operands[3]);
+        if (s.operands[4] >= 0) a.bias = ref_of(s.operands[4]);
         break;
       }
       case StepKind::Copy:

@@ -5,7 +5,9 @@
 // Values become slots: the partition's inputs and outputs are bindings (the caller's buffers,
 // in the program's dtypes), constants become weights (converted once to the dtype asked for),
 // everything else is scratch planned by lifetime after all steps are known. A view makes one
-// value an alias of another (no work).
+// value an alias of another (no work): the same bytes reshaped (alias), or read through its own
+// element strides from an element offset (view: Transpose, Split, Slice). Only lowerings that say
+// they read strided views (OpLowering::strided) see the latter; the others get row-major copies.
 #pragma once
 
 #include <array>
@@ -64,24 +66,36 @@ class Lowering {
   // Stores scratch value `v` channels-last (before any step reads or writes it); false (and
   // nothing changes) for a binding, weights or a value not of rank 4.
   bool set_channels_last(int v);
-  // Element strides of `v`'s logical dimensions as stored (row-major, or channels-last).
+  // Element strides of `v`'s logical dimensions as stored (row-major, channels-last, or a view's
+  // own).
   std::vector<int64_t> strides_of(int v) const;
-  // `v` as a row-major value: itself, or a copy made by a kernel (once per value).
+  // Whether `v` is a view that not every lowering can read as it is: its strides are not
+  // row-major, or its first element is not at an engine-aligned address.
+  bool strided(int v) const;
+  // `v`'s first element, in elements from the start of the bytes it names (0 unless a view).
+  int64_t view_offset(int v) const;
+  // `v` as a row-major value at an aligned address: itself, or a copy made by a kernel (once per
+  // value).
   int row_major(int v);
   // Rank-4 `v` stored channels-last in `dtype` with `channels` channels (at least its own; the
   // extra ones zero, for cuDNN's tensor-core engines): itself, a cast keeping its layout, or a copy
   // made by one kernel (once per value, dtype and channel count).
   Result<int> channels_last_copy(int v, DType dtype, int64_t channels);
-  // While lowering node `index` (a lowering that is not layout-aware), its channels-last inputs
-  // read as row-major copies; end_reads() ends that.
-  void read_row_major_inputs(int index);
+  // While lowering node `index`, its inputs that the lowering cannot read as they are stored
+  // (channels-last ones unless `channels_last_ok`, strided views unless `strided_ok`) read as
+  // row-major copies; end_reads() ends that.
+  void read_row_major_inputs(int index, bool channels_last_ok, bool strided_ok);
   void end_reads() { redirect_.clear(); }
   // `v` as `dtype`: itself, its weights, or a copy made by a cast kernel (once per value and
-  // dtype).
+  // dtype); a strided view is copied row-major.
   Result<int> ensure(int v, DType dtype);
-  // Makes `out` a view of `in` (same bytes). When `out` is a binding (the caller's buffer), a
-  // copy or cast kernel fills it instead.
+  // Makes `out` a view of `in` (same bytes, row-major; a strided `in` is copied first). When `out`
+  // is a binding (the caller's buffer), a copy or cast kernel fills it instead.
   void alias(int out, int in);
+  // Makes `out` a view of `in`'s bytes read with element `strides` (along `out`'s dimensions)
+  // from element `offset` (counted from `in`'s first element). When `out` is a binding, a kernel
+  // gathers the view into it instead.
+  void view(int out, int in, std::vector<int64_t> strides, int64_t offset);
 
   // --- the partition's graph ------------------------------------------------------------------
   // Nodes of this partition that read `v`.
@@ -93,6 +107,10 @@ class Lowering {
   // Whether `v` is ready before node `index` runs: a binding, a constant, or produced by a node
   // lowered ahead of it. A fused epilogue may read only such values.
   bool ready_before(int v, int index) const;
+  // A value a lowering derived once and others may reuse (an attention mask materialized for
+  // cuDNN, shared by every layer): the value remembered under `key`, or -1.
+  int derived(const std::string& key) const;
+  void remember(const std::string& key, int v) { derived_[key] = v; }
   // Marks a node as done by an earlier step (a fused epilogue): the builder skips it.
   void absorb(int node) { absorbed_.insert(node); }
   bool absorbed(int node) const { return absorbed_.count(node) > 0; }
@@ -108,6 +126,9 @@ class Lowering {
   void add_copy(int src, int dst);
   // A cuDNN convolution; operands {x, w, bias, residual, y} (-1: no bias / residual).
   void add_conv(const ConvStep& conv, std::array<int, 5> operands);
+  // A cuDNN attention; operands {q, k, v, o, bias} (-1: no bias), read and written through the
+  // step's strides from each value's first element.
+  void add_sdpa(const SdpaStep& sdpa, std::array<int, 5> operands);
   // A kernel converting `src` (contiguous) into `dst` of `dtype`.
   void add_cast(int src, int dst, DType dtype);
 
@@ -124,6 +145,10 @@ class Lowering {
     DType dtype = DType::Float32;
     std::vector<int64_t> sizes;
     bool channels_last = false;  // rank-4 scratch stored N, H, W, C
+    // An alias read through its own strides (empty: the root's layout) from an element offset
+    // (from the root's first element).
+    std::vector<int64_t> view_strides;
+    int64_t view_offset = 0;
     int first = INT_MAX;
     int last = -1;
     uint64_t bytes() const;
@@ -139,6 +164,8 @@ class Lowering {
   int read(int v) const;
   int root(int v) const;
   int row_major_copy(int v);  // cached
+  // A kernel reading `src` through its strides into `dst` (row-major, its own dtype).
+  void gather_into(int src, int dst);
   const Slot& slot(int v) const { return slots_.at(root(v)); }
   BufferRef ref_of(int v) const;
 
@@ -158,6 +185,7 @@ class Lowering {
   // (value, dtype or -1 for a row-major copy, channels) -> the copy
   std::map<std::tuple<int, int, int64_t>, int> layout_cache_;
   std::map<int, int> redirect_;
+  std::map<std::string, int> derived_;
   std::vector<Planned> steps_;
   std::vector<std::string> kernel_names_;
   std::string source_;

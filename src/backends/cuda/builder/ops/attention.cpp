@@ -1,4 +1,14 @@
-// Baton's Attention (ops/attention.cpp) on the GPU, as three steps that work in every precision:
+// Baton's Attention (ops/attention.cpp) on the GPU.
+//
+// fp16 and bf16 engines run it as one cuDNN fused attention step (SdpaStep, flash attention) when
+// cuDNN can take it: rank 3 or 4, head dimensions multiples of 8 up to 128, and no mask, a
+// constant causal one (keep key j for query i when j <= i), or any other mask as an additive bias
+// (a boolean mask becomes 0 / mask_fill), materialized once per mask as a contiguous
+// [B or 1, H or 1, Sq, Sk] tensor. Q, K and V are read through their strides, so the transposes
+// and splits in front of them are views (no copies); the output is written straight into the
+// buffer of a following Transpose(0, 2, 1, 3), which then costs nothing.
+//
+// Otherwise (fp32 and tf32 engines, other shapes) as three steps that work in every precision:
 //   1. S = scale * Q K^T      one strided-batched cuBLASLt GEMM over the leading dimensions, Q and
 //                             K in the engine's operand dtype, S in float32 scratch (softmax's
 //                             input keeps its precision: a bf16 S would shift P by 1e-2)
@@ -10,6 +20,8 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <cmath>
+#include <optional>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "backends/cuda/builder/ops/row_launch.h"
@@ -68,7 +80,211 @@ GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64
   return g;
 }
 
+// --- cuDNN's fused attention --------------------------------------------------------------------
+
+constexpr int64_t kMaxSdpaHeadDim = 128;
+
+// Whether constant `mask` (boolean, or additive with -inf / <= -1e30 where masked) keeps exactly
+// the keys j <= i for query i, the same for every batch and head.
+bool is_causal(const Lowering& ctx, int mask, bool boolean, int64_t sq, int64_t sk) {
+  if (!ctx.is_constant(mask)) return false;
+  const compiler::IrValue& m = ctx.value(mask);
+  const size_t r = m.sizes.size();
+  if (r < 2 || m.sizes[r - 2] != sq || m.sizes[r - 1] != sk || ops::product(m.sizes) != sq * sk)
+    return false;
+  const std::vector<float> values =
+      boolean ? std::vector<float>() : ctx.constant_floats(mask);
+  for (int64_t i = 0; i < sq; ++i) {
+    for (int64_t j = 0; j < sk; ++j) {
+      const size_t at = static_cast<size_t>(i * sk + j);
+      const bool keep = boolean ? m.constant->data()[at] != 0 : values[at] == 0.0f;
+      const bool masked = boolean ? !keep : (std::isinf(values[at]) && values[at] < 0) ||
+                                                values[at] <= -1e30f;
+      if (j <= i ? !keep : !masked) return false;
+    }
+  }
+  return true;
+}
+
+// One of Q, K, V as cuDNN reads it: in the operand dtype, its last dimension (`contiguous_dim`)
+// with stride 1, its start and other strides 16-byte aligned; `value` is the value to bind.
+struct SdpaOperand {
+  int value = -1;
+  std::array<int64_t, 3> strides{};  // batch, head, sequence
+};
+
+bool sdpa_layout(const Lowering& ctx, int v, DType dtype, size_t contiguous_dim) {
+  if (ctx.dtype_of(v) != dtype) return false;
+  const std::vector<int64_t> st = ctx.strides_of(v);
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+  if (st[contiguous_dim] != 1 || (ctx.view_offset(v) * elem) % 16 != 0) return false;
+  for (size_t d = 0; d < st.size(); ++d) {
+    if (d != contiguous_dim && (st[d] * elem) % 16 != 0) return false;
+  }
+  return true;
+}
+
+// `v` [B, H, S, X] (rank 4) or [B, S, X] (rank 3); K stored [.., X, S] when `transposed`. Copied
+// row-major when its layout does not suit cuDNN; nullopt when even that does not (a transposed K
+// stored row-major).
+Result<std::optional<SdpaOperand>> sdpa_operand(Lowering& ctx, int v, DType dtype,
+                                                bool transposed) {
+  const size_t r = ctx.value(v).sizes.size();
+  const size_t seq = transposed ? r - 1 : r - 2, last = transposed ? r - 2 : r - 1;
+  int x = ctx.is_constant(v) ? ctx.weight(v, dtype) : v;
+  if (!sdpa_layout(ctx, x, dtype, last)) {
+    BATON_ASSIGN_OR_RETURN(x, ctx.ensure(x, dtype));
+    if (!sdpa_layout(ctx, x, dtype, last)) return std::optional<SdpaOperand>();
+  }
+  const std::vector<int64_t> st = ctx.strides_of(x);
+  SdpaOperand out;
+  out.value = x;
+  out.strides = {st[0], r == 4 ? st[1] : st[0], st[seq]};
+  return std::optional<SdpaOperand>(out);
+}
+
+// Whether cuDNN's fused attention takes `node` in this engine (before anything is emitted).
+bool sdpa_applies(const Lowering& ctx, const compiler::IrNode& node) {
+  const DType operand = ctx.operand_dtype();
+  if (operand != DType::Float16 && operand != DType::BFloat16) return false;
+  const std::vector<int64_t>& qs = ctx.value(node.inputs[0]).sizes;
+  const size_t r = qs.size();
+  if (r != 3 && r != 4) return false;
+  const int64_t d = qs[r - 1], dv = ctx.value(node.inputs[2]).sizes[r - 1];
+  if (d % 8 != 0 || dv % 8 != 0 || d > kMaxSdpaHeadDim || dv > kMaxSdpaHeadDim) return false;
+  const int mask = node.inputs.size() > 3 ? node.inputs[3] : -1;
+  if (mask >= 0) {
+    // The bias broadcasts over batch and heads whole or not at all.
+    const std::vector<int64_t>& ms = ctx.value(mask).sizes;
+    for (size_t j = 2; j < ms.size() && j < r; ++j) {
+      const int64_t m = ms[ms.size() - 1 - j], q = qs[r - 1 - j];
+      if (m != 1 && m != q) return false;
+    }
+  }
+  // A transposed K must be a view whose D dimension is contiguous.
+  const int k = node.inputs[1];
+  return node.attr_int("k_transposed") == 0 || ctx.is_constant(k) ||
+         ctx.strides_of(k)[r - 2] == 1;
+}
+
+// The additive bias cuDNN reads for `mask`: contiguous [bb, bh, Sq, Sk] in `dtype`, made once per
+// mask and shape.
+int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t bh, int64_t sq,
+              int64_t sk, DType dtype) {
+  const int mask = node.inputs[3];
+  const bool boolean = node.attr_string("mask_kind") != "add";
+  const float fill = static_cast<float>(node.attr_float("mask_fill"));
+  const std::string key = fmt::format("sdpa_bias {} {} {} {} {} {} {}", mask, boolean, fill, bb, bh,
+                                      sq, static_cast<int>(dtype));
+  if (const int known = ctx.derived(key); known >= 0) return known;
+  const int src = ctx.is_constant(mask)
+                      ? (boolean ? ctx.raw_weight(mask) : ctx.weight(mask, DType::Float32))
+                      : mask;
+  const std::vector<int64_t> sizes = {bb, bh, sq, sk};
+  TypedKernel k;
+  k.sizes = sizes;
+  k.out = dtype;
+  k.expression = boolean ? fmt::format("({{0}} ? 0.0f : {})", float_literal(fill)) : "{0}";
+  k.inputs.push_back(
+      {ctx.dtype_of(src), broadcast_strides(ctx.value(mask).sizes, ctx.strides_of(src), 4), 0});
+  const int bias = ctx.new_scratch(dtype, sizes);
+  add_typed_kernel(ctx, "attention_bias", std::move(k), {src, bias});
+  ctx.remember(key, bias);
+  return bias;
+}
+
+// The Transpose reading the attention's output [B, H, Sq, Dv], when it is the output's only reader
+// and keeps Dv last ((0, 2, 1, 3) for BERT and GPT-2, (2, 0, 1, 3) for torch's
+// MultiheadAttention): the attention then writes the transposed layout itself.
+int transpose_reader(const Lowering& ctx, int y, DType dtype) {
+  const int reader = ctx.single_consumer(y);
+  if (reader < 0) return -1;
+  const compiler::IrNode& t = ctx.node(reader);
+  if (t.op_type != "Transpose" || !t.domain.empty() || t.attr_ints("perm").size() != 4 ||
+      t.attr_ints("perm")[3] != 3 || ctx.dtype_of(t.outputs[0]) != dtype ||
+      ctx.strided(t.outputs[0]))
+    return -1;
+  return reader;
+}
+
+Result<bool> lower_sdpa(Lowering& ctx, int index) {
+  const compiler::IrNode& node = ctx.node(index);
+  if (!sdpa_applies(ctx, node)) return false;
+  const DType dtype = ctx.operand_dtype();
+  const int q_in = node.inputs[0], k_in = node.inputs[1], v_in = node.inputs[2];
+  const int mask = node.inputs.size() > 3 ? node.inputs[3] : -1;
+  const bool kt = node.attr_int("k_transposed") != 0;
+  const std::vector<int64_t>& qs = ctx.value(q_in).sizes;
+  const size_t r = qs.size();
+  const int64_t b = qs[0], h = r == 4 ? qs[1] : 1, sq = qs[r - 2], d = qs[r - 1];
+  const int64_t sk = kt ? ctx.value(k_in).sizes[r - 1] : ctx.value(k_in).sizes[r - 2];
+  const int64_t dv = ctx.value(v_in).sizes[r - 1];
+
+  BATON_ASSIGN_OR_RETURN(const std::optional<SdpaOperand> q, sdpa_operand(ctx, q_in, dtype, false));
+  BATON_ASSIGN_OR_RETURN(const std::optional<SdpaOperand> k, sdpa_operand(ctx, k_in, dtype, kt));
+  BATON_ASSIGN_OR_RETURN(const std::optional<SdpaOperand> v, sdpa_operand(ctx, v_in, dtype, false));
+  if (!q || !k || !v) return false;  // checked by sdpa_applies; the copies then go unused
+
+  SdpaStep a{};
+  a.dtype = static_cast<uint8_t>(dtype);
+  a.scale = static_cast<float>(node.attr_float("scale"));
+  a.b = static_cast<uint32_t>(b);
+  a.h = static_cast<uint32_t>(h);
+  a.sq = static_cast<uint32_t>(sq);
+  a.sk = static_cast<uint32_t>(sk);
+  a.d = static_cast<uint32_t>(d);
+  a.dv = static_cast<uint32_t>(dv);
+  std::copy(q->strides.begin(), q->strides.end(), a.q_strides);
+  std::copy(k->strides.begin(), k->strides.end(), a.k_strides);
+  std::copy(v->strides.begin(), v->strides.end(), a.v_strides);
+  int bias = -1;
+  const bool boolean = node.attr_string("mask_kind") == "select";
+  if (mask < 0) {
+    a.mask = static_cast<uint8_t>(SdpaMask::None);
+  } else if (is_causal(ctx, mask, boolean, sq, sk)) {
+    a.mask = static_cast<uint8_t>(SdpaMask::Causal);
+  } else {
+    const std::vector<int64_t>& ms = ctx.value(mask).sizes;
+    auto broadcast_dim = [&](size_t from_right) {
+      return ms.size() >= from_right + 1 && ms[ms.size() - 1 - from_right] != 1;
+    };
+    a.mask = static_cast<uint8_t>(SdpaMask::Bias);
+    a.bias_batch = r == 4 ? broadcast_dim(3) : broadcast_dim(2);
+    a.bias_heads = r == 4 && broadcast_dim(2);
+    bias = sdpa_bias(ctx, node, a.bias_batch ? b : 1, a.bias_heads ? h : 1, sq, sk, dtype);
+  }
+
+  // The output: straight into a following Transpose(0, 2, 1, 3)'s buffer, into Y, or into scratch
+  // and then cast to Y.
+  const int y = node.outputs[0];
+  int o = y;
+  const int reader = r == 4 ? transpose_reader(ctx, y, dtype) : -1;
+  if (reader >= 0) {
+    // Y's dimension perm[i] is the transposed value's dimension i.
+    const compiler::IrNode& t = ctx.node(reader);
+    const std::vector<int64_t>& perm = t.attr_ints("perm");
+    const std::vector<int64_t> t_strides = ctx.strides_of(t.outputs[0]);
+    std::vector<int64_t> strides(4);
+    for (size_t i = 0; i < 4; ++i) strides[static_cast<size_t>(perm[i])] = t_strides[i];
+    ctx.view(y, t.outputs[0], std::move(strides), 0);
+    ctx.absorb(reader);
+  } else if (ctx.dtype_of(y) != dtype) {
+    o = ctx.new_scratch(dtype, ctx.value(y).sizes);
+  }
+  const std::vector<int64_t> os = ctx.strides_of(o);
+  a.o_strides[0] = os[0];
+  a.o_strides[1] = r == 4 ? os[1] : os[0];
+  a.o_strides[2] = os[r - 2];
+  ctx.add_sdpa(a, {q->value, k->value, v->value, o, bias});
+  if (o != y) ctx.add_cast(o, y, ctx.dtype_of(y));
+  return true;
+}
+
+// --- the composite lowering -------------------------------------------------------------------
+
 Status lower(Lowering& ctx, int index) {
+  BATON_ASSIGN_OR_RETURN(const bool fused, lower_sdpa(ctx, index));
+  if (fused) return Status();
   const compiler::IrNode& node = ctx.node(index);
   const int q = node.inputs[0], k = node.inputs[1], v = node.inputs[2];
   const int mask = node.inputs.size() > 3 ? node.inputs[3] : -1;
@@ -80,9 +296,14 @@ Status lower(Lowering& ctx, int index) {
   const int64_t dv = ctx.value(v).sizes[r - 1];
   const int64_t batches = ops::product(qs, 0, r - 2);
   const DType operand = ctx.operand_dtype();
-  BATON_ASSIGN_OR_RETURN(const int q_val, ctx.ensure(q, operand));
-  BATON_ASSIGN_OR_RETURN(const int k_val, ctx.ensure(k, operand));
-  BATON_ASSIGN_OR_RETURN(const int v_val, ctx.ensure(v, operand));
+  // The batched GEMMs read row-major operands.
+  auto gemm_operand = [&](int x) -> Result<int> {
+    BATON_ASSIGN_OR_RETURN(const int converted, ctx.ensure(x, operand));
+    return ctx.row_major(converted);
+  };
+  BATON_ASSIGN_OR_RETURN(const int q_val, gemm_operand(q));
+  BATON_ASSIGN_OR_RETURN(const int k_val, gemm_operand(k));
+  BATON_ASSIGN_OR_RETURN(const int v_val, gemm_operand(v));
 
   // S = scale * Q K^T: K is read transposed unless it is already stored [D, Sk].
   const int scores = ctx.new_scratch(DType::Float32, {batches, sq, sk});
@@ -149,6 +370,7 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kAttentionLowering{"Attention", &supports, &lower, 0b111, "baton"};
+const OpLowering kAttentionLowering{"Attention", &supports, &lower, 0b111, "baton",
+                                    /*layout_aware=*/false, /*strided=*/true};
 
 }  // namespace baton::cuda

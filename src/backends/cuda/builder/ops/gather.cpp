@@ -2,7 +2,11 @@
 // any stored dtype with int32 or int64 indices, constant (weights) or computed at run time, one
 // thread per output element. Negative indices count from the end. An index out of range, which
 // the CPU kernel reports as an error, cannot be reported from a kernel: its elements read 0.
+// A Gather of one constant index in range (torch's unbind and select: qkv[0]) is a view of that
+// slice instead (Lowering::view), no kernel.
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "ops/shape.h"
@@ -22,10 +26,33 @@ bool supports_nd(const compiler::Graph& graph, const compiler::IrNode& node) {
   return !idx.empty() && idx.back() >= 1;
 }
 
+// The one constant index of `n` in [0, size of the axis), if it has one.
+std::optional<int64_t> single_index(const Lowering& ctx, const compiler::IrNode& n, int64_t size) {
+  const int idx = n.inputs[1];
+  if (!ctx.is_constant(idx) || ops::product(ctx.value(idx).sizes) != 1) return std::nullopt;
+  const compiler::IrValue& iv = ctx.value(idx);
+  int64_t i = ops::int_values_of(iv.dtype, iv.constant->data(), 1)[0];
+  if (i < 0) i += size;
+  if (i < 0 || i >= size) return std::nullopt;
+  return i;
+}
+
 Status lower_gather(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
-  const int data = operand_of(ctx, n.inputs[0]);
-  const int idx = operand_of(ctx, n.inputs[1]);
+  const std::vector<int64_t>& sizes = ctx.value(n.inputs[0]).sizes;
+  const auto along = static_cast<size_t>(n.attr_int("axis"));
+  if (const std::optional<int64_t> i = single_index(ctx, n, sizes[along])) {
+    // Output dimensions: data's before the axis, the index's (all 1), data's after it.
+    const int src = operand_of(ctx, n.inputs[0]);
+    const std::vector<int64_t> st = ctx.strides_of(src);
+    std::vector<int64_t> strides(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(along));
+    strides.resize(strides.size() + ctx.value(n.inputs[1]).sizes.size(), 0);
+    strides.insert(strides.end(), st.begin() + static_cast<std::ptrdiff_t>(along) + 1, st.end());
+    ctx.view(n.outputs[0], src, std::move(strides), *i * st[along]);
+    return Status();
+  }
+  const int data = ctx.row_major(operand_of(ctx, n.inputs[0]));
+  const int idx = ctx.row_major(operand_of(ctx, n.inputs[1]));
   const int out = n.outputs[0];
   const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
@@ -76,7 +103,7 @@ Status lower_gather_nd(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kGatherLowering{"Gather", &supports, &lower_gather};
+const OpLowering kGatherLowering{"Gather", &supports, &lower_gather, 0, "", true, true};
 const OpLowering kGatherNDLowering{"GatherND", &supports_nd, &lower_gather_nd};
 
 }  // namespace baton::cuda

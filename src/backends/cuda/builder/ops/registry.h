@@ -24,6 +24,9 @@ struct OpLowering {
   // Whether `lower` reads channels-last inputs itself (Lowering::strides_of); otherwise the
   // builder hands it row-major copies of them.
   bool layout_aware = false;
+  // Whether `lower` reads strided views (Lowering::strided: transposed, split or sliced values)
+  // through Lowering::strides_of and view_offset; otherwise the builder hands it row-major copies.
+  bool strided = false;
 };
 
 // Every lowering, in the order of the list in registry.cpp.

@@ -1,7 +1,8 @@
-// Expand, Slice and Split on the GPU: strided copies of any stored dtype (codegen.h's
-// generate_typed). Expand reads its input with stride 0 along broadcast dimensions; Slice reads
-// from its first element with each dimension's stride times its step (negative steps walk
-// backwards); Split copies each output's part of the axis. The shape inputs (Expand's shape,
+// Expand, Slice and Split on the GPU, any stored dtype. Expand is a strided copy (codegen.h's
+// generate_typed) reading its input with stride 0 along broadcast dimensions. Slice and Split are
+// views (Lowering::view): Slice from its first element with each dimension's stride times its
+// step (negative steps, which walk backwards, are copied by a kernel); Split's outputs each name
+// their part of the axis. The shape inputs (Expand's shape,
 // Slice's starts, ends, axes and steps, Split's split) must be compile-time constants.
 #include "ops/slice.h"
 
@@ -43,23 +44,31 @@ Status lower_slice(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
   const int out = n.outputs[0];
   BATON_ASSIGN_OR_RETURN(const std::vector<ops::SliceDim> dims, slice_dims_of(ctx.graph(), n));
+  const int src = operand_of(ctx, n.inputs[0]);
+  const std::vector<int64_t> strides = ctx.strides_of(src);
+  int64_t offset = 0;
+  std::vector<int64_t> out_strides;
+  bool backwards = false;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    offset += dims[d].start * strides[d];
+    out_strides.push_back(dims[d].step * strides[d]);
+    backwards |= dims[d].step < 0;
+  }
+  if (!backwards) {
+    ctx.view(out, src, std::move(out_strides), offset);
+    return Status();
+  }
+  // Negative steps walk backwards: a kernel copies them.
   TypedKernel k;
   k.sizes = ctx.value(out).sizes;
   k.out = ctx.dtype_of(out);
   k.expression = "{0}";
-  const int src = operand_of(ctx, n.inputs[0]);
-  const std::vector<int64_t> strides = ctx.strides_of(src);
-  TypedInput in;
-  in.dtype = ctx.dtype_of(src);
-  for (size_t d = 0; d < dims.size(); ++d) {
-    in.offset += dims[d].start * strides[d];
-    in.strides.push_back(dims[d].step * strides[d]);
-  }
-  k.inputs.push_back(in);
+  k.inputs.push_back({ctx.dtype_of(src), std::move(out_strides), offset});
   add_typed_kernel(ctx, "slice", std::move(k), {src, out});
   return Status();
 }
 
+// Each output is a view of its part of the axis.
 Status lower_split(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
@@ -67,20 +76,8 @@ Status lower_split(Lowering& ctx, int index) {
   const std::vector<int64_t> strides = ctx.strides_of(src);
   int64_t start = 0;
   for (int out : n.outputs) {
-    const std::vector<int64_t>& sizes = ctx.value(out).sizes;
-    {
-      TypedKernel k;
-      k.sizes = sizes;
-      k.out = ctx.dtype_of(out);
-      k.expression = "{0}";
-      TypedInput in;
-      in.dtype = ctx.dtype_of(src);
-      in.strides = strides;
-      in.offset = start * strides[axis];
-      k.inputs.push_back(in);
-      add_typed_kernel(ctx, "split", std::move(k), {src, out});
-    }
-    start += sizes[axis];
+    ctx.view(out, src, strides, start * strides[axis]);
+    start += ctx.value(out).sizes[axis];
   }
   return Status();
 }
@@ -88,7 +85,7 @@ Status lower_split(Lowering& ctx, int index) {
 }  // namespace
 
 const OpLowering kExpandLowering{"Expand", &engine_tensors, &lower_expand};
-const OpLowering kSliceLowering{"Slice", &supports_slice, &lower_slice};
-const OpLowering kSplitLowering{"Split", &engine_tensors, &lower_split};
+const OpLowering kSliceLowering{"Slice", &supports_slice, &lower_slice, 0, "", true, true};
+const OpLowering kSplitLowering{"Split", &engine_tensors, &lower_split, 0, "", true, true};
 
 }  // namespace baton::cuda
