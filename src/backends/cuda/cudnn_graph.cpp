@@ -153,9 +153,10 @@ std::string step_text(const StepRecord& r) {
                        sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
   }
   const ConvStep& c = r.conv;
-  return fmt::format("this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} stride {}x{} groups {}, {})",
-                     c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h, c.stride_w,
-                     c.groups, precision_name(static_cast<Precision>(c.compute)));
+  return fmt::format(
+      "this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} stride {}x{} groups {}, {})", c.n, c.in_h,
+      c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h, c.stride_w, c.groups,
+      precision_name(static_cast<Precision>(c.compute)));
 }
 
 Status check(fe::error_t e, const char* stage, const StepRecord& r, const std::string& what) {
@@ -195,14 +196,13 @@ Status sdpa_graph(fe::graph::Graph& g, const SdpaStep& a, const std::string& wha
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   const int64_t b = a.b, h = a.h, sq = a.sq, sk = a.sk;
-  auto strided = [](const int64_t (&st)[3]) { return std::vector<int64_t>{st[0], st[1], st[2], 1}; };
+  auto strided = [](const int64_t(&st)[3]) { return std::vector<int64_t>{st[0], st[1], st[2], 1}; };
   auto q = add_tensor(g, "q", kQ, type, {b, h, sq, a.d}, strided(a.q_strides));
   auto k = add_tensor(g, "k", kK, type, {b, h, sk, a.d}, strided(a.k_strides));
   auto v = add_tensor(g, "v", kV, type, {b, h, sk, a.dv}, strided(a.v_strides));
-  auto options = fe::graph::SDPA_attributes()
-                     .set_name("sdpa")
-                     .set_generate_stats(false)
-                     .set_attn_scale(a.scale);
+  auto options =
+      fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(false).set_attn_scale(
+          a.scale);
   switch (static_cast<SdpaMask>(a.mask)) {
     case SdpaMask::None:
       break;
@@ -211,8 +211,8 @@ Status sdpa_graph(fe::graph::Graph& g, const SdpaStep& a, const std::string& wha
       break;
     case SdpaMask::Bias: {
       const int64_t bb = a.bias_batch ? b : 1, bh = a.bias_heads ? h : 1;
-      options.set_bias(add_tensor(g, "bias", kAttnBias, type, {bb, bh, sq, sk},
-                                  {bh * sq * sk, sq * sk, sk, 1}));
+      options.set_bias(
+          add_tensor(g, "bias", kAttnBias, type, {bb, bh, sq, sk}, {bh * sq * sk, sq * sk, sk, 1}));
       break;
     }
   }
@@ -357,7 +357,7 @@ Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const StepRec
 }  // namespace
 
 Result<CudnnPlan> CudnnPlan::make(const std::string& what,
-                                const std::function<Status(Impl&)>& build) {
+                                  const std::function<Status(Impl&)>& build) {
   CudnnPlan plan;
   plan.impl_ = std::make_unique<Impl>();
   try {
@@ -368,9 +368,8 @@ Result<CudnnPlan> CudnnPlan::make(const std::string& what,
   return plan;
 }
 
-Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step,
-                                    int candidates, Stopwatch* stopwatch,
-                                    const std::string& what) {
+Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step, int candidates,
+                                    Stopwatch* stopwatch, const std::string& what) {
   return make(what, [&](Impl& impl) -> Status {
     fe::graph::Graph& g = impl.graph;
     BATON_TRY(offer_plans(g, handle, step, what));
@@ -420,8 +419,8 @@ Result<CudnnPlan> CudnnPlan::create(cudnnHandle_t handle, const StepRecord& step
       if (g.get_plan_name_at_index(i, name).is_good() && name == choice.plan) index = i;
     }
     BATON_CHECK_OR_RETURN(index >= 0, NotSupported,
-                          "{}: cuDNN's heuristics do not offer plan '{}' for {}", what,
-                          choice.plan, step_text(step));
+                          "{}: cuDNN's heuristics do not offer plan '{}' for {}", what, choice.plan,
+                          step_text(step));
     BATON_TRY(check(g.build_plan_at_index(handle, index), "build_plan_at_index (the chosen plan)",
                     step, what));
     impl.choice = choice;

@@ -68,10 +68,10 @@ struct CudnnChoice {
 class CudnnPlan {
  public:
   CudnnPlan();
-  // Chooses a plan for `step` (a Conv or Sdpa step): builds up to `candidates` of the engines cuDNN's heuristics rank
-  // highest and times each on `stopwatch`'s memory, keeping the fastest; with one candidate (or no
-  // stopwatch) the first that builds, untimed. `what` names the step in errors ("partition
-  // 'cuda_0' step 3").
+  // Chooses a plan for `step` (a Conv or Sdpa step): builds up to `candidates` of the engines
+  // cuDNN's heuristics rank highest and times each on `stopwatch`'s memory, keeping the fastest;
+  // with one candidate (or no stopwatch) the first that builds, untimed. `what` names the step in
+  // errors ("partition 'cuda_0' step 3").
   static Result<CudnnPlan> choose(cudnnHandle_t handle, const StepRecord& step, int candidates,
                                   Stopwatch* stopwatch, const std::string& what);
   // Builds the plan of `choice` (made by choose, here or when the blob was built); an error when
@@ -95,8 +95,7 @@ class CudnnPlan {
  private:
   struct Impl;
   // A new plan that `build` fills in; cudnn-frontend's exceptions become errors naming `what`.
-  static Result<CudnnPlan> make(const std::string& what,
-                                const std::function<Status(Impl&)>& build);
+  static Result<CudnnPlan> make(const std::string& what, const std::function<Status(Impl&)>& build);
   std::unique_ptr<Impl> impl_;
 };
 

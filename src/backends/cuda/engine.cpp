@@ -325,8 +325,9 @@ Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
       cudnn_choices_[s] = cudnn_choices_[it->second];
     } else {
-      BATON_ASSIGN_OR_RETURN(const CudnnPlan plan,
-                             CudnnPlan::choose(handle.get(), r, tune_candidates(), stopwatch, what));
+      BATON_ASSIGN_OR_RETURN(
+          const CudnnPlan plan,
+          CudnnPlan::choose(handle.get(), r, tune_candidates(), stopwatch, what));
       cudnn_choices_[s] = plan.choice();
       first_of_shape[shape] = s;
     }
@@ -463,8 +464,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
         ctx->cudnn_plans_[s],
         CudnnPlan::create(ctx->cudnn_.get(), r, ctx->engine_->cudnn_choice(s),
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
-    ctx->workspace_bytes_ =
-        std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
+    ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));

@@ -47,10 +47,10 @@ struct ChoiceStats {
 class Engine {
  public:
   // Validates the device (exists, architecture) against the blob, uploads weights, loads the
-  // kernels, plans every GEMM and chooses every GEMM's algorithm and every cuDNN step's (convolution, attention)
-  // engine: the blob's recorded choices where they still apply, else timed now (tuning.h).
-  // `partition` names the delegate in messages. `quiet` leaves the info line about timing out
-  // (the builder times an engine to record its choices and says so itself).
+  // kernels, plans every GEMM and chooses every GEMM's algorithm and every cuDNN step's
+  // (convolution, attention) engine: the blob's recorded choices where they still apply, else timed
+  // now (tuning.h). `partition` names the delegate in messages. `quiet` leaves the info line about
+  // timing out (the builder times an engine to record its choices and says so itself).
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
                                               const std::string& partition, bool quiet = false);
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
@@ -83,8 +83,8 @@ class Engine {
   std::string partition_;
   DeviceBuffer weights_;
   Library library_;
-  std::vector<cudaKernel_t> kernels_;  // owned by library_
-  std::vector<GemmPlan> gemms_;        // indexed by step (empty plans for other steps)
+  std::vector<cudaKernel_t> kernels_;       // owned by library_
+  std::vector<GemmPlan> gemms_;             // indexed by step (empty plans for other steps)
   std::vector<CudnnChoice> cudnn_choices_;  // indexed by step (engine -1 for other steps)
   // Per GEMM step: the aligned algorithm's time and how many candidates were timed.
   std::vector<std::pair<float, uint32_t>> gemm_times_;

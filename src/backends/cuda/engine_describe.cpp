@@ -124,12 +124,12 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
         }
         j["steps"].push_back(
             {{"kind", "sdpa"},
-             {"what", fmt::format("cuDNN attention B={} H={} Sq={} Sk={} D={} Dv={} {} scale={} "
-                                  "mask={} q={} k={} v={} o={}",
-                                  a.b, a.h, a.sq, a.sk, a.d, a.dv,
-                                  dtype_name(static_cast<DType>(a.dtype)), a.scale, mask,
-                                  buffer_text(a.q), buffer_text(a.k), buffer_text(a.v),
-                                  buffer_text(a.o))}});
+             {"what",
+              fmt::format("cuDNN attention B={} H={} Sq={} Sk={} D={} Dv={} {} scale={} "
+                          "mask={} q={} k={} v={} o={}",
+                          a.b, a.h, a.sq, a.sk, a.d, a.dv, dtype_name(static_cast<DType>(a.dtype)),
+                          a.scale, mask, buffer_text(a.q), buffer_text(a.k), buffer_text(a.v),
+                          buffer_text(a.o))}});
         break;
       }
       case StepKind::Copy:

@@ -239,17 +239,16 @@ class Validator {
     BATON_CHECK_OR_RETURN(a.dtype == static_cast<uint8_t>(DType::Float16) ||
                               a.dtype == static_cast<uint8_t>(DType::BFloat16),
                           InvalidProgram, "engine blob: {} has attention dtype {}", what, a.dtype);
-    BATON_CHECK_OR_RETURN(a.mask <= kMaxSdpaMask && a.bias_batch <= 1 && a.bias_heads <= 1 &&
-                              std::isfinite(a.scale),
-                          InvalidProgram, "engine blob: {} has mask {} or scale {}", what, a.mask,
-                          a.scale);
+    BATON_CHECK_OR_RETURN(
+        a.mask <= kMaxSdpaMask && a.bias_batch <= 1 && a.bias_heads <= 1 && std::isfinite(a.scale),
+        InvalidProgram, "engine blob: {} has mask {} or scale {}", what, a.mask, a.scale);
     constexpr uint32_t kMax = uint32_t{1} << 24;
     for (uint32_t d : {a.b, a.h, a.sq, a.sk, a.d, a.dv}) {
       BATON_CHECK_OR_RETURN(d >= 1 && d <= kMax, InvalidProgram,
                             "engine blob: {} has a dimension {} outside [1, 2^24]", what, d);
     }
     // [B, H, S, last] through (batch, head, sequence) strides, the last dimension contiguous.
-    auto tensor = [&](const BufferRef& ref, const int64_t (&st)[3], uint32_t s, uint32_t last,
+    auto tensor = [&](const BufferRef& ref, const int64_t(&st)[3], uint32_t s, uint32_t last,
                       const char* name) -> Status {
       BATON_TRY(buffer(ref, fmt::format("{} {}", what, name)));
       uint64_t elements = last, span = 0;

@@ -248,7 +248,8 @@ TEST(EngineBuilderTest, AttentionOfRealFamiliesReadsTheProjectionsThroughViews) 
           EXPECT_TRUE(from_gemm) << "step " << i << " reads a copy";
         }
         // Between the last GEMM and the attention: at most the mask's bias kernel.
-        for (size_t j = i; j-- > 0 && steps[j].kind != static_cast<uint32_t>(cuda::StepKind::Gemm);) {
+        for (size_t j = i;
+             j-- > 0 && steps[j].kind != static_cast<uint32_t>(cuda::StepKind::Gemm);) {
           ASSERT_EQ(steps[j].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
           EXPECT_NE(blob->kernel_name(steps[j].kernel.kernel).find("attention_bias"),
                     std::string::npos)

@@ -63,7 +63,8 @@ bool dense_permutation(const std::vector<int64_t>& sizes, const std::vector<int6
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] != 1) order.push_back(d);
   }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return strides[a] > strides[b]; });
   int64_t expect = 1;
   for (size_t i = order.size(); i-- > 0;) {
     if (strides[order[i]] != expect) return false;

@@ -92,14 +92,13 @@ bool is_causal(const Lowering& ctx, int mask, bool boolean, int64_t sq, int64_t 
   const size_t r = m.sizes.size();
   if (r < 2 || m.sizes[r - 2] != sq || m.sizes[r - 1] != sk || ops::product(m.sizes) != sq * sk)
     return false;
-  const std::vector<float> values =
-      boolean ? std::vector<float>() : ctx.constant_floats(mask);
+  const std::vector<float> values = boolean ? std::vector<float>() : ctx.constant_floats(mask);
   for (int64_t i = 0; i < sq; ++i) {
     for (int64_t j = 0; j < sk; ++j) {
       const size_t at = static_cast<size_t>(i * sk + j);
       const bool keep = boolean ? m.constant->data()[at] != 0 : values[at] == 0.0f;
-      const bool masked = boolean ? !keep : (std::isinf(values[at]) && values[at] < 0) ||
-                                                values[at] <= -1e30f;
+      const bool masked =
+          boolean ? !keep : (std::isinf(values[at]) && values[at] < 0) || values[at] <= -1e30f;
       if (j <= i ? !keep : !masked) return false;
     }
   }
@@ -163,8 +162,7 @@ bool sdpa_applies(const Lowering& ctx, const compiler::IrNode& node) {
   }
   // A transposed K must be a view whose D dimension is contiguous.
   const int k = node.inputs[1];
-  return node.attr_int("k_transposed") == 0 || ctx.is_constant(k) ||
-         ctx.strides_of(k)[r - 2] == 1;
+  return node.attr_int("k_transposed") == 0 || ctx.is_constant(k) || ctx.strides_of(k)[r - 2] == 1;
 }
 
 // The additive bias cuDNN reads for `mask`: contiguous [bb, bh, Sq, Sk] in `dtype`, made once per
@@ -370,7 +368,12 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kAttentionLowering{"Attention", &supports, &lower, 0b111, "baton",
-                                    /*layout_aware=*/false, /*strided=*/true};
+const OpLowering kAttentionLowering{"Attention",
+                                    &supports,
+                                    &lower,
+                                    0b111,
+                                    "baton",
+                                    /*layout_aware=*/false,
+                                    /*strided=*/true};
 
 }  // namespace baton::cuda

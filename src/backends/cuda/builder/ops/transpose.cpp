@@ -19,7 +19,7 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kTransposeLowering{"Transpose", &engine_tensors, &lower, 0, "",
+const OpLowering kTransposeLowering{"Transpose",           &engine_tensors, &lower, 0, "",
                                     /*layout_aware=*/true, /*strided=*/true};
 
 }  // namespace baton::cuda
