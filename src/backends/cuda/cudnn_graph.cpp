@@ -30,8 +30,8 @@ std::atomic<uint32_t> g_loaded_version{0};
 
 // cudnn-frontend reports a missing libcudnn (or a symbol it lacks) by throwing.
 constexpr const char* kHowToGetCudnn =
-    "Baton loads cuDNN 9 (libcudnn.so.9) at run time for convolutions: install it (e.g. the "
-    "nvidia-cudnn-cu13 wheel or the cudnn9-cuda-13 package) and put its lib folder on "
+    "Baton loads cuDNN 9 (libcudnn.so.9) at run time for convolutions and attention: install it "
+    "(e.g. the nvidia-cudnn-cu13 wheel or the cudnn9-cuda-13 package) and put its lib folder on "
     "LD_LIBRARY_PATH";
 
 Result<fe::DataType_t> data_type(uint8_t dtype, const std::string& what) {
