@@ -873,6 +873,21 @@ void attention_cases(std::vector<Case>& out) {
                  {"mask_kind", select},
                  {"mask_fill", AttrValue::of_float(-1e4)},
                  {"nan_to_zero", AttrValue::of_int(1)}}));
+  // Rank 3 with a mask per batch: in fp16 and bf16 engines cuDNN reads it as a bias [B, 1, Sq, Sk].
+  out.push_back(attention("[3, 4, 8] x [3, 6, 8], runtime additive mask [3, 4, 6]",
+                          {in({3, 4, 8}), in({3, 6, 8}), in({3, 6, 8}), in({3, 4, 6})},
+                          {{"scale", scale}, {"mask_kind", add}}));
+  // A constant causal mask with head sizes cuDNN takes (GPT-2's shape of mask).
+  CaseInput lower = constant(in({5, 5}));
+  lower.dtype = DType::Bool;
+  lower.floats = std::vector<double>(25);
+  for (size_t i = 0; i < 5; ++i) {
+    for (size_t j = 0; j <= i; ++j) (*lower.floats)[i * 5 + j] = 1;
+  }
+  out.push_back(attention(
+      "[2, 2, 5, 8] constant causal bool mask [5, 5]",
+      {in({2, 2, 5, 8}), in({2, 2, 5, 8}), in({2, 2, 5, 8}), lower},
+      {{"scale", scale}, {"mask_kind", select}, {"mask_fill", AttrValue::of_float(-1e4)}}));
   out.push_back(attention("[4, 7, 32] x [4, 33, 32], Dv 17",
                           {in({4, 7, 32}), in({4, 33, 32}), in({4, 33, 17})},
                           {{"scale", AttrValue::of_float(0.0625)}}));

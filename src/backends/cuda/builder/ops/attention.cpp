@@ -1,12 +1,13 @@
 // Baton's Attention (ops/attention.cpp) on the GPU.
 //
 // fp16 and bf16 engines run it as one cuDNN fused attention step (SdpaStep, flash attention) when
-// cuDNN can take it: rank 3 or 4, head dimensions multiples of 8 up to 128, and no mask, a
-// constant causal one (keep key j for query i when j <= i), or any other mask as an additive bias
-// (a boolean mask becomes 0 / mask_fill), materialized once per mask as a contiguous
-// [B or 1, H or 1, Sq, Sk] tensor. Q, K and V are read through their strides, so the transposes
-// and splits in front of them are views (no copies); the output is written straight into the
-// buffer of a following Transpose(0, 2, 1, 3), which then costs nothing.
+// cuDNN can take it: rank 3 or 4, head dimensions multiples of 8 up to 128, and no mask or any
+// mask as an additive bias (a boolean mask becomes 0 / mask_fill), materialized once per mask as a
+// contiguous [B or 1, H or 1, Sq, Sk] tensor. A constant causal mask also goes through the bias:
+// the engine format has SdpaMask::Causal (cuDNN's own causal mask, no bias tensor), but the
+// builder does not emit it until it has been checked on a GPU. Q, K and V are read through their
+// strides, so the transposes and splits in front of them are views (no copies); the output is
+// written straight into the buffer of a following Transpose(0, 2, 1, 3), which then costs nothing.
 //
 // Otherwise (fp32 and tf32 engines, other shapes) as three steps that work in every precision:
 //   1. S = scale * Q K^T      one strided-batched cuBLASLt GEMM over the leading dimensions, Q and
@@ -83,27 +84,6 @@ GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64
 // --- cuDNN's fused attention --------------------------------------------------------------------
 
 constexpr int64_t kMaxSdpaHeadDim = 128;
-
-// Whether constant `mask` (boolean, or additive with -inf / <= -1e30 where masked) keeps exactly
-// the keys j <= i for query i, the same for every batch and head.
-bool is_causal(const Lowering& ctx, int mask, bool boolean, int64_t sq, int64_t sk) {
-  if (!ctx.is_constant(mask)) return false;
-  const compiler::IrValue& m = ctx.value(mask);
-  const size_t r = m.sizes.size();
-  if (r < 2 || m.sizes[r - 2] != sq || m.sizes[r - 1] != sk || ops::product(m.sizes) != sq * sk)
-    return false;
-  const std::vector<float> values = boolean ? std::vector<float>() : ctx.constant_floats(mask);
-  for (int64_t i = 0; i < sq; ++i) {
-    for (int64_t j = 0; j < sk; ++j) {
-      const size_t at = static_cast<size_t>(i * sk + j);
-      const bool keep = boolean ? m.constant->data()[at] != 0 : values[at] == 0.0f;
-      const bool masked =
-          boolean ? !keep : (std::isinf(values[at]) && values[at] < 0) || values[at] <= -1e30f;
-      if (j <= i ? !keep : !masked) return false;
-    }
-  }
-  return true;
-}
 
 // One of Q, K, V as cuDNN reads it: in the operand dtype, its last dimension (`contiguous_dim`)
 // with stride 1, its start and other strides 16-byte aligned; `value` is the value to bind.
@@ -183,8 +163,13 @@ int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t b
   k.sizes = sizes;
   k.out = dtype;
   k.expression = boolean ? fmt::format("({{0}} ? 0.0f : {})", float_literal(fill)) : "{0}";
-  k.inputs.push_back(
-      {ctx.dtype_of(src), broadcast_strides(ctx.value(mask).sizes, ctx.strides_of(src), 4), 0});
+  // The mask broadcasts against the attention's [B, H, Sq, Sk] (rank 4) or [B, Sq, Sk] (rank 3,
+  // no head dimension: stride 0 there).
+  const size_t rank = ctx.value(node.inputs[0]).sizes.size();
+  std::vector<int64_t> strides =
+      broadcast_strides(ctx.value(mask).sizes, ctx.strides_of(src), rank);
+  if (rank == 3) strides.insert(strides.begin() + 1, 0);
+  k.inputs.push_back({ctx.dtype_of(src), std::move(strides), 0});
   const int bias = ctx.new_scratch(dtype, sizes);
   add_typed_kernel(ctx, "attention_bias", std::move(k), {src, bias});
   ctx.remember(key, bias);
@@ -239,8 +224,6 @@ Result<bool> lower_sdpa(Lowering& ctx, int index) {
   const bool boolean = node.attr_string("mask_kind") == "select";
   if (mask < 0) {
     a.mask = static_cast<uint8_t>(SdpaMask::None);
-  } else if (is_causal(ctx, mask, boolean, sq, sk)) {
-    a.mask = static_cast<uint8_t>(SdpaMask::Causal);
   } else {
     const std::vector<int64_t>& ms = ctx.value(mask).sizes;
     auto broadcast_dim = [&](size_t from_right) {
