@@ -256,13 +256,13 @@ Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& wha
                     std::vector<int64_t> strides) {
     return add_tensor(g, name, uid, type, std::move(dims), std::move(strides));
   };
-  // y + t as an fp32 intermediate.
-  auto add = [&](std::shared_ptr<fe::graph::Tensor_attributes> y,
-                 std::shared_ptr<fe::graph::Tensor_attributes> t, const char* name) {
-    y = g.pointwise(
-        y, t, fe::graph::Pointwise_attributes().set_name(name).set_mode(fe::PointwiseMode_t::ADD));
-    y->set_data_type(fe::DataType_t::FLOAT);
-    return y;
+  // `mode` of a and b as an fp32 intermediate.
+  auto binary = [&](std::shared_ptr<fe::graph::Tensor_attributes> a,
+                    std::shared_ptr<fe::graph::Tensor_attributes> b, fe::PointwiseMode_t mode,
+                    const char* name) {
+    auto out = g.pointwise(a, b, fe::graph::Pointwise_attributes().set_name(name).set_mode(mode));
+    out->set_data_type(fe::DataType_t::FLOAT);
+    return out;
   };
   const int64_t cg = c.c / c.groups;
   auto x = tensor("x", kX, x_type, {c.n, c.c, c.in_h, c.in_w}, nhwc_strides(c.c, c.in_h, c.in_w));
@@ -278,13 +278,14 @@ Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& wha
   y->set_data_type(fe::DataType_t::FLOAT);
   if (c.has_bias) {
     BATON_ASSIGN_OR_RETURN(const fe::DataType_t b_type, data_type(c.bias_dtype, what));
-    y = add(y, tensor("bias", kBias, b_type, {1, c.k, 1, 1}, {c.k, 1, c.k, c.k}), "bias");
+    y = binary(y, tensor("bias", kBias, b_type, {1, c.k, 1, 1}, {c.k, 1, c.k, c.k}),
+               fe::PointwiseMode_t::ADD, "bias");
   }
   if (c.has_residual) {
-    y = add(y,
-            tensor("residual", kResidual, y_type, {c.n, c.k, c.out_h, c.out_w},
-                   nhwc_strides(c.k, c.out_h, c.out_w)),
-            "residual");
+    y = binary(y,
+               tensor("residual", kResidual, y_type, {c.n, c.k, c.out_h, c.out_w},
+                      nhwc_strides(c.k, c.out_h, c.out_w)),
+               fe::PointwiseMode_t::ADD, "residual");
   }
   switch (static_cast<ConvActivation>(c.activation)) {
     case ConvActivation::None:
@@ -293,6 +294,25 @@ Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& wha
       y = g.pointwise(y, fe::graph::Pointwise_attributes().set_name("relu").set_mode(
                              fe::PointwiseMode_t::RELU_FWD));
       break;
+    case ConvActivation::HardSwish:
+    case ConvActivation::HardSigmoid: {
+      // cuDNN has no hard activations: alpha t + beta, clipped to [0, 1] by a ReLU with an upper
+      // clip, times t for HardSwish; alpha and beta are scalars passed by value.
+      auto scalar = [&](float v) { return g.tensor(v, fe::graph::ScalarType::RUNTIME_PARAM); };
+      auto t = binary(y, scalar(c.act_alpha), fe::PointwiseMode_t::MUL, "alpha");
+      t = binary(t, scalar(c.act_beta), fe::PointwiseMode_t::ADD, "beta");
+      t = g.pointwise(t, fe::graph::Pointwise_attributes()
+                             .set_name("clip")
+                             .set_mode(fe::PointwiseMode_t::RELU_FWD)
+                             .set_relu_lower_clip(0.0f)
+                             .set_relu_upper_clip(1.0f));
+      if (static_cast<ConvActivation>(c.activation) == ConvActivation::HardSwish) {
+        t->set_data_type(fe::DataType_t::FLOAT);
+        t = binary(y, t, fe::PointwiseMode_t::MUL, "hardswish");
+      }
+      y = t;
+      break;
+    }
   }
   y->set_output(true)
       .set_uid(kY)

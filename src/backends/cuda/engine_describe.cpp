@@ -105,6 +105,8 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
         if (c.activation != 0) {
           epilogue += (epilogue.empty() ? "" : "+") +
                       std::string(conv_activation_name(static_cast<ConvActivation>(c.activation)));
+          if (c.activation == static_cast<uint8_t>(ConvActivation::HardSigmoid))
+            epilogue += fmt::format("({:g},{:g})", c.act_alpha, c.act_beta);
         }
         j["steps"].push_back(
             {{"kind", "conv"},

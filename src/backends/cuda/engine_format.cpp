@@ -209,6 +209,9 @@ class Validator {
             c.activation <= kMaxConvActivation && c.compute <= 3,
         InvalidProgram, "engine blob: {} has C={} K={} groups={} or invalid flags", what, c.c, c.k,
         c.groups);
+    BATON_CHECK_OR_RETURN(std::isfinite(c.act_alpha) && std::isfinite(c.act_beta), InvalidProgram,
+                          "engine blob: {} has activation parameters {} and {}", what, c.act_alpha,
+                          c.act_beta);
     // Every extent below is a product of values <= 2^24 in at most 4 factors of which two are
     // spatial: N*H*W*C fits in 2^96 only in theory, so check with overflow builtins.
     auto tensor = [&](const BufferRef& ref, uint8_t dtype, std::initializer_list<int64_t> sizes,
@@ -410,6 +413,10 @@ std::string_view conv_activation_name(ConvActivation a) {
       return "none";
     case ConvActivation::Relu:
       return "relu";
+    case ConvActivation::HardSwish:
+      return "hardswish";
+    case ConvActivation::HardSigmoid:
+      return "hardsigmoid";
   }
   return "?";
 }

@@ -137,8 +137,10 @@ struct KernelStep {
   BufferRef operands[kMaxKernelOperands];
 };
 
-enum class ConvActivation : uint8_t { None = 0, Relu = 1 };
-inline constexpr uint8_t kMaxConvActivation = 1;
+// HardSigmoid(t) = max(0, min(1, alpha t + beta)); HardSwish(t) = t HardSigmoid(t) (ONNX's
+// HardSwish: alpha 1/6, beta 1/2). Both read ConvStep's act_alpha and act_beta.
+enum class ConvActivation : uint8_t { None = 0, Relu = 1, HardSwish = 2, HardSigmoid = 3 };
+inline constexpr uint8_t kMaxConvActivation = 3;
 std::string_view conv_activation_name(ConvActivation a);
 
 // A 2-D convolution through cuDNN's graph API, its epilogue fused:
@@ -155,6 +157,7 @@ struct ConvStep {
   int64_t pad_top, pad_left, pad_bottom, pad_right;
   int64_t stride_h, stride_w, dilation_h, dilation_w;
   BufferRef x, w, bias, residual, y;
+  float act_alpha, act_beta;  // HardSwish and HardSigmoid (finite); 0 for the others
 };
 
 enum class SdpaMask : uint8_t { None = 0, Causal = 1, Bias = 2 };

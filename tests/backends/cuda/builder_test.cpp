@@ -265,6 +265,56 @@ TEST(EngineBuilderTest, AttentionOfRealFamiliesReadsTheProjectionsThroughViews) 
   }
 }
 
+// MobileNetV3 (small configuration, dynamo export): every HardSwish and HardSigmoid that follows an
+// ungrouped convolution (its only reader) is fused into that convolution's cuDNN step, with
+// ONNX's alpha and beta, in every precision.
+TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) {
+  const std::string path =
+      fmt::format("{}/tests/e2e/models/real/dynamo18_mobilenet.onnx", testing::source_dir());
+  register_builtins();
+  auto graph = compiler::import_onnx_file(path, {});
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  std::map<int, int> producer, readers;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    for (int o : graph->nodes[i].outputs) producer[o] = static_cast<int>(i);
+    for (int in : graph->nodes[i].inputs) ++readers[in];
+  }
+  size_t want_swish = 0, want_sigmoid = 0;
+  for (const compiler::IrNode& n : graph->nodes) {
+    if (n.op_type != "HardSwish" && n.op_type != "HardSigmoid") continue;
+    const auto p = producer.find(n.inputs[0]);
+    if (p == producer.end() || readers[n.inputs[0]] != 1) continue;
+    const compiler::IrNode& conv = graph->nodes[static_cast<size_t>(p->second)];
+    if (conv.op_type != "Conv" || conv.attr_int("group") != 1) continue;
+    ++(n.op_type == "HardSwish" ? want_swish : want_sigmoid);
+  }
+  ASSERT_GT(want_swish, 0u);
+  ASSERT_GT(want_sigmoid, 0u);
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build_bytes(read_file(path), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    size_t swish = 0, sigmoid = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Conv)) continue;
+      const cuda::ConvStep& c = r.conv;
+      if (c.activation == static_cast<uint8_t>(cuda::ConvActivation::HardSwish)) {
+        ++swish;
+        EXPECT_FLOAT_EQ(c.act_alpha, 1.0f / 6.0f);
+        EXPECT_FLOAT_EQ(c.act_beta, 0.5f);
+      } else if (c.activation == static_cast<uint8_t>(cuda::ConvActivation::HardSigmoid)) {
+        ++sigmoid;
+        EXPECT_NEAR(c.act_alpha, 1.0 / 6.0, 1e-6);  // PyTorch's hardsigmoid
+        EXPECT_FLOAT_EQ(c.act_beta, 0.5f);
+      }
+    }
+    EXPECT_EQ(swish, want_swish);
+    EXPECT_EQ(sigmoid, want_sigmoid);
+  }
+}
+
 // Transpose, Split, Slice and a Gather of one constant index are views: the elementwise kernels
 // after them read their inputs through strides, and no data-movement kernel runs.
 TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {

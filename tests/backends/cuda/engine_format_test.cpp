@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -439,6 +440,24 @@ TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
   expect_rejected(with_conv([](ConvStep& c) { c.pad_left = -1; }), "has padding -1");
   expect_rejected(with_conv([](ConvStep& c) { c.groups = 3; }), "groups=3");
   expect_rejected(with_conv([](ConvStep& c) { c.activation = 9; }), "invalid flags");
+  expect_rejected(with_conv([](ConvStep& c) {
+                    c.activation = static_cast<uint8_t>(ConvActivation::HardSigmoid);
+                    c.act_alpha = std::numeric_limits<float>::quiet_NaN();
+                  }),
+                  "activation parameters nan");
+  {
+    auto hard = write_engine_blob(with_conv([](ConvStep& c) {
+      c.activation = static_cast<uint8_t>(ConvActivation::HardSigmoid);
+      c.act_alpha = 0.2f;
+      c.act_beta = 0.5f;
+    }));
+    ASSERT_TRUE(hard.ok());
+    Aligned h(*hard);
+    auto described = describe_engine_json(h.span());
+    ASSERT_TRUE(described.ok()) << described.status().to_string();
+    EXPECT_NE(described->find("epilogue=bias+hardsigmoid(0.2,0.5)"), std::string::npos)
+        << *described;
+  }
   expect_rejected(with_conv([](ConvStep& c) { c.x_dtype = 7; }), "tensor dtype 7");
   expect_rejected(with_conv([](ConvStep& c) { c.in_h = 5; }), "steps[0] x needs 640 bytes");
   expect_rejected(with_conv([](ConvStep& c) { c.out_w = 3; }), "steps[0] y needs 48 bytes");

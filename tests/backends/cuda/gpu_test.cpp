@@ -374,6 +374,22 @@ TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   OnnxBuilder::attr_ints(c5, "pads", {1, 1, 1, 1});
   b.node("Add", {"c4", "c5"}, {"y"}, "join");
   b.output("y", {2, 12, 5, 4});
+  // HardSwish and HardSigmoid (PyTorch's alpha 1/6 and ONNX's default 0.2) fused into cuDNN
+  // convolutions; weights and biases large enough that both clips are reached.
+  b.initializer("w6", {16, 12, 1, 1}, floats(16 * 12, 1.0f));
+  b.initializer("b6", {16}, floats(16, 2.0f));
+  b.node("Conv", {"y", "w6", "b6"}, {"c6"}, "c6");
+  b.node("HardSwish", {"c6"}, {"hs6"}, "hs6");
+  b.initializer("w7", {8, 16, 3, 3}, floats(8 * 16 * 9, 0.5f));
+  auto& c7 = b.node("Conv", {"hs6", "w7"}, {"c7"}, "c7");
+  OnnxBuilder::attr_ints(c7, "pads", {1, 1, 1, 1});
+  auto& sig7 = b.node("HardSigmoid", {"c7"}, {"z"}, "sig7");
+  OnnxBuilder::attr_float(sig7, "alpha", 1.0f / 6.0f);
+  b.output("z", {2, 8, 5, 4});
+  b.initializer("w8", {8, 16, 1, 1}, floats(8 * 16, 1.0f));
+  b.node("Conv", {"hs6", "w8"}, {"c8"}, "c8");
+  b.node("HardSigmoid", {"c8"}, {"z2"}, "sig8");
+  b.output("z2", {2, 8, 5, 4});
   // A convolution straight into a partition output, and one output read through a Relu.
   b.output("c1", {2, 8, 9, 8});
   compare(b, {random({2, 3, 17, 15})});

@@ -221,7 +221,6 @@ Result<bool> lower_sdpa(Lowering& ctx, int index) {
   std::copy(k->strides.begin(), k->strides.end(), a.k_strides);
   std::copy(v->strides.begin(), v->strides.end(), a.v_strides);
   int bias = -1;
-  const bool boolean = node.attr_string("mask_kind") == "select";
   if (mask < 0) {
     a.mask = static_cast<uint8_t>(SdpaMask::None);
   } else {

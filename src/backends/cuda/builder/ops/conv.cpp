@@ -2,7 +2,8 @@
 // (Lowering::set_channels_last); inputs in another layout are converted once, at the partition's
 // boundary. Two paths:
 // - groups == 1: a cuDNN graph (ConvStep) with the bias, a residual Add that reads a value ready
-//   before the convolution, and a following Relu fused as pointwise operations. Input channels
+//   before the convolution, and a following Relu, HardSwish or HardSigmoid fused as pointwise
+//   operations. Input channels
 //   are zero-padded to a multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's
 //   tensor-core engines need, with the filters padded to match.
 // - depthwise (groups == C == K): a generated kernel, one thread per output element reading
@@ -64,10 +65,10 @@ int result_slot(Lowering& ctx, int out, DType* dtype) {
 
 Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
-  // The epilogue: a residual Add (its other input ready before the convolution), then Relu.
+  // The epilogue: a residual Add (its other input ready before the convolution), then an
+  // activation.
   int out = node.outputs[0];
   int residual = -1;
-  bool relu = false;
   if (int c = ctx.single_consumer(out);
       c >= 0 && ctx.node(c).op_type == "Add" && ctx.node(c).domain.empty()) {
     const compiler::IrNode& add = ctx.node(c);
@@ -79,10 +80,25 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
       out = add.outputs[0];
     }
   }
-  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).op_type == "Relu") {
-    relu = true;
-    ctx.absorb(c);
-    out = ctx.node(c).outputs[0];
+  ConvActivation activation = ConvActivation::None;
+  float alpha = 0.0f, beta = 0.0f;
+  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).domain.empty()) {
+    const compiler::IrNode& act = ctx.node(c);
+    if (act.op_type == "Relu") {
+      activation = ConvActivation::Relu;
+    } else if (act.op_type == "HardSwish") {
+      activation = ConvActivation::HardSwish;
+      alpha = 1.0f / 6.0f;
+      beta = 0.5f;
+    } else if (act.op_type == "HardSigmoid") {
+      activation = ConvActivation::HardSigmoid;
+      alpha = static_cast<float>(act.attr_float("alpha"));
+      beta = static_cast<float>(act.attr_float("beta"));
+    }
+    if (activation != ConvActivation::None) {
+      ctx.absorb(c);
+      out = act.outputs[0];
+    }
   }
 
   const DType operand = ctx.operand_dtype();
@@ -114,7 +130,9 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   step.bias_dtype = static_cast<uint8_t>(y_dtype);
   step.has_bias = bias >= 0;
   step.has_residual = z >= 0;
-  step.activation = static_cast<uint8_t>(relu ? ConvActivation::Relu : ConvActivation::None);
+  step.activation = static_cast<uint8_t>(activation);
+  step.act_alpha = alpha;
+  step.act_beta = beta;
   step.compute = static_cast<uint8_t>(ctx.target().precision);
   step.n = s.n;
   step.c = cp;
