@@ -6,7 +6,7 @@ On the GPU host, from the repository root, with a bundle (scripts/run_gpu_models
 --green-only or --sanitize-only does this):
   python3 bench/gpu_checks.py --baton BUNDLE/bin/baton --out LOG/checks [--work /tmp/baton_gpu/checks]
       [--checks green,memcheck,racecheck] [--models resnet,bert] [--io device,host] [--sms N]
-      [--iterations 500] [--warmup 50] [--models-from DIR] [--sanitizer-timeout 300]
+      [--iterations 500] [--warmup 50] [--models-from DIR] [--sanitizer-timeout 300] [--sanitizer-args "OPTS"]
       [--budget-s 540] [--compute-sanitizer PATH] [--commit SHA]
 Without a GPU (exports and compiles for sm_90 only; prints the commands it would run):
   python3 bench/gpu_checks.py --baton build/tools/baton/baton --out /tmp/gc --compile-only --arch sm_90 [--small]
@@ -24,7 +24,9 @@ For each model (--models: families of tests/e2e/export_real_models.py, default r
   saturated, their ratio (goal <= 1.1), and whether the other SMs were busy throughout;
 - memcheck / racecheck: `compute-sanitizer --tool T --error-exitcode 99 --print-limit 50
   baton run P [--device-io] --warmup 1 --iterations 2` for each --io; the ERROR / RACECHECK
-  SUMMARY lines are read by scripts/sanitizer_summary.sh, as run_gpu_suite.sh --sanitize does.
+  SUMMARY lines are read by scripts/sanitizer_summary.sh, as run_gpu_suite.sh --sanitize does;
+  --sanitizer-args adds options (e.g. `--kernel-name-exclude kns=nvjet` leaves cuBLASLt's nvjet
+  kernels out), and the table names the kernels racecheck reported hazards in.
 
 Writes OUT/gpu_checks.json and OUT/gpu_checks.md (rewritten after each run; the .md is the table
 for bench/RESULTS.md) and OUT/logs/ (every command's output). Exit status 0 when every run
@@ -43,6 +45,7 @@ import json
 import multiprocessing
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,6 +62,7 @@ CHECKS = ["green", "memcheck", "racecheck"]
 STREAM_RE = re.compile(r"stream: green context of (\d+) SMs \(asked (\d+)\)")
 REST_RE = re.compile(r"the other (\d+) SMs kept busy by a competing kernel")
 SUMMARY_RE = re.compile(r"SUMMARY: (\d+) (error|hazard)")
+RACE_RE = re.compile(r"Race reported between \w+ access at ([^+\s]+)\+")
 SUMMARY_SH = os.path.join(gc.REPO, "scripts", "sanitizer_summary.sh")
 
 
@@ -170,7 +174,8 @@ def green_row(args, family, program, inputs, sms, out_dir):
 
 def sanitizer_run(args, cs, tool, family, io, program, inputs, out_dir):
     log = os.path.join(out_dir, "logs", f"{family}.{io}.{tool}.log")
-    cmd = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "50", args.baton, "run", program,
+    cmd = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "50"] + shlex.split(args.sanitizer_args) + [
+           args.baton, "run", program,
            "--warmup", "1", "--iterations", "2"] + (["--device-io"] if io == "device" else []) + gc.input_args(inputs)
     r = {"family": family, "io": io, "tool": tool, "cmd": " ".join(cmd)}
     if args.compile_only:
@@ -180,8 +185,12 @@ def sanitizer_run(args, cs, tool, family, io, program, inputs, out_dir):
     summary = subprocess.run(["bash", SUMMARY_SH, log], capture_output=True, text=True).stdout.strip() or "no summary"
     m = SUMMARY_RE.search(summary)
     count = int(m.group(1)) if m else None
-    r.update(exit=rc, seconds=seconds, summary=summary, count=count,
-             latency=(gc.parse_baton_run(text) or {}).get("median_ms"))
+    # Which kernels racecheck's hazards are in (the access it names first), with their counts.
+    kernels = {}
+    for name in RACE_RE.findall(text or ""):
+        kernels[name] = kernels.get(name, 0) + 1
+    r.update(exit=rc, seconds=seconds, summary=summary, count=count, hazard_kernels=kernels,
+             sanitizer_args=args.sanitizer_args, latency=(gc.parse_baton_run(text) or {}).get("median_ms"))
     if rc is None:
         r["status"] = f"timed out ({args.sanitizer_timeout} s)"
     elif rc == 0 and count == 0:
@@ -232,11 +241,16 @@ def markdown(result, env):
         lines += ["compute-sanitizer on `baton run` of the fp16 programs (`--warmup 1 --iterations 2`; device: "
                   "`--io device` program run with `--device-io`; host: the host-I/O program on the default path). "
                   "Summary: the tool's ERROR / RACECHECK SUMMARY (scripts/sanitizer_summary.sh).", "",
-                  "| model | I/O | tool | result | summary | exit | seconds |", "|---|---|---|---|---|---:|---:|"]
+                  "Kernels with hazards: where racecheck reported races, by kernel (reports shown, each "
+                  "covering one or more hazards).", "",
+                  "| model | I/O | tool | options | result | summary | kernels with hazards | exit | seconds |",
+                  "|---|---|---|---|---|---|---|---:|---:|"]
         for r in san:
             secs = f"{r['seconds']:.0f}" if r.get("seconds") is not None else "—"
-            lines.append(f"| {gc.DISPLAY.get(r['family'], r['family'])} | {r['io']} | {r['tool']} | {r['status']} | "
-                         f"{r.get('summary', '—')} | {r.get('exit', '—')} | {secs} |")
+            kernels = ", ".join(f"{k} ×{n}" for k, n in sorted((r.get("hazard_kernels") or {}).items())) or "—"
+            lines.append(f"| {gc.DISPLAY.get(r['family'], r['family'])} | {r['io']} | {r['tool']} | "
+                         f"{r.get('sanitizer_args') or '—'} | {r['status']} | {r.get('summary', '—')} | {kernels} | "
+                         f"{r.get('exit', '—')} | {secs} |")
         lines.append("")
     notes = []
     for row in green:
@@ -270,6 +284,8 @@ def main():
     ap.add_argument("--models-from", default="", help="reuse TorchScript exports from DIR (gpu_models.py's --work/onnx)")
     ap.add_argument("--compute-sanitizer", default="", help="default: on PATH, else /usr/local/cuda/bin/compute-sanitizer")
     ap.add_argument("--sanitizer-timeout", type=int, default=300, help="seconds per sanitizer run")
+    ap.add_argument("--sanitizer-args", default="",
+                    help="more compute-sanitizer options, e.g. '--kernel-name-exclude kns=nvjet'")
     ap.add_argument("--run-timeout", type=int, default=180, help="seconds per timed baton run")
     ap.add_argument("--compile-timeout", type=int, default=600)
     ap.add_argument("--budget-s", type=float, default=540, help="start no new run after this many seconds")
