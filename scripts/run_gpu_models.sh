@@ -69,6 +69,10 @@ if [ ! -f bench/gpu_models.py ] || [ ! -f tests/e2e/export_real_models.py ]; the
   echo "run_gpu_models: run me from the Baton repository root" >&2
   exit 2
 fi
+# The ARGS strings split as the shell would (quotes group: --checks-args "--sanitizer-args '--a b'").
+eval "MODELS_EXTRA=($MODELS_ARGS)"
+eval "BENCH_EXTRA=($BENCH_ARGS)"
+eval "CHECKS_EXTRA=($CHECKS_ARGS)"
 mkdir -p "$LOG"
 PY=$(command -v python3)
 SITE=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)
@@ -79,9 +83,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 
 status=0
 if [ "$MODELS" = 1 ]; then
-  # shellcheck disable=SC2086
   "$PY" -u bench/gpu_models.py --baton "$BUNDLE/bin/baton" --out "$LOG/models" --work "$WORK/models" \
-    --commit "$COMMIT" $MODELS_ARGS 2>&1 | grep -v -i "warning" | tee "$LOG/models.log"
+    --commit "$COMMIT" "${MODELS_EXTRA[@]}" 2>&1 | grep -v -i "warning" | tee "$LOG/models.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_models: exit $rc"
   [ "$rc" = 0 ] || status=1
@@ -89,9 +92,8 @@ fi
 if [ "$BENCH" = 1 ]; then
   REUSE=()
   [ -d "$WORK/models/onnx" ] && REUSE=(--models-from "$WORK/models/onnx")
-  # shellcheck disable=SC2086
   "$PY" -u bench/gpu_bench.py --baton "$BUNDLE/bin/baton" --out "$LOG/bench" --work "$WORK/bench" \
-    --commit "$COMMIT" "${REUSE[@]}" $BENCH_ARGS 2>&1 | grep -v -i "warning" | tee "$LOG/bench.log"
+    --commit "$COMMIT" "${REUSE[@]}" "${BENCH_EXTRA[@]}" 2>&1 | grep -v -i "warning" | tee "$LOG/bench.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_bench: exit $rc"
   [ "$rc" = 0 ] || status=1
@@ -101,9 +103,8 @@ if [ "$CHECKS" = 1 ]; then
   if [ -d "$WORK/models/onnx" ]; then REUSE=(--models-from "$WORK/models/onnx")
   elif [ -d "$WORK/bench/onnx" ]; then REUSE=(--models-from "$WORK/bench/onnx"); fi
   # --checks in --checks-args comes later on the command line and wins.
-  # shellcheck disable=SC2086
   "$PY" -u bench/gpu_checks.py --baton "$BUNDLE/bin/baton" --out "$LOG/checks" --work "$WORK/checks" \
-    --commit "$COMMIT" --checks "$CHECK_SET" "${REUSE[@]}" $CHECKS_ARGS 2>&1 | grep -v -i "warning" |
+    --commit "$COMMIT" --checks "$CHECK_SET" "${REUSE[@]}" "${CHECKS_EXTRA[@]}" 2>&1 | grep -v -i "warning" |
     tee "$LOG/checks.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_checks: exit $rc"
