@@ -313,6 +313,18 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
     EXPECT_EQ(swish, want_swish);
     EXPECT_EQ(sigmoid, want_sigmoid);
   }
+  // BATON_CONV_HARD_ACTIVATIONS=unfused leaves them to the elementwise kernels.
+  setenv("BATON_CONV_HARD_ACTIVATIONS", "unfused", 1);
+  auto unfused = build_bytes(read_file(path), "fp16");
+  unsetenv("BATON_CONV_HARD_ACTIVATIONS");
+  ASSERT_TRUE(unfused.ok()) << unfused.status().to_string();
+  size_t relu = 0;
+  for (const cuda::StepRecord& r : parse_blob(unfused->blobs[0]).steps()) {
+    if (r.kind != static_cast<uint32_t>(cuda::StepKind::Conv)) continue;
+    EXPECT_LE(r.conv.activation, static_cast<uint8_t>(cuda::ConvActivation::Relu));
+    relu += r.conv.activation == static_cast<uint8_t>(cuda::ConvActivation::Relu);
+  }
+  EXPECT_GT(relu, 0u);
 }
 
 // Transpose, Split, Slice and a Gather of one constant index are views: the elementwise kernels

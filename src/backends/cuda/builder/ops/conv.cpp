@@ -13,6 +13,9 @@
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
 #include "ops/elementwise.h"
@@ -48,6 +51,14 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
 }
 
 bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.inputs[2] >= 0; }
+
+// HardSwish and HardSigmoid run as cuDNN pointwise chains, which only cuDNN's runtime-compiled
+// fusion engines take (compiled when the engine loads); BATON_CONV_HARD_ACTIVATIONS=unfused
+// leaves them to the generated elementwise kernels instead, to compare the two.
+bool fuse_hard_activations() {
+  const char* env = std::getenv("BATON_CONV_HARD_ACTIVATIONS");
+  return env == nullptr || std::string_view(env) != "unfused";
+}
 
 // Where the convolution's result goes: `out` itself, stored channels-last, or (for a partition
 // output) a channels-last scratch that is copied into the caller's row-major buffer afterwards.
@@ -86,11 +97,11 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
     const compiler::IrNode& act = ctx.node(c);
     if (act.op_type == "Relu") {
       activation = ConvActivation::Relu;
-    } else if (act.op_type == "HardSwish") {
+    } else if (act.op_type == "HardSwish" && fuse_hard_activations()) {
       activation = ConvActivation::HardSwish;
       alpha = 1.0f / 6.0f;
       beta = 0.5f;
-    } else if (act.op_type == "HardSigmoid") {
+    } else if (act.op_type == "HardSigmoid" && fuse_hard_activations()) {
       activation = ConvActivation::HardSigmoid;
       alpha = static_cast<float>(act.attr_float("alpha"));
       beta = static_cast<float>(act.attr_float("beta"));
