@@ -327,6 +327,61 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   EXPECT_GT(relu, 0u);
 }
 
+// SqueezeNet (small configuration, dynamo export): each Fire module's Concat reads the two
+// convolutions' channels-last outputs where cuDNN wrote them, and the next convolution reads the
+// Concat's output as it is (stored channels-last): no layout conversion around any Concat.
+TEST(EngineBuilderTest, ConcatOfChannelsLastConvolutionsStaysChannelsLast) {
+  const std::string path =
+      fmt::format("{}/tests/e2e/models/real/dynamo18_squeezenet.onnx", testing::source_dir());
+  register_builtins();
+  auto graph = compiler::import_onnx_file(path, {});
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  size_t concats = 0;
+  for (const compiler::IrNode& n : graph->nodes) concats += n.op_type == "Concat";
+  ASSERT_GT(concats, 0u);
+  auto same = [](const cuda::BufferRef& a, const cuda::BufferRef& b) {
+    return a.space == b.space && a.index == b.index && a.offset == b.offset;
+  };
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build_bytes(read_file(path), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    const auto steps = blob.steps();
+    size_t seen = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const cuda::StepRecord& r = steps[i];
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel) ||
+          std::string(blob.kernel_name(r.kernel.kernel)).find("concat") == std::string::npos)
+        continue;
+      ++seen;
+      const uint32_t n = r.kernel.num_operands;
+      ASSERT_EQ(n, 3u);
+      for (uint32_t k = 0; k + 1 < n; ++k) {
+        bool from_conv = false;
+        for (size_t j = 0; j < i; ++j) {
+          from_conv |= steps[j].kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
+                       same(steps[j].conv.y, r.kernel.operands[k]);
+        }
+        EXPECT_TRUE(from_conv) << "step " << i << " input " << k << " is a copy";
+      }
+      ASSERT_LT(i + 1, steps.size());
+      // The next step (a convolution or a max-pool, both reading channels-last) reads it.
+      const cuda::StepRecord& next = steps[i + 1];
+      const cuda::BufferRef& y = r.kernel.operands[n - 1];
+      const bool reads = next.kind == static_cast<uint32_t>(cuda::StepKind::Conv)
+                             ? same(next.conv.x, y)
+                             : next.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+                                   std::string(blob.kernel_name(next.kernel.kernel)).find("pool") !=
+                                       std::string::npos &&
+                                   same(next.kernel.operands[0], y);
+      EXPECT_TRUE(reads) << "step " << i + 1 << " does not read the Concat's output as it is";
+    }
+    EXPECT_EQ(seen, concats);
+  }
+}
+
 // Transpose, Split, Slice and a Gather of one constant index are views: the elementwise kernels
 // after them read their inputs through strides, and no data-movement kernel runs.
 TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {

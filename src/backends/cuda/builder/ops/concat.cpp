@@ -1,6 +1,14 @@
-// Concat on the GPU: one kernel reads each output element from the input whose slice of the axis
-// it falls in (baton_concat_index, device/layout.cuh).
+// Concat on the GPU: one kernel walks the output in the order it is stored and reads each element
+// from the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
+// through that input's strides. So inputs stored channels-last (convolution outputs) or as views
+// (a transposed or sliced value) are read where they are, with no conversion kernel before the
+// Concat. When every non-constant input is channels-last (SqueezeNet's Fire modules join two
+// convolutions on the channel axis), the output is stored channels-last too, so the convolution
+// reading it needs no conversion either.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "ops/shape.h"
@@ -17,38 +25,73 @@ Status lower(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
   const int out = n.outputs[0];
   const std::vector<int64_t>& s = ctx.value(out).sizes;
+  const size_t rank = s.size();
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
-  const int64_t inner = ops::product(s, axis + 1, s.size());
-  const int64_t total = s[axis];
-  std::string params, body;
+
   std::vector<int> operands;
+  bool channels_last = rank == 4, any_activation = false;
+  for (int v : n.inputs) {
+    const bool constant = ctx.is_constant(v);
+    operands.push_back(constant ? ctx.weight(v, ctx.activation_dtype()) : v);
+    if (!constant) {
+      any_activation = true;
+      channels_last = channels_last && ctx.channels_last(v);
+    }
+  }
+  if (channels_last && any_activation) ctx.set_channels_last(out);  // not for a binding
+
+  // The output's dimensions in storage order (N, H, W, C when channels-last), and each input's
+  // sizes and strides in that order.
+  std::vector<size_t> order(rank);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (ctx.channels_last(out)) order = {0, 2, 3, 1};
+  auto permuted = [&](const std::vector<int64_t>& logical) {
+    std::vector<int64_t> p;
+    for (size_t d : order) p.push_back(logical[d]);
+    return p;
+  };
+  const std::vector<int64_t> stored = permuted(s);
+  const auto at = static_cast<size_t>(std::find(order.begin(), order.end(), axis) - order.begin());
+  const int64_t inner = ops::product(stored, at + 1, rank);
+  const int64_t total = stored[at];
+
+  std::string params, arrays, body;
   int64_t start = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const int v = n.inputs[k];
-    const int src = ctx.is_constant(v) ? ctx.weight(v, ctx.activation_dtype()) : v;
-    operands.push_back(src);
-    const int64_t size = ctx.value(v).sizes[axis];
+    const int src = operands[k];
+    const std::vector<int64_t> sizes = permuted(ctx.value(n.inputs[k]).sizes);
+    const std::vector<int64_t> strides = permuted(ctx.strides_of(src));
+    const int64_t size = sizes[at];
     params += fmt::format("const {}* __restrict__ x{}, ", device_type_name(ctx.dtype_of(src)), k);
-    body += fmt::format(
-        "    {}if (c.axis < {}LL) st(&y[i], to_f(x{}[(c.outer * {}LL + (c.axis - {}LL)) * {}LL + "
-        "c.inner]));\n",
-        k ? "else " : "", start + size, k, size, start, inner);
+    // The element's index in the input as if it were stored densely in the output's order.
+    std::string element =
+        fmt::format("(c.outer * {}LL + (c.axis - {}LL)) * {}LL + c.inner", size, start, inner);
+    if (!contiguous(sizes, strides)) {
+      arrays += fmt::format(
+          "  constexpr long long sizes{0}[{1}] = {2};\n"
+          "  constexpr long long strides{0}[{1}] = {3};\n",
+          k, rank, int_list(sizes), int_list(strides));
+      element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
+    }
+    body += fmt::format("    {}if (c.axis < {}LL) st(&y[i], to_f(x{}[{}LL + {}]));\n",
+                        k ? "else " : "", start + size, k, ctx.view_offset(src), element);
     start += size;
   }
   operands.push_back(out);
   const int64_t count = ops::product(s);
   const std::string name = ctx.kernel_name("concat");
   std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y) {{\n{}"
       "  baton_for_each({}LL, [&](long long i) {{\n"
       "    const ConcatIndex c = baton_concat_index(i, {}LL, {}LL);\n{}  }});\n}}\n",
-      kBlock, name, params, device_type_name(ctx.dtype_of(out)), count, total, inner, body);
+      kBlock, name, params, device_type_name(ctx.dtype_of(out)), arrays, count, total, inner, body);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
   return Status();
 }
 
 }  // namespace
 
-const OpLowering kConcatLowering{"Concat", &supports, &lower};
+// Layout-aware and strided: reads every input through Lowering::strides_of and view_offset.
+const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, true};
 
 }  // namespace baton::cuda
