@@ -390,6 +390,23 @@ TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   b.node("Conv", {"hs6", "w8"}, {"c8"}, "c8");
   b.node("HardSigmoid", {"c8"}, {"z2"}, "sig8");
   b.output("z2", {2, 8, 5, 4});
+  // A Fire module: two convolutions joined on the channel axis (read and written channels-last)
+  // into a third; and the same two joined on H straight into an output (row-major).
+  b.initializer("w9", {8, 16, 1, 1}, floats(8 * 16, 0.5f));
+  b.node("Conv", {"hs6", "w9"}, {"c9"}, "c9");
+  b.node("Relu", {"c9"}, {"r9"}, "r9");
+  b.initializer("w10", {8, 16, 3, 3}, floats(8 * 16 * 9, 0.5f));
+  auto& c10 = b.node("Conv", {"hs6", "w10"}, {"c10"}, "c10");
+  OnnxBuilder::attr_ints(c10, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c10"}, {"r10"}, "r10");
+  auto& cat = b.node("Concat", {"r9", "r10"}, {"cat"}, "fire_concat");
+  OnnxBuilder::attr_int(cat, "axis", 1);
+  b.initializer("w11", {8, 16, 1, 1}, floats(8 * 16, 0.5f));
+  b.node("Conv", {"cat", "w11"}, {"fire"}, "c11");
+  b.output("fire", {2, 8, 5, 4});
+  auto& cat_h = b.node("Concat", {"r9", "r10"}, {"cat_h"}, "concat_h");
+  OnnxBuilder::attr_int(cat_h, "axis", 2);
+  b.output("cat_h", {2, 8, 10, 4});
   // A convolution straight into a partition output, and one output read through a Relu.
   b.output("c1", {2, 8, 9, 8});
   compare(b, {random({2, 3, 17, 15})});
