@@ -390,13 +390,21 @@ TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   b.node("Conv", {"hs6", "w8"}, {"c8"}, "c8");
   b.node("HardSigmoid", {"c8"}, {"z2"}, "sig8");
   b.output("z2", {2, 8, 5, 4});
-  // A Fire module: two convolutions joined on the channel axis (read and written channels-last)
-  // into a third; and the same two joined on H straight into an output (row-major).
+  // A convolution straight into a partition output, and one output read through a Relu.
+  b.output("c1", {2, 8, 9, 8});
+  compare(b, {random({2, 3, 17, 15})});
+}
+
+// A Fire module (SqueezeNet): two convolutions joined on the channel axis, read and written
+// channels-last, into a third; and the same two joined on H straight into an output (row-major).
+TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 16, 5, 4});
   b.initializer("w9", {8, 16, 1, 1}, floats(8 * 16, 0.5f));
-  b.node("Conv", {"hs6", "w9"}, {"c9"}, "c9");
+  b.node("Conv", {"x", "w9"}, {"c9"}, "c9");
   b.node("Relu", {"c9"}, {"r9"}, "r9");
   b.initializer("w10", {8, 16, 3, 3}, floats(8 * 16 * 9, 0.5f));
-  auto& c10 = b.node("Conv", {"hs6", "w10"}, {"c10"}, "c10");
+  auto& c10 = b.node("Conv", {"x", "w10"}, {"c10"}, "c10");
   OnnxBuilder::attr_ints(c10, "pads", {1, 1, 1, 1});
   b.node("Relu", {"c10"}, {"r10"}, "r10");
   auto& cat = b.node("Concat", {"r9", "r10"}, {"cat"}, "fire_concat");
@@ -407,9 +415,7 @@ TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   auto& cat_h = b.node("Concat", {"r9", "r10"}, {"cat_h"}, "concat_h");
   OnnxBuilder::attr_int(cat_h, "axis", 2);
   b.output("cat_h", {2, 8, 10, 4});
-  // A convolution straight into a partition output, and one output read through a Relu.
-  b.output("c1", {2, 8, 9, 8});
-  compare(b, {random({2, 3, 17, 15})});
+  compare(b, {random({2, 16, 5, 4})});
 }
 
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {

@@ -1,10 +1,9 @@
 // Concat on the GPU: one kernel walks the output in the order it is stored and reads each element
 // from the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
-// through that input's strides. So inputs stored channels-last (convolution outputs) or as views
-// (a transposed or sliced value) are read where they are, with no conversion kernel before the
-// Concat. When every non-constant input is channels-last (SqueezeNet's Fire modules join two
-// convolutions on the channel axis), the output is stored channels-last too, so the convolution
-// reading it needs no conversion either.
+// through that input's strides. So inputs stored channels-last (convolution outputs) are read
+// where they are, with no conversion kernel before the Concat. When every non-constant input is
+// channels-last (SqueezeNet's Fire modules join two convolutions on the channel axis), the output
+// is stored channels-last too, so the convolution reading it needs no conversion either.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -73,8 +72,9 @@ Status lower(Lowering& ctx, int index) {
           k, rank, int_list(sizes), int_list(strides));
       element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
     }
-    body += fmt::format("    {}if (c.axis < {}LL) st(&y[i], to_f(x{}[{}LL + {}]));\n",
-                        k ? "else " : "", start + size, k, ctx.view_offset(src), element);
+    // (The operand's pointer is at the input's first element.)
+    body += fmt::format("    {}if (c.axis < {}LL) st(&y[i], to_f(x{}[{}]));\n", k ? "else " : "",
+                        start + size, k, element);
     start += size;
   }
   operands.push_back(out);
@@ -91,7 +91,9 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-// Layout-aware and strided: reads every input through Lowering::strides_of and view_offset.
-const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, true};
+// Layout-aware: reads channels-last inputs through Lowering::strides_of. Strided views still
+// arrive as row-major copies: the kernel reads through any strides, but reading views in place
+// has not yet passed on a GPU (a first version added the view's offset twice).
+const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, false};
 
 }  // namespace baton::cuda
