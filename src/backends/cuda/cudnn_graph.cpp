@@ -467,15 +467,13 @@ const std::string& CudnnPlan::engine_name() const {
   return impl_ ? impl_->engine : kNone;
 }
 
-Status CudnnPlan::enqueue(cudnnHandle_t handle, cudaStream_t stream, void* const* pointers,
-                          int count, void* workspace) const {
-  void* ptrs[5];
-  std::copy_n(pointers, std::min(count, 5), ptrs);
+Status CudnnPlan::enqueue(cudnnHandle_t handle, cudaStream_t stream, void** pointers, int count,
+                          void* workspace) const {
   try {
     const cudnnStatus_t st = fe::detail::set_stream(handle, stream);
     BATON_CHECK_OR_RETURN(st == CUDNN_STATUS_SUCCESS, Internal, "cudnnSetStream failed: {}",
                           fe::detail::get_error_string(st));
-    fe::error_t e = impl_->graph.execute(handle, ptrs, count, workspace);
+    fe::error_t e = impl_->graph.execute(handle, pointers, count, workspace);
     BATON_CHECK_OR_RETURN(e.is_good(), Internal, "cuDNN {} failed: {}", impl_->engine,
                           e.get_message());
   } catch (const std::exception& e) {

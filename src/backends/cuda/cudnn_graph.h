@@ -89,7 +89,7 @@ class CudnnPlan {
   const std::string& engine_name() const;
   // Enqueues the step on `stream` (set on `handle`). `pointers`: its tensors as bound, in
   // cudnn_operands' order. Allocates nothing.
-  Status enqueue(cudnnHandle_t handle, cudaStream_t stream, void* const* pointers, int count,
+  Status enqueue(cudnnHandle_t handle, cudaStream_t stream, void** pointers, int count,
                  void* workspace) const;
 
  private:

@@ -217,6 +217,17 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A committed small real model (tests/e2e/models/real), e.g. "dynamo18_mobilenet".
+std::string real_model(const std::string& name) {
+  return fmt::format("{}/tests/e2e/models/real/{}.onnx", testing::source_dir(), name);
+}
+
+// Its graph as Baton imports it (before optimization).
+Result<compiler::Graph> import_model(const std::string& path) {
+  register_builtins();
+  return compiler::import_onnx_file(path, {});
+}
+
 // ViT, BERT and GPT-2 as the dynamo exporter writes them (small configurations): in fp16, each
 // attention is one cuDNN step that reads Q, K and V where the projection GEMMs wrote them (the
 // Split, Gather, Reshape and Transpose nodes in between are views) and writes its output where
@@ -225,8 +236,7 @@ TEST(EngineBuilderTest, AttentionOfRealFamiliesReadsTheProjectionsThroughViews) 
   for (const char* family : {"vit", "bert", "gpt2"}) {
     for (const char* precision : {"fp16", "fp32"}) {
       SCOPED_TRACE(fmt::format("{} {}", family, precision));
-      const std::vector<uint8_t> model = read_file(
-          fmt::format("{}/tests/e2e/models/real/dynamo18_{}.onnx", testing::source_dir(), family));
+      const std::vector<uint8_t> model = read_file(real_model(fmt::format("dynamo18_{}", family)));
       ASSERT_FALSE(model.empty());
       auto built = build_bytes(model, precision);
       ASSERT_TRUE(built.ok()) << built.status().to_string();
@@ -269,10 +279,8 @@ TEST(EngineBuilderTest, AttentionOfRealFamiliesReadsTheProjectionsThroughViews) 
 // ungrouped convolution (its only reader) is fused into that convolution's cuDNN step, with
 // ONNX's alpha and beta, in every precision.
 TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) {
-  const std::string path =
-      fmt::format("{}/tests/e2e/models/real/dynamo18_mobilenet.onnx", testing::source_dir());
-  register_builtins();
-  auto graph = compiler::import_onnx_file(path, {});
+  const std::string path = real_model("dynamo18_mobilenet");
+  auto graph = import_model(path);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   std::map<int, int> producer, readers;
   for (size_t i = 0; i < graph->nodes.size(); ++i) {
@@ -331,10 +339,8 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
 // convolutions' channels-last outputs where cuDNN wrote them, and the next convolution reads the
 // Concat's output as it is (stored channels-last): no layout conversion around any Concat.
 TEST(EngineBuilderTest, ConcatOfChannelsLastConvolutionsStaysChannelsLast) {
-  const std::string path =
-      fmt::format("{}/tests/e2e/models/real/dynamo18_squeezenet.onnx", testing::source_dir());
-  register_builtins();
-  auto graph = compiler::import_onnx_file(path, {});
+  const std::string path = real_model("dynamo18_squeezenet");
+  auto graph = import_model(path);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   size_t concats = 0;
   for (const compiler::IrNode& n : graph->nodes) concats += n.op_type == "Concat";

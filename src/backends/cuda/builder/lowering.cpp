@@ -457,31 +457,33 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
   steps_.push_back(std::move(step));
 }
 
-void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
+void Lowering::add_library_step(const StepRecord& record, std::array<int, 5> operands) {
   Planned step;
-  step.record.kind = static_cast<uint32_t>(StepKind::Gemm);
-  step.record.gemm = gemm;
+  step.record = record;
   step.operands.assign(operands.begin(), operands.end());
   for (int& v : step.operands) v = v < 0 ? v : read(v);
   steps_.push_back(std::move(step));
+}
+
+void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Gemm);
+  r.gemm = gemm;
+  add_library_step(r, operands);
 }
 
 void Lowering::add_conv(const ConvStep& conv, std::array<int, 5> operands) {
-  Planned step;
-  step.record.kind = static_cast<uint32_t>(StepKind::Conv);
-  step.record.conv = conv;
-  step.operands.assign(operands.begin(), operands.end());
-  for (int& v : step.operands) v = v < 0 ? v : read(v);
-  steps_.push_back(std::move(step));
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Conv);
+  r.conv = conv;
+  add_library_step(r, operands);
 }
 
 void Lowering::add_sdpa(const SdpaStep& sdpa, std::array<int, 5> operands) {
-  Planned step;
-  step.record.kind = static_cast<uint32_t>(StepKind::Sdpa);
-  step.record.sdpa = sdpa;
-  step.operands.assign(operands.begin(), operands.end());
-  for (int& v : step.operands) v = v < 0 ? v : read(v);
-  steps_.push_back(std::move(step));
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Sdpa);
+  r.sdpa = sdpa;
+  add_library_step(r, operands);
 }
 
 void Lowering::add_copy(int src, int dst) {

@@ -158,6 +158,8 @@ class Lowering {
     std::vector<int> operands;  // value ids; -1 = unused (GEMM c / bias)
   };
 
+  // A GEMM, convolution or attention step over up to five operands (-1: unused).
+  void add_library_step(const StepRecord& record, std::array<int, 5> operands);
   void assign_slots();
   bool feeds_only_gemms(int v) const;
   // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
