@@ -318,7 +318,7 @@ Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& wha
       .set_uid(kY)
       .set_data_type(y_type)
       .set_dim({c.n, c.k, c.out_h, c.out_w})
-      .set_stride(nhwc_strides(c.k, c.out_h, c.out_w));
+      .set_stride(nhwc_strides(conv_y_pitch(c), c.out_h, c.out_w));
   return Status();
 }
 

@@ -108,13 +108,16 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
           if (c.activation == static_cast<uint8_t>(ConvActivation::HardSigmoid))
             epilogue += fmt::format("({:g},{:g})", c.act_alpha, c.act_beta);
         }
+        // A y written into a slice of a wider tensor names its channel pitch.
+        const std::string pitch =
+            c.y_channel_stride == 0 ? "" : fmt::format(" (channel pitch {})", c.y_channel_stride);
         j["steps"].push_back(
             {{"kind", "conv"},
              {"what", fmt::format("cuDNN NHWC {}x{}x{}x{} -> K={} {}x{} stride {}x{} groups {} "
-                                  "epilogue={} x={} w={} y={}",
+                                  "epilogue={} x={} w={} y={}{}",
                                   c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
                                   c.stride_w, c.groups, epilogue.empty() ? "none" : epilogue,
-                                  buffer_text(c.x), buffer_text(c.w), buffer_text(c.y))}});
+                                  buffer_text(c.x), buffer_text(c.w), buffer_text(c.y), pitch)}});
         break;
       }
       case StepKind::Sdpa: {

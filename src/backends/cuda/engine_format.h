@@ -146,7 +146,9 @@ std::string_view conv_activation_name(ConvActivation a);
 // A 2-D convolution through cuDNN's graph API, its epilogue fused:
 //   y = act(conv(x, w) + bias + residual)
 // x, residual and y are channels-last (N, H, W, C); w is K, R, S, C/groups (channels-last
-// filters); bias has K elements. The cuDNN plan is chosen when the engine is loaded.
+// filters); bias has K elements. y's pixels are y_channel_stride elements apart (0: K, packed),
+// so a convolution can write its K channels into a slice of a wider channels-last tensor (a
+// Concat on channels, written in place). The cuDNN plan is chosen when the engine is loaded.
 struct ConvStep {
   uint8_t x_dtype, w_dtype, y_dtype, bias_dtype;  // DType; the residual has y's dtype
   uint8_t has_bias, has_residual;
@@ -158,7 +160,12 @@ struct ConvStep {
   int64_t stride_h, stride_w, dilation_h, dilation_w;
   BufferRef x, w, bias, residual, y;
   float act_alpha, act_beta;  // HardSwish and HardSigmoid (finite); 0 for the others
+  int64_t y_channel_stride;   // 0 (packed: K) or at least K
 };
+// y's pixel pitch in elements.
+inline int64_t conv_y_pitch(const ConvStep& c) {
+  return c.y_channel_stride == 0 ? c.k : c.y_channel_stride;
+}
 
 enum class SdpaMask : uint8_t { None = 0, Causal = 1, Bias = 2 };
 inline constexpr uint8_t kMaxSdpaMask = 2;

@@ -335,10 +335,63 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   EXPECT_GT(relu, 0u);
 }
 
-// SqueezeNet (small configuration, dynamo export): each Fire module's Concat reads the two
+// SqueezeNet (small configuration, dynamo export): each Fire module's two convolutions write their
+// channels straight into the Concat's channels-last output, the first at channel 0 and the second
+// after it, both with the output's channel pitch; there is no Concat step, and the next step (a
+// convolution or a max-pool) reads the output where they wrote it.
+TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
+  const std::string path = real_model("dynamo18_squeezenet");
+  auto graph = import_model(path);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  size_t concats = 0;
+  for (const compiler::IrNode& n : graph->nodes) concats += n.op_type == "Concat";
+  ASSERT_GT(concats, 0u);
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    const size_t elem = std::string_view(precision) == "fp32" ? 4 : 2;
+    auto built = build_bytes(read_file(path), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    const auto steps = blob.steps();
+    size_t joined = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const cuda::StepRecord& r = steps[i];
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
+        EXPECT_EQ(std::string(blob.kernel_name(r.kernel.kernel)).find("concat"), std::string::npos)
+            << "step " << i << " is a Concat kernel";
+      }
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Conv) || r.conv.y_channel_stride == 0 ||
+          i + 1 >= steps.size())
+        continue;
+      // The first convolution of a pair: the second writes K channels further on, same pitch.
+      const cuda::StepRecord& second = steps[i + 1];
+      if (second.kind != static_cast<uint32_t>(cuda::StepKind::Conv) ||
+          second.conv.y.offset != r.conv.y.offset + static_cast<uint64_t>(r.conv.k) * elem)
+        continue;
+      ++joined;
+      EXPECT_EQ(second.conv.y.space, r.conv.y.space);
+      EXPECT_EQ(r.conv.y_channel_stride, r.conv.k + second.conv.k);
+      EXPECT_EQ(second.conv.y_channel_stride, r.conv.y_channel_stride);
+      ASSERT_LT(i + 2, steps.size());
+      const cuda::StepRecord& next = steps[i + 2];
+      const cuda::BufferRef& x =
+          next.kind == static_cast<uint32_t>(cuda::StepKind::Conv) ? next.conv.x
+                                                                   : next.kernel.operands[0];
+      EXPECT_EQ(x.space, r.conv.y.space);
+      EXPECT_EQ(x.offset, r.conv.y.offset) << "step " << i + 2 << " does not read the join";
+      EXPECT_EQ(x.bytes, static_cast<uint64_t>(r.conv.n * r.conv.out_h * r.conv.out_w *
+                                               r.conv.y_channel_stride) *
+                             elem);
+    }
+    EXPECT_EQ(joined, concats);
+  }
+}
+
+// With BATON_CONCAT=kernel, each Fire module's Concat is one kernel that reads the two
 // convolutions' channels-last outputs where cuDNN wrote them, and the next convolution reads the
 // Concat's output as it is (stored channels-last): no layout conversion around any Concat.
-TEST(EngineBuilderTest, ConcatOfChannelsLastConvolutionsStaysChannelsLast) {
+TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
   const std::string path = real_model("dynamo18_squeezenet");
   auto graph = import_model(path);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
@@ -350,7 +403,9 @@ TEST(EngineBuilderTest, ConcatOfChannelsLastConvolutionsStaysChannelsLast) {
   };
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
+    setenv("BATON_CONCAT", "kernel", 1);
     auto built = build_bytes(read_file(path), precision);
+    unsetenv("BATON_CONCAT");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     ASSERT_EQ(built->blobs.size(), 1u);
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
@@ -358,6 +413,9 @@ TEST(EngineBuilderTest, ConcatOfChannelsLastConvolutionsStaysChannelsLast) {
     size_t seen = 0;
     for (size_t i = 0; i < steps.size(); ++i) {
       const cuda::StepRecord& r = steps[i];
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Conv)) {
+        EXPECT_EQ(r.conv.y_channel_stride, 0) << "step " << i;
+      }
       if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel) ||
           std::string(blob.kernel_name(r.kernel.kernel)).find("concat") == std::string::npos)
         continue;
@@ -429,6 +487,47 @@ TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {
   EXPECT_EQ(blob.steps()[0].kernel.operands[0].offset, 0u);
   EXPECT_EQ(blob.steps()[1].kernel.operands[0].offset, (4u + 48u) * 4u);
   EXPECT_EQ(blob.steps()[2].kernel.operands[0].offset, 16u * 4u);
+}
+
+// A Concat of views (a Transpose, a Slice starting one row in, and a Split's second half) reads
+// each where it is: the engine is the Concat's kernel alone, every input is binding 0 at the
+// view's first element, and no copy runs before it.
+TEST(EngineBuilderTest, ConcatReadsViewsInPlace) {
+  OnnxBuilder b(17);
+  b.input("x", {4, 6, 8});
+  b.initializer_int64("split", {2}, {4, 4});
+  b.initializer_int64("starts", {1}, {1});
+  b.initializer_int64("ends", {1}, {5});
+  b.initializer_int64("axes", {1}, {1});
+  auto& t = b.node("Transpose", {"x"}, {"t"}, "t");
+  OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});  // [4, 8, 6]
+  auto& t2 = b.node("Transpose", {"t"}, {"t2"}, "t2");
+  OnnxBuilder::attr_ints(t2, "perm", {0, 2, 1});  // [4, 6, 8] through a double view
+  b.node("Slice", {"x", "starts", "ends", "axes"}, {"s"}, "slice");  // [4, 4, 8], one row in
+  auto& split = b.node("Split", {"x", "split"}, {"a", "c"}, "split");  // [4, 6, 4] each
+  OnnxBuilder::attr_int(split, "axis", 2);
+  auto& cat = b.node("Concat", {"s", "t2"}, {"y"}, "cat");  // [4, 10, 8]
+  OnnxBuilder::attr_int(cat, "axis", 1);
+  auto& cat2 = b.node("Concat", {"c", "a"}, {"z"}, "cat2");  // [4, 6, 8], halves swapped
+  OnnxBuilder::attr_int(cat2, "axis", 2);
+  b.output("y", {4, 10, 8});
+  b.output("z", {4, 6, 8});
+  auto built = build(b, "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 2u);
+  const std::vector<std::vector<uint64_t>> offsets = {{8u * 4u, 0u}, {4u * 4u, 0u}};
+  for (size_t i = 0; i < 2; ++i) {
+    const cuda::StepRecord& r = blob.steps()[i];
+    ASSERT_EQ(r.kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+    EXPECT_NE(std::string(blob.kernel_name(r.kernel.kernel)).find("concat"), std::string::npos);
+    ASSERT_EQ(r.kernel.num_operands, 3u);
+    for (uint32_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(r.kernel.operands[k].space, static_cast<uint32_t>(cuda::Space::Binding));
+      EXPECT_EQ(r.kernel.operands[k].index, 0u);
+      EXPECT_EQ(r.kernel.operands[k].offset, offsets[i][k]) << "step " << i << " input " << k;
+    }
+  }
 }
 
 // A residual Add before a LayerNormalization becomes one AddLayerNorm kernel.
@@ -510,13 +609,17 @@ TEST(EngineBuilderTest, EveryPrecisionCompilesEveryKernelKind) {
   b.initializer("w", {7, 5}, std::vector<float>(35, 0.1f));
   b.node("MatMul", {"sm", "w"}, {"y"}, "mm");
   b.output("y", {26, 3, 5});
+  // The Concat reads the transposed view in place; a Softmax of it reads a gathered copy.
+  b.node("Softmax", {"t"}, {"st"}, "softmax_t");
+  b.output("st", {13, 3, 7});
   for (const char* precision : {"fp32", "tf32", "fp16", "bf16"}) {
     SCOPED_TRACE(precision);
     auto built = build(b, precision);
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     EXPECT_GT(blob.cubin().size(), 1000u);
-    EXPECT_GE(blob.kernels().size(), 4u);
+    // The fused elementwise run, the Concat, two Softmaxes and the gather.
+    EXPECT_GE(blob.kernels().size(), 5u);
   }
 }
 

@@ -467,6 +467,25 @@ TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
                     c.residual = ref(Space::Scratch, 0, 0, 16);
                   }),
                   "residual needs 32 bytes");
+  // y written with a channel pitch of 3 (into channels 0-1 of a 3-channel tensor): 4 pixels, the
+  // last one's 2 channels at elements 9 and 10, so 11 elements (44 bytes) are needed.
+  expect_rejected(with_conv([](ConvStep& c) { c.y_channel_stride = 1; }),
+                  "y channel stride 1 for K=2");
+  expect_rejected(with_conv([](ConvStep& c) { c.y_channel_stride = 3; }),
+                  "steps[0] y needs 44 bytes");
+  {
+    EngineDescription pitched = with_conv([](ConvStep& c) {
+      c.y_channel_stride = 3;
+      c.y = ref(Space::Scratch, 0, 0, 44);
+    });
+    auto written = write_engine_blob(pitched);
+    ASSERT_TRUE(written.ok());
+    ASSERT_TRUE(parse(*written).ok()) << parse(*written).to_string();
+    Aligned p(*written);
+    auto described = describe_engine_json(p.span());
+    ASSERT_TRUE(described.ok()) << described.status().to_string();
+    EXPECT_NE(described->find("(channel pitch 3)"), std::string::npos) << *described;
+  }
   // 2^24 in each of N, H, W, C: the product overflows 2^64 and must be caught, not wrapped.
   expect_rejected(with_conv([](ConvStep& c) {
                     c.n = c.in_h = c.in_w = c.c = int64_t{1} << 24;

@@ -418,6 +418,36 @@ TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {
   compare(b, {random({2, 16, 5, 4})});
 }
 
+// Three convolutions joined on channels, read by nothing else: each writes its channels straight
+// into the Concat's output (in fp32 and fp16; bf16 engines store the two in different dtypes and
+// keep the Concat kernel), which a convolution and a max-pool then read.
+TEST_F(GpuTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcat) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 16, 7, 6});
+  b.initializer("w9", {8, 16, 1, 1}, floats(8 * 16, 0.5f));
+  b.initializer("b9", {8}, floats(8));
+  b.node("Conv", {"x", "w9", "b9"}, {"c9"}, "c9");
+  b.node("Relu", {"c9"}, {"r9"}, "r9");
+  b.initializer("w10", {8, 16, 3, 3}, floats(8 * 16 * 9, 0.5f));
+  auto& c10 = b.node("Conv", {"x", "w10"}, {"c10"}, "c10");
+  OnnxBuilder::attr_ints(c10, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c10"}, {"r10"}, "r10");
+  b.initializer("w12", {16, 16, 3, 3}, floats(16 * 16 * 9, 0.5f));
+  b.initializer("b12", {16}, floats(16));
+  auto& c12 = b.node("Conv", {"x", "w12", "b12"}, {"c12"}, "c12");
+  OnnxBuilder::attr_ints(c12, "pads", {1, 1, 1, 1});
+  auto& cat = b.node("Concat", {"r9", "r10", "c12"}, {"cat"}, "fire_concat");  // 32 channels
+  OnnxBuilder::attr_int(cat, "axis", 1);
+  b.initializer("w11", {8, 32, 1, 1}, floats(8 * 32, 0.5f));
+  b.node("Conv", {"cat", "w11"}, {"fire"}, "c11");
+  b.output("fire", {2, 8, 7, 6});
+  auto& pool = b.node("MaxPool", {"cat"}, {"pooled"}, "pool");
+  OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+  OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+  b.output("pooled", {2, 32, 3, 3});
+  compare(b, {random({2, 16, 7, 6})});
+}
+
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {
   OnnxBuilder b(20);
   b.input("x", {3, 7, 13});
@@ -486,6 +516,30 @@ TEST_F(GpuTest, TransposeConcatAndViews) {
   b.output("y", {14, 20});
   b.output("t", {2, 7, 5, 3});
   compare(b, {random({2, 3, 5, 7})});
+}
+
+// Concat reads views in place: a Slice that starts two elements in (an offset and strides), a
+// Transpose (strides) and a Split's halves swapped, against the CPU path. GPT-2's TorchScript export concatenates
+// views like these.
+TEST_F(GpuTest, ConcatOfViewsReadsThemInPlace) {
+  OnnxBuilder b(17);
+  b.input("x", {3, 6, 10});
+  b.initializer_int64("split", {2}, {3, 7});
+  b.initializer_int64("starts", {1}, {2});
+  b.initializer_int64("ends", {1}, {5});
+  b.initializer_int64("axes", {1}, {2});
+  auto& t = b.node("Transpose", {"x"}, {"t"}, "t");
+  OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});                      // [3, 10, 6]
+  b.node("Slice", {"x", "starts", "ends", "axes"}, {"s"}, "slice");  // [3, 6, 3]
+  auto& split = b.node("Split", {"x", "split"}, {"a", "c"}, "split");
+  OnnxBuilder::attr_int(split, "axis", 2);  // [3, 6, 3] and [3, 6, 7]
+  auto& cat = b.node("Concat", {"t", "t"}, {"y"}, "cat");  // [3, 20, 6]
+  OnnxBuilder::attr_int(cat, "axis", 1);
+  auto& cat2 = b.node("Concat", {"c", "s", "a"}, {"z"}, "cat2");  // [3, 6, 13]
+  OnnxBuilder::attr_int(cat2, "axis", -1);
+  b.output("y", {3, 20, 6});
+  b.output("z", {3, 6, 13});
+  compare(b, {random({3, 6, 10})});
 }
 
 TEST_F(GpuTest, ReshapeOfAnInputIsAView) {

@@ -1,19 +1,32 @@
-// Concat on the GPU: one kernel walks the output in the order it is stored and reads each element
-// from the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
-// through that input's strides. So inputs stored channels-last (convolution outputs) are read
-// where they are, with no conversion kernel before the Concat. When every non-constant input is
-// channels-last (SqueezeNet's Fire modules join two convolutions on the channel axis), the output
-// is stored channels-last too, so the convolution reading it needs no conversion either.
+// Concat on the GPU, in one of two ways:
+// - written in place: when every input is a cuDNN convolution's channels-last result read by
+//   nothing else and the Concat joins them on channels (SqueezeNet's Fire modules), each
+//   convolution writes its channels straight into the output, with the output's channel pitch,
+//   and the Concat is no step at all (BATON_CONCAT=kernel turns this off, for measuring);
+// - otherwise one kernel walks the output in the order it is stored and reads each element from
+//   the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
+//   through that input's strides: channels-last inputs and views (Transpose, Slice, Split) are
+//   read where they are, with no copy before the Concat. When every non-constant input is
+//   channels-last, the output is stored channels-last too, so a convolution reading it needs no
+//   conversion either.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <set>
+#include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "ops/shape.h"
 
 namespace baton::cuda {
 namespace {
+
+bool in_place_concat() {
+  const char* env = std::getenv("BATON_CONCAT");
+  return env == nullptr || std::string_view(env) != "kernel";
+}
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   // One pointer per input plus the output, within a kernel step's operand limit.
@@ -38,6 +51,25 @@ Status lower(Lowering& ctx, int index) {
     }
   }
   if (channels_last && any_activation) ctx.set_channels_last(out);  // not for a binding
+
+  // Convolutions joined on channels (SqueezeNet's Fire modules) write their channels straight into
+  // the output, with its channel pitch: no step at all for the Concat.
+  std::set<int> distinct(n.inputs.begin(), n.inputs.end());
+  bool in_place = rank == 4 && axis == 1 && ctx.channels_last(out) && !ctx.is_binding(out) &&
+                  distinct.size() == n.inputs.size() && in_place_concat();
+  int64_t channel = 0;
+  for (int v : n.inputs) {
+    in_place = in_place && ctx.can_write_channels_into(v, out, channel);
+    channel += ctx.value(v).sizes[1];
+  }
+  if (in_place) {
+    channel = 0;
+    for (int v : n.inputs) {
+      ctx.write_channels_into(v, out, channel);
+      channel += ctx.value(v).sizes[1];
+    }
+    return Status();
+  }
 
   // The output's dimensions in storage order (N, H, W, C when channels-last), and each input's
   // sizes and strides in that order.
@@ -91,9 +123,8 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-// Layout-aware: reads channels-last inputs through Lowering::strides_of. Strided views still
-// arrive as row-major copies: the kernel reads through any strides, but reading views in place
-// has not yet passed on a GPU (a first version added the view's offset twice).
-const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, false};
+// Layout-aware and strided: reads channels-last inputs and views (Transpose, Slice, Split) where
+// they are, through Lowering::strides_of, with no copy before the Concat.
+const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, true};
 
 }  // namespace baton::cuda
