@@ -335,10 +335,10 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   EXPECT_GT(relu, 0u);
 }
 
-// SqueezeNet (small configuration, dynamo export): each Fire module's two convolutions write their
-// channels straight into the Concat's channels-last output, the first at channel 0 and the second
-// after it, both with the output's channel pitch; there is no Concat step, and the next step (a
-// convolution or a max-pool) reads the output where they wrote it.
+// SqueezeNet (small configuration, dynamo export) with BATON_CONCAT=in-place: each Fire module's two
+// convolutions write their channels straight into the Concat's channels-last output, the first at
+// channel 0 and the second after it, both with the output's channel pitch; there is no Concat
+// step, and the next step (a convolution or a max-pool) reads the output where they wrote it.
 TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
   const std::string path = real_model("dynamo18_squeezenet");
   auto graph = import_model(path);
@@ -349,7 +349,9 @@ TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
     const size_t elem = std::string_view(precision) == "fp32" ? 4 : 2;
+    setenv("BATON_CONCAT", "in-place", 1);
     auto built = build_bytes(read_file(path), precision);
+    unsetenv("BATON_CONCAT");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     ASSERT_EQ(built->blobs.size(), 1u);
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
@@ -388,7 +390,7 @@ TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
   }
 }
 
-// With BATON_CONCAT=kernel, each Fire module's Concat is one kernel that reads the two
+// By default, each Fire module's Concat is one kernel that reads the two
 // convolutions' channels-last outputs where cuDNN wrote them, and the next convolution reads the
 // Concat's output as it is (stored channels-last): no layout conversion around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
@@ -403,9 +405,7 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
   };
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
-    setenv("BATON_CONCAT", "kernel", 1);
     auto built = build_bytes(read_file(path), precision);
-    unsetenv("BATON_CONCAT");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     ASSERT_EQ(built->blobs.size(), 1u);
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);

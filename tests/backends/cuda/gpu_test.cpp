@@ -418,9 +418,10 @@ TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {
   compare(b, {random({2, 16, 5, 4})});
 }
 
-// Three convolutions joined on channels, read by nothing else: each writes its channels straight
-// into the Concat's output (in fp32 and fp16; bf16 engines store the two in different dtypes and
-// keep the Concat kernel), which a convolution and a max-pool then read.
+// Three convolutions joined on channels, read by nothing else, which a convolution and a max-pool
+// then read: through the Concat kernel (the default) and with BATON_CONCAT=in-place, where each
+// convolution writes its channels straight into the Concat's output (in fp32 and fp16; bf16
+// engines store the two in different dtypes and keep the Concat kernel).
 TEST_F(GpuTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcat) {
   OnnxBuilder b(17);
   b.input("x", {2, 16, 7, 6});
@@ -445,7 +446,11 @@ TEST_F(GpuTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcat) {
   OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
   OnnxBuilder::attr_ints(pool, "strides", {2, 2});
   b.output("pooled", {2, 32, 3, 3});
-  compare(b, {random({2, 16, 7, 6})});
+  const Tensor x = random({2, 16, 7, 6});
+  compare(b, {x});
+  setenv("BATON_CONCAT", "in-place", 1);
+  compare(b, {x});
+  unsetenv("BATON_CONCAT");
 }
 
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {

@@ -1,14 +1,17 @@
 // Concat on the GPU, in one of two ways:
-// - written in place: when every input is a cuDNN convolution's channels-last result read by
-//   nothing else and the Concat joins them on channels (SqueezeNet's Fire modules), each
-//   convolution writes its channels straight into the output, with the output's channel pitch,
-//   and the Concat is no step at all (BATON_CONCAT=kernel turns this off, for measuring);
-// - otherwise one kernel walks the output in the order it is stored and reads each element from
+// - by default, one kernel walks the output in the order it is stored and reads each element from
 //   the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
 //   through that input's strides: channels-last inputs and views (Transpose, Slice, Split) are
 //   read where they are, with no copy before the Concat. When every non-constant input is
 //   channels-last, the output is stored channels-last too, so a convolution reading it needs no
-//   conversion either.
+//   conversion either;
+// - with BATON_CONCAT=in-place at compile time, when every input is a cuDNN convolution's
+//   channels-last result read by nothing else and the Concat joins them on channels (SqueezeNet's
+//   Fire modules), each convolution writes its channels straight into the output with the
+//   output's channel pitch, and the Concat is no step at all. Not the default because it is
+//   slower: cuDNN 9.19 writes a pitched output through a packed one plus its own slice-copy
+//   kernels (nhwcSliceCKernel, two per convolution), which cost more than the one Concat kernel
+//   (SqueezeNet 1.1 fp16 on an H100: 0.20 against 0.17 ms, bench/RESULTS.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,7 +28,7 @@ namespace {
 
 bool in_place_concat() {
   const char* env = std::getenv("BATON_CONCAT");
-  return env == nullptr || std::string_view(env) != "kernel";
+  return env != nullptr && std::string_view(env) == "in-place";
 }
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
@@ -52,8 +55,8 @@ Status lower(Lowering& ctx, int index) {
   }
   if (channels_last && any_activation) ctx.set_channels_last(out);  // not for a binding
 
-  // Convolutions joined on channels (SqueezeNet's Fire modules) write their channels straight into
-  // the output, with its channel pitch: no step at all for the Concat.
+  // In place (BATON_CONCAT=in-place): convolutions joined on channels write their channels straight
+  // into the output, with its channel pitch; no step at all for the Concat.
   std::set<int> distinct(n.inputs.begin(), n.inputs.end());
   bool in_place = rank == 4 && axis == 1 && ctx.channels_last(out) && !ctx.is_binding(out) &&
                   distinct.size() == n.inputs.size() && in_place_concat();
