@@ -530,6 +530,55 @@ TEST(EngineBuilderTest, ConcatReadsViewsInPlace) {
   }
 }
 
+// A large GEMM with N not a multiple of 8 (a vocabulary projection) writes rows padded to a
+// multiple of 8 (cuBLASLt's fast kernels need aligned rows): its B and bias are padded with zeros,
+// the result is a view of the first N of each row, gathered into the partition output and read in
+// place by the elementwise kernel after it. A small one keeps its N.
+TEST(EngineBuilderTest, LargeGemmsWithAnOddNWritePaddedRows) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 64, 256});
+  b.initializer("w", {256, 1001}, std::vector<float>(256 * 1001, 0.01f));
+  b.initializer("bias", {1001}, std::vector<float>(1001, 0.5f));
+  b.node("MatMul", {"x", "w"}, {"mm"}, "mm");
+  b.node("Add", {"mm", "bias"}, {"y"}, "bias");
+  b.node("Sigmoid", {"y"}, {"z"}, "sigmoid");
+  b.output("y", {2, 64, 1001});
+  b.output("z", {2, 64, 1001});
+  b.input("s", {4, 16});
+  b.initializer("ws", {16, 13}, std::vector<float>(16 * 13, 0.25f));
+  b.node("MatMul", {"s", "ws"}, {"small"}, "small");
+  b.output("small", {4, 13});
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build(b, precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    std::vector<cuda::GemmStep> gemms;
+    size_t kernels = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) gemms.push_back(r.gemm);
+      kernels += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel);
+    }
+    ASSERT_EQ(gemms.size(), 2u);
+    if (gemms[0].n != 128) std::swap(gemms[0], gemms[1]);  // the large one first
+    // cuBLASLt's m is our N.
+    EXPECT_EQ(gemms[0].m, 1008);
+    EXPECT_EQ(gemms[0].n, 128);
+    EXPECT_EQ(gemms[0].lda, 1008);
+    EXPECT_EQ(gemms[0].ldd, 1008);
+    EXPECT_EQ(gemms[0].a.bytes, 256u * 1008u * (std::string_view(precision) == "fp32" ? 4 : 2));
+    EXPECT_EQ(gemms[0].epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::Bias));
+    EXPECT_EQ(gemms[0].bias.bytes, 1008u * 4u);
+    EXPECT_EQ(gemms[0].d.space, static_cast<uint32_t>(cuda::Space::Scratch));
+    // The small one: 4 x 13 x 16 multiply-adds, written straight into its output.
+    EXPECT_EQ(gemms[1].m, 13);
+    EXPECT_EQ(gemms[1].ldd, 13);
+    EXPECT_EQ(gemms[1].d.space, static_cast<uint32_t>(cuda::Space::Binding));
+    // The gather into y and the sigmoid reading the padded rows into z (plus casts in fp16).
+    EXPECT_GE(kernels, 2u);
+  }
+}
+
 // A residual Add before a LayerNormalization becomes one AddLayerNorm kernel.
 TEST(EngineBuilderTest, AddAndLayerNormBecomeOneKernel) {
   OnnxBuilder b(17);

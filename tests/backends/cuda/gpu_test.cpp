@@ -547,6 +547,28 @@ TEST_F(GpuTest, ConcatOfViewsReadsThemInPlace) {
   compare(b, {random({3, 6, 10})});
 }
 
+// A large GEMM with N = 1001 writes rows padded to 1008 (cuBLASLt's fast kernels need aligned
+// rows): the first 1001 of each row are gathered into the output and read in place by a Sigmoid;
+// a Gemm with transB reads its padded B the other way round.
+TEST_F(GpuTest, LargeGemmsWithAnOddNMatchTheCpuPath) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 64, 256});
+  b.initializer("w", {256, 1001}, floats(256 * 1001, 0.1f));
+  b.initializer("bias", {1001}, floats(1001));
+  b.node("MatMul", {"x", "w"}, {"mm"}, "mm");
+  b.node("Add", {"mm", "bias"}, {"y"}, "bias");
+  b.node("Sigmoid", {"y"}, {"z"}, "sigmoid");
+  b.output("y", {2, 64, 1001});
+  b.output("z", {2, 64, 1001});
+  b.input("g", {128, 256});
+  b.initializer("wt", {1001, 256}, floats(1001 * 256, 0.1f));
+  b.initializer("c", {1001}, floats(1001));
+  auto& gemm = b.node("Gemm", {"g", "wt", "c"}, {"t"}, "gemm_t");
+  OnnxBuilder::attr_int(gemm, "transB", 1);
+  b.output("t", {128, 1001});
+  compare(b, {random({2, 64, 256}), random({128, 256})});
+}
+
 TEST_F(GpuTest, ReshapeOfAnInputIsAView) {
   OnnxBuilder b;
   b.input("x", {6, 10});

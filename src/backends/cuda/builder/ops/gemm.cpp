@@ -1,6 +1,12 @@
 // Gemm, MatMul and Baton's Linear on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C
 // vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
 // tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values.
+//
+// A large GEMM whose N is not a multiple of 8 (GPT-2's vocabulary projection: N = 50257) gets its
+// constant B and bias padded with zero columns to the next multiple of 8 and writes a result with
+// that row pitch: cuBLASLt's fast kernels need 16-byte-aligned rows, and without them it falls
+// back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100, bench/RESULTS.md). The
+// result is a view of the padded rows; a partition output is gathered into the caller's buffer.
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
 #include "ops/shape.h"
@@ -35,6 +41,27 @@ bool supports_gemm(const compiler::Graph& graph, const compiler::IrNode& node) {
 bool supports_linear(const compiler::Graph& graph, const compiler::IrNode& node) {
   if (!float_tensors_only(graph, node) || node.outputs.size() != 1) return false;
   return node.inputs.size() < 3 || node.inputs[2] < 0 || graph.values[node.inputs[2]].constant;
+}
+
+// N's padding: to a multiple of 8 elements, for GEMMs of at least 2^24 multiply-adds (below that,
+// the gather a padded partition output needs costs about what the padding saves).
+constexpr int64_t kPadMultiple = 8;
+constexpr int64_t kPadMinMacs = int64_t{1} << 24;
+
+// B [K, N] (or [N, K] when transposed) with zero columns (rows) added up to `np`.
+std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t nn, int64_t np,
+                               bool transposed) {
+  std::vector<float> out(static_cast<size_t>(k * np), 0.0f);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < nn; ++j) {
+      if (transposed) {
+        out[static_cast<size_t>(j * k + i)] = b[static_cast<size_t>(j * k + i)];
+      } else {
+        out[static_cast<size_t>(i * np + j)] = b[static_cast<size_t>(i * nn + j)];
+      }
+    }
+  }
+  return out;
 }
 
 Status lower(Lowering& ctx, int index) {
@@ -138,13 +165,27 @@ Status lower(Lowering& ctx, int index) {
   const bool direct = ctx.dtype_of(out) == DType::Float32 || ctx.dtype_of(out) == operand;
   if (!direct) out = ctx.new_scratch(DType::Float32, ctx.value(result).sizes);
   const DType d_dtype = ctx.dtype_of(out);
+  // Pad N (see the top of this file): a constant B, one batch, no C matrix, the result written
+  // as cuBLASLt computes it.
+  const int64_t np = (nn + kPadMultiple - 1) / kPadMultiple * kPadMultiple;
+  const bool pad = np != nn && ctx.is_constant(b) && batch == 1 && c_matrix < 0 && direct &&
+                   m * nn * k >= kPadMinMacs;
+  const int64_t ldn = pad ? np : nn;
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(a, operand));
-  BATON_ASSIGN_OR_RETURN(const int b_val, ctx.ensure(b, operand));
+  int b_op = -1, d = out;
+  if (pad) {
+    b_op = ctx.add_weights(pad_columns(ctx.constant_floats(b), k, nn, np, tb), operand,
+                           tb ? std::vector<int64_t>{np, k} : std::vector<int64_t>{k, np});
+    if (has_bias) bias.resize(static_cast<size_t>(np), 0.0f);
+    d = ctx.new_scratch(d_dtype, {m, np});
+  } else {
+    BATON_ASSIGN_OR_RETURN(b_op, ctx.ensure(b, operand));
+  }
   int c_val = -1;
   if (c_matrix >= 0) {
     BATON_ASSIGN_OR_RETURN(c_val, ctx.ensure(c_matrix, d_dtype));
   }
-  const int bias_val = has_bias ? ctx.add_weights(bias, d_dtype, {nn}) : -1;
+  const int bias_val = has_bias ? ctx.add_weights(bias, d_dtype, {ldn}) : -1;
 
   // Row-major Y[M, N] = A'[M, K] B'[K, N] is column-major Y^T[N, M] = B'^T A'^T: cuBLASLt's A
   // is our B, its B is our A, and its m, n are our N, M. The bias runs along cuBLASLt's rows.
@@ -160,20 +201,28 @@ Status lower(Lowering& ctx, int index) {
   gs.has_c = c_val >= 0 ? 1 : 0;
   gs.compute = static_cast<uint8_t>(ctx.target().precision);
   gs.batch = static_cast<uint32_t>(batch);
-  gs.m = nn;
+  gs.m = ldn;
   gs.n = m;
   gs.k = k;
-  gs.lda = tb ? k : nn;
+  gs.lda = tb ? k : ldn;
   gs.ldb = ta ? m : k;
-  gs.ldc = nn;
-  gs.ldd = nn;
+  gs.ldc = ldn;
+  gs.ldd = ldn;
   gs.stride_a = stride_b;
   gs.stride_b = stride_a;
   gs.stride_c = batch > 1 ? m * nn : 0;
   gs.stride_d = batch > 1 ? m * nn : 0;
   gs.alpha = alpha;
   gs.beta = c_val >= 0 ? c_beta : 0.0f;
-  ctx.add_gemm(gs, {b_val, a_val, c_val, out, bias_val});
+  ctx.add_gemm(gs, {b_op, a_val, c_val, d, bias_val});
+  if (pad) {
+    // The result: the first N of each padded row.
+    const std::vector<int64_t>& sizes = ctx.value(out).sizes;
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t i = sizes.size() - 1; i-- > 0;)
+      strides[i] = (i + 2 == sizes.size() ? np : strides[i + 1] * sizes[i + 1]);
+    ctx.view(out, d, std::move(strides), 0);
+  }
   if (!direct) ctx.add_cast(out, result, ctx.dtype_of(result));
   return Status();
 }
