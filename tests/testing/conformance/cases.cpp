@@ -925,6 +925,10 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
       make("LayerNormalization", "[7, 9] no bias", {in({7, 9}), in({9})}, {{"epsilon", eps}}));
   out.push_back(make("LayerNormalization", "[5, 7] narrow rows, constant scale",
                      {in({5, 7}), constant(in({7})), constant(in({7}))}));
+  // Many rows (at least 1024): a warp per row, four to a block, the last block partly empty.
+  out.push_back(make("LayerNormalization", "[3, 367, 24] many narrow rows (a warp each)",
+                     {in({3, 367, 24}), constant(in({24})), constant(in({24}))},
+                     {{"epsilon", eps}}));
   out.push_back(make("LayerNormalization", "[3, 3000] wide rows",
                      {in({3, 3000}), constant(in({3000})), constant(in({3000}))},
                      {{"epsilon", eps}}));
@@ -944,6 +948,11 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
                                 {in({4, 12}), in({4, 12}), in({12})}, {{"epsilon", eps}}));
   with_sum.outputs = 2;
   out.push_back(with_sum);
+  Case many_sum = baton_op(make("AddLayerNorm", "[1030, 40] with Sum, many rows (a warp each)",
+                                {in({1030, 40}), in({1030, 40}), in({40}), in({40})},
+                                {{"epsilon", eps}}));
+  many_sum.outputs = 2;
+  out.push_back(many_sum);
   Case wide_sum =
       baton_op(make("AddLayerNorm", "[3, 2000] with Sum, wide rows",
                     {in({3, 2000}), in({3, 2000}), constant(in({2000})), constant(in({2000}))}));
