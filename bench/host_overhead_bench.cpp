@@ -71,9 +71,12 @@ int main(int argc, char** argv) {
   }
   int iterations = 5000, warmup = 500;
   for (int i = 2; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
-    else fail(std::string("unknown option ") + argv[i]);
+    if (std::strcmp(argv[i], "--iterations") == 0)
+      iterations = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--warmup") == 0)
+      warmup = std::atoi(argv[i + 1]);
+    else
+      fail(std::string("unknown option ") + argv[i]);
   }
   if (iterations < 1 || warmup < 0) fail("--iterations must be at least 1, --warmup at least 0");
   baton::register_builtins();
@@ -94,7 +97,8 @@ int main(int argc, char** argv) {
     if (!host.ok()) fail(host.status().to_string());
     if (info.dtype != baton::DType::Float32) fail("this benchmark feeds float32 inputs only");
     for (int64_t k = 0; k < host->numel(); ++k) host->data_as<float>()[k] = 1.0f;
-    auto t = baton::runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, gpu);
+    auto t =
+        baton::runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, gpu);
     if (!t.ok()) fail(t.status().to_string());
     check(baton::runtime::copy_tensor(t->view(), host->view()));
     check(m.bind_input(i, t->view()));
@@ -102,7 +106,8 @@ int main(int argc, char** argv) {
   }
   for (size_t i = 0; i < m.num_outputs(); ++i) {
     const auto info = m.output_info(i);
-    auto t = baton::runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, gpu);
+    auto t =
+        baton::runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, gpu);
     if (!t.ok()) fail(t.status().to_string());
     check(m.bind_output(i, t->view()));
     buffers.push_back(std::move(*t));

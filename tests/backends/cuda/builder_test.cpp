@@ -335,9 +335,9 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   EXPECT_GT(relu, 0u);
 }
 
-// SqueezeNet (small configuration, dynamo export) with BATON_CONCAT=in-place: each Fire module's two
-// convolutions write their channels straight into the Concat's channels-last output, the first at
-// channel 0 and the second after it, both with the output's channel pitch; there is no Concat
+// SqueezeNet (small configuration, dynamo export) with BATON_CONCAT=in-place: each Fire module's
+// two convolutions write their channels straight into the Concat's channels-last output, the first
+// at channel 0 and the second after it, both with the output's channel pitch; there is no Concat
 // step, and the next step (a convolution or a max-pool) reads the output where they wrote it.
 TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
   const std::string path = real_model("dynamo18_squeezenet");
@@ -377,9 +377,9 @@ TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
       EXPECT_EQ(second.conv.y_channel_stride, r.conv.y_channel_stride);
       ASSERT_LT(i + 2, steps.size());
       const cuda::StepRecord& next = steps[i + 2];
-      const cuda::BufferRef& x =
-          next.kind == static_cast<uint32_t>(cuda::StepKind::Conv) ? next.conv.x
-                                                                   : next.kernel.operands[0];
+      const cuda::BufferRef& x = next.kind == static_cast<uint32_t>(cuda::StepKind::Conv)
+                                     ? next.conv.x
+                                     : next.kernel.operands[0];
       EXPECT_EQ(x.space, r.conv.y.space);
       EXPECT_EQ(x.offset, r.conv.y.offset) << "step " << i + 2 << " does not read the join";
       EXPECT_EQ(x.bytes, static_cast<uint64_t>(r.conv.n * r.conv.out_h * r.conv.out_w *
@@ -503,7 +503,7 @@ TEST(EngineBuilderTest, ConcatReadsViewsInPlace) {
   OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});  // [4, 8, 6]
   auto& t2 = b.node("Transpose", {"t"}, {"t2"}, "t2");
   OnnxBuilder::attr_ints(t2, "perm", {0, 2, 1});  // [4, 6, 8] through a double view
-  b.node("Slice", {"x", "starts", "ends", "axes"}, {"s"}, "slice");  // [4, 4, 8], one row in
+  b.node("Slice", {"x", "starts", "ends", "axes"}, {"s"}, "slice");    // [4, 4, 8], one row in
   auto& split = b.node("Split", {"x", "split"}, {"a", "c"}, "split");  // [4, 6, 4] each
   OnnxBuilder::attr_int(split, "axis", 2);
   auto& cat = b.node("Concat", {"s", "t2"}, {"y"}, "cat");  // [4, 10, 8]

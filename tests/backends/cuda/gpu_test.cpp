@@ -524,8 +524,8 @@ TEST_F(GpuTest, TransposeConcatAndViews) {
 }
 
 // Concat reads views in place: a Slice that starts two elements in (an offset and strides), a
-// Transpose (strides) and a Split's halves swapped, against the CPU path. GPT-2's TorchScript export concatenates
-// views like these.
+// Transpose (strides) and a Split's halves swapped, against the CPU path. GPT-2's TorchScript
+// export concatenates views like these.
 TEST_F(GpuTest, ConcatOfViewsReadsThemInPlace) {
   OnnxBuilder b(17);
   b.input("x", {3, 6, 10});
@@ -537,7 +537,7 @@ TEST_F(GpuTest, ConcatOfViewsReadsThemInPlace) {
   OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});                      // [3, 10, 6]
   b.node("Slice", {"x", "starts", "ends", "axes"}, {"s"}, "slice");  // [3, 6, 3]
   auto& split = b.node("Split", {"x", "split"}, {"a", "c"}, "split");
-  OnnxBuilder::attr_int(split, "axis", 2);  // [3, 6, 3] and [3, 6, 7]
+  OnnxBuilder::attr_int(split, "axis", 2);                 // [3, 6, 3] and [3, 6, 7]
   auto& cat = b.node("Concat", {"t", "t"}, {"y"}, "cat");  // [3, 20, 6]
   OnnxBuilder::attr_int(cat, "axis", 1);
   auto& cat2 = b.node("Concat", {"c", "s", "a"}, {"z"}, "cat2");  // [3, 6, 13]

@@ -948,9 +948,9 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
                                 {in({4, 12}), in({4, 12}), in({12})}, {{"epsilon", eps}}));
   with_sum.outputs = 2;
   out.push_back(with_sum);
-  Case many_sum = baton_op(make("AddLayerNorm", "[1030, 40] with Sum, many rows (a warp each)",
-                                {in({1030, 40}), in({1030, 40}), in({40}), in({40})},
-                                {{"epsilon", eps}}));
+  Case many_sum =
+      baton_op(make("AddLayerNorm", "[1030, 40] with Sum, many rows (a warp each)",
+                    {in({1030, 40}), in({1030, 40}), in({40}), in({40})}, {{"epsilon", eps}}));
   many_sum.outputs = 2;
   out.push_back(many_sum);
   Case wide_sum =
