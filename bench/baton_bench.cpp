@@ -18,16 +18,9 @@
 #include "baton/cuda/backend.h"
 #include "baton/extension/npy.h"
 #include "baton/runtime/program.h"
+#include "quantile.h"
 
-namespace {
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
-}  // namespace
+using baton::bench::quantile;
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -29,16 +29,12 @@
 #include "baton/cuda/stream_guard.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/program.h"
+#include "quantile.h"
 
 namespace {
 
+using baton::bench::quantile;
 using Clock = std::chrono::steady_clock;
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
 
 double us_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();

@@ -231,18 +231,17 @@ class Validator {
         c.y_channel_stride == 0 || (c.y_channel_stride >= c.k && c.y_channel_stride <= kMax),
         InvalidProgram, "engine blob: {} has y channel stride {} for K={}", what,
         c.y_channel_stride, c.k);
-    if (c.y_channel_stride == 0) {
-      BATON_TRY(tensor(c.y, c.y_dtype, {c.n, c.out_h, c.out_w, c.k}, "y"));
-    } else {
-      // From the first pixel's first channel to the last pixel's K-th.
-      int64_t span = 0;
-      const bool overflow = __builtin_mul_overflow(c.n, c.out_h, &span) ||
-                            __builtin_mul_overflow(span, c.out_w, &span) ||
-                            __builtin_mul_overflow(span - 1, c.y_channel_stride, &span) ||
-                            __builtin_add_overflow(span, c.k, &span);
-      BATON_CHECK_OR_RETURN(!overflow, InvalidProgram, "engine blob: {} y is too large", what);
-      BATON_TRY(tensor(c.y, c.y_dtype, {span}, "y"));
-    }
+    // y, from the first pixel's first channel to the last pixel's K-th, pixels conv_y_pitch apart
+    // (N*H*W*K when packed).
+    int64_t span = 0;
+    const bool overflow = __builtin_mul_overflow(c.n, c.out_h, &span) ||
+                          __builtin_mul_overflow(span, c.out_w, &span) ||
+                          __builtin_mul_overflow(span - 1, conv_y_pitch(c), &span) ||
+                          __builtin_add_overflow(span, c.k, &span);
+    BATON_CHECK_OR_RETURN(!overflow, InvalidProgram,
+                          "engine blob: {} y needs more than 2^64 bytes but its range has {}", what,
+                          c.y.bytes);
+    BATON_TRY(tensor(c.y, c.y_dtype, {span}, "y"));
     if (c.has_bias) {
       BATON_CHECK_OR_RETURN(is_valid_dtype(c.bias_dtype), InvalidProgram,
                             "engine blob: {} bias dtype {}", what, c.bias_dtype);

@@ -228,6 +228,16 @@ Result<compiler::Graph> import_model(const std::string& path) {
   return compiler::import_onnx_file(path, {});
 }
 
+// How many nodes of the imported model at `path` are `op_type` (0 when it does not import).
+size_t count_nodes(const std::string& path, std::string_view op_type) {
+  auto graph = import_model(path);
+  EXPECT_TRUE(graph.ok()) << graph.status().to_string();
+  if (!graph.ok()) return 0;
+  size_t count = 0;
+  for (const compiler::IrNode& n : graph->nodes) count += n.op_type == op_type;
+  return count;
+}
+
 // ViT, BERT and GPT-2 as the dynamo exporter writes them (small configurations): in fp16, each
 // attention is one cuDNN step that reads Q, K and V where the projection GEMMs wrote them (the
 // Split, Gather, Reshape and Transpose nodes in between are views) and writes its output where
@@ -341,10 +351,7 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
 // step, and the next step (a convolution or a max-pool) reads the output where they wrote it.
 TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
   const std::string path = real_model("dynamo18_squeezenet");
-  auto graph = import_model(path);
-  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  size_t concats = 0;
-  for (const compiler::IrNode& n : graph->nodes) concats += n.op_type == "Concat";
+  const size_t concats = count_nodes(path, "Concat");
   ASSERT_GT(concats, 0u);
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
@@ -395,10 +402,7 @@ TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
 // Concat's output as it is (stored channels-last): no layout conversion around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
   const std::string path = real_model("dynamo18_squeezenet");
-  auto graph = import_model(path);
-  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  size_t concats = 0;
-  for (const compiler::IrNode& n : graph->nodes) concats += n.op_type == "Concat";
+  const size_t concats = count_nodes(path, "Concat");
   ASSERT_GT(concats, 0u);
   auto same = [](const cuda::BufferRef& a, const cuda::BufferRef& b) {
     return a.space == b.space && a.index == b.index && a.offset == b.offset;
@@ -537,13 +541,21 @@ TEST(EngineBuilderTest, ConcatReadsViewsInPlace) {
 TEST(EngineBuilderTest, LargeGemmsWithAnOddNWritePaddedRows) {
   OnnxBuilder b(17);
   b.input("x", {2, 64, 256});
-  b.initializer("w", {256, 1001}, std::vector<float>(256 * 1001, 0.01f));
+  std::vector<float> w(256 * 1001);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 997) * 0.001f + 0.001f;
+  b.initializer("w", {256, 1001}, w);
   b.initializer("bias", {1001}, std::vector<float>(1001, 0.5f));
   b.node("MatMul", {"x", "w"}, {"mm"}, "mm");
   b.node("Add", {"mm", "bias"}, {"y"}, "bias");
   b.node("Sigmoid", {"y"}, {"z"}, "sigmoid");
   b.output("y", {2, 64, 1001});
   b.output("z", {2, 64, 1001});
+  // A Gemm with transB: B is [N, K], padded with zero rows.
+  b.input("g", {128, 256});
+  b.initializer("wt", {1001, 256}, w);
+  auto& gemm = b.node("Gemm", {"g", "wt"}, {"t"}, "gemm_t");
+  OnnxBuilder::attr_int(gemm, "transB", 1);
+  b.output("t", {128, 1001});
   b.input("s", {4, 16});
   b.initializer("ws", {16, 13}, std::vector<float>(16 * 13, 0.25f));
   b.node("MatMul", {"s", "ws"}, {"small"}, "small");
@@ -559,21 +571,49 @@ TEST(EngineBuilderTest, LargeGemmsWithAnOddNWritePaddedRows) {
       if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) gemms.push_back(r.gemm);
       kernels += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel);
     }
-    ASSERT_EQ(gemms.size(), 2u);
-    if (gemms[0].n != 128) std::swap(gemms[0], gemms[1]);  // the large one first
+    ASSERT_EQ(gemms.size(), 3u);
+    // The MatMul, the Gemm (cuBLASLt's A transposed), the small one.
+    std::sort(gemms.begin(), gemms.end(), [](const cuda::GemmStep& l, const cuda::GemmStep& r) {
+      return std::make_tuple(-l.n, l.trans_a) < std::make_tuple(-r.n, r.trans_a);
+    });
+    auto weights = [&](const cuda::GemmStep& g) {
+      std::vector<float> values(g.a.bytes / 4);
+      EXPECT_EQ(g.a.space, static_cast<uint32_t>(cuda::Space::Weights));
+      EXPECT_LE(g.a.offset + g.a.bytes, blob.weights().size());
+      std::memcpy(values.data(), blob.weights().data() + g.a.offset, g.a.bytes);
+      return values;
+    };
+    const size_t elem = std::string_view(precision) == "fp32" ? 4 : 2;
     // cuBLASLt's m is our N.
     EXPECT_EQ(gemms[0].m, 1008);
     EXPECT_EQ(gemms[0].n, 128);
     EXPECT_EQ(gemms[0].lda, 1008);
     EXPECT_EQ(gemms[0].ldd, 1008);
-    EXPECT_EQ(gemms[0].a.bytes, 256u * 1008u * (std::string_view(precision) == "fp32" ? 4 : 2));
+    EXPECT_EQ(gemms[0].a.bytes, 256u * 1008u * elem);
     EXPECT_EQ(gemms[0].epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::Bias));
     EXPECT_EQ(gemms[0].bias.bytes, 1008u * 4u);
     EXPECT_EQ(gemms[0].d.space, static_cast<uint32_t>(cuda::Space::Scratch));
+    EXPECT_EQ(gemms[1].trans_a, 1);
+    EXPECT_EQ(gemms[1].m, 1008);
+    EXPECT_EQ(gemms[1].lda, 256);
+    EXPECT_EQ(gemms[1].ldd, 1008);
+    EXPECT_EQ(gemms[1].a.bytes, 1008u * 256u * elem);
+    if (elem == 4) {
+      // The padded B: each row of w then 7 zeros; for the Gemm, w's rows then 7 rows of zeros.
+      const std::vector<float> padded = weights(gemms[0]), rows = weights(gemms[1]);
+      size_t wrong = 0;
+      for (size_t i = 0; i < 256; ++i) {
+        for (size_t j = 0; j < 1008; ++j) {
+          wrong += padded[i * 1008 + j] != (j < 1001 ? w[i * 1001 + j] : 0.0f);
+          wrong += rows[j * 256 + i] != (j < 1001 ? w[j * 256 + i] : 0.0f);
+        }
+      }
+      EXPECT_EQ(wrong, 0u);
+    }
     // The small one: 4 x 13 x 16 multiply-adds, written straight into its output.
-    EXPECT_EQ(gemms[1].m, 13);
-    EXPECT_EQ(gemms[1].ldd, 13);
-    EXPECT_EQ(gemms[1].d.space, static_cast<uint32_t>(cuda::Space::Binding));
+    EXPECT_EQ(gemms[2].m, 13);
+    EXPECT_EQ(gemms[2].ldd, 13);
+    EXPECT_EQ(gemms[2].d.space, static_cast<uint32_t>(cuda::Space::Binding));
     // The gather into y and the sigmoid reading the padded rows into z (plus casts in fp16).
     EXPECT_GE(kernels, 2u);
   }

@@ -486,6 +486,10 @@ TEST(EngineFormatTest, ConvStepsAreCheckedAndDescribed) {
     ASSERT_TRUE(described.ok()) << described.status().to_string();
     EXPECT_NE(described->find("(channel pitch 3)"), std::string::npos) << *described;
   }
+  // A pitched y of 2^24 x 2^24 pixels 2^24 elements apart: its extent overflows, while x is small.
+  expect_rejected(
+      with_conv([](ConvStep& c) { c.out_h = c.out_w = c.y_channel_stride = int64_t{1} << 24; }),
+      "y needs more than 2^64");
   // 2^24 in each of N, H, W, C: the product overflows 2^64 and must be caught, not wrapped.
   expect_rejected(with_conv([](ConvStep& c) {
                     c.n = c.in_h = c.in_w = c.c = int64_t{1} << 24;

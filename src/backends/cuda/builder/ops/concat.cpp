@@ -57,20 +57,18 @@ Status lower(Lowering& ctx, int index) {
 
   // In place (BATON_CONCAT=in-place): convolutions joined on channels write their channels straight
   // into the output, with its channel pitch; no step at all for the Concat.
-  std::set<int> distinct(n.inputs.begin(), n.inputs.end());
+  const std::set<int> distinct(n.inputs.begin(), n.inputs.end());
   bool in_place = rank == 4 && axis == 1 && ctx.channels_last(out) && !ctx.is_binding(out) &&
                   distinct.size() == n.inputs.size() && in_place_concat();
-  int64_t channel = 0;
-  for (int v : n.inputs) {
+  std::vector<int64_t> first_channel;  // of each input in the output
+  for (int64_t channel = 0; int v : n.inputs) {
     in_place = in_place && ctx.can_write_channels_into(v, out, channel);
+    first_channel.push_back(channel);
     channel += ctx.value(v).sizes[1];
   }
   if (in_place) {
-    channel = 0;
-    for (int v : n.inputs) {
-      ctx.write_channels_into(v, out, channel);
-      channel += ctx.value(v).sizes[1];
-    }
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      ctx.write_channels_into(n.inputs[k], out, first_channel[k]);
     return Status();
   }
 
