@@ -124,9 +124,11 @@ template <typename C, bool = std::is_integral_v<C>>
 struct WrappingOf {
   using type = C;
 };
+// At least unsigned int: a narrower unsigned type promotes to (signed) int in arithmetic, where
+// 48830 * 48830 (int16 -16706 squared, as uint16) overflows.
 template <typename C>
 struct WrappingOf<C, true> {
-  using type = std::make_unsigned_t<C>;
+  using type = std::common_type_t<std::make_unsigned_t<C>, unsigned int>;
 };
 template <typename C>
 using Wrapping = typename WrappingOf<C>::type;

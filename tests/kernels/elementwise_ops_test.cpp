@@ -239,6 +239,17 @@ TEST(BinaryRows, PReluBroadcastsTheSlopeToX) {
   EXPECT_EQ(i.output().values<int32_t>(), (std::vector<int32_t>{-12, 5, INT_MIN}));  // wraps
 }
 
+// int16 products wrap modulo 2^16: -16706 * -16706 = 279090436 = 4258 * 2^16 + 38148, -27388 as
+// int16. Wrapped through uint16 (48830 * 48830), both operands promote to int, which overflows:
+// the wrapping type must be at least unsigned int (found by fuzz_program under UBSan).
+TEST(BinaryRows, Int16MulWraps) {
+  OpTester t("Mul");
+  t.input(make_tensor<int16_t>({3}, {-16706, 32767, -32768}))
+      .input(make_tensor<int16_t>({3}, {-16706, 32767, -32768}));
+  BATON_ASSERT_OK(t.run());
+  EXPECT_EQ(t.output().values<int16_t>(), (std::vector<int16_t>{-27388, 1, 0}));
+}
+
 // ---- Mod ----------------------------------------------------------------------------------------
 
 TEST(Mod, IntegerSignFollowsTheDivisorUnlessFmod) {

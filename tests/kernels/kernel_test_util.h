@@ -88,6 +88,7 @@ constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
   if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
   if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
   if constexpr (std::is_same_v<T, uint16_t>) return DType::Float16;  // raw 2-byte words
 }
 
