@@ -37,7 +37,8 @@ struct PassDef {
   Result<size_t> (*run)(Graph& graph);
   // The op it writes (domain, name): the pass is skipped when a target backend has no lowering
   // for it (OptimizeOptions::lowered). "LinearSplits" stands for a Linear with several outputs,
-  // which a backend lowers only if it registers a lowering under that name.
+  // which a backend lowers only if it registers a lowering under that name. Empty: the pass
+  // writes no new op (cse), and always runs.
   std::string_view produces_domain;
   std::string_view produces;
 };
@@ -60,11 +61,12 @@ Status check_pass_names(const std::vector<std::string>& names);
 Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& options);
 
 // The passes (one file each).
-Result<size_t> fold_batch_norm_into_conv(Graph& graph);  // bn_conv.cpp
-Result<size_t> recognize_gelu(Graph& graph);             // gelu.cpp
-Result<size_t> recognize_attention(Graph& graph);        // attention.cpp
-Result<size_t> fuse_matmul_add(Graph& graph);            // matmul_add.cpp
-Result<size_t> fuse_shared_input_linears(Graph& graph);  // qkv.cpp
-Result<size_t> fuse_add_layer_norm(Graph& graph);        // add_layer_norm.cpp
+Result<size_t> eliminate_common_subexpressions(Graph& graph);  // cse.cpp
+Result<size_t> fold_batch_norm_into_conv(Graph& graph);        // bn_conv.cpp
+Result<size_t> recognize_gelu(Graph& graph);                   // gelu.cpp
+Result<size_t> recognize_attention(Graph& graph);              // attention.cpp
+Result<size_t> fuse_matmul_add(Graph& graph);                  // matmul_add.cpp
+Result<size_t> fuse_shared_input_linears(Graph& graph);        // qkv.cpp
+Result<size_t> fuse_add_layer_norm(Graph& graph);              // add_layer_norm.cpp
 
 }  // namespace baton::compiler

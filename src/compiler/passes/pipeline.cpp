@@ -9,12 +9,16 @@ namespace baton::compiler {
 
 const std::vector<PassDef>& optimizer_passes() {
   static const std::vector<PassDef> passes = {
+      {"cse",
+       "nodes computing the same op on the same inputs (equal constants count as the same) -> "
+       "one node",
+       &eliminate_common_subexpressions, "", ""},
       {"bn-conv",
        "inference BatchNormalization after a Conv with constant weights -> folded into the "
        "Conv's weights and bias",
        &fold_batch_norm_into_conv, "", "Conv"},
       {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
-       "", ""},
+       "", "Gelu"},
       {"attention",
        "the exporters' scaled-dot-product attention (Mul, MatMul, mask, Softmax, Where(IsNaN), "
        "MatMul) -> baton Attention",
@@ -53,8 +57,9 @@ Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& op
     const bool disabled = !options.enabled ||
                           std::find(options.disabled.begin(), options.disabled.end(), pass.name) !=
                               options.disabled.end();
-    report.unlowered =
-        !disabled && options.lowered && !options.lowered(pass.produces_domain, pass.produces);
+    // A pass that writes no new op (cse) runs for every backend.
+    report.unlowered = !disabled && options.lowered && !pass.produces.empty() &&
+                       !options.lowered(pass.produces_domain, pass.produces);
     if (!disabled && !report.unlowered) {
       const auto start = std::chrono::steady_clock::now();
       BATON_ASSIGN_OR_RETURN(report.changed, pass.run(graph));

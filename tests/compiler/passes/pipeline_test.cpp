@@ -53,5 +53,25 @@ TEST_F(PipelineTest, TheSummaryReportsEachPassAndWhatWasDisabled) {
   EXPECT_EQ(plain->summary().kernel_calls, 2u);
 }
 
+// A target that does not lower a pass's op (here, a Linear with split outputs) skips that pass,
+// so a model it ran whole keeps running whole; the other passes still run.
+TEST_F(PipelineTest, APassWhoseOpATargetDoesNotLowerIsSkipped) {
+  OnnxBuilder b;
+  b.input("x", {3, 4});
+  float value = 0.25f;  // each its own weights (the cse pass would merge equal ones)
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string s(p);
+    b.initializer("w" + s, {4, 4}, std::vector<float>(16, value += 0.25f));
+    b.initializer("b" + s, {4}, {1.0f, 2.0f, 3.0f, 4.0f});
+    b.node("MatMul", {"x", "w" + s}, {"xw" + s}, "mm" + s);
+    b.node("Add", {"xw" + s, "b" + s}, {s}, "add" + s);
+    b.output(s, {3, 4});
+  }
+  compiler::OptimizeOptions no_splits;
+  no_splits.lowered = [](std::string_view, std::string_view op) { return op != "LinearSplits"; };
+  EXPECT_EQ(op_counts(optimized(b)).at("Linear"), 1);
+  EXPECT_EQ(op_counts(optimized(b, no_splits)).at("Linear"), 3);
+}
+
 }  // namespace
 }  // namespace baton::testing

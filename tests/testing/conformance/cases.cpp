@@ -932,6 +932,14 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   out.push_back(make("LayerNormalization", "[3, 3000] wide rows",
                      {in({3, 3000}), constant(in({3000})), constant(in({3000}))},
                      {{"epsilon", eps}}));
+  // Rows longer than the GPU keeps in registers (device/layer_norm.cuh: 8 elements a thread),
+  // read three times: under a warp (300 > 8 x 32) and under a block (9000 > 8 x 1024).
+  out.push_back(make("LayerNormalization", "[1024, 300] many rows, each read three times",
+                     {in({1024, 300}), constant(in({300})), constant(in({300}))},
+                     {{"epsilon", eps}}));
+  out.push_back(make("LayerNormalization", "[2, 9000] rows too long for registers",
+                     {in({2, 9000}), constant(in({9000})), constant(in({9000}))},
+                     {{"epsilon", eps}}));
   out.push_back(make("LayerNormalization", "[2, 3, 5, 40] axis 2, scale [5, 40], bias [40]",
                      {in({2, 3, 5, 40}), constant(in({5, 40})), constant(in({40}))},
                      {{"axis", axis2}, {"epsilon", eps}}));
@@ -958,6 +966,11 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
                     {in({3, 2000}), in({3, 2000}), constant(in({2000})), constant(in({2000}))}));
   wide_sum.outputs = 2;
   out.push_back(wide_sum);
+  Case long_sum =
+      baton_op(make("AddLayerNorm", "[2, 9000] with Sum, rows too long for registers",
+                    {in({2, 9000}), in({2, 9000}), constant(in({9000})), constant(in({9000}))}));
+  long_sum.outputs = 2;
+  out.push_back(long_sum);
   out.push_back(
       baton_op(make("AddLayerNorm", "[2, 3, 10] axis 1, constant broadcast scale",
                     {in({2, 3, 10}), in({2, 3, 10}), constant(in({1, 10})), constant(in({3, 1}))},
@@ -966,9 +979,9 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   out.push_back(baton_op(make("Linear", "[2, 3, 8] x [8, 5] + [5]",
                               {in({2, 3, 8}), constant(in({8, 5})), constant(in({5}))})));
   out.push_back(baton_op(make("Linear", "[6, 4] x [4, 3] no bias", {in({6, 4}), in({4, 3})})));
-  Case split = cpu_only(baton_op(make("Linear", "[5, 8] x [8, 9] splits [2, 3, 4]",
-                                      {in({5, 8}), constant(in({8, 9})), constant(in({9}))},
-                                      {{"splits", AttrValue::of_ints({2, 3, 4})}})));
+  Case split = baton_op(make("Linear", "[5, 8] x [8, 9] splits [2, 3, 4]",
+                             {in({5, 8}), constant(in({8, 9})), constant(in({9}))},
+                             {{"splits", AttrValue::of_ints({2, 3, 4})}}));
   split.outputs = 3;
   out.push_back(split);
   attention_cases(out);

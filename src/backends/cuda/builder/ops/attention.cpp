@@ -177,11 +177,21 @@ int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t b
 }
 
 // The Transpose reading the attention's output [B, H, Sq, Dv], when it is the output's only reader
-// and keeps Dv last ((0, 2, 1, 3) for BERT and GPT-2, (2, 0, 1, 3) for torch's
-// MultiheadAttention): the attention then writes the transposed layout itself.
-int transpose_reader(const Lowering& ctx, int y, DType dtype) {
-  const int reader = ctx.single_consumer(y);
+// (directly, or through a Reshape to the same shape that nothing else reads: TorchScript's GPT-2
+// writes one, `reshape` is then set to it) and keeps Dv last ((0, 2, 1, 3) for BERT and GPT-2,
+// (2, 0, 1, 3) for torch's MultiheadAttention): the attention then writes the transposed layout
+// itself.
+int transpose_reader(const Lowering& ctx, int y, DType dtype, int* reshape) {
+  *reshape = -1;
+  int reader = ctx.single_consumer(y);
   if (reader < 0) return -1;
+  if (const compiler::IrNode& r = ctx.node(reader);
+      r.op_type == "Reshape" && r.domain.empty() &&
+      ctx.value(r.outputs[0]).sizes == ctx.value(y).sizes) {
+    *reshape = reader;
+    reader = ctx.single_consumer(r.outputs[0]);
+    if (reader < 0) return -1;
+  }
   const compiler::IrNode& t = ctx.node(reader);
   if (t.op_type != "Transpose" || !t.domain.empty() || t.attr_ints("perm").size() != 4 ||
       t.attr_ints("perm")[3] != 3 || ctx.dtype_of(t.outputs[0]) != dtype ||
@@ -238,7 +248,8 @@ Result<bool> lower_sdpa(Lowering& ctx, int index) {
   // and then cast to Y.
   const int y = node.outputs[0];
   int o = y;
-  const int reader = r == 4 ? transpose_reader(ctx, y, dtype) : -1;
+  int reshape = -1;
+  const int reader = r == 4 ? transpose_reader(ctx, y, dtype, &reshape) : -1;
   if (reader >= 0) {
     // Y's dimension perm[i] is the transposed value's dimension i.
     const compiler::IrNode& t = ctx.node(reader);
@@ -248,6 +259,7 @@ Result<bool> lower_sdpa(Lowering& ctx, int index) {
     for (size_t i = 0; i < 4; ++i) strides[static_cast<size_t>(perm[i])] = t_strides[i];
     ctx.view(y, t.outputs[0], std::move(strides), 0);
     ctx.absorb(reader);
+    if (reshape >= 0) ctx.absorb(reshape);
   } else if (ctx.dtype_of(y) != dtype) {
     o = ctx.new_scratch(dtype, ctx.value(y).sizes);
   }

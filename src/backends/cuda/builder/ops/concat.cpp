@@ -1,4 +1,6 @@
-// Concat on the GPU, in one of two ways:
+// Concat on the GPU. A Concat of one input (TorchScript's GPT-2 writes `torch.cat` of the key
+// and of the value alone in every layer) is its input: a view, no step. Otherwise in one of two
+// ways:
 // - by default, one kernel walks the output in the order it is stored and reads each element from
 //   the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
 //   through that input's strides: channels-last inputs and views (Transpose, Slice, Split) are
@@ -42,6 +44,10 @@ Status lower(Lowering& ctx, int index) {
   const std::vector<int64_t>& s = ctx.value(out).sizes;
   const size_t rank = s.size();
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
+  if (n.inputs.size() == 1 && !ctx.is_constant(n.inputs[0])) {
+    ctx.view(out, n.inputs[0], ctx.strides_of(n.inputs[0]), 0);
+    return Status();
+  }
 
   std::vector<int> operands;
   bool channels_last = rank == 4, any_activation = false;

@@ -2,6 +2,10 @@
 // vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
 // tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values.
 //
+// A Linear with split outputs (Q, K and V fused by the qkv pass) is one GEMM into a scratch of
+// all N columns; each output is a view of its columns (a strided view: attention reads it as it
+// is, other readers get a row-major copy).
+//
 // A large GEMM whose N is not a multiple of 8 (GPT-2's vocabulary projection: N = 50257) gets its
 // constant B and bias padded with zero columns to the next multiple of 8 and writes a result with
 // that row pitch: cuBLASLt's fast kernels need 16-byte-aligned rows, and without them it falls
@@ -38,11 +42,18 @@ bool supports_gemm(const compiler::Graph& graph, const compiler::IrNode& node) {
   return true;
 }
 
-// Linear (compiler/passes/matmul_add.cpp) with one output and a constant or absent bias; the
-// split outputs of a fused Q/K/V projection are not lowered yet (they run on the CPU).
+// Linear (compiler/passes/matmul_add.cpp) with a constant or absent bias, and one output or
+// several (`splits`: a fused Q/K/V projection, compiler/passes/qkv.cpp).
 bool supports_linear(const compiler::Graph& graph, const compiler::IrNode& node) {
-  if (!float_tensors_only(graph, node) || node.outputs.size() != 1) return false;
+  if (!float_tensors_only(graph, node)) return false;
   return node.inputs.size() < 3 || node.inputs[2] < 0 || graph.values[node.inputs[2]].constant;
+}
+
+// A node that only gives its input another shape (the same row-major bytes).
+bool is_reshape(const compiler::IrNode& n) {
+  return n.domain.empty() &&
+         (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
+          n.op_type == "Unsqueeze" || n.op_type == "Identity");
 }
 
 // N's padding: to a multiple of 8 elements, for GEMMs of at least 2^24 multiply-adds (below that,
@@ -66,6 +77,7 @@ Status lower(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
   const bool gemm = n.op_type == "Gemm";
   const bool linear = n.op_type == "Linear";
+  const bool split = linear && n.outputs.size() > 1;
   const int a = n.inputs[0];
   const int b = n.inputs[1];
   const int c = (gemm || linear) && n.inputs.size() > 2 ? n.inputs[2] : -1;
@@ -96,6 +108,15 @@ Status lower(Lowering& ctx, int index) {
   }
 
   int out = n.outputs[0];
+  if (split) {
+    // One result of all N columns, in the operand dtype when every output is stored in it (fp16
+    // engines), else in float32 (what cuBLASLt writes); the outputs become views of it below.
+    bool operand_outputs = true;
+    for (int o : n.outputs) operand_outputs &= o < 0 || ctx.dtype_of(o) == ctx.operand_dtype();
+    std::vector<int64_t> sizes = ctx.value(n.outputs[0]).sizes;
+    sizes.back() = nn;
+    out = ctx.new_scratch(operand_outputs ? ctx.operand_dtype() : DType::Float32, sizes);
+  }
   std::vector<float> bias;
   bool has_bias = false;
   int c_matrix = -1;
@@ -141,7 +162,15 @@ Status lower(Lowering& ctx, int index) {
     }
   }
   GemmEpilogue epilogue = has_bias ? GemmEpilogue::Bias : GemmEpilogue::None;
-  if (const int act = ctx.single_consumer(out); act >= 0) {
+  // The activation reads the result directly or through one reshaping view that nothing else
+  // reads (TorchScript's GPT-2: Gemm, Reshape, Gelu); the GEMM then writes the activation's
+  // output, whose bytes are the same row-major values under another shape.
+  int act = split ? -1 : ctx.single_consumer(out), reshape = -1;
+  if (act >= 0 && is_reshape(ctx.node(act))) {
+    reshape = act;
+    act = ctx.single_consumer(ctx.node(act).outputs[0]);
+  }
+  if (act >= 0) {
     const compiler::IrNode& an = ctx.node(act);
     if (an.op_type == "Relu") {
       epilogue = has_bias ? GemmEpilogue::BiasRelu : GemmEpilogue::Relu;
@@ -151,7 +180,10 @@ Status lower(Lowering& ctx, int index) {
     if (epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
         epilogue == GemmEpilogue::BiasGeluTanh) {
       ctx.absorb(act);
+      if (reshape >= 0) ctx.absorb(reshape);
       out = an.outputs[0];
+    } else {
+      reshape = -1;
     }
   }
 
@@ -166,8 +198,8 @@ Status lower(Lowering& ctx, int index) {
   // Pad N (see the top of this file): a constant B, one batch, no C matrix, the result written
   // as cuBLASLt computes it.
   const int64_t np = (nn + kPadMultiple - 1) / kPadMultiple * kPadMultiple;
-  const bool pad = np != nn && ctx.is_constant(b) && batch == 1 && c_matrix < 0 && direct &&
-                   m * nn * k >= kPadMinMacs;
+  const bool pad = !split && reshape < 0 && np != nn && ctx.is_constant(b) && batch == 1 &&
+                   c_matrix < 0 && direct && m * nn * k >= kPadMinMacs;
   const int64_t ldn = pad ? np : nn;
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(a, operand));
   int b_op = -1, d = out;
@@ -220,6 +252,16 @@ Status lower(Lowering& ctx, int index) {
     for (size_t i = sizes.size() - 1; i-- > 0;)
       strides[i] = (i + 2 == sizes.size() ? np : strides[i + 1] * sizes[i + 1]);
     ctx.view(out, d, std::move(strides), 0);
+  }
+  if (split) {
+    // Output i: columns [first, first + splits[i]) of every row.
+    const std::vector<int64_t>& splits = n.attr_ints("splits");
+    int64_t first = 0;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i] >= 0) ctx.view(n.outputs[i], d, ctx.strides_of(d), first);
+      first += splits[i];
+    }
+    return Status();
   }
   if (!direct) ctx.add_cast(out, result, ctx.dtype_of(result));
   return Status();
