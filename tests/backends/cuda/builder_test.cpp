@@ -296,8 +296,9 @@ size_t kernels_named(const cuda::EngineBlob& blob, std::string_view what) {
 // BERT and GPT-2 as the TorchScript exporter writes them (small configurations, two layers) repeat
 // work in every layer that the engine does once or not at all: BERT's mask becomes an additive
 // bias through a Where with each layer's own constants (the cse pass merges them, so one where
-// kernel and one cuDNN bias are made for both layers), and GPT-2 writes a Concat of the key and
-// of the value alone in every layer (views: no kernel).
+// kernel and one cuDNN bias are made for both layers); GPT-2 writes a Concat of the key and of
+// the value alone in every layer (views: no kernel), and a Reshape between each GEMM and its GELU
+// and between each attention and its Transpose (seen through: no GELU or gather kernel).
 TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
   const std::vector<compiler::InputShape> shapes = {{"input_ids", {1, 16}},
                                                     {"attention_mask", {1, 16}}};
@@ -325,7 +326,23 @@ TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
   auto built = build_bytes(read_file(gpt2_path), "fp16", 0, shapes);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   ASSERT_EQ(built->blobs.size(), 1u);
-  EXPECT_EQ(kernels_named(parse_blob(built->blobs[0]), "concat"), 0u);
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  EXPECT_EQ(kernels_named(blob, "concat"), 0u);
+  // Its MLP's Gemm, Reshape, tanh-Gelu: the GELU is the GEMM's epilogue (no elementwise kernel).
+  size_t gelu_epilogues = 0;
+  for (const cuda::StepRecord& r : blob.steps()) {
+    gelu_epilogues += r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm) &&
+                      r.gemm.epilogue == static_cast<uint8_t>(cuda::GemmEpilogue::BiasGeluTanh);
+  }
+  EXPECT_EQ(gelu_epilogues, 2u);
+  EXPECT_EQ(kernels_named(blob, "fused"), 0u);
+  // The attention, Reshape (same shape), Transpose: the attention writes the transposed layout,
+  // and the output projection reads it with no gather in between.
+  const auto steps = blob.steps();
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (steps[i].kind != static_cast<uint32_t>(cuda::StepKind::Sdpa)) continue;
+    EXPECT_EQ(steps[i + 1].kind, static_cast<uint32_t>(cuda::StepKind::Gemm)) << "step " << i + 1;
+  }
 }
 
 // MobileNetV3 (small configuration, dynamo export): every HardSwish and HardSigmoid that follows an
