@@ -13,9 +13,10 @@
 #   max-autotune (8 cases; about 5-7 minutes on a cold torch.compile cache). Both together take
 #   longer than one 10-minute device command: run them as two calls on the same warm machine (the
 #   bench then reuses the exports under --work). max-autotune for some models in a call of its
-#   own, merged as it goes into the first call's table (LOG/bench/gpu_bench.{json,md}):
+#   own, merged as it goes into the first call's table (LOG/bench/gpu_bench.{json,md}); a CNN's
+#   max-autotune compile alone takes 150-340 s on an H100, so one CNN per call:
 #     scripts/run_gpu_models.sh /tmp/baton-bundle LOG2 --bench-only --bench-args "--modes \
-#         max-autotune --models resnet50,mobilenetv3 --compile-timeout 240 \
+#         max-autotune --models resnet50 --compile-timeout 380 \
 #         --merge-into LOG/bench/gpu_bench.json"
 #   or merge two tables afterwards:
 #     python3 bench/gpu_bench.py --merge LOG/bench/gpu_bench.json LOG2/bench/gpu_bench.json --out LOG3
@@ -31,10 +32,12 @@
 # Writes LOG_DIR/models/{gpu_models.json,gpu_models.md,logs/}, LOG_DIR/bench/{gpu_bench.json,
 # gpu_bench.md,logs/}, LOG_DIR/checks/{gpu_checks.json,gpu_checks.md,logs/},
 # LOG_DIR/{models,bench,checks}.log. Large files stay under --work (/tmp/baton_gpu).
+# The logs are written line by line as the scripts run (grep --line-buffered), so a call cut off by
+# the device's time limit still leaves what it had done in LOG_DIR/*.log.
 # Exit status: non-zero when a correctness case did not pass or a runner failed.
 set -uo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,34p' "$0" >&2
+  sed -n '2,36p' "$0" >&2
   exit 2
 fi
 BUNDLE=$(cd "$1" && pwd)
@@ -84,7 +87,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 if [ "$MODELS" = 1 ]; then
   "$PY" -u bench/gpu_models.py --baton "$BUNDLE/bin/baton" --out "$LOG/models" --work "$WORK/models" \
-    --commit "$COMMIT" "${MODELS_EXTRA[@]}" 2>&1 | grep -v -i "warning" | tee "$LOG/models.log"
+    --commit "$COMMIT" "${MODELS_EXTRA[@]}" 2>&1 | grep --line-buffered -v -i "warning" | tee "$LOG/models.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_models: exit $rc"
   [ "$rc" = 0 ] || status=1
@@ -93,7 +96,7 @@ if [ "$BENCH" = 1 ]; then
   REUSE=()
   [ -d "$WORK/models/onnx" ] && REUSE=(--models-from "$WORK/models/onnx")
   "$PY" -u bench/gpu_bench.py --baton "$BUNDLE/bin/baton" --out "$LOG/bench" --work "$WORK/bench" \
-    --commit "$COMMIT" "${REUSE[@]}" "${BENCH_EXTRA[@]}" 2>&1 | grep -v -i "warning" | tee "$LOG/bench.log"
+    --commit "$COMMIT" "${REUSE[@]}" "${BENCH_EXTRA[@]}" 2>&1 | grep --line-buffered -v -i "warning" | tee "$LOG/bench.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_bench: exit $rc"
   [ "$rc" = 0 ] || status=1
@@ -104,7 +107,7 @@ if [ "$CHECKS" = 1 ]; then
   elif [ -d "$WORK/bench/onnx" ]; then REUSE=(--models-from "$WORK/bench/onnx"); fi
   # --checks in --checks-args comes later on the command line and wins.
   "$PY" -u bench/gpu_checks.py --baton "$BUNDLE/bin/baton" --out "$LOG/checks" --work "$WORK/checks" \
-    --commit "$COMMIT" --checks "$CHECK_SET" "${REUSE[@]}" "${CHECKS_EXTRA[@]}" 2>&1 | grep -v -i "warning" |
+    --commit "$COMMIT" --checks "$CHECK_SET" "${REUSE[@]}" "${CHECKS_EXTRA[@]}" 2>&1 | grep --line-buffered -v -i "warning" |
     tee "$LOG/checks.log"
   rc=${PIPESTATUS[0]}
   echo "gpu_checks: exit $rc"

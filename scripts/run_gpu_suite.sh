@@ -121,6 +121,6 @@ echo "cli: exit $? (cli.log)"
 
 if [ "$BENCH" = 1 ]; then
   "$PY" bench/mlp_bench.py --baton "$HERE/bin/baton" --bench "$HERE/bin/baton_bench" \
-    --json "$LOG/mlp_bench.json" 2>&1 | grep -v -i warning | tee "$LOG/mlp_bench.log"
+    --json "$LOG/mlp_bench.json" 2>&1 | grep --line-buffered -v -i warning | tee "$LOG/mlp_bench.log"
 fi
 exit $status
