@@ -37,8 +37,8 @@ struct PassDef {
   Result<size_t> (*run)(Graph& graph);
   // The op it writes (domain, name): the pass is skipped when a target backend has no lowering
   // for it (OptimizeOptions::lowered). "LinearSplits" stands for a Linear with several outputs,
-  // which a backend lowers only if it registers a lowering under that name. Empty: the pass
-  // writes no new op (cse), and always runs.
+  // which a backend lowers only if its BackendCompiler::lowers says so for that name. Empty: the
+  // pass writes no new op (cse), and always runs.
   std::string_view produces_domain;
   std::string_view produces;
 };

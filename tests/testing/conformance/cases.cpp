@@ -380,6 +380,8 @@ void other_cases(std::vector<Case>& out) {
                      {{"axis", AttrValue::of_int(-3)}}));
   out.push_back(make("Concat", "[4, 2] with a constant", {in({4, 2}), constant(in({4, 1}))},
                      {{"axis", AttrValue::of_int(-1)}}));
+  out.push_back(make("Concat", "[3, 5] one input (a view on the GPU)", {in({3, 5})},
+                     {{"axis", AttrValue::of_int(0)}}));
   out.push_back(make("Identity", "[3, 5]", {in({3, 5})}));
   out.push_back(make("Reshape", "[6, 4] -> [3, -1, 2]", {in({6, 4}), shape_input({3, -1, 2})}));
   out.push_back(make("Reshape", "[2, 3, 4] -> [0, 12]", {in({2, 3, 4}), shape_input({0, 12})}));

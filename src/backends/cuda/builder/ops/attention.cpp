@@ -28,6 +28,7 @@
 #include "backends/cuda/builder/ops/row_launch.h"
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "format/program_file.h"
 #include "ops/shape.h"
 
 namespace baton::cuda {
@@ -177,16 +178,16 @@ int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t b
 }
 
 // The Transpose reading the attention's output [B, H, Sq, Dv], when it is the output's only reader
-// (directly, or through a Reshape to the same shape that nothing else reads: TorchScript's GPT-2
-// writes one, `reshape` is then set to it) and keeps Dv last ((0, 2, 1, 3) for BERT and GPT-2,
-// (2, 0, 1, 3) for torch's MultiheadAttention): the attention then writes the transposed layout
-// itself.
+// (directly, or through a view op such as Reshape to the same shape that nothing else reads:
+// TorchScript's GPT-2 writes one, `reshape` is then set to it) and keeps Dv last ((0, 2, 1, 3) for
+// BERT and GPT-2, (2, 0, 1, 3) for torch's MultiheadAttention): the attention then writes the
+// transposed layout itself.
 int transpose_reader(const Lowering& ctx, int y, DType dtype, int* reshape) {
   *reshape = -1;
   int reader = ctx.single_consumer(y);
   if (reader < 0) return -1;
   if (const compiler::IrNode& r = ctx.node(reader);
-      r.op_type == "Reshape" && r.domain.empty() &&
+      format::is_view_op(r.domain, r.op_type) &&
       ctx.value(r.outputs[0]).sizes == ctx.value(y).sizes) {
     *reshape = reader;
     reader = ctx.single_consumer(r.outputs[0]);

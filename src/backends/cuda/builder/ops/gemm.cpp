@@ -15,6 +15,7 @@
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
+#include "format/program_file.h"
 #include "ops/shape.h"
 
 namespace baton::cuda {
@@ -47,13 +48,6 @@ bool supports_gemm(const compiler::Graph& graph, const compiler::IrNode& node) {
 bool supports_linear(const compiler::Graph& graph, const compiler::IrNode& node) {
   if (!float_tensors_only(graph, node)) return false;
   return node.inputs.size() < 3 || node.inputs[2] < 0 || graph.values[node.inputs[2]].constant;
-}
-
-// A node that only gives its input another shape (the same row-major bytes).
-bool is_reshape(const compiler::IrNode& n) {
-  return n.domain.empty() &&
-         (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
-          n.op_type == "Unsqueeze" || n.op_type == "Identity");
 }
 
 // N's padding: to a multiple of 8 elements, for GEMMs of at least 2^24 multiply-adds (below that,
@@ -162,12 +156,12 @@ Status lower(Lowering& ctx, int index) {
     }
   }
   GemmEpilogue epilogue = has_bias ? GemmEpilogue::Bias : GemmEpilogue::None;
-  // The activation reads the result directly or through one reshaping view that nothing else
-  // reads (TorchScript's GPT-2: Gemm, Reshape, Gelu); the GEMM then writes the activation's
-  // output, whose bytes are the same row-major values under another shape.
-  int act = split ? -1 : ctx.single_consumer(out), reshape = -1;
-  if (act >= 0 && is_reshape(ctx.node(act))) {
-    reshape = act;
+  // The activation reads the result directly or through one view op (format::is_view_op) that
+  // nothing else reads (TorchScript's GPT-2: Gemm, Reshape, Gelu); the GEMM then writes the
+  // activation's output, whose bytes are the same row-major values under another shape.
+  int act = split ? -1 : ctx.single_consumer(out), view = -1;
+  if (act >= 0 && format::is_view_op(ctx.node(act).domain, ctx.node(act).op_type)) {
+    view = act;
     act = ctx.single_consumer(ctx.node(act).outputs[0]);
   }
   if (act >= 0) {
@@ -177,14 +171,13 @@ Status lower(Lowering& ctx, int index) {
     } else if (an.op_type == "Gelu" && an.attr_string("approximate") == "tanh" && has_bias) {
       epilogue = GemmEpilogue::BiasGeluTanh;
     }
-    if (epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
-        epilogue == GemmEpilogue::BiasGeluTanh) {
-      ctx.absorb(act);
-      if (reshape >= 0) ctx.absorb(reshape);
-      out = an.outputs[0];
-    } else {
-      reshape = -1;
-    }
+  }
+  const bool fused_act = epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
+                         epilogue == GemmEpilogue::BiasGeluTanh;
+  if (fused_act) {
+    ctx.absorb(act);
+    if (view >= 0) ctx.absorb(view);
+    out = ctx.node(act).outputs[0];
   }
 
   const DType operand = ctx.operand_dtype();
@@ -198,8 +191,8 @@ Status lower(Lowering& ctx, int index) {
   // Pad N (see the top of this file): a constant B, one batch, no C matrix, the result written
   // as cuBLASLt computes it.
   const int64_t np = (nn + kPadMultiple - 1) / kPadMultiple * kPadMultiple;
-  const bool pad = !split && reshape < 0 && np != nn && ctx.is_constant(b) && batch == 1 &&
-                   c_matrix < 0 && direct && m * nn * k >= kPadMinMacs;
+  const bool pad = !split && !(fused_act && view >= 0) && np != nn && ctx.is_constant(b) &&
+                   batch == 1 && c_matrix < 0 && direct && m * nn * k >= kPadMinMacs;
   const int64_t ldn = pad ? np : nn;
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(a, operand));
   int b_op = -1, d = out;
