@@ -70,13 +70,16 @@ def parse_ncu_csv(text):
     return out
 
 
-def profile(ncu, run_cmd, log_path, timeout):
-    """One replay (no warm-up) of the benchmark's own `baton run` command under Nsight Compute."""
+def profile(ncu, run_cmd, log_path, timeout, as_run=False):
+    """One replay (no warm-up) of the benchmark's own `baton run` command under Nsight Compute.
+    as_run: the GPU's own clocks and warm caches (Nsight Compute otherwise locks the clocks to base
+    and flushes the caches before each kernel), so the durations are close to a timed replay's."""
     cmd = shlex.split(run_cmd)
     for flag, value in (("-n", "1"), ("--warmup", "0")):
         if flag in cmd:
             cmd[cmd.index(flag) + 1] = value
-    full = [ncu, "--metrics", "gpu__time_duration.sum", "--csv"] + cmd
+    control = ["--clock-control", "none", "--cache-control", "none"] if as_run else []
+    full = [ncu, "--metrics", "gpu__time_duration.sum", "--csv"] + control + cmd
     try:
         p = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
         text = p.stdout + p.stderr
@@ -93,7 +96,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--ncu", default="", help="default: on PATH, else /usr/local/cuda/bin/ncu")
     ap.add_argument("--timeout", type=int, default=240, help="seconds per workload")
+    ap.add_argument("--as-run", action="store_true",
+                    help="the GPU's own clocks and warm caches (default: Nsight Compute's base clocks, caches flushed)")
+    ap.add_argument("--only", default="", help="comma-separated workload names (default: every one)")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
     ncu = args.ncu or shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     if not os.path.exists(ncu):
         sys.exit(f"profile_models: no Nsight Compute at {ncu}: give --ncu PATH")
@@ -101,8 +108,9 @@ def main():
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     results, lines = [], []
     env = bench.get("environment", {})
+    clocks = "the GPU's own clocks, warm caches" if args.as_run else "Nsight Compute's base clocks, caches flushed"
     lines += [f"{env.get('gpu')} · Baton commit `{env.get('commit')}` · one replay per workload under Nsight "
-              "Compute (`gpu__time_duration.sum` per kernel); wall and GPU time from the benchmark run "
+              f"Compute (`gpu__time_duration.sum` per kernel; {clocks}); wall and GPU time from the benchmark run "
               f"`{os.path.basename(args.bench_json)}` ({env.get('date')}).", ""]
     summary = ["| workload | batch | wall ms | GPU ms | wall − GPU | kernels | top op classes (share of kernel time) |",
                "|---|---:|---:|---:|---:|---:|---|"]
@@ -111,8 +119,11 @@ def main():
         if not b or not b.get("ok") or "run_cmd" not in b:
             continue
         name = row["name"]
+        if only and name not in only:
+            continue
         print(f"profile_models: {name}", flush=True)
-        kernels = profile(ncu, b["run_cmd"], os.path.join(args.out, "logs", f"{name}.ncu.csv"), args.timeout)
+        kernels = profile(ncu, b["run_cmd"], os.path.join(args.out, "logs", f"{name}.ncu.csv"), args.timeout,
+                          args.as_run)
         if not kernels:
             summary.append(f"| {name} | {row['batch']} | {b['median_ms']:.3f} | — | — | — | Nsight Compute gave no kernels (logs/{name}.ncu.csv) |")
             continue

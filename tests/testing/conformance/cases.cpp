@@ -934,13 +934,23 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   out.push_back(make("LayerNormalization", "[3, 3000] wide rows",
                      {in({3, 3000}), constant(in({3000})), constant(in({3000}))},
                      {{"epsilon", eps}}));
-  // Rows longer than the GPU keeps in registers (device/layer_norm.cuh: 8 elements a thread),
-  // read three times: under a warp (300 > 8 x 32) and under a block (9000 > 8 x 1024).
+  // Rows longer than the GPU keeps in registers (device/layer_norm.cuh: 8 single elements a
+  // thread when the length is not a multiple of 8), read three times: under a warp
+  // (300 > 8 x 32) and under a block (9002 > 8 x 1024).
   out.push_back(make("LayerNormalization", "[1024, 300] many rows, each read three times",
                      {in({1024, 300}), constant(in({300})), constant(in({300}))},
                      {{"epsilon", eps}}));
-  out.push_back(make("LayerNormalization", "[2, 9000] rows too long for registers",
-                     {in({2, 9000}), constant(in({9000})), constant(in({9000}))},
+  out.push_back(make("LayerNormalization", "[2, 9002] rows too long for registers",
+                     {in({2, 9002}), constant(in({9002})), constant(in({9002}))},
+                     {{"epsilon", eps}}));
+  // Lengths that are multiples of 8 are read 8 at a time: a warp's row in three groups a lane
+  // (768 = 3 x 8 x 32), and a row longer than the vector groups hold (40000 > 4 x 8 x 1024),
+  // which falls back to three reads.
+  out.push_back(make("LayerNormalization", "[1024, 768] many rows, 8-wide accesses (a warp each)",
+                     {in({1024, 768}), constant(in({768})), constant(in({768}))},
+                     {{"epsilon", eps}}));
+  out.push_back(make("LayerNormalization", "[2, 40000] 8-wide rows too long for registers",
+                     {in({2, 40000}), constant(in({40000})), constant(in({40000}))},
                      {{"epsilon", eps}}));
   out.push_back(make("LayerNormalization", "[2, 3, 5, 40] axis 2, scale [5, 40], bias [40]",
                      {in({2, 3, 5, 40}), constant(in({5, 40})), constant(in({40}))},
@@ -969,10 +979,16 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   wide_sum.outputs = 2;
   out.push_back(wide_sum);
   Case long_sum =
-      baton_op(make("AddLayerNorm", "[2, 9000] with Sum, rows too long for registers",
-                    {in({2, 9000}), in({2, 9000}), constant(in({9000})), constant(in({9000}))}));
+      baton_op(make("AddLayerNorm", "[2, 9002] with Sum, rows too long for registers",
+                    {in({2, 9002}), in({2, 9002}), constant(in({9002})), constant(in({9002}))}));
   long_sum.outputs = 2;
   out.push_back(long_sum);
+  // BERT's shape: a block per row, one 8-wide group a thread; runtime Scale and B.
+  Case bert_sum =
+      baton_op(make("AddLayerNorm", "[128, 768] with Sum, runtime scale and bias, 8-wide",
+                    {in({128, 768}), in({128, 768}), in({768}), in({768})}, {{"epsilon", eps}}));
+  bert_sum.outputs = 2;
+  out.push_back(bert_sum);
   out.push_back(
       baton_op(make("AddLayerNorm", "[2, 3, 10] axis 1, constant broadcast scale",
                     {in({2, 3, 10}), in({2, 3, 10}), constant(in({1, 10})), constant(in({3, 1}))},
