@@ -119,6 +119,81 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   EXPECT_FALSE(blob.cubin().empty());
 }
 
+// A few rows against at least 2^20 constant weights (a batch-8 MLP layer, a classifier head): the
+// GEMV kernel, with the bias and the activation (Relu, either Gelu, through a view op) in its
+// epilogue, and no cuBLASLt step. More rows, or fewer weights, stay cuBLASLt GEMMs.
+OnnxBuilder wide_layers(int64_t rows, int64_t width, const char* act, bool reshape) {
+  OnnxBuilder b(20);
+  b.input("x", {rows, width});
+  std::vector<float> w(static_cast<size_t>(width * width), 0.001f), bias(width, 0.1f);
+  b.initializer("w", {width, width}, w);
+  b.initializer("bias", {width}, bias);
+  b.initializer("wt", {width, width}, w);
+  b.initializer_int64("shape", {2}, {rows * 2, width / 2});
+  b.initializer_int64("back", {2}, {rows, width});
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Add", {"h", "bias"}, {"hb"}, "bias");
+  std::string in = "hb";
+  if (reshape) {
+    b.node("Reshape", {"hb", "shape"}, {"hr"}, "reshape");
+    in = "hr";
+  }
+  auto& a = b.node(std::string(act) == "Relu" ? "Relu" : "Gelu", {in}, {"a"}, "act");
+  if (std::string(act) == "GeluTanh") {
+    auto* attr = a.add_attribute();
+    attr->set_name("approximate");
+    attr->set_type(onnx::AttributeProto::STRING);
+    attr->set_s("tanh");
+  }
+  std::string a_out = "a";
+  if (reshape) {
+    b.node("Reshape", {"a", "back"}, {"ab"}, "reshape_back");
+    a_out = "ab";
+  }
+  auto& gemm = b.node("Gemm", {a_out, "wt"}, {"y"}, "gemm");
+  OnnxBuilder::attr_int(gemm, "transB", 1);
+  b.output("y", {rows, width});
+  return b;
+}
+
+TEST(EngineBuilderTest, FewRowsAgainstManyWeightsRunAsGemvWithTheActivationFused) {
+  for (const char* act : {"Relu", "Gelu", "GeluTanh"}) {
+    for (bool reshape : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} reshape {}", act, reshape));
+      for (const char* precision : {"fp16", "fp32"}) {
+        auto built = build(wide_layers(8, 1024, act, reshape), precision);
+        ASSERT_TRUE(built.ok()) << built.status().to_string();
+        const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+        std::vector<std::string> kernels;
+        for (const auto& r : blob.steps()) {
+          EXPECT_NE(r.kind, static_cast<uint32_t>(cuda::StepKind::Gemm)) << precision;
+          if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel))
+            kernels.emplace_back(blob.kernel_name(r.kernel.kernel));
+        }
+        // fp16 casts the float32 input first; then one GEMV per layer, nothing else.
+        const std::vector<std::string> want =
+            std::string(precision) == "fp16"
+                ? std::vector<std::string>{"k0_cast", "k1_gemv", "k2_gemv"}
+                : std::vector<std::string>{"k0_gemv", "k1_gemv"};
+        EXPECT_EQ(kernels, want) << precision;
+      }
+    }
+  }
+  // 17 rows, or a 512 x 512 layer (2^18 weights): cuBLASLt, the Gelu a kernel of its own.
+  for (auto [rows, width] : {std::pair<int64_t, int64_t>{17, 1024}, {8, 512}}) {
+    auto built = build(wide_layers(rows, width, "Gelu", false), "fp16");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    int gemms = 0;
+    for (const auto& r : blob.steps()) {
+      gemms += r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm);
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel))
+        EXPECT_EQ(blob.kernel_name(r.kernel.kernel).find("gemv"), std::string::npos);
+    }
+    EXPECT_EQ(gemms, 2) << rows << " x " << width;
+  }
+}
+
 // Scaled-dot-product attention as the exporters write it (K through a Transpose), then an output
 // projection.
 OnnxBuilder attention_block() {

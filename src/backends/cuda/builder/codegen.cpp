@@ -72,6 +72,7 @@ std::string kernel_prelude() {
          "#include \"baton/softmax.cuh\"\n"
          "#include \"baton/typed.cuh\"\n"
          "#include \"baton/layer_norm.cuh\"\n"
+         "#include \"baton/gemv.cuh\"\n"
          "#include \"baton/attention.cuh\"\n";
 }
 
