@@ -331,52 +331,6 @@ TEST_F(GpuTest, MatMulBiasReluAndTanhGeluFuseIntoTheEpilogue) {
   }
 }
 
-// A few rows against at least 2^20 constant weights run as the GEMV kernel (device/gemv.cuh), the
-// bias and the activation in its epilogue: 1, 8 and 13 rows (four or two columns a warp), each
-// activation directly and through a Reshape, a transposed Gemm with alpha, and N and K whose
-// tails do not fill a warp's columns or its unrolled groups (1030 and 1040).
-TEST_F(GpuTest, FewRowLayersRunAsGemvWithTheActivationFused) {
-  for (int64_t rows : {1, 8, 13}) {
-    for (const char* act : {"Relu", "GeluTanh", "Gelu"}) {
-      for (bool reshape : {false, true}) {
-        SCOPED_TRACE(fmt::format("{} rows, {}, reshape {}", rows, act, reshape));
-        OnnxBuilder b(20);
-        b.input("x", {rows, 1040});
-        b.initializer("w", {1040, 1030}, floats(1040 * 1030, 0.03f));
-        b.initializer("bias", {1030}, floats(1030));
-        b.initializer("wt", {1000, 1030}, floats(1000 * 1030, 0.03f));
-        b.initializer_int64("shape", {2}, {rows * 2, 515});
-        b.node("MatMul", {"x", "w"}, {"h"}, "mm");
-        b.node("Add", {"h", "bias"}, {"hb"}, "bias");
-        std::string in = "hb";
-        if (reshape) {
-          b.node("Reshape", {"hb", "shape"}, {"hr"}, "reshape");
-          in = "hr";
-        }
-        auto& n = b.node(std::string(act) == "Relu" ? "Relu" : "Gelu", {in}, {"a"}, "act");
-        if (std::string(act) == "GeluTanh") {
-          auto* attr = n.add_attribute();
-          attr->set_name("approximate");
-          attr->set_type(onnx::AttributeProto::STRING);
-          attr->set_s("tanh");
-        }
-        b.output("a",
-                 reshape ? std::vector<int64_t>{rows * 2, 515} : std::vector<int64_t>{rows, 1030});
-        if (!reshape) {
-          auto& gemm = b.node("Gemm", {"a", "wt"}, {"y"}, "gemm");
-          OnnxBuilder::attr_int(gemm, "transB", 1);
-          auto* alpha = gemm.add_attribute();
-          alpha->set_name("alpha");
-          alpha->set_type(onnx::AttributeProto::FLOAT);
-          alpha->set_f(0.5f);
-          b.output("y", {rows, 1000});
-        }
-        compare(b, {random({rows, 1040})});
-      }
-    }
-  }
-}
-
 // Convolutions (cuDNN's graph API channels-last, and the generated depthwise kernel) with every
 // epilogue the lowering fuses: bias, a residual Add whose other input is ready first, Relu; a
 // HardSwish after a depthwise convolution; a 3-channel stem (channels padded to 8); a convolution

@@ -72,7 +72,6 @@ std::string kernel_prelude() {
          "#include \"baton/softmax.cuh\"\n"
          "#include \"baton/typed.cuh\"\n"
          "#include \"baton/layer_norm.cuh\"\n"
-         "#include \"baton/gemv.cuh\"\n"
          "#include \"baton/attention.cuh\"\n";
 }
 

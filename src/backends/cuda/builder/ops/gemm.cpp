@@ -11,10 +11,7 @@
 // that row pitch: cuBLASLt's fast kernels need 16-byte-aligned rows, and without them it falls
 // back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100, bench/RESULTS.md). The
 // result is a view of the padded rows; a partition output is gathered into the caller's buffer.
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <climits>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
@@ -68,67 +65,6 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
   }
   for (int64_t i = 0; i < k; ++i) std::copy_n(b.begin() + i * nn, nn, out.begin() + i * np);
   return out;
-}
-
-// The GEMV kernel (device/gemv.cuh) for a few rows against many constant weights: at least 2^20
-// of them (4 MiB of fp32, 2 MiB of fp16), where reading them once is the whole cost; below that
-// cuBLASLt's launch-bound kernels are as fast. K must split into 16-byte groups.
-constexpr int64_t kGemvMaxRows = 16;
-constexpr int64_t kGemvMinWeights = int64_t{1} << 20;
-
-bool gemv_fits(int64_t m, int64_t nn, int64_t k, DType operand) {
-  const int64_t vec = 16 / static_cast<int64_t>(dtype_size(operand));
-  return m <= kGemvMaxRows && nn * k >= kGemvMinWeights && k % vec == 0 && nn <= INT_MAX &&
-         k <= INT_MAX;
-}
-
-// y = act(alpha * A B + bias) with the GEMV kernel: B stored as [N, K] rows, the bias in float32,
-// a following Relu or Gelu (either form; through one view op, as for cuBLASLt's epilogue) fused.
-Status lower_gemv(Lowering& ctx, int a, int b, bool tb, int64_t m, int64_t nn, int64_t k,
-                  float alpha, const std::vector<float>* bias, int out, int act, int view) {
-  std::string expr = "v";
-  if (act >= 0) {
-    const compiler::IrNode& an = ctx.node(act);
-    if (an.op_type == "Relu") {
-      expr = "baton_relu(v)";
-    } else if (an.op_type == "Gelu") {
-      expr = an.attr_string("approximate") == "tanh" ? "baton_gelu_tanh(v)" : "baton_gelu(v)";
-    }
-    if (expr != "v") {
-      ctx.absorb(act);
-      if (view >= 0) ctx.absorb(view);
-      out = an.outputs[0];
-    }
-  }
-  const DType operand = ctx.operand_dtype();
-  BATON_ASSIGN_OR_RETURN(const int x, ctx.ensure(a, operand));
-  std::vector<float> w = ctx.constant_floats(b);
-  if (!tb) {  // [K, N] -> [N, K]
-    std::vector<float> t(w.size());
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < nn; ++j) t[j * k + i] = w[i * nn + j];
-    w = std::move(t);
-  }
-  std::vector<int> operands = {x, ctx.add_weights(w, operand, {nn, k})};
-  if (bias != nullptr) operands.push_back(ctx.add_weights(*bias, DType::Float32, {nn}));
-  operands.push_back(out);
-
-  const int cols = m <= 8 ? 4 : 2;  // columns a warp (device/gemv.cuh)
-  constexpr int kWarps = 4, kUnroll = 2;
-  LaunchShape launch;
-  launch.block = 32 * kWarps;
-  launch.grid = static_cast<uint32_t>((nn + int64_t{cols} * kWarps - 1) / (int64_t{cols} * kWarps));
-  const std::string name = ctx.kernel_name("gemv");
-  const std::string t(device_type_name(operand));
-  std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "const {}* __restrict__ w, {}{}* __restrict__ y) {{\n"
-      "  baton_gemv<{}, {}, {}>(x, w, {}, y, {}, {}, {}, [](float v) {{ return {}; }});\n}}\n",
-      launch.block, name, t, t, bias != nullptr ? "const float* __restrict__ bias, " : "",
-      device_type_name(ctx.dtype_of(out)), m, cols, kUnroll,
-      bias != nullptr ? "bias" : "(const float*)nullptr", nn, k, float_literal(alpha), expr);
-  ctx.add_kernel(name, std::move(code), launch, std::move(operands));
-  return Status();
 }
 
 Status lower(Lowering& ctx, int index) {
@@ -227,10 +163,6 @@ Status lower(Lowering& ctx, int index) {
   if (act >= 0 && format::is_view_op(ctx.node(act).domain, ctx.node(act).op_type)) {
     view = act;
     act = ctx.single_consumer(ctx.node(act).outputs[0]);
-  }
-  if (!split && batch == 1 && c_matrix < 0 && !ta && ctx.is_constant(b) &&
-      gemv_fits(m, nn, k, ctx.operand_dtype())) {
-    return lower_gemv(ctx, a, b, tb, m, nn, k, alpha, has_bias ? &bias : nullptr, out, act, view);
   }
   if (act >= 0) {
     const compiler::IrNode& an = ctx.node(act);
