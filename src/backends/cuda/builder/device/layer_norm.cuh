@@ -126,8 +126,8 @@ __device__ __forceinline__ void baton_layer_norm(const TX* __restrict__ x, const
   if (kVec > 1 && baton_vec_aligned<kVec>(x) && baton_vec_aligned<kVec>(r) &&
       baton_vec_aligned<kVec>(scale) && baton_vec_aligned<kVec>(bias) &&
       baton_vec_aligned<kVec>(y) && baton_vec_aligned<kVec>(sum) &&
-      baton_layer_norm_cached<kWarp, kVec, kLayerNormVecChunks>(x, r, scale, bias, y, sum, base,
-                                                                 n, epsilon)) {
+      baton_layer_norm_cached<kWarp, kVec, kLayerNormVecChunks>(x, r, scale, bias, y, sum, base, n,
+                                                                epsilon)) {
     return;
   }
   if (baton_layer_norm_cached<kWarp, 1, kLayerNormCached>(x, r, scale, bias, y, sum, base, n,
