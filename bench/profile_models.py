@@ -101,10 +101,14 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated workload names (default: every one)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
+    bench = json.load(open(args.bench_json))
+    names = [row["name"] for row in bench["rows"]]
+    if only - set(names):
+        sys.exit(f"profile_models: --only names {', '.join(sorted(only - set(names)))}, which "
+                 f"{args.bench_json} does not have: give some of {', '.join(names)}")
     ncu = args.ncu or shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     if not os.path.exists(ncu):
         sys.exit(f"profile_models: no Nsight Compute at {ncu}: give --ncu PATH")
-    bench = json.load(open(args.bench_json))
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     results, lines = [], []
     env = bench.get("environment", {})

@@ -915,6 +915,13 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   };
   const AttrValue eps = AttrValue::of_float(1e-3);
   const AttrValue axis1 = AttrValue::of_int(1), axis2 = AttrValue::of_int(2);
+  // Rows of x's last dimension, constant Scale and B of that length: how the row's length and
+  // count pick the GPU kernel's path (device/layer_norm.cuh).
+  auto rows_case = [&](const std::vector<int64_t>& x, const std::string& what) {
+    const int64_t n = x.back();
+    out.push_back(make("LayerNormalization", shape_to_string(x) + " " + what,
+                       {in(x), constant(in({n})), constant(in({n}))}, {{"epsilon", eps}}));
+  };
   out.push_back(make("LayerNormalization", "[2, 5, 16] axis -1",
                      {in({2, 5, 16}), in({16}), in({16})}, {{"epsilon", eps}}));
   out.push_back(
@@ -928,30 +935,18 @@ void normalization_and_canonical_cases(std::vector<Case>& out) {
   out.push_back(make("LayerNormalization", "[5, 7] narrow rows, constant scale",
                      {in({5, 7}), constant(in({7})), constant(in({7}))}));
   // Many rows (at least 1024): a warp per row, four to a block, the last block partly empty.
-  out.push_back(make("LayerNormalization", "[3, 367, 24] many narrow rows (a warp each)",
-                     {in({3, 367, 24}), constant(in({24})), constant(in({24}))},
-                     {{"epsilon", eps}}));
-  out.push_back(make("LayerNormalization", "[3, 3000] wide rows",
-                     {in({3, 3000}), constant(in({3000})), constant(in({3000}))},
-                     {{"epsilon", eps}}));
+  rows_case({3, 367, 24}, "many narrow rows (a warp each)");
+  rows_case({3, 3000}, "wide rows");
   // Rows longer than the GPU keeps in registers (device/layer_norm.cuh: 8 single elements a
   // thread when the length is not a multiple of 8), read three times: under a warp
   // (300 > 8 x 32) and under a block (9002 > 8 x 1024).
-  out.push_back(make("LayerNormalization", "[1024, 300] many rows, each read three times",
-                     {in({1024, 300}), constant(in({300})), constant(in({300}))},
-                     {{"epsilon", eps}}));
-  out.push_back(make("LayerNormalization", "[2, 9002] rows too long for registers",
-                     {in({2, 9002}), constant(in({9002})), constant(in({9002}))},
-                     {{"epsilon", eps}}));
+  rows_case({1024, 300}, "many rows, each read three times");
+  rows_case({2, 9002}, "rows too long for registers");
   // Lengths that are multiples of 8 are read 8 at a time: a warp's row in three groups a lane
   // (768 = 3 x 8 x 32), and a row longer than the vector groups hold (40000 > 4 x 8 x 1024),
   // which falls back to three reads.
-  out.push_back(make("LayerNormalization", "[1024, 768] many rows, 8-wide accesses (a warp each)",
-                     {in({1024, 768}), constant(in({768})), constant(in({768}))},
-                     {{"epsilon", eps}}));
-  out.push_back(make("LayerNormalization", "[2, 40000] 8-wide rows too long for registers",
-                     {in({2, 40000}), constant(in({40000})), constant(in({40000}))},
-                     {{"epsilon", eps}}));
+  rows_case({1024, 768}, "many rows, 8-wide accesses (a warp each)");
+  rows_case({2, 40000}, "8-wide rows too long for registers");
   out.push_back(make("LayerNormalization", "[2, 3, 5, 40] axis 2, scale [5, 40], bias [40]",
                      {in({2, 3, 5, 40}), constant(in({5, 40})), constant(in({40}))},
                      {{"axis", axis2}, {"epsilon", eps}}));
