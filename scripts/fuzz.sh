@@ -51,7 +51,9 @@ if [ ! -f "$SEEDS/.complete" ] || [ "$BATON" -nt "$SEEDS/.complete" ] ||
    [ fuzz/make_seeds.py -nt "$SEEDS/.complete" ]; then
   [ -x "$BATON" ] || { echo "fuzz: $BATON is missing: run 'make build' first" >&2; exit 2; }
   start=$(date +%s)
-  python3 fuzz/make_seeds.py --baton "$BATON" --out "$SEEDS" || exit 2
+  PY=python3  # numpy and onnx: the project's virtual environment (scripts/setup.sh) when it has one
+  [ -x .venv/bin/python3 ] && PY=.venv/bin/python3
+  "$PY" fuzz/make_seeds.py --baton "$BATON" --out "$SEEDS" || exit 2
   touch "$SEEDS/.complete"
   echo "fuzz: seeds written in $(($(date +%s) - start)) s" >&2
 fi

@@ -33,7 +33,7 @@ binaries=(
   "$BUILD/tools/baton/baton"
   "$BUILD/bench/baton_bench"
   "$BUILD/bench/baton_host_overhead_bench"
-  "$BUILD/examples/run_model"
+  "$BUILD/examples/cpp/run_model"
   "$BUILD/tests/backends/cuda/cuda_gpu_test"
   "$BUILD/tests/backends/cuda/cuda_tuning_test"
   "$BUILD/tests/backends/cuda/cuda_contract_test"

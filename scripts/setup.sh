@@ -14,7 +14,7 @@ DEBIAN_PACKAGES=(
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
-  python3 python3-pip
+  python3 python3-venv
 )
 # Test oracles and model generators (PyPI). Versions are pinned so results are reproducible.
 PYTHON_PACKAGES=(numpy==1.26.4 onnx==1.17.0 onnxruntime==1.20.1)
@@ -34,7 +34,17 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-PY=${PYTHON:-python3}
+# Python packages go into the project's virtual environment, .venv/ (gitignored): Debian's Python
+# refuses `pip install` into the system (PEP 668, "externally-managed-environment"). CMake finds
+# .venv/bin/python3 by itself; to run the benchmark or model scripts by hand, `. .venv/bin/activate`.
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python3" ]; then
+  echo "setup: creating the Python virtual environment $VENV" >&2
+  rm -rf "$VENV"
+  "${PYTHON:-python3}" -m venv "$VENV"
+fi
+PY="$VENV/bin/python3"
 if ! "$PY" - "${PYTHON_PACKAGES[@]}" <<'PYEOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version
@@ -43,13 +53,12 @@ for spec in sys.argv[1:]:
     if version(name) != want:
         sys.exit(1)
 PYEOF
-  echo "setup: installing Python packages: ${PYTHON_PACKAGES[*]}" >&2
+  echo "setup: installing Python packages into $VENV: ${PYTHON_PACKAGES[*]}" >&2
   "$PY" -m pip install -q --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
 fi
 # Header-only C++ libraries Debian lacks, from their PyPI wheels into .deps/ (gitignored): only the
 # wheel's include/ folder is kept. cudnn-frontend (MIT) is cuDNN's C++ graph API, compiled into the
 # CUDA backend's convolution and attention steps (it loads libcudnn at run time).
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDNN_FRONTEND_VERSION=1.32.0
 FE_DIR="$ROOT/.deps/cudnn-frontend-$CUDNN_FRONTEND_VERSION"
 if [ ! -f "$FE_DIR/include/cudnn_frontend.h" ]; then

@@ -1,5 +1,5 @@
-// A minimal deployment: load a Baton program and run it from C++. Links only baton::runtime
-// (no ONNX, no protobuf, no Python).
+// A minimal deployment: load a Baton program and run it from C++. Links only Baton::runtime
+// (no ONNX, no protobuf, no Python), and Baton::cuda for programs with GPU partitions.
 //
 //   run_model model.baton [input.npy ...]
 //
@@ -10,6 +10,9 @@
 #include "baton/baton.h"
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
+#ifdef RUN_MODEL_WITH_CUDA
+#include "baton/cuda/backend.h"
+#endif
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -17,6 +20,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   baton::register_builtins();
+#ifdef RUN_MODEL_WITH_CUDA
+  baton::cuda::register_backend();
+#endif
   auto module = baton::extension::Module::load(argv[1]);
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().to_string().c_str());
