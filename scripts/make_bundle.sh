@@ -5,6 +5,10 @@
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
 #   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0 (and
 #              its simple, pytorch-converted and pytorch-operator suites, run on the CPU)
+#   python/baton  the Python package built for the GPU host's Python (PY_BUILD, default
+#              build-py312: `cmake -S . -B build-py312 -DBATON_BUILD_PYTHON=ON
+#              -DPython_EXECUTABLE=python3.12 ...` and `cmake --build build-py312 --target _baton`;
+#              docs/python.md); without it the Python GPU tests are not in the bundle
 #   run_gpu_suite.sh, sanitizer_summary.sh
 # With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
 #   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
@@ -49,6 +53,18 @@ for b in "${binaries[@]}"; do
   strip -o "$STAGE/bin/$(basename "$b")" "$b"
 done
 libs_of=("${binaries[@]}")
+
+PY_BUILD=${PY_BUILD:-build-py312}
+if compgen -G "$PY_BUILD/python/baton/_baton*.so" > /dev/null; then
+  mkdir -p "$STAGE/python/baton"
+  cp "$PY_BUILD"/python/baton/*.py "$STAGE/python/baton/"
+  for so in "$PY_BUILD"/python/baton/_baton*.so; do
+    strip -o "$STAGE/python/baton/$(basename "$so")" "$so"
+    libs_of+=("$so")
+  done
+else
+  echo "make_bundle: no Python package in $PY_BUILD/python/baton: the Python GPU tests will not run" >&2
+fi
 
 if ((FUZZ)); then
   for t in "${FUZZ_TARGETS[@]}"; do

@@ -104,6 +104,19 @@ for t in "$HERE"/bin/*_test; do
   echo "$name: exit $rc in $(( $(date +%s) - started )) s  $summary"
   [ $rc -eq 0 ] || status=1
 done
+# The Python package (tests/python) with PyTorch's CUDA tensors, when the bundle has it.
+if selected python_test; then
+  if [ -d "$HERE/python/baton" ]; then
+    started=$(date +%s)
+    PYTHONPATH="$HERE/python" timeout "${BATON_TEST_TIMEOUT:-240}" "$PY" -m pytest -q -rs \
+      -p no:cacheprovider tests/python > "$LOG/python_test.log" 2>&1
+    rc=$?
+    echo "python_test: exit $rc in $(( $(date +%s) - started )) s  $(tail -1 "$LOG/python_test.log")"
+    [ $rc -eq 0 ] || status=1
+  else
+    echo "python_test: skipped: the bundle has no python/baton (scripts/make_bundle.sh says why)"
+  fi
+fi
 [ -n "$ONLY" ] && exit $status
 
 # The CLI on the GPU: device-resident I/O, a caller stream, a green context.

@@ -14,10 +14,12 @@ DEBIAN_PACKAGES=(
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
-  python3 python3-venv
+  python3 python3-venv python3-dev
 )
-# Test oracles and model generators (PyPI). Versions are pinned so results are reproducible.
-PYTHON_PACKAGES=(numpy==1.26.4 onnx==1.17.0 onnxruntime==1.20.1)
+# Test oracles and model generators, and what the Python package builds and tests with (nanobind,
+# scikit-build-core, pytest), from PyPI. Versions are pinned so results are reproducible.
+PYTHON_PACKAGES=(numpy==1.26.4 onnx==1.17.0 onnxruntime==1.20.1
+                 nanobind==2.9.2 scikit-build-core==0.11.6 pytest==8.4.2)
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

@@ -38,57 +38,6 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-// --device: "cpu" (no targets), "cuda:N", "cuda:0,cuda:1" (round robin over partitions, repeats
-// kept) or "0=cuda:1,1=cuda:0" (partition index -> device). Only text is read here: the compiler's
-// placement pass applies the result.
-Result<compiler::TargetDevices> parse_devices(const std::string& text) {
-  compiler::TargetDevices out;
-  if (text == "cpu") return out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
-    std::string device_text = item;
-    int index = -1;
-    if (const size_t eq = item.find('='); eq != std::string::npos) {
-      char* stop = nullptr;
-      index = static_cast<int>(std::strtol(item.c_str(), &stop, 10));
-      BATON_CHECK_OR_RETURN(stop == item.c_str() + eq && eq > 0 && index >= 0, InvalidArgument,
-                            "--device {}: '{}' should be PARTITION=DEVICE, e.g. 0=cuda:1", text,
-                            item);
-      device_text = item.substr(eq + 1);
-    }
-    const std::optional<Device> d = Device::parse(device_text);
-    BATON_CHECK_OR_RETURN(d.has_value() && d->is_cuda(), InvalidArgument,
-                          "--device {}: '{}' is not a GPU (expected cuda:N); use --device cpu "
-                          "alone for the CPU",
-                          text, device_text);
-    if (index >= 0) {
-      BATON_CHECK_OR_RETURN(out.by_partition.emplace(index, *d).second, InvalidArgument,
-                            "--device {}: partition {} is given twice", text, index);
-    } else {
-      out.round_robin.push_back(*d);
-    }
-  }
-  BATON_CHECK_OR_RETURN(out.round_robin.empty() || out.by_partition.empty(), InvalidArgument,
-                        "--device {}: use either a list of devices or a PARTITION=DEVICE map, "
-                        "not both",
-                        text);
-  return out;
-}
-
-// The distinct devices of `targets`, in the order first named.
-std::vector<Device> distinct_devices(const compiler::TargetDevices& targets) {
-  std::vector<Device> named = targets.round_robin;
-  for (const auto& [index, device] : targets.by_partition) named.push_back(device);
-  std::vector<Device> out;
-  for (const Device& d : named) {
-    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
-  }
-  return out;
-}
-
 }  // namespace
 
 Status run_compile(const CompileArgs& args) {
@@ -103,8 +52,10 @@ Status run_compile(const CompileArgs& args) {
   options.max_arena_bytes = args.max_arena_bytes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
-  BATON_ASSIGN_OR_RETURN(options.targets, parse_devices(args.device));
-  const std::vector<Device> devices = distinct_devices(options.targets);
+  Result<compiler::TargetDevices> targets = compiler::parse_target_devices(args.device);
+  BATON_CHECK_OR_RETURN(targets.ok(), InvalidArgument, "--device: {}", targets.status().message());
+  options.targets = std::move(targets).value();
+  const std::vector<Device> devices = compiler::distinct_devices(options.targets);
   const bool gpu = !devices.empty();
   BATON_CHECK_OR_RETURN(
       gpu || (args.arch.empty() && args.precision.empty() && args.target_device.empty() &&

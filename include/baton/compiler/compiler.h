@@ -90,6 +90,13 @@ struct TargetDevices {
   std::map<int, Device> by_partition;
 };
 
+// The text form of a device list, as `baton compile --device` and the Python package take it:
+// "cpu" (no targets), "cuda:N", "cuda:0,cuda:1" (round robin over partitions, repeats kept) or
+// "0=cuda:1,1=cuda:0" (partition index -> device). InvalidArgument saying what is wrong.
+Result<TargetDevices> parse_target_devices(std::string_view text);
+// The distinct devices of `targets`, in the order first named.
+std::vector<Device> distinct_devices(const TargetDevices& targets);
+
 struct CompileOptions {
   std::vector<InputShape> input_shapes;
   // Backend compilers, one per target device (BackendCompiler::device()), not owned. They claim

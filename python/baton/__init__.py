@@ -1,0 +1,109 @@
+"""Baton from Python: compile ONNX models ahead of time into one program file, load it, and run it
+with zero-copy DLPack tensors (NumPy, PyTorch, CuPy) on the CPU and on NVIDIA GPUs.
+
+    import baton, numpy as np
+    baton.compile("model.onnx", "model.baton", shapes={"input": (8, 48)})
+    module = baton.load("model.baton")
+    (y,) = module(input=np.random.rand(8, 48).astype(np.float32))
+
+docs/python.md has the whole API and the device contract as Python sees it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from . import _baton
+from ._baton import BatonError, TensorSpec
+
+__all__ = ["BatonError", "Module", "TensorSpec", "compile", "cuda", "inspect", "load"]
+__version__ = "0.1.0"
+
+
+def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None" = None, *,
+            device: str = "cpu", precision: str | None = None, arch: str | None = None,
+            shapes: Mapping[str, Sequence[int]] | None = None, io: str = "host",
+            strict_staging: bool = False, optimize: bool = True,
+            disable_passes: Sequence[str] = ()) -> "str | bytes":
+    """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
+
+    Writes it to ``output`` and returns that path, or returns the program's bytes (which
+    ``load`` takes) when no output is given. The keywords are ``baton compile``'s options:
+    ``device`` ("cpu", "cuda:N", "cuda:0,cuda:1"), ``precision`` ("fp32", "tf32", "fp16",
+    "bf16"), ``arch`` ("sm_90", needed to build for a GPU this machine lacks), ``shapes``
+    (``{"input": (8, 48)}`` fixes symbolic dimensions), ``io`` ("host" or "device": where the
+    program's inputs and outputs live), ``strict_staging`` (GPU partitions refuse host memory),
+    ``optimize`` / ``disable_passes`` (the graph optimizer). Raises BatonError.
+    """
+    out = None if output is None else os.fspath(output)
+    return _baton.compile(model, out, device, precision, arch,
+                          {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, io,
+                          strict_staging, optimize, list(disable_passes))
+
+
+class Module:
+    """A loaded program's method, ready to run. Made by ``baton.load``.
+
+    ``inputs`` / ``outputs``: one TensorSpec each (name, dtype, shape, device). Calls on one
+    Module are serialized; use one Module per thread to run concurrently.
+    """
+
+    def __init__(self, impl: "_baton.Module"):
+        self._impl = impl
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        return self._impl.inputs
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return self._impl.outputs
+
+    def run(self, *inputs: Any, out: Sequence[Any] | None = None, stream: Any = None,
+            **named: Any) -> list[Any]:
+        """Runs the method and returns its outputs, in order.
+
+        Inputs are any objects with ``__dlpack__`` (NumPy arrays, PyTorch tensors, CuPy arrays),
+        C-contiguous, in order or by name. They are bound without a copy where they are: memory
+        on the program's GPU is read in place; host memory given to a GPU input is staged by
+        the GPU delegate (logged once on the "baton" logger) or refused by a program compiled
+        with ``strict_staging``. Outputs are new arrays on the devices the program puts them on
+        (NumPy arrays on the host; DLPack arrays on a GPU: ``torch.from_dlpack`` takes them
+        without a copy), or the caller's own buffers ``out=[...]``, which are returned.
+
+        ``stream``: a ``torch.cuda.Stream``, an object with ``__cuda_stream__``, or an int
+        (a ``cudaStream_t``). All GPU work then runs on that stream and, when nothing is staged,
+        ``run`` returns before the GPU is done: synchronize the stream before reading the
+        outputs (docs/device-contract.md). Without ``stream``, ``run`` returns with the results
+        ready. The GIL is released while the program runs.
+        """
+        return self._impl._run(list(inputs), named, None if out is None else list(out), stream)
+
+    __call__ = run
+
+    def counters(self) -> dict[str, int]:
+        """Monitoring counters: the runtime's copies between devices ("copies.host_to_device",
+        ...) and each GPU delegate's ("delegate0.zero_copy_calls", "delegate0.staged_calls",
+        "delegate0.staged_bytes", ...)."""
+        return self._impl.counters()
+
+    def __repr__(self) -> str:
+        return f"baton.Module(inputs={self.inputs}, outputs={self.outputs})"
+
+
+def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threads: int = 0,
+         verify_checksums: bool = True) -> Module:
+    """Loads a program (a path, or the bytes ``compile`` returns), verifies it, and prepares
+    ``method`` (GPU engines are loaded on their device). ``threads``: CPU threads for the CPU
+    kernels (0: one per CPU). Raises BatonError naming what is wrong and how to fix it."""
+    if not isinstance(program, bytes):
+        program = os.fspath(program)
+    return Module(_baton.load(program, method, threads, verify_checksums))
+
+
+def inspect(program: "str | os.PathLike") -> dict:
+    """The program's description: the same structure as ``baton inspect --json`` prints."""
+    return _baton.inspect(os.fspath(program))
+
+
+from . import cuda  # noqa: E402  (needs _baton)

@@ -1,0 +1,522 @@
+// The `baton._baton` extension module (nanobind): compile, load, run and inspect Baton programs
+// from Python, with tensors passed through DLPack. python/baton/__init__.py is the public face;
+// docs/python.md documents the API.
+//
+// Tensors: an input is anything nanobind's ndarray takes (every object with __dlpack__: NumPy,
+// PyTorch CPU and CUDA tensors, CuPy). It is bound as it is (Method::bind_input: no copy) when it
+// is C-contiguous; the CUDA delegate then reads device memory on its GPU in place and stages host
+// memory itself (or refuses it in strict mode), as from C++. Outputs are allocated on the device
+// the program puts them on (or are the caller's buffers) and come back as NumPy arrays (host) or
+// DLPack-capable ndarrays (device) that own Baton's allocation: no copy either way.
+//
+// Threads: the GIL is released while the program executes; calls on one Module are serialized by
+// its own mutex (a Method runs one call at a time). Errors raise baton.BatonError with Baton's
+// message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "baton/core/log.h"
+#include "baton/extension/inspect.h"
+#include "baton/extension/module.h"
+#include "baton/runtime/device_allocator.h"
+#ifdef BATON_PYTHON_WITH_CUDA
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "baton/cuda/green_context.h"
+#include "baton/cuda/stream_guard.h"
+#endif
+
+namespace nb = nanobind;
+
+namespace baton::python {
+namespace {
+
+// What a Baton error becomes: baton.BatonError (a RuntimeError) with Baton's message.
+struct BatonFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(const Status& status) {
+  if (!status.ok()) throw BatonFailure(status.to_string());
+}
+template <typename T>
+T value_or_raise(Result<T> result) {
+  if (!result.ok()) throw BatonFailure(result.status().to_string());
+  return std::move(result).value();
+}
+
+// ---- log messages go to Python's `logging` (logger "baton") -------------------------------------
+void log_to_python(LogLevel level, std::string_view component, std::string_view message, void*) {
+  if (!Py_IsInitialized()) return;
+  nb::gil_scoped_acquire gil;
+  try {
+    static const int kPythonLevel[] = {10, 20, 30, 40, 50};  // DEBUG INFO WARNING ERROR CRITICAL
+    nb::object logger = nb::module_::import_("logging").attr("getLogger")("baton");
+    logger.attr("log")(kPythonLevel[static_cast<int>(level)], "%s: %s",
+                       nb::str(component.data(), component.size()),
+                       nb::str(message.data(), message.size()));
+  } catch (...) {
+    // A message Python cannot take (the interpreter is shutting down) is dropped.
+    PyErr_Clear();
+  }
+}
+
+// ---- dtypes and devices between DLPack and Baton ------------------------------------------------
+std::optional<DType> dtype_of(nb::dlpack::dtype t) {
+  using nb::dlpack::dtype_code;
+  if (t.lanes != 1) return std::nullopt;
+  const auto code = static_cast<dtype_code>(t.code);
+  if (code == dtype_code::Float && t.bits == 32) return DType::Float32;
+  if (code == dtype_code::Float && t.bits == 16) return DType::Float16;
+  if (code == dtype_code::Float && t.bits == 64) return DType::Float64;
+  if (code == dtype_code::Bfloat && t.bits == 16) return DType::BFloat16;
+  if (code == dtype_code::Int && t.bits == 64) return DType::Int64;
+  if (code == dtype_code::Int && t.bits == 32) return DType::Int32;
+  if (code == dtype_code::Int && t.bits == 16) return DType::Int16;
+  if (code == dtype_code::Int && t.bits == 8) return DType::Int8;
+  if (code == dtype_code::UInt && t.bits == 8) return DType::UInt8;
+  if (code == dtype_code::Bool && t.bits == 8) return DType::Bool;
+  return std::nullopt;
+}
+
+nb::dlpack::dtype dlpack_dtype(DType d) {
+  using nb::dlpack::dtype_code;
+  auto make = [](dtype_code c, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
+  };
+  switch (d) {
+    case DType::Float32:
+      return make(dtype_code::Float, 32);
+    case DType::Float16:
+      return make(dtype_code::Float, 16);
+    case DType::Float64:
+      return make(dtype_code::Float, 64);
+    case DType::BFloat16:
+      return make(dtype_code::Bfloat, 16);
+    case DType::Int64:
+      return make(dtype_code::Int, 64);
+    case DType::Int32:
+      return make(dtype_code::Int, 32);
+    case DType::Int16:
+      return make(dtype_code::Int, 16);
+    case DType::Int8:
+      return make(dtype_code::Int, 8);
+    case DType::UInt8:
+      return make(dtype_code::UInt, 8);
+    case DType::Bool:
+      return make(dtype_code::Bool, 8);
+  }
+  return make(dtype_code::Float, 32);
+}
+
+std::string device_text(Device d) {
+  return d.is_cpu() ? "cpu" : fmt::format("{}:{}", device_type_name(d.type), d.index);
+}
+
+// DLPack's device of a tensor as Baton's: CPU (and CUDA pinned host memory) is the host, CUDA
+// (and managed) memory is that GPU. Other devices are refused.
+Device device_of(const nb::ndarray<>& a, const std::string& what) {
+  switch (a.device_type()) {
+    case nb::device::cpu::value:
+    case nb::device::cuda_host::value:
+      return Device::cpu();
+    case nb::device::cuda::value:
+    case nb::device::cuda_managed::value:
+      return Device::cuda(static_cast<int16_t>(a.device_id()));
+    default:
+      throw BatonFailure(fmt::format(
+          "{} lives on DLPack device type {}, which Baton does not run on (CPU and CUDA only)",
+          what, a.device_type()));
+  }
+}
+
+// A borrowed view of a DLPack tensor; `sizes` backs the view's span.
+TensorView view_of(const nb::ndarray<>& a, std::vector<int64_t>& sizes, const std::string& what) {
+  const std::optional<DType> dtype = dtype_of(a.dtype());
+  if (!dtype) {
+    throw BatonFailure(
+        fmt::format("{} has a DLPack dtype (code {}, {} bits, {} lanes) Baton has "
+                    "no type for",
+                    what, a.dtype().code, a.dtype().bits, a.dtype().lanes));
+  }
+  sizes.assign(a.ndim(), 0);
+  int64_t expected = 1;
+  bool contiguous = true;
+  for (size_t i = a.ndim(); i-- > 0;) {
+    sizes[i] = static_cast<int64_t>(a.shape(i));
+    if (sizes[i] != 1 && a.stride(i) != expected) contiguous = false;
+    expected *= sizes[i];
+  }
+  if (!contiguous) {
+    throw BatonFailure(
+        fmt::format("{} is not C-contiguous (a transposed or sliced view): Baton binds memory as "
+                    "it is, without "
+                    "copying; pass a contiguous copy (numpy.ascontiguousarray(x), x.contiguous())",
+                    what));
+  }
+  return TensorView{a.data(), *dtype, sizes, device_of(a, what)};
+}
+
+// A Baton tensor as a Python object owning it: a NumPy array for host memory, a DLPack ndarray
+// (torch.from_dlpack / cupy.from_dlpack take it without a copy) for device memory.
+nb::object to_python(Tensor tensor) {
+  auto* owned = new Tensor(std::move(tensor));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  std::vector<size_t> shape(owned->sizes().begin(), owned->sizes().end());
+  const nb::dlpack::dtype dtype = dlpack_dtype(owned->dtype());
+  if (owned->device().is_cpu()) {
+    return nb::cast(nb::ndarray<nb::numpy>(owned->data(), shape.size(), shape.data(), owner,
+                                           nullptr, dtype, nb::device::cpu::value, 0));
+  }
+  return nb::cast(nb::ndarray<>(owned->data(), shape.size(), shape.data(), owner, nullptr, dtype,
+                                nb::device::cuda::value, owned->device().index));
+}
+
+// The CUDA stream a `stream=` argument names: an int (a cudaStream_t's value), an object with
+// `cuda_stream` (torch.cuda.Stream) or `__cuda_stream__` (the CUDA stream protocol: CuPy, CUDA
+// Python), or `ptr`/`handle` attributes holding one.
+uintptr_t stream_handle(nb::handle stream) {
+  if (nb::isinstance<nb::int_>(stream)) return nb::cast<uintptr_t>(stream);
+  if (nb::hasattr(stream, "cuda_stream")) return nb::cast<uintptr_t>(stream.attr("cuda_stream"));
+  if (nb::hasattr(stream, "__cuda_stream__")) {
+    nb::object pair = stream.attr("__cuda_stream__")();
+    return nb::cast<uintptr_t>(pair[1]);
+  }
+  throw BatonFailure(
+      "stream= takes an int (a cudaStream_t), a torch.cuda.Stream, or an object with "
+      "__cuda_stream__ (CuPy, CUDA Python)");
+}
+
+struct TensorSpec {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string device;
+  std::string repr() const {
+    return fmt::format("TensorSpec(name='{}', dtype='{}', shape={}, device='{}')", name, dtype,
+                       shape_to_string(shape), device);
+  }
+};
+
+TensorSpec spec_of(const runtime::TensorInfo& info) {
+  return TensorSpec{std::string(info.name), std::string(dtype_name(info.dtype)),
+                    std::vector<int64_t>(info.sizes.begin(), info.sizes.end()),
+                    device_text(info.device)};
+}
+
+// ---- Module
+// --------------------------------------------------------------------------------------
+class PyModule {
+ public:
+  explicit PyModule(extension::Module module) : module_(std::move(module)) {
+    runtime::Method& m = module_.method();
+    for (size_t i = 0; i < m.num_inputs(); ++i) inputs_.push_back(spec_of(m.input_info(i)));
+    for (size_t i = 0; i < m.num_outputs(); ++i) outputs_.push_back(spec_of(m.output_info(i)));
+  }
+
+  const std::vector<TensorSpec>& inputs() const { return inputs_; }
+  const std::vector<TensorSpec>& outputs() const { return outputs_; }
+
+  // Inputs in order (`positional`) or by name (`named`), never both; `out` optional buffers.
+  std::vector<nb::object> run(const std::vector<nb::ndarray<>>& positional,
+                              const std::map<std::string, nb::ndarray<>>& named,
+                              const std::optional<std::vector<nb::ndarray<>>>& out,
+                              nb::handle stream) {
+    const std::vector<nb::ndarray<>> inputs = order_inputs(positional, named);
+    std::vector<std::vector<int64_t>> input_sizes(inputs.size());
+    std::vector<TensorView> input_views;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      input_views.push_back(
+          view_of(inputs[i], input_sizes[i], fmt::format("input {} '{}'", i, inputs_[i].name)));
+    }
+    // Outputs: the caller's buffers, or new tensors on the devices the program puts them on.
+    std::vector<nb::object> results;
+    std::vector<std::vector<int64_t>> output_sizes(outputs_.size());
+    std::vector<TensorView> output_views;
+    if (out) {
+      if (out->size() != outputs_.size()) {
+        throw BatonFailure(fmt::format("out= has {} buffers; the program has {} outputs",
+                                       out->size(), outputs_.size()));
+      }
+      for (size_t i = 0; i < out->size(); ++i) {
+        output_views.push_back(
+            view_of((*out)[i], output_sizes[i],
+                    fmt::format("out[{}] for output '{}'", i, outputs_[i].name)));
+        results.push_back(nb::cast((*out)[i]));
+      }
+    } else {
+      runtime::Method& m = module_.method();
+      for (size_t i = 0; i < outputs_.size(); ++i) {
+        const runtime::TensorInfo info = m.output_info(i);
+        Tensor t = value_or_raise(runtime::allocate_tensor(
+            info.dtype, std::vector<int64_t>(info.sizes.begin(), info.sizes.end()), info.device));
+        output_views.push_back(t.view());
+        results.push_back(to_python(std::move(t)));
+      }
+    }
+    last_input_pointers_.clear();
+    for (const TensorView& v : input_views) {
+      last_input_pointers_.push_back(reinterpret_cast<uintptr_t>(v.data));
+    }
+    const bool has_stream = stream.is_valid() && !stream.is_none();
+    const uintptr_t handle = has_stream ? stream_handle(stream) : 0;
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      status = execute(input_views, output_views, has_stream, handle);
+    }
+    check(status);
+    return results;
+  }
+
+  // The addresses the last run bound as its inputs (tests compare them with the callers' arrays).
+  const std::vector<uintptr_t>& last_input_pointers() const { return last_input_pointers_; }
+
+  // The runtime's copy counters and each delegate's monitoring counters (zero-copy and staged
+  // calls, staged bytes), e.g. {"copies.host_to_device": 0, "delegate0.staged_calls": 0}.
+  std::map<std::string, uint64_t> counters() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    runtime::Method& m = module_.method();
+    const runtime::Method::CopyCounts c = m.copy_counts();
+    std::map<std::string, uint64_t> out = {{"copies.host_to_device", c.host_to_device},
+                                           {"copies.device_to_host", c.device_to_host},
+                                           {"copies.device_to_device", c.device_to_device},
+                                           {"copies.bytes", c.bytes}};
+    for (size_t d = 0; d < m.num_delegates(); ++d) {
+      for (const auto& [name, value] : m.delegate_counters(d)) {
+        out[fmt::format("delegate{}.{}", d, name)] = value;
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<nb::ndarray<>> order_inputs(const std::vector<nb::ndarray<>>& positional,
+                                          const std::map<std::string, nb::ndarray<>>& named) const {
+    if (!positional.empty() && !named.empty()) {
+      throw BatonFailure("pass the inputs either in order or by name, not both");
+    }
+    if (named.empty()) {
+      if (positional.size() != inputs_.size()) {
+        throw BatonFailure(fmt::format("the program takes {} inputs ({}); {} were given",
+                                       inputs_.size(), names(inputs_), positional.size()));
+      }
+      return positional;
+    }
+    std::vector<nb::ndarray<>> ordered;
+    for (const TensorSpec& s : inputs_) {
+      auto it = named.find(s.name);
+      if (it == named.end()) {
+        throw BatonFailure(
+            fmt::format("input '{}' is missing; the program takes {}", s.name, names(inputs_)));
+      }
+      ordered.push_back(it->second);
+    }
+    for (const auto& [name, value] : named) {
+      bool known = false;
+      for (const TensorSpec& s : inputs_) known = known || s.name == name;
+      if (!known) {
+        throw BatonFailure(
+            fmt::format("the program has no input '{}'; its inputs are {}", name, names(inputs_)));
+      }
+    }
+    return ordered;
+  }
+
+  static std::string names(const std::vector<TensorSpec>& specs) {
+    std::string out;
+    for (const TensorSpec& s : specs) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", s.name);
+    return out;
+  }
+
+  Status execute(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+                 bool has_stream, uintptr_t handle) {
+    if (!has_stream) return module_.run(inputs, outputs);
+#ifdef BATON_PYTHON_WITH_CUDA
+    cuda::StreamGuard guard(reinterpret_cast<cudaStream_t>(handle));
+    return module_.run(inputs, outputs);
+#else
+    (void)handle;
+    return BATON_ERROR(NotSupported,
+                       "stream= needs Baton's CUDA backend; this baton package was built without "
+                       "CUDA");
+#endif
+  }
+
+  extension::Module module_;
+  std::vector<TensorSpec> inputs_, outputs_;
+  std::vector<uintptr_t> last_input_pointers_;
+  std::mutex mutex_;
+};
+
+// ---- compile ------------------------------------------------------------------------------------
+nb::object compile(nb::handle model, std::optional<std::string> output, const std::string& device,
+                   std::optional<std::string> precision, std::optional<std::string> arch,
+                   const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
+                   bool strict_staging, bool optimize,
+                   const std::vector<std::string>& disable_passes) {
+  compiler::CompileOptions options;
+  if (io != "host" && io != "device") {
+    throw BatonFailure(fmt::format("io='{}': expected 'host' or 'device'", io));
+  }
+  options.io = io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
+  options.optimize = optimize;
+  options.disabled_passes = disable_passes;
+  if (strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
+  Result<compiler::TargetDevices> targets = compiler::parse_target_devices(device);
+  if (!targets.ok()) throw BatonFailure("device=: " + targets.status().to_string());
+  options.targets = std::move(targets).value();
+  const std::vector<Device> devices = compiler::distinct_devices(options.targets);
+  if (devices.empty() && (precision || arch || io == "device" || strict_staging)) {
+    throw BatonFailure(
+        "precision=, arch=, io='device' and strict_staging= apply to GPU targets: pass "
+        "device='cuda:N'");
+  }
+  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
+  for (const Device& d : devices) {
+    builders.push_back(value_or_raise(compiler::make_backend_compiler(
+        compiler::TargetSpec{d, arch.value_or(""), precision.value_or("")})));
+    options.backends.push_back(builders.back().get());
+  }
+  for (const auto& [name, sizes] : shapes) options.input_shapes.push_back({name, sizes});
+
+  // A path (str or os.PathLike), or an onnx.ModelProto (serialized here).
+  std::optional<std::string> path;
+  nb::bytes serialized;
+  if (nb::isinstance<nb::str>(model) || nb::hasattr(model, "__fspath__")) {
+    path = nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(model));
+  } else if (nb::hasattr(model, "SerializeToString")) {
+    serialized = nb::cast<nb::bytes>(model.attr("SerializeToString")());
+  } else {
+    throw BatonFailure("model= takes a path to an .onnx file or an onnx.ModelProto");
+  }
+  Result<compiler::CompiledProgram> program = Status();
+  {
+    nb::gil_scoped_release release;
+    if (path) {
+      program = compiler::compile_file(*path, options);
+    } else {
+      const auto* data = reinterpret_cast<const uint8_t*>(serialized.c_str());
+      program = compiler::compile_bytes(std::span<const uint8_t>(data, serialized.size()), options);
+    }
+  }
+  compiler::CompiledProgram compiled = value_or_raise(std::move(program));
+  if (output) {
+    check(compiled.write(*output));
+    return nb::str(output->c_str());
+  }
+  const std::vector<uint8_t> bytes = value_or_raise(compiled.serialize());
+  return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+PyModule* load(nb::handle program, const std::string& method, unsigned threads,
+               bool verify_checksums) {
+  runtime::MethodOptions method_options;
+  method_options.threads = threads;
+  runtime::LoadOptions load_options;
+  load_options.verify_checksums = verify_checksums;
+  std::shared_ptr<const runtime::Program> loaded;
+  if (nb::isinstance<nb::bytes>(program)) {
+    nb::bytes b = nb::borrow<nb::bytes>(program);
+    const auto* data = reinterpret_cast<const uint8_t*>(b.c_str());
+    loaded = value_or_raise(
+        runtime::Program::load_bytes(std::span<const uint8_t>(data, b.size()), load_options));
+  } else {
+    const std::string path =
+        nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(program));
+    loaded = value_or_raise(runtime::Program::load_file(path, load_options));
+  }
+  return new PyModule(
+      value_or_raise(extension::Module::from_program(std::move(loaded), method, method_options)));
+}
+
+nb::object inspect(nb::handle program) {
+  const std::string path =
+      nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(program));
+  const std::string json = value_or_raise(extension::describe_program_json(path));
+  return nb::module_::import_("json").attr("loads")(nb::str(json.c_str(), json.size()));
+}
+
+}  // namespace
+}  // namespace baton::python
+
+NB_MODULE(_baton, m) {
+  using namespace baton::python;
+  m.doc() = "Baton's extension module; use the `baton` package (python/baton/__init__.py)";
+  baton::register_builtins();
+#ifdef BATON_PYTHON_WITH_CUDA
+  baton::cuda::register_backend();
+  baton::cuda::register_compiler();
+#endif
+  baton::set_log_callback(&log_to_python, nullptr);
+  // No messages into a finalizing interpreter.
+  nb::module_::import_("atexit").attr("register")(
+      nb::cpp_function([] { baton::set_log_callback(nullptr, nullptr); }));
+
+  static nb::exception<BatonFailure> error(m, "BatonError", PyExc_RuntimeError);
+  (void)error;
+
+  nb::class_<TensorSpec>(m, "TensorSpec")
+      .def_ro("name", &TensorSpec::name)
+      .def_ro("dtype", &TensorSpec::dtype, "numpy's spelling: 'float32', 'int64', ...")
+      .def_ro("shape", &TensorSpec::shape)
+      .def_ro("device", &TensorSpec::device, "'cpu' or 'cuda:N'")
+      .def("__repr__", &TensorSpec::repr);
+
+  nb::class_<PyModule>(m, "Module")
+      .def_prop_ro("inputs", &PyModule::inputs)
+      .def_prop_ro("outputs", &PyModule::outputs)
+      .def("counters", &PyModule::counters)
+      .def_prop_ro("_last_input_pointers", &PyModule::last_input_pointers)
+      .def("_run", &PyModule::run, nb::arg("positional"), nb::arg("named"), nb::arg("out").none(),
+           nb::arg("stream").none());
+
+  m.def("compile", &compile, nb::arg("model"), nb::arg("output").none() = nb::none(),
+        nb::arg("device") = "cpu", nb::arg("precision").none() = nb::none(),
+        nb::arg("arch").none() = nb::none(),
+        nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>(), nb::arg("io") = "host",
+        nb::arg("strict_staging") = false, nb::arg("optimize") = true,
+        nb::arg("disable_passes") = std::vector<std::string>());
+  m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
+        nb::arg("verify_checksums") = true, nb::rv_policy::take_ownership);
+  m.def("inspect", &inspect, nb::arg("program"));
+  m.def("has_cuda", [] {
+#ifdef BATON_PYTHON_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+  });
+
+#ifdef BATON_PYTHON_WITH_CUDA
+  nb::class_<baton::cuda::GreenContext>(m, "_GreenContext")
+      .def_prop_ro("stream",
+                   [](const baton::cuda::GreenContext& g) {
+                     return reinterpret_cast<uintptr_t>(g.stream());
+                   })
+      .def_prop_ro("sms", &baton::cuda::GreenContext::sm_count);
+  m.def(
+      "_green_context",
+      [](int sms, int device) {
+        return new baton::cuda::GreenContext(
+            value_or_raise(baton::cuda::GreenContext::create(device, sms)));
+      },
+      nb::arg("sms"), nb::arg("device") = 0, nb::rv_policy::take_ownership);
+#endif
+}

@@ -1,0 +1,240 @@
+"""The baton Python package on the CPU (issue 13): compile / load / run / inspect, DLPack round
+trips with NumPy without copies (pointers checked), and every error path. Run by `make test`
+(CTest `python_test`) with the package from the build tree on PYTHONPATH."""
+import json
+import logging
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import baton
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+MODELS = REPO / "tests" / "e2e" / "models"
+MLP = REPO / "examples" / "mlp.onnx"
+CLI = os.environ.get("BATON_CLI")
+
+
+def pointer(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mlp") / "mlp.baton"
+    assert baton.compile(MLP, path) == str(path)
+    return path
+
+
+@pytest.fixture
+def x():
+    return np.random.default_rng(7).standard_normal((8, 48)).astype(np.float32)
+
+
+def test_metadata(mlp):
+    m = baton.load(mlp)
+    assert [(s.name, s.dtype, s.shape, s.device) for s in m.inputs] == [
+        ("input", "float32", [8, 48], "cpu")]
+    assert [(s.name, s.dtype, s.shape, s.device) for s in m.outputs] == [
+        ("output", "float32", [8, 24], "cpu")]
+    assert "input" in repr(m)
+
+
+@pytest.mark.parametrize("name", ["torchscript17_mlp_gelu", "dynamo18_mlp_relu",
+                                  "dynamo20_mlp_gelu_odd"])
+def test_committed_models_match_their_reference_and_the_cli(name, tmp_path):
+    """Each committed e2e model: Baton's Python result equals `baton run`'s (same program, same
+    input) and the reference output written when the model was exported."""
+    onnx_path = MODELS / f"{name}.onnx"
+    x = np.load(MODELS / f"{name}.input_0.npy")
+    expected = np.load(MODELS / f"{name}.output_0.npy")
+    case = next(c for c in json.loads((MODELS / "manifest.json").read_text())["cases"]
+                if c["name"] == name)
+    program = tmp_path / "m.baton"
+    baton.compile(onnx_path, program, shapes=case["shapes"])
+    m = baton.load(program)
+    (y,) = m(x)
+    np.testing.assert_allclose(y, expected, rtol=case["tolerance"], atol=case["tolerance"])
+    if CLI:
+        name_in = m.inputs[0].name
+        subprocess.run([CLI, "run", str(program), "--input", f"{name_in}={MODELS / f'{name}.input_0.npy'}",
+                        "--iterations", "1", "--output-dir", str(tmp_path / "cli")],
+                       check=True, capture_output=True)
+        np.testing.assert_array_equal(y, np.load(tmp_path / "cli" / "output_0.npy"))
+
+
+def test_inputs_are_bound_without_a_copy(mlp, x):
+    m = baton.load(mlp)
+    m(x)
+    assert m._impl._last_input_pointers == [pointer(x)]
+    # A contiguous view into a larger array is bound where it is, too.
+    big = np.random.default_rng(1).standard_normal((10, 48)).astype(np.float32)
+    view = big[1:9]
+    (y,) = m(view)
+    assert m._impl._last_input_pointers == [pointer(big) + 48 * 4]
+    np.testing.assert_array_equal(y, m(np.ascontiguousarray(view))[0])
+
+
+def test_outputs_come_back_without_a_copy(mlp, x):
+    m = baton.load(mlp)
+    out = np.full((8, 24), np.nan, dtype=np.float32)
+    before = pointer(out)
+    result = m.run(x, out=[out])
+    assert result[0] is out and pointer(out) == before
+    assert not np.isnan(out).any()
+    (y,) = m(x)
+    np.testing.assert_array_equal(y, out)
+    # A fresh output is a NumPy array owning Baton's allocation; DLPack hands the same memory on.
+    assert isinstance(y, np.ndarray)
+    assert pointer(np.from_dlpack(y)) == pointer(y)
+
+
+def test_named_inputs_and_bytes_programs(mlp, x):
+    m = baton.load(mlp)
+    (a,) = m(input=x)
+    program = baton.compile(MLP)
+    assert isinstance(program, bytes) and program[4:8] != b""
+    (b,) = baton.load(program)(x)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_compile_takes_a_model_proto(x):
+    onnx = pytest.importorskip("onnx")
+    program = baton.compile(onnx.load(MLP))
+    (a,) = baton.load(program)(x)
+    (b,) = baton.load(baton.compile(MLP))(x)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_results_are_stable_across_calls_and_threads(mlp, x):
+    m = baton.load(mlp, threads=1)
+    (a,) = m(x)
+    (b,) = baton.load(mlp, threads=2)(x)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    (c,) = m(x)
+    np.testing.assert_array_equal(a, c)
+    x2 = x * 2
+    (d,) = m(x2)
+    assert not np.array_equal(a, d)
+
+
+def test_inspect_matches_the_cli(mlp):
+    info = baton.inspect(mlp)
+    assert info["methods"][0]["name"] == "forward"
+    if CLI:
+        cli = json.loads(subprocess.run([CLI, "inspect", str(mlp), "--json"], check=True,
+                                        capture_output=True, text=True).stdout)
+        assert info == cli
+
+
+# ---- error paths: each raises baton.BatonError (a RuntimeError) with Baton's message ----------
+
+def test_error_is_a_runtime_error():
+    assert issubclass(baton.BatonError, RuntimeError)
+
+
+def test_error_missing_model(tmp_path):
+    with pytest.raises(baton.BatonError, match="nonexistent.onnx"):
+        baton.compile(tmp_path / "nonexistent.onnx")
+
+
+def test_error_not_a_model(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00\x01 not a model")
+    with pytest.raises(baton.BatonError):
+        baton.compile(bad)
+    with pytest.raises(baton.BatonError, match="model= takes a path"):
+        baton.compile(42)
+
+
+def test_error_bad_compile_options():
+    with pytest.raises(baton.BatonError, match="is not a GPU"):
+        baton.compile(MLP, device="tpu:0")
+    with pytest.raises(baton.BatonError, match="apply to GPU targets"):
+        baton.compile(MLP, precision="fp16")
+    with pytest.raises(baton.BatonError, match="io='sideways'"):
+        baton.compile(MLP, io="sideways")
+    with pytest.raises(baton.BatonError, match="no optimizer pass 'nope'"):
+        baton.compile(MLP, disable_passes=["nope"])
+    with pytest.raises(baton.BatonError, match="nope"):
+        baton.compile(MLP, shapes={"nope": (1, 2)})
+
+
+def test_error_missing_or_damaged_program(tmp_path, mlp):
+    with pytest.raises(baton.BatonError, match="cannot open"):
+        baton.load(tmp_path / "nope.baton")
+    damaged = bytearray(pathlib.Path(mlp).read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    with pytest.raises(baton.BatonError, match="checksum"):
+        baton.load(bytes(damaged))
+    with pytest.raises(baton.BatonError, match="no method 'backward'|method 'backward'"):
+        baton.load(mlp, method="backward")
+    with pytest.raises(baton.BatonError):
+        baton.inspect(tmp_path / "nope.baton")
+
+
+def test_error_wrong_inputs(mlp, x):
+    m = baton.load(mlp)
+    with pytest.raises(baton.BatonError, match="takes 1 inputs"):
+        m(x, x)
+    with pytest.raises(baton.BatonError, match="takes 1 inputs"):
+        m()
+    with pytest.raises(baton.BatonError, match="no input 'wrong'"):
+        m(input=x, wrong=x)
+    with pytest.raises(baton.BatonError, match="input 'input' is missing"):
+        m(other=x)
+    with pytest.raises(baton.BatonError, match="either in order or by name"):
+        m._impl._run([x], {"input": x}, None, None)
+    with pytest.raises(baton.BatonError, match="not C-contiguous"):
+        m(np.asfortranarray(x))
+    with pytest.raises(baton.BatonError, match="float64|dtype"):
+        m(x.astype(np.float64))
+    with pytest.raises(baton.BatonError, match=r"\[8, 48\]|shape|sizes"):
+        m(x[:4])
+    with pytest.raises(baton.BatonError, match="DLPack dtype"):
+        m(np.zeros((8, 48), dtype=np.complex64))
+
+
+def test_error_wrong_out_buffers(mlp, x):
+    m = baton.load(mlp)
+    with pytest.raises(baton.BatonError, match="out= has 2 buffers"):
+        m.run(x, out=[np.empty((8, 24), np.float32)] * 2)
+    with pytest.raises(baton.BatonError, match=r"\[8, 24\]|shape|sizes"):
+        m.run(x, out=[np.empty((8, 25), np.float32)])
+    with pytest.raises(baton.BatonError, match="not C-contiguous"):
+        m.run(x, out=[np.empty((24, 8), np.float32).T])
+
+
+def test_error_stream_argument(mlp, x):
+    m = baton.load(mlp)
+    with pytest.raises(baton.BatonError, match="stream= takes"):
+        m.run(x, stream="fast")
+
+
+def test_green_context_says_why_it_cannot_be_made():
+    """Without CUDA in the build, or without a GPU, asking for a green context raises BatonError
+    saying which; on a GPU host it is made (test_baton_cuda.py runs a program in one)."""
+    try:
+        ctx = baton.cuda.GreenContext(sms=16)
+    except baton.BatonError as e:
+        text = str(e)
+        if not baton.cuda.is_built():
+            assert "without CUDA" in text
+        else:
+            assert any(w in text for w in ("GPU", "device", "driver", "CUDA")), text
+    else:
+        assert ctx.sms >= 16 and ctx.stream != 0
+
+
+def test_log_messages_reach_python_logging(caplog):
+    """Baton's log lines go to Python's logging, logger "baton": here the compiler's warning
+    about a partition map naming partitions the model does not have."""
+    if not baton.cuda.is_built():
+        pytest.skip("needs the CUDA backend's compiler (builds for sm_90 without a GPU)")
+    caplog.set_level(logging.INFO, logger="baton")
+    baton.compile(MLP, device="0=cuda:0,5=cuda:0", arch="sm_90")
+    warnings = [r for r in caplog.records if r.name == "baton" and r.levelno == logging.WARNING]
+    assert any("partition map names partitions" in r.getMessage() for r in warnings), caplog.text
