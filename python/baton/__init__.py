@@ -14,9 +14,9 @@ import os
 from typing import Any, Mapping, Sequence
 
 from . import _baton
-from ._baton import BatonError, TensorSpec
+from ._baton import BatonError, DeviceArray, TensorSpec
 
-__all__ = ["BatonError", "Module", "TensorSpec", "compile", "cuda", "inspect", "load"]
+__all__ = ["BatonError", "DeviceArray", "Module", "TensorSpec", "compile", "cuda", "inspect", "load"]
 __version__ = "0.1.0"
 
 
@@ -68,7 +68,7 @@ class Module:
         on the program's GPU is read in place; host memory given to a GPU input is staged by
         the GPU delegate (logged once on the "baton" logger) or refused by a program compiled
         with ``strict_staging``. Outputs are new arrays on the devices the program puts them on
-        (NumPy arrays on the host; DLPack arrays on a GPU: ``torch.from_dlpack`` takes them
+        (NumPy arrays on the host; ``baton.DeviceArray`` on a GPU: ``torch.from_dlpack`` takes them
         without a copy), or the caller's own buffers ``out=[...]``, which are returned.
 
         ``stream``: a ``torch.cuda.Stream``, an object with ``__cuda_stream__``, or an int

@@ -172,19 +172,31 @@ TensorView view_of(const nb::ndarray<>& a, std::vector<int64_t>& sizes, const st
   return TensorView{a.data(), *dtype, sizes, device_of(a, what)};
 }
 
-// A Baton tensor as a Python object owning it: a NumPy array for host memory, a DLPack ndarray
-// (torch.from_dlpack / cupy.from_dlpack take it without a copy) for device memory.
+// A Baton tensor in device memory, owned from Python: it speaks the DLPack protocol
+// (__dlpack__ / __dlpack_device__), so torch.from_dlpack, cupy.from_dlpack and others take it
+// without a copy, as often as they like (each __dlpack__ hands out a new capsule that keeps this
+// object, and so the memory, alive).
+struct DeviceArray {
+  Tensor tensor;
+};
+
+nb::object dlpack_capsule(nb::handle self) {
+  const Tensor& t = nb::cast<DeviceArray&>(self).tensor;
+  std::vector<size_t> shape(t.sizes().begin(), t.sizes().end());
+  return nb::cast(nb::ndarray<>(t.data(), shape.size(), shape.data(), self, nullptr,
+                                dlpack_dtype(t.dtype()), nb::device::cuda::value,
+                                t.device().index));
+}
+
+// A Baton tensor as a Python object owning it: a NumPy array for host memory, a DeviceArray for
+// device memory.
 nb::object to_python(Tensor tensor) {
+  if (!tensor.device().is_cpu()) return nb::cast(DeviceArray{std::move(tensor)});
   auto* owned = new Tensor(std::move(tensor));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
   std::vector<size_t> shape(owned->sizes().begin(), owned->sizes().end());
-  const nb::dlpack::dtype dtype = dlpack_dtype(owned->dtype());
-  if (owned->device().is_cpu()) {
-    return nb::cast(nb::ndarray<nb::numpy>(owned->data(), shape.size(), shape.data(), owner,
-                                           nullptr, dtype, nb::device::cpu::value, 0));
-  }
-  return nb::cast(nb::ndarray<>(owned->data(), shape.size(), shape.data(), owner, nullptr, dtype,
-                                nb::device::cuda::value, owned->device().index));
+  return nb::cast(nb::ndarray<nb::numpy>(owned->data(), shape.size(), shape.data(), owner, nullptr,
+                                         dlpack_dtype(owned->dtype()), nb::device::cpu::value, 0));
 }
 
 // The CUDA stream a `stream=` argument names: an int (a cudaStream_t's value), an object with
@@ -478,6 +490,29 @@ NB_MODULE(_baton, m) {
       .def_ro("shape", &TensorSpec::shape)
       .def_ro("device", &TensorSpec::device, "'cpu' or 'cuda:N'")
       .def("__repr__", &TensorSpec::repr);
+
+  nb::class_<DeviceArray>(m, "DeviceArray",
+                          "An output in GPU memory; torch.from_dlpack(x) and cupy.from_dlpack(x) "
+                          "take it without a copy")
+      .def("__dlpack__", [](nb::handle self, nb::kwargs) { return dlpack_capsule(self); })
+      .def("__dlpack_device__",
+           [](const DeviceArray& a) {
+             return nb::make_tuple(static_cast<int>(nb::device::cuda::value),
+                                   static_cast<int>(a.tensor.device().index));
+           })
+      .def_prop_ro("shape", [](const DeviceArray& a) { return a.tensor.sizes(); })
+      .def_prop_ro(
+          "dtype",
+          [](const DeviceArray& a) { return std::string(baton::dtype_name(a.tensor.dtype())); })
+      .def_prop_ro("device", [](const DeviceArray& a) { return device_text(a.tensor.device()); })
+      .def_prop_ro(
+          "data_ptr",
+          [](const DeviceArray& a) { return reinterpret_cast<uintptr_t>(a.tensor.data()); })
+      .def("__repr__", [](const DeviceArray& a) -> std::string {
+        return fmt::format("baton.DeviceArray(shape={}, dtype='{}', device='{}')",
+                           baton::shape_to_string(a.tensor.sizes()),
+                           baton::dtype_name(a.tensor.dtype()), device_text(a.tensor.device()));
+      });
 
   nb::class_<PyModule>(m, "Module")
       .def_prop_ro("inputs", &PyModule::inputs)

@@ -55,8 +55,10 @@ def test_cuda_tensors_in_and_out_without_a_copy(programs, x):
     xd = x.cuda()
     (y,) = m(xd)
     assert m._impl._last_input_pointers == [xd.data_ptr()]
-    yt = torch.from_dlpack(y)  # Baton's allocation, seen by PyTorch
-    assert yt.device.type == "cuda" and yt.data_ptr() == torch.from_dlpack(y).data_ptr()
+    assert y.device == "cuda:0" and y.shape == [8, 24] and y.dtype == "float32"
+    yt = torch.from_dlpack(y)  # Baton's allocation, seen by PyTorch: no copy
+    assert yt.device.type == "cuda" and yt.data_ptr() == y.data_ptr
+    assert torch.from_dlpack(y).data_ptr() == y.data_ptr  # converted again: the same memory
     np.testing.assert_allclose(yt.cpu().numpy(), reference(programs, x), rtol=1e-5, atol=1e-6)
     # Into a PyTorch buffer: the very tensor comes back, written in place.
     out = torch.full((8, 24), float("nan"), device="cuda")
