@@ -76,9 +76,19 @@ def test_caller_stream(programs, x):
     with torch.cuda.stream(stream):
         xd = (x * 1.0).cuda()
         out = torch.empty(8, 24, device="cuda")
-    m.run(xd, out=[out], stream=stream)  # may return before the GPU is done
+    ptr = out.data_ptr()
+    result = m.run(xd, out=[out], stream=stream)  # may return before the GPU is done
+    assert m._impl._last_input_pointers == [xd.data_ptr()]  # the PyTorch tensor, in place
+    assert result[0] is out and out.data_ptr() == ptr
     stream.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), reference(programs, x), rtol=1e-5, atol=1e-6)
+    # Baton's own output on the caller's stream, handed to PyTorch without a copy.
+    (y,) = m.run(xd, stream=stream)
+    stream.synchronize()
+    yt = torch.from_dlpack(y)
+    assert yt.data_ptr() == y.data_ptr
+    assert torch.equal(yt, out)
+    assert m.counters()["delegate0.staged_calls"] == 0
     # An integer handle works the same.
     out2 = torch.empty_like(out)
     m.run(xd, out=[out2], stream=stream.cuda_stream)
