@@ -408,6 +408,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   }
   for (const auto& [name, sizes] : shapes) options.input_shapes.push_back({name, sizes});
 
+  if (output) check(compiler::check_output_path(*output));  // before any time is spent
   // A path (str or os.PathLike), or an onnx.ModelProto (serialized here).
   std::optional<std::string> path;
   nb::bytes serialized;

@@ -81,6 +81,8 @@ Status CompiledProgram::write(const std::string& path) const {
   return format::write_file_atomically(path, bytes);
 }
 
+Status check_output_path(const std::string& path) { return format::check_file_writable(path); }
+
 namespace {
 
 constexpr std::string_view kOutOfMemoryHint =

@@ -915,6 +915,28 @@ Status write_all(int fd, std::span<const uint8_t> bytes) {
 
 }  // namespace
 
+Status check_file_writable(const std::string& path) {
+  struct stat st {};
+  bool exists = false;
+  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, &st, &exists));
+  // The temporary file goes into the target's folder.
+  const size_t slash = target.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : (slash == 0 ? "/" : target.substr(0, slash));
+  struct stat d {};
+  BATON_CHECK_OR_RETURN(::stat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode), IoError,
+                        "cannot write '{}': the folder '{}' does not exist (create it first: "
+                        "mkdir -p {})",
+                        path, dir, dir);
+  BATON_CHECK_OR_RETURN(::access(dir.c_str(), W_OK) == 0, IoError,
+                        "cannot write '{}': the folder '{}' is not writable ({})", path, dir,
+                        std::strerror(errno));
+  BATON_CHECK_OR_RETURN(!exists || ::access(target.c_str(), W_OK) == 0, IoError,
+                        "cannot write '{}': the file is not writable ({})", path,
+                        std::strerror(errno));
+  return Status();
+}
+
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
   struct stat st {};
   bool exists = false;

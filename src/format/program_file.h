@@ -94,6 +94,10 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
 // link stays): a directory, a device such as /dev/full, a FIFO or a socket is refused by name
 // before anything is written. An existing file keeps its permission bits. Errors: IoError.
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
+// Whether write_file_atomically could write PATH, checked without writing: what it refuses
+// (directories, devices, FIFOs, sockets, dangling links), a folder that does not exist or is not
+// writable, a file that is not writable. For refusing a bad output before long work.
+Status check_file_writable(const std::string& path);
 
 // The operators whose single output may lie exactly on their first input (a view): Reshape,
 // Flatten, Squeeze, Unsqueeze and Identity of ai.onnx ("" or "ai.onnx"). The loader accepts that

@@ -579,5 +579,76 @@ TEST_F(CliTest, CompileOutputMustBeARegularFile) {
   EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
+// Issue 14, "errors that lead somewhere": every parse error is prefixed, trtexec's flags get
+// Baton's spelling (or mean the same: --shapes, --verbose), a typo gets the closest option, a
+// bad -o is refused before compiling, and the GPU options and GPU programs on a machine without a
+// GPU say exactly that.
+TEST_F(CliTest, ErrorsLeadSomewhere) {
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  const std::string out = (dir_ / "errors.baton").string();
+  struct Case {
+    std::string args, expected;
+  };
+  const Case parse_errors[] = {
+      {"compile " + model + " -o " + out + " --fp16", "did you mean --precision fp16"},
+      {"compile " + model + " --saveEngine=" + out, "did you mean -o FILE"},
+      {"run " + program() + " --warmUp=100", "did you mean --warmup N"},
+      {"run " + program() + " --loadEngine=" + program(), "did you mean baton run FILE"},
+      {"run " + program() + " --warmpu 3", "(did you mean --warmup?)"},
+      {"run " + program() + " --ITERATIONS 3", "(did you mean --iterations?)"},
+      {"", "A subcommand is required"},
+      {"compile", "model is required"},
+  };
+  for (const Case& c : parse_errors) {
+    const CliRun r = baton(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("baton: error: ", 0), 0u) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
+  }
+
+  // trtexec's --shapes NAME:DIMS means Baton's --shape NAME=DIMS.
+  const std::string symbolic =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/torchscript17_mlp_gelu.onnx").string();
+  CliRun r = baton("compile -q " + symbolic + " -o " + out + " --shapes=input:8x48");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect " + out);
+  EXPECT_NE(r.output.find("'input' float32 [8, 48]"), std::string::npos) << r.output;
+  r = baton("run " + out + " -n 2 --verbose");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // A bad output path is refused before compiling (no phase was reported).
+  r = baton("compile " + model + " -o " + (dir_ / "no_such_folder" / "x.baton").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("does not exist (create it first: mkdir -p"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("import"), std::string::npos) << r.output;
+
+  // Without a GPU: the GPU options, and a program built for one.
+  r = baton("compile -q " + model + " -o " + (dir_ / "sm90.baton").string() +
+            " --device cuda:0 --arch sm_90");
+  if (r.output.find("has no cuda backend") != std::string::npos) return;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("compile -q " + model + " -o " + out + " --device cuda:0");
+  if (r.output.find("this machine has no GPU") == std::string::npos) {
+    GTEST_SUCCEED() << "a GPU is here: the no-GPU messages are not reachable";
+    return;
+  }
+  r = baton("run " + program() + " --sms 16 -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--sms needs a usable NVIDIA GPU, and this machine has none"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("driver version"), std::string::npos) << r.output;
+  r = baton("run " + (dir_ / "sm90.baton").string() + " -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("needs cuda:0, and this machine has no usable NVIDIA GPU"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("baton compile dynamo20_mlp_gelu.onnx -o " +
+                          (dir_ / "sm90.baton").string() + " --device cpu"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace baton

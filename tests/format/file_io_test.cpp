@@ -140,6 +140,27 @@ TEST_F(FileTest, ReadRegularFileSaysWhyItsLimitIsSet) {
 
 // ---- write_file_atomically (compile -o, .npy outputs): only a regular file is ever replaced
 
+TEST_F(FileTest, CheckingAnOutputPathWritesNothingAndRefusesWhatWritingWould) {
+  // Writable: a new file in an existing folder, an existing regular file. Nothing is created.
+  EXPECT_TRUE(format::check_file_writable(path("new.baton")).ok());
+  EXPECT_TRUE(entries().empty());
+  { std::ofstream(path("old.baton")) << "old"; }
+  EXPECT_TRUE(format::check_file_writable(path("old.baton")).ok());
+  EXPECT_EQ(contents(path("old.baton")), "old");
+  // Refused, by name: a missing folder, a directory, a device.
+  Status s = format::check_file_writable(path("missing/new.baton"));
+  EXPECT_EQ(s.code(), Error::IoError);
+  EXPECT_NE(s.message().find("the folder '" + path("missing") + "' does not exist"),
+            std::string::npos)
+      << s.to_string();
+  s = format::check_file_writable(dir_.string());
+  EXPECT_NE(s.message().find("it is a directory, not a regular file"), std::string::npos)
+      << s.to_string();
+  s = format::check_file_writable("/dev/null");
+  EXPECT_NE(s.message().find("it is a character device"), std::string::npos) << s.to_string();
+  EXPECT_EQ(entries(), std::vector<std::string>{"old.baton"});
+}
+
 TEST_F(FileTest, WritingCreatesANewFileAndLeavesNoTemporary) {
   ASSERT_TRUE(format::write_file_atomically(path("new.baton"), bytes_).ok());
   EXPECT_EQ(contents(path("new.baton")), std::string(bytes_.begin(), bytes_.end()));

@@ -161,6 +161,8 @@ def test_error_bad_compile_options():
         baton.compile(MLP, disable_passes=["nope"])
     with pytest.raises(baton.BatonError, match="nope"):
         baton.compile(MLP, shapes={"nope": (1, 2)})
+    with pytest.raises(baton.BatonError, match="does not exist"):
+        baton.compile(MLP, "/nonexistent-folder/m.baton")
 
 
 def test_error_missing_or_damaged_program(tmp_path, mlp):

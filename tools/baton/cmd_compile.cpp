@@ -42,6 +42,7 @@ std::string human_bytes(uint64_t bytes) {
 
 Status run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
+  BATON_TRY(compiler::check_output_path(args.output));  // before any time is spent
   compiler::CompileOptions options;
   options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
   options.max_partition_nodes = args.max_partition_nodes;

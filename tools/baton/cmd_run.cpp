@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "baton/core/check.h"
+#include "baton/extension/inspect.h"
 #include "baton/extension/npy.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/program.h"
@@ -187,7 +189,40 @@ Result<std::vector<Tensor>> load_inputs(const RunArgs& args, runtime::Method& me
   return inputs;
 }
 
+// The GPUs a program's method "forward" runs on: its device arenas and its delegates' devices
+// (read from the program's description, which needs no GPU).
+std::vector<Device> gpus_needed(const runtime::Program& program) {
+  std::vector<Device> out;
+  Result<std::string> text = extension::describe_program_json(program);
+  if (!text.ok()) return out;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("methods")) return out;
+  auto add = [&](const nlohmann::json& v) {
+    if (!v.is_string()) return;
+    const std::optional<Device> d = Device::parse(v.get<std::string>());
+    if (d && d->is_cuda() && std::find(out.begin(), out.end(), *d) == out.end()) out.push_back(*d);
+  };
+  for (const auto& m : j["methods"]) {
+    if (m.value("name", "") != "forward") continue;
+    for (const auto& a : m.value("arenas", nlohmann::json::array()))
+      add(a.value("device", nlohmann::json()));
+    for (const auto& d : m.value("delegates", nlohmann::json::array()))
+      add(d.value("target_device", nlohmann::json()));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string rebuild_for_cpu(const runtime::Program& program) {
+  std::string model = "MODEL.onnx";
+  const std::string_view producer = program.producer();
+  if (const size_t at = producer.find(" from "); at != std::string_view::npos) {
+    const std::string_view rest = producer.substr(at + 6);
+    model = std::string(rest.substr(0, rest.find(" (")));
+  }
+  return fmt::format("baton compile {} -o {} --device cpu", model, program.origin());
+}
 
 Status run_run(const RunArgs& args) {
   BATON_CHECK_OR_RETURN(!args.saturate_rest || args.sms > 0, InvalidArgument,
@@ -198,11 +233,14 @@ Status run_run(const RunArgs& args) {
   // Load time is reported: a program whose GPU choices were not recorded when it was compiled
   // (no GPU then) times them here.
   const auto load_start = std::chrono::steady_clock::now();
+  BATON_TRY(check_gpu_options(args));
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
   const auto program_loaded = std::chrono::steady_clock::now();
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
-  BATON_ASSIGN_OR_RETURN(auto method, program->load_method("forward", method_options));
+  Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
+  if (!loaded.ok()) return explain_load_failure(*program, gpus_needed(*program), loaded.status());
+  std::unique_ptr<runtime::Method> method = std::move(loaded).value();
   const auto method_loaded = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args, *method));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));

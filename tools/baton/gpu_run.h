@@ -33,4 +33,17 @@ class GpuRun {
 // nullptr when the options ask for nothing GPU-specific.
 Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method);
 
+// Before anything is loaded: the GPU options (--device-io, --stream caller, --sms,
+// --saturate-rest) on a machine without a usable GPU (or a baton without the CUDA backend) are
+// refused, saying exactly that.
+Status check_gpu_options(const RunArgs& args);
+
+// "baton compile mlp.onnx -o PROGRAM --device cpu": the model named in the program's producer.
+std::string rebuild_for_cpu(const runtime::Program& program);
+
+// `failure`, the error of loading `program`'s method, explained when the program needs GPUs this
+// machine does not have: which devices, and how to rebuild it for the CPU. Otherwise as it is.
+Status explain_load_failure(const runtime::Program& program, const std::vector<Device>& needs,
+                            Status failure);
+
 }  // namespace baton::tool

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "baton/core/check.h"
+#include "baton/cuda/backend.h"
 #include "baton/cuda/competing_workload.h"
 #include "baton/cuda/green_context.h"
 #include "baton/cuda/stream.h"
@@ -130,6 +131,42 @@ class CudaRun final : public GpuRun {
 };
 
 }  // namespace
+
+Status check_gpu_options(const RunArgs& args) {
+  if (!args.device_io && args.stream == "default" && args.sms == 0 && !args.saturate_rest) {
+    return Status();
+  }
+  const char* option = args.sms > 0         ? "--sms"
+                       : args.saturate_rest ? "--saturate-rest"
+                       : args.device_io     ? "--device-io"
+                                            : "--stream caller";
+  BATON_CHECK_OR_RETURN(!cuda::devices().empty(), NotSupported,
+                        "{} needs a usable NVIDIA GPU, and this machine has none (no CUDA device "
+                        "or no NVIDIA driver). Run without --device-io, --stream, --sms and "
+                        "--saturate-rest on a CPU program",
+                        option);
+  return Status();
+}
+
+Status explain_load_failure(const runtime::Program& program, const std::vector<Device>& needs,
+                            Status failure) {
+  if (needs.empty()) return failure;
+  const std::vector<cuda::DeviceInfo> have = cuda::devices();
+  std::string missing;
+  for (const Device& d : needs) {
+    bool found = false;
+    for (const cuda::DeviceInfo& g : have) found = found || g.index == d.index;
+    if (!found) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", d.to_string());
+  }
+  if (missing.empty()) return failure;
+  return BATON_ERROR(
+      NotSupported,
+      "{} needs {}, and this machine has {}. Run it where that GPU is, or rebuild "
+      "the program for this machine: {} (for the CPU){}",
+      program.origin(), missing,
+      have.empty() ? std::string("no usable NVIDIA GPU") : fmt::format("{} GPU(s)", have.size()),
+      rebuild_for_cpu(program), have.empty() ? "" : ", or with --device cuda:0");
+}
 
 Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method) {
   if (!args.device_io && args.stream == "default" && args.sms == 0)

@@ -1,9 +1,113 @@
 // baton: compile ONNX models to Baton programs, run them, inspect them.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "baton/baton.h"
+#include "baton/core/log.h"
 #include "commands.h"
+
+namespace {
+
+// trtexec's flags, which deployment engineers type out of habit, and what Baton calls them.
+// (--shapes and --verbose mean the same in Baton and are accepted: see translate_trtexec.)
+struct ForeignFlag {
+  std::string_view name;
+  std::string_view instead;
+};
+constexpr ForeignFlag kTrtexecFlags[] = {
+    {"--fp16", "--precision fp16 (baton compile)"},
+    {"--bf16", "--precision bf16 (baton compile)"},
+    {"--best", "--precision fp16 (baton compile; Baton has no int8)"},
+    {"--int8", "--precision fp16 or bf16 (baton compile; Baton has no int8)"},
+    {"--noTF32", "--precision fp32 (baton compile's default: TF32 off)"},
+    {"--saveEngine", "-o FILE (baton compile writes the program to FILE)"},
+    {"--loadEngine", "baton run FILE"},
+    {"--onnx", "baton compile MODEL.onnx -o FILE"},
+    {"--warmUp", "--warmup N (baton run; N runs, where trtexec's --warmUp is milliseconds)"},
+    {"--avgRuns", "-n N (baton run: N timed runs, with min/median/p90/p99)"},
+    {"--duration", "-n N (baton run: N timed runs, not seconds)"},
+    {"--minShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
+    {"--optShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
+    {"--maxShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
+};
+
+// Rewrites trtexec's --shapes=NAME:D0xD1[,NAME:...] into --shape NAME=D0xD1 ..., and refuses the
+// trtexec flags Baton spells differently, saying how. False: an error was printed.
+bool translate_trtexec(int argc, char** argv, std::vector<std::string>* out) {
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name == "--shapes") {
+      std::string list =
+          arg.size() > name.size() ? arg.substr(name.size() + 1) : (i + 1 < argc ? argv[++i] : "");
+      for (size_t start = 0; start <= list.size();) {
+        const size_t end = std::min(list.find(',', start), list.size());
+        std::string item = list.substr(start, end - start);
+        if (const size_t colon = item.rfind(':'); colon != std::string::npos) item[colon] = '=';
+        out->push_back("--shape");
+        out->push_back(item);
+        start = end + 1;
+      }
+      continue;
+    }
+    for (const ForeignFlag& f : kTrtexecFlags) {
+      if (name == f.name) {
+        std::fprintf(stderr,
+                     "baton: error: %s is a trtexec flag; did you mean %s?\nRun with --help for "
+                     "more information.\n",
+                     name.c_str(), std::string(f.instead).c_str());
+        return false;
+      }
+    }
+    out->push_back(std::move(arg));
+  }
+  return true;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --warmup?)" for an option that is close to one of `app`'s, else "".
+std::string suggestion(const CLI::App& app, const std::string& unexpected) {
+  const std::string name = unexpected.substr(0, unexpected.find('='));
+  if (name.rfind("--", 0) != 0) return "";
+  std::string best;
+  size_t best_distance = 3;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (!sub->parsed()) continue;
+    for (const CLI::Option* opt : sub->get_options()) {
+      for (const std::string& lname : opt->get_lnames()) {
+        const size_t d = edit_distance(name.substr(2), lname);
+        if (d < best_distance) {
+          best_distance = d;
+          best = "--" + lname;
+        }
+      }
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"baton: compile ONNX models ahead of time into one program file and run it"};
@@ -56,6 +160,10 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
+  bool verbose = false;
+  constexpr const char* kVerboseHelp =
+      "Log everything Baton says (debug level; as BATON_LOG_LEVEL=debug)";
+  c->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::RunArgs run;
   CLI::App* r = app.add_subcommand("run", "Run a Baton program and report outputs and latency");
@@ -95,6 +203,7 @@ int main(int argc, char** argv) {
       "Load without verifying the file's checksums (every other check still runs; a damaged "
       "weight then goes unnoticed)";
   r->add_flag("--no-checksums", run.no_checksums, kNoChecksumsHelp);
+  r->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::InspectArgs inspect;
   CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");
@@ -103,13 +212,29 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   s->add_flag("--json", inspect.json, "One JSON object on stdout");
   s->add_flag("--no-checksums", inspect.no_checksums, kNoChecksumsHelp);
+  s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
+  std::vector<std::string> args;
+  if (!translate_trtexec(argc, argv, &args)) return 2;
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the arguments in reverse order, without the program name.
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     // --help and --version end here too (exit 0); a command line that does not parse exits 2.
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string hint;
+    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      (void)extras;
+      for (const std::string& a : args) {
+        if (hint.empty() && a.rfind("--", 0) == 0) hint = suggestion(app, a);
+      }
+    }
+    std::fprintf(stderr, "baton: error: %s%s\nRun with --help for more information.\n", e.what(),
+                 hint.c_str());
+    return 2;
   }
+  if (verbose) baton::set_log_level(baton::LogLevel::Debug);
   baton::register_builtins();
   baton::tool::register_backends();
 

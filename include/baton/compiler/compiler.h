@@ -169,6 +169,10 @@ class CompiledProgram {
 
 Result<CompiledProgram> compile_file(const std::string& onnx_path, const CompileOptions& options);
 
+// Whether CompiledProgram::write could write PATH (checked without writing anything): call it
+// before compiling, so a bad output path fails at once. IoError naming what is wrong.
+Status check_output_path(const std::string& path);
+
 // What a backend compiles for: a device, and (for GPUs) an architecture and a precision.
 struct TargetSpec {
   Device device;
