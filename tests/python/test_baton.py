@@ -240,3 +240,43 @@ def test_log_messages_reach_python_logging(caplog):
     baton.compile(MLP, device="0=cuda:0,5=cuda:0", arch="sm_90")
     warnings = [r for r in caplog.records if r.name == "baton" and r.levelno == logging.WARNING]
     assert any("partition map names partitions" in r.getMessage() for r in warnings), caplog.text
+
+
+def test_the_gil_is_released_while_a_program_runs(tmp_path):
+    """Another Python thread keeps running while run() executes: with the GIL held, the main
+    thread's loop below would stall for the whole call (hundreds of ms)."""
+    import threading
+    import time
+
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "w")
+    nodes, prev = [], "x"
+    for i in range(8):
+        nodes.append(helper.make_node("MatMul", [prev, "w"], [f"h{i}"]))
+        prev = f"h{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 1024])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [512, 1024])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = baton.load(baton.compile(model), threads=1)
+    x = (rng.standard_normal((512, 1024)) * 0.03).astype(np.float32)
+
+    start = time.perf_counter()
+    m(x)
+    call = time.perf_counter() - start
+    if call < 0.05:
+        pytest.skip(f"one call takes {call * 1e3:.0f} ms here: too short to tell")
+
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (m(x), done.set()))
+    worker.start()
+    gaps, last = [], time.perf_counter()
+    while not done.is_set():
+        sum(range(200))  # pure Python: needs the GIL
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+    worker.join()
+    assert len(gaps) > 10 and max(gaps) < call / 2, (call, max(gaps), len(gaps))
