@@ -23,13 +23,12 @@ install(EXPORT BatonTargets NAMESPACE Baton:: DESTINATION ${BATON_INSTALL_CMAKED
 
 # Public headers of what is installed: not the compiler's (include/baton/compiler, and the CUDA
 # builder's compiler.h and competing_workload.h), and the CUDA ones only with the CUDA backend.
-install(DIRECTORY include/baton DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN compiler EXCLUDE
-        PATTERN compiler.h EXCLUDE
-        PATTERN competing_workload.h EXCLUDE)
+set(BATON_HEADER_EXCLUDES PATTERN compiler EXCLUDE PATTERN compiler.h EXCLUDE
+                          PATTERN competing_workload.h EXCLUDE)
 if(NOT BATON_WITH_CUDA)
-  install(CODE "file(REMOVE_RECURSE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}/baton/cuda\")")
+  list(APPEND BATON_HEADER_EXCLUDES PATTERN cuda EXCLUDE)
 endif()
+install(DIRECTORY include/baton DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${BATON_HEADER_EXCLUDES})
 
 if(BATON_BUILD_COMPILER)
   install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -77,55 +77,42 @@ void log_to_python(LogLevel level, std::string_view component, std::string_view 
 }
 
 // ---- dtypes and devices between DLPack and Baton ------------------------------------------------
+// Every Baton dtype and its DLPack (type code, bits); one table read both ways.
+struct DTypePair {
+  DType baton;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+};
+constexpr DTypePair kDTypes[] = {
+    {DType::Float32, nb::dlpack::dtype_code::Float, 32},
+    {DType::Float16, nb::dlpack::dtype_code::Float, 16},
+    {DType::Float64, nb::dlpack::dtype_code::Float, 64},
+    {DType::BFloat16, nb::dlpack::dtype_code::Bfloat, 16},
+    {DType::Int64, nb::dlpack::dtype_code::Int, 64},
+    {DType::Int32, nb::dlpack::dtype_code::Int, 32},
+    {DType::Int16, nb::dlpack::dtype_code::Int, 16},
+    {DType::Int8, nb::dlpack::dtype_code::Int, 8},
+    {DType::UInt8, nb::dlpack::dtype_code::UInt, 8},
+    {DType::Bool, nb::dlpack::dtype_code::Bool, 8},
+};
+
 std::optional<DType> dtype_of(nb::dlpack::dtype t) {
-  using nb::dlpack::dtype_code;
-  if (t.lanes != 1) return std::nullopt;
-  const auto code = static_cast<dtype_code>(t.code);
-  if (code == dtype_code::Float && t.bits == 32) return DType::Float32;
-  if (code == dtype_code::Float && t.bits == 16) return DType::Float16;
-  if (code == dtype_code::Float && t.bits == 64) return DType::Float64;
-  if (code == dtype_code::Bfloat && t.bits == 16) return DType::BFloat16;
-  if (code == dtype_code::Int && t.bits == 64) return DType::Int64;
-  if (code == dtype_code::Int && t.bits == 32) return DType::Int32;
-  if (code == dtype_code::Int && t.bits == 16) return DType::Int16;
-  if (code == dtype_code::Int && t.bits == 8) return DType::Int8;
-  if (code == dtype_code::UInt && t.bits == 8) return DType::UInt8;
-  if (code == dtype_code::Bool && t.bits == 8) return DType::Bool;
+  for (const DTypePair& p : kDTypes) {
+    if (t.lanes == 1 && t.code == static_cast<uint8_t>(p.code) && t.bits == p.bits) return p.baton;
+  }
   return std::nullopt;
 }
 
 nb::dlpack::dtype dlpack_dtype(DType d) {
-  using nb::dlpack::dtype_code;
-  auto make = [](dtype_code c, int bits) {
-    return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
-  };
-  switch (d) {
-    case DType::Float32:
-      return make(dtype_code::Float, 32);
-    case DType::Float16:
-      return make(dtype_code::Float, 16);
-    case DType::Float64:
-      return make(dtype_code::Float, 64);
-    case DType::BFloat16:
-      return make(dtype_code::Bfloat, 16);
-    case DType::Int64:
-      return make(dtype_code::Int, 64);
-    case DType::Int32:
-      return make(dtype_code::Int, 32);
-    case DType::Int16:
-      return make(dtype_code::Int, 16);
-    case DType::Int8:
-      return make(dtype_code::Int, 8);
-    case DType::UInt8:
-      return make(dtype_code::UInt, 8);
-    case DType::Bool:
-      return make(dtype_code::Bool, 8);
+  for (const DTypePair& p : kDTypes) {
+    if (p.baton == d) return nb::dlpack::dtype{static_cast<uint8_t>(p.code), p.bits, 1};
   }
-  return make(dtype_code::Float, 32);
+  return nb::dlpack::dtype{static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 32, 1};
 }
 
-std::string device_text(Device d) {
-  return d.is_cpu() ? "cpu" : fmt::format("{}:{}", device_type_name(d.type), d.index);
+// A str or os.PathLike argument as a path.
+std::string fspath(nb::handle path) {
+  return nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(path));
 }
 
 // DLPack's device of a tensor as Baton's: CPU (and CUDA pinned host memory) is the host, CUDA
@@ -228,7 +215,7 @@ struct TensorSpec {
 TensorSpec spec_of(const runtime::TensorInfo& info) {
   return TensorSpec{std::string(info.name), std::string(dtype_name(info.dtype)),
                     std::vector<int64_t>(info.sizes.begin(), info.sizes.end()),
-                    device_text(info.device)};
+                    info.device.to_string()};
 }
 
 // ---- Module
@@ -413,7 +400,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   std::optional<std::string> path;
   nb::bytes serialized;
   if (nb::isinstance<nb::str>(model) || nb::hasattr(model, "__fspath__")) {
-    path = nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(model));
+    path = fspath(model);
   } else if (nb::hasattr(model, "SerializeToString")) {
     serialized = nb::cast<nb::bytes>(model.attr("SerializeToString")());
   } else {
@@ -451,8 +438,7 @@ PyModule* load(nb::handle program, const std::string& method, unsigned threads,
     loaded = value_or_raise(
         runtime::Program::load_bytes(std::span<const uint8_t>(data, b.size()), load_options));
   } else {
-    const std::string path =
-        nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(program));
+    const std::string path = fspath(program);
     loaded = value_or_raise(runtime::Program::load_file(path, load_options));
   }
   return new PyModule(
@@ -460,8 +446,7 @@ PyModule* load(nb::handle program, const std::string& method, unsigned threads,
 }
 
 nb::object inspect(nb::handle program) {
-  const std::string path =
-      nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(program));
+  const std::string path = fspath(program);
   const std::string json = value_or_raise(extension::describe_program_json(path));
   return nb::module_::import_("json").attr("loads")(nb::str(json.c_str(), json.size()));
 }
@@ -505,14 +490,14 @@ NB_MODULE(_baton, m) {
       .def_prop_ro(
           "dtype",
           [](const DeviceArray& a) { return std::string(baton::dtype_name(a.tensor.dtype())); })
-      .def_prop_ro("device", [](const DeviceArray& a) { return device_text(a.tensor.device()); })
+      .def_prop_ro("device", [](const DeviceArray& a) { return a.tensor.device().to_string(); })
       .def_prop_ro(
           "data_ptr",
           [](const DeviceArray& a) { return reinterpret_cast<uintptr_t>(a.tensor.data()); })
       .def("__repr__", [](const DeviceArray& a) -> std::string {
         return fmt::format("baton.DeviceArray(shape={}, dtype='{}', device='{}')",
                            baton::shape_to_string(a.tensor.sizes()),
-                           baton::dtype_name(a.tensor.dtype()), device_text(a.tensor.device()));
+                           baton::dtype_name(a.tensor.dtype()), a.tensor.device().to_string());
       });
 
   nb::class_<PyModule>(m, "Module")

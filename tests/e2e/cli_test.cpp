@@ -595,6 +595,8 @@ TEST_F(CliTest, ErrorsLeadSomewhere) {
       {"run " + program() + " --warmUp=100", "did you mean --warmup N"},
       {"run " + program() + " --loadEngine=" + program(), "did you mean baton run FILE"},
       {"run " + program() + " --warmpu 3", "(did you mean --warmup?)"},
+      // The suggestion is for the unknown option, not for a known one before it.
+      {"run " + program() + " --iterations 2 --warmpu 3", "(did you mean --warmup?)"},
       {"run " + program() + " --ITERATIONS 3", "(did you mean --iterations?)"},
       {"", "A subcommand is required"},
       {"compile", "model is required"},

@@ -280,3 +280,23 @@ def test_the_gil_is_released_while_a_program_runs(tmp_path):
         last = now
     worker.join()
     assert len(gaps) > 10 and max(gaps) < call / 2, (call, max(gaps), len(gaps))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int64", "int32", "int16",
+                                   "int8", "uint8", "bool"])
+def test_every_dtype_round_trips(dtype):
+    """Each dtype Baton has goes in and comes back as the same NumPy dtype and values (DLPack's
+    type codes both ways), through an Identity program."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id",
+                              [helper.make_tensor_value_info("x", elem, [3, 5])],
+                              [helper.make_tensor_value_info("y", elem, [3, 5])])
+    m = baton.load(baton.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+    assert m.inputs[0].dtype == dtype
+    x = (np.random.default_rng(2).standard_normal((3, 5)) * 50).astype(dtype)
+    (y,) = m(x)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y, x)

@@ -86,9 +86,10 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-// " (did you mean --warmup?)" for an option that is close to one of `app`'s, else "".
-std::string suggestion(const CLI::App& app, const std::string& unexpected) {
-  const std::string name = unexpected.substr(0, unexpected.find('='));
+// " (did you mean --warmup?)" for an argument that is not one of the parsed subcommand's options
+// but is close to one, else "" (also for the options it has: they are not what went wrong).
+std::string suggestion(const CLI::App& app, const std::string& argument) {
+  const std::string name = argument.substr(0, argument.find('='));
   if (name.rfind("--", 0) != 0) return "";
   std::string best;
   size_t best_distance = 3;
@@ -96,6 +97,7 @@ std::string suggestion(const CLI::App& app, const std::string& unexpected) {
     if (!sub->parsed()) continue;
     for (const CLI::Option* opt : sub->get_options()) {
       for (const std::string& lname : opt->get_lnames()) {
+        if (name.substr(2) == lname) return "";
         const size_t d = edit_distance(name.substr(2), lname);
         if (d < best_distance) {
           best_distance = d;
@@ -224,8 +226,7 @@ int main(int argc, char** argv) {
     // --help and --version end here too (exit 0); a command line that does not parse exits 2.
     if (e.get_exit_code() == 0) return app.exit(e);
     std::string hint;
-    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) {
-      (void)extras;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       for (const std::string& a : args) {
         if (hint.empty() && a.rfind("--", 0) == 0) hint = suggestion(app, a);
       }
