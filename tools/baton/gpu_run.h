@@ -30,6 +30,12 @@ class GpuRun {
   virtual std::string describe() const = 0;
 };
 
+// Whether `args` asks for anything GPU-specific (--device-io, --stream caller, --sms,
+// --saturate-rest).
+inline bool asks_for_gpu(const RunArgs& args) {
+  return args.device_io || args.stream != "default" || args.sms > 0 || args.saturate_rest;
+}
+
 // nullptr when the options ask for nothing GPU-specific.
 Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method);
 

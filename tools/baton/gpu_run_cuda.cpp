@@ -133,9 +133,7 @@ class CudaRun final : public GpuRun {
 }  // namespace
 
 Status check_gpu_options(const RunArgs& args) {
-  if (!args.device_io && args.stream == "default" && args.sms == 0 && !args.saturate_rest) {
-    return Status();
-  }
+  if (!asks_for_gpu(args)) return Status();
   const char* option = args.sms > 0         ? "--sms"
                        : args.saturate_rest ? "--saturate-rest"
                        : args.device_io     ? "--device-io"
@@ -169,8 +167,7 @@ Status explain_load_failure(const runtime::Program& program, const std::vector<D
 }
 
 Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime::Method& method) {
-  if (!args.device_io && args.stream == "default" && args.sms == 0)
-    return std::unique_ptr<GpuRun>();
+  if (!asks_for_gpu(args)) return std::unique_ptr<GpuRun>();
   return CudaRun::create(args, method);
 }
 

@@ -4,11 +4,9 @@
 namespace baton::tool {
 
 Status check_gpu_options(const RunArgs& args) {
-  BATON_CHECK_OR_RETURN(
-      !args.device_io && args.stream == "default" && args.sms == 0 && !args.saturate_rest,
-      NotSupported,
-      "--device-io, --stream caller, --sms and --saturate-rest need the CUDA "
-      "backend, which this build of baton lacks");
+  BATON_CHECK_OR_RETURN(!asks_for_gpu(args), NotSupported,
+                        "--device-io, --stream caller, --sms and --saturate-rest need the CUDA "
+                        "backend, which this build of baton lacks");
   return Status();
 }
 
