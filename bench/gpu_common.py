@@ -186,9 +186,15 @@ def inspect_stats(baton, program, timeout=120):
             "instructions": len(m["instructions"]), "program_bytes": j.get("file_size")}
 
 
-LATENCY_RE = re.compile(r"latency over (\d+) runs \(after (\d+) warm-up\): min ([\d.]+) ms\s+median ([\d.]+) ms"
-                        r"\s+p90 ([\d.]+) ms\s+p99 ([\d.]+) ms")
-GPU_STEP_RE = re.compile(r"\(GPU ([\d.]+) ms\)")
+# Durations are printed in ms, or in us under 0.1 ms (tools/baton/run_common.cpp, duration_text).
+_D = r"([\d.]+) (ms|us)"
+LATENCY_RE = re.compile(r"latency over (\d+) runs \(after (\d+) warm-up\): min " + _D + r"\s+median " + _D +
+                        r"\s+p90 " + _D + r"\s+p99 " + _D)
+GPU_STEP_RE = re.compile(r"\(GPU " + _D + r"\)")
+
+
+def _ms(value, unit):
+    return float(value) / (1000.0 if unit == "us" else 1.0)
 
 
 def baton_compile(baton, onnx, program, shapes, device_args, timeout, log_path):
@@ -218,9 +224,10 @@ def parse_baton_run(text):
     m = LATENCY_RE.search(text)
     if not m:
         return None
-    out = {"iterations": int(m.group(1)), "warmup": int(m.group(2)), "min_ms": float(m.group(3)),
-           "median_ms": float(m.group(4)), "p90_ms": float(m.group(5)), "p99_ms": float(m.group(6))}
-    gpu = [float(g) for g in GPU_STEP_RE.findall(text)]
+    out = {"iterations": int(m.group(1)), "warmup": int(m.group(2)), "min_ms": _ms(m.group(3), m.group(4)),
+           "median_ms": _ms(m.group(5), m.group(6)), "p90_ms": _ms(m.group(7), m.group(8)),
+           "p99_ms": _ms(m.group(9), m.group(10))}
+    gpu = [_ms(v, u) for v, u in GPU_STEP_RE.findall(text)]
     if gpu:
         out["gpu_sum_of_step_medians_ms"] = sum(gpu)
     return out

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <new>
+#include <set>
 #include <stdexcept>
 
 #include "baton/core/check.h"
@@ -120,6 +121,33 @@ std::string describe_copies(const Graph& graph, const Schedule& schedule) {
   return out;
 }
 
+// "512 B", "10.5 KiB", "3.20 MiB", "1.25 GiB" (the plan line of the progress).
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
+  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+// CompileOptions::expose_intermediates: appends every computed value to the graph's outputs.
+std::vector<std::string> expose_intermediates(Graph& graph) {
+  std::set<int> outputs(graph.outputs.begin(), graph.outputs.end());
+  outputs.insert(graph.inputs.begin(), graph.inputs.end());
+  std::vector<std::string> names;
+  for (const IrNode& n : graph.nodes) {
+    if (n.dead) continue;
+    for (int v : n.outputs) {
+      if (v < 0 || graph.values[v].constant || graph.values[v].name.empty() ||
+          !outputs.insert(v).second) {
+        continue;
+      }
+      graph.outputs.push_back(v);
+      names.push_back(graph.values[v].name);
+    }
+  }
+  return names;
+}
+
 Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options,
                                       PhaseTimer& timer) {
   BATON_ASSIGN_OR_RETURN(const PlacementPolicy policy, make_placement_policy(options));
@@ -159,6 +187,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                            : std::string("off"));
   }
   timer.done("optimize", pass_text);
+  std::vector<std::string> exposed;
+  if (options.expose_intermediates) exposed = expose_intermediates(graph);
 
   timer.start();
   PartitionResult partitions =
@@ -207,7 +237,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   std::string arenas;
   for (const auto& a : memory.arenas) {
     arenas +=
-        fmt::format("{}{} {} bytes", arenas.empty() ? "" : ", ", a.device.to_string(), a.size);
+        fmt::format("{}{} {}", arenas.empty() ? "" : ", ", a.device.to_string(), size_text(a.size));
   }
   timer.done("plan", fmt::format("{} instructions, arenas: {}", schedule.steps.size(),
                                  arenas.empty() ? "none" : arenas));
@@ -230,6 +260,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                     r.ran ? static_cast<int64_t>(r.changed) : -1);
   }
   out.summary.unfolded_nodes = std::move(fold.kept);
+  out.summary.exposed_values = std::move(exposed);
   for (size_t i = 0; i < partitions.partitions.size(); ++i) {
     const auto& spec = lowered[i].compile_specs.front().second;
     out.summary.partitions.emplace_back(partitions.partitions[i].name,

@@ -7,6 +7,7 @@
 #include "baton/core/text.h"
 #include "baton/runtime/backend.h"
 #include "format/program_file.h"
+#include "ops/op_def.h"
 
 namespace baton::extension {
 namespace {
@@ -184,6 +185,17 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
       x["node"] = text(k->name());
       x["inputs"] = list(k->inputs());
       x["attributes"] = list(k->attributes());
+      // Attributes are stored in the definition's order: their names come from it.
+      const fb::Operator* op = m.operators()->Get(k->operator_());
+      const ops::OpDef* def =
+          ops::op_registry().find(str(op->name()), str(op->domain()), op->opset());
+      json names = json::array();
+      for (size_t a = 0; a < x["attributes"].size(); ++a) {
+        names.push_back(def != nullptr && a < def->attrs.size()
+                            ? json(std::string(def->attrs[a].name))
+                            : json());
+      }
+      x["attribute_names"] = std::move(names);
       x["outputs"] = list(k->outputs());
       json args = x["inputs"];
       for (const auto& a : x["attributes"]) args.push_back(a);

@@ -8,6 +8,7 @@
 #include "baton/runtime/program.h"
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
+#include "runtime/nvtx.h"
 #include "runtime/program_impl.h"
 #include "runtime/thread_pool.h"
 
@@ -38,6 +39,7 @@ struct Step {
   Value* dst = nullptr;
   DeviceAllocator* allocator = nullptr;
   std::string description;
+  std::string op, name;  // InstructionInfo's
   Device device;
 };
 
@@ -78,8 +80,10 @@ struct Method::Impl {
   // delegates alone touch may be bound to memory on another device.
   std::vector<uint8_t> read_outside_delegates;
   std::vector<uint8_t> written_outside_delegates;
-  bool profiling = false;
+  Method::Profiling profiling;
+  NvtxDomain nvtx = nullptr;
   std::vector<std::chrono::nanoseconds> times;
+  std::vector<std::chrono::steady_clock::time_point> starts;
   Method::CopyCounts copies;
 
   ~Impl() {
@@ -346,6 +350,8 @@ struct Method::Impl {
     step.kind = InstructionKind::Kernel;
     step.kernel = std::move(created).value();
     step.description = call.describe();
+    step.op = std::string(def->name);
+    step.name = std::string(call.node_name);
     step.device = Device::cpu();
     return Status();
   }
@@ -375,6 +381,8 @@ struct Method::Impl {
                           : step.delegate_args.outputs[0]->tensor.device;
         step.description = fmt::format("delegate {} '{}' (backend {})", step.delegate, inst.name,
                                        inst.backend->id());
+        step.op = "delegate";
+        step.name = inst.name;
       } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
         read_outside_delegates[c->src()] = 1;
         written_outside_delegates[c->dst()] = 1;
@@ -396,6 +404,8 @@ struct Method::Impl {
         step.device = from.is_cpu() ? to : from;
         step.description =
             fmt::format("copy {} {} -> {}", value_name(c->dst()), from.to_string(), to.to_string());
+        step.op = "copy";
+        step.name = std::string(str(fm->values()->Get(c->dst())->value_as_Tensor()->name()));
       }
     }
     return Status();
@@ -425,6 +435,7 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
   impl->program = shared_from_this();
   impl->fm = found;
   impl->name = std::string(name);
+  impl->nvtx = nvtx_domain();
   BATON_TRY(impl->load_arenas());
   impl->load_values(*impl_);
   for (int32_t i : span_of(found->inputs())) impl->inputs.push_back(i);
@@ -573,10 +584,12 @@ Status Method::execute() {
                          m.name, i, input_info(i).name);
     }
   }
+  const NvtxRange method_range(m.nvtx, m.name);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     Step& s = m.steps[i];
-    const auto start =
-        m.profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const auto start = m.profiling.instructions ? std::chrono::steady_clock::now()
+                                                : std::chrono::steady_clock::time_point();
+    const NvtxRange range(m.nvtx, s.description);
     Status st;
     switch (s.kind) {
       case InstructionKind::Kernel:
@@ -603,7 +616,10 @@ Status Method::execute() {
       return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", m.name, i,
                                            s.description, st.message()));
     }
-    if (m.profiling) m.times[i] = std::chrono::steady_clock::now() - start;
+    if (m.profiling.instructions) {
+      m.starts[i] = start;
+      m.times[i] = std::chrono::steady_clock::now() - start;
+    }
   }
   return Status();
 }
@@ -615,26 +631,44 @@ TensorView Method::output(size_t index) const {
 size_t Method::num_instructions() const { return impl_->steps.size(); }
 
 InstructionInfo Method::instruction_info(size_t index) const {
-  if (index >= impl_->steps.size()) return InstructionInfo{InstructionKind::Kernel, {}, {}};
+  if (index >= impl_->steps.size()) return InstructionInfo{InstructionKind::Kernel, {}, {}, {}, {}};
   const Step& s = impl_->steps[index];
-  return InstructionInfo{s.kind, s.description, s.device};
+  return InstructionInfo{s.kind, s.description, s.device, s.op, s.name};
 }
 
-void Method::set_profiling(bool enabled) {
-  impl_->profiling = enabled;
+void Method::set_profiling(const Profiling& profiling) {
+  impl_->profiling = profiling;
   impl_->times.assign(impl_->steps.size(), std::chrono::nanoseconds(0));
-  for (Step& s : impl_->steps) s.delegate_args.profile = enabled;
+  impl_->starts.assign(impl_->steps.size(), std::chrono::steady_clock::time_point());
+  for (Step& s : impl_->steps) {
+    s.delegate_args.profile = profiling.device_time;
+    s.delegate_args.profile_steps = profiling.steps;
+  }
 }
+
+void Method::set_profiling(bool enabled) { set_profiling(Profiling{enabled, enabled, false}); }
 
 std::optional<double> Method::instruction_device_time_ms(size_t index) const {
   if (index >= impl_->steps.size()) return std::nullopt;
   const Step& s = impl_->steps[index];
-  if (s.kind != InstructionKind::Delegate || !impl_->profiling) return std::nullopt;
+  if (s.kind != InstructionKind::Delegate || !impl_->profiling.device_time) return std::nullopt;
   const DelegateInstance& d = impl_->delegates[s.delegate];
   return d.backend->last_device_time_ms(d.handle);
 }
 
+std::vector<StepTime> Method::instruction_step_times(size_t index) const {
+  if (index >= impl_->steps.size()) return {};
+  const Step& s = impl_->steps[index];
+  if (s.kind != InstructionKind::Delegate || !impl_->profiling.steps) return {};
+  const DelegateInstance& d = impl_->delegates[s.delegate];
+  return d.backend->step_times(d.handle);
+}
+
 std::span<const std::chrono::nanoseconds> Method::instruction_times() const { return impl_->times; }
+
+std::span<const std::chrono::steady_clock::time_point> Method::instruction_start_times() const {
+  return impl_->starts;
+}
 
 Method::CopyCounts Method::copy_counts() const { return impl_->copies; }
 

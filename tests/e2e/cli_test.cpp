@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "baton/extension/npy.h"
 #include "testing/onnx_builder.h"
@@ -40,6 +41,15 @@ CliRun baton(const std::string& args, const std::string& prefix = "") {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The file `baton run -o DIR` wrote output `index` to, as DIR/outputs.json (the manifest) names
+// it: output_<index>_<tensor name>.npy.
+std::string output_file(const fs::path& dir, size_t index) {
+  std::ifstream in(dir / "outputs.json");
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("outputs") || index >= j["outputs"].size()) return "";
+  return j["outputs"][index].value("file", "");
 }
 
 class CliTest : public ::testing::Test {
@@ -85,7 +95,7 @@ TEST_F(CliTest, RunWithNamedInputWritesOutputsMatchingOnnxRuntime) {
   for (const char* stat : {"min", "median", "p90", "p99"}) {
     EXPECT_NE(r.output.find(stat), std::string::npos) << stat;
   }
-  auto got = extension::read_npy(out_dir + "/output_0.npy");
+  auto got = extension::read_npy(output_file(out_dir, 0));
   auto want = extension::read_npy((models_ / "dynamo20_mlp_gelu.output_0.npy").string());
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
@@ -115,8 +125,8 @@ TEST_F(CliTest, RunThreadsOption) {
   r = baton("run " + program() + input + " -n 2 --threads 3 -o " + three.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu threads 3\n"), std::string::npos) << r.output;
-  auto a = extension::read_npy((one / "output_0.npy").string());
-  auto b = extension::read_npy((three / "output_0.npy").string());
+  auto a = extension::read_npy(output_file(one, 0));
+  auto b = extension::read_npy(output_file(three, 0));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_LE(testing::relative_error(b->data_as<float>(), a->data_as<float>(), a->numel()), 1e-6);
   r = baton("run " + program() + " --threads 0");
@@ -200,7 +210,7 @@ TEST_F(CliTest, TwoInputsByNameAndMissingOne) {
   CliRun r = baton("run " + (dir_ / "two.baton").string() + " --input b=" + b + " --input a=" + a +
                    " -o " + (dir_ / "two_out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto got = extension::read_npy((dir_ / "two_out/output_0.npy").string());
+  auto got = extension::read_npy(output_file(dir_ / "two_out", 0));
   auto want = extension::read_npy((models_ / "two_inputs_folded.output_0.npy").string());
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_LE(testing::relative_error(got->data_as<float>(), want->data_as<float>(), want->numel()),
@@ -230,7 +240,7 @@ TEST_F(CliTest, ReproducesOnnxRuntimeOnRealTorchExports) {
     r = baton("run -q " + prog + " --input input=" +
               (models / (std::string(c.name) + ".input_0.npy")).string() + " -o " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    auto got = extension::read_npy(out + "/output_0.npy");
+    auto got = extension::read_npy(output_file(out, 0));
     auto want = extension::read_npy((models / (std::string(c.name) + ".output_0.npy")).string());
     ASSERT_TRUE(got.ok() && want.ok());
     ASSERT_EQ(got->sizes(), want->sizes());
@@ -650,6 +660,418 @@ TEST_F(CliTest, ErrorsLeadSomewhere) {
                           (dir_ / "sm90.baton").string() + " --device cpu"),
             std::string::npos)
       << r.output;
+}
+
+// ---- compare, machine-readable results, traces, readable output (issue 14) --------------------
+
+// stdout alone (a JSON document), with the exit status.
+CliRun baton_stdout(const std::string& args, const std::string& prefix = "") {
+  const char* cli = std::getenv("BATON_CLI");
+  const std::string command = prefix + (prefix.empty() ? "" : " ") +
+                              std::string(cli ? cli : BATON_CLI) + " " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  CliRun r{-1, ""};
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// " --shape NAME=D0xD1 ..." for a manifest case's fixed shapes.
+std::string shape_flags(const nlohmann::json& c) {
+  std::string out;
+  const nlohmann::json shapes = c.value("shapes", nlohmann::json::object());
+  for (const auto& [name, dims] : shapes.items()) {
+    std::string d;
+    for (const auto& x : dims) d += (d.empty() ? "" : "x") + std::to_string(x.get<int64_t>());
+    out += " --shape " + name + "=" + d;
+  }
+  return out;
+}
+
+// `baton compare --json` on every model of a manifest: each output matches onnxruntime.
+void expect_every_model_matches(const fs::path& dir) {
+  const nlohmann::json manifest = read_json(dir / "manifest.json");
+  ASSERT_TRUE(manifest.is_object()) << dir;
+  size_t compared = 0;
+  for (const auto& c : manifest["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    const CliRun r = baton_stdout("compare --json " +
+                                  (dir / c["model"].get<std::string>()).string() + shape_flags(c));
+    const auto j = nlohmann::json::parse(r.output, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.output
+                               << baton("compare " +
+                                        (dir / c["model"].get<std::string>()).string() +
+                                        shape_flags(c))
+                                      .output;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(j["match"], true) << r.output;
+    ASSERT_EQ(j["outputs"].size(), c.value("outputs", 1)) << r.output;
+    for (const auto& o : j["outputs"]) {
+      EXPECT_EQ(o["mismatches"], 0) << r.output;
+      EXPECT_GT(o["elements"].get<int64_t>(), 0) << r.output;
+      EXPECT_TRUE(o["max_abs_error"].is_number()) << r.output;
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 0u);
+  std::printf("compare: %zu models of %s match onnxruntime\n", compared, dir.string().c_str());
+}
+
+TEST_F(CliTest, CompareMatchesEveryCommittedModel) {
+  const fs::path models = fs::path(testing::source_dir()) / "tests/e2e/models";
+  expect_every_model_matches(models);
+  expect_every_model_matches(models / "real");
+}
+
+TEST_F(CliTest, CompareMatchesEveryGeneratedModel) { expect_every_model_matches(models_); }
+
+// The float32 constant named `name` in a program: its bytes' offset in the file, and its count.
+std::pair<uint64_t, int64_t> constant_in_file(const std::string& program, const std::string& name) {
+  const auto j = nlohmann::json::parse(baton_stdout("inspect --json " + program).output);
+  for (const auto& v : j["methods"][0]["values"]) {
+    if (v.value("name", "") != name || v["allocation"] != "constant") continue;
+    int64_t n = 1;
+    for (const auto& d : v["shape"]) n *= d.get<int64_t>();
+    const uint64_t segment = j["segments"][v["constant_segment"].get<int>()]["offset"];
+    return {segment + v["offset"].get<uint64_t>(), n};
+  }
+  return {0, 0};
+}
+
+// Adds `delta` to the first `count` floats at `offset` of `path`.
+void alter_floats(const std::string& path, uint64_t offset, int count, float delta) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  for (int i = 0; i < count; ++i) {
+    float v = 0;
+    f.seekg(static_cast<std::streamoff>(offset + 4 * i));
+    f.read(reinterpret_cast<char*>(&v), 4);
+    v += delta;
+    f.seekp(static_cast<std::streamoff>(offset + 4 * i));
+    f.write(reinterpret_cast<const char*>(&v), 4);
+  }
+}
+
+// A program whose weights were altered after compiling: compare says where the outputs differ
+// most and exits 3; the checksums refuse the file unless told not to look.
+TEST_F(CliTest, CompareNamesTheWorstElementOfAlteredWeights) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/torchscript17_mlp_gelu.onnx").string();
+  const std::string prog = (dir_ / "altered.baton").string();
+  ASSERT_EQ(baton("compile -q " + model + " -o " + prog + " --shape input=8x48").exit_code, 0);
+  CliRun r = baton("compare " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("match: 1 output within tolerance"), std::string::npos) << r.output;
+
+  const auto [offset, count] = constant_in_file(prog, "net.4.bias");
+  ASSERT_EQ(count, 24);
+  alter_floats(prog, offset + 4 * 5, 1, 0.25f);  // output column 5 of every row moves by 0.25
+  r = baton("compare " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("checksum"), std::string::npos) << r.output;
+
+  r = baton("compare --no-checksums " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("MISMATCH  8 of 192 outside; worst at ["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", 5]: baton "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MISMATCH: 1 of 1 outputs outside tolerance"), std::string::npos)
+      << r.output;
+
+  r = baton_stdout("compare --json --no-checksums " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 3);
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["match"], false);
+  const auto& o = j["outputs"][0];
+  EXPECT_EQ(o["mismatches"], 8);
+  EXPECT_EQ(o["elements"], 192);
+  EXPECT_EQ(o["worst"]["index"][1], 5);
+  EXPECT_NEAR(o["worst"]["abs_error"].get<double>(), 0.25, 1e-5);
+  EXPECT_NEAR(o["max_abs_error"].get<double>(), 0.25, 1e-5);
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["atol"], 1e-5);
+  EXPECT_EQ(j["rtol"], 1e-4);
+
+  // Tolerances are the caller's to widen: 0.3 absolute lets the altered column pass.
+  r = baton("compare --no-checksums --atol 0.3 " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// --per-node: the values before the altered weight match; the first that differs is the output of
+// the node that reads it.
+TEST_F(CliTest, ComparePerNodeNamesTheFirstDivergingNode) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/torchscript17_mlp_gelu.onnx").string();
+  CliRun r = baton("compare --per-node " + model + " --shape input=8x48");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 intermediate values, in the order the program computes them"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("'/net/net.0/Gemm_output_0' (Gemm node '/net/net.0/Gemm')"),
+            std::string::npos)
+      << r.output;
+
+  const std::string prog = (dir_ / "per_node.baton").string();
+  ASSERT_EQ(baton("compile -q " + model + " -o " + prog + " --shape input=8x48").exit_code, 0);
+  r = baton("compare --per-node " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("has only the model's outputs. Compile it with --expose-intermediates"),
+            std::string::npos)
+      << r.output;
+
+  ASSERT_EQ(
+      baton("compile -q --expose-intermediates " + model + " -o " + prog + " --shape input=8x48")
+          .exit_code,
+      0);
+  const auto [offset, count] = constant_in_file(prog, "net.2.weight");
+  ASSERT_EQ(count, 96 * 96);
+  alter_floats(prog, offset, 96, 0.5f);
+  r = baton_stdout("compare --json --per-node --no-checksums " + model + " " + prog);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["values"].size(), 4u) << r.output;
+  EXPECT_EQ(j["values"][0]["name"], "/net/net.0/Gemm_output_0");
+  EXPECT_EQ(j["values"][0]["match"], true);
+  EXPECT_EQ(j["values"][1]["match"], true);
+  EXPECT_EQ(j["first_mismatch"]["node"], "/net/net.2/Gemm");
+  EXPECT_EQ(j["first_mismatch"]["op"], "Gemm");
+  EXPECT_EQ(j["first_mismatch"]["intermediate"], true);
+  EXPECT_EQ(j["outputs"][0]["match"], false);
+  r = baton("compare --per-node --no-checksums " + model + " " + prog);
+  EXPECT_NE(r.output.find("the first value that differs is '/net/net.2/Gemm_output_0' of Gemm "
+                          "node '/net/net.2/Gemm'"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(CliTest, CompareErrorsSayWhatToDo) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/torchscript17_mlp_gelu.onnx").string();
+  const std::string prog = (dir_ / "cmp_err.baton").string();
+  ASSERT_EQ(baton("compile -q " + model + " -o " + prog + " --shape input=8x48").exit_code, 0);
+  CliRun r = baton("compare " + model + " " + prog + " --shape input=8x48");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("with PROGRAM given there is nothing to compile"), std::string::npos)
+      << r.output;
+
+  // A program compiled from another model.
+  r = baton("compare " + (models_ / "two_inputs_folded.onnx").string() + " " + prog);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+
+  r = baton("compare " + model + " --shape input=8x48", "BATON_PYTHON=/no/such/python");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'/no/such/python' cannot be run"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Set BATON_PYTHON"), std::string::npos) << r.output;
+
+  // An interpreter without onnxruntime (a module that fails to import stands in for it).
+  const fs::path fake = dir_ / "no_ort";
+  fs::create_directories(fake);
+  std::ofstream(fake / "onnxruntime.py") << "raise ImportError('No module named onnxruntime', "
+                                            "name='onnxruntime')\n";
+  r = baton("compare " + model + " --shape input=8x48", "PYTHONPATH=" + fake.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot import onnxruntime"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pip install onnxruntime"), std::string::npos) << r.output;
+
+  r = baton("compare " + model + " --shape input=8x48 --atol -1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST_F(CliTest, RunJsonIsOneDocument) {
+  const CliRun r = baton_stdout("run --json -n 7 --warmup 2 --profile-runs 3 " + program());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);  // the whole of stdout
+  EXPECT_EQ(j["program"], program());
+  EXPECT_EQ(j["devices"], nlohmann::json::array({"cpu"}));
+  EXPECT_GT(j["load_ms"]["total"].get<double>(), 0.0);
+  EXPECT_EQ(j["inputs"][0]["name"], "x");
+  EXPECT_EQ(j["inputs"][0]["source"], "random");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({8, 16}));
+  for (const char* k : {"min", "max", "mean", "nan", "first"})
+    EXPECT_TRUE(j["outputs"][0]["stats"].contains(k)) << k;
+  const auto& l = j["latency_ms"];
+  EXPECT_EQ(l["runs"], 7);
+  EXPECT_EQ(l["warmup"], 2);
+  EXPECT_LE(l["min"].get<double>(), l["median"].get<double>());
+  EXPECT_LE(l["median"].get<double>(), l["p90"].get<double>());
+  EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
+  EXPECT_GT(j["throughput_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["staged_bytes"], 0);
+  const auto& p = j["profile"];
+  EXPECT_EQ(p["runs"], 3);
+  ASSERT_FALSE(p["instructions"].empty());
+  double share = 0;
+  for (const auto& x : p["instructions"]) {
+    EXPECT_EQ(x["device"], "cpu");
+    EXPECT_FALSE(x["op"].get<std::string>().empty());
+    share += x["share"].get<double>();
+  }
+  EXPECT_NEAR(share, 1.0, 1e-6);
+}
+
+TEST_F(CliTest, RunExportsTimesProfileAndTrace) {
+  const fs::path times = dir_ / "times.json", prof = dir_ / "profile.json",
+                 trace = dir_ / "trace.json";
+  CliRun r =
+      baton("run -q -n 9 --warmup 1 --profile-runs 2 --export-times " + times.string() +
+            " --export-profile " + prof.string() + " --trace " + trace.string() + " " + program());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto t = read_json(times);
+  ASSERT_EQ(t["runs"].size(), 9u);
+  double last = -1;
+  for (const auto& run : t["runs"]) {
+    EXPECT_GT(run["wall_ms"].get<double>(), 0.0);
+    EXPECT_TRUE(run["gpu_ms"].is_null());  // a CPU program
+    EXPECT_GT(run["start_ms"].get<double>(), last);
+    last = run["start_ms"].get<double>();
+  }
+  const auto p = read_json(prof);
+  EXPECT_EQ(p["runs"], 2);
+  EXPECT_EQ(p["program"], program());
+  const size_t instructions = p["instructions"].size();
+  ASSERT_GT(instructions, 0u);
+  EXPECT_EQ(p["instructions"][0]["op"], "Linear");  // MatMul + Add, after the optimizer
+
+  // A Chrome trace: every event complete or metadata, the load, every timed execute, and each
+  // instruction of each profiled one.
+  const auto tr = read_json(trace);
+  ASSERT_TRUE(tr.contains("traceEvents")) << tr.dump();
+  size_t timed = 0, profiled = 0, spans = 0, loads = 0;
+  for (const auto& e : tr["traceEvents"]) {
+    ASSERT_TRUE(e["ph"] == "X" || e["ph"] == "M") << e.dump();
+    if (e["ph"] != "X") continue;
+    EXPECT_GE(e["ts"].get<double>(), 0.0);
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    const std::string name = e["name"];
+    timed += name.rfind("execute (timed", 0) == 0;
+    profiled += name.rfind("execute (profiled", 0) == 0;
+    spans += e["cat"] == "instruction";
+    loads += e["cat"] == "load";
+  }
+  EXPECT_EQ(timed, 9u);
+  EXPECT_EQ(profiled, 2u);
+  EXPECT_EQ(spans, 2 * instructions);
+  EXPECT_EQ(loads, 2u);
+
+  // Report files are checked before anything runs; the profile needs profiled runs.
+  r = baton("run -n 2 --trace " + (dir_ / "no_such_folder" / "t.json").string() + " " + program());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--trace: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("latency"), std::string::npos) << r.output;
+  r = baton("run -n 2 --profile-runs 0 --export-profile " + prof.string() + " " + program());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("give --profile-runs N with N > 0"), std::string::npos) << r.output;
+}
+
+// Short times in microseconds, sizes in KiB, outputs in files named after them with a manifest,
+// attributes by name, library versions as their libraries write them.
+TEST_F(CliTest, OutputIsReadable) {
+  const fs::path out = dir_ / "readable";
+  CliRun r = baton("run -n 5 -o " + out.string() + " " + program());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("latency over 5 runs \\(after 3 warm-up\\): "
+                                                     "min [0-9.]+ (us|ms)  median")))
+      << r.output;
+  EXPECT_NE(r.output.find(" us"), std::string::npos) << r.output;  // a CPU kernel under 0.1 ms
+  const auto manifest = read_json(out / "outputs.json");
+  ASSERT_EQ(manifest["outputs"].size(), 1u);
+  EXPECT_EQ(manifest["outputs"][0]["file"], (out / "output_0_linear_2.npy").string());
+  EXPECT_EQ(manifest["outputs"][0]["name"], "linear_2");
+  EXPECT_TRUE(fs::exists(out / "output_0_linear_2.npy"));
+
+  const std::string ts = (dir_ / "readable_ts.baton").string();
+  r = baton(
+      "compile " +
+      (fs::path(testing::source_dir()) / "tests/e2e/models/torchscript17_mlp_gelu.onnx").string() +
+      " -o " + ts + " --shape input=8x48");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("arenas: cpu [0-9.]+ KiB"))) << r.output;
+  r = baton("inspect " + ts);
+  EXPECT_NE(r.output.find("attributes: alpha=1.0 beta=1.0 transA=0 transB=1"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("attributes: approximate=\"none\""), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("program .*: [0-9.]+ KiB, format v")))
+      << r.output;
+  const auto j = nlohmann::json::parse(baton_stdout("inspect --json " + ts).output);
+  EXPECT_EQ(j["methods"][0]["instructions"][0]["attribute_names"],
+            nlohmann::json::array({"alpha", "beta", "transA", "transB"}));
+
+  const std::string gpu = (dir_ / "readable_gpu.baton").string();
+  r = baton("compile -q " + (models_ / "dynamo20_mlp_gelu.onnx").string() + " -o " + gpu +
+            " --device cuda:0 --arch sm_90");
+  if (r.output.find("has no cuda backend") != std::string::npos) return;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect " + gpu);
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("built with CUDA [0-9]+\\.[0-9]+, cuBLASLt [0-9]+\\.[0-9]+\\.[0-9]+, "
+                           "cuDNN [0-9]+\\.[0-9]+\\.[0-9]+, NVRTC [0-9]+\\.[0-9]+\n")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("weights [0-9.]+ KiB, scratch"))) << r.output;
+}
+
+// On a GPU: the profile lists the engine's steps under its delegate (kernel names, shares), the
+// trace has them on a GPU row, every timed run has a GPU time, and compare matches in fp16.
+TEST_F(CliTest, GpuProfileTraceAndCompare) {
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  const std::string gpu = (dir_ / "profile_gpu.baton").string();
+  CliRun r = baton("compile -q " + model + " -o " + gpu + " --device cuda:0 --io device");
+  if (r.output.find("has no cuda backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA";
+  if (r.output.find("this machine has no GPU") != std::string::npos)
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path times = dir_ / "gpu_times.json", prof = dir_ / "gpu_profile.json",
+                 trace = dir_ / "gpu_trace.json";
+  r = baton("run --device-io -n 20 --profile-runs 5 --export-times " + times.string() +
+            " --export-profile " + prof.string() + " --trace " + trace.string() + " " + gpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("engine steps, launched one by one"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("step 0 +gemm +cublasLtMatmul"))) << r.output;
+  std::printf("%s", r.output.c_str());
+
+  for (const auto& run : read_json(times)["runs"]) {
+    ASSERT_TRUE(run["gpu_ms"].is_number()) << run.dump();
+    EXPECT_GT(run["gpu_ms"].get<double>(), 0.0);
+    EXPECT_LE(run["gpu_ms"].get<double>(), run["wall_ms"].get<double>());
+  }
+  const auto p = read_json(prof);
+  bool saw_steps = false;
+  for (const auto& x : p["instructions"]) {
+    if (!x.contains("steps")) continue;
+    saw_steps = true;
+    EXPECT_EQ(x["kind"], "delegate");
+    EXPECT_GT(x["gpu_ms_mean"].get<double>(), 0.0);
+    double share = 0;
+    for (const auto& s : x["steps"]) {
+      EXPECT_FALSE(s["kernel"].get<std::string>().empty()) << s.dump();
+      EXPECT_GT(s["gpu_ms_mean"].get<double>(), 0.0) << s.dump();
+      share += s["share"].get<double>();
+    }
+    EXPECT_NEAR(share, 1.0, 1e-6);
+  }
+  EXPECT_TRUE(saw_steps) << p.dump();
+  size_t gpu_steps = 0;
+  bool gpu_row_named = false;
+  for (const auto& e : read_json(trace)["traceEvents"]) {
+    gpu_steps += e.value("cat", "") == "gpu step";
+    gpu_row_named = gpu_row_named ||
+                    (e["ph"] == "M" && e["args"]["name"].get<std::string>().rfind("GPU: ", 0) == 0);
+  }
+  EXPECT_GT(gpu_steps, 0u);
+  EXPECT_TRUE(gpu_row_named);
+
+  const CliRun c = baton("compare " + model + " --device cuda:0 --precision fp16");
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("(cuda:0, fp16)"), std::string::npos) << c.output;
+  std::printf("%s", c.output.c_str());
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ fi
 "$WORK/example/run_model" "$WORK/mlp.baton" "$SRC/examples/mlp_input.npy" > "$WORK/run_model.txt"
 "$PREFIX/bin/baton" run "$WORK/mlp.baton" --input input="$SRC/examples/mlp_input.npy" \
   --iterations 1 --output-dir "$WORK/cli" > "$WORK/cli.txt"
-EXPECTED=$("$PY" - "$WORK/cli/output_0.npy" <<'PYEOF'
+EXPECTED=$("$PY" - "$WORK/cli/output_0_output.npy" <<'PYEOF'
 import sys
 import numpy as np
 a = np.load(sys.argv[1])

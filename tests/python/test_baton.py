@@ -63,7 +63,10 @@ def test_committed_models_match_their_reference_and_the_cli(name, tmp_path):
         subprocess.run([CLI, "run", str(program), "--input", f"{name_in}={MODELS / f'{name}.input_0.npy'}",
                         "--iterations", "1", "--output-dir", str(tmp_path / "cli")],
                        check=True, capture_output=True)
-        np.testing.assert_array_equal(y, np.load(tmp_path / "cli" / "output_0.npy"))
+        # outputs.json names the file of each output (output_<i>_<name>.npy).
+        manifest = json.loads((tmp_path / "cli" / "outputs.json").read_text())
+        assert manifest["outputs"][0]["name"] == m.outputs[0].name
+        np.testing.assert_array_equal(y, np.load(manifest["outputs"][0]["file"]))
 
 
 def test_inputs_are_bound_without_a_copy(mlp, x):

@@ -139,4 +139,4 @@ def test_results_equal_the_cli(programs, tmp_path):
                    capture_output=True)
     (y,) = baton.load(programs["device"])(torch.from_numpy(x).cuda())
     np.testing.assert_array_equal(torch.from_dlpack(y).cpu().numpy(),
-                                  np.load(tmp_path / "cli" / "output_0.npy"))
+                                  np.load(tmp_path / "cli" / "output_0_output.npy"))

@@ -377,5 +377,49 @@ TEST_F(RuntimeTest, ProfilingRecordsEveryInstruction) {
   EXPECT_TRUE(method->instruction_info(0).device.is_cpu());
 }
 
+// What a method measures is chosen per level: nothing by default (timing loops), instruction
+// times and each delegate's device time, or each delegate's steps; the backend sees which.
+TEST_F(RuntimeTest, ProfilingLevelsReachTheBackend) {
+  auto program = load(make_add_relu_program(true).builder.bytes());
+  auto method = std::move(program->load_method("forward")).value();
+  std::vector<float> x = {1, -2, 3, -4, 5, -6};
+  ASSERT_TRUE(
+      method->set_input(0, TensorView{x.data(), DType::Float32, sizes_, Device::cpu()}).ok());
+  const size_t delegate = 2;
+  ASSERT_EQ(method->instruction_info(delegate).kind, runtime::InstructionKind::Delegate);
+  EXPECT_EQ(method->instruction_info(delegate).op, "delegate");
+  EXPECT_EQ(method->instruction_info(delegate).name, "test_0");
+  EXPECT_EQ(method->instruction_info(0).op, "Add");
+  EXPECT_EQ(method->instruction_info(0).name, "add");
+
+  ASSERT_TRUE(method->execute().ok());  // nothing measured
+  EXPECT_FALSE(method->instruction_device_time_ms(delegate).has_value());
+  EXPECT_TRUE(method->instruction_step_times(delegate).empty());
+
+  method->set_profiling(runtime::Method::Profiling{true, true, false});
+  ASSERT_TRUE(method->execute().ok());
+  const auto starts = method->instruction_start_times();
+  ASSERT_EQ(starts.size(), method->num_instructions());
+  for (size_t i = 1; i < starts.size(); ++i) EXPECT_GE(starts[i], starts[i - 1]);
+  EXPECT_TRUE(method->instruction_device_time_ms(delegate).has_value());
+  EXPECT_FALSE(method->instruction_device_time_ms(0).has_value());  // a CPU kernel
+  EXPECT_TRUE(method->instruction_step_times(delegate).empty());
+
+  method->set_profiling(runtime::Method::Profiling{false, false, true});
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_FALSE(method->instruction_device_time_ms(delegate).has_value());
+  const std::vector<runtime::StepTime> steps = method->instruction_step_times(delegate);
+  ASSERT_FALSE(steps.empty());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    EXPECT_FALSE(steps[s].kind.empty());
+    EXPECT_EQ(steps[s].what, "op " + std::to_string(s));
+    EXPECT_GE(steps[s].ms, 0.0);
+    if (s > 0) EXPECT_GE(steps[s].start_ms, steps[s - 1].start_ms);
+  }
+  method->set_profiling(runtime::Method::Profiling{});
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_TRUE(method->instruction_step_times(delegate).empty());
+}
+
 }  // namespace
 }  // namespace baton

@@ -1,7 +1,9 @@
 #include "testing/test_backend.h"
 
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "baton/core/check.h"
 
@@ -20,6 +22,10 @@ struct Handle : runtime::DelegateHandle {
   std::vector<float> temp_data;
   std::vector<Op> ops;
   std::vector<float*> slots;  // resolved per execute
+  // What the last execute measured (DelegateArgs::profile / profile_steps), on the host clock.
+  std::optional<double> last_ms;
+  std::vector<double> step_start_ms, step_ms;  // sized at init
+  bool steps_timed = false;
 };
 
 template <typename T>
@@ -87,6 +93,8 @@ class TestBackend final : public runtime::BackendInterface {
     auto h = std::make_unique<Handle>();
     BATON_TRY(parse_blob(blob, *h));
     h->temp_data.resize(h->temps * h->numel);
+    h->step_start_ms.resize(h->ops.size());
+    h->step_ms.resize(h->ops.size());
     h->slots.resize(h->inputs + h->constants + h->temps + h->outputs);
     for (uint32_t c = 0; c < h->constants; ++c) {
       h->slots[h->inputs + c] = h->constant_data.data() + c * h->numel;
@@ -112,7 +120,15 @@ class TestBackend final : public runtime::BackendInterface {
     for (uint32_t o = 0; o < h->outputs; ++o) {
       h->slots[out_base + o] = args.outputs[o]->tensor.data_as<float>();
     }
-    for (const Op& op : h->ops) {
+    using Clock = std::chrono::steady_clock;
+    const auto call_start = Clock::now();
+    auto ms_since = [](Clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    };
+    for (size_t o = 0; o < h->ops.size(); ++o) {
+      const Op& op = h->ops[o];
+      const auto op_start = Clock::now();
+      if (args.profile_steps) h->step_start_ms[o] = ms_since(call_start);
       const float* a = h->slots[op.a];
       const float* b = op.code == TestOp::Relu ? nullptr : h->slots[op.b];
       float* y = h->slots[op.out];
@@ -129,9 +145,32 @@ class TestBackend final : public runtime::BackendInterface {
             break;
         }
       }
+      if (args.profile_steps) h->step_ms[o] = ms_since(op_start);
+    }
+    h->steps_timed = args.profile_steps;
+    if (args.profile) {
+      h->last_ms = ms_since(call_start);
+    } else {
+      h->last_ms.reset();
     }
     ++test_backend_stats().executes;
     return Status();
+  }
+
+  std::optional<double> last_device_time_ms(runtime::DelegateHandle* handle) const override {
+    return static_cast<Handle*>(handle)->last_ms;
+  }
+
+  std::vector<runtime::StepTime> step_times(runtime::DelegateHandle* handle) const override {
+    auto* h = static_cast<Handle*>(handle);
+    std::vector<runtime::StepTime> out;
+    if (!h->steps_timed) return out;
+    static constexpr const char* kNames[] = {"relu", "add", "mul"};
+    for (size_t o = 0; o < h->ops.size(); ++o) {
+      out.push_back({kNames[static_cast<int>(h->ops[o].code)], "test_elementwise loop",
+                     fmt::format("op {}", o), h->step_start_ms[o], h->step_ms[o]});
+    }
+    return out;
   }
 
   void destroy(runtime::DelegateHandle* handle) override {

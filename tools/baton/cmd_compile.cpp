@@ -6,6 +6,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "commands.h"
+#include "run_common.h"
 
 namespace baton::tool {
 namespace {
@@ -31,23 +32,16 @@ Result<compiler::InputShape> parse_shape(const std::string& text) {
   return shape;
 }
 
-std::string human_bytes(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
-  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{} B", bytes);
-}
-
 }  // namespace
 
-Status run_compile(const CompileArgs& args) {
-  const auto start = std::chrono::steady_clock::now();
-  BATON_TRY(compiler::check_output_path(args.output));  // before any time is spent
-  compiler::CompileOptions options;
+Result<CompileSetup> make_compile_setup(const CompileArgs& args) {
+  CompileSetup setup;
+  compiler::CompileOptions& options = setup.options;
   options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
   options.max_partition_nodes = args.max_partition_nodes;
   options.optimize = !args.no_optimize;
   options.disabled_passes = args.disabled_passes;
+  options.expose_intermediates = args.expose_intermediates;
   options.max_fold_bytes = args.max_fold_bytes;
   options.max_total_fold_bytes = args.max_total_fold_bytes;
   options.max_arena_bytes = args.max_arena_bytes;
@@ -65,22 +59,29 @@ Status run_compile(const CompileArgs& args) {
       "--arch, --precision, --target-device, --io device, --strict-staging and "
       "--max-partition-nodes apply to GPU targets: add --device cuda:N");
   // One engine builder per GPU; the compiler places each partition on one of them.
-  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
   for (const Device& d : devices) {
     BATON_ASSIGN_OR_RETURN(auto b, compiler::make_backend_compiler(
                                        compiler::TargetSpec{d, args.arch, args.precision}));
     options.backends.push_back(b.get());
-    builders.push_back(std::move(b));
+    setup.builders.push_back(std::move(b));
   }
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
     options.input_shapes.push_back(std::move(shape));
   }
+  return setup;
+}
+
+Status run_compile(const CompileArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  BATON_TRY(compiler::check_output_path(args.output));  // before any time is spent
+  BATON_ASSIGN_OR_RETURN(CompileSetup setup, make_compile_setup(args));
+  compiler::CompileOptions& options = setup.options;
   if (!args.quiet) {
     std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.device.c_str());
     options.progress = [](const compiler::Progress& p) {
-      std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", std::string(p.phase).c_str(), p.elapsed.count(),
-                   p.detail.c_str());
+      std::fprintf(stderr, "  %-9s %10s  %s\n", std::string(p.phase).c_str(),
+                   duration_text(p.elapsed.count()).c_str(), p.detail.c_str());
     };
   }
   BATON_ASSIGN_OR_RETURN(compiler::CompiledProgram program,
@@ -93,15 +94,17 @@ Status run_compile(const CompileArgs& args) {
     for (const auto& [name, label] : s.partitions) {
       std::fprintf(stderr, "  partition %s: target_device %s\n", name.c_str(), label.c_str());
     }
-    std::fprintf(stderr, "  %-9s %8.1f ms  %s\n", "emit",
-                 std::chrono::duration<double, std::milli>(end - emit_start).count(),
-                 args.output.c_str());
-    std::fprintf(stderr,
-                 "wrote %s (%s) in %.1f ms: %zu kernel calls, %zu delegate calls, %zu copies, "
-                 "%s of constants\n",
-                 args.output.c_str(), human_bytes(std::filesystem::file_size(args.output)).c_str(),
-                 std::chrono::duration<double, std::milli>(end - start).count(), s.kernel_calls,
-                 s.delegate_calls, s.copies, human_bytes(s.constant_bytes).c_str());
+    std::fprintf(
+        stderr, "  %-9s %10s  %s\n", "emit",
+        duration_text(std::chrono::duration<double, std::milli>(end - emit_start).count()).c_str(),
+        args.output.c_str());
+    std::fprintf(
+        stderr,
+        "wrote %s (%s) in %s: %zu kernel calls, %zu delegate calls, %zu copies, "
+        "%s of constants\n",
+        args.output.c_str(), bytes_text(std::filesystem::file_size(args.output)).c_str(),
+        duration_text(std::chrono::duration<double, std::milli>(end - start).count()).c_str(),
+        s.kernel_calls, s.delegate_calls, s.copies, bytes_text(s.constant_bytes).c_str());
   }
   return Status();
 }

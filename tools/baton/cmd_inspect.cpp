@@ -8,6 +8,7 @@
 #include "baton/core/text.h"
 #include "baton/extension/inspect.h"
 #include "commands.h"
+#include "run_common.h"
 
 namespace baton::tool {
 namespace {
@@ -52,6 +53,28 @@ std::string refs(const json& indices) {
   return out.empty() ? "-" : out;
 }
 
+// "  attributes: alpha=1 beta=1 transA=0 transB=1" (each named by the op's definition, valued from
+// the program's values; an attribute the program leaves unset shows as none).
+std::string attributes_text(const json& x, const json& values) {
+  if (x["attributes"].empty()) return "";
+  std::string out = "\n          attributes:";
+  for (size_t a = 0; a < x["attributes"].size(); ++a) {
+    const int index = x["attributes"][a].get<int>();
+    const json& names = x.value("attribute_names", json::array());
+    const std::string name =
+        a < names.size() && names[a].is_string() ? shown(names[a]) : fmt::format("#{}", a);
+    std::string value = fmt::format("%{}", index);
+    if (index >= 0 && static_cast<size_t>(index) < values.size()) {
+      const json& v = values[index];
+      value = v.contains("value")
+                  ? printable_text(v["value"].dump(-1, ' ', false, json::error_handler_t::replace))
+                  : std::string(v.value("kind", "?"));
+    }
+    out += fmt::format(" {}={}", name, value);
+  }
+  return out;
+}
+
 // A delegate blob's description: an engine in the shape docs/cli.md documents (the cuda backend's:
 // header, bindings, steps) on lines of its own; any other backend's description as one JSON line.
 void print_engine(const json& e) {
@@ -67,17 +90,21 @@ void print_engine(const json& e) {
                 e.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return;
   }
-  std::printf("        engine: %s %s %s, built with CUDA %d, cuBLASLt %d, cuDNN %d, NVRTC %d\n",
+  // Versions as their libraries write them ("13.0", "9.19.0"); older describers gave only numbers.
+  auto version = [&](const char* lib, const char* key) {
+    if (e.contains("versions") && e["versions"].contains(lib)) return shown(e["versions"][lib]);
+    return std::to_string(e[key].get<int>());
+  };
+  std::printf("        engine: %s %s %s, built with CUDA %s, cuBLASLt %s, cuDNN %s, NVRTC %s\n",
               e["device"].get<std::string>().c_str(), e["sm_arch"].get<std::string>().c_str(),
-              e["precision"].get<std::string>().c_str(), e["cuda_version"].get<int>(),
-              e["cublaslt_version"].get<int>(), e["cudnn_version"].get<int>(),
-              e["nvrtc_version"].get<int>());
-  std::printf(
-      "        weights %llu bytes, scratch %llu bytes, workspace %llu bytes, cubin %llu bytes\n",
-      static_cast<unsigned long long>(e["weights_bytes"].get<uint64_t>()),
-      static_cast<unsigned long long>(e["scratch_bytes"].get<uint64_t>()),
-      static_cast<unsigned long long>(e["workspace_bytes"].get<uint64_t>()),
-      static_cast<unsigned long long>(e["cubin_bytes"].get<uint64_t>()));
+              e["precision"].get<std::string>().c_str(), version("cuda", "cuda_version").c_str(),
+              version("cublaslt", "cublaslt_version").c_str(),
+              version("cudnn", "cudnn_version").c_str(), version("nvrtc", "nvrtc_version").c_str());
+  std::printf("        weights %s, scratch %s, workspace %s, cubin %s\n",
+              bytes_text(e["weights_bytes"].get<uint64_t>()).c_str(),
+              bytes_text(e["scratch_bytes"].get<uint64_t>()).c_str(),
+              bytes_text(e["workspace_bytes"].get<uint64_t>()).c_str(),
+              bytes_text(e["cubin_bytes"].get<uint64_t>()).c_str());
   for (const auto& b : e["bindings"]) {
     std::printf("        %-6s '%s' %s %s\n", b["io"].get<std::string>().c_str(),
                 shown(b["name"]).c_str(), b["dtype"].get<std::string>().c_str(),
@@ -86,9 +113,13 @@ void print_engine(const json& e) {
   if (e.contains("choices")) {
     const json& c = e["choices"];
     if (c.is_object()) {
-      std::printf("        choices: %d timed on %s (cuBLASLt %d, cuDNN %d)\n",
-                  c["steps"].get<int>(), shown(c["gpu"]).c_str(), c["cublaslt_version"].get<int>(),
-                  c["cudnn_version"].get<int>());
+      const std::string cublaslt = c.contains("cublaslt")
+                                       ? shown(c["cublaslt"])
+                                       : std::to_string(c["cublaslt_version"].get<int>());
+      const std::string cudnn =
+          c.contains("cudnn") ? shown(c["cudnn"]) : std::to_string(c["cudnn_version"].get<int>());
+      std::printf("        choices: %d timed on %s (cuBLASLt %s, cuDNN %s)\n",
+                  c["steps"].get<int>(), shown(c["gpu"]).c_str(), cublaslt.c_str(), cudnn.c_str());
     } else {
       std::printf("        choices: %s\n", shown(c).c_str());
     }
@@ -102,15 +133,15 @@ void print_engine(const json& e) {
 }
 
 void print_text(const json& j) {
-  std::printf("program %s: %llu bytes, format v%d, table checksum %s\n", shown(j["file"]).c_str(),
-              static_cast<unsigned long long>(j["file_size"].get<uint64_t>()),
-              j["format_version"].get<int>(), j["table_checksum"].get<std::string>().c_str());
+  std::printf("program %s: %s, format v%d, table checksum %s\n", shown(j["file"]).c_str(),
+              bytes_text(j["file_size"].get<uint64_t>()).c_str(), j["format_version"].get<int>(),
+              j["table_checksum"].get<std::string>().c_str());
   std::printf("producer: %s\n", shown(j["producer"]).c_str());
   std::printf("segments:\n");
   for (const auto& s : j["segments"]) {
-    std::printf("  [%d] file offset %llu, %llu bytes, checksum %s\n", s["index"].get<int>(),
+    std::printf("  [%d] file offset %llu, %s, checksum %s\n", s["index"].get<int>(),
                 static_cast<unsigned long long>(s["offset"].get<uint64_t>()),
-                static_cast<unsigned long long>(s["size"].get<uint64_t>()),
+                bytes_text(s["size"].get<uint64_t>()).c_str(),
                 s["checksum"].get<std::string>().c_str());
   }
   for (const auto& m : j["methods"]) {
@@ -122,9 +153,9 @@ void print_text(const json& j) {
                 refs(m["outputs"]).c_str());
     std::printf("  arenas:\n");
     for (const auto& a : m["arenas"]) {
-      std::printf("    [%d] %s  %llu bytes\n", a["index"].get<int>(),
+      std::printf("    [%d] %s  %s\n", a["index"].get<int>(),
                   a["device"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(a["size"].get<uint64_t>()));
+                  bytes_text(a["size"].get<uint64_t>()).c_str());
     }
     std::printf("  delegates:\n");
     for (const auto& d : m["delegates"]) {
@@ -132,10 +163,9 @@ void print_text(const json& j) {
       for (const auto& [k, v] : d["compile_specs"].items()) {
         specs += fmt::format(" {}={}", printable_text(k), shown(v));
       }
-      std::printf("    [%d] '%s' backend %s, blob segment %d (%llu bytes), specs:%s\n",
+      std::printf("    [%d] '%s' backend %s, blob segment %d (%s), specs:%s\n",
                   d["index"].get<int>(), shown(d["name"]).c_str(), shown(d["backend"]).c_str(),
-                  d["blob_segment"].get<int>(),
-                  static_cast<unsigned long long>(d["blob_size"].get<uint64_t>()),
+                  d["blob_segment"].get<int>(), bytes_text(d["blob_size"].get<uint64_t>()).c_str(),
                   specs.empty() ? " none" : specs.c_str());
       if (d.contains("engine")) print_engine(d["engine"]);
     }
@@ -143,9 +173,9 @@ void print_text(const json& j) {
     for (const auto& x : m["instructions"]) {
       const std::string kind = x["kind"];
       if (kind == "kernel") {
-        std::printf("    [%d] kernel   %s '%s'  in %s  attrs %s  -> %s\n", x["index"].get<int>(),
+        std::printf("    [%d] kernel   %s '%s'  in %s  -> %s%s\n", x["index"].get<int>(),
                     shown(x["op"]).c_str(), shown(x["node"]).c_str(), refs(x["inputs"]).c_str(),
-                    refs(x["attributes"]).c_str(), refs(x["outputs"]).c_str());
+                    refs(x["outputs"]).c_str(), attributes_text(x, m["values"]).c_str());
       } else if (kind == "delegate") {
         std::printf("    [%d] delegate %d  in %s  -> %s\n", x["index"].get<int>(),
                     x["delegate"].get<int>(), refs(x["inputs"]).c_str(),

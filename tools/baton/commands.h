@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "baton/compiler/compiler.h"
 #include "baton/core/error.h"
 
 namespace baton::tool {
@@ -22,6 +24,7 @@ struct CompileArgs {
   std::vector<std::string> shapes;  // NAME=D0xD1x...
   bool no_optimize = false;
   std::vector<std::string> disabled_passes;
+  bool expose_intermediates = false;                  // every intermediate value as an output too
   uint64_t max_fold_bytes = uint64_t{256} << 20;      // CompileOptions::max_fold_bytes
   uint64_t max_total_fold_bytes = uint64_t{4} << 30;  // CompileOptions::max_total_fold_bytes
   uint64_t max_arena_bytes = uint64_t{256} << 30;     // CompileOptions::max_arena_bytes
@@ -42,6 +45,27 @@ struct RunArgs {
   int sms = 0;                     // > 0: run on a green context of this many SMs
   bool saturate_rest = false;      // with sms: keep the other SMs busy during the timed runs
   bool no_checksums = false;       // load without verifying the file's checksums
+  bool json = false;               // one JSON object on stdout instead of text
+  std::string export_times;        // every timed run's wall and GPU time, as JSON
+  std::string export_profile;      // the profiled pass per instruction and engine step, as JSON
+  std::string trace;               // a Chrome trace of load, every execute and the profiled pass
+  int profile_runs = 10;           // runs of the profiled pass (after the timed runs)
+};
+
+struct CompareArgs {
+  CompileArgs compile;  // the model, and how to compile it when no program is given
+  std::string program;  // a compiled program to compare instead
+  bool compile_options_given = false;
+  std::vector<std::string> inputs;  // as baton run's
+  unsigned seed = 0;
+  double atol = -1;  // < 0: the default for the program's precision
+  double rtol = -1;
+  bool json = false;
+  bool per_node = false;  // compare every intermediate value too
+  unsigned threads = 0;
+  bool no_checksums = false;
+  std::string save_dir;  // keep the inputs, Baton's and the reference's values there
+  bool quiet = false;
 };
 
 struct InspectArgs {
@@ -54,8 +78,18 @@ struct InspectArgs {
 // CUDA toolkit). Defined by the file CMake picks: register_backends_cuda.cpp or _none.cpp.
 void register_backends();
 
+// The compiler's options (and the backend compilers they point to) for `args`; InvalidArgument
+// for options that do not go together.
+struct CompileSetup {
+  compiler::CompileOptions options;
+  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
+};
+Result<CompileSetup> make_compile_setup(const CompileArgs& args);
+
 Status run_compile(const CompileArgs& args);
 Status run_run(const RunArgs& args);
+// Exit status: 0 when every output matches, 3 on a mismatch, else an error (1).
+Result<int> run_compare(const CompareArgs& args);
 Status run_inspect(const InspectArgs& args);
 
 }  // namespace baton::tool

@@ -111,6 +111,73 @@ std::string suggestion(const CLI::App& app, const std::string& argument) {
 
 }  // namespace
 
+namespace {
+
+// The options that say how a model is compiled (compile's, and compare's when it compiles).
+std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileArgs& args) {
+  std::vector<CLI::Option*> flags;
+  flags.push_back(
+      c->add_option("--device", args.device,
+                    "Where to run: cpu; cuda:N (GPU partitions built for GPU N); cuda:0,cuda:1 "
+                    "(partitions assigned round robin); or 0=cuda:1,1=cuda:0 (partition index to "
+                    "device)")
+          ->capture_default_str());
+  flags.push_back(
+      c->add_option("--target-device", args.target_device,
+                    "Label every GPU partition with this device verbatim (default: the device its "
+                    "engine is built for)"));
+  flags.push_back(
+      c->add_option("--io", args.io,
+                    "Method inputs and outputs: host (default), or device (on the GPU of the "
+                    "partition that reads or writes them)")
+          ->check(CLI::IsMember({"host", "device"}))
+          ->capture_default_str());
+  flags.push_back(c->add_option("--max-partition-nodes", args.max_partition_nodes,
+                                "Split GPU partitions after this many nodes (0: no limit)"));
+  flags.push_back(
+      c->add_flag("--strict-staging", args.strict_staging,
+                  "GPU partitions refuse host memory at run time instead of staging it"));
+  flags.push_back(c->add_option(
+      "--arch", args.arch,
+      "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));
+  flags.push_back(c->add_option("--precision", args.precision,
+                                "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)"));
+  flags.push_back(
+      c->add_option("--shape", args.shapes,
+                    "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)"));
+  flags.push_back(
+      c->add_flag("--no-optimize", args.no_optimize,
+                  "Run no optimizer pass (shape inference and constant folding still run)"));
+  flags.push_back(
+      c->add_option("--disable-pass", args.disabled_passes,
+                    "Skip one optimizer pass: cse, bn-conv, gelu, attention, matmul-add, qkv, "
+                    "add-layernorm (repeatable)"));
+  flags.push_back(
+      c->add_flag("--expose-intermediates", args.expose_intermediates,
+                  "Make every intermediate value an output too, after the model's own (for baton "
+                  "compare --per-node; it can keep a backend from fusing)"));
+  flags.push_back(
+      c->add_option(
+           "--max-fold-bytes", args.max_fold_bytes,
+           "Fold a constant subgraph node only if its outputs take at most this many bytes "
+           "(e.g. 256MiB); larger ones run at run time")
+          ->transform(CLI::AsSizeValue(false))
+          ->capture_default_str());
+  flags.push_back(
+      c->add_option("--max-total-fold-bytes", args.max_total_fold_bytes,
+                    "Stop folding once all folded outputs together take this many bytes")
+          ->transform(CLI::AsSizeValue(false))
+          ->capture_default_str());
+  flags.push_back(
+      c->add_option("--max-arena-bytes", args.max_arena_bytes,
+                    "Refuse a model whose memory arena on one device would exceed this many bytes")
+          ->transform(CLI::AsSizeValue(false))
+          ->capture_default_str());
+  return flags;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"baton: compile ONNX models ahead of time into one program file and run it"};
   app.require_subcommand(1);
@@ -120,47 +187,7 @@ int main(int argc, char** argv) {
   CLI::App* c = app.add_subcommand("compile", "Compile an ONNX model into a Baton program");
   c->add_option("model", compile.model, "ONNX model (.onnx)")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", compile.output, "Program file to write (.baton)")->required();
-  c->add_option("--device", compile.device,
-                "Where to run: cpu; cuda:N (GPU partitions built for GPU N); cuda:0,cuda:1 "
-                "(partitions assigned round robin); or 0=cuda:1,1=cuda:0 (partition index to "
-                "device)")
-      ->capture_default_str();
-  c->add_option("--target-device", compile.target_device,
-                "Label every GPU partition with this device verbatim (default: the device its "
-                "engine is built for)");
-  c->add_option("--io", compile.io,
-                "Method inputs and outputs: host (default), or device (on the GPU of the "
-                "partition that reads or writes them)")
-      ->check(CLI::IsMember({"host", "device"}))
-      ->capture_default_str();
-  c->add_option("--max-partition-nodes", compile.max_partition_nodes,
-                "Split GPU partitions after this many nodes (0: no limit)");
-  c->add_flag("--strict-staging", compile.strict_staging,
-              "GPU partitions refuse host memory at run time instead of staging it");
-  c->add_option("--arch", compile.arch,
-                "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU");
-  c->add_option("--precision", compile.precision,
-                "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)");
-  c->add_option("--shape", compile.shapes,
-                "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)");
-  c->add_flag("--no-optimize", compile.no_optimize,
-              "Run no optimizer pass (shape inference and constant folding still run)");
-  c->add_option("--disable-pass", compile.disabled_passes,
-                "Skip one optimizer pass: gelu, attention, matmul-add, qkv, add-layernorm "
-                "(repeatable)");
-  c->add_option("--max-fold-bytes", compile.max_fold_bytes,
-                "Fold a constant subgraph node only if its outputs take at most this many bytes "
-                "(e.g. 256MiB); larger ones run at run time")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  c->add_option("--max-total-fold-bytes", compile.max_total_fold_bytes,
-                "Stop folding once all folded outputs together take this many bytes")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
-  c->add_option("--max-arena-bytes", compile.max_arena_bytes,
-                "Refuse a model whose memory arena on one device would exceed this many bytes")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
+  add_compile_options(c, compile);
   c->add_flag("-q,--quiet", compile.quiet, "No progress output");
   bool verbose = false;
   constexpr const char* kVerboseHelp =
@@ -175,7 +202,8 @@ int main(int argc, char** argv) {
   r->add_option("-i,--input", run.inputs,
                 "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
                 "when none are given");
-  r->add_option("-o,--output-dir", run.output_dir, "Write output i to DIR/output_<i>.npy");
+  r->add_option("-o,--output-dir", run.output_dir,
+                "Write output i to DIR/output_<i>_<name>.npy, and DIR/outputs.json naming them");
   r->add_option("-n,--iterations", run.iterations, "Timed runs")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
@@ -205,7 +233,56 @@ int main(int argc, char** argv) {
       "Load without verifying the file's checksums (every other check still runs; a damaged "
       "weight then goes unnoticed)";
   r->add_flag("--no-checksums", run.no_checksums, kNoChecksumsHelp);
+  r->add_flag("--json", run.json,
+              "Print one JSON object (inputs, outputs, latency, load time, counters, profile) "
+              "instead of text");
+  r->add_option("--export-times", run.export_times,
+                "Write every timed run's wall time and GPU time to FILE (JSON)");
+  r->add_option("--export-profile", run.export_profile,
+                "Write the profiled runs per instruction and per GPU engine step to FILE (JSON)");
+  r->add_option("--trace", run.trace,
+                "Write a Chrome trace (Perfetto, chrome://tracing) of load, every execute, each "
+                "instruction and each GPU engine step to FILE");
+  r->add_option("--profile-runs", run.profile_runs,
+                "Profiled runs after the timed ones (per instruction and engine step; 0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   r->add_flag("-v,--verbose", verbose, kVerboseHelp);
+
+  baton::tool::CompareArgs compare;
+  CLI::App* m = app.add_subcommand(
+      "compare", "Run a model on onnxruntime (CPU) and on Baton with the same inputs and compare");
+  m->add_option("model", compare.compile.model, "ONNX model (.onnx): the reference")
+      ->required()
+      ->check(CLI::ExistingFile);
+  m->add_option("program", compare.program,
+                "Baton program compiled from it (.baton); without one, MODEL is compiled with the "
+                "compile options given")
+      ->check(CLI::ExistingFile);
+  const std::vector<CLI::Option*> compare_compile_flags = add_compile_options(m, compare.compile);
+  m->add_option("-i,--input", compare.inputs,
+                "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
+                "when none are given");
+  m->add_option("--seed", compare.seed, "Seed for random inputs")->capture_default_str();
+  m->add_option("--atol", compare.atol,
+                "Absolute tolerance (default by precision: fp32 1e-5, tf32 1e-3, fp16 1e-2, "
+                "bf16 5e-2)")
+      ->check(CLI::NonNegativeNumber);
+  m->add_option("--rtol", compare.rtol,
+                "Relative tolerance (default by precision: fp32 1e-4, tf32 1e-2, fp16 1e-2, "
+                "bf16 5e-2)")
+      ->check(CLI::NonNegativeNumber);
+  m->add_flag("--per-node", compare.per_node,
+              "Compare every intermediate value too (compiled as extra outputs) and name the "
+              "first node whose value differs");
+  m->add_flag("--json", compare.json, "Print one JSON object instead of text");
+  m->add_option("--threads", compare.threads, "Threads for Baton's CPU kernels and onnxruntime")
+      ->check(CLI::Range(1, 4096));
+  m->add_option("--save-dir", compare.save_dir,
+                "Keep the inputs, Baton's values and the reference's in DIR (as .npy)");
+  m->add_flag("--no-checksums", compare.no_checksums, kNoChecksumsHelp);
+  m->add_flag("-q,--quiet", compare.quiet, "Print only the result line");
+  m->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::InspectArgs inspect;
   CLI::App* s = app.add_subcommand("inspect", "Show everything inside a Baton program");
@@ -240,12 +317,21 @@ int main(int argc, char** argv) {
   baton::tool::register_backends();
 
   baton::Status status;
+  int exit_code = 0;
   if (*c) status = baton::tool::run_compile(compile);
   if (*r) status = baton::tool::run_run(run);
   if (*s) status = baton::tool::run_inspect(inspect);
+  if (*m) {
+    for (const CLI::Option* o : compare_compile_flags) {
+      compare.compile_options_given = compare.compile_options_given || o->count() > 0;
+    }
+    baton::Result<int> compared = baton::tool::run_compare(compare);
+    if (compared.ok()) exit_code = *compared;
+    status = compared.status();
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "baton: error: %s\n", status.to_string().c_str());
     return 1;
   }
-  return 0;
+  return exit_code;
 }

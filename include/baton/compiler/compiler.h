@@ -129,6 +129,12 @@ struct CompileOptions {
   // `disabled_passes` names passes to skip (`--disable-pass NAME`; an unknown name is an error).
   bool optimize = true;
   std::vector<std::string> disabled_passes;
+  // Every tensor a node still computes after optimization (not a constant, not already an
+  // output) becomes a method output too, after the model's own, in the order the nodes run
+  // (`baton compare --per-node` compares them with a reference). The optimizer runs first, so a
+  // value a fused pattern absorbed is not among them; an exposed value may keep a backend from a
+  // fusion that needs it to stay internal.
+  bool expose_intermediates = false;
 };
 
 struct CompileSummary {
@@ -147,6 +153,8 @@ struct CompileSummary {
   std::vector<std::pair<std::string, std::string>> partitions;
   uint64_t constant_bytes = 0;
   std::vector<std::pair<std::string, uint64_t>> arenas;  // device, bytes
+  // CompileOptions::expose_intermediates: the values added as outputs, in order.
+  std::vector<std::string> exposed_values;
 };
 
 class CompiledProgram {

@@ -55,6 +55,18 @@ struct DelegateArgs {
   // Set while the method profiles: the backend may measure its device time (see
   // last_device_time_ms); it must not change results or synchronization.
   bool profile = false;
+  // Set while the method profiles steps: the backend may run its steps one by one (no graph
+  // replay) and time each (see step_times); same results and synchronization.
+  bool profile_steps = false;
+};
+
+// One step of a backend's partition, as timed by a call with DelegateArgs::profile_steps.
+struct StepTime {
+  std::string kind;     // the backend's step kind: "gemm", "conv", "kernel", "sdpa", "copy"
+  std::string name;     // what runs it: a kernel's name, "cublasLtMatmul", a cuDNN engine
+  std::string what;     // the step's description (as the backend describes its blob)
+  double start_ms = 0;  // from the start of the call's first step
+  double ms = 0;        // device time
 };
 
 class DelegateHandle {
@@ -74,10 +86,14 @@ class BackendInterface {
                                        std::span<const CompileSpec> compile_specs) = 0;
   virtual Status execute(DelegateHandle* handle, const DelegateArgs& args) = 0;
   virtual void destroy(DelegateHandle* handle) = 0;
-  // Device time of the handle's last profiled execute, when the backend measures one.
+  // Device time of the handle's last profiled execute, when the backend measures one (and the
+  // work is done: an execute that returned early is measured once the caller has waited for it).
   virtual std::optional<double> last_device_time_ms(DelegateHandle* handle) const {
     return std::nullopt;
   }
+  // Per-step device times of the handle's last execute with profile_steps, in step order; empty
+  // when the backend does not time steps. May block until that call's work is done, and allocate.
+  virtual std::vector<StepTime> step_times(DelegateHandle* handle) const { return {}; }
   // Monitoring counters of a handle ("zero_copy_calls", "staged_bytes", ...). May allocate.
   virtual std::vector<std::pair<std::string, uint64_t>> counters(DelegateHandle* handle) const {
     return {};

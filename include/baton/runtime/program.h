@@ -112,6 +112,10 @@ struct InstructionInfo {
   std::string description;
   // Where the work runs.
   Device device;
+  // The kernel's op ("Gemm"; "delegate", "copy") and what it runs: its ONNX node, the
+  // delegate's partition, the copied tensor.
+  std::string op;
+  std::string name;
 };
 
 class Method {
@@ -155,12 +159,29 @@ class Method {
   // Instruction list, for reports ("where each part ran").
   size_t num_instructions() const;
   InstructionInfo instruction_info(size_t index) const;
-  // When enabled, execute records each instruction's wall time (host clock, after the
-  // instruction returned; asynchronous device work is attributed to whoever waits for it).
+  // What execute measures. Nothing by default: timing loops run that way. Measuring adds a
+  // clock read per instruction, two device events per delegate call, and (steps) runs each GPU
+  // partition's steps one by one with an event between them instead of replaying its graph.
+  struct Profiling {
+    bool instructions = false;  // each instruction's host start and wall time
+    bool device_time = false;   // each delegate call's device time (instruction_device_time_ms)
+    bool steps = false;         // each delegate's per-step device times (instruction_step_times)
+  };
+  void set_profiling(const Profiling& profiling);
+  // set_profiling({enabled, enabled, false}).
   void set_profiling(bool enabled);
+  // With Profiling::instructions: each instruction's wall time (host clock, after the
+  // instruction returned; asynchronous device work is attributed to whoever waits for it) and
+  // when it started, for the last execute.
   std::span<const std::chrono::nanoseconds> instruction_times() const;
-  // For a delegate instruction of a profiled execute: the device time its backend measured.
+  std::span<const std::chrono::steady_clock::time_point> instruction_start_times() const;
+  // With Profiling::device_time, for a delegate instruction: the device time its backend measured
+  // in the last execute.
   std::optional<double> instruction_device_time_ms(size_t index) const;
+  // With Profiling::steps, for a delegate instruction: its backend's per-step device times in the
+  // last execute (empty when the backend does not time steps). May block until that execute's
+  // device work is done; allocates.
+  std::vector<StepTime> instruction_step_times(size_t index) const;
 
   // Copy instructions executed since load, by direction (the runtime counts; tests and monitoring
   // read them, e.g. to prove two GPU partitions hand a tensor over without visiting the host).

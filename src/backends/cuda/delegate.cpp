@@ -84,8 +84,14 @@ struct CudaHandle : runtime::DelegateHandle {
   bool integrated = false;
   Event start;
   Event stop;
-  Event done;                             // completion event of the last call
-  bool pending = false;                   // `done` recorded and not yet waited for on the host
+  Event done;            // completion event of the last call
+  bool pending = false;  // `done` recorded and not yet waited for on the host
+  // A profile of the steps (DelegateArgs::profile_steps): an event before each step and one after
+  // the last, made at init. `steps_timed`: the last call recorded them.
+  std::vector<Event> step_marks;
+  std::vector<cudaEvent_t> step_mark_handles;
+  bool steps_timed = false;
+  bool timed_async = false;  // the last profiled call returned early: measure once it is done
   cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
   bool logged_staging = false;
   std::mutex mutex;  // calls on one handle are serialized
@@ -172,6 +178,11 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_ASSIGN_OR_RETURN(handle->start, create_event(device));
     BATON_ASSIGN_OR_RETURN(handle->stop, create_event(device));
     BATON_ASSIGN_OR_RETURN(handle->done, create_event(device, cudaEventDisableTiming));
+    for (size_t s = 0; s <= b.steps().size(); ++s) {
+      BATON_ASSIGN_OR_RETURN(Event mark, create_event(device));
+      handle->step_mark_handles.push_back(mark.get());
+      handle->step_marks.push_back(std::move(mark));
+    }
     return static_cast<runtime::DelegateHandle*>(handle.release());
   }
 
@@ -219,6 +230,8 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_CUDA_CHECK_ON(device, recorded);
     // Without a caller stream the results are ready when execute returns; host memory staged in
     // or out must be safe to use on return too. Otherwise the caller owns the synchronization.
+    handle->steps_timed = args.profile_steps;
+    handle->timed_async = false;
     if (!guarded || staged) {
       BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream));
       handle->pending = false;
@@ -231,6 +244,7 @@ class CudaBackend final : public runtime::BackendInterface {
     } else {
       ++handle->async_returns;
       handle->last_ms.reset();
+      handle->timed_async = args.profile;
     }
     if (staged) {
       ++handle->staged_calls;
@@ -244,7 +258,54 @@ class CudaBackend final : public runtime::BackendInterface {
   void destroy(runtime::DelegateHandle* h) override { delete static_cast<CudaHandle*>(h); }
 
   std::optional<double> last_device_time_ms(runtime::DelegateHandle* h) const override {
-    return static_cast<CudaHandle*>(h)->last_ms;
+    auto* handle = static_cast<CudaHandle*>(h);
+    std::lock_guard<std::mutex> lock(handle->mutex);
+    if (handle->timed_async) {
+      // Returned early: measurable once the caller has waited for the stream (never blocks).
+      float ms = 0.0f;
+      DeviceGuard guard(handle->context->engine().device());
+      if (guard.status().ok() &&
+          cudaEventElapsedTime(&ms, handle->start.get(), handle->stop.get()) == cudaSuccess) {
+        return ms;
+      }
+      cudaGetLastError();
+      return std::nullopt;
+    }
+    return handle->last_ms;
+  }
+
+  std::vector<runtime::StepTime> step_times(runtime::DelegateHandle* h) const override {
+    auto* handle = static_cast<CudaHandle*>(h);
+    std::lock_guard<std::mutex> lock(handle->mutex);
+    std::vector<runtime::StepTime> out;
+    if (!handle->steps_timed) return out;
+    const ExecutionContext& context = *handle->context;
+    const EngineBlob& blob = handle->context->engine().blob();
+    DeviceGuard guard(handle->context->engine().device());
+    if (!guard.status().ok()) return out;
+    const size_t n = blob.steps().size();
+    if (cudaEventSynchronize(handle->step_mark_handles[n]) != cudaSuccess) {
+      cudaGetLastError();
+      return out;
+    }
+    for (size_t s = 0; s < n; ++s) {
+      float start = 0.0f, ms = 0.0f;
+      if (cudaEventElapsedTime(&start, handle->step_mark_handles[0],
+                               handle->step_mark_handles[s]) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, handle->step_mark_handles[s],
+                               handle->step_mark_handles[s + 1]) != cudaSuccess) {
+        cudaGetLastError();
+        return {};
+      }
+      runtime::StepTime t;
+      t.kind = std::string(step_kind_name(static_cast<StepKind>(blob.steps()[s].kind)));
+      t.name = context.step_runner(s);
+      t.what = describe_step(blob, s);
+      t.start_ms = start;
+      t.ms = ms;
+      out.push_back(std::move(t));
+    }
+    return out;
   }
 
   std::vector<std::pair<std::string, uint64_t>> counters(
@@ -301,7 +362,10 @@ class CudaBackend final : public runtime::BackendInterface {
                                                     cudaMemcpyHostToDevice, stream));
       }
     }
-    BATON_TRY(handle.context->enqueue(handle.pointers, stream, handle.use_graph));
+    BATON_TRY(handle.context->enqueue(handle.pointers, stream, handle.use_graph,
+                                      args.profile_steps
+                                          ? std::span<const cudaEvent_t>(handle.step_mark_handles)
+                                          : std::span<const cudaEvent_t>()));
     for (size_t i = inputs; i < handle.bindings.size(); ++i) {
       const BindingState& b = handle.bindings[i];
       if (b.last != Binding::Staged || b.bytes == 0) continue;

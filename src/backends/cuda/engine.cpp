@@ -13,6 +13,8 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/driver.h"
 #include "baton/core/log.h"
+#include "baton/core/text.h"
+#include "runtime/nvtx.h"
 
 namespace baton::cuda {
 namespace {
@@ -430,12 +432,7 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
-namespace {
-nvtxDomainHandle_t library_writes_domain() {
-  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("baton");
-  return domain;
-}
-}  // namespace
+namespace {}  // namespace
 
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
@@ -484,7 +481,11 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                  r.copy.src.space == static_cast<uint32_t>(Space::Scratch));
   }
   ctx->library_writes_.resize(declared);
-  library_writes_domain();  // NVTX initializes on its first call: here, not in a warm execute
+  for (size_t s = 0; s < blob.steps().size(); ++s) {
+    ctx->step_labels_.push_back(
+        fmt::format("{} {}", step_kind_name(static_cast<StepKind>(blob.steps()[s].kind)), s));
+  }
+  runtime::nvtx_domain();  // NVTX initializes on its first call: here, not in a warm execute
   return ctx;
 }
 
@@ -500,11 +501,14 @@ void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> poi
   return nullptr;
 }
 
-Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStream_t stream) {
+Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
+                                       std::span<const cudaEvent_t> step_marks) {
   const EngineBlob& blob = engine_->blob();
   const int device = engine_->device();
   for (size_t s = 0; s < blob.steps().size(); ++s) {
     const StepRecord& r = blob.steps()[s];
+    const runtime::NvtxRange range(runtime::nvtx_domain(), step_labels_[s]);
+    if (!step_marks.empty()) BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[s], stream));
     switch (static_cast<StepKind>(r.kind)) {
       case StepKind::Gemm: {
         const GemmStep& g = r.gemm;
@@ -552,7 +556,28 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         break;
     }
   }
+  if (!step_marks.empty()) {
+    BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[blob.steps().size()], stream));
+  }
   return Status();
+}
+
+std::string ExecutionContext::step_runner(size_t s) const {
+  const EngineBlob& blob = engine_->blob();
+  if (s >= blob.steps().size()) return std::string();
+  const StepRecord& r = blob.steps()[s];
+  switch (static_cast<StepKind>(r.kind)) {
+    case StepKind::Gemm:
+      return "cublasLtMatmul";
+    case StepKind::Kernel:
+      return escape_invalid_utf8(blob.kernel_name(r.kernel.kernel));
+    case StepKind::Conv:
+    case StepKind::Sdpa:
+      return fmt::format("cuDNN {}", cudnn_plans_[s] ? cudnn_plans_[s].engine_name() : "plan");
+    case StepKind::Copy:
+      return "cudaMemcpyAsync";
+  }
+  return std::string();
 }
 
 // Two blind spots of compute-sanitizer's initcheck (2025.3) would bury real reports under false
@@ -593,14 +618,16 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
   batch.regionDescCount = n;
   batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
   batch.regionDescElements = library_writes_.data();
-  nvtxMemCudaMarkInitialized(library_writes_domain(), nullptr, 0, &batch);
+  nvtxMemCudaMarkInitialized(runtime::nvtx_domain(), nullptr, 0, &batch);
 }
 
 Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t stream,
-                                 bool use_graph) {
+                                 bool use_graph, std::span<const cudaEvent_t> step_marks) {
   declare_library_writes(pointers);
   if (engine_->blob().steps().empty()) return Status();
-  if (!use_graph && !cudnn_) return enqueue_steps(pointers, stream);  // no context to look up
+  // A profile of the steps times each launch on its own: no graph.
+  if (!step_marks.empty()) use_graph = false;
+  if (!use_graph && !cudnn_) return enqueue_steps(pointers, stream, step_marks);
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // A graph executes in the context it was instantiated in: a green context's stream needs a
@@ -616,7 +643,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     cudnn_context.emplace(*api, context);
     BATON_TRY(cudnn_context->status());
   }
-  if (!use_graph) return enqueue_steps(pointers, stream);
+  if (!use_graph) return enqueue_steps(pointers, stream, step_marks);
   // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
   if (graph_ && context == graph_context_ &&
       std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),

@@ -100,14 +100,20 @@ class ExecutionContext {
 
   // Binds `pointers` (one per binding, in order) and enqueues the engine on `stream`. With
   // `use_graph`, replays the captured graph when the pointers (and the stream's context) are the
-  // ones it was captured with; otherwise captures the engine again and updates the graph.
-  Status enqueue(std::span<void* const> pointers, cudaStream_t stream, bool use_graph);
+  // ones it was captured with; otherwise captures the engine again and updates the graph. With
+  // `step_marks` (one event per step and one more), launches the steps one by one, recording
+  // mark s before step s and the last mark after the last step: a profile of the steps.
+  Status enqueue(std::span<void* const> pointers, cudaStream_t stream, bool use_graph,
+                 std::span<const cudaEvent_t> step_marks = {});
 
   Engine& engine() { return *engine_; }
+  // What runs step `s`: its kernel's name, "cublasLtMatmul", or the cuDNN engine (for profiles).
+  std::string step_runner(size_t s) const;
 
  private:
   explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
-  Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream);
+  Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
+                       std::span<const cudaEvent_t> step_marks = {});
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
   void declare_library_writes(std::span<void* const> pointers);
 
@@ -128,6 +134,8 @@ class ExecutionContext {
   GraphExec graph_;
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
+  // Per step, its NVTX range's name ("gemm 3"), made at create (execute formats nothing).
+  std::vector<std::string> step_labels_;
   // Ranges declared initialized to compute-sanitizer, refilled per call (declare_library_writes).
   std::vector<nvtxMemVirtualRangeDesc_t> library_writes_;
 };

@@ -37,7 +37,73 @@ std::string choice_text(const StepChoice& c) {
   return fmt::format("{}; {:.1f} us, fastest of {}", what, c.time_us, c.candidates);
 }
 
+// The CUDA runtime and NVRTC number a version major * 1000 + minor * 10 ("13.0"); cuBLAS(Lt) and
+// cuDNN major * 10000 + minor * 100 + patch ("13.1.0", "9.19.0").
+std::string cuda_version_text(uint32_t v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+std::string library_version_text(uint32_t v) {
+  return fmt::format("{}.{}.{}", v / 10000, v % 10000 / 100, v % 100);
+}
+
 }  // namespace
+
+std::string describe_step(const EngineBlob& e, size_t index) {
+  const StepRecord& s = e.steps()[index];
+  switch (static_cast<StepKind>(s.kind)) {
+    case StepKind::Gemm: {
+      const GemmStep& g = s.gemm;
+      return fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} A={} B={} D={}",
+                         g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
+                         epilogue_name(static_cast<GemmEpilogue>(g.epilogue)), buffer_text(g.a),
+                         buffer_text(g.b), buffer_text(g.d));
+    }
+    case StepKind::Kernel: {
+      std::string ops;
+      for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
+        ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
+      }
+      return fmt::format("{} grid {} block {} ({})",
+                         escape_invalid_utf8(e.kernel_name(s.kernel.kernel)), s.kernel.grid[0],
+                         s.kernel.block[0], ops);
+    }
+    case StepKind::Conv: {
+      const ConvStep& c = s.conv;
+      std::string epilogue = c.has_bias ? "bias" : "";
+      if (c.has_residual) epilogue += epilogue.empty() ? "add" : "+add";
+      if (c.activation != 0) {
+        epilogue += (epilogue.empty() ? "" : "+") +
+                    std::string(conv_activation_name(static_cast<ConvActivation>(c.activation)));
+        if (c.activation == static_cast<uint8_t>(ConvActivation::HardSigmoid))
+          epilogue += fmt::format("({:g},{:g})", c.act_alpha, c.act_beta);
+      }
+      // A y written into a slice of a wider tensor names its channel pitch.
+      const std::string pitch =
+          c.y_channel_stride == 0 ? "" : fmt::format(" (channel pitch {})", c.y_channel_stride);
+      return fmt::format(
+          "cuDNN NHWC {}x{}x{}x{} -> K={} {}x{} stride {}x{} groups {} epilogue={} x={} w={} "
+          "y={}{}",
+          c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h, c.stride_w, c.groups,
+          epilogue.empty() ? "none" : epilogue, buffer_text(c.x), buffer_text(c.w),
+          buffer_text(c.y), pitch);
+    }
+    case StepKind::Sdpa: {
+      const SdpaStep& a = s.sdpa;
+      std::string mask(sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
+      if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) {
+        mask += fmt::format(" [{}, {}, {}, {}] {}", a.bias_batch ? a.b : 1, a.bias_heads ? a.h : 1,
+                            a.sq, a.sk, buffer_text(a.bias));
+      }
+      return fmt::format(
+          "cuDNN attention B={} H={} Sq={} Sk={} D={} Dv={} {} scale={} mask={} q={} k={} v={} "
+          "o={}",
+          a.b, a.h, a.sq, a.sk, a.d, a.dv, dtype_name(static_cast<DType>(a.dtype)), a.scale, mask,
+          buffer_text(a.q), buffer_text(a.k), buffer_text(a.v), buffer_text(a.o));
+    }
+    case StepKind::Copy:
+      return fmt::format("{} bytes {} -> {}", s.copy.src.bytes, buffer_text(s.copy.src),
+                         buffer_text(s.copy.dst));
+  }
+  return "unknown step";
+}
 
 Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(bytes));
@@ -50,6 +116,10 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   j["cublaslt_version"] = h.cublaslt_version;
   j["cudnn_version"] = h.cudnn_version;
   j["nvrtc_version"] = h.nvrtc_version;
+  j["versions"] = {{"cuda", cuda_version_text(h.cuda_version)},
+                   {"cublaslt", library_version_text(h.cublaslt_version)},
+                   {"cudnn", library_version_text(h.cudnn_version)},
+                   {"nvrtc", cuda_version_text(h.nvrtc_version)}};
   j["scratch_bytes"] = h.scratch_bytes;
   j["workspace_bytes"] = h.workspace_bytes;
   j["weights_bytes"] = e.weights().size();
@@ -68,82 +138,14 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
     j["choices"] = {{"gpu", escape_invalid_utf8(e.choices_gpu())},
                     {"cublaslt_version", h.choices_cublaslt_version},
                     {"cudnn_version", h.choices_cudnn_version},
+                    {"cublaslt", library_version_text(h.choices_cublaslt_version)},
+                    {"cudnn", library_version_text(h.choices_cudnn_version)},
                     {"steps", e.choices().size()}};
   }
   j["steps"] = json::array();
   for (size_t index = 0; index < e.steps().size(); ++index) {
-    const StepRecord& s = e.steps()[index];
-    switch (static_cast<StepKind>(s.kind)) {
-      case StepKind::Gemm: {
-        const GemmStep& g = s.gemm;
-        j["steps"].push_back(
-            {{"kind", "gemm"},
-             {"what",
-              fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} "
-                          "A={} B={} D={}",
-                          g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
-                          epilogue_name(static_cast<GemmEpilogue>(g.epilogue)), buffer_text(g.a),
-                          buffer_text(g.b), buffer_text(g.d))}});
-        break;
-      }
-      case StepKind::Kernel: {
-        std::string ops;
-        for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
-          ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
-        }
-        j["steps"].push_back(
-            {{"kind", "kernel"},
-             {"what", fmt::format("{} grid {} block {} ({})",
-                                  escape_invalid_utf8(e.kernel_name(s.kernel.kernel)),
-                                  s.kernel.grid[0], s.kernel.block[0], ops)}});
-        break;
-      }
-      case StepKind::Conv: {
-        const ConvStep& c = s.conv;
-        std::string epilogue = c.has_bias ? "bias" : "";
-        if (c.has_residual) epilogue += epilogue.empty() ? "add" : "+add";
-        if (c.activation != 0) {
-          epilogue += (epilogue.empty() ? "" : "+") +
-                      std::string(conv_activation_name(static_cast<ConvActivation>(c.activation)));
-          if (c.activation == static_cast<uint8_t>(ConvActivation::HardSigmoid))
-            epilogue += fmt::format("({:g},{:g})", c.act_alpha, c.act_beta);
-        }
-        // A y written into a slice of a wider tensor names its channel pitch.
-        const std::string pitch =
-            c.y_channel_stride == 0 ? "" : fmt::format(" (channel pitch {})", c.y_channel_stride);
-        j["steps"].push_back(
-            {{"kind", "conv"},
-             {"what", fmt::format("cuDNN NHWC {}x{}x{}x{} -> K={} {}x{} stride {}x{} groups {} "
-                                  "epilogue={} x={} w={} y={}{}",
-                                  c.n, c.in_h, c.in_w, c.c, c.k, c.kernel_h, c.kernel_w, c.stride_h,
-                                  c.stride_w, c.groups, epilogue.empty() ? "none" : epilogue,
-                                  buffer_text(c.x), buffer_text(c.w), buffer_text(c.y), pitch)}});
-        break;
-      }
-      case StepKind::Sdpa: {
-        const SdpaStep& a = s.sdpa;
-        std::string mask(sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
-        if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) {
-          mask += fmt::format(" [{}, {}, {}, {}] {}", a.bias_batch ? a.b : 1,
-                              a.bias_heads ? a.h : 1, a.sq, a.sk, buffer_text(a.bias));
-        }
-        j["steps"].push_back(
-            {{"kind", "sdpa"},
-             {"what",
-              fmt::format("cuDNN attention B={} H={} Sq={} Sk={} D={} Dv={} {} scale={} "
-                          "mask={} q={} k={} v={} o={}",
-                          a.b, a.h, a.sq, a.sk, a.d, a.dv, dtype_name(static_cast<DType>(a.dtype)),
-                          a.scale, mask, buffer_text(a.q), buffer_text(a.k), buffer_text(a.v),
-                          buffer_text(a.o))}});
-        break;
-      }
-      case StepKind::Copy:
-        j["steps"].push_back(
-            {{"kind", "copy"},
-             {"what", fmt::format("{} bytes {} -> {}", s.copy.src.bytes, buffer_text(s.copy.src),
-                                  buffer_text(s.copy.dst))}});
-        break;
-    }
+    j["steps"].push_back({{"kind", step_kind_name(static_cast<StepKind>(e.steps()[index].kind))},
+                          {"what", describe_step(e, index)}});
     if (const StepChoice* c = e.choice(index)) j["steps"].back()["choice"] = choice_text(*c);
   }
   // Binding and kernel names are bytes from the file, escaped above (invalid UTF-8 as \xNN);

@@ -12,7 +12,14 @@
 
 namespace baton::cuda {
 
-// One JSON object as text; the errors of EngineBlob::parse when the blob does not validate.
+class EngineBlob;
+
+// Step `index` of a parsed blob in one line ("cuBLASLt m=768 n=128 k=768 ..."): the "what" of
+// the description's steps, and of the CUDA backend's step profiles.
+std::string describe_step(const EngineBlob& blob, size_t index);
+
+// The whole blob as one JSON object, as text; the errors of EngineBlob::parse when the blob does
+// not validate.
 Result<std::string> describe_engine_json(std::span<const uint8_t> blob);
 
 }  // namespace baton::cuda

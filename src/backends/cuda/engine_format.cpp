@@ -389,6 +389,22 @@ bool is_cudnn_step(uint32_t kind) {
          kind == static_cast<uint32_t>(StepKind::Sdpa);
 }
 
+std::string_view step_kind_name(StepKind kind) {
+  switch (kind) {
+    case StepKind::Gemm:
+      return "gemm";
+    case StepKind::Kernel:
+      return "kernel";
+    case StepKind::Copy:
+      return "copy";
+    case StepKind::Conv:
+      return "conv";
+    case StepKind::Sdpa:
+      return "sdpa";
+  }
+  return "unknown";
+}
+
 int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]) {
   int n = 0;
   if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {

@@ -99,6 +99,8 @@ static_assert(sizeof(BufferRef) == 24);
 enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4, Sdpa = 5 };
 // Steps cuDNN runs (an operation graph and a plan chosen for it): Conv and Sdpa.
 bool is_cudnn_step(uint32_t kind);
+// "gemm", "kernel", "copy", "conv", "sdpa" (as `baton inspect` and profiles name them).
+std::string_view step_kind_name(StepKind kind);
 
 inline constexpr uint32_t kMaxKernelOperands = 16;
 

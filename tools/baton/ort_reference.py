@@ -1,0 +1,90 @@
+# The reference side of `baton compare`: runs an ONNX model on onnxruntime's CPU provider.
+#
+# The baton binary carries this file (embedded at build time) and runs it with the interpreter
+# BATON_PYTHON names, else the one of the build's virtual environment, else python3. It is not a
+# module of the baton package: the CLI needs no Python of its own, only an interpreter that has
+# numpy, onnx and onnxruntime.
+#
+#   python3 ort_reference.py MODEL.onnx DIR
+#
+# DIR/request.json: {"inputs": [{"name", "file"}], "outputs": [name, ...], "threads": N}
+#   inputs are .npy files; outputs are the values wanted: the model's outputs or any value a node
+#   computes (those are added to the graph's outputs, as Polygraphy's mark-all does).
+# Writes DIR/reference.json: {"onnxruntime": version, "graph_outputs": [the model's outputs],
+#   "outputs": [{"name", "file", "node", "op"}], "missing": [names no node of the model computes]},
+#   and one .npy per output.
+# Exit status 3: a module is missing (the message says which); 1: onnxruntime failed.
+import json
+import os
+import sys
+
+
+def main():
+    model_path, work = sys.argv[1], sys.argv[2]
+    try:
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+    except ImportError as e:
+        print(f"{sys.executable} cannot import {e.name}: {e}", file=sys.stderr)
+        return 3
+    with open(os.path.join(work, "request.json")) as f:
+        request = json.load(f)
+
+    model = onnx.load(model_path, load_external_data=False)
+    producers = {}
+    for node in model.graph.node:
+        for out in node.output:
+            if out:
+                producers[out] = (node.name, node.op_type)
+    graph_outputs = [o.name for o in model.graph.output]
+    known = set(producers) | set(graph_outputs) | {i.name for i in model.graph.input}
+    wanted = [n for n in request["outputs"] if n in known]
+    missing = [n for n in request["outputs"] if n not in known]
+    extra = [n for n in wanted if n not in graph_outputs]
+
+    source = model_path
+    if extra:
+        # Intermediate values become graph outputs; their types come from ONNX's shape inference
+        # where it knows them (onnxruntime infers the rest).
+        model = onnx.load(model_path)  # with its external data, to serialize it whole
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
+        except Exception:  # inference is a help here, not a requirement
+            inferred = []
+        types = {v.name: v for v in inferred}
+        for name in extra:
+            info = onnx.ValueInfoProto()
+            if name in types:
+                info.CopyFrom(types[name])
+            else:
+                info.name = name
+            model.graph.output.append(info)
+        source = model.SerializeToString()
+
+    options = ort.SessionOptions()
+    # The plainest reference: onnxruntime's own fusions (GELU, attention, LayerNorm) off.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if request.get("threads"):
+        options.intra_op_num_threads = int(request["threads"])
+    try:
+        session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        feeds = {i["name"]: np.load(i["file"]) for i in request["inputs"]}
+        results = session.run(wanted, feeds)
+    except Exception as e:
+        print(f"onnxruntime {ort.__version__} failed on {model_path}: {e}", file=sys.stderr)
+        return 1
+    outputs = []
+    for i, (name, value) in enumerate(zip(wanted, results)):
+        path = os.path.join(work, f"reference_{i}.npy")
+        np.save(path, np.ascontiguousarray(value))
+        node, op = producers.get(name, ("", "graph input"))
+        outputs.append({"name": name, "file": path, "node": node, "op": op})
+    with open(os.path.join(work, "reference.json"), "w") as f:
+        json.dump({"onnxruntime": ort.__version__, "graph_outputs": graph_outputs, "outputs": outputs,
+                   "missing": missing}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+#include "run_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "baton/core/check.h"
+#include "baton/extension/inspect.h"
+#include "baton/extension/npy.h"
+#include "baton/runtime/device_allocator.h"
+
+namespace baton::tool {
+namespace {
+
+Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) {
+  BATON_ASSIGN_OR_RETURN(Tensor t,
+                         Tensor::empty(info.dtype, {info.sizes.begin(), info.sizes.end()}));
+  const int64_t n = t.numel();
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> integer(0, 9);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (info.dtype) {
+      case DType::Float32:
+        t.data_as<float>()[i] = real(rng);
+        break;
+      case DType::Float64:
+        t.data_as<double>()[i] = real(rng);
+        break;
+      case DType::Float16:
+        t.data_as<uint16_t>()[i] = float_to_half(real(rng));
+        break;
+      case DType::BFloat16:
+        t.data_as<uint16_t>()[i] = float_to_bfloat16(real(rng));
+        break;
+      case DType::Int64:
+        t.data_as<int64_t>()[i] = integer(rng);
+        break;
+      case DType::Int32:
+        t.data_as<int32_t>()[i] = integer(rng);
+        break;
+      case DType::Int16:
+        t.data_as<int16_t>()[i] = static_cast<int16_t>(integer(rng));
+        break;
+      case DType::Int8:
+        t.data_as<int8_t>()[i] = static_cast<int8_t>(integer(rng));
+        break;
+      case DType::UInt8:
+        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng));
+        break;
+      case DType::Bool:
+        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(integer(rng) & 1);
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double element_as_double(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::Float32:
+      return t.data_as<const float>()[i];
+    case DType::Float64:
+      return t.data_as<const double>()[i];
+    case DType::Float16:
+      return half_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(t.data_as<const uint16_t>()[i]);
+    case DType::Int64:
+      return static_cast<double>(t.data_as<const int64_t>()[i]);
+    case DType::Int32:
+      return t.data_as<const int32_t>()[i];
+    case DType::Int16:
+      return t.data_as<const int16_t>()[i];
+    case DType::Int8:
+      return t.data_as<const int8_t>()[i];
+    case DType::UInt8:
+      return t.data_as<const uint8_t>()[i];
+    case DType::Bool:
+      return t.data_as<const uint8_t>()[i];
+  }
+  return 0.0;
+}
+
+std::string summarize(const TensorView& t) {
+  const int64_t n = t.numel();
+  if (n == 0) return "empty";
+  double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+  int64_t nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = element_as_double(t, i);
+    if (std::isnan(v)) {
+      ++nan;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::string head;
+  for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) {
+    head += fmt::format("{}{:.6g}", i ? ", " : "", element_as_double(t, i));
+  }
+  std::string out = fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  first [{}{}]", lo, hi,
+                                sum / static_cast<double>(n - nan), head, n > 4 ? ", ..." : "");
+  if (nan) out += fmt::format("  ({} NaN)", nan);
+  return out;
+}
+
+Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, unsigned seed,
+                                        runtime::Method& method) {
+  const size_t n = method.num_inputs();
+  std::vector<Tensor> inputs(n);
+  std::vector<std::string> source(n);
+  size_t next_positional = 0;
+  for (const std::string& arg : args) {
+    size_t index = n;
+    std::string file = arg;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      const std::string name = arg.substr(0, eq);
+      for (size_t i = 0; i < n; ++i) {
+        if (method.input_info(i).name == name) index = i;
+      }
+      if (index < n) {
+        file = arg.substr(eq + 1);
+      } else if (std::error_code ec; !std::filesystem::exists(arg, ec)) {
+        // Not an input name, and not a file whose name happens to contain '='.
+        std::string names;
+        for (size_t i = 0; i < n; ++i) {
+          names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
+        }
+        return BATON_ERROR(InvalidArgument,
+                           "--input {}: the program has no input named '{}' "
+                           "(its inputs: {})",
+                           arg, name, names);
+      }
+    }
+    if (index == n) {
+      while (next_positional < n && !source[next_positional].empty()) ++next_positional;
+      BATON_CHECK_OR_RETURN(next_positional < n, InvalidArgument,
+                            "--input {}: the program takes only {} input(s) and all are given "
+                            "already (or '{}' is not an input name)",
+                            arg, n, arg.substr(0, arg.find('=')));
+      index = next_positional;
+    }
+    const runtime::TensorInfo info = method.input_info(index);
+    BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
+                          "input '{}' is given twice (--input {} and --input {})", info.name,
+                          source[index], arg);
+    BATON_ASSIGN_OR_RETURN(Tensor t, extension::read_npy(file));
+    const bool same = t.dtype() == info.dtype && std::equal(t.sizes().begin(), t.sizes().end(),
+                                                            info.sizes.begin(), info.sizes.end());
+    BATON_CHECK_OR_RETURN(same, InvalidArgument,
+                          "--input {}: input {} ('{}') expects {} {}, but '{}' holds {} {}", arg,
+                          index, info.name, dtype_name(info.dtype), shape_to_string(info.sizes),
+                          file, dtype_name(t.dtype()), shape_to_string(t.sizes()));
+    inputs[index] = std::move(t);
+    source[index] = arg;
+  }
+  std::mt19937 rng(seed);
+  std::string missing;
+  for (size_t i = 0; i < n; ++i) {
+    if (!source[i].empty()) continue;
+    const runtime::TensorInfo info = method.input_info(i);
+    if (!args.empty()) {
+      missing += fmt::format("{}'{}' {} {}", missing.empty() ? "" : ", ", info.name,
+                             dtype_name(info.dtype), shape_to_string(info.sizes));
+      continue;
+    }
+    BATON_ASSIGN_OR_RETURN(inputs[i], random_input(info, rng));
+  }
+  BATON_CHECK_OR_RETURN(missing.empty(), InvalidArgument,
+                        "missing --input for {} (give every input, or none for random inputs)",
+                        missing);
+  return inputs;
+}
+
+std::vector<Device> gpus_needed(const runtime::Program& program) {
+  std::vector<Device> out;
+  Result<std::string> text = extension::describe_program_json(program);
+  if (!text.ok()) return out;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("methods")) return out;
+  auto add = [&](const nlohmann::json& v) {
+    if (!v.is_string()) return;
+    const std::optional<Device> d = Device::parse(v.get<std::string>());
+    if (d && d->is_cuda() && std::find(out.begin(), out.end(), *d) == out.end()) out.push_back(*d);
+  };
+  for (const auto& m : j["methods"]) {
+    if (m.value("name", "") != "forward") continue;
+    for (const auto& a : m.value("arenas", nlohmann::json::array()))
+      add(a.value("device", nlohmann::json()));
+    for (const auto& d : m.value("delegates", nlohmann::json::array()))
+      add(d.value("target_device", nlohmann::json()));
+  }
+  return out;
+}
+
+std::string duration_text(double ms) {
+  if (ms < 0.1) return fmt::format("{:.1f} us", ms * 1000.0);
+  return fmt::format("{:.3f} ms", ms);
+}
+
+std::string bytes_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
+  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+Result<Tensor> output_to_host(const runtime::Method& method, size_t index) {
+  const TensorView out = method.output(index);
+  BATON_ASSIGN_OR_RETURN(Tensor host,
+                         Tensor::empty(out.dtype, {out.sizes.begin(), out.sizes.end()}));
+  BATON_TRY(runtime::copy_tensor(host.view(), out));
+  return host;
+}
+
+std::string output_file_name(size_t index, std::string_view tensor_name) {
+  std::string name;
+  for (const char c : tensor_name) {
+    const bool keep =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    name += keep ? c : '_';
+  }
+  return name.empty() ? fmt::format("output_{}.npy", index)
+                      : fmt::format("output_{}_{}.npy", index, name);
+}
+
+}  // namespace baton::tool

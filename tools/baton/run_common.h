@@ -1,0 +1,45 @@
+// What `baton run` and `baton compare` share: inputs (from .npy files or random), reading output
+// values, numbers for people (durations, byte sizes), quantiles, and the GPUs a program needs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "baton/core/tensor.h"
+#include "baton/runtime/program.h"
+
+namespace baton::tool {
+
+// Resolves --input arguments (NAME=FILE.npy binds by name, FILE.npy takes the next input in
+// order) against the method's inputs; with none given, every input is random, seeded by `seed`
+// (uniform in [-1, 1) for floats, integers in 0..9, booleans 0 or 1).
+Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, unsigned seed,
+                                        runtime::Method& method);
+
+// Element i of a host tensor of any dtype, as a double.
+double element_as_double(const TensorView& t, int64_t i);
+
+// "min -0.23  max 0.2  mean 0.0089  first [0.11, ...]" (and the NaN count, if any).
+std::string summarize(const TensorView& t);
+
+// Value at quantile q (nearest rank) of sorted samples; 0 when there are none.
+double quantile(const std::vector<double>& sorted, double q);
+
+// A duration for people: "13.4 us" under 0.1 ms, else "0.482 ms" (three decimals).
+std::string duration_text(double ms);
+
+// A size for people: "512 B", "68.1 KiB", "12.40 MiB", "1.25 GiB".
+std::string bytes_text(uint64_t bytes);
+
+// The host copy of method output `index` (from wherever it lives).
+Result<Tensor> output_to_host(const runtime::Method& method, size_t index);
+
+// The GPUs a program's method "forward" runs on: its device arenas and its delegates' devices
+// (read from the program's description, which needs no GPU).
+std::vector<Device> gpus_needed(const runtime::Program& program);
+
+// "output_0_logits.npy": output `index` named after its tensor, with every character that is not
+// a letter, digit, '-', '_' or '.' written as '_' (names come from models unchecked).
+std::string output_file_name(size_t index, std::string_view tensor_name);
+
+}  // namespace baton::tool
