@@ -188,7 +188,7 @@ def inspect_stats(baton, program, timeout=120):
 
 # Durations are printed in ms, or in us under 0.1 ms (tools/baton/run_common.cpp, duration_text).
 _D = r"([\d.]+) (ms|us)"
-LATENCY_RE = re.compile(r"latency over (\d+) runs \(after (\d+) warm-up\): min " + _D + r"\s+median " + _D +
+LATENCY_RE = re.compile(r"latency over (\d+) runs? \(after (\d+) warm-up\): min " + _D + r"\s+median " + _D +
                         r"\s+p90 " + _D + r"\s+p99 " + _D)
 GPU_STEP_RE = re.compile(r"\(GPU " + _D + r"\)")
 

@@ -27,11 +27,13 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-// `prefix` goes before the binary (e.g. "timeout 60" for a command that must not hang).
-CliRun baton(const std::string& args, const std::string& prefix = "") {
+// `prefix` goes before the binary (e.g. "timeout 60" for a command that must not hang). The
+// output is stdout and stderr, or stdout alone (a JSON document) without `with_stderr`.
+CliRun baton(const std::string& args, const std::string& prefix = "", bool with_stderr = true) {
   const char* cli = std::getenv("BATON_CLI");  // a relocated bundle points at its own binary
   const std::string command = prefix + (prefix.empty() ? "" : " ") +
-                              std::string(cli ? cli : BATON_CLI) + " " + args + " 2>&1";
+                              std::string(cli ? cli : BATON_CLI) + " " + args +
+                              (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(command.c_str(), "r");
   CliRun r{-1, ""};
   if (pipe == nullptr) return r;
@@ -666,18 +668,7 @@ TEST_F(CliTest, ErrorsLeadSomewhere) {
 
 // stdout alone (a JSON document), with the exit status.
 CliRun baton_stdout(const std::string& args, const std::string& prefix = "") {
-  const char* cli = std::getenv("BATON_CLI");
-  const std::string command = prefix + (prefix.empty() ? "" : " ") +
-                              std::string(cli ? cli : BATON_CLI) + " " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  CliRun r{-1, ""};
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return baton(args, prefix, /*with_stderr=*/false);
 }
 
 nlohmann::json read_json(const fs::path& path) {
@@ -1067,6 +1058,15 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   }
   EXPECT_GT(gpu_steps, 0u);
   EXPECT_TRUE(gpu_row_named);
+
+  // On a caller stream execute() returns before the GPU is done; each run's GPU time is read
+  // once the tool has waited for the stream.
+  r = baton("run --device-io --stream caller -n 10 --export-times " + times.string() + " " + gpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& run : read_json(times)["runs"]) {
+    ASSERT_TRUE(run["gpu_ms"].is_number()) << run.dump();
+    EXPECT_GT(run["gpu_ms"].get<double>(), 0.0);
+  }
 
   const CliRun c = baton("compare " + model + " --device cuda:0 --precision fp16");
   EXPECT_EQ(c.exit_code, 0) << c.output;

@@ -190,27 +190,13 @@ json tensor_json(const runtime::TensorInfo& info) {
 }
 
 json stats_json(const TensorView& t) {
-  double lo = INFINITY, hi = -INFINITY, sum = 0.0;
-  int64_t nan = 0;
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = element_as_double(t, i);
-    if (std::isnan(v)) {
-      ++nan;
-      continue;
-    }
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
-  }
-  json first = json::array();
-  for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) first.push_back(element_as_double(t, i));
+  const TensorStats s = tensor_stats(t);
   auto number = [](double v) { return std::isfinite(v) ? json(v) : json(); };
-  return {{"min", number(lo)},
-          {"max", number(hi)},
-          {"mean", n > nan ? json(sum / static_cast<double>(n - nan)) : json()},
-          {"nan", nan},
-          {"first", first}};
+  return {{"min", number(s.min)},
+          {"max", number(s.max)},
+          {"mean", number(s.mean)},
+          {"nan", s.nan},
+          {"first", s.first}};
 }
 
 json latency_json(std::vector<double> v, int warmup) {
@@ -418,9 +404,9 @@ Status run_run(const RunArgs& args) {
         if (!list.empty()) std::printf("delegate %zu: %s\n", d, list.c_str());
       }
     }
-    std::printf("latency over %d runs (after %d warm-up): min %s  median %s  p90 %s  p99 %s\n",
-                args.iterations, args.warmup, duration_text(sorted.front()).c_str(),
-                duration_text(quantile(sorted, 0.5)).c_str(),
+    std::printf("latency over %d run%s (after %d warm-up): min %s  median %s  p90 %s  p99 %s\n",
+                args.iterations, args.iterations == 1 ? "" : "s", args.warmup,
+                duration_text(sorted.front()).c_str(), duration_text(quantile(sorted, 0.5)).c_str(),
                 duration_text(quantile(sorted, 0.9)).c_str(),
                 duration_text(quantile(sorted, 0.99)).c_str());
   } else {

@@ -91,28 +91,37 @@ double element_as_double(const TensorView& t, int64_t i) {
   return 0.0;
 }
 
-std::string summarize(const TensorView& t) {
-  const int64_t n = t.numel();
-  if (n == 0) return "empty";
+TensorStats tensor_stats(const TensorView& t) {
+  TensorStats s;
   double lo = INFINITY, hi = -INFINITY, sum = 0.0;
-  int64_t nan = 0;
+  const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
     const double v = element_as_double(t, i);
+    if (i < 4) s.first.push_back(v);
     if (std::isnan(v)) {
-      ++nan;
+      ++s.nan;
       continue;
     }
     lo = std::min(lo, v);
     hi = std::max(hi, v);
     sum += v;
   }
+  s.min = lo;
+  s.max = hi;
+  s.mean = n > s.nan ? sum / static_cast<double>(n - s.nan) : NAN;
+  return s;
+}
+
+std::string summarize(const TensorView& t) {
+  const int64_t n = t.numel();
+  if (n == 0) return "empty";
+  const TensorStats s = tensor_stats(t);
   std::string head;
-  for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) {
-    head += fmt::format("{}{:.6g}", i ? ", " : "", element_as_double(t, i));
-  }
-  std::string out = fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  first [{}{}]", lo, hi,
-                                sum / static_cast<double>(n - nan), head, n > 4 ? ", ..." : "");
-  if (nan) out += fmt::format("  ({} NaN)", nan);
+  for (size_t i = 0; i < s.first.size(); ++i)
+    head += fmt::format("{}{:.6g}", i ? ", " : "", s.first[i]);
+  std::string out = fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  first [{}{}]", s.min, s.max,
+                                s.mean, head, n > 4 ? ", ..." : "");
+  if (s.nan) out += fmt::format("  ({} NaN)", s.nan);
   return out;
 }
 

@@ -19,6 +19,15 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
 // Element i of a host tensor of any dtype, as a double.
 double element_as_double(const TensorView& t, int64_t i);
 
+// A host tensor's minimum, maximum and mean over the elements that are not NaN (infinite and NaN
+// when there are none), how many are NaN, and its first (up to 4) elements.
+struct TensorStats {
+  double min = 0, max = 0, mean = 0;
+  int64_t nan = 0;
+  std::vector<double> first;
+};
+TensorStats tensor_stats(const TensorView& t);
+
 // "min -0.23  max 0.2  mean 0.0089  first [0.11, ...]" (and the NaN count, if any).
 std::string summarize(const TensorView& t);
 
