@@ -1028,7 +1028,8 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex("step 0 +gemm +cublasLtMatmul"))) << r.output;
   std::printf("%s", r.output.c_str());
 
-  for (const auto& run : read_json(times)["runs"]) {
+  const auto timed = read_json(times);  // kept: a range-for over a temporary's member dangles
+  for (const auto& run : timed["runs"]) {
     ASSERT_TRUE(run["gpu_ms"].is_number()) << run.dump();
     EXPECT_GT(run["gpu_ms"].get<double>(), 0.0);
     EXPECT_LE(run["gpu_ms"].get<double>(), run["wall_ms"].get<double>());
@@ -1051,7 +1052,8 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   EXPECT_TRUE(saw_steps) << p.dump();
   size_t gpu_steps = 0;
   bool gpu_row_named = false;
-  for (const auto& e : read_json(trace)["traceEvents"]) {
+  const auto events = read_json(trace);
+  for (const auto& e : events["traceEvents"]) {
     gpu_steps += e.value("cat", "") == "gpu step";
     gpu_row_named = gpu_row_named ||
                     (e["ph"] == "M" && e["args"]["name"].get<std::string>().rfind("GPU: ", 0) == 0);
@@ -1063,7 +1065,8 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   // once the tool has waited for the stream.
   r = baton("run --device-io --stream caller -n 10 --export-times " + times.string() + " " + gpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const auto& run : read_json(times)["runs"]) {
+  const auto caller = read_json(times);
+  for (const auto& run : caller["runs"]) {
     ASSERT_TRUE(run["gpu_ms"].is_number()) << run.dump();
     EXPECT_GT(run["gpu_ms"].get<double>(), 0.0);
   }

@@ -32,6 +32,7 @@
 #include "gpu_run.h"
 #include "report_file.h"
 #include "run_common.h"
+#include "value_compare.h"
 
 extern char** environ;
 
@@ -46,27 +47,6 @@ using nlohmann::json;
 using Millis = std::chrono::duration<double, std::milli>;
 
 constexpr int kMismatchExit = 3;
-
-struct Tolerance {
-  double atol;
-  double rtol;
-};
-
-// Defaults that fit how a precision computes: fp32 is Baton's strict path (and the CPU's), TF32
-// and fp16 keep about 10 mantissa bits, bf16 about 7.
-Tolerance default_tolerance(std::string_view precision) {
-  if (precision == "bf16") return {5e-2, 5e-2};
-  if (precision == "fp16") return {1e-2, 1e-2};
-  if (precision == "tf32") return {1e-3, 1e-2};
-  return {1e-5, 1e-4};
-}
-
-std::string_view looser(std::string_view a, std::string_view b) {
-  auto rank = [](std::string_view p) {
-    return p == "bf16" ? 3 : p == "fp16" ? 2 : p == "tf32" ? 1 : 0;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
 
 // The program's GPU precision (the loosest of its engines'), "fp32" for a CPU program, and its
 // devices, from the program's description.
@@ -84,6 +64,16 @@ std::string program_precision(const runtime::Program& program) {
     }
   }
   return precision;
+}
+
+// The model's name of a program value: a method output that a GPU partition computes and the
+// program copies to the host is named "NAME@cpu" (the copy), the model's NAME otherwise.
+std::string model_name(std::string_view name) {
+  const size_t at = name.rfind('@');
+  if (at != std::string_view::npos && Device::parse(name.substr(at + 1)).has_value()) {
+    return std::string(name.substr(0, at));
+  }
+  return std::string(name);
 }
 
 // A folder for the files both sides read and write; removed at the end unless the caller keeps it.
@@ -180,85 +170,10 @@ Status run_reference(const std::string& model, const WorkDir& work) {
   return Status();
 }
 
-// Multi-dimensional index of flat element `flat` of a C-order tensor of `sizes`.
-std::vector<int64_t> unflatten(int64_t flat, std::span<const int64_t> sizes) {
-  std::vector<int64_t> index(sizes.size());
-  for (size_t d = sizes.size(); d-- > 0;) {
-    const int64_t extent = std::max<int64_t>(sizes[d], 1);
-    index[d] = flat % extent;
-    flat /= extent;
-  }
-  return index;
-}
-
-std::string index_text(const std::vector<int64_t>& index) {
-  std::string out = "[";
-  for (size_t i = 0; i < index.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", index[i]);
-  return out + "]";
-}
-
 json number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
-}
-
-// One value, Baton's against the reference's.
-struct Comparison {
-  std::string name;
-  Tolerance tolerance{0, 0};
-  std::string node, op;  // the ONNX node that computes it (empty for a graph input)
-  std::string dtype, reference_dtype;
-  std::vector<int64_t> shape, reference_shape;
-  bool in_model = true;  // false: Baton's optimizer made it; the model has no such value
-  bool shapes_match = true;
-  int64_t elements = 0;
-  int64_t mismatches = 0;
-  double max_abs = 0, max_rel = 0, rel_l2 = 0;
-  int64_t worst = -1;  // the element furthest outside the tolerance (or with the largest error)
-  double worst_baton = 0, worst_reference = 0;
-  bool match() const { return in_model && shapes_match && mismatches == 0; }
-};
-
-Comparison compare_values(const TensorView& b, const TensorView& r, Tolerance tol) {
-  Comparison c;
-  c.tolerance = tol;
-  c.dtype = std::string(dtype_name(b.dtype));
-  c.reference_dtype = std::string(dtype_name(r.dtype));
-  c.shape.assign(b.sizes.begin(), b.sizes.end());
-  c.reference_shape.assign(r.sizes.begin(), r.sizes.end());
-  c.shapes_match = c.shape == c.reference_shape;
-  if (!c.shapes_match) return c;
-  c.elements = b.numel();
-  double diff2 = 0, ref2 = 0, worst_score = -1;
-  for (int64_t i = 0; i < c.elements; ++i) {
-    const double x = element_as_double(b, i);
-    const double y = element_as_double(r, i);
-    double score = 0;
-    double d = 0;
-    if (std::isnan(x) || std::isnan(y)) {
-      score = std::isnan(x) && std::isnan(y) ? 0 : std::numeric_limits<double>::infinity();
-    } else if (std::isinf(x) || std::isinf(y)) {
-      score = x == y ? 0 : std::numeric_limits<double>::infinity();
-    } else {
-      d = std::fabs(x - y);
-      const double allowed = tol.atol + tol.rtol * std::fabs(y);
-      score = allowed > 0 ? d / allowed : (d > 0 ? std::numeric_limits<double>::infinity() : 0);
-      c.max_abs = std::max(c.max_abs, d);
-      if (y != 0) c.max_rel = std::max(c.max_rel, d / std::fabs(y));
-      diff2 += d * d;
-      ref2 += y * y;
-    }
-    if (score > 1) ++c.mismatches;
-    if (score > worst_score) {
-      worst_score = score;
-      c.worst = i;
-      c.worst_baton = x;
-      c.worst_reference = y;
-    }
-  }
-  c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  return c;
 }
 
 json comparison_json(const Comparison& c, bool intermediate) {
@@ -355,7 +270,8 @@ Result<int> run_compare(const CompareArgs& args) {
                                : dtype == DType::BFloat16 ? looser(precision, "bf16")
                                                           : std::string_view(precision);
     return Tolerance{args.atol >= 0 ? args.atol : default_tolerance(p).atol,
-                     args.rtol >= 0 ? args.rtol : default_tolerance(p).rtol};
+                     args.rtol >= 0 ? args.rtol : default_tolerance(p).rtol,
+                     default_tolerance(p).largest};
   };
 
   // Baton's side.
@@ -365,7 +281,7 @@ Result<int> run_compare(const CompareArgs& args) {
     BATON_TRY(method->set_input(i, inputs[i].view()));
     const std::string file = work.file(fmt::format("input_{}.npy", i));
     BATON_TRY(extension::write_npy(file, inputs[i].view()));
-    request_inputs.push_back({{"name", std::string(method->input_info(i).name)}, {"file", file}});
+    request_inputs.push_back({{"name", model_name(method->input_info(i).name)}, {"file", file}});
   }
   BATON_TRY(method->execute());
   std::vector<Tensor> outputs;
@@ -376,7 +292,7 @@ Result<int> run_compare(const CompareArgs& args) {
       BATON_TRY(extension::write_npy(work.file(fmt::format("baton_{}.npy", i)), host.view()));
     }
     outputs.push_back(std::move(host));
-    request_outputs.push_back(std::string(method->output_info(i).name));
+    request_outputs.push_back(model_name(method->output_info(i).name));
   }
 
   // The reference's side.
@@ -395,7 +311,7 @@ Result<int> run_compare(const CompareArgs& args) {
   size_t model_outputs = 0;
   while (model_outputs < method->num_outputs() &&
          std::find(graph_outputs.begin(), graph_outputs.end(),
-                   std::string(method->output_info(model_outputs).name)) != graph_outputs.end()) {
+                   model_name(method->output_info(model_outputs).name)) != graph_outputs.end()) {
     ++model_outputs;
   }
   if (model_outputs != graph_outputs.size()) {
@@ -417,7 +333,7 @@ Result<int> run_compare(const CompareArgs& args) {
   const size_t compared = args.per_node ? method->num_outputs() : model_outputs;
   std::vector<Comparison> results;
   for (size_t i = 0; i < compared; ++i) {
-    const std::string name(method->output_info(i).name);
+    const std::string name = model_name(method->output_info(i).name);
     json entry;
     for (const auto& o : reference["outputs"]) {
       if (o.value("name", "") == name) entry = o;
