@@ -3,6 +3,7 @@ copy (pointers checked), a caller stream, a green context, host arrays staged (l
 refused in strict mode, and results equal to the C++ CLI's. Skips, saying why, where there is no
 CUDA build, no PyTorch with CUDA, or no GPU (the build machine); runs on the GPU host from the
 bundle (scripts/run_gpu_suite.sh)."""
+import json
 import logging
 import os
 import pathlib
@@ -138,5 +139,6 @@ def test_results_equal_the_cli(programs, tmp_path):
                     "--iterations", "1", "--output-dir", str(tmp_path / "cli")], check=True,
                    capture_output=True)
     (y,) = baton.load(programs["device"])(torch.from_numpy(x).cuda())
+    manifest = json.loads((tmp_path / "cli" / "outputs.json").read_text())
     np.testing.assert_array_equal(torch.from_dlpack(y).cpu().numpy(),
-                                  np.load(tmp_path / "cli" / "output_0_output.npy"))
+                                  np.load(manifest["outputs"][0]["file"]))

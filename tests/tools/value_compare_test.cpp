@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "run_common.h"
+
 namespace baton::tool {
 namespace {
 
@@ -109,6 +111,17 @@ TEST(ValueCompare, ShapesMustAgreeAndDefaultsFollowThePrecision) {
   EXPECT_EQ(looser("fp32", "fp16"), "fp16");
   EXPECT_EQ(looser("bf16", "fp16"), "bf16");
   EXPECT_EQ(looser("tf32", "fp32"), "tf32");
+}
+
+// A GPU program's host output is the copy "NAME@cpu": compare and run's file names use NAME.
+TEST(ValueCompare, ModelNamesOfProgramValues) {
+  EXPECT_EQ(model_name("logits@cpu"), "logits");
+  EXPECT_EQ(model_name("x@cuda:1"), "x");
+  EXPECT_EQ(model_name("a@b"), "a@b");  // not a device: a name of the model's own
+  EXPECT_EQ(model_name("plain"), "plain");
+  EXPECT_EQ(output_file_name(0, "logits@cpu"), "output_0_logits.npy");
+  EXPECT_EQ(output_file_name(2, "a/b:c"), "output_2_a_b_c.npy");
+  EXPECT_EQ(output_file_name(1, ""), "output_1.npy");
 }
 
 }  // namespace

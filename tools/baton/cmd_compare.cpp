@@ -66,16 +66,6 @@ std::string program_precision(const runtime::Program& program) {
   return precision;
 }
 
-// The model's name of a program value: a method output that a GPU partition computes and the
-// program copies to the host is named "NAME@cpu" (the copy), the model's NAME otherwise.
-std::string model_name(std::string_view name) {
-  const size_t at = name.rfind('@');
-  if (at != std::string_view::npos && Device::parse(name.substr(at + 1)).has_value()) {
-    return std::string(name.substr(0, at));
-  }
-  return std::string(name);
-}
-
 // A folder for the files both sides read and write; removed at the end unless the caller keeps it.
 class WorkDir {
  public:

@@ -234,9 +234,17 @@ Result<Tensor> output_to_host(const runtime::Method& method, size_t index) {
   return host;
 }
 
+std::string model_name(std::string_view name) {
+  const size_t at = name.rfind('@');
+  if (at != std::string_view::npos && Device::parse(name.substr(at + 1)).has_value()) {
+    return std::string(name.substr(0, at));
+  }
+  return std::string(name);
+}
+
 std::string output_file_name(size_t index, std::string_view tensor_name) {
   std::string name;
-  for (const char c : tensor_name) {
+  for (const char c : model_name(tensor_name)) {
     const bool keep =
         std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
     name += keep ? c : '_';

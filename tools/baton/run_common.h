@@ -47,8 +47,12 @@ Result<Tensor> output_to_host(const runtime::Method& method, size_t index);
 // (read from the program's description, which needs no GPU).
 std::vector<Device> gpus_needed(const runtime::Program& program);
 
-// "output_0_logits.npy": output `index` named after its tensor, with every character that is not
-// a letter, digit, '-', '_' or '.' written as '_' (names come from models unchecked).
+// The model's name of a program value: a method output that a GPU partition computes and the
+// program copies to the host is the copy, named "NAME@cpu"; other values have the model's NAME.
+std::string model_name(std::string_view name);
+
+// "output_0_logits.npy": output `index` named after its tensor's model name, with every character
+// that is not a letter, digit, '-', '_' or '.' written as '_' (names come from models unchecked).
 std::string output_file_name(size_t index, std::string_view tensor_name);
 
 }  // namespace baton::tool
