@@ -23,7 +23,7 @@ For each model (--models: families of tests/e2e/export_real_models.py, default r
   GPU's SMs unless --sms. Table: model, SMs (green / other), median and p90 ms alone and
   saturated, their ratio (goal <= 1.1), and whether the other SMs were busy throughout;
 - memcheck / racecheck: `compute-sanitizer --tool T --error-exitcode 99 --print-limit 50
-  baton run P [--device-io] --warmup 1 --iterations 2` for each --io; the ERROR / RACECHECK
+  baton run P [--device-io] --warmup 1 --iterations 2 --profile-runs 1` (one profiled run and one with the steps timed) for each --io; the ERROR / RACECHECK
   SUMMARY lines are read by scripts/sanitizer_summary.sh, as run_gpu_suite.sh --sanitize does;
   --sanitizer-args adds options (e.g. `--kernel-name-exclude kns=nvjet` leaves cuBLASLt's nvjet
   kernels out), and the table names the kernels racecheck reported hazards in.
@@ -176,7 +176,7 @@ def sanitizer_run(args, cs, tool, family, io, program, inputs, out_dir):
     log = os.path.join(out_dir, "logs", f"{family}.{io}.{tool}.log")
     cmd = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "50"] + shlex.split(args.sanitizer_args) + [
            args.baton, "run", program,
-           "--warmup", "1", "--iterations", "2"] + (["--device-io"] if io == "device" else []) + gc.input_args(inputs)
+           "--warmup", "1", "--iterations", "2", "--profile-runs", "1"] + (["--device-io"] if io == "device" else []) + gc.input_args(inputs)
     r = {"family": family, "io": io, "tool": tool, "cmd": " ".join(cmd)}
     if args.compile_only:
         r.update(status="not run", summary="--compile-only")
@@ -238,7 +238,7 @@ def markdown(result, env):
         lines.append("")
     san = result.get("sanitizer") or []
     if san:
-        lines += ["compute-sanitizer on `baton run` of the fp16 programs (`--warmup 1 --iterations 2`; device: "
+        lines += ["compute-sanitizer on `baton run` of the fp16 programs (`--warmup 1 --iterations 2 --profile-runs 1`; device: "
                   "`--io device` program run with `--device-io`; host: the host-I/O program on the default path). "
                   "Summary: the tool's ERROR / RACECHECK SUMMARY (scripts/sanitizer_summary.sh).", "",
                   "Kernels with hazards: where racecheck reported races, by kernel (reports shown, each "

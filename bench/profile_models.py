@@ -75,9 +75,12 @@ def profile(ncu, run_cmd, log_path, timeout, as_run=False):
     as_run: the GPU's own clocks and warm caches (Nsight Compute otherwise locks the clocks to base
     and flushes the caches before each kernel), so the durations are close to a timed replay's."""
     cmd = shlex.split(run_cmd)
-    for flag, value in (("-n", "1"), ("--warmup", "0")):
+    # One execute: no warm-up, one timed run, and none of `baton run`'s profiled pass.
+    for flag, value in (("-n", "1"), ("--warmup", "0"), ("--profile-runs", "0")):
         if flag in cmd:
             cmd[cmd.index(flag) + 1] = value
+        else:
+            cmd += [flag, value]
     control = ["--clock-control", "none", "--cache-control", "none"] if as_run else []
     full = [ncu, "--metrics", "gpu__time_duration.sum", "--csv"] + control + cmd
     try:
