@@ -218,6 +218,13 @@ def input_args(inputs):
     return out
 
 
+def baton_output_file(out_dir, index=0):
+    """The file `baton run -o OUT_DIR` wrote output `index` to: OUT_DIR/outputs.json names it
+    (output_<i>_<name>.npy, docs/cli.md)."""
+    with open(os.path.join(out_dir, "outputs.json")) as f:
+        return json.load(f)["outputs"][index]["file"]
+
+
 def parse_baton_run(text):
     """The latency line `baton run` prints (tools/baton/cmd_run.cpp), and the sum of the per-
     instruction GPU medians when it printed them (not with -q)."""

@@ -405,7 +405,8 @@ def run_case(case, args, refs, work, out_dir, t_start):
         case.update(status="error", message=("run timed out: " if rc is None else "run failed: ") + gc.tail(text, 1200))
         return
     try:
-        got = np.load(os.path.join(outputs, "output_0.npy"))
+        output_file = gc.baton_output_file(outputs)
+        got = np.load(output_file)
     except Exception as e:  # noqa: BLE001
         case.update(status="error", message=f"no output: {e}")
         return
@@ -420,7 +421,7 @@ def run_case(case, args, refs, work, out_dir, t_start):
         if got.shape != ref.shape:
             case["message"] += f" (shape {list(got.shape)} vs {list(ref.shape)})"
     if not args.keep:
-        for f in (os.path.join(outputs, "output_0.npy"), case["program"]):
+        for f in (output_file, os.path.join(outputs, "outputs.json"), case["program"]):
             try:
                 os.remove(f)
             except OSError:

@@ -76,7 +76,8 @@ def main():
     np.save(os.path.join(args.work, "x.npy"), x32.numpy())
     subprocess.run([args.baton, "run", "-q", prog, "--input", "input=" + os.path.join(args.work, "x.npy"),
                     "-o", os.path.join(args.work, "out"), "-n", "1", "--warmup", "0"], check=True)
-    got = np.load(os.path.join(args.work, "out", "output_0.npy"))
+    with open(os.path.join(args.work, "out", "outputs.json")) as f:  # names output_<i>_<name>.npy
+        got = np.load(json.load(f)["outputs"][0]["file"])
     with torch.no_grad():
         ref = model32(x32).numpy()
     rel_err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))

@@ -9,6 +9,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/log.h"
+#include "baton/core/text.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/emit.h"
 #include "compiler/memory_plan.h"
@@ -119,14 +120,6 @@ std::string describe_copies(const Graph& graph, const Schedule& schedule) {
     out += fmt::format("{} {} {}", out.back() == ':' ? "" : ",", count, route);
   }
   return out;
-}
-
-// "512 B", "10.5 KiB", "3.20 MiB", "1.25 GiB" (the plan line of the progress).
-std::string size_text(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
-  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{} B", bytes);
 }
 
 // CompileOptions::expose_intermediates: appends every computed value to the graph's outputs.

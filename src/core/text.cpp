@@ -1,5 +1,7 @@
 #include "baton/core/text.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 
 namespace baton {
@@ -74,5 +76,12 @@ std::string escape_invalid_utf8(std::string_view bytes) {
 }
 
 std::string printable_text(std::string_view bytes) { return escape(bytes, true); }
+
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
+  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
 
 }  // namespace baton

@@ -580,6 +580,47 @@ TEST_F(CompilerTest, UnusedNodesAreRemoved) {
   EXPECT_EQ(compiled->summary().kernel_calls, 1u);
 }
 
+// CompileOptions::expose_intermediates (compile --expose-intermediates, compare --per-node): every
+// value a live node computes becomes an output after the model's own, in node order; inputs,
+// constants (folded nodes included), removed nodes and values that are outputs already do not.
+TEST_F(CompilerTest, ExposeIntermediatesAddsEveryComputedValueInNodeOrder) {
+  OnnxBuilder b;
+  b.input("x", {3});
+  b.initializer("c", {3}, {1.0f, -5.0f, 0.5f});
+  b.initializer("d", {3}, {2.0f, 2.0f, 2.0f});
+  b.node("Add", {"c", "d"}, {"k"}, "folded");  // constant: folded away
+  b.node("Add", {"x", "k"}, {"a"}, "add");
+  b.node("Relu", {"a"}, {"r"}, "relu");
+  b.node("Tanh", {"x"}, {"unused"}, "dead");
+  b.node("Mul", {"r", "x"}, {"y"}, "mul");
+  b.node("Neg", {"y"}, {"z"}, "neg");
+  b.output("y", {3});
+  b.output("z", {3});
+  CompileOptions options;
+  options.expose_intermediates = true;
+  auto compiled = compile(b, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  EXPECT_EQ(compiled->summary().exposed_values, (std::vector<std::string>{"a", "r"}));
+
+  Tensor x = Tensor::empty(DType::Float32, {3}).value();
+  const std::vector<float> xv = {2.0f, 1.0f, -4.0f};
+  std::copy(xv.begin(), xv.end(), x.data_as<float>());
+  const std::vector<Tensor> out = testing::run_compiled(*compiled, {x});
+  ASSERT_EQ(out.size(), 4u);  // y, z, then a, r
+  const float a[3] = {5.0f, -2.0f, -1.5f};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FLOAT_EQ(out[2].data_as<float>()[i], a[i]) << i;
+    EXPECT_FLOAT_EQ(out[3].data_as<float>()[i], std::max(a[i], 0.0f)) << i;
+    EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], std::max(a[i], 0.0f) * xv[i]) << i;
+    EXPECT_FLOAT_EQ(out[1].data_as<float>()[i], -out[0].data_as<float>()[i]) << i;
+  }
+  // Off by default: the model's outputs only.
+  auto plain = compile(b);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->summary().exposed_values.empty());
+  EXPECT_EQ(testing::run_compiled(*plain, {x}).size(), 2u);
+}
+
 TEST_F(CompilerTest, ProgressReportsEveryPhase) {
   OnnxBuilder b;
   b.input("x", {4});

@@ -238,5 +238,14 @@ TEST(TextTest, InvalidUtf8IsEscapedAndValidUtf8Kept) {
   EXPECT_EQ(printable_text("a\nb\x1b[2J\x7f\xff\xcf\x89"), "a\\x0ab\\x1b[2J\\x7f\\xff\xcf\x89");
 }
 
+TEST(TextTest, SizesForPeople) {
+  EXPECT_EQ(size_text(0), "0 B");
+  EXPECT_EQ(size_text(1023), "1023 B");
+  EXPECT_EQ(size_text(1024), "1.0 KiB");
+  EXPECT_EQ(size_text(10752), "10.5 KiB");
+  EXPECT_EQ(size_text(uint64_t{3} << 20), "3.00 MiB");
+  EXPECT_EQ(size_text((uint64_t{5} << 30) / 4), "1.25 GiB");
+}
+
 }  // namespace
 }  // namespace baton

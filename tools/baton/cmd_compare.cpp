@@ -119,7 +119,9 @@ std::string read_text(const std::string& path) {
 }
 
 // Runs the reference script; its output goes to a log in the work folder, shown on failure.
-Status run_reference(const std::string& model, const WorkDir& work) {
+// False: the model's input and output names are not the request's (reference.json has the
+// model's), and nothing was run.
+Result<bool> run_reference(const std::string& model, const WorkDir& work) {
   const std::string script = work.file("ort_reference.py");
   BATON_TRY(write_text_file(script, kOrtReferenceScript));
   const std::string python = python_interpreter();
@@ -153,11 +155,22 @@ Status run_reference(const std::string& model, const WorkDir& work) {
       "onnxruntime for it (pip install onnxruntime onnx numpy), or set "
       "BATON_PYTHON to an interpreter that has them",
       said);
+  if (code == 4) return false;
   BATON_CHECK_OR_RETURN(
       code == 0, Internal, "the reference run (onnxruntime through {}) failed{}: {}", python,
       code < 0 ? " (killed by a signal)" : fmt::format(" with exit status {}", code),
       said.empty() ? std::string("no output") : said);
-  return Status();
+  return true;
+}
+
+// "'a', 'b'" (names from models are shown with their control bytes escaped).
+std::string names_text(const json& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += fmt::format("{}'{}'", out.empty() ? "" : ", ",
+                       printable_text(n.is_string() ? n.get<std::string>() : n.dump()));
+  }
+  return out.empty() ? "none" : out;
 }
 
 json number(double v) {
@@ -172,7 +185,7 @@ json comparison_json(const Comparison& c, bool intermediate) {
             {"op", c.op},
             {"intermediate", intermediate},
             {"in_model", c.in_model},
-            {"match", c.match()}};
+            {"match", c.in_model ? json(c.match()) : json()}};
   if (!c.in_model) return j;
   j["atol"] = c.tolerance.atol;
   j["rtol"] = c.tolerance.rtol;
@@ -289,11 +302,24 @@ Result<int> run_compare(const CompareArgs& args) {
   json request = {{"inputs", request_inputs}, {"outputs", request_outputs}};
   if (args.threads > 0) request["threads"] = args.threads;
   BATON_TRY(write_text_file(work.file("request.json"), json_text(request, 1)));
-  BATON_TRY(run_reference(args.compile.model, work));
+  BATON_ASSIGN_OR_RETURN(const bool ran, run_reference(args.compile.model, work));
   const json reference =
       json::parse(read_text(work.file("reference.json")), nullptr, /*allow_exceptions=*/false);
-  BATON_CHECK_OR_RETURN(reference.is_object() && reference.contains("outputs"), Internal,
-                        "the reference run wrote no readable {}", work.file("reference.json"));
+  BATON_CHECK_OR_RETURN(reference.is_object(), Internal, "the reference run wrote no readable {}",
+                        work.file("reference.json"));
+  if (!ran) {
+    json ours_in = json::array();
+    for (size_t i = 0; i < method->num_inputs(); ++i)
+      ours_in.push_back(std::string(method->input_info(i).name));
+    return BATON_ERROR(InvalidArgument,
+                       "{} takes inputs {} and gives outputs {}, and {} takes {} and gives {}: "
+                       "was the program compiled from {}?",
+                       args.compile.model, names_text(reference.value("graph_inputs", json())),
+                       names_text(reference.value("graph_outputs", json())), program_path,
+                       names_text(ours_in), names_text(request_outputs), args.compile.model);
+  }
+  BATON_CHECK_OR_RETURN(reference.contains("outputs"), Internal,
+                        "the reference run wrote no outputs in {}", work.file("reference.json"));
 
   // Both sides, value by value. The model's own outputs come first; the rest are intermediate
   // values the program was compiled to expose (--expose-intermediates, or --per-node).
@@ -316,12 +342,16 @@ Result<int> run_compare(const CompareArgs& args) {
                        "compiled from {}?",
                        ours, theirs, program_path, args.compile.model);
   }
-  BATON_CHECK_OR_RETURN(!args.per_node || model_outputs < method->num_outputs(), InvalidArgument,
-                        "--per-node: {} has only the model's outputs. Compile it with "
-                        "--expose-intermediates, or drop PROGRAM and let compare compile MODEL",
-                        args.program);
+  // A program compiled here with nothing left to expose (one node, or all fused) has none.
+  BATON_CHECK_OR_RETURN(
+      !args.per_node || args.program.empty() || model_outputs < method->num_outputs(),
+      InvalidArgument,
+      "--per-node: {} has only the model's outputs. Compile it with "
+      "--expose-intermediates, or drop PROGRAM and let compare compile MODEL",
+      args.program);
   const size_t compared = args.per_node ? method->num_outputs() : model_outputs;
   std::vector<Comparison> results;
+  std::vector<int64_t> node_order;  // per value: its node's position in the model (-1: none)
   for (size_t i = 0; i < compared; ++i) {
     const std::string name = model_name(method->output_info(i).name);
     json entry;
@@ -329,6 +359,7 @@ Result<int> run_compare(const CompareArgs& args) {
       if (o.value("name", "") == name) entry = o;
     }
     Comparison c;
+    int64_t node_index = -1;
     if (entry.is_null()) {
       c.in_model = false;
     } else {
@@ -336,9 +367,11 @@ Result<int> run_compare(const CompareArgs& args) {
       c = compare_values(outputs[i].view(), ref.view(), tolerance_for(outputs[i].dtype()));
       c.node = entry.value("node", "");
       c.op = entry.value("op", "");
+      node_index = entry.value("node_index", int64_t{-1});
     }
     c.name = name;
     results.push_back(std::move(c));
+    node_order.push_back(node_index);
   }
 
   size_t bad_outputs = 0, bad_values = 0;
@@ -347,22 +380,12 @@ Result<int> run_compare(const CompareArgs& args) {
     if (results[i].match() || !results[i].in_model) continue;
     (i < model_outputs ? bad_outputs : bad_values) += 1;
   }
-  // The first value in the order the program computes them (intermediates are in node order; a
-  // model output counts where its node is among them).
+  // The first value that differs in the model's node order (topological: what a node reads is
+  // computed before it), model outputs and intermediates alike; a graph input counts first.
   if (args.per_node) {
-    for (size_t i = model_outputs; i < results.size(); ++i) {
-      if (!results[i].match() && results[i].in_model) {
-        first_bad = static_cast<int>(i);
-        break;
-      }
-    }
-    if (first_bad < 0 && bad_outputs > 0) {
-      for (size_t i = 0; i < model_outputs; ++i) {
-        if (!results[i].match()) {
-          first_bad = static_cast<int>(i);
-          break;
-        }
-      }
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i].match() || !results[i].in_model) continue;
+      if (first_bad < 0 || node_order[i] < node_order[first_bad]) first_bad = static_cast<int>(i);
     }
   }
   const bool match = bad_outputs == 0 && bad_values == 0;

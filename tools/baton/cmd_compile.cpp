@@ -5,6 +5,7 @@
 
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 #include "commands.h"
 #include "run_common.h"
 
@@ -102,9 +103,9 @@ Status run_compile(const CompileArgs& args) {
         stderr,
         "wrote %s (%s) in %s: %zu kernel calls, %zu delegate calls, %zu copies, "
         "%s of constants\n",
-        args.output.c_str(), bytes_text(std::filesystem::file_size(args.output)).c_str(),
+        args.output.c_str(), size_text(std::filesystem::file_size(args.output)).c_str(),
         duration_text(std::chrono::duration<double, std::milli>(end - start).count()).c_str(),
-        s.kernel_calls, s.delegate_calls, s.copies, bytes_text(s.constant_bytes).c_str());
+        s.kernel_calls, s.delegate_calls, s.copies, size_text(s.constant_bytes).c_str());
   }
   return Status();
 }

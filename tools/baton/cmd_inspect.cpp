@@ -101,10 +101,10 @@ void print_engine(const json& e) {
               version("cublaslt", "cublaslt_version").c_str(),
               version("cudnn", "cudnn_version").c_str(), version("nvrtc", "nvrtc_version").c_str());
   std::printf("        weights %s, scratch %s, workspace %s, cubin %s\n",
-              bytes_text(e["weights_bytes"].get<uint64_t>()).c_str(),
-              bytes_text(e["scratch_bytes"].get<uint64_t>()).c_str(),
-              bytes_text(e["workspace_bytes"].get<uint64_t>()).c_str(),
-              bytes_text(e["cubin_bytes"].get<uint64_t>()).c_str());
+              size_text(e["weights_bytes"].get<uint64_t>()).c_str(),
+              size_text(e["scratch_bytes"].get<uint64_t>()).c_str(),
+              size_text(e["workspace_bytes"].get<uint64_t>()).c_str(),
+              size_text(e["cubin_bytes"].get<uint64_t>()).c_str());
   for (const auto& b : e["bindings"]) {
     std::printf("        %-6s '%s' %s %s\n", b["io"].get<std::string>().c_str(),
                 shown(b["name"]).c_str(), b["dtype"].get<std::string>().c_str(),
@@ -134,14 +134,14 @@ void print_engine(const json& e) {
 
 void print_text(const json& j) {
   std::printf("program %s: %s, format v%d, table checksum %s\n", shown(j["file"]).c_str(),
-              bytes_text(j["file_size"].get<uint64_t>()).c_str(), j["format_version"].get<int>(),
+              size_text(j["file_size"].get<uint64_t>()).c_str(), j["format_version"].get<int>(),
               j["table_checksum"].get<std::string>().c_str());
   std::printf("producer: %s\n", shown(j["producer"]).c_str());
   std::printf("segments:\n");
   for (const auto& s : j["segments"]) {
     std::printf("  [%d] file offset %llu, %s, checksum %s\n", s["index"].get<int>(),
                 static_cast<unsigned long long>(s["offset"].get<uint64_t>()),
-                bytes_text(s["size"].get<uint64_t>()).c_str(),
+                size_text(s["size"].get<uint64_t>()).c_str(),
                 s["checksum"].get<std::string>().c_str());
   }
   for (const auto& m : j["methods"]) {
@@ -155,7 +155,7 @@ void print_text(const json& j) {
     for (const auto& a : m["arenas"]) {
       std::printf("    [%d] %s  %s\n", a["index"].get<int>(),
                   a["device"].get<std::string>().c_str(),
-                  bytes_text(a["size"].get<uint64_t>()).c_str());
+                  size_text(a["size"].get<uint64_t>()).c_str());
     }
     std::printf("  delegates:\n");
     for (const auto& d : m["delegates"]) {
@@ -165,7 +165,7 @@ void print_text(const json& j) {
       }
       std::printf("    [%d] '%s' backend %s, blob segment %d (%s), specs:%s\n",
                   d["index"].get<int>(), shown(d["name"]).c_str(), shown(d["backend"]).c_str(),
-                  d["blob_segment"].get<int>(), bytes_text(d["blob_size"].get<uint64_t>()).c_str(),
+                  d["blob_segment"].get<int>(), size_text(d["blob_size"].get<uint64_t>()).c_str(),
                   specs.empty() ? " none" : specs.c_str());
       if (d.contains("engine")) print_engine(d["engine"]);
     }

@@ -10,10 +10,13 @@
 # DIR/request.json: {"inputs": [{"name", "file"}], "outputs": [name, ...], "threads": N}
 #   inputs are .npy files; outputs are the values wanted: the model's outputs or any value a node
 #   computes (those are added to the graph's outputs, as Polygraphy's mark-all does).
-# Writes DIR/reference.json: {"onnxruntime": version, "graph_outputs": [the model's outputs],
-#   "outputs": [{"name", "file", "node", "op"}], "missing": [names no node of the model computes]},
-#   and one .npy per output.
-# Exit status 3: a module is missing (the message says which); 1: onnxruntime failed.
+# Writes DIR/reference.json: {"onnxruntime": version, "graph_inputs", "graph_outputs" (the
+#   model's), "outputs": [{"name", "file", "node", "op", "node_index" (the node's position in the
+#   model's topologically sorted nodes; -1 for a graph input)}], "missing": [names no node of the
+#   model computes]}, and one .npy per output.
+# Exit status 3: a module is missing (the message says which); 4: the request's inputs are not the
+# model's, or its outputs do not include all of the model's (reference.json then has only
+# "graph_inputs" and "graph_outputs"); 1: onnxruntime failed.
 import json
 import os
 import sys
@@ -33,12 +36,19 @@ def main():
 
     model = onnx.load(model_path, load_external_data=False)
     producers = {}
-    for node in model.graph.node:
+    for index, node in enumerate(model.graph.node):
         for out in node.output:
             if out:
-                producers[out] = (node.name, node.op_type)
+                producers[out] = (node.name, node.op_type, index)
     graph_outputs = [o.name for o in model.graph.output]
-    known = set(producers) | set(graph_outputs) | {i.name for i in model.graph.input}
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    if (sorted(i["name"] for i in request["inputs"]) != sorted(graph_inputs)
+            or not set(graph_outputs) <= set(request["outputs"])):
+        with open(os.path.join(work, "reference.json"), "w") as f:
+            json.dump({"graph_inputs": graph_inputs, "graph_outputs": graph_outputs}, f)
+        return 4
+    known = set(producers) | set(graph_outputs) | set(graph_inputs)
     wanted = [n for n in request["outputs"] if n in known]
     missing = [n for n in request["outputs"] if n not in known]
     extra = [n for n in wanted if n not in graph_outputs]
@@ -60,7 +70,12 @@ def main():
             else:
                 info.name = name
             model.graph.output.append(info)
-        source = model.SerializeToString()
+        try:
+            source = model.SerializeToString()
+        except ValueError:  # past protobuf's 2 GiB: the weights go to a file of their own
+            source = os.path.join(work, "reference_model.onnx")
+            onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True,
+                      location="reference_model.weights")
 
     options = ort.SessionOptions()
     # The plainest reference: onnxruntime's own fusions (GELU, attention, LayerNorm) off.
@@ -78,11 +93,11 @@ def main():
     for i, (name, value) in enumerate(zip(wanted, results)):
         path = os.path.join(work, f"reference_{i}.npy")
         np.save(path, np.ascontiguousarray(value))
-        node, op = producers.get(name, ("", "graph input"))
-        outputs.append({"name": name, "file": path, "node": node, "op": op})
+        node, op, index = producers.get(name, ("", "graph input", -1))
+        outputs.append({"name": name, "file": path, "node": node, "op": op, "node_index": index})
     with open(os.path.join(work, "reference.json"), "w") as f:
-        json.dump({"onnxruntime": ort.__version__, "graph_outputs": graph_outputs, "outputs": outputs,
-                   "missing": missing}, f)
+        json.dump({"onnxruntime": ort.__version__, "graph_inputs": graph_inputs,
+                   "graph_outputs": graph_outputs, "outputs": outputs, "missing": missing}, f)
     return 0
 
 

@@ -219,13 +219,6 @@ std::string duration_text(double ms) {
   return fmt::format("{:.3f} ms", ms);
 }
 
-std::string bytes_text(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", bytes / double(1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", bytes / double(1 << 20));
-  if (bytes >= 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{} B", bytes);
-}
-
 Result<Tensor> output_to_host(const runtime::Method& method, size_t index) {
   const TensorView out = method.output(index);
   BATON_ASSIGN_OR_RETURN(Tensor host,

@@ -37,9 +37,6 @@ double quantile(const std::vector<double>& sorted, double q);
 // A duration for people: "13.4 us" under 0.1 ms, else "0.482 ms" (three decimals).
 std::string duration_text(double ms);
 
-// A size for people: "512 B", "68.1 KiB", "12.40 MiB", "1.25 GiB".
-std::string bytes_text(uint64_t bytes);
-
 // The host copy of method output `index` (from wherever it lives).
 Result<Tensor> output_to_host(const runtime::Method& method, size_t index);
 

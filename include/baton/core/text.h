@@ -3,6 +3,7 @@
 // invalid UTF-8) and terminals get them through these functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,8 @@ std::string escape_invalid_utf8(std::string_view bytes);
 // escape_invalid_utf8, and control characters (U+0000..U+001F, U+007F) written as \xNN too, so a
 // name cannot move the cursor or inject terminal escape sequences.
 std::string printable_text(std::string_view bytes);
+
+// A size for people: "512 B", "68.1 KiB", "12.40 MiB", "1.25 GiB" (powers of 1024).
+std::string size_text(uint64_t bytes);
 
 }  // namespace baton

@@ -92,7 +92,8 @@ class BackendInterface {
     return std::nullopt;
   }
   // Per-step device times of the handle's last execute with profile_steps, in step order; empty
-  // when the backend does not time steps. May block until that call's work is done, and allocate.
+  // when the backend does not time steps (or that execute failed). May block until that call's
+  // work is done (and calls on the handle wait meanwhile), and allocate.
   virtual std::vector<StepTime> step_times(DelegateHandle* handle) const { return {}; }
   // Monitoring counters of a handle ("zero_copy_calls", "staged_bytes", ...). May allocate.
   virtual std::vector<std::pair<std::string, uint64_t>> counters(DelegateHandle* handle) const {

@@ -19,6 +19,7 @@
 #include "backends/cuda/engine_describe.h"
 #include "backends/cuda/handles.h"
 #include "baton/core/log.h"
+#include "baton/core/text.h"
 #include "baton/cuda/backend.h"
 #include "baton/runtime/backend.h"
 
@@ -122,12 +123,6 @@ bool option_on(const runtime::BackendInitContext& ctx, std::span<const runtime::
   return fallback;
 }
 
-std::string bytes_text(uint64_t b) {
-  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
-  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", b);
-}
-
 class CudaBackend final : public runtime::BackendInterface {
  public:
   std::string_view id() const override { return "cuda"; }
@@ -189,6 +184,10 @@ class CudaBackend final : public runtime::BackendInterface {
   Status execute(runtime::DelegateHandle* h, const runtime::DelegateArgs& args) override {
     auto* handle = static_cast<CudaHandle*>(h);
     std::lock_guard<std::mutex> lock(handle->mutex);
+    // A call that fails below measured nothing: no earlier call's times may be read as its.
+    handle->steps_timed = false;
+    handle->timed_async = false;
+    handle->last_ms.reset();
     Engine& engine = handle->context->engine();
     const EngineBlob& blob = engine.blob();
     const int device = engine.device();
@@ -231,7 +230,6 @@ class CudaBackend final : public runtime::BackendInterface {
     // Without a caller stream the results are ready when execute returns; host memory staged in
     // or out must be safe to use on return too. Otherwise the caller owns the synchronization.
     handle->steps_timed = args.profile_steps;
-    handle->timed_async = false;
     if (!guarded || staged) {
       BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream));
       handle->pending = false;
@@ -438,7 +436,7 @@ class CudaBackend final : public runtime::BackendInterface {
       const BindingState& b = handle.bindings[i];
       if (b.last != Binding::Staged) continue;
       list += fmt::format("{}'{}' ({} {})", list.empty() ? "" : ", ", engine.blob().binding_name(i),
-                          bytes_text(b.bytes), b.is_output ? "out" : "in");
+                          size_text(b.bytes), b.is_output ? "out" : "in");
     }
     BATON_CHECK_OR_RETURN(!handle.strict, InvalidArgument,
                           "partition '{}' was given host memory for {}; strict staging forbids "
