@@ -896,6 +896,27 @@ TEST_F(CliTest, CompareErrorsSayWhatToDo) {
 
   r = baton("compare " + model + " --shape input=8x48 --atol -1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+
+  // --save-dir keeps what both sides read and wrote; a folder it cannot make is named.
+  const fs::path kept = dir_ / "kept";
+  r = baton("compare -q " + model + " --shape input=8x48 --save-dir " + kept.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"input_0.npy", "baton_0.npy", "reference_0.npy", "request.json",
+                        "reference.json", "program.baton"}) {
+    EXPECT_TRUE(fs::exists(kept / f)) << f;
+  }
+  auto ours = extension::read_npy((kept / "baton_0.npy").string());
+  auto theirs = extension::read_npy((kept / "reference_0.npy").string());
+  ASSERT_TRUE(ours.ok() && theirs.ok());
+  EXPECT_LE(
+      testing::relative_error(ours->data_as<float>(), theirs->data_as<float>(), theirs->numel()),
+      1e-5);
+  r = baton("compare " + model + " --shape input=8x48 --save-dir " +
+            (fs::path(program()) / "sub").string());  // below a file
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--save-dir '" + (fs::path(program()) / "sub").string() + "': "),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CliTest, RunJsonIsOneDocument) {

@@ -18,12 +18,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "baton/core/text.h"
 #include "baton/extension/inspect.h"
 #include "baton/extension/npy.h"
@@ -48,8 +47,8 @@ using Millis = std::chrono::duration<double, std::milli>;
 
 constexpr int kMismatchExit = 3;
 
-// The program's GPU precision (the loosest of its engines'), "fp32" for a CPU program, and its
-// devices, from the program's description.
+// The program's GPU precision (the loosest of its engines'), "fp32" for a CPU program, from the
+// program's description.
 std::string program_precision(const runtime::Program& program) {
   std::string precision = "fp32";
   Result<std::string> text = extension::describe_program_json(program);
@@ -111,11 +110,11 @@ std::string python_interpreter() {
   return "python3";
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A file the reference run wrote (its log, its report), as text.
+Result<std::string> read_text(const std::string& path, std::string_view what) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes,
+                         read_regular_file(path, uint64_t{1} << 30, what));
+  return std::string(bytes.begin(), bytes.end());
 }
 
 // Runs the reference script; its output goes to a log in the work folder, shown on failure.
@@ -146,7 +145,8 @@ Result<bool> run_reference(const std::string& model, const WorkDir& work) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::string said = read_text(log);
+  Result<std::string> logged = read_text(log, "onnxruntime log");
+  std::string said = logged.ok() ? *logged : logged.status().message();
   while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
   if (said.size() > 2000) said = "..." + said.substr(said.size() - 2000);
   BATON_CHECK_OR_RETURN(
@@ -266,8 +266,6 @@ Result<int> run_compare(const CompareArgs& args) {
   // The tolerance a value is held to: --atol/--rtol, else the program precision's defaults,
   // loosened for fp16 and bf16 tensors (a model exported in fp16 rounds every value to 11 bits,
   // on any backend).
-  const Tolerance tol{args.atol >= 0 ? args.atol : default_tolerance(precision).atol,
-                      args.rtol >= 0 ? args.rtol : default_tolerance(precision).rtol};
   auto tolerance_for = [&](DType dtype) {
     const std::string_view p = dtype == DType::Float16    ? looser(precision, "fp16")
                                : dtype == DType::BFloat16 ? looser(precision, "bf16")
@@ -276,6 +274,7 @@ Result<int> run_compare(const CompareArgs& args) {
                      args.rtol >= 0 ? args.rtol : default_tolerance(p).rtol,
                      default_tolerance(p).largest};
   };
+  const Tolerance tol = tolerance_for(DType::Float32);  // the header's; fp16/bf16 tensors differ
 
   // Baton's side.
   BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args.inputs, args.seed, *method));
@@ -303,8 +302,9 @@ Result<int> run_compare(const CompareArgs& args) {
   if (args.threads > 0) request["threads"] = args.threads;
   BATON_TRY(write_text_file(work.file("request.json"), json_text(request, 1)));
   BATON_ASSIGN_OR_RETURN(const bool ran, run_reference(args.compile.model, work));
-  const json reference =
-      json::parse(read_text(work.file("reference.json")), nullptr, /*allow_exceptions=*/false);
+  BATON_ASSIGN_OR_RETURN(const std::string report,
+                         read_text(work.file("reference.json"), "onnxruntime report"));
+  const json reference = json::parse(report, nullptr, /*allow_exceptions=*/false);
   BATON_CHECK_OR_RETURN(reference.is_object(), Internal, "the reference run wrote no readable {}",
                         work.file("reference.json"));
   if (!ran) {

@@ -110,6 +110,13 @@ Status profile(runtime::Method& method, const std::function<Status()>& call, int
   return Status();
 }
 
+// The summed mean GPU time of an instruction's engine steps (0 when it has none).
+double steps_ms(const InstructionProfile& p) {
+  double total = 0;
+  for (const auto& s : p.steps) total += mean(s.ms);
+  return total;
+}
+
 json profile_json(const std::vector<InstructionProfile>& profile, int runs) {
   double total_host = 0;
   for (const InstructionProfile& p : profile) total_host += mean(p.host_ms);
@@ -131,8 +138,7 @@ json profile_json(const std::vector<InstructionProfile>& profile, int runs) {
               {"gpu_ms_mean", p.device_ms.empty() ? json() : json(mean(p.device_ms))},
               {"gpu_ms_median", p.device_ms.empty() ? json() : json(median(p.device_ms))}};
     if (!p.steps.empty()) {
-      double total = 0;
-      for (const auto& s : p.steps) total += mean(s.ms);
+      const double total = steps_ms(p);
       json steps = json::array();
       for (size_t s = 0; s < p.steps.size(); ++s) {
         const double m = mean(p.steps[s].ms);
@@ -164,8 +170,7 @@ void print_profile(const std::vector<InstructionProfile>& profile, int runs) {
                 p.info.device.to_string().c_str(), printable_text(p.info.description).c_str(),
                 duration_text(median(p.host_ms)).c_str(), gpu.c_str());
     if (p.steps.empty()) continue;
-    double total = 0;
-    for (const auto& s : p.steps) total += mean(s.ms);
+    const double total = steps_ms(p);
     std::printf(
         "          %zu engine steps, launched one by one with events between them: %s of "
         "GPU time (mean)\n",

@@ -90,7 +90,7 @@ struct CudaHandle : runtime::DelegateHandle {
   // A profile of the steps (DelegateArgs::profile_steps): an event before each step and one after
   // the last, made at init. `steps_timed`: the last call recorded them.
   std::vector<Event> step_marks;
-  std::vector<cudaEvent_t> step_mark_handles;
+  std::vector<cudaEvent_t> step_mark_handles;  // their handles, as enqueue takes them
   bool steps_timed = false;
   bool timed_async = false;  // the last profiled call returned early: measure once it is done
   cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
@@ -241,7 +241,6 @@ class CudaBackend final : public runtime::BackendInterface {
       }
     } else {
       ++handle->async_returns;
-      handle->last_ms.reset();
       handle->timed_async = args.profile;
     }
     if (staged) {

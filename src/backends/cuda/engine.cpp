@@ -432,8 +432,6 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
-namespace {}  // namespace
-
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   const EngineBlob& blob = ctx->engine_->blob();
