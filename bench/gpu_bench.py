@@ -217,8 +217,8 @@ def markdown(rows, env):
             f"{r.get('gpu')}, {r.get('date')}, commit `{r.get('commit')}` ({', '.join(r.get('runners') or [])}; "
             f"{r.get('iterations')} runs after {r.get('warmup')})" for r in env["merged_runs"]) + ".", ""]
     lines += [
-             "| model | batch | Baton | Baton GPU time | eager | compile reduce-overhead | compile max-autotune | Baton / best torch.compile | CPU kernels left |",
-             "|---|---:|---|---:|---|---|---|---:|---|"]
+             "| model | batch | Baton | Baton GPU time | Baton kernels | eager | compile reduce-overhead | compile max-autotune | Baton / best torch.compile | CPU kernels left |",
+             "|---|---:|---|---:|---:|---|---|---|---:|---|"]
     notes = []
     for row in rows:
         r = row["runners"]
@@ -230,7 +230,8 @@ def markdown(rows, env):
         kern = (f"{b['cpu_kernels']} ({', '.join(f'{k} {v}' for k, v in list(ops.items())[:3])})"
                 if b.get("cpu_kernels") else str(b.get("cpu_kernels", "—")))
         label = gc.DISPLAY.get(row["family"], row["family"]) + (" (host I/O)" if b.get("io") == "host" else "")
-        lines.append(f"| {label} | {row['batch']} | {ms(b)} | {gpu} | {ms(r.get('eager'))} | {ms(r.get('reduce-overhead'))} | "
+        nk = str(b["gpu_kernels"]) if b.get("gpu_kernels") is not None else "—"
+        lines.append(f"| {label} | {row['batch']} | {ms(b)} | {gpu} | {nk} | {ms(r.get('eager'))} | {ms(r.get('reduce-overhead'))} | "
                      f"{ms(r.get('max-autotune'))} | {ratio} | {kern} |")
         for m in RUNNERS:
             if r.get(m) and not r[m].get("ok") and r[m].get("error"):

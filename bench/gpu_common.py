@@ -191,6 +191,7 @@ _D = r"([\d.]+) (ms|us)"
 LATENCY_RE = re.compile(r"latency over (\d+) runs? \(after (\d+) warm-up\): min " + _D + r"\s+median " + _D +
                         r"\s+p90 " + _D + r"\s+p99 " + _D)
 GPU_STEP_RE = re.compile(r"\(GPU " + _D + r"\)")
+GRAPH_KERNELS_RE = re.compile(r"^delegate \d+: .*\bgraph_kernels=(\d+)", re.M)
 
 
 def _ms(value, unit):
@@ -237,6 +238,10 @@ def parse_baton_run(text):
     gpu = [_ms(v, u) for v, u in GPU_STEP_RE.findall(text)]
     if gpu:
         out["gpu_sum_of_step_medians_ms"] = sum(gpu)
+    # Each GPU partition's counters line: its CUDA graph's kernel nodes (what one call launches).
+    kernels = [int(k) for k in GRAPH_KERNELS_RE.findall(text)]
+    if kernels:
+        out["gpu_kernels"] = sum(kernels)
     return out
 
 

@@ -93,7 +93,14 @@ struct CudaHandle : runtime::DelegateHandle {
   std::vector<cudaEvent_t> step_mark_handles;  // their handles, as enqueue takes them
   bool steps_timed = false;
   bool timed_async = false;  // the last profiled call returned early: measure once it is done
-  cudaStream_t checked_stream = nullptr;  // the last caller stream whose device was verified
+  // Caller streams by their process-unique id (cudaStreamGetId: a destroyed stream's handle may
+  // come back for another stream, its id never does). `checked_stream_id`: the last caller stream
+  // whose device was verified; `done_stream_id`: the stream `done` was recorded on (when
+  // `done_stream_known`), which needs no wait for it.
+  unsigned long long checked_stream_id = 0;
+  bool checked_stream_known = false;
+  unsigned long long done_stream_id = 0;
+  bool done_stream_known = false;
   bool logged_staging = false;
   std::mutex mutex;  // calls on one handle are serialized
   uint64_t zero_copy_calls = 0, staged_calls = 0, staged_bytes = 0, async_returns = 0;
@@ -200,9 +207,14 @@ class CudaBackend final : public runtime::BackendInterface {
                           args.inputs.size(), args.outputs.size());
     cudaStream_t stream = current_stream();
     const bool guarded = stream_selected();
-    if (guarded) BATON_TRY(check_stream(*handle, stream, engine));
     DeviceGuard guard(device);
     BATON_TRY(guard.status());
+    // A caller stream's id (after the device guard: cudaStreamPerThread names the current
+    // device's stream of this thread).
+    std::optional<unsigned long long> stream_id;
+    if (guarded) {
+      BATON_ASSIGN_OR_RETURN(stream_id, check_stream(*handle, stream, engine));
+    }
 
     bool staged = false;
     for (size_t i = 0; i < blob.bindings().size(); ++i) {
@@ -214,17 +226,25 @@ class CudaBackend final : public runtime::BackendInterface {
     if (staged) BATON_TRY(announce_staging(*handle, engine));
 
     // The previous call may still be running and uses the same scratch and staging buffers:
-    // order this call after it on the device, without blocking the host. Always, not only when
-    // the stream handle differs: cudaStreamPerThread names a different stream on each thread.
-    if (handle->pending) {
+    // order this call after it on the device, without blocking the host. On the stream it was
+    // enqueued on, it is ordered already; a stream is known by its id, not its handle
+    // (cudaStreamPerThread names a different stream on each thread, and a destroyed stream's
+    // handle may come back for another one).
+    const bool same_stream =
+        stream_id && handle->done_stream_known && handle->done_stream_id == *stream_id;
+    if (handle->pending && !same_stream) {
       BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done.get(), 0));
     }
     uint64_t staged_bytes = 0;
-    const Status enqueued = enqueue_call(*handle, args, stream, staged_bytes);
+    const Status enqueued = enqueue_call(*handle, args, stream, stream_id, staged_bytes);
     // Whatever was enqueued, even before a failure, uses this handle's buffers: later calls and
     // destroy must be ordered after it.
     const cudaError_t recorded = cudaEventRecord(handle->done.get(), stream);
-    if (recorded == cudaSuccess) handle->pending = true;
+    if (recorded == cudaSuccess) {
+      handle->pending = true;
+      handle->done_stream_known = stream_id.has_value();
+      handle->done_stream_id = stream_id.value_or(0);
+    }
     if (!enqueued.ok()) return enqueued;
     BATON_CUDA_CHECK_ON(device, recorded);
     // Without a caller stream the results are ready when execute returns; host memory staged in
@@ -313,7 +333,9 @@ class CudaBackend final : public runtime::BackendInterface {
     return {{"zero_copy_calls", handle->zero_copy_calls}, {"staged_calls", handle->staged_calls},
             {"staged_bytes", handle->staged_bytes},       {"async_returns", handle->async_returns},
             {"choices_recorded", choices.recorded},       {"choices_timed_at_load", choices.timed},
-            {"choices_untimed", choices.untimed},         {"choices_rechosen", choices.rechosen}};
+            {"choices_untimed", choices.untimed},         {"choices_rechosen", choices.rechosen},
+            {"graph_nodes", handle->context->graph_nodes()},
+            {"graph_kernels", handle->context->graph_kernels()}};
   }
 
   // The engine's header, bindings and steps, read from the blob alone (no GPU needed).
@@ -322,26 +344,36 @@ class CudaBackend final : public runtime::BackendInterface {
   }
 
  private:
-  static Status check_stream(CudaHandle& handle, cudaStream_t stream, const Engine& engine) {
+  // The caller's stream (a StreamGuard's) must be one of the engine's GPU; its id, which
+  // identifies it for the rest of the call. Its device is asked once per stream.
+  static Result<unsigned long long> check_stream(CudaHandle& handle, cudaStream_t stream,
+                                                 const Engine& engine) {
     BATON_CHECK_OR_RETURN(stream != nullptr && stream != cudaStreamLegacy, InvalidArgument,
                           "partition '{}': the StreamGuard selects the legacy default stream; "
                           "select a stream you created (or cudaStreamPerThread)",
                           engine.partition());
-    if (stream == handle.checked_stream || stream == cudaStreamPerThread) return Status();
+    unsigned long long id = 0;
+    BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetId(stream, &id));
+    if ((handle.checked_stream_known && id == handle.checked_stream_id) ||
+        stream == cudaStreamPerThread) {
+      return id;
+    }
     int stream_device = -1;
     BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetDevice(stream, &stream_device));
     BATON_CHECK_OR_RETURN(stream_device == engine.device(), InvalidArgument,
                           "partition '{}' runs on cuda:{} but the caller's stream (StreamGuard) "
                           "belongs to cuda:{}: select a stream of cuda:{}",
                           engine.partition(), engine.device(), stream_device, engine.device());
-    handle.checked_stream = stream;
-    return Status();
+    handle.checked_stream_id = id;
+    handle.checked_stream_known = true;
+    return id;
   }
 
   // Enqueues one call on `stream`: staging copies in, the engine, staging copies out (and the
   // profiling events around them).
   static Status enqueue_call(CudaHandle& handle, const runtime::DelegateArgs& args,
-                             cudaStream_t stream, uint64_t& staged_bytes) {
+                             cudaStream_t stream, std::optional<unsigned long long> stream_id,
+                             uint64_t& staged_bytes) {
     const int device = handle.context->engine().device();
     const size_t inputs = args.inputs.size();
     if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.start.get(), stream));
@@ -359,7 +391,7 @@ class CudaBackend final : public runtime::BackendInterface {
                                                     cudaMemcpyHostToDevice, stream));
       }
     }
-    BATON_TRY(handle.context->enqueue(handle.pointers, stream, handle.use_graph,
+    BATON_TRY(handle.context->enqueue(handle.pointers, stream, stream_id, handle.use_graph,
                                       args.profile_steps
                                           ? std::span<const cudaEvent_t>(handle.step_mark_handles)
                                           : std::span<const cudaEvent_t>()));

@@ -82,6 +82,36 @@ uint64_t gemm_operands(const GemmStep& g, uint8_t* base, void* pointers[4]) {
   return offset;
 }
 
+// Counts `graph`'s nodes and its kernel nodes, child graphs' included (what one replay runs:
+// reported by the delegate's counters).
+Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_t& kernels) {
+  nodes = 0;
+  kernels = 0;
+  std::vector<cudaGraph_t> pending{graph};
+  std::vector<cudaGraphNode_t> list;
+  while (!pending.empty()) {
+    cudaGraph_t g = pending.back();
+    pending.pop_back();
+    size_t n = 0;
+    BATON_CUDA_CHECK_ON(device, cudaGraphGetNodes(g, nullptr, &n));
+    list.resize(n);
+    if (n) BATON_CUDA_CHECK_ON(device, cudaGraphGetNodes(g, list.data(), &n));
+    for (size_t i = 0; i < n; ++i) {
+      cudaGraphNodeType type{};
+      BATON_CUDA_CHECK_ON(device, cudaGraphNodeGetType(list[i], &type));
+      if (type == cudaGraphNodeTypeGraph) {
+        cudaGraph_t child = nullptr;
+        BATON_CUDA_CHECK_ON(device, cudaGraphChildGraphNodeGetGraph(list[i], &child));
+        pending.push_back(child);
+        continue;
+      }
+      ++nodes;
+      if (type == cudaGraphNodeTypeKernel) ++kernels;
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
@@ -620,7 +650,8 @@ void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
 }
 
 Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t stream,
-                                 bool use_graph, std::span<const cudaEvent_t> step_marks) {
+                                 std::optional<unsigned long long> stream_id, bool use_graph,
+                                 std::span<const cudaEvent_t> step_marks) {
   declare_library_writes(pointers);
   if (engine_->blob().steps().empty()) return Status();
   // A profile of the steps times each launch on its own: no graph.
@@ -630,8 +661,16 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // A graph executes in the context it was instantiated in: a green context's stream needs a
   // graph of its own, or its kernels would leave the green context's SMs.
+  // A stream's context never changes: asked once per stream (by id; a handle may be reused).
   CUcontext context = nullptr;
-  BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
+  if (stream_id && context_stream_id_ == stream_id) {
+    context = static_cast<CUcontext>(context_of_stream_);
+  } else {
+    BATON_CUDA_CHECK_ON(device,
+                        api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
+    context_stream_id_ = stream_id;
+    context_of_stream_ = context;
+  }
   // cuDNN enqueues a plan in the context current on the calling thread: with a green context's
   // stream and the primary context current, cuDNN 9.19 fails ("cuCtxPushCurrent returned error
   // invalid device context", H100). So engines with cuDNN steps enqueue with the stream's
@@ -683,6 +722,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     graph_ = GraphExec(instantiated, device);
     graph_context_ = context;
   }
+  BATON_TRY(count_graph_nodes(graph.get(), device, graph_nodes_, graph_kernels_));
   graph.reset();  // the executable graph does not need it
   std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());
   BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));

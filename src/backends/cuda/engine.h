@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,8 +104,15 @@ class ExecutionContext {
   // ones it was captured with; otherwise captures the engine again and updates the graph. With
   // `step_marks` (one event per step and one more), launches the steps one by one, recording
   // mark s before step s and the last mark after the last step: a profile of the steps.
-  Status enqueue(std::span<void* const> pointers, cudaStream_t stream, bool use_graph,
+  // `stream_id` (cudaStreamGetId), when known, lets the stream's context be asked once per stream.
+  Status enqueue(std::span<void* const> pointers, cudaStream_t stream,
+                 std::optional<unsigned long long> stream_id, bool use_graph,
                  std::span<const cudaEvent_t> step_marks = {});
+
+  // The last captured graph's nodes, and how many of them are kernels (cuDNN's and cuBLASLt's
+  // included); 0 before a graph was captured.
+  uint32_t graph_nodes() const { return graph_nodes_; }
+  uint32_t graph_kernels() const { return graph_kernels_; }
 
   Engine& engine() { return *engine_; }
   // What runs step `s`: its kernel's name, "cublasLtMatmul", or the cuDNN engine (for profiles).
@@ -134,6 +142,10 @@ class ExecutionContext {
   GraphExec graph_;
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
+  uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
+  // The context of the last stream asked (by its id), so a call on the same stream asks nothing.
+  std::optional<unsigned long long> context_stream_id_;
+  void* context_of_stream_ = nullptr;
   // Per step, its NVTX range's name ("gemm 3"), made at create (execute formats nothing).
   std::vector<std::string> step_labels_;
   // Ranges declared initialized to compute-sanitizer, refilled per call (declare_library_writes).

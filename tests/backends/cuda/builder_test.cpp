@@ -2,6 +2,7 @@
 // builder decided (fusion, epilogues, views, casts) by reading the blobs back, and that NVRTC
 // compiles every generated kernel in every precision.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,8 +11,10 @@
 #include <iterator>
 #include <map>
 
+#include "backends/cuda/builder/codegen.h"
 #include "backends/cuda/builder/engine_builder.h"
 #include "backends/cuda/builder/lowering.h"
+#include "backends/cuda/builder/nvrtc_compile.h"
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
@@ -769,6 +772,63 @@ TEST(EngineBuilderTest, EveryPrecisionCompilesEveryKernelKind) {
     EXPECT_GT(blob.cubin().size(), 1000u);
     // The fused elementwise run, the Concat, two Softmaxes and the gather.
     EXPECT_GE(blob.kernels().size(), 5u);
+  }
+}
+
+// A fused elementwise kernel reads and writes 16 bytes at a time where every input allows it
+// (contiguous, rows contiguous, or broadcast along rows or whole), keeps one element per thread for
+// the rest, and compiles either way (the vector loop falls back to the other at run time when a
+// pointer is not aligned for it).
+TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
+  auto kernel = [](DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> row_strides) {
+    cuda::FusedKernel k;
+    k.name = "k_test";
+    k.sizes = sizes;
+    const int64_t cols = sizes.back();
+    k.inputs.push_back({dtype, {cols, 1}});            // contiguous
+    k.inputs.push_back({dtype, std::move(row_strides)});
+    k.inputs.push_back({dtype, {1, 0}});               // one value per row
+    k.inputs.push_back({DType::Float32, {}, true, 0.5f});
+    k.ops.push_back({"{a} + {b}", 0, 1});
+    k.ops.push_back({"{a} * {b}", -1, 2});
+    k.ops.push_back({"{a} * {b}", -2, 3});
+    k.outputs.push_back({dtype, 2});
+    return k;
+  };
+  struct Case {
+    DType dtype;
+    std::vector<int64_t> sizes, row_strides;
+    std::string expect;  // in the source, or "" for the one-element kernel
+  };
+  const std::vector<Case> cases = {
+      {DType::Float16, {4, 64}, {0, 1}, "baton_vec_load<8>(p1 + baton_offset<2>(i0"},
+      {DType::Float32, {4, 64}, {0, 1}, "baton_vec_load<4>(p1 + baton_offset<2>(i0"},
+      {DType::BFloat16, {4, 64}, {0, 0}, "const float v1 = to_f(p1[0]);"},
+      {DType::Float16, {4, 64}, {64, 1}, "baton_vec_load<8>(p1 + i0, a1)"},
+      {DType::Float16, {4, 64}, {1, 4}, ""},  // a transposed read: a gather
+      {DType::Float16, {3, 7}, {0, 1}, ""},   // 21 elements: no vector divides them
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {} strides {}", dtype_name(c.dtype), fmt::join(c.sizes, "x"),
+                             fmt::join(c.row_strides, ",")));
+    cuda::LaunchShape launch;
+    const std::string source = cuda::generate_fused(kernel(c.dtype, c.sizes, c.row_strides),
+                                                    &launch);
+    int64_t n = 1;
+    for (int64_t s : c.sizes) n *= s;
+    if (c.expect.empty()) {
+      EXPECT_EQ(source.find("baton_vec"), std::string::npos) << source;
+      EXPECT_EQ(launch.grid, static_cast<uint32_t>((n + 255) / 256));
+    } else {
+      EXPECT_NE(source.find(c.expect), std::string::npos) << source;
+      EXPECT_NE(source.find("baton_vec_store<"), std::string::npos) << source;
+      EXPECT_NE(source.find("to_f(p2[baton_offset<2>(i0, sizes, strides2)])"), std::string::npos)
+          << source;
+    }
+    // The one-element loop is always there, as the kernel or its fallback.
+    EXPECT_NE(source.find("baton_for_each(" + std::to_string(n) + "LL"), std::string::npos);
+    auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
+    ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
   }
 }
 

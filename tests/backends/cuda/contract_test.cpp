@@ -410,6 +410,73 @@ TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice
   cudaStreamDestroy(b);
 }
 
+// A call on the stream of the previous call needs no wait for it; the delegate knows a stream by
+// its id, not its handle. A stream destroyed with the previous call still running and a new one
+// made after it may share a handle: the call on the new one must still wait.
+TEST_F(ContractTest, ANewStreamWithAReusedHandleIsStillOrderedAfterThePreviousCall) {
+  auto kernels = testing::TestKernels::load(0).value();
+  auto module = extension::Module::from_program(compile("cuda:0", true)).value();
+  const Tensor x1 = host_input(), x2 = host_input();
+  const Tensor d1 = device_copy(x1), d2 = device_copy(x2);
+  const Tensor y1 = device_tensor({64, 256}), y2 = device_tensor({64, 256});
+  cudaDeviceSynchronize();
+  cudaStream_t a, b;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_TRUE(kernels.spin(a, kSpinCycles).ok());
+  {
+    cuda::StreamGuard guard(a);
+    const Status st_ = module.run({d1.view()}, {y1.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  const cudaStream_t old_handle = a;
+  ASSERT_EQ(cudaStreamDestroy(a), cudaSuccess);  // its work goes on
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  std::printf("  the new stream %s the destroyed one's handle\n",
+              b == old_handle ? "reuses" : "does not reuse");
+  {
+    cuda::StreamGuard guard(b);
+    const Status st_ = module.run({d2.view()}, {y2.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  EXPECT_EQ(cudaStreamQuery(b), cudaErrorNotReady) << "the new stream did not wait for the call";
+  ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  EXPECT_LE(error(read_now(y1.view()), reference(x1)), 1e-5);
+  EXPECT_LE(error(read_now(y2.view()), reference(x2)), 1e-5);
+  cudaStreamDestroy(b);
+}
+
+// The counters say what a graph replay runs: the two GEMMs (ReLU in the first one's epilogue)
+// are at least two kernel nodes, and a method that launches its steps without a graph has none.
+TEST_F(ContractTest, TheCountersCountTheGraphsKernels) {
+  const auto program = compile("cuda:0", true);
+  const Tensor x = host_input();
+  const Tensor dx = device_copy(x);
+  const Tensor dy = device_tensor({64, 256});
+  auto module = extension::Module::from_program(program).value();
+  EXPECT_EQ(counter(module.method(), "graph_kernels"), 0u) << "before any call";
+  {
+    const Status st_ = module.run({dx.view()}, {dy.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  const uint64_t kernels = counter(module.method(), "graph_kernels");
+  const uint64_t nodes = counter(module.method(), "graph_nodes");
+  EXPECT_GE(kernels, 2u);
+  EXPECT_GE(nodes, kernels);
+  EXPECT_LE(kernels, 8u) << "two small GEMMs";
+  std::printf("  graph: %llu nodes, %llu kernels\n", static_cast<unsigned long long>(nodes),
+              static_cast<unsigned long long>(kernels));
+
+  runtime::MethodOptions no_graphs;
+  no_graphs.backend_options.push_back({"cuda_graphs", "0"});
+  auto plain = extension::Module::from_program(program, "forward", no_graphs).value();
+  {
+    const Status st_ = plain.run({dx.view()}, {dy.view()});
+    ASSERT_TRUE(st_.ok()) << st_.to_string();
+  }
+  EXPECT_EQ(counter(plain.method(), "graph_kernels"), 0u);
+  EXPECT_LE(error(read_now(dy.view()), reference(x)), 1e-5);
+}
+
 TEST_F(ContractTest, DestroyingAMethodWaitsForItsLastCall) {
   auto kernels = testing::TestKernels::load(0).value();
   const auto program = compile("cuda:0", true);

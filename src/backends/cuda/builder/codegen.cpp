@@ -75,6 +75,67 @@ std::string kernel_prelude() {
          "#include \"baton/attention.cuh\"\n";
 }
 
+namespace {
+
+// How the vectorized loop of a fused kernel reads one input, W neighbouring output elements at a
+// time (i0 a multiple of W).
+enum class VecRead {
+  Literal,  // a constant baked into the code
+  Vector,   // contiguous: W elements at i0, one access
+  VectorAt, // rows contiguous: W elements at the offset of i0 (W divides the row and the strides)
+  Splat,    // one value for the whole tensor (every stride 0)
+  SplatAt,  // broadcast along the last dimension: one value at the offset of i0
+};
+
+// Elements per access of the vectorized loop, or 0 when the kernel keeps one element per thread:
+// 16 bytes of the widest float type among its inputs and outputs, when every input is read by one
+// of the VecRead ways and W divides the element count.
+int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
+  size_t widest = 0;
+  auto float_type = [&](DType d) {
+    if (d != DType::Float32 && d != DType::Float16 && d != DType::BFloat16) return false;
+    widest = std::max(widest, dtype_size(d));
+    return true;
+  };
+  for (const FusedInput& in : k.inputs) {
+    if (!in.literal && !float_type(in.dtype)) return 0;
+  }
+  for (const FusedOutput& out : k.outputs) {
+    if (!float_type(out.dtype)) return 0;
+  }
+  if (widest == 0) return 0;
+  const int64_t w = static_cast<int64_t>(16 / widest);
+  int64_t n = 1;
+  for (int64_t s : k.sizes) n *= s;
+  if (k.sizes.empty() || n % w != 0 || n < 2 * w) return 0;
+  const bool rows_divide = k.sizes.back() % w == 0;
+  reads->clear();
+  for (const FusedInput& in : k.inputs) {
+    const std::vector<int64_t>& st = in.strides;
+    const bool all_zero = std::all_of(st.begin(), st.end(), [](int64_t x) { return x == 0; });
+    if (in.literal) {
+      reads->push_back(VecRead::Literal);
+    } else if (all_zero) {
+      reads->push_back(VecRead::Splat);
+    } else if (contiguous(k.sizes, st)) {
+      reads->push_back(VecRead::Vector);
+    } else if (rows_divide && st.back() == 1 &&
+               std::all_of(st.begin(), st.end() - 1, [&](int64_t x) { return x % w == 0; })) {
+      reads->push_back(VecRead::VectorAt);
+    } else if (rows_divide && st.back() == 0) {
+      reads->push_back(VecRead::SplatAt);
+    } else {
+      return 0;  // a gather: one element per thread
+    }
+  }
+  return static_cast<int>(w);
+}
+
+}  // namespace
+
+// The kernel reads and writes one element per thread, or, when vector_width allows it and every
+// pointer is aligned for it at run time (a binding may sit anywhere), W neighbouring elements with
+// one 16-byte access per input and output; the one-element loop stays as the fallback.
 std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
   int64_t n = 1;
   for (int64_t s : k.sizes) n *= s;
@@ -82,12 +143,15 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
   const std::vector<int64_t> sizes = k.sizes.empty() ? std::vector<int64_t>{1} : k.sizes;
   std::string params;
   int arg = 0;
-  for (const FusedInput& in : k.inputs) {
+  std::vector<int> ptr_of(k.inputs.size(), -1);
+  for (size_t x = 0; x < k.inputs.size(); ++x) {
+    const FusedInput& in = k.inputs[x];
     if (in.literal) continue;
     params += fmt::format("{}const {}* __restrict__ p{}", arg ? ", " : "",
                           device_type_name(in.dtype), arg);
-    ++arg;
+    ptr_of[x] = arg++;
   }
+  const int first_output = arg;
   for (const FusedOutput& out : k.outputs) {
     params +=
         fmt::format("{}{}* __restrict__ p{}", arg ? ", " : "", device_type_name(out.dtype), arg);
@@ -95,7 +159,6 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
   }
   std::string body = fmt::format("  constexpr long long sizes[{}] = {};\n", rank, int_list(sizes));
   std::string loop;
-  int ptr = 0;
   std::vector<std::string> names;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const FusedInput& in = k.inputs[x];
@@ -103,33 +166,90 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     if (in.literal) {
       loop += fmt::format("    const float {} = {};\n", v, float_literal(in.value));
     } else if (contiguous(k.sizes, in.strides)) {
-      loop += fmt::format("    const float {} = to_f(p{}[i]);\n", v, ptr++);
+      loop += fmt::format("    const float {} = to_f(p{}[i]);\n", v, ptr_of[x]);
     } else {
       const std::vector<int64_t> strides =
           in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
       body +=
           fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
-      loop +=
-          fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n", v,
-                      ptr++, rank, x);
+      loop += fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n",
+                          v, ptr_of[x], rank, x);
     }
     names.push_back(v);
   }
   auto operand = [&](int ref) { return ref >= 0 ? names[ref] : fmt::format("t{}", -1 - ref); };
+  std::string ops;  // the chain, over v<x> and t<o>, shared by both loops
   for (size_t o = 0; o < k.ops.size(); ++o) {
     const FusedOp& op = k.ops[o];
     const std::string a = operand(op.a), b = operand(op.b);
-    loop += fmt::format("    const float t{} = {};\n", o,
-                        fmt::format(fmt::runtime(op.expression), fmt::arg("x", a), fmt::arg("a", a),
-                                    fmt::arg("b", b)));
+    ops += fmt::format("{}const float t{} = {};\n", "{indent}", o,
+                       fmt::format(fmt::runtime(op.expression), fmt::arg("x", a), fmt::arg("a", a),
+                                   fmt::arg("b", b)));
   }
-  for (const FusedOutput& out : k.outputs)
-    loop += fmt::format("    st(&p{}[i], t{});\n", ptr++, out.op);
-  *launch = grid_stride_launch(n);
+  auto indented = [&](const std::string& indent) {
+    std::string out = ops;
+    for (size_t at; (at = out.find("{indent}")) != std::string::npos;)
+      out.replace(at, 8, indent);
+    return out;
+  };
+  loop += indented("    ");
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    loop += fmt::format("    st(&p{}[i], t{});\n", first_output + o, k.outputs[o].op);
+  const std::string scalar_loop =
+      fmt::format("  baton_for_each({}LL, [&](long long i) {{\n{}  }});\n", n, loop);
+
+  std::vector<VecRead> reads;
+  const int w = vector_width(k, &reads);
+  if (w == 0) {
+    *launch = grid_stride_launch(n);
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}{}}}\n",
+                       kBlock, k.name, params, body, scalar_loop);
+  }
+  std::string aligned, vload, vbody;
+  for (size_t x = 0; x < k.inputs.size(); ++x) {
+    const int p = ptr_of[x];
+    const std::string at = fmt::format("baton_offset<{}>(i0, sizes, strides{})", rank, x);
+    switch (reads[x]) {
+      case VecRead::Literal:
+        vbody += fmt::format("      const float v{} = {};\n", x, float_literal(k.inputs[x].value));
+        break;
+      case VecRead::Vector:
+      case VecRead::VectorAt:
+        aligned += fmt::format(" && baton_vec_aligned<{}>(p{})", w, p);
+        vload += fmt::format("    float a{}[{}];\n    baton_vec_load<{}>(p{} + {}, a{});\n", x, w,
+                             w, p, reads[x] == VecRead::Vector ? "i0" : at, x);
+        vbody += fmt::format("      const float v{} = a{}[e];\n", x, x);
+        break;
+      case VecRead::Splat:
+        vload += fmt::format("    const float v{} = to_f(p{}[0]);\n", x, p);
+        break;
+      case VecRead::SplatAt:
+        vload += fmt::format("    const float v{} = to_f(p{}[{}]);\n", x, p, at);
+        break;
+    }
+  }
+  std::string vstore;
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    aligned += fmt::format(" && baton_vec_aligned<{}>(p{})", w, first_output + o);
+    vload += fmt::format("    float o{}[{}];\n", o, w);
+    vstore += fmt::format("      o{}[e] = t{};\n", o, k.outputs[o].op);
+  }
+  std::string stores;
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    stores += fmt::format("    baton_vec_store<{}>(p{} + i0, o{});\n", w, first_output + o, o);
+  *launch = grid_stride_launch(n / w);
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}"
-      "  baton_for_each({}LL, [&](long long i) {{\n{}  }});\n}}\n",
-      kBlock, k.name, params, body, n, loop);
+      "  if (true{}) {{\n"
+      "    baton_for_each({}LL, [&](long long j) {{\n"
+      "    const long long i0 = j * {};\n{}"
+      "#pragma unroll\n"
+      "    for (int e = 0; e < {}; ++e) {{\n{}{}{}    }}\n{}"
+      "    }});\n"
+      "    return;\n"
+      "  }}\n{}}}\n",
+      kBlock, k.name, params, body, aligned, n / w, w, vload, w, vbody, indented("      "), vstore,
+      stores, scalar_loop);
 }
 
 std::string generate_typed(const TypedKernel& k, LaunchShape* launch) {

@@ -54,7 +54,9 @@ struct LaunchShape {
   uint32_t block = 256;
 };
 
-// Pointer arguments: non-literal inputs in order, then outputs.
+// Pointer arguments: non-literal inputs in order, then outputs. One element per thread, or 16
+// bytes per access where every input is contiguous, row-contiguous or broadcast along rows (with
+// the one-element loop kept for pointers that are not aligned for it, checked at run time).
 std::string generate_fused(const FusedKernel& k, LaunchShape* launch);
 
 // A kernel over values of any stored dtype (typed.cuh's ld / sto): output element i of `sizes`

@@ -35,6 +35,40 @@ __device__ __forceinline__ void st(bf16_t* p, float v) {
 #endif
 }
 
+// kVec elements of T read or written with one access (T's size times kVec bytes, aligned so).
+template <int kVec, typename T>
+struct alignas(sizeof(T) * kVec) baton_vec {
+  T v[kVec];
+};
+
+template <int kVec, typename T>
+__device__ __forceinline__ bool baton_vec_aligned(const T* p) {
+  return ((unsigned long long)p % (sizeof(T) * kVec)) == 0;  // null is aligned
+}
+
+template <int kVec, typename T>
+__device__ __forceinline__ void baton_vec_load(const T* p, float (&out)[kVec]) {
+  if (kVec == 1) {
+    out[0] = to_f(p[0]);
+    return;
+  }
+  const baton_vec<kVec, T> w = *reinterpret_cast<const baton_vec<kVec, T>*>(p);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) out[e] = to_f(w.v[e]);
+}
+
+template <int kVec, typename T>
+__device__ __forceinline__ void baton_vec_store(T* p, const float (&in)[kVec]) {
+  if (kVec == 1) {
+    st(p, in[0]);
+    return;
+  }
+  baton_vec<kVec, T> w;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) st(&w.v[e], in[e]);
+  *reinterpret_cast<baton_vec<kVec, T>*>(p) = w;
+}
+
 // The functions the elementwise table's device expressions call (src/ops/elementwise.h).
 __device__ __forceinline__ float baton_relu(float x) { return x < 0.0f ? 0.0f : x; }  // NaN stays
 __device__ __forceinline__ float baton_sign(float x) {

@@ -18,40 +18,6 @@
 constexpr int kLayerNormCached = 8;
 constexpr int kLayerNormVecChunks = 4;
 
-// kVec elements of T read or written with one access (T's size times kVec bytes, aligned so).
-template <int kVec, typename T>
-struct alignas(sizeof(T) * kVec) baton_vec {
-  T v[kVec];
-};
-
-template <int kVec, typename T>
-__device__ __forceinline__ bool baton_vec_aligned(const T* p) {
-  return ((unsigned long long)p % (sizeof(T) * kVec)) == 0;  // null is aligned
-}
-
-template <int kVec, typename T>
-__device__ __forceinline__ void baton_vec_load(const T* p, float (&out)[kVec]) {
-  if (kVec == 1) {
-    out[0] = to_f(p[0]);
-    return;
-  }
-  const baton_vec<kVec, T> w = *reinterpret_cast<const baton_vec<kVec, T>*>(p);
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) out[e] = to_f(w.v[e]);
-}
-
-template <int kVec, typename T>
-__device__ __forceinline__ void baton_vec_store(T* p, const float (&in)[kVec]) {
-  if (kVec == 1) {
-    st(p, in[0]);
-    return;
-  }
-  baton_vec<kVec, T> w;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) st(&w.v[e], in[e]);
-  *reinterpret_cast<baton_vec<kVec, T>*>(p) = w;
-}
-
 // The row at `base`, kept in registers: kChunks groups of kVec elements a thread, group c of
 // this thread starting at element (lane + c * width) * kVec. Returns false, having done nothing,
 // when the row does not fit (every thread of the row decides alike). n % kVec == 0.
