@@ -156,6 +156,8 @@ class CudaBackend final : public runtime::BackendInterface {
     auto handle = std::make_unique<CudaHandle>();
     BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine));
     handle->use_graph = option_on(ctx, specs, "cuda_graphs", "BATON_CUDA_GRAPHS", true);
+    handle->context->set_dependent_launch(
+        option_on(ctx, specs, "cuda_pdl", "BATON_CUDA_PDL", true));
     handle->strict = option_on(ctx, specs, "strict_staging", "BATON_STRICT_STAGING", false);
     const int device = engine->device();
     DeviceGuard guard(device);

@@ -570,11 +570,28 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         const KernelStep& k = r.kernel;
         for (uint32_t o = 0; o < k.num_operands; ++o)
           kernel_args_[s][o] = resolve(k.operands[o], pointers);
-        BATON_CUDA_CHECK_ON(
-            device, cudaLaunchKernel(reinterpret_cast<const void*>(engine_->kernel(k.kernel)),
-                                     dim3(k.grid[0], k.grid[1], k.grid[2]),
-                                     dim3(k.block[0], k.block[1], k.block[2]),
-                                     kernel_arg_ptrs_[s].data(), k.shared_bytes, stream));
+        const void* fn = reinterpret_cast<const void*>(engine_->kernel(k.kernel));
+        const dim3 grid(k.grid[0], k.grid[1], k.grid[2]), block(k.block[0], k.block[1], k.block[2]);
+        // Programmatic dependent launch (KernelStep::flags): after another step of this engine,
+        // not in a profile of the steps (each step's time is its own there).
+        if (dependent_launch_ && s > 0 && step_marks.empty() &&
+            (k.flags & kKernelWaitsForPredecessor) != 0) {
+          cudaLaunchAttribute attribute{};
+          attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+          attribute.val.programmaticStreamSerializationAllowed = 1;
+          cudaLaunchConfig_t config{};
+          config.gridDim = grid;
+          config.blockDim = block;
+          config.dynamicSmemBytes = k.shared_bytes;
+          config.stream = stream;
+          config.attrs = &attribute;
+          config.numAttrs = 1;
+          BATON_CUDA_CHECK_ON(device,
+                              cudaLaunchKernelExC(&config, fn, kernel_arg_ptrs_[s].data()));
+          break;
+        }
+        BATON_CUDA_CHECK_ON(device, cudaLaunchKernel(fn, grid, block, kernel_arg_ptrs_[s].data(),
+                                                     k.shared_bytes, stream));
         break;
       }
       case StepKind::Copy:

@@ -114,6 +114,11 @@ class ExecutionContext {
   uint32_t graph_nodes() const { return graph_nodes_; }
   uint32_t graph_kernels() const { return graph_kernels_; }
 
+  // Whether kernels that wait for their predecessor (KernelStep::flags) are launched with
+  // programmatic stream serialization (on by default; the load option cuda_pdl=0 or
+  // BATON_CUDA_PDL=0 turns it off).
+  void set_dependent_launch(bool on) { dependent_launch_ = on; }
+
   Engine& engine() { return *engine_; }
   // What runs step `s`: its kernel's name, "cublasLtMatmul", or the cuDNN engine (for profiles).
   std::string step_runner(size_t s) const;
@@ -143,6 +148,7 @@ class ExecutionContext {
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
+  bool dependent_launch_ = true;
   // The context of the last stream asked (by its id), so a call on the same stream asks nothing.
   std::optional<unsigned long long> context_stream_id_;
   void* context_of_stream_ = nullptr;

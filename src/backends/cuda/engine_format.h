@@ -135,9 +135,15 @@ struct KernelStep {
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_bytes;
-  uint32_t reserved;
+  uint32_t flags;  // KernelFlags
   BufferRef operands[kMaxKernelOperands];
 };
+
+// KernelStep::flags. kWaitsForPredecessor: the kernel's first statement waits for the grid before
+// it (griddepcontrol.wait, sm_90 and newer), so it may be launched with programmatic stream
+// serialization (CUDA's programmatic dependent launch): its blocks start while the step before it
+// finishes, and read nothing until that step's writes are complete and visible.
+inline constexpr uint32_t kKernelWaitsForPredecessor = 1;
 
 // HardSigmoid(t) = max(0, min(1, alpha t + beta)); HardSwish(t) = t HardSigmoid(t) (ONNX's
 // HardSwish: alpha 1/6, beta 1/2). Both read ConvStep's act_alpha and act_beta.

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -120,6 +121,57 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   EXPECT_EQ(blob.steps()[1].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
   EXPECT_EQ(blob.kernel_name(blob.steps()[1].kernel.kernel), "k0_fused");
   EXPECT_FALSE(blob.cubin().empty());
+}
+
+// From sm_90 on, every generated kernel waits for the grid before it as its first statement and
+// says so in its step (programmatic dependent launch may then start it early); for older GPUs
+// neither.
+TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
+  const std::string dir = ::testing::TempDir() + "/baton_pdl_source";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(setenv("BATON_DUMP_KERNEL_SOURCE", dir.c_str(), 1), 0);
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    register_builtins();
+    cuda::register_compiler();
+    auto backend = compiler::make_backend_compiler({Device::cuda(0), arch, "fp16"});
+    ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+    compiler::CompileOptions options;
+    options.backends.push_back(backend->get());
+    auto compiled = compiler::compile_bytes(mlp(/*relu=*/false).bytes(), options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    auto bytes = compiled->serialize();
+    ASSERT_TRUE(bytes.ok());
+    auto file = format::ProgramFile::parse(*bytes);
+    ASSERT_TRUE(file.ok());
+    const auto* m = file->program().methods()->Get(0);
+    const auto seg = file->segment(m->delegates()->Get(0)->blob_segment());
+    const cuda::EngineBlob blob = parse_blob(std::vector<uint8_t>(seg.begin(), seg.end()));
+    const bool sm90 = std::string(arch) == "sm_90";
+    int kernels = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+      ++kernels;
+      EXPECT_EQ(r.kernel.flags & cuda::kKernelWaitsForPredecessor, sm90 ? 1u : 0u);
+    }
+    EXPECT_GE(kernels, 2);  // the input cast and the GELU at least
+    std::string source;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      std::ifstream in(f.path());
+      source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    size_t waits = 0;
+    for (size_t at = 0; (at = source.find(") {\n  baton_wait_for_predecessor();\n", at)) !=
+                        std::string::npos;
+         ++at) {
+      ++waits;
+    }
+    EXPECT_EQ(waits, sm90 ? static_cast<size_t>(kernels) : 0u) << source;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  unsetenv("BATON_DUMP_KERNEL_SOURCE");
 }
 
 // Scaled-dot-product attention as the exporters write it (K through a Transpose), then an output

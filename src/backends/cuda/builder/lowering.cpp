@@ -501,6 +501,19 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
   step.record.kernel.block[1] = step.record.kernel.block[2] = 1;
   step.operands = std::move(operands);
   for (int& v : step.operands) v = read(v);
+  // From sm_90 on, the kernel waits for its predecessor's grid as its first statement, and so
+  // may start early (KernelStep::flags).
+  if (t_.sm_arch >= 90) {
+    const size_t entry = code.find(" " + name + "(");
+    const size_t line = entry == std::string::npos ? entry : code.rfind('\n', entry);
+    const bool global = entry != std::string::npos &&
+                        code.find("__global__", line == std::string::npos ? 0 : line) < entry;
+    const size_t body = global ? code.find(") {\n", entry) : std::string::npos;
+    if (body != std::string::npos) {
+      code.insert(body + 4, "  baton_wait_for_predecessor();\n");
+      step.record.kernel.flags |= kKernelWaitsForPredecessor;
+    }
+  }
   kernel_names_.push_back(name);
   source_ += code;
   steps_.push_back(std::move(step));

@@ -35,6 +35,15 @@ __device__ __forceinline__ void st(bf16_t* p, float v) {
 #endif
 }
 
+// The first statement of every engine kernel built for sm_90 or newer (KernelStep::flags): waits
+// until the grid before it in the stream has completed and its memory writes are visible. A
+// no-op when the kernel was launched without programmatic stream serialization.
+__device__ __forceinline__ void baton_wait_for_predecessor() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // kVec elements of T read or written with one access (T's size times kVec bytes, aligned so).
 template <int kVec, typename T>
 struct alignas(sizeof(T) * kVec) baton_vec {
