@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""A/B of one environment setting on compiled programs: `baton run` of each program under setting A
+and under setting B, alternating (A B A B ...) for --rounds rounds, so drift of the machine
+(clocks, neighbours) falls on both sides alike. Reports each round's median wall ms and the
+median of the rounds per side, and their ratio B / A. Used on the GPU host to measure a runtime
+switch before making it the default (e.g. BATON_CUDA_PDL=1 against BATON_CUDA_PDL=0).
+
+  python3 bench/env_ab.py --baton BIN/baton --a BATON_CUDA_PDL=1 --b BATON_CUDA_PDL=0 \
+      --program vit=/tmp/vit.baton --program bert=/tmp/bert.baton [--run-args "--device-io"] \
+      [--rounds 5] [-n 300] [--warmup 30] [--json OUT.json]
+
+Inputs are `baton run`'s random ones (--seed 0), the same on both sides.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+
+_D = r"([\d.]+) (ms|us)"
+LATENCY_RE = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D)
+
+
+def setting(text):
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"'{text}': expected NAME=VALUE")
+    return name, value
+
+
+def median_ms(text):
+    m = LATENCY_RE.search(text)
+    if not m:
+        return None
+    value, unit = float(m.group(3)), m.group(4)
+    return value / 1000.0 if unit == "us" else value
+
+
+def run_once(args, program, env_setting):
+    env = dict(os.environ)
+    env[env_setting[0]] = env_setting[1]
+    cmd = [args.baton, "run", program, "-q", "-n", str(args.n), "--warmup", str(args.warmup),
+           "--profile-runs", "0"] + shlex.split(args.run_args)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    ms = median_ms(p.stdout + p.stderr) if p.returncode == 0 else None
+    if ms is None:
+        sys.exit(f"env_ab: {' '.join(cmd)} with {env_setting[0]}={env_setting[1]} failed "
+                 f"(exit {p.returncode}):\n{(p.stdout + p.stderr)[-1500:]}")
+    return ms
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baton", required=True)
+    ap.add_argument("--a", type=setting, required=True, help="NAME=VALUE of side A")
+    ap.add_argument("--b", type=setting, required=True, help="NAME=VALUE of side B")
+    ap.add_argument("--program", action="append", required=True, help="NAME=PATH of a compiled program")
+    ap.add_argument("--run-args", default="--device-io")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("-n", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    programs = [setting(p) for p in args.program]
+    for name, path in programs:
+        if not os.path.isfile(path):
+            ap.error(f"program '{name}': no file {path}")
+    a_label, b_label = "=".join(args.a), "=".join(args.b)
+    results = []
+    print(f"| program | {a_label} median of {args.rounds} rounds (ms) | {b_label} (ms) | B / A | rounds A | rounds B |")
+    print("|---|---:|---:|---:|---|---|")
+    for name, path in programs:
+        a_ms, b_ms = [], []
+        for _ in range(args.rounds):
+            a_ms.append(run_once(args, path, args.a))
+            b_ms.append(run_once(args, path, args.b))
+        ma, mb = statistics.median(a_ms), statistics.median(b_ms)
+        results.append({"program": name, "path": path, "a": a_label, "b": b_label, "a_ms": a_ms, "b_ms": b_ms,
+                        "a_median_ms": ma, "b_median_ms": mb, "ratio_b_over_a": mb / ma})
+        print(f"| {name} | {ma:.4f} | {mb:.4f} | {mb / ma:.3f} | {', '.join(f'{x:.4f}' for x in a_ms)} | "
+              f"{', '.join(f'{x:.4f}' for x in b_ms)} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"iterations": args.n, "warmup": args.warmup, "rounds": args.rounds,
+                       "run_args": args.run_args, "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
