@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""A/B of one environment setting on compiled programs: `baton run` of each program under setting A
-and under setting B, alternating (A B A B ...) for --rounds rounds, so drift of the machine
-(clocks, neighbours) falls on both sides alike. Reports each round's median wall ms and the
-median of the rounds per side, and their ratio B / A. Used on the GPU host to measure a runtime
-switch before making it the default (e.g. BATON_CUDA_PDL=1 against BATON_CUDA_PDL=0).
+"""A/B on compiled programs: `baton run` of each program as side A and as side B, alternating
+(A B A B ...) for --rounds rounds, so drift of the machine (clocks, neighbours) falls on both
+sides alike. Reports each round's median wall ms and the median of the rounds per side, and their
+ratio B / A. A side is an environment setting (--a / --b NAME=VALUE: a runtime switch, e.g.
+BATON_CUDA_PDL=1 against BATON_CUDA_PDL=0), and side B may run another program of the same model
+(--b-program NAME=PATH: e.g. one compiled with a builder switch off).
 
   python3 bench/env_ab.py --baton BIN/baton --a BATON_CUDA_PDL=1 --b BATON_CUDA_PDL=0 \
       --program vit=/tmp/vit.baton --program bert=/tmp/bert.baton [--run-args "--device-io"] \
       [--rounds 5] [-n 300] [--warmup 30] [--json OUT.json]
+  python3 bench/env_ab.py --baton BIN/baton --program mobilenet=/tmp/new.baton \
+      --b-program mobilenet=/tmp/old.baton
 
 Inputs are `baton run`'s random ones (--seed 0), the same on both sides.
 """
@@ -41,13 +44,14 @@ def median_ms(text):
 
 def run_once(args, program, env_setting):
     env = dict(os.environ)
-    env[env_setting[0]] = env_setting[1]
+    if env_setting:
+        env[env_setting[0]] = env_setting[1]
     cmd = [args.baton, "run", program, "-q", "-n", str(args.n), "--warmup", str(args.warmup),
            "--profile-runs", "0"] + shlex.split(args.run_args)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     ms = median_ms(p.stdout + p.stderr) if p.returncode == 0 else None
     if ms is None:
-        sys.exit(f"env_ab: {' '.join(cmd)} with {env_setting[0]}={env_setting[1]} failed "
+        sys.exit(f"env_ab: {' '.join(cmd)} with {'='.join(env_setting or ('no', 'setting'))} failed "
                  f"(exit {p.returncode}):\n{(p.stdout + p.stderr)[-1500:]}")
     return ms
 
@@ -55,9 +59,10 @@ def run_once(args, program, env_setting):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baton", required=True)
-    ap.add_argument("--a", type=setting, required=True, help="NAME=VALUE of side A")
-    ap.add_argument("--b", type=setting, required=True, help="NAME=VALUE of side B")
+    ap.add_argument("--a", type=setting, help="NAME=VALUE of side A's environment")
+    ap.add_argument("--b", type=setting, help="NAME=VALUE of side B's environment")
     ap.add_argument("--program", action="append", required=True, help="NAME=PATH of a compiled program")
+    ap.add_argument("--b-program", action="append", default=[], help="NAME=PATH: side B runs this program")
     ap.add_argument("--run-args", default="--device-io")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-n", type=int, default=300)
@@ -68,10 +73,19 @@ def main():
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     programs = [setting(p) for p in args.program]
-    for name, path in programs:
+    b_programs = dict(setting(p) for p in args.b_program)
+    unknown = [n for n in b_programs if n not in dict(programs)]
+    if unknown:
+        ap.error(f"--b-program for {unknown}, which no --program names")
+    if not args.a and not args.b and not b_programs:
+        ap.error("the two sides are the same: give --a/--b settings or --b-program")
+    for name, path in programs + list(b_programs.items()):
         if not os.path.isfile(path):
             ap.error(f"program '{name}': no file {path}")
-    a_label, b_label = "=".join(args.a), "=".join(args.b)
+    a_label = "=".join(args.a) if args.a else "A"
+    b_label = "=".join(args.b) if args.b else "B"
+    if b_programs:
+        b_label += " (B programs: " + ", ".join(f"{n}={p}" for n, p in b_programs.items()) + ")"
     results = []
     print(f"| program | {a_label} median of {args.rounds} rounds (ms) | {b_label} (ms) | B / A | rounds A | rounds B |")
     print("|---|---:|---:|---:|---|---|")
@@ -79,7 +93,7 @@ def main():
         a_ms, b_ms = [], []
         for _ in range(args.rounds):
             a_ms.append(run_once(args, path, args.a))
-            b_ms.append(run_once(args, path, args.b))
+            b_ms.append(run_once(args, b_programs.get(name, path), args.b))
         ma, mb = statistics.median(a_ms), statistics.median(b_ms)
         results.append({"program": name, "path": path, "a": a_label, "b": b_label, "a_ms": a_ms, "b_ms": b_ms,
                         "a_median_ms": ma, "b_median_ms": mb, "ratio_b_over_a": mb / ma})

@@ -1337,11 +1337,16 @@ void reduce_cases(std::vector<Case>& out) {
     out.push_back(make(op, "[4, 0] axis 0 (empty output)", {in({4, 0})}));
   }
   // Axis sets the models reduce over: H and W (squeeze-excite, the dynamo exporter's global
-  // pool), the innermost dimension (a block per output), channels, and long rows.
+  // pool), the innermost dimension (a block per output), channels, and long rows. The last five
+  // keep the innermost dimension and reduce at least 16 elements each, the GPU's blocks of columns
+  // (as a channels-last pool reads): one element per access where the kept row is not a multiple
+  // of the vector ([4, 300, 3], [2, 17, 130]), 16 bytes per access otherwise, with one outer index
+  // or several, and kept rows narrower than a block's columns ([3, 20, 40]).
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> more[] = {
       {{2, 24, 7, 9}, {2, 3}, 1}, {{2, 24, 7, 9}, {-1, -2}, 0}, {{2, 6, 5, 33}, {3}, 0},
       {{2, 6, 5, 7}, {1}, 1},     {{3, 4, 5, 6}, {0, 2}, 0},    {{2, 1000}, {1}, 1},
-      {{4, 300, 3}, {1}, 0},
+      {{4, 300, 3}, {1}, 0},      {{40, 64}, {0}, 1},           {{2, 48, 24}, {1}, 0},
+      {{3, 20, 40}, {1}, 1},      {{2, 17, 130}, {1}, 0},
   };
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
     for (const auto& [x, axes, keep] : more) {

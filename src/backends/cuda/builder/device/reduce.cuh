@@ -72,3 +72,56 @@ __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TO
     __syncthreads();
   }
 }
+
+// Reductions that keep the input's innermost dimension (stride 1) and reduce over `count`
+// positions for each kept element: channels-last pools (squeeze-excite's mean over H and W, a
+// global pool of NHWC values). Output element (o, c) is y[o * inner + c], reducing
+// x[o * outer_stride + c + offset(j)] over j. A block takes kLanes * V consecutive kept elements
+// of one outer index o: kLanes threads across them, each reading V neighbours with one access when
+// `x` is aligned for it (checked here; the builder passes V > 1 only when inner, outer_stride and
+// every reduced stride are multiples of V), and kRows rows of threads striding the positions, so a
+// warp reads whole lines; the rows are combined through shared memory. Grid: outer *
+// ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads.
+template <int M, int OP, int V, int kLanes, int kRows, typename TIn, typename TOut>
+__device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
+                                                     TOut* __restrict__ y, long long inner,
+                                                     long long outer_stride,
+                                                     const long long (&rsizes)[M],
+                                                     const long long (&rstrides)[M],
+                                                     long long count) {
+  constexpr int kCols = kLanes * V;
+  __shared__ float part[kRows * kCols];
+  const long long groups = (inner + kCols - 1) / kCols;
+  const long long o = blockIdx.x / groups, g = blockIdx.x % groups;
+  const int lane = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
+  const long long c0 = g * kCols + (long long)lane * V;
+  float acc[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) acc[e] = baton_reduce_identity<OP>();
+  if (c0 < inner) {
+    const TIn* base = x + o * outer_stride + c0;
+    const bool vec = V > 1 && baton_vec_aligned<V>(x);
+    for (long long j = row; j < count; j += kRows) {
+      const long long off = baton_offset<M>(j, rsizes, rstrides);
+      float v[V];
+      if (vec) {
+        baton_vec_load<V>(base + off, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[e] = to_f(base[off + e]);
+      }
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[e] = baton_reduce_combine<OP>(acc[e], v[e]);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < V; ++e) part[row * kCols + lane * V + e] = acc[e];
+  __syncthreads();
+  for (int t = threadIdx.x; t < kCols; t += blockDim.x) {
+    const long long c = g * kCols + t;
+    if (c >= inner) continue;
+    float r = baton_reduce_identity<OP>();
+    for (int k = 0; k < kRows; ++k) r = baton_reduce_combine<OP>(r, part[k * kCols + t]);
+    st(&y[o * inner + c], OP == 1 ? r / (float)count : r);
+  }
+}

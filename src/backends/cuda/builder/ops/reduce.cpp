@@ -3,13 +3,17 @@
 // device/reduce.cuh. Layout-aware: the input is read through its strides as stored; a
 // channels-last input reduced with keepdims (squeeze-excite's mean over H and W, a global pool)
 // gives a channels-last output unless the output is a binding. The reduction is taken in float:
-// one thread per output element where the input's innermost dimension is kept (coalesced over
-// it), one block per output element where it is reduced.
+// blocks of columns where the input's innermost dimension is kept and each output reduces 16
+// elements or more (16-byte reads along it, device/reduce.cuh), one thread per output element
+// where it is kept and the reductions are short, one block per output element where it is
+// reduced.
 #include "ops/reduce.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
@@ -23,6 +27,16 @@ namespace {
 // innermost dimension is kept: one thread each would leave the GPU idle.
 constexpr int64_t kFewOutputs = 512;
 constexpr int64_t kLongReduction = 256;
+// From this many reduced elements per output, a reduction that keeps the innermost dimension reads
+// blocks of columns (fewer: one thread per output, walking them, is as fast).
+constexpr int64_t kColumnsMinCount = 16;
+
+// BATON_REDUCE_COLUMNS=0 when compiling keeps such reductions on the one-thread and one-block
+// kernels, to compare the two (bench/RESULTS.md).
+bool reduce_columns() {
+  const char* env = std::getenv("BATON_REDUCE_COLUMNS");
+  return env == nullptr || std::string_view(env) != "0";
+}
 
 int reduce_op(std::string_view op) {
   if (op == "ReduceSum") return 0;
@@ -97,6 +111,42 @@ Status lower(Lowering& ctx, int index) {
   if (ksizes.empty()) ksizes = kstrides = {1};
   if (rsizes.empty()) rsizes = rstrides = {1};
   const int64_t outputs = ops::product(ctx.value(out).sizes);
+  const std::string name = ctx.kernel_name("reduce");
+  // The innermost kept dimension is the input's innermost (channels-last pools): blocks of
+  // columns (reduce.cuh, baton_reduce_columns), when the rest of the kept dimensions collapse
+  // into one outer stride.
+  if (!inner_reduced && count >= kColumnsMinCount && kstrides.back() == 1 && ksizes.size() <= 2 &&
+      reduce_columns()) {
+    const int64_t inner = ksizes.back();
+    const int64_t outer = ksizes.size() == 2 ? ksizes[0] : 1;
+    const int64_t outer_stride = ksizes.size() == 2 ? kstrides[0] : 0;
+    // V elements per access: 16 bytes of the input's type, when every offset is a multiple of V.
+    int v = static_cast<int>(16 / dtype_size(ctx.dtype_of(in)));
+    auto divides = [&](int64_t s) { return s % v == 0; };
+    if (!divides(inner) || !divides(outer_stride) ||
+        !std::all_of(rstrides.begin(), rstrides.end(), divides)) {
+      v = 1;
+    }
+    const int lanes = v > 1 ? 8 : 32, rows = 256 / lanes;
+    const int64_t groups = (inner + lanes * v - 1) / (lanes * v);
+    LaunchShape launch;
+    launch.block = 256;
+    launch.grid = static_cast<uint32_t>(outer * groups);
+    BATON_CHECK_OR_RETURN(outer * groups < (int64_t{1} << 31), NotSupported,
+                          "{}: {} blocks of columns, more than a grid holds", n.describe(),
+                          outer * groups);
+    std::string code = fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__(256) {0}(const {1}* __restrict__ x, "
+        "{2}* __restrict__ y) {{\n"
+        "  constexpr long long rs[{3}] = {4};\n"
+        "  constexpr long long rst[{3}] = {5};\n"
+        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}>(x, y, {10}LL, {11}LL, rs, rst, {12}LL);\n}}\n",
+        name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
+        rsizes.size(), int_list(rsizes), int_list(rstrides), reduce_op(n.op_type), v, lanes, rows,
+        inner, outer_stride, count);
+    ctx.add_kernel(name, std::move(code), launch, {in, out});
+    return Status();
+  }
   const bool block = inner_reduced || (outputs < kFewOutputs && count >= kLongReduction);
   LaunchShape launch = grid_stride_launch(outputs);
   if (block) {
@@ -104,7 +154,6 @@ Status lower(Lowering& ctx, int index) {
     while (launch.block < 256 && launch.block < count) launch.block *= 2;
     launch.grid = static_cast<uint32_t>(std::clamp<int64_t>(outputs, 1, int64_t{1} << 20));
   }
-  const std::string name = ctx.kernel_name("reduce");
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
       "{3}* __restrict__ y) {{\n"
