@@ -147,6 +147,20 @@ class ContractTest : public ::testing::Test {
     return testing::relative_error(got.data(), want.data(), static_cast<int64_t>(want.size()));
   }
 
+  // Inputs (host and device copies) and device outputs of two calls, ready on the device.
+  struct TwoCalls {
+    Tensor x1, x2, d1, d2, y1, y2;
+  };
+  TwoCalls two_calls() {
+    TwoCalls c{host_input(), host_input()};
+    c.d1 = device_copy(c.x1);
+    c.d2 = device_copy(c.x2);
+    c.y1 = device_tensor({64, 256});
+    c.y2 = device_tensor({64, 256});
+    cudaDeviceSynchronize();
+    return c;
+  }
+
   int gpus_ = 0;
   std::mt19937 rng_{77};
 };
@@ -374,10 +388,8 @@ TEST_F(ContractTest, RepeatedCallsWithoutSynchronizationAreRight) {
 TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice) {
   auto kernels = testing::TestKernels::load(0).value();
   auto module = extension::Module::from_program(compile("cuda:0", true)).value();
-  const Tensor x1 = host_input(), x2 = host_input();
-  const Tensor d1 = device_copy(x1), d2 = device_copy(x2);
-  const Tensor y1 = device_tensor({64, 256}), y2 = device_tensor({64, 256});
-  cudaDeviceSynchronize();
+  const TwoCalls c = two_calls();
+  const Tensor &x1 = c.x1, &x2 = c.x2, &d1 = c.d1, &d2 = c.d2, &y1 = c.y1, &y2 = c.y2;
   cudaStream_t a, b;
   cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
   cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
@@ -416,10 +428,8 @@ TEST_F(ContractTest, ACallOnAnotherStreamIsOrderedAfterThePreviousOneOnTheDevice
 TEST_F(ContractTest, ANewStreamWithAReusedHandleIsStillOrderedAfterThePreviousCall) {
   auto kernels = testing::TestKernels::load(0).value();
   auto module = extension::Module::from_program(compile("cuda:0", true)).value();
-  const Tensor x1 = host_input(), x2 = host_input();
-  const Tensor d1 = device_copy(x1), d2 = device_copy(x2);
-  const Tensor y1 = device_tensor({64, 256}), y2 = device_tensor({64, 256});
-  cudaDeviceSynchronize();
+  const TwoCalls c = two_calls();
+  const Tensor &x1 = c.x1, &x2 = c.x2, &d1 = c.d1, &d2 = c.d2, &y1 = c.y1, &y2 = c.y2;
   cudaStream_t a, b;
   ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_TRUE(kernels.spin(a, kSpinCycles).ok());
