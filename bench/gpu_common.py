@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -203,7 +204,7 @@ def baton_compile(baton, onnx, program, shapes, device_args, timeout, log_path):
     program, compile time and command, then the inspect stats or an "error"."""
     cmd = [baton, "compile", onnx, "-o", program] + shape_args(shapes) + list(device_args)
     rc, seconds, text = run_cmd(cmd, timeout, log_path)
-    r = {"program": program, "compile_s": seconds, "compile_cmd": " ".join(cmd)}
+    r = {"program": program, "compile_s": seconds, "compile_cmd": shlex.join(cmd)}
     if rc != 0:
         r["error"] = ("compile timed out: " if rc is None else "compile failed: ") + tail(text, 1000)
     else:

@@ -211,8 +211,7 @@ class CudaBackend final : public runtime::BackendInterface {
     const bool guarded = stream_selected();
     DeviceGuard guard(device);
     BATON_TRY(guard.status());
-    // A caller stream's id (after the device guard: cudaStreamPerThread names the current
-    // device's stream of this thread).
+    // A caller stream's id (check_stream).
     std::optional<unsigned long long> stream_id;
     if (guarded) {
       BATON_ASSIGN_OR_RETURN(stream_id, check_stream(*handle, stream, engine));
@@ -229,9 +228,9 @@ class CudaBackend final : public runtime::BackendInterface {
 
     // The previous call may still be running and uses the same scratch and staging buffers:
     // order this call after it on the device, without blocking the host. On the stream it was
-    // enqueued on, it is ordered already; a stream is known by its id, not its handle
-    // (cudaStreamPerThread names a different stream on each thread, and a destroyed stream's
-    // handle may come back for another one).
+    // enqueued on, it is ordered already; a stream is known by its id, not its handle (a
+    // destroyed stream's handle may come back for another one), and cudaStreamPerThread, whose
+    // handle names a different stream on each thread, always waits.
     const bool same_stream =
         stream_id && handle->done_stream_known && handle->done_stream_id == *stream_id;
     if (handle->pending && !same_stream) {
@@ -246,6 +245,10 @@ class CudaBackend final : public runtime::BackendInterface {
       handle->pending = true;
       handle->done_stream_known = stream_id.has_value();
       handle->done_stream_id = stream_id.value_or(0);
+    } else {
+      // `done` no longer covers all the work enqueued: the next call waits for it wherever it
+      // comes (what it covers), never skipping the wait as if on its stream.
+      handle->done_stream_known = false;
     }
     if (!enqueued.ok()) return enqueued;
     BATON_CUDA_CHECK_ON(device, recorded);
@@ -346,28 +349,34 @@ class CudaBackend final : public runtime::BackendInterface {
   }
 
  private:
-  // The caller's stream (a StreamGuard's) must be one of the engine's GPU; its id, which
-  // identifies it for the rest of the call. Its device is asked once per stream.
-  static Result<unsigned long long> check_stream(CudaHandle& handle, cudaStream_t stream,
-                                                 const Engine& engine) {
+  // The caller's stream (a StreamGuard's) must be one of the engine's GPU. Returns its id
+  // (cudaStreamGetId), which identifies it for the rest of the call, or none: for
+  // cudaStreamPerThread (CUDA does not say whether its id is the thread's stream's), and where
+  // the id cannot be had (a stream under capture may refuse it), so that such calls always wait
+  // for the previous one. A stream's device is asked once per stream id.
+  static Result<std::optional<unsigned long long>> check_stream(CudaHandle& handle,
+                                                                cudaStream_t stream,
+                                                                const Engine& engine) {
     BATON_CHECK_OR_RETURN(stream != nullptr && stream != cudaStreamLegacy, InvalidArgument,
                           "partition '{}': the StreamGuard selects the legacy default stream; "
                           "select a stream you created (or cudaStreamPerThread)",
                           engine.partition());
-    unsigned long long id = 0;
-    BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetId(stream, &id));
-    if ((handle.checked_stream_known && id == handle.checked_stream_id) ||
-        stream == cudaStreamPerThread) {
-      return id;
+    if (stream == cudaStreamPerThread) return std::optional<unsigned long long>();
+    std::optional<unsigned long long> id;
+    if (unsigned long long value = 0; cudaStreamGetId(stream, &value) == cudaSuccess) {
+      id = value;
+    } else {
+      cudaGetLastError();
     }
+    if (id && handle.checked_stream_known && *id == handle.checked_stream_id) return id;
     int stream_device = -1;
     BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetDevice(stream, &stream_device));
     BATON_CHECK_OR_RETURN(stream_device == engine.device(), InvalidArgument,
                           "partition '{}' runs on cuda:{} but the caller's stream (StreamGuard) "
                           "belongs to cuda:{}: select a stream of cuda:{}",
                           engine.partition(), engine.device(), stream_device, engine.device());
-    handle.checked_stream_id = id;
-    handle.checked_stream_known = true;
+    handle.checked_stream_known = id.has_value();
+    handle.checked_stream_id = id.value_or(0);
     return id;
   }
 

@@ -739,9 +739,13 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     graph_ = GraphExec(instantiated, device);
     graph_context_ = context;
   }
-  BATON_TRY(count_graph_nodes(graph.get(), device, graph_nodes_, graph_kernels_));
-  graph.reset();  // the executable graph does not need it
   std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());
+  // The counters only report: a graph that cannot be counted reports 0 and still runs.
+  if (!count_graph_nodes(graph.get(), device, graph_nodes_, graph_kernels_).ok()) {
+    cudaGetLastError();
+    graph_nodes_ = graph_kernels_ = 0;
+  }
+  graph.reset();  // the executable graph does not need it
   BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));
   return Status();
 }

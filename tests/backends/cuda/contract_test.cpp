@@ -433,6 +433,9 @@ TEST_F(ContractTest, ANewStreamWithAReusedHandleIsStillOrderedAfterThePreviousCa
   cudaStream_t a, b;
   ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_TRUE(kernels.spin(a, kSpinCycles).ok());
+  cudaEvent_t spun;  // completes with the spin, before the first call starts
+  ASSERT_EQ(cudaEventCreate(&spun), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(spun, a), cudaSuccess);
   {
     cuda::StreamGuard guard(a);
     const Status st_ = module.run({d1.view()}, {y1.view()});
@@ -450,6 +453,9 @@ TEST_F(ContractTest, ANewStreamWithAReusedHandleIsStillOrderedAfterThePreviousCa
   }
   EXPECT_EQ(cudaStreamQuery(b), cudaErrorNotReady) << "the new stream did not wait for the call";
   ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  // The second call waited for the first, which came after the spin on the destroyed stream.
+  EXPECT_EQ(cudaEventQuery(spun), cudaSuccess) << "the second call finished before the first";
+  cudaEventDestroy(spun);
   EXPECT_LE(error(read_now(y1.view()), reference(x1)), 1e-5);
   EXPECT_LE(error(read_now(y2.view()), reference(x2)), 1e-5);
   cudaStreamDestroy(b);
