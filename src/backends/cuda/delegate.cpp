@@ -11,6 +11,7 @@
 // destroy: waits for the completion event, then frees.
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "backends/cuda/allocator.h"
 #include "backends/cuda/cuda_check.h"
@@ -94,13 +95,11 @@ struct CudaHandle : runtime::DelegateHandle {
   bool steps_timed = false;
   bool timed_async = false;  // the last profiled call returned early: measure once it is done
   // Caller streams by their process-unique id (cudaStreamGetId: a destroyed stream's handle may
-  // come back for another stream, its id never does). `checked_stream_id`: the last caller stream
-  // whose device was verified; `done_stream_id`: the stream `done` was recorded on (when
-  // `done_stream_known`), which needs no wait for it.
-  unsigned long long checked_stream_id = 0;
-  bool checked_stream_known = false;
-  unsigned long long done_stream_id = 0;
-  bool done_stream_known = false;
+  // come back for another stream, its id never does). `checked_stream`: the last caller stream
+  // whose device was verified; `done_stream`: the stream `done` was recorded on, which needs no
+  // wait for it (none when unknown).
+  std::optional<unsigned long long> checked_stream;
+  std::optional<unsigned long long> done_stream;
   bool logged_staging = false;
   std::mutex mutex;  // calls on one handle are serialized
   uint64_t zero_copy_calls = 0, staged_calls = 0, staged_bytes = 0, async_returns = 0;
@@ -231,9 +230,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // enqueued on, it is ordered already; a stream is known by its id, not its handle (a
     // destroyed stream's handle may come back for another one), and cudaStreamPerThread, whose
     // handle names a different stream on each thread, always waits.
-    const bool same_stream =
-        stream_id && handle->done_stream_known && handle->done_stream_id == *stream_id;
-    if (handle->pending && !same_stream) {
+    if (handle->pending && !(stream_id && handle->done_stream == stream_id)) {
       BATON_CUDA_CHECK_ON(device, cudaStreamWaitEvent(stream, handle->done.get(), 0));
     }
     uint64_t staged_bytes = 0;
@@ -241,15 +238,10 @@ class CudaBackend final : public runtime::BackendInterface {
     // Whatever was enqueued, even before a failure, uses this handle's buffers: later calls and
     // destroy must be ordered after it.
     const cudaError_t recorded = cudaEventRecord(handle->done.get(), stream);
-    if (recorded == cudaSuccess) {
-      handle->pending = true;
-      handle->done_stream_known = stream_id.has_value();
-      handle->done_stream_id = stream_id.value_or(0);
-    } else {
-      // `done` no longer covers all the work enqueued: the next call waits for it wherever it
-      // comes (what it covers), never skipping the wait as if on its stream.
-      handle->done_stream_known = false;
-    }
+    // When the record failed, `done` no longer covers all the work enqueued: the next call waits
+    // for it wherever it comes, never skipping the wait as if on its stream.
+    handle->done_stream = recorded == cudaSuccess ? stream_id : std::nullopt;
+    if (recorded == cudaSuccess) handle->pending = true;
     if (!enqueued.ok()) return enqueued;
     BATON_CUDA_CHECK_ON(device, recorded);
     // Without a caller stream the results are ready when execute returns; host memory staged in
@@ -335,10 +327,14 @@ class CudaBackend final : public runtime::BackendInterface {
     auto* handle = static_cast<CudaHandle*>(h);
     std::lock_guard<std::mutex> lock(handle->mutex);
     const ChoiceStats& choices = handle->context->engine().choice_stats();
-    return {{"zero_copy_calls", handle->zero_copy_calls}, {"staged_calls", handle->staged_calls},
-            {"staged_bytes", handle->staged_bytes},       {"async_returns", handle->async_returns},
-            {"choices_recorded", choices.recorded},       {"choices_timed_at_load", choices.timed},
-            {"choices_untimed", choices.untimed},         {"choices_rechosen", choices.rechosen},
+    return {{"zero_copy_calls", handle->zero_copy_calls},
+            {"staged_calls", handle->staged_calls},
+            {"staged_bytes", handle->staged_bytes},
+            {"async_returns", handle->async_returns},
+            {"choices_recorded", choices.recorded},
+            {"choices_timed_at_load", choices.timed},
+            {"choices_untimed", choices.untimed},
+            {"choices_rechosen", choices.rechosen},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()}};
   }
@@ -368,15 +364,14 @@ class CudaBackend final : public runtime::BackendInterface {
     } else {
       cudaGetLastError();
     }
-    if (id && handle.checked_stream_known && *id == handle.checked_stream_id) return id;
+    if (id && handle.checked_stream == id) return id;
     int stream_device = -1;
     BATON_CUDA_CHECK_ON(engine.device(), cudaStreamGetDevice(stream, &stream_device));
     BATON_CHECK_OR_RETURN(stream_device == engine.device(), InvalidArgument,
                           "partition '{}' runs on cuda:{} but the caller's stream (StreamGuard) "
                           "belongs to cuda:{}: select a stream of cuda:{}",
                           engine.partition(), engine.device(), stream_device, engine.device());
-    handle.checked_stream_known = id.has_value();
-    handle.checked_stream_id = id.value_or(0);
+    handle.checked_stream = id;
     return id;
   }
 

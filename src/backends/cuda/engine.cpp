@@ -586,8 +586,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
           config.stream = stream;
           config.attrs = &attribute;
           config.numAttrs = 1;
-          BATON_CUDA_CHECK_ON(device,
-                              cudaLaunchKernelExC(&config, fn, kernel_arg_ptrs_[s].data()));
+          BATON_CUDA_CHECK_ON(device, cudaLaunchKernelExC(&config, fn, kernel_arg_ptrs_[s].data()));
           break;
         }
         BATON_CUDA_CHECK_ON(device, cudaLaunchKernel(fn, grid, block, kernel_arg_ptrs_[s].data(),
@@ -683,8 +682,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   if (stream_id && context_stream_id_ == stream_id) {
     context = static_cast<CUcontext>(context_of_stream_);
   } else {
-    BATON_CUDA_CHECK_ON(device,
-                        api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
+    BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
     context_stream_id_ = stream_id;
     context_of_stream_ = context;
   }

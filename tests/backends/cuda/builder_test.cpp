@@ -162,8 +162,8 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
       source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     size_t waits = 0;
-    for (size_t at = 0; (at = source.find(") {\n  baton_wait_for_predecessor();\n", at)) !=
-                        std::string::npos;
+    for (size_t at = 0;
+         (at = source.find(") {\n  baton_wait_for_predecessor();\n", at)) != std::string::npos;
          ++at) {
       ++waits;
     }
@@ -837,9 +837,9 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
     k.name = "k_test";
     k.sizes = sizes;
     const int64_t cols = sizes.back();
-    k.inputs.push_back({dtype, {cols, 1}});            // contiguous
+    k.inputs.push_back({dtype, {cols, 1}});  // contiguous
     k.inputs.push_back({dtype, std::move(row_strides)});
-    k.inputs.push_back({dtype, {1, 0}});               // one value per row
+    k.inputs.push_back({dtype, {1, 0}});  // one value per row
     k.inputs.push_back({DType::Float32, {}, true, 0.5f});
     k.ops.push_back({"{a} + {b}", 0, 1});
     k.ops.push_back({"{a} * {b}", -1, 2});
@@ -864,8 +864,8 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
     SCOPED_TRACE(fmt::format("{} {} strides {}", dtype_name(c.dtype), fmt::join(c.sizes, "x"),
                              fmt::join(c.row_strides, ",")));
     cuda::LaunchShape launch;
-    const std::string source = cuda::generate_fused(kernel(c.dtype, c.sizes, c.row_strides),
-                                                    &launch);
+    const std::string source =
+        cuda::generate_fused(kernel(c.dtype, c.sizes, c.row_strides), &launch);
     int64_t n = 1;
     for (int64_t s : c.sizes) n *= s;
     if (c.expect.empty()) {

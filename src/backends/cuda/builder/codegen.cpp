@@ -80,11 +80,11 @@ namespace {
 // How the vectorized loop of a fused kernel reads one input, W neighbouring output elements at a
 // time (i0 a multiple of W).
 enum class VecRead {
-  Literal,  // a constant baked into the code
-  Vector,   // contiguous: W elements at i0, one access
-  VectorAt, // rows contiguous: W elements at the offset of i0 (W divides the row and the strides)
-  Splat,    // one value for the whole tensor (every stride 0)
-  SplatAt,  // broadcast along the last dimension: one value at the offset of i0
+  Literal,   // a constant baked into the code
+  Vector,    // contiguous: W elements at i0, one access
+  VectorAt,  // rows contiguous: W elements at the offset of i0 (W divides the row and the strides)
+  Splat,     // one value for the whole tensor (every stride 0)
+  SplatAt,   // broadcast along the last dimension: one value at the offset of i0
 };
 
 // Elements per access of the vectorized loop, or 0 when the kernel keeps one element per thread:
@@ -172,24 +172,24 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
           in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
       body +=
           fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
-      loop += fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n",
-                          v, ptr_of[x], rank, x);
+      loop +=
+          fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n", v,
+                      ptr_of[x], rank, x);
     }
     names.push_back(v);
   }
   auto operand = [&](int ref) { return ref >= 0 ? names[ref] : fmt::format("t{}", -1 - ref); };
-  std::string ops;  // the chain, over v<x> and t<o>, shared by both loops
+  std::vector<std::string> ops;  // the chain, over v<x> and t<o>, shared by both loops
   for (size_t o = 0; o < k.ops.size(); ++o) {
     const FusedOp& op = k.ops[o];
     const std::string a = operand(op.a), b = operand(op.b);
-    ops += fmt::format("{}const float t{} = {};\n", "{indent}", o,
-                       fmt::format(fmt::runtime(op.expression), fmt::arg("x", a), fmt::arg("a", a),
-                                   fmt::arg("b", b)));
+    ops.push_back(fmt::format("const float t{} = {};\n", o,
+                              fmt::format(fmt::runtime(op.expression), fmt::arg("x", a),
+                                          fmt::arg("a", a), fmt::arg("b", b))));
   }
   auto indented = [&](const std::string& indent) {
-    std::string out = ops;
-    for (size_t at; (at = out.find("{indent}")) != std::string::npos;)
-      out.replace(at, 8, indent);
+    std::string out;
+    for (const std::string& line : ops) out += indent + line;
     return out;
   };
   loop += indented("    ");

@@ -83,12 +83,9 @@ __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TO
 // warp reads whole lines; the rows are combined through shared memory. Grid: outer *
 // ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads.
 template <int M, int OP, int V, int kLanes, int kRows, typename TIn, typename TOut>
-__device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
-                                                     TOut* __restrict__ y, long long inner,
-                                                     long long outer_stride,
-                                                     const long long (&rsizes)[M],
-                                                     const long long (&rstrides)[M],
-                                                     long long count) {
+__device__ __forceinline__ void baton_reduce_columns(
+    const TIn* __restrict__ x, TOut* __restrict__ y, long long inner, long long outer_stride,
+    const long long (&rsizes)[M], const long long (&rstrides)[M], long long count) {
   constexpr int kCols = kLanes * V;
   __shared__ float part[kRows * kCols];
   const long long groups = (inner + kCols - 1) / kCols;

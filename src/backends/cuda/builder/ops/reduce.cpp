@@ -112,38 +112,37 @@ Status lower(Lowering& ctx, int index) {
   if (rsizes.empty()) rsizes = rstrides = {1};
   const int64_t outputs = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("reduce");
-  // The innermost kept dimension is the input's innermost (channels-last pools): blocks of
-  // columns (reduce.cuh, baton_reduce_columns), when the rest of the kept dimensions collapse
-  // into one outer stride.
+  // When the innermost kept dimension is the input's innermost (channels-last pools) and the rest
+  // of the kept dimensions collapse into one outer stride: blocks of columns (reduce.cuh,
+  // baton_reduce_columns), V elements per access (16 bytes of the input's type, when every
+  // offset is a multiple of V).
+  const int64_t inner = ksizes.back();
+  const int64_t outer = ksizes.size() == 2 ? ksizes[0] : 1;
+  const int64_t outer_stride = ksizes.size() == 2 ? kstrides[0] : 0;
+  int v = static_cast<int>(16 / dtype_size(ctx.dtype_of(in)));
+  auto divides = [&](int64_t s) { return s % v == 0; };
+  if (!divides(inner) || !divides(outer_stride) ||
+      !std::all_of(rstrides.begin(), rstrides.end(), divides)) {
+    v = 1;
+  }
+  const int lanes = v > 1 ? 8 : 32;
+  const int64_t groups = (inner + lanes * v - 1) / (lanes * v);
+  // A grid past 2^31 blocks falls back to the kernels below, which stride over their outputs.
   if (!inner_reduced && count >= kColumnsMinCount && kstrides.back() == 1 && ksizes.size() <= 2 &&
-      reduce_columns()) {
-    const int64_t inner = ksizes.back();
-    const int64_t outer = ksizes.size() == 2 ? ksizes[0] : 1;
-    const int64_t outer_stride = ksizes.size() == 2 ? kstrides[0] : 0;
-    // V elements per access: 16 bytes of the input's type, when every offset is a multiple of V.
-    int v = static_cast<int>(16 / dtype_size(ctx.dtype_of(in)));
-    auto divides = [&](int64_t s) { return s % v == 0; };
-    if (!divides(inner) || !divides(outer_stride) ||
-        !std::all_of(rstrides.begin(), rstrides.end(), divides)) {
-      v = 1;
-    }
-    const int lanes = v > 1 ? 8 : 32, rows = 256 / lanes;
-    const int64_t groups = (inner + lanes * v - 1) / (lanes * v);
+      outer * groups < (int64_t{1} << 31) && reduce_columns()) {
     LaunchShape launch;
-    launch.block = 256;
+    launch.block = kBlock;
     launch.grid = static_cast<uint32_t>(outer * groups);
-    BATON_CHECK_OR_RETURN(outer * groups < (int64_t{1} << 31), NotSupported,
-                          "{}: {} blocks of columns, more than a grid holds", n.describe(),
-                          outer * groups);
     std::string code = fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(256) {0}(const {1}* __restrict__ x, "
+        "extern \"C\" __global__ void __launch_bounds__({13}) {0}(const {1}* __restrict__ x, "
         "{2}* __restrict__ y) {{\n"
         "  constexpr long long rs[{3}] = {4};\n"
         "  constexpr long long rst[{3}] = {5};\n"
-        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}>(x, y, {10}LL, {11}LL, rs, rst, {12}LL);\n}}\n",
+        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}>(x, y, {10}LL, {11}LL, rs, rst, "
+        "{12}LL);\n}}\n",
         name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
-        rsizes.size(), int_list(rsizes), int_list(rstrides), reduce_op(n.op_type), v, lanes, rows,
-        inner, outer_stride, count);
+        rsizes.size(), int_list(rsizes), int_list(rstrides), reduce_op(n.op_type), v, lanes,
+        kBlock / lanes, inner, outer_stride, count, kBlock);
     ctx.add_kernel(name, std::move(code), launch, {in, out});
     return Status();
   }
