@@ -565,6 +565,65 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
   }
 }
 
+// ViT's patch embedding (a Conv with kernel == stride), both exporters: a "patches" kernel
+// gathers the input's windows into [patches, C*KH*KW] and one GEMM multiplies them by the filters
+// as they are (k = C*KH*KW, n = the patches, m = the output channels), writing what the patches
+// kernel's output is read by; no cuDNN convolution is left. BATON_CONV_PATCHES=cudnn keeps it on
+// cuDNN.
+TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
+  auto same = [](const cuda::BufferRef& a, const cuda::BufferRef& b) {
+    return a.space == b.space && a.index == b.index && a.offset == b.offset;
+  };
+  register_builtins();
+  // The TorchScript export's batch is symbolic.
+  const std::vector<compiler::InputShape> shapes = {{"input", {1, 3, 32, 32}}};
+  for (const char* model : {"torchscript17_vit", "dynamo18_vit"}) {
+    const std::string path = real_model(model);
+    auto graph = compiler::import_onnx_file(path, {shapes});
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    const compiler::IrNode* conv = nullptr;
+    for (const compiler::IrNode& n : graph->nodes) {
+      if (n.op_type == "Conv") conv = &n;
+    }
+    ASSERT_NE(conv, nullptr) << model;
+    const std::vector<int64_t>& w = graph->values[conv->inputs[1]].sizes;  // K, C, KH, KW
+    for (const char* precision : {"fp32", "fp16"}) {
+      SCOPED_TRACE(fmt::format("{} {}", model, precision));
+      auto built = build_bytes(read_file(path), precision, 0, shapes);
+      ASSERT_TRUE(built.ok()) << built.status().to_string();
+      ASSERT_EQ(built->blobs.size(), 1u);
+      const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+      const auto steps = blob.steps();
+      size_t patches = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const cuda::StepRecord& r = steps[i];
+        EXPECT_NE(r.kind, static_cast<uint32_t>(cuda::StepKind::Conv)) << "step " << i;
+        if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel) ||
+            std::string(blob.kernel_name(r.kernel.kernel)).find("patches") == std::string::npos)
+          continue;
+        ++patches;
+        ASSERT_LT(i + 1, steps.size());
+        const cuda::StepRecord& g = steps[i + 1];
+        ASSERT_EQ(g.kind, static_cast<uint32_t>(cuda::StepKind::Gemm)) << "step " << i + 1;
+        EXPECT_EQ(g.gemm.k, w[1] * w[2] * w[3]);
+        EXPECT_EQ(g.gemm.m, w[0]);
+        EXPECT_EQ(g.gemm.n * g.gemm.k * (precision == std::string("fp16") ? 2 : 4),
+                  static_cast<int64_t>(r.kernel.operands[1].bytes));
+        EXPECT_TRUE(same(g.gemm.b, r.kernel.operands[1])) << "the GEMM does not read the patches";
+      }
+      EXPECT_EQ(patches, 1u);
+    }
+    setenv("BATON_CONV_PATCHES", "cudnn", 1);
+    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes);
+    unsetenv("BATON_CONV_PATCHES");
+    ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
+    size_t convs = 0;
+    for (const cuda::StepRecord& r : parse_blob(on_cudnn->blobs[0]).steps())
+      convs += r.kind == static_cast<uint32_t>(cuda::StepKind::Conv);
+    EXPECT_EQ(convs, 1u) << model;
+  }
+}
+
 // Transpose, Split, Slice and a Gather of one constant index are views: the elementwise kernels
 // after them read their inputs through strides, and no data-movement kernel runs.
 TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {

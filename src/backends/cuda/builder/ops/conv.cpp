@@ -10,6 +10,15 @@
 //   along C (coalesced in NHWC), with the bias and any chain of unary elementwise ops after it
 //   (ReLU, HardSwish, HardSigmoid, ...) applied before the store. cuDNN's graph API has no grouped
 //   convolutions.
+// - patches (groups == 1, kernel == stride > 1, no padding, no dilation: ViT's 16x16 patch
+//   embedding, ConvNeXt's and Swin's 4x4 stems): the windows tile the input without overlap, so
+//   the convolution is a GEMM of the patches [N*OH*OW, C*KH*KW] (gathered by one generated
+//   kernel, no bigger than the input) against the filters [K, C*KH*KW] as they are, with the bias
+//   in cuBLASLt's epilogue; its [N*OH*OW, K] result is the output stored channels-last. cuDNN 9.19
+//   runs ViT-B/16's patch convolution as an implicit-GEMM kernel without shared memory (its
+//   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100 (bench/RESULTS.md), where the GEMM
+//   is one of ViT's 768x768 GEMMs. BATON_CONV_PATCHES=cudnn keeps such convolutions on cuDNN (to
+//   compare the two).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
 #include <fmt/format.h>
 
@@ -51,6 +60,17 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
 }
 
 bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.inputs[2] >= 0; }
+
+// Non-overlapping windows that cover the input from its first element (the patches path above).
+bool is_patches(const Shape& s) {
+  return s.groups == 1 && s.kh == s.sh && s.kw == s.sw && s.kh * s.kw > 1 && s.dh == 1 &&
+         s.dw == 1 && s.pt == 0 && s.pl == 0 && s.pb == 0 && s.pr == 0;
+}
+
+bool patches_as_gemm() {
+  const char* env = std::getenv("BATON_CONV_PATCHES");
+  return env == nullptr || std::string_view(env) != "cudnn";
+}
 
 // HardSwish and HardSigmoid run as cuDNN pointwise chains, which only cuDNN's runtime-compiled
 // fusion engines take (compiled when the engine loads); BATON_CONV_HARD_ACTIVATIONS=unfused
@@ -225,9 +245,78 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
+// The patches path (top of the file). Nothing after the convolution is fused: an Add or an
+// activation runs as its own step, as after any GEMM whose epilogue cannot take it.
+Status lower_patches(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  const int out = node.outputs[0];
+  const DType operand = ctx.operand_dtype();
+  const int x = node.inputs[0];
+  const std::vector<int64_t> st = ctx.strides_of(x);
+  const int64_t depth = s.c * s.kh * s.kw, rows = s.n * s.oh * s.ow;
+  // P[row, col]: row = (n, oh, ow), col = (c, r, q), the filters' own order; consecutive threads
+  // read consecutive columns of the input.
+  const int p = ctx.new_scratch(operand, {rows, depth});
+  const int64_t count = rows * depth;
+  const std::string name = ctx.kernel_name("patches");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "{}* __restrict__ p) {{\n"
+      "  baton_for_each({}LL, [&](long long i) {{\n"
+      "    const long long col = i % {}LL, row = i / {}LL;\n"
+      "    const long long q = col % {}LL, t = col / {}LL;\n"
+      "    const long long r = t % {}LL, c = t / {}LL;\n"
+      "    const long long ow = row % {}LL, u = row / {}LL;\n"
+      "    const long long oh = u % {}LL, n = u / {}LL;\n"
+      "    st(&p[i], to_f(x[n * {}LL + c * {}LL + (oh * {}LL + r) * {}LL + (ow * {}LL + q) * "
+      "{}LL]));\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand), count, depth,
+      depth, s.kw, s.kw, s.kh, s.kh, s.ow, s.ow, s.oh, s.oh, st[0], st[1], s.sh, st[2], s.sw,
+      st[3]);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, p});
+
+  const int w = ctx.weight(node.inputs[1], operand);  // [K, C, KH, KW]: B^T [K, depth] row-major
+  DType y_dtype = DType::Float32;
+  const int y = result_slot(ctx, out, &y_dtype);
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
+  // Row-major Y[rows, K] = P[rows, depth] W^T is column-major Y^T[K, rows] = W P^T (gemm.cpp).
+  GemmStep gs{};
+  gs.a_dtype = static_cast<uint8_t>(operand);
+  gs.b_dtype = static_cast<uint8_t>(operand);
+  gs.c_dtype = static_cast<uint8_t>(y_dtype);
+  gs.d_dtype = static_cast<uint8_t>(y_dtype);
+  gs.bias_dtype = static_cast<uint8_t>(y_dtype);
+  gs.trans_a = 1;
+  gs.trans_b = 0;
+  gs.epilogue = static_cast<uint8_t>(bias >= 0 ? GemmEpilogue::Bias : GemmEpilogue::None);
+  gs.compute = static_cast<uint8_t>(ctx.target().precision);
+  gs.batch = 1;
+  gs.m = s.k;
+  gs.n = rows;
+  gs.k = depth;
+  gs.lda = depth;
+  gs.ldb = depth;
+  gs.ldc = s.k;
+  gs.ldd = s.k;
+  gs.alpha = 1.0f;
+  gs.beta = 0.0f;
+  ctx.add_gemm(gs, {w, p, -1, y, bias});
+  if (y != out) ctx.alias(out, y);
+  return Status();
+}
+
 Status lower(Lowering& ctx, int index) {
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
-  return s.groups == 1 ? lower_cudnn(ctx, index, s) : lower_depthwise(ctx, index, s);
+  if (s.groups != 1) return lower_depthwise(ctx, index, s);
+  // cuBLASLt writes float32 or the operands' type (result_slot: the output's own dtype, or the
+  // activation dtype for a partition output).
+  const int out = ctx.node(index).outputs[0];
+  const DType y_dtype = ctx.is_binding(out) ? ctx.activation_dtype() : ctx.dtype_of(out);
+  if (is_patches(s) && patches_as_gemm() &&
+      (y_dtype == DType::Float32 || y_dtype == ctx.operand_dtype()))
+    return lower_patches(ctx, index, s);
+  return lower_cudnn(ctx, index, s);
 }
 
 }  // namespace
