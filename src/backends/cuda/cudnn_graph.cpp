@@ -152,6 +152,12 @@ std::string step_text(const StepRecord& r) {
                        a.sq, a.sk, a.d, a.dv, dtype_name(static_cast<DType>(a.dtype)),
                        sdpa_mask_name(static_cast<SdpaMask>(a.mask)));
   }
+  if (r.kind == static_cast<uint32_t>(StepKind::Matmul)) {
+    const GemmStep& g = r.gemm;
+    return fmt::format("this matmul ([{}, {}] x [{}, {}] {}, epilogue {})", g.n, g.k, g.k, g.m,
+                       dtype_name(static_cast<DType>(g.a_dtype)),
+                       epilogue_name(static_cast<GemmEpilogue>(g.epilogue)));
+  }
   const ConvStep& c = r.conv;
   return fmt::format(
       "this convolution ({}x{}x{}x{} NHWC -> K={}, {}x{} stride {}x{} groups {}, {})", c.n, c.in_h,
@@ -188,6 +194,51 @@ std::shared_ptr<fe::graph::Tensor_attributes> add_tensor(fe::graph::Graph& g, co
 }
 
 Status conv_graph(fe::graph::Graph& g, const ConvStep& c, const std::string& what);
+
+// Matmul: the GemmStep's column-major D[m, n] = op(A)[m, k] op(B)[k, n] is row-major
+// D[n, m] = op(B)^T[n, k] op(A)^T[k, m], which cuDNN's matmul takes as it is (strides for each
+// transpose), then the bias along m and the erf-GELU as pointwise operations.
+Status matmul_graph(fe::graph::Graph& g, const GemmStep& s, const std::string& what) {
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t type, data_type(s.a_dtype, what));
+  g.set_io_data_type(type)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const int64_t batch = s.batch, m = s.m, n = s.n, k = s.k;
+  auto batch_stride = [&](int64_t stride, int64_t elements) {
+    return stride != 0 ? stride : elements;  // one batch (or broadcast): any positive stride
+  };
+  // op(B)^T [n, k]: B is [k, n] (or [n, k] transposed) column-major with leading dimension ldb.
+  // Uids in cudnn_operands' order: the step's A (cuDNN's right operand), B (its left), bias, D.
+  auto left =
+      add_tensor(g, "b", kW, type, {batch, n, k},
+                 s.trans_b ? std::vector<int64_t>{batch_stride(s.stride_b, n * k), 1, s.ldb}
+                           : std::vector<int64_t>{batch_stride(s.stride_b, n * k), s.ldb, 1});
+  auto right =
+      add_tensor(g, "a", kX, type, {batch, k, m},
+                 s.trans_a ? std::vector<int64_t>{batch_stride(s.stride_a, k * m), 1, s.lda}
+                           : std::vector<int64_t>{batch_stride(s.stride_a, k * m), s.lda, 1});
+  auto y = g.matmul(left, right, fe::graph::Matmul_attributes().set_name("matmul"));
+  y->set_data_type(fe::DataType_t::FLOAT);
+  const auto epilogue = static_cast<GemmEpilogue>(s.epilogue);
+  if (epilogue_has_bias(epilogue)) {
+    BATON_ASSIGN_OR_RETURN(const fe::DataType_t b_type, data_type(s.bias_dtype, what));
+    y = g.pointwise(
+        y, add_tensor(g, "bias", kBias, b_type, {1, 1, m}, {m, m, 1}),
+        fe::graph::Pointwise_attributes().set_name("bias").set_mode(fe::PointwiseMode_t::ADD));
+    y->set_data_type(fe::DataType_t::FLOAT);
+  }
+  if (epilogue == GemmEpilogue::BiasGeluErf) {
+    y = g.pointwise(y, fe::graph::Pointwise_attributes().set_name("gelu").set_mode(
+                           fe::PointwiseMode_t::GELU_FWD));
+  }
+  BATON_ASSIGN_OR_RETURN(const fe::DataType_t d_type, data_type(s.d_dtype, what));
+  y->set_output(true)
+      .set_uid(kY)
+      .set_data_type(d_type)
+      .set_dim({batch, n, m})
+      .set_stride({batch_stride(s.stride_d, n * m), s.ldd, 1});
+  return Status();
+}
 
 // Attention: cuDNN's SDPA node over [B, H, S, D] tensors with the step's strides.
 Status sdpa_graph(fe::graph::Graph& g, const SdpaStep& a, const std::string& what) {
@@ -232,6 +283,8 @@ Status offer_plans(fe::graph::Graph& g, cudnnHandle_t handle, const StepRecord& 
                    const std::string& what) {
   if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
     BATON_TRY(sdpa_graph(g, r.sdpa, what));
+  } else if (r.kind == static_cast<uint32_t>(StepKind::Matmul)) {
+    BATON_TRY(matmul_graph(g, r.gemm, what));
   } else {
     BATON_TRY(conv_graph(g, r.conv, what));
   }

@@ -353,6 +353,8 @@ Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::
     const std::string shape =
         std::to_string(r.kind) + (r.kind == static_cast<uint32_t>(StepKind::Sdpa)
                                       ? signature(r.sdpa, offsetof(SdpaStep, q))
+                                  : r.kind == static_cast<uint32_t>(StepKind::Matmul)
+                                      ? signature(r.gemm, offsetof(GemmStep, a))
                                       : signature(r.conv, offsetof(ConvStep, x)));
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
       cudnn_choices_[s] = cudnn_choices_[it->second];
@@ -558,7 +560,8 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         break;
       }
       case StepKind::Conv:
-      case StepKind::Sdpa: {
+      case StepKind::Sdpa:
+      case StepKind::Matmul: {
         BufferRef refs[5];
         void* ptrs[5];
         const int count = cudnn_operands(r, refs);
@@ -617,6 +620,7 @@ std::string ExecutionContext::step_runner(size_t s) const {
       return escape_invalid_utf8(blob.kernel_name(r.kernel.kernel));
     case StepKind::Conv:
     case StepKind::Sdpa:
+    case StepKind::Matmul:
       return fmt::format("cuDNN {}", cudnn_plans_[s] ? cudnn_plans_[s].engine_name() : "plan");
     case StepKind::Copy:
       return "cudaMemcpyAsync";

@@ -49,12 +49,15 @@ std::string library_version_text(uint32_t v) {
 std::string describe_step(const EngineBlob& e, size_t index) {
   const StepRecord& s = e.steps()[index];
   switch (static_cast<StepKind>(s.kind)) {
-    case StepKind::Gemm: {
+    case StepKind::Gemm:
+    case StepKind::Matmul: {
       const GemmStep& g = s.gemm;
-      return fmt::format("cuBLASLt m={} n={} k={} batch={} trans={}{} epilogue={} A={} B={} D={}",
-                         g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
-                         epilogue_name(static_cast<GemmEpilogue>(g.epilogue)), buffer_text(g.a),
-                         buffer_text(g.b), buffer_text(g.d));
+      return fmt::format(
+          "{} m={} n={} k={} batch={} trans={}{} epilogue={} A={} B={} D={}",
+          s.kind == static_cast<uint32_t>(StepKind::Gemm) ? "cuBLASLt" : "cuDNN matmul", g.m, g.n,
+          g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
+          epilogue_name(static_cast<GemmEpilogue>(g.epilogue)), buffer_text(g.a), buffer_text(g.b),
+          buffer_text(g.d));
     }
     case StepKind::Kernel: {
       std::string ops;

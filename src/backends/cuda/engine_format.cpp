@@ -91,6 +91,25 @@ class Validator {
       const std::string what = fmt::format("steps[{}]", i);
       switch (static_cast<StepKind>(s.kind)) {
         case StepKind::Gemm:
+          BATON_CHECK_OR_RETURN(s.gemm.epilogue != static_cast<uint8_t>(GemmEpilogue::BiasGeluErf),
+                                InvalidProgram,
+                                "engine blob: {} asks cuBLASLt for the erf-GELU epilogue, which "
+                                "only cuDNN matmul steps have",
+                                what);
+          BATON_TRY(gemm(s.gemm, what));
+          break;
+        case StepKind::Matmul:
+          // cuDNN takes no C matrix, and the operands of the 16-bit engines that use it.
+          BATON_CHECK_OR_RETURN(
+              s.gemm.has_c == 0 && s.gemm.a_dtype == s.gemm.b_dtype &&
+                  s.gemm.a_dtype == s.gemm.d_dtype && s.gemm.alpha == 1.0f &&
+                  (s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::None) ||
+                   s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::Bias) ||
+                   s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::BiasGeluErf)),
+              InvalidProgram,
+              "engine blob: {} is a cuDNN matmul with a C matrix, mixed operand dtypes, an alpha "
+              "other than 1 or an epilogue other than none, bias or bias+gelu",
+              what);
           BATON_TRY(gemm(s.gemm, what));
           break;
         case StepKind::Conv:
@@ -386,7 +405,8 @@ class Validator {
 
 bool is_cudnn_step(uint32_t kind) {
   return kind == static_cast<uint32_t>(StepKind::Conv) ||
-         kind == static_cast<uint32_t>(StepKind::Sdpa);
+         kind == static_cast<uint32_t>(StepKind::Sdpa) ||
+         kind == static_cast<uint32_t>(StepKind::Matmul);
 }
 
 std::string_view step_kind_name(StepKind kind) {
@@ -401,6 +421,8 @@ std::string_view step_kind_name(StepKind kind) {
       return "conv";
     case StepKind::Sdpa:
       return "sdpa";
+    case StepKind::Matmul:
+      return "matmul";
   }
   return "unknown";
 }
@@ -421,6 +443,12 @@ int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]) {
     out[n++] = a.v;
     if (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias) out[n++] = a.bias;
     out[n++] = a.o;
+  } else if (r.kind == static_cast<uint32_t>(StepKind::Matmul)) {
+    const GemmStep& g = r.gemm;
+    out[n++] = g.a;
+    out[n++] = g.b;
+    if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) out[n++] = g.bias;
+    out[n++] = g.d;
   }
   return n;
 }
@@ -452,7 +480,8 @@ std::string_view conv_activation_name(ConvActivation a) {
 }
 
 bool epilogue_has_bias(GemmEpilogue e) {
-  return e == GemmEpilogue::Bias || e == GemmEpilogue::BiasRelu || e == GemmEpilogue::BiasGeluTanh;
+  return e == GemmEpilogue::Bias || e == GemmEpilogue::BiasRelu ||
+         e == GemmEpilogue::BiasGeluTanh || e == GemmEpilogue::BiasGeluErf;
 }
 
 std::string_view epilogue_name(GemmEpilogue e) {
@@ -467,6 +496,8 @@ std::string_view epilogue_name(GemmEpilogue e) {
       return "bias+gelu_tanh";
     case GemmEpilogue::Relu:
       return "relu";
+    case GemmEpilogue::BiasGeluErf:
+      return "bias+gelu";
   }
   return "invalid";
 }

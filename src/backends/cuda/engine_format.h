@@ -96,10 +96,12 @@ struct BufferRef {
 };
 static_assert(sizeof(BufferRef) == 24);
 
-enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4, Sdpa = 5 };
-// Steps cuDNN runs (an operation graph and a plan chosen for it): Conv and Sdpa.
+// Matmul: a GEMM described by a GemmStep (the same column-major terms) that cuDNN runs as one
+// operation graph, for epilogues cuBLASLt lacks (the erf-GELU: BiasGeluErf).
+enum class StepKind : uint32_t { Gemm = 1, Kernel = 2, Copy = 3, Conv = 4, Sdpa = 5, Matmul = 6 };
+// Steps cuDNN runs (an operation graph and a plan chosen for it): Conv, Sdpa and Matmul.
 bool is_cudnn_step(uint32_t kind);
-// "gemm", "kernel", "copy", "conv", "sdpa" (as `baton inspect` and profiles name them).
+// "gemm", "kernel", "copy", "conv", "sdpa", "matmul" (as `baton inspect` and profiles name them).
 std::string_view step_kind_name(StepKind kind);
 
 inline constexpr uint32_t kMaxKernelOperands = 16;
@@ -122,8 +124,17 @@ struct GemmStep {
   BufferRef a, b, c, d, bias;
 };
 
-enum class GemmEpilogue : uint8_t { None = 0, Bias = 1, BiasRelu = 2, BiasGeluTanh = 3, Relu = 4 };
-inline constexpr uint8_t kMaxGemmEpilogue = 4;
+// BiasGeluErf (the exact, erf-based GELU after the bias) only in Matmul steps: cuBLASLt's GELU
+// epilogue is the tanh form.
+enum class GemmEpilogue : uint8_t {
+  None = 0,
+  Bias = 1,
+  BiasRelu = 2,
+  BiasGeluTanh = 3,
+  Relu = 4,
+  BiasGeluErf = 5
+};
+inline constexpr uint8_t kMaxGemmEpilogue = 5;
 // Whether the epilogue adds a bias vector; its name ("bias+relu") for inspection.
 bool epilogue_has_bias(GemmEpilogue e);
 std::string_view epilogue_name(GemmEpilogue e);
@@ -216,7 +227,8 @@ struct StepRecord {
 static_assert(sizeof(StepRecord) == 432, "the step record's size is part of the format");
 
 // The tensors of a cuDNN step (is_cudnn_step) in the order its plan takes their pointers: a
-// convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o. Returns how many.
+// convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o; a matmul's a, b,
+// [bias], d. Returns how many.
 int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]);
 
 // The choice timed for one GEMM or cuDNN step. A GEMM's is cuBLASLt's opaque algorithm

@@ -112,15 +112,60 @@ TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
   EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
 }
 
+// In fp32 and tf32 engines (and with BATON_GEMM_GELU=kernel), the erf-GELU is a generated kernel
+// after cuBLASLt's bias epilogue: cuBLASLt's GELU is the tanh form.
 TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
-  auto built = build(mlp(/*relu=*/false), "fp32");
-  ASSERT_TRUE(built.ok()) << built.status().to_string();
-  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
-  ASSERT_EQ(blob.steps().size(), 3u);
-  EXPECT_EQ(blob.steps()[0].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::Bias));
-  EXPECT_EQ(blob.steps()[1].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
-  EXPECT_EQ(blob.kernel_name(blob.steps()[1].kernel.kernel), "k0_fused");
-  EXPECT_FALSE(blob.cubin().empty());
+  for (const char* precision : {"fp32", "tf32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    const bool fp16 = std::string_view(precision) == "fp16";
+    if (fp16) setenv("BATON_GEMM_GELU", "kernel", 1);
+    auto built = build(mlp(/*relu=*/false), precision);
+    if (fp16) unsetenv("BATON_GEMM_GELU");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    const auto steps = blob.steps();
+    // fp16: a cast of the float32 input first.
+    const size_t first = fp16 ? 1 : 0;
+    ASSERT_EQ(steps.size(), first + 3);
+    EXPECT_EQ(steps[first].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+    EXPECT_EQ(steps[first].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::Bias));
+    EXPECT_EQ(steps[first + 1].kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+    EXPECT_NE(std::string(blob.kernel_name(steps[first + 1].kernel.kernel)).find("fused"),
+              std::string::npos);
+    EXPECT_FALSE(blob.cubin().empty());
+  }
+}
+
+// In fp16 and bf16 engines the GEMM, its bias and the erf-GELU after it are one cuDNN matmul step
+// (StepKind::Matmul, epilogue bias+gelu) writing the GELU's output, read by the next GEMM; no
+// GELU kernel is left.
+TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEngines) {
+  for (const char* precision : {"fp16", "bf16"}) {
+    SCOPED_TRACE(precision);
+    auto built = build(mlp(/*relu=*/false), precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    const auto steps = blob.steps();
+    size_t matmuls = 0, fused = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const cuda::StepRecord& r = steps[i];
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
+        fused += std::string(blob.kernel_name(r.kernel.kernel)).find("fused") != std::string::npos;
+      }
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Matmul)) continue;
+      ++matmuls;
+      EXPECT_EQ(r.gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::BiasGeluErf));
+      EXPECT_EQ(r.gemm.m, 96);  // the hidden width
+      EXPECT_EQ(r.gemm.n, 8);   // the rows
+      EXPECT_EQ(r.gemm.k, 64);
+      ASSERT_LT(i + 1, steps.size());
+      ASSERT_EQ(steps[i + 1].kind, static_cast<uint32_t>(cuda::StepKind::Gemm));
+      EXPECT_EQ(steps[i + 1].gemm.b.offset, r.gemm.d.offset) << "the next GEMM reads the GELU";
+      EXPECT_EQ(steps[i + 1].gemm.b.space, r.gemm.d.space);
+    }
+    EXPECT_EQ(matmuls, 1u);
+    EXPECT_EQ(fused, 0u);
+  }
 }
 
 // From sm_90 on, every generated kernel waits for the grid before it as its first statement and

@@ -237,6 +237,59 @@ TEST(EngineFormatTest, GemmShapesMustFitTheirOperands) {
   expect_rejected(e, "m=0");
 }
 
+// A cuDNN matmul step (StepKind::Matmul) is a GemmStep checked like a GEMM's, plus what cuDNN's
+// graph takes: no C, one operand dtype, alpha 1, and no epilogue but none, bias or bias+gelu. The
+// erf-GELU epilogue is refused in a cuBLASLt step. Its operands are A, B, bias, D for the plan.
+TEST(EngineFormatTest, MatmulStepsAreCheckedAndDescribed) {
+  auto matmul = [] {
+    EngineDescription e = sample();
+    e.steps[0].kind = static_cast<uint32_t>(StepKind::Matmul);
+    e.steps[0].gemm.epilogue = static_cast<uint8_t>(GemmEpilogue::BiasGeluErf);
+    return e;
+  };
+  EngineDescription e = matmul();
+  auto bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok());
+  Aligned a(*bytes);
+  auto blob = EngineBlob::parse(a.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  EXPECT_TRUE(is_cudnn_step(blob->steps()[0].kind));
+  EXPECT_EQ(step_kind_name(StepKind::Matmul), "matmul");
+  EXPECT_EQ(describe_step(*blob, 0).rfind("cuDNN matmul m=5 n=4 k=6", 0), 0u)
+      << describe_step(*blob, 0);
+  EXPECT_NE(describe_step(*blob, 0).find("epilogue=bias+gelu"), std::string::npos);
+  BufferRef refs[5];
+  ASSERT_EQ(cudnn_operands(blob->steps()[0], refs), 4);
+  EXPECT_EQ(refs[0].space, static_cast<uint32_t>(Space::Weights));  // A
+  EXPECT_EQ(refs[1].space, static_cast<uint32_t>(Space::Binding));  // B
+  EXPECT_EQ(refs[2].offset, 256u);                                  // bias
+  EXPECT_EQ(refs[3].space, static_cast<uint32_t>(Space::Scratch));  // D
+  e.steps[0].gemm.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
+  bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok());
+  Aligned b(*bytes);
+  blob = EngineBlob::parse(b.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  EXPECT_EQ(cudnn_operands(blob->steps()[0], refs), 3);  // no bias
+
+  e = matmul();
+  e.steps[0].gemm.k = 7;  // checked like a GEMM
+  expect_rejected(e, "steps[0] A needs");
+  e = matmul();
+  e.steps[0].gemm.has_c = 1;
+  e.steps[0].gemm.c = e.steps[0].gemm.d;
+  expect_rejected(e, "is a cuDNN matmul with a C matrix");
+  e = matmul();
+  e.steps[0].gemm.alpha = 2.0f;
+  expect_rejected(e, "an alpha other than 1");
+  e = matmul();
+  e.steps[0].gemm.epilogue = static_cast<uint8_t>(GemmEpilogue::BiasRelu);
+  expect_rejected(e, "an epilogue other than none, bias or bias+gelu");
+  e = sample();
+  e.steps[0].gemm.epilogue = static_cast<uint8_t>(GemmEpilogue::BiasGeluErf);
+  expect_rejected(e, "asks cuBLASLt for the erf-GELU epilogue");
+}
+
 // A GEMM whose A claims 2^23 + 1 batches 2^39 elements apart: (2^39 * 2^23 + 30) floats is
 // 2^64 + 120 bytes, which wraps around to exactly the 120 bytes A has. The check must see the
 // 2^64, not the wrapped value, or cuBLASLt reads 16 EiB past the weights.

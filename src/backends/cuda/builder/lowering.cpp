@@ -534,6 +534,13 @@ void Lowering::add_gemm(const GemmStep& gemm, std::array<int, 5> operands) {
   add_library_step(r, operands);
 }
 
+void Lowering::add_matmul(const GemmStep& gemm, std::array<int, 5> operands) {
+  StepRecord r{};
+  r.kind = static_cast<uint32_t>(StepKind::Matmul);
+  r.gemm = gemm;
+  add_library_step(r, operands);
+}
+
 void Lowering::add_conv(const ConvStep& conv, std::array<int, 5> operands) {
   StepRecord r{};
   r.kind = static_cast<uint32_t>(StepKind::Conv);
@@ -639,8 +646,10 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   bool any_gemm = false;
   for (Planned& s : steps_) {
     switch (static_cast<StepKind>(s.record.kind)) {
-      case StepKind::Gemm: {
-        any_gemm = true;
+      case StepKind::Gemm:
+      case StepKind::Matmul: {
+        // cuDNN's workspace is sized when the engine loads (its plan's own).
+        any_gemm |= s.record.kind == static_cast<uint32_t>(StepKind::Gemm);
         GemmStep& gs = s.record.gemm;
         gs.a = ref_of(s.operands[0]);
         gs.b = ref_of(s.operands[1]);

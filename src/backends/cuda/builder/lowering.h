@@ -132,6 +132,8 @@ class Lowering {
                   std::vector<int> operands);
   // A cuBLASLt GEMM; operands {a, b, c, d, bias} in cuBLASLt's terms (-1: unused c / bias).
   void add_gemm(const GemmStep& gemm, std::array<int, 5> operands);
+  // The same GEMM run by cuDNN (StepKind::Matmul: no C, alpha 1), for its erf-GELU epilogue.
+  void add_matmul(const GemmStep& gemm, std::array<int, 5> operands);
   void add_copy(int src, int dst);
   // A cuDNN convolution; operands {x, w, bias, residual, y} (-1: no bias / residual).
   void add_conv(const ConvStep& conv, std::array<int, 5> operands);

@@ -1,6 +1,8 @@
 // Gemm, MatMul and Baton's Linear on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C
 // vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
-// tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values.
+// tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values. An
+// exact (erf) GELU after the bias makes the GEMM a cuDNN matmul with both in its graph, in fp16
+// and bf16 engines (cudnn_gelu below).
 //
 // A Linear with split outputs (Q, K and V fused by the qkv pass) is one GEMM into a scratch of
 // all N columns; each output is a view of its columns (a strided view: attention reads it as it
@@ -12,6 +14,8 @@
 // back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100, bench/RESULTS.md). The
 // result is a view of the padded rows; a partition output is gathered into the caller's buffer.
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
@@ -65,6 +69,23 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
   }
   for (int64_t i = 0; i < k; ++i) std::copy_n(b.begin() + i * nn, nn, out.begin() + i * np);
   return out;
+}
+
+// Whether the exact (erf) GELU after this GEMM and its bias runs in the GEMM as a cuDNN matmul
+// (StepKind::Matmul): in fp16 and bf16 engines (cuDNN's fused matmuls take 16-bit operands), one
+// GEMM of one batch, no C matrix, alpha 1, the GELU's output stored in the operand dtype. cuBLASLt
+// has only the tanh GELU, so otherwise the GELU is a kernel of its own after a bias epilogue.
+// Measured on an H100 (bench/RESULTS.md, issue 12 sixth pass): BERT's FC1 (128 x 768 x 3072)
+// 4.45 us as one cuDNN plan against 6.05 for cuBLAS and a GELU kernel. BATON_GEMM_GELU=kernel
+// keeps the kernel, to compare the two.
+bool cudnn_gelu(const Lowering& ctx, bool split, int64_t batch, int c_matrix, float alpha, int view,
+                const compiler::IrNode& gelu) {
+  const char* env = std::getenv("BATON_GEMM_GELU");
+  if (env != nullptr && std::string_view(env) == "kernel") return false;
+  const Precision p = ctx.target().precision;
+  if (p != Precision::FP16 && p != Precision::BF16) return false;
+  return !split && batch == 1 && c_matrix < 0 && alpha == 1.0f && view < 0 &&
+         ctx.dtype_of(gelu.outputs[0]) == ctx.operand_dtype();
 }
 
 Status lower(Lowering& ctx, int index) {
@@ -170,10 +191,14 @@ Status lower(Lowering& ctx, int index) {
       epilogue = has_bias ? GemmEpilogue::BiasRelu : GemmEpilogue::Relu;
     } else if (an.op_type == "Gelu" && an.attr_string("approximate") == "tanh" && has_bias) {
       epilogue = GemmEpilogue::BiasGeluTanh;
+    } else if (an.op_type == "Gelu" && an.attr_string("approximate") != "tanh" && has_bias &&
+               cudnn_gelu(ctx, split, batch, c_matrix, alpha, view, an)) {
+      epilogue = GemmEpilogue::BiasGeluErf;
     }
   }
   const bool fused_act = epilogue == GemmEpilogue::BiasRelu || epilogue == GemmEpilogue::Relu ||
-                         epilogue == GemmEpilogue::BiasGeluTanh;
+                         epilogue == GemmEpilogue::BiasGeluTanh ||
+                         epilogue == GemmEpilogue::BiasGeluErf;
   if (fused_act) {
     ctx.absorb(act);
     if (view >= 0) ctx.absorb(view);
@@ -237,7 +262,11 @@ Status lower(Lowering& ctx, int index) {
   gs.stride_d = batch > 1 ? m * nn : 0;
   gs.alpha = alpha;
   gs.beta = c_val >= 0 ? c_beta : 0.0f;
-  ctx.add_gemm(gs, {b_op, a_val, c_val, d, bias_val});
+  if (epilogue == GemmEpilogue::BiasGeluErf) {
+    ctx.add_matmul(gs, {b_op, a_val, -1, d, bias_val});
+  } else {
+    ctx.add_gemm(gs, {b_op, a_val, c_val, d, bias_val});
+  }
   if (pad) {
     // The result: the first N of each padded row.
     const std::vector<int64_t>& sizes = ctx.value(out).sizes;
