@@ -112,15 +112,13 @@ TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
   EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
 }
 
-// In fp32 and tf32 engines (and with BATON_GEMM_GELU=kernel), the erf-GELU is a generated kernel
-// after cuBLASLt's bias epilogue: cuBLASLt's GELU is the tanh form.
+// By default the erf-GELU is a generated kernel after cuBLASLt's bias epilogue, in every precision:
+// cuBLASLt's GELU is the tanh form.
 TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   for (const char* precision : {"fp32", "tf32", "fp16"}) {
     SCOPED_TRACE(precision);
     const bool fp16 = std::string_view(precision) == "fp16";
-    if (fp16) setenv("BATON_GEMM_GELU", "kernel", 1);
     auto built = build(mlp(/*relu=*/false), precision);
-    if (fp16) unsetenv("BATON_GEMM_GELU");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     const auto steps = blob.steps();
@@ -136,10 +134,15 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   }
 }
 
-// In fp16 and bf16 engines the GEMM, its bias and the erf-GELU after it are one cuDNN matmul step
-// (StepKind::Matmul, epilogue bias+gelu) writing the GELU's output, read by the next GEMM; no
-// GELU kernel is left.
-TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEngines) {
+// With BATON_GEMM_GELU=cudnn, in fp16 and bf16 engines the GEMM, its bias and the erf-GELU after
+// it are one cuDNN matmul step (StepKind::Matmul, epilogue bias+gelu) writing the GELU's output,
+// read by the next GEMM; no GELU kernel is left. fp32 engines keep the kernel.
+TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEnginesOnRequest) {
+  setenv("BATON_GEMM_GELU", "cudnn", 1);
+  auto fp32 = build(mlp(/*relu=*/false), "fp32");
+  ASSERT_TRUE(fp32.ok()) << fp32.status().to_string();
+  for (const cuda::StepRecord& r : parse_blob(fp32->blobs[0]).steps())
+    EXPECT_NE(r.kind, static_cast<uint32_t>(cuda::StepKind::Matmul));
   for (const char* precision : {"fp16", "bf16"}) {
     SCOPED_TRACE(precision);
     auto built = build(mlp(/*relu=*/false), precision);
@@ -166,6 +169,7 @@ TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEngines) {
     EXPECT_EQ(matmuls, 1u);
     EXPECT_EQ(fused, 0u);
   }
+  unsetenv("BATON_GEMM_GELU");
 }
 
 // From sm_90 on, every generated kernel waits for the grid before it as its first statement and
