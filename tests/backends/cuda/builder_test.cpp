@@ -112,13 +112,15 @@ TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
   EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
 }
 
-// By default the erf-GELU is a generated kernel after cuBLASLt's bias epilogue, in every precision:
-// cuBLASLt's GELU is the tanh form.
+// In fp32 and tf32 engines (and in fp16 with BATON_GEMM_GELU=kernel), the erf-GELU is a
+// generated kernel after cuBLASLt's bias epilogue: cuBLASLt's GELU is the tanh form.
 TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   for (const char* precision : {"fp32", "tf32", "fp16"}) {
     SCOPED_TRACE(precision);
     const bool fp16 = std::string_view(precision) == "fp16";
+    if (fp16) setenv("BATON_GEMM_GELU", "kernel", 1);
     auto built = build(mlp(/*relu=*/false), precision);
+    if (fp16) unsetenv("BATON_GEMM_GELU");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     const auto steps = blob.steps();
@@ -134,11 +136,10 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   }
 }
 
-// With BATON_GEMM_GELU=cudnn, in fp16 and bf16 engines the GEMM, its bias and the erf-GELU after
-// it are one cuDNN matmul step (StepKind::Matmul, epilogue bias+gelu) writing the GELU's output,
-// read by the next GEMM; no GELU kernel is left. fp32 engines keep the kernel.
-TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEnginesOnRequest) {
-  setenv("BATON_GEMM_GELU", "cudnn", 1);
+// In fp16 and bf16 engines the GEMM, its bias and the erf-GELU after it are one cuDNN matmul step
+// (StepKind::Matmul, epilogue bias+gelu) writing the GELU's output, read by the next GEMM; no
+// GELU kernel is left. fp32 engines keep the kernel.
+TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEngines) {
   auto fp32 = build(mlp(/*relu=*/false), "fp32");
   ASSERT_TRUE(fp32.ok()) << fp32.status().to_string();
   for (const cuda::StepRecord& r : parse_blob(fp32->blobs[0]).steps())
@@ -169,7 +170,6 @@ TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEnginesOnReques
     EXPECT_EQ(matmuls, 1u);
     EXPECT_EQ(fused, 0u);
   }
-  unsetenv("BATON_GEMM_GELU");
 }
 
 // From sm_90 on, every generated kernel waits for the grid before it as its first statement and
@@ -180,6 +180,7 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   ASSERT_EQ(setenv("BATON_DUMP_KERNEL_SOURCE", dir.c_str(), 1), 0);
+  ASSERT_EQ(setenv("BATON_GEMM_GELU", "kernel", 1), 0);  // the GELU as a kernel of ours
   for (const char* arch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(arch);
     register_builtins();
@@ -221,6 +222,7 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
     std::filesystem::create_directories(dir);
   }
   unsetenv("BATON_DUMP_KERNEL_SOURCE");
+  unsetenv("BATON_GEMM_GELU");
 }
 
 // Scaled-dot-product attention as the exporters write it (K through a Transpose), then an output

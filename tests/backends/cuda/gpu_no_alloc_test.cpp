@@ -30,7 +30,9 @@
 namespace baton {
 namespace {
 
-// x -> MatMul -> Add -> Gelu -> Softmax -> y on cuda:0, compiled with device-resident I/O.
+// x -> MatMul -> Add -> Gelu -> Softmax -> y on cuda:0, compiled in fp16 with device-resident I/O:
+// the GEMM, its bias and the erf-GELU are one cuDNN matmul (with BATON_GEMM_GELU=kernel in the
+// environment when it is compiled: a cuBLASLt GEMM and a GELU kernel).
 extension::Module device_io_module() {
   testing::OnnxBuilder b(20);
   b.input("x", {8, 256});
@@ -104,8 +106,30 @@ class GpuNoAllocTest : public ::testing::Test {
   std::mt19937 rng_{1};
 };
 
+// Warm executes allocate nothing on the calling thread. Replaying the graph of cuDNN's
+// runtime-compiled matmul, the CUDA driver's own worker thread allocates (7 times in 50 executes
+// on an H100, driver 580), as it does for the ResNet and MobileNet graphs below; those are
+// reported, not asserted. Without the cuDNN step nothing allocates on any thread (the next test).
 TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
   extension::Module module = device_io_module();
+  const Tensor x = testing::random_tensor(rng_, {8, 256});
+  Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
+  Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
+  ASSERT_TRUE(runtime::copy_tensor(dx.view(), x.view()).ok());
+  runtime::Method& m = module.method();
+  ASSERT_TRUE(m.bind_input(0, dx.view()).ok());
+  ASSERT_TRUE(m.bind_output(0, dy.view()).ok());
+  int64_t other_threads = 0;
+  const int64_t all = allocations_of_warm_executes(m, &other_threads);
+  EXPECT_NO_ALLOCATIONS(all - other_threads);
+}
+
+// The same program with the GELU as a kernel of its own (no cuDNN step): no allocation on any
+// thread.
+TEST_F(GpuNoAllocTest, WarmExecuteWithoutCudnnStepsAllocatesNothingOnAnyThread) {
+  setenv("BATON_GEMM_GELU", "kernel", 1);
+  extension::Module module = device_io_module();
+  unsetenv("BATON_GEMM_GELU");
   const Tensor x = testing::random_tensor(rng_, {8, 256});
   Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
   Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
@@ -125,13 +149,14 @@ TEST_F(GpuNoAllocTest, WarmStagedExecuteAllocatesNothing) {
   runtime::Method& m = module.method();
   ASSERT_TRUE(m.bind_input(0, x.view()).ok());
   ASSERT_TRUE(m.bind_output(0, y.view()).ok());
-  const int64_t allocations = allocations_of_warm_executes(m);
+  int64_t other_threads = 0;
+  const int64_t allocations = allocations_of_warm_executes(m, &other_threads);
   const auto counters = m.delegate_counters(0);
   const auto staged = std::find_if(counters.begin(), counters.end(),
                                    [](const auto& c) { return c.first == "staged_calls"; });
   ASSERT_NE(staged, counters.end());
   EXPECT_EQ(staged->second, 55u);
-  EXPECT_NO_ALLOCATIONS(allocations);
+  EXPECT_NO_ALLOCATIONS(allocations - other_threads);  // the driver's thread: see above
 }
 
 // One model of each real family (the dynamo exporter's, opset 18, small configurations),

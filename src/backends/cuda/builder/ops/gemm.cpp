@@ -1,8 +1,8 @@
 // Gemm, MatMul and Baton's Linear on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C
 // vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
 // tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values. An
-// exact (erf) GELU after the bias can make the GEMM a cuDNN matmul with both in its graph, in fp16
-// and bf16 engines (BATON_GEMM_GELU=cudnn, cudnn_gelu below).
+// exact (erf) GELU after the bias makes the GEMM a cuDNN matmul with both in its graph, in fp16
+// and bf16 engines (cudnn_gelu below; BATON_GEMM_GELU=kernel keeps cuBLASLt).
 //
 // A Linear with split outputs (Q, K and V fused by the qkv pass) is one GEMM into a scratch of
 // all N columns; each output is a view of its columns (a strided view: attention reads it as it
@@ -72,17 +72,17 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
 }
 
 // Whether the exact (erf) GELU after this GEMM and its bias runs in the GEMM as a cuDNN matmul
-// (StepKind::Matmul), which BATON_GEMM_GELU=cudnn asks for: in fp16 and bf16 engines (cuDNN's
-// fused matmuls take 16-bit operands), one GEMM of one batch, no C matrix, alpha 1, the GELU's
-// output stored in the operand dtype. cuBLASLt has only the tanh GELU, so by default the GELU is
-// a kernel of its own after a bias epilogue. Not the default because it did not pay as a whole
-// (H100, bench/RESULTS.md, issue 12 sixth pass): BERT's FC1 alone ran 4.45 us as the best cuDNN
-// plan against 6.05 for cuBLAS and a GELU kernel, but the whole of BERT ran 5% slower with the
-// plans Baton chose, ViT 1% and the 4096-wide MLP 3% faster.
+// (StepKind::Matmul): in fp16 and bf16 engines (cuDNN's fused matmuls take 16-bit operands), one
+// GEMM of one batch, no C matrix, alpha 1, the GELU's output stored in the operand dtype.
+// cuBLASLt has only the tanh GELU, so otherwise the GELU is a kernel of its own after a bias
+// epilogue, as BATON_GEMM_GELU=kernel asks. Measured on an H100 (bench/RESULTS.md, issue 12
+// sixth pass), same programs compiled both ways: ViT-B/16 0.509 -> 0.490 ms, BERT-base
+// 0.483 -> 0.461 with up to 16 of cuDNN's plans timed (engine.cpp); with only the heuristics'
+// first four, BERT was 5% slower.
 bool cudnn_gelu(const Lowering& ctx, bool split, int64_t batch, int c_matrix, float alpha, int view,
                 const compiler::IrNode& gelu) {
   const char* env = std::getenv("BATON_GEMM_GELU");
-  if (env == nullptr || std::string_view(env) != "cudnn") return false;
+  if (env != nullptr && std::string_view(env) == "kernel") return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
   return !split && batch == 1 && c_matrix < 0 && alpha == 1.0f && view < 0 &&
