@@ -106,21 +106,28 @@ class GpuNoAllocTest : public ::testing::Test {
   std::mt19937 rng_{1};
 };
 
+// device_io_module()'s method with a random input and the output in GPU memory, bound; returns
+// {all allocations, those on other threads} of its warm executes.
+std::pair<int64_t, int64_t> device_io_allocations(extension::Module& module, std::mt19937& rng) {
+  const Tensor x = testing::random_tensor(rng, {8, 256});
+  Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
+  Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
+  EXPECT_TRUE(runtime::copy_tensor(dx.view(), x.view()).ok());
+  runtime::Method& m = module.method();
+  EXPECT_TRUE(m.bind_input(0, dx.view()).ok());
+  EXPECT_TRUE(m.bind_output(0, dy.view()).ok());
+  int64_t other_threads = 0;
+  const int64_t all = allocations_of_warm_executes(m, &other_threads);
+  return {all, other_threads};
+}
+
 // Warm executes allocate nothing on the calling thread. Replaying the graph of cuDNN's
 // runtime-compiled matmul, the CUDA driver's own worker thread allocates (7 times in 50 executes
 // on an H100, driver 580), as it does for the ResNet and MobileNet graphs below; those are
 // reported, not asserted. Without the cuDNN step nothing allocates on any thread (the next test).
 TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
   extension::Module module = device_io_module();
-  const Tensor x = testing::random_tensor(rng_, {8, 256});
-  Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
-  Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
-  ASSERT_TRUE(runtime::copy_tensor(dx.view(), x.view()).ok());
-  runtime::Method& m = module.method();
-  ASSERT_TRUE(m.bind_input(0, dx.view()).ok());
-  ASSERT_TRUE(m.bind_output(0, dy.view()).ok());
-  int64_t other_threads = 0;
-  const int64_t all = allocations_of_warm_executes(m, &other_threads);
+  const auto [all, other_threads] = device_io_allocations(module, rng_);
   EXPECT_NO_ALLOCATIONS(all - other_threads);
 }
 
@@ -130,14 +137,7 @@ TEST_F(GpuNoAllocTest, WarmExecuteWithoutCudnnStepsAllocatesNothingOnAnyThread) 
   setenv("BATON_GEMM_GELU", "kernel", 1);
   extension::Module module = device_io_module();
   unsetenv("BATON_GEMM_GELU");
-  const Tensor x = testing::random_tensor(rng_, {8, 256});
-  Tensor dx = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
-  Tensor dy = runtime::allocate_tensor(DType::Float32, {8, 256}, Device::cuda(0)).value();
-  ASSERT_TRUE(runtime::copy_tensor(dx.view(), x.view()).ok());
-  runtime::Method& m = module.method();
-  ASSERT_TRUE(m.bind_input(0, dx.view()).ok());
-  ASSERT_TRUE(m.bind_output(0, dy.view()).ok());
-  EXPECT_NO_ALLOCATIONS(allocations_of_warm_executes(m));
+  EXPECT_NO_ALLOCATIONS(device_io_allocations(module, rng_).first);
 }
 
 // Host memory bound to the device-resident program is staged through buffers allocated at load:
