@@ -285,6 +285,23 @@ def merge(paths, out_dir):
 # ---- main ----------------------------------------------------------------------------------
 
 
+def bundle_commit(baton):
+    """The commit in the bundle's BUILD_INFO (scripts/make_bundle.sh) beside `baton`'s bin/
+    folder, or None."""
+    if not baton:
+        return None
+    info = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(baton))), "BUILD_INFO")
+    try:
+        with open(info) as f:
+            for line in f:
+                key, _, value = line.strip().partition(" ")
+                if key == "commit" and value:
+                    return value
+    except OSError:
+        return None
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baton", help="path of the baton CLI")
@@ -306,7 +323,9 @@ def main():
     ap.add_argument("--models-from", default="", help="reuse ONNX exports from DIR (gpu_models.py's --work/onnx)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: dry run")
     ap.add_argument("--small", action="store_true", help="small configurations (dry runs)")
-    ap.add_argument("--commit", default="COMMIT")
+    ap.add_argument("--commit", default="",
+                    help="the Baton commit to label the run with (default: the bundle's BUILD_INFO "
+                         "next to --baton's bin/, else COMMIT)")
     ap.add_argument("--merge", nargs="+", help="merge gpu_bench.json files into one table (no runs)")
     ap.add_argument("--merge-into", default="",
                     help="merge this run's results into this gpu_bench.json (and its gpu_bench.md) as they come")
@@ -323,6 +342,8 @@ def main():
         ap.error("--out is required")
     if args.merge:
         return merge(args.merge, args.out)
+    if not args.commit:
+        args.commit = bundle_commit(args.baton) or "COMMIT"
     t_start = time.time()
     wanted = [ALIASES.get(n.lower(), n.lower()) for n in gc.split_list(args.only)]
     unknown = [n for n in wanted if n not in CASES]

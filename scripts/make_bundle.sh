@@ -10,6 +10,7 @@
 #              -DPython_EXECUTABLE=python3.12 ...` and `cmake --build build-py312 --target _baton`;
 #              docs/python.md); without it the Python GPU tests are not in the bundle
 #   run_gpu_suite.sh, sanitizer_summary.sh
+#   BUILD_INFO  the commit (git describe --dirty) and date the bundle was built at
 # With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
 #   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
 #               debug info stripped (libFuzzer and the sanitizer runtimes are linked in)
@@ -104,6 +105,11 @@ for b in "${libs_of[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | 
   esac
 done
 cp scripts/run_gpu_suite.sh scripts/sanitizer_summary.sh "$STAGE/"
+# What the bundle was built from, for the logs of the GPU host (whose copy of the repository may
+# name another commit: bench/logs/2026-11-27-h100-issue12f/README.md). gpu_bench.py and
+# run_gpu_suite.sh read it.
+printf 'commit %s\ndate %s\n' "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+  "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$STAGE/BUILD_INFO"
 TESTDATA=/usr/share/libonnx-testdata/data
 if [ -d "$TESTDATA/node" ]; then
   mkdir -p "$STAGE/data"

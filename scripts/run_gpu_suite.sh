@@ -47,6 +47,7 @@ export BATON_CLI=$HERE/bin/baton
 export BATON_ONNX_NODE_DIR=$HERE/data/node
 export BATON_REPORT_DIR=$LOG
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
+[ -f "$HERE/BUILD_INFO" ] && tee -a "$LOG/gpu.txt" <"$HERE/BUILD_INFO"
 
 # BATON_MODELS_READY=1: the models are there already (several suites run side by side share them).
 if [ -z "${BATON_MODELS_READY:-}" ]; then
