@@ -62,6 +62,7 @@ Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& op
 
 // The passes (one file each).
 Result<size_t> eliminate_common_subexpressions(Graph& graph);  // cse.cpp
+Result<size_t> replace_copies_with_identity(Graph& graph);     // identity.cpp
 Result<size_t> fold_batch_norm_into_conv(Graph& graph);        // bn_conv.cpp
 Result<size_t> recognize_gelu(Graph& graph);                   // gelu.cpp
 Result<size_t> recognize_attention(Graph& graph);              // attention.cpp

@@ -402,7 +402,10 @@ size_t kernels_named(const cuda::EngineBlob& blob, std::string_view what) {
 // BERT and GPT-2 as the TorchScript exporter writes them (small configurations, two layers) repeat
 // work in every layer that the engine does once or not at all: BERT's mask becomes an additive
 // bias through a Where with each layer's own constants (the cse pass merges them, so one where
-// kernel and one cuDNN bias are made for both layers); GPT-2 writes a Concat of the key and of
+// kernel makes the bias of both layers, and cuDNN reads it where the Where wrote it: no
+// attention_bias copy); the chain before it has a Cast of a bool to bool, an Expand to the same
+// shape and a Gather of every position in order, which the identity pass makes views (without
+// it, one more gather kernel and an expand kernel); GPT-2 writes a Concat of the key and of
 // the value alone in every layer (views: no kernel), and a Reshape between each GEMM and its GELU
 // and between each attention and its Transpose (seen through: no GELU or gather kernel).
 TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
@@ -410,15 +413,21 @@ TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
                                                     {"attention_mask", {1, 16}}};
   const std::vector<uint8_t> bert = read_file(real_model("torchscript17_bert"));
   ASSERT_FALSE(bert.empty());
-  for (bool cse : {true, false}) {
-    SCOPED_TRACE(cse ? "bert" : "bert, cse disabled");
-    auto built = build_bytes(bert, "fp16", 0, shapes,
-                             cse ? std::vector<std::string>{} : std::vector<std::string>{"cse"});
+  for (const char* disabled : {"", "cse", "identity"}) {
+    SCOPED_TRACE(fmt::format("bert, disabled: '{}'", disabled));
+    const bool cse = std::string_view(disabled) != "cse";
+    const bool identity = std::string_view(disabled) != "identity";
+    auto built =
+        build_bytes(bert, "fp16", 0, shapes,
+                    *disabled ? std::vector<std::string>{disabled} : std::vector<std::string>{});
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     ASSERT_EQ(built->blobs.size(), 1u);
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     EXPECT_EQ(kernels_named(blob, "where"), cse ? 1u : 2u);
-    EXPECT_EQ(kernels_named(blob, "attention_bias"), cse ? 1u : 2u);
+    EXPECT_EQ(kernels_named(blob, "attention_bias"), 0u);
+    EXPECT_EQ(kernels_named(blob, "gather"), identity ? 1u : 2u);  // the word embeddings'
+    EXPECT_EQ(kernels_named(blob, "expand"), identity ? 0u : 1u);
+    EXPECT_EQ(kernels_named(blob, "cast"), identity ? 1u : 2u);  // the int64 mask to bool
   }
 
   const std::string gpt2_path = real_model("torchscript17_gpt2");

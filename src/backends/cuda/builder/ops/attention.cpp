@@ -147,7 +147,7 @@ bool sdpa_applies(const Lowering& ctx, const compiler::IrNode& node) {
 }
 
 // The additive bias cuDNN reads for `mask`: contiguous [bb, bh, Sq, Sk] in `dtype`, made once per
-// mask and shape.
+// mask and shape (or the mask itself when it is stored that way).
 int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t bh, int64_t sq,
               int64_t sk, DType dtype) {
   const int mask = node.inputs[3];
@@ -156,6 +156,15 @@ int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t b
   const std::string key = fmt::format("sdpa_bias {} {} {} {} {} {} {}", mask, boolean, fill, bb, bh,
                                       sq, static_cast<int>(dtype));
   if (const int known = ctx.derived(key); known >= 0) return known;
+  const std::vector<int64_t> want = {bb, bh, sq, sk};
+  // An additive mask computed in the engine that already is that bias (BERT's and GPT-2's Where
+  // output, in the activation dtype, [1, 1, Sq, Sk] row-major): read where it is, no copy.
+  if (!boolean && !ctx.is_constant(mask) && ctx.dtype_of(mask) == dtype &&
+      ctx.value(mask).sizes == want && !ctx.strided(mask) && ctx.view_offset(mask) == 0 &&
+      ctx.strides_of(mask) == std::vector<int64_t>{bh * sq * sk, sq * sk, sk, 1}) {
+    ctx.remember(key, mask);
+    return mask;
+  }
   const int src = ctx.is_constant(mask)
                       ? (boolean ? ctx.raw_weight(mask) : ctx.weight(mask, DType::Float32))
                       : mask;
