@@ -108,8 +108,14 @@ cp scripts/run_gpu_suite.sh scripts/sanitizer_summary.sh "$STAGE/"
 # What the bundle was built from, for the logs of the GPU host (whose copy of the repository may
 # name another commit: bench/logs/2026-11-27-h100-issue12f/README.md). gpu_bench.py and
 # run_gpu_suite.sh read it.
-printf 'commit %s\ndate %s\n' "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
-  "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$STAGE/BUILD_INFO"
+# The script builds nothing: a source newer than the CLI means the binaries may be of an older
+# tree than the commit named, which BUILD_INFO then says.
+stale=$(find src include tools -type f -newer "$BUILD/tools/baton/baton" 2>/dev/null | head -1)
+if [ -n "$stale" ]; then
+  echo "make_bundle: $stale is newer than $BUILD/tools/baton/baton: rebuild first (make build)" >&2
+fi
+printf 'commit %s%s\ndate %s\n' "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+  "${stale:+ (binaries older than $stale)}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$STAGE/BUILD_INFO"
 TESTDATA=/usr/share/libonnx-testdata/data
 if [ -d "$TESTDATA/node" ]; then
   mkdir -p "$STAGE/data"

@@ -30,7 +30,9 @@ std::atomic<uint32_t> g_loaded_version{0};
 
 // cudnn-frontend reports a missing libcudnn (or a symbol it lacks) by throwing.
 constexpr const char* kHowToGetCudnn =
-    "Baton loads cuDNN 9 (libcudnn.so.9) at run time for convolutions and attention: install it "
+    "Baton loads cuDNN 9 (libcudnn.so.9) at run time for convolutions, attention and GEMMs with "
+    "an erf-GELU (fp16 and bf16; BATON_GEMM_GELU=kernel when compiling keeps those on cuBLASLt): "
+    "install it "
     "(e.g. the nvidia-cudnn-cu13 wheel or the cudnn9-cuda-13 package) and put its lib folder on "
     "LD_LIBRARY_PATH";
 
@@ -165,10 +167,18 @@ std::string step_text(const StepRecord& r) {
       precision_name(static_cast<Precision>(c.compute)));
 }
 
+// For a matmul, how to do without it.
+std::string fallback_hint(const StepRecord& r) {
+  return r.kind == static_cast<uint32_t>(StepKind::Matmul)
+             ? " (compile with BATON_GEMM_GELU=kernel in the environment to run it on cuBLASLt "
+               "and a GELU kernel instead)"
+             : "";
+}
+
 Status check(fe::error_t e, const char* stage, const StepRecord& r, const std::string& what) {
   if (e.is_good()) return Status();
-  return BATON_ERROR(NotSupported, "{}: cuDNN cannot run {}: {} failed: {}", what, step_text(r),
-                     stage, e.get_message());
+  return BATON_ERROR(NotSupported, "{}: cuDNN cannot run {}: {} failed: {}{}", what, step_text(r),
+                     stage, e.get_message(), fallback_hint(r));
 }
 
 // Strict fp32: no TF32 tensor cores (inputs rounded to 10 bits), for chosen and replayed plans.
@@ -469,8 +479,8 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
       fastest.offer(i, *us);
     }
     BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
-                          "{}: none of cuDNN's {} plans for {} builds or runs on this GPU:{}", what,
-                          count, step_text(step), failures);
+                          "{}: none of cuDNN's {} plans for {} builds or runs on this GPU{}:{}",
+                          what, count, step_text(step), fallback_hint(step), failures);
     // Building it again makes it the plan execute() runs.
     BATON_TRY(
         check(g.build_plan_at_index(handle, fastest.index), "build_plan_at_index", step, what));

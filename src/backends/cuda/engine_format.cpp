@@ -98,20 +98,34 @@ class Validator {
                                 what);
           BATON_TRY(gemm(s.gemm, what));
           break;
-        case StepKind::Matmul:
-          // cuDNN takes no C matrix, and the operands of the 16-bit engines that use it.
+        case StepKind::Matmul: {
+          // What cuDNN's matmul graph takes (cudnn_graph.cpp): one batch, no C, one operand
+          // dtype, alpha 1, and no epilogue but none, bias or bias+gelu.
+          const GemmStep& g = s.gemm;
+          BATON_CHECK_OR_RETURN(g.batch == 1, InvalidProgram,
+                                "engine blob: {} is a cuDNN matmul of {} batches (only 1)", what,
+                                g.batch);
+          BATON_CHECK_OR_RETURN(g.has_c == 0, InvalidProgram,
+                                "engine blob: {} is a cuDNN matmul with a C matrix (has_c {})",
+                                what, g.has_c);
+          BATON_CHECK_OR_RETURN(g.a_dtype == g.b_dtype && g.a_dtype == g.d_dtype, InvalidProgram,
+                                "engine blob: {} is a cuDNN matmul of mixed operand dtypes (A {}, "
+                                "B {}, D {})",
+                                what, g.a_dtype, g.b_dtype, g.d_dtype);
+          BATON_CHECK_OR_RETURN(g.alpha == 1.0f, InvalidProgram,
+                                "engine blob: {} is a cuDNN matmul with an alpha other than 1 ({})",
+                                what, g.alpha);
           BATON_CHECK_OR_RETURN(
-              s.gemm.has_c == 0 && s.gemm.a_dtype == s.gemm.b_dtype &&
-                  s.gemm.a_dtype == s.gemm.d_dtype && s.gemm.alpha == 1.0f &&
-                  (s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::None) ||
-                   s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::Bias) ||
-                   s.gemm.epilogue == static_cast<uint8_t>(GemmEpilogue::BiasGeluErf)),
+              g.epilogue == static_cast<uint8_t>(GemmEpilogue::None) ||
+                  g.epilogue == static_cast<uint8_t>(GemmEpilogue::Bias) ||
+                  g.epilogue == static_cast<uint8_t>(GemmEpilogue::BiasGeluErf),
               InvalidProgram,
-              "engine blob: {} is a cuDNN matmul with a C matrix, mixed operand dtypes, an alpha "
-              "other than 1 or an epilogue other than none, bias or bias+gelu",
-              what);
-          BATON_TRY(gemm(s.gemm, what));
+              "engine blob: {} is a cuDNN matmul with epilogue {}: an epilogue other than none, "
+              "bias or bias+gelu",
+              what, g.epilogue);
+          BATON_TRY(gemm(g, what));
           break;
+        }
         case StepKind::Conv:
           BATON_TRY(conv(s.conv, what));
           break;

@@ -67,7 +67,7 @@ struct EngineHeader {
   // another cuBLASLt or cuDNN version chooses again.
   Section choices;
   uint32_t choices_cublaslt_version;  // cublasLtGetVersion() when timed
-  uint32_t choices_cudnn_version;     // cudnnGetVersion() when timed (0: no convolution)
+  uint32_t choices_cudnn_version;     // cudnnGetVersion() when timed (0: no cuDNN step)
   char choices_gpu[40];               // the GPU's name, NUL-padded, for inspection
   uint8_t reserved[256 - 80 - 6 * 16 - 16 - 8 - 40];
 };

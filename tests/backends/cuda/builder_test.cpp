@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 
 #include "backends/cuda/builder/codegen.h"
 #include "backends/cuda/builder/engine_builder.h"
@@ -29,6 +30,7 @@
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
+#include "testing/scoped_env.h"
 
 namespace baton {
 namespace {
@@ -118,9 +120,9 @@ TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   for (const char* precision : {"fp32", "tf32", "fp16"}) {
     SCOPED_TRACE(precision);
     const bool fp16 = std::string_view(precision) == "fp16";
-    if (fp16) setenv("BATON_GEMM_GELU", "kernel", 1);
+    std::optional<testing::ScopedEnv> gelu;
+    if (fp16) gelu.emplace("BATON_GEMM_GELU", "kernel");
     auto built = build(mlp(/*relu=*/false), precision);
-    if (fp16) unsetenv("BATON_GEMM_GELU");
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     const auto steps = blob.steps();
@@ -179,8 +181,8 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
   const std::string dir = ::testing::TempDir() + "/baton_pdl_source";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  ASSERT_EQ(setenv("BATON_DUMP_KERNEL_SOURCE", dir.c_str(), 1), 0);
-  ASSERT_EQ(setenv("BATON_GEMM_GELU", "kernel", 1), 0);  // the GELU as a kernel of ours
+  const testing::ScopedEnv dump("BATON_DUMP_KERNEL_SOURCE", dir.c_str());
+  const testing::ScopedEnv gelu("BATON_GEMM_GELU", "kernel");  // the GELU as a kernel of ours
   for (const char* arch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(arch);
     register_builtins();
@@ -221,8 +223,6 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
   }
-  unsetenv("BATON_DUMP_KERNEL_SOURCE");
-  unsetenv("BATON_GEMM_GELU");
 }
 
 // Scaled-dot-product attention as the exporters write it (K through a Transpose), then an output
@@ -673,9 +673,10 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
       }
       EXPECT_EQ(patches, 1u);
     }
-    setenv("BATON_CONV_PATCHES", "cudnn", 1);
+    std::optional<testing::ScopedEnv> cudnn;
+    cudnn.emplace("BATON_CONV_PATCHES", "cudnn");
     auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes);
-    unsetenv("BATON_CONV_PATCHES");
+    cudnn.reset();
     ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
     size_t convs = 0;
     for (const cuda::StepRecord& r : parse_blob(on_cudnn->blobs[0]).steps())

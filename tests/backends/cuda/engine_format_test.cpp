@@ -282,6 +282,15 @@ TEST(EngineFormatTest, MatmulStepsAreCheckedAndDescribed) {
   e = matmul();
   e.steps[0].gemm.alpha = 2.0f;
   expect_rejected(e, "an alpha other than 1");
+  // Batches 0 elements apart pass a GEMM's extent checks (one shared matrix), but cuDNN's graph
+  // takes no broadcast batch: a matmul has one batch.
+  e = matmul();
+  e.steps[0].gemm.batch = 3;
+  e.steps[0].gemm.stride_a = e.steps[0].gemm.stride_b = e.steps[0].gemm.stride_d = 0;
+  expect_rejected(e, "is a cuDNN matmul of 3 batches");
+  e = matmul();
+  e.steps[0].gemm.b_dtype = static_cast<uint8_t>(DType::Float16);
+  expect_rejected(e, "mixed operand dtypes");
   e = matmul();
   e.steps[0].gemm.epilogue = static_cast<uint8_t>(GemmEpilogue::BiasRelu);
   expect_rejected(e, "an epilogue other than none, bias or bias+gelu");

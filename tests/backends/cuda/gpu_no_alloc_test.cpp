@@ -1,13 +1,18 @@
 // The GPU hot path allocates nothing: a warm execute() of a device-resident program under a
-// caller stream (zero-copy, graph replay, completion event) makes no heap allocation anywhere in
-// the process — Baton's code, the CUDA runtime, cuBLASLt, cuDNN — for a small generated model and
-// for one committed model of each real family (tests/e2e/models/real).
+// caller stream (zero-copy, graph replay, completion event) makes no heap allocation on the
+// calling thread — Baton's code, the CUDA runtime, cuBLASLt, cuDNN — for a small generated model
+// and for one committed model of each real family (tests/e2e/models/real). Without cuDNN steps,
+// no allocation anywhere in the process. The CUDA driver's own worker thread allocates while it
+// replays graphs with cuDNN's runtime-compiled kernels (fused matmuls and convolutions; the real
+// families' graphs: about 20 in 50 executes for ViT, BERT and GPT-2 on an H100, driver 580); those
+// are printed, not asserted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -26,6 +31,7 @@
 #include "testing/paths.h"
 #include "testing/random.h"
 #include "testing/sanitizer.h"
+#include "testing/scoped_env.h"
 
 namespace baton {
 namespace {
@@ -134,9 +140,10 @@ TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
 // The same program with the GELU as a kernel of its own (no cuDNN step): no allocation on any
 // thread.
 TEST_F(GpuNoAllocTest, WarmExecuteWithoutCudnnStepsAllocatesNothingOnAnyThread) {
-  setenv("BATON_GEMM_GELU", "kernel", 1);
+  std::optional<testing::ScopedEnv> gelu;
+  gelu.emplace("BATON_GEMM_GELU", "kernel");
   extension::Module module = device_io_module();
-  unsetenv("BATON_GEMM_GELU");
+  gelu.reset();
   EXPECT_NO_ALLOCATIONS(device_io_allocations(module, rng_).first);
 }
 
