@@ -150,8 +150,8 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
                   "Run no optimizer pass (shape inference and constant folding still run)"));
   flags.push_back(
       c->add_option("--disable-pass", args.disabled_passes,
-                    "Skip one optimizer pass: cse, identity, bn-conv, gelu, attention, matmul-add, "
-                    "qkv, add-layernorm (repeatable)"));
+                    "Skip one optimizer pass: cse, bn-conv, gelu, attention, matmul-add, qkv, "
+                    "add-layernorm, identity (repeatable)"));
   flags.push_back(
       c->add_flag("--expose-intermediates", args.expose_intermediates,
                   "Make every intermediate value an output too, after the model's own (for baton "

@@ -9,6 +9,7 @@
 #include "baton/core/check.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/rewrite.h"
+#include "ops/op_def.h"
 
 namespace baton::compiler {
 namespace {
@@ -56,6 +57,10 @@ Copy copies_its_input(const Graph& graph, const IrNode& node) {
 }  // namespace
 
 Result<size_t> replace_copies_with_identity(Graph& graph) {
+  // Baton defines Identity and Reshape from opset 13: an older model keeps its copies.
+  if (ops::op_registry().find("Identity", "", graph.opset) == nullptr ||
+      ops::op_registry().find("Reshape", "", graph.opset) == nullptr)
+    return size_t{0};
   size_t rewritten = 0;
   const size_t original = graph.nodes.size();
   for (size_t i = 0; i < original; ++i) {

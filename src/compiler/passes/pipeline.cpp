@@ -13,10 +13,6 @@ const std::vector<PassDef>& optimizer_passes() {
        "nodes computing the same op on the same inputs (equal constants count as the same) -> "
        "one node",
        &eliminate_common_subexpressions, "", ""},
-      {"identity",
-       "a Cast to the dtype its input has, an Expand to the shape it has, a Gather of every "
-       "index of an axis in order -> Identity (a view)",
-       &replace_copies_with_identity, "", "Identity"},
       {"bn-conv",
        "inference BatchNormalization after a Conv with constant weights -> folded into the "
        "Conv's weights and bias",
@@ -33,6 +29,11 @@ const std::vector<PassDef>& optimizer_passes() {
        &fuse_shared_input_linears, "baton", "LinearSplits"},
       {"add-layernorm", "residual Add followed by LayerNormalization -> baton AddLayerNorm",
        &fuse_add_layer_norm, "baton", "AddLayerNorm"},
+      {"identity",
+       "a Cast to the dtype its input has, an Expand to the shape it has, a Gather of every "
+       "index of an axis in order -> Identity or Reshape (views; "
+       "models of opset 13 on)",
+       &replace_copies_with_identity, "", "Identity"},
   };
   return passes;
 }

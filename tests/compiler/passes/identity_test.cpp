@@ -61,6 +61,22 @@ TEST_F(IdentityPassTest, AGatherOfEveryIndexUnderAnotherShapeBecomesReshape) {
   expect_same_outputs(b, {random_tensor(rng, {3, 4})});
 }
 
+// Baton defines Identity and Reshape from opset 13: an opset-9 model keeps its copies, and
+// compiles (ONNX's test_expand_shape_model1 is such a model).
+TEST_F(IdentityPassTest, ModelsBeforeOpset13KeepTheirCopies) {
+  std::mt19937 rng(4);
+  OnnxBuilder b(9);
+  b.input("x", {2, 3});
+  b.initializer_int64("shape", {2}, {2, 3});
+  b.node("Expand", {"x", "shape"}, {"e"}, "expand");
+  b.node("Tanh", {"e"}, {"y"}, "tanh");
+  b.output("y", {2, 3});
+  const auto ops = op_counts(optimized(b));
+  EXPECT_EQ(ops.at("Expand"), 1);
+  EXPECT_EQ(ops.count("Identity"), 0u);
+  expect_same_outputs(b, {random_tensor(rng, {2, 3})});
+}
+
 // A Cast to another dtype, an Expand that broadcasts, a Gather that permutes, one that takes a
 // subset and one whose indices are an input all change their input: none is rewritten.
 TEST_F(IdentityPassTest, NodesThatChangeTheirInputStay) {
