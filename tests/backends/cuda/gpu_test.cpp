@@ -336,6 +336,58 @@ TEST_F(GpuTest, MatMulBiasReluAndTanhGeluFuseIntoTheEpilogue) {
 // HardSwish after a depthwise convolution; a 3-channel stem (channels padded to 8); a convolution
 // that is a partition output (copied back to NCHW); a residual produced after the convolution
 // (not fusible: a separate Add). Nothing runs on the CPU.
+// A Gemm with a bias and an erf-GELU read by another GEMM (so the GELU's output stays inside the
+// engine): in fp16 and bf16 one cuDNN matmul step, reading A and B through each transpose.
+TEST_F(GpuTest, ErfGeluAfterEveryGemmTransposeMatchesTheCpuPath) {
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transA={} transB={}", ta, tb));
+      const int64_t m = 6, k = 45, n = 27;
+      OnnxBuilder b(20);
+      const std::vector<int64_t> a_shape =
+          ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      b.input("a", a_shape);
+      b.initializer("w", tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
+                    floats(static_cast<size_t>(k * n)));
+      b.initializer("c", {n}, floats(static_cast<size_t>(n)));
+      b.initializer("w2", {n, 11}, floats(static_cast<size_t>(n * 11)));
+      auto& g = b.node("Gemm", {"a", "w", "c"}, {"h"}, "gemm");
+      OnnxBuilder::attr_int(g, "transA", ta);
+      OnnxBuilder::attr_int(g, "transB", tb);
+      b.node("Gelu", {"h"}, {"gelu"}, "gelu");
+      b.node("MatMul", {"gelu", "w2"}, {"y"}, "mm2");
+      b.output("y", {m, 11});
+      compare(b, {random(a_shape)});
+    }
+  }
+}
+
+// Patch convolutions (kernel == stride) whose input is stored channels-last (another
+// convolution's output) or is a transposed view, and whose output another op reads inside the
+// engine.
+TEST_F(GpuTest, PatchConvolutionsReadEveryInputLayout) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 3, 12, 8});
+  b.initializer("w0", {8, 3, 3, 3}, floats(8 * 3 * 9));
+  auto& c0 = b.node("Conv", {"x", "w0"}, {"c0"}, "conv3x3");
+  OnnxBuilder::attr_ints(c0, "pads", {1, 1, 1, 1});
+  b.initializer("wp", {16, 8, 2, 2}, floats(16 * 8 * 4));
+  b.initializer("bp", {16}, floats(16));
+  auto& p = b.node("Conv", {"c0", "wp", "bp"}, {"p"}, "patches_of_nhwc");
+  OnnxBuilder::attr_ints(p, "strides", {2, 2});
+  b.node("Relu", {"p"}, {"r"}, "relu");
+  // x transposed to [2, 3, 8, 12] (H and W swapped: a strided view), then 4x4 patches.
+  auto& t = b.node("Transpose", {"x"}, {"xt"}, "transpose");
+  OnnxBuilder::attr_ints(t, "perm", {0, 1, 3, 2});
+  b.initializer("wt", {5, 3, 4, 4}, floats(5 * 3 * 16));
+  auto& q = b.node("Conv", {"xt", "wt"}, {"q"}, "patches_of_view");
+  OnnxBuilder::attr_ints(q, "strides", {4, 4});
+  b.node("Sigmoid", {"q"}, {"qs"}, "sigmoid");
+  b.output("r", {2, 16, 6, 4});
+  b.output("qs", {2, 5, 2, 3});
+  compare(b, {random({2, 3, 12, 8})});
+}
+
 TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   OnnxBuilder b(17);
   b.input("x", {2, 3, 17, 15});
