@@ -213,20 +213,16 @@ Status matmul_graph(fe::graph::Graph& g, const GemmStep& s, const std::string& w
   g.set_io_data_type(type)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  const int64_t batch = s.batch, m = s.m, n = s.n, k = s.k;
-  auto batch_stride = [&](int64_t stride, int64_t elements) {
-    return stride != 0 ? stride : elements;  // one batch (or broadcast): any positive stride
-  };
+  // One batch (the engine format checks it): the leading dimension of size 1 gets any stride.
+  const int64_t m = s.m, n = s.n, k = s.k;
   // op(B)^T [n, k]: B is [k, n] (or [n, k] transposed) column-major with leading dimension ldb.
   // Uids in cudnn_operands' order: the step's A (cuDNN's right operand), B (its left), bias, D.
-  auto left =
-      add_tensor(g, "b", kW, type, {batch, n, k},
-                 s.trans_b ? std::vector<int64_t>{batch_stride(s.stride_b, n * k), 1, s.ldb}
-                           : std::vector<int64_t>{batch_stride(s.stride_b, n * k), s.ldb, 1});
-  auto right =
-      add_tensor(g, "a", kX, type, {batch, k, m},
-                 s.trans_a ? std::vector<int64_t>{batch_stride(s.stride_a, k * m), 1, s.lda}
-                           : std::vector<int64_t>{batch_stride(s.stride_a, k * m), s.lda, 1});
+  auto left = add_tensor(
+      g, "b", kW, type, {1, n, k},
+      s.trans_b ? std::vector<int64_t>{n * k, 1, s.ldb} : std::vector<int64_t>{n * k, s.ldb, 1});
+  auto right = add_tensor(
+      g, "a", kX, type, {1, k, m},
+      s.trans_a ? std::vector<int64_t>{k * m, 1, s.lda} : std::vector<int64_t>{k * m, s.lda, 1});
   auto y = g.matmul(left, right, fe::graph::Matmul_attributes().set_name("matmul"));
   y->set_data_type(fe::DataType_t::FLOAT);
   const auto epilogue = static_cast<GemmEpilogue>(s.epilogue);
@@ -242,11 +238,8 @@ Status matmul_graph(fe::graph::Graph& g, const GemmStep& s, const std::string& w
                            fe::PointwiseMode_t::GELU_FWD));
   }
   BATON_ASSIGN_OR_RETURN(const fe::DataType_t d_type, data_type(s.d_dtype, what));
-  y->set_output(true)
-      .set_uid(kY)
-      .set_data_type(d_type)
-      .set_dim({batch, n, m})
-      .set_stride({batch_stride(s.stride_d, n * m), s.ldd, 1});
+  y->set_output(true).set_uid(kY).set_data_type(d_type).set_dim({1, n, m}).set_stride(
+      {n * m, s.ldd, 1});
   return Status();
 }
 

@@ -174,6 +174,43 @@ TEST(EngineBuilderTest, ErfGeluIsTheEpilogueOfACudnnMatmulIn16BitEngines) {
   }
 }
 
+// A model exported in fp16: MatMul(A, B) + bias, erf-GELU, MatMul. When A or B is the caller's
+// fp16 buffer, read in place, the GEMM stays on cuBLASLt with a GELU kernel after it (cuDNN's
+// plans have no fallback for a caller's unaligned memory); when both come from inside the engine
+// it is a cuDNN matmul.
+TEST(EngineBuilderTest, ErfGeluMatmulNeverReadsTheCallersBufferInPlace) {
+  constexpr int kFloat16 = 10;
+  auto model = [](bool a_in_place, bool b_in_place) {
+    OnnxBuilder b(20);
+    b.input("x", {8, 64}, kFloat16);
+    b.input("w", {64, 96}, kFloat16);
+    b.initializer("bias32", {96}, std::vector<float>(96, 0.1f));
+    b.initializer("w2_32", {96, 10}, std::vector<float>(96 * 10, 0.02f));
+    for (const char* c : {"bias", "w2"}) {
+      auto& cast = b.node("Cast", {std::string(c) + (c[0] == 'b' ? "32" : "_32")}, {c});
+      OnnxBuilder::attr_int(cast, "to", kFloat16);  // folded: fp16 constants
+    }
+    b.node("Tanh", {"x"}, {"xt"}, "x_inside");
+    b.node("Tanh", {"w"}, {"wt"}, "w_inside");
+    b.node("MatMul", {a_in_place ? "x" : "xt", b_in_place ? "w" : "wt"}, {"h"}, "mm");
+    b.node("Add", {"h", "bias"}, {"hb"}, "bias_add");
+    b.node("Gelu", {"hb"}, {"g"}, "gelu");
+    b.node("MatMul", {"g", "w2"}, {"y"}, "mm2");
+    b.output("y", {8, 10}, kFloat16);
+    return b;
+  };
+  for (const auto& [a_in_place, b_in_place] :
+       {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    SCOPED_TRACE(fmt::format("A in place {}, B in place {}", a_in_place, b_in_place));
+    auto built = build(model(a_in_place, b_in_place), "fp16");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    size_t matmuls = 0;
+    for (const cuda::StepRecord& r : parse_blob(built->blobs[0]).steps())
+      matmuls += r.kind == static_cast<uint32_t>(cuda::StepKind::Matmul);
+    EXPECT_EQ(matmuls, a_in_place || b_in_place ? 0u : 1u);
+  }
+}
+
 // From sm_90 on, every generated kernel waits for the grid before it as its first statement and
 // says so in its step (programmatic dependent launch may then start it early); for older GPUs
 // neither.

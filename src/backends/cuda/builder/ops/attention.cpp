@@ -158,8 +158,9 @@ int sdpa_bias(Lowering& ctx, const compiler::IrNode& node, int64_t bb, int64_t b
   if (const int known = ctx.derived(key); known >= 0) return known;
   const std::vector<int64_t> want = {bb, bh, sq, sk};
   // An additive mask computed in the engine that already is that bias (BERT's and GPT-2's Where
-  // output, in the activation dtype, [1, 1, Sq, Sk] row-major): read where it is, no copy.
-  if (!boolean && !ctx.is_constant(mask) && ctx.dtype_of(mask) == dtype &&
+  // output, in the activation dtype, [1, 1, Sq, Sk] row-major): read where it is, no copy. Not a
+  // caller's buffer: cuDNN's plans are chosen on aligned memory.
+  if (!boolean && !ctx.is_constant(mask) && !ctx.is_binding(mask) && ctx.dtype_of(mask) == dtype &&
       ctx.value(mask).sizes == want && !ctx.strided(mask) && ctx.view_offset(mask) == 0 &&
       ctx.strides_of(mask) == std::vector<int64_t>{bh * sq * sk, sq * sk, sk, 1}) {
     ctx.remember(key, mask);

@@ -74,21 +74,24 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
 // Whether the exact (erf) GELU after this GEMM and its bias runs in the GEMM as a cuDNN matmul
 // (StepKind::Matmul): in fp16 and bf16 engines (cuDNN's fused matmuls take 16-bit operands), one
 // GEMM of one batch, no C matrix, alpha 1, the GELU's output stored in the operand dtype, and
-// neither A (read in place) nor the output a binding (cuDNN's plans are chosen on aligned buffers,
+// no operand read or written in a caller's buffer (cuDNN's plans are chosen on aligned buffers,
 // and unlike cuBLASLt steps there is no algorithm kept for a caller's unaligned memory). cuBLASLt
 // has only the tanh GELU, so otherwise the GELU is a kernel of its own after a bias epilogue, as
 // BATON_GEMM_GELU=kernel asks. Measured on an H100 (bench/RESULTS.md, issue 12 sixth pass), same
 // programs compiled both ways: ViT-B/16 0.509 -> 0.490 ms, BERT-base 0.483 -> 0.461 with up to 16
 // of cuDNN's plans timed (engine.cpp); with only the heuristics' first four, BERT was 5% slower.
-bool cudnn_gelu(const Lowering& ctx, int a, bool split, int64_t batch, int c_matrix, float alpha,
-                int view, const compiler::IrNode& gelu) {
+bool cudnn_gelu(const Lowering& ctx, int a, int b, bool split, int64_t batch, int c_matrix,
+                float alpha, int view, const compiler::IrNode& gelu) {
   const char* env = std::getenv("BATON_GEMM_GELU");
   if (env != nullptr && std::string_view(env) == "kernel") return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
+  // A binding of another dtype is read through a cast copy (Lowering::ensure).
+  auto in_place = [&](int v) {
+    return !ctx.is_constant(v) && ctx.is_binding(v) && ctx.dtype_of(v) == ctx.operand_dtype();
+  };
   return !split && batch == 1 && c_matrix < 0 && alpha == 1.0f && view < 0 &&
-         ctx.dtype_of(gelu.outputs[0]) == ctx.operand_dtype() &&
-         !(ctx.is_binding(a) && ctx.dtype_of(a) == ctx.operand_dtype()) &&  // else a cast copy
+         ctx.dtype_of(gelu.outputs[0]) == ctx.operand_dtype() && !in_place(a) && !in_place(b) &&
          !ctx.is_binding(gelu.outputs[0]);
 }
 
@@ -196,7 +199,7 @@ Status lower(Lowering& ctx, int index) {
     } else if (an.op_type == "Gelu" && an.attr_string("approximate") == "tanh" && has_bias) {
       epilogue = GemmEpilogue::BiasGeluTanh;
     } else if (an.op_type == "Gelu" && an.attr_string("approximate") != "tanh" && has_bias &&
-               cudnn_gelu(ctx, a, split, batch, c_matrix, alpha, view, an)) {
+               cudnn_gelu(ctx, a, b, split, batch, c_matrix, alpha, view, an)) {
       epilogue = GemmEpilogue::BiasGeluErf;
     }
   }
