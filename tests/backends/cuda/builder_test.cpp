@@ -1041,6 +1041,61 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
   }
 }
 
+// A one-input typed kernel (a copy or conversion) from a view whose rows are contiguous and at
+// least 256 long, one pitch apart (GPT-2's logits padded to 50264 columns gathered into its
+// 50257-wide output), runs a row kernel: a block per 1024 columns of a row, the row and column
+// from the block index. Other strides keep the element loop. Every variant compiles.
+TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
+  struct Case {
+    DType in, out;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+    uint32_t row_grid;  // rows x blocks per row, or 0 for the element loop
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {DType::Float32, DType::Float32, {1, 128, 50257}, {128 * 50264, 50264, 1}, 0, 128 * 50,
+       "constexpr long long cols = 50257LL, pitch = 50264LL;"},
+      {DType::Float16, DType::Float32, {6, 2400}, {2500, 1}, 3, 6 * 3, "p0 + 3LL + row * pitch"},
+      {DType::Bool, DType::Bool, {2, 3, 600}, {2100, 700, 1}, 50, 6, "bool_t v[4];"},
+      {DType::Int64, DType::Int64, {5, 1, 256}, {300, 7, 1}, 0, 5, "pitch = 300LL"},
+      // Outer dimensions that do not collapse into one run of rows.
+      {DType::Float32, DType::Float32, {4, 3, 300}, {1500, 300, 1}, 0, 0, ""},
+      {DType::Float32, DType::Float32, {64, 100}, {128, 1}, 0, 0, ""},  // short rows
+      {DType::Float32, DType::Float32, {4, 512}, {0, 1}, 0, 0, ""},     // rows broadcast
+      {DType::Float16, DType::Float16, {300, 4}, {1, 300}, 0, 0, ""},   // a transpose
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} -> {} {} strides {}", dtype_name(c.in), dtype_name(c.out),
+                             fmt::join(c.sizes, "x"), fmt::join(c.strides, ",")));
+    cuda::TypedKernel k;
+    k.name = "k_test";
+    k.sizes = c.sizes;
+    k.out = c.out;
+    k.expression = "{0}";
+    k.inputs.push_back({c.in, c.strides, c.offset});
+    cuda::LaunchShape launch;
+    const std::string source = cuda::generate_typed(k, &launch);
+    EXPECT_EQ(launch.block, 256u);
+    if (c.row_grid != 0) {
+      EXPECT_EQ(launch.grid, c.row_grid) << source;
+      EXPECT_NE(source.find(c.expect), std::string::npos) << source;
+      EXPECT_EQ(source.find("baton_for_each"), std::string::npos) << source;
+    } else {
+      EXPECT_NE(source.find("baton_for_each("), std::string::npos) << source;
+      EXPECT_EQ(source.find("pitch"), std::string::npos) << source;
+    }
+    auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
+    ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
+    if (c.row_grid != 0) {
+      // BATON_ROW_COPY=0 (for A/B measurements) keeps the element loop.
+      const testing::ScopedEnv off("BATON_ROW_COPY", "0");
+      cuda::LaunchShape loop;
+      EXPECT_NE(cuda::generate_typed(k, &loop).find("baton_for_each("), std::string::npos);
+    }
+  }
+}
+
 // Channels-last values come only from convolutions, which this builder does not lower yet: the
 // test stands a layout copy in for one (the Identity's output aliases an NHWC copy of x) and
 // lowers the rest through the registered lowerings, as EngineBuilder::lower would.

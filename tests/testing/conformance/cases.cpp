@@ -235,6 +235,9 @@ void matmul_cases(std::vector<Case>& out) {
       {{17}, {17, 3}, true},
       {{4, 17}, {17}, false},
       {{2, 1, 3, 4}, {5, 4, 2}, false},
+      // N not a multiple of 8 in a GEMM of 2^24 multiply-adds or more: the GPU pads B to 1008
+      // columns and copies the result's rows into the output (its row kernel).
+      {{64, 512}, {512, 1001}, true},
   };
   for (const auto& [a, b, b_constant] : shapes) {
     CaseInput bi = in(b);
@@ -546,6 +549,9 @@ void layout_cases(std::vector<Case>& out) {
       {{20, 10, 5}, {-4}, {-1}, {-1}, {1}},  // negative start, end and axis
       {{6, 7}, {5}, {2}, {0}, {1}},          // empty
       {{6, 7}, {1, 1}, {100, 100}, {1, 0}, {3, 2}},
+      // Rows of at least 256 one pitch apart: the GPU copies them with its row kernel.
+      {{6, 2500}, {3}, {2403}, {1}, {1}},
+      {{2, 3, 700}, {50}, {650}, {2}, {1}},
   };
   for (const S& sl : slices) {
     out.push_back(

@@ -3,12 +3,61 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 namespace baton::cuda {
 namespace {
 
 constexpr int64_t kMaxGrid = int64_t{1} << 18;
+
+// A one-input typed kernel whose input is a row-pitched view (rows of at least kRowCopyMinCols
+// elements, contiguous within a row, one pitch from row to row; GPT-2's logits padded to 50264
+// columns and gathered into the caller's 50257-wide buffer) runs a row kernel instead of the
+// element loop: each block takes kRowCopyCols columns of one row, each thread kRowCopyUnroll
+// elements kBlock apart, all loads before the stores. The row and the column come from the
+// block index (a 32-bit division by a constant per thread, not the 64-bit divisions per element
+// of baton_offset), and the accesses of a warp are coalesced on both sides at any alignment.
+// BATON_ROW_COPY=0 when compiling keeps the element loop, to compare the two (bench/RESULTS.md).
+constexpr int64_t kRowCopyMinCols = 256;
+constexpr int64_t kRowCopyUnroll = 4;
+constexpr int64_t kRowCopyCols = kBlock * kRowCopyUnroll;
+
+struct RowPitch {
+  int64_t rows = 0, cols = 0, pitch = 0;
+};
+
+// `sizes` read at `strides` as rows x cols with an input row pitch, if they are that: dimensions
+// of size 1 dropped, the innermost of stride 1, the outer ones collapsing into one run of rows.
+std::optional<RowPitch> row_pitched(const std::vector<int64_t>& sizes,
+                                    const std::vector<int64_t>& strides) {
+  if (const char* env = std::getenv("BATON_ROW_COPY"); env != nullptr && std::string(env) == "0") {
+    return std::nullopt;
+  }
+  std::vector<int64_t> sz, st;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    sz.push_back(sizes[d]);
+    st.push_back(strides[d]);
+  }
+  if (sz.size() < 2 || st.back() != 1 || sz.back() < kRowCopyMinCols) return std::nullopt;
+  for (size_t d = 0; d + 2 < sz.size(); ++d) {
+    if (st[d] != st[d + 1] * sz[d + 1]) return std::nullopt;
+  }
+  RowPitch r;
+  r.cols = sz.back();
+  r.pitch = st[st.size() - 2];
+  r.rows = 1;
+  for (size_t d = 0; d + 1 < sz.size(); ++d) r.rows *= sz[d];
+  if (r.rows < 1) return std::nullopt;  // empty: the element loop launches one block
+  // Rows apart and in order (broadcast or overlapping rows keep the element loop).
+  if (r.pitch < r.cols) return std::nullopt;
+  const int64_t chunks = (r.cols + kRowCopyCols - 1) / kRowCopyCols;
+  if (r.rows * chunks >= (int64_t{1} << 31)) return std::nullopt;
+  return r;
+}
 
 }  // namespace
 
@@ -252,7 +301,49 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
       stores, scalar_loop);
 }
 
+namespace {
+std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchShape* launch) {
+  const TypedInput& in = k.inputs[0];
+  std::string expression = k.expression;
+  const std::string element = "ld(v[j])";
+  for (size_t at = expression.find("{0}"); at != std::string::npos;
+       at = expression.find("{0}", at + element.size())) {
+    expression.replace(at, 3, element);
+  }
+  const int64_t chunks = (r.cols + kRowCopyCols - 1) / kRowCopyCols;
+  launch->block = kBlock;
+  launch->grid = static_cast<uint32_t>(r.rows * chunks);
+  return fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ p0, "
+      "{3}* __restrict__ y) {{\n"
+      "  constexpr long long cols = {4}LL, pitch = {5}LL;\n"
+      "  constexpr unsigned chunks = {6}u;\n"
+      "  const long long row = blockIdx.x / chunks;\n"
+      "  const long long c0 = (long long)(blockIdx.x % chunks) * {7}LL + threadIdx.x;\n"
+      "  const {2}* __restrict__ x = p0 + {8}LL + row * pitch;\n"
+      "  {3}* __restrict__ out = y + row * cols;\n"
+      "  {2} v[{9}];\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < {9}; ++j) {{\n"
+      "    if (c0 + j * {0}LL < cols) v[j] = x[c0 + j * {0}LL];\n"
+      "  }}\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < {9}; ++j) {{\n"
+      "    if (c0 + j * {0}LL < cols) sto(&out[c0 + j * {0}LL], {10});\n"
+      "  }}\n"
+      "}}\n",
+      kBlock, k.name, device_type_name(in.dtype), device_type_name(k.out), r.cols, r.pitch,
+      chunks, kRowCopyCols, in.offset, kRowCopyUnroll, expression);
+}
+
+}  // namespace
+
 std::string generate_typed(const TypedKernel& k, LaunchShape* launch) {
+  if (k.inputs.size() == 1 && !contiguous(k.sizes, k.inputs[0].strides)) {
+    if (const std::optional<RowPitch> r = row_pitched(k.sizes, k.inputs[0].strides)) {
+      return generate_row_copy(k, *r, launch);
+    }
+  }
   int64_t n = 1;
   for (int64_t s : k.sizes) n *= s;
   const size_t rank = std::max<size_t>(k.sizes.size(), 1);
