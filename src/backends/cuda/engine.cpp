@@ -155,6 +155,10 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
                                          fmt::format("weights for partition '{}'", partition)));
     BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_.get(), blob_.weights().data(),
                                                 blob_.weights().size(), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return with the last DMA still in flight on the legacy
+    // stream, which orders only blocking streams: a caller's non-blocking stream (StreamGuard,
+    // a green context's) could run the first execute() before the weights land. Load time only.
+    BATON_CUDA_CHECK_ON(h.device_id, cudaStreamSynchronize(cudaStreamLegacy));
   }
   if (!blob_.cubin().empty()) {
     BATON_ASSIGN_OR_RETURN(library_, load_library(h.device_id, blob_.cubin().data()));
