@@ -1064,6 +1064,10 @@ TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
       {DType::Float32, DType::Float32, {64, 100}, {128, 1}, 0, 0, ""},  // short rows
       {DType::Float32, DType::Float32, {4, 512}, {0, 1}, 0, 0, ""},     // rows broadcast
       {DType::Float16, DType::Float16, {300, 4}, {1, 300}, 0, 0, ""},   // a transpose
+      {DType::Float32, DType::Float32, {4, 300}, {300, -1}, 299, 0, ""},  // columns reversed
+      {DType::Float32, DType::Float32, {4, 300}, {-400, 1}, 1200, 0, ""},  // rows reversed
+      {DType::Float32, DType::Float32, {0, 300}, {400, 1}, 0, 0, ""},      // empty
+      {DType::Float32, DType::Float32, {3000}, {2}, 0, 0, ""},             // one dimension
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(fmt::format("{} -> {} {} strides {}", dtype_name(c.in), dtype_name(c.out),
