@@ -332,8 +332,8 @@ std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchSha
       "    if (c0 + j * {0}LL < cols) sto(&out[c0 + j * {0}LL], {10});\n"
       "  }}\n"
       "}}\n",
-      kBlock, k.name, device_type_name(in.dtype), device_type_name(k.out), r.cols, r.pitch,
-      chunks, kRowCopyCols, in.offset, kRowCopyUnroll, expression);
+      kBlock, k.name, device_type_name(in.dtype), device_type_name(k.out), r.cols, r.pitch, chunks,
+      kRowCopyCols, in.offset, kRowCopyUnroll, expression);
 }
 
 }  // namespace
