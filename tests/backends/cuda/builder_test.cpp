@@ -704,6 +704,12 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
         ASSERT_EQ(g.kind, static_cast<uint32_t>(cuda::StepKind::Gemm)) << "step " << i + 1;
         EXPECT_EQ(g.gemm.k, w[1] * w[2] * w[3]);
         EXPECT_EQ(g.gemm.m, w[0]);
+        // The filters [K, C*KH*KW] row-major, read transposed; the result [patches, K].
+        EXPECT_EQ(g.gemm.trans_a, 1u);
+        EXPECT_EQ(g.gemm.trans_b, 0u);
+        EXPECT_EQ(g.gemm.lda, g.gemm.k);
+        EXPECT_EQ(g.gemm.ldb, g.gemm.k);
+        EXPECT_EQ(g.gemm.ldd, g.gemm.m);
         EXPECT_EQ(g.gemm.n * g.gemm.k * (precision == std::string("fp16") ? 2 : 4),
                   static_cast<int64_t>(r.kernel.operands[1].bytes));
         EXPECT_TRUE(same(g.gemm.b, r.kernel.operands[1])) << "the GEMM does not read the patches";
@@ -1054,17 +1060,22 @@ TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
     std::string expect;
   };
   const std::vector<Case> cases = {
-      {DType::Float32, DType::Float32, {1, 128, 50257}, {128 * 50264, 50264, 1}, 0, 128 * 50,
+      {DType::Float32,
+       DType::Float32,
+       {1, 128, 50257},
+       {128 * 50264, 50264, 1},
+       0,
+       128 * 50,
        "constexpr long long cols = 50257LL, pitch = 50264LL;"},
       {DType::Float16, DType::Float32, {6, 2400}, {2500, 1}, 3, 6 * 3, "p0 + 3LL + row * pitch"},
       {DType::Bool, DType::Bool, {2, 3, 600}, {2100, 700, 1}, 50, 6, "bool_t v[4];"},
       {DType::Int64, DType::Int64, {5, 1, 256}, {300, 7, 1}, 0, 5, "pitch = 300LL"},
       // Outer dimensions that do not collapse into one run of rows.
       {DType::Float32, DType::Float32, {4, 3, 300}, {1500, 300, 1}, 0, 0, ""},
-      {DType::Float32, DType::Float32, {64, 100}, {128, 1}, 0, 0, ""},  // short rows
-      {DType::Float32, DType::Float32, {4, 512}, {0, 1}, 0, 0, ""},     // rows broadcast
-      {DType::Float16, DType::Float16, {300, 4}, {1, 300}, 0, 0, ""},   // a transpose
-      {DType::Float32, DType::Float32, {4, 300}, {300, -1}, 299, 0, ""},  // columns reversed
+      {DType::Float32, DType::Float32, {64, 100}, {128, 1}, 0, 0, ""},     // short rows
+      {DType::Float32, DType::Float32, {4, 512}, {0, 1}, 0, 0, ""},        // rows broadcast
+      {DType::Float16, DType::Float16, {300, 4}, {1, 300}, 0, 0, ""},      // a transpose
+      {DType::Float32, DType::Float32, {4, 300}, {300, -1}, 299, 0, ""},   // columns reversed
       {DType::Float32, DType::Float32, {4, 300}, {-400, 1}, 1200, 0, ""},  // rows reversed
       {DType::Float32, DType::Float32, {0, 300}, {400, 1}, 0, 0, ""},      // empty
       {DType::Float32, DType::Float32, {3000}, {2}, 0, 0, ""},             // one dimension

@@ -56,32 +56,6 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   return ops::product(q, 0, q.size() - 1) <= INT_MAX;
 }
 
-// Row-major and batched (contiguous batches): D[b] (m x n) = alpha * X[b] (m x k) W[b] (k x n),
-// W stored n x k when `w_transposed`. In cuBLASLt's column-major terms that is D^T = W^T X^T: its A
-// is W, its B is X, its m and n are our n and m (as in gemm.cpp). Operands in the engine's
-// operand dtype, D in `d_dtype`.
-GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64_t m, int64_t n,
-                      int64_t k, bool w_transposed, float alpha) {
-  GemmStep g{};
-  g.a_dtype = g.b_dtype = static_cast<uint8_t>(ctx.operand_dtype());
-  g.c_dtype = g.d_dtype = g.bias_dtype = static_cast<uint8_t>(d_dtype);
-  g.trans_a = w_transposed ? 1 : 0;
-  g.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
-  g.compute = static_cast<uint8_t>(ctx.target().precision);
-  g.batch = static_cast<uint32_t>(batches);
-  g.m = n;
-  g.n = m;
-  g.k = k;
-  g.lda = w_transposed ? k : n;
-  g.ldb = k;
-  g.ldc = g.ldd = n;
-  g.stride_a = batches > 1 ? k * n : 0;
-  g.stride_b = batches > 1 ? m * k : 0;
-  g.stride_c = g.stride_d = batches > 1 ? m * n : 0;
-  g.alpha = alpha;
-  return g;
-}
-
 // --- cuDNN's fused attention --------------------------------------------------------------------
 
 constexpr int64_t kMaxSdpaHeadDim = 128;

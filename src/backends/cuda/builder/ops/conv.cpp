@@ -280,27 +280,9 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
-  // Row-major Y[rows, K] = P[rows, depth] W^T is column-major Y^T[K, rows] = W P^T (gemm.cpp).
-  GemmStep gs{};
-  gs.a_dtype = static_cast<uint8_t>(operand);
-  gs.b_dtype = static_cast<uint8_t>(operand);
-  gs.c_dtype = static_cast<uint8_t>(y_dtype);
-  gs.d_dtype = static_cast<uint8_t>(y_dtype);
-  gs.bias_dtype = static_cast<uint8_t>(y_dtype);
-  gs.trans_a = 1;
-  gs.trans_b = 0;
-  gs.epilogue = static_cast<uint8_t>(bias >= 0 ? GemmEpilogue::Bias : GemmEpilogue::None);
-  gs.compute = static_cast<uint8_t>(ctx.target().precision);
-  gs.batch = 1;
-  gs.m = s.k;
-  gs.n = rows;
-  gs.k = depth;
-  gs.lda = depth;
-  gs.ldb = depth;
-  gs.ldc = s.k;
-  gs.ldd = s.k;
-  gs.alpha = 1.0f;
-  gs.beta = 0.0f;
+  // Y[rows, K] = P[rows, depth] W^T, W stored [K, depth].
+  GemmStep gs = batched_gemm(ctx, y_dtype, 1, rows, s.k, depth, /*w_transposed=*/true, 1.0f);
+  if (bias >= 0) gs.epilogue = static_cast<uint8_t>(GemmEpilogue::Bias);
   ctx.add_gemm(gs, {w, p, -1, y, bias});
   if (y != out) ctx.alias(out, y);
   return Status();

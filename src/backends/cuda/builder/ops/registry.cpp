@@ -61,6 +61,28 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& sizes,
   return out;
 }
 
+GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64_t m, int64_t n,
+                      int64_t k, bool w_transposed, float alpha) {
+  GemmStep g{};
+  g.a_dtype = g.b_dtype = static_cast<uint8_t>(ctx.operand_dtype());
+  g.c_dtype = g.d_dtype = g.bias_dtype = static_cast<uint8_t>(d_dtype);
+  g.trans_a = w_transposed ? 1 : 0;
+  g.epilogue = static_cast<uint8_t>(GemmEpilogue::None);
+  g.compute = static_cast<uint8_t>(ctx.target().precision);
+  g.batch = static_cast<uint32_t>(batches);
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  g.lda = w_transposed ? k : n;
+  g.ldb = k;
+  g.ldc = g.ldd = n;
+  g.stride_a = batches > 1 ? k * n : 0;
+  g.stride_b = batches > 1 ? m * k : 0;
+  g.stride_c = g.stride_d = batches > 1 ? m * n : 0;
+  g.alpha = alpha;
+  return g;
+}
+
 TypedOperand typed_operand(Lowering& ctx, int v, const std::vector<int64_t>& sizes) {
   TypedOperand t;
   t.operand = operand_of(ctx, v);

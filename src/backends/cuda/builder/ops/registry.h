@@ -99,6 +99,13 @@ bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node);
 // in the engine's activation dtype, integer and bool ones as they are).
 int operand_of(Lowering& ctx, int v);
 
+// Row-major and batched (contiguous batches): D[b] (m x n) = alpha * X[b] (m x k) W[b] (k x n),
+// W stored n x k when `w_transposed`. In cuBLASLt's column-major terms that is D^T = W^T X^T: its A
+// is W, its B is X, its m and n are our n and m (as in gemm.cpp). Operands in the engine's
+// operand dtype, D in `d_dtype`: attention's two GEMMs, a patch convolution's GEMM.
+GemmStep batched_gemm(const Lowering& ctx, DType d_dtype, int64_t batches, int64_t m, int64_t n,
+                      int64_t k, bool w_transposed, float alpha);
+
 // Input `v` of a typed kernel (codegen.h) whose output has `sizes`: its operand (operand_of) and
 // its stored strides broadcast to `sizes` (0 along broadcast dimensions).
 struct TypedOperand {
