@@ -14,6 +14,7 @@
 
 #include "backends/cuda/device.h"
 #include "baton/core/check.h"
+#include "baton/core/log.h"
 
 // cudnn-frontend's dynamic loading resolves every cuDNN call in this library handle, which its
 // user opens (load_cudnn below).
@@ -121,8 +122,26 @@ uint32_t loaded_cudnn_version() { return g_loaded_version.load(); }
 
 // --- convolution plans -------------------------------------------------------------------------
 
+namespace {
+
+// A graph whose plans' numerical notes can be read: cudnn-frontend queries them with the
+// heuristics but keeps them in a protected member, public only to filters.
+class NotedGraph : public fe::graph::Graph {
+ public:
+  std::vector<fe::NumericalNote_t> notes_at(int64_t index) const {
+    std::vector<fe::NumericalNote_t> out;
+    if (index < 0 || index >= static_cast<int64_t>(plans.numeric_notes.size())) return out;
+    for (const fe::NumericalNote_t note : plans.numeric_notes[index]) {
+      if (note != fe::NumericalNote_t::NOT_SET) out.push_back(note);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
 struct CudnnPlan::Impl {
-  fe::graph::Graph graph;
+  NotedGraph graph;
   int64_t workspace = 0;
   std::string engine;
   CudnnChoice choice;
@@ -405,19 +424,15 @@ uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int
   return offset;
 }
 
-// Times plan `index` (built) of `g`; an error when it cannot run here.
-Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const StepRecord& c,
-                        int64_t index, Stopwatch& stopwatch) {
+// Times plan `index` (built) of `g` on the operands at `pointers`; an error when it cannot run
+// here.
+Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, void** pointers,
+                        int n, Stopwatch& stopwatch) {
   int64_t workspace_size = 0;
   if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
       workspace_size > kMaxTimedWorkspace) {
     return BATON_ERROR(NotSupported, "workspace of {} bytes", workspace_size);
   }
-  void* pointers[5];
-  int n = 0;
-  const uint64_t bytes = operand_layout(c, nullptr, pointers, &n);
-  BATON_ASSIGN_OR_RETURN(void* operands, stopwatch.operands(bytes));
-  operand_layout(c, static_cast<uint8_t*>(operands), pointers, &n);
   BATON_ASSIGN_OR_RETURN(
       void* workspace,
       stopwatch.workspace(static_cast<uint64_t>(std::max<int64_t>(workspace_size, 1))));
@@ -429,6 +444,112 @@ Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, const StepRec
     return Status();
   });
 }
+
+// The DType of each of the step's operands, in cudnn_operands' order (the output last).
+int operand_dtypes(const StepRecord& r, DType (&out)[5]) {
+  int n = 0;
+  auto add = [&](uint8_t dtype) { out[n++] = static_cast<DType>(dtype); };
+  if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {
+    const ConvStep& c = r.conv;
+    add(c.x_dtype);
+    add(c.w_dtype);
+    if (c.has_bias) add(c.bias_dtype);
+    if (c.has_residual) add(c.y_dtype);
+    add(c.y_dtype);
+  } else if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
+    const SdpaStep& a = r.sdpa;
+    for (int i = 0; i < 3 + (static_cast<SdpaMask>(a.mask) == SdpaMask::Bias); ++i) add(a.dtype);
+    add(a.dtype);
+  } else {
+    const GemmStep& g = r.gemm;
+    add(g.a_dtype);
+    add(g.b_dtype);
+    if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) add(g.bias_dtype);
+    add(g.d_dtype);
+  }
+  return n;
+}
+
+// How far two correct plans of step `r` may disagree (agreement_tolerance for its types).
+float step_tolerance(const StepRecord& r) {
+  if (r.kind == static_cast<uint32_t>(StepKind::Conv)) {
+    return agreement_tolerance(static_cast<DType>(r.conv.x_dtype),
+                               static_cast<DType>(r.conv.y_dtype),
+                               static_cast<Precision>(r.conv.compute) == Precision::TF32);
+  }
+  if (r.kind == static_cast<uint32_t>(StepKind::Sdpa)) {
+    return agreement_tolerance(static_cast<DType>(r.sdpa.dtype), static_cast<DType>(r.sdpa.dtype),
+                               false);
+  }
+  return agreement_tolerance(static_cast<DType>(r.gemm.a_dtype), static_cast<DType>(r.gemm.d_dtype),
+                             static_cast<Precision>(r.gemm.compute) == Precision::TF32);
+}
+
+std::string_view note_name(fe::NumericalNote_t note) {
+  switch (note) {
+    case fe::NumericalNote_t::TENSOR_CORE:
+      return "tensor-core";
+    case fe::NumericalNote_t::DOWN_CONVERT_INPUTS:
+      return "down-convert-inputs";
+    case fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION:
+      return "reduced-precision-reduction";
+    case fe::NumericalNote_t::FFT:
+      return "fft";
+    case fe::NumericalNote_t::NONDETERMINISTIC:
+      return "nondeterministic";
+    case fe::NumericalNote_t::WINOGRAD:
+      return "winograd";
+    case fe::NumericalNote_t::WINOGRAD_TILE_4x4:
+      return "winograd-4x4";
+    case fe::NumericalNote_t::WINOGRAD_TILE_6x6:
+      return "winograd-6x6";
+    case fe::NumericalNote_t::WINOGRAD_TILE_13x13:
+      return "winograd-13x13";
+    case fe::NumericalNote_t::STRICT_NAN_PROP:
+      return "strict-nan-prop";
+    default:
+      return "?";
+  }
+}
+
+bool has_note(const std::vector<fe::NumericalNote_t>& notes, fe::NumericalNote_t note) {
+  return std::find(notes.begin(), notes.end(), note) != notes.end();
+}
+
+// Plans computing by a transform (FFT, Winograd) round differently from a direct product: they
+// are checked against one that does not, never the reference themselves.
+bool transforms(const std::vector<fe::NumericalNote_t>& notes) {
+  for (const fe::NumericalNote_t note : notes) {
+    switch (note) {
+      case fe::NumericalNote_t::FFT:
+      case fe::NumericalNote_t::WINOGRAD:
+      case fe::NumericalNote_t::WINOGRAD_TILE_4x4:
+      case fe::NumericalNote_t::WINOGRAD_TILE_6x6:
+      case fe::NumericalNote_t::WINOGRAD_TILE_13x13:
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+std::string notes_text(const std::vector<fe::NumericalNote_t>& notes) {
+  std::string out;
+  for (const fe::NumericalNote_t note : notes) {
+    out += fmt::format("{}{}", out.empty() ? "" : ",", note_name(note));
+  }
+  return out.empty() ? "no notes" : out;
+}
+
+// A candidate plan that ran: its index, time and output on the step's random operands.
+struct Trial {
+  int64_t index = -1;
+  float us = 0;
+  bool transform = false;
+  std::string name, notes;
+  std::vector<uint8_t> output;
+};
 
 }  // namespace
 
@@ -447,33 +568,111 @@ Result<CudnnPlan> CudnnPlan::make(const std::string& what,
 Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step, int candidates,
                                     Stopwatch* stopwatch, const std::string& what) {
   return make(what, [&](Impl& impl) -> Status {
-    fe::graph::Graph& g = impl.graph;
+    NotedGraph& g = impl.graph;
     BATON_TRY(offer_plans(g, handle, step, what));
     const int64_t count = g.get_execution_plan_count();
-    Fastest fastest;
+    const bool timed = candidates > 1 && stopwatch != nullptr;
+    // Every operand filled with random values in [0, 1) (the output too, so the gaps of a pitched
+    // output, which no plan writes, compare equal).
+    void* pointers[5];
+    DType dtypes[5];
+    BufferRef refs[5];
+    const int n = cudnn_operands(step, refs);
+    operand_dtypes(step, dtypes);
+    const uint64_t output_bytes = refs[n - 1].bytes;
+    if (timed) {
+      int laid = 0;
+      const uint64_t bytes = operand_layout(step, nullptr, pointers, &laid);
+      BATON_ASSIGN_OR_RETURN(void* operands, stopwatch->operands(bytes));
+      operand_layout(step, static_cast<uint8_t*>(operands), pointers, &laid);
+      for (int i = 0; i < n; ++i) {
+        BATON_TRY(stopwatch->fill_uniform(pointers[i], refs[i].bytes, dtypes[i], 1 + i));
+      }
+    }
+
+    // Plans in the heuristics' order: up to `candidates` timed, and past them until one that does
+    // not transform has run, the reference every other is checked against.
+    std::vector<Trial> trials;
+    int reference = -1;
     std::string failures;
-    for (int64_t i = 0;
-         i < count && (fastest.index < 0 || fastest.timed < static_cast<uint32_t>(candidates));
-         ++i) {
+    for (int64_t i = 0; i < count; ++i) {
+      const bool enough = static_cast<int>(trials.size()) >= (timed ? candidates : 1);
+      if (enough && (reference >= 0 || !timed)) break;
+      const std::vector<fe::NumericalNote_t> notes = g.notes_at(i);
+      // The graph's compute type is fp32: a plan that sums in fewer bits breaks that promise.
+      if (has_note(notes, fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION)) {
+        failures +=
+            fmt::format("\n  plan {}: reduces in reduced precision (Baton sums in fp32)", i);
+        continue;
+      }
+      Trial t;
+      t.index = i;
+      t.transform = transforms(notes);
+      if (enough && t.transform) continue;  // only a reference is wanted now
       fe::error_t built = g.build_plan_at_index(handle, i);
       if (built.is_bad()) {
         failures += fmt::format("\n  plan {}: {}", i, built.get_message());
         continue;
       }
-      if (candidates <= 1 || stopwatch == nullptr) {
-        fastest.index = i;  // the heuristics' first plan that builds, untimed
-        break;
+      if (g.get_plan_name_at_index(i, t.name).is_bad()) t.name = fmt::format("plan {}", i);
+      t.notes = notes_text(notes);
+      if (timed) {
+        Result<float> us = time_plan(g, handle, i, pointers, n, *stopwatch);
+        if (!us.ok()) {
+          failures += fmt::format("\n  plan {}: {}", i, us.status().message());
+          continue;
+        }
+        t.us = *us;
+        BATON_TRY(stopwatch->download(pointers[n - 1], output_bytes, &t.output));
       }
-      Result<float> us = time_plan(g, handle, step, i, *stopwatch);
-      if (!us.ok()) {
-        failures += fmt::format("\n  plan {}: {}", i, us.status().message());
-        continue;
-      }
-      fastest.offer(i, *us);
+      if (reference < 0 && !t.transform) reference = static_cast<int>(trials.size());
+      trials.push_back(std::move(t));
     }
-    BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
+    BATON_CHECK_OR_RETURN(!trials.empty(), NotSupported,
                           "{}: none of cuDNN's {} plans for {} builds or runs on this GPU{}:{}",
                           what, count, step_text(step), fallback_hint(step), failures);
+
+    // The fastest whose output agrees with the reference's; every one when there is no reference
+    // (all transform) or the reference's output is not finite.
+    Fastest fastest;
+    if (!timed) {
+      fastest.index = trials.front().index;  // the heuristics' first plan that builds, untimed
+    } else {
+      const DType out_dtype = dtypes[n - 1];
+      const uint64_t elements = output_bytes / dtype_size(out_dtype);
+      const Trial* ref = reference >= 0 ? &trials[reference] : nullptr;
+      if (ref != nullptr &&
+          output_deviation(ref->output.data(), ref->output.data(), elements, out_dtype) != 0) {
+        ref = nullptr;
+      }
+      const float tolerance = step_tolerance(step);
+      for (const Trial& t : trials) {
+        const float deviation =
+            ref ? output_deviation(t.output.data(), ref->output.data(), elements, out_dtype) : 0;
+        const bool agrees = deviation <= tolerance;
+        if (log_enabled(LogLevel::Debug)) {
+          log_message(
+              LogLevel::Debug, "cuda",
+              fmt::format(
+                  "{}: cuDNN plan {} {} ({}): {:.2f} us, {}", what, t.index, t.name, t.notes, t.us,
+                  ref == nullptr ? std::string("not checked (no reference)")
+                  : &t == ref    ? std::string("the reference")
+                                 : fmt::format("deviation {:.2e} from the reference "
+                                                  "(tolerance {:.1e}){}",
+                                               deviation, tolerance, agrees ? "" : ", rejected")));
+        }
+        if (!agrees) {
+          log_message(
+              LogLevel::Info, "cuda",
+              fmt::format("{}: cuDNN plan {} ({}) rejected for {}: its output deviates by "
+                          "{:.2e} of the largest value from plan {}'s (tolerance {:.1e})",
+                          what, t.name, t.notes, step_text(step), deviation, ref->name, tolerance));
+          continue;
+        }
+        fastest.offer(t.index, t.us);
+      }
+      fastest.timed = static_cast<uint32_t>(trials.size());
+    }
     // Building it again makes it the plan execute() runs.
     BATON_TRY(
         check(g.build_plan_at_index(handle, fastest.index), "build_plan_at_index", step, what));

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "backends/cuda/cuda_check.h"
@@ -16,6 +19,62 @@ int tune_candidates() {
     if (n >= 1) return std::min(n, 32);
   }
   return 4;
+}
+
+namespace {
+
+// Element `i` of `data` (of `dtype`: float32, float16 or bfloat16) as a float.
+float element(const void* data, uint64_t i, DType dtype) {
+  switch (dtype) {
+    case DType::Float16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const uint8_t*>(data) + 2 * i, 2);
+      return half_to_float(h);
+    }
+    case DType::BFloat16: {
+      uint16_t b;
+      std::memcpy(&b, static_cast<const uint8_t*>(data) + 2 * i, 2);
+      return bfloat16_to_float(b);
+    }
+    default: {
+      float f;
+      std::memcpy(&f, static_cast<const uint8_t*>(data) + 4 * i, 4);
+      return f;
+    }
+  }
+}
+
+// The unit roundoff of `dtype`'s significand.
+float unit_roundoff(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+      return std::ldexp(1.0f, -11);
+    case DType::BFloat16:
+      return std::ldexp(1.0f, -8);
+    default:
+      return std::ldexp(1.0f, -24);
+  }
+}
+
+}  // namespace
+
+float output_deviation(const void* candidate, const void* reference, uint64_t count, DType dtype) {
+  float largest_difference = 0, largest_reference = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const float c = element(candidate, i, dtype), r = element(reference, i, dtype);
+    if (!std::isfinite(c) || !std::isfinite(r)) return std::numeric_limits<float>::infinity();
+    largest_difference = std::max(largest_difference, std::fabs(c - r));
+    largest_reference = std::max(largest_reference, std::fabs(r));
+  }
+  if (largest_difference == 0) return 0;
+  if (largest_reference == 0) return std::numeric_limits<float>::infinity();
+  return largest_difference / largest_reference;
+}
+
+float agreement_tolerance(DType inputs, DType output, bool tf32) {
+  const float u =
+      std::max({unit_roundoff(inputs), unit_roundoff(output), tf32 ? std::ldexp(1.0f, -11) : 0.0f});
+  return std::max(8 * u, std::ldexp(1.0f, -12));
 }
 
 Result<Stopwatch> Stopwatch::create(int device) {
@@ -68,6 +127,37 @@ Result<void*> Stopwatch::workspace(uint64_t bytes) {
     workspace_bytes_ = bytes;
   }
   return workspace_.get();
+}
+
+Status Stopwatch::fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed) {
+  staging_.resize(bytes);
+  const uint64_t size = dtype == DType::Float32 ? 4 : 2;
+  uint64_t state = 0x9e3779b97f4a7c15ull ^ seed;
+  for (uint64_t i = 0; i + size <= bytes; i += size) {
+    // xorshift64*: the top 24 bits as a fraction in [0, 1).
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    const float v = static_cast<float>((state * 0x2545f4914f6cdd1dull) >> 40) * 0x1p-24f;
+    if (dtype == DType::Float32) {
+      std::memcpy(&staging_[i], &v, 4);
+    } else {
+      const uint16_t h = dtype == DType::Float16 ? float_to_half(v) : float_to_bfloat16(v);
+      std::memcpy(&staging_[i], &h, 2);
+    }
+  }
+  BATON_CUDA_CHECK_ON(
+      device_, cudaMemcpyAsync(p, staging_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
+  return Status();
+}
+
+Status Stopwatch::download(const void* p, uint64_t bytes, std::vector<uint8_t>* out) {
+  out->resize(bytes);
+  BATON_CUDA_CHECK_ON(
+      device_, cudaMemcpyAsync(out->data(), p, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
+  return Status();
 }
 
 }  // namespace baton::cuda

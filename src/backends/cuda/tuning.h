@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/handles.h"
+#include "baton/core/dtype.h"
 #include "baton/core/error.h"
 
 namespace baton::cuda {
@@ -33,6 +35,18 @@ struct Fastest {
   }
 };
 
+// How far a candidate's output (`count` elements of `dtype`) is from a reference's: the largest
+// absolute difference over the reference's largest magnitude. +inf when either holds a NaN or an
+// infinity; 0 when both are all zeros.
+float output_deviation(const void* candidate, const void* reference, uint64_t count, DType dtype);
+
+// The largest output_deviation two correct plans of one step show on the same inputs: both
+// accumulate in fp32 and differ in the order of the sum and in the rounding of the output, so
+// eight units of roundoff of the coarsest of the inputs' type (TF32's when `tf32`) and the
+// output's, and never less than 2^-12 (the order of an fp32 sum over many terms). A plan that
+// accumulates in fp16, or a wrong one, is well beyond it.
+float agreement_tolerance(DType inputs, DType output, bool tf32);
+
 // A private stream with two events on one GPU, and device memory for the operands of the step
 // being timed. Made on the engine's GPU (current when created and used).
 class Stopwatch {
@@ -47,6 +61,11 @@ class Stopwatch {
   Result<void*> operands(uint64_t bytes);
   // Device memory of at least `bytes` for a candidate's workspace, reused across calls.
   Result<void*> workspace(uint64_t bytes);
+  // Fills `bytes` at `p` (device memory) with `dtype` values drawn uniformly from [0, 1), the
+  // sequence set by `seed`; returns once they are there.
+  Status fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed);
+  // `bytes` at `p` (device memory) once the stream's work is done.
+  Status download(const void* p, uint64_t bytes, std::vector<uint8_t>* out);
   cudaStream_t stream() const { return stream_.get(); }
 
  private:
@@ -56,6 +75,7 @@ class Stopwatch {
   Event start_, stop_;
   DeviceBuffer operands_, workspace_;
   uint64_t operand_bytes_ = 0, workspace_bytes_ = 0;
+  std::vector<uint8_t> staging_;  // fill_uniform's values on the host
 };
 
 }  // namespace baton::cuda

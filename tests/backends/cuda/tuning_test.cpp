@@ -12,11 +12,15 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <regex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/engine_format.h"
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
+#include "baton/core/log.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
 #include "baton/extension/module.h"
@@ -110,6 +114,89 @@ class TuningTest : public ::testing::Test {
     return l;
   }
 };
+
+// Every cuDNN plan timed for a step runs on random operands and its output is compared with a
+// reference plan's (the heuristics' first that computes the product directly, not through a
+// Winograd or FFT transform); one that deviates by more than two correct fp32-accumulating plans
+// can is never chosen, and plans that sum in reduced precision are never timed. With 32
+// candidates every plan cuDNN offers for these fp16 convolutions (K up to 2304) is checked; the
+// log lists each with its notes, time and deviation.
+TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
+  setenv("BATON_TUNE_CANDIDATES", "32", 1);
+  std::mt19937 rng(11);
+  testing::OnnxBuilder b(17);
+  auto floats = [&](size_t n) { return testing::random_normal(rng, n, 0.05f); };
+  b.input("x", {1, 256, 14, 14});
+  b.initializer("w0", {256, 256, 3, 3}, floats(256 * 256 * 9));
+  auto& c0 = b.node("Conv", {"x", "w0"}, {"c0"}, "c0");
+  testing::OnnxBuilder::attr_ints(c0, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c0"}, {"r0"}, "r0");
+  b.initializer("w1", {512, 256, 1, 1}, floats(512 * 256));
+  b.initializer("b1", {512}, floats(512));
+  b.node("Conv", {"r0", "w1", "b1"}, {"y"}, "c1");
+  b.output("y", {1, 512, 14, 14});
+
+  struct Captured {
+    std::vector<std::string> lines;
+  } captured;
+  set_log_callback(
+      [](LogLevel, std::string_view component, std::string_view message, void* user) {
+        if (component == "cuda" && message.find("cuDNN plan") != std::string_view::npos) {
+          static_cast<Captured*>(user)->lines.emplace_back(message);
+        }
+      },
+      &captured);
+  const LogLevel level = log_level();
+  set_log_level(LogLevel::Debug);
+  const std::vector<uint8_t> program = compile(b.bytes(), "cuda:0");
+  set_log_level(level);
+  set_log_callback(nullptr, nullptr);
+  ASSERT_FALSE(program.empty());
+
+  // "<step>: cuDNN plan <index> <name> (<notes>): <us> us, <verdict>", one per plan timed.
+  const std::regex trial(R"((.*): cuDNN plan (\d+) (\S+) \(([^)]*)\): ([0-9.]+) us, (.*))");
+  std::map<std::string, int> references, checked;
+  std::set<std::pair<std::string, std::string>> rejected;  // step, plan
+  for (const std::string& line : captured.lines) {
+    std::printf("  %s\n", line.c_str());
+    std::smatch m;
+    if (!std::regex_match(line, m, trial)) continue;  // the Info line of a rejection
+    const std::string step = m[1], name = m[3], notes = m[4], verdict = m[6];
+    EXPECT_EQ(notes.find("reduced-precision-reduction"), std::string::npos) << line;
+    if (verdict == "the reference") {
+      ++references[step];
+      EXPECT_EQ(notes.find("winograd"), std::string::npos) << line;
+      EXPECT_EQ(notes.find("fft"), std::string::npos) << line;
+      continue;
+    }
+    ASSERT_NE(verdict.find("deviation "), std::string::npos) << line;
+    ++checked[step];
+    if (verdict.find("rejected") != std::string::npos) rejected.insert({step, name});
+  }
+  // Two convolution steps, each with one reference and the other plans checked against it.
+  ASSERT_EQ(references.size(), 2u);
+  for (const auto& [step, n] : references) {
+    EXPECT_EQ(n, 1) << step;
+    EXPECT_GE(checked[step], 1) << step << ": cuDNN offered one plan only";
+  }
+  const size_t at = engine_offset(program);
+  EngineHeader h{};
+  std::memcpy(&h, program.data() + at, sizeof h);
+  testing::AlignedBytes aligned(
+      std::vector<uint8_t>(program.begin() + at, program.begin() + at + h.blob_size));
+  auto blob = cuda::EngineBlob::parse(aligned.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  for (const StepChoice& c : blob->choices()) {
+    if (c.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    for (const auto& [step, name] : rejected) {
+      // The log names a step "partition '...' step N".
+      const bool same_step = step.substr(step.rfind(' ') + 1) == std::to_string(c.step);
+      EXPECT_FALSE(same_step && name == c.cudnn_plan)
+          << "step " << c.step << " chose plan " << name << ", which was rejected";
+    }
+    EXPECT_GE(c.candidates, 2u) << "step " << c.step;
+  }
+}
 
 TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLongerApply) {
   std::mt19937 rng(7);
