@@ -601,6 +601,12 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
       const std::vector<fe::NumericalNote_t> notes = g.notes_at(i);
       // The graph's compute type is fp32: a plan that sums in fewer bits breaks that promise.
       if (has_note(notes, fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION)) {
+        if (log_enabled(LogLevel::Debug)) {
+          log_message(LogLevel::Debug, "cuda",
+                      fmt::format("{}: cuDNN plan {} ({}): not timed, it reduces in reduced "
+                                  "precision",
+                                  what, i, notes_text(notes)));
+        }
         failures +=
             fmt::format("\n  plan {}: reduces in reduced precision (Baton sums in fp32)", i);
         continue;
