@@ -424,25 +424,34 @@ uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int
   return offset;
 }
 
-// Times plan `index` (built) of `g` on the operands at `pointers`; an error when it cannot run
-// here.
-Result<float> time_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, void** pointers,
-                        int n, Stopwatch& stopwatch) {
+// Plan `index` (built) of `g` on the operands at `pointers`: timed, then run once more as a step
+// of an engine runs, for its output (`out`): the output first overwritten with a fixed pattern
+// (so an element the plan does not write shows) and the workspace with non-zero bytes (the engine
+// shares its workspace with every step, so a plan never finds it as it left it). An error when
+// the plan cannot run here.
+Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, void** pointers,
+                       int n, DType out_dtype, uint64_t out_bytes, Stopwatch& stopwatch,
+                       std::vector<uint8_t>* out) {
   int64_t workspace_size = 0;
   if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
       workspace_size > kMaxTimedWorkspace) {
     return BATON_ERROR(NotSupported, "workspace of {} bytes", workspace_size);
   }
-  BATON_ASSIGN_OR_RETURN(
-      void* workspace,
-      stopwatch.workspace(static_cast<uint64_t>(std::max<int64_t>(workspace_size, 1))));
-  return stopwatch.time([&](cudaStream_t stream) -> Status {
+  const uint64_t workspace_bytes = static_cast<uint64_t>(std::max<int64_t>(workspace_size, 1));
+  BATON_ASSIGN_OR_RETURN(void* workspace, stopwatch.workspace(workspace_bytes));
+  auto run = [&](cudaStream_t stream) -> Status {
     BATON_CHECK_OR_RETURN(fe::detail::set_stream(handle, stream) == CUDNN_STATUS_SUCCESS, Internal,
                           "cudnnSetStream failed");
     fe::error_t e = g.execute_plan_at_index(handle, pointers, n, workspace, index);
     BATON_CHECK_OR_RETURN(e.is_good(), NotSupported, "{}", e.get_message());
     return Status();
-  });
+  };
+  BATON_ASSIGN_OR_RETURN(const float us, stopwatch.time(run));
+  BATON_TRY(stopwatch.fill_uniform(pointers[n - 1], out_bytes, out_dtype, 0x5eed));
+  BATON_TRY(stopwatch.scribble(workspace, workspace_bytes));
+  BATON_TRY(run(stopwatch.stream()));
+  BATON_TRY(stopwatch.download(pointers[n - 1], out_bytes, out));
+  return us;
 }
 
 // The DType of each of the step's operands, in cudnn_operands' order (the output last).
@@ -623,13 +632,13 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
       if (g.get_plan_name_at_index(i, t.name).is_bad()) t.name = fmt::format("plan {}", i);
       t.notes = notes_text(notes);
       if (timed) {
-        Result<float> us = time_plan(g, handle, i, pointers, n, *stopwatch);
+        Result<float> us =
+            try_plan(g, handle, i, pointers, n, dtypes[n - 1], output_bytes, *stopwatch, &t.output);
         if (!us.ok()) {
           failures += fmt::format("\n  plan {}: {}", i, us.status().message());
           continue;
         }
         t.us = *us;
-        BATON_TRY(stopwatch->download(pointers[n - 1], output_bytes, &t.output));
       }
       if (reference < 0 && !t.transform) reference = static_cast<int>(trials.size());
       trials.push_back(std::move(t));

@@ -68,10 +68,15 @@ struct CudnnChoice {
 class CudnnPlan {
  public:
   CudnnPlan();
-  // Chooses a plan for `step` (a Conv or Sdpa step): builds up to `candidates` of the engines
-  // cuDNN's heuristics rank highest and times each on `stopwatch`'s memory, keeping the fastest;
-  // with one candidate (or no stopwatch) the first that builds, untimed. `what` names the step in
-  // errors ("partition 'cuda_0' step 3").
+  // Chooses a plan for `step` (a Conv, Sdpa or Matmul step): builds up to `candidates` of the
+  // engines cuDNN's heuristics rank highest and times each on `stopwatch`'s memory, filled with
+  // random values, keeping the fastest whose output agrees with a reference plan's (the
+  // heuristics' first without a Winograd or FFT transform) within agreement_tolerance; each
+  // output checked comes from one more run after the output and the workspace were overwritten
+  // (as in an engine, where other steps share the workspace). Plans noted as reducing in reduced
+  // precision are never taken. With one candidate (or no stopwatch) the first that builds,
+  // untimed and unchecked. `what` names the step in errors ("partition 'cuda_0' step 3");
+  // BATON_LOG_LEVEL=debug logs every plan tried, with its notes, time and deviation.
   static Result<CudnnPlan> choose(cudnnHandle_t handle, const StepRecord& step, int candidates,
                                   Stopwatch* stopwatch, const std::string& what);
   // Builds the plan of `choice` (made by choose, here or when the blob was built); an error when

@@ -130,6 +130,18 @@ Result<void*> Stopwatch::workspace(uint64_t bytes) {
 }
 
 Status Stopwatch::fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed) {
+  const uint64_t key[3] = {bytes, static_cast<uint64_t>(dtype), seed};
+  if (!std::equal(key, key + 3, staging_key_)) {
+    std::copy(key, key + 3, staging_key_);
+    generate_uniform(bytes, dtype, seed);
+  }
+  BATON_CUDA_CHECK_ON(
+      device_, cudaMemcpyAsync(p, staging_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
+  return Status();
+}
+
+void Stopwatch::generate_uniform(uint64_t bytes, DType dtype, uint32_t seed) {
   staging_.resize(bytes);
   const uint64_t size = dtype == DType::Float32 ? 4 : 2;
   uint64_t state = 0x9e3779b97f4a7c15ull ^ seed;
@@ -146,9 +158,10 @@ Status Stopwatch::fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t se
       std::memcpy(&staging_[i], &h, 2);
     }
   }
-  BATON_CUDA_CHECK_ON(
-      device_, cudaMemcpyAsync(p, staging_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
-  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
+}
+
+Status Stopwatch::scribble(void* p, uint64_t bytes) {
+  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0xa5, bytes, stream_.get()));
   return Status();
 }
 

@@ -64,6 +64,8 @@ class Stopwatch {
   // Fills `bytes` at `p` (device memory) with `dtype` values drawn uniformly from [0, 1), the
   // sequence set by `seed`; returns once they are there.
   Status fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed);
+  // Sets `bytes` at `p` (device memory) to a non-zero byte pattern, on the stream.
+  Status scribble(void* p, uint64_t bytes);
   // `bytes` at `p` (device memory) once the stream's work is done.
   Status download(const void* p, uint64_t bytes, std::vector<uint8_t>* out);
   cudaStream_t stream() const { return stream_.get(); }
@@ -75,7 +77,10 @@ class Stopwatch {
   Event start_, stop_;
   DeviceBuffer operands_, workspace_;
   uint64_t operand_bytes_ = 0, workspace_bytes_ = 0;
-  std::vector<uint8_t> staging_;  // fill_uniform's values on the host
+  // fill_uniform's values on the host, and the bytes, dtype and seed they were made for.
+  std::vector<uint8_t> staging_;
+  uint64_t staging_key_[3] = {0, 0, 0};
+  void generate_uniform(uint64_t bytes, DType dtype, uint32_t seed);
 };
 
 }  // namespace baton::cuda
