@@ -12,7 +12,9 @@ W = "/tmp/k2"; os.makedirs(W, exist_ok=True)
 onnx = f"{W}/torchscript17_resnet.onnx"
 def say(s): os.write(2, (s + "\n").encode())
 if not os.path.exists(onnx):
-    r = gc.export_job("resnet", "torchscript17", 1, True, onnx, 8, f"{L}/export.log")
+    import concurrent.futures as cf, multiprocessing as mp
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:  # it takes over fds 1, 2
+        r = ex.submit(gc.export_job, "resnet", "torchscript17", 1, True, onnx, 8, f"{L}/export.log").result()
     say(f"export: {r.get('ok')}")
 m, xs, names = gc.build("resnet", True, 1)
 X = f"{W}/input.npy"; np.save(X, xs[0].numpy())
