@@ -425,10 +425,11 @@ uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int
 }
 
 // Plan `index` (built) of `g` on the operands at `pointers`: timed, then run once more as a step
-// of an engine runs, for its output (`out`): the output first overwritten with a fixed pattern
-// (so an element the plan does not write shows) and the workspace with non-zero bytes (the engine
-// shares its workspace with every step, so a plan never finds it as it left it). An error when
-// the plan cannot run here.
+// of an engine runs, for its output (`out`): captured in a CUDA graph after a node that
+// overwrites the workspace with non-zero bytes (the engine's steps share one workspace, and its
+// graph replays what was captured), the output first overwritten with a fixed pattern (so an
+// element the plan does not write shows). An error when the plan cannot run here or cannot be
+// captured.
 Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, void** pointers,
                        int n, DType out_dtype, uint64_t out_bytes, Stopwatch& stopwatch,
                        std::vector<uint8_t>* out) {
@@ -448,8 +449,10 @@ Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index,
   };
   BATON_ASSIGN_OR_RETURN(const float us, stopwatch.time(run));
   BATON_TRY(stopwatch.fill_uniform(pointers[n - 1], out_bytes, out_dtype, 0x5eed));
-  BATON_TRY(stopwatch.scribble(workspace, workspace_bytes));
-  BATON_TRY(run(stopwatch.stream()));
+  BATON_TRY(stopwatch.replay_captured([&](cudaStream_t stream) -> Status {
+    BATON_TRY(stopwatch.scribble(workspace, workspace_bytes));
+    return run(stream);
+  }));
   BATON_TRY(stopwatch.download(pointers[n - 1], out_bytes, out));
   return us;
 }

@@ -160,6 +160,27 @@ void Stopwatch::generate_uniform(uint64_t bytes, DType dtype, uint32_t seed) {
   }
 }
 
+Status Stopwatch::replay_captured(const std::function<Status(cudaStream_t)>& enqueue) {
+  cudaStream_t s = stream_.get();
+  BATON_CUDA_CHECK_ON(device_, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const Status enqueued = enqueue(s);
+  cudaGraph_t captured = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s, &captured);
+  Graph graph(captured, device_);
+  BATON_TRY(enqueued);
+  if (ended != cudaSuccess) {
+    cudaGetLastError();
+    return BATON_ERROR(NotSupported, "cannot be captured in a CUDA graph: {}",
+                       cudaGetErrorString(ended));
+  }
+  cudaGraphExec_t instantiated = nullptr;
+  BATON_CUDA_CHECK_ON(device_, cudaGraphInstantiate(&instantiated, graph.get(), 0));
+  GraphExec exec(instantiated, device_);
+  BATON_CUDA_CHECK_ON(device_, cudaGraphLaunch(exec.get(), s));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(s));
+  return Status();
+}
+
 Status Stopwatch::scribble(void* p, uint64_t bytes) {
   BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0xa5, bytes, stream_.get()));
   return Status();

@@ -64,6 +64,10 @@ class Stopwatch {
   // Fills `bytes` at `p` (device memory) with `dtype` values drawn uniformly from [0, 1), the
   // sequence set by `seed`; returns once they are there.
   Status fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed);
+  // Captures what `enqueue` puts on the stream in a CUDA graph, then launches the graph once on
+  // the stream, as an engine runs its steps; an error (the capture ended) when `enqueue` fails or
+  // the work cannot be captured.
+  Status replay_captured(const std::function<Status(cudaStream_t)>& enqueue);
   // Sets `bytes` at `p` (device memory) to a non-zero byte pattern, on the stream.
   Status scribble(void* p, uint64_t bytes);
   // `bytes` at `p` (device memory) once the stream's work is done.

@@ -9,7 +9,7 @@ import torch
 torch.backends.cudnn.allow_tf32 = False; torch.backends.cuda.matmul.allow_tf32 = False
 B, L, INSPECT = sys.argv[1], sys.argv[2], sys.argv[3]
 W = "/tmp/k2"; os.makedirs(W, exist_ok=True)
-onnx = f"{W}/torchscript17_resnet.onnx"
+onnx = "/tmp/bgm/onnx/torchscript17_resnet.onnx"  # gpu_models.py exported it (call.sh runs it first)
 def say(s): os.write(2, (s + "\n").encode())
 if not os.path.exists(onnx):
     import concurrent.futures as cf, multiprocessing as mp
