@@ -1,5 +1,4 @@
-# Step 5's failing plan (c1, k2): the rebuilt program under launch settings (graphs off, blocking
-# launches, no PDL), then whether the compile-time check now rejects that plan for that step
+# k3 again with the check run captured in a CUDA graph (bundle 7d...): the rebuilt program, then whether the compile-time check now rejects that plan for that step
 # (every plan checked: BATON_TUNE_CANDIDATES=32, BATON_LOG_LEVEL=debug).
 import os, subprocess, sys
 import numpy as np
@@ -30,9 +29,7 @@ def run(p, tag, env={}):
 p0 = f"{W}/k4-p0.baton"; say(f"compile p0: rc {compile_(p0)}")
 s5 = f"{W}/k4-s5.baton"
 say(subprocess.run([sys.executable, "tools/debug/patch_choices.py", p0, INSPECT, s5, "--steps", "5"], capture_output=True, text=True).stdout.strip())
-for tag, env in [("p0", None), ("default", {}), ("graphs0", {"BATON_CUDA_GRAPHS": "0"}),
-                 ("graphs0+blocking", {"BATON_CUDA_GRAPHS": "0", "CUDA_LAUNCH_BLOCKING": "1"}),
-                 ("graphs0+pdl0", {"BATON_CUDA_GRAPHS": "0", "BATON_CUDA_PDL": "0"})]:
+for tag, env in [("p0", None), ("default", {}), ("graphs0", {"BATON_CUDA_GRAPHS": "0"})]:
     prog = p0 if env is None else s5
     say(f"{tag:>18}: " + " ".join(f"{run(prog, f'{tag}-{k}', env or {}):.2e}" for k in range(3)))
 log = f"{L}/plans-ts-resnet-b1.log"
