@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
@@ -110,6 +112,28 @@ Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_
     }
   }
   return Status();
+}
+
+// The edges of `graph` (top level) that let a node start before the one it depends on has
+// finished (programmatic dependent launch); with `serialize`, each is replaced by a full
+// dependency. Diagnosis: BATON_CUDA_GRAPH_EDGES=full serializes them.
+Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize) {
+  size_t n = 0;
+  BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n));
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (n)
+    BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n));
+  uint32_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == 0) continue;
+    ++count;
+    if (!serialize) continue;
+    BATON_CUDA_CHECK_ON(device, cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
+    cudaGraphEdgeData full{};
+    BATON_CUDA_CHECK_ON(device, cudaGraphAddDependencies(graph, &from[i], &to[i], &full, 1));
+  }
+  return count;
 }
 
 }  // namespace
@@ -506,6 +530,17 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
+  if (const char* env = std::getenv("BATON_CUDA_STEP_WORKSPACES"); env && env[0] == '1') {
+    ctx->cudnn_workspace_offsets_.assign(blob.steps().size(), 0);
+    uint64_t end = ctx->workspace_bytes_;
+    for (size_t s = 0; s < blob.steps().size(); ++s) {
+      if (!ctx->cudnn_plans_[s]) continue;
+      end = (end + 255) / 256 * 256;
+      ctx->cudnn_workspace_offsets_[s] = end;
+      end += ctx->cudnn_plans_[s].workspace_bytes();
+    }
+    ctx->workspace_bytes_ = end;
+  }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
   ctx->kernel_args_.resize(blob.steps().size());
@@ -579,7 +614,11 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         void* ptrs[5];
         const int count = cudnn_operands(r, refs);
         for (int i = 0; i < count; ++i) ptrs[i] = resolve(refs[i], pointers);
-        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace_.get()));
+        void* workspace = workspace_.get();
+        if (!cudnn_workspace_offsets_.empty()) {
+          workspace = static_cast<uint8_t*>(workspace) + cudnn_workspace_offsets_[s];
+        }
+        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace));
         break;
       }
       case StepKind::Kernel: {
@@ -727,6 +766,18 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
+  {
+    const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES");
+    BATON_ASSIGN_OR_RETURN(
+        graph_programmatic_edges_,
+        programmatic_edges(graph.get(), device, env != nullptr && std::string_view(env) == "full"));
+    if (log_enabled(LogLevel::Debug)) {
+      log_message(LogLevel::Debug, "cuda",
+                  fmt::format("partition '{}': captured graph has {} programmatic edges{}",
+                              engine_->partition(), graph_programmatic_edges_,
+                              env ? fmt::format(" (BATON_CUDA_GRAPH_EDGES={})", env) : ""));
+    }
+  }
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(graph_.get(), graph.get(), &info) != cudaSuccess) {
