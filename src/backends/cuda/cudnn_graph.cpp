@@ -424,15 +424,25 @@ uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int
   return offset;
 }
 
-// Plan `index` (built) of `g` on the operands at `pointers`: timed, then run once more as a step
-// of an engine runs, for its output (`out`): captured in a CUDA graph after a node that
-// overwrites the workspace with non-zero bytes (the engine's steps share one workspace, and its
-// graph replays what was captured), the output first overwritten with a fixed pattern (so an
-// element the plan does not write shows). An error when the plan cannot run here or cannot be
-// captured.
-Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, void** pointers,
-                       int n, DType out_dtype, uint64_t out_bytes, Stopwatch& stopwatch,
-                       std::vector<uint8_t>* out) {
+// The operands of the step being chosen: `pointers` into `base` (`bytes` in all), where plans are
+// timed on operands()'s pattern, as they always were; `check`, laid out the same, holds random
+// inputs and a fixed pattern in the output, copied over `base` for each plan's checked run.
+struct StepOperands {
+  void* pointers[5];
+  int n = 0;
+  void* base = nullptr;
+  const void* check = nullptr;
+  uint64_t bytes = 0;
+  uint64_t out_bytes = 0;
+};
+
+// Plan `index` (built) of `g`: timed, then run once more as a step of an engine runs, for its
+// output (`out`): on the checked operands (the output overwritten with a fixed pattern, so an
+// element the plan does not write shows), captured in a CUDA graph after a node that overwrites
+// the workspace with non-zero bytes (the engine's steps share one workspace, and its graph replays
+// what was captured). An error when the plan cannot run here or cannot be captured.
+Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index, StepOperands& ops,
+                       Stopwatch& stopwatch, std::vector<uint8_t>* out) {
   int64_t workspace_size = 0;
   if (g.get_workspace_size_plan_at_index(index, workspace_size).is_bad() ||
       workspace_size > kMaxTimedWorkspace) {
@@ -443,17 +453,18 @@ Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index,
   auto run = [&](cudaStream_t stream) -> Status {
     BATON_CHECK_OR_RETURN(fe::detail::set_stream(handle, stream) == CUDNN_STATUS_SUCCESS, Internal,
                           "cudnnSetStream failed");
-    fe::error_t e = g.execute_plan_at_index(handle, pointers, n, workspace, index);
+    fe::error_t e = g.execute_plan_at_index(handle, ops.pointers, ops.n, workspace, index);
     BATON_CHECK_OR_RETURN(e.is_good(), NotSupported, "{}", e.get_message());
     return Status();
   };
+  BATON_TRY(stopwatch.reset_pattern(ops.base, ops.bytes));
   BATON_ASSIGN_OR_RETURN(const float us, stopwatch.time(run));
-  BATON_TRY(stopwatch.fill_uniform(pointers[n - 1], out_bytes, out_dtype, 0x5eed));
+  BATON_TRY(stopwatch.copy(ops.base, ops.check, ops.bytes));
   BATON_TRY(stopwatch.replay_captured([&](cudaStream_t stream) -> Status {
     BATON_TRY(stopwatch.scribble(workspace, workspace_bytes));
     return run(stream);
   }));
-  BATON_TRY(stopwatch.download(pointers[n - 1], out_bytes, out));
+  BATON_TRY(stopwatch.download(ops.pointers[ops.n - 1], ops.out_bytes, out));
   return us;
 }
 
@@ -586,20 +597,26 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
     const bool timed = candidates > 1 && stopwatch != nullptr;
     // Every operand filled with random values in [0, 1) (the output too, so the gaps of a pitched
     // output, which no plan writes, compare equal).
-    void* pointers[5];
+    StepOperands ops;
     DType dtypes[5];
     BufferRef refs[5];
     const int n = cudnn_operands(step, refs);
     operand_dtypes(step, dtypes);
     const uint64_t output_bytes = refs[n - 1].bytes;
     if (timed) {
-      int laid = 0;
-      const uint64_t bytes = operand_layout(step, nullptr, pointers, &laid);
-      BATON_ASSIGN_OR_RETURN(void* operands, stopwatch->operands(bytes));
-      operand_layout(step, static_cast<uint8_t*>(operands), pointers, &laid);
+      ops.bytes = operand_layout(step, nullptr, ops.pointers, &ops.n);
+      ops.out_bytes = output_bytes;
+      BATON_ASSIGN_OR_RETURN(ops.base, stopwatch->operands(ops.bytes));
+      BATON_ASSIGN_OR_RETURN(void* check, stopwatch->check_operands(ops.bytes));
+      ops.check = check;
+      void* check_pointers[5];
+      operand_layout(step, static_cast<uint8_t*>(check), check_pointers, &ops.n);
       for (int i = 0; i < n; ++i) {
-        BATON_TRY(stopwatch->fill_uniform(pointers[i], refs[i].bytes, dtypes[i], 1 + i));
+        // Inputs in [0, 1); the output a fixed pattern of its own.
+        BATON_TRY(stopwatch->fill_uniform(check_pointers[i], refs[i].bytes, dtypes[i],
+                                          i + 1 < n ? 1 + i : 0x5eed));
       }
+      operand_layout(step, static_cast<uint8_t*>(ops.base), ops.pointers, &ops.n);
     }
 
     // Plans in the heuristics' order: up to `candidates` timed, and past them until one that does
@@ -635,8 +652,7 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
       if (g.get_plan_name_at_index(i, t.name).is_bad()) t.name = fmt::format("plan {}", i);
       t.notes = notes_text(notes);
       if (timed) {
-        Result<float> us =
-            try_plan(g, handle, i, pointers, n, dtypes[n - 1], output_bytes, *stopwatch, &t.output);
+        Result<float> us = try_plan(g, handle, i, ops, *stopwatch, &t.output);
         if (!us.ok()) {
           failures += fmt::format("\n  plan {}: {}", i, us.status().message());
           continue;

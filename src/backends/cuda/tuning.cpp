@@ -119,6 +119,27 @@ Result<void*> Stopwatch::operands(uint64_t bytes) {
   return operands_.get();
 }
 
+Status Stopwatch::reset_pattern(void* p, uint64_t bytes) {
+  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0x3c, bytes, stream_.get()));
+  return Status();
+}
+
+Result<void*> Stopwatch::check_operands(uint64_t bytes) {
+  if (bytes > check_operand_bytes_) {
+    check_operands_.reset();
+    BATON_ASSIGN_OR_RETURN(check_operands_,
+                           allocate_device_buffer(device_, bytes, "operands for checking choices"));
+    check_operand_bytes_ = bytes;
+  }
+  return check_operands_.get();
+}
+
+Status Stopwatch::copy(void* dst, const void* src, uint64_t bytes) {
+  BATON_CUDA_CHECK_ON(device_,
+                      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+  return Status();
+}
+
 Result<void*> Stopwatch::workspace(uint64_t bytes) {
   if (bytes > workspace_bytes_) {
     workspace_.reset();

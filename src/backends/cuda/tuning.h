@@ -59,6 +59,13 @@ class Stopwatch {
   // Device memory of at least `bytes` holding a finite, non-zero pattern in every float type,
   // reused across calls (grown when needed).
   Result<void*> operands(uint64_t bytes);
+  // Sets `bytes` at `p` to operands()'s pattern again (0x3c in every byte), on the stream.
+  Status reset_pattern(void* p, uint64_t bytes);
+  // A second device buffer of at least `bytes`, uninitialized, for a step's checked operands
+  // (reused across calls, grown when needed).
+  Result<void*> check_operands(uint64_t bytes);
+  // Copies `bytes` from `src` to `dst` (device memory), on the stream.
+  Status copy(void* dst, const void* src, uint64_t bytes);
   // Device memory of at least `bytes` for a candidate's workspace, reused across calls.
   Result<void*> workspace(uint64_t bytes);
   // Fills `bytes` at `p` (device memory) with `dtype` values drawn uniformly from [0, 1), the
@@ -79,8 +86,8 @@ class Stopwatch {
   int device_ = -1;
   OwnedStream stream_;
   Event start_, stop_;
-  DeviceBuffer operands_, workspace_;
-  uint64_t operand_bytes_ = 0, workspace_bytes_ = 0;
+  DeviceBuffer operands_, check_operands_, workspace_;
+  uint64_t operand_bytes_ = 0, check_operand_bytes_ = 0, workspace_bytes_ = 0;
   // fill_uniform's values on the host, and the bytes, dtype and seed they were made for.
   std::vector<uint8_t> staging_;
   uint64_t staging_key_[3] = {0, 0, 0};
