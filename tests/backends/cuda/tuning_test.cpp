@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <regex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,6 +92,16 @@ class TuningTest : public ::testing::Test {
     EXPECT_NE(at, std::string_view::npos) << "no engine blob in the program";
     EXPECT_EQ(bytes.find(std::string_view(cuda::kEngineMagic, 8), at + 1), std::string_view::npos);
     return at;
+  }
+
+  // A copy of the program's engine blob in aligned memory, for EngineBlob::parse.
+  static std::unique_ptr<testing::AlignedBytes> engine_blob_bytes(
+      const std::vector<uint8_t>& program) {
+    const size_t at = engine_offset(program);
+    EngineHeader h{};
+    std::memcpy(&h, program.data() + at, sizeof h);
+    return std::make_unique<testing::AlignedBytes>(
+        std::span<const uint8_t>(program).subspan(at, h.blob_size));
   }
 
   struct Loaded {
@@ -179,12 +191,8 @@ TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
     EXPECT_EQ(n, 1) << step;
     EXPECT_GE(checked[step], 1) << step << ": cuDNN offered one plan only";
   }
-  const size_t at = engine_offset(program);
-  EngineHeader h{};
-  std::memcpy(&h, program.data() + at, sizeof h);
-  testing::AlignedBytes aligned(
-      std::vector<uint8_t>(program.begin() + at, program.begin() + at + h.blob_size));
-  auto blob = cuda::EngineBlob::parse(aligned.span());
+  const auto aligned = engine_blob_bytes(program);
+  auto blob = cuda::EngineBlob::parse(aligned->span());
   ASSERT_TRUE(blob.ok()) << blob.status().to_string();
   for (const StepChoice& c : blob->choices()) {
     if (c.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
@@ -210,9 +218,8 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
   const size_t at = engine_offset(program);
   EngineHeader h{};
   std::memcpy(&h, program.data() + at, sizeof h);
-  testing::AlignedBytes aligned(
-      std::vector<uint8_t>(program.begin() + at, program.begin() + at + h.blob_size));
-  auto blob = cuda::EngineBlob::parse(aligned.span());
+  const auto aligned = engine_blob_bytes(program);
+  auto blob = cuda::EngineBlob::parse(aligned->span());
   ASSERT_TRUE(blob.ok()) << blob.status().to_string();
   uint32_t gemms = 0, convs = 0;
   for (const auto& s : blob->steps()) {
