@@ -115,20 +115,24 @@ Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_
 }
 
 // The edges of `graph` (top level) that let a node start before the one it depends on has
-// finished (programmatic dependent launch); with `serialize`, each is replaced by a full
-// dependency. Diagnosis: BATON_CUDA_GRAPH_EDGES=full serializes them.
-Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize) {
+// finished (programmatic dependent launch). Diagnosis (BATON_CUDA_GRAPH_EDGES): with `serialize`,
+// each is replaced by a full dependency, except, with `keep_own`, those into one of `own` (the
+// engine's generated kernels, which wait for their predecessor before reading anything).
+Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize, bool keep_own,
+                                    const std::vector<cudaGraphNode_t>& own) {
   size_t n = 0;
   BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n));
   std::vector<cudaGraphNode_t> from(n), to(n);
   std::vector<cudaGraphEdgeData> data(n);
-  if (n)
+  if (n) {
     BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n));
+  }
   uint32_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == 0) continue;
     ++count;
     if (!serialize) continue;
+    if (keep_own && std::find(own.begin(), own.end(), to[i]) != own.end()) continue;
     BATON_CUDA_CHECK_ON(device, cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
     cudaGraphEdgeData full{};
     BATON_CUDA_CHECK_ON(device, cudaGraphAddDependencies(graph, &from[i], &to[i], &full, 1));
@@ -580,7 +584,8 @@ void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> poi
 }
 
 Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
-                                       std::span<const cudaEvent_t> step_marks) {
+                                       std::span<const cudaEvent_t> step_marks,
+                                       std::vector<cudaGraphNode_t>* own_nodes) {
   const EngineBlob& blob = engine_->blob();
   const int device = engine_->device();
   for (size_t s = 0; s < blob.steps().size(); ++s) {
@@ -653,6 +658,17 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
             device, cudaMemcpyAsync(resolve(r.copy.dst, pointers), resolve(r.copy.src, pointers),
                                     r.copy.src.bytes, cudaMemcpyDeviceToDevice, stream));
         break;
+    }
+    if (own_nodes != nullptr && r.kind == static_cast<uint32_t>(StepKind::Kernel)) {
+      // The capture's frontier after a kernel launch is that kernel's node.
+      cudaStreamCaptureStatus capturing{};
+      const cudaGraphNode_t* frontier = nullptr;
+      size_t n = 0;
+      BATON_CUDA_CHECK_ON(device, cudaStreamGetCaptureInfo(stream, &capturing, nullptr, nullptr,
+                                                           &frontier, nullptr, &n));
+      if (capturing == cudaStreamCaptureStatusActive) {
+        own_nodes->insert(own_nodes->end(), frontier, frontier + n);
+      }
     }
   }
   if (!step_marks.empty()) {
@@ -760,21 +776,26 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     return Status();
   }
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status captured = enqueue_steps(pointers, stream);
+  std::vector<cudaGraphNode_t> own_nodes;
+  const Status captured = enqueue_steps(pointers, stream, {}, &own_nodes);
   cudaGraph_t captured_graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
   {
+    // BATON_CUDA_GRAPH_EDGES=full: no programmatic edge left; =own: only those into the engine's
+    // generated kernels; unset (or anything else): as captured.
     const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES");
-    BATON_ASSIGN_OR_RETURN(
-        graph_programmatic_edges_,
-        programmatic_edges(graph.get(), device, env != nullptr && std::string_view(env) == "full"));
+    const std::string_view mode = env ? env : "";
+    BATON_ASSIGN_OR_RETURN(graph_programmatic_edges_,
+                           programmatic_edges(graph.get(), device, mode == "full" || mode == "own",
+                                              mode == "own", own_nodes));
     if (log_enabled(LogLevel::Debug)) {
       log_message(LogLevel::Debug, "cuda",
-                  fmt::format("partition '{}': captured graph has {} programmatic edges{}",
-                              engine_->partition(), graph_programmatic_edges_,
+                  fmt::format("partition '{}': captured graph has {} programmatic edges, {} "
+                              "generated kernels{}",
+                              engine_->partition(), graph_programmatic_edges_, own_nodes.size(),
                               env ? fmt::format(" (BATON_CUDA_GRAPH_EDGES={})", env) : ""));
     }
   }

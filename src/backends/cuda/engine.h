@@ -125,8 +125,11 @@ class ExecutionContext {
 
  private:
   explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
+  // With `own_nodes` (while the stream is captured), each generated kernel's graph node is added
+  // to it.
   Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
-                       std::span<const cudaEvent_t> step_marks = {});
+                       std::span<const cudaEvent_t> step_marks = {},
+                       std::vector<cudaGraphNode_t>* own_nodes = nullptr);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
   void declare_library_writes(std::span<void* const> pointers);
 

@@ -26,6 +26,7 @@ def run(p, tag, env={}):
     if r.returncode: return float("nan"), (r.stdout + r.stderr)[-400:]
     return gc.relative_error(np.load(gc.baton_output_file(out)), ref), " ".join(edges)[-200:]
 for tag, env in [("default", {}), ("edges-full", {"BATON_CUDA_GRAPH_EDGES": "full"}),
+                 ("edges-own", {"BATON_CUDA_GRAPH_EDGES": "own"}),
                  ("step-workspaces", {"BATON_CUDA_STEP_WORKSPACES": "1"}),
                  ("pdl0+edges-full", {"BATON_CUDA_PDL": "0", "BATON_CUDA_GRAPH_EDGES": "full"})]:
     res = [run(s5, f"{tag}-{k}", dict(env, BATON_LOG_LEVEL="debug")) for k in range(2)]
@@ -33,6 +34,15 @@ for tag, env in [("default", {}), ("edges-full", {"BATON_CUDA_GRAPH_EDGES": "ful
 say("p0: %.2e %s" % run(p0, "p0", {"BATON_LOG_LEVEL": "debug"}))
 K = "/tmp/bgm/programs/torchscript17_resnet_b1_fp16.baton"
 if os.path.exists(K):
-    for tag, env in [("kept", {}), ("kept-edges-full", {"BATON_CUDA_GRAPH_EDGES": "full"}), ("kept-step-ws", {"BATON_CUDA_STEP_WORKSPACES": "1"})]:
+    for tag, env in [("kept", {}), ("kept-edges-full", {"BATON_CUDA_GRAPH_EDGES": "full"}), ("kept-edges-own", {"BATON_CUDA_GRAPH_EDGES": "own"}), ("kept-step-ws", {"BATON_CUDA_STEP_WORKSPACES": "1"})]:
         res = [run(K, f"{tag}-{k}", env) for k in range(2)]
         say(f"{tag:>16}: " + " ".join(f"{e:.2e}" for e, _ in res))
+# What each edge mode costs: p0's latency (host I/O, so not the table's number; compare the modes).
+import json as _json
+for tag, env in [("default", {}), ("edges-own", {"BATON_CUDA_GRAPH_EDGES": "own"}), ("edges-full", {"BATON_CUDA_GRAPH_EDGES": "full"})] * 2:
+    r = subprocess.run([B, "run", p0, "--no-checksums", "-n", "300", "--warmup", "30", "--profile-runs", "0", "--json", "--input", f"input={X}"], capture_output=True, text=True, env=dict(os.environ, **env))
+    try:
+        lat = _json.loads(r.stdout)["latency_ms"]
+        say(f"latency {tag:>10}: median {lat['median']:.4f} ms  p90 {lat['p90']:.4f} ms")
+    except Exception as e:  # noqa: BLE001
+        say(f"latency {tag}: {e} {r.stderr[-300:]}")
