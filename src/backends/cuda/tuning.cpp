@@ -107,30 +107,31 @@ Result<float> Stopwatch::time(const std::function<Status(cudaStream_t)>& run) {
   return best;
 }
 
+Result<bool> Stopwatch::grow(DeviceBuffer* buffer, uint64_t* size, uint64_t bytes,
+                             const char* what) {
+  if (bytes <= *size) return false;
+  buffer->reset();
+  BATON_ASSIGN_OR_RETURN(*buffer, allocate_device_buffer(device_, bytes, what));
+  *size = bytes;
+  return true;
+}
+
 Result<void*> Stopwatch::operands(uint64_t bytes) {
-  if (bytes > operand_bytes_) {
-    operands_.reset();
-    BATON_ASSIGN_OR_RETURN(operands_,
-                           allocate_device_buffer(device_, bytes, "operands for timing choices"));
-    // 0x3c in every byte: 1.06 in float16, 0.0115 in bfloat16 and float32.
-    BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(operands_.get(), 0x3c, bytes, stream_.get()));
-    operand_bytes_ = bytes;
-  }
+  BATON_ASSIGN_OR_RETURN(const bool grown,
+                         grow(&operands_, &operand_bytes_, bytes, "operands for timing choices"));
+  if (grown) BATON_TRY(reset_pattern(operands_.get(), bytes));
   return operands_.get();
 }
 
 Status Stopwatch::reset_pattern(void* p, uint64_t bytes) {
+  // 0x3c in every byte: 1.06 in float16, 0.0115 in bfloat16 and float32.
   BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0x3c, bytes, stream_.get()));
   return Status();
 }
 
 Result<void*> Stopwatch::check_operands(uint64_t bytes) {
-  if (bytes > check_operand_bytes_) {
-    check_operands_.reset();
-    BATON_ASSIGN_OR_RETURN(check_operands_,
-                           allocate_device_buffer(device_, bytes, "operands for checking choices"));
-    check_operand_bytes_ = bytes;
-  }
+  BATON_TRY(grow(&check_operands_, &check_operand_bytes_, bytes, "operands for checking choices")
+                .status());
   return check_operands_.get();
 }
 
@@ -141,12 +142,7 @@ Status Stopwatch::copy(void* dst, const void* src, uint64_t bytes) {
 }
 
 Result<void*> Stopwatch::workspace(uint64_t bytes) {
-  if (bytes > workspace_bytes_) {
-    workspace_.reset();
-    BATON_ASSIGN_OR_RETURN(workspace_,
-                           allocate_device_buffer(device_, bytes, "workspace for timing choices"));
-    workspace_bytes_ = bytes;
-  }
+  BATON_TRY(grow(&workspace_, &workspace_bytes_, bytes, "workspace for timing choices").status());
   return workspace_.get();
 }
 

@@ -88,6 +88,8 @@ class Stopwatch {
   Event start_, stop_;
   DeviceBuffer operands_, check_operands_, workspace_;
   uint64_t operand_bytes_ = 0, check_operand_bytes_ = 0, workspace_bytes_ = 0;
+  // Replaces `buffer` (of `size` bytes) by one of `bytes` when it is smaller; whether it did.
+  Result<bool> grow(DeviceBuffer* buffer, uint64_t* size, uint64_t bytes, const char* what);
   // fill_uniform's values on the host, and the bytes, dtype and seed they were made for.
   std::vector<uint8_t> staging_;
   uint64_t staging_key_[3] = {0, 0, 0};
