@@ -776,28 +776,31 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     return Status();
   }
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  // BATON_CUDA_GRAPH_EDGES=full: no programmatic edge left; =own: only those into the engine's
+  // generated kernels (whose nodes are recorded while capturing); unset (or anything else): as
+  // captured.
+  const char* edges_env = std::getenv("BATON_CUDA_GRAPH_EDGES");
+  const std::string_view edges_mode = edges_env ? edges_env : "";
   std::vector<cudaGraphNode_t> own_nodes;
-  const Status captured = enqueue_steps(pointers, stream, {}, &own_nodes);
+  const Status captured =
+      enqueue_steps(pointers, stream, {}, edges_mode == "own" ? &own_nodes : nullptr);
   cudaGraph_t captured_graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
-  {
-    // BATON_CUDA_GRAPH_EDGES=full: no programmatic edge left; =own: only those into the engine's
-    // generated kernels; unset (or anything else): as captured.
-    const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES");
-    const std::string_view mode = env ? env : "";
-    BATON_ASSIGN_OR_RETURN(graph_programmatic_edges_,
-                           programmatic_edges(graph.get(), device, mode == "full" || mode == "own",
-                                              mode == "own", own_nodes));
-    if (log_enabled(LogLevel::Debug)) {
-      log_message(LogLevel::Debug, "cuda",
-                  fmt::format("partition '{}': captured graph has {} programmatic edges, {} "
-                              "generated kernels{}",
-                              engine_->partition(), graph_programmatic_edges_, own_nodes.size(),
-                              env ? fmt::format(" (BATON_CUDA_GRAPH_EDGES={})", env) : ""));
-    }
+  BATON_ASSIGN_OR_RETURN(
+      graph_programmatic_edges_,
+      programmatic_edges(graph.get(), device, edges_mode == "full" || edges_mode == "own",
+                         edges_mode == "own", own_nodes));
+  if (log_enabled(LogLevel::Debug)) {
+    log_message(LogLevel::Debug, "cuda",
+                fmt::format("partition '{}': captured graph has {} programmatic edges{}",
+                            engine_->partition(), graph_programmatic_edges_,
+                            edges_env ? fmt::format(" (BATON_CUDA_GRAPH_EDGES={}; {} generated "
+                                                    "kernels recorded)",
+                                                    edges_env, own_nodes.size())
+                                      : ""));
   }
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};
