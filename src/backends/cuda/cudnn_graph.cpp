@@ -425,8 +425,9 @@ uint64_t operand_layout(const StepRecord& r, uint8_t* base, void** pointers, int
 }
 
 // The operands of the step being chosen: `pointers` into `base` (`bytes` in all), where plans are
-// timed on operands()'s pattern, as they always were; `check`, laid out the same, holds random
-// inputs and a fixed pattern in the output, copied over `base` for each plan's checked run.
+// timed on Stopwatch::kTimingByte in every byte, as they always were; `check`, laid out the same,
+// holds random inputs and a fixed pattern in the output, copied over `base` for each plan's checked
+// run.
 struct StepOperands {
   void* pointers[5];
   int n = 0;
@@ -457,11 +458,11 @@ Result<float> try_plan(fe::graph::Graph& g, cudnnHandle_t handle, int64_t index,
     BATON_CHECK_OR_RETURN(e.is_good(), NotSupported, "{}", e.get_message());
     return Status();
   };
-  BATON_TRY(stopwatch.reset_pattern(ops.base, ops.bytes));
+  BATON_TRY(stopwatch.set_bytes(ops.base, ops.bytes, Stopwatch::kTimingByte));
   BATON_ASSIGN_OR_RETURN(const float us, stopwatch.time(run));
   BATON_TRY(stopwatch.copy(ops.base, ops.check, ops.bytes));
   BATON_TRY(stopwatch.replay_captured([&](cudaStream_t stream) -> Status {
-    BATON_TRY(stopwatch.scribble(workspace, workspace_bytes));
+    BATON_TRY(stopwatch.set_bytes(workspace, workspace_bytes, Stopwatch::kScribbleByte));
     return run(stream);
   }));
   BATON_TRY(stopwatch.download(ops.pointers[ops.n - 1], ops.out_bytes, out));
@@ -595,7 +596,7 @@ Result<CudnnPlan> CudnnPlan::choose(cudnnHandle_t handle, const StepRecord& step
     BATON_TRY(offer_plans(g, handle, step, what));
     const int64_t count = g.get_execution_plan_count();
     const bool timed = candidates > 1 && stopwatch != nullptr;
-    // Timed on operands()'s pattern; checked on a copy with random inputs in [0, 1) and a fixed
+    // Timed on kTimingByte bytes; checked on a copy with random inputs in [0, 1) and a fixed
     // pattern in the output (so the gaps of a pitched output, which no plan writes, compare
     // equal).
     StepOperands ops;

@@ -534,6 +534,12 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
+  if (const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES")) {
+    const std::string_view mode = env;
+    ctx->graph_edges_ = mode == "full"  ? GraphEdges::Full
+                        : mode == "own" ? GraphEdges::Own
+                                        : GraphEdges::AsCaptured;
+  }
   if (const char* env = std::getenv("BATON_CUDA_STEP_WORKSPACES"); env && env[0] == '1') {
     ctx->cudnn_workspace_offsets_.assign(blob.steps().size(), 0);
     uint64_t end = ctx->workspace_bytes_;
@@ -776,31 +782,28 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     return Status();
   }
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  // BATON_CUDA_GRAPH_EDGES=full: no programmatic edge left; =own: only those into the engine's
-  // generated kernels (whose nodes are recorded while capturing); unset (or anything else): as
-  // captured.
-  const char* edges_env = std::getenv("BATON_CUDA_GRAPH_EDGES");
-  const std::string_view edges_mode = edges_env ? edges_env : "";
-  std::vector<cudaGraphNode_t> own_nodes;
+  std::vector<cudaGraphNode_t> own_nodes;  // recorded only for GraphEdges::Own
   const Status captured =
-      enqueue_steps(pointers, stream, {}, edges_mode == "own" ? &own_nodes : nullptr);
+      enqueue_steps(pointers, stream, {}, graph_edges_ == GraphEdges::Own ? &own_nodes : nullptr);
   cudaGraph_t captured_graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
-  BATON_ASSIGN_OR_RETURN(
-      graph_programmatic_edges_,
-      programmatic_edges(graph.get(), device, edges_mode == "full" || edges_mode == "own",
-                         edges_mode == "own", own_nodes));
-  if (log_enabled(LogLevel::Debug)) {
+  // The programmatic edges are walked only when a diagnosis asks: a switch, or the debug log.
+  if (graph_edges_ != GraphEdges::AsCaptured || log_enabled(LogLevel::Debug)) {
+    BATON_ASSIGN_OR_RETURN(
+        const uint32_t edges,
+        programmatic_edges(graph.get(), device, graph_edges_ != GraphEdges::AsCaptured,
+                           graph_edges_ == GraphEdges::Own, own_nodes));
     log_message(LogLevel::Debug, "cuda",
-                fmt::format("partition '{}': captured graph has {} programmatic edges{}",
-                            engine_->partition(), graph_programmatic_edges_,
-                            edges_env ? fmt::format(" (BATON_CUDA_GRAPH_EDGES={}; {} generated "
-                                                    "kernels recorded)",
-                                                    edges_env, own_nodes.size())
-                                      : ""));
+                fmt::format("partition '{}': the captured graph has {} programmatic edges{}",
+                            engine_->partition(), edges,
+                            graph_edges_ == GraphEdges::Full  ? ", all made full dependencies"
+                            : graph_edges_ == GraphEdges::Own ? ", all but those into its "
+                                                                "generated kernels made full"
+                                                                " dependencies"
+                                                              : ""));
   }
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};

@@ -147,6 +147,11 @@ class ExecutionContext {
   // Diagnosis switch BATON_CUDA_STEP_WORKSPACES=1: each cuDNN step its own slice of the
   // workspace at this offset (empty: all share it from offset 0).
   std::vector<uint64_t> cudnn_workspace_offsets_;
+  // Diagnosis switch BATON_CUDA_GRAPH_EDGES (read at create): what becomes of the captured
+  // graph's programmatic edges. Full: each made a full dependency; Own: all but those into the
+  // engine's generated kernels.
+  enum class GraphEdges { AsCaptured, Full, Own };
+  GraphEdges graph_edges_ = GraphEdges::AsCaptured;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
   std::vector<std::vector<void*>> kernel_arg_ptrs_;
@@ -154,7 +159,6 @@ class ExecutionContext {
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
-  uint32_t graph_programmatic_edges_ = 0;  // in the captured graph, as captured
   bool dependent_launch_ = true;
   // The context of the last stream asked (by its id), so a call on the same stream asks nothing.
   std::optional<unsigned long long> context_stream_id_;

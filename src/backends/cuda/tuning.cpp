@@ -119,13 +119,12 @@ Result<bool> Stopwatch::grow(DeviceBuffer* buffer, uint64_t* size, uint64_t byte
 Result<void*> Stopwatch::operands(uint64_t bytes) {
   BATON_ASSIGN_OR_RETURN(const bool grown,
                          grow(&operands_, &operand_bytes_, bytes, "operands for timing choices"));
-  if (grown) BATON_TRY(reset_pattern(operands_.get(), bytes));
+  if (grown) BATON_TRY(set_bytes(operands_.get(), bytes, kTimingByte));
   return operands_.get();
 }
 
-Status Stopwatch::reset_pattern(void* p, uint64_t bytes) {
-  // 0x3c in every byte: 1.06 in float16, 0.0115 in bfloat16 and float32.
-  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0x3c, bytes, stream_.get()));
+Status Stopwatch::set_bytes(void* p, uint64_t bytes, uint8_t value) {
+  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, value, bytes, stream_.get()));
   return Status();
 }
 
@@ -147,18 +146,6 @@ Result<void*> Stopwatch::workspace(uint64_t bytes) {
 }
 
 Status Stopwatch::fill_uniform(void* p, uint64_t bytes, DType dtype, uint32_t seed) {
-  const uint64_t key[3] = {bytes, static_cast<uint64_t>(dtype), seed};
-  if (!std::equal(key, key + 3, staging_key_)) {
-    std::copy(key, key + 3, staging_key_);
-    generate_uniform(bytes, dtype, seed);
-  }
-  BATON_CUDA_CHECK_ON(
-      device_, cudaMemcpyAsync(p, staging_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
-  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
-  return Status();
-}
-
-void Stopwatch::generate_uniform(uint64_t bytes, DType dtype, uint32_t seed) {
   staging_.resize(bytes);
   const uint64_t size = dtype == DType::Float32 ? 4 : 2;
   uint64_t state = 0x9e3779b97f4a7c15ull ^ seed;
@@ -175,6 +162,10 @@ void Stopwatch::generate_uniform(uint64_t bytes, DType dtype, uint32_t seed) {
       std::memcpy(&staging_[i], &h, 2);
     }
   }
+  BATON_CUDA_CHECK_ON(
+      device_, cudaMemcpyAsync(p, staging_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
+  BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
+  return Status();
 }
 
 Status Stopwatch::replay_captured(const std::function<Status(cudaStream_t)>& enqueue) {
@@ -195,11 +186,6 @@ Status Stopwatch::replay_captured(const std::function<Status(cudaStream_t)>& enq
   GraphExec exec(instantiated, device_);
   BATON_CUDA_CHECK_ON(device_, cudaGraphLaunch(exec.get(), s));
   BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(s));
-  return Status();
-}
-
-Status Stopwatch::scribble(void* p, uint64_t bytes) {
-  BATON_CUDA_CHECK_ON(device_, cudaMemsetAsync(p, 0xa5, bytes, stream_.get()));
   return Status();
 }
 

@@ -59,8 +59,11 @@ class Stopwatch {
   // Device memory of at least `bytes` holding a finite, non-zero pattern in every float type,
   // reused across calls (grown when needed).
   Result<void*> operands(uint64_t bytes);
-  // Sets `bytes` at `p` to operands()'s pattern again (0x3c in every byte), on the stream.
-  Status reset_pattern(void* p, uint64_t bytes);
+  // The byte operands() holds in every byte (1.06 in float16, 0.0115 in bfloat16 and float32),
+  // and the one a plan's workspace is overwritten with before it is checked.
+  static constexpr uint8_t kTimingByte = 0x3c, kScribbleByte = 0xa5;
+  // Sets `bytes` at `p` (device memory) to `value`, on the stream.
+  Status set_bytes(void* p, uint64_t bytes, uint8_t value);
   // A second device buffer of at least `bytes`, uninitialized, for a step's checked operands
   // (reused across calls, grown when needed).
   Result<void*> check_operands(uint64_t bytes);
@@ -75,8 +78,6 @@ class Stopwatch {
   // the stream, as an engine runs its steps; an error (the capture ended) when `enqueue` fails or
   // the work cannot be captured.
   Status replay_captured(const std::function<Status(cudaStream_t)>& enqueue);
-  // Sets `bytes` at `p` (device memory) to a non-zero byte pattern, on the stream.
-  Status scribble(void* p, uint64_t bytes);
   // `bytes` at `p` (device memory) once the stream's work is done.
   Status download(const void* p, uint64_t bytes, std::vector<uint8_t>* out);
   cudaStream_t stream() const { return stream_.get(); }
@@ -90,10 +91,7 @@ class Stopwatch {
   uint64_t operand_bytes_ = 0, check_operand_bytes_ = 0, workspace_bytes_ = 0;
   // Replaces `buffer` (of `size` bytes) by one of `bytes` when it is smaller; whether it did.
   Result<bool> grow(DeviceBuffer* buffer, uint64_t* size, uint64_t bytes, const char* what);
-  // fill_uniform's values on the host, and the bytes, dtype and seed they were made for.
-  std::vector<uint8_t> staging_;
-  uint64_t staging_key_[3] = {0, 0, 0};
-  void generate_uniform(uint64_t bytes, DType dtype, uint32_t seed);
+  std::vector<uint8_t> staging_;  // fill_uniform's values on the host
 };
 
 }  // namespace baton::cuda
