@@ -115,9 +115,10 @@ Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_
 }
 
 // The edges of `graph` (top level) that let a node start before the one it depends on has
-// finished (programmatic dependent launch). Diagnosis (BATON_CUDA_GRAPH_EDGES): with `serialize`,
-// each is replaced by a full dependency, except, with `keep_own`, those into one of `own` (the
-// engine's generated kernels, which wait for their predecessor before reading anything).
+// finished (programmatic dependent launch). With `serialize`, each is replaced by a full
+// dependency, except, with `keep_own`, those into one of `own` (the engine's generated kernels,
+// which wait for their predecessor before touching memory). cuDNN's and cuBLASLt's are not safe
+// to keep: with them, ResNet-50 fp16 ran wrong on an H200 (docs/device-contract.md).
 Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize, bool keep_own,
                                     const std::vector<cudaGraphNode_t>& own) {
   size_t n = 0;
@@ -534,11 +535,22 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
-  if (const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES")) {
+  if (const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES"); env && env[0] != 0) {
     const std::string_view mode = env;
-    ctx->graph_edges_ = mode == "full"  ? GraphEdges::Full
-                        : mode == "own" ? GraphEdges::Own
-                                        : GraphEdges::AsCaptured;
+    if (mode == "own") {
+      ctx->graph_edges_ = GraphEdges::Own;
+    } else if (mode == "full") {
+      ctx->graph_edges_ = GraphEdges::Full;
+    } else if (mode == "captured") {
+      ctx->graph_edges_ = GraphEdges::AsCaptured;
+    } else {
+      return BATON_ERROR(InvalidArgument,
+                         "BATON_CUDA_GRAPH_EDGES='{}' is not a mode: use own (the default: "
+                         "serialize cuDNN's and cuBLASLt's programmatic edges, keep Baton's), "
+                         "full (serialize every one) or captured (keep all, diagnosis only; "
+                         "known to give wrong results, docs/device-contract.md)",
+                         mode);
+    }
   }
   if (const char* env = std::getenv("BATON_CUDA_STEP_WORKSPACES"); env && env[0] == '1') {
     ctx->cudnn_workspace_offsets_.assign(blob.steps().size(), 0);
@@ -790,7 +802,8 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
-  // The programmatic edges are walked only when a diagnosis asks: a switch, or the debug log.
+  // The libraries' programmatic edges become full dependencies (graph_edges_); as captured,
+  // they are walked only when the debug log counts them.
   if (graph_edges_ != GraphEdges::AsCaptured || log_enabled(LogLevel::Debug)) {
     BATON_ASSIGN_OR_RETURN(
         const uint32_t edges,

@@ -147,11 +147,13 @@ class ExecutionContext {
   // Diagnosis switch BATON_CUDA_STEP_WORKSPACES=1: each cuDNN step its own slice of the
   // workspace at this offset (empty: all share it from offset 0).
   std::vector<uint64_t> cudnn_workspace_offsets_;
-  // Diagnosis switch BATON_CUDA_GRAPH_EDGES (read at create): what becomes of the captured
-  // graph's programmatic edges. Full: each made a full dependency; Own: all but those into the
-  // engine's generated kernels.
+  // What becomes of the captured graph's programmatic edges (BATON_CUDA_GRAPH_EDGES, read at
+  // create). Own (default): each is made a full dependency except those into the engine's
+  // generated kernels, which wait for their predecessor before touching memory; cuDNN's and
+  // cuBLASLt's own edges are not safe (docs/device-contract.md, "CUDA graphs"). Full: every
+  // one made a full dependency. AsCaptured: kept as the libraries made them (diagnosis only).
   enum class GraphEdges { AsCaptured, Full, Own };
-  GraphEdges graph_edges_ = GraphEdges::AsCaptured;
+  GraphEdges graph_edges_ = GraphEdges::Own;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
   std::vector<std::vector<void*>> kernel_arg_ptrs_;

@@ -7,6 +7,8 @@
 // loaded without checksums.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -204,6 +206,118 @@ TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
     }
     EXPECT_GE(c.candidates, 2u) << "step " << c.step;
   }
+}
+
+// cuDNN and cuBLASLt launch some kernels with programmatic stream serialization, so a captured
+// graph holds programmatic edges Baton did not make, and not every one is safe: in ResNet-50 fp16
+// on an H200, with cuDNN plan eng41_k2=3_k13=1_k18=0_k25=1_k27=2_k28=1 on the first bottleneck's
+// last 1x1 convolution (64 -> 256 at 56x56, bias; its output is the next convolution's residual,
+// and that convolution writes over its input), the graph gave 1e-2 to 4e-2 errors, each run
+// another, while the same steps launched without the graph were right (issue 12). This is that
+// bottleneck with that plan recorded: by default those edges are made full dependencies, and 20
+// graph replays must all be right. With BATON_CUDA_GRAPH_EDGES=captured (the edges kept) the
+// same replays are run and their error printed: whether the race shows in this smaller graph is
+// up to the GPU, so it is reported, not asserted.
+TEST_F(TuningTest, LibrariesProgrammaticEdgesAreFullDependenciesInTheGraph) {
+  constexpr const char* kPlan = "eng41_k2=3_k13=1_k18=0_k25=1_k27=2_k28=1";
+  std::mt19937 rng(5);
+  testing::OnnxBuilder b(17);
+  auto conv = [&](const std::string& in, const std::string& out, int64_t c, int64_t k, int64_t r,
+                  bool relu) {
+    b.initializer(out + "_w", {k, c, r, r},
+                  testing::random_normal(rng, static_cast<size_t>(k * c * r * r),
+                                         1.0f / std::sqrt(static_cast<float>(c * r * r))));
+    b.initializer(out + "_b", {k}, testing::random_normal(rng, static_cast<size_t>(k), 0.1f));
+    auto& n = b.node("Conv", {in, out + "_w", out + "_b"}, {relu ? out + "_c" : out}, out);
+    if (r == 3) testing::OnnxBuilder::attr_ints(n, "pads", {1, 1, 1, 1});
+    if (relu) b.node("Relu", {out + "_c"}, {out}, out + "_relu");
+  };
+  b.input("x", {1, 64, 56, 56});
+  conv("x", "a", 64, 64, 1, true);
+  conv("a", "m", 64, 64, 3, true);
+  conv("m", "main", 64, 256, 1, false);  // the plan's step
+  conv("x", "down", 64, 256, 1, false);  // runs with the residual fused: main + down
+  b.node("Add", {"main", "down"}, {"sum"}, "residual");
+  b.node("Relu", {"sum"}, {"y"}, "out_relu");
+  b.output("y", {1, 256, 56, 56});
+  const std::vector<uint8_t> onnx = b.bytes();
+  const Tensor x = testing::random_tensor(rng, {1, 64, 56, 56}, 0.0f, 1.0f);
+  const Tensor reference = load_and_run(compile(onnx, "cpu"), x).outputs.at(0);
+
+  std::vector<uint8_t> program = compile(onnx, "cuda:0");
+  ASSERT_FALSE(program.empty());
+  const size_t at = engine_offset(program);
+  EngineHeader h{};
+  std::memcpy(&h, program.data() + at, sizeof h);
+  const auto aligned = engine_blob_bytes(program);
+  auto blob = cuda::EngineBlob::parse(aligned->span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  auto* records = reinterpret_cast<StepChoice*>(program.data() + at + h.choices.offset);
+  int patched = -1;
+  for (uint32_t i = 0; i < blob->choices().size(); ++i) {
+    StepChoice c;
+    std::memcpy(&c, &records[i], sizeof c);
+    if (c.kind != static_cast<uint32_t>(StepKind::Conv)) continue;
+    const cuda::ConvStep& s = blob->steps()[c.step].conv;
+    if (s.k != 256 || s.kernel_h != 1 || s.has_residual || s.activation != 0) continue;
+    ASSERT_EQ(patched, -1) << "two steps look like the bottleneck's last convolution";
+    patched = static_cast<int>(c.step);
+    std::memset(c.cudnn_plan, 0, sizeof c.cudnn_plan);
+    std::strcpy(c.cudnn_plan, kPlan);
+    c.cudnn_engine = 41;
+    std::memcpy(&records[i], &c, sizeof c);
+  }
+  ASSERT_NE(patched, -1) << "no step is the bottleneck's last convolution without a residual";
+
+  // Max relative error over `runs` replays of one loaded program (one graph, captured once).
+  auto replays = [&](const char* edges, int runs, uint64_t* recorded) {
+    if (edges) setenv("BATON_CUDA_GRAPH_EDGES", edges, 1);
+    runtime::LoadOptions options;
+    options.verify_checksums = false;  // the plan was written into the blob
+    auto p = runtime::Program::load_bytes(program, options);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    if (!p.ok()) return 1.0;
+    auto module = extension::Module::from_program(*p);  // the switch is read here
+    if (edges) unsetenv("BATON_CUDA_GRAPH_EDGES");
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    if (!module.ok()) return 1.0;
+    double worst = 0;
+    for (int i = 0; i < runs; ++i) {
+      auto out = module->run({x});
+      EXPECT_TRUE(out.ok()) << out.status().to_string();
+      if (!out.ok()) return 1.0;
+      worst = std::max(worst, testing::relative_error(out->at(0), reference));
+    }
+    for (const auto& [key, value] : module->method().delegate_counters(0)) {
+      if (key == "choices_recorded") *recorded = value;
+    }
+    return worst;
+  };
+  uint64_t recorded = 0;
+  const double as_default = replays(nullptr, 20, &recorded);
+  if (recorded != blob->choices().size()) {
+    GTEST_SKIP() << "cuDNN does not offer plan " << kPlan << " for step " << patched
+                 << " on this GPU (" << recorded << " of " << blob->choices().size()
+                 << " recorded choices taken): the case cannot be set up here";
+  }
+  const double captured = replays("captured", 20, &recorded);
+  std::printf("  step %d with plan %s, 20 graph replays each: worst relative error %.3g by "
+              "default, %.3g with the libraries' programmatic edges kept%s\n",
+              patched, kPlan, as_default, captured,
+              captured > 3e-3 ? " (the race shows here)" : " (the race does not show here)");
+  EXPECT_LE(as_default, 3e-3);
+
+  runtime::LoadOptions options;
+  options.verify_checksums = false;
+  auto p = runtime::Program::load_bytes(program, options);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  setenv("BATON_CUDA_GRAPH_EDGES", "sometimes", 1);
+  auto module = extension::Module::from_program(*p);
+  unsetenv("BATON_CUDA_GRAPH_EDGES");
+  ASSERT_FALSE(module.ok()) << "an unknown BATON_CUDA_GRAPH_EDGES mode was taken";
+  EXPECT_NE(module.status().to_string().find("BATON_CUDA_GRAPH_EDGES='sometimes'"),
+            std::string::npos)
+      << module.status().to_string();
 }
 
 TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLongerApply) {
