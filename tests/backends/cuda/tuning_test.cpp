@@ -301,10 +301,11 @@ TEST_F(TuningTest, LibrariesProgrammaticEdgesAreFullDependenciesInTheGraph) {
                  << " recorded choices taken): the case cannot be set up here";
   }
   const double captured = replays("captured", 20, &recorded);
-  std::printf("  step %d with plan %s, 20 graph replays each: worst relative error %.3g by "
-              "default, %.3g with the libraries' programmatic edges kept%s\n",
-              patched, kPlan, as_default, captured,
-              captured > 3e-3 ? " (the race shows here)" : " (the race does not show here)");
+  std::printf(
+      "  step %d with plan %s, 20 graph replays each: worst relative error %.3g by "
+      "default, %.3g with the libraries' programmatic edges kept%s\n",
+      patched, kPlan, as_default, captured,
+      captured > 3e-3 ? " (the race shows here)" : " (the race does not show here)");
   EXPECT_LE(as_default, 3e-3);
 
   runtime::LoadOptions options;
