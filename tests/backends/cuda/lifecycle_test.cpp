@@ -147,7 +147,10 @@ TEST_F(LifecycleTest, AThousandLoadExecuteUnloadCyclesLeaveMemoryFlat) {
     GTEST_SKIP() << "device drift not asserted under initcheck (measured " << d.device_bytes
                  << " bytes)";
   }
-  EXPECT_LE(d.device_bytes, kDeviceSlack);
+  EXPECT_LE(d.device_bytes, kDeviceSlack)
+      << "cudaMemGetInfo counts the whole GPU: another process allocating beside this test shows "
+         "here as drift (577 MB with four other GPU processes, issue 12's ninth pass). Rerun it "
+         "alone before taking this for a leak";
 }
 
 // The detector itself: the same cycles leaking 64 KiB of device memory and 1 MiB of host memory
