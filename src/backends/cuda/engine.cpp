@@ -116,19 +116,11 @@ Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_
 
 // The edges of `graph` (top level) that let a node start before the one it depends on has
 // finished (programmatic dependent launch). With `serialize`, each is replaced by a full
-// dependency, except, with `keep_into_own`, those into one of `own` (the engine's generated
-// kernels, which wait for their predecessor before touching memory) and, with `keep_from_own`,
-// those out of one of `own` (which never let a dependent start early; experimental: the
-// dependent is a library's kernel, and nothing says it waits before reading). cuDNN's and
-// cuBLASLt's edges between their own kernels are not safe to keep: with them, ResNet-50 fp16 ran
-// wrong on an H200 (docs/device-contract.md).
-struct EdgeCount {
-  uint32_t programmatic = 0;
-  uint32_t kept = 0;
-};
-Result<EdgeCount> programmatic_edges(cudaGraph_t graph, int device, bool serialize,
-                                     bool keep_into_own, bool keep_from_own,
-                                     const std::vector<cudaGraphNode_t>& own) {
+// dependency, except, with `keep_own`, those into one of `own` (the engine's generated kernels,
+// which wait for their predecessor before touching memory). cuDNN's and cuBLASLt's are not safe
+// to keep: with them, ResNet-50 fp16 ran wrong on an H200 (docs/device-contract.md).
+Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize, bool keep_own,
+                                    const std::vector<cudaGraphNode_t>& own) {
   size_t n = 0;
   BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n));
   std::vector<cudaGraphNode_t> from(n), to(n);
@@ -136,17 +128,12 @@ Result<EdgeCount> programmatic_edges(cudaGraph_t graph, int device, bool seriali
   if (n) {
     BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n));
   }
-  auto is_own = [&](cudaGraphNode_t node) {
-    return std::find(own.begin(), own.end(), node) != own.end();
-  };
-  EdgeCount count;
+  uint32_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == 0) continue;
-    ++count.programmatic;
-    if (!serialize || (keep_into_own && is_own(to[i])) || (keep_from_own && is_own(from[i]))) {
-      ++count.kept;
-      continue;
-    }
+    ++count;
+    if (!serialize) continue;
+    if (keep_own && std::find(own.begin(), own.end(), to[i]) != own.end()) continue;
     BATON_CUDA_CHECK_ON(device, cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
     cudaGraphEdgeData full{};
     BATON_CUDA_CHECK_ON(device, cudaGraphAddDependencies(graph, &from[i], &to[i], &full, 1));
@@ -155,28 +142,6 @@ Result<EdgeCount> programmatic_edges(cudaGraph_t graph, int device, bool seriali
 }
 
 }  // namespace
-
-std::optional<GraphEdges> parse_graph_edges(std::string_view value) {
-  for (const GraphEdges mode :
-       {GraphEdges::Own, GraphEdges::Full, GraphEdges::AfterOwn, GraphEdges::AsCaptured}) {
-    if (value == graph_edges_name(mode)) return mode;
-  }
-  return std::nullopt;
-}
-
-std::string_view graph_edges_name(GraphEdges mode) {
-  switch (mode) {
-    case GraphEdges::AsCaptured:
-      return "captured";
-    case GraphEdges::Full:
-      return "full";
-    case GraphEdges::Own:
-      return "own";
-    case GraphEdges::AfterOwn:
-      return "after-own";
-  }
-  return "?";
-}
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
                                              const std::string& partition, bool quiet) {
@@ -572,17 +537,20 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   }
   if (const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES"); env && env[0] != 0) {
     const std::string_view mode = env;
-    const std::optional<GraphEdges> parsed = parse_graph_edges(mode);
-    if (!parsed) {
+    if (mode == "own") {
+      ctx->graph_edges_ = GraphEdges::Own;
+    } else if (mode == "full") {
+      ctx->graph_edges_ = GraphEdges::Full;
+    } else if (mode == "captured") {
+      ctx->graph_edges_ = GraphEdges::AsCaptured;
+    } else {
       return BATON_ERROR(InvalidArgument,
                          "BATON_CUDA_GRAPH_EDGES='{}' is not a mode: use own (the default: "
                          "serialize cuDNN's and cuBLASLt's programmatic edges, keep Baton's), "
-                         "full (serialize every one), after-own (experimental: also keep those "
-                         "out of Baton's kernels) or captured (keep all, diagnosis only; known to "
-                         "give wrong results, docs/device-contract.md)",
+                         "full (serialize every one) or captured (keep all, diagnosis only; "
+                         "known to give wrong results, docs/device-contract.md)",
                          mode);
     }
-    ctx->graph_edges_ = *parsed;
   }
   if (const char* env = std::getenv("BATON_CUDA_STEP_WORKSPACES"); env && env[0] == '1') {
     ctx->cudnn_workspace_offsets_.assign(blob.steps().size(), 0);
@@ -826,10 +794,9 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     return Status();
   }
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  // The generated kernels' nodes, recorded when the edge mode tells them apart.
-  const bool record_own = graph_edges_ == GraphEdges::Own || graph_edges_ == GraphEdges::AfterOwn;
-  std::vector<cudaGraphNode_t> own_nodes;
-  const Status captured = enqueue_steps(pointers, stream, {}, record_own ? &own_nodes : nullptr);
+  std::vector<cudaGraphNode_t> own_nodes;  // recorded only for GraphEdges::Own
+  const Status captured =
+      enqueue_steps(pointers, stream, {}, graph_edges_ == GraphEdges::Own ? &own_nodes : nullptr);
   cudaGraph_t captured_graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
   Graph graph(captured_graph, device);
@@ -839,14 +806,17 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   // they are walked only when the debug log counts them.
   if (graph_edges_ != GraphEdges::AsCaptured || log_enabled(LogLevel::Debug)) {
     BATON_ASSIGN_OR_RETURN(
-        const EdgeCount edges,
-        programmatic_edges(graph.get(), device, graph_edges_ != GraphEdges::AsCaptured, record_own,
-                           graph_edges_ == GraphEdges::AfterOwn, own_nodes));
+        const uint32_t edges,
+        programmatic_edges(graph.get(), device, graph_edges_ != GraphEdges::AsCaptured,
+                           graph_edges_ == GraphEdges::Own, own_nodes));
     log_message(LogLevel::Debug, "cuda",
-                fmt::format("partition '{}': the captured graph has {} programmatic edges, {} "
-                            "kept and the others made full dependencies ({})",
-                            engine_->partition(), edges.programmatic, edges.kept,
-                            graph_edges_name(graph_edges_)));
+                fmt::format("partition '{}': the captured graph has {} programmatic edges{}",
+                            engine_->partition(), edges,
+                            graph_edges_ == GraphEdges::Full  ? ", all made full dependencies"
+                            : graph_edges_ == GraphEdges::Own ? ", all but those into its "
+                                                                "generated kernels made full"
+                                                                " dependencies"
+                                                              : ""));
   }
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};

@@ -18,7 +18,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backends/cuda/cudnn_graph.h"
@@ -93,21 +92,6 @@ class Engine {
   ChoiceStats stats_;
 };
 
-// What becomes of a captured graph's programmatic edges (BATON_CUDA_GRAPH_EDGES, read when an
-// execution context is made; docs/device-contract.md, "CUDA graphs").
-//   Own (default, "own"): each is made a full dependency except those into the engine's
-//     generated kernels, which wait for their predecessor before touching memory. cuDNN's and
-//     cuBLASLt's own edges are not safe: kept, they made ResNet-50 fp16 wrong (issue 12).
-//   Full ("full"): every one made a full dependency.
-//   AfterOwn ("after-own", experimental): as Own, and those out of a generated kernel are kept
-//     too (a generated kernel never lets its dependent start early, but the dependent is a
-//     library's kernel that may not wait before reading).
-//   AsCaptured ("captured", diagnosis only): kept as the libraries made them.
-enum class GraphEdges { AsCaptured, Full, Own, AfterOwn };
-// The mode a BATON_CUDA_GRAPH_EDGES value names; nullopt for anything else.
-std::optional<GraphEdges> parse_graph_edges(std::string_view value);
-std::string_view graph_edges_name(GraphEdges mode);
-
 class ExecutionContext {
  public:
   static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine);
@@ -164,7 +148,11 @@ class ExecutionContext {
   // workspace at this offset (empty: all share it from offset 0).
   std::vector<uint64_t> cudnn_workspace_offsets_;
   // What becomes of the captured graph's programmatic edges (BATON_CUDA_GRAPH_EDGES, read at
-  // create).
+  // create). Own (default): each is made a full dependency except those into the engine's
+  // generated kernels, which wait for their predecessor before touching memory; cuDNN's and
+  // cuBLASLt's own edges are not safe (docs/device-contract.md, "CUDA graphs"). Full: every
+  // one made a full dependency. AsCaptured: kept as the libraries made them (diagnosis only).
+  enum class GraphEdges { AsCaptured, Full, Own };
   GraphEdges graph_edges_ = GraphEdges::Own;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
