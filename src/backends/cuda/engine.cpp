@@ -552,17 +552,6 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                          mode);
     }
   }
-  if (const char* env = std::getenv("BATON_CUDA_STEP_WORKSPACES"); env && env[0] == '1') {
-    ctx->cudnn_workspace_offsets_.assign(blob.steps().size(), 0);
-    uint64_t end = ctx->workspace_bytes_;
-    for (size_t s = 0; s < blob.steps().size(); ++s) {
-      if (!ctx->cudnn_plans_[s]) continue;
-      end = (end + 255) / 256 * 256;
-      ctx->cudnn_workspace_offsets_[s] = end;
-      end += ctx->cudnn_plans_[s].workspace_bytes();
-    }
-    ctx->workspace_bytes_ = end;
-  }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
   ctx->kernel_args_.resize(blob.steps().size());
@@ -637,11 +626,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         void* ptrs[5];
         const int count = cudnn_operands(r, refs);
         for (int i = 0; i < count; ++i) ptrs[i] = resolve(refs[i], pointers);
-        void* workspace = workspace_.get();
-        if (!cudnn_workspace_offsets_.empty()) {
-          workspace = static_cast<uint8_t*>(workspace) + cudnn_workspace_offsets_[s];
-        }
-        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace));
+        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace_.get()));
         break;
       }
       case StepKind::Kernel: {

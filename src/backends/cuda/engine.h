@@ -144,9 +144,6 @@ class ExecutionContext {
   DeviceBuffer scratch_;
   DeviceBuffer workspace_;  // cuBLASLt's and cuDNN's (steps run one after another)
   uint64_t workspace_bytes_ = 0;
-  // Diagnosis switch BATON_CUDA_STEP_WORKSPACES=1: each cuDNN step its own slice of the
-  // workspace at this offset (empty: all share it from offset 0).
-  std::vector<uint64_t> cudnn_workspace_offsets_;
   // What becomes of the captured graph's programmatic edges (BATON_CUDA_GRAPH_EDGES, read at
   // create). Own (default): each is made a full dependency except those into the engine's
   // generated kernels, which wait for their predecessor before touching memory; cuDNN's and
