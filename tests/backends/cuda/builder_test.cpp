@@ -520,6 +520,9 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   }
   ASSERT_GT(want_swish, 0u);
   ASSERT_GT(want_sigmoid, 0u);
+  // Every HardSigmoid here follows a squeeze-excite layer, which is a row kernel by default
+  // (SqueezeExciteLayersAreRowKernels): on cuDNN they show its epilogue.
+  testing::ScopedEnv on_cudnn("BATON_CONV_ROWS", "cudnn");
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
     auto built = build_bytes(read_file(path), precision);
@@ -725,6 +728,75 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
     for (const cuda::StepRecord& r : parse_blob(on_cudnn->blobs[0]).steps())
       convs += r.kind == static_cast<uint32_t>(cuda::StepKind::Conv);
     EXPECT_EQ(convs, 1u) << model;
+  }
+}
+
+// Squeeze-excite's fully connected layers (1x1 convolutions of a 1x1 input, batch 1) are one
+// generated row kernel each, with the bias and the Relu or HardSigmoid after them, in every
+// precision and from both exporters (GlobalAveragePool or ReduceMean before them); every other
+// convolution stays on cuDNN or the depthwise kernel. BATON_CONV_ROWS=cudnn puts them back on
+// cuDNN.
+TEST(EngineBuilderTest, SqueezeExciteLayersAreRowKernels) {
+  register_builtins();
+  const std::vector<compiler::InputShape> shapes = {{"input", {1, 3, 64, 64}}};
+  for (const char* model : {"torchscript17_mobilenet", "dynamo18_mobilenet"}) {
+    const std::string path = real_model(model);
+    auto graph = compiler::import_onnx_file(path, {shapes});
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    ASSERT_TRUE(compiler::infer_and_fold(*graph).ok());
+    size_t rows = 0, depthwise = 0, others = 0;
+    for (const compiler::IrNode& n : graph->nodes) {
+      if (n.dead || n.op_type != "Conv") continue;
+      ASSERT_EQ(graph->values[n.inputs[0]].sizes.size(), 4u) << n.describe();
+      const std::vector<int64_t>& x = graph->values[n.inputs[0]].sizes;
+      const std::vector<int64_t>& w = graph->values[n.inputs[1]].sizes;
+      if (n.attr_int("group") != 1) {
+        ++depthwise;
+      } else if (x[2] == 1 && x[3] == 1 && w[2] == 1 && w[3] == 1) {
+        ++rows;
+      } else {
+        ++others;
+      }
+    }
+    ASSERT_GT(rows, 0u) << model;
+    ASSERT_EQ(rows % 2, 0u) << model << ": squeeze-excite layers come in pairs";
+    for (const char* precision : {"fp32", "fp16", "bf16"}) {
+      SCOPED_TRACE(fmt::format("{} {}", model, precision));
+      auto built = build_bytes(read_file(path), precision, 0, shapes);  // NVRTC compiles them
+      ASSERT_TRUE(built.ok()) << built.status().to_string();
+      ASSERT_EQ(built->blobs.size(), 1u);
+      const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+      size_t gemv = 0, convs = 0, dw = 0, elementwise = 0;
+      for (const cuda::StepRecord& r : blob.steps()) {
+        if (r.kind == static_cast<uint32_t>(cuda::StepKind::Conv)) ++convs;
+        if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+        const std::string name(blob.kernel_name(r.kernel.kernel));
+        gemv += name.find("_gemv") != std::string::npos;
+        dw += name.find("_depthwise") != std::string::npos;
+        elementwise += name.find("_fused") != std::string::npos;
+      }
+      EXPECT_EQ(gemv, rows);
+      EXPECT_EQ(dw, depthwise);
+      EXPECT_EQ(convs, others);
+      // The Relu after the first layer and the HardSigmoid after the second are in the row
+      // kernels: what is left elementwise is the scale (Mul) of each block and the classifier's
+      // HardSwish, none of them a lone activation of a squeeze-excite layer.
+      EXPECT_LE(elementwise, rows / 2 + 1);
+    }
+    std::optional<testing::ScopedEnv> cudnn;
+    cudnn.emplace("BATON_CONV_ROWS", "cudnn");
+    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes);
+    cudnn.reset();
+    ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
+    size_t convs = 0, gemv = 0;
+    const cuda::EngineBlob blob = parse_blob(on_cudnn->blobs[0]);
+    for (const cuda::StepRecord& r : blob.steps()) {
+      convs += r.kind == static_cast<uint32_t>(cuda::StepKind::Conv);
+      gemv += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+              std::string(blob.kernel_name(r.kernel.kernel)).find("_gemv") != std::string::npos;
+    }
+    EXPECT_EQ(convs, others + rows) << model;
+    EXPECT_EQ(gemv, 0u) << model;
   }
 }
 

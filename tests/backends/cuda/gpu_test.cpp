@@ -447,6 +447,35 @@ TEST_F(GpuTest, ConvolutionsWithFusedEpiloguesMatchTheCpuPath) {
   compare(b, {random({2, 3, 17, 15})});
 }
 
+// Squeeze-excite blocks (pool, 1x1 convolution + Relu, 1x1 convolution + HardSigmoid, scale):
+// their two convolutions of a 1x1 input run as the generated row kernel up to 8 images
+// (device/gemv.cuh), through 16-byte reads where the channels allow them (72, 24) and one element
+// at a time where they do not (20, 5); at 9 images they are cuDNN convolutions again. One layer
+// has no bias, and one is a partition output.
+TEST_F(GpuTest, SqueezeExciteLayersMatchTheCpuPath) {
+  for (const int64_t n : {1, 3, 8, 9}) {
+    for (const int64_t c : {72, 20}) {
+      SCOPED_TRACE(fmt::format("batch {} channels {}", n, c));
+      const int64_t h = c == 72 ? 24 : 5;
+      OnnxBuilder b(17);
+      b.input("x", {n, c, 7, 6});
+      b.node("GlobalAveragePool", {"x"}, {"pooled"}, "pool");
+      b.initializer("w1", {h, c, 1, 1}, floats(static_cast<size_t>(h * c), 1.0f));
+      b.initializer("b1", {h}, floats(static_cast<size_t>(h)));
+      b.node("Conv", {"pooled", "w1", "b1"}, {"f1"}, "fc1");
+      b.node("Relu", {"f1"}, {"r1"}, "relu");
+      b.initializer("w2", {c, h, 1, 1}, floats(static_cast<size_t>(c * h), 1.0f));
+      b.node("Conv", {"r1", "w2"}, {"f2"}, "fc2");
+      auto& sig = b.node("HardSigmoid", {"f2"}, {"s"}, "hsig");
+      OnnxBuilder::attr_float(sig, "alpha", 1.0f / 6.0f);
+      b.node("Mul", {"x", "s"}, {"y"}, "scale");
+      b.output("y", {n, c, 7, 6});
+      b.output("r1", {n, h, 1, 1});
+      compare(b, {random({n, c, 7, 6})});
+    }
+  }
+}
+
 // A Fire module (SqueezeNet): two convolutions joined on the channel axis, read and written
 // channels-last, into a third; and the same two joined on H straight into an output (row-major).
 TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {

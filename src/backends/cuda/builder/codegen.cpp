@@ -121,7 +121,8 @@ std::string kernel_prelude() {
          "#include \"baton/softmax.cuh\"\n"
          "#include \"baton/typed.cuh\"\n"
          "#include \"baton/layer_norm.cuh\"\n"
-         "#include \"baton/attention.cuh\"\n";
+         "#include \"baton/attention.cuh\"\n"
+         "#include \"baton/gemv.cuh\"\n";
 }
 
 namespace {

@@ -81,7 +81,8 @@ __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TO
 // `x` is aligned for it (checked here; the builder passes V > 1 only when inner, outer_stride and
 // every reduced stride are multiples of V), and kRows rows of threads striding the positions, so a
 // warp reads whole lines; the rows are combined through shared memory. Grid: outer *
-// ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads.
+// ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads (256, or 1024 when there are few
+// blocks: ops/reduce.cpp).
 template <int M, int OP, int V, int kLanes, int kRows, typename TIn, typename TOut>
 __device__ __forceinline__ void baton_reduce_columns(
     const TIn* __restrict__ x, TOut* __restrict__ y, long long inner, long long outer_stride,
@@ -98,7 +99,29 @@ __device__ __forceinline__ void baton_reduce_columns(
   if (c0 < inner) {
     const TIn* base = x + o * outer_stride + c0;
     const bool vec = V > 1 && baton_vec_aligned<V>(x);
-    for (long long j = row; j < count; j += kRows) {
+    // kUnroll rows per step, all loaded before any is combined, so their reads are in flight
+    // together (a column of a few hundred rows is otherwise a chain of dependent waits).
+    constexpr int kUnroll = 4;
+    long long j = row;
+    for (; j + (kUnroll - 1) * kRows < count; j += kUnroll * kRows) {
+      float v[kUnroll][V];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const long long off = baton_offset<M>(j + u * kRows, rsizes, rstrides);
+        if (vec) {
+          baton_vec_load<V>(base + off, v[u]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) v[u][e] = to_f(base[off + e]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] = baton_reduce_combine<OP>(acc[e], v[u][e]);
+      }
+    }
+    for (; j < count; j += kRows) {
       const long long off = baton_offset<M>(j, rsizes, rstrides);
       float v[V];
       if (vec) {
@@ -118,6 +141,7 @@ __device__ __forceinline__ void baton_reduce_columns(
     const long long c = g * kCols + t;
     if (c >= inner) continue;
     float r = baton_reduce_identity<OP>();
+#pragma unroll 16
     for (int k = 0; k < kRows; ++k) r = baton_reduce_combine<OP>(r, part[k * kCols + t]);
     st(&y[o * inner + c], OP == 1 ? r / (float)count : r);
   }

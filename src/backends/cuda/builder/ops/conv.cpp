@@ -19,9 +19,16 @@
 //   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100 (bench/RESULTS.md), where the GEMM
 //   is one of ViT's 768x768 GEMMs. BATON_CONV_PATCHES=cudnn keeps such convolutions on cuDNN (to
 //   compare the two).
+// - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
+//   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
+//   filters, one generated kernel (device/gemv.cuh) with the bias and any chain of unary
+//   elementwise ops after it applied before the store. cuDNN 9.19 ran MobileNetV3's as
+//   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters
+//   (bench/RESULTS.md). BATON_CONV_ROWS=cudnn keeps them on cuDNN (to compare the two).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -65,6 +72,18 @@ bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.input
 bool is_patches(const Shape& s) {
   return s.groups == 1 && s.kh == s.sh && s.kw == s.sw && s.kh * s.kw > 1 && s.dh == 1 &&
          s.dw == 1 && s.pt == 0 && s.pl == 0 && s.pb == 0 && s.pr == 0;
+}
+
+// A 1x1 convolution of a 1x1 input, a few images: the rows path (top of the file).
+constexpr int64_t kGemvRows = 8;
+bool is_rows(const Shape& s) {
+  return s.groups == 1 && s.h == 1 && s.w == 1 && s.kh == 1 && s.kw == 1 && s.pt == 0 &&
+         s.pl == 0 && s.pb == 0 && s.pr == 0 && s.n >= 1 && s.n <= kGemvRows;
+}
+
+bool rows_as_gemv() {
+  const char* env = std::getenv("BATON_CONV_ROWS");
+  return env == nullptr || std::string_view(env) != "cudnn";
 }
 
 bool patches_as_gemm() {
@@ -188,14 +207,14 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
-Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
-  const compiler::IrNode& node = ctx.node(index);
-  // Unary elementwise ops after the convolution run on the value before it is stored.
-  int out = node.outputs[0];
+// Absorbs the chain of unary elementwise ops that follows `*out` (each the single consumer of the
+// one before), so they run on the value before it is stored: returns their device expression of
+// `v` and moves `*out` to the chain's last output.
+std::string absorb_unary_chain(Lowering& ctx, int* out) {
   std::string value = "v";
-  for (int c = ctx.single_consumer(out);
+  for (int c = ctx.single_consumer(*out);
        c >= 0 && is_fusible(ctx.node(c)) && ctx.node(c).inputs.size() == 1;
-       c = ctx.single_consumer(out)) {
+       c = ctx.single_consumer(*out)) {
     std::string e = elementwise_expression(ctx.node(c));
     const std::string wrapped = "(" + value + ")";
     for (size_t at = e.find("{x}"); at != std::string::npos;
@@ -203,8 +222,16 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       e.replace(at, 3, wrapped);
     value = e;
     ctx.absorb(c);
-    out = ctx.node(c).outputs[0];
+    *out = ctx.node(c).outputs[0];
   }
+  return value;
+}
+
+Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  // Unary elementwise ops after the convolution run on the value before it is stored.
+  int out = node.outputs[0];
+  const std::string value = absorb_unary_chain(ctx, &out);
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);
   const int w = ctx.weight(node.inputs[1], DType::Float32);  // [C, 1, KH, KW]
@@ -241,6 +268,47 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   if (bias >= 0) operands.push_back(bias);
   operands.push_back(y);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
+  if (y != out) ctx.alias(out, y);
+  return Status();
+}
+
+// The rows path (top of the file): a 1x1 convolution of a 1x1 input, at most kGemvRows images,
+// is y[n, k] = b[k] + sum_c x[n, c] w[k, c]: one generated kernel (device/gemv.cuh), the bias and
+// any chain of unary elementwise ops after it (Relu, HardSigmoid, ...) applied before the store.
+Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  int out = node.outputs[0];
+  const std::string value = absorb_unary_chain(ctx, &out);
+  const int x = node.inputs[0];
+  const std::vector<int64_t> st = ctx.strides_of(x);  // [N, C, 1, 1]: row n, column c
+  const DType operand = ctx.operand_dtype();
+  const int w = ctx.weight(node.inputs[1], operand);  // [K, C, 1, 1]: row-major [K, C]
+  DType y_dtype = DType::Float32;
+  const int y = result_slot(ctx, out, &y_dtype);  // [N, K, 1, 1]: element (n, k) at n * K + k
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
+  // 16 bytes per access of the narrower of x and w, when the columns allow it.
+  const int v = static_cast<int>(16 / std::max(dtype_size(ctx.dtype_of(x)), dtype_size(operand)));
+  const bool vec = st[1] == 1 && s.c % v == 0 && (s.n == 1 || st[0] % v == 0);
+  const std::string name = ctx.kernel_name("gemv");
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
+      "const {3}* __restrict__ w, {4}{5}* __restrict__ y) {{\n"
+      "  baton_gemv<{6}, {7}>(x, {8}LL, {9}LL, w, {10}LL, {11}LL, "
+      "[&](int n, long long k, float v) {{\n"
+      "    v += {12};\n"
+      "    st(&y[n * {11}LL + k], {13});\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand),
+      bias >= 0 ? "const float* __restrict__ b, " : "", device_type_name(y_dtype), s.n, vec ? v : 1,
+      st[0], st[1], s.c, s.k, bias >= 0 ? "b[k]" : "0.0f", value);
+  std::vector<int> operands = {x, w};
+  if (bias >= 0) operands.push_back(bias);
+  operands.push_back(y);
+  LaunchShape launch;
+  launch.block = kBlock;
+  launch.grid = static_cast<uint32_t>(
+      std::clamp<int64_t>((s.k + kBlock / 32 - 1) / (kBlock / 32), 1, int64_t{1} << 16));
+  ctx.add_kernel(name, std::move(code), launch, std::move(operands));
   if (y != out) ctx.alias(out, y);
   return Status();
 }
@@ -291,6 +359,7 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
 Status lower(Lowering& ctx, int index) {
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
   if (s.groups != 1) return lower_depthwise(ctx, index, s);
+  if (is_rows(s) && rows_as_gemv()) return lower_gemv(ctx, index, s);
   // cuBLASLt writes float32 or the operands' type (result_slot: the output's own dtype, or the
   // activation dtype for a partition output).
   const int out = ctx.node(index).outputs[0];

@@ -30,6 +30,9 @@ constexpr int64_t kLongReduction = 256;
 // From this many reduced elements per output, a reduction that keeps the innermost dimension reads
 // blocks of columns (fewer: one thread per output, walking them, is as fast).
 constexpr int64_t kColumnsMinCount = 16;
+// Below this many blocks of columns, each block takes kWideBlock threads.
+constexpr int64_t kFewColumnBlocks = 32;
+constexpr uint32_t kWideBlock = 1024;
 
 // BATON_REDUCE_COLUMNS=0 when compiling keeps such reductions on the one-thread and one-block
 // kernels, to compare the two (bench/RESULTS.md).
@@ -130,8 +133,11 @@ Status lower(Lowering& ctx, int index) {
   // A grid past 2^31 blocks falls back to the kernels below, which stride over their outputs.
   if (!inner_reduced && count >= kColumnsMinCount && kstrides.back() == 1 && ksizes.size() <= 2 &&
       outer * groups < (int64_t{1} << 31) && reduce_columns()) {
+    // Few blocks over long columns (squeeze-excite's pool of 28x28x72 is two blocks of 784 rows):
+    // the largest block, so more rows of threads share each block's rows.
     LaunchShape launch;
-    launch.block = kBlock;
+    launch.block =
+        outer * groups < kFewColumnBlocks && count >= kWideBlock / lanes * 4 ? kWideBlock : kBlock;
     launch.grid = static_cast<uint32_t>(outer * groups);
     std::string code = fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({13}) {0}(const {1}* __restrict__ x, "
@@ -142,7 +148,7 @@ Status lower(Lowering& ctx, int index) {
         "{12}LL);\n}}\n",
         name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
         rsizes.size(), int_list(rsizes), int_list(rstrides), reduce_op(n.op_type), v, lanes,
-        kBlock / lanes, inner, outer_stride, count, kBlock);
+        launch.block / lanes, inner, outer_stride, count, launch.block);
     ctx.add_kernel(name, std::move(code), launch, {in, out});
     return Status();
   }
