@@ -286,7 +286,7 @@ Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);  // [N, K, 1, 1]: element (n, k) at n * K + k
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
-  // 16 bytes per access of the narrower of x and w, when the columns allow it.
+  // 16 bytes per access of the wider of x and w, when the columns allow it.
   const int v = static_cast<int>(16 / std::max(dtype_size(ctx.dtype_of(x)), dtype_size(operand)));
   const bool vec = st[1] == 1 && s.c % v == 0 && (s.n == 1 || st[0] % v == 0);
   const std::string name = ctx.kernel_name("gemv");
