@@ -760,6 +760,16 @@ void conv_cases(std::vector<Case>& out) {
        true,
        {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}}},
       {"Conv", "pointwise 1x1", {2, 16, 5, 6}, {8, 16, 1, 1}, true, {}},
+      // A 1x1 kernel over a 1x1 input (squeeze-excite): the GPU's row kernel up to 8 images,
+      // 16 bytes per access (24 channels) or one element (20); cuDNN at 9 images.
+      {"Conv", "1x1 of a 1x1 input, batch 3", {3, 24, 1, 1}, {40, 24, 1, 1}, true, {}},
+      {"Conv",
+       "1x1 of a 1x1 input, 20 channels, no bias",
+       {1, 20, 1, 1},
+       {12, 20, 1, 1},
+       false,
+       {}},
+      {"Conv", "1x1 of a 1x1 input, batch 9", {9, 24, 1, 1}, {16, 24, 1, 1}, true, {}},
       // Windows that tile the input (kernel == stride, no padding): the GPU runs them as a GEMM
       // of the gathered patches.
       {"Conv",
@@ -1361,12 +1371,14 @@ void reduce_cases(std::vector<Case>& out) {
   // keep the innermost dimension and reduce at least 16 elements each, the GPU's blocks of columns
   // (as a channels-last pool reads): one element per access where the kept row is not a multiple
   // of the vector ([4, 300, 3], [2, 17, 130]), 16 bytes per access otherwise, with one outer index
-  // or several, and kept rows narrower than a block's columns ([3, 20, 40]).
+  // or several, and kept rows narrower than a block's columns ([3, 20, 40]). [4, 300, 3] and
+  // [600, 24] are also few blocks over long columns, which take 1024 threads a block: one element
+  // per access, and 16 bytes per access with rows left over after the four-row steps.
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> more[] = {
       {{2, 24, 7, 9}, {2, 3}, 1}, {{2, 24, 7, 9}, {-1, -2}, 0}, {{2, 6, 5, 33}, {3}, 0},
       {{2, 6, 5, 7}, {1}, 1},     {{3, 4, 5, 6}, {0, 2}, 0},    {{2, 1000}, {1}, 1},
       {{4, 300, 3}, {1}, 0},      {{40, 64}, {0}, 1},           {{2, 48, 24}, {1}, 0},
-      {{3, 20, 40}, {1}, 1},      {{2, 17, 130}, {1}, 0},
+      {{3, 20, 40}, {1}, 1},      {{2, 17, 130}, {1}, 0},       {{600, 24}, {0}, 1},
   };
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
     for (const auto& [x, axes, keep] : more) {

@@ -42,7 +42,8 @@ __device__ __forceinline__ void baton_gemv(const TX* __restrict__ x, long long x
       for (long long c = lane; c < C; c += 32) {
         const float wv = to_f(wk[c]);
 #pragma unroll
-        for (int m = 0; m < M; ++m) acc[m] = fmaf(wv, to_f(x[m * x_row_stride + c * x_col_stride]), acc[m]);
+        for (int m = 0; m < M; ++m)
+          acc[m] = fmaf(wv, to_f(x[m * x_row_stride + c * x_col_stride]), acc[m]);
       }
     }
 #pragma unroll
