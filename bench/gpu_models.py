@@ -194,6 +194,9 @@ def main():
     ap.add_argument("--models-from", default="", help="reuse ONNX exports from DIR (an earlier --work/onnx)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: dry run, Baton compiled for the CPU and PyTorch on the CPU")
+    ap.add_argument("--gpu", type=int, default=0,
+                    help="the GPU Baton's programs are built for and run on (cuda:N; PyTorch's "
+                         "reference stays on its default GPU)")
     ap.add_argument("--small", action="store_true", help="small configurations (export_real_models.py's)")
     ap.add_argument("--compile-only", action="store_true", help="compile and inspect, run nothing")
     ap.add_argument("--arch", default="", help="baton compile --arch (with --compile-only on a host without a GPU)")
@@ -297,7 +300,7 @@ def main():
         case["program"] = program
         cmd = [args.baton, "compile", path, "-o", program] + gc.shape_args(shapes)
         if args.device == "cuda":
-            cmd += ["--device", "cuda:0", "--precision", case["precision"]]
+            cmd += ["--device", "cuda:%d" % args.gpu, "--precision", case["precision"]]
             if args.arch:
                 cmd += ["--arch", args.arch]
         else:

@@ -444,6 +444,7 @@ Status run_run(const RunArgs& args) {
                  lat["mean"].get<double>() > 0 ? 1000.0 / lat["mean"].get<double>() : 0.0},
                 {"delegates", delegates},
                 {"staged_bytes", staged_bytes},
+                {"gpu_contexts", gpu_contexts()},
                 {"profile", want_profile ? profile_json(prof, args.profile_runs) : json()}};
     std::printf("%s\n", json_text(doc, 2).c_str());
   }

@@ -44,6 +44,9 @@ Result<std::unique_ptr<GpuRun>> make_gpu_run(const RunArgs& args, const runtime:
 // refused, saying exactly that.
 Status check_gpu_options(const RunArgs& args);
 
+// The GPUs on which this process holds an active CUDA context (none without the CUDA backend).
+std::vector<int> gpu_contexts();
+
 // "baton compile mlp.onnx -o PROGRAM --device cpu": the model named in the program's producer.
 std::string rebuild_for_cpu(const runtime::Program& program);
 

@@ -132,6 +132,8 @@ class CudaRun final : public GpuRun {
 
 }  // namespace
 
+std::vector<int> gpu_contexts() { return cuda::active_contexts(); }
+
 Status check_gpu_options(const RunArgs& args) {
   if (!asks_for_gpu(args)) return Status();
   const char* option = args.sms > 0         ? "--sms"

@@ -3,6 +3,8 @@
 
 namespace baton::tool {
 
+std::vector<int> gpu_contexts() { return {}; }
+
 Status check_gpu_options(const RunArgs& args) {
   BATON_CHECK_OR_RETURN(!asks_for_gpu(args), NotSupported,
                         "--device-io, --stream caller, --sms and --saturate-rest need the CUDA "

@@ -28,6 +28,12 @@ struct DeviceInfo {
 // Empty when there is no usable GPU (no driver, no device).
 std::vector<DeviceInfo> devices();
 
+// The GPUs on which this process holds an active primary context, ascending (empty without a
+// driver). A context costs about half a GiB of its GPU's memory, so a process that runs only
+// programs built for cuda:1 should list 1 alone: what `baton run --json` reports as
+// "gpu_contexts".
+std::vector<int> active_contexts();
+
 // Engines currently loaded in this process. Every method loaded from one program shares its
 // engines: their weights are resident once, however many methods (threads) run them.
 struct EngineStats {

@@ -13,21 +13,22 @@ namespace baton::cuda {
 
 struct DriverApi;
 
-// Makes `device` current for its scope, switching only when another device is current, and on
-// exit restores exactly the context that was current before (through the driver API, so
-// restoring never creates a context on a GPU the caller had not touched).
+// Makes `device` current for its scope: when the thread's current context belongs to another
+// device, or no context is current, the device's primary context is made current; on exit exactly
+// the context that was current before (none included) is restored. All through the driver API:
+// it never creates a context on a GPU the caller had not touched, and leaves the runtime's
+// cudaSetDevice selection as the caller set it.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
-  // The cudaSetDevice failure, if any (e.g. the device does not exist).
+  // Why the switch failed, if it did (e.g. the device does not exist).
   const Status& status() const { return status_; }
 
  private:
   void* previous_context_ = nullptr;  // CUcontext
-  int previous_device_ = -1;
   bool switched_ = false;
   Status status_;
 };

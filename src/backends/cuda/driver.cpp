@@ -49,12 +49,16 @@ Status first_failure(std::initializer_list<Status> loads) {
 Result<const DriverApi*> driver_api() {
   static const Status status = [] {
     DriverApi& api = api_storage();
-    return first_failure({load("cuCtxGetCurrent", 4000, "4.0", &api.cuCtxGetCurrent),
-                          load("cuCtxSetCurrent", 4000, "4.0", &api.cuCtxSetCurrent),
-                          load("cuDeviceGet", 2000, "2.0", &api.cuDeviceGet),
-                          load("cuStreamDestroy", 4000, "4.0", &api.cuStreamDestroy),
-                          load("cuStreamGetCtx", 9020, "9.2", &api.cuStreamGetCtx),
-                          load("cuGetErrorName", 6000, "6.0", &api.cuGetErrorName)});
+    return first_failure(
+        {load("cuCtxGetCurrent", 4000, "4.0", &api.cuCtxGetCurrent),
+         load("cuCtxSetCurrent", 4000, "4.0", &api.cuCtxSetCurrent),
+         load("cuCtxGetDevice", 2000, "2.0", &api.cuCtxGetDevice),
+         load("cuDevicePrimaryCtxRetain", 7000, "7.0", &api.cuDevicePrimaryCtxRetain),
+         load("cuDevicePrimaryCtxGetState", 7000, "7.0", &api.cuDevicePrimaryCtxGetState),
+         load("cuDeviceGet", 2000, "2.0", &api.cuDeviceGet),
+         load("cuStreamDestroy", 4000, "4.0", &api.cuStreamDestroy),
+         load("cuStreamGetCtx", 9020, "9.2", &api.cuStreamGetCtx),
+         load("cuGetErrorName", 6000, "6.0", &api.cuGetErrorName)});
   }();
   if (!status.ok()) return status;
   return &api_storage();

@@ -2,6 +2,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/driver.h"
+#include "baton/core/check.h"
 
 namespace baton::cuda {
 
@@ -17,7 +18,19 @@ void DriverStreamTraits::destroy(CUstream s) {
 Result<DeviceBuffer> allocate_device_buffer(int device, uint64_t bytes, std::string_view what) {
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
-  if (e == cudaSuccess) return DeviceBuffer(p, device);
+  if (e == cudaSuccess) {
+    DeviceBuffer buffer(p, device);
+    // cudaMalloc allocates on whatever context is current. Memory that landed on another GPU
+    // would make this device's kernels fault with an illegal address far from the cause (issue
+    // 34: a cuda:1 engine's buffers on GPU 0), so where it landed is checked here, at load.
+    cudaPointerAttributes attr{};
+    BATON_CUDA_CHECK_ON(device, cudaPointerGetAttributes(&attr, p));
+    BATON_CHECK_OR_RETURN(attr.device == device, Internal,
+                          "{} for cuda:{} was allocated on cuda:{}: the current CUDA context was "
+                          "not cuda:{}'s (a device guard did not take). Please report this",
+                          what, device, attr.device, device);
+    return buffer;
+  }
   cudaGetLastError();
   const bool full = e == cudaErrorMemoryAllocation;
   return Status(full ? Error::OutOfMemory : Error::DeviceError,

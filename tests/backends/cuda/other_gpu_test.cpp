@@ -1,0 +1,281 @@
+// A program built for cuda:1 runs on GPU 1 the way users run it: in a fresh process, through the
+// `baton` CLI and through the C++ API, for a real MLP, CNN and transformer, in fp32 and fp16, with
+// host and with device I/O. Every run happens in a process of its own (the CLI, or this binary
+// re-executed with --child), because a process that ran something on GPU 0 first hides the defect
+// this guards against (issue 34: every cuda:1 program faulted with an illegal address when it was
+// the first thing its process ran, while an in-process test that ran a cuda:0 program first
+// passed). Each cuda:1 run must match the same model built for cuda:0, and its process must hold
+// no CUDA context on GPU 0. Skips visibly on a machine with fewer than two GPUs.
+#include <cuda.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "baton/cuda/backend.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
+#include "testing/paths.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string g_self;  // this binary, re-executed for the C++ API runs
+
+struct Process {
+  int exit_code = -1;
+  std::string output;
+};
+
+// `command` through the shell; stdout only when `stdout_only` (a JSON document), else both.
+Process shell(const std::string& command, bool stdout_only = false) {
+  FILE* pipe = popen((command + (stdout_only ? " 2>/dev/null" : " 2>&1")).c_str(), "r");
+  Process r;
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string cli() {
+  const char* env = std::getenv("BATON_CLI");  // a relocated bundle points at its own binary
+  return env ? env : BATON_CLI;
+}
+
+std::vector<float> as_floats(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (t.dtype()) {
+      case DType::Float32:
+        out[i] = t.data_as<float>()[i];
+        break;
+      case DType::Float16:
+        out[i] = half_to_float(t.data_as<uint16_t>()[i]);
+        break;
+      default:
+        ADD_FAILURE() << "unexpected output dtype " << dtype_name(t.dtype());
+        return {};
+    }
+  }
+  return out;
+}
+
+// max |a - b| over max(1, max |b|).
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double worst = 0, scale = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return worst / scale;
+}
+
+struct Case {
+  const char* name;
+  const char* model;  // under tests/e2e/models
+  int inputs;
+};
+
+// Small configurations of real exports: cuBLASLt only (MLP), cuDNN convolutions (ResNet),
+// attention, LayerNorm and generated kernels (BERT).
+constexpr Case kCases[] = {
+    {"mlp", "dynamo18_mlp_gelu", 1},
+    {"resnet", "real/dynamo18_resnet", 1},
+    {"bert", "real/dynamo18_bert", 2},
+};
+
+class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::string, bool>> {
+ protected:
+  void SetUp() override {
+    const int gpus = static_cast<int>(cuda::devices().size());
+    if (gpus < 2) {
+      GTEST_SKIP() << "needs two GPUs (this host has " << gpus << "): run on nvidia-h200-x2";
+    }
+    const auto& [c, precision, io_device] = GetParam();
+    dir_ = fs::path(::testing::TempDir()) / fmt::format("baton_other_gpu_{}_{}_{}_{}", ::getpid(),
+                                                        c.name, precision,
+                                                        io_device ? "device" : "host");
+    fs::create_directories(dir_);
+    const fs::path base = fs::path(testing::source_dir()) / "tests/e2e/models" / c.model;
+    model_ = base.string() + ".onnx";
+    for (int i = 0; i < c.inputs; ++i) {
+      inputs_.push_back(fmt::format("{}.input_{}.npy", base.string(), i));
+    }
+  }
+
+  // baton compile for cuda:N; the program's path.
+  std::string compile(int gpu) {
+    const auto& [c, precision, io_device] = GetParam();
+    const std::string program = (dir_ / fmt::format("cuda{}.baton", gpu)).string();
+    const Process r =
+        shell(fmt::format("{} compile {} -o {} --device cuda:{} --precision {}{}", cli(), model_,
+                          program, gpu, precision, io_device ? " --io device" : ""));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return program;
+  }
+
+  // baton run in a process of its own (--device-io binds device buffers when the program keeps
+  // its I/O on the device): the outputs and the GPUs its process held contexts on.
+  std::vector<std::vector<float>> run_cli(const std::string& program, std::vector<int>* contexts) {
+    const bool io_device = std::get<2>(GetParam());
+    const fs::path out = dir_ / (fs::path(program).stem().string() + "_cli");
+    std::string args;
+    for (const std::string& in : inputs_) args += " --input " + in;
+    const Process r =
+        shell(fmt::format("{} run {}{} --output-dir {} --json --iterations 3 --warmup 1 "
+                          "--profile-runs 0{}",
+                          cli(), program, args, out.string(), io_device ? " --device-io" : ""),
+              /*stdout_only=*/true);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto doc = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(doc.is_object()) << r.output;
+    if (!doc.is_object() || r.exit_code != 0) return {};
+    *contexts = doc.value("gpu_contexts", std::vector<int>{-1});
+    std::ifstream manifest(out / "outputs.json");
+    const auto files = nlohmann::json::parse(manifest, nullptr, false);
+    std::vector<std::vector<float>> outputs;
+    for (const auto& o : files["outputs"]) {
+      auto t = extension::read_npy(o.value("file", ""));
+      EXPECT_TRUE(t.ok()) << t.status().to_string();
+      if (t.ok()) outputs.push_back(as_floats(*t));
+    }
+    return outputs;
+  }
+
+  // This binary re-executed: the C++ API (Module) in a fresh process.
+  std::vector<std::vector<float>> run_api(const std::string& program, std::vector<int>* contexts) {
+    const fs::path out = dir_ / (fs::path(program).stem().string() + "_api");
+    fs::create_directories(out);
+    std::string args;
+    for (const std::string& in : inputs_) args += " " + in;
+    const Process r = shell(fmt::format("{} --child {} {}{}", g_self, program, out.string(), args));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (r.exit_code != 0) return {};
+    std::ifstream report(out / "report.json");
+    const auto doc = nlohmann::json::parse(report, nullptr, false);
+    *contexts = doc.value("gpu_contexts", std::vector<int>{-1});
+    std::vector<std::vector<float>> outputs;
+    for (int i = 0; i < doc.value("outputs", 0); ++i) {
+      auto t = extension::read_npy((out / fmt::format("output_{}.npy", i)).string());
+      EXPECT_TRUE(t.ok()) << t.status().to_string();
+      if (t.ok()) outputs.push_back(as_floats(*t));
+    }
+    return outputs;
+  }
+
+  void expect_same(const std::vector<std::vector<float>>& on1,
+                   const std::vector<std::vector<float>>& on0, const char* how) {
+    const std::string& precision = std::get<1>(GetParam());
+    // Both GPUs are the same model, but each build times its own algorithm choices: another
+    // algorithm may sum in another order. fp32 is strict (no TF32); fp16 keeps 11 bits.
+    const double bound = precision == "fp32" ? 1e-4 : 1e-2;
+    ASSERT_EQ(on1.size(), on0.size()) << how;
+    ASSERT_FALSE(on0.empty()) << how;
+    for (size_t o = 0; o < on0.size(); ++o) {
+      EXPECT_LE(relative_error(on1[o], on0[o]), bound) << how << ": output " << o;
+    }
+  }
+
+  fs::path dir_;
+  std::string model_;
+  std::vector<std::string> inputs_;
+};
+
+TEST_P(OtherGpuTest, ACuda1ProgramMatchesCuda0AndLeavesGpu0Alone) {
+  const std::string on0_program = compile(0);
+  const std::string on1_program = compile(1);
+  ASSERT_FALSE(HasFailure());
+  for (const char* how : {"baton run", "C++ API"}) {
+    const bool api = std::strcmp(how, "C++ API") == 0;
+    std::vector<int> contexts0, contexts1;
+    const auto on0 = api ? run_api(on0_program, &contexts0) : run_cli(on0_program, &contexts0);
+    const auto on1 = api ? run_api(on1_program, &contexts1) : run_cli(on1_program, &contexts1);
+    expect_same(on1, on0, how);
+    EXPECT_EQ(contexts0, std::vector<int>{0}) << how << ": the cuda:0 program's process";
+    EXPECT_EQ(contexts1, std::vector<int>{1})
+        << how << ": the cuda:1 program's process (a context on GPU 0 costs about 0.5 GiB there)";
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<OtherGpuTest::ParamType>& info) {
+  const auto& [c, precision, io_device] = info.param;
+  return fmt::format("{}_{}_{}", c.name, precision, io_device ? "device_io" : "host_io");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OtherGpuTest,
+                         ::testing::Combine(::testing::ValuesIn(kCases),
+                                            ::testing::Values("fp32", "fp16"), ::testing::Bool()),
+                         case_name);
+
+// --child PROGRAM OUT_DIR INPUT.npy...: loads PROGRAM with the C++ API, runs it three times on the
+// inputs (host tensors; the runtime copies them to the program's devices), writes the last
+// outputs to OUT_DIR/output_<i>.npy and OUT_DIR/report.json (output count, gpu_contexts).
+int child(int argc, char** argv) {
+  if (argc < 4) return 2;
+  register_builtins();
+  cuda::register_backend();
+  auto module = extension::Module::load(argv[2]);
+  if (!module.ok()) {
+    std::fprintf(stderr, "error: %s\n", module.status().to_string().c_str());
+    return 1;
+  }
+  std::vector<Tensor> inputs;
+  for (int i = 4; i < argc; ++i) {
+    auto t = extension::read_npy(argv[i]);
+    if (!t.ok()) {
+      std::fprintf(stderr, "error: %s\n", t.status().to_string().c_str());
+      return 1;
+    }
+    inputs.push_back(std::move(t).value());
+  }
+  std::vector<Tensor> last;
+  for (int run = 0; run < 3; ++run) {
+    auto outputs = module->run(inputs);
+    if (!outputs.ok()) {
+      std::fprintf(stderr, "error: %s\n", outputs.status().to_string().c_str());
+      return 1;
+    }
+    last = std::move(outputs).value();
+  }
+  const std::vector<Tensor>* outputs = &last;
+  const fs::path out = argv[3];
+  for (size_t o = 0; o < outputs->size(); ++o) {
+    const Status s = extension::write_npy((out / fmt::format("output_{}.npy", o)).string(),
+                                          (*outputs)[o].view());
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  const nlohmann::json report = {{"outputs", outputs->size()},
+                                 {"gpu_contexts", cuda::active_contexts()}};
+  std::ofstream(out / "report.json") << report.dump();
+  return 0;
+}
+
+}  // namespace
+}  // namespace baton
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--child") == 0) return baton::child(argc, argv);
+  baton::g_self = std::filesystem::canonical("/proc/self/exe").string();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
