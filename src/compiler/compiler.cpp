@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "baton/core/log.h"
 #include "baton/core/text.h"
 #include "compiler/backend_compiler.h"
@@ -80,10 +81,12 @@ Result<std::vector<uint8_t>> CompiledProgram::serialize() const {
 
 Status CompiledProgram::write(const std::string& path) const {
   BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize());
-  return format::write_file_atomically(path, bytes);
+  return write_file_atomically(path, bytes, LinkAtPath::Follow);
 }
 
-Status check_output_path(const std::string& path) { return format::check_file_writable(path); }
+Status check_output_path(const std::string& path) {
+  return check_file_writable(path, LinkAtPath::Follow);
+}
 
 namespace {
 

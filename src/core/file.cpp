@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <utility>
 
 #include "baton/core/check.h"
+#include "fmt/format.h"
 
 namespace baton {
 
@@ -119,6 +122,109 @@ Result<std::vector<uint8_t>> allocate_bytes(uint64_t bytes, std::string_view wha
     }
   }
   return BATON_ERROR(OutOfMemory, "out of host memory allocating {} bytes for {}", bytes, what);
+}
+
+namespace {
+
+// The file write_file_atomically replaces: PATH, or the regular file a symbolic link PATH leads
+// to. Anything else that exists at PATH is refused by name, before a byte is written.
+Result<std::string> replaceable_target(const std::string& path, LinkAtPath links, struct stat* st,
+                                       bool* exists) {
+  *exists = false;
+  if (::lstat(path.c_str(), st) != 0) {
+    BATON_CHECK_OR_RETURN(errno == ENOENT, IoError, "cannot write '{}': {}", path,
+                          std::strerror(errno));
+    return path;
+  }
+  std::string target = path;
+  // The link itself is replaced by the new file; whatever it pointed to is never touched.
+  if (S_ISLNK(st->st_mode) && links == LinkAtPath::Replace) return path;
+  if (S_ISLNK(st->st_mode)) {
+    char* resolved = ::realpath(path.c_str(), nullptr);
+    BATON_CHECK_OR_RETURN(resolved != nullptr, IoError,
+                          "cannot write '{}': it is a symbolic link that does not lead to a file "
+                          "({}); remove it or name another path",
+                          path, std::strerror(errno));
+    target = resolved;
+    std::free(resolved);
+    BATON_CHECK_OR_RETURN(::stat(target.c_str(), st) == 0, IoError, "cannot write '{}' ('{}'): {}",
+                          path, target, std::strerror(errno));
+  }
+  BATON_CHECK_OR_RETURN(S_ISREG(st->st_mode), IoError,
+                        "refusing to write '{}': it is {}, not a regular file (only a regular "
+                        "file is replaced; name a new path or a regular file)",
+                        target == path ? path : fmt::format("{}' -> '{}", path, target),
+                        file_kind_name(st->st_mode));
+  *exists = true;
+  return target;
+}
+
+Status write_all(int fd, std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), std::min<size_t>(bytes.size(), size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status(Error::IoError, std::strerror(n < 0 ? errno : EIO));
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status check_file_writable(const std::string& path, LinkAtPath links) {
+  struct stat st {};
+  bool exists = false;
+  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, links, &st, &exists));
+  // The temporary file goes into the target's folder.
+  const size_t slash = target.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : (slash == 0 ? "/" : target.substr(0, slash));
+  struct stat d {};
+  BATON_CHECK_OR_RETURN(::stat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode), IoError,
+                        "cannot write '{}': the folder '{}' does not exist (create it first: "
+                        "mkdir -p {})",
+                        path, dir, dir);
+  BATON_CHECK_OR_RETURN(::access(dir.c_str(), W_OK) == 0, IoError,
+                        "cannot write '{}': the folder '{}' is not writable ({})", path, dir,
+                        std::strerror(errno));
+  BATON_CHECK_OR_RETURN(!exists || ::access(target.c_str(), W_OK) == 0, IoError,
+                        "cannot write '{}': the file is not writable ({})", path,
+                        std::strerror(errno));
+  return Status();
+}
+
+Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
+                             LinkAtPath links) {
+  struct stat st {};
+  bool exists = false;
+  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, links, &st, &exists));
+  // A name of our own beside the target (same file system, so the rename is atomic), created
+  // exclusively and never through a link: concurrent writers of one path cannot trip over each
+  // other's file, and a symbolic link planted at a predictable name (PATH.tmp) cannot make Baton
+  // overwrite the file it points to.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", target, ::getpid(), counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  BATON_CHECK_OR_RETURN(fd >= 0, IoError, "cannot create '{}' to write '{}': {}", tmp, path,
+                        std::strerror(errno));
+  Status written = write_all(fd, bytes);
+  // An existing file keeps its permissions (umask would otherwise apply to the new one).
+  if (written.ok() && exists && ::fchmod(fd, st.st_mode & 07777) != 0) {
+    written = Status(Error::IoError, std::strerror(errno));
+  }
+  // close reports errors some file systems only detect then (NFS, quota).
+  if (::close(fd) != 0 && written.ok()) written = Status(Error::IoError, std::strerror(errno));
+  if (!written.ok()) {
+    ::unlink(tmp.c_str());
+    return BATON_ERROR(IoError, "writing {} bytes to '{}' failed: {}", bytes.size(), tmp,
+                       written.message());
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return BATON_ERROR(IoError, "cannot rename '{}' to '{}': {}", tmp, target, std::strerror(err));
+  }
+  return Status();
 }
 
 }  // namespace baton

@@ -31,11 +31,24 @@ std::string_view trim(std::string_view s) {
 
 // The value of `key` in the header's Python dict literal: a parenthesized tuple, or the text up to
 // the next comma or closing brace.
-std::string_view dict_entry(std::string_view header, std::string_view key) {
-  const std::string quoted = "'" + std::string(key) + "'";
-  size_t pos = header.find(quoted);
+// The key may be quoted either way (Python accepts both). A key that appears twice is refused by
+// the caller through `repeated` (Python would take the last; a reader must not guess).
+std::string_view dict_entry(std::string_view header, std::string_view key,
+                            bool* repeated = nullptr) {
+  size_t pos = std::string_view::npos;
+  size_t quoted_size = key.size() + 2;
+  int found = 0;
+  for (const char quote : {'\'', '"'}) {
+    const std::string quoted = quote + std::string(key) + quote;
+    for (size_t at = header.find(quoted); at != std::string_view::npos;
+         at = header.find(quoted, at + 1)) {
+      ++found;
+      if (pos == std::string_view::npos) pos = at;
+    }
+  }
+  if (repeated != nullptr) *repeated = found > 1;
   if (pos == std::string_view::npos) return {};
-  pos = header.find(':', pos + quoted.size());
+  pos = header.find(':', pos + quoted_size);
   if (pos == std::string_view::npos) return {};
   std::string_view rest = trim(header.substr(pos + 1));
   if (!rest.empty() && rest.front() == '(') {
@@ -97,8 +110,23 @@ Result<Tensor> read_npy(const std::string& path) {
                         "'{}' holds dtype '{}'; supported: float32, float16, float64, int64, "
                         "int32, int16, int8, uint8, bool (little-endian)",
                         path, descr);
-  BATON_CHECK_OR_RETURN(dict_entry(header, "fortran_order") != "True", NotSupported,
-                        "'{}' is in Fortran order; save it with np.ascontiguousarray", path);
+  // Only C order is read; anything but a plain False (True, 1, a missing or repeated key) would
+  // be read as C order by mistake, transposing the data silently.
+  bool repeated = false;
+  const std::string_view fortran = dict_entry(header, "fortran_order", &repeated);
+  BATON_CHECK_OR_RETURN(
+      fortran != "True", NotSupported,
+      "'{}' is in Fortran order ('fortran_order': True), which Baton does not read; save it with "
+      "np.save(path, np.ascontiguousarray(a))",
+      path);
+  BATON_CHECK_OR_RETURN(fortran == "False" && !repeated, InvalidArgument,
+                        "'{}' has {} 'fortran_order' in its header ({}); a .npy header says "
+                        "'fortran_order': False (C order) or True",
+                        path,
+                        repeated          ? "a repeated"
+                        : fortran.empty() ? "no"
+                                          : "an unreadable",
+                        header);
   std::string_view shape_text = dict_entry(header, "shape");
   BATON_CHECK_OR_RETURN(!shape_text.empty() && shape_text.front() == '(', InvalidArgument,
                         "'{}' has no shape in its header: {}", path, header);
@@ -164,7 +192,7 @@ Status write_npy(const std::string& path, const TensorView& tensor) {
   out.insert(out.end(), header.begin(), header.end());
   const auto* data = static_cast<const uint8_t*>(tensor.data);
   out.insert(out.end(), data, data + tensor.nbytes());
-  return format::write_file_atomically(path, out);
+  return write_file_atomically(path, out);
 }
 
 }  // namespace baton::extension

@@ -698,8 +698,27 @@ std::span<const uint8_t> ProgramFile::segment(int index) const {
   return bytes_.subspan(header_.segment_base_offset + s->offset(), s->size());
 }
 
+std::string_view parse_stage_name(ParseStage stage) {
+  switch (stage) {
+    case ParseStage::Nothing:
+      return "nothing";
+    case ParseStage::HeaderAccepted:
+      return "header";
+    case ParseStage::TableVerified:
+      return "table";
+    case ParseStage::SemanticPass:
+      return "semantic";
+    case ParseStage::Complete:
+      return "complete";
+  }
+  return "unknown";
+}
+
 Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                                        const ParseOptions& options) {
+  ParseStage ignored = ParseStage::Nothing;
+  ParseStage& reached = options.reached != nullptr ? *options.reached : ignored;
+  reached = ParseStage::Nothing;
   BATON_CHECK_OR_RETURN(bytes.size() >= kHeaderSize, InvalidProgram,
                         "file is {} bytes, smaller than the {}-byte header: empty, truncated, or "
                         "not a Baton program",
@@ -763,6 +782,7 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                           h.segment_base_offset, found, h.table_checksum, kSkipChecksumsHint);
   }
 
+  reached = ParseStage::HeaderAccepted;
   const uint8_t* fb_data = bytes.data() + h.flatbuffer_offset;
   BATON_CHECK_OR_RETURN(
       h.flatbuffer_size >= 8 && fb::ProgramBufferHasIdentifier(fb_data), InvalidProgram,
@@ -780,12 +800,14 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                        h.flatbuffer_offset, fb_end,
                        StructureLocator(fb_data, h.flatbuffer_size).locate());
   }
+  reached = ParseStage::TableVerified;
   const fb::Program* program = fb::GetProgram(fb_data);
   file.program_ = program;
   BATON_CHECK_OR_RETURN(program->version() == kFormatVersion, InvalidProgram,
                         "program.version = {} disagrees with the header's format version {}",
                         program->version(), kFormatVersion);
 
+  reached = ParseStage::SemanticPass;
   BATON_TRY(check_aligned(program->segments(), bytes.data(), "program.segments"));
   for (uint32_t i = 0; i < vsize(program->segments()); ++i) {
     const fb::Segment* s = program->segments()->Get(i);
@@ -827,6 +849,7 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                             s->checksum(), kSkipChecksumsHint);
     }
   }
+  reached = ParseStage::Complete;
   return file;
 }
 
@@ -869,104 +892,6 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
   h.table_checksum = table_checksum(out, h.segment_base_offset);
   std::memcpy(out.data() + kTableChecksumOffset, &h.table_checksum, sizeof h.table_checksum);
   return out;
-}
-
-namespace {
-
-// The file write_file_atomically replaces: PATH, or the regular file a symbolic link PATH leads
-// to. Anything else that exists at PATH is refused by name, before a byte is written.
-Result<std::string> replaceable_target(const std::string& path, struct stat* st, bool* exists) {
-  *exists = false;
-  if (::lstat(path.c_str(), st) != 0) {
-    BATON_CHECK_OR_RETURN(errno == ENOENT, IoError, "cannot write '{}': {}", path,
-                          std::strerror(errno));
-    return path;
-  }
-  std::string target = path;
-  if (S_ISLNK(st->st_mode)) {
-    char* resolved = ::realpath(path.c_str(), nullptr);
-    BATON_CHECK_OR_RETURN(resolved != nullptr, IoError,
-                          "cannot write '{}': it is a symbolic link that does not lead to a file "
-                          "({}); remove it or name another path",
-                          path, std::strerror(errno));
-    target = resolved;
-    std::free(resolved);
-    BATON_CHECK_OR_RETURN(::stat(target.c_str(), st) == 0, IoError, "cannot write '{}' ('{}'): {}",
-                          path, target, std::strerror(errno));
-  }
-  BATON_CHECK_OR_RETURN(S_ISREG(st->st_mode), IoError,
-                        "refusing to write '{}': it is {}, not a regular file (only a regular "
-                        "file is replaced; name a new path or a regular file)",
-                        target == path ? path : fmt::format("{}' -> '{}", path, target),
-                        file_kind_name(st->st_mode));
-  *exists = true;
-  return target;
-}
-
-Status write_all(int fd, std::span<const uint8_t> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), std::min<size_t>(bytes.size(), size_t{1} << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status(Error::IoError, std::strerror(n < 0 ? errno : EIO));
-    bytes = bytes.subspan(static_cast<size_t>(n));
-  }
-  return Status();
-}
-
-}  // namespace
-
-Status check_file_writable(const std::string& path) {
-  struct stat st {};
-  bool exists = false;
-  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, &st, &exists));
-  // The temporary file goes into the target's folder.
-  const size_t slash = target.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? std::string(".") : (slash == 0 ? "/" : target.substr(0, slash));
-  struct stat d {};
-  BATON_CHECK_OR_RETURN(::stat(dir.c_str(), &d) == 0 && S_ISDIR(d.st_mode), IoError,
-                        "cannot write '{}': the folder '{}' does not exist (create it first: "
-                        "mkdir -p {})",
-                        path, dir, dir);
-  BATON_CHECK_OR_RETURN(::access(dir.c_str(), W_OK) == 0, IoError,
-                        "cannot write '{}': the folder '{}' is not writable ({})", path, dir,
-                        std::strerror(errno));
-  BATON_CHECK_OR_RETURN(!exists || ::access(target.c_str(), W_OK) == 0, IoError,
-                        "cannot write '{}': the file is not writable ({})", path,
-                        std::strerror(errno));
-  return Status();
-}
-
-Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  struct stat st {};
-  bool exists = false;
-  BATON_ASSIGN_OR_RETURN(const std::string target, replaceable_target(path, &st, &exists));
-  // A name of our own beside the target (same file system, so the rename is atomic), created
-  // exclusively: concurrent writers of one path cannot trip over each other's file, and nothing
-  // already at that name is followed or truncated.
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", target, ::getpid(), counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  BATON_CHECK_OR_RETURN(fd >= 0, IoError, "cannot create '{}' to write '{}': {}", tmp, path,
-                        std::strerror(errno));
-  Status written = write_all(fd, bytes);
-  // An existing file keeps its permissions (umask would otherwise apply to the new one).
-  if (written.ok() && exists && ::fchmod(fd, st.st_mode & 07777) != 0) {
-    written = Status(Error::IoError, std::strerror(errno));
-  }
-  // close reports errors some file systems only detect then (NFS, quota).
-  if (::close(fd) != 0 && written.ok()) written = Status(Error::IoError, std::strerror(errno));
-  if (!written.ok()) {
-    ::unlink(tmp.c_str());
-    return BATON_ERROR(IoError, "writing {} bytes to '{}' failed: {}", bytes.size(), tmp,
-                       written.message());
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return BATON_ERROR(IoError, "cannot rename '{}' to '{}': {}", tmp, target, std::strerror(err));
-  }
-  return Status();
 }
 
 }  // namespace baton::format

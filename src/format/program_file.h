@@ -50,6 +50,15 @@ struct FileHeader {
 inline constexpr uint64_t kTableChecksumOffset = 56;
 static_assert(sizeof(FileHeader) == kHeaderSize);
 
+// How far ProgramFile::parse got before it returned: each stage is reached once every check before
+// it has passed. HeaderAccepted: magic, version, sizes and ranges (and the table checksum, when
+// verified); TableVerified: FlatBuffers' structural verification; SemanticPass: the segment table
+// and the per-method semantic checks began; Complete: the file was accepted. The regression inputs
+// of fuzz/regressions are checked against the stage their bug lived in, so that an input the
+// format has outgrown (refused at the version check) cannot pass for a test.
+enum class ParseStage : uint8_t { Nothing, HeaderAccepted, TableVerified, SemanticPass, Complete };
+std::string_view parse_stage_name(ParseStage stage);
+
 struct ParseOptions {
   // Hash the header and table and every segment and compare with the recorded checksums. Off,
   // nothing reads the segments' bytes (a mapped file stays untouched) and a damaged byte in a
@@ -57,6 +66,8 @@ struct ParseOptions {
   bool verify_checksums = true;
   // Threads that hash the segments (format/checksum.h: segment_checksums; 0 = automatic).
   unsigned checksum_threads = 0;
+  // When set, receives the last stage reached (diagnostics and tests).
+  ParseStage* reached = nullptr;
 };
 
 class ProgramFile {
@@ -87,17 +98,6 @@ uint64_t table_checksum(std::span<const uint8_t> file, uint64_t segment_base_off
 // changes.
 Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments);
-
-// Writes bytes to a temporary file next to PATH and renames it to PATH, so a failure never leaves
-// a partial file and readers see the old or the new file, never a mix. PATH must name a regular
-// file or nothing (a symbolic link is followed to its target, which must be a regular file; the
-// link stays): a directory, a device such as /dev/full, a FIFO or a socket is refused by name
-// before anything is written. An existing file keeps its permission bits. Errors: IoError.
-Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
-// Whether write_file_atomically could write PATH, checked without writing: what it refuses
-// (directories, devices, FIFOs, sockets, dangling links), a folder that does not exist or is not
-// writable, a file that is not writable. For refusing a bad output before long work.
-Status check_file_writable(const std::string& path);
 
 // The operators whose single output may lie exactly on their first input (a view): Reshape,
 // Flatten, Squeeze, Unsqueeze and Identity of ai.onnx ("" or "ai.onnx"). The loader accepts that

@@ -798,6 +798,57 @@ TEST_F(CliTest, CompareNamesTheWorstElementOfAlteredWeights) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A model whose output is a scalar (ReduceSum with keepdims=0 over every axis): compare matches it
+// (at 52eb145 the reference side wrote every 0-d result as shape (1,), a mismatch every time).
+TEST_F(CliTest, CompareMatchesAScalarOutput) {
+  testing::OnnxBuilder b;
+  b.input("x", {3, 5});
+  auto& n = b.node("ReduceSum", {"x"}, {"y"}, "sum");
+  testing::OnnxBuilder::attr_int(n, "keepdims", 0);
+  b.output("y", {});
+  const fs::path model = dir_ / "scalar.onnx";
+  write_model(model, b);
+  const CliRun r = baton_stdout("compare --json " + model.string());
+  ASSERT_EQ(r.exit_code, 0) << baton("compare " + model.string()).output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["match"], true);
+  EXPECT_EQ(j["outputs"][0]["elements"], 1);
+}
+
+// Report files never write through a symbolic link planted where the report goes: not at the old
+// temporary name (PATH.tmp), not at the report's own name (--trace, --export-times,
+// --export-profile, -o DIR's outputs.json). At 52eb145 each overwrote the file the link led to.
+TEST_F(CliTest, ReportsNeverWriteThroughPlantedLinks) {
+  const fs::path d = dir_ / "planted";
+  fs::create_directories(d / "out");
+  const fs::path victim = d / "victim";
+  const auto reset = [&] { std::ofstream(victim, std::ios::trunc) << "precious"; };
+  const auto victim_text = [&] {
+    std::ifstream in(victim);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const char* flag : {"--trace", "--export-times", "--export-profile"}) {
+    for (const char* suffix : {".tmp", ""}) {
+      reset();
+      const fs::path report = d / "report.json";
+      fs::remove(report);
+      fs::remove(d / "report.json.tmp");
+      fs::create_symlink(victim, d / (std::string("report.json") + suffix));
+      const CliRun r =
+          baton("run -q " + program() + " -n 2 --profile-runs 1 " + flag + " " + report.string());
+      EXPECT_EQ(r.exit_code, 0) << flag << suffix << ": " << r.output;
+      EXPECT_EQ(victim_text(), "precious") << flag << ": a link at report.json" << suffix;
+      EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(report))) << flag << suffix;
+    }
+  }
+  reset();
+  fs::create_symlink(victim, d / "out" / "outputs.json");
+  fs::create_symlink(victim, d / "out" / "outputs.json.tmp");
+  const CliRun r = baton("run -q " + program() + " -n 1 -o " + (d / "out").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(victim_text(), "precious") << "-o DIR's outputs.json";
+}
+
 // --per-node: the values before the altered weight match; the first that differs is the output of
 // the node that reads it.
 TEST_F(CliTest, ComparePerNodeNamesTheFirstDivergingNode) {

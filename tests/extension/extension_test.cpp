@@ -7,6 +7,7 @@
 #include <random>
 
 #include "baton/baton.h"
+#include "baton/core/file.h"
 #include "baton/extension/inspect.h"
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
@@ -104,7 +105,7 @@ TEST_F(ModuleTest, RunChecksCountAndCopiesOutputs) {
 TEST_F(ModuleTest, ProgramsLoadedFromAFileMapTheirConstants) {
   auto p = make_add_relu_program(true);
   const std::string path = ::testing::TempDir() + "/add_relu.baton";
-  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  ASSERT_TRUE(write_file_atomically(path, p.builder.bytes()).ok());
   auto module = extension::Module::load(path);
   ASSERT_TRUE(module.ok()) << module.status().to_string();
   EXPECT_EQ(module->program().method_name(0), "forward");
@@ -172,7 +173,7 @@ TEST(NpyTest, HeaderAndDataSizesAreCheckedAgainstTheFileSize) {
   const std::string path = ::testing::TempDir() + "/claims.npy";
   auto write = [&](const std::string& text) {
     std::vector<uint8_t> b(text.begin(), text.end());
-    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
+    ASSERT_TRUE(write_file_atomically(path, b).ok());
   };
   // Version 2 header length 0xffffffff in a 20-byte file.
   write(std::string("\x93NUMPY\x02\x00\xff\xff\xff\xff", 12) + "{'descr':");
@@ -197,7 +198,7 @@ TEST(NpyTest, RejectsBadFilesWithReasons) {
   const std::string path = ::testing::TempDir() + "/bad.npy";
   auto write = [&](const std::string& text) {
     std::vector<uint8_t> b(text.begin(), text.end());
-    ASSERT_TRUE(format::write_file_atomically(path, b).ok());
+    ASSERT_TRUE(write_file_atomically(path, b).ok());
   };
   write("hello");
   EXPECT_NE(extension::read_npy(path).status().message().find("not a .npy file"),
@@ -215,6 +216,29 @@ TEST(NpyTest, RejectsBadFilesWithReasons) {
   EXPECT_NE(extension::read_npy(path).status().message().find("has 15 data bytes"),
             std::string::npos);
   EXPECT_EQ(extension::read_npy("/nonexistent.npy").code(), Error::IoError);
+}
+
+// Headers that Python reads as Fortran order (or cannot say) are never read as C order: at
+// 52eb145 these were read as C order, a silent transpose.
+TEST(NpyTest, OnlyAPlainFalseFortranOrderIsReadAsCOrder) {
+  const std::string path = ::testing::TempDir() + "/order.npy";
+  auto status_of = [&](const std::string& header) {
+    const std::string text = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' +
+                             header + std::string(16, '\0');
+    EXPECT_TRUE(write_file_atomically(path, std::string_view(text)).ok());
+    return extension::read_npy(path).status();
+  };
+  for (const char* header : {
+           "{\"descr\": \"<f4\", \"fortran_order\": True, \"shape\": (2, 2), }",
+           "{'descr': '<f4', 'fortran_order': 1, 'shape': (2, 2), }",
+           "{'descr': '<f4', 'shape': (2, 2), }",
+           "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'fortran_order': True}",
+       }) {
+    const Status s = status_of(header);
+    EXPECT_FALSE(s.ok()) << header;
+    EXPECT_NE(s.message().find("fortran_order"), std::string::npos) << s.to_string();
+  }
+  EXPECT_TRUE(status_of("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 2)}").ok());
 }
 
 // The description of a program whose delegate belongs to the test backend: every part of the file,
@@ -304,7 +328,7 @@ TEST_F(InspectTest, NamesThatAreNotUtf8AreEscapedNotThrownAbout) {
 TEST_F(InspectTest, DescribesAFileByItsPathAndReportsLoadErrors) {
   auto p = make_add_relu_program(false);
   const std::string path = ::testing::TempDir() + "/inspect_me.baton";
-  ASSERT_TRUE(format::write_file_atomically(path, p.builder.bytes()).ok());
+  ASSERT_TRUE(write_file_atomically(path, p.builder.bytes()).ok());
   auto text = extension::describe_program_json(path);
   ASSERT_TRUE(text.ok()) << text.status().to_string();
   const auto j = nlohmann::json::parse(*text);
@@ -316,7 +340,7 @@ TEST_F(InspectTest, DescribesAFileByItsPathAndReportsLoadErrors) {
   EXPECT_EQ(missing.code(), Error::IoError);
   EXPECT_NE(missing.status().message().find("/nonexistent/program.baton"), std::string::npos);
   const std::string junk = ::testing::TempDir() + "/junk.baton";
-  ASSERT_TRUE(format::write_file_atomically(junk, std::vector<uint8_t>(100, 7)).ok());
+  ASSERT_TRUE(write_file_atomically(junk, std::vector<uint8_t>(100, 7)).ok());
   EXPECT_EQ(extension::describe_program_json(junk).code(), Error::InvalidProgram);
 }
 

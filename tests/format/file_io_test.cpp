@@ -79,14 +79,14 @@ TEST_F(FileTest, LoadingADeviceIsRefusedByName) {
 // ---- read_regular_file, the helper the compiler reads models with
 
 TEST_F(FileTest, ReadRegularFileReadsTheWholeFile) {
-  ASSERT_TRUE(format::write_file_atomically(path("a.bin"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("a.bin"), bytes_).ok());
   auto r = read_regular_file(path("a.bin"), 100, "test data");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(*r, bytes_);
 }
 
 TEST_F(FileTest, ReadRegularFileRefusesFilesOverTheLimitBeforeReading) {
-  ASSERT_TRUE(format::write_file_atomically(path("a.bin"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("a.bin"), bytes_).ok());
   auto r = read_regular_file(path("a.bin"), 4, "ONNX model");
   ASSERT_EQ(r.code(), Error::InvalidArgument);
   EXPECT_NE(r.status().message().find("ONNX model '" + path("a.bin") +
@@ -128,7 +128,7 @@ TEST_F(FileTest, AllocateBytesReportsOutOfMemory) {
 }
 
 TEST_F(FileTest, ReadRegularFileSaysWhyItsLimitIsSet) {
-  ASSERT_TRUE(format::write_file_atomically(path("a.bin"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("a.bin"), bytes_).ok());
   auto r = read_regular_file(path("a.bin"), 4, "ONNX model", "protobufs are limited to 4 bytes");
   ASSERT_EQ(r.code(), Error::InvalidArgument);
   EXPECT_NE(
@@ -142,27 +142,27 @@ TEST_F(FileTest, ReadRegularFileSaysWhyItsLimitIsSet) {
 
 TEST_F(FileTest, CheckingAnOutputPathWritesNothingAndRefusesWhatWritingWould) {
   // Writable: a new file in an existing folder, an existing regular file. Nothing is created.
-  EXPECT_TRUE(format::check_file_writable(path("new.baton")).ok());
+  EXPECT_TRUE(check_file_writable(path("new.baton")).ok());
   EXPECT_TRUE(entries().empty());
   { std::ofstream(path("old.baton")) << "old"; }
-  EXPECT_TRUE(format::check_file_writable(path("old.baton")).ok());
+  EXPECT_TRUE(check_file_writable(path("old.baton")).ok());
   EXPECT_EQ(contents(path("old.baton")), "old");
   // Refused, by name: a missing folder, a directory, a device.
-  Status s = format::check_file_writable(path("missing/new.baton"));
+  Status s = check_file_writable(path("missing/new.baton"));
   EXPECT_EQ(s.code(), Error::IoError);
   EXPECT_NE(s.message().find("the folder '" + path("missing") + "' does not exist"),
             std::string::npos)
       << s.to_string();
-  s = format::check_file_writable(dir_.string());
+  s = check_file_writable(dir_.string());
   EXPECT_NE(s.message().find("it is a directory, not a regular file"), std::string::npos)
       << s.to_string();
-  s = format::check_file_writable("/dev/null");
+  s = check_file_writable("/dev/null");
   EXPECT_NE(s.message().find("it is a character device"), std::string::npos) << s.to_string();
   EXPECT_EQ(entries(), std::vector<std::string>{"old.baton"});
 }
 
 TEST_F(FileTest, WritingCreatesANewFileAndLeavesNoTemporary) {
-  ASSERT_TRUE(format::write_file_atomically(path("new.baton"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("new.baton"), bytes_).ok());
   EXPECT_EQ(contents(path("new.baton")), std::string(bytes_.begin(), bytes_.end()));
   EXPECT_EQ(entries(), std::vector<std::string>{"new.baton"});
 }
@@ -170,7 +170,7 @@ TEST_F(FileTest, WritingCreatesANewFileAndLeavesNoTemporary) {
 TEST_F(FileTest, WritingReplacesARegularFileAndKeepsItsPermissions) {
   { std::ofstream(path("old.baton")) << "old contents, longer than the new ones"; }
   ASSERT_EQ(::chmod(path("old.baton").c_str(), 0640), 0);
-  ASSERT_TRUE(format::write_file_atomically(path("old.baton"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("old.baton"), bytes_).ok());
   EXPECT_EQ(contents(path("old.baton")), std::string(bytes_.begin(), bytes_.end()));
   struct stat st {};
   ASSERT_EQ(::stat(path("old.baton").c_str(), &st), 0);
@@ -178,11 +178,11 @@ TEST_F(FileTest, WritingReplacesARegularFileAndKeepsItsPermissions) {
   EXPECT_EQ(entries(), std::vector<std::string>{"old.baton"});
 }
 
-// A link to a regular file: the file it leads to is replaced and the link stays a link.
+// LinkAtPath::Follow (compile -o): the file a link leads to is replaced and the link stays a link.
 TEST_F(FileTest, WritingThroughASymlinkReplacesItsTarget) {
   { std::ofstream(path("target.baton")) << "old"; }
   fs::create_symlink(path("target.baton"), path("link.baton"));
-  ASSERT_TRUE(format::write_file_atomically(path("link.baton"), bytes_).ok());
+  ASSERT_TRUE(write_file_atomically(path("link.baton"), bytes_, LinkAtPath::Follow).ok());
   EXPECT_TRUE(fs::is_symlink(path("link.baton")));
   EXPECT_EQ(contents(path("target.baton")), std::string(bytes_.begin(), bytes_.end()));
   EXPECT_EQ(entries(), (std::vector<std::string>{"link.baton", "target.baton"}));
@@ -190,7 +190,7 @@ TEST_F(FileTest, WritingThroughASymlinkReplacesItsTarget) {
 
 TEST_F(FileTest, WritingRefusesADirectoryByName) {
   fs::create_directory(path("out.baton"));
-  const Status s = format::write_file_atomically(path("out.baton"), bytes_);
+  const Status s = write_file_atomically(path("out.baton"), bytes_);
   ASSERT_EQ(s.code(), Error::IoError);
   EXPECT_NE(s.message().find("refusing to write '" + path("out.baton") +
                              "': it is a directory, not a regular file"),
@@ -202,7 +202,7 @@ TEST_F(FileTest, WritingRefusesADirectoryByName) {
 
 // As root, renaming over /dev/full turned the device into a regular file.
 TEST_F(FileTest, WritingRefusesADeviceByName) {
-  const Status s = format::write_file_atomically("/dev/full", bytes_);
+  const Status s = write_file_atomically("/dev/full", bytes_);
   ASSERT_EQ(s.code(), Error::IoError);
   EXPECT_NE(
       s.message().find("refusing to write '/dev/full': it is a character device, not a regular "
@@ -217,7 +217,7 @@ TEST_F(FileTest, WritingRefusesADeviceByName) {
 TEST_F(FileTest, WritingRefusesAFifoByNameWithoutBlocking) {
   testing::FifoWatchdog fifo(path("out.fifo"));
   ASSERT_TRUE(fifo.created());
-  const Status s = format::write_file_atomically(fifo.path(), bytes_);
+  const Status s = write_file_atomically(fifo.path(), bytes_);
   EXPECT_FALSE(fifo.fired());
   ASSERT_EQ(s.code(), Error::IoError);
   EXPECT_NE(s.message().find("it is a FIFO (named pipe), not a regular file"), std::string::npos)
@@ -231,17 +231,42 @@ TEST_F(FileTest, WritingRefusesAFifoByNameWithoutBlocking) {
 TEST_F(FileTest, WritingRefusesALinkToADirectoryOrToNothing) {
   fs::create_directory(path("dir"));
   fs::create_directory_symlink(path("dir"), path("to_dir.baton"));
-  Status s = format::write_file_atomically(path("to_dir.baton"), bytes_);
+  Status s = write_file_atomically(path("to_dir.baton"), bytes_, LinkAtPath::Follow);
   ASSERT_EQ(s.code(), Error::IoError);
   EXPECT_NE(s.message().find("is a directory, not a regular file"), std::string::npos)
       << s.to_string();
   fs::create_symlink(path("missing"), path("dangling.baton"));
-  s = format::write_file_atomically(path("dangling.baton"), bytes_);
+  s = write_file_atomically(path("dangling.baton"), bytes_, LinkAtPath::Follow);
   ASSERT_EQ(s.code(), Error::IoError);
   EXPECT_NE(s.message().find("symbolic link that does not lead to a file"), std::string::npos)
       << s.to_string();
   EXPECT_TRUE(fs::is_symlink(path("dangling.baton")));
   EXPECT_EQ(entries(), (std::vector<std::string>{"dangling.baton", "dir", "to_dir.baton"}));
+}
+
+// The default (every report and every file Baton names itself): a link planted at the path is
+// replaced by the new file, and the file it pointed to keeps its contents.
+TEST_F(FileTest, ALinkAtThePathIsReplacedNotWrittenThrough) {
+  { std::ofstream(path("victim")) << "precious"; }
+  fs::create_symlink(path("victim"), path("trace.json"));
+  ASSERT_TRUE(write_file_atomically(path("trace.json"), bytes_).ok());
+  EXPECT_FALSE(fs::is_symlink(path("trace.json")));
+  EXPECT_EQ(contents(path("trace.json")), std::string(bytes_.begin(), bytes_.end()));
+  EXPECT_EQ(contents(path("victim")), "precious");
+  EXPECT_TRUE(check_file_writable(path("victim")).ok());
+}
+
+// Links planted at the names a writer could use for its temporary file (the old PATH.tmp, and
+// PATH.tmp.<pid>.<n> for the next few counts) are never followed: the write either goes to a
+// fresh name or fails, and the files they point to keep their contents.
+TEST_F(FileTest, LinksPlantedAtTemporaryNamesAreNeverFollowed) {
+  { std::ofstream(path("victim")) << "precious"; }
+  fs::create_symlink(path("victim"), path("out.json.tmp"));
+  for (int n = 0; n < 64; ++n) {
+    fs::create_symlink(path("victim"), path(fmt::format("out.json.tmp.{}.{}", ::getpid(), n)));
+  }
+  for (int i = 0; i < 4; ++i) (void)write_file_atomically(path("out.json"), bytes_);
+  EXPECT_EQ(contents(path("victim")), "precious");
 }
 
 }  // namespace

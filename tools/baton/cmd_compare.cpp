@@ -125,10 +125,16 @@ Result<bool> run_reference(const std::string& model, const WorkDir& work) {
   BATON_TRY(write_text_file(script, kOrtReferenceScript));
   const std::string python = python_interpreter();
   const std::string log = work.file("onnxruntime.log");
+  // The log is a fresh file: whatever is at its name (a --save-dir of an earlier run, or a link
+  // planted there) is removed first, and the open neither follows a link nor reuses a file.
+  ::unlink(log.c_str());
+  const int log_fd =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  BATON_CHECK_OR_RETURN(log_fd >= 0, IoError, "cannot create '{}': {}", log, std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
   std::vector<std::string> argv_text = {python, script, model, work.file("")};
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
@@ -136,6 +142,7 @@ Result<bool> run_reference(const std::string& model, const WorkDir& work) {
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  ::close(log_fd);
   BATON_CHECK_OR_RETURN(spawned == 0, NotSupported,
                         "baton compare runs onnxruntime through Python, and '{}' cannot be run: "
                         "{}. Set BATON_PYTHON to an interpreter with numpy, onnx and onnxruntime "

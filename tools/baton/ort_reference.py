@@ -20,6 +20,25 @@
 import json
 import os
 import sys
+import tempfile
+
+
+def write_file(path, write):
+    """Writes PATH as Baton's own writer does: `write(file)` fills a fresh file of a unique name
+    beside PATH (created exclusively, so a link planted there is never followed), which then
+    replaces PATH (a link at PATH itself is replaced, not written through)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_json(path, value):
+    write_file(path, lambda f: f.write(json.dumps(value).encode()))
 
 
 def main():
@@ -45,8 +64,8 @@ def main():
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
     if (sorted(i["name"] for i in request["inputs"]) != sorted(graph_inputs)
             or not set(graph_outputs) <= set(request["outputs"])):
-        with open(os.path.join(work, "reference.json"), "w") as f:
-            json.dump({"graph_inputs": graph_inputs, "graph_outputs": graph_outputs}, f)
+        write_json(os.path.join(work, "reference.json"),
+                   {"graph_inputs": graph_inputs, "graph_outputs": graph_outputs})
         return 4
     known = set(producers) | set(graph_outputs) | set(graph_inputs)
     wanted = [n for n in request["outputs"] if n in known]
@@ -74,6 +93,10 @@ def main():
             source = model.SerializeToString()
         except ValueError:  # past protobuf's 2 GiB: the weights go to a file of their own
             source = os.path.join(work, "reference_model.onnx")
+            for name in ("reference_model.onnx", "reference_model.weights"):
+                # onnx.save opens its files by name: a link planted there must not be followed.
+                if os.path.lexists(os.path.join(work, name)):
+                    os.unlink(os.path.join(work, name))
             onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True,
                       location="reference_model.weights")
 
@@ -92,12 +115,15 @@ def main():
     outputs = []
     for i, (name, value) in enumerate(zip(wanted, results)):
         path = os.path.join(work, f"reference_{i}.npy")
-        np.save(path, np.ascontiguousarray(value))
+        # np.asarray keeps a 0-d result 0-d (np.ascontiguousarray makes every scalar shape (1,),
+        # and each scalar output then compared as a shape mismatch).
+        contiguous = np.asarray(value, order="C")
+        write_file(path, lambda f: np.save(f, contiguous))
         node, op, index = producers.get(name, ("", "graph input", -1))
         outputs.append({"name": name, "file": path, "node": node, "op": op, "node_index": index})
-    with open(os.path.join(work, "reference.json"), "w") as f:
-        json.dump({"onnxruntime": ort.__version__, "graph_inputs": graph_inputs,
-                   "graph_outputs": graph_outputs, "outputs": outputs, "missing": missing}, f)
+    write_json(os.path.join(work, "reference.json"),
+               {"onnxruntime": ort.__version__, "graph_inputs": graph_inputs,
+                "graph_outputs": graph_outputs, "outputs": outputs, "missing": missing})
     return 0
 
 

@@ -1,31 +1,11 @@
 #include "report_file.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
-#include "baton/core/check.h"
+#include "baton/core/file.h"
 
 namespace baton::tool {
 
 Status write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  BATON_CHECK_OR_RETURN(f != nullptr, IoError, "cannot write '{}': {}", tmp, std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  std::error_code ec;
-  if (!written || !closed) {
-    std::filesystem::remove(tmp, ec);
-    return BATON_ERROR(IoError, "cannot write '{}' (disk full?)", path);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return BATON_ERROR(IoError, "cannot rename '{}' to '{}': {}", tmp, path, ec.message());
-  }
-  return Status();
+  return write_file_atomically(path, std::string_view(text));
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {

@@ -1,5 +1,7 @@
 // Files `baton run` and `baton compare` write besides outputs: JSON reports, times, profiles,
-// traces. Each is written whole or not at all (PATH.tmp, then renamed over PATH).
+// traces. Each is written whole or not at all, through Baton's one file writer
+// (write_file_atomically: a temporary file of a unique name, created exclusively and never through
+// a symbolic link, then renamed over PATH).
 #pragma once
 
 #include <chrono>

@@ -65,4 +65,32 @@ Result<std::vector<uint8_t>> read_regular_file(const std::string& path, uint64_t
 // both, never std::bad_alloc: for buffers whose size a file or a model chose.
 Result<std::vector<uint8_t>> allocate_bytes(uint64_t bytes, std::string_view what);
 
+// What write_file_atomically does with a symbolic link at PATH. Replace (the default): the link
+// itself is replaced by the new file, and the file it pointed to is never written; for every file
+// Baton names itself or writes as a report (outputs.json, traces, profiles, .npy outputs,
+// compare's work files), so that a link planted where Baton will write cannot redirect it.
+// Follow: the link is kept and the regular file it leads to is replaced; only for the program a
+// user names with `baton compile -o` (a link to the deployed program updates it in place).
+enum class LinkAtPath { Replace, Follow };
+
+// Every file Baton writes goes through this one writer: programs, .npy outputs, reports, traces,
+// kernel dumps. It writes bytes to a temporary file of a unique name next to PATH (created
+// exclusively, never through a symbolic link) and renames it to PATH, so a failure never leaves
+// a partial file and readers see the old or the new file, never a mix. PATH must name a regular
+// file, a symbolic link or nothing (a link is replaced, or with LinkAtPath::Follow followed to its
+// target, which must then be a regular file): a directory, a device such as /dev/full, a FIFO or a
+// socket is refused by name before anything is written. An existing file keeps its permission bits.
+// Errors: IoError.
+Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes,
+                             LinkAtPath links = LinkAtPath::Replace);
+// Whether write_file_atomically could write PATH, checked without writing: what it refuses
+// (directories, devices, FIFOs, sockets, dangling links), a folder that does not exist or is not
+// writable, a file that is not writable. For refusing a bad output before long work.
+Status check_file_writable(const std::string& path, LinkAtPath links = LinkAtPath::Replace);
+// write_file_atomically for text.
+inline Status write_file_atomically(const std::string& path, std::string_view text) {
+  return write_file_atomically(
+      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
 }  // namespace baton

@@ -13,6 +13,7 @@
 #include "backends/cuda/builder/nvrtc_compile.h"
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
+#include "baton/core/file.h"
 #include "baton/core/tensor.h"
 #include "compiler/memory_plan.h"
 
@@ -695,7 +696,9 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   e.weights = std::move(weights_);
   if (const char* dir = std::getenv("BATON_DUMP_KERNEL_SOURCE"); dir && *dir) {
     // Debugging aid (docs/cuda-engine.md): the generated CUDA source of each partition.
-    std::ofstream(std::string(dir) + "/" + p_.name + ".cu") << kernel_prelude() << source_;
+    // Through the one file writer: a dump folder shared with others (/tmp) cannot redirect it.
+    BATON_TRY(write_file_atomically(std::string(dir) + "/" + p_.name + ".cu",
+                                    std::string_view(kernel_prelude() + source_)));
   }
   if (!kernel_names_.empty()) {
     BATON_ASSIGN_OR_RETURN(e.cubin, compile_to_cubin(kernel_prelude() + source_, t_.sm_arch,
