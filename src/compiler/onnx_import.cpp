@@ -165,10 +165,9 @@ class Importer {
                           "{} is not a tensor (sequences, maps and optionals are not supported)",
                           where);
     const auto& tt = input.type().tensor_type();
-    BATON_CHECK_OR_RETURN(
-        is_valid_dtype(tt.elem_type()), NotSupported,
-        "{} has ONNX element type {} ({}), which Baton does not support", where, tt.elem_type(),
-        onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(tt.elem_type())));
+    BATON_CHECK_OR_RETURN(is_valid_dtype(tt.elem_type()), NotSupported,
+                          "{} has ONNX element type {} ({}), which Baton does not support", where,
+                          tt.elem_type(), onnx_elem_type_name(tt.elem_type()));
     IrValue v;
     v.name = input.name();
     v.dtype = static_cast<DType>(tt.elem_type());

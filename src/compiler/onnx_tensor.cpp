@@ -160,15 +160,26 @@ Result<std::shared_ptr<std::vector<uint8_t>>> read_external(const onnx::TensorPr
 
 }  // namespace
 
+std::string onnx_elem_type_name(int code) {
+  // onnx.proto's TensorProto.DataType, in order (ONNX 1.19).
+  static constexpr const char* kNames[] = {
+      "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+      "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+      "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+      "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+      "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0"};
+  if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
+  return "an element type this Baton does not know";
+}
+
 Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
                                     const std::filesystem::path& base_dir,
                                     const std::string& what) {
   OnnxTensor t;
   t.name = proto.name();
-  BATON_CHECK_OR_RETURN(
-      is_valid_dtype(proto.data_type()), NotSupported,
-      "{} has ONNX element type {} ({}), which Baton does not support", what, proto.data_type(),
-      onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(proto.data_type())));
+  BATON_CHECK_OR_RETURN(is_valid_dtype(proto.data_type()), NotSupported,
+                        "{} has ONNX element type {} ({}), which Baton does not support", what,
+                        proto.data_type(), onnx_elem_type_name(proto.data_type()));
   t.dtype = static_cast<DType>(proto.data_type());
   t.sizes.assign(proto.dims().begin(), proto.dims().end());
   BATON_CHECK_OR_RETURN(proto.segment().begin() == 0 && proto.segment().end() == 0, NotSupported,

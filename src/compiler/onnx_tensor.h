@@ -27,4 +27,9 @@ Result<OnnxTensor> read_onnx_tensor(const onnx::TensorProto& proto,
 // Reads a serialized TensorProto file (the ONNX backend tests' input_N.pb / output_N.pb).
 Result<OnnxTensor> load_onnx_tensor_file(const std::string& path);
 
+// "INT4" for an ONNX element type code, from ONNX's current TensorProto.DataType list (the ONNX
+// library Baton builds against can be older and know fewer); "an element type this Baton does not
+// know" past the list.
+std::string onnx_elem_type_name(int code);
+
 }  // namespace baton::compiler

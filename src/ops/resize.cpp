@@ -132,6 +132,14 @@ Result<std::vector<ResizeAxis>> resize_geometry(std::span<const int64_t> x, cons
                           "with {} values (starts, then ends), got {}",
                           what, 2 * n, args.roi.size());
     for (size_t i = 0; i < n; ++i) {
+      // A NaN or infinite box edge makes every sampling position NaN, which no index conversion
+      // can hold (the kernels would read element 0 everywhere, or worse).
+      for (const size_t k : {i, n + i}) {
+        BATON_CHECK_OR_RETURN(std::isfinite(args.roi[k]), InvalidArgument,
+                              "{}: 'roi' value {} ({} of axis {}) is {}; tf_crop_and_resize needs "
+                              "finite box edges",
+                              what, k, k < n ? "start" : "end", dims[i], args.roi[k]);
+      }
       ResizeAxis& a = axes[static_cast<size_t>(dims[i])];
       a.roi_start = args.roi[i];
       a.roi_end = args.roi[n + i];

@@ -2,6 +2,8 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "baton/core/check.h"
 #include "baton/runtime/device_allocator.h"
@@ -343,7 +345,24 @@ struct Method::Impl {
     std::string why;
     BATON_CHECK_OR_RETURN(kernel_takes(*kernel, *def, in_types, out_types, &why), NotSupported,
                           "{}: {}", where, why);
-    auto created = kernel->create(call);
+    // Kernels size their buffers from the model's shapes at create and report what they cannot
+    // allocate (kernels/cpu/common.h: size_buffer). This is the net under any that still sizes a
+    // std::vector directly: the load fails with OutOfMemory naming the node, never an exception
+    // out of the library.
+    Result<std::unique_ptr<Kernel>> created = Status(Error::Internal, "not created");
+    try {
+      created = kernel->create(call);
+    } catch (const std::bad_alloc&) {
+      return BATON_ERROR(OutOfMemory,
+                         "{}: the host is out of memory for the buffers its kernel sizes at load "
+                         "from this model's shapes",
+                         where);
+    } catch (const std::length_error&) {
+      return BATON_ERROR(OutOfMemory,
+                         "{}: its kernel's buffers for this model's shapes exceed what one "
+                         "allocation can hold",
+                         where);
+    }
     if (!created.ok()) {
       return Status(created.code(), fmt::format("{}: {}", where, created.status().message()));
     }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
+
 #include "compiler/robustness.h"
 
 namespace baton::testing {
@@ -88,6 +90,49 @@ TEST_F(RobustnessTest, RejectedFieldsAreNamedWithTheirValues) {
   two_outputs.output("y", {1});
   expect_error(compile(two_outputs).status(), Error::InvalidArgument,
                "Constant node 'const' has 2 outputs (c, d)");
+}
+
+// A NaN (or infinite) edge in a constant tf_crop_and_resize roi is refused at compile time,
+// naming the node: at 52eb145 it reached floor(NaN) converted to int64 in the CPU kernel, and every
+// output silently read element 0.
+TEST_F(RobustnessTest, ResizeRefusesANonFiniteCropBox) {
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    OnnxBuilder b(13);
+    b.input("x", {1, 1, 4, 4});
+    b.initializer("roi", {8}, {0, 0, 0, 0, 1, 1, bad, 1});
+    b.initializer("scales", {4}, {1, 1, 2, 2});
+    auto& n = b.node("Resize", {"x", "roi", "scales"}, {"y"}, "crop");
+    auto* mode = n.add_attribute();
+    mode->set_name("coordinate_transformation_mode");
+    mode->set_type(onnx::AttributeProto::STRING);
+    mode->set_s("tf_crop_and_resize");
+    auto* interp = n.add_attribute();
+    interp->set_name("mode");
+    interp->set_type(onnx::AttributeProto::STRING);
+    interp->set_s("linear");
+    b.output("y", {1, 1, 8, 8});
+    const auto compiled = compile(b);
+    ASSERT_FALSE(compiled.ok()) << bad;
+    expect_error(compiled.status(), Error::InvalidArgument, "'roi' value 6 (end of axis 2)");
+    EXPECT_NE(compiled.status().message().find("crop"), std::string::npos)
+        << compiled.status().to_string();
+  }
+}
+
+// Element types newer than the ONNX library Baton builds against are named, not printed as
+// "22 ()" (52eb145).
+TEST_F(RobustnessTest, UnsupportedElementTypesAreNamed) {
+  for (const auto& [code, name] : std::vector<std::pair<int, std::string>>{
+           {22, "INT4"}, {21, "UINT4"}, {17, "FLOAT8E4M3FN"}, {23, "FLOAT4E2M1"}, {8, "STRING"}}) {
+    OnnxBuilder b;
+    b.input("x", {2}, code);
+    b.node("Identity", {"x"}, {"y"}, "id");
+    b.output("y", {2}, code);
+    const auto compiled = compile(b);
+    ASSERT_FALSE(compiled.ok());
+    expect_error(compiled.status(), Error::NotSupported,
+                 fmt::format("has ONNX element type {} ({})", code, name));
+  }
 }
 
 }  // namespace

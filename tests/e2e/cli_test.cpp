@@ -815,6 +815,19 @@ TEST_F(CliTest, CompareMatchesAScalarOutput) {
   EXPECT_EQ(j["outputs"][0]["elements"], 1);
 }
 
+// Negative counts are refused by name (CLI11 read "-5" into an unsigned count as 2^64 - 5 at
+// 52eb145, and --max-partition-nodes -5 was accepted).
+TEST_F(CliTest, NegativeCountsAreRefused) {
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  CliRun r = baton("compile -q " + model + " -o " + (dir_ / "neg.baton").string() +
+                   " --device cuda:0 --arch sm_90 --max-partition-nodes -5");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--max-partition-nodes"), std::string::npos) << r.output;
+  r = baton("run -q " + program() + " --seed -1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--seed"), std::string::npos) << r.output;
+}
+
 // Report files never write through a symbolic link planted where the report goes: not at the old
 // temporary name (PATH.tmp), not at the report's own name (--trace, --export-times,
 // --export-profile, -o DIR's outputs.json). At 52eb145 each overwrote the file the link led to.

@@ -97,6 +97,14 @@ TEST(EmptyShapes, EmptyTensorsWithLargeButFittingDimensionsStillRun) {
   resize.input(HostTensor(DType::Float32, shape)).absent_input().absent_input();
   resize.input(int64s({0, large, large})).attr("mode", std::string("linear"));
   BATON_ASSERT_OK(resize.run());
+  // LayerNormalization of no rows of 2^40 elements, with a broadcast Scale and B: at 52eb145 create
+  // built an offset table for every element of a row (8 TiB) and threw std::bad_alloc.
+  OpTester norm("LayerNormalization");
+  norm.input(HostTensor(DType::Float32, {0, int64_t{1} << 40}))
+      .input(HostTensor(DType::Float32, {1}))
+      .input(HostTensor(DType::Float32, {1}))
+      .attr("axis", 1);
+  BATON_ASSERT_OK(norm.run());
 }
 
 // Concat's output size along the axis is a sum: refused when it leaves int64.

@@ -342,6 +342,49 @@ TEST(GemmOps, LinearAndAttentionOnThreadsMatchOneThread) {
   }
 }
 
+// Attention's scores are kept for a tile of query rows at a time: at sequence 131072 create asked
+// for Sq * Sk floats per thread (64 GiB) at 52eb145, an uncaught std::bad_alloc. Now create needs
+// a few MiB, and a tiled run (Sq 40 over two tiles of Sk 3000) matches a direct computation.
+TEST(GemmOps, AttentionScratchDoesNotGrowWithSqTimesSk) {
+  std::mt19937 rng(9);
+  {
+    OpTester t("Attention", "long", kTestOpset, "baton");
+    t.input(random_floats(rng, {1, 1, 131072, 1})).input(random_floats(rng, {1, 1, 1, 131072}));
+    t.input(random_floats(rng, {1, 1, 131072, 1}));
+    t.attr("scale", 1.0).attr("k_transposed", 1);
+    BATON_ASSERT_OK(t.create());
+  }
+  const int64_t sq = 40, sk = 3000, d = 4, dv = 3;
+  OpTester t("Attention", "tiled", kTestOpset, "baton");
+  const HostTensor q = random_floats(rng, {1, 2, sq, d});
+  const HostTensor k = random_floats(rng, {1, 2, sk, d});
+  const HostTensor v = random_floats(rng, {1, 2, sk, dv});
+  t.input(q).input(k).input(v).attr("scale", 0.5);
+  BATON_ASSERT_OK(t.run());
+  const std::vector<double> got = to_double(t.output());
+  const std::vector<double> qd = to_double(q), kd = to_double(k), vd = to_double(v);
+  double worst = 0;
+  for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> p(sk);
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < d; ++e) dot += qd[(h * sq + i) * d + e] * kd[(h * sk + j) * d + e];
+        p[j] = 0.5 * dot;
+        m = std::max(m, p[j]);
+      }
+      for (double& x : p) sum += (x = std::exp(x - m));
+      for (int64_t c = 0; c < dv; ++c) {
+        double y = 0;
+        for (int64_t j = 0; j < sk; ++j) y += p[j] / sum * vd[(h * sk + j) * dv + c];
+        worst = std::max(worst, std::abs(got[(h * sq + i) * dv + c] - y));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
 TEST(MatMul, Errors) {
   expect_error(OpTester("MatMul")
                    .input(HostTensor(DType::Float32, {3, 4}))

@@ -327,6 +327,12 @@ class OpTester {
   // infer, allocate the outputs (filled with a 0x7f pattern so unwritten elements show), check
   // the kernel takes the dtypes, create and run once.
   Status run() {
+    BATON_TRY(create());
+    return kernel_->run();
+  }
+
+  // What the loader does before the first run: infer, bind the outputs, create the kernel.
+  Status create() {
     BATON_TRY(infer());
     outputs_.clear();
     output_values_.clear();
@@ -351,7 +357,7 @@ class OpTester {
     auto kernel = kernel_def_->create(call_);
     if (!kernel.ok()) return std::move(kernel).status();
     kernel_ = std::move(kernel).value();
-    return kernel_->run();
+    return Status::ok_status();
   }
 
   // Run the kernel again (after run()), e.g. after rebinding an input.

@@ -132,8 +132,10 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
                     "partition that reads or writes them)")
           ->check(CLI::IsMember({"host", "device"}))
           ->capture_default_str());
+  // Counts are range-checked as numbers: CLI11 would read "-5" into an unsigned count as 2^64 - 5.
   flags.push_back(c->add_option("--max-partition-nodes", args.max_partition_nodes,
-                                "Split GPU partitions after this many nodes (0: no limit)"));
+                                "Split GPU partitions after this many nodes (0: no limit)")
+                      ->check(CLI::Range(0.0, 1e9)));
   flags.push_back(
       c->add_flag("--strict-staging", args.strict_staging,
                   "GPU partitions refuse host memory at run time instead of staging it"));
@@ -210,7 +212,9 @@ int main(int argc, char** argv) {
   r->add_option("--warmup", run.warmup, "Untimed runs first")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  r->add_option("--seed", run.seed, "Seed for random inputs")->capture_default_str();
+  r->add_option("--seed", run.seed, "Seed for random inputs")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 4294967295.0));
   r->add_flag("-q,--quiet", run.quiet, "Print only the latency line");
   r->add_option("--threads", run.threads,
                 "Threads for the CPU kernels (GEMM, convolution, attention), made at load "
@@ -263,7 +267,9 @@ int main(int argc, char** argv) {
   m->add_option("-i,--input", compare.inputs,
                 "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
                 "when none are given");
-  m->add_option("--seed", compare.seed, "Seed for random inputs")->capture_default_str();
+  m->add_option("--seed", compare.seed, "Seed for random inputs")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 4294967295.0));
   m->add_option("--atol", compare.atol,
                 "Absolute tolerance (default by precision: fp32 1e-5, tf32 1e-3, fp16 1e-2, "
                 "bf16 5e-2)")

@@ -1,13 +1,15 @@
 // bn-conv: Conv followed by an inference BatchNormalization -> one Conv with the normalization
 // folded into its weights and bias. Per output channel m, with s = scale[m] / sqrt(var[m] + eps):
 //   W'[m, ...] = W[m, ...] * s,   B'[m] = (B[m] - mean[m]) * s + bias[m]   (B = 0 when absent).
-// It applies when W, B and the four statistics are constants, the statistics are per channel
-// (not spatial 0 of opsets 1-7), the BatchNormalization has only its Y output, and nothing but it
-// reads the Conv's output. Any spatial rank and group: W's first axis is always M.
+// It applies when W, B and the four statistics are finite constants with var + eps > 0, the
+// statistics are per channel (not spatial 0 of opsets 1-7), the BatchNormalization has only its Y
+// output, and nothing but it reads the Conv's output. Any spatial rank and group: W's first axis is
+// always M.
 //
 // Only float32 and float64 weights are folded (computed in double, rounded once to the dtype).
 // float16 and bfloat16 are left alone: rounding W * s to 11 (or 8) bits changes the result more
 // than the unfused kernels do, which compute BatchNormalization in float.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -84,6 +86,17 @@ Result<size_t> fold_batch_norm_into_conv(Graph& graph) {
     const std::vector<double>& mean = params[2];
     const std::vector<double>& var = params[3];
     const double eps = bn.attr_float("epsilon");
+
+    // The fold is exact only in finite arithmetic: var + eps <= 0 (a division by zero, or the
+    // square root of a negative number) or any non-finite statistic, weight or bias would turn
+    // the unfolded +-inf into NaN, or NaN into other values. Such a node is left to run as it is.
+    const auto finite = [](const std::vector<double>& v) {
+      return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+    };
+    bool exact = std::isfinite(eps) && finite(*weights) && finite(*bias);
+    for (const auto& p : params) exact = exact && finite(p);
+    for (int64_t k = 0; exact && k < m; ++k) exact = var[k] + eps > 0.0;
+    if (!exact) continue;
 
     std::vector<double> folded_w = *weights;
     std::vector<double> folded_b(m);

@@ -3,10 +3,13 @@
 // which allocates nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +76,28 @@ using ops::index_out_of_range;
 // for, which the loader checked, so this is a bug.
 inline Status no_kernel_for(const runtime::KernelCall& call, DType dtype) {
   return BATON_ERROR(Internal, "{}: no kernel instance for {}", call.describe(), dtype_name(dtype));
+}
+
+// Sizes one of a kernel's own buffers to `n` elements at create. Such sizes come from the model's
+// shapes, so they can exceed what the host has: the failure is an OutOfMemory error naming the
+// node, the buffer and the bytes, never a std::bad_alloc escaping the kernel.
+template <typename T>
+Status size_buffer(std::vector<T>& buffer, uint64_t n, const runtime::KernelCall& call,
+                   std::string_view what) {
+  const uint64_t limit = std::min<uint64_t>(buffer.max_size(), UINT64_MAX / sizeof(T));
+  try {
+    if (n <= limit) {
+      buffer.resize(static_cast<size_t>(n));
+      return Status::ok_status();
+    }
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return BATON_ERROR(OutOfMemory,
+                     "{}: cannot allocate its {} ({} elements of {} bytes{}): the host is out of "
+                     "memory for this model's shapes",
+                     call.describe(), what, n, sizeof(T),
+                     n <= limit ? fmt::format(", {} bytes", n * sizeof(T)) : std::string());
 }
 
 }  // namespace baton::kernels::cpu

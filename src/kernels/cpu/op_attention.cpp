@@ -1,8 +1,9 @@
-// Baton's Attention (ops/attention.cpp) on the CPU: per batch (the leading dimensions; in
-// parallel over the Method's threads), S = scale
-// Q K^T by OpenBLAS into a [Sq, Sk] buffer, the mask added or selected, a row softmax (NaN rows
-// set to 0 when nan_to_zero), then Y = P V. float16 and bfloat16 go through float copies; every
-// buffer is sized at create.
+// Baton's Attention (ops/attention.cpp) on the CPU: per batch (the leading dimensions) and tile
+// of query rows (in parallel over the Method's threads), S = scale Q K^T by OpenBLAS into a
+// [rows, Sk] buffer, the mask added or selected, a row softmax (NaN rows set to 0 when
+// nan_to_zero), then Y = P V. A tile holds at most 64K scores, so the buffers do not grow with
+// Sq * Sk. float16 and bfloat16 go through float copies; every buffer is sized at create, and a
+// size the host cannot hold is an OutOfMemory error naming the node.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -41,18 +42,37 @@ class AttentionKernel final : public runtime::Kernel {
         y_(call.outputs[0]),
         s_(std::move(s)),
         pool_(call.pool),
-        scores_per_slot_(static_cast<size_t>(s_.sq * s_.sk)),
-        scratch_per_slot_(std::max(gemm_scratch(false, !s_.k_transposed, s_.sq, s_.sk, s_.d),
-                                   gemm_scratch(false, false, s_.sq, s_.dv, s_.sk))) {
-    // Batches (heads) run in parallel, each thread with its own scores and scratch.
-    scores_.resize(scores_per_slot_ * pool_slots(pool_));
-    scratch_.resize(scratch_per_slot_ * pool_slots(pool_));
+        tile_(row_tile(s_.sq, s_.sk)),
+        scores_per_slot_(static_cast<size_t>(tile_ * s_.sk)),
+        scratch_per_slot_(std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
+                                   gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
+
+  // The buffers, sized once at create: each thread of the pool gets the scores of one tile of
+  // query rows and the GEMMs' scratch; float16 and bfloat16 get float copies of the operands.
+  Status allocate(const runtime::KernelCall& call) {
+    const uint64_t slots = pool_slots(pool_);
+    BATON_TRY(size_buffer(scores_, scores_per_slot_ * slots, call, "attention scores"));
+    BATON_TRY(size_buffer(scratch_, scratch_per_slot_ * slots, call, "GEMM scratch"));
     if constexpr (!kDirect) {
-      q_buffer_.resize(static_cast<size_t>(q_->tensor.numel()));
-      k_buffer_.resize(static_cast<size_t>(k_->tensor.numel()));
-      v_buffer_.resize(static_cast<size_t>(v_->tensor.numel()));
-      y_buffer_.resize(static_cast<size_t>(y_->tensor.numel()));
+      BATON_TRY(size_buffer(q_buffer_, static_cast<uint64_t>(q_->tensor.numel()), call,
+                            "float copy of Q"));
+      BATON_TRY(size_buffer(k_buffer_, static_cast<uint64_t>(k_->tensor.numel()), call,
+                            "float copy of K"));
+      BATON_TRY(size_buffer(v_buffer_, static_cast<uint64_t>(v_->tensor.numel()), call,
+                            "float copy of V"));
+      BATON_TRY(size_buffer(y_buffer_, static_cast<uint64_t>(y_->tensor.numel()), call,
+                            "float copy of Y"));
     }
+    return Status::ok_status();
+  }
+
+  // Query rows per tile: the scores of a tile hold at most kTileScores values, so the scratch does
+  // not grow with Sq * Sk (sequence 131072 asked for 64 GiB per thread when whole rows x columns
+  // were kept); at least one row. Each row's softmax needs its whole row of Sk scores, so a tile
+  // is whole rows.
+  static int64_t row_tile(int64_t sq, int64_t sk) {
+    constexpr int64_t kTileScores = int64_t{1} << 16;
+    return std::max<int64_t>(1, std::min(sq, kTileScores / std::max<int64_t>(sk, 1)));
   }
 
   Status run() override {
@@ -62,22 +82,29 @@ class AttentionKernel final : public runtime::Kernel {
     const W* k = as_blas<S>(k_->tensor, k_buffer_);
     const W* v = as_blas<S>(v_->tensor, v_buffer_);
     W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
-    parallel_for(pool_, s_.batches, [&](int64_t b, unsigned slot) {
+    // Work items are (batch, tile of query rows); each row's result depends on its row alone.
+    const int64_t tiles = (sq + tile_ - 1) / tile_;
+    parallel_for(pool_, s_.batches * tiles, [&](int64_t item, unsigned slot) {
+      const int64_t b = item / tiles;
+      const int64_t row0 = (item % tiles) * tile_;
+      const int64_t rows = std::min(tile_, sq - row0);
       W* sc = scores_.data() + slot * scores_per_slot_;
       W* scratch = scratch_.data() + slot * scratch_per_slot_;
       if (d == 0 || sk == 0) {
-        std::fill(sc, sc + scores_per_slot_, W(0));
+        std::fill(sc, sc + rows * sk, W(0));
       } else {
-        gemm<W>(false, !s_.k_transposed, sq, sk, d, static_cast<W>(s_.scale), q + b * sq * d, d,
-                k + b * sk * d, s_.k_transposed ? sk : d, W(0), sc, sk, scratch);
+        gemm<W>(false, !s_.k_transposed, rows, sk, d, static_cast<W>(s_.scale),
+                q + (b * sq + row0) * d, d, k + b * sk * d, s_.k_transposed ? sk : d, W(0), sc, sk,
+                scratch);
       }
-      if (mask_) apply_mask(sc, mask_base(b));
-      softmax_rows(sc);
-      W* yb = y + b * sq * dv;
+      if (mask_) apply_mask(sc, mask_base(b), row0, rows);
+      softmax_rows(sc, rows);
+      W* yb = y + (b * sq + row0) * dv;
       if (sk == 0) {
-        std::fill(yb, yb + sq * dv, W(0));
+        std::fill(yb, yb + rows * dv, W(0));
       } else {
-        gemm<W>(false, false, sq, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv, scratch);
+        gemm<W>(false, false, rows, dv, sk, W(1), sc, sk, v + b * sk * dv, dv, W(0), yb, dv,
+                scratch);
       }
     });
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), y_->tensor.numel());
@@ -98,9 +125,10 @@ class AttentionKernel final : public runtime::Kernel {
   // v rounded to the storage type and back.
   static compute_t<S> rounded(W v) { return load(store<S>(static_cast<compute_t<S>>(v))); }
 
-  void apply_mask(W* sc, int64_t base) const {
-    for (int64_t i = 0; i < s_.sq; ++i) {
-      const int64_t row = base + i * s_.mask_row_stride;
+  // Rows [row0, row0 + rows) of the scores, held from sc on.
+  void apply_mask(W* sc, int64_t base, int64_t row0, int64_t rows) const {
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t row = base + (row0 + i) * s_.mask_row_stride;
       W* r = sc + i * s_.sk;
       if (s_.mask == 1) {
         const S* m = mask_->tensor.data_as<const S>();
@@ -119,8 +147,8 @@ class AttentionKernel final : public runtime::Kernel {
     }
   }
 
-  void softmax_rows(W* sc) const {
-    for (int64_t i = 0; i < s_.sq; ++i) {
+  void softmax_rows(W* sc, int64_t rows) const {
+    for (int64_t i = 0; i < rows; ++i) {
       W* r = sc + i * s_.sk;
       W m = -std::numeric_limits<W>::infinity();
       for (int64_t j = 0; j < s_.sk; ++j) m = std::max(m, r[j]);
@@ -146,6 +174,7 @@ class AttentionKernel final : public runtime::Kernel {
   runtime::Value* y_;
   AttentionShape s_;
   runtime::ThreadPool* pool_;
+  int64_t tile_;  // query rows per work item
   size_t scores_per_slot_, scratch_per_slot_;
   std::vector<W> scores_, scratch_;                           // per thread of the pool
   std::vector<W> q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
@@ -186,9 +215,13 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   }
   BATON_TRY(check_blas_range(call, s.sq, std::max(s.sk, s.dv), std::max(s.d, s.sk)));
   std::unique_ptr<runtime::Kernel> kernel;
+  Status allocated = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(q.dtype, [&]<typename S>() {
-    kernel = std::make_unique<AttentionKernel<S>>(call, std::move(s));
+    auto attention = std::make_unique<AttentionKernel<S>>(call, std::move(s));
+    allocated = attention->allocate(call);
+    kernel = std::move(attention);
   });
+  BATON_TRY(allocated);
   if (!kernel) return no_kernel_for(call, q.dtype);
   return kernel;
 }

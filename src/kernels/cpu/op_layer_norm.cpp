@@ -16,18 +16,20 @@
 namespace baton::kernels::cpu {
 namespace {
 
-// Element offsets into a Scale or B input for each position of a normalized row; empty when the
-// input already has the row's shape (offset = position).
-std::vector<int64_t> broadcast_offsets(std::span<const int64_t> row, std::span<const int64_t> in) {
-  if (product(in) == product(row)) return {};
-  std::vector<int64_t> offsets(static_cast<size_t>(product(row)));
+// Element offsets into a Scale or B input for each position of a normalized row; left empty when
+// the input already has the row's shape (offset = position) or there is no row to normalize.
+Status broadcast_offsets(std::span<const int64_t> row, std::span<const int64_t> in, int64_t rows,
+                         const runtime::KernelCall& call, std::string_view what,
+                         std::vector<int64_t>* offsets) {
+  if (product(in) == product(row) || rows == 0) return Status::ok_status();
+  BATON_TRY(size_buffer(*offsets, static_cast<uint64_t>(product(row)), call, what));
   const auto plan = make_broadcast_plan<1>(row, {in});
   for_each_broadcast_row<1>(plan, [&](int64_t out, const std::array<int64_t, 1>& at, int64_t n) {
     for (int64_t e = 0; e < n; ++e) {
-      offsets[static_cast<size_t>(out + e)] = at[0] + e * plan.strides[0][plan.rank - 1];
+      (*offsets)[static_cast<size_t>(out + e)] = at[0] + e * plan.strides[0][plan.rank - 1];
     }
   });
-  return offsets;
+  return Status::ok_status();
 }
 
 struct Layout {
@@ -45,7 +47,7 @@ class LayerNormKernel final : public runtime::Kernel {
   LayerNormKernel(const runtime::Value* x, const runtime::Value* residual,
                   const runtime::Value* scale, const runtime::Value* bias, runtime::Value* y,
                   runtime::Value* sum, runtime::Value* mean, runtime::Value* inv_std, Layout l,
-                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at)
+                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at, std::vector<S> row)
       : x_(x),
         r_(residual),
         scale_(scale),
@@ -57,7 +59,7 @@ class LayerNormKernel final : public runtime::Kernel {
         l_(l),
         scale_at_(std::move(scale_at)),
         bias_at_(std::move(bias_at)),
-        row_(residual && !sum ? static_cast<size_t>(l.n) : 0) {}
+        row_(std::move(row)) {}
 
   Status run() override {
     const S* x = x_->tensor.data_as<const S>();
@@ -127,16 +129,28 @@ Result<std::unique_ptr<runtime::Kernel>> create_normalization(const runtime::Ker
   const size_t first = residual ? 2 : 1;  // Scale
   const runtime::Value* bias = call.has_input(first + 1) ? call.inputs[first + 1] : nullptr;
   auto out = [&](size_t o) { return o < call.outputs.size() ? call.outputs[o] : nullptr; };
-  std::vector<int64_t> scale_at = broadcast_offsets(row, call.input(first).sizes);
-  std::vector<int64_t> bias_at =
-      bias ? broadcast_offsets(row, bias->tensor.sizes) : std::vector<int64_t>{};
+  std::vector<int64_t> scale_at, bias_at;
+  BATON_TRY(broadcast_offsets(row, call.input(first).sizes, l.rows, call,
+                              "offsets into its broadcast Scale", &scale_at));
+  if (bias) {
+    BATON_TRY(broadcast_offsets(row, bias->tensor.sizes, l.rows, call,
+                                "offsets into its broadcast B", &bias_at));
+  }
+  // AddLayerNorm without a Sum output forms x + r in a row buffer of its own.
+  const bool row_buffer = residual && out(1) == nullptr && l.rows > 0;
   std::unique_ptr<runtime::Kernel> kernel;
+  Status sized = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
+    std::vector<S> row_sum;
+    if (row_buffer) sized = size_buffer(row_sum, static_cast<uint64_t>(l.n), call, "row buffer");
+    if (!sized.ok()) return;
     kernel = std::make_unique<LayerNormKernel<S>>(
         call.inputs[0], residual ? call.inputs[1] : nullptr, call.inputs[first], bias,
         call.outputs[0], residual ? out(1) : nullptr, residual ? nullptr : out(1),
-        residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at));
+        residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at),
+        std::move(row_sum));
   });
+  BATON_TRY(sized);
   if (!kernel) return no_kernel_for(call, x.dtype);
   return kernel;
 }

@@ -843,6 +843,26 @@ TEST(EngineBuilderTest, TransposeSplitSliceAndSingleIndexGatherAreViews) {
   EXPECT_EQ(blob.steps()[2].kernel.operands[0].offset, 16u * 4u);
 }
 
+// A valid one-element Slice whose step is INT64_MAX: the step is never taken, and the lowering no
+// longer multiplies it by the stride (signed overflow at 52eb145, which the sanitizer build
+// stops on). The result reads the right element: offset 3 rows of 6 floats, stride of no matter.
+TEST(EngineBuilderTest, AOneElementSliceWithAHugeStepIsAView) {
+  OnnxBuilder b(17);
+  b.input("x", {5, 6});
+  b.initializer_int64("starts", {1}, {3});
+  b.initializer_int64("ends", {1}, {INT64_MAX});
+  b.initializer_int64("axes", {1}, {0});
+  b.initializer_int64("steps", {1}, {INT64_MAX});
+  b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"}, "slice");
+  b.node("Relu", {"s"}, {"y"}, "relu");
+  b.output("y", {1, 6});
+  auto built = build(b, "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 1u);
+  EXPECT_EQ(blob.steps()[0].kernel.operands[0].offset, 3u * 6u * 4u);
+}
+
 // A Concat of views (a Transpose, a Slice starting one row in, and a Split's second half) reads
 // each where it is: the engine is the Concat's kernel alone, every input is binding 0 at the
 // view's first element, and no copy runs before it.

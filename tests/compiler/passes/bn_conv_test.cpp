@@ -157,6 +157,43 @@ TEST_F(BnConvPassTest, RuntimeStatisticsOrAConvOutputReadElsewhereAreLeftUnchang
   }
 }
 
+// var + eps == 0 makes the normalization divide by zero: unfolded, each element is +-inf (NaN only
+// where the Conv's output equals the mean); folded, inf * W made every output NaN. Such a channel
+// is not folded, and the optimized program gives what the unoptimized one gives.
+TEST_F(BnConvPassTest, AZeroVarianceWithZeroEpsilonIsNotFolded) {
+  std::mt19937 rng(25);
+  const ConvCase& c = cases()[0];
+  OnnxBuilder b = conv_bn(rng, c);
+  for (auto& t : *b.graph().mutable_initializer()) {
+    if (t.name() != "var") continue;
+    for (int i = 0; i < t.float_data_size(); ++i) t.set_float_data(i, 0.0f);
+  }
+  for (auto& n : *b.graph().mutable_node()) {
+    if (n.op_type() != "BatchNormalization") continue;
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.name() == "epsilon") a.set_f(0.0f);
+    }
+  }
+  const auto ops = op_counts(optimized(b));
+  EXPECT_EQ(ops.at("BatchNormalization"), 1);
+  const std::vector<Tensor> inputs = {random_tensor(rng, c.x)};
+  const std::vector<Tensor> want = run(b, inputs, false);
+  const std::vector<Tensor> got = run(b, inputs, true);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(want.size(), 1u);
+  int infinite = 0;
+  for (int64_t i = 0; i < want[0].numel(); ++i) {
+    const float w = want[0].data_as<float>()[i], g = got[0].data_as<float>()[i];
+    infinite += std::isinf(w);
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << i;
+    } else {
+      EXPECT_EQ(g, w) << i;
+    }
+  }
+  EXPECT_GT(infinite, want[0].numel() / 2) << "the reference should be mostly +-inf";
+}
+
 TEST_F(BnConvPassTest, PerElementStatisticsOfSpatialZeroAreLeftUnchanged) {
   std::mt19937 rng(23);
   OnnxBuilder b(7);  // BatchNormalization-7 still has 'spatial'

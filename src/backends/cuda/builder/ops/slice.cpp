@@ -51,8 +51,13 @@ Status lower_slice(Lowering& ctx, int index) {
   bool backwards = false;
   for (size_t d = 0; d < dims.size(); ++d) {
     offset += dims[d].start * strides[d];
-    out_strides.push_back(dims[d].step * strides[d]);
-    backwards |= dims[d].step < 0;
+    // A dimension of at most one element is never stepped along: its step may be any int64
+    // (INT64_MAX for a valid one-element slice), and step * stride would overflow. With two or
+    // more elements start + step stays inside the dimension, so |step * stride| is bounded by the
+    // tensor's extent.
+    const int64_t step = dims[d].size <= 1 ? 1 : dims[d].step;
+    out_strides.push_back(step * strides[d]);
+    backwards |= step < 0;
   }
   if (!backwards) {
     ctx.view(out, src, std::move(out_strides), offset);
