@@ -31,16 +31,17 @@ Result<CUcontext> primary_context(const DriverApi& api, int device) {
 
 }  // namespace
 
-// Why the driver API and not cudaGetDevice/cudaSetDevice: on a thread with no current context
-// (a fresh process, or after a guard restored "none"), cudaGetDevice reports the runtime's own
-// per-thread selection, which the last cudaSetDevice left at the guard's device, while the
-// runtime's next call binds a context of its own choosing (GPU 0's, created on the spot). A guard
-// that trusted cudaGetDevice therefore skipped the switch and let cudaMalloc place a cuda:1
-// engine's buffers on GPU 0, where GPU 1's kernels fault with an illegal address (issue 34). So
-// the guard asks which device the current *context* belongs to, switches by making the device's
-// primary context current, and restores exactly the previous context (none included); it never
-// calls cudaSetDevice, so it neither creates a context on a GPU the caller did not use nor changes
-// the runtime's per-thread selection behind the caller's back.
+// Why the driver API and not cudaGetDevice/cudaSetDevice. On a thread with no current context (a
+// fresh process, or after a guard restored "none"), cudaGetDevice reports the runtime's own
+// per-thread selection, which a cudaSetDevice(1) left at 1, while the runtime's next call such as
+// cudaMalloc binds GPU 0's primary context, creating it, and allocates there
+// (tests/backends/cuda/probes/context_selection.cu shows it on a two-H200 host). A guard that
+// trusted cudaGetDevice skipped the switch, and a cuda:1 engine's buffers landed on GPU 0, where
+// GPU 1's kernels faulted with an illegal address (issue 34). So the guard asks which device the
+// current *context* belongs to, switches by making the device's primary context current, and
+// restores exactly the previous context (none included). It never calls cudaSetDevice, so it
+// neither creates a context on a GPU the caller did not use nor changes the runtime's per-thread
+// selection behind the caller's back.
 DeviceGuard::DeviceGuard(int device) {
   // A missing ordinal is refused before any context call: the message names what the machine
   // has, and no CUDA call fails (compute-sanitizer reports every failing call).
