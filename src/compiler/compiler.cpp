@@ -151,15 +151,17 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   const size_t onnx_nodes = graph.nodes.size();
   BATON_ASSIGN_OR_RETURN(
       FoldReport fold,
-      infer_and_fold(graph, FoldLimits{options.max_fold_bytes, options.max_total_fold_bytes}));
+      infer_and_fold(graph, FoldLimits{options.max_fold_bytes, options.max_total_fold_bytes,
+                                       options.max_fold_work}));
   const size_t folded = fold.folded;
   const size_t removed = eliminate_dead_nodes(graph);
   std::string unfolded;
   if (!fold.kept.empty()) {
     unfolded = fmt::format(
-        ", {} left to run time (folding would pass --max-fold-bytes {} or "
-        "--max-total-fold-bytes {}): {}",
-        fold.kept.size(), options.max_fold_bytes, options.max_total_fold_bytes, fold.kept.front());
+        ", {} left to run time (folding would pass --max-fold-bytes {}, "
+        "--max-total-fold-bytes {} or --max-fold-work {:.3g}): {}",
+        fold.kept.size(), options.max_fold_bytes, options.max_total_fold_bytes,
+        options.max_fold_work, fold.kept.front());
     if (fold.kept.size() > 1) unfolded += fmt::format(" and {} more", fold.kept.size() - 1);
   }
   timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed", folded,

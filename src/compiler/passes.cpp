@@ -5,6 +5,7 @@
 #include "baton/core/check.h"
 #include "baton/core/file.h"
 #include "baton/core/log.h"
+#include "ops/einsum.h"
 #include "runtime/kernel.h"
 
 namespace baton::compiler {
@@ -80,6 +81,58 @@ Result<std::vector<ops::InputInfo>> input_infos(const Graph& graph, const IrNode
   return inputs;
 }
 
+double fold_work(const Graph& graph, const IrNode& node) {
+  auto numel = [&](int id) {
+    double n = 1;
+    for (int64_t d : graph.values[id].sizes) n *= static_cast<double>(d);
+    return n;
+  };
+  auto input = [&](size_t i) -> const IrValue* {
+    return i < node.inputs.size() && node.inputs[i] >= 0 ? &graph.values[node.inputs[i]] : nullptr;
+  };
+  double out = 0;
+  for (int o : node.outputs) out += numel(o);
+  const std::string& op = node.op_type;
+  if ((op == "MatMul" || op == "Gemm" || op == "Linear") && input(0) != nullptr &&
+      !input(0)->sizes.empty()) {
+    // Every output element is a dot product along A's last axis (Gemm's transA is its first).
+    const std::vector<int64_t>& a = input(0)->sizes;
+    const bool trans_a = op == "Gemm" && node.def != nullptr && node.attr_int("transA") != 0;
+    const int64_t k = trans_a ? a.front() : a.back();
+    return out * static_cast<double>(std::max<int64_t>(k, 1));
+  }
+  if (op == "Conv" && input(1) != nullptr && input(1)->sizes.size() > 1) {
+    // Each output element reads C/group x kernel volume weights: W is [M, C/group, k...].
+    double per = 1;
+    for (size_t d = 1; d < input(1)->sizes.size(); ++d) {
+      per *= static_cast<double>(input(1)->sizes[d]);
+    }
+    return out * std::max(per, 1.0);
+  }
+  if (op == "Attention" && input(0) != nullptr && input(2) != nullptr &&
+      input(0)->sizes.size() >= 2 && input(2)->sizes.size() >= 2) {
+    // Q K^T and P V: each of the Sq x Sk scores costs d + dv.
+    const std::vector<int64_t>& q = input(0)->sizes;
+    const std::vector<int64_t>& v = input(2)->sizes;
+    double scores = 1;
+    for (size_t d = 0; d + 1 < q.size(); ++d) scores *= static_cast<double>(q[d]);
+    scores *= static_cast<double>(v[v.size() - 2]);
+    return scores * static_cast<double>(q.back() + v.back());
+  }
+  double in = 0;
+  std::vector<std::span<const int64_t>> shapes;
+  for (int id : node.inputs) {
+    if (id < 0) continue;
+    in += numel(id);
+    shapes.push_back(graph.values[id].sizes);
+  }
+  if (op == "Einsum" && node.def != nullptr) {
+    auto plan = ops::plan_einsum(node.attr_string("equation"), shapes, node.describe());
+    if (plan.ok()) return ops::plan_contraction(*plan, shapes).work;
+  }
+  return in + out;
+}
+
 Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
   FoldReport report;
   uint64_t total = 0;
@@ -139,6 +192,20 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
                                 bytes > limits.max_node_bytes ? "limit for one node"
                                                               : "limit for all folded outputs",
                                 limits.max_node_bytes, limits.max_total_bytes));
+      }
+      continue;
+    }
+    // What folding would compute, estimated before it runs: a 1 KB model can ask for 1e14
+    // multiply-adds (an Einsum or a MatMul of broadcast constants). Over the budget the node runs
+    // at run time, where the user decides whether to wait for it.
+    const double work = fold_work(graph, node);
+    if (!(work <= limits.max_node_work)) {
+      report.kept.push_back(fmt::format("{} ({:.3g} operations)", node.describe(), work));
+      if (log_enabled(LogLevel::Info)) {
+        log_message(LogLevel::Info, "compiler",
+                    fmt::format("not folding {}: computing it would take about {:.3g} operations, "
+                                "over --max-fold-work {:.3g}; it runs at run time instead",
+                                node.describe(), work, limits.max_node_work));
       }
       continue;
     }

@@ -15,12 +15,21 @@ namespace baton::compiler {
 struct FoldLimits {
   uint64_t max_node_bytes = uint64_t{256} << 20;  // the outputs of one folded node
   uint64_t max_total_bytes = uint64_t{4} << 30;   // every folded output together
+  // The work folding one node may take (fold_work: multiply-adds or elements touched); more is
+  // left to run time, so that a small model cannot make the compiler compute for hours.
+  double max_node_work = 1e10;
 };
+
+// An estimate of the work of computing `node` on the CPU, in multiply-adds or elements touched:
+// MatMul, Gemm, Linear, Conv, Attention and Einsum by their arithmetic, other ops by the elements
+// they read and write. Shapes must be known.
+double fold_work(const Graph& graph, const IrNode& node);
 
 struct FoldReport {
   size_t folded = 0;
   // Nodes whose inputs were all constants but whose folded outputs would have passed a limit;
-  // they stay in the graph and run at run time. "Add node 'outer' (4398046511104 bytes)".
+  // they stay in the graph and run at run time. "Add node 'outer' (4398046511104 bytes)", or
+  // "Einsum node 'e' (3e+14 operations)".
   std::vector<std::string> kept;
 };
 

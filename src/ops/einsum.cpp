@@ -168,6 +168,96 @@ Result<EinsumPlan> plan_einsum(std::string_view raw,
   return plan;
 }
 
+EinsumContraction plan_contraction(const EinsumPlan& plan,
+                                   std::span<const std::span<const int64_t>> shapes) {
+  EinsumContraction c;
+  const size_t labels = plan.label_sizes.size();
+  auto volume = [&](const std::vector<int>& ls) {
+    double v = 1;
+    for (int l : ls) v *= static_cast<double>(plan.label_sizes[l]);
+    return v;
+  };
+  auto contains = [](const std::vector<int>& ls, int l) {
+    return std::find(ls.begin(), ls.end(), l) != ls.end();
+  };
+  std::vector<std::vector<int>> operands;
+  for (size_t i = 0; i < plan.input_labels.size(); ++i) {
+    EinsumContraction::Reduce r;
+    for (size_t a = 0; a < plan.input_labels[i].size(); ++a) {
+      const int l = plan.input_labels[i][a];
+      if (shapes[i][a] == 1 && plan.label_sizes[l] != 1) continue;  // broadcast: not its label
+      if (!contains(r.labels, l)) r.labels.push_back(l);
+    }
+    c.reduces.push_back(std::move(r));
+  }
+  // A label is needed beyond an operand when the output or another operand has it.
+  std::vector<int> in_output(labels, 0);
+  for (int l : plan.output_labels) in_output[l] = 1;
+  for (size_t i = 0; i < c.reduces.size(); ++i) {
+    EinsumContraction::Reduce& r = c.reduces[i];
+    for (int l : r.labels) {
+      bool elsewhere = in_output[l] != 0;
+      for (size_t j = 0; j < c.reduces.size() && !elsewhere; ++j) {
+        elsewhere = j != i && contains(c.reduces[j].labels, l);
+      }
+      if (elsewhere) r.kept.push_back(l);
+    }
+    c.work += volume(r.labels);
+    operands.push_back(r.kept);
+  }
+  while (operands.size() > 1) {
+    EinsumContraction::Pair best;
+    double best_size = -1;
+    for (size_t a = 0; a < operands.size(); ++a) {
+      for (size_t b = a + 1; b < operands.size(); ++b) {
+        EinsumContraction::Pair p;
+        p.a = a;
+        p.b = b;
+        auto needed = [&](int l) {
+          if (in_output[l]) return true;
+          for (size_t o = 0; o < operands.size(); ++o) {
+            if (o != a && o != b && contains(operands[o], l)) return true;
+          }
+          return false;
+        };
+        for (int l : operands[a]) {
+          const bool both = contains(operands[b], l);
+          if (!needed(l)) {
+            p.summed.push_back(l);  // every label of a reduced operand is needed by someone
+          } else if (both) {
+            p.batch.push_back(l);
+          } else {
+            p.left.push_back(l);
+          }
+        }
+        for (int l : operands[b]) {
+          if (!contains(operands[a], l)) p.right.push_back(l);
+        }
+        const double size = volume(p.batch) * volume(p.left) * volume(p.right);
+        if (best_size < 0 || size < best_size) {
+          best_size = size;
+          best = std::move(p);
+        }
+      }
+    }
+    c.work += volume(operands[best.a]) + volume(operands[best.b]) +
+              volume(best.batch) * volume(best.left) * volume(best.right) *
+                  std::max(1.0, volume(best.summed));
+    std::vector<int> result = best.batch;
+    result.insert(result.end(), best.left.begin(), best.left.end());
+    result.insert(result.end(), best.right.begin(), best.right.end());
+    operands.erase(operands.begin() + static_cast<std::ptrdiff_t>(best.b));
+    operands.erase(operands.begin() + static_cast<std::ptrdiff_t>(best.a));
+    operands.push_back(std::move(result));
+    c.pairs.push_back(std::move(best));
+  }
+  c.result_labels = operands.front();
+  double out = 1;
+  for (int l : plan.output_labels) out *= static_cast<double>(plan.label_sizes[l]);
+  c.work += out;
+  return c;
+}
+
 namespace {
 
 Status infer(InferContext& ctx) {

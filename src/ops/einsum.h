@@ -30,4 +30,35 @@ Result<EinsumPlan> plan_einsum(std::string_view equation,
                                std::span<const std::span<const int64_t>> shapes,
                                std::string_view what);
 
+// How an equation is computed, in the order numpy's and onnxruntime's einsum use: each input is
+// first reduced to the labels that matter beyond it (its diagonals taken, the labels only it has
+// and the output lacks summed), then the operands are contracted two at a time, always the pair
+// whose result is smallest (numpy's greedy order), and the last operand is laid out in the
+// output's order. The work is then bounded by the inputs, the intermediates and the output,
+// instead of the product of every label's size (a one-loop-nest einsum of "abcd,efgh,ijkl->" on
+// three 256 KB inputs is 2.8e14 steps; this is 2e5).
+struct EinsumContraction {
+  // Per input: its distinct labels in order of first appearance (a dimension of size 1 that
+  // broadcasts against a larger label size is not among them), and those of them kept.
+  struct Reduce {
+    std::vector<int> labels;
+    std::vector<int> kept;
+  };
+  // Operands are numbered as a list: the reduced inputs, then each pair's result appended while
+  // its two operands leave the list. A pair names positions in the list as it stands before it.
+  // Result = batch, then left, then right labels: C[b, l, r] = sum_s A[b, l, s] * B[b, s, r].
+  struct Pair {
+    size_t a = 0, b = 0;  // a < b
+    std::vector<int> batch, left, right, summed;
+  };
+  std::vector<Reduce> reduces;
+  std::vector<Pair> pairs;
+  std::vector<int> result_labels;  // the last operand's labels (a permutation of a subset of the
+                                   // output's: labels of size 1 that every input broadcasts are
+                                   // absent)
+  double work = 0;                 // multiply-adds and copies, in elements
+};
+EinsumContraction plan_contraction(const EinsumPlan& plan,
+                                   std::span<const std::span<const int64_t>> shapes);
+
 }  // namespace baton::ops

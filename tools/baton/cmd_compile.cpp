@@ -45,6 +45,7 @@ Result<CompileSetup> make_compile_setup(const CompileArgs& args) {
   options.expose_intermediates = args.expose_intermediates;
   options.max_fold_bytes = args.max_fold_bytes;
   options.max_total_fold_bytes = args.max_total_fold_bytes;
+  options.max_fold_work = args.max_fold_work;
   options.max_arena_bytes = args.max_arena_bytes;
   if (!args.target_device.empty()) options.target_device = args.target_device;
   if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");

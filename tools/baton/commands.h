@@ -27,6 +27,7 @@ struct CompileArgs {
   bool expose_intermediates = false;                  // every intermediate value as an output too
   uint64_t max_fold_bytes = uint64_t{256} << 20;      // CompileOptions::max_fold_bytes
   uint64_t max_total_fold_bytes = uint64_t{4} << 30;  // CompileOptions::max_total_fold_bytes
+  double max_fold_work = 1e10;                        // CompileOptions::max_fold_work
   uint64_t max_arena_bytes = uint64_t{256} << 30;     // CompileOptions::max_arena_bytes
   bool quiet = false;
 };

@@ -171,6 +171,13 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
           ->transform(CLI::AsSizeValue(false))
           ->capture_default_str());
   flags.push_back(
+      c->add_option("--max-fold-work", args.max_fold_work,
+                    "Fold a constant node only if computing it takes at most this many operations "
+                    "(multiply-adds or elements, estimated from shapes); larger ones run at run "
+                    "time")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1e30)));
+  flags.push_back(
       c->add_option("--max-arena-bytes", args.max_arena_bytes,
                     "Refuse a model whose memory arena on one device would exceed this many bytes")
           ->transform(CLI::AsSizeValue(false))

@@ -120,6 +120,9 @@ struct CompileOptions {
   // run time (a few bytes of model can ask for terabytes: a broadcast of two constant vectors).
   uint64_t max_fold_bytes = uint64_t{256} << 20;
   uint64_t max_total_fold_bytes = uint64_t{4} << 30;
+  // Nor is a node whose computation would take more than this many operations (multiply-adds
+  // or elements touched, estimated from the shapes): it runs at run time instead.
+  double max_fold_work = 1e10;
   // The largest memory arena (per device: the tensors a method computes, with lifetimes sharing
   // bytes) the program may ask its runtime to allocate; a larger one is a compile error naming
   // the largest tensors. At most 2^50 (the program format's limit).

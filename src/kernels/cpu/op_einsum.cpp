@@ -1,8 +1,11 @@
-// ONNX Einsum (opset 12): a loop nest over the equation's labels (ops/einsum.h), output labels
-// outside, summed labels inside; each input is read through one stride per label (the sum of its
-// strides along repeated labels, 0 along broadcast ellipsis dimensions). Numeric types: floats
-// accumulate in double, integers in unsigned 64-bit arithmetic (wrapping, as integer products do).
-// A reference kernel, not a fast one: recognized matmul-like equations should become MatMul.
+// ONNX Einsum (opset 12), contracted pairwise (ops::plan_contraction): each input is reduced into
+// a dense buffer over the labels that matter beyond it (diagonals taken through summed strides,
+// labels only it has summed), then operands are contracted two at a time, the smallest result
+// first, each pair as a batched product C[b, l, r] = sum_s A[b, l, s] * B[b, s, r] of copies laid
+// out for it, and the last operand is written in the output's order. The work is bounded by the
+// inputs, the intermediates and the output, not by the product of every label's size.
+// Numeric types: floats accumulate in double, integers in unsigned 64-bit arithmetic (wrapping,
+// as integer products do). Every buffer is sized at create.
 #include <algorithm>
 #include <vector>
 
@@ -15,12 +18,191 @@
 namespace baton::kernels::cpu {
 namespace {
 
-// Loop dimension d (outputs first) has size sizes[d]; input i steps strides[i][d] along it.
-struct EinsumLoops {
+// A walk over a row-major destination of `sizes` reading a source through `strides` (elements;
+// 0 where the source does not vary). Summed dimensions of a reduction come after the destination's
+// own: `kept` is how many leading dimensions the destination has.
+struct Walk {
   std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides;
-  size_t output_dims = 0;
+  std::vector<int64_t> strides;
+  size_t kept = 0;
+
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
 };
+
+// dst[o] (+)= each source element the walk visits for destination element o, in order: over the
+// kept dimensions (outer) and the summed ones (inner). `index` is scratch of sizes.size().
+template <typename Acc, typename Load>
+void walk(const Walk& w, Load&& load, Acc* dst, std::vector<int64_t>& index) {
+  const size_t dims = w.sizes.size();
+  for (int64_t s : w.sizes) {
+    if (s == 0) {
+      // Nothing to read: an empty destination, or sums over nothing (zero).
+      int64_t out = 1;
+      for (size_t d = 0; d < w.kept; ++d) out *= w.sizes[d];
+      std::fill(dst, dst + out, Acc(0));
+      return;
+    }
+  }
+  std::fill(index.begin(), index.end(), 0);
+  int64_t offset = 0, o = 0;
+  Acc acc = 0;
+  while (true) {
+    acc = acc + load(offset);
+    size_t d = dims;
+    bool done = true;
+    while (d-- > 0) {
+      if (d < w.kept && d + 1 == w.kept) {
+        // Leaving the summed dimensions: the destination element is complete.
+        dst[o++] = acc;
+        acc = 0;
+      }
+      if (++index[d] < w.sizes[d]) {
+        offset += w.strides[d];
+        done = false;
+        break;
+      }
+      offset -= w.strides[d] * (w.sizes[d] - 1);
+      index[d] = 0;
+    }
+    if (done) {
+      if (w.kept == 0) dst[0] = acc;
+      return;
+    }
+  }
+}
+
+// Row-major strides of a dense operand over `labels`, looked up by label.
+std::vector<int64_t> label_strides(const std::vector<int>& labels,
+                                   const std::vector<int64_t>& label_sizes) {
+  std::vector<int64_t> by_label(label_sizes.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = labels.size(); i-- > 0;) {
+    by_label[labels[i]] = stride;
+    stride *= label_sizes[labels[i]];
+  }
+  return by_label;
+}
+
+// A walk that copies a dense operand over `from` into the dense order `groups` (concatenated).
+Walk permute(const std::vector<int>& from, std::vector<std::vector<int>> groups,
+             const std::vector<int64_t>& label_sizes) {
+  const std::vector<int64_t> strides = label_strides(from, label_sizes);
+  Walk w;
+  for (const auto& g : groups) {
+    for (int l : g) {
+      w.sizes.push_back(label_sizes[l]);
+      w.strides.push_back(strides[l]);
+    }
+  }
+  w.kept = w.sizes.size();
+  return w;
+}
+
+int64_t volume(const std::vector<int>& labels, const std::vector<int64_t>& label_sizes) {
+  int64_t v = 1;
+  for (int l : labels) v *= label_sizes[l];
+  return v;
+}
+
+struct ReduceStep {
+  Walk walk;  // over the input's elements
+  size_t input = 0;
+};
+struct PairStep {
+  size_t a = 0, b = 0;  // operand buffers (indices into the kernel's buffer list)
+  size_t out = 0;       // the result's buffer
+  Walk to_a, to_b;      // A -> [batch, left, summed], B -> [batch, summed, right]
+  int64_t nb = 1, nl = 1, ns = 1, nr = 1;
+};
+struct EinsumSteps {
+  std::vector<ReduceStep> reduces;  // reduce i writes buffer i
+  std::vector<PairStep> pairs;
+  size_t last = 0;  // the buffer the output is read from
+  Walk to_output;   // last buffer -> the output's order
+  std::vector<int64_t> buffer_sizes;
+  int64_t pack_a = 0, pack_b = 0;  // the largest laid-out copies
+  size_t max_dims = 0;
+};
+
+EinsumSteps make_steps(const ops::EinsumPlan& plan, const ops::EinsumContraction& c,
+                       std::span<const std::span<const int64_t>> shapes) {
+  const std::vector<int64_t>& sizes = plan.label_sizes;
+  EinsumSteps s;
+  std::vector<size_t> list;  // operand position -> buffer
+  std::vector<std::vector<int>> list_labels;
+  for (size_t i = 0; i < c.reduces.size(); ++i) {
+    const ops::EinsumContraction::Reduce& r = c.reduces[i];
+    // The input's strides per label (summed over its repeated labels: a diagonal).
+    std::vector<int64_t> by_label(sizes.size(), 0);
+    const std::vector<int64_t> strides = element_strides(shapes[i]);
+    bool empty = false;
+    for (int64_t d : shapes[i]) empty = empty || d == 0;
+    for (size_t a = 0; a < shapes[i].size(); ++a) {
+      const int l = plan.input_labels[i][a];
+      if (shapes[i][a] == 1 && sizes[l] != 1) continue;
+      if (!empty) by_label[l] += strides[a];
+    }
+    ReduceStep step;
+    step.input = i;
+    for (int l : r.kept) {
+      step.walk.sizes.push_back(sizes[l]);
+      step.walk.strides.push_back(by_label[l]);
+    }
+    step.walk.kept = r.kept.size();
+    for (int l : r.labels) {
+      if (std::find(r.kept.begin(), r.kept.end(), l) != r.kept.end()) continue;
+      step.walk.sizes.push_back(sizes[l]);
+      step.walk.strides.push_back(by_label[l]);
+    }
+    s.max_dims = std::max(s.max_dims, step.walk.sizes.size());
+    s.reduces.push_back(std::move(step));
+    s.buffer_sizes.push_back(volume(r.kept, sizes));
+    list.push_back(i);
+    list_labels.push_back(r.kept);
+  }
+  for (const ops::EinsumContraction::Pair& p : c.pairs) {
+    PairStep step;
+    step.a = list[p.a];
+    step.b = list[p.b];
+    step.to_a = permute(list_labels[p.a], {p.batch, p.left, p.summed}, sizes);
+    step.to_b = permute(list_labels[p.b], {p.batch, p.summed, p.right}, sizes);
+    step.nb = volume(p.batch, sizes);
+    step.nl = volume(p.left, sizes);
+    step.ns = volume(p.summed, sizes);
+    step.nr = volume(p.right, sizes);
+    s.max_dims = std::max({s.max_dims, step.to_a.sizes.size(), step.to_b.sizes.size()});
+    s.pack_a = std::max(s.pack_a, step.to_a.count());
+    s.pack_b = std::max(s.pack_b, step.to_b.count());
+    step.out = s.buffer_sizes.size();
+    s.buffer_sizes.push_back(step.nb * step.nl * step.nr);
+    std::vector<int> result = p.batch;
+    result.insert(result.end(), p.left.begin(), p.left.end());
+    result.insert(result.end(), p.right.begin(), p.right.end());
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(p.b));
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(p.a));
+    list_labels.erase(list_labels.begin() + static_cast<std::ptrdiff_t>(p.b));
+    list_labels.erase(list_labels.begin() + static_cast<std::ptrdiff_t>(p.a));
+    list.push_back(step.out);
+    list_labels.push_back(std::move(result));
+    s.pairs.push_back(std::move(step));
+  }
+  s.last = list.front();
+  // Output labels the last operand lacks have size 1 (every input broadcast them): stride 0.
+  const std::vector<int64_t> strides = label_strides(list_labels.front(), sizes);
+  for (int l : plan.output_labels) {
+    s.to_output.sizes.push_back(sizes[l]);
+    const bool has = std::find(list_labels.front().begin(), list_labels.front().end(), l) !=
+                     list_labels.front().end();
+    s.to_output.strides.push_back(has ? strides[l] : 0);
+  }
+  s.to_output.kept = s.to_output.sizes.size();
+  s.max_dims = std::max(s.max_dims, s.to_output.sizes.size());
+  return s;
+}
 
 template <typename S>
 class EinsumKernel final : public runtime::Kernel {
@@ -28,38 +210,61 @@ class EinsumKernel final : public runtime::Kernel {
   using Acc = std::conditional_t<kFloat, double, uint64_t>;
 
  public:
-  EinsumKernel(std::vector<const runtime::Value*> inputs, runtime::Value* out, EinsumLoops loops)
-      : inputs_(std::move(inputs)),
-        out_(out),
-        loops_(std::move(loops)),
-        data_(inputs_.size()),
-        offsets_(inputs_.size()),
-        index_(loops_.sizes.size()) {}
+  EinsumKernel(std::vector<const runtime::Value*> inputs, runtime::Value* out, EinsumSteps steps)
+      : inputs_(std::move(inputs)), out_(out), s_(std::move(steps)) {}
+
+  Status allocate(const runtime::KernelCall& call) {
+    buffers_.resize(s_.buffer_sizes.size());
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      BATON_TRY(size_buffer(buffers_[i], static_cast<uint64_t>(s_.buffer_sizes[i]), call,
+                            "einsum intermediate"));
+    }
+    BATON_TRY(size_buffer(pack_a_, static_cast<uint64_t>(s_.pack_a), call, "einsum operand copy"));
+    BATON_TRY(size_buffer(pack_b_, static_cast<uint64_t>(s_.pack_b), call, "einsum operand copy"));
+    BATON_TRY(size_buffer(index_, s_.max_dims, call, "einsum index"));
+    BATON_TRY(size_buffer(out_buffer_, static_cast<uint64_t>(out_->tensor.numel()), call,
+                          "einsum output in the accumulation type"));
+    return Status::ok_status();
+  }
 
   Status run() override {
-    S* y = out_->tensor.data_as<S>();
-    const int64_t n_out = out_->tensor.numel();
-    if (n_out == 0) return Status::ok_status();
-    for (size_t i = 0; i < inputs_.size(); ++i) data_[i] = inputs_[i]->tensor.data_as<const S>();
-    const size_t dims = loops_.sizes.size();
-    const size_t inputs = inputs_.size();
-    bool empty_sum = false;
-    for (size_t d = loops_.output_dims; d < dims; ++d)
-      empty_sum = empty_sum || loops_.sizes[d] == 0;
-    std::fill(index_.begin(), index_.end(), 0);
-    std::fill(offsets_.begin(), offsets_.end(), 0);
-    for (int64_t o = 0; o < n_out; ++o) {
-      Acc acc = 0;
-      // The summed dimensions: an odometer below the output's, reset after each output element.
-      while (!empty_sum) {
-        Acc term = 1;
-        for (size_t i = 0; i < inputs; ++i) term = term * value(data_[i][offsets_[i]]);
-        acc = acc + term;
-        if (!advance(loops_.output_dims)) break;
-      }
-      y[o] = finish(acc);
-      advance_output();
+    if (out_->tensor.numel() == 0) return Status::ok_status();
+    for (const ReduceStep& r : s_.reduces) {
+      const S* x = inputs_[r.input]->tensor.data_as<const S>();
+      walk<Acc>(
+          r.walk, [x](int64_t o) { return value(x[o]); }, buffers_[r.input].data(), index_);
     }
+    for (const PairStep& p : s_.pairs) {
+      const Acc* a = buffers_[p.a].data();
+      const Acc* b = buffers_[p.b].data();
+      walk<Acc>(
+          p.to_a, [a](int64_t o) { return a[o]; }, pack_a_.data(), index_);
+      walk<Acc>(
+          p.to_b, [b](int64_t o) { return b[o]; }, pack_b_.data(), index_);
+      Acc* c = buffers_[p.out].data();
+      std::fill(c, c + p.nb * p.nl * p.nr, Acc(0));
+      // A batched product with the right operand's rows innermost (contiguous, vectorizable).
+      for (int64_t bi = 0; bi < p.nb; ++bi) {
+        const Acc* ab = pack_a_.data() + bi * p.nl * p.ns;
+        const Acc* bb = pack_b_.data() + bi * p.ns * p.nr;
+        Acc* cb = c + bi * p.nl * p.nr;
+        for (int64_t l = 0; l < p.nl; ++l) {
+          Acc* row = cb + l * p.nr;
+          for (int64_t k = 0; k < p.ns; ++k) {
+            const Acc x = ab[l * p.ns + k];
+            const Acc* brow = bb + k * p.nr;
+            for (int64_t r = 0; r < p.nr; ++r) row[r] = row[r] + x * brow[r];
+          }
+        }
+      }
+    }
+    const Acc* last = buffers_[s_.last].data();
+    S* y = out_->tensor.data_as<S>();
+    // The last operand in the output's order, then converted to the output's type.
+    const int64_t n = out_->tensor.numel();
+    walk<Acc>(
+        s_.to_output, [last](int64_t o) { return last[o]; }, out_buffer_.data(), index_);
+    for (int64_t i = 0; i < n; ++i) y[i] = finish(out_buffer_[i]);
     return Status::ok_status();
   }
 
@@ -79,43 +284,12 @@ class EinsumKernel final : public runtime::Kernel {
     }
   }
 
-  // Steps the odometer over dimensions [first, dims); false (and those counters back at 0) when
-  // it wraps around.
-  bool advance(size_t first) {
-    for (size_t d = loops_.sizes.size(); d-- > first;) {
-      if (++index_[d] < loops_.sizes[d]) {
-        for (size_t i = 0; i < offsets_.size(); ++i) offsets_[i] += loops_.strides[i][d];
-        return true;
-      }
-      index_[d] = 0;
-      for (size_t i = 0; i < offsets_.size(); ++i) {
-        offsets_[i] -= loops_.strides[i][d] * (loops_.sizes[d] - 1);
-      }
-    }
-    return false;
-  }
-
-  // The next output element: the output dimensions' odometer (summed ones are at 0 already).
-  void advance_output() {
-    const size_t first = loops_.output_dims;
-    for (size_t d = first; d-- > 0;) {
-      if (++index_[d] < loops_.sizes[d]) {
-        for (size_t i = 0; i < offsets_.size(); ++i) offsets_[i] += loops_.strides[i][d];
-        return;
-      }
-      index_[d] = 0;
-      for (size_t i = 0; i < offsets_.size(); ++i) {
-        offsets_[i] -= loops_.strides[i][d] * (loops_.sizes[d] - 1);
-      }
-    }
-  }
-
   std::vector<const runtime::Value*> inputs_;
   runtime::Value* out_;
-  EinsumLoops loops_;
-  // Scratch sized at create.
-  std::vector<const S*> data_;
-  std::vector<int64_t> offsets_;
+  EinsumSteps s_;
+  // Sized at create.
+  std::vector<std::vector<Acc>> buffers_;
+  std::vector<Acc> pack_a_, pack_b_, out_buffer_;
   std::vector<int64_t> index_;
 };
 
@@ -128,34 +302,16 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   }
   BATON_ASSIGN_OR_RETURN(const ops::EinsumPlan plan,
                          ops::plan_einsum(call.attr_string("equation"), shapes, call.describe()));
-  // Loop order: output labels, then the others.
-  std::vector<int> order = plan.output_labels;
-  for (int l = 0; l < static_cast<int>(plan.label_sizes.size()); ++l) {
-    if (std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
-  }
-  EinsumLoops loops;
-  loops.output_dims = plan.output_labels.size();
-  for (int l : order) loops.sizes.push_back(plan.label_sizes[l]);
-  bool empty = false;
-  for (const auto& shape : shapes) empty = empty || *checked_numel(shape) == 0;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    // An empty input leaves nothing to read (strides stay 0).
-    const std::vector<int64_t> strides =
-        empty ? std::vector<int64_t>(shapes[i].size(), 0) : element_strides(shapes[i]);
-    std::vector<int64_t>& per_loop = loops.strides.emplace_back(order.size(), 0);
-    for (size_t a = 0; a < shapes[i].size(); ++a) {
-      const int label = plan.input_labels[i][a];
-      if (shapes[i][a] == 1 && plan.label_sizes[label] != 1) continue;  // broadcast
-      const auto d =
-          static_cast<size_t>(std::find(order.begin(), order.end(), label) - order.begin());
-      per_loop[d] += strides[a];
-    }
-  }
+  EinsumSteps steps = make_steps(plan, ops::plan_contraction(plan, shapes), shapes);
   std::unique_ptr<runtime::Kernel> kernel;
+  Status allocated = Status::ok_status();
   dispatch<ops::kNumericTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel =
-        std::make_unique<EinsumKernel<S>>(std::move(inputs), call.outputs[0], std::move(loops));
+    auto einsum =
+        std::make_unique<EinsumKernel<S>>(std::move(inputs), call.outputs[0], std::move(steps));
+    allocated = einsum->allocate(call);
+    kernel = std::move(einsum);
   });
+  BATON_TRY(allocated);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }
