@@ -863,6 +863,48 @@ TEST(EngineBuilderTest, AOneElementSliceWithAHugeStepIsAView) {
   EXPECT_EQ(blob.steps()[0].kernel.operands[0].offset, 3u * 6u * 4u);
 }
 
+// Softmax over each of `count` inputs of distinct widths (each its own generated kernel, sizes
+// baked in), or over one width `count` times in a chain (the same kernel every step).
+OnnxBuilder softmaxes(int count, bool distinct) {
+  OnnxBuilder b(17);
+  if (!distinct) b.input("x0", {4, 24});
+  for (int i = 0; i < count; ++i) {
+    const std::string in = fmt::format("x{}", i);
+    const std::string out = distinct ? fmt::format("y{}", i) : fmt::format("x{}", i + 1);
+    if (distinct) b.input(in, {2, 8 + i});
+    b.node("Softmax", {in}, {out}, fmt::format("softmax{}", i));
+    if (distinct) b.output(out, {2, 8 + i});
+  }
+  if (!distinct) b.output(fmt::format("x{}", count), {4, 24});
+  return b;
+}
+
+// A layer repeated 300 times is one kernel compiled once and launched by 300 steps.
+TEST(EngineBuilderTest, IdenticalKernelsAreCompiledOnce) {
+  auto built = build(softmaxes(300, false), "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.steps().size(), 300u);
+  EXPECT_EQ(blob.kernels().size(), 1u);
+  for (const cuda::StepRecord& r : blob.steps()) EXPECT_EQ(r.kernel.kernel, 0u);
+}
+
+// More than kKernelsInOneUnit distinct kernels are compiled in units in parallel and linked into
+// one cubin that holds every kernel the steps name.
+TEST(EngineBuilderTest, ManyDistinctKernelsAreCompiledInUnitsAndLinked) {
+  const int count = static_cast<int>(cuda::kKernelsInOneUnit) + 40;
+  auto built = build(softmaxes(count, true), "fp32");
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+  ASSERT_EQ(blob.kernels().size(), static_cast<size_t>(count));
+  const std::string_view cubin(reinterpret_cast<const char*>(blob.cubin().data()),
+                               blob.cubin().size());
+  for (size_t k = 0; k < blob.kernels().size(); ++k) {
+    const std::string name(blob.kernel_name(k));
+    EXPECT_NE(cubin.find(name + '\0'), std::string_view::npos) << name << " is not in the cubin";
+  }
+}
+
 // A Concat of views (a Transpose, a Slice starting one row in, and a Split's second half) reads
 // each where it is: the engine is the Concat's kernel alone, every input is binding 0 at the
 // view's first element, and no copy runs before it.

@@ -583,6 +583,21 @@ TEST_F(GpuTest, SoftmaxOnEveryAxis) {
   compare(wide, {random({2, 3000}, -10.0f, 10.0f)});
 }
 
+// A partition of more kernels than one NVRTC unit takes (kKernelsInOneUnit) is compiled in
+// relocatable units and linked by nvJitLink: every kernel of the linked cubin runs and matches.
+TEST_F(GpuTest, KernelsLinkedFromSeveralUnitsMatchTheCpuPath) {
+  OnnxBuilder b;
+  std::vector<Tensor> inputs;
+  const int count = 296;
+  for (int i = 0; i < count; ++i) {
+    b.input(fmt::format("x{}", i), {2, 8 + i});
+    b.node("Softmax", {fmt::format("x{}", i)}, {fmt::format("y{}", i)}, fmt::format("s{}", i));
+    b.output(fmt::format("y{}", i), {2, 8 + i});
+    inputs.push_back(random({2, 8 + i}, -4.0f, 4.0f));
+  }
+  compare(b, inputs);
+}
+
 TEST_F(GpuTest, TransposeConcatAndViews) {
   OnnxBuilder b;
   b.input("x", {2, 3, 5, 7});

@@ -515,8 +515,19 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
       step.record.kernel.flags |= kKernelWaitsForPredecessor;
     }
   }
-  kernel_names_.push_back(name);
-  source_ += code;
+  // Models repeat layers: a kernel whose source differs from an earlier one only by its name is
+  // that kernel (compile time grows with the number of distinct kernels, not of steps).
+  std::string body = code;
+  for (size_t at = body.find(name); at != std::string::npos; at = body.find(name, at)) {
+    body.replace(at, name.size(), "@kernel@");
+  }
+  const auto [it, added] =
+      kernel_by_body_.emplace(std::move(body), static_cast<uint32_t>(kernel_names_.size()));
+  step.record.kernel.kernel = it->second;
+  if (added) {
+    kernel_names_.push_back(name);
+    kernel_sources_.push_back(std::move(code));
+  }
   steps_.push_back(std::move(step));
 }
 
@@ -697,12 +708,15 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   if (const char* dir = std::getenv("BATON_DUMP_KERNEL_SOURCE"); dir && *dir) {
     // Debugging aid (docs/cuda-engine.md): the generated CUDA source of each partition.
     // Through the one file writer: a dump folder shared with others (/tmp) cannot redirect it.
-    BATON_TRY(write_file_atomically(std::string(dir) + "/" + p_.name + ".cu",
-                                    std::string_view(kernel_prelude() + source_)));
+    std::string source = kernel_prelude();
+    for (const std::string& k : kernel_sources_) source += k;
+    BATON_TRY(
+        write_file_atomically(std::string(dir) + "/" + p_.name + ".cu", std::string_view(source)));
   }
   if (!kernel_names_.empty()) {
-    BATON_ASSIGN_OR_RETURN(e.cubin, compile_to_cubin(kernel_prelude() + source_, t_.sm_arch,
-                                                     "partition '" + p_.name + "'"));
+    BATON_ASSIGN_OR_RETURN(e.cubin,
+                           compile_kernels_to_cubin(kernel_prelude(), kernel_sources_, t_.sm_arch,
+                                                    "partition '" + p_.name + "'"));
   }
   BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, write_engine_blob(e));
   const auto* header = reinterpret_cast<const EngineHeader*>(blob.data());

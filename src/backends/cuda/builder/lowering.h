@@ -204,7 +204,9 @@ class Lowering {
   std::map<std::string, int> derived_;
   std::vector<Planned> steps_;
   std::vector<std::string> kernel_names_;
-  std::string source_;
+  std::vector<std::string> kernel_sources_;  // the source of each kernel, by kernel index
+  // A kernel's source with its name blanked -> its index: identical kernels are compiled once.
+  std::map<std::string, uint32_t> kernel_by_body_;
   std::vector<uint8_t> weights_;
 };
 
