@@ -18,11 +18,18 @@ Result<Module> Module::load(const std::string& path, std::string_view method,
 
 Result<Module> Module::from_program(std::shared_ptr<const Program> program, std::string_view method,
                                     const MethodOptions& options) {
-  BATON_ASSIGN_OR_RETURN(auto m, program->load_method(method, options));
-  return Module(std::move(program), std::move(m));
+  return out_of_memory_as_error("loading method", method, [&]() -> Result<Module> {
+    BATON_ASSIGN_OR_RETURN(auto m, program->load_method(method, options));
+    return Module(std::move(program), std::move(m));
+  });
 }
 
 Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
+  return out_of_memory_as_error("running method", method_->name(),
+                                [&] { return run_impl(inputs); });
+}
+
+Result<std::vector<Tensor>> Module::run_impl(const std::vector<Tensor>& inputs) {
   Method& m = *method_;
   if (inputs.size() != m.num_inputs()) {
     std::string expected;

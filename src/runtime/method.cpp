@@ -433,6 +433,12 @@ struct Method::Impl {
 
 Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
                                                      const MethodOptions& options) const {
+  return out_of_memory_as_error("loading method", name,
+                                [&] { return load_method_impl(name, options); });
+}
+
+Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
+                                                          const MethodOptions& options) const {
   const fb::Program& fp = impl_->file.program();
   const fb::Method* found = nullptr;
   for (const fb::Method* m : *fp.methods()) {

@@ -39,6 +39,12 @@ struct ProgramFactory {
 
 Result<std::shared_ptr<const Program>> Program::load_file(const std::string& path,
                                                           const LoadOptions& options) {
+  return out_of_memory_as_error("loading program", path,
+                                [&] { return load_file_impl(path, options); });
+}
+
+Result<std::shared_ptr<const Program>> Program::load_file_impl(const std::string& path,
+                                                               const LoadOptions& options) {
   // A regular file only: mapping a FIFO or a device fails or blocks, and a directory is no program.
   BATON_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "program"));
   auto impl = std::make_unique<Impl>();
@@ -57,6 +63,12 @@ Result<std::shared_ptr<const Program>> Program::load_file(const std::string& pat
 
 Result<std::shared_ptr<const Program>> Program::load_bytes(std::span<const uint8_t> bytes,
                                                            const LoadOptions& options) {
+  return out_of_memory_as_error("loading program", "<memory>",
+                                [&] { return load_bytes_impl(bytes, options); });
+}
+
+Result<std::shared_ptr<const Program>> Program::load_bytes_impl(std::span<const uint8_t> bytes,
+                                                                const LoadOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->origin = "<memory>";
   if (!bytes.empty()) {

@@ -12,6 +12,9 @@
 
 #include <fmt/format.h>
 
+#include <new>
+#include <stdexcept>
+
 #include "baton/core/error.h"
 #include "baton/core/log.h"
 
@@ -51,3 +54,28 @@ Status make_status(Error code, fmt::format_string<Args...> format, Args&&... arg
 
 #define BATON_ASSIGN_OR_RETURN(lhs, expr) \
   BATON_ASSIGN_OR_RETURN_IMPL_(BATON_CONCAT_(baton_result_, __LINE__), lhs, expr)
+
+namespace baton {
+
+// Runs `body` (returning a Status or a Result) and turns a std::bad_alloc or std::length_error
+// thrown inside it into Error::OutOfMemory naming what was done ("loading method 'forward'").
+// The library's public entry points that allocate (Program::load_*, load_method, Module) run
+// through it, so that an allocation failure is an error for the caller, never an exception out of
+// a library that otherwise throws nothing. Nothing is allocated before `body` runs (the message
+// is formatted only on failure).
+template <typename F>
+auto out_of_memory_as_error(std::string_view doing, std::string_view name, F&& body)
+    -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(Error::OutOfMemory,
+                  fmt::format("{} '{}': the host is out of memory", doing, name));
+  } catch (const std::length_error&) {
+    return Status(
+        Error::OutOfMemory,
+        fmt::format("{} '{}': a buffer would exceed what one allocation can hold", doing, name));
+  }
+}
+
+}  // namespace baton

@@ -40,6 +40,7 @@ class Module {
   Status run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
 
  private:
+  Result<std::vector<Tensor>> run_impl(const std::vector<Tensor>& inputs);
   Module(std::shared_ptr<const runtime::Program> program, std::unique_ptr<runtime::Method> method)
       : program_(std::move(program)), method_(std::move(method)) {}
   std::shared_ptr<const runtime::Program> program_;

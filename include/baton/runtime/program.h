@@ -69,7 +69,8 @@ class Program : public std::enable_shared_from_this<Program> {
  public:
   // Maps PATH read-only. PATH must be a regular file (a directory, device or FIFO is refused by
   // name). Errors: IoError (cannot open/map, not a regular file), InvalidProgram / NotSupported
-  // (bad file), each naming the file.
+  // (bad file), each naming the file; OutOfMemory when the host cannot hold what loading needs
+  // (the load functions and load_method never throw).
   static Result<std::shared_ptr<const Program>> load_file(const std::string& path,
                                                           const LoadOptions& options = {});
   // Copies `bytes` into aligned storage owned by the Program.
@@ -99,6 +100,14 @@ class Program : public std::enable_shared_from_this<Program> {
   struct Impl;
 
  private:
+  // The loads themselves; the public functions turn an allocation failure inside them into
+  // Error::OutOfMemory (out_of_memory_as_error).
+  static Result<std::shared_ptr<const Program>> load_file_impl(const std::string& path,
+                                                               const LoadOptions& options);
+  static Result<std::shared_ptr<const Program>> load_bytes_impl(std::span<const uint8_t> bytes,
+                                                                const LoadOptions& options);
+  Result<std::unique_ptr<Method>> load_method_impl(std::string_view name,
+                                                   const MethodOptions& options) const;
   friend struct ProgramFactory;
   explicit Program(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -27,6 +27,20 @@ bool g_other[kStacks];
 std::atomic<int> g_recorded{0};
 thread_local bool t_recording = false;
 
+// Failure injection (FailAllocation): the owner thread's countdown; 0 = disarmed.
+std::atomic<pthread_t> g_fail_owner{};
+std::atomic<int64_t> g_fail_countdown{0};
+std::atomic<bool> g_fail_fired{false};
+
+// Whether this allocation is the one to fail.
+bool fail_now() {
+  if (g_fail_countdown.load(std::memory_order_relaxed) <= 0) return false;
+  if (!pthread_equal(pthread_self(), g_fail_owner.load(std::memory_order_relaxed))) return false;
+  if (g_fail_countdown.fetch_sub(1) != 1) return false;
+  g_fail_fired.store(true);
+  return true;
+}
+
 void note() {
   if (g_scopes.load(std::memory_order_relaxed) <= 0) return;
   g_allocations.fetch_add(1, std::memory_order_relaxed);
@@ -59,26 +73,47 @@ void __libc_free(void* p);
 
 void* malloc(size_t size) {
   note();
+  if (fail_now()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   return __libc_malloc(size);
 }
 void* calloc(size_t n, size_t size) {
   note();
+  if (fail_now()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   return __libc_calloc(n, size);
 }
 void* realloc(void* p, size_t size) {
   note();
+  if (fail_now()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   return __libc_realloc(p, size);
 }
 void* memalign(size_t alignment, size_t size) {
   note();
+  if (fail_now()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   return __libc_memalign(alignment, size);
 }
 void* aligned_alloc(size_t alignment, size_t size) {
   note();
+  if (fail_now()) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   return __libc_memalign(alignment, size);
 }
 int posix_memalign(void** out, size_t alignment, size_t size) {
   note();
+  if (fail_now()) return ENOMEM;
   void* p = __libc_memalign(alignment, size);
   if (p == nullptr) return ENOMEM;
   *out = p;
@@ -109,6 +144,14 @@ CountAllocations::CountAllocations()
 CountAllocations::~CountAllocations() { g_scopes.fetch_sub(1); }
 int64_t CountAllocations::count() const { return g_allocations.load() - start_; }
 int64_t CountAllocations::other_threads() const { return g_other_threads.load() - start_other_; }
+
+FailAllocation::FailAllocation(int64_t nth) {
+  g_fail_fired.store(false);
+  g_fail_owner.store(pthread_self());
+  g_fail_countdown.store(nth);
+}
+FailAllocation::~FailAllocation() { g_fail_countdown.store(0); }
+bool FailAllocation::fired() const { return g_fail_fired.load(); }
 
 void CountAllocations::print_backtraces() {
   const int n = g_recorded.load() < kStacks ? g_recorded.load() : kStacks;

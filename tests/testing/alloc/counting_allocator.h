@@ -30,4 +30,15 @@ class CountAllocations {
   int64_t start_other_;
 };
 
+// Failure injection: while a FailAllocation scope is open, the `nth` allocation made on the
+// thread that opened it (1 = the next) returns null, as malloc does when memory runs out, so
+// operator new throws std::bad_alloc there; every other allocation succeeds. fired() says whether
+// the scope's failure happened (false: the code under test made fewer than `nth` allocations).
+class FailAllocation {
+ public:
+  explicit FailAllocation(int64_t nth);
+  ~FailAllocation();
+  bool fired() const;
+};
+
 }  // namespace baton::testing

@@ -1,0 +1,120 @@
+// Failure injection: loading and running a real program (Program::load_bytes, Module, run) while
+// the Nth heap allocation fails, for every N the load and the run make. Each attempt must end in
+// an ordinary error (OutOfMemory where the failure was seen) or in the reference outputs, never in
+// an exception escaping the library or a crash; and the next load, with memory back, must work
+// and give the reference outputs. At 52eb145 the first allocation of Program::load_bytes already
+// threw std::bad_alloc out of the library. (The test allocator
+// replaces malloc, so it does not run under AddressSanitizer, which owns malloc.)
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "baton/core/file.h"
+#include "baton/extension/module.h"
+#include "baton/extension/npy.h"
+#include "testing/alloc/counting_allocator.h"
+#include "testing/paths.h"
+
+namespace baton::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Model {
+  std::vector<uint8_t> program;
+  std::vector<Tensor> inputs;
+};
+
+Model compile_model(const std::string& name, int inputs) {
+  const fs::path base = fs::path(source_dir()) / "tests/e2e/models" / name;
+  auto onnx = read_regular_file(base.string() + ".onnx", uint64_t{1} << 30, "model");
+  EXPECT_TRUE(onnx.ok()) << onnx.status().to_string();
+  Model m;
+  if (!onnx.ok()) return m;
+  auto compiled = compiler::compile_bytes(*onnx, {});
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  if (!compiled.ok()) return m;
+  m.program = compiled->serialize().value();
+  for (int i = 0; i < inputs; ++i) {
+    m.inputs.push_back(
+        extension::read_npy(fmt::format("{}.input_{}.npy", base.string(), i)).value());
+  }
+  return m;
+}
+
+// Loads and runs `m` once; the outputs, or the error.
+Result<std::vector<Tensor>> load_and_run(const Model& m) {
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_bytes(m.program));
+  BATON_ASSIGN_OR_RETURN(auto module, extension::Module::from_program(program));
+  return module.run(m.inputs);
+}
+
+void expect_every_failure_is_an_error(const std::string& name, int inputs) {
+  SCOPED_TRACE(name);
+  register_builtins();
+  const Model m = compile_model(name, inputs);
+  ASSERT_FALSE(m.program.empty());
+  const auto reference = load_and_run(m);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+  int attempts = 0, out_of_memory = 0;
+  for (int64_t nth = 1;; ++nth) {
+    bool fired = false;
+    Status status;
+    Result<std::vector<Tensor>> out = Status(Error::Internal, "not run");
+    try {
+      FailAllocation fail(nth);
+      out = load_and_run(m);
+      fired = fail.fired();
+      status = out.status();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "allocation " << nth << " failed and '" << e.what()
+                    << "' escaped the library";
+      break;
+    }
+    if (!fired) break;  // the whole load and run made fewer than nth allocations
+    ++attempts;
+    if (!status.ok()) {
+      out_of_memory += status.code() == Error::OutOfMemory;
+      EXPECT_FALSE(status.message().empty());
+    } else {
+      // A failure the library absorbed (a cache it could not grow, say) must not change results.
+      ASSERT_EQ(out->size(), reference->size());
+      for (size_t o = 0; o < out->size(); ++o) {
+        ASSERT_EQ(std::memcmp((*out)[o].data(), (*reference)[o].data(), (*out)[o].nbytes()), 0)
+            << "output " << o << " of the run whose allocation " << nth << " failed";
+      }
+    }
+    if (nth % 50 == 0 || !status.ok()) {
+      // Memory back: the same program loads and gives the reference outputs.
+      auto again = load_and_run(m);
+      ASSERT_TRUE(again.ok()) << "after failing allocation " << nth << ": "
+                              << again.status().to_string();
+      ASSERT_EQ(again->size(), reference->size());
+      for (size_t o = 0; o < again->size(); ++o) {
+        ASSERT_EQ(std::memcmp((*again)[o].data(), (*reference)[o].data(), (*again)[o].nbytes()),
+                  0)
+            << "output " << o << " after failing allocation " << nth;
+      }
+    }
+  }
+  std::printf("  %s: %d loads with one allocation failing, %d ended in OutOfMemory\n",
+              name.c_str(), attempts, out_of_memory);
+  EXPECT_GT(attempts, 10);
+}
+
+TEST(LoadFailureInjection, EveryAllocationFailureOfALoadIsAnError) {
+  if (!counting_available()) GTEST_SKIP() << "the test allocator is not available under ASan";
+  expect_every_failure_is_an_error("dynamo18_mlp_gelu", 1);
+  expect_every_failure_is_an_error("real/dynamo18_bert", 2);
+}
+
+}  // namespace
+}  // namespace baton::testing
