@@ -15,6 +15,7 @@
 #include "baton/extension/npy.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
+#include "testing/process.h"
 #include "testing/random.h"
 
 namespace baton {
@@ -34,15 +35,8 @@ CliRun baton(const std::string& args, const std::string& prefix = "", bool with_
   const std::string command = prefix + (prefix.empty() ? "" : " ") +
                               std::string(cli ? cli : BATON_CLI) + " " + args +
                               (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = popen(command.c_str(), "r");
-  CliRun r{-1, ""};
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const testing::CommandResult r = testing::run_command(command);
+  return CliRun{r.exit_code, r.output};
 }
 
 // The file `baton run -o DIR` wrote output `index` to, as DIR/outputs.json (the manifest) names

@@ -6,13 +6,10 @@
 // the first thing its process ran, while an in-process test that ran a cuda:0 program first
 // passed). Each cuda:1 run must match the same model built for cuda:0, and its process must hold
 // no CUDA context on GPU 0. Skips visibly on a machine with fewer than two GPUs.
-#include <cuda.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +24,7 @@
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
 #include "testing/paths.h"
+#include "testing/process.h"
 
 namespace baton {
 namespace {
@@ -35,22 +33,11 @@ namespace fs = std::filesystem;
 
 std::string g_self;  // this binary, re-executed for the C++ API runs
 
-struct Process {
-  int exit_code = -1;
-  std::string output;
-};
+using Process = testing::CommandResult;
 
 // `command` through the shell; stdout only when `stdout_only` (a JSON document), else both.
 Process shell(const std::string& command, bool stdout_only = false) {
-  FILE* pipe = popen((command + (stdout_only ? " 2>/dev/null" : " 2>&1")).c_str(), "r");
-  Process r;
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_command(command + (stdout_only ? " 2>/dev/null" : " 2>&1"));
 }
 
 std::string cli() {
