@@ -18,10 +18,9 @@ Result<Module> Module::load(const std::string& path, std::string_view method,
 
 Result<Module> Module::from_program(std::shared_ptr<const Program> program, std::string_view method,
                                     const MethodOptions& options) {
-  return out_of_memory_as_error("loading method", method, [&]() -> Result<Module> {
-    BATON_ASSIGN_OR_RETURN(auto m, program->load_method(method, options));
-    return Module(std::move(program), std::move(m));
-  });
+  // load_method turns an allocation failure into OutOfMemory itself.
+  BATON_ASSIGN_OR_RETURN(auto m, program->load_method(method, options));
+  return Module(std::move(program), std::move(m));
 }
 
 Result<std::vector<Tensor>> Module::run(const std::vector<Tensor>& inputs) {
