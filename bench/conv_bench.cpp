@@ -95,12 +95,15 @@ class ConvCall {
     call.outputs = std::span<Value* const>(value_ptrs_.data() + 3, 1);
     call.attrs = attr_ptrs_;
     call.node_name = "bench";
+    call.scratch = &scratch_;
+    scratch_.begin_kernel("bench");
     auto kernel = baton::runtime::kernel_registry().find("Conv")->create(call);
     if (!kernel.ok()) {
       status_ = kernel.status();
       return;
     }
     kernel_ = std::move(kernel).value();
+    status_ = scratch_.allocate();
   }
 
   const baton::Status& status() const { return status_; }
@@ -113,6 +116,7 @@ class ConvCall {
   std::vector<baton::ops::AttrValue> attrs_;
   std::vector<Value> values_, attr_values_;
   std::vector<Value*> value_ptrs_, attr_ptrs_;
+  baton::runtime::ScratchPlan scratch_;  // before the kernel, which points into it
   std::unique_ptr<baton::runtime::Kernel> kernel_;
   baton::Status status_;
   double flops_ = 0.0;

@@ -42,8 +42,12 @@ Status fold(Graph& graph, IrNode& node, const runtime::KernelDef& kernel) {
   for (auto& v : inputs) in_ptrs.push_back(&v);
   for (auto& v : attrs) attr_ptrs.push_back(&v);
   for (auto& v : outputs) out_ptrs.push_back(&v);
+  runtime::ScratchPlan scratch;
   runtime::KernelCall call{node.def, in_ptrs, attr_ptrs, out_ptrs, node.name};
+  call.scratch = &scratch;
+  scratch.begin_kernel(node.describe());
   BATON_ASSIGN_OR_RETURN(auto k, kernel.create(call));
+  BATON_TRY(scratch.allocate());
   BATON_TRY(k->run());
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     IrValue& out = graph.values[node.outputs[o]];

@@ -40,6 +40,13 @@ std::string KernelCall::describe() const {
   return fmt::format("{} (node '{}')", op, node_name);
 }
 
+Status KernelCall::reserve_scratch_bytes(ScratchRef& ref, uint64_t count, uint64_t element_bytes,
+                                         uint64_t slots, std::string_view what) const {
+  BATON_CHECK_OR_RETURN(scratch != nullptr, Internal,
+                        "{}: created without a scratch plan (runtime/scratch.h)", describe());
+  return scratch->reserve(ref, count, element_bytes, slots, what);
+}
+
 void KernelRegistry::add(KernelDef def) {
   for (auto& k : kernels_) {
     if (k->op == def.op && k->domain == def.domain) {

@@ -20,6 +20,7 @@
 #include "baton/core/dtype.h"
 #include "baton/core/error.h"
 #include "baton/runtime/value.h"
+#include "runtime/scratch.h"
 
 namespace baton::ops {
 struct OpDef;
@@ -40,6 +41,9 @@ struct KernelCall {
   std::string_view node_name;       // the ONNX node, for messages
   // The Method's threads (runtime/thread_pool.h), or null: run on the calling thread.
   ThreadPool* pool = nullptr;
+  // Where the kernel reserves its scratch (runtime/scratch.h). Whoever creates kernels provides
+  // it and allocates it before the first run.
+  ScratchPlan* scratch = nullptr;
 
   // Attribute `name` of the definition. Asking for a name the definition lacks is a bug in the
   // kernel and gives a None value.
@@ -53,13 +57,21 @@ struct KernelCall {
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i]->is_tensor(); }
   // "Softmax (node 'sm')"
   std::string describe() const;
+  // Reserves scratch for `count` elements of T (`slots` times: 1, or one per pool thread).
+  template <typename T>
+  Status reserve_scratch(ScratchRef& ref, uint64_t count, std::string_view what,
+                         uint64_t slots = 1) const {
+    return reserve_scratch_bytes(ref, count, sizeof(T), slots, what);
+  }
+  Status reserve_scratch_bytes(ScratchRef& ref, uint64_t count, uint64_t element_bytes,
+                               uint64_t slots, std::string_view what) const;
 };
 
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // Must not allocate. Reads data pointers from the bound values on every call (callers may
-  // rebind inputs and outputs between calls).
+  // Must not allocate. Scratch (runtime/scratch.h) holds garbage on entry. Reads data pointers from
+  // the bound values on every call (callers may rebind inputs and outputs between calls).
   virtual Status run() = 0;
 };
 

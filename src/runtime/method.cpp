@@ -71,6 +71,9 @@ struct Method::Impl {
   // the steps, whose kernels keep a pointer to it.
   unsigned threads = 1;
   std::unique_ptr<ThreadPool> pool;
+  // The CPU kernels' shared scratch (runtime/scratch.h), reserved at their create and allocated
+  // once after the last; declared before the steps, whose kernels point into it.
+  ScratchPlan scratch;
   std::vector<Step> steps;
   std::vector<ArenaInstance> arenas;
   std::vector<DelegateInstance> delegates;
@@ -276,6 +279,7 @@ struct Method::Impl {
     call.node_name = str(k.name());
     if (!pool) pool = std::make_unique<ThreadPool>(threads);
     call.pool = pool.get();
+    call.scratch = &scratch;
 
     // The definition's inference on what the program declares: the declared outputs must be what
     // the op produces from these inputs, and the attributes must be in the canonical form the
@@ -350,6 +354,7 @@ struct Method::Impl {
     // std::vector directly: the load fails with OutOfMemory naming the node, never an exception
     // out of the library.
     Result<std::unique_ptr<Kernel>> created = Status(Error::Internal, "not created");
+    scratch.begin_kernel(where);
     try {
       created = kernel->create(call);
     } catch (const std::bad_alloc&) {
@@ -472,6 +477,9 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
   BATON_TRY(impl->load_delegates(*impl_, options));
   impl->threads = options.threads > 0 ? options.threads : ThreadPool::available_cpus();
   BATON_TRY(impl->load_steps());
+  if (Status st = impl->scratch.allocate(); !st.ok()) {
+    return Status(st.code(), fmt::format("method '{}': {}", name, st.message()));
+  }
   return std::unique_ptr<Method>(new Method(std::move(impl)));
 }
 
@@ -480,6 +488,14 @@ Method::~Method() = default;
 
 std::string_view Method::name() const { return impl_->name; }
 unsigned Method::cpu_threads() const { return impl_->threads; }
+uint64_t Method::scratch_bytes() const { return impl_->scratch.bytes(); }
+std::vector<Method::KernelScratch> Method::kernel_scratch() const {
+  std::vector<KernelScratch> out;
+  for (const ScratchPlan::KernelScratch& k : impl_->scratch.kernels()) {
+    out.push_back(KernelScratch{k.kernel, k.bytes});
+  }
+  return out;
+}
 size_t Method::num_inputs() const { return impl_->inputs.size(); }
 size_t Method::num_outputs() const { return impl_->outputs.size(); }
 

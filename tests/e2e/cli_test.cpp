@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -380,6 +381,51 @@ TEST_F(CliTest, InspectTextShowsEverything) {
                              "Gelu", "tensor 'x' float32 [8, 64] cpu arena 0"}) {
     EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
   }
+}
+
+// inspect --load loads the method as run would and shows the CPU kernels' scratch: one shared
+// area as large as the largest kernel's need (not the sum), growing with the threads where a
+// kernel keeps a piece per thread (attention's scores); `run --json` reports the same size.
+TEST_F(CliTest, InspectLoadShowsTheKernelScratch) {
+  const std::string model = (dir_ / "attention_scratch.baton").string();
+  CliRun r = baton("compile " + (models_ / "attention_ops.onnx").string() + " -o " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto loaded = [&](unsigned threads) {
+    const CliRun i =
+        baton("inspect --json --load --threads " + std::to_string(threads) + " " + model, "",
+              /*with_stderr=*/false);
+    EXPECT_EQ(i.exit_code, 0) << i.output;
+    const auto j = nlohmann::json::parse(i.output, nullptr, /*allow_exceptions=*/false);
+    return j.is_object() ? j["methods"][0]["loaded"] : nlohmann::json();
+  };
+  const nlohmann::json one = loaded(1), four = loaded(4);
+  ASSERT_TRUE(one.is_object() && four.is_object()) << one << four;
+  EXPECT_EQ(one["cpu_threads"], 1);
+  uint64_t largest = 0, sum = 0, attention = 0;
+  for (const auto& k : one["kernel_scratch"]) {
+    const uint64_t bytes = k["bytes"].get<uint64_t>();
+    largest = std::max(largest, bytes);
+    sum += bytes;
+    if (k["kernel"].get<std::string>().find("Attention") != std::string::npos) attention += bytes;
+  }
+  EXPECT_GT(attention, 0u) << one;
+  EXPECT_EQ(one["scratch_bytes"].get<uint64_t>(), largest);
+  EXPECT_LT(largest, sum) << "the kernels share one area";
+  EXPECT_GT(four["scratch_bytes"].get<uint64_t>(), one["scratch_bytes"].get<uint64_t>());
+
+  r = baton("run --json -n 1 --threads 4 " + model, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto run = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(run.is_object()) << r.output;
+  EXPECT_EQ(run["cpu_scratch_bytes"], four["scratch_bytes"]);
+
+  r = baton("inspect --load --threads 1 " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loaded with 1 cpu threads: kernel scratch"), std::string::npos)
+      << r.output;
+  r = baton("inspect --load --threads 0 " + model);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--threads"), std::string::npos) << r.output;
 }
 
 void write_model(const fs::path& path, const testing::OnnxBuilder& b) {

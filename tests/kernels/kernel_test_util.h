@@ -353,10 +353,17 @@ class OpTester {
     for (HostTensor& t : outputs_) output_values_.push_back(runtime::Value::from_tensor(t.view()));
     attr_values_.clear();
     for (const ops::AttrValue& a : canonical_) attr_values_.push_back(runtime::attr_as_value(a));
+    kernel_.reset();
+    scratch_ = std::make_unique<runtime::ScratchPlan>();
     build_call();
+    scratch_->begin_kernel(std::string(node_name_));
     auto kernel = kernel_def_->create(call_);
     if (!kernel.ok()) return std::move(kernel).status();
     kernel_ = std::move(kernel).value();
+    BATON_TRY(scratch_->allocate());
+    // Scratch holds whatever the previous kernel left: a pattern here makes a kernel that reads
+    // scratch before writing it fail its comparison.
+    scratch_->fill(std::byte{0x7f});
     return Status::ok_status();
   }
 
@@ -415,6 +422,7 @@ class OpTester {
     call_.outputs = output_ptrs_;
     call_.node_name = node_name_;
     call_.pool = pool_;
+    call_.scratch = scratch_.get();
   }
 
   const ops::OpDef* def_;
@@ -431,6 +439,7 @@ class OpTester {
   std::vector<runtime::Value*> input_ptrs_, attr_ptrs_, output_ptrs_;
   std::vector<ops::OutputInfo> metas_;
   runtime::KernelCall call_;
+  std::unique_ptr<runtime::ScratchPlan> scratch_;  // the kernel's, made by create()
   runtime::ThreadPool* pool_ = nullptr;
   std::unique_ptr<runtime::Kernel> kernel_;
 };

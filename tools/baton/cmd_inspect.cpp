@@ -7,7 +7,9 @@
 #include "baton/core/check.h"
 #include "baton/core/text.h"
 #include "baton/extension/inspect.h"
+#include "baton/runtime/program.h"
 #include "commands.h"
+#include "report_file.h"
 #include "run_common.h"
 
 namespace baton::tool {
@@ -132,6 +134,46 @@ void print_engine(const json& e) {
   }
 }
 
+// What `--load` found: the method's CPU kernel scratch, or why it did not load.
+void print_loaded(const json& l) {
+  if (l.contains("error")) {
+    std::printf("  loaded: FAILED: %s\n", shown(l["error"]).c_str());
+    return;
+  }
+  std::printf(
+      "  loaded with %u cpu threads: kernel scratch %s, shared by the kernels (the "
+      "largest need)\n",
+      l["cpu_threads"].get<unsigned>(), size_text(l["scratch_bytes"].get<uint64_t>()).c_str());
+  for (const auto& k : l["kernel_scratch"]) {
+    if (k["bytes"].get<uint64_t>() == 0) continue;
+    std::printf("    %10s  %s\n", size_text(k["bytes"].get<uint64_t>()).c_str(),
+                shown(k["kernel"]).c_str());
+  }
+}
+
+// Loads each method of the described program as `baton run` would and adds what the load sized
+// to its entry ("loaded"); a method that does not load gets the error instead.
+Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, json& j) {
+  BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
+  runtime::MethodOptions options;
+  options.threads = args.threads;
+  for (json& m : j["methods"]) {
+    auto method = program->load_method(m["name"].get<std::string>(), options);
+    if (!method.ok()) {
+      m["loaded"] = {{"error", method.status().to_string()}};
+      continue;
+    }
+    json kernels = json::array();
+    for (const runtime::Method::KernelScratch& k : (*method)->kernel_scratch()) {
+      kernels.push_back({{"kernel", escape_invalid_utf8(k.kernel)}, {"bytes", k.bytes}});
+    }
+    m["loaded"] = {{"cpu_threads", (*method)->cpu_threads()},
+                   {"scratch_bytes", (*method)->scratch_bytes()},
+                   {"kernel_scratch", kernels}};
+  }
+  return Status();
+}
+
 void print_text(const json& j) {
   std::printf("program %s: %s, format v%d, table checksum %s\n", shown(j["file"]).c_str(),
               size_text(j["file_size"].get<uint64_t>()).c_str(), j["format_version"].get<int>(),
@@ -190,6 +232,7 @@ void print_text(const json& j) {
     for (const auto& v : m["values"]) {
       std::printf("    %%%-4d %s\n", v["index"].get<int>(), value_text(v).c_str());
     }
+    if (m.contains("loaded")) print_loaded(m["loaded"]);
   }
 }
 
@@ -200,13 +243,18 @@ Status run_inspect(const InspectArgs& args) {
   load.verify_checksums = !args.no_checksums;
   BATON_ASSIGN_OR_RETURN(const std::string text,
                          extension::describe_program_json(args.program, load));
-  if (args.json) {
+  if (args.json && !args.load) {
     std::printf("%s\n", text.c_str());
+    return Status();
+  }
+  // The library wrote this text; parse without exceptions all the same.
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  BATON_CHECK_OR_RETURN(j.is_object(), Internal,
+                        "describe_program_json returned text that is not a JSON object");
+  if (args.load) BATON_TRY(add_loaded(args, load, j));
+  if (args.json) {
+    std::printf("%s\n", json_text(j, 2).c_str());
   } else {
-    // The library wrote this text; parse without exceptions all the same.
-    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    BATON_CHECK_OR_RETURN(j.is_object(), Internal,
-                          "describe_program_json returned text that is not a JSON object");
     print_text(j);
   }
   return Status();

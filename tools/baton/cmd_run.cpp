@@ -289,6 +289,7 @@ Status run_run(const RunArgs& args) {
                 duration_text(Millis(program_loaded - load_start).count()).c_str(),
                 duration_text(Millis(method_loaded - program_loaded).count()).c_str());
     std::printf("cpu threads %u\n", method->cpu_threads());
+    std::printf("cpu kernel scratch %s\n", size_text(method->scratch_bytes()).c_str());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const runtime::TensorInfo info = method->input_info(i);
       std::printf("input  %zu '%s' %s %s%s\n", i, printable_text(info.name).c_str(),
@@ -431,6 +432,7 @@ Status run_run(const RunArgs& args) {
                 {"producer", escape_invalid_utf8(program->producer())},
                 {"devices", devices},
                 {"cpu_threads", method->cpu_threads()},
+                {"cpu_scratch_bytes", method->scratch_bytes()},
                 {"load_ms",
                  {{"total", Millis(method_loaded - load_start).count()},
                   {"program", Millis(program_loaded - load_start).count()},

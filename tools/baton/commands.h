@@ -73,6 +73,10 @@ struct InspectArgs {
   std::string program;
   bool json = false;
   bool no_checksums = false;
+  // Also load each method (as `baton run` would, with `threads` CPU threads) and show what the
+  // load decides: the CPU kernels' scratch.
+  bool load = false;
+  unsigned threads = 0;
 };
 
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a

@@ -304,6 +304,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   s->add_flag("--json", inspect.json, "One JSON object on stdout");
   s->add_flag("--no-checksums", inspect.no_checksums, kNoChecksumsHelp);
+  s->add_flag("--load", inspect.load,
+              "Also load each method as `baton run` would and show what loading sizes: the CPU "
+              "kernels' scratch, per kernel and in all");
+  s->add_option("--threads", inspect.threads,
+                "With --load: threads for the CPU kernels (scratch grows with them; default: one "
+                "per CPU this process may use)")
+      ->check(CLI::Range(1, 4096));
   s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   std::vector<std::string> args;

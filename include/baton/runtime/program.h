@@ -136,6 +136,16 @@ class Method {
   std::string_view name() const;
   // The threads its CPU kernels use (MethodOptions::threads, 0 resolved to the CPU count).
   unsigned cpu_threads() const;
+  // The CPU kernels' scratch: one area allocated at load, shared by every kernel (they run one at
+  // a time), as large as the largest kernel's need; and what each kernel reserved (its
+  // description, "method 'forward' instruction 3 (Conv node 'conv1')", and bytes), in program
+  // order. The sizes depend on the shapes and on cpu_threads().
+  uint64_t scratch_bytes() const;
+  struct KernelScratch {
+    std::string kernel;
+    uint64_t bytes = 0;
+  };
+  std::vector<KernelScratch> kernel_scratch() const;
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Accessors taking an index: past the matching count they return an empty result (an

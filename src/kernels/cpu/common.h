@@ -100,4 +100,13 @@ Status size_buffer(std::vector<T>& buffer, uint64_t n, const runtime::KernelCall
                      n <= limit ? fmt::format(", {} bytes", n * sizeof(T)) : std::string());
 }
 
+// A new kernel after it reserved its scratch (runtime/scratch.h): `kernel->reserve(call)` runs and
+// its status lands in `status`.
+template <typename K>
+std::unique_ptr<runtime::Kernel> with_scratch(std::unique_ptr<K> kernel,
+                                              const runtime::KernelCall& call, Status& status) {
+  status = kernel->reserve(call);
+  return kernel;
+}
+
 }  // namespace baton::kernels::cpu

@@ -233,8 +233,8 @@ void fill_bias(const S* bias, int64_t channels, int64_t count, C* y) {
 }
 
 // The batch loop Conv and ConvTranspose share. X and W are read as the BLAS type (float16 and
-// bfloat16 converted at each run into buffers sized here), each batch item's Y is computed in the
-// BLAS type by Derived::compute_item(x_item, w, bias, y_item) (in the output itself, or in a
+// bfloat16 converted at each run into scratch reserved here), each batch item's Y is computed in
+// the BLAS type by Derived::compute_item(x_item, w, bias, y_item) (in the output itself, or in a
 // buffer that is then rounded once per element). Nothing runs for an empty Y.
 template <typename S, typename Derived>
 class ConvBatchKernel : public runtime::Kernel {
@@ -248,13 +248,18 @@ class ConvBatchKernel : public runtime::Kernel {
         b_(call.has_input(2) ? call.inputs[2] : nullptr),
         y_(call.outputs[0]),
         s_(shape),
-        pool_(call.pool) {
+        pool_(call.pool) {}
+
+  // float16 and bfloat16 are converted into float scratch: X, W, and one batch item of Y.
+  Status reserve_conversions(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
-      if (s_.empty) return;
-      x_buffer_.resize(static_cast<size_t>(x_->tensor.numel()));
-      w_buffer_.resize(static_cast<size_t>(w_->tensor.numel()));
-      y_buffer_.resize(static_cast<size_t>(s_.m * s_.out_count));
+      if (s_.empty) return Status::ok_status();
+      BATON_TRY(call.reserve_scratch<W>(x_buffer_, x_->tensor.numel(), "float copy of X"));
+      BATON_TRY(call.reserve_scratch<W>(w_buffer_, w_->tensor.numel(), "float copy of W"));
+      BATON_TRY(call.reserve_scratch<W>(y_buffer_, static_cast<uint64_t>(s_.m * s_.out_count),
+                                        "float copy of one batch item of Y"));
     }
+    return Status::ok_status();
   }
 
  public:
@@ -265,7 +270,7 @@ class ConvBatchKernel : public runtime::Kernel {
     const S* bias = b_ ? b_->tensor.data_as<const S>() : nullptr;
     const int64_t y_item = s_.m * s_.out_count;
     for (int64_t n = 0; n < s_.n; ++n) {
-      W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) + n * y_item : y_buffer_.data();
+      W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) + n * y_item : y_buffer_.data<W>();
       static_cast<Derived*>(this)->compute_item(x + n * s_.c * s_.in_count, w, bias, y);
       if constexpr (!kDirect) {
         S* out = y_->tensor.data_as<S>() + n * y_item;
@@ -284,7 +289,7 @@ class ConvBatchKernel : public runtime::Kernel {
   runtime::ThreadPool* pool_;
 
  private:
-  std::vector<W> x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
+  runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
 };
 
 }  // namespace baton::kernels::cpu

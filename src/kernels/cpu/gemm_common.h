@@ -16,15 +16,16 @@ namespace baton::kernels::cpu {
 template <typename S>
 using blas_t = std::conditional_t<std::is_same_v<S, double>, double, float>;
 
-// An operand as the BLAS type: the tensor itself, or a converted copy in `buffer` (sized at
-// create to the tensor's element count).
+// An operand as the BLAS type: the tensor itself, or a converted copy in `buffer` (scratch
+// reserved at create for the tensor's element count).
 template <typename S>
-const blas_t<S>* as_blas(const TensorView& t, std::vector<blas_t<S>>& buffer) {
+const blas_t<S>* as_blas(const TensorView& t, const runtime::ScratchRef& buffer) {
   if constexpr (std::is_same_v<S, blas_t<S>>) {
     return t.data_as<const S>();
   } else {
-    convert<S, float>(t.data_as<const S>(), buffer.data(), static_cast<int64_t>(buffer.size()));
-    return buffer.data();
+    float* copy = buffer.data<float>();
+    convert<S, float>(t.data_as<const S>(), copy, t.numel());
+    return copy;
   }
 }
 

@@ -47,21 +47,17 @@ class AttentionKernel final : public runtime::Kernel {
         scratch_per_slot_(std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
                                    gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
 
-  // The buffers, sized once at create: each thread of the pool gets the scores of one tile of
+  // The scratch, reserved once at create: each thread of the pool gets the scores of one tile of
   // query rows and the GEMMs' scratch; float16 and bfloat16 get float copies of the operands.
-  Status allocate(const runtime::KernelCall& call) {
+  Status reserve(const runtime::KernelCall& call) {
     const uint64_t slots = pool_slots(pool_);
-    BATON_TRY(size_buffer(scores_, scores_per_slot_ * slots, call, "attention scores"));
-    BATON_TRY(size_buffer(scratch_, scratch_per_slot_ * slots, call, "GEMM scratch"));
+    BATON_TRY(call.reserve_scratch<W>(scores_, scores_per_slot_, "attention scores", slots));
+    BATON_TRY(call.reserve_scratch<W>(scratch_, scratch_per_slot_, "GEMM scratch", slots));
     if constexpr (!kDirect) {
-      BATON_TRY(size_buffer(q_buffer_, static_cast<uint64_t>(q_->tensor.numel()), call,
-                            "float copy of Q"));
-      BATON_TRY(size_buffer(k_buffer_, static_cast<uint64_t>(k_->tensor.numel()), call,
-                            "float copy of K"));
-      BATON_TRY(size_buffer(v_buffer_, static_cast<uint64_t>(v_->tensor.numel()), call,
-                            "float copy of V"));
-      BATON_TRY(size_buffer(y_buffer_, static_cast<uint64_t>(y_->tensor.numel()), call,
-                            "float copy of Y"));
+      BATON_TRY(call.reserve_scratch<W>(q_buffer_, q_->tensor.numel(), "float copy of Q"));
+      BATON_TRY(call.reserve_scratch<W>(k_buffer_, k_->tensor.numel(), "float copy of K"));
+      BATON_TRY(call.reserve_scratch<W>(v_buffer_, v_->tensor.numel(), "float copy of V"));
+      BATON_TRY(call.reserve_scratch<W>(y_buffer_, y_->tensor.numel(), "float copy of Y"));
     }
     return Status::ok_status();
   }
@@ -81,15 +77,15 @@ class AttentionKernel final : public runtime::Kernel {
     const W* q = as_blas<S>(q_->tensor, q_buffer_);
     const W* k = as_blas<S>(k_->tensor, k_buffer_);
     const W* v = as_blas<S>(v_->tensor, v_buffer_);
-    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
+    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data<W>();
     // Work items are (batch, tile of query rows); each row's result depends on its row alone.
     const int64_t tiles = (sq + tile_ - 1) / tile_;
     parallel_for(pool_, s_.batches * tiles, [&](int64_t item, unsigned slot) {
       const int64_t b = item / tiles;
       const int64_t row0 = (item % tiles) * tile_;
       const int64_t rows = std::min(tile_, sq - row0);
-      W* sc = scores_.data() + slot * scores_per_slot_;
-      W* scratch = scratch_.data() + slot * scratch_per_slot_;
+      W* sc = scores_.data<W>(slot);
+      W* scratch = scratch_.data<W>(slot);
       if (d == 0 || sk == 0) {
         std::fill(sc, sc + rows * sk, W(0));
       } else {
@@ -176,8 +172,8 @@ class AttentionKernel final : public runtime::Kernel {
   runtime::ThreadPool* pool_;
   int64_t tile_;  // query rows per work item
   size_t scores_per_slot_, scratch_per_slot_;
-  std::vector<W> scores_, scratch_;                           // per thread of the pool
-  std::vector<W> q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
+  runtime::ScratchRef scores_, scratch_;                           // per thread of the pool
+  runtime::ScratchRef q_buffer_, k_buffer_, v_buffer_, y_buffer_;  // float16 / bfloat16 only
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -215,13 +211,13 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   }
   BATON_TRY(check_blas_range(call, s.sq, std::max(s.sk, s.dv), std::max(s.d, s.sk)));
   std::unique_ptr<runtime::Kernel> kernel;
-  Status allocated = Status::ok_status();
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(q.dtype, [&]<typename S>() {
     auto attention = std::make_unique<AttentionKernel<S>>(call, std::move(s));
-    allocated = attention->allocate(call);
+    reserved = attention->reserve(call);
     kernel = std::move(attention);
   });
-  BATON_TRY(allocated);
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, q.dtype);
   return kernel;
 }

@@ -97,17 +97,27 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     }
     const int64_t items = s_.group * ceil_div(s_.out_count, tile_);
     item_parallel_ = slots_ > 1 && items >= slots_;
-    const size_t buffers = item_parallel_ ? slots_ : 1;
+  }
+
+  // The scratch: float copies (Base), and the column and GEMM buffers, one per thread when items
+  // run in parallel.
+  Status reserve(const runtime::KernelCall& call) {
+    BATON_TRY(this->reserve_conversions(call));
+    if (s_.empty || path_ == ConvPath::Depthwise) return Status::ok_status();
+    const uint64_t buffers = item_parallel_ ? slots_ : 1;
     if (path_ == ConvPath::Im2col) {
-      col_per_slot_ = static_cast<size_t>(rows_ * tile_);
-      col_.resize(col_per_slot_ * buffers);
+      BATON_TRY(call.reserve_scratch<W>(col_, static_cast<uint64_t>(rows_ * tile_),
+                                        "im2col columns", buffers));
     }
     if (rows_ > 0) {
       const int64_t last = s_.out_count % tile_;
-      scratch_per_slot_ = std::max(gemm_scratch(false, false, s_.m_group, tile_, rows_),
-                                   gemm_scratch(false, false, s_.m_group, last, rows_));
-      scratch_.resize(scratch_per_slot_ * buffers);
+      BATON_TRY(
+          call.reserve_scratch<W>(scratch_,
+                                  std::max(gemm_scratch(false, false, s_.m_group, tile_, rows_),
+                                           gemm_scratch(false, false, s_.m_group, last, rows_)),
+                                  "GEMM scratch", buffers));
     }
+    return Status::ok_status();
   }
 
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
@@ -138,14 +148,14 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       const W* cols = xg + p0;
       int64_t ld = s_.in_count;
       if (path_ == ConvPath::Im2col) {
-        W* col = col_.data() + slot * col_per_slot_;
+        W* col = col_.data<W>(slot);
         im2col(window_, xg, s_.c_group, p0, p1, col);
         cols = col;
         ld = p1 - p0;
       }
       parallel_gemm<W>(gemm_pool, false, false, s_.m_group, p1 - p0, rows_, W(1),
                        w + g * s_.m_group * rows_, rows_, cols, ld, W(1), yg + p0, s_.out_count,
-                       scratch_.data() + slot * scratch_per_slot_);
+                       scratch_.data<W>(slot));
     };
     const int64_t items = s_.group * tiles;
     if (item_parallel_) {
@@ -166,8 +176,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   unsigned slots_;    // threads of the pool
   int64_t tile_ = 0;  // columns per GEMM
   bool item_parallel_ = false;
-  size_t col_per_slot_ = 0, scratch_per_slot_ = 0;
-  std::vector<W> col_, scratch_;  // one buffer per thread when items run in parallel
+  runtime::ScratchRef col_, scratch_;  // one buffer per thread when items run in parallel
 };
 
 ConvPath choose_path(const ConvShape& s) {
@@ -191,9 +200,13 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
                path == ConvPath::Im2col ? column_tile(rows, shape.out_count) : 0}));
   }
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = std::make_unique<ConvKernel<S>>(call, shape, path);
+    auto conv = std::make_unique<ConvKernel<S>>(call, shape, path);
+    reserved = conv->reserve(call);
+    kernel = std::move(conv);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }

@@ -26,8 +26,13 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
         window_(shape.window(true)),
         pointwise_(pointwise),
         rows_(shape.m_group * shape.kernel_count),
-        tile_(pointwise ? shape.in_count : column_tile(rows_, shape.in_count)) {
-    if (!s_.empty && !pointwise_) col_.resize(static_cast<size_t>(rows_ * tile_));
+        tile_(pointwise ? shape.in_count : column_tile(rows_, shape.in_count)) {}
+
+  // The scratch: float copies (Base) and one tile of columns.
+  Status reserve(const runtime::KernelCall& call) {
+    BATON_TRY(this->reserve_conversions(call));
+    if (s_.empty || pointwise_) return Status::ok_status();
+    return call.reserve_scratch<W>(col_, static_cast<uint64_t>(rows_ * tile_), "col2im columns");
   }
 
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
@@ -49,8 +54,8 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
     for (int64_t p0 = 0; p0 < s_.in_count; p0 += tile_) {
       const int64_t p1 = std::min(s_.in_count, p0 + tile_);
       parallel_gemm<W>(this->pool_, true, false, rows_, p1 - p0, s_.c_group, W(1), wg, rows_,
-                       xg + p0, s_.in_count, W(0), col_.data(), p1 - p0, nullptr);
-      col2im_add(window_, col_.data(), s_.m_group, p0, p1, yg);
+                       xg + p0, s_.in_count, W(0), col_.data<W>(), p1 - p0, nullptr);
+      col2im_add(window_, col_.data<W>(), s_.m_group, p0, p1, yg);
     }
   }
 
@@ -58,7 +63,7 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
   bool pointwise_;
   int64_t rows_;  // M/group * K: the column buffer's rows
   int64_t tile_;  // input positions per GEMM
-  std::vector<W> col_;
+  runtime::ScratchRef col_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -75,9 +80,13 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
                                            pointwise ? 0 : column_tile(rows, shape.in_count)}));
   }
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = std::make_unique<ConvTransposeKernel<S>>(call, shape, pointwise);
+    auto conv = std::make_unique<ConvTransposeKernel<S>>(call, shape, pointwise);
+    reserved = conv->reserve(call);
+    kernel = std::move(conv);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }

@@ -213,17 +213,21 @@ class EinsumKernel final : public runtime::Kernel {
   EinsumKernel(std::vector<const runtime::Value*> inputs, runtime::Value* out, EinsumSteps steps)
       : inputs_(std::move(inputs)), out_(out), s_(std::move(steps)) {}
 
-  Status allocate(const runtime::KernelCall& call) {
+  // The scratch: each operand and intermediate in the accumulation type, the two operands of a
+  // product rearranged, and the output before its conversion.
+  Status reserve(const runtime::KernelCall& call) {
     buffers_.resize(s_.buffer_sizes.size());
     for (size_t i = 0; i < buffers_.size(); ++i) {
-      BATON_TRY(size_buffer(buffers_[i], static_cast<uint64_t>(s_.buffer_sizes[i]), call,
-                            "einsum intermediate"));
+      BATON_TRY(call.reserve_scratch<Acc>(buffers_[i], static_cast<uint64_t>(s_.buffer_sizes[i]),
+                                          "einsum intermediate"));
     }
-    BATON_TRY(size_buffer(pack_a_, static_cast<uint64_t>(s_.pack_a), call, "einsum operand copy"));
-    BATON_TRY(size_buffer(pack_b_, static_cast<uint64_t>(s_.pack_b), call, "einsum operand copy"));
+    BATON_TRY(call.reserve_scratch<Acc>(pack_a_, static_cast<uint64_t>(s_.pack_a),
+                                        "einsum operand copy"));
+    BATON_TRY(call.reserve_scratch<Acc>(pack_b_, static_cast<uint64_t>(s_.pack_b),
+                                        "einsum operand copy"));
     BATON_TRY(size_buffer(index_, s_.max_dims, call, "einsum index"));
-    BATON_TRY(size_buffer(out_buffer_, static_cast<uint64_t>(out_->tensor.numel()), call,
-                          "einsum output in the accumulation type"));
+    BATON_TRY(call.reserve_scratch<Acc>(out_buffer_, static_cast<uint64_t>(out_->tensor.numel()),
+                                        "einsum output in the accumulation type"));
     return Status::ok_status();
   }
 
@@ -232,21 +236,21 @@ class EinsumKernel final : public runtime::Kernel {
     for (const ReduceStep& r : s_.reduces) {
       const S* x = inputs_[r.input]->tensor.data_as<const S>();
       walk<Acc>(
-          r.walk, [x](int64_t o) { return value(x[o]); }, buffers_[r.input].data(), index_);
+          r.walk, [x](int64_t o) { return value(x[o]); }, buffers_[r.input].data<Acc>(), index_);
     }
     for (const PairStep& p : s_.pairs) {
-      const Acc* a = buffers_[p.a].data();
-      const Acc* b = buffers_[p.b].data();
+      const Acc* a = buffers_[p.a].data<Acc>();
+      const Acc* b = buffers_[p.b].data<Acc>();
       walk<Acc>(
-          p.to_a, [a](int64_t o) { return a[o]; }, pack_a_.data(), index_);
+          p.to_a, [a](int64_t o) { return a[o]; }, pack_a_.data<Acc>(), index_);
       walk<Acc>(
-          p.to_b, [b](int64_t o) { return b[o]; }, pack_b_.data(), index_);
-      Acc* c = buffers_[p.out].data();
+          p.to_b, [b](int64_t o) { return b[o]; }, pack_b_.data<Acc>(), index_);
+      Acc* c = buffers_[p.out].data<Acc>();
       std::fill(c, c + p.nb * p.nl * p.nr, Acc(0));
       // A batched product with the right operand's rows innermost (contiguous, vectorizable).
       for (int64_t bi = 0; bi < p.nb; ++bi) {
-        const Acc* ab = pack_a_.data() + bi * p.nl * p.ns;
-        const Acc* bb = pack_b_.data() + bi * p.ns * p.nr;
+        const Acc* ab = pack_a_.data<Acc>() + bi * p.nl * p.ns;
+        const Acc* bb = pack_b_.data<Acc>() + bi * p.ns * p.nr;
         Acc* cb = c + bi * p.nl * p.nr;
         for (int64_t l = 0; l < p.nl; ++l) {
           Acc* row = cb + l * p.nr;
@@ -258,13 +262,14 @@ class EinsumKernel final : public runtime::Kernel {
         }
       }
     }
-    const Acc* last = buffers_[s_.last].data();
+    const Acc* last = buffers_[s_.last].data<Acc>();
     S* y = out_->tensor.data_as<S>();
     // The last operand in the output's order, then converted to the output's type.
     const int64_t n = out_->tensor.numel();
     walk<Acc>(
-        s_.to_output, [last](int64_t o) { return last[o]; }, out_buffer_.data(), index_);
-    for (int64_t i = 0; i < n; ++i) y[i] = finish(out_buffer_[i]);
+        s_.to_output, [last](int64_t o) { return last[o]; }, out_buffer_.data<Acc>(), index_);
+    const Acc* acc = out_buffer_.data<Acc>();
+    for (int64_t i = 0; i < n; ++i) y[i] = finish(acc[i]);
     return Status::ok_status();
   }
 
@@ -287,10 +292,10 @@ class EinsumKernel final : public runtime::Kernel {
   std::vector<const runtime::Value*> inputs_;
   runtime::Value* out_;
   EinsumSteps s_;
-  // Sized at create.
-  std::vector<std::vector<Acc>> buffers_;
-  std::vector<Acc> pack_a_, pack_b_, out_buffer_;
-  std::vector<int64_t> index_;
+  // Reserved at create.
+  std::vector<runtime::ScratchRef> buffers_;
+  runtime::ScratchRef pack_a_, pack_b_, out_buffer_;
+  std::vector<int64_t> index_;  // the walk's position, one entry per dimension
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -304,14 +309,14 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
                          ops::plan_einsum(call.attr_string("equation"), shapes, call.describe()));
   EinsumSteps steps = make_steps(plan, ops::plan_contraction(plan, shapes), shapes);
   std::unique_ptr<runtime::Kernel> kernel;
-  Status allocated = Status::ok_status();
+  Status reserved = Status::ok_status();
   dispatch<ops::kNumericTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
     auto einsum =
         std::make_unique<EinsumKernel<S>>(std::move(inputs), call.outputs[0], std::move(steps));
-    allocated = einsum->allocate(call);
+    reserved = einsum->reserve(call);
     kernel = std::move(einsum);
   });
-  BATON_TRY(allocated);
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }

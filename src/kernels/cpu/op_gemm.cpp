@@ -26,19 +26,23 @@ class GemmKernel final : public runtime::Kernel {
  public:
   GemmKernel(const runtime::Value* a, const runtime::Value* b, const runtime::Value* c,
              runtime::Value* y, const GemmParams& p, runtime::ThreadPool* pool)
-      : a_(a), b_(b), c_(c), y_(y), p_(p), pool_(pool) {
+      : a_(a), b_(b), c_(c), y_(y), p_(p), pool_(pool) {}
+
+  Status reserve(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
-      a_buffer_.resize(static_cast<size_t>(a->tensor.numel()));
-      b_buffer_.resize(static_cast<size_t>(b->tensor.numel()));
-      y_buffer_.resize(static_cast<size_t>(p.m * p.n));
+      BATON_TRY(call.reserve_scratch<W>(a_buffer_, a_->tensor.numel(), "float copy of A"));
+      BATON_TRY(call.reserve_scratch<W>(b_buffer_, b_->tensor.numel(), "float copy of B"));
+      BATON_TRY(call.reserve_scratch<W>(y_buffer_, static_cast<uint64_t>(p_.m * p_.n),
+                                        "float copy of Y"));
     }
-    scratch_.resize(gemm_scratch(p.trans_a, p.trans_b, p.m, p.n, p.k));
+    return call.reserve_scratch<W>(scratch_, gemm_scratch(p_.trans_a, p_.trans_b, p_.m, p_.n, p_.k),
+                                   "GEMM scratch");
   }
 
   Status run() override {
     const int64_t m = p_.m, n = p_.n;
     if (m == 0 || n == 0) return Status::ok_status();
-    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
+    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data<W>();
     if (c_ != nullptr) {
       // Y = beta * C first, then the GEMM accumulates into it (beta = 1).
       const S* c = c_->tensor.data_as<const S>();
@@ -60,7 +64,7 @@ class GemmKernel final : public runtime::Kernel {
       const W* a = as_blas<S>(a_->tensor, a_buffer_);
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
       parallel_gemm<W>(pool_, p_.trans_a, p_.trans_b, m, n, p_.k, static_cast<W>(p_.alpha), a,
-                       p_.lda, b, p_.ldb, c_ != nullptr ? W(1) : W(0), y, n, scratch_.data());
+                       p_.lda, b, p_.ldb, c_ != nullptr ? W(1) : W(0), y, n, scratch_.data<W>());
     }
     if constexpr (!kDirect) convert<float, S>(y, y_->tensor.data_as<S>(), m * n);
     return Status::ok_status();
@@ -73,8 +77,8 @@ class GemmKernel final : public runtime::Kernel {
   runtime::Value* y_;
   GemmParams p_;
   runtime::ThreadPool* pool_;
-  std::vector<W> a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
-  std::vector<W> scratch_;
+  runtime::ScratchRef a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
+  runtime::ScratchRef scratch_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -102,10 +106,13 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
     p.c_col_stride = c_cols == 1 ? 0 : 1;
   }
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(a.dtype, [&]<typename S>() {
-    kernel = std::make_unique<GemmKernel<S>>(call.inputs[0], call.inputs[1], c, call.outputs[0], p,
-                                             call.pool);
+    kernel = with_scratch(std::make_unique<GemmKernel<S>>(call.inputs[0], call.inputs[1], c,
+                                                          call.outputs[0], p, call.pool),
+                          call, reserved);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, a.dtype);
   return kernel;
 }

@@ -47,7 +47,7 @@ class LayerNormKernel final : public runtime::Kernel {
   LayerNormKernel(const runtime::Value* x, const runtime::Value* residual,
                   const runtime::Value* scale, const runtime::Value* bias, runtime::Value* y,
                   runtime::Value* sum, runtime::Value* mean, runtime::Value* inv_std, Layout l,
-                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at, std::vector<S> row)
+                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at)
       : x_(x),
         r_(residual),
         scale_(scale),
@@ -58,8 +58,13 @@ class LayerNormKernel final : public runtime::Kernel {
         inv_std_(inv_std),
         l_(l),
         scale_at_(std::move(scale_at)),
-        bias_at_(std::move(bias_at)),
-        row_(std::move(row)) {}
+        bias_at_(std::move(bias_at)) {}
+
+  // AddLayerNorm without a Sum output forms x + r in a row of scratch.
+  Status reserve(const runtime::KernelCall& call) {
+    if (r_ == nullptr || sum_ != nullptr || l_.rows == 0) return Status::ok_status();
+    return call.reserve_scratch<S>(row_, static_cast<uint64_t>(l_.n), "row buffer");
+  }
 
   Status run() override {
     const S* x = x_->tensor.data_as<const S>();
@@ -71,7 +76,7 @@ class LayerNormKernel final : public runtime::Kernel {
     for (int64_t row = 0; row < l_.rows; ++row) {
       const S* xr = x + row * n;
       if (r) {
-        S* s = sum_ ? sum_->tensor.data_as<S>() + row * n : row_.data();
+        S* s = sum_ ? sum_->tensor.data_as<S>() + row * n : row_.data<S>();
         const S* rr = r + row * n;
         for (int64_t j = 0; j < n; ++j) s[j] = store<S>(load(xr[j]) + load(rr[j]));
         xr = s;
@@ -112,7 +117,7 @@ class LayerNormKernel final : public runtime::Kernel {
   runtime::Value* inv_std_;
   Layout l_;
   std::vector<int64_t> scale_at_, bias_at_;
-  std::vector<S> row_;  // AddLayerNorm without a Sum output: the row's x + r
+  runtime::ScratchRef row_;  // AddLayerNorm without a Sum output: the row's x + r
 };
 
 // `residual`: whether the call is AddLayerNorm (X, R, Scale, B; outputs Y, Sum) rather than
@@ -136,21 +141,17 @@ Result<std::unique_ptr<runtime::Kernel>> create_normalization(const runtime::Ker
     BATON_TRY(broadcast_offsets(row, bias->tensor.sizes, l.rows, call,
                                 "offsets into its broadcast B", &bias_at));
   }
-  // AddLayerNorm without a Sum output forms x + r in a row buffer of its own.
-  const bool row_buffer = residual && out(1) == nullptr && l.rows > 0;
   std::unique_ptr<runtime::Kernel> kernel;
-  Status sized = Status::ok_status();
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
-    std::vector<S> row_sum;
-    if (row_buffer) sized = size_buffer(row_sum, static_cast<uint64_t>(l.n), call, "row buffer");
-    if (!sized.ok()) return;
-    kernel = std::make_unique<LayerNormKernel<S>>(
-        call.inputs[0], residual ? call.inputs[1] : nullptr, call.inputs[first], bias,
-        call.outputs[0], residual ? out(1) : nullptr, residual ? nullptr : out(1),
-        residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at),
-        std::move(row_sum));
+    kernel = with_scratch(
+        std::make_unique<LayerNormKernel<S>>(
+            call.inputs[0], residual ? call.inputs[1] : nullptr, call.inputs[first], bias,
+            call.outputs[0], residual ? out(1) : nullptr, residual ? nullptr : out(1),
+            residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at)),
+        call, reserved);
   });
-  BATON_TRY(sized);
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, x.dtype);
   return kernel;
 }

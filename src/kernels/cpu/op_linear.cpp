@@ -26,17 +26,23 @@ class LinearKernel final : public runtime::Kernel {
         k_(k),
         n_(n),
         splits_(std::move(splits)),
-        pool_(call.pool) {
+        pool_(call.pool) {}
+
+  Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
-    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, false, m, s, k));
-    scratch_.resize(scratch);
+    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, false, m_, s, k_));
+    BATON_TRY(call.reserve_scratch<W>(scratch_, scratch, "GEMM scratch"));
     if constexpr (!kDirect) {
-      x_buffer_.resize(static_cast<size_t>(m * k));
-      w_buffer_.resize(static_cast<size_t>(k * n));
+      BATON_TRY(
+          call.reserve_scratch<W>(x_buffer_, static_cast<uint64_t>(m_ * k_), "float copy of X"));
+      BATON_TRY(
+          call.reserve_scratch<W>(w_buffer_, static_cast<uint64_t>(k_ * n_), "float copy of W"));
       int64_t widest = 0;
       for (int64_t s : splits_) widest = std::max(widest, s);
-      y_buffer_.resize(static_cast<size_t>(m * widest));
+      BATON_TRY(call.reserve_scratch<W>(y_buffer_, static_cast<uint64_t>(m_ * widest),
+                                        "float copy of an output"));
     }
+    return Status::ok_status();
   }
 
   Status run() override {
@@ -47,13 +53,13 @@ class LinearKernel final : public runtime::Kernel {
     int64_t column = 0;
     for (size_t o = 0; o < splits_.size(); ++o) {
       const int64_t cols = splits_[o];
-      W* y = kDirect ? reinterpret_cast<W*>(outputs_[o]->tensor.data) : y_buffer_.data();
+      W* y = kDirect ? reinterpret_cast<W*>(outputs_[o]->tensor.data) : y_buffer_.data<W>();
       if (cols > 0) {
         if (k_ == 0) {
           std::fill(y, y + m_ * cols, W(0));
         } else {
           parallel_gemm<W>(pool_, false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0), y,
-                           cols, scratch_.data());
+                           cols, scratch_.data<W>());
         }
         S* out = outputs_[o]->tensor.data_as<S>();
         for (int64_t r = 0; r < m_; ++r) {
@@ -79,8 +85,8 @@ class LinearKernel final : public runtime::Kernel {
   int64_t m_, k_, n_;
   std::vector<int64_t> splits_;
   runtime::ThreadPool* pool_;
-  std::vector<W> scratch_;
-  std::vector<W> x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
+  runtime::ScratchRef scratch_;
+  runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -93,9 +99,12 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   if (splits.empty()) splits = {n};
   BATON_TRY(check_blas_range(call, m, n, k));
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
-    kernel = std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits));
+    kernel = with_scratch(std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits)), call,
+                          reserved);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, x.dtype);
   return kernel;
 }

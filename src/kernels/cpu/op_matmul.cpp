@@ -27,21 +27,24 @@ class MatMulKernel final : public runtime::Kernel {
  public:
   MatMulKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* y, MatMulPlan p,
                runtime::ThreadPool* pool)
-      : a_(a), b_(b), y_(y), p_(std::move(p)), pool_(pool) {
+      : a_(a), b_(b), y_(y), p_(std::move(p)), pool_(pool) {}
+
+  Status reserve(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
-      a_buffer_.resize(static_cast<size_t>(a->tensor.numel()));
-      b_buffer_.resize(static_cast<size_t>(b->tensor.numel()));
-      y_buffer_.resize(static_cast<size_t>(y->tensor.numel()));
+      BATON_TRY(call.reserve_scratch<W>(a_buffer_, a_->tensor.numel(), "float copy of A"));
+      BATON_TRY(call.reserve_scratch<W>(b_buffer_, b_->tensor.numel(), "float copy of B"));
+      BATON_TRY(call.reserve_scratch<W>(y_buffer_, y_->tensor.numel(), "float copy of Y"));
     }
-    scratch_per_slot_ = gemm_scratch(false, false, p_.m, p_.n, p_.k);
-    scratch_.resize(scratch_per_slot_ * pool_slots(pool_));
+    // One GEMM scratch per thread: batches run as parallel tasks.
+    return call.reserve_scratch<W>(scratch_, gemm_scratch(false, false, p_.m, p_.n, p_.k),
+                                   "GEMM scratch", pool_slots(pool_));
   }
 
   Status run() override {
     const int64_t batches = static_cast<int64_t>(p_.a_offsets.size());
     const int64_t mn = p_.m * p_.n;
     if (mn == 0 || batches == 0) return Status::ok_status();
-    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data();
+    W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) : y_buffer_.data<W>();
     if (p_.k == 0) {  // an empty sum; BLAS would reject lda = 0
       std::memset(y, 0, static_cast<size_t>(batches * mn) * sizeof(W));
     } else {
@@ -49,13 +52,12 @@ class MatMulKernel final : public runtime::Kernel {
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
       if (batches == 1) {
         parallel_gemm<W>(pool_, false, false, p_.m, p_.n, p_.k, W(1), a, p_.k, b, p_.n, W(0), y,
-                         p_.n, scratch_.data());
+                         p_.n, scratch_.data<W>());
       } else {
         // One GEMM per task, each thread with its own scratch.
         auto one = [&](int64_t i, unsigned slot) {
           gemm<W>(false, false, p_.m, p_.n, p_.k, W(1), a + p_.a_offsets[i], p_.k,
-                  b + p_.b_offsets[i], p_.n, W(0), y + i * mn, p_.n,
-                  scratch_.data() + slot * scratch_per_slot_);
+                  b + p_.b_offsets[i], p_.n, W(0), y + i * mn, p_.n, scratch_.data<W>(slot));
         };
         if (pool_ != nullptr) {
           pool_->parallel_for(batches, one);
@@ -74,9 +76,8 @@ class MatMulKernel final : public runtime::Kernel {
   runtime::Value* y_;
   MatMulPlan p_;
   runtime::ThreadPool* pool_;
-  size_t scratch_per_slot_ = 0;
-  std::vector<W> a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
-  std::vector<W> scratch_;
+  runtime::ScratchRef a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
+  runtime::ScratchRef scratch_;                         // per thread of the pool
 };
 
 Result<MatMulPlan> plan(const runtime::KernelCall& call) {
@@ -125,10 +126,14 @@ Result<MatMulPlan> plan(const runtime::KernelCall& call) {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   BATON_ASSIGN_OR_RETURN(MatMulPlan p, plan(call));
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
-                                               std::move(p), call.pool);
+    kernel =
+        with_scratch(std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1],
+                                                       call.outputs[0], std::move(p), call.pool),
+                     call, reserved);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }

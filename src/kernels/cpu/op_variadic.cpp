@@ -56,7 +56,12 @@ class VariadicKernel final : public runtime::Kernel {
     for (const runtime::Value* v : inputs_) {
       plans_.push_back(make_broadcast_plan<1>(call.output(0).sizes, {v->tensor.sizes}));
     }
-    if (!kInPlace) scratch_.resize(static_cast<size_t>(numel_));
+  }
+
+  // Other storage types accumulate in scratch of the compute type.
+  Status reserve(const runtime::KernelCall& call) {
+    if (kInPlace) return Status::ok_status();
+    return call.reserve_scratch<C>(scratch_, static_cast<uint64_t>(numel_), "accumulator");
   }
 
   Status run() override {
@@ -65,7 +70,7 @@ class VariadicKernel final : public runtime::Kernel {
     if constexpr (kInPlace) {
       acc = out;
     } else {
-      acc = scratch_.data();
+      acc = scratch_.data<C>();
     }
     for (size_t k = 0; k < inputs_.size(); ++k) {
       const S* x = inputs_[k]->tensor.data_as<const S>();
@@ -96,15 +101,17 @@ class VariadicKernel final : public runtime::Kernel {
   runtime::Value* out_;
   int64_t numel_;
   std::vector<BroadcastPlan<1>> plans_;
-  std::vector<C> scratch_;
+  runtime::ScratchRef scratch_;
 };
 
 template <typename Fn, bool kMean, uint32_t kTypes>
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   std::unique_ptr<runtime::Kernel> kernel;
+  Status reserved = Status::ok_status();
   dispatch<kTypes>(call.input(0).dtype, [&]<typename S>() {
-    kernel = std::make_unique<VariadicKernel<S, Fn, kMean>>(call);
+    kernel = with_scratch(std::make_unique<VariadicKernel<S, Fn, kMean>>(call), call, reserved);
   });
+  BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
   return kernel;
 }
