@@ -3,7 +3,7 @@
 BUILD := build
 BATON := $(BUILD)/tools/baton/baton
 
-# `make fuzz`: a campaign of FUZZ_SECONDS, the four targets side by side with FUZZ_JOBS processes
+# `make fuzz`: a campaign of FUZZ_SECONDS, the six targets side by side with FUZZ_JOBS processes
 # each (corpora accumulate in build-fuzz/campaign/corpus/).
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1

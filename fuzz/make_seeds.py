@@ -14,6 +14,9 @@ DIR/<target>/ gets one file per seed, named after where it came from:
                     sm_90, fp32 and fp16) so that engine blobs are inside.
   fuzz_engine_blob  the engine blobs cut out of the cuda:0 programs (`baton inspect --json` gives
                     each delegate's segment).
+  fuzz_onnx_cuda    the e2e models that compile for cuda:0, and a sample of the node-test models
+                    that compile for the CPU.
+  fuzz_cli          command lines over fuzz_cli's fixtures (CLI_SEEDS).
   fuzz_npy          the .npy files of tests/e2e/models and the generated models (the small ones),
                     and arrays of every dtype in .npy versions 1.0, 2.0 and 3.0, including the
                     ones read_npy refuses (Fortran order, big-endian, unsupported dtypes).
@@ -35,7 +38,28 @@ import numpy as np
 import onnx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ("fuzz_program", "fuzz_engine_blob", "fuzz_onnx", "fuzz_npy")
+TARGETS = ("fuzz_program", "fuzz_engine_blob", "fuzz_onnx", "fuzz_npy", "fuzz_onnx_cuda",
+           "fuzz_cli")
+# Node-test models kept as fuzz_onnx_cuda seeds besides the e2e models (each input there runs
+# NVRTC, so its corpus stays small).
+CUDA_NODE_SAMPLE = 40
+# fuzz_cli: command lines, one argument per line, over the target's fixtures (fuzz/fuzz_cli.cpp).
+CLI_SEEDS = [
+    "compile\nm.onnx\n-o\nq.baton",
+    "compile\nm.onnx\n-o\nq.baton\n--device\ncuda:0\n--precision\nfp16\n--shape\nx=2x4",
+    "compile\nm.onnx\n-o\nq.baton\n--max-fold-bytes\n1KiB\n--max-arena-bytes\n64\n-v",
+    "compile\nm.onnx\n--shapes=x:2x4\n--saveEngine\nq.baton",
+    "run\np.baton\n-n\n2\n--warmup\n1\n--json",
+    "run\np.baton\n-i\nx.npy\n-o\nout\n--trace\nt.json\n--export-times\ne.json",
+    "run\np.baton\n--input\nx=x.npy\n--export-profile\np.json\n--profile-runs\n2\n--threads\n2",
+    "run\np.baton\n--seed\n-1\n--no-checksums\n-q",
+    "inspect\np.baton\n--json",
+    "inspect\np.baton\n--load\n--threads\n2",
+    "compare\nm.onnx\np.baton\n--atol\n1e-3\n--save-dir\nsaved\n--json",
+    "compare\nm.onnx\n--per-node\n-i\nx.npy",
+    "--version",
+    "run\n--help",
+]
 # Seeds larger than this are left out: libFuzzer mutates small inputs far faster.
 MAX_SEED_BYTES = 256 * 1024
 # Node tests of unsupported ops kept as seeds (they reach the importer's error paths).
@@ -227,9 +251,15 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda j: (j, compile_one(args.baton, tmp, *j)), jobs))
         cuda_programs = 0
+        cpu_node_models = 0
         for (name, data, extra), program in results:
             if not extra and program is not None:
                 seeds.add("fuzz_onnx", name, data)
+                if name.startswith("node_") and cpu_node_models < CUDA_NODE_SAMPLE:
+                    cpu_node_models += 1
+                    seeds.add("fuzz_onnx_cuda", name, data)
+            if extra == gpu and program is not None:
+                seeds.add("fuzz_onnx_cuda", name, data)
             if program is None:
                 continue
             with open(program, "rb") as f:
@@ -242,6 +272,8 @@ def main():
             print("make_seeds: no cuda:0 program compiled (a build without the CUDA backend?): "
                   "fuzz_engine_blob starts from an empty corpus", file=sys.stderr)
         npy_seeds(seeds, [os.path.join(REPO, "tests/e2e/models"), args.e2e_models])
+        for i, line in enumerate(CLI_SEEDS):
+            seeds.add("fuzz_cli", f"cli_{i}", line.encode())
 
     print("make_seeds: " + ", ".join(f"{t} {n}" for t, n in seeds.count.items()) +
           f" seeds in {args.out}", file=sys.stderr)

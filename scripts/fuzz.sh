@@ -29,7 +29,7 @@ case "$MODE" in
   *) echo "usage: $0 smoke|campaign|seeds [TARGET...]" >&2; exit 2 ;;
 esac
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy)
+((${#TARGETS[@]})) || TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy fuzz_onnx_cuda fuzz_cli)
 BUILD_DIR=${FUZZ_BUILD:-build-fuzz}
 BATON=${BATON:-build/tools/baton/baton}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
@@ -88,6 +88,8 @@ for target in "${TARGETS[@]}"; do
   [ -x "$bin" ] || { echo "fuzz: $bin is missing: run 'make fuzz-build'" >&2; exit 2; }
   artifacts=$BUILD_DIR/artifacts/$target
   mkdir -p "$artifacts"
+  # Absolute: fuzz_cli runs each input in a folder of its own, where a crash is written.
+  artifacts=$(cd "$artifacts" && pwd)
   log=$BUILD_DIR/logs/$target.smoke.log
   inputs=()
   [ -d "fuzz/regressions/$target" ] && inputs+=("fuzz/regressions/$target")
@@ -95,8 +97,11 @@ for target in "${TARGETS[@]}"; do
   before=$(find "$artifacts" -type f | wc -l)
   corpus=$BUILD_DIR/smoke/$target
   rm -rf "$corpus" && mkdir -p "$corpus"
+  # fuzz_onnx_cuda reads the same ONNX as fuzz_onnx: one dictionary.
+  name=${target#fuzz_}
+  dict=fuzz/${name%_cuda}.dict
   "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout="$TIMEOUT" -rss_limit_mb="$RSS_MB" \
-    -malloc_limit_mb="$RSS_MB" -dict="fuzz/${target#fuzz_}.dict" -artifact_prefix="$artifacts/" \
+    -malloc_limit_mb="$RSS_MB" -dict="$dict" -artifact_prefix="$artifacts/" \
     -print_final_stats=1 -print_funcs=0 "$corpus" "${inputs[@]}" >"$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

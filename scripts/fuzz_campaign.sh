@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fuzz campaign: Baton's four libFuzzer targets side by side, JOBS fuzzing processes each, for
+# A fuzz campaign: Baton's six libFuzzer targets side by side, JOBS fuzzing processes each, for
 # SECONDS; then the executions and the findings per target. Runs from a bundle
 # (scripts/make_bundle.sh --fuzz) on a host with no compiler, or in the tree (scripts/fuzz.sh
 # campaign, `make fuzz`).
@@ -43,7 +43,7 @@ JOBS=$3
 shift 3
 [[ "$DURATION" =~ ^[0-9]+$ && "$JOBS" =~ ^[1-9][0-9]*$ ]] || usage
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy)
+((${#TARGETS[@]})) || TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy fuzz_onnx_cuda fuzz_cli)
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN_DIR=${FUZZ_BIN_DIR:-$HERE/fuzz/bin}
@@ -116,7 +116,9 @@ DEADLINE=$((START + DURATION))
 worker() {
   local target=$1 w=$2 run=0 startup_failures=0 leaks=1 child="" stopping=0
   local bin=$BIN_DIR/$target corpus=$WORK/corpus/$target artifacts=$RUN/artifacts/$target/
-  local dict=$DICT_DIR/${target#fuzz_}.dict flags=()
+  # fuzz_onnx_cuda reads the same ONNX as fuzz_onnx: one dictionary.
+  local name=${target#fuzz_}
+  local dict=$DICT_DIR/${name%_cuda}.dict flags=()
   [ -f "$dict" ] && flags+=(-dict="$dict")
   trap 'stopping=1; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM
   while ((!stopping)); do

@@ -12,7 +12,7 @@
 #   run_gpu_suite.sh, sanitizer_summary.sh
 #   BUILD_INFO  the commit (git describe --dirty) and date the bundle was built at
 # With --fuzz, also what a fuzz campaign needs on a many-core host without compilers:
-#   fuzz/bin    the four libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
+#   fuzz/bin    the six libFuzzer targets of FUZZ_BUILD (default build-fuzz; `make fuzz-build`),
 #               debug info stripped (libFuzzer and the sanitizer runtimes are linked in)
 #   fuzz/dict, fuzz/seeds, fuzz/regressions, fuzz/BUILD_INFO (the commit)
 #   bin/addr2line  symbolizes the sanitizers' reports there (function names)
@@ -30,7 +30,7 @@ for arg in "$@"; do
   esac
 done
 FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
-FUZZ_TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy)
+FUZZ_TARGETS=(fuzz_program fuzz_engine_blob fuzz_onnx fuzz_npy fuzz_onnx_cuda fuzz_cli)
 STAGE=$(mktemp -d)/baton-bundle
 mkdir -p "$STAGE/bin" "$STAGE/lib" .bundle
 

@@ -97,4 +97,8 @@ Status run_run(const RunArgs& args);
 Result<int> run_compare(const CompareArgs& args);
 Status run_inspect(const InspectArgs& args);
 
+// The whole command line, as `baton` runs it (main.cpp): parses argv, runs the command, prints
+// errors; returns the exit code (0 success, 1 a failed command, 2 a usage error). Never exits.
+int cli_main(int argc, char** argv);
+
 }  // namespace baton::tool

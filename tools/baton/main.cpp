@@ -1,4 +1,6 @@
-// baton: compile ONNX models to Baton programs, run them, inspect them.
+// baton: compile ONNX models to Baton programs, run them, inspect them. The command line is
+// parsed and dispatched here (cli_main); baton_main.cpp is the executable's main, and the CLI fuzz
+// target (fuzz/fuzz_cli.cpp) calls cli_main in process.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -187,7 +189,9 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace baton::tool {
+
+int cli_main(int argc, char** argv) {
   CLI::App app{"baton: compile ONNX models ahead of time into one program file and run it"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "baton 0.1.0");
@@ -355,3 +359,5 @@ int main(int argc, char** argv) {
   }
   return exit_code;
 }
+
+}  // namespace baton::tool
