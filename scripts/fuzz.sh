@@ -42,6 +42,8 @@ export OPENBLAS_NUM_THREADS=1
 # Leaks are findings; UBSan stops at the first report (the build has -fno-sanitize-recover).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# What the CUDA driver keeps for itself is not a Baton leak (fuzz/lsan.supp says why).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp}
 if command -v llvm-symbolizer >/dev/null; then
   export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer)}
 fi
@@ -65,7 +67,7 @@ if [ "$MODE" = campaign ]; then
   done
   results=$BUILD_DIR/campaign/results-$(date -u +%Y%m%dT%H%M%SZ)
   FUZZ_BIN_DIR=$BUILD_DIR/fuzz FUZZ_DICT_DIR=fuzz FUZZ_SEED_DIR=$SEEDS FUZZ_REGRESSION_DIR=fuzz/regressions \
-    FUZZ_WORK=$BUILD_DIR/campaign FUZZ_PACK_CORPUS=0 FUZZ_TIMEOUT=$TIMEOUT FUZZ_RSS_MB=$RSS_MB \
+    FUZZ_LSAN_SUPPRESSIONS=$PWD/fuzz/lsan.supp FUZZ_WORK=$BUILD_DIR/campaign FUZZ_PACK_CORPUS=0 FUZZ_TIMEOUT=$TIMEOUT FUZZ_RSS_MB=$RSS_MB \
     scripts/fuzz_campaign.sh "$results" "$SECONDS_PER_TARGET" "$JOBS" "${TARGETS[@]}" || exit 2
   # date, commit, target, seconds, processes, executions, distinct findings, crash/leak/timeout/oom
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

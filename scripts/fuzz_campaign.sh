@@ -28,7 +28,8 @@
 #
 # Environment: FUZZ_WORK (the corpora, kept across campaigns, and each campaign's logs and
 # artifacts in run-*/; default ${TMPDIR:-/tmp}/baton-fuzz), FUZZ_TIMEOUT (seconds one input may take, default 10), FUZZ_RSS_MB (default 2048), FUZZ_KEEP
-# (inputs kept per finding, default 5), FUZZ_RESUME (a corpus.tgz of an earlier campaign),
+# (inputs kept per finding, default 5), FUZZ_LSAN_SUPPRESSIONS (default: the bundle's
+# fuzz/lsan.supp), FUZZ_RESUME (a corpus.tgz of an earlier campaign),
 # FUZZ_PACK_CORPUS=0 (no corpus.tgz: the corpora stay in FUZZ_WORK),
 # FUZZ_SYMBOLIZER (default: the bundle's addr2line, else llvm-symbolizer), and where the parts
 # are: FUZZ_BIN_DIR, FUZZ_DICT_DIR, FUZZ_SEED_DIR, FUZZ_REGRESSION_DIR (default: the bundle's
@@ -76,6 +77,9 @@ fi
 symbolize=0
 [ -n "$SYMBOLIZER" ] && symbolize="1:external_symbolizer_path=$SYMBOLIZER"
 ASAN_BASE="allocator_may_return_null=1:symbolize=$symbolize"
+# Leaks of allocations Baton does not own (the CUDA driver's): fuzz/lsan.supp says which and why.
+SUPPRESSIONS=${FUZZ_LSAN_SUPPRESSIONS:-$HERE/fuzz/lsan.supp}
+[ -f "$SUPPRESSIONS" ] && export LSAN_OPTIONS="suppressions=$SUPPRESSIONS"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:symbolize=$symbolize"
 # OpenBLAS would start a thread per core in every process; the fuzzers are the parallelism.
 export OPENBLAS_NUM_THREADS=1

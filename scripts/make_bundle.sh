@@ -86,6 +86,7 @@ if ((FUZZ)); then
     fi
   done
   cp fuzz/*.dict "$STAGE/fuzz/dict/"
+  cp fuzz/lsan.supp "$STAGE/fuzz/"
   cp scripts/fuzz_campaign.sh "$STAGE/"
   # The sanitizer runtimes symbolize with addr2line when given one (llvm-symbolizer would bring
   # all of LLVM).
