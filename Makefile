@@ -19,8 +19,11 @@ build: setup
 	@cmake --preset default >/dev/null
 	@cmake --build --preset default
 
-# Compile the bundled example (a PyTorch MLP exported with torch.onnx.export) and run it.
-run: build
+# Compile the bundled example (a PyTorch MLP exported with torch.onnx.export) and run it. Builds
+# only the CLI and the libraries it links, not the tests and benchmarks (`make build` does).
+run: setup
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default --target baton
 	$(BATON) compile examples/mlp.onnx -o $(BUILD)/mlp.baton
 	$(BATON) run $(BUILD)/mlp.baton --input input=examples/mlp_input.npy --iterations 100
 

@@ -1,1 +1,0 @@
-. .bundle/env.sh; L=$OUT/k6; mkdir -p $L; $B/bin/baton inspect /tmp/bgm/programs/torchscript17_resnet_b1_fp16.baton > $L/inspect.txt; timeout 150 python3 -u .bundle/k6.py $B/bin/baton $L .bundle/failing.txt 2> $L/k6.log >/dev/null; grep -v Warn $L/k6.log | tail
