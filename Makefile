@@ -8,7 +8,7 @@ BATON := $(BUILD)/tools/baton/baton
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1
 
-.PHONY: all setup build run test test-asan fuzz-build fuzz-smoke fuzz clean
+.PHONY: all setup build run test test-asan fuzz-build fuzz-smoke fuzz op-table clean
 
 all: build
 
@@ -34,6 +34,11 @@ test: build
 	ctest --preset default
 	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory fuzz-smoke
+
+# docs/operators.md's support matrix, regenerated from this build's registries (`baton ops`); the
+# test op_table_is_current fails while the committed one is stale.
+op-table: build
+	scripts/op_table.py --baton $(BATON) --write
 
 test-asan: setup
 	@cmake --preset asan >/dev/null

@@ -108,8 +108,8 @@ for b in "${libs_of[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u | 
 done
 cp scripts/run_gpu_suite.sh scripts/sanitizer_summary.sh "$STAGE/"
 # What the bundle was built from, for the logs of the GPU host (whose copy of the repository may
-# name another commit: bench/logs/2026-11-27-h100-issue12f/README.md). gpu_bench.py and
-# run_gpu_suite.sh read it.
+# name another commit, as it did in issue 12's sixth pass). gpu_bench.py and run_gpu_suite.sh
+# read it.
 # The script builds nothing: a source newer than the CLI means the binaries may be of an older
 # tree than the commit named, which BUILD_INFO then says.
 stale=$(find src include tools -type f -newer "$BUILD/tools/baton/baton" 2>/dev/null | head -1)

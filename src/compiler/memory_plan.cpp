@@ -114,7 +114,7 @@ namespace {
 // is planned here (not a constant, not a method input, which a caller may overwrite between
 // calls) writes its output over its input's bytes, which are the same bytes in another shape:
 // the kernel sees equal pointers and copies nothing (kernels/cpu/common.h), and the loader accepts
-// that exact overlap for these ops only (format/program_file.cpp). Returns, per value, the value
+// that exact overlap for these ops only (format/method_verifier.cpp). Returns, per value, the value
 // whose slot it shares (itself when none); chains resolve to their first value.
 std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
                               const std::set<int>& planned) {

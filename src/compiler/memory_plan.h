@@ -58,8 +58,8 @@ struct ValuePlan {
   size_t views = 0;
 };
 
-// The program format's limit on one arena or tensor (format/program_file.cpp's kMaxBytes): the
-// loader refuses anything larger, so the compiler never writes it.
+// The program format's limit on one arena or tensor (format/program_file_internal.h's kMaxBytes):
+// the loader refuses anything larger, so the compiler never writes it.
 inline constexpr uint64_t kMaxArenaBytes = uint64_t{1} << 50;
 
 // Internal when a value's byte size overflows (shape inference refuses those earlier).

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "baton/compiler/compiler.h"
@@ -82,6 +83,9 @@ struct InspectArgs {
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a
 // CUDA toolkit). Defined by the file CMake picks: register_backends_cuda.cpp or _none.cpp.
 void register_backends();
+// The (domain, op type) pairs the GPU backend of this build has a lowering for; empty without one.
+// Defined next to register_backends.
+std::vector<std::pair<std::string, std::string>> gpu_lowered_ops();
 
 // The compiler's options (and the backend compilers they point to) for `args`; InvalidArgument
 // for options that do not go together.
@@ -96,6 +100,8 @@ Status run_run(const RunArgs& args);
 // Exit status: 0 when every output matches, 3 on a mismatch, else an error (1).
 Result<int> run_compare(const CompareArgs& args);
 Status run_inspect(const InspectArgs& args);
+// baton ops: the operator support table (docs/operators.md's support matrix is its output).
+Status run_ops();
 
 // The whole command line, as `baton` runs it (main.cpp): parses argv, runs the command, prints
 // errors; returns the exit code (0 success, 1 a failed command, 2 a usage error). Never exits.

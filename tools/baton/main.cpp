@@ -317,6 +317,9 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
+  CLI::App* ops_cmd = app.add_subcommand(
+      "ops", "List the operators this build runs: opsets, CPU element types, CUDA lowering");
+
   std::vector<std::string> args;
   if (!translate_trtexec(argc, argv, &args)) return 2;
   try {
@@ -345,6 +348,7 @@ int cli_main(int argc, char** argv) {
   if (*c) status = baton::tool::run_compile(compile);
   if (*r) status = baton::tool::run_run(run);
   if (*s) status = baton::tool::run_inspect(inspect);
+  if (*ops_cmd) status = baton::tool::run_ops();
   if (*m) {
     for (const CLI::Option* o : compare_compile_flags) {
       compare.compile_options_given = compare.compile_options_given || o->count() > 0;

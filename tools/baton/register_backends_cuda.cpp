@@ -1,3 +1,4 @@
+#include "backends/cuda/builder/ops/registry.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
 #include "commands.h"
@@ -7,6 +8,14 @@ namespace baton::tool {
 void register_backends() {
   cuda::register_backend();
   cuda::register_compiler();
+}
+
+std::vector<std::pair<std::string, std::string>> gpu_lowered_ops() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const cuda::OpLowering& l : cuda::op_lowerings()) {
+    out.emplace_back(std::string(l.domain), std::string(l.op));
+  }
+  return out;
 }
 
 }  // namespace baton::tool

@@ -137,7 +137,7 @@ class GpuTest : public ::testing::Test {
     cuda::register_compiler();
     if (cuda::devices().empty()) {
       GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host, see "
-                      "README 'GPU tests')";
+                      "docs/testing.md)";
     }
   }
 

@@ -47,7 +47,7 @@ class TuningTest : public ::testing::Test {
     cuda::register_compiler();
     if (cuda::devices().empty()) {
       GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host, see "
-                      "README 'GPU tests')";
+                      "docs/testing.md)";
     }
   }
   void TearDown() override { unsetenv("BATON_TUNE_CANDIDATES"); }
