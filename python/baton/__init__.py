@@ -24,21 +24,31 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             device: str = "cpu", precision: str | None = None, arch: str | None = None,
             shapes: Mapping[str, Sequence[int]] | None = None, io: str = "host",
             strict_staging: bool = False, optimize: bool = True,
-            disable_passes: Sequence[str] = ()) -> "str | bytes":
+            disable_passes: Sequence[str] = (), target_device: str | None = None,
+            max_partition_nodes: int = 0, expose_intermediates: bool = False,
+            max_fold_bytes: int = 256 << 20, max_total_fold_bytes: int = 4 << 30,
+            max_fold_work: float = 1e10, max_arena_bytes: int = 256 << 30) -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
-    ``load`` takes) when no output is given. The keywords are ``baton compile``'s options:
-    ``device`` ("cpu", "cuda:N", "cuda:0,cuda:1"), ``precision`` ("fp32", "tf32", "fp16",
-    "bf16"), ``arch`` ("sm_90", needed to build for a GPU this machine lacks), ``shapes``
-    (``{"input": (8, 48)}`` fixes symbolic dimensions), ``io`` ("host" or "device": where the
-    program's inputs and outputs live), ``strict_staging`` (GPU partitions refuse host memory),
-    ``optimize`` / ``disable_passes`` (the graph optimizer). Raises BatonError.
+    ``load`` takes) when no output is given. The keywords are ``baton compile``'s options, checked
+    by the same code (docs/cli.md describes each): ``device`` ("cpu", "cuda:N", "cuda:0,cuda:1"),
+    ``precision`` ("fp32", "tf32", "fp16", "bf16"), ``arch`` ("sm_90", needed to build for a GPU
+    this machine lacks), ``shapes`` (``{"input": (8, 48)}`` fixes symbolic dimensions), ``io``
+    ("host" or "device": where the program's inputs and outputs live), ``strict_staging`` (GPU
+    partitions refuse host memory), ``optimize`` / ``disable_passes`` (the graph optimizer),
+    ``target_device`` (a verbatim device label for every partition), ``max_partition_nodes``,
+    ``expose_intermediates`` (every intermediate value as an output too), the folding budgets
+    ``max_fold_bytes``, ``max_total_fold_bytes`` and ``max_fold_work``, and ``max_arena_bytes``.
+    Raises BatonError.
     """
     out = None if output is None else os.fspath(output)
     return _baton.compile(model, out, device, precision, arch,
                           {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, io,
-                          strict_staging, optimize, list(disable_passes))
+                          strict_staging, optimize, list(disable_passes), target_device,
+                          int(max_partition_nodes), bool(expose_intermediates),
+                          int(max_fold_bytes), int(max_total_fold_bytes), float(max_fold_work),
+                          int(max_arena_bytes))
 
 
 class Module:

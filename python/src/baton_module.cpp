@@ -29,6 +29,7 @@
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
+#include "baton/compiler/request.h"
 #include "baton/core/check.h"
 #include "baton/core/log.h"
 #include "baton/extension/inspect.h"
@@ -369,31 +370,30 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
                    std::optional<std::string> precision, std::optional<std::string> arch,
                    const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
                    bool strict_staging, bool optimize,
-                   const std::vector<std::string>& disable_passes) {
-  compiler::CompileOptions options;
-  if (io != "host" && io != "device") {
-    throw BatonFailure(fmt::format("io='{}': expected 'host' or 'device'", io));
-  }
-  options.io = io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
-  options.optimize = optimize;
-  options.disabled_passes = disable_passes;
-  if (strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
-  Result<compiler::TargetDevices> targets = compiler::parse_target_devices(device);
-  if (!targets.ok()) throw BatonFailure("device=: " + targets.status().to_string());
-  options.targets = std::move(targets).value();
-  const std::vector<Device> devices = compiler::distinct_devices(options.targets);
-  if (devices.empty() && (precision || arch || io == "device" || strict_staging)) {
-    throw BatonFailure(
-        "precision=, arch=, io='device' and strict_staging= apply to GPU targets: pass "
-        "device='cuda:N'");
-  }
-  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
-  for (const Device& d : devices) {
-    builders.push_back(value_or_raise(compiler::make_backend_compiler(
-        compiler::TargetSpec{d, arch.value_or(""), precision.value_or("")})));
-    options.backends.push_back(builders.back().get());
-  }
-  for (const auto& [name, sizes] : shapes) options.input_shapes.push_back({name, sizes});
+                   const std::vector<std::string>& disable_passes,
+                   std::optional<std::string> target_device, size_t max_partition_nodes,
+                   bool expose_intermediates, uint64_t max_fold_bytes,
+                   uint64_t max_total_fold_bytes, double max_fold_work, uint64_t max_arena_bytes) {
+  // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
+  compiler::CompileRequest r;
+  r.spelling = compiler::CompileRequest::Spelling::Python;
+  r.device = device;
+  r.precision = precision.value_or("");
+  r.arch = arch.value_or("");
+  r.io = io;
+  r.target_device = target_device.value_or("");
+  r.max_partition_nodes = max_partition_nodes;
+  r.strict_staging = strict_staging;
+  r.optimize = optimize;
+  r.disabled_passes = disable_passes;
+  r.expose_intermediates = expose_intermediates;
+  r.max_fold_bytes = max_fold_bytes;
+  r.max_total_fold_bytes = max_total_fold_bytes;
+  r.max_fold_work = max_fold_work;
+  r.max_arena_bytes = max_arena_bytes;
+  for (const auto& [name, sizes] : shapes) r.input_shapes.push_back({name, sizes});
+  compiler::CompileSetup setup = value_or_raise(compiler::make_compile_setup(r));
+  const compiler::CompileOptions& options = setup.options;
 
   if (output) check(compiler::check_output_path(*output));  // before any time is spent
   // A path (str or os.PathLike), or an onnx.ModelProto (serialized here).
@@ -513,7 +513,13 @@ NB_MODULE(_baton, m) {
         nb::arg("arch").none() = nb::none(),
         nb::arg("shapes") = std::map<std::string, std::vector<int64_t>>(), nb::arg("io") = "host",
         nb::arg("strict_staging") = false, nb::arg("optimize") = true,
-        nb::arg("disable_passes") = std::vector<std::string>());
+        nb::arg("disable_passes") = std::vector<std::string>(),
+        nb::arg("target_device").none() = nb::none(), nb::arg("max_partition_nodes") = 0,
+        nb::arg("expose_intermediates") = false,
+        nb::arg("max_fold_bytes") = baton::compiler::CompileOptions{}.max_fold_bytes,
+        nb::arg("max_total_fold_bytes") = baton::compiler::CompileOptions{}.max_total_fold_bytes,
+        nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
+        nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes);
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true, nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));

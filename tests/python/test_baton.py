@@ -303,3 +303,20 @@ def test_every_dtype_round_trips(dtype):
     (y,) = m(x)
     assert y.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(y, x)
+
+
+def test_every_cli_compile_option_is_a_keyword(tmp_path):
+    # One request builder serves the CLI and Python (baton/compiler/request.h): the options the
+    # Python package lacked before it now work here and are checked the same way.
+    plain = baton.load(baton.compile(MLP))
+    exposed = baton.load(baton.compile(MLP, expose_intermediates=True))
+    assert len(exposed.outputs) > len(plain.outputs)
+    with pytest.raises(baton.BatonError, match="arena"):
+        baton.compile(MLP, max_arena_bytes=64)
+    kept = baton.compile(MLP, max_fold_bytes=0, max_total_fold_bytes=0, max_fold_work=0)
+    assert baton.load(kept).outputs[0].shape == plain.outputs[0].shape
+    for gpu_only in ({"target_device": "cuda:0"}, {"max_partition_nodes": 2}):
+        with pytest.raises(baton.BatonError, match="apply to GPU targets: add device=.cuda:N."):
+            baton.compile(MLP, **gpu_only)
+    with pytest.raises(baton.BatonError, match="device='cuda:x'"):
+        baton.compile(MLP, device="cuda:x")

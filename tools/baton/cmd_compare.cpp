@@ -254,7 +254,7 @@ Result<int> run_compare(const CompareArgs& args) {
   // The program: given, or compiled now (with the intermediates as extra outputs for --per-node).
   std::string program_path = args.program;
   if (program_path.empty()) {
-    BATON_ASSIGN_OR_RETURN(CompileSetup setup, make_compile_setup(args.compile));
+    BATON_ASSIGN_OR_RETURN(compiler::CompileSetup setup, make_compile_setup(args.compile));
     setup.options.expose_intermediates = setup.options.expose_intermediates || args.per_node;
     BATON_ASSIGN_OR_RETURN(compiler::CompiledProgram compiled,
                            compiler::compile_file(args.compile.model, setup.options));

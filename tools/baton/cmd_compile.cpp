@@ -35,49 +35,34 @@ Result<compiler::InputShape> parse_shape(const std::string& text) {
 
 }  // namespace
 
-Result<CompileSetup> make_compile_setup(const CompileArgs& args) {
-  CompileSetup setup;
-  compiler::CompileOptions& options = setup.options;
-  options.io = args.io == "device" ? compiler::MethodIo::Device : compiler::MethodIo::Host;
-  options.max_partition_nodes = args.max_partition_nodes;
-  options.optimize = !args.no_optimize;
-  options.disabled_passes = args.disabled_passes;
-  options.expose_intermediates = args.expose_intermediates;
-  options.max_fold_bytes = args.max_fold_bytes;
-  options.max_total_fold_bytes = args.max_total_fold_bytes;
-  options.max_fold_work = args.max_fold_work;
-  options.max_arena_bytes = args.max_arena_bytes;
-  if (!args.target_device.empty()) options.target_device = args.target_device;
-  if (args.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
-  Result<compiler::TargetDevices> targets = compiler::parse_target_devices(args.device);
-  BATON_CHECK_OR_RETURN(targets.ok(), InvalidArgument, "--device: {}", targets.status().message());
-  options.targets = std::move(targets).value();
-  const std::vector<Device> devices = compiler::distinct_devices(options.targets);
-  const bool gpu = !devices.empty();
-  BATON_CHECK_OR_RETURN(
-      gpu || (args.arch.empty() && args.precision.empty() && args.target_device.empty() &&
-              args.io == "host" && !args.strict_staging && args.max_partition_nodes == 0),
-      InvalidArgument,
-      "--arch, --precision, --target-device, --io device, --strict-staging and "
-      "--max-partition-nodes apply to GPU targets: add --device cuda:N");
-  // One engine builder per GPU; the compiler places each partition on one of them.
-  for (const Device& d : devices) {
-    BATON_ASSIGN_OR_RETURN(auto b, compiler::make_backend_compiler(
-                                       compiler::TargetSpec{d, args.arch, args.precision}));
-    options.backends.push_back(b.get());
-    setup.builders.push_back(std::move(b));
-  }
+Result<compiler::CompileSetup> make_compile_setup(const CompileArgs& args) {
+  compiler::CompileRequest r;
+  r.spelling = compiler::CompileRequest::Spelling::Cli;
+  r.device = args.device;
+  r.arch = args.arch;
+  r.precision = args.precision;
+  r.io = args.io;
+  r.target_device = args.target_device;
+  r.max_partition_nodes = args.max_partition_nodes;
+  r.strict_staging = args.strict_staging;
+  r.optimize = !args.no_optimize;
+  r.disabled_passes = args.disabled_passes;
+  r.expose_intermediates = args.expose_intermediates;
+  r.max_fold_bytes = args.max_fold_bytes;
+  r.max_total_fold_bytes = args.max_total_fold_bytes;
+  r.max_fold_work = args.max_fold_work;
+  r.max_arena_bytes = args.max_arena_bytes;
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
-    options.input_shapes.push_back(std::move(shape));
+    r.input_shapes.push_back(std::move(shape));
   }
-  return setup;
+  return compiler::make_compile_setup(r);
 }
 
 Status run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   BATON_TRY(compiler::check_output_path(args.output));  // before any time is spent
-  BATON_ASSIGN_OR_RETURN(CompileSetup setup, make_compile_setup(args));
+  BATON_ASSIGN_OR_RETURN(compiler::CompileSetup setup, make_compile_setup(args));
   compiler::CompileOptions& options = setup.options;
   if (!args.quiet) {
     std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.device.c_str());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "baton/compiler/compiler.h"
+#include "baton/compiler/request.h"
 #include "baton/core/error.h"
 
 namespace baton::tool {
@@ -87,13 +88,9 @@ void register_backends();
 // Defined next to register_backends.
 std::vector<std::pair<std::string, std::string>> gpu_lowered_ops();
 
-// The compiler's options (and the backend compilers they point to) for `args`; InvalidArgument
-// for options that do not go together.
-struct CompileSetup {
-  compiler::CompileOptions options;
-  std::vector<std::unique_ptr<compiler::BackendCompiler>> builders;
-};
-Result<CompileSetup> make_compile_setup(const CompileArgs& args);
+// The compile options `args` ask for (compiler::make_compile_setup, which the Python package
+// shares); InvalidArgument naming the flag that is wrong.
+Result<compiler::CompileSetup> make_compile_setup(const CompileArgs& args);
 
 Status run_compile(const CompileArgs& args);
 Status run_run(const RunArgs& args);

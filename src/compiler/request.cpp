@@ -1,0 +1,67 @@
+#include "baton/compiler/request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "baton/core/check.h"
+
+namespace baton::compiler {
+namespace {
+
+// "max_partition_nodes" as the front end spells it: --max-partition-nodes or max_partition_nodes=.
+std::string option(const CompileRequest& r, std::string name) {
+  if (r.spelling == CompileRequest::Spelling::Python) return name + "=";
+  std::replace(name.begin(), name.end(), '_', '-');
+  return "--" + name;
+}
+
+// An option with the value given: --io 'sideways' or io='sideways'.
+std::string given(const CompileRequest& r, const std::string& name, const std::string& value) {
+  if (r.spelling == CompileRequest::Spelling::Python) return fmt::format("{}='{}'", name, value);
+  return fmt::format("{} '{}'", option(r, name), value);
+}
+
+}  // namespace
+
+Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
+  CompileSetup setup;
+  CompileOptions& options = setup.options;
+  BATON_CHECK_OR_RETURN(r.io == "host" || r.io == "device", InvalidArgument,
+                        "{}: expected 'host' or 'device'", given(r, "io", r.io));
+  options.io = r.io == "device" ? MethodIo::Device : MethodIo::Host;
+  options.max_partition_nodes = r.max_partition_nodes;
+  options.optimize = r.optimize;
+  options.disabled_passes = r.disabled_passes;
+  options.expose_intermediates = r.expose_intermediates;
+  options.max_fold_bytes = r.max_fold_bytes;
+  options.max_total_fold_bytes = r.max_total_fold_bytes;
+  options.max_fold_work = r.max_fold_work;
+  options.max_arena_bytes = r.max_arena_bytes;
+  options.input_shapes = r.input_shapes;
+  if (!r.target_device.empty()) options.target_device = r.target_device;
+  if (r.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
+  Result<TargetDevices> targets = parse_target_devices(r.device);
+  BATON_CHECK_OR_RETURN(targets.ok(), InvalidArgument, "{}: {}", given(r, "device", r.device),
+                        targets.status().message());
+  options.targets = std::move(targets).value();
+  const std::vector<Device> devices = distinct_devices(options.targets);
+  const bool gpu = !devices.empty();
+  BATON_CHECK_OR_RETURN(
+      gpu || (r.arch.empty() && r.precision.empty() && r.target_device.empty() && r.io == "host" &&
+              !r.strict_staging && r.max_partition_nodes == 0),
+      InvalidArgument, "{}, {}, {}, {}, {} and {} apply to GPU targets: add {}", option(r, "arch"),
+      option(r, "precision"), option(r, "target_device"),
+      r.spelling == CompileRequest::Spelling::Python ? "io='device'" : "--io device",
+      option(r, "strict_staging"), option(r, "max_partition_nodes"),
+      r.spelling == CompileRequest::Spelling::Python ? "device='cuda:N'" : "--device cuda:N");
+  // One engine builder per GPU; the compiler places each partition on one of them.
+  for (const Device& d : devices) {
+    BATON_ASSIGN_OR_RETURN(auto b, make_backend_compiler(TargetSpec{d, r.arch, r.precision}));
+    options.backends.push_back(b.get());
+    setup.builders.push_back(std::move(b));
+  }
+  return setup;
+}
+
+}  // namespace baton::compiler
