@@ -22,9 +22,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "baton/core/file.h"
 #include "baton/core/log.h"
 #include "baton/core/tensor.h"
 #include "baton/extension/npy.h"
@@ -88,28 +90,22 @@ int run_cli(std::vector<std::string> args) {
 }
 
 // The fixtures' bytes, to put back after an input that overwrote one (`compile m.onnx -o m.onnx`).
-std::vector<std::string>& fixture_bytes() {
-  static std::vector<std::string> bytes;
+std::vector<std::vector<uint8_t>>& fixture_bytes() {
+  static std::vector<std::vector<uint8_t>> bytes;
   return bytes;
 }
 
-std::string read_all(const char* name) {
-  std::string out;
-  std::FILE* f = std::fopen(name, "rb");
-  if (f == nullptr) return out;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out.append(buffer, n);
-  std::fclose(f);
-  return out;
+// The bytes of fixture NAME, or empty when it is gone or is no longer a regular file.
+std::vector<uint8_t> read_fixture(const char* name) {
+  auto bytes = baton::read_regular_file(name, uint64_t{1} << 20, "fixture");
+  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>();
 }
 
-void write_all(const char* name, const std::string& bytes) {
-  std::FILE* f = std::fopen(name, "wb");
-  if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
-    std::perror("baton fuzz_cli: restoring a fixture");
+void write_fixture(const char* name, std::span<const uint8_t> bytes) {
+  if (baton::Status st = baton::write_file_atomically(name, bytes); !st.ok()) {
+    std::fprintf(stderr, "baton fuzz_cli: writing %s: %s\n", name, st.to_string().c_str());
     std::abort();
   }
-  std::fclose(f);
 }
 
 bool is_fixture(const fs::path& name) {
@@ -117,6 +113,13 @@ bool is_fixture(const fs::path& name) {
     if (name == f) return true;
   }
   return false;
+}
+
+// A count above 4 as 4; anything else (zero, negative, not a number) as given.
+std::string capped(const std::string& value) {
+  char* end = nullptr;
+  const long long n = std::strtoll(value.c_str(), &end, 0);
+  return end != value.c_str() && n > 4 ? "4" : value;
 }
 
 bool is_capped_count(const std::string& flag) {
@@ -164,7 +167,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   });
   enter(dir);
   ::setenv("BATON_PYTHON", "/bin/false", 1);
-  write_all("m.onnx", small_model());
+  const std::string model = small_model();
+  write_fixture("m.onnx", std::span(reinterpret_cast<const uint8_t*>(model.data()), model.size()));
   baton::Tensor x = baton::Tensor::empty(baton::DType::Float32, {2, 4}).value();
   for (int i = 0; i < 8; ++i) x.data_as<float>()[i] = 0.5f * static_cast<float>(i) - 1.0f;
   if (!baton::extension::write_npy("x.npy", x.view()).ok()) std::abort();
@@ -172,7 +176,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::fprintf(stderr, "baton fuzz_cli: compiling its fixture failed\n");
     std::abort();
   }
-  for (const char* f : kFixtures) fixture_bytes().push_back(read_all(f));
+  for (const char* f : kFixtures) fixture_bytes().push_back(read_fixture(f));
   leave();
   return 0;
 }
@@ -194,20 +198,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (args[i] == "." || args[i] == "..") args[i] = "_";
     // "--warmup=1000000" and "-n 1000000": the value after a count flag, attached or not.
     const size_t eq = args[i].find('=');
-    const std::string flag = args[i].substr(0, eq);
-    if (!is_capped_count(flag)) continue;
-    std::string* value =
-        eq != std::string::npos ? nullptr : (i + 1 < args.size() ? &args[i + 1] : nullptr);
-    std::string attached;
+    if (!is_capped_count(args[i].substr(0, eq))) continue;
     if (eq != std::string::npos) {
-      attached = args[i].substr(eq + 1);
-      value = &attached;
+      args[i] = args[i].substr(0, eq + 1) + capped(args[i].substr(eq + 1));
+    } else if (i + 1 < args.size()) {
+      args[i + 1] = capped(args[i + 1]);
     }
-    if (value == nullptr) continue;
-    char* end = nullptr;
-    const long long n = std::strtoll(value->c_str(), &end, 0);
-    if (end != value->c_str() && n > 4) *value = "4";
-    if (eq != std::string::npos) args[i] = flag + "=" + attached;
   }
   enter(sandbox().c_str());
   const int code = run_cli(std::move(args));
@@ -221,11 +217,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!is_fixture(entry.path().filename())) fs::remove_all(entry.path(), ec);
   }
   for (size_t i = 0; i < std::size(kFixtures); ++i) {
-    if (fs::is_regular_file(kFixtures[i], ec) && read_all(kFixtures[i]) == fixture_bytes()[i]) {
-      continue;
-    }
-    fs::remove_all(kFixtures[i], ec);
-    write_all(kFixtures[i], fixture_bytes()[i]);
+    if (read_fixture(kFixtures[i]) == fixture_bytes()[i]) continue;
+    fs::remove_all(kFixtures[i], ec);  // a folder an input made under the fixture's name
+    write_fixture(kFixtures[i], fixture_bytes()[i]);
   }
   leave();
   return 0;

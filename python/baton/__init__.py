@@ -26,8 +26,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             strict_staging: bool = False, optimize: bool = True,
             disable_passes: Sequence[str] = (), target_device: str | None = None,
             max_partition_nodes: int = 0, expose_intermediates: bool = False,
-            max_fold_bytes: int = 256 << 20, max_total_fold_bytes: int = 4 << 30,
-            max_fold_work: float = 1e10, max_arena_bytes: int = 256 << 30) -> "str | bytes":
+            max_fold_bytes: int | None = None, max_total_fold_bytes: int | None = None,
+            max_fold_work: float | None = None,
+            max_arena_bytes: int | None = None) -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
@@ -39,16 +40,19 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     partitions refuse host memory), ``optimize`` / ``disable_passes`` (the graph optimizer),
     ``target_device`` (a verbatim device label for every partition), ``max_partition_nodes``,
     ``expose_intermediates`` (every intermediate value as an output too), the folding budgets
-    ``max_fold_bytes``, ``max_total_fold_bytes`` and ``max_fold_work``, and ``max_arena_bytes``.
-    Raises BatonError.
+    ``max_fold_bytes``, ``max_total_fold_bytes`` and ``max_fold_work``, and ``max_arena_bytes``
+    (None: the compiler's defaults, as `baton compile --help` shows them). Raises BatonError.
     """
     out = None if output is None else os.fspath(output)
+    budgets = {name: value for name, value in (("max_fold_bytes", max_fold_bytes),
+                                               ("max_total_fold_bytes", max_total_fold_bytes),
+                                               ("max_fold_work", max_fold_work),
+                                               ("max_arena_bytes", max_arena_bytes))
+               if value is not None}
     return _baton.compile(model, out, device, precision, arch,
                           {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, io,
                           strict_staging, optimize, list(disable_passes), target_device,
-                          int(max_partition_nodes), bool(expose_intermediates),
-                          int(max_fold_bytes), int(max_total_fold_bytes), float(max_fold_work),
-                          int(max_arena_bytes))
+                          int(max_partition_nodes), bool(expose_intermediates), **budgets)
 
 
 class Module:

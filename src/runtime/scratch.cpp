@@ -38,10 +38,7 @@ Status ScratchPlan::reserve(ScratchRef& ref, uint64_t count, uint64_t element_by
   ref.offset_ = start;
   ref.slot_bytes_ = total == 0 ? 0 : slot;
   k.bytes = end;
-  if (end > peak_) {
-    peak_ = end;
-    peak_kernel_ = kernels_.size() - 1;
-  }
+  peak_ = std::max(peak_, end);
   return Status();
 }
 
@@ -57,11 +54,14 @@ Status ScratchPlan::allocate() {
   } catch (const std::bad_alloc&) {
   }
   if (storage_ == nullptr) {
+    const auto largest = std::max_element(
+        kernels_.begin(), kernels_.end(),
+        [](const KernelScratch& a, const KernelScratch& b) { return a.bytes < b.bytes; });
     return BATON_ERROR(OutOfMemory,
                        "cannot allocate the kernels' scratch area of {} ({} bytes), sized for {}, "
                        "the kernel that needs the most: the host is out of memory for this "
                        "model's shapes",
-                       size_text(peak_), peak_, kernels_[peak_kernel_].kernel);
+                       size_text(peak_), peak_, largest->kernel);
   }
   const auto address = reinterpret_cast<uintptr_t>(storage_.get());
   base_ = storage_.get() + ((kAlignment - address % kAlignment) % kAlignment);

@@ -36,9 +36,11 @@ class ScratchRef {
   ScratchRef() = default;
   template <typename T>
   T* data(size_t slot = 0) const {
-    return slot_bytes_ == 0 ? nullptr : reinterpret_cast<T*>(base() + offset_ + slot * slot_bytes_);
+    std::byte* base = this->base();
+    return base == nullptr || slot_bytes_ == 0
+               ? nullptr
+               : reinterpret_cast<T*>(base + offset_ + slot * slot_bytes_);
   }
-  uint64_t slot_bytes() const { return slot_bytes_; }
 
  private:
   friend class ScratchPlan;
@@ -78,8 +80,7 @@ class ScratchPlan {
  private:
   friend class ScratchRef;
   std::vector<KernelScratch> kernels_;
-  uint64_t peak_ = 0;
-  size_t peak_kernel_ = 0;
+  uint64_t peak_ = 0;  // the largest kernel's bytes
   std::unique_ptr<std::byte[]> storage_;
   std::byte* base_ = nullptr;
 };

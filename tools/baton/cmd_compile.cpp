@@ -36,22 +36,9 @@ Result<compiler::InputShape> parse_shape(const std::string& text) {
 }  // namespace
 
 Result<compiler::CompileSetup> make_compile_setup(const CompileArgs& args) {
-  compiler::CompileRequest r;
+  compiler::CompileRequest r = args.request;
   r.spelling = compiler::CompileRequest::Spelling::Cli;
-  r.device = args.device;
-  r.arch = args.arch;
-  r.precision = args.precision;
-  r.io = args.io;
-  r.target_device = args.target_device;
-  r.max_partition_nodes = args.max_partition_nodes;
-  r.strict_staging = args.strict_staging;
   r.optimize = !args.no_optimize;
-  r.disabled_passes = args.disabled_passes;
-  r.expose_intermediates = args.expose_intermediates;
-  r.max_fold_bytes = args.max_fold_bytes;
-  r.max_total_fold_bytes = args.max_total_fold_bytes;
-  r.max_fold_work = args.max_fold_work;
-  r.max_arena_bytes = args.max_arena_bytes;
   for (const std::string& s : args.shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
     r.input_shapes.push_back(std::move(shape));
@@ -65,7 +52,7 @@ Status run_compile(const CompileArgs& args) {
   BATON_ASSIGN_OR_RETURN(compiler::CompileSetup setup, make_compile_setup(args));
   compiler::CompileOptions& options = setup.options;
   if (!args.quiet) {
-    std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.device.c_str());
+    std::fprintf(stderr, "compiling %s for %s\n", args.model.c_str(), args.request.device.c_str());
     options.progress = [](const compiler::Progress& p) {
       std::fprintf(stderr, "  %-9s %10s  %s\n", std::string(p.phase).c_str(),
                    duration_text(p.elapsed.count()).c_str(), p.detail.c_str());

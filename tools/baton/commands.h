@@ -16,21 +16,11 @@ namespace baton::tool {
 struct CompileArgs {
   std::string model;
   std::string output;
-  std::string device = "cpu";  // cpu | cuda:N | cuda:0,cuda:1 (round robin) | 0=cuda:1,1=cuda:0
-  std::string target_device;   // verbatim label for every partition
-  std::string io = "host";     // host | device
-  size_t max_partition_nodes = 0;
-  bool strict_staging = false;
-  std::string arch;                 // sm_XY, for GPU targets without a GPU present
-  std::string precision;            // fp32 | tf32 | fp16 | bf16 (GPU partitions)
-  std::vector<std::string> shapes;  // NAME=D0xD1x...
-  bool no_optimize = false;
-  std::vector<std::string> disabled_passes;
-  bool expose_intermediates = false;                  // every intermediate value as an output too
-  uint64_t max_fold_bytes = uint64_t{256} << 20;      // CompileOptions::max_fold_bytes
-  uint64_t max_total_fold_bytes = uint64_t{4} << 30;  // CompileOptions::max_total_fold_bytes
-  double max_fold_work = 1e10;                        // CompileOptions::max_fold_work
-  uint64_t max_arena_bytes = uint64_t{256} << 30;     // CompileOptions::max_arena_bytes
+  // Every compile option but the two below, as compiler::make_compile_setup takes them (the
+  // Python package fills the same struct).
+  compiler::CompileRequest request;
+  std::vector<std::string> shapes;  // --shape NAME=D0xD1x..., parsed into request.input_shapes
+  bool no_optimize = false;         // --no-optimize: request.optimize = false
   bool quiet = false;
 };
 

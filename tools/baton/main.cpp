@@ -119,32 +119,32 @@ namespace {
 std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileArgs& args) {
   std::vector<CLI::Option*> flags;
   flags.push_back(
-      c->add_option("--device", args.device,
+      c->add_option("--device", args.request.device,
                     "Where to run: cpu; cuda:N (GPU partitions built for GPU N); cuda:0,cuda:1 "
                     "(partitions assigned round robin); or 0=cuda:1,1=cuda:0 (partition index to "
                     "device)")
           ->capture_default_str());
   flags.push_back(
-      c->add_option("--target-device", args.target_device,
+      c->add_option("--target-device", args.request.target_device,
                     "Label every GPU partition with this device verbatim (default: the device its "
                     "engine is built for)"));
   flags.push_back(
-      c->add_option("--io", args.io,
+      c->add_option("--io", args.request.io,
                     "Method inputs and outputs: host (default), or device (on the GPU of the "
                     "partition that reads or writes them)")
           ->check(CLI::IsMember({"host", "device"}))
           ->capture_default_str());
   // Counts are range-checked as numbers: CLI11 would read "-5" into an unsigned count as 2^64 - 5.
-  flags.push_back(c->add_option("--max-partition-nodes", args.max_partition_nodes,
+  flags.push_back(c->add_option("--max-partition-nodes", args.request.max_partition_nodes,
                                 "Split GPU partitions after this many nodes (0: no limit)")
                       ->check(CLI::Range(0.0, 1e9)));
   flags.push_back(
-      c->add_flag("--strict-staging", args.strict_staging,
+      c->add_flag("--strict-staging", args.request.strict_staging,
                   "GPU partitions refuse host memory at run time instead of staging it"));
   flags.push_back(c->add_option(
-      "--arch", args.arch,
+      "--arch", args.request.arch,
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));
-  flags.push_back(c->add_option("--precision", args.precision,
+  flags.push_back(c->add_option("--precision", args.request.precision,
                                 "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)"));
   flags.push_back(
       c->add_option("--shape", args.shapes,
@@ -153,34 +153,34 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
       c->add_flag("--no-optimize", args.no_optimize,
                   "Run no optimizer pass (shape inference and constant folding still run)"));
   flags.push_back(
-      c->add_option("--disable-pass", args.disabled_passes,
+      c->add_option("--disable-pass", args.request.disabled_passes,
                     "Skip one optimizer pass: cse, bn-conv, gelu, attention, matmul-add, qkv, "
                     "add-layernorm, identity (repeatable)"));
   flags.push_back(
-      c->add_flag("--expose-intermediates", args.expose_intermediates,
+      c->add_flag("--expose-intermediates", args.request.expose_intermediates,
                   "Make every intermediate value an output too, after the model's own (for baton "
                   "compare --per-node; it can keep a backend from fusing)"));
   flags.push_back(
       c->add_option(
-           "--max-fold-bytes", args.max_fold_bytes,
+           "--max-fold-bytes", args.request.max_fold_bytes,
            "Fold a constant subgraph node only if its outputs take at most this many bytes "
            "(e.g. 256MiB); larger ones run at run time")
           ->transform(CLI::AsSizeValue(false))
           ->capture_default_str());
   flags.push_back(
-      c->add_option("--max-total-fold-bytes", args.max_total_fold_bytes,
+      c->add_option("--max-total-fold-bytes", args.request.max_total_fold_bytes,
                     "Stop folding once all folded outputs together take this many bytes")
           ->transform(CLI::AsSizeValue(false))
           ->capture_default_str());
   flags.push_back(
-      c->add_option("--max-fold-work", args.max_fold_work,
+      c->add_option("--max-fold-work", args.request.max_fold_work,
                     "Fold a constant node only if computing it takes at most this many operations "
                     "(multiply-adds or elements, estimated from shapes); larger ones run at run "
                     "time")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1e30)));
   flags.push_back(
-      c->add_option("--max-arena-bytes", args.max_arena_bytes,
+      c->add_option("--max-arena-bytes", args.request.max_arena_bytes,
                     "Refuse a model whose memory arena on one device would exceed this many bytes")
           ->transform(CLI::AsSizeValue(false))
           ->capture_default_str());

@@ -213,9 +213,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(q.dtype, [&]<typename S>() {
-    auto attention = std::make_unique<AttentionKernel<S>>(call, std::move(s));
-    reserved = attention->reserve(call);
-    kernel = std::move(attention);
+    kernel = with_scratch(std::make_unique<AttentionKernel<S>>(call, std::move(s)), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, q.dtype);

@@ -202,9 +202,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    auto conv = std::make_unique<ConvKernel<S>>(call, shape, path);
-    reserved = conv->reserve(call);
-    kernel = std::move(conv);
+    kernel = with_scratch(std::make_unique<ConvKernel<S>>(call, shape, path), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);

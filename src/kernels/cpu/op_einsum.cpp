@@ -311,10 +311,9 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kNumericTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    auto einsum =
-        std::make_unique<EinsumKernel<S>>(std::move(inputs), call.outputs[0], std::move(steps));
-    reserved = einsum->reserve(call);
-    kernel = std::move(einsum);
+    kernel = with_scratch(
+        std::make_unique<EinsumKernel<S>>(std::move(inputs), call.outputs[0], std::move(steps)),
+        call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
