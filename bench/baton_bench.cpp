@@ -3,7 +3,9 @@
 // object: the median, p90, min and the device time of each delegate.
 //
 //   baton_bench PROGRAM.baton [--iterations N] [--warmup N] [--threads N] [--input FILE.npy]...
+//               [--load-option KEY=VALUE]...
 // --threads: MethodOptions::threads, the CPU kernels' threads (default 0: one per CPU).
+// --load-option: a load option (docs/options.md), e.g. cuda_graphs=0.
 // Inputs are the given .npy files in input order, else uniform in [-1, 1) (float inputs only).
 #include <algorithm>
 #include <chrono>
@@ -26,7 +28,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s PROGRAM.baton [--iterations N] [--warmup N] [--threads N] "
-                 "[--input FILE.npy]...\n",
+                 "[--input FILE.npy]... [--load-option KEY=VALUE]...\n",
                  argv[0]);
     return 2;
   }
@@ -38,6 +40,15 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--input") == 0) files.emplace_back(argv[i + 1]);
+    if (std::strcmp(argv[i], "--load-option") == 0) {
+      const std::string option = argv[i + 1];
+      const size_t eq = option.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "error: --load-option '%s' is not KEY=VALUE\n", option.c_str());
+        return 2;
+      }
+      options.backend_options.push_back({option.substr(0, eq), option.substr(eq + 1)});
+    }
   }
   baton::register_builtins();
   baton::cuda::register_backend();

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Compiles a variant of the Baton programs of a gpu_bench.py run: each model's own compile
-command (from gpu_bench.json) again, with one builder setting in the environment and the program
-written next to the original as NAME.SUFFIX.baton. Prints the env_ab.py arguments that compare
-them (--program NAME=ORIGINAL --b-program NAME=VARIANT), one model per line.
+command (from gpu_bench.json) again, with one more build option (`--cuda-option KEY=VALUE`,
+docs/options.md) and the program written next to the original as NAME.SUFFIX.baton. Prints the
+bench/ab.py arguments that compare them (--program NAME=ORIGINAL --b-program NAME=VARIANT), one
+model per line.
 
-  python3 bench/compile_variant.py --bench-json LOG/bench/gpu_bench.json --env BATON_REDUCE_COLUMNS=0 \\
-      --suffix nocols --models mobilenet,resnet
+  python3 bench/compile_variant.py --bench-json LOG/bench/gpu_bench.json \\
+      --cuda-option conv_rows=cudnn --suffix rows-cudnn --models mobilenet,resnet
 """
 import argparse
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -18,19 +18,18 @@ import sys
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench-json", required=True)
-    ap.add_argument("--env", required=True, help="NAME=VALUE set for the variant's compile")
+    ap.add_argument("--cuda-option", required=True, help="KEY=VALUE: the variant's build option")
     ap.add_argument("--suffix", required=True)
     ap.add_argument("--models", default="", help="comma-separated case names (default: every row)")
     args = ap.parse_args()
-    name, sep, value = args.env.partition("=")
+    name, sep, _ = args.cuda_option.partition("=")
     if not sep or not name:
-        ap.error(f"--env '{args.env}': expected NAME=VALUE")
+        ap.error(f"--cuda-option '{args.cuda_option}': expected KEY=VALUE")
     rows = json.load(open(args.bench_json))["rows"]
     wanted = [m for m in args.models.split(",") if m]
     missing = [m for m in wanted if m not in {r["name"] for r in rows}]
     if missing:
         ap.error(f"no row {missing} in {args.bench_json}")
-    env = dict(os.environ, **{name: value})
     status = 0
     for row in rows:
         if wanted and row["name"] not in wanted:
@@ -43,7 +42,8 @@ def main():
         i = cmd.index("-o") + 1
         original = cmd[i]
         cmd[i] = original[:-len(".baton")] + f".{args.suffix}.baton" if original.endswith(".baton") else original + "." + args.suffix
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        cmd += ["--cuda-option", args.cuda_option]
+        p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"compile_variant: {row['name']}: {' '.join(cmd)} failed:\n{(p.stdout + p.stderr)[-1000:]}", file=sys.stderr)
             status = 1

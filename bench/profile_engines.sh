@@ -31,13 +31,14 @@ PYEOF
 "$B" inspect /tmp/big.baton | grep -E "step [0-9]"
 for prog in small big; do
   for graphs in 1 0; do
-    echo "$prog graphs=$graphs: $(BATON_CUDA_GRAPHS=$graphs "$BENCH" /tmp/$prog.baton --iterations 300 --warmup 30)"
+    echo "$prog graphs=$graphs: $("$BENCH" /tmp/$prog.baton --iterations 300 --warmup 30 --load-option cuda_graphs=$graphs)"
   done
 done
 if [ -n "$NCU" ]; then
   for prog in small big; do
-    BATON_CUDA_GRAPHS=0 "$NCU" --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \
-      "$BENCH" /tmp/$prog.baton --iterations 3 --warmup 2 > "$LOG/ncu_$prog.txt" 2>&1
+    "$NCU" --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \
+      "$BENCH" /tmp/$prog.baton --iterations 3 --warmup 2 --load-option cuda_graphs=0 \
+      > "$LOG/ncu_$prog.txt" 2>&1
     echo "== ncu $prog (last call's kernels)"
     grep -E "^  [A-Za-z_].*\(|gpu__time_duration.sum|sm__cycles_elapsed" "$LOG/ncu_$prog.txt" | tail -30
   done

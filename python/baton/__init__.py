@@ -27,8 +27,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             disable_passes: Sequence[str] = (), target_device: str | None = None,
             max_partition_nodes: int = 0, expose_intermediates: bool = False,
             max_fold_bytes: int | None = None, max_total_fold_bytes: int | None = None,
-            max_fold_work: float | None = None,
-            max_arena_bytes: int | None = None) -> "str | bytes":
+            max_fold_work: float | None = None, max_arena_bytes: int | None = None,
+            cuda_options: Mapping[str, Any] | None = None) -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
@@ -41,7 +41,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     ``target_device`` (a verbatim device label for every partition), ``max_partition_nodes``,
     ``expose_intermediates`` (every intermediate value as an output too), the folding budgets
     ``max_fold_bytes``, ``max_total_fold_bytes`` and ``max_fold_work``, and ``max_arena_bytes``
-    (None: the compiler's defaults, as `baton compile --help` shows them). Raises BatonError.
+    (None: the compiler's defaults, as `baton compile --help` shows them), and ``cuda_options``
+    (the GPU engines' build options, ``{"conv_rows": "cudnn"}``: ``--cuda-option``'s KEY=VALUE,
+    docs/options.md). Raises BatonError.
     """
     out = None if output is None else os.fspath(output)
     budgets = {name: value for name, value in (("max_fold_bytes", max_fold_bytes),
@@ -52,7 +54,18 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     return _baton.compile(model, out, device, precision, arch,
                           {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, io,
                           strict_staging, optimize, list(disable_passes), target_device,
-                          int(max_partition_nodes), bool(expose_intermediates), **budgets)
+                          int(max_partition_nodes), bool(expose_intermediates),
+                          _option_pairs(cuda_options), **budgets)
+
+
+def _option_pairs(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """KEY=VALUE pairs as the CLI takes them: booleans as 1 / 0, everything else as str()."""
+    pairs = []
+    for key, value in (options or {}).items():
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        pairs.append((str(key), str(value)))
+    return pairs
 
 
 class Module:
@@ -106,13 +119,16 @@ class Module:
 
 
 def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threads: int = 0,
-         verify_checksums: bool = True) -> Module:
+         verify_checksums: bool = True, load_options: Mapping[str, Any] | None = None) -> Module:
     """Loads a program (a path, or the bytes ``compile`` returns), verifies it, and prepares
     ``method`` (GPU engines are loaded on their device). ``threads``: CPU threads for the CPU
-    kernels (0: one per CPU). Raises BatonError naming what is wrong and how to fix it."""
+    kernels (0: one per CPU). ``load_options``: ``baton run --load-option``'s KEY=VALUE as a
+    dictionary (``{"cuda_graphs": False}``; docs/options.md); an unknown key or value is refused.
+    Raises BatonError naming what is wrong and how to fix it."""
     if not isinstance(program, bytes):
         program = os.fspath(program)
-    return Module(_baton.load(program, method, threads, verify_checksums))
+    return Module(_baton.load(program, method, threads, verify_checksums,
+                              _option_pairs(load_options)))
 
 
 def inspect(program: "str | os.PathLike") -> dict:

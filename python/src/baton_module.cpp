@@ -16,6 +16,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -372,8 +373,10 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
                    bool strict_staging, bool optimize,
                    const std::vector<std::string>& disable_passes,
                    std::optional<std::string> target_device, size_t max_partition_nodes,
-                   bool expose_intermediates, uint64_t max_fold_bytes,
-                   uint64_t max_total_fold_bytes, double max_fold_work, uint64_t max_arena_bytes) {
+                   bool expose_intermediates,
+                   const std::vector<std::pair<std::string, std::string>>& cuda_options,
+                   uint64_t max_fold_bytes, uint64_t max_total_fold_bytes, double max_fold_work,
+                   uint64_t max_arena_bytes) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -392,6 +395,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   r.max_fold_work = max_fold_work;
   r.max_arena_bytes = max_arena_bytes;
   for (const auto& [name, sizes] : shapes) r.input_shapes.push_back({name, sizes});
+  for (const auto& [key, value] : cuda_options) r.cuda_options.push_back(key + "=" + value);
   compiler::CompileSetup setup = value_or_raise(compiler::make_compile_setup(r));
   const compiler::CompileOptions& options = setup.options;
 
@@ -426,9 +430,12 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
 }
 
 PyModule* load(nb::handle program, const std::string& method, unsigned threads,
-               bool verify_checksums) {
+               bool verify_checksums,
+               const std::vector<std::pair<std::string, std::string>>& backend_options) {
   runtime::MethodOptions method_options;
   method_options.threads = threads;
+  for (const auto& [key, value] : backend_options)
+    method_options.backend_options.push_back({key, value});
   runtime::LoadOptions load_options;
   load_options.verify_checksums = verify_checksums;
   std::shared_ptr<const runtime::Program> loaded;
@@ -516,12 +523,15 @@ NB_MODULE(_baton, m) {
         nb::arg("disable_passes") = std::vector<std::string>(),
         nb::arg("target_device").none() = nb::none(), nb::arg("max_partition_nodes") = 0,
         nb::arg("expose_intermediates") = false,
+        nb::arg("cuda_options") = std::vector<std::pair<std::string, std::string>>(),
         nb::arg("max_fold_bytes") = baton::compiler::CompileOptions{}.max_fold_bytes,
         nb::arg("max_total_fold_bytes") = baton::compiler::CompileOptions{}.max_total_fold_bytes,
         nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
         nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes);
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
-        nb::arg("verify_checksums") = true, nb::rv_policy::take_ownership);
+        nb::arg("verify_checksums") = true,
+        nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),
+        nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));
   m.def("has_cuda", [] {
 #ifdef BATON_PYTHON_WITH_CUDA

@@ -49,15 +49,26 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
   const bool gpu = !devices.empty();
   BATON_CHECK_OR_RETURN(
       gpu || (r.arch.empty() && r.precision.empty() && r.target_device.empty() && r.io == "host" &&
-              !r.strict_staging && r.max_partition_nodes == 0),
-      InvalidArgument, "{}, {}, {}, {}, {} and {} apply to GPU targets: add {}", option(r, "arch"),
-      option(r, "precision"), option(r, "target_device"),
+              !r.strict_staging && r.max_partition_nodes == 0 && r.cuda_options.empty()),
+      InvalidArgument, "{}, {}, {}, {}, {}, {} and {} apply to GPU targets: add {}",
+      option(r, "arch"), option(r, "precision"), option(r, "target_device"),
       r.spelling == CompileRequest::Spelling::Python ? "io='device'" : "--io device",
       option(r, "strict_staging"), option(r, "max_partition_nodes"),
+      r.spelling == CompileRequest::Spelling::Python ? "cuda_options=" : "--cuda-option",
       r.spelling == CompileRequest::Spelling::Python ? "device='cuda:N'" : "--device cuda:N");
   // One engine builder per GPU; the compiler places each partition on one of them.
   for (const Device& d : devices) {
-    BATON_ASSIGN_OR_RETURN(auto b, make_backend_compiler(TargetSpec{d, r.arch, r.precision}));
+    Result<std::unique_ptr<BackendCompiler>> made =
+        make_backend_compiler(TargetSpec{d, r.arch, r.precision, r.cuda_options});
+    if (!made.ok() && made.status().message().find("CUDA build option") != std::string::npos) {
+      // Say which front-end option carried the bad KEY=VALUE.
+      return Status(made.code(),
+                    fmt::format("{}: {}",
+                                r.spelling == CompileRequest::Spelling::Python ? "cuda_options="
+                                                                               : "--cuda-option",
+                                made.status().message()));
+    }
+    BATON_ASSIGN_OR_RETURN(auto b, std::move(made));
     options.backends.push_back(b.get());
     setup.builders.push_back(std::move(b));
   }

@@ -442,6 +442,34 @@ Result<std::unique_ptr<Method>> Program::load_method(std::string_view name,
                                 [&] { return load_method_impl(name, options); });
 }
 
+namespace {
+
+// Every load option must be one a registered backend takes, with a value it takes, whether or not
+// this program has a partition of that backend: one serving configuration is given to many
+// programs, and a misspelt key must not quietly leave the default in place.
+Status check_backend_options(std::span<const BackendOption> options) {
+  for (const BackendOption& o : options) {
+    BackendInterface* owner = nullptr;
+    std::string known;
+    for (std::string_view id : registered_backends()) {
+      BackendInterface* b = find_backend(id);
+      for (std::string_view key : b->option_keys()) {
+        known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", key, id);
+        if (key == o.key && owner == nullptr) owner = b;
+      }
+    }
+    if (owner == nullptr) {
+      return BATON_ERROR(
+          InvalidArgument, "unknown load option '{}': {}", o.key,
+          known.empty() ? "the backends registered here take none" : "the options are " + known);
+    }
+    BATON_TRY(owner->check_option(o));
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
                                                           const MethodOptions& options) const {
   const fb::Program& fp = impl_->file.program();
@@ -461,6 +489,7 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
     return BATON_ERROR(NotFound, "{}: the program has no method '{}' (it has {})", impl_->origin,
                        name, names);
   }
+  BATON_TRY(check_backend_options(options.backend_options));
   auto impl = std::make_unique<Method::Impl>();
   impl->program = shared_from_this();
   impl->fm = found;

@@ -251,16 +251,15 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
   const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
   const std::string a = (dir_ / "gpu_a.baton").string(), b = (dir_ / "gpu_b.baton").string();
   // On a GPU host the engine's algorithms are timed and recorded, and timings differ between
-  // builds: BATON_TUNE_CANDIDATES=1 makes the builds reproducible (docs/cli.md).
-  const std::string reproducible = "BATON_TUNE_CANDIDATES=1";
+  // builds: the build option tune_candidates=1 makes the builds reproducible (docs/options.md).
+  const std::string reproducible = " --cuda-option tune_candidates=1";
   CliRun r =
-      baton("compile -q " + model + " -o " + a + " --device cuda --arch sm_90", reproducible);
+      baton("compile -q " + model + " -o " + a + " --device cuda --arch sm_90" + reproducible);
   if (r.output.find("has no cuda backend") != std::string::npos)
     GTEST_SKIP() << "built without CUDA";
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = baton(
-      "compile -q " + model + " -o " + b + " --device cuda:0 --arch sm_90 --target-device cuda:0",
-      reproducible);
+  r = baton("compile -q " + model + " -o " + b +
+            " --device cuda:0 --arch sm_90 --target-device cuda:0" + reproducible);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
   const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {}),
@@ -329,6 +328,80 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
     EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--"), std::string::npos) << r.output;
   }
+}
+
+// Build options go with --cuda-option KEY=VALUE, are recorded in each engine and shown by inspect;
+// load options go with --load-option. Unknown keys and values are refused, naming the valid ones.
+TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
+  const std::string model = (models_ / "dynamo20_mlp_gelu.onnx").string();
+  const std::string a = (dir_ / "options.baton").string();
+  const std::string gpu = " --device cuda:0 --arch sm_90";
+  CliRun r = baton("compile -q " + model + " -o " + a + gpu +
+                   " --cuda-option conv_rows=cudnn --cuda-option tune_candidates=1");
+  if (r.output.find("has no cuda backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect --json " + a, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_FALSE(j["methods"][0]["delegates"].empty());
+  for (const auto& d : j["methods"][0]["delegates"]) {
+    EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
+        "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
+        "tune_candidates": "1"})"));
+  }
+  r = baton("inspect " + a);
+  EXPECT_NE(r.output.find("options: conv_hard_activations=fused conv_patches=gemm "
+                          "conv_rows=cudnn gemm_gelu=cudnn tune_candidates=1"),
+            std::string::npos)
+      << r.output;
+
+  struct Bad {
+    std::string args, message;
+  };
+  for (const Bad& bad : {
+           Bad{"--cuda-option conv_rows=sideways" + gpu,
+               "--cuda-option: CUDA build option conv_rows='sideways': the value is one of "
+               "kernel, cudnn"},
+           Bad{"--cuda-option conv_row=cudnn" + gpu,
+               "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
+               "conv_patches, conv_hard_activations, gemm_gelu, tune_candidates, "
+               "dump_kernel_source"},
+           Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},
+           Bad{"--cuda-option conv_rows" + gpu, "'conv_rows' is not KEY=VALUE"},
+           Bad{"--cuda-option conv_rows=cudnn", "apply to GPU targets: add --device cuda:N"},
+       }) {
+    SCOPED_TRACE(bad.args);
+    r = baton("compile -q " + model + " -o " + a + " " + bad.args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(bad.message), std::string::npos) << r.output;
+  }
+
+  // Load options are checked whatever the program runs on: this one is CPU-only, and a valid
+  // CUDA load option is accepted while a misspelt one is refused.
+  r = baton("run -q " + program() + " --load-option cuda_graphs=0 --load-option graph_edges=full");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const Bad& bad : {
+           Bad{"--load-option cuda_graph=0",
+               "unknown load option 'cuda_graph': the options are cuda_graphs (cuda), cuda_pdl "
+               "(cuda), strict_staging (cuda), graph_edges (cuda), tune_candidates (cuda)"},
+           Bad{"--load-option graph_edges=captured",
+               "load option graph_edges='captured': the value is one of own, full"},
+           Bad{"--load-option cuda_pdl=off",
+               "load option cuda_pdl='off': the value is one of 0, 1"},
+           Bad{"--load-option cuda_graphs", "--load-option 'cuda_graphs' is not KEY=VALUE"},
+       }) {
+    SCOPED_TRACE(bad.args);
+    r = baton("run -q " + program() + " " + bad.args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(bad.message), std::string::npos) << r.output;
+  }
+  // The help lists every key with its values and default.
+  r = baton("compile --help");
+  EXPECT_NE(r.output.find("conv_rows: kernel, cudnn (default: kernel)"), std::string::npos)
+      << r.output;
+  r = baton("run --help");
+  EXPECT_NE(r.output.find("graph_edges: own, full (default: own)"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {

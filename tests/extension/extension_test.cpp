@@ -320,7 +320,9 @@ TEST_F(InspectTest, NamesThatAreNotUtf8AreEscapedNotThrownAbout) {
   std::vector<std::string> names;
   for (const auto& v : m["values"]) {
     if (v["kind"] == "tensor") names.push_back(v["name"]);
-    if (v["kind"] == "string") EXPECT_EQ(v["value"], "text\\xc3(");
+    if (v["kind"] == "string") {
+      EXPECT_EQ(v["value"], "text\\xc3(");
+    }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"x\\xff", "\xcf\x89 ok", "z\\xe2\\x82"}));
 }

@@ -245,6 +245,38 @@ def test_log_messages_reach_python_logging(caplog):
     assert any("partition map names partitions" in r.getMessage() for r in warnings), caplog.text
 
 
+def test_cuda_and_load_options_are_dictionaries_checked_by_name(tmp_path):
+    """cuda_options= and load_options= are the CLI's --cuda-option and --load-option: recorded in
+    each engine (inspect shows them) and refused by name with the valid keys or values."""
+    with pytest.raises(baton.BatonError, match="apply to GPU targets"):
+        baton.compile(MLP, cuda_options={"conv_rows": "cudnn"})
+    plain = baton.compile(MLP)
+    with pytest.raises(baton.BatonError,
+                       match="unknown load option 'cuda_graph': the options are cuda_graphs"):
+        baton.load(plain, load_options={"cuda_graph": False})
+    if not baton.cuda.is_built():
+        pytest.skip("needs the CUDA backend (builds for sm_90 without a GPU)")
+    # A valid CUDA load option is taken by a CPU-only program too; booleans are 1 / 0.
+    assert baton.load(plain, load_options={"cuda_graphs": False, "graph_edges": "full"}).inputs
+    with pytest.raises(baton.BatonError,
+                       match="load option graph_edges='captured': the value is one of own, full"):
+        baton.load(plain, load_options={"graph_edges": "captured"})
+    with pytest.raises(baton.BatonError, match="cuda_options=: CUDA build option "
+                       "conv_rows='sideways': the value is one of kernel, cudnn"):
+        baton.compile(MLP, device="cuda:0", arch="sm_90", cuda_options={"conv_rows": "sideways"})
+    with pytest.raises(baton.BatonError, match="unknown CUDA build option 'conv_row'"):
+        baton.compile(MLP, device="cuda:0", arch="sm_90", cuda_options={"conv_row": "cudnn"})
+    path = tmp_path / "gpu.baton"
+    baton.compile(MLP, path, device="cuda:0", arch="sm_90",
+                  cuda_options={"gemm_gelu": "kernel", "tune_candidates": 1})
+    delegates = baton.inspect(path)["methods"][0]["delegates"]
+    assert delegates
+    for d in delegates:
+        assert d["engine"]["options"]["gemm_gelu"] == "kernel"
+        assert d["engine"]["options"]["tune_candidates"] == "1"
+        assert d["engine"]["options"]["conv_rows"] == "kernel"
+
+
 def test_the_gil_is_released_while_a_program_runs(tmp_path):
     """Another Python thread keeps running while run() executes: with the GIL held, the main
     thread's loop below would stall for the whole call (hundreds of ms)."""

@@ -49,7 +49,7 @@ TEST_F(RuntimeTest, DelegateReceivesBlobSpecsAndOptionsAndIsDestroyed) {
   ASSERT_TRUE(program);
   {
     runtime::MethodOptions options;
-    options.backend_options.push_back({"strict_staging", "1"});
+    options.backend_options.push_back({"test_flag", "1"});
     auto method = program->load_method("forward", options);
     ASSERT_TRUE(method.ok()) << method.status().to_string();
     auto& stats = testing::test_backend_stats();
@@ -58,13 +58,40 @@ TEST_F(RuntimeTest, DelegateReceivesBlobSpecsAndOptionsAndIsDestroyed) {
     EXPECT_EQ(stats.last_specs.at("flavor"), "mul");
     EXPECT_GT(stats.last_blob_size, 24u);
     ASSERT_EQ(stats.options_seen.size(), 1u);
-    EXPECT_EQ(stats.options_seen[0], "strict_staging=1");
+    EXPECT_EQ(stats.options_seen[0], "test_flag=1");
     EXPECT_EQ(stats.destroys, 0);
     const runtime::InstructionInfo info = (*method)->instruction_info(2);
     EXPECT_EQ(info.kind, runtime::InstructionKind::Delegate);
     EXPECT_NE(info.description.find("test_0"), std::string::npos);
   }
   EXPECT_EQ(testing::test_backend_stats().destroys, 1);
+}
+
+// A load option no registered backend takes, or a value its backend refuses, fails the load before
+// any delegate is initialized, naming the option and what is valid: a typo never leaves a default.
+TEST_F(RuntimeTest, UnknownLoadOptionsAndValuesAreRefusedBeforeAnyDelegateLoads) {
+  auto p = make_add_relu_program(true);
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  const int inits = testing::test_backend_stats().inits;
+  struct Case {
+    runtime::BackendOption option;
+    std::string message;
+  };
+  for (const Case& c : {Case{{"test_flags", "1"},
+                             "unknown load option 'test_flags': the options "
+                             "are test_flag (test_elementwise)"},
+                        Case{{"test_flag", "yes"}, "test_flag='yes': the value is one of 0, 1"}}) {
+    SCOPED_TRACE(c.option.key);
+    runtime::MethodOptions options;
+    options.backend_options = {{"test_flag", "0"}, c.option};
+    auto method = program->load_method("forward", options);
+    ASSERT_FALSE(method.ok()) << "'" << c.option.key << "=" << c.option.value << "' was taken";
+    EXPECT_EQ(method.status().code(), Error::InvalidArgument);
+    EXPECT_NE(method.status().message().find(c.message), std::string::npos)
+        << method.status().message();
+  }
+  EXPECT_EQ(testing::test_backend_stats().inits, inits) << "a delegate was initialized";
 }
 
 TEST_F(RuntimeTest, FailedDelegateInitReleasesEarlierDelegates) {
@@ -414,7 +441,9 @@ TEST_F(RuntimeTest, ProfilingLevelsReachTheBackend) {
     EXPECT_FALSE(steps[s].kind.empty());
     EXPECT_EQ(steps[s].what, "op " + std::to_string(s));
     EXPECT_GE(steps[s].ms, 0.0);
-    if (s > 0) EXPECT_GE(steps[s].start_ms, steps[s - 1].start_ms);
+    if (s > 0) {
+      EXPECT_GE(steps[s].start_ms, steps[s - 1].start_ms);
+    }
   }
   method->set_profiling(runtime::Method::Profiling{});
   ASSERT_TRUE(method->execute().ok());

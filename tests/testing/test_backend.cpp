@@ -78,6 +78,13 @@ class TestBackend final : public runtime::BackendInterface {
  public:
   std::string_view id() const override { return kTestBackendId; }
   bool is_available() const override { return test_backend_stats().available; }
+  // One load option, "test_flag" = 0 | 1: what the runtime checks load options against.
+  std::vector<std::string_view> option_keys() const override { return {"test_flag"}; }
+  Status check_option(const runtime::BackendOption& option) const override {
+    BATON_CHECK_OR_RETURN(option.value == "0" || option.value == "1", InvalidArgument,
+                          "load option test_flag='{}': the value is one of 0, 1", option.value);
+    return Status();
+  }
 
   Result<runtime::DelegateHandle*> init(const runtime::BackendInitContext& ctx,
                                         std::span<const uint8_t> blob,

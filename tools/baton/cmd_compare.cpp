@@ -266,6 +266,7 @@ Result<int> run_compare(const CompareArgs& args) {
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(program_path, load));
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
+  BATON_ASSIGN_OR_RETURN(method_options.backend_options, parse_load_options(args.load_options));
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
   if (!loaded.ok()) return explain_load_failure(*program, gpus_needed(*program), loaded.status());
   std::unique_ptr<runtime::Method> method = std::move(loaded).value();

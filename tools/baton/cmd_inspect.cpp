@@ -107,6 +107,13 @@ void print_engine(const json& e) {
               size_text(e["scratch_bytes"].get<uint64_t>()).c_str(),
               size_text(e["workspace_bytes"].get<uint64_t>()).c_str(),
               size_text(e["cubin_bytes"].get<uint64_t>()).c_str());
+  if (e.contains("options") && e["options"].is_object()) {
+    std::string options;
+    for (const auto& [key, value] : e["options"].items()) {
+      options += (options.empty() ? "" : " ") + key + "=" + shown(value);
+    }
+    std::printf("        options: %s\n", options.empty() ? "none recorded" : options.c_str());
+  }
   for (const auto& b : e["bindings"]) {
     std::printf("        %-6s '%s' %s %s\n", b["io"].get<std::string>().c_str(),
                 shown(b["name"]).c_str(), b["dtype"].get<std::string>().c_str(),
@@ -157,6 +164,7 @@ Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, jso
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
   runtime::MethodOptions options;
   options.threads = args.threads;
+  BATON_ASSIGN_OR_RETURN(options.backend_options, parse_load_options(args.load_options));
   for (json& m : j["methods"]) {
     auto method = program->load_method(m["name"].get<std::string>(), options);
     if (!method.ok()) {

@@ -256,6 +256,7 @@ Status run_run(const RunArgs& args) {
   const auto program_loaded = Clock::now();
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
+  BATON_ASSIGN_OR_RETURN(method_options.backend_options, parse_load_options(args.load_options));
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
   if (!loaded.ok()) return explain_load_failure(*program, gpus_needed(*program), loaded.status());
   std::unique_ptr<runtime::Method> method = std::move(loaded).value();

@@ -43,6 +43,7 @@ struct RunArgs {
   std::string export_profile;      // the profiled pass per instruction and engine step, as JSON
   std::string trace;               // a Chrome trace of load, every execute and the profiled pass
   int profile_runs = 10;           // runs of the profiled pass (after the timed runs)
+  std::vector<std::string> load_options;  // --load-option KEY=VALUE (MethodOptions)
 };
 
 struct CompareArgs {
@@ -59,6 +60,7 @@ struct CompareArgs {
   bool no_checksums = false;
   std::string save_dir;  // keep the inputs, Baton's and the reference's values there
   bool quiet = false;
+  std::vector<std::string> load_options;  // --load-option KEY=VALUE
 };
 
 struct InspectArgs {
@@ -69,6 +71,7 @@ struct InspectArgs {
   // load decides: the CPU kernels' scratch.
   bool load = false;
   unsigned threads = 0;
+  std::vector<std::string> load_options;  // --load-option KEY=VALUE, with --load
 };
 
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a

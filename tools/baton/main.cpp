@@ -11,6 +11,7 @@
 
 #include "baton/baton.h"
 #include "baton/core/log.h"
+#include "baton/cuda/options.h"
 #include "commands.h"
 
 namespace {
@@ -146,6 +147,11 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));
   flags.push_back(c->add_option("--precision", args.request.precision,
                                 "GPU precision: fp32 (TF32 off), tf32, fp16, bf16 (default fp32)"));
+  static const std::string cuda_option_help =
+      "A build option of the GPU engines, KEY=VALUE (repeatable; recorded in each engine, shown "
+      "by inspect):\n" +
+      baton::cuda::build_options_help();
+  flags.push_back(c->add_option("--cuda-option", args.request.cuda_options, cuda_option_help));
   flags.push_back(
       c->add_option("--shape", args.shapes,
                     "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)"));
@@ -262,6 +268,10 @@ int cli_main(int argc, char** argv) {
                 "Profiled runs after the timed ones (per instruction and engine step; 0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  static const std::string load_option_help =
+      "A load option, KEY=VALUE (repeatable; an unknown key or value is refused):\n" +
+      baton::cuda::load_options_help();
+  r->add_option("--load-option", run.load_options, load_option_help);
   r->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::CompareArgs compare;
@@ -299,6 +309,7 @@ int cli_main(int argc, char** argv) {
                 "Keep the inputs, Baton's values and the reference's in DIR (as .npy)");
   m->add_flag("--no-checksums", compare.no_checksums, kNoChecksumsHelp);
   m->add_flag("-q,--quiet", compare.quiet, "Print only the result line");
+  m->add_option("--load-option", compare.load_options, load_option_help);
   m->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::InspectArgs inspect;
@@ -315,6 +326,8 @@ int cli_main(int argc, char** argv) {
                 "With --load: threads for the CPU kernels (scratch grows with them; default: one "
                 "per CPU this process may use)")
       ->check(CLI::Range(1, 4096));
+  s->add_option("--load-option", inspect.load_options,
+                "With --load: a load option, KEY=VALUE (repeatable; as baton run's)");
   s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   CLI::App* ops_cmd = app.add_subcommand(

@@ -59,6 +59,18 @@ Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) 
 
 }  // namespace
 
+Result<std::vector<runtime::BackendOption>> parse_load_options(
+    const std::vector<std::string>& args) {
+  std::vector<runtime::BackendOption> out;
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    BATON_CHECK_OR_RETURN(eq != std::string::npos && eq > 0, InvalidArgument,
+                          "--load-option '{}' is not KEY=VALUE (e.g. cuda_graphs=0)", a);
+    out.push_back({a.substr(0, eq), a.substr(eq + 1)});
+  }
+  return out;
+}
+
 double quantile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0.0;
   const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));

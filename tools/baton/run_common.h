@@ -16,6 +16,11 @@ namespace baton::tool {
 Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, unsigned seed,
                                         runtime::Method& method);
 
+// --load-option KEY=VALUE arguments as MethodOptions::backend_options (InvalidArgument for one
+// without '='; the keys and values are checked when the method loads).
+Result<std::vector<runtime::BackendOption>> parse_load_options(
+    const std::vector<std::string>& args);
+
 // Element i of a host tensor of any dtype, as a double.
 double element_as_double(const TensorView& t, int64_t i);
 

@@ -189,6 +189,9 @@ struct TargetSpec {
   Device device;
   std::string arch;       // "sm_90"; empty: read it from the device when it exists
   std::string precision;  // "fp32", "tf32", "fp16", "bf16"; empty: the backend's default
+  // The backend's build options as KEY=VALUE, parsed (and refused when unknown) by the backend:
+  // for CUDA, baton::cuda::BuildOptions (include/baton/cuda/options.h, its to_strings()).
+  std::vector<std::string> options = {};
 };
 
 using BackendCompilerFactory =

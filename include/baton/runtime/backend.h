@@ -35,8 +35,9 @@ struct CompileSpec {
   }
 };
 
-// Key/value options given at load time (e.g. {"strict_staging", "1"}); a backend ignores keys it
-// does not know.
+// Key/value options given at load time (e.g. {"strict_staging", "1"}). Method loading refuses a
+// key that no registered backend takes (BackendInterface::option_keys) and a value its backend
+// refuses (check_option), before any delegate is initialized: a typo is an error, not a default.
 struct BackendOption {
   std::string key;
   std::string value;
@@ -81,6 +82,10 @@ class BackendInterface {
   // False when the backend cannot run here at all (e.g. no GPU); loading then fails with a
   // message naming the backend.
   virtual bool is_available() const = 0;
+  // The load option keys this backend takes, and a check of one of its options' values: an
+  // InvalidArgument naming the option and listing the valid values. Neither needs the device.
+  virtual std::vector<std::string_view> option_keys() const { return {}; }
+  virtual Status check_option(const BackendOption& option) const { return Status(); }
   virtual Result<DelegateHandle*> init(const BackendInitContext& context,
                                        std::span<const uint8_t> blob,
                                        std::span<const CompileSpec> compile_specs) = 0;

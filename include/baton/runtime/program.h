@@ -55,7 +55,9 @@ struct LoadOptions {
 };
 
 struct MethodOptions {
-  // Passed to every backend's init (e.g. {"strict_staging", "1"}).
+  // Load options, KEY=VALUE, passed to every backend's init (e.g. {"cuda_graphs", "0"}; for the
+  // CUDA backend, baton::cuda::LoadOptions::to_backend_options() in include/baton/cuda/options.h).
+  // load_method refuses a key no registered backend takes, and a value its backend refuses.
   std::vector<BackendOption> backend_options;
   // Threads the CPU kernels split GEMMs, convolutions and attention over, the executing thread
   // included (the others are made at load, and wait between executes without using the CPU after

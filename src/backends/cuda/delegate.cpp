@@ -9,9 +9,11 @@
 // the caller's stream (StreamGuard) or cudaStreamPerThread, records a completion event, and
 // synchronizes only when the contract says so.
 // destroy: waits for the completion event, then frees.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "backends/cuda/allocator.h"
 #include "backends/cuda/cuda_check.h"
@@ -22,23 +24,27 @@
 #include "baton/core/log.h"
 #include "baton/core/text.h"
 #include "baton/cuda/backend.h"
+#include "baton/cuda/options.h"
 #include "baton/runtime/backend.h"
 
 namespace baton::cuda {
 namespace {
 
 // Handles of one program on one GPU share the engine (weights, module, GEMM plans): the engine is
-// keyed by its blob's bytes, which live in the loaded program.
+// keyed by its blob's bytes, which live in the loaded program, and by how many candidates its
+// choices made at load were timed among (a load option).
 class EngineCache {
  public:
-  Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition) {
+  Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition,
+                                      int tune_candidates) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(engines_, [](const auto& entry) { return entry.second.expired(); });
-    const auto key = std::make_pair(blob.data(), blob.size());
+    const auto key = std::make_tuple(blob.data(), blob.size(), tune_candidates);
     if (auto it = engines_.find(key); it != engines_.end()) {
       if (auto engine = it->second.lock()) return engine;
     }
-    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::load(blob, partition));
+    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
+                           Engine::load(blob, partition, tune_candidates));
     engines_[key] = engine;
     return engine;
   }
@@ -57,7 +63,7 @@ class EngineCache {
 
  private:
   std::mutex mutex_;
-  std::map<std::pair<const uint8_t*, size_t>, std::weak_ptr<Engine>> engines_;
+  std::map<std::tuple<const uint8_t*, size_t, int>, std::weak_ptr<Engine>> engines_;
 };
 
 EngineCache& engine_cache() {
@@ -115,30 +121,38 @@ struct CudaHandle : runtime::DelegateHandle {
   }
 };
 
-bool option_on(const runtime::BackendInitContext& ctx, std::span<const runtime::CompileSpec> specs,
-               std::string_view key, const char* env, bool fallback) {
-  for (const auto& o : ctx.options) {
-    if (o.key == key) return o.value != "0";
-  }
+// The load options of one delegate: the program's compile specs that are load options
+// (strict_staging, from compile --strict-staging), then the method's options over them.
+Result<LoadOptions> load_options(const runtime::BackendInitContext& ctx,
+                                 std::span<const runtime::CompileSpec> specs) {
+  std::vector<runtime::BackendOption> all;
+  const std::vector<std::string_view> keys = LoadOptions::keys();
   for (const auto& s : specs) {
-    if (s.key == key) return s.value_string() != "0";
+    if (std::find(keys.begin(), keys.end(), s.key) != keys.end()) {
+      all.push_back({std::string(s.key), std::string(s.value_string())});
+    }
   }
-  if (env != nullptr) {
-    if (const char* v = std::getenv(env)) return std::string_view(v) != "0";
-  }
-  return fallback;
+  all.insert(all.end(), ctx.options.begin(), ctx.options.end());
+  return LoadOptions::parse(all);
 }
 
 class CudaBackend final : public runtime::BackendInterface {
  public:
   std::string_view id() const override { return "cuda"; }
   bool is_available() const override { return device_count() > 0; }
+  std::vector<std::string_view> option_keys() const override { return LoadOptions::keys(); }
+  Status check_option(const runtime::BackendOption& option) const override {
+    LoadOptions unused;
+    return unused.set(option.key, option.value);
+  }
 
   Result<runtime::DelegateHandle*> init(const runtime::BackendInitContext& ctx,
                                         std::span<const uint8_t> blob,
                                         std::span<const runtime::CompileSpec> specs) override {
     const std::string partition(ctx.delegate_name);
-    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, engine_cache().get(blob, partition));
+    BATON_ASSIGN_OR_RETURN(const LoadOptions options, load_options(ctx, specs));
+    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
+                           engine_cache().get(blob, partition, options.tune_candidates));
     const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
     // The label device-aware planning used for this partition's tensors must be the GPU its
     // engine runs on, or every tensor at its boundary would be on the wrong GPU.
@@ -153,11 +167,9 @@ class CudaBackend final : public runtime::BackendInterface {
                             spec.value_string(), spec.value_string());
     }
     auto handle = std::make_unique<CudaHandle>();
-    BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine));
-    handle->use_graph = option_on(ctx, specs, "cuda_graphs", "BATON_CUDA_GRAPHS", true);
-    handle->context->set_dependent_launch(
-        option_on(ctx, specs, "cuda_pdl", "BATON_CUDA_PDL", true));
-    handle->strict = option_on(ctx, specs, "strict_staging", "BATON_STRICT_STAGING", false);
+    BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine, options));
+    handle->use_graph = options.cuda_graphs;
+    handle->strict = options.strict_staging;
     const int device = engine->device();
     DeviceGuard guard(device);
     BATON_TRY(guard.status());

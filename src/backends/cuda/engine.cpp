@@ -115,11 +115,11 @@ Status count_graph_nodes(cudaGraph_t graph, int device, uint32_t& nodes, uint32_
 }
 
 // The edges of `graph` (top level) that let a node start before the one it depends on has
-// finished (programmatic dependent launch). With `serialize`, each is replaced by a full
-// dependency, except, with `keep_own`, those into one of `own` (the engine's generated kernels,
-// which wait for their predecessor before touching memory). cuDNN's and cuBLASLt's are not safe
-// to keep: with them, ResNet-50 fp16 ran wrong on an H200 (docs/device-contract.md).
-Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serialize, bool keep_own,
+// finished (programmatic dependent launch). Each is replaced by a full dependency, except, with
+// `keep_own`, those into one of `own` (the engine's generated kernels, which wait for their
+// predecessor before touching memory). cuDNN's and cuBLASLt's are never kept: with them,
+// ResNet-50 fp16 ran wrong on an H200 (docs/device-contract.md).
+Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool keep_own,
                                     const std::vector<cudaGraphNode_t>& own) {
   size_t n = 0;
   BATON_CUDA_CHECK_ON(device, cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n));
@@ -132,7 +132,6 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serializ
   for (size_t i = 0; i < n; ++i) {
     if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == 0) continue;
     ++count;
-    if (!serialize) continue;
     if (keep_own && std::find(own.begin(), own.end(), to[i]) != own.end()) continue;
     BATON_CUDA_CHECK_ON(device, cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
     cudaGraphEdgeData full{};
@@ -144,8 +143,10 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool serializ
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
-                                             const std::string& partition, bool quiet) {
+                                             const std::string& partition, int tune_candidates,
+                                             bool quiet) {
   std::shared_ptr<Engine> engine(new Engine());
+  engine->tune_candidates_ = std::clamp(tune_candidates, 1, kMaxTuneCandidates);
   BATON_TRY(engine->init(blob, partition, quiet));
   return engine;
 }
@@ -211,7 +212,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   const auto started = std::chrono::steady_clock::now();
   BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
   std::optional<Stopwatch> stopwatch;
-  if (blob_.num_choice_steps() > 0 && tune_candidates() > 1) {
+  if (blob_.num_choice_steps() > 0 && tune_candidates_ > 1) {
     BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(h.device_id));
     stopwatch.emplace(std::move(w));
   }
@@ -264,7 +265,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
                 fmt::format("partition '{}' on cuda:{}: timed the algorithms of {} GEMM and "
                             "cuDNN steps ({} candidates each) in {:.0f} ms at load; compile "
                             "with this GPU present to record them in the program",
-                            partition, h.device_id, stats_.timed, tune_candidates(), stats_.ms));
+                            partition, h.device_id, stats_.timed, tune_candidates_, stats_.ms));
   }
   return Status();
 }
@@ -301,7 +302,7 @@ Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stop
   BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
   BATON_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-  const int wanted = stopwatch != nullptr ? tune_candidates() : 1;
+  const int wanted = stopwatch != nullptr ? tune_candidates_ : 1;
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
@@ -401,8 +402,8 @@ Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::
       BATON_ASSIGN_OR_RETURN(const CudnnPlan plan,
                              CudnnPlan::choose(handle.get(), r,
                                                r.kind == static_cast<uint32_t>(StepKind::Matmul)
-                                                   ? std::max(tune_candidates(), kMatmulCandidates)
-                                                   : tune_candidates(),
+                                                   ? std::max(tune_candidates_, kMatmulCandidates)
+                                                   : tune_candidates_,
                                                stopwatch, what));
       cudnn_choices_[s] = plan.choice();
       first_of_shape[shape] = s;
@@ -506,8 +507,11 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
-Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine) {
+Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine,
+                                                                   const LoadOptions& options) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
+  ctx->graph_edges_ = options.graph_edges;
+  ctx->dependent_launch_ = options.cuda_pdl;
   const EngineBlob& blob = ctx->engine_->blob();
   const int device = ctx->engine_->device();
   DeviceGuard guard(device);
@@ -534,23 +538,6 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
         CudnnPlan::create(ctx->cudnn_.get(), r, ctx->engine_->cudnn_choice(s),
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
-  }
-  if (const char* env = std::getenv("BATON_CUDA_GRAPH_EDGES"); env && env[0] != 0) {
-    const std::string_view mode = env;
-    if (mode == "own") {
-      ctx->graph_edges_ = GraphEdges::Own;
-    } else if (mode == "full") {
-      ctx->graph_edges_ = GraphEdges::Full;
-    } else if (mode == "captured") {
-      ctx->graph_edges_ = GraphEdges::AsCaptured;
-    } else {
-      return BATON_ERROR(InvalidArgument,
-                         "BATON_CUDA_GRAPH_EDGES='{}' is not a mode: use own (the default: "
-                         "serialize cuDNN's and cuBLASLt's programmatic edges, keep Baton's), "
-                         "full (serialize every one) or captured (keep all, diagnosis only; "
-                         "known to give wrong results, docs/device-contract.md)",
-                         mode);
-    }
   }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
@@ -787,22 +774,16 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
-  // The libraries' programmatic edges become full dependencies (graph_edges_); as captured,
-  // they are walked only when the debug log counts them.
-  if (graph_edges_ != GraphEdges::AsCaptured || log_enabled(LogLevel::Debug)) {
-    BATON_ASSIGN_OR_RETURN(
-        const uint32_t edges,
-        programmatic_edges(graph.get(), device, graph_edges_ != GraphEdges::AsCaptured,
-                           graph_edges_ == GraphEdges::Own, own_nodes));
-    log_message(LogLevel::Debug, "cuda",
-                fmt::format("partition '{}': the captured graph has {} programmatic edges{}",
-                            engine_->partition(), edges,
-                            graph_edges_ == GraphEdges::Full  ? ", all made full dependencies"
-                            : graph_edges_ == GraphEdges::Own ? ", all but those into its "
-                                                                "generated kernels made full"
-                                                                " dependencies"
-                                                              : ""));
-  }
+  // The libraries' programmatic edges become full dependencies (the load option graph_edges).
+  BATON_ASSIGN_OR_RETURN(
+      const uint32_t edges,
+      programmatic_edges(graph.get(), device, graph_edges_ == GraphEdges::Own, own_nodes));
+  log_message(
+      LogLevel::Debug, "cuda",
+      fmt::format("partition '{}': the captured graph has {} programmatic edges, all {}"
+                  "made full dependencies",
+                  engine_->partition(), edges,
+                  graph_edges_ == GraphEdges::Own ? "but those into its generated kernels " : ""));
   if (graph_ && context == graph_context_) {
     cudaGraphExecUpdateResultInfo info{};
     if (cudaGraphExecUpdate(graph_.get(), graph.get(), &info) != cudaSuccess) {

@@ -25,6 +25,7 @@
 #include "backends/cuda/handles.h"
 #include "backends/cuda/tuning.h"
 #include "baton/core/error.h"
+#include "baton/cuda/options.h"
 
 namespace baton::cuda {
 
@@ -40,7 +41,7 @@ struct GemmPlan {
 struct ChoiceStats {
   uint32_t recorded = 0;  // taken from the blob
   uint32_t timed = 0;     // timed now (steps of the same shape share one timing)
-  uint32_t untimed = 0;   // the heuristics' first choice (BATON_TUNE_CANDIDATES=1)
+  uint32_t untimed = 0;   // the heuristics' first choice (tune_candidates=1)
   uint32_t rechosen = 0;  // recorded, but no longer applicable here: chosen again
   double ms = 0;          // spent choosing
 };
@@ -52,8 +53,11 @@ class Engine {
   // (convolution, attention) engine: the blob's recorded choices where they still apply, else timed
   // now (tuning.h). `partition` names the delegate in messages. `quiet` leaves the info line about
   // timing out (the builder times an engine to record its choices and says so itself).
+  // `tune_candidates`: how many candidates are timed per step chosen here (1: none timed, the
+  // heuristics' first choice).
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
-                                              const std::string& partition, bool quiet = false);
+                                              const std::string& partition, int tune_candidates,
+                                              bool quiet = false);
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
   ~Engine() = default;
   Engine(const Engine&) = delete;
@@ -90,11 +94,14 @@ class Engine {
   // Per GEMM step: the aligned algorithm's time and how many candidates were timed.
   std::vector<std::pair<float, uint32_t>> gemm_times_;
   ChoiceStats stats_;
+  int tune_candidates_ = 4;
 };
 
 class ExecutionContext {
  public:
-  static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine);
+  // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's).
+  static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine,
+                                                          const LoadOptions& options);
   // Frees the graph, the workspace, the scratch and the cuBLASLt handle (on the engine's GPU), then
   // lets go of the engine. Work still in flight must have been waited for.
   ~ExecutionContext() = default;
@@ -113,11 +120,6 @@ class ExecutionContext {
   // included); 0 before a graph was captured.
   uint32_t graph_nodes() const { return graph_nodes_; }
   uint32_t graph_kernels() const { return graph_kernels_; }
-
-  // Whether kernels that wait for their predecessor (KernelStep::flags) are launched with
-  // programmatic stream serialization (on by default; the load option cuda_pdl=0 or
-  // BATON_CUDA_PDL=0 turns it off).
-  void set_dependent_launch(bool on) { dependent_launch_ = on; }
 
   Engine& engine() { return *engine_; }
   // What runs step `s`: its kernel's name, "cublasLtMatmul", or the cuDNN engine (for profiles).
@@ -144,12 +146,10 @@ class ExecutionContext {
   DeviceBuffer scratch_;
   DeviceBuffer workspace_;  // cuBLASLt's and cuDNN's (steps run one after another)
   uint64_t workspace_bytes_ = 0;
-  // What becomes of the captured graph's programmatic edges (BATON_CUDA_GRAPH_EDGES, read at
-  // create). Own (default): each is made a full dependency except those into the engine's
-  // generated kernels, which wait for their predecessor before touching memory; cuDNN's and
-  // cuBLASLt's own edges are not safe (docs/device-contract.md, "CUDA graphs"). Full: every
-  // one made a full dependency. AsCaptured: kept as the libraries made them (diagnosis only).
-  enum class GraphEdges { AsCaptured, Full, Own };
+  // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
+  // (default): each is made a full dependency except those into the engine's generated kernels,
+  // which wait for their predecessor before touching memory; cuDNN's and cuBLASLt's own edges are
+  // not safe (docs/device-contract.md, "CUDA graphs"). Full: every one made a full dependency.
   GraphEdges graph_edges_ = GraphEdges::Own;
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
@@ -158,6 +158,8 @@ class ExecutionContext {
   std::vector<void*> graph_pointers_;
   void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
+  // Whether kernels that wait for their predecessor (KernelStep::flags) are launched with
+  // programmatic stream serialization (the load option cuda_pdl).
   bool dependent_launch_ = true;
   // The context of the last stream asked (by its id), so a call on the same stream asks nothing.
   std::optional<unsigned long long> context_stream_id_;

@@ -1,5 +1,6 @@
 #include "backends/cuda/engine_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -625,7 +626,8 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
                         "engine blob device_id = {} is out of range", h.device_id);
   const std::pair<const Section*, const char*> sections[] = {
       {&h.bindings, "bindings"}, {&h.steps, "steps"},     {&h.strings, "strings"},
-      {&h.kernels, "kernels"},   {&h.weights, "weights"}, {&h.cubin, "cubin"}};
+      {&h.kernels, "kernels"},   {&h.weights, "weights"}, {&h.cubin, "cubin"},
+      {&h.options, "options"}};
   for (const auto& [s, name] : sections) {
     BATON_CHECK_OR_RETURN(
         inside(*s, bytes.size()) && s->offset % 64 == 0 && s->offset >= sizeof(EngineHeader),
@@ -658,6 +660,23 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   BATON_CHECK_OR_RETURN(h.cubin.size > 0 || h.num_kernels == 0, InvalidProgram,
                         "engine blob has kernels but no cubin");
   const uint8_t* base = bytes.data();
+  // The options are shown by inspect as they are: lines of printable ASCII, each KEY=VALUE.
+  BATON_CHECK_OR_RETURN(h.options.size <= kMaxEngineOptionsBytes, InvalidProgram,
+                        "engine blob options section is {} bytes, more than {}", h.options.size,
+                        kMaxEngineOptionsBytes);
+  blob.options_ = {reinterpret_cast<const char*>(base + h.options.offset), h.options.size};
+  for (size_t start = 0; start < blob.options_.size();) {
+    const size_t end = std::min(blob.options_.find('\n', start), blob.options_.size());
+    const std::string_view line = blob.options_.substr(start, end - start);
+    const size_t eq = line.find('=');
+    bool printable = true;
+    for (char c : line) printable = printable && c >= 0x20 && c < 0x7f;
+    BATON_CHECK_OR_RETURN(printable && eq != std::string_view::npos && eq > 0, InvalidProgram,
+                          "engine blob options: line at byte {} is not KEY=VALUE in printable "
+                          "ASCII",
+                          start);
+    start = end + 1;
+  }
   blob.bindings_ = {reinterpret_cast<const BindingRecord*>(base + h.bindings.offset),
                     h.num_bindings};
   blob.steps_ = {reinterpret_cast<const StepRecord*>(base + h.steps.offset), h.num_steps};
@@ -728,6 +747,12 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
   place(h.kernels, kernels.size() * sizeof(KernelRecord));
   place(h.weights, e.weights.size());
   place(h.cubin, e.cubin.size());
+  std::string options;
+  for (const std::string& o : e.options) options += o + "\n";
+  BATON_CHECK_OR_RETURN(options.size() <= kMaxEngineOptionsBytes, InvalidArgument,
+                        "the engine's build options take {} bytes, more than {}", options.size(),
+                        kMaxEngineOptionsBytes);
+  place(h.options, options.size());
   h.blob_size = align_up(cursor, 64);
   std::vector<uint8_t> out(h.blob_size, 0);
   std::memcpy(out.data(), &h, sizeof h);
@@ -740,6 +765,7 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
   put(h.kernels, kernels.data());
   put(h.weights, e.weights.data());
   put(h.cubin, e.cubin.data());
+  put(h.options, options.data());
   return out;
 }
 

@@ -7,6 +7,7 @@
 //   bindings  BindingRecord[num_bindings], in delegate-argument order (inputs, then outputs)
 //   steps     StepRecord[num_steps], executed in order
 //   strings   binding and kernel names (not NUL-terminated; records hold offset + length)
+//   options   the build options the engine was built with: "KEY=VALUE" lines, printable ASCII
 //   kernels   KernelRecord[num_kernels]: the entry points in the cubin
 //   weights   constant tensors in the engine's precision, uploaded once at load
 //   cubin     the NVRTC-compiled module for `sm_arch`
@@ -27,7 +28,9 @@
 namespace baton::cuda {
 
 inline constexpr char kEngineMagic[8] = {'B', 'T', 'N', 'E', 'N', 'G', 'I', 'N'};
-inline constexpr uint32_t kEngineVersion = 1;
+// 2: the options section (version 1 engines recorded no options).
+inline constexpr uint32_t kEngineVersion = 2;
+inline constexpr uint64_t kMaxEngineOptionsBytes = 4096;
 inline constexpr uint32_t kEngineMaxRank = 8;
 inline constexpr uint64_t kEngineAlignment = 256;  // scratch and weights offsets
 
@@ -69,7 +72,7 @@ struct EngineHeader {
   uint32_t choices_cublaslt_version;  // cublasLtGetVersion() when timed
   uint32_t choices_cudnn_version;     // cudnnGetVersion() when timed (0: no cuDNN step)
   char choices_gpu[40];               // the GPU's name, NUL-padded, for inspection
-  uint8_t reserved[256 - 80 - 6 * 16 - 16 - 8 - 40];
+  Section options;                    // build options, "KEY=VALUE\n" lines
 };
 static_assert(sizeof(EngineHeader) == 256);
 
@@ -296,6 +299,8 @@ class EngineBlob {
   std::span<const StepChoice> choices() const { return choices_; }
   const StepChoice* choice(size_t step) const;
   std::string_view choices_gpu() const;
+  // The build options recorded, one "KEY=VALUE" per line.
+  std::string_view options() const { return options_; }
 
  private:
   EngineHeader header_{};
@@ -305,6 +310,7 @@ class EngineBlob {
   std::span<const char> strings_;
   std::span<const uint8_t> weights_;
   std::span<const uint8_t> cubin_;
+  std::string_view options_;
   std::span<const StepChoice> choices_;
   std::vector<int32_t> choice_of_step_;  // index into choices_, -1 when none
 };
@@ -331,6 +337,7 @@ struct EngineDescription {
   uint64_t workspace_bytes = 0;
   std::vector<uint8_t> weights;
   std::vector<uint8_t> cubin;
+  std::vector<std::string> options;  // BuildOptions::recorded()
 };
 
 Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);

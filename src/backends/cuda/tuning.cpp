@@ -13,14 +13,6 @@
 
 namespace baton::cuda {
 
-int tune_candidates() {
-  if (const char* env = std::getenv("BATON_TUNE_CANDIDATES")) {
-    const int n = std::atoi(env);
-    if (n >= 1) return std::min(n, 32);
-  }
-  return 4;
-}
-
 namespace {
 
 // Element `i` of `data` (of `dtype`: float32, float16 or bfloat16) as a float.

@@ -17,10 +17,6 @@
 
 namespace baton::cuda {
 
-// How many candidates are timed per GEMM or convolution: BATON_TUNE_CANDIDATES (default 4, at
-// most 32). 1 takes the heuristics' first choice and times nothing.
-int tune_candidates();
-
 // The fastest of the candidates timed so far: `index` (-1: none yet), its time, how many timed.
 struct Fastest {
   int64_t index = -1;

@@ -30,7 +30,6 @@
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
-#include "testing/scoped_env.h"
 
 namespace baton {
 namespace {
@@ -46,11 +45,12 @@ struct Built {
 
 Result<Built> build_bytes(const std::vector<uint8_t>& model, const std::string& precision,
                           int device = 0, std::vector<compiler::InputShape> shapes = {},
-                          std::vector<std::string> disabled_passes = {}) {
+                          std::vector<std::string> disabled_passes = {},
+                          std::vector<std::string> cuda_options = {}) {
   register_builtins();
   cuda::register_compiler();
   auto backend = compiler::make_backend_compiler(
-      {Device::cuda(static_cast<int16_t>(device)), "sm_90", precision});
+      {Device::cuda(static_cast<int16_t>(device)), "sm_90", precision, std::move(cuda_options)});
   if (!backend.ok()) return backend.status();
   compiler::CompileOptions options;
   options.backends.push_back(backend->get());
@@ -74,8 +74,9 @@ Result<Built> build_bytes(const std::vector<uint8_t>& model, const std::string& 
   return b;
 }
 
-Result<Built> build(const OnnxBuilder& model, const std::string& precision, int device = 0) {
-  return build_bytes(model.bytes(), precision, device);
+Result<Built> build(const OnnxBuilder& model, const std::string& precision, int device = 0,
+                    std::vector<std::string> cuda_options = {}) {
+  return build_bytes(model.bytes(), precision, device, {}, {}, std::move(cuda_options));
 }
 
 cuda::EngineBlob parse_blob(const std::vector<uint8_t>& bytes) {
@@ -114,15 +115,15 @@ TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
   EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
 }
 
-// In fp32 and tf32 engines (and in fp16 with BATON_GEMM_GELU=kernel), the erf-GELU is a
+// In fp32 and tf32 engines (and in fp16 with the build option gemm_gelu=kernel), the erf-GELU is a
 // generated kernel after cuBLASLt's bias epilogue: cuBLASLt's GELU is the tanh form.
 TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {
   for (const char* precision : {"fp32", "tf32", "fp16"}) {
     SCOPED_TRACE(precision);
     const bool fp16 = std::string_view(precision) == "fp16";
-    std::optional<testing::ScopedEnv> gelu;
-    if (fp16) gelu.emplace("BATON_GEMM_GELU", "kernel");
-    auto built = build(mlp(/*relu=*/false), precision);
+    auto built =
+        build(mlp(/*relu=*/false), precision, 0,
+              fp16 ? std::vector<std::string>{"gemm_gelu=kernel"} : std::vector<std::string>{});
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
     const auto steps = blob.steps();
@@ -218,13 +219,13 @@ TEST(EngineBuilderTest, KernelsForSm90WaitForTheirPredecessorFirst) {
   const std::string dir = ::testing::TempDir() + "/baton_pdl_source";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const testing::ScopedEnv dump("BATON_DUMP_KERNEL_SOURCE", dir.c_str());
-  const testing::ScopedEnv gelu("BATON_GEMM_GELU", "kernel");  // the GELU as a kernel of ours
   for (const char* arch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(arch);
     register_builtins();
     cuda::register_compiler();
-    auto backend = compiler::make_backend_compiler({Device::cuda(0), arch, "fp16"});
+    // The GELU as a kernel of ours, and the generated source written out to be read below.
+    auto backend = compiler::make_backend_compiler(
+        {Device::cuda(0), arch, "fp16", {"gemm_gelu=kernel", "dump_kernel_source=" + dir}});
     ASSERT_TRUE(backend.ok()) << backend.status().to_string();
     compiler::CompileOptions options;
     options.backends.push_back(backend->get());
@@ -522,10 +523,9 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   ASSERT_GT(want_sigmoid, 0u);
   // Every HardSigmoid here follows a squeeze-excite layer, which is a row kernel by default
   // (SqueezeExciteLayersAreRowKernels): on cuDNN they show its epilogue.
-  testing::ScopedEnv on_cudnn("BATON_CONV_ROWS", "cudnn");
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
-    auto built = build_bytes(read_file(path), precision);
+    auto built = build_bytes(read_file(path), precision, 0, {}, {}, {"conv_rows=cudnn"});
     ASSERT_TRUE(built.ok()) << built.status().to_string();
     ASSERT_EQ(built->blobs.size(), 1u);
     const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
@@ -546,10 +546,8 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
     EXPECT_EQ(swish, want_swish);
     EXPECT_EQ(sigmoid, want_sigmoid);
   }
-  // BATON_CONV_HARD_ACTIVATIONS=unfused leaves them to the elementwise kernels.
-  setenv("BATON_CONV_HARD_ACTIVATIONS", "unfused", 1);
-  auto unfused = build_bytes(read_file(path), "fp16");
-  unsetenv("BATON_CONV_HARD_ACTIVATIONS");
+  // The build option conv_hard_activations=unfused leaves them to the elementwise kernels.
+  auto unfused = build_bytes(read_file(path), "fp16", 0, {}, {}, {"conv_hard_activations=unfused"});
   ASSERT_TRUE(unfused.ok()) << unfused.status().to_string();
   size_t relu = 0;
   for (const cuda::StepRecord& r : parse_blob(unfused->blobs[0]).steps()) {
@@ -560,61 +558,9 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   EXPECT_GT(relu, 0u);
 }
 
-// SqueezeNet (small configuration, dynamo export) with BATON_CONCAT=in-place: each Fire module's
-// two convolutions write their channels straight into the Concat's channels-last output, the first
-// at channel 0 and the second after it, both with the output's channel pitch; there is no Concat
-// step, and the next step (a convolution or a max-pool) reads the output where they wrote it.
-TEST(EngineBuilderTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcatInPlace) {
-  const std::string path = real_model("dynamo18_squeezenet");
-  const size_t concats = count_nodes(path, "Concat");
-  ASSERT_GT(concats, 0u);
-  for (const char* precision : {"fp32", "fp16"}) {
-    SCOPED_TRACE(precision);
-    const size_t elem = std::string_view(precision) == "fp32" ? 4 : 2;
-    setenv("BATON_CONCAT", "in-place", 1);
-    auto built = build_bytes(read_file(path), precision);
-    unsetenv("BATON_CONCAT");
-    ASSERT_TRUE(built.ok()) << built.status().to_string();
-    ASSERT_EQ(built->blobs.size(), 1u);
-    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
-    const auto steps = blob.steps();
-    size_t joined = 0;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const cuda::StepRecord& r = steps[i];
-      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
-        EXPECT_EQ(std::string(blob.kernel_name(r.kernel.kernel)).find("concat"), std::string::npos)
-            << "step " << i << " is a Concat kernel";
-      }
-      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Conv) || r.conv.y_channel_stride == 0 ||
-          i + 1 >= steps.size())
-        continue;
-      // The first convolution of a pair: the second writes K channels further on, same pitch.
-      const cuda::StepRecord& second = steps[i + 1];
-      if (second.kind != static_cast<uint32_t>(cuda::StepKind::Conv) ||
-          second.conv.y.offset != r.conv.y.offset + static_cast<uint64_t>(r.conv.k) * elem)
-        continue;
-      ++joined;
-      EXPECT_EQ(second.conv.y.space, r.conv.y.space);
-      EXPECT_EQ(r.conv.y_channel_stride, r.conv.k + second.conv.k);
-      EXPECT_EQ(second.conv.y_channel_stride, r.conv.y_channel_stride);
-      ASSERT_LT(i + 2, steps.size());
-      const cuda::StepRecord& next = steps[i + 2];
-      const cuda::BufferRef& x = next.kind == static_cast<uint32_t>(cuda::StepKind::Conv)
-                                     ? next.conv.x
-                                     : next.kernel.operands[0];
-      EXPECT_EQ(x.space, r.conv.y.space);
-      EXPECT_EQ(x.offset, r.conv.y.offset) << "step " << i + 2 << " does not read the join";
-      EXPECT_EQ(x.bytes, static_cast<uint64_t>(r.conv.n * r.conv.out_h * r.conv.out_w *
-                                               r.conv.y_channel_stride) *
-                             elem);
-    }
-    EXPECT_EQ(joined, concats);
-  }
-}
-
-// By default, each Fire module's Concat is one kernel that reads the two
-// convolutions' channels-last outputs where cuDNN wrote them, and the next convolution reads the
-// Concat's output as it is (stored channels-last): no layout conversion around any Concat.
+// Each Fire module's Concat is one kernel that reads the two convolutions' channels-last outputs
+// where cuDNN wrote them, and the next convolution reads the Concat's output as it is (stored
+// channels-last): no layout conversion around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
   const std::string path = real_model("dynamo18_squeezenet");
   const size_t concats = count_nodes(path, "Concat");
@@ -668,7 +614,7 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
 // ViT's patch embedding (a Conv with kernel == stride), both exporters: a "patches" kernel
 // gathers the input's windows into [patches, C*KH*KW] and one GEMM multiplies them by the filters
 // as they are (k = C*KH*KW, n = the patches, m = the output channels), writing what the patches
-// kernel's output is read by; no cuDNN convolution is left. BATON_CONV_PATCHES=cudnn keeps it on
+// kernel's output is read by; no cuDNN convolution is left. conv_patches=cudnn keeps it on
 // cuDNN.
 TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
   auto same = [](const cuda::BufferRef& a, const cuda::BufferRef& b) {
@@ -719,10 +665,7 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
       }
       EXPECT_EQ(patches, 1u);
     }
-    std::optional<testing::ScopedEnv> cudnn;
-    cudnn.emplace("BATON_CONV_PATCHES", "cudnn");
-    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes);
-    cudnn.reset();
+    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes, {}, {"conv_patches=cudnn"});
     ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
     size_t convs = 0;
     for (const cuda::StepRecord& r : parse_blob(on_cudnn->blobs[0]).steps())
@@ -734,7 +677,7 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
 // Squeeze-excite's fully connected layers (1x1 convolutions of a 1x1 input, batch 1) are one
 // generated row kernel each, with the bias and the Relu or HardSigmoid after them, in every
 // precision and from both exporters (GlobalAveragePool or ReduceMean before them); every other
-// convolution stays on cuDNN or the depthwise kernel. BATON_CONV_ROWS=cudnn puts them back on
+// convolution stays on cuDNN or the depthwise kernel. conv_rows=cudnn puts them back on
 // cuDNN.
 TEST(EngineBuilderTest, SqueezeExciteLayersAreRowKernels) {
   register_builtins();
@@ -783,10 +726,7 @@ TEST(EngineBuilderTest, SqueezeExciteLayersAreRowKernels) {
       // HardSwish, none of them a lone activation of a squeeze-excite layer.
       EXPECT_LE(elementwise, rows / 2 + 1);
     }
-    std::optional<testing::ScopedEnv> cudnn;
-    cudnn.emplace("BATON_CONV_ROWS", "cudnn");
-    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes);
-    cudnn.reset();
+    auto on_cudnn = build_bytes(read_file(path), "fp16", 0, shapes, {}, {"conv_rows=cudnn"});
     ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
     size_t convs = 0, gemv = 0;
     const cuda::EngineBlob blob = parse_blob(on_cudnn->blobs[0]);
@@ -1242,12 +1182,6 @@ TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
     }
     auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
     ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
-    if (c.row_grid != 0) {
-      // BATON_ROW_COPY=0 (for A/B measurements) keeps the element loop.
-      const testing::ScopedEnv off("BATON_ROW_COPY", "0");
-      cuda::LaunchShape loop;
-      EXPECT_NE(cuda::generate_typed(k, &loop).find("baton_for_each("), std::string::npos);
-    }
   }
 }
 

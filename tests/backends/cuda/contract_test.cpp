@@ -152,7 +152,9 @@ class ContractTest : public ::testing::Test {
     Tensor x1, x2, d1, d2, y1, y2;
   };
   TwoCalls two_calls() {
-    TwoCalls c{host_input(), host_input()};
+    TwoCalls c;
+    c.x1 = host_input();
+    c.x2 = host_input();
     c.d1 = device_copy(c.x1);
     c.d2 = device_copy(c.x2);
     c.y1 = device_tensor({64, 256});

@@ -66,6 +66,7 @@ EngineDescription sample() {
   kernel.kernel.operands[0] = ref(Space::Scratch, 0, 0, 80);
   kernel.kernel.operands[1] = ref(Space::Binding, 1, 0, 80);
   e.steps = {gemm, kernel};
+  e.options = {"conv_rows=cudnn", "tune_candidates=1"};
   return e;
 }
 
@@ -102,6 +103,48 @@ TEST(EngineFormatTest, RoundTrip) {
   EXPECT_EQ(blob->weights().size(), 512u);
   EXPECT_EQ(blob->cubin()[99], 0xCB);
   EXPECT_EQ(blob->steps()[0].gemm.k, 6);
+  EXPECT_EQ(blob->options(), "conv_rows=cudnn\ntune_candidates=1\n");
+}
+
+// The build options section: what inspect shows as the engine's options, so it must be lines of
+// printable KEY=VALUE text, and not without bound.
+TEST(EngineFormatTest, OptionsAreRecordedAndChecked) {
+  EngineDescription e = sample();
+  e.options = {};
+  auto none = write_engine_blob(e);
+  ASSERT_TRUE(none.ok());
+  Aligned a(*none);
+  auto blob = EngineBlob::parse(a.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  EXPECT_EQ(blob->options(), "");
+  auto j = nlohmann::json::parse(*describe_engine_json(a.span()));
+  EXPECT_EQ(j["options"], nlohmann::json::object());
+
+  e.options = {"conv_rows=cudnn", "no value here"};
+  expect_rejected(e, "options: line at byte 16 is not KEY=VALUE in printable ASCII");
+  e.options = {"=cudnn"};
+  expect_rejected(e, "options: line at byte 0 is not KEY=VALUE");
+  e.options = {"conv_rows=cu\x01dnn"};
+  expect_rejected(e, "not KEY=VALUE in printable ASCII");
+  e.options = {"k=" + std::string(5000, 'v')};
+  auto too_long = write_engine_blob(e);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("more than 4096"), std::string::npos);
+
+  // A version 1 engine (before options were recorded) is refused with the rebuild advice.
+  auto bytes = write_engine_blob(sample());
+  ASSERT_TRUE(bytes.ok());
+  EngineHeader h{};
+  std::memcpy(&h, bytes->data(), sizeof h);
+  h.version = 1;
+  std::memcpy(bytes->data(), &h, sizeof h);
+  Aligned old(*bytes);
+  auto refused = EngineBlob::parse(old.span());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Error::NotSupported);
+  EXPECT_NE(refused.status().message().find("engine blob version 1; this runtime reads version 2"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 // What `baton inspect` shows of an engine (the cuda backend's describe_blob hook): header, sizes,
@@ -124,6 +167,8 @@ TEST(EngineFormatTest, DescribesTheEngineForInspect) {
   EXPECT_EQ(j["cubin_bytes"], 100);
   EXPECT_EQ(j["scratch_bytes"], 256);
   EXPECT_EQ(j["workspace_bytes"], 1 << 20);
+  EXPECT_EQ(j["options"],
+            nlohmann::json::parse(R"({"conv_rows": "cudnn", "tune_candidates": "1"})"));
   EXPECT_EQ(j["bindings"], nlohmann::json::parse(R"([
       {"name": "x", "dtype": "float32", "shape": [4, 6], "io": "input"},
       {"name": "y", "dtype": "float32", "shape": [4, 5], "io": "output"}])"));

@@ -31,15 +31,14 @@
 #include "testing/paths.h"
 #include "testing/random.h"
 #include "testing/sanitizer.h"
-#include "testing/scoped_env.h"
 
 namespace baton {
 namespace {
 
 // x -> MatMul -> Add -> Gelu -> Softmax -> y on cuda:0, compiled in fp16 with device-resident I/O:
-// the GEMM, its bias and the erf-GELU are one cuDNN matmul (with BATON_GEMM_GELU=kernel in the
-// environment when it is compiled: a cuBLASLt GEMM and a GELU kernel).
-extension::Module device_io_module() {
+// the GEMM, its bias and the erf-GELU are one cuDNN matmul (with the build option
+// gemm_gelu=kernel: a cuBLASLt GEMM and a GELU kernel).
+extension::Module device_io_module(std::vector<std::string> cuda_options = {}) {
   testing::OnnxBuilder b(20);
   b.input("x", {8, 256});
   std::vector<float> w(256 * 256, 0.01f), bias(256, 0.1f);
@@ -50,7 +49,9 @@ extension::Module device_io_module() {
   b.node("Gelu", {"hb"}, {"g"}, "gelu");
   b.node("Softmax", {"g"}, {"y"}, "softmax");
   b.output("y", {8, 256});
-  auto backend = std::move(compiler::make_backend_compiler({Device::cuda(0), "", "fp16"})).value();
+  auto backend = std::move(compiler::make_backend_compiler(
+                               {Device::cuda(0), "", "fp16", std::move(cuda_options)}))
+                     .value();
   compiler::CompileOptions options;
   options.backends.push_back(backend.get());
   options.io = compiler::MethodIo::Device;
@@ -140,10 +141,7 @@ TEST_F(GpuNoAllocTest, WarmExecuteOnACallerStreamAllocatesNothing) {
 // The same program with the GELU as a kernel of its own (no cuDNN step): no allocation on any
 // thread.
 TEST_F(GpuNoAllocTest, WarmExecuteWithoutCudnnStepsAllocatesNothingOnAnyThread) {
-  std::optional<testing::ScopedEnv> gelu;
-  gelu.emplace("BATON_GEMM_GELU", "kernel");
-  extension::Module module = device_io_module();
-  gelu.reset();
+  extension::Module module = device_io_module({"gemm_gelu=kernel"});
   EXPECT_NO_ALLOCATIONS(device_io_allocations(module, rng_).first);
 }
 

@@ -144,13 +144,15 @@ class GpuTest : public ::testing::Test {
   static Compiled compile(const std::vector<uint8_t>& onnx, const std::string& device,
                           const std::string& precision,
                           std::vector<compiler::InputShape> shapes = {},
-                          const std::string& arch = "", size_t max_partition_nodes = 0) {
+                          const std::string& arch = "", size_t max_partition_nodes = 0,
+                          std::vector<std::string> cuda_options = {}) {
     compiler::CompileOptions options;
     options.max_partition_nodes = max_partition_nodes;
     options.input_shapes = std::move(shapes);
     std::unique_ptr<compiler::BackendCompiler> backend;
     if (device != "cpu") {
-      auto b = compiler::make_backend_compiler({*Device::parse(device), arch, precision});
+      auto b = compiler::make_backend_compiler(
+          {*Device::parse(device), arch, precision, std::move(cuda_options)});
       EXPECT_TRUE(b.ok()) << b.status().to_string();
       if (!b.ok()) return {};
       backend = std::move(b).value();
@@ -166,9 +168,10 @@ class GpuTest : public ::testing::Test {
     return {*program, compiled->summary()};
   }
 
-  static std::vector<Tensor> run(const Compiled& c, const std::vector<Tensor>& inputs) {
+  static std::vector<Tensor> run(const Compiled& c, const std::vector<Tensor>& inputs,
+                                 const runtime::MethodOptions& options = {}) {
     if (!c.program) return {};
-    auto module = extension::Module::from_program(c.program);
+    auto module = extension::Module::from_program(c.program, "forward", options);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) return {};
     auto out = module->run(inputs);
@@ -183,19 +186,25 @@ class GpuTest : public ::testing::Test {
     return compare_model(model.bytes(), inputs, {}, gpu_kernel_calls);
   }
 
+  // `untimed`: each engine takes the heuristics' first cuBLASLt algorithm and cuDNN plan, when
+  // built and when loaded (the build and load options tune_candidates=1).
   static double compare_model(const std::vector<uint8_t>& onnx, const std::vector<Tensor>& inputs,
                               const std::vector<compiler::InputShape>& shapes,
-                              size_t gpu_kernel_calls = 0) {
+                              size_t gpu_kernel_calls = 0, bool untimed = false) {
     const auto reference = run(compile(onnx, "cpu", "", shapes), inputs);
     const auto [bf16_model, bf16_inputs] = round_gemm_operands_to_bf16(onnx, inputs);
     const auto bf16_reference = run(compile(bf16_model, "cpu", "", shapes), bf16_inputs);
     double worst = 0.0;
     for (const char* precision : kPrecisions) {
       SCOPED_TRACE(precision);
-      const Compiled gpu = compile(onnx, "cuda:0", precision, shapes);
+      const std::vector<std::string> build =
+          untimed ? std::vector<std::string>{"tune_candidates=1"} : std::vector<std::string>{};
+      const Compiled gpu = compile(onnx, "cuda:0", precision, shapes, "", 0, build);
       EXPECT_GE(gpu.summary.delegate_calls, 1u) << "nothing ran on the GPU";
       EXPECT_EQ(gpu.summary.kernel_calls, gpu_kernel_calls);
-      const auto out = run(gpu, inputs);
+      runtime::MethodOptions load;
+      if (untimed) load.backend_options = {{"tune_candidates", "1"}};
+      const auto out = run(gpu, inputs, load);
       EXPECT_EQ(out.size(), reference.size());
       for (size_t o = 0; o < std::min(out.size(), reference.size()); ++o) {
         EXPECT_EQ(out[o].sizes(), reference[o].sizes());
@@ -218,7 +227,7 @@ class GpuTest : public ::testing::Test {
   }
 
   // Every case of a model directory, compiled for the GPU in each precision, against the CPU path.
-  static int compare_cases(const fs::path& dir) {
+  static int compare_cases(const fs::path& dir, bool untimed = false) {
     auto cases = testing::read_model_cases(dir);
     EXPECT_TRUE(cases.ok()) << cases.status().to_string();
     if (!cases.ok()) return 0;
@@ -227,7 +236,7 @@ class GpuTest : public ::testing::Test {
       std::ifstream model(c.model, std::ios::binary);
       const std::vector<uint8_t> onnx((std::istreambuf_iterator<char>(model)),
                                       std::istreambuf_iterator<char>());
-      const double worst = compare_model(onnx, c.inputs, c.shapes);
+      const double worst = compare_model(onnx, c.inputs, c.shapes, 0, untimed);
       std::printf("  %-24s worst relative error over precisions %.3g\n", c.name.c_str(), worst);
     }
     return static_cast<int>(cases->size());
@@ -500,10 +509,9 @@ TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {
 }
 
 // Three convolutions joined on channels, read by nothing else, which a convolution and a max-pool
-// then read: through the Concat kernel (the default) and with BATON_CONCAT=in-place, where each
-// convolution writes its channels straight into the Concat's output (in fp32 and fp16; bf16
-// engines store the two in different dtypes and keep the Concat kernel).
-TEST_F(GpuTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcat) {
+// then read through the Concat kernel, which reads the convolutions' channels-last outputs where
+// cuDNN wrote them.
+TEST_F(GpuTest, ConvolutionsJoinedOnChannelsAreReadByTheConcatKernel) {
   OnnxBuilder b(17);
   b.input("x", {2, 16, 7, 6});
   b.initializer("w9", {8, 16, 1, 1}, floats(8 * 16, 0.5f));
@@ -529,9 +537,6 @@ TEST_F(GpuTest, ConvolutionsJoinedOnChannelsWriteIntoTheConcat) {
   b.output("pooled", {2, 32, 3, 3});
   const Tensor x = random({2, 16, 7, 6});
   compare(b, {x});
-  setenv("BATON_CONCAT", "in-place", 1);
-  compare(b, {x});
-  unsetenv("BATON_CONCAT");
 }
 
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {
@@ -738,9 +743,8 @@ TEST_F(GpuTest, TorchExportedModelsMatchTheCpuPath) {
 // compile time took this test past four minutes on an H100 (timing is tuning_test's, and the
 // full-size models of bench/gpu_models.py are timed).
 TEST_F(GpuTest, RealModelFamiliesRunEntirelyOnTheGpu) {
-  setenv("BATON_TUNE_CANDIDATES", "1", 1);
-  const int cases = compare_cases(fs::path(testing::source_dir()) / "tests/e2e/models/real");
-  unsetenv("BATON_TUNE_CANDIDATES");
+  const int cases =
+      compare_cases(fs::path(testing::source_dir()) / "tests/e2e/models/real", /*untimed=*/true);
   EXPECT_GE(cases, 18);
 }
 

@@ -64,7 +64,7 @@ std::vector<uint8_t> blob_for(int device, uint32_t arch) {
 Status load_with(std::vector<DeviceInfo> devices, int device, uint32_t arch) {
   override_devices_for_testing(std::move(devices));
   const testing::AlignedBytes blob(blob_for(device, arch));
-  Status s = Engine::load(blob.span(), "cuda_0").status();
+  Status s = Engine::load(blob.span(), "cuda_0", /*tune_candidates=*/4).status();
   override_devices_for_testing(std::nullopt);
   return s;
 }

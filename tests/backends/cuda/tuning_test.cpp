@@ -27,6 +27,7 @@
 #include "baton/core/log.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
+#include "baton/cuda/options.h"
 #include "baton/extension/module.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
@@ -50,7 +51,6 @@ class TuningTest : public ::testing::Test {
                       "docs/testing.md)";
     }
   }
-  void TearDown() override { unsetenv("BATON_TUNE_CANDIDATES"); }
 
   // conv 3x3 + bias + relu, two 1x1 convs of one shape (they share one timing), flatten, GEMM.
   static std::vector<uint8_t> model(std::mt19937& rng) {
@@ -73,12 +73,14 @@ class TuningTest : public ::testing::Test {
     return b.bytes();
   }
 
-  static std::vector<uint8_t> compile(const std::vector<uint8_t>& onnx, const char* device) {
+  static std::vector<uint8_t> compile(const std::vector<uint8_t>& onnx, const char* device,
+                                      std::vector<std::string> cuda_options = {}) {
     compiler::CompileOptions options;
     std::unique_ptr<compiler::BackendCompiler> backend;
     if (std::string_view(device) != "cpu") {
-      backend =
-          std::move(compiler::make_backend_compiler({*Device::parse(device), "", "fp16"})).value();
+      backend = std::move(compiler::make_backend_compiler(
+                              {*Device::parse(device), "", "fp16", std::move(cuda_options)}))
+                    .value();
       options.backends.push_back(backend.get());
     }
     auto compiled = compiler::compile_bytes(onnx, options);
@@ -111,13 +113,16 @@ class TuningTest : public ::testing::Test {
     std::map<std::string, uint64_t> counters;
   };
 
-  static Loaded load_and_run(const std::vector<uint8_t>& program, const Tensor& x) {
+  static Loaded load_and_run(const std::vector<uint8_t>& program, const Tensor& x,
+                             const cuda::LoadOptions& load = {}) {
     runtime::LoadOptions options;
     options.verify_checksums = false;  // the tests edit the blob in place
     auto p = runtime::Program::load_bytes(program, options);
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     if (!p.ok()) return {};
-    auto module = extension::Module::from_program(*p);
+    runtime::MethodOptions method;
+    method.backend_options = load.to_backend_options();
+    auto module = extension::Module::from_program(*p, "forward", method);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) return {};
     auto out = module->run({x});
@@ -136,7 +141,6 @@ class TuningTest : public ::testing::Test {
 // candidates every plan cuDNN offers for these fp16 convolutions (K up to 2304) is checked; the
 // log lists each with its notes, time and deviation.
 TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
-  setenv("BATON_TUNE_CANDIDATES", "32", 1);
   std::mt19937 rng(11);
   testing::OnnxBuilder b(17);
   auto floats = [&](size_t n) { return testing::random_normal(rng, n, 0.05f); };
@@ -162,7 +166,7 @@ TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
       &captured);
   const LogLevel level = log_level();
   set_log_level(LogLevel::Debug);
-  const std::vector<uint8_t> program = compile(b.bytes(), "cuda:0");
+  const std::vector<uint8_t> program = compile(b.bytes(), "cuda:0", {"tune_candidates=32"});
   set_log_level(level);
   set_log_callback(nullptr, nullptr);
   ASSERT_FALSE(program.empty());
@@ -214,10 +218,10 @@ TEST_F(TuningTest, TimedCudnnPlansAreCheckedAgainstAReferencePlan) {
 // last 1x1 convolution (64 -> 256 at 56x56, bias; its output is the next convolution's residual,
 // and that convolution writes over its input), the graph gave 1e-2 to 4e-2 errors, each run
 // another, while the same steps launched without the graph were right (issue 12). This is that
-// bottleneck with that plan recorded: by default those edges are made full dependencies, and 20
-// graph replays must all be right. With BATON_CUDA_GRAPH_EDGES=captured (the edges kept) the
-// same replays are run and their error printed: whether the race shows in this smaller graph is
-// up to the GPU, so it is reported, not asserted.
+// bottleneck with that plan recorded: those edges are made full dependencies, by default (the
+// load option graph_edges=own, which keeps the edges into Baton's own kernels) and with
+// graph_edges=full, and 20 graph replays must all be right either way. A mode that keeps the
+// libraries' edges no longer exists; an unknown mode is refused with the list of valid ones.
 TEST_F(TuningTest, LibrariesProgrammaticEdgesAreFullDependenciesInTheGraph) {
   constexpr const char* kPlan = "eng41_k2=3_k13=1_k18=0_k25=1_k27=2_k28=1";
   std::mt19937 rng(5);
@@ -270,15 +274,17 @@ TEST_F(TuningTest, LibrariesProgrammaticEdgesAreFullDependenciesInTheGraph) {
   ASSERT_NE(patched, -1) << "no step is the bottleneck's last convolution without a residual";
 
   // Max relative error over `runs` replays of one loaded program (one graph, captured once).
-  auto replays = [&](const char* edges, int runs, uint64_t* recorded) {
-    if (edges) setenv("BATON_CUDA_GRAPH_EDGES", edges, 1);
+  auto replays = [&](cuda::GraphEdges edges, int runs, uint64_t* recorded) {
     runtime::LoadOptions options;
     options.verify_checksums = false;  // the plan was written into the blob
     auto p = runtime::Program::load_bytes(program, options);
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     if (!p.ok()) return 1.0;
-    auto module = extension::Module::from_program(*p);  // the switch is read here
-    if (edges) unsetenv("BATON_CUDA_GRAPH_EDGES");
+    cuda::LoadOptions load;
+    load.graph_edges = edges;
+    runtime::MethodOptions method;
+    method.backend_options = load.to_backend_options();
+    auto module = extension::Module::from_program(*p, "forward", method);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
     if (!module.ok()) return 1.0;
     double worst = 0;
@@ -294,29 +300,30 @@ TEST_F(TuningTest, LibrariesProgrammaticEdgesAreFullDependenciesInTheGraph) {
     return worst;
   };
   uint64_t recorded = 0;
-  const double as_default = replays(nullptr, 20, &recorded);
+  const double as_default = replays(cuda::GraphEdges::Own, 20, &recorded);
   if (recorded != blob->choices().size()) {
     GTEST_SKIP() << "cuDNN does not offer plan " << kPlan << " for step " << patched
                  << " on this GPU (" << recorded << " of " << blob->choices().size()
                  << " recorded choices taken): the case cannot be set up here";
   }
-  const double captured = replays("captured", 20, &recorded);
+  const double full = replays(cuda::GraphEdges::Full, 20, &recorded);
   std::printf(
-      "  step %d with plan %s, 20 graph replays each: worst relative error %.3g by "
-      "default, %.3g with the libraries' programmatic edges kept%s\n",
-      patched, kPlan, as_default, captured,
-      captured > 3e-3 ? " (the race shows here)" : " (the race does not show here)");
+      "  step %d with plan %s, 20 graph replays each: worst relative error %.3g with "
+      "graph_edges=own, %.3g with graph_edges=full\n",
+      patched, kPlan, as_default, full);
   EXPECT_LE(as_default, 3e-3);
+  EXPECT_LE(full, 3e-3);
 
   runtime::LoadOptions options;
   options.verify_checksums = false;
   auto p = runtime::Program::load_bytes(program, options);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
-  setenv("BATON_CUDA_GRAPH_EDGES", "sometimes", 1);
-  auto module = extension::Module::from_program(*p);
-  unsetenv("BATON_CUDA_GRAPH_EDGES");
-  ASSERT_FALSE(module.ok()) << "an unknown BATON_CUDA_GRAPH_EDGES mode was taken";
-  EXPECT_NE(module.status().to_string().find("BATON_CUDA_GRAPH_EDGES='sometimes'"),
+  runtime::MethodOptions method;
+  method.backend_options = {{"graph_edges", "captured"}};
+  auto module = extension::Module::from_program(*p, "forward", method);
+  ASSERT_FALSE(module.ok()) << "the removed graph_edges mode 'captured' was taken";
+  EXPECT_NE(module.status().to_string().find("graph_edges='captured': the value is one of own, "
+                                             "full"),
             std::string::npos)
       << module.status().to_string();
 }
@@ -369,8 +376,8 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
   EXPECT_EQ(c1->time_us, c2->time_us);
 
   auto check = [&](const std::vector<uint8_t>& p, uint64_t recorded, uint64_t timed,
-                   uint64_t rechosen, uint64_t untimed = 0) {
-    const Loaded l = load_and_run(p, x);
+                   uint64_t rechosen, uint64_t untimed = 0, const cuda::LoadOptions& load = {}) {
+    const Loaded l = load_and_run(p, x, load);
     ASSERT_EQ(l.outputs.size(), 1u);
     EXPECT_LE(testing::relative_error(l.outputs[0], reference), 3e-3);
     EXPECT_EQ(l.counters.at("choices_recorded"), recorded);
@@ -428,10 +435,10 @@ TEST_F(TuningTest, ChoicesAreTimedWhenBuiltRecordedAndChosenAgainWhenTheyNoLonge
           convs - 1, gemms + 1, gemms + 1);
   }
   {
-    SCOPED_TRACE("BATON_TUNE_CANDIDATES=1: the heuristics' first choices, nothing timed");
-    setenv("BATON_TUNE_CANDIDATES", "1", 1);
-    check(edited([](EngineHeader& e, uint8_t*) { e.choices = {0, 0}; }), 0, 0, 0, n);
-    unsetenv("BATON_TUNE_CANDIDATES");
+    SCOPED_TRACE("load option tune_candidates=1: the heuristics' first choices, nothing timed");
+    cuda::LoadOptions once;
+    once.tune_candidates = 1;
+    check(edited([](EngineHeader& e, uint8_t*) { e.choices = {0, 0}; }), 0, 0, 0, n, once);
   }
 }
 

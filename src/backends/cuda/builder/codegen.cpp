@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -20,7 +19,6 @@ constexpr int64_t kMaxGrid = int64_t{1} << 18;
 // elements kBlock apart, all loads before the stores. The row and the column come from the
 // block index (a 32-bit division by a constant per thread, not the 64-bit divisions per element
 // of baton_offset), and the accesses of a warp are coalesced on both sides at any alignment.
-// BATON_ROW_COPY=0 when compiling keeps the element loop, to compare the two (bench/RESULTS.md).
 constexpr int64_t kRowCopyMinCols = 256;
 constexpr int64_t kRowCopyUnroll = 4;
 constexpr int64_t kRowCopyCols = kBlock * kRowCopyUnroll;
@@ -33,9 +31,6 @@ struct RowPitch {
 // of size 1 dropped, the innermost of stride 1, the outer ones collapsing into one run of rows.
 std::optional<RowPitch> row_pitched(const std::vector<int64_t>& sizes,
                                     const std::vector<int64_t>& strides) {
-  if (const char* env = std::getenv("BATON_ROW_COPY"); env != nullptr && std::string(env) == "0") {
-    return std::nullopt;
-  }
   std::vector<int64_t> sz, st;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;

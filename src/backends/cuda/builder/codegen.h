@@ -78,7 +78,7 @@ struct TypedKernel {
 };
 // Pointer arguments: the inputs in order, then the output. One input read as rows of 256 or more
 // contiguous elements one pitch apart (a padded GEMM result, a Slice of the last axis) gets a row
-// kernel instead of the element loop (codegen.cpp, row_pitched; BATON_ROW_COPY=0 turns it off).
+// kernel instead of the element loop (codegen.cpp, row_pitched).
 std::string generate_typed(const TypedKernel& k, LaunchShape* launch);
 
 // A grid-stride launch over n elements (blocks of kBlock threads, the grid capped).

@@ -90,7 +90,8 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
 // Without it, or when timing fails, the blob is left as it was: the loader chooses.
 Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uint8_t> blob,
                                                                  const std::string& name) const {
-  if (tune_candidates() <= 1) return blob;
+  const int candidates = target_.options.tune_candidates;
+  if (candidates <= 1) return blob;
   bool here = false;
   for (const DeviceInfo& d : devices()) {
     here |= d.index == target_.device_id &&
@@ -100,7 +101,7 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
   const AlignedBlobCopy aligned(blob);
   BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse(aligned.span()));
   if (parsed.num_choice_steps() == 0) return blob;
-  Result<std::shared_ptr<Engine>> engine = Engine::load(aligned.span(), name, true);
+  Result<std::shared_ptr<Engine>> engine = Engine::load(aligned.span(), name, candidates, true);
   if (!engine.ok()) {
     log_message(LogLevel::Warn, "cuda",
                 fmt::format("could not time the algorithms of partition '{}' on cuda:{} ({}): they "
@@ -111,11 +112,10 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
   const EngineChoices choices = (*engine)->choices();
   if (choices.steps.empty()) return blob;
   const ChoiceStats& stats = (*engine)->choice_stats();
-  log_message(
-      LogLevel::Info, "cuda",
-      fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
-                  "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
-                  name, choices.steps.size(), target_.device_id, tune_candidates(), stats.ms));
+  log_message(LogLevel::Info, "cuda",
+              fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
+                          "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
+                          name, choices.steps.size(), target_.device_id, candidates, stats.ms));
   return record_choices(blob, choices);
 }
 

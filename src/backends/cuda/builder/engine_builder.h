@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/engine_format.h"
+#include "baton/cuda/options.h"
 #include "compiler/backend_compiler.h"
 
 namespace baton::cuda {
@@ -22,11 +24,12 @@ struct EngineTarget {
   int device_id = 0;
   uint32_t sm_arch = 0;  // e.g. 90
   Precision precision = Precision::FP32;
+  BuildOptions options;  // recorded in every engine's header
 };
 
 class EngineBuilder final : public compiler::BackendCompiler {
  public:
-  explicit EngineBuilder(EngineTarget target) : target_(target) {}
+  explicit EngineBuilder(EngineTarget target) : target_(std::move(target)) {}
 
   std::string_view id() const override { return "cuda"; }
   Device device() const override { return Device::cuda(static_cast<int16_t>(target_.device_id)); }

@@ -5,7 +5,6 @@
 #include <cudnn_version.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -437,55 +436,6 @@ void Lowering::view(int out, int in, std::vector<int64_t> strides, int64_t offse
   slots_.at(out) = std::move(v);
 }
 
-int Lowering::sole_conv_writer(int v) const {
-  int writer = -1;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const Planned& s = steps_[i];
-    for (size_t o = 0; o < s.operands.size(); ++o) {
-      if (s.operands[o] < 0 || root(s.operands[o]) != v) continue;
-      // ConvStep's operands are {x, w, bias, residual, y}.
-      if (s.record.kind != static_cast<uint32_t>(StepKind::Conv) || o != 4 || writer >= 0)
-        return -1;
-      writer = static_cast<int>(i);
-    }
-  }
-  return writer;
-}
-
-bool Lowering::can_write_channels_into(int v, int dst, int64_t channel_offset) const {
-  const auto sv = slots_.find(v), sd = slots_.find(dst);
-  if (sv == slots_.end() || sd == slots_.end() || outputs_.count(v) || v == dst ||
-      consumers(v).size() != 1)
-    return false;
-  const Slot& s = sv->second;
-  const Slot& d = sd->second;
-  if (s.kind != Slot::Kind::Scratch || d.kind != Slot::Kind::Scratch || !s.channels_last ||
-      !d.channels_last || s.dtype != d.dtype || s.sizes.size() != 4 || d.sizes.size() != 4 ||
-      s.sizes[0] != d.sizes[0] || s.sizes[2] != d.sizes[2] || s.sizes[3] != d.sizes[3])
-    return false;
-  const uint64_t elem = dtype_size(d.dtype);
-  if ((static_cast<uint64_t>(channel_offset) * elem) % 16 != 0 ||
-      (static_cast<uint64_t>(d.sizes[1]) * elem) % 16 != 0)
-    return false;
-  for (const auto& [id, other] : slots_) {
-    if (other.kind == Slot::Kind::Alias && root(id) == v) return false;  // read under another name
-  }
-  return sole_conv_writer(v) >= 0;
-}
-
-void Lowering::write_channels_into(int v, int dst, int64_t channel_offset) {
-  const int step = sole_conv_writer(v);
-  steps_.at(static_cast<size_t>(step)).record.conv.y_channel_stride = slots_.at(dst).sizes[1];
-  Slot a;
-  a.kind = Slot::Kind::Alias;
-  a.root = dst;
-  a.dtype = slots_.at(v).dtype;
-  a.sizes = slots_.at(v).sizes;
-  a.view_strides = strides_of(dst);
-  a.view_offset = channel_offset;
-  slots_.at(v) = std::move(a);
-}
-
 std::string Lowering::kernel_name(const char* what) const {
   return fmt::format("k{}_{}", kernel_names_.size(), what);
 }
@@ -705,13 +655,14 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
   e.kernel_names = kernel_names_;
   e.weights = std::move(weights_);
-  if (const char* dir = std::getenv("BATON_DUMP_KERNEL_SOURCE"); dir && *dir) {
-    // Debugging aid (docs/cuda-engine.md): the generated CUDA source of each partition.
+  e.options = t_.options.recorded();
+  if (const std::string& dir = t_.options.dump_kernel_source; !dir.empty()) {
+    // Debugging aid (the build option dump_kernel_source): the generated CUDA source of each
+    // partition.
     // Through the one file writer: a dump folder shared with others (/tmp) cannot redirect it.
     std::string source = kernel_prelude();
     for (const std::string& k : kernel_sources_) source += k;
-    BATON_TRY(
-        write_file_atomically(std::string(dir) + "/" + p_.name + ".cu", std::string_view(source)));
+    BATON_TRY(write_file_atomically(dir + "/" + p_.name + ".cu", std::string_view(source)));
   }
   if (!kernel_names_.empty()) {
     BATON_ASSIGN_OR_RETURN(e.cubin,

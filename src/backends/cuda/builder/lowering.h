@@ -96,15 +96,6 @@ class Lowering {
   // from element `offset` (counted from `in`'s first element). When `out` is a binding, a kernel
   // gathers the view into it instead.
   void view(int out, int in, std::vector<int64_t> strides, int64_t offset);
-  // Whether scratch `v` can become channels [channel_offset, channel_offset + C) of channels-last
-  // scratch `dst`, written there in place by its producer: one convolution step has written `v`
-  // (and no step has read it), one node reads it and it is not a partition output, it is stored
-  // channels-last in `dst`'s dtype with `dst`'s N, H and W, and both the slice's start and `dst`'s
-  // channel pitch are 16-byte aligned (what cuDNN's vectorized engines assume).
-  bool can_write_channels_into(int v, int dst, int64_t channel_offset) const;
-  // Makes `v` channels [channel_offset, channel_offset + C) of `dst` (can_write_channels_into
-  // must hold): the convolution that wrote `v` writes there, with `dst`'s channel pitch.
-  void write_channels_into(int v, int dst, int64_t channel_offset);
 
   // --- the partition's graph ------------------------------------------------------------------
   // Nodes of this partition that read `v`.
@@ -173,9 +164,6 @@ class Lowering {
   void add_library_step(const StepRecord& record, std::array<int, 5> operands);
   void assign_slots();
   bool feeds_only_gemms(int v) const;
-  // The step that alone has touched `v` (through any alias), when it is a convolution writing it;
-  // -1 otherwise.
-  int sole_conv_writer(int v) const;
   // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
   int read(int v) const;
   int root(int v) const;

@@ -14,6 +14,7 @@ namespace {
 Result<std::unique_ptr<compiler::BackendCompiler>> make_builder(const compiler::TargetSpec& t) {
   EngineTarget target;
   target.device_id = t.device.index;
+  BATON_ASSIGN_OR_RETURN(target.options, BuildOptions::parse(t.options));
   if (!t.precision.empty()) {
     BATON_CHECK_OR_RETURN(parse_precision(t.precision, &target.precision), InvalidArgument,
                           "--precision {}: expected fp32, tf32, fp16 or bf16", t.precision);

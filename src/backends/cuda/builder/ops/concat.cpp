@@ -1,37 +1,24 @@
 // Concat on the GPU. A Concat of one input (TorchScript's GPT-2 writes `torch.cat` of the key
-// and of the value alone in every layer) is its input: a view, no step. Otherwise in one of two
-// ways:
-// - by default, one kernel walks the output in the order it is stored and reads each element from
-//   the input whose slice of the axis it falls in (baton_concat_index, device/layout.cuh),
-//   through that input's strides: channels-last inputs and views (Transpose, Slice, Split) are
-//   read where they are, with no copy before the Concat. When every non-constant input is
-//   channels-last, the output is stored channels-last too, so a convolution reading it needs no
-//   conversion either;
-// - with BATON_CONCAT=in-place at compile time, when every input is a cuDNN convolution's
-//   channels-last result read by nothing else and the Concat joins them on channels (SqueezeNet's
-//   Fire modules), each convolution writes its channels straight into the output with the
-//   output's channel pitch, and the Concat is no step at all. Not the default because it is
-//   slower: cuDNN 9.19 writes a pitched output through a packed one plus its own slice-copy
-//   kernels (nhwcSliceCKernel, two per convolution), which cost more than the one Concat kernel
-//   (SqueezeNet 1.1 fp16 on an H100: 0.20 against 0.17 ms, bench/RESULTS.md).
+// and of the value alone in every layer) is its input: a view, no step. Otherwise one kernel walks
+// the output in the order it is stored and reads each element from the input whose slice of the
+// axis it falls in (baton_concat_index, device/layout.cuh), through that input's strides:
+// channels-last inputs and views (Transpose, Slice, Split) are read where they are, with no copy
+// before the Concat. When every non-constant input is channels-last, the output is stored
+// channels-last too, so a convolution reading it needs no conversion either.
+//
+// Having convolutions write their channels straight into the output (cuDNN with a pitched
+// output) was measured slower: cuDNN 9.19 writes a pitched output through a packed one plus two
+// slice-copy kernels per convolution, which cost more than this one kernel.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <numeric>
-#include <set>
-#include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "ops/shape.h"
 
 namespace baton::cuda {
 namespace {
-
-bool in_place_concat() {
-  const char* env = std::getenv("BATON_CONCAT");
-  return env != nullptr && std::string_view(env) == "in-place";
-}
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   // One pointer per input plus the output, within a kernel step's operand limit.
@@ -60,23 +47,6 @@ Status lower(Lowering& ctx, int index) {
     }
   }
   if (channels_last && any_activation) ctx.set_channels_last(out);  // not for a binding
-
-  // In place (BATON_CONCAT=in-place): convolutions joined on channels write their channels straight
-  // into the output, with its channel pitch; no step at all for the Concat.
-  const std::set<int> distinct(n.inputs.begin(), n.inputs.end());
-  bool in_place = rank == 4 && axis == 1 && ctx.channels_last(out) && !ctx.is_binding(out) &&
-                  distinct.size() == n.inputs.size() && in_place_concat();
-  std::vector<int64_t> first_channel;  // of each input in the output
-  for (int64_t channel = 0; int v : n.inputs) {
-    in_place = in_place && ctx.can_write_channels_into(v, out, channel);
-    first_channel.push_back(channel);
-    channel += ctx.value(v).sizes[1];
-  }
-  if (in_place) {
-    for (size_t k = 0; k < n.inputs.size(); ++k)
-      ctx.write_channels_into(n.inputs[k], out, first_channel[k]);
-    return Status();
-  }
 
   // The output's dimensions in storage order (N, H, W, C when channels-last), and each input's
   // sizes and strides in that order.

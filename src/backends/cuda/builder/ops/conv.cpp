@@ -17,19 +17,18 @@
 //   in cuBLASLt's epilogue; its [N*OH*OW, K] result is the output stored channels-last. cuDNN 9.19
 //   runs ViT-B/16's patch convolution as an implicit-GEMM kernel without shared memory (its
 //   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100 (bench/RESULTS.md), where the GEMM
-//   is one of ViT's 768x768 GEMMs. BATON_CONV_PATCHES=cudnn keeps such convolutions on cuDNN (to
-//   compare the two).
+//   is one of ViT's 768x768 GEMMs. The build option conv_patches=cudnn keeps such convolutions
+//   on cuDNN (to compare the two).
 // - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
 //   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
 //   filters, one generated kernel (device/gemv.cuh) with the bias and any chain of unary
 //   elementwise ops after it applied before the store. cuDNN 9.19 ran MobileNetV3's as
 //   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters
-//   (bench/RESULTS.md). BATON_CONV_ROWS=cudnn keeps them on cuDNN (to compare the two).
+//   (bench/RESULTS.md). The build option conv_rows=cudnn keeps them on cuDNN (to compare).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
@@ -81,22 +80,11 @@ bool is_rows(const Shape& s) {
          s.pl == 0 && s.pb == 0 && s.pr == 0 && s.n >= 1 && s.n <= kGemvRows;
 }
 
-bool rows_as_gemv() {
-  const char* env = std::getenv("BATON_CONV_ROWS");
-  return env == nullptr || std::string_view(env) != "cudnn";
-}
-
-bool patches_as_gemm() {
-  const char* env = std::getenv("BATON_CONV_PATCHES");
-  return env == nullptr || std::string_view(env) != "cudnn";
-}
-
 // HardSwish and HardSigmoid run as cuDNN pointwise chains, which only cuDNN's runtime-compiled
-// fusion engines take (compiled when the engine loads); BATON_CONV_HARD_ACTIVATIONS=unfused
-// leaves them to the generated elementwise kernels instead, to compare the two.
-bool fuse_hard_activations() {
-  const char* env = std::getenv("BATON_CONV_HARD_ACTIVATIONS");
-  return env == nullptr || std::string_view(env) != "unfused";
+// fusion engines take (compiled when the engine loads); the build option
+// conv_hard_activations=unfused leaves them to the generated elementwise kernels instead.
+bool fuse_hard_activations(const Lowering& ctx) {
+  return ctx.target().options.conv_hard_activations == ConvHardActivations::Fused;
 }
 
 // Where the convolution's result goes: `out` itself, stored channels-last, or (for a partition
@@ -136,11 +124,11 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
     const compiler::IrNode& act = ctx.node(c);
     if (act.op_type == "Relu") {
       activation = ConvActivation::Relu;
-    } else if (act.op_type == "HardSwish" && fuse_hard_activations()) {
+    } else if (act.op_type == "HardSwish" && fuse_hard_activations(ctx)) {
       activation = ConvActivation::HardSwish;
       alpha = 1.0f / 6.0f;
       beta = 0.5f;
-    } else if (act.op_type == "HardSigmoid" && fuse_hard_activations()) {
+    } else if (act.op_type == "HardSigmoid" && fuse_hard_activations(ctx)) {
       activation = ConvActivation::HardSigmoid;
       alpha = static_cast<float>(act.attr_float("alpha"));
       beta = static_cast<float>(act.attr_float("beta"));
@@ -359,12 +347,13 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
 Status lower(Lowering& ctx, int index) {
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
   if (s.groups != 1) return lower_depthwise(ctx, index, s);
-  if (is_rows(s) && rows_as_gemv()) return lower_gemv(ctx, index, s);
+  if (is_rows(s) && ctx.target().options.conv_rows == ConvRows::Kernel)
+    return lower_gemv(ctx, index, s);
   // cuBLASLt writes float32 or the operands' type (result_slot: the output's own dtype, or the
   // activation dtype for a partition output).
   const int out = ctx.node(index).outputs[0];
   const DType y_dtype = ctx.is_binding(out) ? ctx.activation_dtype() : ctx.dtype_of(out);
-  if (is_patches(s) && patches_as_gemm() &&
+  if (is_patches(s) && ctx.target().options.conv_patches == ConvPatches::Gemm &&
       (y_dtype == DType::Float32 || y_dtype == ctx.operand_dtype()))
     return lower_patches(ctx, index, s);
   return lower_cudnn(ctx, index, s);

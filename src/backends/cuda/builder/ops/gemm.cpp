@@ -2,7 +2,7 @@
 // vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
 // tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values. An
 // exact (erf) GELU after the bias makes the GEMM a cuDNN matmul with both in its graph, in fp16
-// and bf16 engines (cudnn_gelu below; BATON_GEMM_GELU=kernel keeps cuBLASLt).
+// and bf16 engines (cudnn_gelu below; the build option gemm_gelu=kernel keeps cuBLASLt).
 //
 // A Linear with split outputs (Q, K and V fused by the qkv pass) is one GEMM into a scratch of
 // all N columns; each output is a view of its columns (a strided view: attention reads it as it
@@ -14,7 +14,6 @@
 // back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100, bench/RESULTS.md). The
 // result is a view of the padded rows; a partition output is gathered into the caller's buffer.
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
@@ -77,13 +76,12 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
 // no operand read or written in a caller's buffer (cuDNN's plans are chosen on aligned buffers,
 // and unlike cuBLASLt steps there is no algorithm kept for a caller's unaligned memory). cuBLASLt
 // has only the tanh GELU, so otherwise the GELU is a kernel of its own after a bias epilogue, as
-// BATON_GEMM_GELU=kernel asks. Measured on an H100 (bench/RESULTS.md, issue 12 sixth pass), same
-// programs compiled both ways: ViT-B/16 0.509 -> 0.490 ms, BERT-base 0.483 -> 0.461 with up to 16
-// of cuDNN's plans timed (engine.cpp); with only the heuristics' first four, BERT was 5% slower.
+// the build option gemm_gelu=kernel asks. Measured on an H100, the same programs built both ways:
+// ViT-B/16 0.509 -> 0.490 ms, BERT-base 0.483 -> 0.461 with up to 16 of cuDNN's plans timed
+// (engine.cpp); with only the heuristics' first four, BERT was 5% slower.
 bool cudnn_gelu(const Lowering& ctx, int a, int b, bool split, int64_t batch, int c_matrix,
                 float alpha, int view, const compiler::IrNode& gelu) {
-  const char* env = std::getenv("BATON_GEMM_GELU");
-  if (env != nullptr && std::string_view(env) == "kernel") return false;
+  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel) return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
   // A binding of another dtype is read through a cast copy (Lowering::ensure).

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 
 #include "backends/cuda/builder/ops/registry.h"
@@ -33,13 +32,6 @@ constexpr int64_t kColumnsMinCount = 16;
 // Below this many blocks of columns, each block takes kWideBlock threads.
 constexpr int64_t kFewColumnBlocks = 32;
 constexpr uint32_t kWideBlock = 1024;
-
-// BATON_REDUCE_COLUMNS=0 when compiling keeps such reductions on the one-thread and one-block
-// kernels, to compare the two (bench/RESULTS.md).
-bool reduce_columns() {
-  const char* env = std::getenv("BATON_REDUCE_COLUMNS");
-  return env == nullptr || std::string_view(env) != "0";
-}
 
 int reduce_op(std::string_view op) {
   if (op == "ReduceSum") return 0;
@@ -132,7 +124,7 @@ Status lower(Lowering& ctx, int index) {
   const int64_t groups = (inner + lanes * v - 1) / (lanes * v);
   // A grid past 2^31 blocks falls back to the kernels below, which stride over their outputs.
   if (!inner_reduced && count >= kColumnsMinCount && kstrides.back() == 1 && ksizes.size() <= 2 &&
-      outer * groups < (int64_t{1} << 31) && reduce_columns()) {
+      outer * groups < (int64_t{1} << 31)) {
     // Few blocks over long columns (squeeze-excite's pool of 28x28x72 is two blocks of 784 rows):
     // the largest block, so more rows of threads share each block's rows.
     LaunchShape launch;

@@ -2,14 +2,15 @@
 """A/B on compiled programs: `baton run` of each program as side A and as side B, alternating
 (A B A B ...) for --rounds rounds, so drift of the machine (clocks, neighbours) falls on both
 sides alike. Reports each round's median wall ms and the median of the rounds per side, and their
-ratio B / A. A side is an environment setting (--a / --b NAME=VALUE: a runtime switch, e.g.
-BATON_CUDA_PDL=1 against BATON_CUDA_PDL=0), and side B may run another program of the same model
-(--b-program NAME=PATH: e.g. one compiled with a builder switch off).
+ratio B / A. A side is a load option (--a / --b KEY=VALUE, given to `baton run --load-option`,
+docs/options.md: e.g. cuda_pdl=1 against cuda_pdl=0), and side B may run another program of the
+same model (--b-program NAME=PATH: e.g. one compiled with another build option, see
+bench/compile_variant.py).
 
-  python3 bench/env_ab.py --baton BIN/baton --a BATON_CUDA_PDL=1 --b BATON_CUDA_PDL=0 \
+  python3 bench/ab.py --baton BIN/baton --a cuda_pdl=1 --b cuda_pdl=0 \
       --program vit=/tmp/vit.baton --program bert=/tmp/bert.baton [--run-args "--device-io"] \
       [--rounds 5] [-n 300] [--warmup 30] [--json OUT.json]
-  python3 bench/env_ab.py --baton BIN/baton --program mobilenet=/tmp/new.baton \
+  python3 bench/ab.py --baton BIN/baton --program mobilenet=/tmp/new.baton \
       --b-program mobilenet=/tmp/old.baton
 
 Inputs are `baton run`'s random ones (--seed 0), the same on both sides.
@@ -30,7 +31,7 @@ LATENCY_RE = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + 
 def setting(text):
     name, sep, value = text.partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"'{text}': expected NAME=VALUE")
+        raise argparse.ArgumentTypeError(f"'{text}': expected KEY=VALUE")
     return name, value
 
 
@@ -42,25 +43,24 @@ def median_ms(text):
     return value / 1000.0 if unit == "us" else value
 
 
-def run_once(args, program, env_setting):
-    env = dict(os.environ)
-    if env_setting:
-        env[env_setting[0]] = env_setting[1]
+def run_once(args, program, option):
     cmd = [args.baton, "run", program, "-q", "-n", str(args.n), "--warmup", str(args.warmup),
            "--profile-runs", "0"] + shlex.split(args.run_args)
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    if option:
+        cmd += ["--load-option", "=".join(option)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     ms = median_ms(p.stdout + p.stderr) if p.returncode == 0 else None
     if ms is None:
-        sys.exit(f"env_ab: {' '.join(cmd)} with {'='.join(env_setting or ('no', 'setting'))} failed "
-                 f"(exit {p.returncode}):\n{(p.stdout + p.stderr)[-1500:]}")
+        sys.exit(f"ab: {' '.join(cmd)} failed (exit {p.returncode}):\n"
+                 f"{(p.stdout + p.stderr)[-1500:]}")
     return ms
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baton", required=True)
-    ap.add_argument("--a", type=setting, help="NAME=VALUE of side A's environment")
-    ap.add_argument("--b", type=setting, help="NAME=VALUE of side B's environment")
+    ap.add_argument("--a", type=setting, help="KEY=VALUE: side A's load option")
+    ap.add_argument("--b", type=setting, help="KEY=VALUE: side B's load option")
     ap.add_argument("--program", action="append", required=True, help="NAME=PATH of a compiled program")
     ap.add_argument("--b-program", action="append", default=[], help="NAME=PATH: side B runs this program")
     ap.add_argument("--run-args", default="--device-io")
@@ -78,7 +78,7 @@ def main():
     if unknown:
         ap.error(f"--b-program for {unknown}, which no --program names")
     if not args.a and not args.b and not b_programs:
-        ap.error("the two sides are the same: give --a/--b settings or --b-program")
+        ap.error("the two sides are the same: give --a/--b load options or --b-program")
     for name, path in programs + list(b_programs.items()):
         if not os.path.isfile(path):
             ap.error(f"program '{name}': no file {path}")
