@@ -37,7 +37,7 @@ Result<CUcontext> primary_context(const DriverApi& api, int device) {
 // cudaMalloc binds GPU 0's primary context, creating it, and allocates there
 // (tests/backends/cuda/probes/context_selection.cu shows it on a two-H200 host). A guard that
 // trusted cudaGetDevice skipped the switch, and a cuda:1 engine's buffers landed on GPU 0, where
-// GPU 1's kernels faulted with an illegal address (issue 34). So the guard asks which device the
+// GPU 1's kernels faulted with an illegal address. So the guard asks which device the
 // current *context* belongs to, switches by making the device's primary context current, and
 // restores exactly the previous context (none included). It never calls cudaSetDevice, so it
 // neither creates a context on a GPU the caller did not use nor changes the runtime's per-thread

@@ -78,6 +78,8 @@ class Engine {
  private:
   Engine() = default;
   Status init(std::span<const uint8_t> blob, const std::string& partition, bool quiet);
+  // Choosing (tuning.cpp): plans and chooses every GEMM's algorithm and cuDNN step's plan.
+  Status choose_algorithms(const std::string& gpu, bool quiet);
   Status plan_gemm(cublasLtHandle_t handle, size_t step);
   Status apply_recorded_gemm(cublasLtHandle_t handle, size_t step, const StepChoice& recorded);
   Status choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch);

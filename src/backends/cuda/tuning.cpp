@@ -3,13 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <map>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string_view>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/engine.h"
+#include "baton/core/log.h"
 
 namespace baton::cuda {
 
@@ -187,6 +194,279 @@ Status Stopwatch::download(const void* p, uint64_t bytes, std::vector<uint8_t>* 
       device_, cudaMemcpyAsync(out->data(), p, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(stream_.get()));
   return Status();
+}
+
+// --- an engine's choices (Engine's members that choose; the rest of Engine is engine.cpp) ----
+
+namespace {
+
+static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(StepChoice::cublaslt_algo));
+
+// The shape of a step without its buffers: steps with equal signatures get the same choice.
+template <typename Step>
+std::string signature(const Step& step, size_t buffers_offset) {
+  return std::string(reinterpret_cast<const char*>(&step), buffers_offset);
+}
+
+// Operand pointers for timing a GEMM: each of A, B, C, D its own 256-byte aligned range of
+// `base`; returns the bytes needed.
+uint64_t gemm_operands(const GemmStep& g, uint8_t* base, void* pointers[4]) {
+  uint64_t offset = 0;
+  const BufferRef* refs[4] = {&g.a, &g.b, &g.c, &g.d};
+  for (int i = 0; i < 4; ++i) {
+    pointers[i] = base + offset;
+    offset += (refs[i]->bytes + 255) / 256 * 256;
+  }
+  return offset;
+}
+
+}  // namespace
+
+// Plans every GEMM and chooses every GEMM's algorithm and every cuDNN step's plan: the blob's
+// recorded choices where they still apply (the same GPU model and library versions), else timed
+// now among tune_candidates_ (or the heuristics' first, with one candidate). `gpu`: the engine's
+// GPU's name, compared with the one the choices were timed on.
+Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
+  const EngineHeader& h = blob_.header();
+  const std::string& partition = partition_;
+  const size_t n = blob_.steps().size();
+  gemms_.resize(n);
+  gemm_times_.assign(n, {0.0f, 0u});
+  cudnn_choices_.resize(n);
+  // Planning needs a handle for the heuristics and the timing only; each execution context has
+  // its own.
+  const auto started = std::chrono::steady_clock::now();
+  BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
+  std::optional<Stopwatch> stopwatch;
+  if (blob_.num_choice_steps() > 0 && tune_candidates_ > 1) {
+    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(h.device_id));
+    stopwatch.emplace(std::move(w));
+  }
+  // Recorded choices apply on the GPU model they were timed on, with the libraries they were
+  // timed with; otherwise every one is chosen again.
+  std::string rechosen;
+  if (!blob_.choices().empty()) {
+    if (blob_.choices_gpu() != gpu) {
+      rechosen = fmt::format("they were timed on {}, this is {}", blob_.choices_gpu(), gpu);
+    } else if (h.choices_cublaslt_version != cublasLtGetVersion()) {
+      rechosen = fmt::format("they were timed with cuBLASLt {}, this is {}",
+                             h.choices_cublaslt_version, cublasLtGetVersion());
+    }
+  }
+  const bool use_recorded = rechosen.empty();
+  std::map<std::string, size_t> first_of_shape;
+  for (size_t s = 0; s < n; ++s) {
+    if (blob_.steps()[s].kind != static_cast<uint32_t>(StepKind::Gemm)) continue;
+    BATON_TRY(plan_gemm(handle.get(), s));
+    const StepChoice* recorded = blob_.choice(s);
+    if (recorded != nullptr && use_recorded) {
+      Status applied = apply_recorded_gemm(handle.get(), s, *recorded);
+      if (applied.ok()) continue;
+      rechosen += fmt::format("{}step {}: {}", rechosen.empty() ? "" : "; ", s, applied.message());
+    }
+    if (recorded != nullptr) ++stats_.rechosen;
+    const std::string shape = signature(blob_.steps()[s].gemm, offsetof(GemmStep, a));
+    if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
+      gemms_[s].algo = gemms_[it->second].algo;
+      gemm_times_[s] = gemm_times_[it->second];
+      ++(gemm_times_[s].second > 0 ? stats_.timed : stats_.untimed);
+      continue;
+    }
+    BATON_TRY(choose_gemm(handle.get(), s, stopwatch ? &*stopwatch : nullptr));
+    first_of_shape[shape] = s;
+  }
+  BATON_TRY(choose_cudnn_plans(stopwatch ? &*stopwatch : nullptr, use_recorded, &rechosen));
+  stats_.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (!rechosen.empty()) {
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}': the program's recorded algorithm choices do not all "
+                            "apply here ({}): {} chosen again. Compile the model on this machine "
+                            "to record choices for it",
+                            partition, rechosen, stats_.rechosen));
+  }
+  if (!quiet && stats_.timed > 0) {
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}' on cuda:{}: timed the algorithms of {} GEMM and "
+                            "cuDNN steps ({} candidates each) in {:.0f} ms at load; compile "
+                            "with this GPU present to record them in the program",
+                            partition, h.device_id, stats_.timed, tune_candidates_, stats_.ms));
+  }
+  return Status();
+}
+
+
+Status Engine::apply_recorded_gemm(cublasLtHandle_t handle, size_t step,
+                                   const StepChoice& recorded) {
+  const GemmStep& g = blob_.steps()[step].gemm;
+  GemmPlan& p = gemms_[step];
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, recorded.cublaslt_algo, sizeof algo);
+  cublasLtMatmulHeuristicResult_t result{};
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoCheck(handle, p.desc.get(), p.a.get(), p.b.get(),
+                              g.has_c ? p.c.get() : p.d.get(), p.d.get(), &algo, &result);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS, NotSupported,
+                        "the recorded cuBLASLt algorithm fails cuBLASLt's check ({})",
+                        status_string(st));
+  BATON_CHECK_OR_RETURN(result.workspaceSize <= blob_.header().workspace_bytes, NotSupported,
+                        "the recorded cuBLASLt algorithm needs {} bytes of workspace, the engine "
+                        "has {}",
+                        result.workspaceSize, blob_.header().workspace_bytes);
+  p.algo = algo;
+  gemm_times_[step] = {recorded.time_us, recorded.candidates};
+  ++stats_.recorded;
+  return Status();
+}
+
+// The aligned algorithm of GEMM step `step`: the fastest of the heuristics' top candidates, timed
+// on `stopwatch`, or (without one) their first.
+Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch) {
+  const GemmStep& g = blob_.steps()[step].gemm;
+  GemmPlan& p = gemms_[step];
+  const uint64_t workspace = blob_.header().workspace_bytes;
+  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
+  BATON_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  const int wanted = stopwatch != nullptr ? tune_candidates_ : 1;
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(), p.d.get(),
+      pref.get(), wanted, results.data(), &found);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                        "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
+                        "n={} k={} batch={}: {}. Compile with another --precision, or report the "
+                        "shape",
+                        partition_, step, device(), g.m, g.n, g.k, g.batch, status_string(st));
+  if (stopwatch == nullptr) {
+    p.algo = results[0].algo;
+    ++stats_.untimed;
+    return Status();
+  }
+  void* ptrs[4];
+  BATON_ASSIGN_OR_RETURN(void* base, stopwatch->operands(gemm_operands(g, nullptr, ptrs)));
+  gemm_operands(g, static_cast<uint8_t*>(base), ptrs);
+  BATON_ASSIGN_OR_RETURN(void* ws, stopwatch->workspace(std::max<uint64_t>(workspace, 1)));
+  Fastest fastest;
+  for (int i = 0; i < found; ++i) {
+    Result<float> us = stopwatch->time([&](cudaStream_t stream) -> Status {
+      BATON_CUDA_CHECK_ON(
+          device(),
+          cublasLtMatmul(handle, p.desc.get(), &g.alpha, ptrs[0], p.a.get(), ptrs[1], p.b.get(),
+                         &g.beta, g.has_c ? ptrs[2] : ptrs[3], g.has_c ? p.c.get() : p.d.get(),
+                         ptrs[3], p.d.get(), &results[i].algo, ws, workspace, stream));
+      return Status();
+    });
+    if (us.ok()) fastest.offer(i, *us);  // a candidate that cannot run here is not chosen
+  }
+  BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
+                        "partition '{}' step {}: none of cuBLASLt's {} algorithms for m={} n={} "
+                        "k={} batch={} runs on cuda:{}",
+                        partition_, step, found, g.m, g.n, g.k, g.batch, device());
+  p.algo = results[static_cast<size_t>(fastest.index)].algo;
+  gemm_times_[step] = {fastest.us, fastest.timed};
+  ++stats_.timed;
+  return Status();
+}
+
+// A cuDNN matmul's plans are timed 16 at most (every plan cuDNN offered for BERT's FC1: 11). With
+// the heuristics' first four, BERT ran 5% slower than with cuBLASLt and a GELU kernel, while the
+// fastest of all 11 plans, timed alone, beat that pair by 1.6 us (measured on an H100).
+constexpr int kMatmulCandidates = 16;
+
+// Every cuDNN step's plan (convolutions, attention), on a handle made for choosing (each execution
+// context builds the chosen plans on its own): the recorded one if this cuDNN builds it, else
+// chosen now.
+Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::string* rechosen) {
+  const size_t n = blob_.steps().size();
+  bool any = false;
+  for (const StepRecord& r : blob_.steps()) any |= is_cudnn_step(r.kind);
+  if (!any) return Status();
+  BATON_ASSIGN_OR_RETURN(const CudnnHandle handle, CudnnHandle::create(device()));
+  if (use_recorded && !blob_.choices().empty() &&
+      blob_.header().choices_cudnn_version != loaded_cudnn_version()) {
+    *rechosen +=
+        fmt::format("{}they were timed with cuDNN {}, this is {}", rechosen->empty() ? "" : "; ",
+                    blob_.header().choices_cudnn_version, loaded_cudnn_version());
+    use_recorded = false;
+  }
+  std::map<std::string, size_t> first_of_shape;
+  for (size_t s = 0; s < n; ++s) {
+    const StepRecord& r = blob_.steps()[s];
+    if (!is_cudnn_step(r.kind)) continue;
+    const std::string what = fmt::format("partition '{}' step {}", partition_, s);
+    if (const StepChoice* c = blob_.choice(s)) {
+      if (use_recorded) {
+        CudnnChoice choice;
+        choice.engine = c->cudnn_engine;
+        choice.plan.assign(c->cudnn_plan, ::strnlen(c->cudnn_plan, sizeof c->cudnn_plan));
+        choice.time_us = c->time_us;
+        choice.candidates = c->candidates;
+        Result<CudnnPlan> plan = CudnnPlan::create(handle.get(), r, choice, what);
+        if (plan.ok()) {
+          cudnn_choices_[s] = std::move(choice);
+          ++stats_.recorded;
+          continue;
+        }
+        *rechosen += fmt::format("{}step {}: the recorded cuDNN plan does not build ({})",
+                                 rechosen->empty() ? "" : "; ", s, plan.status().message());
+      }
+      ++stats_.rechosen;
+    }
+    // Steps of one shape (the record up to its tensors) share one choice.
+    const std::string shape =
+        std::to_string(r.kind) + (r.kind == static_cast<uint32_t>(StepKind::Sdpa)
+                                      ? signature(r.sdpa, offsetof(SdpaStep, q))
+                                  : r.kind == static_cast<uint32_t>(StepKind::Matmul)
+                                      ? signature(r.gemm, offsetof(GemmStep, a))
+                                      : signature(r.conv, offsetof(ConvStep, x)));
+    if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
+      cudnn_choices_[s] = cudnn_choices_[it->second];
+    } else {
+      BATON_ASSIGN_OR_RETURN(const CudnnPlan plan,
+                             CudnnPlan::choose(handle.get(), r,
+                                               r.kind == static_cast<uint32_t>(StepKind::Matmul)
+                                                   ? std::max(tune_candidates_, kMatmulCandidates)
+                                                   : tune_candidates_,
+                                               stopwatch, what));
+      cudnn_choices_[s] = plan.choice();
+      first_of_shape[shape] = s;
+    }
+    ++(cudnn_choices_[s].candidates > 0 ? stats_.timed : stats_.untimed);
+  }
+  return Status();
+}
+
+EngineChoices Engine::choices() const {
+  EngineChoices out;
+  out.cublaslt_version = static_cast<uint32_t>(cublasLtGetVersion());
+  for (const DeviceInfo& d : visible_devices()) {
+    if (d.index == device()) out.gpu = d.name.substr(0, sizeof(EngineHeader::choices_gpu) - 1);
+  }
+  for (size_t s = 0; s < blob_.steps().size(); ++s) {
+    const uint32_t kind = blob_.steps()[s].kind;
+    StepChoice c{};
+    c.step = static_cast<uint32_t>(s);
+    c.kind = kind;
+    if (kind == static_cast<uint32_t>(StepKind::Gemm)) {
+      std::memcpy(c.cublaslt_algo, &gemms_[s].algo, sizeof c.cublaslt_algo);
+      c.time_us = gemm_times_[s].first;
+      c.candidates = gemm_times_[s].second;
+    } else if (is_cudnn_step(kind)) {
+      const CudnnChoice& chosen = cudnn_choices_[s];
+      c.cudnn_engine = chosen.engine;
+      std::memcpy(c.cudnn_plan, chosen.plan.data(),
+                  std::min(chosen.plan.size(), sizeof c.cudnn_plan - 1));
+      c.time_us = chosen.time_us;
+      c.candidates = chosen.candidates;
+      out.cudnn_version = loaded_cudnn_version();
+    } else {
+      continue;
+    }
+    out.steps.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace baton::cuda

@@ -4,7 +4,7 @@
 // dropped and its readers read the earlier node's outputs. The exporters repeat work per layer
 // that depends only on the model's inputs: BERT turns the attention mask into an additive bias
 // once per layer (`Where(mask, 0, -inf)` with each layer's own copy of the two constants), which
-// on the GPU cost two kernels per layer (bench/RESULTS.md).
+// on the GPU cost two kernels per layer.
 //
 // Not merged: ops whose result is random (RandomNormal, Bernoulli, ...), and nodes with an output
 // that is a graph output (each graph output keeps its own value).

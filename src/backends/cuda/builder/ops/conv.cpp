@@ -16,15 +16,15 @@
 //   kernel, no bigger than the input) against the filters [K, C*KH*KW] as they are, with the bias
 //   in cuBLASLt's epilogue; its [N*OH*OW, K] result is the output stored channels-last. cuDNN 9.19
 //   runs ViT-B/16's patch convolution as an implicit-GEMM kernel without shared memory (its
-//   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100 (bench/RESULTS.md), where the GEMM
+//   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100, where the GEMM
 //   is one of ViT's 768x768 GEMMs. The build option conv_patches=cudnn keeps such convolutions
 //   on cuDNN (to compare the two).
 // - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
 //   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
 //   filters, one generated kernel (device/gemv.cuh) with the bias and any chain of unary
 //   elementwise ops after it applied before the store. cuDNN 9.19 ran MobileNetV3's as
-//   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters
-//   (bench/RESULTS.md). The build option conv_rows=cudnn keeps them on cuDNN (to compare).
+//   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters. The
+//   build option conv_rows=cudnn keeps them on cuDNN (to compare).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
 #include <fmt/format.h>
 

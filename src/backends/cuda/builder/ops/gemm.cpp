@@ -11,7 +11,7 @@
 // A large GEMM whose N is not a multiple of 8 (GPT-2's vocabulary projection: N = 50257) gets its
 // constant B and bias padded with zero columns to the next multiple of 8 and writes a result with
 // that row pitch: cuBLASLt's fast kernels need 16-byte-aligned rows, and without them it falls
-// back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100, bench/RESULTS.md). The
+// back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100). The
 // result is a view of the padded rows; a partition output is gathered into the caller's buffer.
 #include <algorithm>
 #include <string_view>

@@ -2,7 +2,7 @@
 // up to kWarpRowLimit elements (four rows per block), else a block per row sized to the row.
 // Few rows (a transformer's 128 tokens at batch 1) get a block each: a warp per row would leave
 // most SMs idle, each warp walking its row in long chains of dependent loads (a LayerNorm of
-// 128 x 768 took 10 µs on an H100 that way, bench/RESULTS.md).
+// 128 x 768 took 10 µs on an H100 that way).
 #pragma once
 
 #include <algorithm>
