@@ -26,6 +26,9 @@ struct Partition {
   // Where the partition runs and its tensors live: the device its blob is built for, or the
   // caller's --target-device. Set by placement; the program's "target_device" label.
   Device target_device;
+  // The device the backend built its blob for (read back from the blob after lowering): the
+  // program records it in the Delegate, and the runtime runs the delegate there.
+  Device blob_device;
   std::vector<int> nodes;    // in execution order
   std::vector<int> inputs;   // non-constant values read from outside, in first-use order
   std::vector<int> outputs;  // values produced inside and read outside (or graph outputs)

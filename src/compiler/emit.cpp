@@ -79,6 +79,8 @@ class Emitter {
     auto d = std::make_unique<fb::DelegateT>();
     d->backend = in_.backend_ids[s.partition];
     d->name = p.name;
+    d->device_type = static_cast<fb::DeviceType>(p.blob_device.type);
+    d->device_index = p.blob_device.index;
     for (const auto& [key, value] : lp.compile_specs) {
       auto cs = std::make_unique<fb::CompileSpecT>();
       cs->key = key;

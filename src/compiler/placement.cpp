@@ -131,6 +131,7 @@ Status label_partition(const PlacementPolicy& policy, const BackendCompiler& low
                         "bug in the {} backend compiler; please report it with the model",
                         p.name, p.target_device.to_string(), lowered_by.id(),
                         built_for->to_string(), lowered_by.id());
+  p.blob_device = *built_for;
   std::string text = built_for->to_string();
   if (policy.label) {
     if (*policy.label != *built_for) {

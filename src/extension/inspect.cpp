@@ -151,6 +151,7 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     json dj = {{"index", i},
                {"name", text(d->name())},
                {"backend", text(d->backend())},
+               {"device", format::device_of(*d).to_string()},
                {"compile_specs", specs},
                {"target_device", specs.contains("target_device") ? specs["target_device"] : json()},
                {"blob_segment", d->blob_segment()},

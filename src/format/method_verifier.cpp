@@ -289,6 +289,7 @@ class MethodVerifier {
       const std::string field = fmt::format("{}.delegates[{}] ('{}')", where_, i, str(d->name()));
       BATON_CHECK_OR_RETURN(!str(d->backend()).empty(), InvalidProgram, "{}.backend is missing",
                             field);
+      BATON_TRY(verify_device(d->device_type(), d->device_index(), field));
       for (uint32_t k = 0; k < vsize(d->compile_specs()); ++k) {
         BATON_CHECK_OR_RETURN(d->compile_specs()->Get(k)->key() != nullptr, InvalidProgram,
                               "{}.compile_specs[{}].key is missing", field, k);

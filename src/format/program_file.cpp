@@ -129,9 +129,11 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                         hex_prefix(bytes, 8));
   BATON_CHECK_OR_RETURN(h.format_version >= kFormatVersion, NotSupported,
                         "program format version {} (header byte offset 12) is older than this "
-                        "runtime's version {}, which added checksums: recompile the model with "
-                        "this version of baton (baton compile MODEL.onnx -o FILE)",
-                        h.format_version, kFormatVersion);
+                        "runtime's version {} ({}): recompile the model with this version of "
+                        "baton (baton compile MODEL.onnx -o FILE)",
+                        h.format_version, kFormatVersion,
+                        h.format_version < 2 ? "checksums and recorded delegate devices"
+                                             : "recorded delegate devices");
   BATON_CHECK_OR_RETURN(h.format_version == kFormatVersion, NotSupported,
                         "program format version {} (header byte offset 12) is newer than this "
                         "runtime's version {}: use the baton that compiled it, or recompile the "

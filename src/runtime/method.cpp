@@ -49,6 +49,7 @@ struct DelegateInstance {
   BackendInterface* backend = nullptr;
   DelegateHandle* handle = nullptr;
   std::string name;
+  Device device;  // as the program records it
 };
 
 struct ArenaInstance {
@@ -208,6 +209,7 @@ struct Method::Impl {
       const std::string_view backend_id = str(fd->backend());
       DelegateInstance d;
       d.name = std::string(str(fd->name()));
+      d.device = format::device_of(*fd);
       d.backend = find_backend(backend_id);
       if (d.backend == nullptr) {
         std::string known;
@@ -233,6 +235,7 @@ struct Method::Impl {
       ctx.method_name = name;
       ctx.delegate_name = d.name;
       ctx.delegate_index = static_cast<int>(i);
+      ctx.device = format::device_of(*fd);
       ctx.options = options.backend_options;
       auto handle = d.backend->init(ctx, p.file.segment(fd->blob_segment()), specs);
       if (!handle.ok()) {
@@ -400,9 +403,7 @@ struct Method::Impl {
         step.delegate_args.inputs = args[0];
         step.delegate_args.outputs = args[1];
         const DelegateInstance& inst = delegates[step.delegate];
-        step.device = step.delegate_args.outputs.empty()
-                          ? Device::cpu()
-                          : step.delegate_args.outputs[0]->tensor.device;
+        step.device = inst.device;
         step.description = fmt::format("delegate {} '{}' (backend {})", step.delegate, inst.name,
                                        inst.backend->id());
         step.op = "delegate";

@@ -273,6 +273,7 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
   const auto& d = j["methods"][0]["delegates"][0];
   EXPECT_EQ(d["target_device"], "cuda:0");
   EXPECT_EQ(d["engine_device"], "cuda:0");
+  EXPECT_EQ(d["device"], "cuda:0");  // recorded in the program (format version 3)
   EXPECT_EQ(d["sm_arch"], "sm_90");
   bool saw_copy = false;
   for (const auto& ins : j["methods"][0]["instructions"]) {
@@ -298,6 +299,7 @@ TEST_F(CliTest, GpuTargetsAndDeviceLabels) {
     for (const auto& del : m["delegates"]) {
       labels.push_back(del["target_device"]);
       engines.push_back(del["engine_device"]);
+      EXPECT_EQ(del["device"], del["engine_device"]) << "the recorded device is the engine's";
     }
     EXPECT_EQ(labels, engines);
     for (const auto& ins : m["instructions"]) {
@@ -409,7 +411,7 @@ TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_TRUE(j.contains("methods"));
-  EXPECT_EQ(j["format_version"], 2);
+  EXPECT_EQ(j["format_version"], 3);
   EXPECT_EQ(j["table_checksum"].get<std::string>().size(), 16u);
   ASSERT_FALSE(j["segments"].empty());
   for (const auto& seg : j["segments"]) {

@@ -110,13 +110,20 @@ TEST(FormatTest, NewerFormatVersionIsNotSupported) {
       Error::NotSupported);
 }
 
-// Version 1 had no checksums; such a file is refused with the command that makes a new one.
-TEST(FormatTest, VersionOneWithoutChecksumsSaysRecompile) {
+// Version 1 had no checksums and version 2 no delegate devices; such files are refused, naming
+// both versions, with the command that makes a new one.
+TEST(FormatTest, OlderVersionsSayRecompile) {
   std::vector<uint8_t> bytes = make_add_relu_program(false).builder.bytes();
   bytes[12] = 1;
   expect_invalid(bytes,
-                 "format version 1 (header byte offset 12) is older than this runtime's version 2, "
-                 "which added checksums: recompile the model",
+                 "format version 1 (header byte offset 12) is older than this runtime's version 3 "
+                 "(checksums and recorded delegate devices): recompile the model with this version "
+                 "of baton (baton compile MODEL.onnx -o FILE)",
+                 Error::NotSupported);
+  bytes[12] = 2;
+  expect_invalid(bytes,
+                 "format version 2 (header byte offset 12) is older than this runtime's version 3 "
+                 "(recorded delegate devices): recompile the model",
                  Error::NotSupported);
 }
 
@@ -293,6 +300,11 @@ TEST_F(SemanticTest, OperatorIndexOutOfRange) {
 TEST_F(SemanticTest, DelegateBlobMissing) {
   m().delegates[0]->blob_segment = -1;
   expect("has no blob (blob_segment = -1)");
+}
+
+TEST_F(SemanticTest, DelegateDeviceMustBeAKnownDevice) {
+  m().delegates[0]->device_type = static_cast<fb::DeviceType>(7);
+  expect("delegates[0] ('test_0'): device_type = 7 is not a known device type");
 }
 
 TEST_F(SemanticTest, DelegateIndexOutOfRange) {

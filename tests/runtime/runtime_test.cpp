@@ -67,6 +67,25 @@ TEST_F(RuntimeTest, DelegateReceivesBlobSpecsAndOptionsAndIsDestroyed) {
   EXPECT_EQ(testing::test_backend_stats().destroys, 1);
 }
 
+// The runtime runs a delegate on the device the program records for it and tells the backend: not
+// on the device of its first output (here a CPU tensor), as before format version 3.
+TEST_F(RuntimeTest, DelegatesRunOnTheDeviceTheProgramRecords) {
+  auto p = make_add_relu_program(false);
+  const int extra = p.builder.tensor("extra", DType::Float32, {2, 3});
+  const auto blob = testing::make_test_blob(1, 1, {}, 0, {{testing::TestOp::Relu, 0, 0, 1}}, 6);
+  const int d = p.builder.delegate(testing::kTestBackendId, {}, blob, "recorded", Device::cuda(3));
+  p.builder.delegate_call(d, {p.out}, {extra});
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  auto method = program->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  EXPECT_EQ(testing::test_backend_stats().last_device, Device::cuda(3));
+  const size_t last = (*method)->num_instructions() - 1;
+  const runtime::InstructionInfo info = (*method)->instruction_info(last);
+  ASSERT_EQ(info.kind, runtime::InstructionKind::Delegate);
+  EXPECT_EQ(info.device, Device::cuda(3));
+}
+
 // A load option no registered backend takes, or a value its backend refuses, fails the load before
 // any delegate is initialized, naming the option and what is valid: a typo never leaves a default.
 TEST_F(RuntimeTest, UnknownLoadOptionsAndValuesAreRefusedBeforeAnyDelegateLoads) {

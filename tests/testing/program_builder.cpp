@@ -163,10 +163,12 @@ void ProgramBuilder::kernel(int op, std::vector<int> inputs, std::vector<int> at
 
 int ProgramBuilder::delegate(const std::string& backend,
                              std::vector<std::pair<std::string, std::string>> specs,
-                             std::vector<uint8_t> blob, const std::string& name) {
+                             std::vector<uint8_t> blob, const std::string& name, Device device) {
   auto d = std::make_unique<fb::DelegateT>();
   d->backend = backend;
   d->name = name;
+  d->device_type = static_cast<fb::DeviceType>(device.type);
+  d->device_index = device.index;
   for (auto& [k, v] : specs) {
     auto cs = std::make_unique<fb::CompileSpecT>();
     cs->key = k;

@@ -39,7 +39,8 @@ class ProgramBuilder {
   void kernel(int op, std::vector<int> inputs, std::vector<int> attrs, std::vector<int> outputs,
               const std::string& node = "");
   int delegate(const std::string& backend, std::vector<std::pair<std::string, std::string>> specs,
-               std::vector<uint8_t> blob, const std::string& name = "part");
+               std::vector<uint8_t> blob, const std::string& name = "part",
+               Device device = Device::cpu());
   void delegate_call(int delegate, std::vector<int> inputs, std::vector<int> outputs);
   void copy(int src, int dst);
 

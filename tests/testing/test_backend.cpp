@@ -95,6 +95,7 @@ class TestBackend final : public runtime::BackendInterface {
       stats.last_specs[std::string(s.key)] = std::string(s.value_string());
     for (const auto& o : ctx.options) stats.options_seen.push_back(o.key + "=" + o.value);
     stats.last_blob_size = blob.size();
+    stats.last_device = ctx.device;
     BATON_CHECK_OR_RETURN(stats.last_specs.count("fail_init") == 0, InvalidArgument,
                           "delegate '{}' asked to fail (fail_init)", ctx.delegate_name);
     auto h = std::make_unique<Handle>();
@@ -237,6 +238,7 @@ void TestBackendStats::reset() {
   last_specs.clear();
   last_blob_size = 0;
   options_seen.clear();
+  last_device = Device::cpu();
 }
 
 TestBackendStats& test_backend_stats() {

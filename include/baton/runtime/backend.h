@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "baton/core/device.h"
 #include "baton/core/error.h"
 #include "baton/runtime/value.h"
 
@@ -47,6 +48,8 @@ struct BackendInitContext {
   std::string_view method_name;
   std::string_view delegate_name;  // the partition, for messages
   int delegate_index = 0;
+  // The device the program records for this delegate: the one its blob was built for.
+  Device device;
   std::span<const BackendOption> options;
 };
 

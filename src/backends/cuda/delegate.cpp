@@ -154,6 +154,13 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
                            engine_cache().get(blob, partition, options.tune_candidates));
     const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
+    // The program records where each delegate runs; a blob built for another GPU means the file
+    // was assembled from parts that do not belong together.
+    BATON_CHECK_OR_RETURN(ctx.device == built_for, InvalidProgram,
+                          "partition '{}' is recorded to run on {}, but its engine was built for "
+                          "{}: the program is inconsistent (damaged or edited). Recompile the "
+                          "model",
+                          partition, ctx.device.to_string(), built_for.to_string());
     // The label device-aware planning used for this partition's tensors must be the GPU its
     // engine runs on, or every tensor at its boundary would be on the wrong GPU.
     for (const runtime::CompileSpec& spec : specs) {
