@@ -5,7 +5,8 @@ sides alike. Reports each round's median wall ms and the median of the rounds pe
 ratio B / A. A side is a load option (--a / --b KEY=VALUE, given to `baton run --load-option`,
 docs/options.md: e.g. cuda_pdl=1 against cuda_pdl=0), and side B may run another program of the
 same model (--b-program NAME=PATH: e.g. one compiled with another build option, see
-bench/compile_variant.py).
+bench/compile_variant.py) with another baton binary (--b-baton PATH: an older commit's CLI, whose
+programs it compiled).
 
   python3 bench/ab.py --baton BIN/baton --a cuda_pdl=1 --b cuda_pdl=0 \
       --program vit=/tmp/vit.baton --program bert=/tmp/bert.baton [--run-args "--device-io"] \
@@ -25,7 +26,8 @@ import subprocess
 import sys
 
 _D = r"([\d.]+) (ms|us)"
-LATENCY_RE = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D)
+LATENCY_RE = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D +
+                        r"\s+p90 " + _D)
 
 
 def setting(text):
@@ -35,21 +37,22 @@ def setting(text):
     return name, value
 
 
-def median_ms(text):
+def latency_ms(text):
+    """(median, p90) in ms from baton run's latency line, or None."""
     m = LATENCY_RE.search(text)
     if not m:
         return None
-    value, unit = float(m.group(3)), m.group(4)
-    return value / 1000.0 if unit == "us" else value
+    ms = lambda value, unit: float(value) / 1000.0 if unit == "us" else float(value)
+    return ms(m.group(3), m.group(4)), ms(m.group(5), m.group(6))
 
 
-def run_once(args, program, option):
-    cmd = [args.baton, "run", program, "-q", "-n", str(args.n), "--warmup", str(args.warmup),
+def run_once(args, baton, program, option):
+    cmd = [baton, "run", program, "-q", "-n", str(args.n), "--warmup", str(args.warmup),
            "--profile-runs", "0"] + shlex.split(args.run_args)
     if option:
         cmd += ["--load-option", "=".join(option)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    ms = median_ms(p.stdout + p.stderr) if p.returncode == 0 else None
+    ms = latency_ms(p.stdout + p.stderr) if p.returncode == 0 else None
     if ms is None:
         sys.exit(f"ab: {' '.join(cmd)} failed (exit {p.returncode}):\n"
                  f"{(p.stdout + p.stderr)[-1500:]}")
@@ -63,6 +66,7 @@ def main():
     ap.add_argument("--b", type=setting, help="KEY=VALUE: side B's load option")
     ap.add_argument("--program", action="append", required=True, help="NAME=PATH of a compiled program")
     ap.add_argument("--b-program", action="append", default=[], help="NAME=PATH: side B runs this program")
+    ap.add_argument("--b-baton", default="", help="side B runs this baton binary")
     ap.add_argument("--run-args", default="--device-io")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-n", type=int, default=300)
@@ -77,28 +81,36 @@ def main():
     unknown = [n for n in b_programs if n not in dict(programs)]
     if unknown:
         ap.error(f"--b-program for {unknown}, which no --program names")
-    if not args.a and not args.b and not b_programs:
+    if not args.a and not args.b and not b_programs and not args.b_baton:
         ap.error("the two sides are the same: give --a/--b load options or --b-program")
     for name, path in programs + list(b_programs.items()):
         if not os.path.isfile(path):
             ap.error(f"program '{name}': no file {path}")
     a_label = "=".join(args.a) if args.a else "A"
-    b_label = "=".join(args.b) if args.b else "B"
+    b_label = "=".join(args.b) if args.b else ("B: " + args.b_baton if args.b_baton else "B")
     if b_programs:
         b_label += " (B programs: " + ", ".join(f"{n}={p}" for n, p in b_programs.items()) + ")"
     results = []
-    print(f"| program | {a_label} median of {args.rounds} rounds (ms) | {b_label} (ms) | B / A | rounds A | rounds B |")
-    print("|---|---:|---:|---:|---|---|")
+    print(f"| program | {a_label}: median / p90 (ms), median of {args.rounds} rounds | {b_label} (ms) "
+          f"| B / A (median) | B / A (p90) | round medians A | round medians B |")
+    print("|---|---:|---:|---:|---:|---|---|")
     for name, path in programs:
-        a_ms, b_ms = [], []
+        a_runs, b_runs = [], []
         for _ in range(args.rounds):
-            a_ms.append(run_once(args, path, args.a))
-            b_ms.append(run_once(args, b_programs.get(name, path), args.b))
-        ma, mb = statistics.median(a_ms), statistics.median(b_ms)
-        results.append({"program": name, "path": path, "a": a_label, "b": b_label, "a_ms": a_ms, "b_ms": b_ms,
-                        "a_median_ms": ma, "b_median_ms": mb, "ratio_b_over_a": mb / ma})
-        print(f"| {name} | {ma:.4f} | {mb:.4f} | {mb / ma:.3f} | {', '.join(f'{x:.4f}' for x in a_ms)} | "
-              f"{', '.join(f'{x:.4f}' for x in b_ms)} |", flush=True)
+            a_runs.append(run_once(args, args.baton, path, args.a))
+            b_runs.append(run_once(args, args.b_baton or args.baton, b_programs.get(name, path), args.b))
+        ma = statistics.median(r[0] for r in a_runs)
+        mb = statistics.median(r[0] for r in b_runs)
+        pa = statistics.median(r[1] for r in a_runs)
+        pb = statistics.median(r[1] for r in b_runs)
+        results.append({"program": name, "path": path, "a": a_label, "b": b_label,
+                        "a_ms": [r[0] for r in a_runs], "b_ms": [r[0] for r in b_runs],
+                        "a_p90_ms": [r[1] for r in a_runs], "b_p90_ms": [r[1] for r in b_runs],
+                        "a_median_ms": ma, "b_median_ms": mb, "a_p90_median_ms": pa,
+                        "b_p90_median_ms": pb, "ratio_b_over_a": mb / ma})
+        print(f"| {name} | {ma:.4f} / {pa:.4f} | {mb:.4f} / {pb:.4f} | {mb / ma:.3f} | {pb / pa:.3f} | "
+              f"{', '.join(f'{r[0]:.4f}' for r in a_runs)} | {', '.join(f'{r[0]:.4f}' for r in b_runs)} |",
+              flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iterations": args.n, "warmup": args.warmup, "rounds": args.rounds,
