@@ -96,6 +96,22 @@ const ElementwiseRow* find_elementwise(std::string_view name) {
   return nullptr;
 }
 
+std::optional<double> evaluate_elementwise(std::string_view name, double a, double b,
+                                           const ElementwiseArgs& args) {
+  bool error = false;
+  std::optional<double> out;
+#define BATON_EVALUATE_UNARY(Name, ...) \
+  if (name == #Name) out = static_cast<double>(Name##Fn::apply<double>(a, args));
+#define BATON_EVALUATE_BINARY(Name, ...) \
+  if (name == #Name) out = static_cast<double>(Name##Fn::apply<double, double>(a, b, args, error));
+  BATON_UNARY_OPS(BATON_EVALUATE_UNARY)
+  BATON_BINARY_OPS(BATON_EVALUATE_BINARY)
+#undef BATON_EVALUATE_UNARY
+#undef BATON_EVALUATE_BINARY
+  if (error) return std::nullopt;
+  return out;
+}
+
 void register_elementwise(OpRegistry& registry) {
   for (const ElementwiseRow& row : kRows) {
     OpDef def;

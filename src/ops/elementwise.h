@@ -30,15 +30,18 @@
 //   {name}; the generator bakes the node's value in as a float literal.
 // The CPU expression is evaluated in the compute type C: float for float32, float16 and
 // bfloat16, double for float64, the type itself for integers and bool. Binary expressions may set
-// `error` (integer division by zero). The device expression is CUDA C on floats; an empty one
-// ("") makes the row CPU-only (the CUDA engine leaves its nodes to the CPU): the fused-kernel
-// generator handles float tensors only, so rows that read or write bool are CPU-only.
+// `error` (integer division by zero). The device expression is CUDA C; an empty one ("") makes
+// the row CPU-only (the CUDA engine leaves its nodes to the CPU). Rows of float results join the
+// fused kernels, which compute in float; rows that read or write bool (the comparisons, IsNaN,
+// Not, And, Or, Xor: typed_on_device) get typed kernels that read each input in its own stored
+// type (integers compare exactly) and store bool.
 #pragma once
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -77,11 +80,11 @@ inline constexpr double kSeluGamma = 1.05070102214813232421875;
   X(HardSigmoid, 6, kFloatTypes, Same, (Float, alpha, 0.2, Float, beta, 0.5), scalar::clamp01(alpha * x + beta), "baton_clamp01({alpha} * {x} + {beta})") \
   X(HardSwish, 14, kFloatTypes, Same, (), scalar::hard_swish(x), "baton_hard_swish({x})") \
   X(IsInf, 10, kFloatTypes, Bool, (Flag, detect_negative, 1, Flag, detect_positive, 1), scalar::is_inf(x, detect_negative, detect_positive), "") \
-  X(IsNaN, 9, kFloatTypes, Bool, (), std::isnan(x), "") \
+  X(IsNaN, 9, kFloatTypes, Bool, (), std::isnan(x), "({x} != {x})") \
   X(LeakyRelu, 6, kFloatTypes, Same, (Float, alpha, 0.01), x < C(0) ? alpha * x : x, "({x} < 0.0f ? {alpha} * {x} : {x})") \
   X(Log, 6, kFloatTypes, Same, (), std::log(x), "logf({x})") \
   X(Neg, 6, kSignedNumericTypes, Same, (), scalar::neg(x), "(-{x})") \
-  X(Not, 1, kBoolTypes, Same, (), !x, "") \
+  X(Not, 1, kBoolTypes, Same, (), !x, "(!{x})") \
   X(Reciprocal, 6, kFloatTypes, Same, (), C(1) / x, "(1.0f / {x})") \
   X(Relu, 6, kSignedNumericTypes, Same, (), scalar::relu(x), "baton_relu({x})") \
   X(Round, 11, kFloatTypes, Same, (), std::nearbyint(x), "rintf({x})") \
@@ -100,20 +103,20 @@ inline constexpr double kSeluGamma = 1.05070102214813232421875;
 
 #define BATON_BINARY_OPS(X) \
   X(Add, 7, kNumericTypes, kSameAsA, Same, (), scalar::add(a, b), "({a} + {b})") \
-  X(And, 7, kBoolTypes, kSameAsA, Same, (), a && b, "") \
+  X(And, 7, kBoolTypes, kSameAsA, Same, (), a && b, "({a} && {b})") \
   X(Div, 7, kNumericTypes, kSameAsA, Same, (), scalar::div(a, b, error), "({a} / {b})") \
-  X(Equal, 7, kAllTypes, kSameAsA, Bool, (), a == b, "") \
-  X(Greater, 7, kNumericTypes, kSameAsA, Bool, (), a > b, "") \
-  X(GreaterOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a >= b, "") \
-  X(Less, 7, kNumericTypes, kSameAsA, Bool, (), a < b, "") \
-  X(LessOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a <= b, "") \
+  X(Equal, 7, kAllTypes, kSameAsA, Bool, (), a == b, "({a} == {b})") \
+  X(Greater, 7, kNumericTypes, kSameAsA, Bool, (), a > b, "({a} > {b})") \
+  X(GreaterOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a >= b, "({a} >= {b})") \
+  X(Less, 7, kNumericTypes, kSameAsA, Bool, (), a < b, "({a} < {b})") \
+  X(LessOrEqual, 12, kNumericTypes, kSameAsA, Bool, (), a <= b, "({a} <= {b})") \
   X(Mod, 10, kNumericTypes, kSameAsA, Same, (Flag, fmod, 0), scalar::mod(a, b, fmod, error), "fmodf({a}, {b})") \
   X(Mul, 7, kNumericTypes, kSameAsA, Same, (), scalar::mul(a, b), "({a} * {b})") \
-  X(Or, 7, kBoolTypes, kSameAsA, Same, (), a || b, "") \
+  X(Or, 7, kBoolTypes, kSameAsA, Same, (), a || b, "({a} || {b})") \
   X(Pow, 7, (kFloatTypes | kIndexTypes), kNumericTypes, Same, (), scalar::pow(a, b), "powf({a}, {b})") \
   X(PRelu, 9, (kFloatTypes | kIndexTypes), kSameAsA, ShapeOfA, (), scalar::prelu(a, b), "baton_prelu({a}, {b})") \
   X(Sub, 7, kNumericTypes, kSameAsA, Same, (), scalar::sub(a, b), "({a} - {b})") \
-  X(Xor, 7, kBoolTypes, kSameAsA, Same, (), a != b, "")
+  X(Xor, 7, kBoolTypes, kSameAsA, Same, (), a != b, "({a} != {b})")
 // clang-format on
 
 // Helpers the CPU expressions use. Integer arithmetic wraps (two's complement) instead of
@@ -387,10 +390,20 @@ struct ElementwiseRow {
 
   std::span<const ElementwiseAttr> attributes() const { return {attrs.data(), num_attrs}; }
   bool on_device() const { return !device.empty(); }
+  // Runs on the device as a typed kernel of its own (bool in or out), not in a fused float kernel.
+  bool typed_on_device() const {
+    return on_device() && (out == ElementwiseOut::Bool || types == kBoolTypes);
+  }
 };
 
 std::span<const ElementwiseRow> elementwise_rows();
 // The row of op `name`, or null.
 const ElementwiseRow* find_elementwise(std::string_view name);
+// Row `name`'s CPU expression on doubles (`b` is ignored by unary rows; `args` are the row's
+// attribute values, in its order): what compile-time analyses (the GELU pass's probes) evaluate,
+// so that they compute exactly what the kernels do. Null for an op without a row, or a value the
+// row refuses (its `error`).
+std::optional<double> evaluate_elementwise(std::string_view name, double a, double b = 0.0,
+                                           const ElementwiseArgs& args = {});
 
 }  // namespace baton::ops

@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "baton/core/check.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/rewrite.h"
+#include "ops/elementwise.h"
 
 namespace baton::compiler {
 namespace {
@@ -25,33 +27,18 @@ constexpr int kMaxRootDepth = 5;  // how far above the Erf (Tanh) the root may b
 constexpr double kProbes[] = {-5.0, -3.0, -2.0, -1.5, -1.0, -0.5, -0.25, -0.1, 0.0,
                               0.1,  0.3,  0.7,  1.0,  1.3,  2.0,  3.0,   5.0};
 
-bool is_float(DType t) {
-  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16 || t == DType::Float64;
-}
+bool is_float(DType t) { return ops::kFloatTypes.contains(t); }
 
-// Elementwise ops the probe evaluates, by arity.
+// Elementwise ops the probe evaluates (rows of the elementwise table with a float result and no
+// attributes, evaluated through the table: ops::evaluate_elementwise), by arity; 0 for others.
 int evaluable_arity(const IrNode& n) {
   if (!n.domain.empty() || n.outputs.size() != 1) return 0;
-  static const std::set<std::string, std::less<>> unary = {"Erf", "Tanh", "Sqrt",
-                                                           "Neg", "Exp",  "Reciprocal"};
-  static const std::set<std::string, std::less<>> binary = {"Add", "Sub", "Mul", "Div", "Pow"};
-  if (unary.count(n.op_type)) return 1;
-  if (binary.count(n.op_type)) return 2;
-  return 0;
-}
-
-double apply(const std::string& op, double a, double b) {
-  if (op == "Erf") return std::erf(a);
-  if (op == "Tanh") return std::tanh(a);
-  if (op == "Sqrt") return std::sqrt(a);
-  if (op == "Neg") return -a;
-  if (op == "Exp") return std::exp(a);
-  if (op == "Reciprocal") return 1.0 / a;
-  if (op == "Add") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return a / b;
-  return std::pow(a, b);  // Pow
+  const ops::ElementwiseRow* row = ops::find_elementwise(n.op_type);
+  if (row == nullptr || row->out == ops::ElementwiseOut::Bool || row->num_attrs != 0 ||
+      !row->types.contains(DType::Float32)) {
+    return 0;
+  }
+  return row->arity;
 }
 
 double gelu(double x, bool tanh_form) {
@@ -167,7 +154,9 @@ class GeluMatcher {
           auto it = at.find(in);
           args[i] = it != at.end() ? it->second : *scalar_constant(g_, in);
         }
-        at[node.outputs[0]] = apply(node.op_type, args[0], args[1]);
+        const std::optional<double> v = ops::evaluate_elementwise(node.op_type, args[0], args[1]);
+        if (!v) return false;
+        at[node.outputs[0]] = *v;
       }
       const double got = at[g_.nodes[end].outputs[0]], want = gelu(x, tanh_form);
       if (!(std::fabs(got - want) <= tol * (1.0 + std::fabs(want)))) return false;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 #include <memory>
 #include <optional>
@@ -107,14 +108,6 @@ attribute_variants() {
 
 // Bool-valued rows the CUDA engine lowers as typed kernels of their own (its fused kernels are
 // float-only), in every dtype.
-bool typed_on_cuda(std::string_view op) {
-  for (std::string_view o : {"IsNaN", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual",
-                             "Greater", "GreaterOrEqual"}) {
-    if (o == op) return true;
-  }
-  return false;
-}
-
 // Rows whose cases are written out below instead of generated (Mod: fmod = 0 is for integers).
 bool hand_written(std::string_view op) { return op == "Mod"; }
 
@@ -136,8 +129,8 @@ void elementwise_cases(std::vector<Case>& out) {
         }
         c.dtypes = {DType::Bool};
       }
-      c.cuda = row.on_device() || typed_on_cuda(op);
-      c.cuda_all_types = typed_on_cuda(op);
+      c.cuda = row.on_device();
+      c.cuda_all_types = row.typed_on_device();
       out.push_back(std::move(c));
     };
     if (row.arity == 1) {
@@ -1571,6 +1564,27 @@ std::vector<Case> conformance_cases() {
 
 std::string case_name(const Case& c, DType dtype) {
   return fmt::format("{} {} {}", c.op, c.label, dtype_name(dtype));
+}
+
+std::vector<std::string> conformance_test_names(const std::vector<Case>& cases) {
+  std::vector<std::string> names;
+  std::map<std::string, int> seen;
+  for (const Case& c : cases) {
+    std::string name;
+    for (char ch : c.op + " " + c.label) {
+      const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+      if (word) {
+        name += ch;
+      } else if (!name.empty() && name.back() != '_') {
+        name += '_';
+      }
+    }
+    while (!name.empty() && name.back() == '_') name.pop_back();
+    // Two cases of one op and label (generated variants) get a number.
+    if (const int n = ++seen[name]; n > 1) name += "_variant" + std::to_string(n);
+    names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace baton::testing

@@ -56,4 +56,9 @@ std::vector<Case> conformance_cases();
 // "Add [3, 1] x [5] float16".
 std::string case_name(const Case& c, DType dtype);
 
+// One test name per case, in order, as gtest takes them (letters, digits and '_'; unique):
+// "Add_3_1_x_5". The conformance tests are parameterized by case, so --gtest_filter selects
+// cases by these names (e.g. '*Conv_1x1*').
+std::vector<std::string> conformance_test_names(const std::vector<Case>& cases);
+
 }  // namespace baton::testing

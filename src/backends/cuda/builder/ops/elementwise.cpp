@@ -6,6 +6,8 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
@@ -41,13 +43,35 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   return float_tensors_only(graph, node);
 }
 
+// A row that reads or writes bool (typed_on_device): one typed kernel (codegen.h's
+// generate_typed), its inputs broadcast through strides and read in their stored dtypes, the
+// output stored as the row's result type. The row's placeholders become generate_typed's.
+Status lower_typed(Lowering& ctx, int index) {
+  const ops::ElementwiseRow& row = *ops::find_elementwise(ctx.node(index).op_type);
+  std::string expression(row.device);
+  for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{"{x}", "{0}"},
+                                 {"{a}", "{0}"},
+                                 {"{b}", "{1}"}}) {
+    for (size_t at = expression.find(from); at != std::string::npos;
+         at = expression.find(from, at + to.size())) {
+      expression.replace(at, from.size(), to);
+    }
+  }
+  return lower_broadcast(ctx, index, "logical", expression);
+}
+
 }  // namespace
 
 std::vector<OpLowering> elementwise_lowerings() {
   std::vector<OpLowering> out;
   // CPU-only rows (no device expression) get no lowering: the engine leaves them to the CPU.
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
-    if (row.on_device()) out.push_back({row.name, &supports, nullptr, 0});
+    if (!row.on_device()) continue;
+    if (row.typed_on_device()) {
+      out.push_back({row.name, &engine_tensors, &lower_typed});
+    } else {
+      out.push_back({row.name, &supports, nullptr, 0});
+    }
   }
   out.push_back({"Gelu", &supports, nullptr, 0});
   return out;

@@ -22,7 +22,6 @@ std::span<const OpLowering> op_lowerings() {
           kExpandLowering, kSliceLowering, kSplitLowering}) {
       list.push_back(l);
     }
-    for (const OpLowering& l : logical_lowerings()) list.push_back(l);
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

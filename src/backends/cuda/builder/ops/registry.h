@@ -61,15 +61,13 @@ extern const OpLowering kCastLowering;               // cast.cpp
 extern const OpLowering kExpandLowering;             // slice.cpp
 extern const OpLowering kSliceLowering;              // slice.cpp
 extern const OpLowering kSplitLowering;              // slice.cpp
-// Bool-valued ops (IsNaN, Not, And, Or, Xor, Equal, Less, ...), which the float-only fused
-// kernels cannot compute (logical.cpp).
-std::vector<OpLowering> logical_lowerings();
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
 extern const OpLowering kAddLayerNormLowering;  // layer_norm.cpp (baton AddLayerNorm)
 extern const OpLowering kAttentionLowering;     // attention.cpp (baton Attention)
-// Every fusible op: each row of the elementwise table, and Gelu (elementwise.cpp).
+// Each row of the elementwise table (float rows fuse into generated kernels; rows that read or
+// write bool get a typed kernel each) and Gelu (elementwise.cpp).
 std::vector<OpLowering> elementwise_lowerings();
 
 // Elementwise ops (ops/elementwise.cpp): whether a node joins fused kernels, and the lowering of
