@@ -56,6 +56,11 @@ inline constexpr DTypeSet kSameAsA{};
 enum class ElementwiseOut : uint8_t { Same, Bool, ShapeOfA };
 enum class ElementwiseAttrKind : uint8_t { Float, NonZero, Flag };
 
+// HardSwish is x * HardSigmoid(x) with these fixed alpha and beta (ONNX's definition); the CUDA
+// engine hands them to cuDNN when it fuses a HardSwish into a convolution.
+inline constexpr double kHardSwishAlpha = 1.0 / 6.0;
+inline constexpr double kHardSwishBeta = 0.5;
+
 // SELU's defaults, as ONNX writes them (float32 values).
 inline constexpr double kSeluAlpha = 1.67326319217681884765625;
 inline constexpr double kSeluGamma = 1.05070102214813232421875;
@@ -227,16 +232,16 @@ template <typename C>
 C clamp01(C x) {
   return x < C(0) ? C(0) : (x > C(1) ? C(1) : x);
 }
-// log(1 + exp(x)) without overflow for large x.
 template <typename C>
 C hard_swish(C x) {
-  return x * clamp01(x / C(6) + C(0.5));
+  return x * clamp01(x * C(kHardSwishAlpha) + C(kHardSwishBeta));
 }
 // slope * x below 0 (integers wrap), x elsewhere; NaN stays NaN.
 template <typename C>
 C prelu(C x, C slope) {
   return x < C(0) ? mul(x, slope) : x;
 }
+// log(1 + exp(x)) without overflow for large x.
 template <typename C>
 C softplus(C x) {
   return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));

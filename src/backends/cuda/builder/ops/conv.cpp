@@ -126,8 +126,8 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
       activation = ConvActivation::Relu;
     } else if (act.op_type == "HardSwish" && fuse_hard_activations(ctx)) {
       activation = ConvActivation::HardSwish;
-      alpha = 1.0f / 6.0f;
-      beta = 0.5f;
+      alpha = static_cast<float>(ops::kHardSwishAlpha);
+      beta = static_cast<float>(ops::kHardSwishBeta);
     } else if (act.op_type == "HardSigmoid" && fuse_hard_activations(ctx)) {
       activation = ConvActivation::HardSigmoid;
       alpha = static_cast<float>(act.attr_float("alpha"));
