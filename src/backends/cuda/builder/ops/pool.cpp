@@ -26,12 +26,11 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
          floats.contains(y.dtype) && n.has_value() && *n > 0;
 }
 
-std::vector<int64_t> ints_or(const compiler::IrNode& n, std::string_view name, size_t count,
-                             int64_t fallback) {
-  if (n.def->attr_index(name) < 0 || n.attr(name).none) {
-    return std::vector<int64_t>(count, fallback);
-  }
-  return n.attr_ints(name);
+// The canonical form (ops/pool.cpp) fills in dilations where the op's version has them; the
+// versions before dilations pool without them (1).
+std::vector<int64_t> dilations_of(const compiler::IrNode& n, size_t spatial) {
+  if (n.def->attr_index("dilations") < 0) return std::vector<int64_t>(spatial, 1);
+  return n.attr_ints("dilations");
 }
 
 Status lower(Lowering& ctx, int index) {
@@ -43,9 +42,9 @@ Status lower(Lowering& ctx, int index) {
   // Canonical form (ops/pool.cpp): explicit pads, strides filled in; dilations where the
   // version has them.
   const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
-  const std::vector<int64_t> strides = ints_or(n, "strides", r, 1);
-  const std::vector<int64_t> dilations = ints_or(n, "dilations", r, 1);
-  const std::vector<int64_t> pads = ints_or(n, "pads", 2 * r, 0);
+  const std::vector<int64_t> strides = n.attr_ints("strides");
+  const std::vector<int64_t> dilations = dilations_of(n, r);
+  const std::vector<int64_t> pads = n.attr_ints("pads");
   int mode = 0;
   if (n.op_type == "AveragePool") {
     const bool include =
