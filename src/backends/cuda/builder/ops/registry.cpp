@@ -6,22 +6,23 @@
 namespace baton::cuda {
 
 std::span<const OpLowering> op_lowerings() {
+  // Every lowering, in one list: the op files' own, then the elementwise table's rows (and Gelu).
   static const std::vector<OpLowering> all = [] {
-    std::vector<OpLowering> list = {kGemmLowering,     kMatMulLowering,    kLinearLowering,
-                                    kSoftmaxLowering,  kTransposeLowering, kConcatLowering,
-                                    kIdentityLowering, kReshapeLowering,   kFlattenLowering,
-                                    kSqueezeLowering,  kUnsqueezeLowering, kConvLowering};
-    // Transformer ops.
-    list.push_back(kLayerNormLowering);
-    list.push_back(kAddLayerNormLowering);
-    list.push_back(kAttentionLowering);
-    for (const OpLowering& l :
-         {kMaxPoolLowering, kAveragePoolLowering, kReduceSumLowering, kReduceMeanLowering,
-          kReduceMaxLowering, kReduceMinLowering, kGlobalAveragePoolLowering,
-          kGlobalMaxPoolLowering, kGatherLowering, kGatherNDLowering, kWhereLowering, kCastLowering,
-          kExpandLowering, kSliceLowering, kSplitLowering}) {
-      list.push_back(l);
-    }
+    std::vector<OpLowering> list = {kGemmLowering,          kMatMulLowering,
+                                    kLinearLowering,        kSoftmaxLowering,
+                                    kTransposeLowering,     kConcatLowering,
+                                    kIdentityLowering,      kReshapeLowering,
+                                    kFlattenLowering,       kSqueezeLowering,
+                                    kUnsqueezeLowering,     kConvLowering,
+                                    kLayerNormLowering,     kAddLayerNormLowering,
+                                    kAttentionLowering,     kMaxPoolLowering,
+                                    kAveragePoolLowering,   kReduceSumLowering,
+                                    kReduceMeanLowering,    kReduceMaxLowering,
+                                    kReduceMinLowering,     kGlobalAveragePoolLowering,
+                                    kGlobalMaxPoolLowering, kGatherLowering,
+                                    kGatherNDLowering,      kWhereLowering,
+                                    kCastLowering,          kExpandLowering,
+                                    kSliceLowering,         kSplitLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();
