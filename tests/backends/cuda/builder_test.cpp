@@ -115,6 +115,31 @@ TEST(EngineBuilderTest, BiasAndReluFuseIntoOneGemm) {
   EXPECT_TRUE(blob.cubin().empty());  // nothing left for a generated kernel
 }
 
+// A MatMul's bias Add is fused in one place, the optimizer's matmul-add pass (a Linear with its
+// bias, cuBLASLt's bias epilogue): with the pass disabled the lowering leaves the Add to an
+// elementwise kernel instead of absorbing it a second way.
+TEST(EngineBuilderTest, MatMulBiasIsFusedByThePassOnly) {
+  auto fused = build(mlp(/*relu=*/true), "fp32");
+  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+  const cuda::EngineBlob with_pass = parse_blob(fused->blobs[0]);
+  ASSERT_EQ(with_pass.steps().size(), 2u);
+  EXPECT_EQ(with_pass.steps()[0].gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::BiasRelu));
+
+  auto unfused = build_bytes(mlp(/*relu=*/true).bytes(), "fp32", 0, {}, {"matmul-add"});
+  ASSERT_TRUE(unfused.ok()) << unfused.status().to_string();
+  const cuda::EngineBlob without = parse_blob(unfused->blobs[0]);
+  size_t gemms = 0, kernels = 0;
+  for (const cuda::StepRecord& r : without.steps()) {
+    if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) {
+      ++gemms;
+      EXPECT_EQ(r.gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::None));
+    }
+    kernels += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel);
+  }
+  EXPECT_EQ(gemms, 2u);
+  EXPECT_EQ(kernels, 1u) << "the bias Add and the Relu, one fused kernel";
+}
+
 // In fp32 and tf32 engines (and in fp16 with the build option gemm_gelu=kernel), the erf-GELU is a
 // generated kernel after cuBLASLt's bias epilogue: cuBLASLt's GELU is the tanh form.
 TEST(EngineBuilderTest, ErfGeluBecomesOneFusedKernelAfterTheBiasEpilogue) {

@@ -1,6 +1,6 @@
 // Gemm, MatMul and Baton's Linear on the GPU: one cuBLASLt GEMM each, with a bias (Gemm's C
-// vector, Linear's B, or an Add of a constant row vector after a MatMul) and a following ReLU or
-// tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values. An
+// vector, Linear's B: a MatMul's bias Add becomes a Linear in the optimizer) and a following ReLU
+// or tanh-GELU fused into cuBLASLt's epilogue when nothing else reads the intermediate values. An
 // exact (erf) GELU after the bias makes the GEMM a cuDNN matmul with both in its graph, in fp16
 // and bf16 engines (cudnn_gelu below; the build option gemm_gelu=kernel keeps cuBLASLt).
 //
@@ -167,20 +167,9 @@ Status lower(Lowering& ctx, int index) {
       c_matrix = c;
       c_beta = beta;
     }
-  } else if (!gemm && !linear) {
-    const int add = ctx.single_consumer(out);
-    if (add >= 0 && ctx.node(add).op_type == "Add") {
-      const compiler::IrNode& an = ctx.node(add);
-      const int other = an.inputs[0] == out ? an.inputs[1] : an.inputs[0];
-      if (other != out && ctx.is_constant(other) && is_row_vector(ctx.value(other).sizes) &&
-          ctx.value(an.outputs[0]).sizes == ctx.value(out).sizes) {
-        bias = ctx.constant_floats(other);
-        has_bias = true;
-        ctx.absorb(add);
-        out = an.outputs[0];
-      }
-    }
   }
+  // A MatMul's bias Add is fused by the optimizer (the matmul-add pass makes a Linear of them),
+  // not here: a MatMul that reaches the lowering has none.
   GemmEpilogue epilogue = has_bias ? GemmEpilogue::Bias : GemmEpilogue::None;
   // The activation reads the result directly or through one view op (format::is_view_op) that
   // nothing else reads (TorchScript's GPT-2: Gemm, Reshape, Gelu); the GEMM then writes the
