@@ -251,8 +251,7 @@ def test_cuda_and_load_options_are_dictionaries_checked_by_name(tmp_path):
     with pytest.raises(baton.BatonError, match="apply to GPU targets"):
         baton.compile(MLP, cuda_options={"conv_rows": "cudnn"})
     plain = baton.compile(MLP)
-    with pytest.raises(baton.BatonError,
-                       match="unknown load option 'cuda_graph': the options are cuda_graphs"):
+    with pytest.raises(baton.BatonError, match="unknown load option 'cuda_graph'"):
         baton.load(plain, load_options={"cuda_graph": False})
     if not baton.cuda.is_built():
         pytest.skip("needs the CUDA backend (builds for sm_90 without a GPU)")
