@@ -3,11 +3,7 @@
 #include <nvtx3/nvToolsExtMemCudaRt.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstddef>
-#include <cstdlib>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <string_view>
 

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -128,15 +127,9 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   j["workspace_bytes"] = h.workspace_bytes;
   j["weights_bytes"] = e.weights().size();
   j["cubin_bytes"] = e.cubin().size();
-  // The build options it was built with (parse checked each line is KEY=VALUE).
+  // The build options it was built with.
   j["options"] = json::object();
-  for (size_t start = 0; start < e.options().size();) {
-    const size_t end = std::min(e.options().find('\n', start), e.options().size());
-    const std::string_view line = e.options().substr(start, end - start);
-    const size_t eq = line.find('=');
-    j["options"][std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
-    start = end + 1;
-  }
+  for (const auto& [key, value] : e.option_pairs()) j["options"][std::string(key)] = value;
   j["bindings"] = json::array();
   for (size_t i = 0; i < e.bindings().size(); ++i) {
     const BindingRecord& b = e.bindings()[i];

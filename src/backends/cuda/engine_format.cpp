@@ -675,6 +675,7 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
                           "engine blob options: line at byte {} is not KEY=VALUE in printable "
                           "ASCII",
                           start);
+    blob.option_pairs_.emplace_back(line.substr(0, eq), line.substr(eq + 1));
     start = end + 1;
   }
   blob.bindings_ = {reinterpret_cast<const BindingRecord*>(base + h.bindings.offset),

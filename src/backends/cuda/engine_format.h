@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "baton/core/dtype.h"
@@ -299,8 +300,11 @@ class EngineBlob {
   std::span<const StepChoice> choices() const { return choices_; }
   const StepChoice* choice(size_t step) const;
   std::string_view choices_gpu() const;
-  // The build options recorded, one "KEY=VALUE" per line.
+  // The build options recorded, one "KEY=VALUE" per line, and as (key, value) pairs in order.
   std::string_view options() const { return options_; }
+  std::span<const std::pair<std::string_view, std::string_view>> option_pairs() const {
+    return option_pairs_;
+  }
 
  private:
   EngineHeader header_{};
@@ -311,6 +315,7 @@ class EngineBlob {
   std::span<const uint8_t> weights_;
   std::span<const uint8_t> cubin_;
   std::string_view options_;
+  std::vector<std::pair<std::string_view, std::string_view>> option_pairs_;
   std::span<const StepChoice> choices_;
   std::vector<int32_t> choice_of_step_;  // index into choices_, -1 when none
 };

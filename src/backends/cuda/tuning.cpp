@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <map>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 #include <string_view>
 
 #include "backends/cuda/cuda_check.h"
@@ -294,7 +294,6 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
   }
   return Status();
 }
-
 
 Status Engine::apply_recorded_gemm(cublasLtHandle_t handle, size_t step,
                                    const StepChoice& recorded) {
