@@ -55,6 +55,9 @@ struct IrNode {
   const std::vector<int64_t>& attr_ints(std::string_view attr_name) const {
     return attr(attr_name).ints;
   }
+  const std::vector<double>& attr_floats(std::string_view attr_name) const {
+    return attr(attr_name).floats;
+  }
   // "Gemm node 'fc1'"
   std::string describe() const;
 };

@@ -10,10 +10,16 @@
 // padding, which ONNX Runtime clamps to 0), into extra output_padding (elements past the end that
 // receive only the bias). output_padding, given or implied, must be less than max(stride,
 // dilation) (ONNX 11's text; ONNX Runtime refuses the rest too).
+//
+// Baton's FusedConv (domain "baton") is a Conv with its epilogue, as the fuse-conv pass writes it
+// (compiler/passes/fuse_conv.cpp): Y = act(conv(X, W) + B + Z), Z (optional) a residual of Y's
+// shape, the activation as ops/activation.h defines it. Its attributes are Conv's, canonical the
+// same way, plus `activation` and `activation_params`.
 #include <algorithm>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/activation.h"
 #include "ops/register.h"
 #include "ops/shape.h"
 
@@ -290,6 +296,20 @@ Status infer_conv_transpose(InferContext& ctx) {
   return Status();
 }
 
+Status infer_fused_conv(InferContext& ctx) {
+  BATON_TRY(infer_conv(ctx));
+  if (ctx.has_input(3)) {
+    const auto z = ctx.sizes(3);
+    const std::vector<int64_t>& y = ctx.output(0).sizes;
+    BATON_CHECK_OR_RETURN(std::vector<int64_t>(z.begin(), z.end()) == y, InvalidArgument,
+                          "{}: the residual Z {} must have the output's shape {}", ctx.what(),
+                          shape_to_string(z), shape_to_string(y));
+  }
+  BATON_ASSIGN_OR_RETURN(const Activation act, canonical_activation(ctx));
+  (void)act;
+  return Status();
+}
+
 void add_versions(OpRegistry& registry, OpDef def) {
   for (int version : {1, 11}) {
     OpDef d = def;
@@ -327,6 +347,16 @@ void register_conv(OpRegistry& registry) {
                      attr_optional("strides", AttrKind::Ints)};
   transpose.infer = &infer_conv_transpose;
   add_versions(registry, transpose);
+
+  OpDef fused = conv;
+  fused.name = "FusedConv";
+  fused.domain = "baton";
+  fused.since_version = 1;
+  fused.inputs = {{"X", "T"}, {"W", "T"}, {"B", "T", Arity::Optional}, {"Z", "T", Arity::Optional}};
+  fused.attrs.push_back(attr_string("activation", ""));
+  fused.attrs.push_back(attr_floats("activation_params", {}));
+  fused.infer = &infer_fused_conv;
+  registry.add(std::move(fused));
 }
 
 }  // namespace baton::ops

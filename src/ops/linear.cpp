@@ -1,12 +1,18 @@
 // Baton's canonical Linear (domain "baton"): Y = X W + B over X's last dimension, for X of any
-// rank >= 1, W [K, N] and B [N] (optional). Written by the optimizer's matmul-add pass (MatMul
+// rank >= 1, W [K, N] (or [N, K] with transW 1: a Gemm's PyTorch-layout weight, taken as it is)
+// and B [N] (optional). Written by the optimizer's matmul-add pass (MatMul
 // followed by a bias Add) and qkv pass (Linears that share X, with W and B concatenated along N);
 // with `splits` the result's columns are cut into one output per entry: output i is [...,
 // splits[i]]. Canonical form: `splits` empty for a single output.
+//
+// `activation` and `activation_params` (ops/activation.h) apply an activation after the bias, as
+// the fuse-linear pass folds a following Relu or Gelu in: Y = act(X W + B). A Linear with split
+// outputs has none.
 #include <numeric>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/activation.h"
 #include "ops/register.h"
 
 namespace baton::ops {
@@ -14,11 +20,17 @@ namespace {
 
 Status infer(InferContext& ctx) {
   const auto x = ctx.sizes(0), w = ctx.sizes(1);
-  BATON_CHECK_OR_RETURN(!x.empty() && w.size() == 2 && x.back() == w[0], InvalidArgument,
-                        "{}: X {} and W {} do not multiply: W must be [K, N] with K X's last "
+  const int64_t trans_w = ctx.attr_int("transW");
+  BATON_CHECK_OR_RETURN(trans_w == 0 || trans_w == 1, InvalidArgument,
+                        "{}: attribute 'transW' is {}; it is 0 or 1", ctx.what(), trans_w);
+  BATON_CHECK_OR_RETURN(!x.empty() && w.size() == 2 && x.back() == w[trans_w], InvalidArgument,
+                        "{}: X {} and W {} do not multiply: W must be {} with K X's last "
                         "dimension",
-                        ctx.what(), shape_to_string(x), shape_to_string(w));
-  const int64_t n = w[1];
+                        ctx.what(), shape_to_string(x), shape_to_string(w),
+                        trans_w ? "[N, K] (transW 1)" : "[K, N]");
+  const int64_t n = w[1 - trans_w];
+  BATON_CHECK_OR_RETURN(trans_w == 0 || ctx.attr_ints("splits").empty(), InvalidArgument,
+                        "{}: a Linear with transW 1 has no splits", ctx.what());
   if (ctx.has_input(2)) {
     const auto b = ctx.sizes(2);
     BATON_CHECK_OR_RETURN(b.size() == 1 && b[0] == n, InvalidArgument,
@@ -51,6 +63,10 @@ Status infer(InferContext& ctx) {
     ctx.output(o).sizes = std::move(y);
   }
   if (ctx.num_outputs() == 1) ctx.set_attr("splits", AttrValue::of_ints({}));
+  BATON_ASSIGN_OR_RETURN(const Activation act, canonical_activation(ctx));
+  BATON_CHECK_OR_RETURN(act.none() || ctx.num_outputs() == 1, InvalidArgument,
+                        "{}: a Linear with split outputs has no activation (got {})", ctx.what(),
+                        act.op);
   return Status();
 }
 
@@ -63,7 +79,8 @@ void register_linear(OpRegistry& registry) {
   def.since_version = 1;
   def.inputs = {{"X", "T"}, {"W", "T"}, {"B", "T", Arity::Optional}};
   def.outputs = {{"Y", "T", Arity::Variadic}};
-  def.attrs = {attr_ints("splits", {})};
+  def.attrs = {attr_ints("splits", {}), attr_int("transW", 0), attr_string("activation", ""),
+               attr_floats("activation_params", {})};
   def.types = {{"T", kFloatTypes}};
   def.infer = &infer;
   registry.add(std::move(def));

@@ -131,6 +131,10 @@ AttrDef attr_ints(std::string_view name, std::vector<int64_t> default_value) {
   return AttrDef{name, AttrKind::Ints, AttrDef::Presence::Default,
                  AttrValue::of_ints(std::move(default_value))};
 }
+AttrDef attr_floats(std::string_view name, std::vector<double> default_value) {
+  return AttrDef{name, AttrKind::Floats, AttrDef::Presence::Default,
+                 AttrValue::of_floats(std::move(default_value))};
+}
 AttrDef attr_required(std::string_view name, AttrKind kind) {
   return AttrDef{name, kind, AttrDef::Presence::Required, AttrValue::absent(kind)};
 }

@@ -91,6 +91,7 @@ AttrDef attr_int(std::string_view name, int64_t default_value);
 AttrDef attr_float(std::string_view name, double default_value);
 AttrDef attr_string(std::string_view name, std::string_view default_value);
 AttrDef attr_ints(std::string_view name, std::vector<int64_t> default_value);
+AttrDef attr_floats(std::string_view name, std::vector<double> default_value);
 AttrDef attr_required(std::string_view name, AttrKind kind);
 AttrDef attr_optional(std::string_view name, AttrKind kind);
 
@@ -189,6 +190,7 @@ class InferContext {
   double attr_float(std::string_view name) const { return attr(name).f; }
   const std::string& attr_string(std::string_view name) const { return attr(name).s; }
   const std::vector<int64_t>& attr_ints(std::string_view name) const { return attr(name).ints; }
+  const std::vector<double>& attr_floats(std::string_view name) const { return attr(name).floats; }
   bool attr_none(std::string_view name) const { return attr(name).none; }
   // Canonicalization: replaces the bound value.
   void set_attr(std::string_view name, AttrValue value);

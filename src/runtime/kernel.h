@@ -52,6 +52,7 @@ struct KernelCall {
   double attr_float(std::string_view name) const { return attr(name).f; }
   std::string_view attr_string(std::string_view name) const { return attr(name).s; }
   std::span<const int64_t> attr_ints(std::string_view name) const { return attr(name).ints; }
+  std::span<const double> attr_floats(std::string_view name) const { return attr(name).floats; }
   const TensorView& input(size_t i) const { return inputs[i]->tensor; }
   const TensorView& output(size_t i) const { return outputs[i]->tensor; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i]->is_tensor(); }

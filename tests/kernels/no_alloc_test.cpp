@@ -442,6 +442,23 @@ op_calls() {
     t->attr("auto_pad", std::string("SAME_UPPER"));
     return t;
   });
+  add("FusedConv float16 with a residual and HardSigmoid, on threads", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("FusedConv", "node_1", kTestOpset, "baton");
+    t->input(cast_floats(random_floats(rng, {2, 3, 9, 8}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {4, 3, 3, 3}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {4}), DType::Float16))
+        .input(cast_floats(random_floats(rng, {2, 4, 9, 8}), DType::Float16));
+    t->attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    t->attr("activation", std::string("HardSigmoid"));
+    return t;
+  });
+  add("Linear with transW and Gelu", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Linear", "node_1", kTestOpset, "baton");
+    t->input(random_floats(rng, {6, 8})).input(random_floats(rng, {5, 8}));
+    t->input(random_floats(rng, {5}));
+    t->attr("transW", 1).attr("activation", std::string("Gelu"));
+    return t;
+  });
   add("ConvTranspose (col2im, output_shape)", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("ConvTranspose");
     t->input(random_floats(rng, {2, 4, 5, 6})).input(random_floats(rng, {4, 3, 3, 3}));

@@ -68,6 +68,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  static void attr_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void attr_ints(onnx::NodeProto& n, const std::string& name,
                         const std::vector<int64_t>& v) {
     auto* a = n.add_attribute();
@@ -113,9 +119,10 @@ class OnnxBuilder {
 };
 
 // x[batch, in] -> MatMul(w1) -> middle -> MatMul(w2) -> y[batch, out]. A Relu in the middle keeps
-// the graph in one GPU partition; Pow with an integer exponent (which only the CPU runs) splits
-// it into GPU, CPU, GPU.
-enum class Middle { Relu, CpuOnlyPow };
+// the graph in one GPU partition (the optimizer folds it into the first GEMM: fuse-linear); a Tanh
+// stays a node of its own (three nodes); Pow with an integer exponent (which only the CPU runs)
+// splits it into GPU, CPU, GPU.
+enum class Middle { Relu, Tanh, CpuOnlyPow };
 inline OnnxBuilder two_matmuls(int64_t batch, int64_t in, int64_t hidden, int64_t out,
                                Middle middle, const std::vector<float>& w1,
                                const std::vector<float>& w2) {
@@ -126,6 +133,8 @@ inline OnnxBuilder two_matmuls(int64_t batch, int64_t in, int64_t hidden, int64_
   b.node("MatMul", {"x", "w1"}, {"h"}, "mm1");
   if (middle == Middle::Relu) {
     b.node("Relu", {"h"}, {"r"}, "relu");
+  } else if (middle == Middle::Tanh) {
+    b.node("Tanh", {"h"}, {"r"}, "tanh");
   } else {
     b.initializer_int64("two", {}, {2});
     b.node("Pow", {"h", "two"}, {"r"}, "pow_on_cpu");

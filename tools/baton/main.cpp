@@ -161,7 +161,7 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
   flags.push_back(
       c->add_option("--disable-pass", args.request.disabled_passes,
                     "Skip one optimizer pass: cse, bn-conv, gelu, attention, matmul-add, qkv, "
-                    "add-layernorm, identity (repeatable)"));
+                    "add-layernorm, identity, fuse-linear, fuse-conv (repeatable)"));
   flags.push_back(
       c->add_flag("--expose-intermediates", args.request.expose_intermediates,
                   "Make every intermediate value an output too, after the model's own (for baton "

@@ -1,9 +1,9 @@
 // The graph optimizer (DESIGN.md §5): passes that run after shape inference and constant folding
 // (compiler/passes.h) and before partitioning, each in its own file here with its own unit test
 // on hand-built graphs. A pass rewrites matches of its pattern into canonical ops (Baton's
-// "baton" domain: Linear, Attention, AddLayerNorm; ONNX's Gelu and Conv), each of which has a CPU
-// kernel, so the optimized graph still runs and is tested on the CPU. A recognizer that almost
-// matches leaves the graph unchanged.
+// "baton" domain: Linear, Attention, AddLayerNorm, FusedConv; ONNX's Gelu and Conv), each of which
+// has a CPU kernel, so the optimized graph still runs and is tested on the CPU. A recognizer that
+// almost matches leaves the graph unchanged.
 //
 // Rewriting rules every pass follows (compiler/passes/rewrite.h has the helpers): new nodes are
 // appended through add_node (bound to their definition and inferred; the values they produce
@@ -69,5 +69,7 @@ Result<size_t> recognize_attention(Graph& graph);              // attention.cpp
 Result<size_t> fuse_matmul_add(Graph& graph);                  // matmul_add.cpp
 Result<size_t> fuse_shared_input_linears(Graph& graph);        // qkv.cpp
 Result<size_t> fuse_add_layer_norm(Graph& graph);              // add_layer_norm.cpp
+Result<size_t> fuse_linear_activation(Graph& graph);           // fuse_linear.cpp
+Result<size_t> fuse_conv_epilogue(Graph& graph);               // fuse_conv.cpp
 
 }  // namespace baton::compiler

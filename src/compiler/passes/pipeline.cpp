@@ -34,6 +34,14 @@ const std::vector<PassDef>& optimizer_passes() {
        "index of an axis in order -> Identity or Reshape (views; "
        "models of opset 13 on)",
        &replace_copies_with_identity, "", "Identity"},
+      // After identity: a Cast it turns into a view no longer stands between a GEMM and its
+      // activation.
+      {"fuse-linear",
+       "Linear, MatMul or Gemm followed by Relu or Gelu (directly or through a view) -> baton "
+       "Linear with that activation",
+       &fuse_linear_activation, "baton", "Linear"},
+      {"fuse-conv", "Conv followed by a residual Add and/or an activation -> baton FusedConv",
+       &fuse_conv_epilogue, "baton", "FusedConv"},
   };
   return passes;
 }

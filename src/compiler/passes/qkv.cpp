@@ -15,6 +15,8 @@ namespace {
 
 bool fusable(const Graph& graph, const IrNode& n) {
   if (n.dead || n.op_type != "Linear" || n.domain != "baton" || n.outputs.size() != 1) return false;
+  // W [K, N] only: the projections' weights are concatenated along N.
+  if (n.attr_int("transW") != 0 || !n.attr_string("activation").empty()) return false;
   if (!graph.values[n.inputs[1]].constant) return false;
   return n.inputs.size() < 3 || n.inputs[2] < 0 || graph.values[n.inputs[2]].constant != nullptr;
 }

@@ -63,6 +63,33 @@ std::optional<double> scalar_constant(const Graph& graph, int value) {
   return (*v)[0];
 }
 
+NewNode copy_of(const IrNode& node) {
+  NewNode n{node.name, node.op_type, node.domain, node.opset, node.inputs, node.outputs, {}};
+  for (size_t a = 0; a < node.attrs.size(); ++a) {
+    if (!node.attrs[a].none) n.attrs.emplace_back(node.def->attrs[a].name, node.attrs[a]);
+  }
+  return n;
+}
+
+std::optional<ops::Activation> activation_of(const IrNode& node) {
+  if (node.dead || !node.domain.empty() || node.inputs.size() != 1 || node.outputs.size() != 1 ||
+      !ops::is_activation(node.op_type) || node.op_type == "GeluTanh") {
+    return std::nullopt;
+  }
+  if (node.op_type == "Gelu") {
+    ops::Activation act;
+    act.op = node.attr_string("approximate") == "tanh" ? "GeluTanh" : "Gelu";
+    return act;
+  }
+  std::vector<double> params;
+  for (const ops::ElementwiseAttr& a : ops::find_elementwise(node.op_type)->attributes()) {
+    params.push_back(node.attr_float(a.name));
+  }
+  Result<ops::Activation> act = ops::make_activation(node.op_type, params, node.describe());
+  if (!act.ok()) return std::nullopt;
+  return std::move(act).value();
+}
+
 int add_value(Graph& graph, std::string name) {
   IrValue v;
   v.name = std::move(name);

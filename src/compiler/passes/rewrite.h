@@ -12,6 +12,7 @@
 
 #include "baton/core/error.h"
 #include "compiler/ir.h"
+#include "ops/activation.h"
 
 namespace baton::compiler {
 
@@ -51,6 +52,14 @@ struct NewNode {
   std::vector<int> outputs;  // existing values (they keep name, dtype and shape) or new ones
   std::vector<std::pair<std::string, ops::AttrValue>> attrs;
 };
+
+// `node` as a NewNode: the same name, op, inputs, outputs and (present) attributes, to be
+// re-added with some of them changed.
+NewNode copy_of(const IrNode& node);
+
+// The activation `node` computes (ops/activation.h), when it is one the fusion passes fold into
+// the op before it: a live ai.onnx unary elementwise row of a float result or a Gelu.
+std::optional<ops::Activation> activation_of(const IrNode& node);
 
 // Appends the node: binds its attributes to its definition, runs inference, and checks that
 // every output that already has a shape gets the same dtype and shape (Internal otherwise: the

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/gemm_common.h"
+#include "ops/activation.h"
 
 namespace baton::kernels::cpu {
 
@@ -250,6 +251,15 @@ class ConvBatchKernel : public runtime::Kernel {
         s_(shape),
         pool_(call.pool) {}
 
+ public:
+  // FusedConv's epilogue (ops/conv.cpp): the residual `z` (null: none) added and the activation
+  // applied to each batch item while it is still in cache, channel by channel in parallel.
+  void set_epilogue(const runtime::Value* z, ops::Activation act) {
+    z_ = z;
+    act_ = std::move(act);
+  }
+
+ protected:
   // float16 and bfloat16 are converted into float scratch: X, W, and one batch item of Y.
   Status reserve_conversions(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
@@ -272,6 +282,7 @@ class ConvBatchKernel : public runtime::Kernel {
     for (int64_t n = 0; n < s_.n; ++n) {
       W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) + n * y_item : y_buffer_.data<W>();
       static_cast<Derived*>(this)->compute_item(x + n * s_.c * s_.in_count, w, bias, y);
+      if (z_ != nullptr || !act_.none()) epilogue(y, n);
       if constexpr (!kDirect) {
         S* out = y_->tensor.data_as<S>() + n * y_item;
         for (int64_t i = 0; i < y_item; ++i) out[i] = store<S>(y[i]);
@@ -289,6 +300,20 @@ class ConvBatchKernel : public runtime::Kernel {
   runtime::ThreadPool* pool_;
 
  private:
+  void epilogue(W* y, int64_t n) {
+    const S* z = z_ ? z_->tensor.data_as<const S>() + n * s_.m * s_.out_count : nullptr;
+    parallel_for(pool_, s_.m, [&](int64_t m, unsigned) {
+      W* row = y + m * s_.out_count;
+      if (z) {
+        const S* zr = z + m * s_.out_count;
+        for (int64_t i = 0; i < s_.out_count; ++i) row[i] += static_cast<W>(load(zr[i]));
+      }
+      ops::apply_activation(act_, row, s_.out_count);
+    });
+  }
+
+  const runtime::Value* z_ = nullptr;
+  ops::Activation act_;
   runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
 };
 

@@ -10,6 +10,8 @@
 // fewer items than threads, one by one with each GEMM split; depthwise runs channels in parallel.
 // float16 and bfloat16 are converted to float (X and W at each run, into buffers sized at
 // create), computed in float and rounded once per output element; float64 runs dgemm.
+// Baton's FusedConv is the same kernel with its epilogue (a residual, an activation) applied to
+// each batch item after the convolution (ConvBatchKernel::set_epilogue).
 #include <algorithm>
 #include <vector>
 
@@ -199,10 +201,19 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
         call, {shape.m_group, rows, shape.out_count, shape.in_count,
                path == ConvPath::Im2col ? column_tile(rows, shape.out_count) : 0}));
   }
+  const bool fused = call.def->domain == "baton";
+  ops::Activation act;
+  if (fused) {
+    BATON_ASSIGN_OR_RETURN(
+        act, ops::make_activation(call.attr_string("activation"),
+                                  call.attr_floats("activation_params"), call.describe()));
+  }
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = with_scratch(std::make_unique<ConvKernel<S>>(call, shape, path), call, reserved);
+    auto conv = std::make_unique<ConvKernel<S>>(call, shape, path);
+    if (fused) conv->set_epilogue(call.has_input(3) ? call.inputs[3] : nullptr, act);
+    kernel = with_scratch(std::move(conv), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
@@ -213,6 +224,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
 
 void register_conv(runtime::KernelRegistry& registry) {
   registry.add({"Conv", "", {{"T", ops::kFloatTypes}}, &create});
+  registry.add({"FusedConv", "baton", {{"T", ops::kFloatTypes}}, &create});
 }
 
 }  // namespace baton::kernels::cpu

@@ -1,10 +1,12 @@
 // Baton's Linear (ops/linear.cpp): Y = X W + B as one OpenBLAS GEMM per output, each reading its
-// columns of W in place (ldb = N) and writing its own output; the bias is added after.
+// columns of W in place (ldb = N) and writing its own output; the bias and the activation (the
+// fuse-linear pass's Relu or Gelu) are applied after, row by row while the row is in cache.
 #include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/gemm_common.h"
 #include "kernels/cpu/kernels.h"
+#include "ops/activation.h"
 #include "ops/op_def.h"
 
 namespace baton::kernels::cpu {
@@ -17,7 +19,7 @@ class LinearKernel final : public runtime::Kernel {
 
  public:
   LinearKernel(const runtime::KernelCall& call, int64_t m, int64_t k, int64_t n,
-               std::vector<int64_t> splits)
+               std::vector<int64_t> splits, bool trans_w, ops::Activation act)
       : x_(call.inputs[0]),
         w_(call.inputs[1]),
         b_(call.has_input(2) ? call.inputs[2] : nullptr),
@@ -26,11 +28,13 @@ class LinearKernel final : public runtime::Kernel {
         k_(k),
         n_(n),
         splits_(std::move(splits)),
+        trans_w_(trans_w),
+        act_(std::move(act)),
         pool_(call.pool) {}
 
   Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
-    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, false, m_, s, k_));
+    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, trans_w_, m_, s, k_));
     BATON_TRY(call.reserve_scratch<W>(scratch_, scratch, "GEMM scratch"));
     if constexpr (!kDirect) {
       BATON_TRY(
@@ -58,7 +62,9 @@ class LinearKernel final : public runtime::Kernel {
         if (k_ == 0) {
           std::fill(y, y + m_ * cols, W(0));
         } else {
-          parallel_gemm<W>(pool_, false, false, m_, cols, k_, W(1), x, k_, w + column, n_, W(0), y,
+          // W [K, N]: the columns start `column` into each row; W [N, K] (transW): rows.
+          parallel_gemm<W>(pool_, false, trans_w_, m_, cols, k_, W(1), x, k_,
+                           trans_w_ ? w + column * k_ : w + column, trans_w_ ? k_ : n_, W(0), y,
                            cols, scratch_.data<W>());
         }
         S* out = outputs_[o]->tensor.data_as<S>();
@@ -67,6 +73,7 @@ class LinearKernel final : public runtime::Kernel {
           if (bias) {
             for (int64_t j = 0; j < cols; ++j) row[j] += static_cast<W>(load(bias[column + j]));
           }
+          ops::apply_activation(act_, row, cols);
           if constexpr (!kDirect) {
             for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = store<S>(row[j]);
           }
@@ -84,6 +91,8 @@ class LinearKernel final : public runtime::Kernel {
   std::vector<runtime::Value*> outputs_;
   int64_t m_, k_, n_;
   std::vector<int64_t> splits_;
+  bool trans_w_;
+  ops::Activation act_;
   runtime::ThreadPool* pool_;
   runtime::ScratchRef scratch_;
   runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
@@ -92,17 +101,23 @@ class LinearKernel final : public runtime::Kernel {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& x = call.input(0);
   const TensorView& w = call.input(1);
-  const int64_t k = w.sizes[0], n = w.sizes[1];
+  const bool trans_w = call.attr_int("transW") != 0;
+  const int64_t k = w.sizes[trans_w ? 1 : 0], n = w.sizes[trans_w ? 0 : 1];
   const int64_t m = product(x.sizes, 0, x.sizes.size() - 1);
   const std::span<const int64_t> bound = call.attr_ints("splits");
   std::vector<int64_t> splits(bound.begin(), bound.end());
   if (splits.empty()) splits = {n};
   BATON_TRY(check_blas_range(call, m, n, k));
+  BATON_ASSIGN_OR_RETURN(
+      ops::Activation act,
+      ops::make_activation(call.attr_string("activation"), call.attr_floats("activation_params"),
+                           call.describe()));
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
-    kernel = with_scratch(std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits)), call,
-                          reserved);
+    kernel = with_scratch(
+        std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits), trans_w, act), call,
+        reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, x.dtype);

@@ -697,7 +697,7 @@ TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
 TEST_F(GpuTest, SeparatedAndAdjacentPartitionsRunAndAdjacentOnesStayOnTheDevice) {
   auto weights = [&](size_t n) { return floats(n, 0.3f); };
   const OnnxBuilder adjacent =
-      testing::two_matmuls(5, 16, 16, 8, testing::Middle::Relu, weights(256), weights(128));
+      testing::two_matmuls(5, 16, 16, 8, testing::Middle::Tanh, weights(256), weights(128));
   const OnnxBuilder separated =
       testing::two_matmuls(5, 16, 16, 8, testing::Middle::CpuOnlyPow, weights(256), weights(128));
 

@@ -11,6 +11,10 @@ namespace baton::testing {
 
 std::string_view TestBackendCompiler::id() const { return kTestBackendId; }
 
+bool TestBackendCompiler::lowers(std::string_view op, std::string_view domain) const {
+  return domain.empty() && (op == "Relu" || op == "Add" || op == "Mul");
+}
+
 bool TestBackendCompiler::supports(const compiler::Graph& graph,
                                    const compiler::IrNode& node) const {
   if (!node.domain.empty()) return false;

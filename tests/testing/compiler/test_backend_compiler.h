@@ -19,6 +19,9 @@ class TestBackendCompiler final : public compiler::BackendCompiler {
   std::string_view id() const override;
   Device device() const override { return device_; }
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
+  // Relu, Add and Mul only: the optimizer writes no canonical op (a Linear absorbing a Relu, a
+  // FusedConv) for a program this backend is a target of, as for any backend without them.
+  bool lowers(std::string_view op, std::string_view domain) const override;
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
   // device(), or `misbuilt_for` when set (a backend that built for another device than asked);

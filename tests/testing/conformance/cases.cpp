@@ -856,6 +856,74 @@ void conv_cases(std::vector<Case>& out) {
   out.back().cuda = false;
 }
 
+// Baton's FusedConv (the fuse-conv pass's Conv + residual + activation) on every GPU path: cuDNN
+// with the epilogue in its graph (Relu, HardSwish, HardSigmoid) or an epilogue kernel after it
+// (LeakyRelu), the depthwise and row kernels (activation inside, a residual after), the patch
+// GEMM (Relu in cuBLASLt's epilogue, the rest after); 3-D stays on the CPU. And Baton's Linear
+// with an activation (the fuse-linear pass): cuBLASLt's ReLU and tanh-GELU epilogues, the erf GELU
+// (cuDNN in fp16 and bf16, a kernel in fp32), W stored [N, K] (transW), and an activation no GEMM
+// epilogue has (a kernel after it).
+void fused_cases(std::vector<Case>& out) {
+  auto ints = [](std::vector<int64_t> v) { return AttrValue::of_ints(std::move(v)); };
+  auto act = [](const char* name) { return AttrValue::of_string(name); };
+  auto params = [](std::vector<double> v) { return AttrValue::of_floats(std::move(v)); };
+  auto fused = [&](std::string label, std::vector<int64_t> x, std::vector<int64_t> w,
+                   std::vector<int64_t> z, std::vector<std::pair<std::string, AttrValue>> attrs) {
+    std::vector<CaseInput> ins = {in(x), constant(in(w)), constant(in({w[0]}))};
+    if (!z.empty()) ins.push_back(in(z));
+    Case c = make("FusedConv", std::move(label), std::move(ins), std::move(attrs));
+    c.domain = "baton";
+    c.cuda = x.size() == 4;
+    out.push_back(c);
+  };
+  fused("3x3 pads 1 + residual + Relu", {2, 3, 8, 7}, {4, 3, 3, 3}, {2, 4, 8, 7},
+        {{"pads", ints({1, 1, 1, 1})}, {"activation", act("Relu")}});
+  fused("3x3 + HardSwish", {1, 8, 6, 6}, {8, 8, 3, 3}, {}, {{"activation", act("HardSwish")}});
+  fused("3x3 + HardSigmoid(0.3, 0.4)", {1, 8, 6, 6}, {8, 8, 3, 3}, {},
+        {{"activation", act("HardSigmoid")}, {"activation_params", params({0.3, 0.4})}});
+  fused("3x3 + residual + LeakyRelu(0.1), an epilogue kernel", {2, 5, 7, 7}, {6, 5, 3, 3},
+        {2, 6, 5, 5}, {{"activation", act("LeakyRelu")}, {"activation_params", params({0.1})}});
+  fused("pointwise 1x1 + residual", {2, 16, 5, 6}, {8, 16, 1, 1}, {2, 8, 5, 6}, {});
+  fused(
+      "depthwise 3x3 + residual + Relu", {1, 8, 9, 9}, {8, 1, 3, 3}, {1, 8, 9, 9},
+      {{"group", AttrValue::of_int(8)}, {"pads", ints({1, 1, 1, 1})}, {"activation", act("Relu")}});
+  fused("depthwise 3x3 + HardSwish", {2, 8, 9, 9}, {8, 1, 3, 3}, {},
+        {{"group", AttrValue::of_int(8)}, {"activation", act("HardSwish")}});
+  fused("1x1 of a 1x1 input + HardSigmoid", {3, 24, 1, 1}, {40, 24, 1, 1}, {},
+        {{"activation", act("HardSigmoid")}});
+  fused("1x1 of a 1x1 input + residual + Relu", {2, 24, 1, 1}, {16, 24, 1, 1}, {2, 16, 1, 1},
+        {{"activation", act("Relu")}});
+  fused("patches 4x4 + Relu", {2, 3, 8, 12}, {6, 3, 4, 4}, {},
+        {{"strides", ints({4, 4})}, {"activation", act("Relu")}});
+  fused("patches 4x4 + residual + Gelu", {2, 3, 8, 12}, {6, 3, 4, 4}, {2, 6, 2, 3},
+        {{"strides", ints({4, 4})}, {"activation", act("Gelu")}});
+  fused("3-D + residual + Tanh", {1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 3, 4},
+        {{"activation", act("Tanh")}});
+
+  auto linear = [&](std::string label, std::vector<int64_t> x, std::vector<int64_t> w, bool bias,
+                    std::vector<std::pair<std::string, AttrValue>> attrs) {
+    int64_t n = w[1];
+    for (const auto& [name, value] : attrs) {
+      if (name == "transW" && value.i != 0) n = w[0];
+    }
+    std::vector<CaseInput> ins = {in(x), constant(in(w))};
+    if (bias) ins.push_back(constant(in({n})));
+    Case c = make("Linear", std::move(label), std::move(ins), std::move(attrs));
+    c.domain = "baton";
+    out.push_back(c);
+  };
+  linear("[2, 3, 8] x [8, 5] + [5], Relu", {2, 3, 8}, {8, 5}, true, {{"activation", act("Relu")}});
+  linear("[6, 16] x [16, 24], Relu, no bias", {6, 16}, {16, 24}, false,
+         {{"activation", act("Relu")}});
+  linear("[8, 32] x [32, 48] + [48], GeluTanh", {8, 32}, {32, 48}, true,
+         {{"activation", act("GeluTanh")}});
+  linear("[8, 32] x [32, 48] + [48], Gelu", {8, 32}, {32, 48}, true, {{"activation", act("Gelu")}});
+  linear("[4, 12] x [20, 12]^T + [20] (transW), Relu", {4, 12}, {20, 12}, true,
+         {{"transW", AttrValue::of_int(1)}, {"activation", act("Relu")}});
+  linear("[5, 8] x [8, 6] + [6], Tanh (a kernel after the GEMM)", {5, 8}, {8, 6}, true,
+         {{"activation", act("Tanh")}});
+}
+
 // Baton's Attention: every mask kind, K stored either way, odd and unequal sizes, rows for a
 // warp and rows for a block.
 void attention_cases(std::vector<Case>& out) {
@@ -1552,6 +1620,7 @@ std::vector<Case> conformance_cases() {
   shape_cases(out);
   einsum_cases(out);
   conv_cases(out);
+  fused_cases(out);
   normalization_and_canonical_cases(out);
   softmax_family_cases(out);
   batch_group_norm_cases(out);

@@ -113,7 +113,6 @@ void Lowering::assign_slots() {
     }
   }
   for (int v : p_.outputs) outputs_.insert(v);
-  for (size_t i = 0; i < p_.nodes.size(); ++i) position_[p_.nodes[i]] = static_cast<int>(i);
   for (int idx : p_.nodes) {
     for (int v : g_.nodes[idx].outputs) {
       consumers_[v];  // every output has an entry
@@ -271,13 +270,6 @@ const std::vector<int>& Lowering::consumers(int v) const {
   static const std::vector<int> kNone;
   const auto it = consumers_.find(v);
   return it == consumers_.end() ? kNone : it->second;
-}
-
-bool Lowering::ready_before(int v, int index) const {
-  if (is_constant(v) || slots_.at(v).kind == Slot::Kind::Binding) return true;
-  const int producer = g_.values[v].producer;
-  const auto it = position_.find(producer);
-  return it != position_.end() && it->second < position_.at(index);
 }
 
 int Lowering::derived(const std::string& key) const {
@@ -535,6 +527,38 @@ void Lowering::add_cast(int src, int dst, DType dtype) {
   LaunchShape launch;
   std::string code = generate_fused(k, &launch);
   add_kernel(k.name, std::move(code), launch, {src, dst});
+}
+
+void Lowering::add_epilogue(int y, int residual, const std::string& activation, int out) {
+  if (channels_last(y)) set_channels_last(out);
+  // Element by element in `out`'s memory order: N, H, W, C for a channels-last `out`.
+  const size_t rank = slots_.at(read(out)).sizes.size();
+  std::vector<size_t> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  if (channels_last(out)) order = {0, 2, 3, 1};
+  auto along = [&](const std::vector<int64_t>& v) {
+    std::vector<int64_t> r;
+    for (size_t d : order) r.push_back(v[d]);
+    return r;
+  };
+  FusedKernel k;
+  k.name = kernel_name("epilogue");
+  k.sizes = along(slots_.at(read(out)).sizes);
+  k.inputs.push_back({slot(y).dtype, along(strides_of(y))});
+  std::vector<int> operands = {y};
+  int value = 0;
+  if (residual >= 0) {
+    k.inputs.push_back({slot(residual).dtype, along(strides_of(residual))});
+    operands.push_back(residual);
+    k.ops.push_back({"({a} + {b})", 0, 1});
+    value = -1;
+  }
+  k.ops.push_back({activation, value, 0});
+  k.outputs.push_back({slot(out).dtype, static_cast<int>(k.ops.size()) - 1});
+  operands.push_back(out);
+  LaunchShape launch;
+  std::string code = generate_fused(k, &launch);
+  add_kernel(k.name, std::move(code), launch, std::move(operands));
 }
 
 BufferRef Lowering::ref_of(int v) const {

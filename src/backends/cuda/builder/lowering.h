@@ -101,12 +101,10 @@ class Lowering {
   // Nodes of this partition that read `v`.
   const std::vector<int>& consumers(int v) const;
   // The one node of this partition reading `v`, when `v` has one reader and is not a partition
-  // output; -1 otherwise. Fusions absorb such readers.
+  // output; -1 otherwise. Attention absorbs its output's reshape this way; epilogues (bias,
+  // residual, activation) are the optimizer's (compiler/passes/fuse_*.cpp), not a lowering's.
   int single_consumer(int v) const;
   bool is_partition_output(int v) const { return outputs_.count(v) > 0; }
-  // Whether `v` is ready before node `index` runs: a binding, a constant, or produced by a node
-  // lowered ahead of it. A fused epilogue may read only such values.
-  bool ready_before(int v, int index) const;
   // A value a lowering derived once and others may reuse (an attention mask materialized for
   // cuDNN, shared by every layer): the value remembered under `key`, or -1.
   int derived(const std::string& key) const;
@@ -133,6 +131,11 @@ class Lowering {
   void add_sdpa(const SdpaStep& sdpa, std::array<int, 5> operands);
   // A kernel converting `src` (contiguous) into `dst` of `dtype`.
   void add_cast(int src, int dst, DType dtype);
+  // The part of a fused op's epilogue its main step could not take, as one kernel: `out` =
+  // `activation`(`y` + `residual`), `residual` -1 for none, `activation` a device expression of
+  // {x} (kCopyExpression for none). `out` is written in its own layout and dtype (a scratch `out`
+  // not yet written takes `y`'s channels-last layout); the inputs are read in theirs.
+  void add_epilogue(int y, int residual, const std::string& activation, int out);
 
   // Plans scratch, compiles the kernels with NVRTC and writes the engine blob.
   Result<compiler::LoweredPartition> finish();
@@ -183,7 +186,6 @@ class Lowering {
   std::map<int, std::vector<int>> consumers_;
   std::set<int> outputs_;
   std::set<int> absorbed_;
-  std::map<int, int> position_;  // node -> its place in the partition's order
   std::map<std::pair<int, int>, int> weight_cache_;
   std::map<std::pair<int, int>, int> cast_cache_;
   // (value, dtype or -1 for a row-major copy, channels) -> the copy

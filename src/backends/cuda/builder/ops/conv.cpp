@@ -1,15 +1,16 @@
 // Conv on the GPU, channels-last (DESIGN.md §7). Outputs are stored N, H, W, C inside the engine
 // (Lowering::set_channels_last); inputs in another layout are converted once, at the partition's
 // boundary. Two paths:
-// - groups == 1: a cuDNN graph (ConvStep) with the bias, a residual Add that reads a value ready
-//   before the convolution, and a following Relu, HardSwish or HardSigmoid fused as pointwise
-//   operations. Input channels
-//   are zero-padded to a multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's
-//   tensor-core engines need, with the filters padded to match.
+// Baton's FusedConv (the fuse-conv pass's Conv with a residual Z and an activation, ops/conv.cpp)
+// lowers the same way: each path applies what it can of the epilogue in its own step, and one
+// elementwise kernel after it (Lowering::add_epilogue) does the rest.
+// - groups == 1: a cuDNN graph (ConvStep) with the bias, the residual, and a Relu, HardSwish or
+//   HardSigmoid activation fused as pointwise operations. Input channels are zero-padded to a
+//   multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's tensor-core engines need,
+//   with the filters padded to match.
 // - depthwise (groups == C == K): a generated kernel, one thread per output element reading
-//   along C (coalesced in NHWC), with the bias and any chain of unary elementwise ops after it
-//   (ReLU, HardSwish, HardSigmoid, ...) applied before the store. cuDNN's graph API has no grouped
-//   convolutions.
+//   along C (coalesced in NHWC), with the bias and the activation applied before the store.
+//   cuDNN's graph API has no grouped convolutions.
 // - patches (groups == 1, kernel == stride > 1, no padding, no dilation: ViT's 16x16 patch
 //   embedding, ConvNeXt's and Swin's 4x4 stems): the windows tile the input without overlap, so
 //   the convolution is a GEMM of the patches [N*OH*OW, C*KH*KW] (gathered by one generated
@@ -21,8 +22,8 @@
 //   on cuDNN (to compare the two).
 // - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
 //   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
-//   filters, one generated kernel (device/gemv.cuh) with the bias and any chain of unary
-//   elementwise ops after it applied before the store. cuDNN 9.19 ran MobileNetV3's as
+//   filters, one generated kernel (device/gemv.cuh) with the bias and the activation applied
+//   before the store. cuDNN 9.19 ran MobileNetV3's as
 //   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters. The
 //   build option conv_rows=cudnn keeps them on cuDNN (to compare).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
@@ -33,6 +34,7 @@
 
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
+#include "ops/activation.h"
 #include "ops/elementwise.h"
 
 namespace baton::cuda {
@@ -56,6 +58,7 @@ Shape shape_of(const compiler::Graph& g, const compiler::IrNode& node) {
 }
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
+  // float_tensors_only covers FusedConv's residual (same dtype, any layout).
   if (!float_tensors_only(graph, node) || node.inputs.size() < 2) return false;
   if (graph.values[node.inputs[0]].sizes.size() != 4) return false;
   if (!graph.values[node.inputs[1]].constant) return false;
@@ -66,6 +69,49 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
 }
 
 bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.inputs[2] >= 0; }
+
+// A FusedConv's epilogue (the fuse-conv pass decided it): its residual Z (-1: none) and
+// activation. A plain Conv has neither.
+struct Epilogue {
+  int residual = -1;
+  ops::Activation act;
+};
+Result<Epilogue> epilogue_of(const compiler::IrNode& n) {
+  Epilogue e;
+  if (n.domain != "baton") return e;
+  if (n.inputs.size() > 3) e.residual = n.inputs[3];
+  BATON_ASSIGN_OR_RETURN(
+      e.act, ops::make_activation(n.attr_string("activation"), n.attr_floats("activation_params"),
+                                  n.describe()));
+  return e;
+}
+
+// A channels-last scratch for a step's result that an epilogue kernel finishes.
+int epilogue_input(Lowering& ctx, int out, DType* dtype) {
+  *dtype = ctx.activation_dtype();
+  const int y = ctx.new_scratch(*dtype, ctx.value(out).sizes);
+  ctx.set_channels_last(y);
+  return y;
+}
+
+// `activation`'s device expression of `v` (the kernels' accumulator).
+std::string applied_to_v(const ops::Activation& act) {
+  std::string e = activation_expression(act);
+  for (size_t at = e.find("{x}"); at != std::string::npos; at = e.find("{x}", at + 3))
+    e.replace(at, 3, "(v)");
+  return e;
+}
+
+// After a step wrote `y`: with `kernel` (`y` is epilogue_input's scratch), the epilogue kernel
+// adds the residual and applies the activation into `out`; else `y` is `out` or result_slot's
+// scratch for it.
+void finish_epilogue(Lowering& ctx, int y, const Epilogue& e, bool kernel, int out) {
+  if (kernel) {
+    ctx.add_epilogue(y, e.residual, activation_expression(e.act), out);
+  } else if (y != out) {
+    ctx.alias(out, y);
+  }
+}
 
 // Non-overlapping windows that cover the input from its first element (the patches path above).
 bool is_patches(const Shape& s) {
@@ -103,41 +149,22 @@ int result_slot(Lowering& ctx, int out, DType* dtype) {
 
 Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
-  // The epilogue: a residual Add (its other input ready before the convolution), then an
-  // activation.
-  int out = node.outputs[0];
-  int residual = -1;
-  if (int c = ctx.single_consumer(out);
-      c >= 0 && ctx.node(c).op_type == "Add" && ctx.node(c).domain.empty()) {
-    const compiler::IrNode& add = ctx.node(c);
-    const int other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
-    if (other != out && !ctx.is_constant(other) && ctx.value(other).sizes == ctx.value(out).sizes &&
-        ctx.value(add.outputs[0]).sizes == ctx.value(out).sizes && ctx.ready_before(other, index)) {
-      residual = other;
-      ctx.absorb(c);
-      out = add.outputs[0];
-    }
-  }
+  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
+  const int out = node.outputs[0];
   ConvActivation activation = ConvActivation::None;
   float alpha = 0.0f, beta = 0.0f;
-  if (int c = ctx.single_consumer(out); c >= 0 && ctx.node(c).domain.empty()) {
-    const compiler::IrNode& act = ctx.node(c);
-    if (act.op_type == "Relu") {
-      activation = ConvActivation::Relu;
-    } else if (act.op_type == "HardSwish" && fuse_hard_activations(ctx)) {
-      activation = ConvActivation::HardSwish;
-      alpha = static_cast<float>(ops::kHardSwishAlpha);
-      beta = static_cast<float>(ops::kHardSwishBeta);
-    } else if (act.op_type == "HardSigmoid" && fuse_hard_activations(ctx)) {
-      activation = ConvActivation::HardSigmoid;
-      alpha = static_cast<float>(act.attr_float("alpha"));
-      beta = static_cast<float>(act.attr_float("beta"));
-    }
-    if (activation != ConvActivation::None) {
-      ctx.absorb(c);
-      out = act.outputs[0];
-    }
+  if (e.act.op == "Relu") {
+    activation = ConvActivation::Relu;
+  } else if (e.act.op == "HardSwish" && fuse_hard_activations(ctx)) {
+    activation = ConvActivation::HardSwish;
+    alpha = static_cast<float>(ops::kHardSwishAlpha);
+    beta = static_cast<float>(ops::kHardSwishBeta);
+  } else if (e.act.op == "HardSigmoid" && fuse_hard_activations(ctx)) {
+    activation = ConvActivation::HardSigmoid;
+    alpha = static_cast<float>(e.act.params[0]);
+    beta = static_cast<float>(e.act.params[1]);
   }
+  const bool act_kernel = !e.act.none() && activation == ConvActivation::None;
 
   const DType operand = ctx.operand_dtype();
   const int64_t cp = (s.c + 7) / 8 * 8;
@@ -153,12 +180,12 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   const int w = ctx.add_weights(wp, operand, {s.k, s.kh, s.kw, cp});
 
   DType y_dtype = DType::Float32;
-  const int y = result_slot(ctx, out, &y_dtype);
+  const int y = act_kernel ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
   int z = -1;
-  if (residual >= 0) {
-    BATON_ASSIGN_OR_RETURN(z,
-                           ctx.channels_last_copy(residual, y_dtype, ctx.value(residual).sizes[1]));
+  if (e.residual >= 0) {
+    BATON_ASSIGN_OR_RETURN(
+        z, ctx.channels_last_copy(e.residual, y_dtype, ctx.value(e.residual).sizes[1]));
   }
 
   ConvStep step{};
@@ -191,41 +218,23 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   step.dilation_h = s.dh;
   step.dilation_w = s.dw;
   ctx.add_conv(step, {x, w, bias, z, y});
-  if (y != out) ctx.alias(out, y);
+  finish_epilogue(ctx, y, Epilogue{-1, e.act}, act_kernel, out);
   return Status();
-}
-
-// Absorbs the chain of unary elementwise ops that follows `*out` (each the single consumer of the
-// one before), so they run on the value before it is stored: returns their device expression of
-// `v` and moves `*out` to the chain's last output.
-std::string absorb_unary_chain(Lowering& ctx, int* out) {
-  std::string value = "v";
-  for (int c = ctx.single_consumer(*out);
-       c >= 0 && is_fusible(ctx.node(c)) && ctx.node(c).inputs.size() == 1;
-       c = ctx.single_consumer(*out)) {
-    std::string e = elementwise_expression(ctx.node(c));
-    const std::string wrapped = "(" + value + ")";
-    for (size_t at = e.find("{x}"); at != std::string::npos;
-         at = e.find("{x}", at + wrapped.size()))
-      e.replace(at, 3, wrapped);
-    value = e;
-    ctx.absorb(c);
-    *out = ctx.node(c).outputs[0];
-  }
-  return value;
 }
 
 Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
-  // Unary elementwise ops after the convolution run on the value before it is stored.
-  int out = node.outputs[0];
-  const std::string value = absorb_unary_chain(ctx, &out);
+  // The activation runs on the value before it is stored; a residual is added by a kernel after.
+  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
+  const int out = node.outputs[0];
+  const std::string value = e.residual < 0 ? applied_to_v(e.act) : "v";
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);
   const int w = ctx.weight(node.inputs[1], DType::Float32);  // [C, 1, KH, KW]
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
   DType y_dtype = DType::Float32;
-  const int y = result_slot(ctx, out, &y_dtype);
+  const int y =
+      e.residual >= 0 ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
   const int64_t count = s.n * s.oh * s.ow * s.c;
   const std::string name = ctx.kernel_name("depthwise");
   std::string code = fmt::format(
@@ -256,7 +265,7 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   if (bias >= 0) operands.push_back(bias);
   operands.push_back(y);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
-  if (y != out) ctx.alias(out, y);
+  finish_epilogue(ctx, y, e, e.residual >= 0, out);
   return Status();
 }
 
@@ -265,14 +274,17 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
 // any chain of unary elementwise ops after it (Relu, HardSigmoid, ...) applied before the store.
 Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
-  int out = node.outputs[0];
-  const std::string value = absorb_unary_chain(ctx, &out);
+  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
+  const int out = node.outputs[0];
+  const std::string value = e.residual < 0 ? applied_to_v(e.act) : "v";
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);  // [N, C, 1, 1]: row n, column c
   const DType operand = ctx.operand_dtype();
   const int w = ctx.weight(node.inputs[1], operand);  // [K, C, 1, 1]: row-major [K, C]
   DType y_dtype = DType::Float32;
-  const int y = result_slot(ctx, out, &y_dtype);  // [N, K, 1, 1]: element (n, k) at n * K + k
+  // [N, K, 1, 1]: element (n, k) at n * K + k
+  const int y =
+      e.residual >= 0 ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
   // 16 bytes per access of the wider of x and w, when the columns allow it.
   const int v = static_cast<int>(16 / std::max(dtype_size(ctx.dtype_of(x)), dtype_size(operand)));
@@ -297,14 +309,17 @@ Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   launch.grid = static_cast<uint32_t>(
       std::clamp<int64_t>((s.k + kBlock / 32 - 1) / (kBlock / 32), 1, int64_t{1} << 16));
   ctx.add_kernel(name, std::move(code), launch, std::move(operands));
-  if (y != out) ctx.alias(out, y);
+  finish_epilogue(ctx, y, e, e.residual >= 0, out);
   return Status();
 }
 
-// The patches path (top of the file). Nothing after the convolution is fused: an Add or an
-// activation runs as its own step, as after any GEMM whose epilogue cannot take it.
+// The patches path (top of the file). cuBLASLt's epilogue takes the bias and a Relu; a residual
+// or another activation is a kernel after the GEMM.
 Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
+  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
+  const bool relu = e.act.op == "Relu" && e.residual < 0;
+  const bool act_kernel = e.residual >= 0 || (!e.act.none() && !relu);
   const int out = node.outputs[0];
   const DType operand = ctx.operand_dtype();
   const int x = node.inputs[0];
@@ -334,13 +349,15 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
 
   const int w = ctx.weight(node.inputs[1], operand);  // [K, C, KH, KW]: B^T [K, depth] row-major
   DType y_dtype = DType::Float32;
-  const int y = result_slot(ctx, out, &y_dtype);
+  const int y = act_kernel ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
   // Y[rows, K] = P[rows, depth] W^T, W stored [K, depth].
   GemmStep gs = batched_gemm(ctx, y_dtype, 1, rows, s.k, depth, /*w_transposed=*/true, 1.0f);
-  if (bias >= 0) gs.epilogue = static_cast<uint8_t>(GemmEpilogue::Bias);
+  const GemmEpilogue epilogue = bias >= 0 ? (relu ? GemmEpilogue::BiasRelu : GemmEpilogue::Bias)
+                                          : (relu ? GemmEpilogue::Relu : GemmEpilogue::None);
+  gs.epilogue = static_cast<uint8_t>(epilogue);
   ctx.add_gemm(gs, {w, p, -1, y, bias});
-  if (y != out) ctx.alias(out, y);
+  finish_epilogue(ctx, y, e, act_kernel, out);
   return Status();
 }
 
@@ -364,5 +381,7 @@ Status lower(Lowering& ctx, int index) {
 // Input 0 (X) is read in the engine's operand dtype: a value only convolutions and GEMMs read
 // is stored in it.
 const OpLowering kConvLowering{"Conv", &supports, &lower, 0b1, "", /*layout_aware=*/true};
+const OpLowering kFusedConvLowering{"FusedConv",          &supports, &lower, 0b1, "baton",
+                                    /*layout_aware=*/true};
 
 }  // namespace baton::cuda

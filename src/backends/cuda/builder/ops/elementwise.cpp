@@ -12,8 +12,28 @@
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/activation.h"
 
 namespace baton::cuda {
+
+namespace {
+
+// Row `row`'s device expression with its attribute values (in the row's order) baked in as
+// literals.
+std::string row_expression(const ops::ElementwiseRow& row, const ops::ElementwiseArgs& values) {
+  std::string expression(row.device);
+  for (size_t i = 0; i < row.num_attrs; ++i) {
+    const std::string placeholder = "{" + std::string(row.attrs[i].name) + "}";
+    const std::string literal = float_literal(static_cast<float>(values[i]));
+    for (size_t at = expression.find(placeholder); at != std::string::npos;
+         at = expression.find(placeholder, at + literal.size())) {
+      expression.replace(at, placeholder.size(), literal);
+    }
+  }
+  return expression;
+}
+
+}  // namespace
 
 // The device expression a node computes: its table row's, with the node's attribute values
 // baked in as literals, or Gelu's form.
@@ -22,19 +42,20 @@ std::string elementwise_expression(const compiler::IrNode& n) {
     return n.attr_string("approximate") == "tanh" ? "baton_gelu_tanh({x})" : "baton_gelu({x})";
   }
   const ops::ElementwiseRow& row = *ops::find_elementwise(n.op_type);
-  std::string expression(row.device);
-  for (const ops::ElementwiseAttr& a : row.attributes()) {
-    const double value = a.kind == ops::ElementwiseAttrKind::Flag
-                             ? static_cast<double>(n.attr_int(a.name))
-                             : n.attr_float(a.name);
-    const std::string placeholder = "{" + std::string(a.name) + "}";
-    const std::string literal = float_literal(static_cast<float>(value));
-    for (size_t at = expression.find(placeholder); at != std::string::npos;
-         at = expression.find(placeholder, at + literal.size())) {
-      expression.replace(at, placeholder.size(), literal);
-    }
+  ops::ElementwiseArgs values{};
+  for (size_t i = 0; i < row.num_attrs; ++i) {
+    const ops::ElementwiseAttr& a = row.attrs[i];
+    values[i] = a.kind == ops::ElementwiseAttrKind::Flag ? static_cast<double>(n.attr_int(a.name))
+                                                         : n.attr_float(a.name);
   }
-  return expression;
+  return row_expression(row, values);
+}
+
+std::string activation_expression(const ops::Activation& act) {
+  if (act.none()) return std::string(kCopyExpression);
+  if (act.op == "Gelu") return "baton_gelu({x})";
+  if (act.op == "GeluTanh") return "baton_gelu_tanh({x})";
+  return row_expression(*ops::find_elementwise(act.op), act.params);
 }
 
 namespace {

@@ -22,7 +22,8 @@ std::span<const OpLowering> op_lowerings() {
                                     kGlobalMaxPoolLowering, kGatherLowering,
                                     kGatherNDLowering,      kWhereLowering,
                                     kCastLowering,          kExpandLowering,
-                                    kSliceLowering,         kSplitLowering};
+                                    kSliceLowering,         kSplitLowering,
+                                    kFusedConvLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

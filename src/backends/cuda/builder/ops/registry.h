@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/builder/lowering.h"
+#include "ops/activation.h"
 
 namespace baton::cuda {
 
@@ -46,6 +47,7 @@ extern const OpLowering kFlattenLowering;            // views.cpp
 extern const OpLowering kSqueezeLowering;            // views.cpp
 extern const OpLowering kUnsqueezeLowering;          // views.cpp
 extern const OpLowering kConvLowering;               // conv.cpp
+extern const OpLowering kFusedConvLowering;          // conv.cpp (baton FusedConv)
 extern const OpLowering kMaxPoolLowering;            // pool.cpp
 extern const OpLowering kAveragePoolLowering;        // pool.cpp
 extern const OpLowering kReduceSumLowering;          // reduce.cpp
@@ -76,6 +78,8 @@ bool is_fusible(const compiler::IrNode& node);
 // The device expression of fusible node `n` in `{x}` (or `{a}`, `{b}`), attribute values baked
 // in as literals.
 std::string elementwise_expression(const compiler::IrNode& n);
+// The device expression in `{x}` of a fused op's activation (ops/activation.h; none: `{x}`).
+std::string activation_expression(const ops::Activation& act);
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
 
 // The shared support rule: every data input and output a float tensor (float32, float16 or

@@ -1,0 +1,69 @@
+// fuse-conv: Conv, then a residual Add, then an activation -> baton FusedConv (ops/conv.cpp),
+// Y = act(conv(X, W) + B + Z). Every backend reads the epilogue from the node: cuDNN's fused
+// pointwise operations and the generated convolution kernels on the GPU, one pass over each
+// output channel while it is in cache on the CPU.
+//
+// Either part may be missing. The Add's other input Z must have the convolution's shape (no
+// broadcast) and not be a constant; the activation is any that ops/activation.h takes (a unary
+// elementwise op of a float result, or Gelu). Each intermediate result must have no other reader.
+// Runs after bn-conv, so that the folded BatchNormalization is already part of the Conv.
+#include "baton/core/check.h"
+#include "compiler/passes/pass.h"
+#include "compiler/passes/rewrite.h"
+
+namespace baton::compiler {
+
+Result<size_t> fuse_conv_epilogue(Graph& graph) {
+  const Uses uses(graph);
+  std::vector<uint8_t> taken(graph.nodes.size(), 0);
+  size_t rewritten = 0;
+  const size_t original = graph.nodes.size();
+  for (size_t c = 0; c < original; ++c) {
+    const IrNode& conv = graph.nodes[c];
+    if (conv.dead || !conv.domain.empty() || conv.op_type != "Conv") continue;
+    std::vector<int> nodes = {static_cast<int>(c)};
+    int out = conv.outputs[0], residual = -1;
+    const auto single_reader = [&](int v) {
+      return uses.single_use(v) ? uses.consumers(v)[0] : -1;
+    };
+    if (const int add = single_reader(out); add >= 0 && graph.nodes[add].op_type == "Add" &&
+                                            graph.nodes[add].domain.empty() && !graph.nodes[add].dead) {
+      const IrNode& an = graph.nodes[add];
+      const int other = an.inputs[0] == out ? an.inputs[1] : an.inputs[0];
+      if (other != out && !graph.values[other].constant &&
+          graph.values[other].sizes == graph.values[out].sizes &&
+          graph.values[other].dtype == graph.values[out].dtype &&
+          graph.values[an.outputs[0]].sizes == graph.values[out].sizes) {
+        residual = other;
+        nodes.push_back(add);
+        out = an.outputs[0];
+      }
+    }
+    std::optional<ops::Activation> act;
+    if (const int reader = single_reader(out); reader >= 0) {
+      act = activation_of(graph.nodes[reader]);
+      if (act) {
+        nodes.push_back(reader);
+        out = graph.nodes[reader].outputs[0];
+      }
+    }
+    if (nodes.size() == 1 || !claim(graph, taken, nodes)) continue;
+    NewNode fused = copy_of(conv);
+    fused.name = conv.name + "/fused";
+    fused.op_type = "FusedConv";
+    fused.domain = "baton";
+    fused.opset = 1;
+    fused.outputs = {out};
+    fused.inputs.resize(3, -1);
+    fused.inputs.push_back(residual);
+    if (act) {
+      fused.attrs.emplace_back("activation", ops::AttrValue::of_string(act->op));
+      fused.attrs.emplace_back("activation_params", ops::AttrValue::of_floats(act->param_list()));
+    }
+    BATON_TRY(add_node(graph, std::move(fused)));
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+}  // namespace baton::compiler
