@@ -311,6 +311,13 @@ struct Method::Impl {
       }
       inputs.push_back(info);
     }
+    // A canonical op (domain "baton") may gain attributes between Baton versions (Linear's
+    // activation): a program written before binds fewer than this runtime's definition.
+    BATON_CHECK_OR_RETURN(call.attrs.size() == def->attrs.size(), InvalidProgram,
+                          "{}: {} has {} attributes in this Baton, the program binds {}: it was "
+                          "compiled by another Baton version; compile the model again with this "
+                          "one (baton compile MODEL.onnx -o PROGRAM.baton)",
+                          where, def->versioned_name(), def->attrs.size(), call.attrs.size());
     std::vector<ops::AttrValue> attrs;
     for (size_t a = 0; a < call.attrs.size(); ++a) {
       const ops::AttrKind kind = a < def->attrs.size() ? def->attrs[a].kind : ops::AttrKind::Int;

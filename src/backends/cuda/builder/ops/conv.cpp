@@ -9,7 +9,8 @@
 //   multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's tensor-core engines need,
 //   with the filters padded to match.
 // - depthwise (groups == C == K): a generated kernel, one thread per output element reading
-//   along C (coalesced in NHWC), with the bias and the activation applied before the store.
+//   along C (coalesced in NHWC), with the bias, the residual and the activation applied before
+//   the store.
 //   cuDNN's graph API has no grouped convolutions.
 // - patches (groups == 1, kernel == stride > 1, no padding, no dilation: ViT's 16x16 patch
 //   embedding, ConvNeXt's and Swin's 4x4 stems): the windows tile the input without overlap, so
@@ -22,8 +23,8 @@
 //   on cuDNN (to compare the two).
 // - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
 //   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
-//   filters, one generated kernel (device/gemv.cuh) with the bias and the activation applied
-//   before the store. cuDNN 9.19 ran MobileNetV3's as
+//   filters, one generated kernel (device/gemv.cuh) with the bias, the residual and the
+//   activation applied before the store. cuDNN 9.19 ran MobileNetV3's as
 //   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters. The
 //   build option conv_rows=cudnn keeps them on cuDNN (to compare).
 // Other grouped convolutions, and anything but 2-D, stay on the CPU.
@@ -224,22 +225,27 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
 
 Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
-  // The activation runs on the value before it is stored; a residual is added by a kernel after.
+  // The residual and the activation are applied to the value before it is stored.
   BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
   const int out = node.outputs[0];
-  const std::string value = e.residual < 0 ? applied_to_v(e.act) : "v";
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);
   const int w = ctx.weight(node.inputs[1], DType::Float32);  // [C, 1, KH, KW]
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
   DType y_dtype = DType::Float32;
-  const int y =
-      e.residual >= 0 ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
+  const int y = result_slot(ctx, out, &y_dtype);
   const int64_t count = s.n * s.oh * s.ow * s.c;
+  std::string z_param, z_add;
+  if (e.residual >= 0) {
+    const std::vector<int64_t> zs = ctx.strides_of(e.residual);
+    z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
+    z_add = fmt::format("    v += to_f(z[n * {}LL + c * {}LL + oh * {}LL + ow * {}LL]);\n", zs[0],
+                        zs[1], zs[2], zs[3]);
+  }
   const std::string name = ctx.kernel_name("depthwise");
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "const float* __restrict__ w, {}{}* __restrict__ y) {{\n"
+      "const float* __restrict__ w, {}{}{}* __restrict__ y) {{\n"
       "  baton_for_each({}LL, [&](long long i) {{\n"
       "    const long long c = i % {}LL, p = i / {}LL;\n"
       "    const long long ow = p % {}LL, q = p / {}LL;\n"
@@ -255,61 +261,69 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       "q2];\n"
       "      }}\n"
       "    }}\n"
+      "{}"
       "    st(&y[i], {});\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)),
-      bias >= 0 ? "const float* __restrict__ b, " : "", device_type_name(y_dtype), count, s.c, s.c,
-      s.ow, s.ow, s.oh, s.oh, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h, s.kw, s.sw,
-      s.pl, s.dw, s.w, st[0], st[1], st[2], st[3], s.kh, s.kw, value);
+      bias >= 0 ? "const float* __restrict__ b, " : "", z_param, device_type_name(y_dtype), count,
+      s.c, s.c, s.ow, s.ow, s.oh, s.oh, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h,
+      s.kw, s.sw, s.pl, s.dw, s.w, st[0], st[1], st[2], st[3], s.kh, s.kw, z_add,
+      applied_to_v(e.act));
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
+  if (e.residual >= 0) operands.push_back(e.residual);
   operands.push_back(y);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
-  finish_epilogue(ctx, y, e, e.residual >= 0, out);
+  finish_epilogue(ctx, y, e, /*kernel=*/false, out);
   return Status();
 }
 
 // The rows path (top of the file): a 1x1 convolution of a 1x1 input, at most kGemvRows images,
-// is y[n, k] = b[k] + sum_c x[n, c] w[k, c]: one generated kernel (device/gemv.cuh), the bias and
-// any chain of unary elementwise ops after it (Relu, HardSigmoid, ...) applied before the store.
+// is y[n, k] = b[k] + sum_c x[n, c] w[k, c]: one generated kernel (device/gemv.cuh), the bias, the
+// residual and the activation applied before the store.
 Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
   BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
   const int out = node.outputs[0];
-  const std::string value = e.residual < 0 ? applied_to_v(e.act) : "v";
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);  // [N, C, 1, 1]: row n, column c
   const DType operand = ctx.operand_dtype();
   const int w = ctx.weight(node.inputs[1], operand);  // [K, C, 1, 1]: row-major [K, C]
   DType y_dtype = DType::Float32;
-  // [N, K, 1, 1]: element (n, k) at n * K + k
-  const int y =
-      e.residual >= 0 ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
+  const int y = result_slot(ctx, out, &y_dtype);  // [N, K, 1, 1]: element (n, k) at n * K + k
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
+  std::string z_param, z_add;
+  if (e.residual >= 0) {
+    const std::vector<int64_t> zs = ctx.strides_of(e.residual);
+    z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
+    z_add = fmt::format("    v += to_f(z[n * {}LL + k * {}LL]);\n", zs[0], zs[1]);
+  }
   // 16 bytes per access of the wider of x and w, when the columns allow it.
   const int v = static_cast<int>(16 / std::max(dtype_size(ctx.dtype_of(x)), dtype_size(operand)));
   const bool vec = st[1] == 1 && s.c % v == 0 && (s.n == 1 || st[0] % v == 0);
   const std::string name = ctx.kernel_name("gemv");
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
-      "const {3}* __restrict__ w, {4}{5}* __restrict__ y) {{\n"
+      "const {3}* __restrict__ w, {4}{14}{5}* __restrict__ y) {{\n"
       "  baton_gemv<{6}, {7}>(x, {8}LL, {9}LL, w, {10}LL, {11}LL, "
       "[&](int n, long long k, float v) {{\n"
       "    v += {12};\n"
+      "{15}"
       "    st(&y[n * {11}LL + k], {13});\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand),
       bias >= 0 ? "const float* __restrict__ b, " : "", device_type_name(y_dtype), s.n, vec ? v : 1,
-      st[0], st[1], s.c, s.k, bias >= 0 ? "b[k]" : "0.0f", value);
+      st[0], st[1], s.c, s.k, bias >= 0 ? "b[k]" : "0.0f", applied_to_v(e.act), z_param, z_add);
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
+  if (e.residual >= 0) operands.push_back(e.residual);
   operands.push_back(y);
   LaunchShape launch;
   launch.block = kBlock;
   launch.grid = static_cast<uint32_t>(
       std::clamp<int64_t>((s.k + kBlock / 32 - 1) / (kBlock / 32), 1, int64_t{1} << 16));
   ctx.add_kernel(name, std::move(code), launch, std::move(operands));
-  finish_epilogue(ctx, y, e, e.residual >= 0, out);
+  finish_epilogue(ctx, y, e, /*kernel=*/false, out);
   return Status();
 }
 
