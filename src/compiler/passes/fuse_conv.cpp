@@ -17,8 +17,9 @@ Result<size_t> fuse_conv_epilogue(Graph& graph) {
   const Uses uses(graph);
   std::vector<uint8_t> taken(graph.nodes.size(), 0);
   size_t rewritten = 0;
-  const size_t original = graph.nodes.size();
-  for (size_t c = 0; c < original; ++c) {
+  // Last to first: when both inputs of a residual Add are convolutions (ResNet's downsampling
+  // blocks), the one that runs later takes the Add, the other's output being ready by then.
+  for (size_t c = graph.nodes.size(); c-- > 0;) {
     const IrNode& conv = graph.nodes[c];
     if (conv.dead || !conv.domain.empty() || conv.op_type != "Conv") continue;
     std::vector<int> nodes = {static_cast<int>(c)};
