@@ -86,8 +86,10 @@ bool AttrValue::operator==(const AttrValue& o) const {
     case AttrKind::Ints:
       return ints == o.ints;
     case AttrKind::Floats:
+      // An empty list's data() may be null, which memcmp must not be given even for 0 bytes.
       return floats.size() == o.floats.size() &&
-             std::memcmp(floats.data(), o.floats.data(), floats.size() * sizeof(double)) == 0;
+             (floats.empty() ||
+              std::memcmp(floats.data(), o.floats.data(), floats.size() * sizeof(double)) == 0);
     case AttrKind::Tensor: {
       if (tensor.dtype != o.tensor.dtype || tensor.sizes != o.tensor.sizes) return false;
       if (!tensor.data || !o.tensor.data) return tensor.data == o.tensor.data;
