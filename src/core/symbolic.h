@@ -14,6 +14,10 @@
 //
 // Evaluation and bounds use checked 64-bit arithmetic: an overflow is an error, never a wrapped
 // value. Sizes are meant to be non-negative; floor division by a non-positive divisor is refused.
+// evaluate, bounds and to_string recurse without remembering shared subexpressions (x * x is not
+// collected into a power, so a chain of squares costs exponential time): they are for the
+// compiler and for messages; a call will evaluate a method's sizes as one flat list, operands
+// before the expressions that read them (ids are already in that order).
 #pragma once
 
 #include <cstdint>

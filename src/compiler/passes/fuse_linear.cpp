@@ -36,7 +36,12 @@ LinearOf linear_of(Graph& graph, int g) {
     if (!node.attr_string("activation").empty()) return {};
     return {node.inputs, node.attr_int("transW") != 0};
   }
-  if (!node.domain.empty()) return {};
+  // A MatMul or Gemm of float tensors (Linear takes those only; an integer GEMM stays as it is).
+  if (!node.domain.empty() || (node.op_type != "MatMul" && node.op_type != "Gemm") ||
+      node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0 ||
+      !ops::kFloatTypes.contains(graph.values[node.inputs[0]].dtype)) {
+    return {};
+  }
   const int x = node.inputs[0], w = node.inputs[1];
   const IrValue& wv = graph.values[w];
   if (node.op_type == "MatMul") {

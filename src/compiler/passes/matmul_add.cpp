@@ -37,6 +37,8 @@ Result<size_t> fuse_matmul_add(Graph& graph) {
       const int x = graph.nodes[mm].inputs[0], w = graph.nodes[mm].inputs[1];
       const IrValue& wv = graph.values[w];
       if (wv.sizes.size() != 2 || graph.values[x].sizes.empty()) continue;
+      // Linear takes float tensors only: an integer MatMul and its Add stay as they are.
+      if (!ops::kFloatTypes.contains(wv.dtype)) continue;
       if (graph.values[add.outputs[0]].sizes != graph.values[product].sizes) continue;
       if (graph.values[b].dtype != wv.dtype) continue;
       const int bias = bias_of(graph, b, wv.sizes[1]);

@@ -207,5 +207,39 @@ TEST_F(FusePassTest, GemmNearMissesAreLeftAlone) {
   }
 }
 
+// A Relu after an op that is no GEMM (here one with a single input, whose missing second input
+// the pass must not read): nothing is fused, and the outputs are the unfused graph's.
+TEST_F(FusePassTest, AnActivationAfterAnotherOpStaysAlone) {
+  std::mt19937 rng(46);
+  OnnxBuilder b(20);
+  b.input("x", {6, 16});
+  auto& t = b.node("Transpose", {"x"}, {"t"}, "transpose");
+  OnnxBuilder::attr_ints(t, "perm", {1, 0});
+  b.node("Sigmoid", {"t"}, {"s"}, "sigmoid");
+  b.node("Relu", {"s"}, {"y"}, "relu");
+  b.output("y", {16, 6});
+  const auto ops = op_counts(optimized(b));
+  EXPECT_EQ(ops.at("Relu"), 1);
+  EXPECT_EQ(ops.count("Linear"), 0u);
+  expect_same_outputs(b, {random_tensor(rng, {6, 16})});
+}
+
+// Integer GEMMs never reach the passes today (no CPU kernel takes them: refused at compile,
+// naming the node); the passes check for float tensors anyway, since Linear takes only those.
+TEST_F(FusePassTest, IntegerGemmsAreRefusedBeforeTheOptimizer) {
+  constexpr int kInt64 = 7;
+  OnnxBuilder b(20);
+  b.input("x", {3, 4}, kInt64);
+  b.initializer_int64("w", {4, 5}, std::vector<int64_t>(20, 1));
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Relu", {"h"}, {"y"}, "relu");
+  b.output("y", {3, 5}, kInt64);
+  compiler::CompileOptions options;
+  const auto compiled = compiler::compile_bytes(b.bytes(), options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), Error::NotSupported) << compiled.status().to_string();
+  EXPECT_NE(compiled.status().message().find("MatMul node 'mm'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace baton::testing
