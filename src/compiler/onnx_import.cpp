@@ -94,7 +94,7 @@ class Importer {
                           "'{}' has no graph outputs (GraphProto field 'output' is empty)",
                           graph_.source);
     BATON_TRY(report_unsupported());
-    BATON_TRY(shape_error_);
+    BATON_TRY(shape_error());
     return std::move(graph_);
   }
 
@@ -174,11 +174,9 @@ class Importer {
     const InputShape* given = shape_override(input.name());
     if (!tt.has_shape()) {
       if (given == nullptr) {
-        // Reported after every node was looked at: unsupported nodes are listed first.
-        note_shape_error(BATON_ERROR(InvalidArgument,
-                                     "{} has no shape; Baton compiles static shapes: give one with "
-                                     "--shape {}=D0xD1x...",
-                                     where, input.name()));
+        // Reported after every input and node was looked at (shape_error()).
+        shape_problems_.push_back(
+            {where + " has no shape", fmt::format("--shape {}=D0xD1x...", input.name())});
       } else {
         v.sizes = given->sizes;
       }
@@ -190,6 +188,7 @@ class Importer {
                               where, dims.size(), shape_to_string(given->sizes),
                               given->sizes.size());
       }
+      std::vector<std::string> symbolic;  // "'batch' at axis 0", one per dimension to fix
       for (int d = 0; d < dims.size(); ++d) {
         const auto& dim = dims.Get(d);
         if (dim.has_dim_value()) {
@@ -200,17 +199,23 @@ class Importer {
               where, shape_to_string(given->sizes), d, given->sizes[d], dim.dim_value());
           v.sizes.push_back(dim.dim_value());
         } else if (given == nullptr) {
-          // Reported after every node was looked at (unsupported nodes first); the hint keeps
-          // the sizes the model fixes and names the ones to choose.
-          note_shape_error(BATON_ERROR(InvalidArgument,
-                                       "{} has a symbolic dimension '{}' at axis {}; Baton "
-                                       "compiles static shapes: fix it with --shape {}={}, each "
-                                       "<name> replaced by a size",
-                                       where, dim.dim_param(), d, input.name(), shape_hint(dims)));
+          symbolic.push_back(fmt::format("'{}' at axis {}", dim.dim_param(), d));
           v.sizes.push_back(1);  // a placeholder: the compile stops before using it
         } else {
           v.sizes.push_back(given->sizes[d]);
         }
+      }
+      if (!symbolic.empty()) {
+        // The hint keeps the sizes the model fixes and names the ones to choose.
+        std::string list;
+        for (size_t i = 0; i < symbolic.size(); ++i) {
+          list += (i == 0 ? "" : i + 1 == symbolic.size() ? " and " : ", ") + symbolic[i];
+        }
+        shape_problems_.push_back(
+            {fmt::format("{} has {} {}", where,
+                         symbolic.size() == 1 ? "a symbolic dimension" : "symbolic dimensions",
+                         list),
+             fmt::format("--shape {}={}", input.name(), shape_hint(dims))});
       }
     }
     for (int64_t s : v.sizes) {
@@ -374,9 +379,26 @@ class Importer {
     return Status();
   }
 
-  // The first input-shape problem; later ones of the same kind add nothing a user needs first.
-  void note_shape_error(Status error) {
-    if (shape_error_.ok()) shape_error_ = std::move(error);
+  // Every input whose shape the model leaves open, in one error with the flags that fix them
+  // all: a model with a dynamic batch and sequence names both dimensions of every input at once.
+  Status shape_error() const {
+    if (shape_problems_.empty()) return Status();
+    std::string fixes;
+    for (const ShapeProblem& p : shape_problems_) fixes += (fixes.empty() ? "" : " ") + p.fix;
+    // "<name>" placeholders stand for the symbolic dimensions; "D0xD1x..." for a missing shape.
+    const bool named = fixes.find('<') != std::string::npos;
+    const char* each = named ? ", each <name> replaced by a size" : "";
+    if (shape_problems_.size() == 1) {
+      return BATON_ERROR(InvalidArgument, "{}; Baton compiles static shapes: {} {}{}",
+                         shape_problems_[0].what, named ? "fix it with" : "give one with", fixes,
+                         each);
+    }
+    std::string message = fmt::format(
+        "{} inputs of '{}' have shapes the model leaves open; Baton compiles static shapes:",
+        shape_problems_.size(), graph_.source);
+    for (const ShapeProblem& p : shape_problems_) message += "\n  " + p.what;
+    message += fmt::format("\nfix them with {}{}", fixes, each);
+    return BATON_ERROR(InvalidArgument, "{}", message);
   }
 
   // `--shape` text for `dims`: the sizes the model fixes, <name> for each symbolic one.
@@ -403,7 +425,7 @@ class Importer {
     for (size_t i = 0; i < shown; ++i) message += "\n  " + unsupported_[i];
     if (shown < unsupported_.size())
       message += fmt::format("\n  ... and {} more", unsupported_.size() - shown);
-    if (!shape_error_.ok()) message += "\nAlso: " + shape_error_.message();
+    if (const Status shapes = shape_error(); !shapes.ok()) message += "\nAlso: " + shapes.message();
     message += "\nSupported ops:";
     for (std::string_view n : runtime::kernel_registry().names()) message += fmt::format(" {}", n);
     return BATON_ERROR(NotSupported, "{}", message);
@@ -416,7 +438,11 @@ class Importer {
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<std::string, int> other_domains_;
   std::vector<std::string> unsupported_;
-  Status shape_error_;
+  struct ShapeProblem {
+    std::string what;  // "input 'x' of 'm.onnx' has a symbolic dimension 'N' at axis 0"
+    std::string fix;   // "--shape x=<N>x4"
+  };
+  std::vector<ShapeProblem> shape_problems_;
 };
 
 // One top-level field of a serialized ModelProto, as the wire format lays it out.

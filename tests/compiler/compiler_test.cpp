@@ -296,6 +296,54 @@ TEST_F(CompilerTest, UnsupportedNodesAreListedBeforeAMissingShape) {
   }
 }
 
+// Every input whose shape is open is named in one error, each with all of its symbolic
+// dimensions, followed by the --shape flags that fix them all.
+TEST_F(CompilerTest, EveryOpenInputShapeIsNamedAtOnce) {
+  OnnxBuilder b;
+  b.input("ids", {-1, -1}, 7);
+  b.input("mask", {-1, -1}, 7);
+  b.input("extra", {3});
+  auto& g = b.graph();
+  g.mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("batch");
+  g.mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_param("seq");
+  g.mutable_input(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("batch");
+  g.mutable_input(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_param("seq");
+  g.mutable_input(2)->mutable_type()->mutable_tensor_type()->clear_shape();
+  b.node("Add", {"ids", "mask"}, {"y"}, "add");
+  b.output("y", {-1, -1}, 7);
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::InvalidArgument) << r.status().to_string();
+  const std::string& m = r.status().message();
+  for (const char* needle :
+       {"3 inputs of", "have shapes the model leaves open", "input 'ids' of",
+        "has symbolic dimensions 'batch' at axis 0 and 'seq' at axis 1", "input 'mask' of",
+        "input 'extra' of", "has no shape",
+        "fix them with --shape ids=<batch>x<seq> --shape mask=<batch>x<seq> --shape "
+        "extra=D0xD1x..., each <name> replaced by a size"}) {
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << "\n" << m;
+  }
+}
+
 TEST_F(CompilerTest, SymbolicDimensionsNeedAShape) {
   OnnxBuilder b;
   b.input("x", {-1, 4});
