@@ -57,8 +57,7 @@ Result<SizeExpr> SymbolTable::add_symbol(const std::string& name, int64_t min, i
                         "symbol '{}': the range {}..{} is empty or negative; give MIN..MAX with "
                         "0 <= MIN <= MAX",
                         name, min, max);
-  BATON_CHECK_OR_RETURN(!find_symbol(name), InvalidArgument, "symbol '{}' is declared twice",
-                        name);
+  BATON_CHECK_OR_RETURN(!find_symbol(name), InvalidArgument, "symbol '{}' is declared twice", name);
   symbols_.push_back({name, min, max});
   return intern(Node{Op::Symbol, static_cast<int64_t>(symbols_.size() - 1), {}});
 }
@@ -121,9 +120,9 @@ Result<SizeExpr> SymbolTable::floor_div(SizeExpr a, SizeExpr b) {
     const Node& n = nodes_[a];
     if (n.op == Op::Mul && is_constant(n.operands[0]) && nodes_[n.operands[0]].value % *d == 0) {
       const int64_t k = nodes_[n.operands[0]].value / *d;
-      SizeExpr rest = n.operands.size() == 2 ? n.operands[1]
-                                             : intern(Node{Op::Mul, 0, {n.operands.begin() + 1,
-                                                                        n.operands.end()}});
+      SizeExpr rest = n.operands.size() == 2
+                          ? n.operands[1]
+                          : intern(Node{Op::Mul, 0, {n.operands.begin() + 1, n.operands.end()}});
       return mul(constant(k), rest);
     }
   }
@@ -271,8 +270,7 @@ std::string SymbolTable::to_string(SizeExpr e) const {
       return out;
     }
     case Op::FloorDiv:
-    case Op::CeilDiv:
-    {
+    case Op::CeilDiv: {
       // Operands that are sums or products in parentheses: floor((seq + 1) / 2).
       auto operand = [&](SizeExpr o) {
         const Op op = nodes_[o].op;

@@ -37,8 +37,8 @@ enum class Op : uint8_t { Const, Symbol, Add, Mul, FloorDiv, CeilDiv, Min, Max }
 
 struct Node {
   Op op = Op::Const;
-  int64_t value = 0;              // Const: the value; Symbol: the symbol's index
-  std::vector<SizeExpr> operands; // Add, Mul: two or more; FloorDiv, CeilDiv, Min, Max: two
+  int64_t value = 0;               // Const: the value; Symbol: the symbol's index
+  std::vector<SizeExpr> operands;  // Add, Mul: two or more; FloorDiv, CeilDiv, Min, Max: two
   bool operator==(const Node& o) const {
     return op == o.op && value == o.value && operands == o.operands;
   }

@@ -45,10 +45,10 @@ void apply(const Activation& act, C* y, int64_t n) {
     return;
   }
   // One name comparison per call, then a loop the compiler sees whole.
-#define BATON_APPLY_ACTIVATION(Name, ...)                                                \
-  if (act.op == #Name) {                                                                 \
+#define BATON_APPLY_ACTIVATION(Name, ...)                                                        \
+  if (act.op == #Name) {                                                                         \
     for (int64_t i = 0; i < n; ++i) y[i] = static_cast<C>(Name##Fn::apply<C>(y[i], act.params)); \
-    return;                                                                              \
+    return;                                                                                      \
   }
   BATON_UNARY_OPS(BATON_APPLY_ACTIVATION)
 #undef BATON_APPLY_ACTIVATION

@@ -23,8 +23,8 @@
 namespace baton::ops {
 
 struct Activation {
-  std::string op;             // "" none
-  ElementwiseArgs params{};   // the row's attributes, in its order
+  std::string op;            // "" none
+  ElementwiseArgs params{};  // the row's attributes, in its order
   size_t num_params = 0;
 
   bool none() const { return op.empty(); }

@@ -124,12 +124,24 @@ TEST(Symbolic, RandomExpressionsEvaluateInsideTheirBounds) {
     const SizeExpr x = pool[rng() % pool.size()], y = pool[rng() % pool.size()];
     Result<SizeExpr> e = x;
     switch (rng() % 6) {
-      case 0: e = t.add(x, y); break;
-      case 1: e = t.mul(x, y); break;
-      case 2: e = t.floor_div(x, t.add(y, t.constant(1)).value()); break;
-      case 3: e = t.ceil_div(x, t.add(y, t.constant(1)).value()); break;
-      case 4: e = t.min(x, y); break;
-      default: e = t.max(x, y); break;
+      case 0:
+        e = t.add(x, y);
+        break;
+      case 1:
+        e = t.mul(x, y);
+        break;
+      case 2:
+        e = t.floor_div(x, t.add(y, t.constant(1)).value());
+        break;
+      case 3:
+        e = t.ceil_div(x, t.add(y, t.constant(1)).value());
+        break;
+      case 4:
+        e = t.min(x, y);
+        break;
+      default:
+        e = t.max(x, y);
+        break;
     }
     if (!e.ok()) continue;
     const Result<Bounds> b = t.bounds(*e);

@@ -28,7 +28,8 @@ Result<size_t> fuse_conv_epilogue(Graph& graph) {
       return uses.single_use(v) ? uses.consumers(v)[0] : -1;
     };
     if (const int add = single_reader(out); add >= 0 && graph.nodes[add].op_type == "Add" &&
-                                            graph.nodes[add].domain.empty() && !graph.nodes[add].dead) {
+                                            graph.nodes[add].domain.empty() &&
+                                            !graph.nodes[add].dead) {
       const IrNode& an = graph.nodes[add];
       const int other = an.inputs[0] == out ? an.inputs[1] : an.inputs[0];
       if (other != out && !graph.values[other].constant &&

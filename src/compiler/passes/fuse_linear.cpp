@@ -5,11 +5,11 @@
 //
 // The GEMM is a Linear of one output (the matmul-add pass's), a MatMul by a 2-D weight, or a Gemm
 // that is a Linear (transA 0, alpha 1, C absent or a row of N values with beta 1; transB 1 becomes
-// the Linear's transW, the weight kept as it is). The activation reads the GEMM's result directly, or through one
-// view op (Reshape, Flatten, Squeeze, Unsqueeze: TorchScript's GPT-2 writes Gemm, Reshape, Gelu)
-// that nothing else reads; the activation then moves before the view, which is the same values
-// under another shape. Only these activations: they are what the GPU's GEMM epilogues take, so
-// fusing another one would only move an elementwise kernel out of the runs it joins today.
+// the Linear's transW, the weight kept as it is). The activation reads the GEMM's result directly,
+// or through one view op (Reshape, Flatten, Squeeze, Unsqueeze: TorchScript's GPT-2 writes Gemm,
+// Reshape, Gelu) that nothing else reads; the activation then moves before the view, which is the
+// same values under another shape. Only these activations: they are what the GPU's GEMM epilogues
+// take, so fusing another one would only move an elementwise kernel out of the runs it joins today.
 #include "baton/core/check.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/rewrite.h"
@@ -94,7 +94,7 @@ Result<size_t> fuse_linear_activation(Graph& graph) {
     if (!claim(graph, taken, nodes)) continue;
     const int out = graph.nodes[a].outputs[0];
     NewNode linear{graph.nodes[g].name + "/" + act->op, "Linear", "baton", 1, linear_in.inputs,
-                   {view >= 0 ? product : out}, {}};
+                   {view >= 0 ? product : out},         {}};
     linear.attrs.emplace_back("transW", ops::AttrValue::of_int(linear_in.trans_w ? 1 : 0));
     linear.attrs.emplace_back("activation", ops::AttrValue::of_string(act->op));
     linear.attrs.emplace_back("activation_params", ops::AttrValue::of_floats(act->param_list()));

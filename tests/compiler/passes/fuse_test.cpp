@@ -60,7 +60,8 @@ TEST_F(FusePassTest, ConvResidualAndActivationBecomeOneFusedConv) {
          OnnxBuilder::attr_float(n, "beta", 0.375f);
        },
        {0.25, 0.375}},
-      {"LeakyRelu", [](onnx::NodeProto& n) { OnnxBuilder::attr_float(n, "alpha", 0.125f); },
+      {"LeakyRelu",
+       [](onnx::NodeProto& n) { OnnxBuilder::attr_float(n, "alpha", 0.125f); },
        {0.125}},
       {"Sigmoid", nullptr, {}},
       {"Gelu", nullptr, {}},
@@ -144,9 +145,9 @@ TEST_F(FusePassTest, GemmAndReluOrGeluBecomeOneLinear) {
         const bool trans = kind == Gemm::GemmTransB;
         b.initializer("w", trans ? std::vector<int64_t>{12, 16} : std::vector<int64_t>{16, 12},
                       PassTest::random_floats(rng, 192));
-        b.initializer("bias", kind == Gemm::GemmRowC ? std::vector<int64_t>{1, 12}
-                                                     : std::vector<int64_t>{12},
-                      PassTest::random_floats(rng, 12));
+        b.initializer(
+            "bias", kind == Gemm::GemmRowC ? std::vector<int64_t>{1, 12} : std::vector<int64_t>{12},
+            PassTest::random_floats(rng, 12));
         if (kind == Gemm::MatMul || kind == Gemm::MatMulAdd) {
           b.node("MatMul", {"x", "w"}, {kind == Gemm::MatMul ? "h" : "p"}, "mm");
           if (kind == Gemm::MatMulAdd) b.node("Add", {"p", "bias"}, {"h"}, "add");
