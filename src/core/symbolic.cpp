@@ -109,14 +109,17 @@ Result<SizeExpr> SymbolTable::associative(Op op, SizeExpr a, SizeExpr b) {
 Result<SizeExpr> SymbolTable::add(SizeExpr a, SizeExpr b) { return associative(Op::Add, a, b); }
 Result<SizeExpr> SymbolTable::mul(SizeExpr a, SizeExpr b) { return associative(Op::Mul, a, b); }
 
-Result<SizeExpr> SymbolTable::floor_div(SizeExpr a, SizeExpr b) {
+// floor (op FloorDiv) or ceil (CeilDiv) of a / b: the two differ only in how a constant quotient
+// rounds; (k * x) / d with d dividing k is exact either way, (k / d) * x.
+Result<SizeExpr> SymbolTable::divide(Op op, SizeExpr a, SizeExpr b) {
   const std::optional<int64_t> d = constant_value(b);
   if (d) {
     BATON_CHECK_OR_RETURN(*d > 0, InvalidArgument,
                           "a size divided by {}: sizes are divided by positive numbers only", *d);
     if (*d == 1) return a;
-    if (const std::optional<int64_t> v = constant_value(a)) return constant(floor_of(*v, *d));
-    // floor((k * x) / d) = (k / d) * x when d divides k.
+    if (const std::optional<int64_t> v = constant_value(a)) {
+      return constant(op == Op::FloorDiv ? floor_of(*v, *d) : ceil_of(*v, *d));
+    }
     const Node& n = nodes_[a];
     if (n.op == Op::Mul && is_constant(n.operands[0]) && nodes_[n.operands[0]].value % *d == 0) {
       const int64_t k = nodes_[n.operands[0]].value / *d;
@@ -126,23 +129,13 @@ Result<SizeExpr> SymbolTable::floor_div(SizeExpr a, SizeExpr b) {
       return mul(constant(k), rest);
     }
   }
-  return intern(Node{Op::FloorDiv, 0, {a, b}});
+  return intern(Node{op, 0, {a, b}});
 }
 
-Result<SizeExpr> SymbolTable::ceil_div(SizeExpr a, SizeExpr b) {
-  const std::optional<int64_t> d = constant_value(b);
-  if (d) {
-    BATON_CHECK_OR_RETURN(*d > 0, InvalidArgument,
-                          "a size divided by {}: sizes are divided by positive numbers only", *d);
-    if (*d == 1) return a;
-    if (const std::optional<int64_t> v = constant_value(a)) return constant(ceil_of(*v, *d));
-    const Node& n = nodes_[a];
-    if (n.op == Op::Mul && is_constant(n.operands[0]) && nodes_[n.operands[0]].value % *d == 0) {
-      return floor_div(a, b);  // exact: both give (k / d) * x
-    }
-  }
-  return intern(Node{Op::CeilDiv, 0, {a, b}});
+Result<SizeExpr> SymbolTable::floor_div(SizeExpr a, SizeExpr b) {
+  return divide(Op::FloorDiv, a, b);
 }
+Result<SizeExpr> SymbolTable::ceil_div(SizeExpr a, SizeExpr b) { return divide(Op::CeilDiv, a, b); }
 
 SizeExpr SymbolTable::min(SizeExpr a, SizeExpr b) {
   if (a == b) return a;

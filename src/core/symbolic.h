@@ -99,6 +99,7 @@ class SymbolTable {
   };
   SizeExpr intern(Node node);
   Result<SizeExpr> associative(Op op, SizeExpr a, SizeExpr b);
+  Result<SizeExpr> divide(Op op, SizeExpr a, SizeExpr b);
 
   std::vector<Node> nodes_;
   std::unordered_map<Node, SizeExpr, NodeHash> ids_;

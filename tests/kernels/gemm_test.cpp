@@ -1,6 +1,8 @@
 // Gemm and MatMul against naive double-precision GEMM references.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/kernel_test_util.h"
 #include "runtime/thread_pool.h"
 
@@ -215,6 +217,39 @@ std::vector<double> matmul_reference(const HostTensor& a, const HostTensor& b,
 struct MatMulCase {
   std::vector<int64_t> a, b, out;
 };
+
+// Linear's and FusedConv's fused activation (ops/activation.h): an unknown name, the wrong number
+// of parameters, a non-finite one, and an activation on split outputs are refused by name.
+TEST(GemmOps, BadActivationsAreRefusedByName) {
+  auto linear = [](const std::string& act, std::vector<double> params) {
+    OpTester t("Linear", "node_1", kTestOpset, "baton");
+    t.input(HostTensor(DType::Float32, {2, 4})).input(HostTensor(DType::Float32, {4, 3}));
+    t.attr("activation", act);
+    t.attr("activation_params", std::move(params));
+    return t.infer();
+  };
+  expect_error(linear("Swish", {}), Error::InvalidArgument, "Linear",
+               "activation 'Swish' is not one Baton fuses; use Gelu, GeluTanh or a unary "
+               "elementwise op");
+  expect_error(linear("IsNaN", {}), Error::InvalidArgument, "Linear", "not one Baton fuses");
+  expect_error(linear("HardSigmoid", {0.2}), Error::InvalidArgument, "Linear",
+               "activation HardSigmoid takes 2 activation_params (its attributes in order), got 1");
+  expect_error(linear("LeakyRelu", {std::nan("")}), Error::InvalidArgument, "Linear",
+               "activation LeakyRelu's alpha is nan; it must be finite");
+  expect_error(linear("Gelu", {1.0}), Error::InvalidArgument, "Linear",
+               "activation 'Gelu' takes no activation_params");
+  OpTester split("Linear", "node_1", kTestOpset, "baton");
+  split.input(HostTensor(DType::Float32, {2, 4})).input(HostTensor(DType::Float32, {4, 3}));
+  split.attr("splits", std::vector<int64_t>{1, 2}).attr("activation", std::string("Relu"));
+  expect_error(split.outputs(2).infer(), Error::InvalidArgument, "Linear",
+               "a Linear with split outputs has no activation");
+  OpTester conv("FusedConv", "node_1", kTestOpset, "baton");
+  conv.input(HostTensor(DType::Float32, {1, 2, 5, 5}))
+      .input(HostTensor(DType::Float32, {3, 2, 3, 3}));
+  conv.absent_input().input(HostTensor(DType::Float32, {1, 3, 5, 5}));
+  expect_error(conv.infer(), Error::InvalidArgument, "FusedConv",
+               "the residual Z [1, 3, 5, 5] must have the output's shape [1, 3, 3, 3]");
+}
 
 TEST(MatMul, MatchesReference) {
   std::mt19937 rng(99);

@@ -283,6 +283,9 @@ class OpTester {
   OpTester& attr(std::string_view name, std::string v) {
     return set(name, ops::AttrValue::of_string(std::move(v)));
   }
+  OpTester& attr(std::string_view name, std::vector<double> v) {
+    return set(name, ops::AttrValue::of_floats(std::move(v)));
+  }
   OpTester& attr(std::string_view name, std::vector<int64_t> v) {
     return set(name, ops::AttrValue::of_ints(std::move(v)));
   }

@@ -227,6 +227,30 @@ TEST_F(RuntimeTest, DeclaredShapeThatTheOpDoesNotProduceIsRejected) {
       << method.status().to_string();
 }
 
+// A program written before a canonical op gained attributes (a Linear from before `transW` and
+// `activation`: only `splits`) is refused at load with the command that rebuilds it.
+TEST_F(RuntimeTest, ACanonicalOpWithFewerAttributesThanThisBatonIsRefusedWithTheRebuildCommand) {
+  testing::ProgramBuilder b;
+  const int x = b.tensor("x", DType::Float32, {2, 4});
+  const int w = b.constant_floats("w", {4, 3}, std::vector<float>(12, 0.5f));
+  const int y = b.tensor("y", DType::Float32, {2, 3});
+  const int linear = b.op("Linear", 1);
+  b.method().operators[linear]->domain = "baton";
+  b.kernel(linear, {x, w}, {b.ints_value({})}, {y}, "old_linear");
+  b.inputs({x});
+  b.outputs({y});
+  auto method = load(b.bytes())->load_method("forward");
+  ASSERT_EQ(method.code(), Error::InvalidProgram) << method.status().to_string();
+  const std::string& m = method.status().message();
+  for (const char* needle :
+       {"Linear node 'old_linear'",
+        "baton.Linear-1 has 4 attributes in this "
+        "Baton, the program binds 1",
+        "compiled by another Baton version", "baton compile MODEL.onnx -o PROGRAM.baton"}) {
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << "\n" << m;
+  }
+}
+
 TEST_F(RuntimeTest, OpsetBelowTheKernelsIsNotSupported) {
   auto p = make_add_relu_program(false);
   p.builder.method().operators[0]->opset = 6;  // Add is defined from opset 7

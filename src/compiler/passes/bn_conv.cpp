@@ -109,10 +109,9 @@ Result<size_t> fold_batch_norm_into_conv(Graph& graph) {
 
     const int out = bn.outputs[0];
     const int x = conv.inputs[0];
-    NewNode node{conv.name + "/bn", "Conv", "", conv.opset, {}, {out}, {}};
-    for (size_t a = 0; a < conv.attrs.size(); ++a) {
-      if (!conv.attrs[a].none) node.attrs.emplace_back(conv.def->attrs[a].name, conv.attrs[a]);
-    }
+    NewNode node = copy_of(conv);
+    node.name = conv.name + "/bn";
+    node.outputs = {out};
     const int nodes[] = {c, static_cast<int>(n)};
     if (!claim(graph, taken, nodes)) continue;
     // Copies: add_constant grows graph.values.

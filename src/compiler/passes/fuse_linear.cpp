@@ -48,22 +48,16 @@ LinearOf linear_of(Graph& graph, int g) {
     if (wv.sizes.size() != 2 || graph.values[x].sizes.empty()) return {};
     return {{x, w}};
   }
-  if (node.op_type != "Gemm" || node.attr_int("transA") != 0 || node.attr_float("alpha") != 1.0) {
-    return {};
-  }
+  if (node.attr_int("transA") != 0 || node.attr_float("alpha") != 1.0) return {};
   const bool trans_w = node.attr_int("transB") != 0;
   const int64_t n = wv.sizes[trans_w ? 0 : 1];
   if (node.inputs.size() < 3 || node.inputs[2] < 0) return {{x, w}, trans_w};
+  // A constant C (the GPU's Linear reads its bias as weights) that is one row of N values.
   const int c = node.inputs[2];
-  const IrValue& cv = graph.values[c];
-  if (node.attr_float("beta") != 1.0 || !cv.constant || cv.sizes.empty() || cv.sizes.back() != n ||
-      ops::product(cv.sizes) != n) {
-    return {};
-  }
-  if (cv.sizes.size() == 1) return {{x, w, c}, trans_w};
-  const DType dtype = cv.dtype;
-  auto bytes = *cv.constant;
-  return {{x, w, add_constant(graph, cv.name + "/bias", dtype, {n}, std::move(bytes))}, trans_w};
+  if (node.attr_float("beta") != 1.0 || !graph.values[c].constant) return {};
+  const int bias = row_bias(graph, c, n);
+  if (bias < 0) return {};
+  return {{x, w, bias}, trans_w};
 }
 
 }  // namespace

@@ -8,18 +8,6 @@
 #include "ops/shape.h"
 
 namespace baton::compiler {
-namespace {
-
-// B as a value of shape [N]: itself, or a reshaped copy of a constant; -1 when it does not fit.
-int bias_of(Graph& graph, int b, int64_t n) {
-  const IrValue& v = graph.values[b];
-  if (v.sizes.empty() || v.sizes.back() != n || ops::product(v.sizes) != n) return -1;
-  if (v.sizes.size() == 1) return b;
-  if (!v.constant) return -1;
-  return add_constant(graph, v.name + "/bias", v.dtype, {n}, *v.constant);
-}
-
-}  // namespace
 
 Result<size_t> fuse_matmul_add(Graph& graph) {
   const Uses uses(graph);
@@ -41,7 +29,7 @@ Result<size_t> fuse_matmul_add(Graph& graph) {
       if (!ops::kFloatTypes.contains(wv.dtype)) continue;
       if (graph.values[add.outputs[0]].sizes != graph.values[product].sizes) continue;
       if (graph.values[b].dtype != wv.dtype) continue;
-      const int bias = bias_of(graph, b, wv.sizes[1]);
+      const int bias = row_bias(graph, b, wv.sizes[1]);
       if (bias < 0) continue;
       const int out = graph.nodes[a].outputs[0];
       const std::string name = graph.nodes[mm].name + "/linear";

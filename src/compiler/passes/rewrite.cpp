@@ -63,6 +63,14 @@ std::optional<double> scalar_constant(const Graph& graph, int value) {
   return (*v)[0];
 }
 
+int row_bias(Graph& graph, int b, int64_t n) {
+  const IrValue& v = graph.values[b];
+  if (v.sizes.empty() || v.sizes.back() != n || ops::product(v.sizes) != n) return -1;
+  if (v.sizes.size() == 1) return b;
+  if (!v.constant) return -1;
+  return add_constant(graph, v.name + "/bias", v.dtype, {n}, *v.constant);
+}
+
 NewNode copy_of(const IrNode& node) {
   NewNode n{node.name, node.op_type, node.domain, node.opset, node.inputs, node.outputs, {}};
   for (size_t a = 0; a < node.attrs.size(); ++a) {

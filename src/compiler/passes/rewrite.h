@@ -53,6 +53,10 @@ struct NewNode {
   std::vector<std::pair<std::string, ops::AttrValue>> attrs;
 };
 
+// Bias `b` as a value of shape [N]: itself, or a reshaped copy of a constant of N elements along
+// its last axis ([1, ..., 1, N]); -1 when it is not such a row.
+int row_bias(Graph& graph, int b, int64_t n);
+
 // `node` as a NewNode: the same name, op, inputs, outputs and (present) attributes, to be
 // re-added with some of them changed.
 NewNode copy_of(const IrNode& node);
