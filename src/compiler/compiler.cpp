@@ -164,8 +164,35 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
         options.max_fold_work, fold.kept.front());
     if (fold.kept.size() > 1) unfolded += fmt::format(" and {} more", fold.kept.size() - 1);
   }
-  timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed", folded,
-                                  unfolded, removed));
+  std::string symbols;
+  for (size_t s = 0; s < graph.symbols.num_symbols(); ++s) {
+    const sym::SymbolInfo& info = graph.symbols.symbol(s);
+    symbols += fmt::format("{}{} in {}..{}", symbols.empty() ? ", dynamic: " : ", ", info.name,
+                           info.min, info.max);
+  }
+  timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed{}", folded,
+                                  unfolded, removed, symbols));
+  // Dynamic shapes reach the GPU engine with issue 37; until then a dynamic model is refused for
+  // a GPU target rather than run on the CPU behind the user's back.
+  if (graph.symbols.num_symbols() > 0 && !options.backends.empty()) {
+    std::string flags;
+    for (int id : graph.inputs) {
+      const IrValue& v = graph.values[id];
+      if (!is_dynamic(v)) continue;
+      std::string sizes;
+      for (size_t d = 0; d < v.dims.size(); ++d) {
+        sizes += (d == 0 ? "" : "x") + (graph.symbols.is_constant(v.dims[d])
+                                            ? std::to_string(v.sizes[d])
+                                            : "<" + graph.symbols.to_string(v.dims[d]) + ">");
+      }
+      flags += fmt::format(" --shape {}={}", v.name, sizes);
+    }
+    return BATON_ERROR(NotSupported,
+                       "'{}' has dynamic dimensions ({}), and the GPU engine does not run dynamic "
+                       "shapes yet: compile for --device cpu, or fix the shapes for the GPU "
+                       "with{} (each <name> replaced by a size)",
+                       graph.source, symbols.substr(11), flags);
+  }
 
   timer.start();
   BATON_ASSIGN_OR_RETURN(
@@ -292,7 +319,7 @@ Result<CompiledProgram> import_and_compile(std::string_view source, const Compil
         BATON_TRY(check_kernels_registered());
         PhaseTimer timer(options);
         timer.start();
-        BATON_ASSIGN_OR_RETURN(Graph graph, import(ImportOptions{options.input_shapes}));
+        BATON_ASSIGN_OR_RETURN(Graph graph, import(ImportOptions{options.input_shapes, options.dims}));
         timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
                                          graph.values.size(), graph.opset));
         return compile_graph(std::move(graph), options, timer);

@@ -14,6 +14,16 @@ namespace {
 
 fb::DeviceType fb_device(Device d) { return static_cast<fb::DeviceType>(d.type); }
 
+// The file's size operations are core/symbolic.h's, code for code.
+static_assert(static_cast<int>(fb::SizeOp::Const) == static_cast<int>(sym::Op::Const) &&
+              static_cast<int>(fb::SizeOp::Symbol) == static_cast<int>(sym::Op::Symbol) &&
+              static_cast<int>(fb::SizeOp::Add) == static_cast<int>(sym::Op::Add) &&
+              static_cast<int>(fb::SizeOp::Mul) == static_cast<int>(sym::Op::Mul) &&
+              static_cast<int>(fb::SizeOp::FloorDiv) == static_cast<int>(sym::Op::FloorDiv) &&
+              static_cast<int>(fb::SizeOp::CeilDiv) == static_cast<int>(sym::Op::CeilDiv) &&
+              static_cast<int>(fb::SizeOp::Min) == static_cast<int>(sym::Op::Min) &&
+              static_cast<int>(fb::SizeOp::Max) == static_cast<int>(sym::Op::Max));
+
 class Emitter {
  public:
   explicit Emitter(const EmitInput& in)
@@ -30,6 +40,15 @@ class Emitter {
     auto method = std::make_unique<fb::MethodT>();
     method_ = method.get();
     method_->name = "forward";
+    for (size_t s = 0; s < g_.symbols.num_symbols(); ++s) {
+      const sym::SymbolInfo& info = g_.symbols.symbol(s);
+      auto symbol = std::make_unique<fb::SymbolT>();
+      symbol->name = info.name;
+      symbol->min = info.min;
+      symbol->max = info.max;
+      symbol->opt = info.opt;
+      method_->symbols.push_back(std::move(symbol));
+    }
     for (int v : schedule_.inputs) method_->inputs.push_back(tensor_value(v));
     for (const Step& s : schedule_.steps) {
       auto ins = std::make_unique<fb::InstructionT>();
@@ -111,6 +130,21 @@ class Emitter {
     return null_index_;
   }
 
+  // The file's index of IR expression `e`, emitting its operands first: the file's list holds
+  // only the expressions tensors use, in dependency order (docs/format.md).
+  uint32_t size_expr(sym::SizeExpr e) {
+    if (auto it = expr_index_.find(e); it != expr_index_.end()) return it->second;
+    const sym::Node& node = g_.symbols.node(e);
+    auto x = std::make_unique<fb::SizeExprT>();
+    x->op = static_cast<fb::SizeOp>(node.op);
+    x->value = node.value;
+    for (sym::SizeExpr o : node.operands) x->operands.push_back(size_expr(o));
+    method_->size_exprs.push_back(std::move(x));
+    const auto index = static_cast<uint32_t>(method_->size_exprs.size() - 1);
+    expr_index_[e] = index;
+    return index;
+  }
+
   int emit_tensor(const IrValue& iv) {
     return emit_value([&](fb::ValueKindUnion& u) {
       fb::TensorT t;
@@ -118,6 +152,7 @@ class Emitter {
       t.dtype = static_cast<fb::ScalarType>(iv.dtype);
       t.sizes = iv.sizes;
       for (size_t d = 0; d < iv.sizes.size(); ++d) t.dim_order.push_back(static_cast<uint8_t>(d));
+      for (sym::SizeExpr e : iv.dims) t.dims.push_back(size_expr(e));
       const Device dev = iv.constant ? Device::cpu() : iv.device;
       t.device_type = fb_device(dev);
       t.device_index = dev.index;
@@ -256,6 +291,7 @@ class Emitter {
   EmitOutput out_;
   fb::MethodT* method_ = nullptr;
   std::map<int, int> fb_index_;  // graph value -> program value
+  std::map<sym::SizeExpr, uint32_t> expr_index_;  // IR expression -> Method.size_exprs index
   std::vector<std::pair<int, std::shared_ptr<const std::vector<uint8_t>>>> attribute_constants_;
   std::vector<const std::vector<uint8_t>*> blobs_;
   std::map<std::pair<std::string, int>, int> operators_;

@@ -1,6 +1,9 @@
 // Baton's graph IR: what ONNX import produces and every compiler pass reads and rewrites.
 //
-// Values are tensors with static dtype and sizes (shape inference fills them in). A value with
+// Values are tensors with a dtype and sizes (shape inference fills them in). In a dynamic graph
+// (issue 36) a value's sizes may be expressions over the graph's symbols (`dims`, ids in
+// Graph::symbols); its `sizes` are then the upper bound of each expression, which is what memory
+// planning and every size-based decision that must hold at all shapes read. A value with
 // `constant` data is known at compile time (an initializer, a Constant node, or a folded
 // subgraph). Nodes are kept in topological order; passes mark nodes `dead` rather than erase them
 // so indices stay stable.
@@ -14,6 +17,7 @@
 
 #include "baton/core/device.h"
 #include "baton/core/dtype.h"
+#include "core/symbolic.h"
 #include "ops/op_def.h"
 
 namespace baton::compiler {
@@ -22,6 +26,9 @@ struct IrValue {
   std::string name;
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes;
+  // One size expression per dimension when some dimension is dynamic; empty when every size is
+  // static (then `sizes` are the sizes).
+  std::vector<sym::SizeExpr> dims;
   bool shape_known = false;
   // Host bytes of a compile-time constant (row-major, little-endian); null otherwise.
   std::shared_ptr<const std::vector<uint8_t>> constant;
@@ -70,11 +77,29 @@ struct Graph {
   int opset = 0;             // ai.onnx opset
   std::string source;        // model path or "<memory>"
   std::string producer;      // "pytorch 2.11.0"
+  // The symbols of the dynamic dimensions and every size expression over them (empty for a
+  // static graph).
+  sym::SymbolTable symbols;
 
   int add_value(IrValue v) {
     values.push_back(std::move(v));
     return static_cast<int>(values.size()) - 1;
   }
 };
+
+// Whether some dimension of `v` is dynamic.
+inline bool is_dynamic(const IrValue& v) { return !v.dims.empty(); }
+
+// Dimension `d` of `v` as an expression (a constant for a static value).
+inline sym::SizeExpr dim_expr(Graph& graph, const IrValue& v, size_t d) {
+  return is_dynamic(v) ? v.dims[d] : graph.symbols.constant(v.sizes[d]);
+}
+
+// Whether `a` and `b` have the same shape at every size in range: the same upper bounds and the
+// same expressions (hash-consed, so equal ids). Comparing `sizes` alone would take a [batch]
+// and a [seq] for one shape whenever their maxima agree.
+inline bool same_shape(const IrValue& a, const IrValue& b) {
+  return a.sizes == b.sizes && a.dims == b.dims;
+}
 
 }  // namespace baton::compiler

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "baton/core/check.h"
@@ -81,6 +82,7 @@ class Importer {
           graph_.source, input_names());
     }
     for (const auto& input : g.input()) BATON_TRY(add_input(input));
+    BATON_TRY(check_dims_used());
     for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_node(g.node(i), i));
     for (const auto& output : g.output()) {
       auto it = by_name_.find(output.name());
@@ -189,6 +191,8 @@ class Importer {
                               given->sizes.size());
       }
       std::vector<std::string> symbolic;  // "'batch' at axis 0", one per dimension to fix
+      // The symbol of each dimension --dim made dynamic.
+      std::vector<std::optional<sym::SizeExpr>> dynamic(dims.size());
       for (int d = 0; d < dims.size(); ++d) {
         const auto& dim = dims.Get(d);
         if (dim.has_dim_value()) {
@@ -198,6 +202,10 @@ class Importer {
               "fixes it at {}",
               where, shape_to_string(given->sizes), d, given->sizes[d], dim.dim_value());
           v.sizes.push_back(dim.dim_value());
+        } else if (given == nullptr && declared(dim.dim_param()) != nullptr) {
+          BATON_ASSIGN_OR_RETURN(sym::SizeExpr e, symbol_for(*declared(dim.dim_param())));
+          dynamic[d] = e;
+          v.sizes.push_back(graph_.symbols.symbol(graph_.symbols.node(e).value).max);
         } else if (given == nullptr) {
           symbolic.push_back(fmt::format("'{}' at axis {}", dim.dim_param(), d));
           v.sizes.push_back(1);  // a placeholder: the compile stops before using it
@@ -215,7 +223,12 @@ class Importer {
             {fmt::format("{} has {} {}", where,
                          symbolic.size() == 1 ? "a symbolic dimension" : "symbolic dimensions",
                          list),
-             fmt::format("--shape {}={}", input.name(), shape_hint(dims))});
+             fmt::format("--shape {}={}", input.name(), shape_hint(dims)), dim_fixes(dims)});
+      }
+      if (std::any_of(dynamic.begin(), dynamic.end(), [](const auto& e) { return e.has_value(); })) {
+        for (int d = 0; d < dims.size(); ++d) {
+          v.dims.push_back(dynamic[d] ? *dynamic[d] : graph_.symbols.constant(v.sizes[d]));
+        }
       }
     }
     for (int64_t s : v.sizes) {
@@ -383,21 +396,31 @@ class Importer {
   // all: a model with a dynamic batch and sequence names both dimensions of every input at once.
   Status shape_error() const {
     if (shape_problems_.empty()) return Status();
-    std::string fixes;
-    for (const ShapeProblem& p : shape_problems_) fixes += (fixes.empty() ? "" : " ") + p.fix;
+    std::string fixes, dim_fixes;
+    for (const ShapeProblem& p : shape_problems_) {
+      fixes += (fixes.empty() ? "" : " ") + p.fix;
+      for (const std::string& f : p.dim_fixes) {
+        if (dim_fixes.find(f) == std::string::npos) dim_fixes += (dim_fixes.empty() ? "" : " ") + f;
+      }
+    }
+    // Named symbolic dimensions can also stay dynamic: --dim NAME=MIN..MAX.
+    const std::string or_dims =
+        dim_fixes.empty()
+            ? std::string()
+            : fmt::format("; or keep them dynamic with {}, each MIN..MAX the range of sizes to "
+                          "serve",
+                          dim_fixes);
     // "<name>" placeholders stand for the symbolic dimensions; "D0xD1x..." for a missing shape.
     const bool named = fixes.find('<') != std::string::npos;
     const char* each = named ? ", each <name> replaced by a size" : "";
     if (shape_problems_.size() == 1) {
-      return BATON_ERROR(InvalidArgument, "{}; Baton compiles static shapes: {} {}{}",
-                         shape_problems_[0].what, named ? "fix it with" : "give one with", fixes,
-                         each);
+      return BATON_ERROR(InvalidArgument, "{}: {} {}{}{}", shape_problems_[0].what,
+                         named ? "fix it with" : "give one with", fixes, each, or_dims);
     }
-    std::string message = fmt::format(
-        "{} inputs of '{}' have shapes the model leaves open; Baton compiles static shapes:",
-        shape_problems_.size(), graph_.source);
+    std::string message = fmt::format("{} inputs of '{}' have shapes the model leaves open:",
+                                      shape_problems_.size(), graph_.source);
     for (const ShapeProblem& p : shape_problems_) message += "\n  " + p.what;
-    message += fmt::format("\nfix them with {}{}", fixes, each);
+    message += fmt::format("\nfix them with {}{}{}", fixes, each, or_dims);
     return BATON_ERROR(InvalidArgument, "{}", message);
   }
 
@@ -441,7 +464,60 @@ class Importer {
   struct ShapeProblem {
     std::string what;  // "input 'x' of 'm.onnx' has a symbolic dimension 'N' at axis 0"
     std::string fix;   // "--shape x=<N>x4"
+    std::vector<std::string> dim_fixes;  // "--dim N=MIN..MAX", one per named symbolic dimension
   };
+
+  const DimRange* declared(const std::string& name) const {
+    if (name.empty()) return nullptr;
+    for (const DimRange& d : options_.dims) {
+      if (d.name == name) return &d;
+    }
+    return nullptr;
+  }
+
+  // The graph's symbol for a declared dimension, made on first use.
+  Result<sym::SizeExpr> symbol_for(const DimRange& d) {
+    if (auto e = graph_.symbols.find_symbol(d.name)) return *e;
+    // Sizes start at 1: an empty batch is not served, and a zero would let size expressions
+    // divide by zero (a Reshape's -1 over a dynamic dimension).
+    BATON_CHECK_OR_RETURN(d.min >= 1 && d.min <= d.max, InvalidArgument,
+                          "--dim {}={}..{}: the range must satisfy 1 <= MIN <= MAX", d.name,
+                          d.min, d.max);
+    BATON_CHECK_OR_RETURN(d.opt == 0 || (d.min <= d.opt && d.opt <= d.max), InvalidArgument,
+                          "--dim {}={}..{}@{}: the size to tune for lies outside the range", d.name,
+                          d.min, d.max, d.opt);
+    return graph_.symbols.add_symbol(d.name, d.min, d.max, d.opt);
+  }
+
+  // Every --dim names a symbolic dimension of some input: a typo would otherwise pass silently.
+  Status check_dims_used() const {
+    for (const DimRange& d : options_.dims) {
+      if (graph_.symbols.find_symbol(d.name)) continue;
+      std::string names;
+      for (const auto& in : model_.graph().input()) {
+        if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+        for (const auto& dim : in.type().tensor_type().shape().dim()) {
+          if (!dim.dim_param().empty() && names.find("'" + dim.dim_param() + "'") == std::string::npos)
+            names += (names.empty() ? "'" : ", '") + dim.dim_param() + "'";
+        }
+      }
+      return BATON_ERROR(InvalidArgument,
+                         "--dim {}: '{}' is not a symbolic dimension of an input of '{}' left open "
+                         "(its inputs' symbolic dimensions: {})",
+                         d.name, d.name, graph_.source, names.empty() ? "none" : names);
+    }
+    return Status();
+  }
+
+  static std::vector<std::string> dim_fixes(
+      const google::protobuf::RepeatedPtrField<onnx::TensorShapeProto_Dimension>& dims) {
+    std::vector<std::string> out;
+    for (const auto& dim : dims) {
+      if (!dim.has_dim_value() && !dim.dim_param().empty())
+        out.push_back(fmt::format("--dim {}=MIN..MAX", dim.dim_param()));
+    }
+    return out;
+  }
   std::vector<ShapeProblem> shape_problems_;
 };
 

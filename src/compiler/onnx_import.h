@@ -1,5 +1,7 @@
-// ONNX import: ModelProto -> Graph (IR). Initializers and Constant nodes become constants; input
-// shapes must be static (symbolic dimensions are fixed by ImportOptions::input_shapes).
+// ONNX import: ModelProto -> Graph (IR). Initializers and Constant nodes become constants. A
+// symbolic input dimension (an ONNX dim_param) is fixed by ImportOptions::input_shapes or becomes
+// a symbol of the graph's table with the range ImportOptions::dims gives it; one with neither is
+// an error that lists every such dimension at once.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +16,7 @@ namespace baton::compiler {
 
 struct ImportOptions {
   std::vector<InputShape> input_shapes;
+  std::vector<DimRange> dims;
 };
 
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options);

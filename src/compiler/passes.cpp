@@ -5,6 +5,7 @@
 #include "baton/core/check.h"
 #include "baton/core/file.h"
 #include "baton/core/log.h"
+#include "compiler/shape_infer.h"
 #include "ops/einsum.h"
 #include "runtime/kernel.h"
 
@@ -59,9 +60,21 @@ Status fold(Graph& graph, IrNode& node, const runtime::KernelDef& kernel) {
 }
 
 // Shape and Size read nothing but their input's static shape, so they fold whether or not the
-// input is a constant (and what is computed from them folds in turn).
-bool folds_from_static_shape(const IrNode& node) {
-  return node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
+// input is a constant (and what is computed from them folds in turn). Of a dynamic input, only a
+// Shape whose selected dimensions are all static folds; the others run at run time.
+bool folds_from_static_shape(const Graph& graph, const IrNode& node) {
+  if (!node.domain.empty() || (node.op_type != "Shape" && node.op_type != "Size")) return false;
+  const IrValue& in = graph.values[node.inputs[0]];
+  if (!is_dynamic(in)) return true;
+  if (node.op_type == "Size") return false;
+  // Canonical after inference (Shape-15): start and end in [0, rank], end present.
+  const bool ranged = node.def->attr_index("start") >= 0;
+  const int64_t start = ranged ? node.attr_int("start") : 0;
+  const int64_t end = ranged ? node.attr_int("end") : static_cast<int64_t>(in.dims.size());
+  for (int64_t d = start; d < end; ++d) {
+    if (!graph.symbols.is_constant(in.dims[d])) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -160,21 +173,15 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
     BATON_CHECK_OR_RETURN(
         std::all_of(node.outputs.begin(), node.outputs.end(), [](int o) { return o >= 0; }),
         NotSupported, "{}: optional outputs left unnamed are not supported", node.describe());
-    std::vector<ops::OutputInfo> metas(node.outputs.size());
-    BATON_TRY(ops::infer(*node.def, node.name, inputs, node.attrs, metas));
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      IrValue& out = graph.values[node.outputs[o]];
-      out.dtype = metas[o].dtype;
-      out.sizes = metas[o].sizes;
-      out.shape_known = true;
-      out_types.push_back(out.dtype);
-    }
+    BATON_ASSIGN_OR_RETURN(NodeShapes shapes, infer_node_shapes(graph, node));
+    set_output_shapes(graph, node, std::move(shapes));
+    for (int o : node.outputs) out_types.push_back(graph.values[o].dtype);
     std::string why;
     if (!runtime::kernel_takes(*kernel, *node.def, in_types, out_types, &why)) {
       unsupported.push_back(fmt::format("{}: {}", node.describe(), why));
       continue;
     }
-    if (!(all_constant || folds_from_static_shape(node)) || node.inputs.empty()) continue;
+    if (!(all_constant || folds_from_static_shape(graph, node)) || node.inputs.empty()) continue;
     // What folding would materialize, checked before anything is allocated: a few bytes of model
     // can ask for terabytes (a broadcast of two constant vectors). Over a limit the node keeps
     // running at run time, where the arena limit of memory planning applies to it.

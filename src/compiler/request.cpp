@@ -22,7 +22,49 @@ std::string given(const CompileRequest& r, const std::string& name, const std::s
   return fmt::format("{} '{}'", option(r, name), value);
 }
 
+bool parse_size(std::string_view text, int64_t& out) {
+  if (text.empty() || text.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
 }  // namespace
+
+Result<DimRange> parse_dim_range(std::string_view text) {
+  const size_t eq = text.rfind('=');
+  const size_t dots = text.find("..", eq == std::string_view::npos ? 0 : eq);
+  const auto bad = [&](std::string_view why) {
+    return BATON_ERROR(InvalidArgument,
+                       "--dim '{}' {}: it must look like NAME=MIN..MAX or NAME=MIN..MAX@OPT (e.g. "
+                       "batch=1..32)",
+                       text, why);
+  };
+  if (eq == std::string_view::npos || eq == 0 || dots == std::string_view::npos) {
+    return bad("is not a range");
+  }
+  DimRange d;
+  d.name = std::string(text.substr(0, eq));
+  const std::string_view lo = text.substr(eq + 1, dots - eq - 1);
+  std::string_view hi = text.substr(dots + 2);
+  std::string_view opt;
+  if (const size_t at = hi.find('@'); at != std::string_view::npos) {
+    opt = hi.substr(at + 1);
+    hi = hi.substr(0, at);
+    if (!parse_size(opt, d.opt)) return bad(fmt::format("has '{}' for OPT", opt));
+  }
+  if (!parse_size(lo, d.min)) return bad(fmt::format("has '{}' for MIN", lo));
+  if (!parse_size(hi, d.max)) return bad(fmt::format("has '{}' for MAX", hi));
+  BATON_CHECK_OR_RETURN(d.min >= 1 && d.min <= d.max, InvalidArgument,
+                        "--dim '{}': the range must satisfy 1 <= MIN <= MAX", text);
+  BATON_CHECK_OR_RETURN(opt.empty() || (d.min <= d.opt && d.opt <= d.max), InvalidArgument,
+                        "--dim '{}': OPT {} lies outside {}..{}", text, d.opt, d.min, d.max);
+  return d;
+}
 
 Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
   CompileSetup setup;
@@ -39,6 +81,14 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
   options.max_fold_work = r.max_fold_work;
   options.max_arena_bytes = r.max_arena_bytes;
   options.input_shapes = r.input_shapes;
+  for (const DimRange& d : r.dims) {
+    BATON_CHECK_OR_RETURN(std::count_if(r.dims.begin(), r.dims.end(),
+                                        [&](const DimRange& o) { return o.name == d.name; }) == 1,
+                          InvalidArgument, "{}: dimension '{}' is given a range twice",
+                          r.spelling == CompileRequest::Spelling::Python ? "dims=" : "--dim",
+                          d.name);
+  }
+  options.dims = r.dims;
   if (!r.target_device.empty()) options.target_device = r.target_device;
   if (r.strict_staging) options.delegate_specs.emplace_back("strict_staging", "1");
   Result<TargetDevices> targets = parse_target_devices(r.device);

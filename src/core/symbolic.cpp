@@ -52,13 +52,14 @@ SizeExpr SymbolTable::intern(Node node) {
   return id;
 }
 
-Result<SizeExpr> SymbolTable::add_symbol(const std::string& name, int64_t min, int64_t max) {
+Result<SizeExpr> SymbolTable::add_symbol(const std::string& name, int64_t min, int64_t max,
+                                         int64_t opt) {
   BATON_CHECK_OR_RETURN(0 <= min && min <= max, InvalidArgument,
                         "symbol '{}': the range {}..{} is empty or negative; give MIN..MAX with "
                         "0 <= MIN <= MAX",
                         name, min, max);
   BATON_CHECK_OR_RETURN(!find_symbol(name), InvalidArgument, "symbol '{}' is declared twice", name);
-  symbols_.push_back({name, min, max});
+  symbols_.push_back({name, min, max, opt});
   return intern(Node{Op::Symbol, static_cast<int64_t>(symbols_.size() - 1), {}});
 }
 

@@ -48,6 +48,7 @@ struct SymbolInfo {
   std::string name;  // the ONNX dim_param ("batch", "s0")
   int64_t min = 0;
   int64_t max = 0;
+  int64_t opt = 0;  // the size to tune for (0: max); only recorded
 };
 
 // An inclusive range of values an expression can take given its symbols' ranges.
@@ -60,7 +61,7 @@ class SymbolTable {
  public:
   // A new symbol with its range (0 <= min <= max); InvalidArgument when the range is empty or
   // negative, or when `name` is already a symbol (names are the identity users see).
-  Result<SizeExpr> add_symbol(const std::string& name, int64_t min, int64_t max);
+  Result<SizeExpr> add_symbol(const std::string& name, int64_t min, int64_t max, int64_t opt = 0);
   // The symbol named `name`, if there is one.
   std::optional<SizeExpr> find_symbol(const std::string& name) const;
   size_t num_symbols() const { return symbols_.size(); }

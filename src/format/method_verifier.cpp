@@ -19,6 +19,7 @@
 
 #include "format/program_file.h"
 #include "format/program_file_internal.h"
+#include "format/size_exprs.h"
 
 // Header-only XXH3 (Debian's libxxhash-dev): the runtime links no xxhash library.
 #define XXH_INLINE_ALL
@@ -54,6 +55,7 @@ class MethodVerifier {
 
   Status run() {
     BATON_TRY(verify_arenas());
+    BATON_TRY(verify_dynamic());
     BATON_TRY(verify_values());
     BATON_TRY(verify_io());
     BATON_TRY(verify_operators());
@@ -88,6 +90,98 @@ class MethodVerifier {
     return Status();
   }
 
+  // Symbols and size expressions (format version 4): well-formed, in dependency order, and
+  // computable with every symbol at its maximum (the values tensors' recorded sizes must equal).
+  Status verify_dynamic() {
+    constexpr uint32_t kMaxSymbols = 64;
+    constexpr uint32_t kMaxExprs = 1u << 20;
+    constexpr int64_t kMaxSymbolSize = int64_t{1} << 40;
+    const uint32_t nsym = vsize(m_.symbols());
+    BATON_CHECK_OR_RETURN(nsym <= kMaxSymbols, InvalidProgram,
+                          "{}.symbols has {} entries, more than the format's {}", where_, nsym,
+                          kMaxSymbols);
+    std::vector<int64_t> max(nsym);
+    for (uint32_t s = 0; s < nsym; ++s) {
+      const fb::Symbol* sym = m_.symbols()->Get(s);
+      const std::string field = fmt::format("{}.symbols[{}]", where_, s);
+      BATON_CHECK_OR_RETURN(!str(sym->name()).empty(), InvalidProgram, "{} has no name", field);
+      BATON_CHECK_OR_RETURN(1 <= sym->min() && sym->min() <= sym->max() &&
+                                sym->max() <= kMaxSymbolSize,
+                            InvalidProgram, "{} ('{}'): the range {}..{} is not within 1..{}",
+                            field, str(sym->name()), sym->min(), sym->max(), kMaxSymbolSize);
+      BATON_CHECK_OR_RETURN(sym->opt() == 0 || (sym->min() <= sym->opt() && sym->opt() <= sym->max()),
+                            InvalidProgram, "{} ('{}'): opt = {} lies outside {}..{}", field,
+                            str(sym->name()), sym->opt(), sym->min(), sym->max());
+      max[s] = sym->max();
+    }
+    const uint32_t n = vsize(m_.size_exprs());
+    BATON_CHECK_OR_RETURN(n <= kMaxExprs, InvalidProgram,
+                          "{}.size_exprs has {} entries, more than the format's {}", where_, n,
+                          kMaxExprs);
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::SizeExpr* e = m_.size_exprs()->Get(i);
+      const std::string field = fmt::format("{}.size_exprs[{}]", where_, i);
+      const uint32_t k = vsize(e->operands());
+      switch (e->op()) {
+        case fb::SizeOp::Const:
+          BATON_CHECK_OR_RETURN(k == 0, InvalidProgram, "{}: a constant has {} operands", field, k);
+          break;
+        case fb::SizeOp::Symbol:
+          BATON_CHECK_OR_RETURN(k == 0 && e->value() >= 0 && e->value() < nsym, InvalidProgram,
+                                "{}: symbol {} is out of range [0, {}) (or has operands)", field,
+                                e->value(), nsym);
+          break;
+        case fb::SizeOp::Add:
+        case fb::SizeOp::Mul:
+          BATON_CHECK_OR_RETURN(k >= 2, InvalidProgram, "{}: {} needs two or more operands, has {}",
+                                field, fb::EnumNameSizeOp(e->op()), k);
+          break;
+        case fb::SizeOp::FloorDiv:
+        case fb::SizeOp::CeilDiv:
+        case fb::SizeOp::Min:
+        case fb::SizeOp::Max:
+          BATON_CHECK_OR_RETURN(k == 2, InvalidProgram, "{}: {} needs two operands, has {}", field,
+                                fb::EnumNameSizeOp(e->op()), k);
+          break;
+        default:
+          return BATON_ERROR(InvalidProgram, "{}: op {} is not a known size operation", field,
+                             static_cast<int>(e->op()));
+      }
+      for (uint32_t j = 0; j < k; ++j) {
+        BATON_CHECK_OR_RETURN(e->operands()->Get(j) < i, InvalidProgram,
+                              "{}.operands[{}] = {}: operands must come earlier in the list", field,
+                              j, e->operands()->Get(j));
+      }
+    }
+    max_values_.assign(n, 0);
+    if (Status st = evaluate_size_exprs(m_, max, max_values_); !st.ok()) {
+      return BATON_ERROR(InvalidProgram, "{}.size_exprs with every symbol at its maximum: {}",
+                         where_, st.message());
+    }
+    return Status();
+  }
+
+  Status verify_dims(const fb::Tensor& t, const std::string& field) {
+    const uint32_t rank = vsize(t.sizes());
+    const uint32_t n = vsize(t.dims());
+    if (n == 0) return Status();
+    BATON_CHECK_OR_RETURN(n == rank, InvalidProgram, "{}.dims has {} entries for a rank-{} tensor",
+                          field, n, rank);
+    BATON_CHECK_OR_RETURN(t.allocation() != fb::AllocationKind::Constant, InvalidProgram,
+                          "{}: a constant cannot have dynamic dims", field);
+    for (uint32_t d = 0; d < n; ++d) {
+      const uint32_t e = t.dims()->Get(d);
+      BATON_CHECK_OR_RETURN(e < max_values_.size(), InvalidProgram,
+                            "{}.dims[{}] = {} is out of range [0, {})", field, d, e,
+                            max_values_.size());
+      BATON_CHECK_OR_RETURN(max_values_[e] == t.sizes()->Get(d), InvalidProgram,
+                            "{}.dims[{}]: the expression's largest value {} disagrees with "
+                            "sizes[{}] = {}",
+                            field, d, max_values_[e], d, t.sizes()->Get(d));
+    }
+    return Status();
+  }
+
   Status verify_tensor(const fb::Tensor& t, const std::string& field, uint64_t* bytes) {
     const int dtype_code = static_cast<int>(t.dtype());
     BATON_CHECK_OR_RETURN(is_valid_dtype(dtype_code), InvalidProgram,
@@ -118,6 +212,7 @@ class MethodVerifier {
       }
     }
     BATON_TRY(verify_device(t.device_type(), t.device_index(), field));
+    BATON_TRY(verify_dims(t, field));
     // Kernels read elements through typed pointers: the bytes must start on an element boundary.
     const size_t element = dtype_size(static_cast<DType>(dtype_code));
     BATON_CHECK_OR_RETURN(t.allocation() == fb::AllocationKind::None || t.offset() % element == 0,
@@ -486,6 +581,7 @@ class MethodVerifier {
   std::string where_;
   std::vector<uint8_t> is_input_;  // per value
   std::vector<uint64_t> nbytes_;   // per value: a tensor's byte size, else 0
+  std::vector<int64_t> max_values_;  // per size expression: its value with every symbol at max
   std::vector<ArgRange> ranges_;   // the instruction being checked
 };
 

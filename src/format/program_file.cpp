@@ -127,14 +127,14 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
                         "not a Baton program: the file starts with bytes {} instead of 'BATONPRG' "
                         "(byte offset 0)",
                         hex_prefix(bytes, 8));
-  BATON_CHECK_OR_RETURN(h.format_version >= kFormatVersion, NotSupported,
+  BATON_CHECK_OR_RETURN(h.format_version >= kMinFormatVersion, NotSupported,
                         "program format version {} (header byte offset 12) is older than this "
                         "runtime's version {} ({}): recompile the model with this version of "
                         "baton (baton compile MODEL.onnx -o FILE)",
-                        h.format_version, kFormatVersion,
+                        h.format_version, kMinFormatVersion,
                         h.format_version < 2 ? "checksums and recorded delegate devices"
                                              : "recorded delegate devices");
-  BATON_CHECK_OR_RETURN(h.format_version == kFormatVersion, NotSupported,
+  BATON_CHECK_OR_RETURN(h.format_version <= kFormatVersion, NotSupported,
                         "program format version {} (header byte offset 12) is newer than this "
                         "runtime's version {}: use the baton that compiled it, or recompile the "
                         "model with this version of baton",
@@ -197,9 +197,9 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
   reached = ParseStage::TableVerified;
   const fb::Program* program = fb::GetProgram(fb_data);
   file.program_ = program;
-  BATON_CHECK_OR_RETURN(program->version() == kFormatVersion, InvalidProgram,
+  BATON_CHECK_OR_RETURN(program->version() == h.format_version, InvalidProgram,
                         "program.version = {} disagrees with the header's format version {}",
-                        program->version(), kFormatVersion);
+                        program->version(), h.format_version);
 
   reached = ParseStage::SemanticPass;
   BATON_TRY(check_aligned(program->segments(), bytes.data(), "program.segments"));

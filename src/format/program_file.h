@@ -26,8 +26,11 @@ namespace baton::format {
 inline constexpr char kFileMagic[8] = {'B', 'A', 'T', 'O', 'N', 'P', 'R', 'G'};
 // Version 2 added the checksums (FileHeader.table_checksum, Segment.checksum). Version 1 files
 // are refused with a message that says to recompile.
-// 3: each Delegate records its device. 2: checksums.
-inline constexpr uint32_t kFormatVersion = 3;
+// 4: dynamic shapes (Method.symbols and size_exprs, Tensor.dims). 3: each Delegate records its
+// device. 2: checksums.
+inline constexpr uint32_t kFormatVersion = 4;
+// Version 3 files are version 4 files without dynamic shapes: still loaded.
+inline constexpr uint32_t kMinFormatVersion = 3;
 inline constexpr uint32_t kHeaderSize = 64;
 // Segment data starts on a page boundary so the file can be mapped and each segment is aligned
 // for any element type (and for device uploads).

@@ -74,6 +74,13 @@ class Kernel {
   // Must not allocate. Scratch (runtime/scratch.h) holds garbage on entry. Reads data pointers from
   // the bound values on every call (callers may rebind inputs and outputs between calls).
   virtual Status run() = 0;
+  // Dynamic shapes (docs/dynamic_shapes.md): the kernel was created at the largest sizes of its
+  // values; before a call at other sizes the runtime writes them into the bound values and calls
+  // resize(), which recomputes what create derived from sizes. Must not allocate, and must not
+  // need more scratch than create reserved (sizes only shrink from the ones it was created at).
+  // The default refuses: a kernel that has not learned dynamic sizes returns NotSupported and
+  // the loader refuses the dynamic program that needs it, naming the op.
+  virtual Status resize() { return Status(Error::NotSupported, "no dynamic sizes"); }
 };
 
 using CreateFn = Result<std::unique_ptr<Kernel>> (*)(const KernelCall& call);

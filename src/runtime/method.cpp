@@ -11,6 +11,7 @@
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
 #include "runtime/nvtx.h"
+#include "format/size_exprs.h"
 #include "runtime/program_impl.h"
 #include "runtime/thread_pool.h"
 
@@ -68,6 +69,23 @@ struct Method::Impl {
   std::vector<Value> values;
   // Planned data pointer of each value (restored by set_input after a bind).
   std::vector<void*> planned;
+  // Dynamic shapes (docs/dynamic_shapes.md): the tensors with dims, each owning the sizes its
+  // Value's view points at (the file's sizes, the upper bound, until a call changes them).
+  struct DynamicTensor {
+    int value = -1;
+    std::span<const uint32_t> dims;  // indices into fm->size_exprs()
+    std::span<const int64_t> max;    // the file's sizes: what memory was planned for
+    std::vector<int64_t> sizes;
+  };
+  std::vector<DynamicTensor> dynamic;  // never resized after load_values: views point into it
+  std::vector<int> dynamic_of;         // per value: its index in `dynamic`, or -1
+  std::vector<int64_t> symbol_max;     // per symbol, from the file
+  // resolve()'s working state, sized at load so that a call allocates nothing.
+  std::vector<int64_t> bound;        // per symbol: the size an input gave it, -1 before
+  std::vector<int> bound_by;         // per symbol: input, axis (packed input * 64 + axis)
+  std::vector<int64_t> expr_values;  // per size expression
+  std::vector<uint32_t> resizable;   // kernel steps with a dynamic value
+  bool shapes_dirty = false;         // an input's sizes changed since the last resolve
   // The CPU kernels' threads (MethodOptions::threads), made with the first kernel; declared before
   // the steps, whose kernels keep a pointer to it.
   unsigned threads = 1;
@@ -101,6 +119,164 @@ struct Method::Impl {
     for (ArenaInstance& a : arenas) {
       if (a.base != nullptr) a.allocator->deallocate(a.device, a.base);
     }
+  }
+
+  std::string symbol_name(size_t s) const { return std::string(str(fm->symbols()->Get(s)->name())); }
+
+  // The text of size expression `e` ("batch", "seq + 1"), for messages and input_dims.
+  std::string expr_text(uint32_t e) const {
+    const fb::SizeExpr* x = fm->size_exprs()->Get(e);
+    const auto* ops = x->operands();
+    auto operands = [&](std::string_view sep) {
+      std::string out;
+      for (uint32_t j = 0; ops != nullptr && j < ops->size(); ++j) {
+        out += (j == 0 ? "" : std::string(sep)) + expr_text(ops->Get(j));
+      }
+      return out;
+    };
+    switch (x->op()) {
+      case fb::SizeOp::Const:
+        return std::to_string(x->value());
+      case fb::SizeOp::Symbol:
+        return symbol_name(static_cast<size_t>(x->value()));
+      case fb::SizeOp::Add:
+        return "(" + operands(" + ") + ")";
+      case fb::SizeOp::Mul:
+        return operands(" * ");
+      case fb::SizeOp::FloorDiv:
+        return "floor(" + operands(" / ") + ")";
+      case fb::SizeOp::CeilDiv:
+        return "ceil(" + operands(" / ") + ")";
+      case fb::SizeOp::Min:
+        return "min(" + operands(", ") + ")";
+      case fb::SizeOp::Max:
+        return "max(" + operands(", ") + ")";
+      default:
+        return "?";
+    }
+  }
+
+  bool is_symbol(uint32_t e) const { return fm->size_exprs()->Get(e)->op() == fb::SizeOp::Symbol; }
+  bool is_constant_expr(uint32_t e) const {
+    return fm->size_exprs()->Get(e)->op() == fb::SizeOp::Const;
+  }
+
+  // Checks an input's sizes against its dims and records them. A dynamic dimension must lie in
+  // its symbol's range (or, for an expression, within the planned maximum); whether the inputs
+  // agree with each other is for resolve(), when all of them are bound.
+  Status bind_sizes(size_t index, const TensorView& value, std::string_view input_name) {
+    DynamicTensor& d = dynamic[dynamic_of[inputs[index]]];
+    auto expected = [&] {
+      std::string out = "[";
+      for (size_t a = 0; a < d.dims.size(); ++a) {
+        out += (a == 0 ? "" : ", ") +
+               (is_constant_expr(d.dims[a]) ? std::to_string(d.max[a]) : expr_text(d.dims[a]));
+      }
+      return out + "]";
+    };
+    BATON_CHECK_OR_RETURN(value.dtype == values[inputs[index]].tensor.dtype &&
+                              value.sizes.size() == d.dims.size(),
+                          InvalidArgument, "input {} ('{}'): expected {} {}, got {} {}", index,
+                          input_name, dtype_name(values[inputs[index]].tensor.dtype), expected(),
+                          dtype_name(value.dtype), shape_to_string(value.sizes));
+    for (size_t a = 0; a < d.dims.size(); ++a) {
+      const int64_t v = value.sizes[a];
+      const uint32_t e = d.dims[a];
+      if (is_constant_expr(e)) {
+        BATON_CHECK_OR_RETURN(v == d.max[a], InvalidArgument,
+                              "input {} ('{}'): axis {} has size {}, but the program fixes it at "
+                              "{} (shape {})",
+                              index, input_name, a, v, d.max[a], expected());
+      } else if (is_symbol(e)) {
+        const auto* s = fm->symbols()->Get(static_cast<uint32_t>(fm->size_exprs()->Get(e)->value()));
+        BATON_CHECK_OR_RETURN(s->min() <= v && v <= s->max(), InvalidArgument,
+                              "input {} ('{}'): axis {} ('{}') has size {}, outside the range "
+                              "{}..{} the program was compiled for (shape {}); recompile with a "
+                              "wider --dim {}=MIN..MAX",
+                              index, input_name, a, str(s->name()), v, s->min(), s->max(),
+                              expected(), str(s->name()));
+      } else {
+        BATON_CHECK_OR_RETURN(v >= 0 && v <= d.max[a], InvalidArgument,
+                              "input {} ('{}'): axis {} ('{}') has size {}, above its largest size "
+                              "{} (shape {})",
+                              index, input_name, a, expr_text(e), v, d.max[a], expected());
+      }
+    }
+    if (!std::equal(d.sizes.begin(), d.sizes.end(), value.sizes.begin(), value.sizes.end())) {
+      std::copy(value.sizes.begin(), value.sizes.end(), d.sizes.begin());
+      shapes_dirty = true;
+    }
+    return Status();
+  }
+
+  // Once per call whose input sizes changed: binds the symbols from the inputs, checks that the
+  // inputs agree (two inputs giving one symbol two sizes, an input dimension the others imply),
+  // computes every size expression, writes the sizes of every dynamic tensor and resizes the
+  // kernels that read them. Allocates nothing but an error's message.
+  Status resolve() {
+    std::fill(bound.begin(), bound.end(), -1);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int di = dynamic_of[inputs[i]];
+      if (di < 0) continue;
+      const DynamicTensor& d = dynamic[di];
+      for (size_t a = 0; a < d.dims.size(); ++a) {
+        if (!is_symbol(d.dims[a])) continue;
+        const auto s = static_cast<size_t>(fm->size_exprs()->Get(d.dims[a])->value());
+        if (bound[s] < 0) {
+          bound[s] = d.sizes[a];
+          bound_by[s] = static_cast<int>(i * 64 + a);
+        } else if (bound[s] != d.sizes[a]) {
+          const size_t first = static_cast<size_t>(bound_by[s]) / 64;
+          return BATON_ERROR(InvalidArgument,
+                             "method '{}': input {} ({}) axis {} gives '{}' the size {}, but "
+                             "input {} ({}) axis {} gives it {}; inputs that share a dimension "
+                             "name must agree",
+                             name, first, value_name(inputs[first]), bound_by[s] % 64,
+                             symbol_name(s), bound[s], i, value_name(inputs[i]), a, d.sizes[a]);
+        }
+      }
+    }
+    for (size_t s = 0; s < bound.size(); ++s) {
+      BATON_CHECK_OR_RETURN(bound[s] >= 0, InvalidProgram,
+                            "method '{}': no input dimension is the symbol '{}', so no call can "
+                            "give it a size; recompile the model",
+                            name, symbol_name(s));
+    }
+    if (Status st = format::evaluate_size_exprs(*fm, bound, expr_values); !st.ok()) {
+      return Status(Error::InvalidArgument, fmt::format("method '{}': {}", name, st.message()));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int di = dynamic_of[inputs[i]];
+      if (di < 0) continue;
+      const DynamicTensor& d = dynamic[di];
+      for (size_t a = 0; a < d.dims.size(); ++a) {
+        BATON_CHECK_OR_RETURN(expr_values[d.dims[a]] == d.sizes[a], InvalidArgument,
+                              "method '{}': input {} ({}) axis {} has size {}, but the other "
+                              "inputs' sizes make it {} = {}",
+                              name, i, value_name(inputs[i]), a, d.sizes[a],
+                              expr_text(d.dims[a]), expr_values[d.dims[a]]);
+      }
+    }
+    for (DynamicTensor& d : dynamic) {
+      for (size_t a = 0; a < d.dims.size(); ++a) {
+        const int64_t v = expr_values[d.dims[a]];
+        // The verifier checked each expression at the symbols' maxima; a hand-made expression
+        // need not be monotone, so every size is checked against the planned memory.
+        BATON_CHECK_OR_RETURN(v >= 0 && v <= d.max[a], InvalidProgram,
+                              "method '{}': tensor {} axis {} would have size {} ({}), outside "
+                              "the 0..{} its memory was planned for; the program is inconsistent",
+                              name, value_name(d.value), a, v, expr_text(d.dims[a]), d.max[a]);
+        d.sizes[a] = v;
+      }
+    }
+    for (uint32_t i : resizable) {
+      if (Status st = steps[i].kernel->resize(); !st.ok()) {
+        return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
+                                             steps[i].description, st.message()));
+      }
+    }
+    shapes_dirty = false;
+    return Status();
   }
 
   std::string value_name(int index) const {
@@ -143,6 +319,18 @@ struct Method::Impl {
     const uint32_t n = list == nullptr ? 0 : list->size();
     values.resize(n);
     planned.assign(n, nullptr);
+    dynamic_of.assign(n, -1);
+    size_t dynamic_count = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::Tensor* t = list->Get(i)->value_as_Tensor();
+      if (t != nullptr && t->dims() != nullptr && t->dims()->size() > 0) ++dynamic_count;
+    }
+    dynamic.reserve(dynamic_count);
+    const uint32_t nsym = fm->symbols() == nullptr ? 0 : fm->symbols()->size();
+    for (uint32_t s = 0; s < nsym; ++s) symbol_max.push_back(fm->symbols()->Get(s)->max());
+    bound.assign(nsym, -1);
+    bound_by.assign(nsym, 0);
+    expr_values.assign(fm->size_exprs() == nullptr ? 0 : fm->size_exprs()->size(), 0);
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Value* fv = list->Get(i);
       Value& v = values[i];
@@ -167,6 +355,15 @@ struct Method::Impl {
           TensorView view;
           view.dtype = static_cast<DType>(t->dtype());
           view.sizes = span_of(t->sizes());
+          if (t->dims() != nullptr && t->dims()->size() > 0) {
+            DynamicTensor& d = dynamic.emplace_back();
+            d.value = static_cast<int>(i);
+            d.dims = std::span<const uint32_t>(t->dims()->data(), t->dims()->size());
+            d.max = view.sizes;
+            d.sizes.assign(view.sizes.begin(), view.sizes.end());
+            view.sizes = d.sizes;
+            dynamic_of[i] = static_cast<int>(dynamic.size()) - 1;
+          }
           view.device = format::device_of(*t);
           if (t->allocation() == fb::AllocationKind::Constant) {
             view.data =
@@ -383,6 +580,23 @@ struct Method::Impl {
     }
     step.kind = InstructionKind::Kernel;
     step.kernel = std::move(created).value();
+    // A call with a dynamic value is resized before every call at new sizes; ask now (at the
+    // largest sizes, which it was created at) whether its kernel can, so that a program the
+    // runtime cannot run at every size is refused at load, not at the first small batch.
+    const bool dynamic_call = std::any_of(step.args.begin(), step.args.end(), [&](Value* v) {
+      return dynamic_of[static_cast<size_t>(v - values.data())] >= 0;
+    });
+    if (dynamic_call) {
+      if (Status resized = step.kernel->resize(); !resized.ok()) {
+        return resized.code() == Error::NotSupported
+                   ? BATON_ERROR(NotSupported,
+                                 "{}: Baton's CPU kernel for {} does not run at dynamic sizes yet; "
+                                 "compile the model with the shapes fixed (--shape)",
+                                 where, def->versioned_name())
+                   : Status(resized.code(), fmt::format("{}: {}", where, resized.message()));
+      }
+      resizable.push_back(index);
+    }
     step.description = call.describe();
     step.op = std::string(def->name);
     step.name = std::string(call.node_name);
@@ -407,6 +621,14 @@ struct Method::Impl {
         step.kind = InstructionKind::Delegate;
         step.delegate = d->delegate();
         const auto args = take_args<2>(step, {d->inputs(), d->outputs()});
+        // The GPU engine runs static shapes only (issue 37); the compiler never writes this.
+        for (Value* v : step.args) {
+          BATON_CHECK_OR_RETURN(dynamic_of[static_cast<size_t>(v - values.data())] < 0,
+                                NotSupported,
+                                "method '{}' instruction {}: a delegate call with a dynamic "
+                                "tensor; delegates run static shapes only",
+                                name, i);
+        }
         step.delegate_args.inputs = args[0];
         step.delegate_args.outputs = args[1];
         const DelegateInstance& inst = delegates[step.delegate];
@@ -534,6 +756,48 @@ std::vector<Method::KernelScratch> Method::kernel_scratch() const {
   return out;
 }
 size_t Method::num_inputs() const { return impl_->inputs.size(); }
+
+size_t Method::num_symbols() const { return impl_->symbol_max.size(); }
+
+Method::Symbol Method::symbol(size_t index) const {
+  if (index >= impl_->symbol_max.size()) return Symbol{};
+  const fb::Symbol* s = impl_->fm->symbols()->Get(static_cast<uint32_t>(index));
+  return Symbol{str(s->name()), s->min(), s->max(), s->opt()};
+}
+
+namespace {
+
+std::vector<Method::Dim> dims_of(const Method::Impl& m, int vi) {
+  std::vector<Method::Dim> out;
+  const fb::Tensor* t = m.fm->values()->Get(vi)->value_as_Tensor();
+  const int di = m.dynamic_of[vi];
+  for (size_t a = 0; a < span_of(t->sizes()).size(); ++a) {
+    const int64_t max = t->sizes()->Get(static_cast<uint32_t>(a));
+    if (di < 0 || m.is_constant_expr(m.dynamic[di].dims[a])) {
+      out.push_back(Method::Dim{"", max, max});
+      continue;
+    }
+    const uint32_t e = m.dynamic[di].dims[a];
+    int64_t min = 1;
+    if (m.is_symbol(e)) {
+      min = m.fm->symbols()->Get(static_cast<uint32_t>(m.fm->size_exprs()->Get(e)->value()))->min();
+    }
+    out.push_back(Method::Dim{m.expr_text(e), min, max});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Method::Dim> Method::input_dims(size_t index) const {
+  return index < impl_->inputs.size() ? dims_of(*impl_, impl_->inputs[index])
+                                      : std::vector<Dim>{};
+}
+
+std::vector<Method::Dim> Method::output_dims(size_t index) const {
+  return index < impl_->outputs.size() ? dims_of(*impl_, impl_->outputs[index])
+                                       : std::vector<Dim>{};
+}
 size_t Method::num_outputs() const { return impl_->outputs.size(); }
 
 namespace {
@@ -584,7 +848,13 @@ Status Method::set_input(size_t index, const TensorView& value) {
                         impl_->name, impl_->inputs.size());
   const int vi = impl_->inputs[index];
   const TensorInfo info = input_info(index);
-  BATON_TRY(check_matches(info, value, "input", index));
+  if (impl_->dynamic_of[vi] >= 0) {
+    BATON_CHECK_OR_RETURN(value.data != nullptr || value.nbytes() == 0, InvalidArgument,
+                          "input {} ('{}'): the data pointer is null", index, info.name);
+    BATON_TRY(impl_->bind_sizes(index, value, info.name));
+  } else {
+    BATON_TRY(check_matches(info, value, "input", index));
+  }
   void* planned = impl_->planned[vi];
   BATON_CHECK_OR_RETURN(planned != nullptr, InvalidArgument,
                         "input {} ('{}') has no planned memory in this program; pass it with "
@@ -609,8 +879,18 @@ Status Method::bind_input(size_t index, const TensorView& value) {
                         "input index {} is out of range: method '{}' has {} inputs", index,
                         impl_->name, impl_->inputs.size());
   const TensorInfo info = input_info(index);
-  BATON_TRY(check_matches(info, value, "input", index));
   const int vi = impl_->inputs[index];
+  if (impl_->dynamic_of[vi] >= 0) {
+    BATON_CHECK_OR_RETURN(value.data != nullptr || value.nbytes() == 0, InvalidArgument,
+                          "input {} ('{}'): the data pointer is null", index, info.name);
+    BATON_CHECK_OR_RETURN(value.device == info.device, InvalidArgument,
+                          "input {} ('{}') lives on {} in this program but the bound memory is on "
+                          "{}; use set_input to copy it",
+                          index, info.name, info.device.to_string(), value.device.to_string());
+    BATON_TRY(impl_->bind_sizes(index, value, info.name));
+  } else {
+    BATON_TRY(check_matches(info, value, "input", index));
+  }
   BATON_CHECK_OR_RETURN(value.device == info.device || !impl_->read_outside_delegates[vi],
                         InvalidArgument,
                         "input {} ('{}') lives on {} in this program but the bound memory is on "
@@ -628,6 +908,10 @@ Status Method::bind_output(size_t index, const TensorView& value) {
                         impl_->name, impl_->outputs.size());
   const int vi = impl_->outputs[index];
   const TensorInfo info = output_info(index);
+  BATON_CHECK_OR_RETURN(impl_->dynamic_of[vi] < 0, NotSupported,
+                        "output {} ('{}') has dynamic sizes, known only once execute() ran: read "
+                        "it with output({}) after execute instead of binding memory for it",
+                        index, info.name, index);
   BATON_TRY(check_matches(info, value, "output", index));
   BATON_CHECK_OR_RETURN(value.device == info.device || (!impl_->read_outside_delegates[vi] &&
                                                         !impl_->written_outside_delegates[vi]),
@@ -662,6 +946,7 @@ Status Method::execute() {
                          m.name, i, input_info(i).name);
     }
   }
+  if (m.shapes_dirty) BATON_TRY(m.resolve());
   const NvtxRange method_range(m.nvtx, m.name);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     Step& s = m.steps[i];

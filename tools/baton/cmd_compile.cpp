@@ -43,6 +43,10 @@ Result<compiler::CompileSetup> make_compile_setup(const CompileArgs& args) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape(s));
     r.input_shapes.push_back(std::move(shape));
   }
+  for (const std::string& d : args.dims) {
+    BATON_ASSIGN_OR_RETURN(auto dim, compiler::parse_dim_range(d));
+    r.dims.push_back(std::move(dim));
+  }
   return compiler::make_compile_setup(r);
 }
 

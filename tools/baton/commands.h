@@ -20,6 +20,7 @@ struct CompileArgs {
   // Python package fills the same struct).
   compiler::CompileRequest request;
   std::vector<std::string> shapes;  // --shape NAME=D0xD1x..., parsed into request.input_shapes
+  std::vector<std::string> dims;    // --dim NAME=MIN..MAX[@OPT], parsed into request.dims
   bool no_optimize = false;         // --no-optimize: request.optimize = false
   bool quiet = false;
 };

@@ -34,9 +34,9 @@ constexpr ForeignFlag kTrtexecFlags[] = {
     {"--warmUp", "--warmup N (baton run; N runs, where trtexec's --warmUp is milliseconds)"},
     {"--avgRuns", "-n N (baton run: N timed runs, with min/median/p90/p99)"},
     {"--duration", "-n N (baton run: N timed runs, not seconds)"},
-    {"--minShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
-    {"--optShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
-    {"--maxShapes", "--shape NAME=D0xD1 (Baton compiles static shapes)"},
+    {"--minShapes", "--dim NAME=MIN..MAX[@OPT] per dynamic dimension, or --shape NAME=D0xD1"},
+    {"--optShapes", "--dim NAME=MIN..MAX[@OPT] per dynamic dimension, or --shape NAME=D0xD1"},
+    {"--maxShapes", "--dim NAME=MIN..MAX[@OPT] per dynamic dimension, or --shape NAME=D0xD1"},
 };
 
 // Rewrites trtexec's --shapes=NAME:D0xD1[,NAME:...] into --shape NAME=D0xD1 ..., and refuses the
@@ -155,6 +155,11 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
   flags.push_back(
       c->add_option("--shape", args.shapes,
                     "Fix a graph input's symbolic dimensions: NAME=D0xD1x... (repeatable)"));
+  flags.push_back(c->add_option(
+      "--dim", args.dims,
+      "Keep a symbolic dimension (an ONNX dim_param) dynamic over a range: NAME=MIN..MAX, or "
+      "NAME=MIN..MAX@OPT with the size to tune for (repeatable; CPU programs, see "
+      "docs/dynamic_shapes.md)"));
   flags.push_back(
       c->add_flag("--no-optimize", args.no_optimize,
                   "Run no optimizer pass (shape inference and constant folding still run)"));

@@ -68,6 +68,19 @@ struct InputShape {
   std::vector<int64_t> sizes;
 };
 
+// Declares a symbolic dimension (an ONNX dim_param, e.g. "batch") dynamic over MIN..MAX: the
+// program then runs at every size in that range (docs/dynamic_shapes.md). `opt` is the size to
+// tune for (0: MAX).
+struct DimRange {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 1;
+  int64_t opt = 0;
+};
+
+// "batch=1..32" or "batch=1..32@8" (the --dim flag's text). InvalidArgument saying what is wrong.
+Result<DimRange> parse_dim_range(std::string_view text);
+
 struct Progress {
   std::string_view phase;  // "import", "infer", "partition", "lower", "place", "plan"
   std::string detail;      // "12 nodes, opset 17", ...
@@ -99,6 +112,8 @@ std::vector<Device> distinct_devices(const TargetDevices& targets);
 
 struct CompileOptions {
   std::vector<InputShape> input_shapes;
+  // Ranges of the symbolic dimensions left dynamic (input_shapes fixes an input completely).
+  std::vector<DimRange> dims;
   // Backend compilers, one per target device (BackendCompiler::device()), not owned. They claim
   // nodes in this order of priority; each partition is then lowered by the compiler of its own
   // backend that builds for the device `targets` gives it. Empty: every node runs on Baton's CPU

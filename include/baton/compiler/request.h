@@ -35,6 +35,7 @@ struct CompileRequest {
   double max_fold_work = CompileOptions{}.max_fold_work;
   uint64_t max_arena_bytes = CompileOptions{}.max_arena_bytes;
   std::vector<InputShape> input_shapes;
+  std::vector<DimRange> dims;
   // Build options of the CUDA engine builder, KEY=VALUE (include/baton/cuda/options.h).
   std::vector<std::string> cuda_options;
 };

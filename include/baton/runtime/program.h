@@ -150,13 +150,36 @@ class Method {
   std::vector<KernelScratch> kernel_scratch() const;
   size_t num_inputs() const;
   size_t num_outputs() const;
+
+  // Dynamic shapes (docs/dynamic_shapes.md). A dynamic method has symbols, each a dimension name
+  // with the sizes a call may give it; its inputs' sizes bind them, every other size follows.
+  // input_info / output_info then report the sizes of the last call (before the first, every
+  // symbol's maximum), and output(i) the shape execute() produced.
+  struct Symbol {
+    std::string_view name;
+    int64_t min = 0;
+    int64_t max = 0;
+    int64_t opt = 0;  // the size it was tuned for (0: max)
+  };
+  size_t num_symbols() const;
+  Symbol symbol(size_t index) const;
+  // One entry per dimension of input (output) `index`: the expression over the symbols ("batch",
+  // "seq + 1"), empty for a static dimension, and the sizes it can take.
+  struct Dim {
+    std::string expr;
+    int64_t min = 0;
+    int64_t max = 0;
+  };
+  std::vector<Dim> input_dims(size_t index) const;
+  std::vector<Dim> output_dims(size_t index) const;
   // Accessors taking an index: past the matching count they return an empty result (an
   // unnamed, storage-less TensorInfo; a null TensorView; no counters), never throw.
   TensorInfo input_info(size_t index) const;
   TensorInfo output_info(size_t index) const;
 
   // Copies `value` into the input's planned memory (through the device allocator when the input
-  // lives on a device). dtype and sizes must match exactly.
+  // lives on a device). dtype and sizes must match exactly; a dynamic dimension's size must lie in
+  // its range (the next execute() checks that the inputs agree with each other).
   Status set_input(size_t index, const TensorView& value);
   // Zero-copy: later executions read the input from the caller's memory, which must stay valid
   // and unchanged until they finish. The view's device must be the input's device, unless only

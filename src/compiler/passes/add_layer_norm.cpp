@@ -22,8 +22,9 @@ Result<size_t> fuse_add_layer_norm(Graph& graph) {
     const int add = producer_of(graph, sum, "Add");
     if (add < 0) continue;
     const int x = graph.nodes[add].inputs[0], r = graph.nodes[add].inputs[1];
-    const auto& shape = graph.values[sum].sizes;
-    if (graph.values[x].sizes != shape || graph.values[r].sizes != shape) continue;
+    if (!same_shape(graph.values[x], graph.values[sum]) ||
+        !same_shape(graph.values[r], graph.values[sum]))
+      continue;
     const bool keep_sum = !(uses.single_use(sum));
     std::vector<int> inputs = {x, r, ln.inputs[1]};
     if (ln.inputs.size() > 2 && ln.inputs[2] >= 0) inputs.push_back(ln.inputs[2]);

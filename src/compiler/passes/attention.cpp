@@ -57,7 +57,7 @@ class AttentionMatcher {
       if (g_.values[m.mask].dtype != g_.values[scores].dtype) return false;
       m.mask_kind = "add";
       m.nodes.push_back(add);
-      if (g_.values[a.inputs[s]].sizes != g_.values[scores].sizes) return false;  // broadcasts
+      if (!same_shape(g_.values[a.inputs[s]], g_.values[scores])) return false;  // broadcasts
       scores = a.inputs[s];
     } else if (int where = producer_of(g_, scores, "Where"); where >= 0) {
       const IrNode& w = g_.nodes[where];
@@ -67,7 +67,7 @@ class AttentionMatcher {
       m.mask_kind = "select";
       m.fill = *fill;
       m.nodes.push_back(where);
-      if (g_.values[w.inputs[1]].sizes != g_.values[scores].sizes) return false;  // broadcasts
+      if (!same_shape(g_.values[w.inputs[1]], g_.values[scores])) return false;  // broadcasts
       scores = w.inputs[1];
     }
     if (m.mask >= 0 && !uses_.single_use(scores)) return false;
@@ -144,7 +144,7 @@ class AttentionMatcher {
       }
       if (!c || *c == 0.0) break;
       // The scalar must not broadcast the value to a larger shape.
-      if (g_.values[other].sizes != g_.values[value].sizes) break;
+      if (!same_shape(g_.values[other], g_.values[value])) break;
       m.scale = mul >= 0 ? m.scale * *c : m.scale / *c;
       m.nodes.push_back(n);
       value = other;
@@ -170,6 +170,12 @@ class AttentionMatcher {
     if (!std::equal(q.begin(), q.end() - 2, k.begin()) ||
         !std::equal(q.begin(), q.end() - 2, v.begin())) {
       return false;
+    }
+    // Dynamic: the batch dimensions must be the same expressions, not only the same maxima.
+    const IrValue &qv = g_.values[m.q], &kv = g_.values[m.k], &vv = g_.values[m.v];
+    for (size_t d = 0; d + 2 < q.size(); ++d) {
+      if (dim_expr(g_, qv, d) != dim_expr(g_, kv, d) || dim_expr(g_, qv, d) != dim_expr(g_, vv, d))
+        return false;
     }
     const DType t = g_.values[m.q].dtype;
     if (g_.values[m.k].dtype != t || g_.values[m.v].dtype != t) return false;

@@ -33,9 +33,9 @@ Result<size_t> fuse_conv_epilogue(Graph& graph) {
       const IrNode& an = graph.nodes[add];
       const int other = an.inputs[0] == out ? an.inputs[1] : an.inputs[0];
       if (other != out && !graph.values[other].constant &&
-          graph.values[other].sizes == graph.values[out].sizes &&
+          same_shape(graph.values[other], graph.values[out]) &&
           graph.values[other].dtype == graph.values[out].dtype &&
-          graph.values[an.outputs[0]].sizes == graph.values[out].sizes) {
+          same_shape(graph.values[an.outputs[0]], graph.values[out])) {
         residual = other;
         nodes.push_back(add);
         out = an.outputs[0];

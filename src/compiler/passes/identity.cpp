@@ -27,6 +27,8 @@ bool gathers_everything(const Graph& graph, const IrNode& node) {
   int64_t count = 1;
   for (int64_t d : indices.sizes) count *= d;
   if (axis < 0 || axis >= rank || data.sizes[axis] != count) return false;
+  // A dynamic axis has `count` elements at its largest only.
+  if (is_dynamic(data) && !graph.symbols.is_constant(data.dims[axis])) return false;
   const std::optional<std::vector<double>> values = constant_as_doubles(graph, node.inputs[1]);
   if (!values || static_cast<int64_t>(values->size()) != count) return false;
   const double n = static_cast<double>(count);
@@ -48,9 +50,9 @@ Copy copies_its_input(const Graph& graph, const IrNode& node) {
   const IrValue& x = graph.values[in];
   const IrValue& y = graph.values[out];
   if (x.dtype != y.dtype) return Copy::None;
-  if ((node.op_type == "Cast" || node.op_type == "Expand") && x.sizes == y.sizes) return Copy::Same;
+  if ((node.op_type == "Cast" || node.op_type == "Expand") && same_shape(x, y)) return Copy::Same;
   if (node.op_type == "Gather" && gathers_everything(graph, node))
-    return x.sizes == y.sizes ? Copy::Same : Copy::Reshaped;
+    return same_shape(x, y) ? Copy::Same : is_dynamic(y) ? Copy::None : Copy::Reshaped;
   return Copy::None;
 }
 

@@ -27,7 +27,7 @@ Result<size_t> fuse_matmul_add(Graph& graph) {
       if (wv.sizes.size() != 2 || graph.values[x].sizes.empty()) continue;
       // Linear takes float tensors only: an integer MatMul and its Add stay as they are.
       if (!ops::kFloatTypes.contains(wv.dtype)) continue;
-      if (graph.values[add.outputs[0]].sizes != graph.values[product].sizes) continue;
+      if (!same_shape(graph.values[add.outputs[0]], graph.values[product])) continue;
       if (graph.values[b].dtype != wv.dtype) continue;
       const int bias = row_bias(graph, b, wv.sizes[1]);
       if (bias < 0) continue;

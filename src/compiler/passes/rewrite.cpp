@@ -6,6 +6,7 @@
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "compiler/passes.h"
+#include "compiler/shape_infer.h"
 #include "kernels/cpu/dispatch.h"
 #include "ops/shape.h"
 
@@ -132,23 +133,22 @@ Result<int> add_node(Graph& graph, NewNode spec) {
     named.push_back(ops::NamedAttr{name, "", std::move(value)});
   }
   BATON_ASSIGN_OR_RETURN(node.attrs, ops::bind_attributes(*node.def, named, node.describe()));
-  BATON_ASSIGN_OR_RETURN(const std::vector<ops::InputInfo> inputs, input_infos(graph, node));
-  std::vector<ops::OutputInfo> outs(node.outputs.size());
-  BATON_TRY(ops::infer(*node.def, node.name, inputs, node.attrs, outs));
+  BATON_ASSIGN_OR_RETURN(NodeShapes shapes, infer_node_shapes(graph, node));
   const int index = static_cast<int>(graph.nodes.size());
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     IrValue& v = graph.values[node.outputs[o]];
     if (v.shape_known) {
-      BATON_CHECK_OR_RETURN(v.dtype == outs[o].dtype && v.sizes == outs[o].sizes, Internal,
-                            "optimizer: {} would make '{}' {} {}, but it is {} {}", node.describe(),
-                            v.name, dtype_name(outs[o].dtype), shape_to_string(outs[o].sizes),
-                            dtype_name(v.dtype), shape_to_string(v.sizes));
+      // In a dynamic graph the expressions must agree too: equal upper bounds are not enough.
+      BATON_CHECK_OR_RETURN(v.dtype == shapes.outputs[o].dtype &&
+                                v.sizes == shapes.outputs[o].sizes && v.dims == shapes.dims[o],
+                            Internal, "optimizer: {} would make '{}' {} {}, but it is {} {}",
+                            node.describe(), v.name, dtype_name(shapes.outputs[o].dtype),
+                            shape_to_string(shapes.outputs[o].sizes), dtype_name(v.dtype),
+                            shape_text(graph, v));
     }
-    v.dtype = outs[o].dtype;
-    v.sizes = std::move(outs[o].sizes);
-    v.shape_known = true;
     v.producer = index;
   }
+  set_output_shapes(graph, node, std::move(shapes));
   graph.nodes.push_back(std::move(node));
   return index;
 }
