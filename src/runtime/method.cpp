@@ -245,6 +245,8 @@ struct Method::Impl {
     if (Status st = format::evaluate_size_exprs(*fm, bound, expr_values); !st.ok()) {
       return Status(Error::InvalidArgument, fmt::format("method '{}': {}", name, st.message()));
     }
+    // Relations between inputs: an input dimension that is an expression of symbols other inputs
+    // bind must have its value.
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int di = dynamic_of[inputs[i]];
       if (di < 0) continue;
@@ -257,6 +259,13 @@ struct Method::Impl {
                               expr_text(d.dims[a]), expr_values[d.dims[a]]);
       }
     }
+    BATON_TRY(apply_sizes());
+    shapes_dirty = false;
+    return Status();
+  }
+
+  // Writes every dynamic tensor's sizes from expr_values and resizes the kernels that read them.
+  Status apply_sizes() {
     for (DynamicTensor& d : dynamic) {
       for (size_t a = 0; a < d.dims.size(); ++a) {
         const int64_t v = expr_values[d.dims[a]];
@@ -275,7 +284,29 @@ struct Method::Impl {
                                              steps[i].description, st.message()));
       }
     }
-    shapes_dirty = false;
+    return Status();
+  }
+
+  // At load: every kernel of a dynamic call is resized to the sizes with every symbol at its
+  // minimum and then back to the maximum, so that a kernel that cannot follow some dimension (a
+  // convolution's spatial size) is refused at load rather than at the first call that varies it.
+  Status check_dynamic_kernels() {
+    if (symbol_max.empty()) return Status();
+    std::vector<int64_t> min;
+    for (uint32_t s = 0; s < symbol_max.size(); ++s) min.push_back(fm->symbols()->Get(s)->min());
+    for (const std::vector<int64_t>* at : {&min, &symbol_max}) {
+      if (Status st = format::evaluate_size_exprs(*fm, *at, expr_values); !st.ok()) {
+        return Status(Error::InvalidProgram, fmt::format("method '{}': {}", name, st.message()));
+      }
+      if (Status st = apply_sizes(); !st.ok()) {
+        return st.code() == Error::NotSupported
+                   ? Status(Error::NotSupported,
+                            fmt::format("{} (at the smallest sizes of its dynamic dimensions); "
+                                        "compile the model with those dimensions fixed (--shape)",
+                                        st.message()))
+                   : st;
+      }
+    }
     return Status();
   }
 
@@ -736,6 +767,7 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
   BATON_TRY(impl->load_delegates(*impl_, options));
   impl->threads = options.threads > 0 ? options.threads : ThreadPool::available_cpus();
   BATON_TRY(impl->load_steps());
+  BATON_TRY(impl->check_dynamic_kernels());
   if (Status st = impl->scratch.allocate(); !st.ok()) {
     return Status(st.code(), fmt::format("method '{}': {}", name, st.message()));
   }

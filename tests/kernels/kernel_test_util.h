@@ -370,6 +370,29 @@ class OpTester {
     return Status::ok_status();
   }
 
+  // Dynamic shapes (Kernel::resize): rebinds the tensor inputs to `inputs` (in order; sizes at
+  // most the ones the kernel was created at), the outputs to fresh storage of the sizes inference
+  // gives for them (0x7f pattern), and calls the kernel's resize(). The call's attributes stay
+  // the created ones.
+  Status resize(std::vector<HostTensor> inputs) {
+    size_t k = 0;
+    for (size_t i = 0; i < inputs_.size() && k < inputs.size(); ++i) {
+      if (inputs_[i].is_tensor()) rebind_input(i, std::move(inputs[k++]));
+    }
+    const std::vector<ops::AttrValue> created = canonical_;
+    BATON_TRY(infer());
+    if (!(canonical_ == created)) {
+      return Status(Error::InvalidArgument, "the canonical attributes changed with the sizes");
+    }
+    for (size_t o = 0; o < metas_.size(); ++o) {
+      HostTensor fresh(metas_[o].dtype, metas_[o].sizes);
+      std::memset(fresh.storage.data(), 0x7f, fresh.storage.size() * 8);
+      outputs_[o] = std::move(fresh);
+      output_values_[o].tensor = outputs_[o].view();
+    }
+    return kernel_->resize();
+  }
+
   // Run the kernel again (after run()), e.g. after rebinding an input.
   Status rerun() { return kernel_->run(); }
   // Points input i's value at new storage (the kernel must read the pointer at every run).

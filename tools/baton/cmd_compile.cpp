@@ -13,24 +13,8 @@ namespace baton::tool {
 namespace {
 
 Result<compiler::InputShape> parse_shape(const std::string& text) {
-  const size_t eq = text.rfind('=');
-  BATON_CHECK_OR_RETURN(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
-                        "--shape '{}' must look like NAME=D0xD1x... (e.g. input=8x16)", text);
-  compiler::InputShape shape;
-  shape.name = text.substr(0, eq);
-  std::string dims = text.substr(eq + 1);
-  size_t start = 0;
-  while (start <= dims.size()) {
-    const size_t end = std::min(dims.find('x', start), dims.size());
-    const std::string part = dims.substr(start, end - start);
-    char* stop = nullptr;
-    const long long v = std::strtoll(part.c_str(), &stop, 10);
-    BATON_CHECK_OR_RETURN(!part.empty() && *stop == '\0' && v >= 0, InvalidArgument,
-                          "--shape '{}': '{}' is not a non-negative dimension", text, part);
-    shape.sizes.push_back(v);
-    start = end + 1;
-  }
-  return shape;
+  BATON_ASSIGN_OR_RETURN(auto shape, parse_shape_flag(text, "--shape"));
+  return compiler::InputShape{std::move(shape.first), std::move(shape.second)};
 }
 
 }  // namespace

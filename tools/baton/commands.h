@@ -28,6 +28,9 @@ struct CompileArgs {
 struct RunArgs {
   std::string program;
   std::vector<std::string> inputs;  // NAME=FILE.npy or FILE.npy
+  // --shape NAME=D0xD1x...: the shape of a random input of a dynamic program (default: the
+  // largest in its range).
+  std::vector<std::string> shapes;
   std::string output_dir;
   int iterations = 10;
   int warmup = 3;

@@ -226,6 +226,9 @@ int cli_main(int argc, char** argv) {
   r->add_option("-i,--input", run.inputs,
                 "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
                 "when none are given");
+  r->add_option("--shape", run.shapes,
+                "The shape of a random input of a dynamic program, NAME=D0xD1x... (repeatable; "
+                "default: the largest the program takes)");
   r->add_option("-o,--output-dir", run.output_dir,
                 "Write output i to DIR/output_<i>_<name>.npy, and DIR/outputs.json naming them");
   r->add_option("-n,--iterations", run.iterations, "Timed runs")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "baton/core/check.h"
@@ -137,8 +138,61 @@ std::string summarize(const TensorView& t) {
   return out;
 }
 
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std::string& text,
+                                                                      std::string_view flag) {
+  const size_t eq = text.rfind('=');
+  BATON_CHECK_OR_RETURN(eq != std::string::npos && eq > 0 && eq + 1 < text.size(), InvalidArgument,
+                        "{} '{}' must look like NAME=D0xD1x... (e.g. input=8x16)", flag, text);
+  std::pair<std::string, std::vector<int64_t>> out;
+  out.first = text.substr(0, eq);
+  const std::string dims = text.substr(eq + 1);
+  size_t start = 0;
+  while (start <= dims.size()) {
+    const size_t end = std::min(dims.find('x', start), dims.size());
+    const std::string part = dims.substr(start, end - start);
+    char* stop = nullptr;
+    const long long v = std::strtoll(part.c_str(), &stop, 10);
+    BATON_CHECK_OR_RETURN(!part.empty() && *stop == '\0' && v >= 0, InvalidArgument,
+                          "{} '{}': '{}' is not a non-negative dimension", flag, text, part);
+    out.second.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string input_shape_text(const runtime::Method& method, size_t index) {
+  const std::vector<runtime::Method::Dim> dims = method.input_dims(index);
+  const bool dynamic = std::any_of(dims.begin(), dims.end(),
+                                   [](const runtime::Method::Dim& d) { return !d.expr.empty(); });
+  if (!dynamic) return shape_to_string(method.input_info(index).sizes);
+  std::string out = "[";
+  for (size_t a = 0; a < dims.size(); ++a) {
+    out += (a == 0 ? "" : ", ") +
+           (dims[a].expr.empty() ? std::to_string(dims[a].max)
+                                 : fmt::format("{} in {}..{}", dims[a].expr, dims[a].min,
+                                               dims[a].max));
+  }
+  return out + "]";
+}
+
+namespace {
+
+// Whether a tensor of `sizes` can be input `index`: its static dimensions equal, its dynamic
+// ones anything (the runtime checks their ranges and agreement when the input is set).
+bool fits_input(const runtime::Method& method, size_t index, std::span<const int64_t> sizes) {
+  const std::vector<runtime::Method::Dim> dims = method.input_dims(index);
+  if (dims.size() != sizes.size()) return false;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (dims[a].expr.empty() && dims[a].max != sizes[a]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, unsigned seed,
-                                        runtime::Method& method) {
+                                        runtime::Method& method,
+                                        const std::vector<std::string>& shapes) {
   const size_t n = method.num_inputs();
   std::vector<Tensor> inputs(n);
   std::vector<std::string> source(n);
@@ -178,25 +232,50 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
                           "input '{}' is given twice (--input {} and --input {})", info.name,
                           source[index], arg);
     BATON_ASSIGN_OR_RETURN(Tensor t, extension::read_npy(file));
-    const bool same = t.dtype() == info.dtype && std::equal(t.sizes().begin(), t.sizes().end(),
-                                                            info.sizes.begin(), info.sizes.end());
+    const bool same = t.dtype() == info.dtype && fits_input(method, index, t.sizes());
     BATON_CHECK_OR_RETURN(same, InvalidArgument,
                           "--input {}: input {} ('{}') expects {} {}, but '{}' holds {} {}", arg,
-                          index, info.name, dtype_name(info.dtype), shape_to_string(info.sizes),
+                          index, info.name, dtype_name(info.dtype), input_shape_text(method, index),
                           file, dtype_name(t.dtype()), shape_to_string(t.sizes()));
     inputs[index] = std::move(t);
     source[index] = arg;
+  }
+  // --shape: the sizes of random inputs.
+  std::vector<std::optional<std::vector<int64_t>>> random_sizes(n);
+  for (const std::string& s : shapes) {
+    BATON_ASSIGN_OR_RETURN(auto shape, parse_shape_flag(s, "--shape"));
+    size_t index = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (method.input_info(i).name == shape.first) index = i;
+    }
+    if (index == n) {
+      std::string names;
+      for (size_t i = 0; i < n; ++i) {
+        names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
+      }
+      return BATON_ERROR(InvalidArgument, "--shape {}: the program has no input named '{}' (its "
+                         "inputs: {})", s, shape.first, names);
+    }
+    BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
+                          "--shape {}: input '{}' is read from '{}'; --shape sets the shape of "
+                          "random inputs only",
+                          s, shape.first, source[index]);
+    BATON_CHECK_OR_RETURN(fits_input(method, index, shape.second), InvalidArgument,
+                          "--shape {}: input {} ('{}') has shape {}", s, index, shape.first,
+                          input_shape_text(method, index));
+    random_sizes[index] = std::move(shape.second);
   }
   std::mt19937 rng(seed);
   std::string missing;
   for (size_t i = 0; i < n; ++i) {
     if (!source[i].empty()) continue;
-    const runtime::TensorInfo info = method.input_info(i);
+    runtime::TensorInfo info = method.input_info(i);
     if (!args.empty()) {
       missing += fmt::format("{}'{}' {} {}", missing.empty() ? "" : ", ", info.name,
-                             dtype_name(info.dtype), shape_to_string(info.sizes));
+                             dtype_name(info.dtype), input_shape_text(method, i));
       continue;
     }
+    if (random_sizes[i]) info.sizes = *random_sizes[i];
     BATON_ASSIGN_OR_RETURN(inputs[i], random_input(info, rng));
   }
   BATON_CHECK_OR_RETURN(missing.empty(), InvalidArgument,

@@ -12,9 +12,19 @@ namespace baton::tool {
 
 // Resolves --input arguments (NAME=FILE.npy binds by name, FILE.npy takes the next input in
 // order) against the method's inputs; with none given, every input is random, seeded by `seed`
-// (uniform in [-1, 1) for floats, integers in 0..9, booleans 0 or 1).
+// (uniform in [-1, 1) for floats, integers in 0..9, booleans 0 or 1). A dynamic input's file
+// may have any shape the program takes (the runtime checks the ranges when it is set); a random
+// one has the shape `shapes` gives it (--shape NAME=D0xD1x...), else its largest.
 Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, unsigned seed,
-                                        runtime::Method& method);
+                                        runtime::Method& method,
+                                        const std::vector<std::string>& shapes = {});
+
+// "input=8x16" -> {"input", {8, 16}}; `flag` names the option in messages ("--shape").
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std::string& text,
+                                                                      std::string_view flag);
+
+// "[batch, 3, 224, 224]" for a dynamic input (its dimensions' expressions), else its sizes.
+std::string input_shape_text(const runtime::Method& method, size_t index);
 
 // --load-option KEY=VALUE arguments as MethodOptions::backend_options (InvalidArgument for one
 // without '='; the keys and values are checked when the method loads).

@@ -30,6 +30,13 @@ class ContiguousCopyKernel final : public runtime::Kernel {
   ContiguousCopyKernel(const runtime::Value* in, runtime::Value* out, size_t nbytes)
       : in_(in), out_(out), nbytes_(nbytes) {}
 
+  // Dynamic shapes: the output's sizes are the runtime's (a Reshape's shape input holds the
+  // largest shape); only the byte count follows the input.
+  Status resize() override {
+    nbytes_ = in_->tensor.nbytes();
+    return Status::ok_status();
+  }
+
   Status run() override {
     // Equal pointers: the compiler planned the output as a view of the input (its bytes).
     if (nbytes_ != 0 && out_->tensor.data != in_->tensor.data) {

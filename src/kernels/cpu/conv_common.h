@@ -273,6 +273,24 @@ class ConvBatchKernel : public runtime::Kernel {
   }
 
  public:
+  // Dynamic shapes: the batch may change (its items are computed one by one); channels and
+  // spatial sizes are what the window map and weights were built for, so they may not.
+  Status resize() override {
+    const auto x = x_->tensor.sizes, y = y_->tensor.sizes;
+    bool same = x[1] == s_.c && y[1] == s_.m;
+    for (int d = 0; d < s_.spatial && same; ++d) {
+      same = x[2 + d] == s_.in[d] && y[2 + d] == s_.out[d];
+    }
+    if (!same) {
+      return Status(Error::NotSupported,
+                    "the convolution kernels take a dynamic batch only, not dynamic channels or "
+                    "spatial sizes");
+    }
+    s_.n = x[0];
+    s_.empty = y_->tensor.numel() == 0;
+    return Status::ok_status();
+  }
+
   Status run() override {
     if (s_.empty) return Status::ok_status();
     const W* x = as_blas<S>(x_->tensor, x_buffer_);

@@ -33,6 +33,11 @@ class UnaryKernel final : public runtime::Kernel {
               const ops::ElementwiseArgs& args)
       : in_(in), out_(out), numel_(numel), args_(args) {}
 
+  Status resize() override {
+    numel_ = in_->tensor.numel();
+    return Status::ok_status();
+  }
+
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
     Out* y = out_->tensor.data_as<Out>();
@@ -117,6 +122,11 @@ class BinaryKernel final : public runtime::Kernel {
         loop_(loop),
         args_(args),
         failure_(std::move(failure)) {}
+
+  Status resize() override {
+    plan_ = make_broadcast_plan<2>(out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+    return Status::ok_status();
+  }
 
   Status run() override {
     if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_)) {

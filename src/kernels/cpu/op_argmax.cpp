@@ -18,9 +18,16 @@ class ArgKernel final : public runtime::Kernel {
   using C = compute_t<S>;
 
  public:
-  ArgKernel(const runtime::Value* in, runtime::Value* out, int64_t outer, int64_t n, int64_t inner,
-            bool last)
-      : in_(in), out_(out), outer_(outer), n_(n), inner_(inner), last_(last) {}
+  ArgKernel(const runtime::Value* in, runtime::Value* out, size_t axis, bool last)
+      : in_(in), out_(out), axis_(axis), last_(last) {
+    plan();
+  }
+
+  // Every dimension may change, the axis too.
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
 
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
@@ -47,28 +54,32 @@ class ArgKernel final : public runtime::Kernel {
   }
 
  private:
+  void plan() {
+    const std::span<const int64_t> sizes = in_->tensor.sizes;
+    // No output elements: nothing to do, and the outer and inner sizes of an empty input need
+    // not fit (seen as [0, 0, 0]).
+    const bool empty = out_->tensor.numel() == 0;
+    outer_ = empty ? 0 : product(sizes, 0, axis_);
+    n_ = empty ? 0 : sizes[axis_];
+    inner_ = empty ? 0 : product(sizes, axis_ + 1, sizes.size());
+  }
+
   const runtime::Value* in_;
   runtime::Value* out_;
-  int64_t outer_, n_, inner_;
+  size_t axis_;
+  int64_t outer_ = 0, n_ = 0, inner_ = 0;
   bool last_;
 };
 
 template <bool kMax>
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const runtime::Value* in = call.inputs[0];
-  const std::span<const int64_t> sizes = in->tensor.sizes;
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
   const bool last =
       call.def->attr_index("select_last_index") >= 0 && call.attr_int("select_last_index") != 0;
-  // No output elements: nothing to do, and the outer and inner sizes of an empty input need not
-  // fit (seen as [0, 0, 0]).
-  const bool empty = call.output(0).numel() == 0;
-  const int64_t outer = empty ? 0 : product(sizes, 0, axis);
-  const int64_t n = empty ? 0 : sizes[axis];
-  const int64_t inner = empty ? 0 : product(sizes, axis + 1, sizes.size());
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<(ops::kFloatTypes | ops::kIntTypes).bits()>(in->tensor.dtype, [&]<typename S>() {
-    kernel = std::make_unique<ArgKernel<S, kMax>>(in, call.outputs[0], outer, n, inner, last);
+    kernel = std::make_unique<ArgKernel<S, kMax>>(in, call.outputs[0], axis, last);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;

@@ -44,6 +44,22 @@ class BatchNormKernel final : public runtime::Kernel {
                   std::array<LoadFn, kParams> loaders, runtime::Value* y, Layout l)
       : x_(x), params_(params), loaders_(loaders), y_(y), l_(l) {}
 
+  // Dynamic shapes: the batch may change; channels and spatial sizes index the parameters.
+  Status resize() override {
+    const TensorView& x = x_->tensor;
+    if (x.numel() == 0) {
+      l_.n = 0;
+      return Status::ok_status();
+    }
+    const int64_t c = x.sizes.size() > 1 ? x.sizes[1] : 1;
+    const int64_t inner = product(x.sizes, std::min<size_t>(2, x.sizes.size()), x.sizes.size());
+    if (c != l_.c || inner != l_.inner) {
+      return Status(Error::NotSupported, "BatchNormalization takes a dynamic batch only");
+    }
+    l_.n = x.sizes[0];
+    return Status::ok_status();
+  }
+
   Status run() override {
     const S* x = x_->tensor.data_as<const S>();
     S* y = y_->tensor.data_as<S>();

@@ -72,6 +72,11 @@ class CastKernel final : public runtime::Kernel {
     return Status::ok_status();
   }
 
+  Status resize() override {
+    numel_ = in_->tensor.numel();
+    return Status::ok_status();
+  }
+
  private:
   const runtime::Value* in_;
   runtime::Value* out_;

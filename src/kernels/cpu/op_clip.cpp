@@ -23,6 +23,11 @@ class ClipKernel final : public runtime::Kernel {
         out_(call.outputs[0]),
         numel_(in_->tensor.numel()) {}
 
+  Status resize() override {
+    numel_ = in_->tensor.numel();
+    return Status::ok_status();
+  }
+
   Status run() override {
     const C lo = lo_ != nullptr ? load(*lo_->tensor.data_as<const S>()) : lowest();
     const C hi = hi_ != nullptr ? load(*hi_->tensor.data_as<const S>()) : highest();

@@ -18,8 +18,21 @@ class ConcatKernel final : public runtime::Kernel {
     size_t block_bytes;
   };
 
-  ConcatKernel(std::vector<Part> parts, runtime::Value* out, int64_t outer)
-      : parts_(std::move(parts)), out_(out), outer_(outer) {}
+  ConcatKernel(std::vector<Part> parts, runtime::Value* out, int64_t outer, size_t axis)
+      : parts_(std::move(parts)), out_(out), outer_(outer), axis_(axis) {}
+
+  // Dynamic shapes: any size may change; the parts are recomputed in place.
+  Status resize() override {
+    const TensorView& first = parts_[0].value->tensor;
+    outer_ = out_->tensor.numel() == 0 ? 0 : product(first.sizes, 0, axis_);
+    const size_t inner_bytes =
+        static_cast<size_t>(product(first.sizes, axis_ + 1, first.sizes.size())) *
+        dtype_size(first.dtype);
+    for (Part& part : parts_) {
+      part.block_bytes = static_cast<size_t>(part.value->tensor.sizes[axis_]) * inner_bytes;
+    }
+    return Status::ok_status();
+  }
 
   Status run() override {
     char* dst = static_cast<char*>(out_->tensor.data);
@@ -38,6 +51,7 @@ class ConcatKernel final : public runtime::Kernel {
   std::vector<Part> parts_;
   runtime::Value* out_;
   int64_t outer_;
+  size_t axis_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -55,7 +69,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
     parts.push_back({v, block});
   }
   return std::unique_ptr<runtime::Kernel>(
-      std::make_unique<ConcatKernel>(std::move(parts), call.outputs[0], outer));
+      std::make_unique<ConcatKernel>(std::move(parts), call.outputs[0], outer, axis));
 }
 
 }  // namespace

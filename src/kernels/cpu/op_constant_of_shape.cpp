@@ -21,6 +21,9 @@ class FillKernel final : public runtime::Kernel {
     return Status::ok_status();
   }
 
+  // run() fills the output's current element count.
+  Status resize() override { return Status::ok_status(); }
+
  private:
   runtime::Value* out_;
   Word value_;

@@ -7,15 +7,31 @@
 namespace baton::kernels::cpu {
 namespace {
 
+// Dimensions aligned right; a missing or size-1 input dimension repeats. The output's sizes are the
+// runtime's at resize() (the `shape` input holds the largest), so every dimension may change.
+class ExpandKernel final : public StridedCopyKernel {
+ public:
+  using StridedCopyKernel::StridedCopyKernel;
+
+ protected:
+  Status view(StridedView& v) const override {
+    const std::span<const int64_t> in = in_->tensor.sizes;
+    const std::span<const int64_t> out = out_->tensor.sizes;
+    std::array<int64_t, kMaxRank> in_strides{};
+    row_major_strides(in, in_strides.data());
+    const size_t lead = out.size() - in.size();
+    v.rank = out.size();
+    for (size_t d = 0; d < out.size(); ++d) {
+      v.sizes[d] = out[d];
+      v.strides[d] = 0;
+    }
+    for (size_t j = 0; j < in.size(); ++j) v.strides[lead + j] = in[j] == 1 ? 0 : in_strides[j];
+    return Status::ok_status();
+  }
+};
+
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  const std::span<const int64_t> in = call.input(0).sizes;
-  const std::span<const int64_t> out = call.output(0).sizes;
-  const std::vector<int64_t> in_strides = element_strides(in);
-  // Dimensions aligned right; a missing or size-1 input dimension repeats.
-  const size_t lead = out.size() - in.size();
-  std::vector<int64_t> strides(out.size(), 0);
-  for (size_t j = 0; j < in.size(); ++j) strides[lead + j] = in[j] == 1 ? 0 : in_strides[j];
-  return create_strided_copy(call, out, strides, 0);
+  return create_strided_copy<ExpandKernel>(call);
 }
 
 }  // namespace

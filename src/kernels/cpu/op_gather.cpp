@@ -17,12 +17,39 @@ struct GatherShape {
   size_t block = 0;
 };
 
+// At the values' current sizes: any dimension of data or indices may change (an embedding's ids
+// [batch, sequence]; the rows a sequence gathers from).
+GatherShape gather_shape(const TensorView& data, const TensorView& indices, const TensorView& out,
+                         size_t axis) {
+  GatherShape s;
+  s.n = data.sizes[axis];
+  s.count = indices.numel();
+  if (out.numel() != 0) {
+    // A non-empty output bounds every product here (an empty one could have dimensions whose
+    // product passes int64).
+    s.outer = product(data.sizes, 0, axis);
+    s.block = static_cast<size_t>(product(data.sizes, axis + 1, data.sizes.size())) *
+              dtype_size(data.dtype);
+  }
+  return s;
+}
+
 template <typename Index>
 class GatherKernel final : public runtime::Kernel {
  public:
   GatherKernel(const runtime::Value* data, const runtime::Value* indices, runtime::Value* out,
-               GatherShape s, std::string what)
-      : data_(data), indices_(indices), out_(out), s_(s), what_(std::move(what)) {}
+               size_t axis, std::string what)
+      : data_(data),
+        indices_(indices),
+        out_(out),
+        axis_(axis),
+        s_(gather_shape(data->tensor, indices->tensor, out->tensor, axis)),
+        what_(std::move(what)) {}
+
+  Status resize() override {
+    s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
+    return Status::ok_status();
+  }
 
   Status run() override {
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&s_.n, 1), what_));
@@ -45,29 +72,19 @@ class GatherKernel final : public runtime::Kernel {
   const runtime::Value* data_;
   const runtime::Value* indices_;
   runtime::Value* out_;
+  size_t axis_;
   GatherShape s_;
   std::string what_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  const TensorView& data = call.input(0);
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
-  GatherShape s;
-  s.n = data.sizes[axis];
-  s.count = call.input(1).numel();
-  if (call.output(0).numel() != 0) {
-    // A non-empty output bounds every product here (an empty one could have dimensions whose
-    // product passes int64).
-    s.outer = product(data.sizes, 0, axis);
-    s.block = static_cast<size_t>(product(data.sizes, axis + 1, data.sizes.size())) *
-              dtype_size(data.dtype);
-  }
   if (call.input(1).dtype == DType::Int32) {
     return std::unique_ptr<runtime::Kernel>(std::make_unique<GatherKernel<int32_t>>(
-        call.inputs[0], call.inputs[1], call.outputs[0], s, call.describe()));
+        call.inputs[0], call.inputs[1], call.outputs[0], axis, call.describe()));
   }
   return std::unique_ptr<runtime::Kernel>(std::make_unique<GatherKernel<int64_t>>(
-      call.inputs[0], call.inputs[1], call.outputs[0], s, call.describe()));
+      call.inputs[0], call.inputs[1], call.outputs[0], axis, call.describe()));
 }
 
 }  // namespace

@@ -17,15 +17,16 @@ template <typename Index, typename Word>
 class GatherElementsKernel final : public runtime::Kernel {
  public:
   GatherElementsKernel(const runtime::Value* data, const runtime::Value* indices,
-                       runtime::Value* out, const BroadcastPlan<1>& plan, int64_t n,
-                       int64_t axis_stride, std::string what)
-      : data_(data),
-        indices_(indices),
-        out_(out),
-        plan_(plan),
-        n_(n),
-        axis_stride_(axis_stride),
-        what_(std::move(what)) {}
+                       runtime::Value* out, size_t axis, std::string what)
+      : data_(data), indices_(indices), out_(out), axis_(axis), what_(std::move(what)) {
+    plan();
+  }
+
+  // Any dimension of data or indices may change.
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
 
   Status run() override {
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&n_, 1), what_));
@@ -44,12 +45,30 @@ class GatherElementsKernel final : public runtime::Kernel {
   }
 
  private:
+  void plan() {
+    const TensorView& data = data_->tensor;
+    // Strides saturate only for an empty data tensor, whose output is empty too or whose axis
+    // has size 0 (every index then fails its check before any offset is formed).
+    std::array<int64_t, kMaxRank> strides{};
+    int64_t s = 1;
+    for (size_t d = data.sizes.size(); d-- > 0;) {
+      strides[d] = s;
+      if (__builtin_mul_overflow(s, data.sizes[d], &s)) s = INT64_MAX;
+    }
+    std::array<std::array<int64_t, kMaxRank>, 1> walk{};
+    for (size_t d = 0; d < data.sizes.size(); ++d) walk[0][d] = d == axis_ ? 0 : strides[d];
+    plan_ = compress_plan<1>(indices_->tensor.sizes, walk);
+    n_ = data.sizes[axis_];
+    axis_stride_ = strides[axis_];
+  }
+
   const runtime::Value* data_;
   const runtime::Value* indices_;
   runtime::Value* out_;
+  size_t axis_;
   BroadcastPlan<1> plan_;
-  int64_t n_;
-  int64_t axis_stride_;
+  int64_t n_ = 0;
+  int64_t axis_stride_ = 0;
   std::string what_;
 };
 
@@ -57,18 +76,11 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   const TensorView& data = call.input(0);
   const TensorView& indices = call.input(1);
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
-  // Strides saturate only for an empty data tensor, whose output is empty too or whose axis has
-  // size 0 (every index then fails its check before any offset is formed).
-  const std::vector<int64_t> strides = element_strides(data.sizes);
-  std::array<std::array<int64_t, kMaxRank>, 1> walk{};
-  for (size_t d = 0; d < strides.size(); ++d) walk[0][d] = d == axis ? 0 : strides[d];
-  const BroadcastPlan<1> plan = compress_plan<1>(indices.sizes, walk);
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kIndexTypes.bits()>(indices.dtype, [&]<typename Index>() {
     dispatch_word(dtype_size(data.dtype), [&]<typename Word>() {
       kernel = std::make_unique<GatherElementsKernel<Index, Word>>(
-          call.inputs[0], call.inputs[1], call.outputs[0], plan, data.sizes[axis], strides[axis],
-          call.describe());
+          call.inputs[0], call.inputs[1], call.outputs[0], axis, call.describe());
     });
   });
   if (!kernel) return no_kernel_for(call, data.dtype);

@@ -18,6 +18,31 @@ struct GemmParams {
   int64_t c_row_stride = 0, c_col_stride = 0;  // elements; 0 along broadcast dimensions
 };
 
+// The call's sizes as BLAS sees them. Row-major leading dimensions are the stored row lengths;
+// BLAS wants them >= 1.
+GemmParams params(const TensorView& a, const TensorView& b, const runtime::Value* c, bool trans_a,
+                  bool trans_b, double alpha, double beta) {
+  GemmParams p;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.m = p.trans_a ? a.sizes[1] : a.sizes[0];
+  p.k = p.trans_a ? a.sizes[0] : a.sizes[1];
+  p.n = p.trans_b ? b.sizes[0] : b.sizes[1];
+  p.lda = std::max<int64_t>(1, a.sizes[1]);
+  p.ldb = std::max<int64_t>(1, b.sizes[1]);
+  if (c != nullptr) {
+    // C is [], [n], [1], [m, n], [m, 1], [1, n] or [1, 1]: a row stride and a column stride.
+    const std::span<const int64_t> cs = c->tensor.sizes;
+    const int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
+    const int64_t c_cols = cs.empty() ? 1 : cs.back();
+    p.c_row_stride = c_rows == 1 ? 0 : c_cols;
+    p.c_col_stride = c_cols == 1 ? 0 : 1;
+  }
+  return p;
+}
+
 template <typename S>
 class GemmKernel final : public runtime::Kernel {
   using W = blas_t<S>;
@@ -27,6 +52,13 @@ class GemmKernel final : public runtime::Kernel {
   GemmKernel(const runtime::Value* a, const runtime::Value* b, const runtime::Value* c,
              runtime::Value* y, const GemmParams& p, runtime::ThreadPool* pool)
       : a_(a), b_(b), c_(c), y_(y), p_(p), pool_(pool) {}
+
+  // Dynamic shapes: every size follows A, B and C again (GEMM scratch and conversion buffers were
+  // reserved at the largest).
+  Status resize() override {
+    p_ = params(a_->tensor, b_->tensor, c_, p_.trans_a, p_.trans_b, p_.alpha, p_.beta);
+    return Status::ok_status();
+  }
 
   Status reserve(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
@@ -84,27 +116,10 @@ class GemmKernel final : public runtime::Kernel {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& a = call.input(0);
   const TensorView& b = call.input(1);
-  GemmParams p;
-  p.trans_a = call.attr_int("transA") != 0;
-  p.trans_b = call.attr_int("transB") != 0;
-  p.alpha = call.attr_float("alpha");
-  p.beta = call.attr_float("beta");
-  p.m = p.trans_a ? a.sizes[1] : a.sizes[0];
-  p.k = p.trans_a ? a.sizes[0] : a.sizes[1];
-  p.n = p.trans_b ? b.sizes[0] : b.sizes[1];
-  BATON_TRY(check_blas_range(call, p.m, p.n, p.k));
-  // Row-major leading dimensions are the stored row lengths; BLAS wants them >= 1.
-  p.lda = std::max<int64_t>(1, a.sizes[1]);
-  p.ldb = std::max<int64_t>(1, b.sizes[1]);
   const runtime::Value* c = call.has_input(2) ? call.inputs[2] : nullptr;
-  if (c != nullptr) {
-    // C is [], [n], [1], [m, n], [m, 1], [1, n] or [1, 1]: a row stride and a column stride.
-    const std::span<const int64_t> cs = c->tensor.sizes;
-    const int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
-    const int64_t c_cols = cs.empty() ? 1 : cs.back();
-    p.c_row_stride = c_rows == 1 ? 0 : c_cols;
-    p.c_col_stride = c_cols == 1 ? 0 : 1;
-  }
+  const GemmParams p = params(a, b, c, call.attr_int("transA") != 0, call.attr_int("transB") != 0,
+                              call.attr_float("alpha"), call.attr_float("beta"));
+  BATON_TRY(check_blas_range(call, p.m, p.n, p.k));
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(a.dtype, [&]<typename S>() {

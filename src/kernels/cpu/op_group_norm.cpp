@@ -16,16 +16,38 @@ namespace {
 
 struct Layout {
   int64_t n = 0, groups = 0, channels_per_group = 0, spatial = 0;
+  int64_t num_groups = 0;  // GroupNormalization's attribute; 0 for InstanceNormalization
   bool per_group = false;  // GroupNormalization-18: scale and bias per group
   double epsilon = 0.0;
 };
+
+// `l`'s sizes from X's current ones. The batch and the spatial dimensions may change at resize();
+// the channels size Scale and B, which do not.
+void size_layout(const TensorView& x, Layout& l) {
+  l.n = l.groups = l.channels_per_group = l.spatial = 0;
+  // Empty X: nothing to normalize (and its other sizes may be huge).
+  if (x.numel() == 0) return;
+  const int64_t c = x.sizes[1];
+  l.n = x.sizes[0];
+  l.groups = l.num_groups == 0 ? c : l.num_groups;  // canonical: divides C
+  l.channels_per_group = c / l.groups;
+  l.spatial = product(x.sizes, 2, x.sizes.size());
+}
 
 template <typename S>
 class GroupNormKernel final : public runtime::Kernel {
  public:
   GroupNormKernel(const runtime::Value* x, const runtime::Value* scale, const runtime::Value* bias,
                   runtime::Value* y, Layout l)
-      : x_(x), scale_(scale), bias_(bias), y_(y), l_(l) {}
+      : x_(x), scale_(scale), bias_(bias), y_(y), l_(l), channels_(x->tensor.sizes[1]) {}
+
+  Status resize() override {
+    if (x_->tensor.sizes[1] != channels_) {
+      return Status(Error::NotSupported, "normalization: the channel count cannot change");
+    }
+    size_layout(x_->tensor, l_);
+    return Status::ok_status();
+  }
 
   Status run() override {
     const S* x = x_->tensor.data_as<const S>();
@@ -60,20 +82,15 @@ class GroupNormKernel final : public runtime::Kernel {
   const runtime::Value* bias_;
   runtime::Value* y_;
   Layout l_;
+  int64_t channels_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& x = call.input(0);
   const bool instance = call.def->name == "InstanceNormalization";
   Layout l;
-  // Empty X: nothing to normalize (and its other sizes may be huge).
-  if (x.numel() != 0) {
-    const int64_t c = x.sizes[1];
-    l.n = x.sizes[0];
-    l.groups = instance ? c : call.attr_int("num_groups");  // canonical: divides C
-    l.channels_per_group = c / l.groups;
-    l.spatial = product(x.sizes, 2, x.sizes.size());
-  }
+  l.num_groups = instance ? 0 : call.attr_int("num_groups");
+  size_layout(x, l);
   l.per_group = !instance && call.def->since_version < 21;
   l.epsilon = call.attr_float("epsilon");
   std::unique_ptr<runtime::Kernel> kernel;

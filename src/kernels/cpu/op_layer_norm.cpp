@@ -33,6 +33,7 @@ Status broadcast_offsets(std::span<const int64_t> row, std::span<const int64_t> 
 }
 
 struct Layout {
+  size_t axis = 0;  // the first normalized dimension
   int64_t rows = 0, n = 0;
   double epsilon = 0.0;
 };
@@ -64,6 +65,19 @@ class LayerNormKernel final : public runtime::Kernel {
   Status reserve(const runtime::KernelCall& call) {
     if (r_ == nullptr || sum_ != nullptr || l_.rows == 0) return Status::ok_status();
     return call.reserve_scratch<S>(row_, static_cast<uint64_t>(l_.n), "row buffer");
+  }
+
+  // The leading dimensions (batch, sequence) may change; the normalized ones, which shape Scale
+  // and B, may not (sizes only shrink, so an equal product means equal sizes).
+  Status resize() override {
+    const std::span<const int64_t> sizes = x_->tensor.sizes;
+    if (product(sizes, l_.axis, sizes.size()) != l_.n) {
+      return Status(Error::NotSupported,
+                    "layer normalization: only the dimensions before the axis can change");
+    }
+    // A row count of 0 at create (no row scratch reserved) stays 0: a zero size cannot grow.
+    l_.rows = product(sizes, 0, l_.axis);
+    return Status::ok_status();
   }
 
   Status run() override {
@@ -128,6 +142,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_normalization(const runtime::Ker
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
   const std::span<const int64_t> row = x.sizes.subspan(axis);
   Layout l;
+  l.axis = axis;
   l.rows = product(x.sizes, 0, axis);
   l.n = product(row);
   l.epsilon = call.attr_float("epsilon");

@@ -32,6 +32,13 @@ class LinearKernel final : public runtime::Kernel {
         act_(std::move(act)),
         pool_(call.pool) {}
 
+  // Dynamic shapes: the rows of X (everything but its last axis) may change; K and N are W's.
+  Status resize() override {
+    const TensorView& x = x_->tensor;
+    m_ = product(x.sizes, 0, x.sizes.size() - 1);
+    return Status::ok_status();
+  }
+
   Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
     for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, trans_w_, m_, s, k_));

@@ -56,6 +56,31 @@ class PadKernel final : public runtime::Kernel {
         in_strides_(element_strides(in->tensor.sizes)),
         index_(dims_.size(), 0) {}
 
+  // Every dimension may change; the pads stay. What each dimension keeps and outputs follows its
+  // new size (ops::pad_dims without its vectors and messages).
+  Status resize() override {
+    const std::span<const int64_t> sizes = in_->tensor.sizes;
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      ops::PadDim& p = dims_[d];
+      const int64_t crop_end = p.end < 0 ? -p.end : 0;
+      p.kept = sizes[d] - p.crop_begin - crop_end;
+      if (p.kept < 0) return Status(Error::InvalidArgument, "Pad: the pads crop past a dimension");
+      p.out = p.kept + std::max<int64_t>(p.begin, 0) + std::max<int64_t>(p.end, 0);
+      if (mode_ != PadMode::Constant && p.kept == 0 && p.out != 0) {
+        return Status(Error::InvalidArgument, "Pad: a non-constant mode pads a dimension from none");
+      }
+      if (p.out != out_->tensor.sizes[d]) {
+        return Status(Error::Internal, "Pad: an output size is not what the pads give");
+      }
+    }
+    int64_t s = 1;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      in_strides_[d] = s;
+      if (__builtin_mul_overflow(s, sizes[d], &s)) s = INT64_MAX;
+    }
+    return Status::ok_status();
+  }
+
   Status run() override {
     const int64_t numel = out_->tensor.numel();
     if (numel == 0) return Status::ok_status();

@@ -138,6 +138,23 @@ class PoolKernel final : public runtime::Kernel {
                  p_.axes[0].in == 1 && p_.axes[0].k == 1 && p_.axes[0].head == 0;
   }
 
+  // Dynamic shapes: planes (batch x channels) are independent, so their count may change; the
+  // spatial sizes are what the axes' tables were built for.
+  Status resize() override {
+    const auto x = x_->tensor.sizes, y = y_->tensor.sizes;
+    const size_t n = x.size() - 2;
+    for (size_t i = 0; i < n; ++i) {
+      const Axis& a = p_.axes[kAxes - n + i];
+      if (a.in != x[2 + i] || a.out != y[2 + i]) {
+        return Status(Error::NotSupported,
+                      "the pooling kernels take a dynamic batch and channels, not dynamic "
+                      "spatial sizes");
+      }
+    }
+    p_.planes = y_->tensor.numel() == 0 ? 0 : x[0] * x[1];
+    return Status::ok_status();
+  }
+
   Status run() override {
     // A few planes per task, so that small planes are not one task each.
     const int64_t chunk = std::max<int64_t>(1, p_.planes / (int64_t{4} * pool_slots(pool_)));
@@ -257,6 +274,14 @@ class GlobalPoolKernel final : public runtime::Kernel {
  public:
   GlobalPoolKernel(const runtime::Value* x, runtime::Value* y, int64_t planes, int64_t n, double p)
       : x_(x), y_(y), planes_(planes), n_(n), p_(p) {}
+
+  Status resize() override {
+    const auto x = x_->tensor.sizes;
+    const bool empty = x_->tensor.numel() == 0;
+    planes_ = empty ? 0 : x[0] * x[1];
+    n_ = empty ? 0 : product(x, 2, x.size());
+    return Status::ok_status();
+  }
 
   Status run() override {
     const S* x = x_->tensor.data_as<const S>();

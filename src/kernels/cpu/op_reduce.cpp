@@ -3,7 +3,7 @@
 // create: the reduced dimensions (the same reduced_dims() the definition checked), and a walk of
 // the input in memory order (broadcast.h) against an accumulator shaped like the output with the
 // reduced dimensions kept as 1 (its stride is 0 along them). The accumulators are a buffer sized
-// by the output. run: fill the buffer with the reduction's identity, walk the input once (twice
+// by the output. resize(): the walk again at the new sizes, in the buffer sized at create. run: fill the buffer with the reduction's identity, walk the input once (twice
 // for ReduceLogSumExp: its maximum first, so that exp cannot overflow), finish each accumulator
 // into the output. Nothing is allocated.
 //
@@ -120,46 +120,81 @@ struct ReduceOp {
   }
 };
 
+// Which dimensions a reduction reduces (ops::reduced_dims), in a fixed array.
+using ReducedDims = std::array<bool, kMaxRank>;
+
 template <typename S, Reduction R>
 class ReduceKernel final : public runtime::Kernel {
   using Op = ReduceOp<S, R>;
   using A = typename Op::A;
 
  public:
-  ReduceKernel(const runtime::Value* in, runtime::Value* out, BroadcastPlan<1> plan, int64_t count,
-               int64_t out_numel)
+  // The accumulators are sized for the created (largest) output.
+  ReduceKernel(const runtime::Value* in, runtime::Value* out, const ReducedDims& reduced)
       : in_(in),
         out_(out),
-        plan_(plan),
-        count_(count),
-        acc_(static_cast<size_t>(out_numel)),
-        shift_(R == Reduction::LogSumExp ? static_cast<size_t>(out_numel) : 0) {}
+        reduced_(reduced),
+        acc_(static_cast<size_t>(out->tensor.numel())),
+        shift_(R == Reduction::LogSumExp ? acc_.size() : 0) {
+    plan();
+  }
+
+  // Every dimension may change, reduced ones too.
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
 
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
     S* y = out_->tensor.data_as<S>();
-    const size_t n = acc_.size();
+    A* acc = acc_.data();
+    A* acc_end = acc + n_;
     if constexpr (R == Reduction::LogSumExp) {
       // The maximum of each group (NaN if any is), then the sum of exp(x - maximum); an infinite
       // or NaN maximum is the result itself and shifts by nothing.
-      std::fill(shift_.begin(), shift_.end(), -std::numeric_limits<A>::infinity());
-      walk(x, shift_.data(), [](A m, A v, size_t) { return (v > m || v != v) ? v : m; });
-      for (A& m : shift_) {
-        if (!std::isfinite(m)) m = 0;
+      A* shift = shift_.data();
+      std::fill(shift, shift + n_, -std::numeric_limits<A>::infinity());
+      walk(x, shift, [](A m, A v, size_t) { return (v > m || v != v) ? v : m; });
+      for (size_t k = 0; k < n_; ++k) {
+        if (!std::isfinite(shift[k])) shift[k] = 0;
       }
-      std::fill(acc_.begin(), acc_.end(), A(0));
-      const A* shift = shift_.data();
-      walk(x, acc_.data(), [shift](A a, A v, size_t k) { return a + std::exp(v - shift[k]); });
-      for (size_t k = 0; k < n; ++k) y[k] = Op::out(std::log(acc_[k]) + shift[k]);
+      std::fill(acc, acc_end, A(0));
+      walk(x, acc, [shift](A a, A v, size_t k) { return a + std::exp(v - shift[k]); });
+      for (size_t k = 0; k < n_; ++k) y[k] = Op::out(std::log(acc[k]) + shift[k]);
     } else {
-      std::fill(acc_.begin(), acc_.end(), Op::identity());
-      walk(x, acc_.data(), [](A a, A v, size_t) { return Op::combine(a, v); });
-      for (size_t k = 0; k < n; ++k) y[k] = Op::out(Op::finish(acc_[k], count_));
+      std::fill(acc, acc_end, Op::identity());
+      walk(x, acc, [](A a, A v, size_t) { return Op::combine(a, v); });
+      for (size_t k = 0; k < n_; ++k) y[k] = Op::out(Op::finish(acc[k], count_));
     }
     return Status::ok_status();
   }
 
  private:
+  // The walk, the group size and the accumulator count at the values' current sizes.
+  void plan() {
+    const std::span<const int64_t> sizes = in_->tensor.sizes;
+    // The accumulators seen along the input's dimensions: the output with reduced dimensions 1.
+    std::array<int64_t, kMaxRank> acc_sizes{};
+    bool empty_group = false;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      acc_sizes[d] = reduced_[d] ? 1 : sizes[d];
+      empty_group = empty_group || (reduced_[d] && sizes[d] == 0);
+    }
+    n_ = static_cast<size_t>(out_->tensor.numel());
+    // Only needed when there are outputs: then every kept dimension is nonzero, and the product
+    // of the reduced ones (unless one is 0) fits like the input's element count.
+    count_ = 1;
+    if (n_ != 0 && !empty_group) {
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (reduced_[d]) count_ *= sizes[d];
+      }
+    }
+    if (empty_group) count_ = 0;
+    plan_ = make_broadcast_plan<1>(
+        sizes, {std::span<const int64_t>(acc_sizes.data(), sizes.size())});
+  }
+
   // acc[k] = f(acc[k], pre(x), k) for every input element x, k its accumulator.
   template <typename F>
   void walk(const S* x, A* acc, F f) const {
@@ -183,8 +218,10 @@ class ReduceKernel final : public runtime::Kernel {
 
   const runtime::Value* in_;
   runtime::Value* out_;
+  ReducedDims reduced_;
   BroadcastPlan<1> plan_;
-  int64_t count_;         // elements per group (ReduceMean's divisor)
+  int64_t count_ = 0;     // elements per group (ReduceMean's divisor)
+  size_t n_ = 0;          // output elements now (at most acc_.size())
   std::vector<A> acc_;    // one accumulator per output element
   std::vector<A> shift_;  // ReduceLogSumExp: each group's maximum
 };
@@ -195,13 +232,12 @@ constexpr DTypeSet kKernelTypes =
 
 template <Reduction R>
 std::unique_ptr<runtime::Kernel> make(DType dtype, const runtime::Value* in, runtime::Value* out,
-                                      const BroadcastPlan<1>& plan, int64_t count,
-                                      int64_t out_numel) {
+                                      const ReducedDims& reduced) {
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<kKernelTypes.bits()>(dtype, [&]<typename S>() {
     // bool only for ReduceMax and ReduceMin (the definitions allow it nowhere else).
     if constexpr (!std::is_same_v<S, BoolByte> || R == Reduction::Max || R == Reduction::Min) {
-      kernel = std::make_unique<ReduceKernel<S, R>>(in, out, plan, count, out_numel);
+      kernel = std::make_unique<ReduceKernel<S, R>>(in, out, reduced);
     }
   });
   return kernel;
@@ -226,28 +262,10 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
     noop = call.attr_int("noop_with_empty_axes") != 0;
   }
   BATON_ASSIGN_OR_RETURN(
-      const std::vector<bool> reduced,
+      const std::vector<bool> reduced_dims,
       ops::reduced_dims(axes, static_cast<int>(x.sizes.size()), noop, call.describe()));
-
-  // The accumulators seen along the input's dimensions: the output with reduced dimensions 1.
-  std::vector<int64_t> acc_sizes(x.sizes.begin(), x.sizes.end());
-  int64_t count = 1;
-  bool empty_group = false;
-  for (size_t d = 0; d < acc_sizes.size(); ++d) {
-    if (!reduced[d]) continue;
-    empty_group = empty_group || acc_sizes[d] == 0;
-    acc_sizes[d] = 1;
-  }
-  const int64_t out_numel = call.output(0).numel();
-  // Only needed when there are outputs: then every kept dimension is nonzero, and the product of
-  // the reduced ones (unless one is 0) fits like the input's element count.
-  if (out_numel != 0 && !empty_group) {
-    for (size_t d = 0; d < reduced.size(); ++d) {
-      if (reduced[d]) count *= x.sizes[d];
-    }
-  }
-  if (empty_group) count = 0;
-  const BroadcastPlan<1> plan = make_broadcast_plan<1>(x.sizes, {acc_sizes});
+  ReducedDims reduced{};
+  for (size_t d = 0; d < reduced_dims.size(); ++d) reduced[d] = reduced_dims[d];
 
   std::unique_ptr<runtime::Kernel> kernel;
   const runtime::Value* in = call.inputs[0];
@@ -255,7 +273,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   switch (row->reduction) {
 #define BATON_REDUCE_CASE(R)                                               \
   case Reduction::R:                                                       \
-    kernel = make<Reduction::R>(x.dtype, in, out, plan, count, out_numel); \
+    kernel = make<Reduction::R>(x.dtype, in, out, reduced);                \
     break;
     BATON_REDUCE_CASE(Sum)
     BATON_REDUCE_CASE(Mean)

@@ -27,26 +27,56 @@ bool beats(C a, C m) {
   return a > m || (std::isnan(a) && !std::isnan(m));
 }
 
+// The tensor is seen as [outer, n, inner] with the normalized axis in the middle. Opsets before 13
+// (`flatten`) normalize over [axis, rank) as one dimension. An empty tensor has nothing to
+// normalize, and its inner size (2^40 for [0, 2^20, 2^20] along axis 0) must not size the
+// per-position buffers: seen as [0, 0, 0].
+struct SoftmaxShape {
+  int64_t outer = 0, n = 0, inner = 0;
+};
+
+SoftmaxShape softmax_shape(const TensorView& in, size_t axis, bool flatten) {
+  SoftmaxShape s;
+  if (in.numel() == 0) return s;
+  const std::span<const int64_t> sizes = in.sizes;
+  s.outer = product(sizes, 0, axis);
+  s.n = flatten ? product(sizes, axis, sizes.size()) : sizes[axis];
+  s.inner = flatten ? 1 : product(sizes, axis + 1, sizes.size());
+  return s;
+}
+
 // The tensor is seen as [outer, n, inner] with the normalized axis in the middle. Softmax computes
 // each [n, inner] slice in C (in the output itself when it is C, else in a buffer sized at create);
-// LogSoftmax and Hardmax read the input again instead and need no slice buffer.
+// LogSoftmax and Hardmax read the input again instead and need no slice buffer. At resize() every
+// dimension may change, the axis too: the buffers sized at create for the largest inner size and
+// slice hold the smaller ones.
 template <typename S, Mode M>
 class SoftmaxKernel final : public runtime::Kernel {
   using C = compute_t<S>;
   static constexpr bool kInPlace = std::is_same_v<S, C> || M != Mode::Softmax;
 
  public:
-  SoftmaxKernel(const runtime::Value* in, runtime::Value* out, int64_t outer, int64_t n,
-                int64_t inner)
+  SoftmaxKernel(const runtime::Value* in, runtime::Value* out, size_t axis, bool flatten,
+                SoftmaxShape s)
       : in_(in),
         out_(out),
-        outer_(outer),
-        n_(n),
-        inner_(inner),
-        max_(inner > 1 ? inner : 0),
-        sum_(inner > 1 && M != Mode::Hardmax ? inner : 0),
-        at_(inner > 1 && M == Mode::Hardmax ? inner : 0),
-        slice_(kInPlace ? 0 : n * inner) {}
+        axis_(axis),
+        flatten_(flatten),
+        outer_(s.outer),
+        n_(s.n),
+        inner_(s.inner),
+        max_(s.inner > 1 ? s.inner : 0),
+        sum_(s.inner > 1 && M != Mode::Hardmax ? s.inner : 0),
+        at_(s.inner > 1 && M == Mode::Hardmax ? s.inner : 0),
+        slice_(kInPlace ? 0 : s.n * s.inner) {}
+
+  Status resize() override {
+    const SoftmaxShape s = softmax_shape(in_->tensor, axis_, flatten_);
+    outer_ = s.outer;
+    n_ = s.n;
+    inner_ = s.inner;
+    return Status::ok_status();
+  }
 
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
@@ -203,6 +233,8 @@ class SoftmaxKernel final : public runtime::Kernel {
 
   const runtime::Value* in_;
   runtime::Value* out_;
+  size_t axis_;
+  bool flatten_;
   int64_t outer_;
   int64_t n_;
   int64_t inner_;
@@ -215,22 +247,13 @@ class SoftmaxKernel final : public runtime::Kernel {
 template <Mode M>
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const runtime::Value* in = call.inputs[0];
-  const std::span<const int64_t> sizes = in->tensor.sizes;
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
   // Opsets before 13 normalize over [axis, rank) as one dimension.
   const bool flatten = call.def->since_version < 13;
-  // An empty tensor has nothing to normalize, and its inner size (2^40 for [0, 2^20, 2^20] along
-  // axis 0) must not size the per-position buffers: seen as [0, 0, 0].
-  const bool empty = in->tensor.numel() == 0;
-  int64_t outer = 0, n = 0, inner = 0;
-  if (!empty) {
-    outer = product(sizes, 0, axis);
-    n = flatten ? product(sizes, axis, sizes.size()) : sizes[axis];
-    inner = flatten ? 1 : product(sizes, axis + 1, sizes.size());
-  }
+  const SoftmaxShape s = softmax_shape(in->tensor, axis, flatten);
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kFloatTypes.bits()>(in->tensor.dtype, [&]<typename S>() {
-    kernel = std::make_unique<SoftmaxKernel<S, M>>(in, call.outputs[0], outer, n, inner);
+    kernel = std::make_unique<SoftmaxKernel<S, M>>(in, call.outputs[0], axis, flatten, s);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;

@@ -8,11 +8,12 @@
 namespace baton::kernels::cpu {
 namespace {
 
+// At resize() every dimension may change, the axis too: each output's part starts after the
+// earlier outputs' current sizes along it.
 class SplitKernel final : public runtime::Kernel {
  public:
-  SplitKernel(const runtime::Value* in, std::vector<runtime::Value*> outs,
-              std::vector<StridedCopy> copies)
-      : in_(in), outs_(std::move(outs)), copies_(std::move(copies)) {}
+  SplitKernel(const runtime::Value* in, std::span<runtime::Value* const> outs, size_t axis)
+      : in_(in), outs_(outs.begin(), outs.end()), copies_(outs.size()), axis_(axis) {}
 
   Status run() override {
     for (size_t o = 0; o < outs_.size(); ++o)
@@ -20,36 +21,43 @@ class SplitKernel final : public runtime::Kernel {
     return Status::ok_status();
   }
 
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
+
+  void plan() {
+    const TensorView& x = in_->tensor;
+    const size_t element_size = dtype_size(x.dtype);
+    int64_t offset = 0;  // along the axis
+    for (size_t o = 0; o < outs_.size(); ++o) {
+      const TensorView& out = outs_[o]->tensor;
+      if (out.numel() != 0) {
+        // Non-empty: every product of the input's dimensions but the axis is bounded by the
+        // output's element count.
+        const int64_t inner = product(x.sizes, axis_ + 1, x.sizes.size());
+        const int64_t view[] = {product(x.sizes, 0, axis_), out.sizes[axis_], inner};
+        const int64_t strides[] = {x.sizes[axis_] * inner, inner, 1};
+        copies_[o] = StridedCopy(view, strides, offset * inner, element_size);
+      } else {
+        copies_[o] = StridedCopy();
+      }
+      offset += out.sizes[axis_];
+    }
+  }
+
  private:
   const runtime::Value* in_;
   std::vector<runtime::Value*> outs_;
-  std::vector<StridedCopy> copies_;
+  std::vector<StridedCopy> copies_;  // one per output, sized at create
+  size_t axis_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  const TensorView& x = call.input(0);
   const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
-  const size_t element_size = dtype_size(x.dtype);
-  std::vector<runtime::Value*> outs;
-  std::vector<StridedCopy> copies;
-  int64_t offset = 0;  // along the axis
-  for (runtime::Value* out : call.outputs) {
-    const std::span<const int64_t> sizes = out->tensor.sizes;
-    if (out->tensor.numel() != 0) {
-      // Non-empty: every product of the input's dimensions but the axis is bounded by the
-      // output's element count.
-      const int64_t inner = product(x.sizes, axis + 1, x.sizes.size());
-      const int64_t view[] = {product(x.sizes, 0, axis), sizes[axis], inner};
-      const int64_t strides[] = {x.sizes[axis] * inner, inner, 1};
-      copies.emplace_back(view, strides, offset * inner, element_size);
-    } else {
-      copies.emplace_back();
-    }
-    outs.push_back(out);
-    offset += sizes[axis];
-  }
-  return std::unique_ptr<runtime::Kernel>(
-      std::make_unique<SplitKernel>(call.inputs[0], std::move(outs), std::move(copies)));
+  auto kernel = std::make_unique<SplitKernel>(call.inputs[0], call.outputs, axis);
+  kernel->plan();
+  return std::unique_ptr<runtime::Kernel>(std::move(kernel));
 }
 
 }  // namespace

@@ -8,18 +8,31 @@
 namespace baton::kernels::cpu {
 namespace {
 
-Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  const std::span<const int64_t> in = call.input(0).sizes;
-  const std::span<const int64_t> out = call.output(0).sizes;
-  const std::vector<int64_t> in_strides = element_strides(in);
-  std::vector<int64_t> view, strides;
-  for (size_t d = 0; d < in.size(); ++d) {
-    view.push_back(in[d] == 0 ? 0 : out[d] / in[d]);  // the repeat count
-    strides.push_back(0);
-    view.push_back(in[d]);
-    strides.push_back(in_strides[d]);
+// The repeat counts are the output's sizes over the input's, so every dimension may change at
+// resize().
+class TileKernel final : public StridedCopyKernel {
+ public:
+  using StridedCopyKernel::StridedCopyKernel;
+
+ protected:
+  Status view(StridedView& v) const override {
+    const std::span<const int64_t> in = in_->tensor.sizes;
+    const std::span<const int64_t> out = out_->tensor.sizes;
+    std::array<int64_t, kMaxRank> in_strides{};
+    row_major_strides(in, in_strides.data());
+    v.rank = 2 * in.size();
+    for (size_t d = 0; d < in.size(); ++d) {
+      v.sizes[2 * d] = in[d] == 0 ? 0 : out[d] / in[d];  // the repeat count
+      v.strides[2 * d] = 0;
+      v.sizes[2 * d + 1] = in[d];
+      v.strides[2 * d + 1] = in_strides[d];
+    }
+    return Status::ok_status();
   }
-  return create_strided_copy(call, view, strides, 0);
+};
+
+Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
+  return create_strided_copy<TileKernel>(call);
 }
 
 }  // namespace

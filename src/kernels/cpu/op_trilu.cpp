@@ -13,16 +13,16 @@ namespace {
 
 class TriluKernel final : public runtime::Kernel {
  public:
-  TriluKernel(const runtime::Value* in, const runtime::Value* k, runtime::Value* out, bool upper,
-              int64_t matrices, int64_t rows, int64_t cols, size_t element_size)
-      : in_(in),
-        k_(k),
-        out_(out),
-        upper_(upper),
-        matrices_(matrices),
-        rows_(rows),
-        cols_(cols),
-        element_size_(element_size) {}
+  TriluKernel(const runtime::Value* in, const runtime::Value* k, runtime::Value* out, bool upper)
+      : in_(in), k_(k), out_(out), upper_(upper), element_size_(dtype_size(in->tensor.dtype)) {
+    plan();
+  }
+
+  // Every dimension may change (a causal mask [sequence, sequence]).
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
 
   Status run() override {
     int64_t k = 0;
@@ -47,26 +47,29 @@ class TriluKernel final : public runtime::Kernel {
   }
 
  private:
+  void plan() {
+    const TensorView& x = in_->tensor;
+    const size_t rank = x.sizes.size();  // >= 2
+    matrices_ = rows_ = cols_ = 0;
+    if (x.numel() != 0) {
+      matrices_ = product(x.sizes, 0, rank - 2);
+      rows_ = x.sizes[rank - 2];
+      cols_ = x.sizes[rank - 1];
+    }
+  }
+
   const runtime::Value* in_;
   const runtime::Value* k_;
   runtime::Value* out_;
   bool upper_;
-  int64_t matrices_, rows_, cols_;
+  int64_t matrices_ = 0, rows_ = 0, cols_ = 0;
   size_t element_size_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  const TensorView& x = call.input(0);
-  const size_t rank = x.sizes.size();  // >= 2
-  int64_t matrices = 0, rows = 0, cols = 0;
-  if (x.numel() != 0) {
-    matrices = product(x.sizes, 0, rank - 2);
-    rows = x.sizes[rank - 2];
-    cols = x.sizes[rank - 1];
-  }
-  return std::unique_ptr<runtime::Kernel>(std::make_unique<TriluKernel>(
-      call.inputs[0], call.has_input(1) ? call.inputs[1] : nullptr, call.outputs[0],
-      call.attr_int("upper") != 0, matrices, rows, cols, dtype_size(x.dtype)));
+  return std::unique_ptr<runtime::Kernel>(
+      std::make_unique<TriluKernel>(call.inputs[0], call.has_input(1) ? call.inputs[1] : nullptr,
+                                    call.outputs[0], call.attr_int("upper") != 0));
 }
 
 }  // namespace

@@ -58,6 +58,16 @@ class VariadicKernel final : public runtime::Kernel {
     }
   }
 
+  // Dynamic shapes: plans and counts follow the sizes (the accumulator was reserved at the
+  // largest).
+  Status resize() override {
+    numel_ = out_->tensor.numel();
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      plans_[k] = make_broadcast_plan<1>(out_->tensor.sizes, {inputs_[k]->tensor.sizes});
+    }
+    return Status::ok_status();
+  }
+
   // Other storage types accumulate in scratch of the compute type.
   Status reserve(const runtime::KernelCall& call) {
     if (kInPlace) return Status::ok_status();

@@ -34,13 +34,10 @@ void select_erased(const BroadcastPlan<3>& plan, const uint8_t* cond, const void
 
 class WhereKernel final : public runtime::Kernel {
  public:
-  WhereKernel(const runtime::KernelCall& call, const BroadcastPlan<3>& plan, SelectFn fn)
-      : cond_(call.inputs[0]),
-        x_(call.inputs[1]),
-        y_(call.inputs[2]),
-        out_(call.outputs[0]),
-        plan_(plan),
-        fn_(fn) {}
+  WhereKernel(const runtime::KernelCall& call, SelectFn fn)
+      : cond_(call.inputs[0]), x_(call.inputs[1]), y_(call.inputs[2]), out_(call.outputs[0]), fn_(fn) {
+    plan();
+  }
 
   Status run() override {
     fn_(plan_, cond_->tensor.data_as<const uint8_t>(), x_->tensor.data, y_->tensor.data,
@@ -48,7 +45,18 @@ class WhereKernel final : public runtime::Kernel {
     return Status::ok_status();
   }
 
+  // Any dimension of any input may change; the broadcast is planned again.
+  Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
+
  private:
+  void plan() {
+    plan_ = make_broadcast_plan<3>(out_->tensor.sizes,
+                                   {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes});
+  }
+
   const runtime::Value* cond_;
   const runtime::Value* x_;
   const runtime::Value* y_;
@@ -63,9 +71,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   if (!dispatch_word(dtype_size(t), [&]<typename W>() { fn = &select_erased<W>; })) {
     return no_kernel_for(call, t);
   }
-  const auto plan = make_broadcast_plan<3>(
-      call.output(0).sizes, {call.input(0).sizes, call.input(1).sizes, call.input(2).sizes});
-  return std::unique_ptr<runtime::Kernel>(std::make_unique<WhereKernel>(call, plan, fn));
+  return std::unique_ptr<runtime::Kernel>(std::make_unique<WhereKernel>(call, fn));
 }
 
 }  // namespace

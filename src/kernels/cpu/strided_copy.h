@@ -4,14 +4,16 @@
 // broadcast dimensions), Tile (its output seen as [repeat_0, size_0, repeat_1, size_1, ...] with
 // stride 0 along each repeat) and Split (one slice per output) are all this copy.
 //
-// create: the plan (broadcast.h) drops size-1 dimensions and merges the ones that stay
-// contiguous. run: rows the input holds contiguously are copied whole, others element by element
+// create and resize(): the plan (broadcast.h) drops size-1 dimensions and merges the ones that
+// stay contiguous, from the view each op derives from its values' current sizes. run: rows the input holds contiguously are copied whole, others element by element
 // as 1-, 2-, 4- or 8-byte words; nothing is allocated.
 #pragma once
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <span>
+#include <utility>
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/dispatch.h"
@@ -69,38 +71,107 @@ class StridedCopy {
   Fn fn_ = nullptr;
 };
 
-// One input copied into one output through a StridedCopy.
-class StridedCopyKernel final : public runtime::Kernel {
+// Row-major element strides of `sizes` into `strides` (common.h's element_strides without a
+// vector, for resize()): saturating past a zero dimension, where they address nothing.
+inline void row_major_strides(std::span<const int64_t> sizes, int64_t* strides) {
+  int64_t s = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = s;
+    if (__builtin_mul_overflow(s, sizes[d], &s)) s = INT64_MAX;
+  }
+}
+
+// What a StridedCopy reads: the output seen as `sizes` (at most kMaxDims dimensions), filled from
+// input element `base` on through `strides`, in fixed arrays so that resize() allocates nothing.
+struct StridedView {
+  size_t rank = 0;
+  std::array<int64_t, StridedCopy::kMaxDims> sizes{}, strides{};
+  int64_t base = 0;
+};
+
+// One input copied into one output through the view that view() derives from the bound values'
+// current sizes: at create, and again at every resize() (dynamic shapes).
+class StridedCopyKernel : public runtime::Kernel {
  public:
-  StridedCopyKernel(const runtime::Value* in, runtime::Value* out, StridedCopy copy)
-      : in_(in), out_(out), copy_(copy) {}
+  StridedCopyKernel(const runtime::Value* in, runtime::Value* out)
+      : in_(in), out_(out), element_size_(dtype_size(in->tensor.dtype)) {}
 
   Status run() override {
     copy_.run(in_->tensor.data, out_->tensor.data);
     return Status::ok_status();
   }
 
- private:
+  Status resize() override { return plan(); }
+
+  Status plan() {
+    StridedView v;
+    BATON_TRY(view(v));
+    copy_ = StridedCopy(std::span<const int64_t>(v.sizes.data(), v.rank),
+                        std::span<const int64_t>(v.strides.data(), v.rank), v.base, element_size_);
+    return Status::ok_status();
+  }
+
+ protected:
+  // The view at the current sizes; errors only for sizes the op cannot take.
+  virtual Status view(StridedView& v) const = 0;
+
   const runtime::Value* in_;
   runtime::Value* out_;
+
+ private:
+  size_t element_size_;
   StridedCopy copy_;
 };
 
-// The kernel that fills output 0 of `call` (whose sizes are `sizes`, or a view of them with more
-// dimensions) from input 0 through `strides` and `base`.
-inline Result<std::unique_ptr<runtime::Kernel>> create_strided_copy(
-    const runtime::KernelCall& call, std::span<const int64_t> sizes,
-    std::span<const int64_t> strides, int64_t base) {
+// A StridedCopyKernel `K` (constructed from input 0, output 0 and `args`) of `call`, planned at
+// the created sizes.
+template <typename K, typename... Args>
+Result<std::unique_ptr<runtime::Kernel>> create_strided_copy(const runtime::KernelCall& call,
+                                                             Args&&... args) {
   const size_t element_size = dtype_size(call.input(0).dtype);
   BATON_CHECK_OR_RETURN(
       element_size == 1 || element_size == 2 || element_size == 4 || element_size == 8,
       NotSupported, "{}: dtype {} has an element size of {} bytes", call.describe(),
       dtype_name(call.input(0).dtype), element_size);
-  BATON_CHECK_OR_RETURN(sizes.size() <= StridedCopy::kMaxDims && strides.size() == sizes.size(),
-                        Internal, "{}: a strided copy of rank {} (strides {})", call.describe(),
-                        sizes.size(), strides.size());
-  return std::unique_ptr<runtime::Kernel>(std::make_unique<StridedCopyKernel>(
-      call.inputs[0], call.outputs[0], StridedCopy(sizes, strides, base, element_size)));
+  auto kernel = std::make_unique<K>(call.inputs[0], call.outputs[0], std::forward<Args>(args)...);
+  const Status planned = kernel->plan();
+  BATON_CHECK_OR_RETURN(planned.ok(), Internal, "{}: {}", call.describe(), planned.message());
+  return std::unique_ptr<runtime::Kernel>(std::move(kernel));
+}
+
+// Identity, Reshape, Squeeze and Unsqueeze: common.h's ContiguousCopyKernel, whose byte count
+// follows the input's current sizes at resize() (the runtime writes the output's sizes, equal in
+// element count; a Reshape's `shape` input keeps the largest shape and is not read).
+class ViewCopyKernel final : public runtime::Kernel {
+ public:
+  ViewCopyKernel(const runtime::Value* in, runtime::Value* out)
+      : in_(in), out_(out), nbytes_(in->tensor.nbytes()) {}
+
+  Status run() override {
+    // Equal pointers: the compiler planned the output as a view of the input (its bytes).
+    if (nbytes_ != 0 && out_->tensor.data != in_->tensor.data) {
+      std::memcpy(out_->tensor.data, in_->tensor.data, nbytes_);
+    }
+    return Status::ok_status();
+  }
+
+  Status resize() override {
+    if (out_->tensor.numel() != in_->tensor.numel()) {
+      return Status(Error::Internal, "a view op's output and input sizes differ in element count");
+    }
+    nbytes_ = in_->tensor.nbytes();
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* in_;
+  runtime::Value* out_;
+  size_t nbytes_;
+};
+
+inline Result<std::unique_ptr<runtime::Kernel>> create_view_copy(const runtime::KernelCall& call) {
+  return std::unique_ptr<runtime::Kernel>(
+      std::make_unique<ViewCopyKernel>(call.inputs[0], call.outputs[0]));
 }
 
 }  // namespace baton::kernels::cpu
