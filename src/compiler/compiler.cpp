@@ -19,6 +19,7 @@
 #include "compiler/passes.h"
 #include "compiler/passes/pass.h"
 #include "compiler/placement.h"
+#include "compiler/shape_values.h"
 #include "format/program_file.h"
 #include "runtime/kernel.h"
 
@@ -212,6 +213,12 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                            : std::string("off"));
   }
   timer.done("optimize", pass_text);
+  if (graph.symbols.num_symbols() > 0) {
+    // Shape inputs computed from dynamic sizes become constants at the maxima; the shape
+    // arithmetic that computed them is then usually unused (compiler/shape_values.h).
+    BATON_TRY(materialize_shape_inputs(graph));
+    eliminate_dead_nodes(graph);
+  }
   std::vector<std::string> exposed;
   if (options.expose_intermediates) exposed = expose_intermediates(graph);
 

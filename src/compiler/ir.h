@@ -29,6 +29,11 @@ struct IrValue {
   // One size expression per dimension when some dimension is dynamic; empty when every size is
   // static (then `sizes` are the sizes).
   std::vector<sym::SizeExpr> dims;
+  // A small integer tensor whose elements are sizes of a dynamic graph (what Shape and the
+  // arithmetic exporters write on shapes compute): one expression per element, row-major. Empty
+  // otherwise. The nodes computing it still run at run time; this is what the compiler knows of
+  // the values (compiler/shape_values.h).
+  std::vector<sym::SizeExpr> sym_values;
   bool shape_known = false;
   // Host bytes of a compile-time constant (row-major, little-endian); null otherwise.
   std::shared_ptr<const std::vector<uint8_t>> constant;

@@ -6,6 +6,7 @@
 #include "baton/core/file.h"
 #include "baton/core/log.h"
 #include "compiler/shape_infer.h"
+#include "compiler/shape_values.h"
 #include "ops/einsum.h"
 #include "runtime/kernel.h"
 
@@ -180,6 +181,18 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
     if (!runtime::kernel_takes(*kernel, *node.def, in_types, out_types, &why)) {
       unsupported.push_back(fmt::format("{}: {}", node.describe(), why));
       continue;
+    }
+    // Shape arithmetic over dynamic sizes is followed as expressions (compiler/shape_values.h).
+    const bool shape_arithmetic =
+        !all_constant && !node.inputs.empty() &&
+        (std::any_of(node.inputs.begin(), node.inputs.end(),
+                     [&](int id) { return id >= 0 && !graph.values[id].sym_values.empty(); }) ||
+         (node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size") &&
+          is_dynamic(graph.values[node.inputs[0]])));
+    if (shape_arithmetic) {
+      BATON_ASSIGN_OR_RETURN(const ShapeValues followed, propagate_shape_values(graph, node));
+      if (followed == ShapeValues::Constant) ++report.folded;
+      if (followed != ShapeValues::None) continue;
     }
     if (!(all_constant || folds_from_static_shape(graph, node)) || node.inputs.empty()) continue;
     // What folding would materialize, checked before anything is allocated: a few bytes of model

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "baton/core/check.h"
@@ -50,6 +51,37 @@ std::vector<Probe> make_probes(const sym::SymbolTable& table) {
   return probes;
 }
 
+// Inputs whose values are size expressions (IrValue::sym_values) are given to inference as data:
+// their values at one assignment, in the input's dtype (int64 or int32).
+class SymbolicData {
+ public:
+  Status fill(const Graph& graph, const IrNode& node, std::vector<ops::InputInfo>& infos,
+              const Probe& probe) {
+    storage_.resize(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] < 0) continue;
+      const IrValue& v = graph.values[node.inputs[i]];
+      if (v.sym_values.empty()) continue;
+      std::vector<uint8_t>& bytes = storage_[i];
+      bytes.assign(v.sym_values.size() * dtype_size(v.dtype), 0);
+      for (size_t k = 0; k < v.sym_values.size(); ++k) {
+        BATON_ASSIGN_OR_RETURN(const int64_t x, graph.symbols.evaluate(v.sym_values[k], probe));
+        if (v.dtype == DType::Int32) {
+          const auto y = static_cast<int32_t>(x);
+          std::memcpy(bytes.data() + k * 4, &y, 4);
+        } else {
+          std::memcpy(bytes.data() + k * 8, &x, 8);
+        }
+      }
+      infos[i].data = bytes.data();
+    }
+    return Status();
+  }
+
+ private:
+  std::vector<std::vector<uint8_t>> storage_;
+};
+
 std::string describe_probe(const sym::SymbolTable& table, const Probe& p) {
   std::string out;
   for (size_t s = 0; s < p.size(); ++s) {
@@ -89,6 +121,8 @@ class DynamicInference {
     for (size_t k = 1; k < probes_.size(); ++k) {
       std::vector<std::vector<int64_t>> in_sizes(node_.inputs.size());
       BATON_ASSIGN_OR_RETURN(std::vector<ops::InputInfo> infos, input_infos(graph_, node_));
+      SymbolicData data;
+      BATON_TRY(data.fill(graph_, node_, infos, probes_[k]));
       for (size_t i = 0; i < node_.inputs.size(); ++i) {
         if (node_.inputs[i] < 0) continue;
         for (sym::SizeExpr e : input_dims_[i]) {
@@ -162,6 +196,11 @@ class DynamicInference {
   }
 
   Status make_candidates() {
+    // The sizes an input holds as values (a Reshape's shape, a Range's limit).
+    for (int id : node_.inputs) {
+      if (id < 0) continue;
+      for (sym::SizeExpr e : graph_.values[id].sym_values) BATON_TRY(add(e));
+    }
     // Each input dimension, and products of consecutive dimensions of one input.
     for (const auto& dims : input_dims_) {
       for (size_t a = 0; a < dims.size(); ++a) {
@@ -229,15 +268,17 @@ class DynamicInference {
 }  // namespace
 
 Result<NodeShapes> infer_node_shapes(Graph& graph, IrNode& node) {
-  BATON_ASSIGN_OR_RETURN(const std::vector<ops::InputInfo> inputs, input_infos(graph, node));
+  BATON_ASSIGN_OR_RETURN(std::vector<ops::InputInfo> inputs, input_infos(graph, node));
+  const bool dynamic = std::any_of(node.inputs.begin(), node.inputs.end(), [&](int id) {
+    return id >= 0 && (is_dynamic(graph.values[id]) || !graph.values[id].sym_values.empty());
+  });
+  SymbolicData data;
+  if (dynamic) BATON_TRY(data.fill(graph, node, inputs, make_probes(graph.symbols)[0]));
   const std::vector<ops::AttrValue> raw_attrs = node.attrs;
   NodeShapes shapes;
   shapes.outputs.resize(node.outputs.size());
   BATON_TRY(ops::infer(*node.def, node.name, inputs, node.attrs, shapes.outputs));
   shapes.dims.resize(node.outputs.size());
-  const bool dynamic = std::any_of(node.inputs.begin(), node.inputs.end(), [&](int id) {
-    return id >= 0 && is_dynamic(graph.values[id]);
-  });
   if (!dynamic) return shapes;
   return DynamicInference(graph, node).run(raw_attrs, std::move(shapes));
 }

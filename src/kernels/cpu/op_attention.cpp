@@ -4,6 +4,8 @@
 // nan_to_zero), then Y = P V. A tile holds at most 64K scores, so the buffers do not grow with
 // Sq * Sk. float16 and bfloat16 go through float copies; every buffer is sized at create, and a
 // size the host cannot hold is an OutOfMemory error naming the node.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -28,6 +30,43 @@ struct AttentionShape {
   int64_t mask_row_stride = 0, mask_col_stride = 0;
 };
 
+// `s`'s sizes and mask strides from Q, K, V and the mask (null when none) as they are now; its
+// vectors already hold one entry per batch dimension.
+void size_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                    const TensorView* mask, AttentionShape& s) {
+  const size_t r = q.sizes.size();
+  s.sq = q.sizes[r - 2];
+  s.d = q.sizes[r - 1];
+  s.sk = s.k_transposed ? k.sizes[r - 1] : k.sizes[r - 2];
+  s.dv = v.sizes[r - 1];
+  std::copy(q.sizes.begin(), q.sizes.end() - 2, s.batch_sizes.begin());
+  s.batches = product(q.sizes, 0, r - 2);
+  if (mask == nullptr) return;
+  // Right-aligned against the scores [..., Sq, Sk]: contiguous strides, 0 where size 1.
+  const std::span<const int64_t> m = mask->sizes;
+  std::array<int64_t, kMaxRank> strides{};
+  int64_t stride = 1;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const size_t md = m.size() - 1 - i, sd = r - 1 - i;
+    strides[sd] = m[md] == 1 ? 0 : stride;
+    stride *= m[md];
+  }
+  for (size_t i = 0; i + 2 < r; ++i) s.mask_batch_strides[i] = strides[i];
+  s.mask_row_stride = strides[r - 2];
+  s.mask_col_stride = strides[r - 1];
+}
+
+// The most scratch gemm() without transposes asks for over products of at most [m, k] x [k, n]:
+// under OpenBLAS's small-matrix limit (blas.cpp: m n k <= 1e6, two rows or more) it copies B,
+// k' n' elements, so a smaller product after resize() can need scratch where the created one
+// needs none.
+size_t gemm_scratch_bound(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kSmallProduct = 1000000;
+  if (m < 2) return 0;
+  return std::max(gemm_scratch(false, false, m, n, k),
+                  static_cast<size_t>(std::min(n * k, kSmallProduct / 2)));
+}
+
 template <typename S>
 class AttentionKernel final : public runtime::Kernel {
   using W = blas_t<S>;
@@ -43,9 +82,21 @@ class AttentionKernel final : public runtime::Kernel {
         s_(std::move(s)),
         pool_(call.pool),
         tile_(row_tile(s_.sq, s_.sk)),
-        scores_per_slot_(static_cast<size_t>(tile_ * s_.sk)),
-        scratch_per_slot_(std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
-                                   gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
+        // A tile at smaller sizes may hold more scores than the created one (whole rows of up to
+        // kTileScores): the most any sizes up to the created ones ask for.
+        scores_per_slot_(
+            static_cast<size_t>(std::max(s_.sk, std::min(s_.sq * s_.sk, kTileScores)))),
+        scratch_per_slot_(
+            std::max(s_.k_transposed ? gemm_scratch_bound(s_.sq, s_.sk, s_.d) : size_t{0},
+                     gemm_scratch_bound(s_.sq, s_.dv, s_.sk))) {}
+
+  // Batch, query and key lengths may change (every dimension may): the tiles are cut again, as a
+  // kernel created at the new sizes cuts them, within the scratch reserved for the largest.
+  Status resize() override {
+    size_attention(q_->tensor, k_->tensor, v_->tensor, mask_ ? &mask_->tensor : nullptr, s_);
+    tile_ = row_tile(s_.sq, s_.sk);
+    return Status::ok_status();
+  }
 
   // The scratch, reserved once at create: each thread of the pool gets the scores of one tile of
   // query rows and the GEMMs' scratch; float16 and bfloat16 get float copies of the operands.
@@ -66,8 +117,8 @@ class AttentionKernel final : public runtime::Kernel {
   // not grow with Sq * Sk (sequence 131072 asked for 64 GiB per thread when whole rows x columns
   // were kept); at least one row. Each row's softmax needs its whole row of Sk scores, so a tile
   // is whole rows.
+  static constexpr int64_t kTileScores = int64_t{1} << 16;
   static int64_t row_tile(int64_t sq, int64_t sk) {
-    constexpr int64_t kTileScores = int64_t{1} << 16;
     return std::max<int64_t>(1, std::min(sq, kTileScores / std::max<int64_t>(sk, 1)));
   }
 
@@ -178,37 +229,17 @@ class AttentionKernel final : public runtime::Kernel {
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& q = call.input(0);
-  const TensorView& v = call.input(2);
   const size_t r = q.sizes.size();
   AttentionShape s;
   s.k_transposed = call.attr_int("k_transposed") != 0;
-  const TensorView& k = call.input(1);
-  s.sq = q.sizes[r - 2];
-  s.d = q.sizes[r - 1];
-  s.sk = s.k_transposed ? k.sizes[r - 1] : k.sizes[r - 2];
-  s.dv = v.sizes[r - 1];
-  s.batch_sizes.assign(q.sizes.begin(), q.sizes.end() - 2);
-  s.batches = product(s.batch_sizes);
+  s.batch_sizes.assign(r - 2, 0);
+  s.mask_batch_strides.assign(r - 2, 0);
   s.scale = call.attr_float("scale");
   const std::string_view kind = call.attr_string("mask_kind");
   s.mask = kind == "add" ? 1 : kind == "select" ? 2 : 0;
   s.fill = call.attr_float("mask_fill");
   s.nan_to_zero = call.attr_int("nan_to_zero") != 0;
-  s.mask_batch_strides.assign(r - 2, 0);
-  if (s.mask) {
-    // Right-aligned against the scores [..., Sq, Sk]: contiguous strides, 0 where size 1.
-    const std::span<const int64_t> m = call.input(3).sizes;
-    std::vector<int64_t> strides(r, 0);
-    int64_t stride = 1;
-    for (size_t i = 0; i < m.size(); ++i) {
-      const size_t md = m.size() - 1 - i, sd = r - 1 - i;
-      strides[sd] = m[md] == 1 ? 0 : stride;
-      stride *= m[md];
-    }
-    for (size_t i = 0; i + 2 < r; ++i) s.mask_batch_strides[i] = strides[i];
-    s.mask_row_stride = strides[r - 2];
-    s.mask_col_stride = strides[r - 1];
-  }
+  size_attention(q, call.input(1), call.input(2), s.mask ? &call.input(3) : nullptr, s);
   BATON_TRY(check_blas_range(call, s.sq, std::max(s.sk, s.dv), std::max(s.d, s.sk)));
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();

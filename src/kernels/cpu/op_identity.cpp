@@ -2,12 +2,11 @@
 // kernel copies the input's bytes. Any dtype.
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
-#include "kernels/cpu/strided_copy.h"
 
 namespace baton::kernels::cpu {
 
 void register_identity(runtime::KernelRegistry& registry) {
-  registry.add({"Identity", "", {}, &create_view_copy});
+  registry.add({"Identity", "", {}, &create_contiguous_copy});
 }
 
 }  // namespace baton::kernels::cpu

@@ -1,5 +1,7 @@
 // ONNX MatMul (opset 13): numpy.matmul on float types (ops/matmul.cpp infers the shapes). Each
-// batch is one OpenBLAS GEMM; a batch of A against one shared B is a single tall GEMM.
+// batch is one OpenBLAS GEMM; a batch of A against one shared B is a single tall GEMM. resize()
+// plans the batches again at the new sizes, in offset tables and scratch sized at create.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -15,10 +17,61 @@ namespace {
 struct MatMulPlan {
   int64_t m = 0, n = 0, k = 0;
   // Element offsets of batch i's matrices; one entry with m = all rows when every batch of A is
-  // multiplied by the same B.
+  // multiplied by the same B. Their capacity is reserved at create for the largest batch count.
   std::vector<int64_t> a_offsets, b_offsets;
 };
 
+// The most scratch gemm() without transposes asks for over products of at most [m, k] x [k, n]:
+// under OpenBLAS's small-matrix limit (blas.cpp: m n k <= 1e6, two rows or more) it copies B,
+// k' n' elements, so a smaller product after resize() can need scratch where the created one
+// needs none.
+size_t gemm_scratch_bound(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kSmallProduct = 1000000;
+  if (m < 2) return 0;
+  return std::max(gemm_scratch(false, false, m, n, k),
+                  static_cast<size_t>(std::min(n * k, kSmallProduct / 2)));
+}
+
+// The plan at `a`, `b` and `y`'s current sizes, in `p`'s vectors, whose capacity must hold the
+// batch count (then nothing is allocated).
+Status plan_matmul(const TensorView& a, const TensorView& b, const TensorView& y, MatMulPlan& p) {
+  const ops::MatMulShape s = ops::matmul_shape(a.sizes, b.sizes);
+  // The output's batch dimensions are its leading ones.
+  const std::span<const int64_t> out = y.sizes;
+  const size_t batch_rank = out.size() - (a.rank() >= 2 ? 1 : 0) - (b.rank() >= 2 ? 1 : 0);
+  const std::span<const int64_t> batch = out.first(batch_rank);
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.a_offsets.clear();
+  p.b_offsets.clear();
+  // An empty output computes nothing: no table of per-batch offsets, which for 2^40 batches of
+  // empty matrices would be terabytes.
+  if (y.numel() == 0) return Status::ok_status();
+  const int64_t batches = product(batch);
+  if (static_cast<uint64_t>(batches) > p.a_offsets.capacity()) {
+    return Status(Error::Internal, "MatMul: more batches than the kernel was created for");
+  }
+  if (product(s.b_batch) == 1 && product(s.a_batch) == batches) {
+    // One B for every batch and A's batches laid out like the output's: A is one tall
+    // [batches * M, K] matrix and a single GEMM does the whole product.
+    p.m = batches * s.m;
+    p.a_offsets.push_back(0);
+    p.b_offsets.push_back(0);
+  } else {
+    const auto walk = make_broadcast_plan<2>(batch, {s.a_batch, s.b_batch});
+    const int64_t a_step = s.m * s.k, b_step = s.k * s.n;
+    for_each_broadcast_row<2>(walk, [&](int64_t, const std::array<int64_t, 2>& in, int64_t n) {
+      for (int64_t e = 0; e < n; ++e) {
+        p.a_offsets.push_back((in[0] + e * walk.strides[0][walk.rank - 1]) * a_step);
+        p.b_offsets.push_back((in[1] + e * walk.strides[1][walk.rank - 1]) * b_step);
+      }
+    });
+  }
+  return Status::ok_status();
+}
+
+// At resize() every dimension may change (batch, sequence, heads; the contraction too).
 template <typename S>
 class MatMulKernel final : public runtime::Kernel {
   using W = blas_t<S>;
@@ -26,8 +79,8 @@ class MatMulKernel final : public runtime::Kernel {
 
  public:
   MatMulKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* y, MatMulPlan p,
-               runtime::ThreadPool* pool)
-      : a_(a), b_(b), y_(y), p_(std::move(p)), pool_(pool) {}
+               int64_t rows, runtime::ThreadPool* pool)
+      : a_(a), b_(b), y_(y), p_(std::move(p)), rows_(rows), pool_(pool) {}
 
   Status reserve(const runtime::KernelCall& call) {
     if constexpr (!kDirect) {
@@ -36,9 +89,13 @@ class MatMulKernel final : public runtime::Kernel {
       BATON_TRY(call.reserve_scratch<W>(y_buffer_, y_->tensor.numel(), "float copy of Y"));
     }
     // One GEMM scratch per thread: batches run as parallel tasks.
-    return call.reserve_scratch<W>(scratch_, gemm_scratch(false, false, p_.m, p_.n, p_.k),
-                                   "GEMM scratch", pool_slots(pool_));
+    return call.reserve_scratch<W>(scratch_, gemm_scratch_bound(rows_, p_.n, p_.k), "GEMM scratch",
+                                   pool_slots(pool_));
   }
+
+  // Sizes only shrink, so the batch count fits the offsets' capacity, and the GEMMs the scratch
+  // bound.
+  Status resize() override { return plan_matmul(a_->tensor, b_->tensor, y_->tensor, p_); }
 
   Status run() override {
     const int64_t batches = static_cast<int64_t>(p_.a_offsets.size());
@@ -75,63 +132,32 @@ class MatMulKernel final : public runtime::Kernel {
   const runtime::Value* b_;
   runtime::Value* y_;
   MatMulPlan p_;
+  int64_t rows_;  // rows of A over every batch at create: what bounds the GEMM scratch
   runtime::ThreadPool* pool_;
   runtime::ScratchRef a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
   runtime::ScratchRef scratch_;                         // per thread of the pool
 };
 
-Result<MatMulPlan> plan(const runtime::KernelCall& call) {
-  const TensorView& a = call.input(0);
-  const TensorView& b = call.input(1);
-  const ops::MatMulShape s = ops::matmul_shape(a.sizes, b.sizes);
-  // The output's batch dimensions are its leading ones.
-  const std::span<const int64_t> out = call.output(0).sizes;
-  const size_t batch_rank = out.size() - (a.rank() >= 2 ? 1 : 0) - (b.rank() >= 2 ? 1 : 0);
-  const std::span<const int64_t> batch = out.first(batch_rank);
-  const int64_t batches = product(batch);
-  const int64_t a_batches = product(s.a_batch);
-  const int64_t b_batches = product(s.b_batch);
-
-  MatMulPlan p;
-  p.m = s.m;
-  p.n = s.n;
-  p.k = s.k;
-  // An empty output computes nothing: no table of per-batch offsets, which for 2^40 batches of
-  // empty matrices would be terabytes.
-  if (call.output(0).numel() == 0) return p;
-  if (b_batches == 1 && a_batches == batches) {
-    // One B for every batch and A's batches laid out like the output's: A is one tall
-    // [batches * M, K] matrix and a single GEMM does the whole product.
-    p.m = batches * s.m;
-    if (batches > 0) {
-      p.a_offsets.push_back(0);
-      p.b_offsets.push_back(0);
-    }
-  } else {
-    const auto walk = make_broadcast_plan<2>(batch, {s.a_batch, s.b_batch});
-    p.a_offsets.reserve(batches);
-    p.b_offsets.reserve(batches);
-    const int64_t a_step = s.m * s.k, b_step = s.k * s.n;
-    for_each_broadcast_row<2>(walk, [&](int64_t, const std::array<int64_t, 2>& in, int64_t n) {
-      for (int64_t e = 0; e < n; ++e) {
-        p.a_offsets.push_back((in[0] + e * walk.strides[0][walk.rank - 1]) * a_step);
-        p.b_offsets.push_back((in[1] + e * walk.strides[1][walk.rank - 1]) * b_step);
-      }
-    });
-  }
-  BATON_TRY(check_blas_range(call, p.m, p.n, p.k));
-  return p;
-}
-
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
-  BATON_ASSIGN_OR_RETURN(MatMulPlan p, plan(call));
+  const TensorView& y = call.output(0);
+  MatMulPlan p;
+  int64_t rows = 0;
+  if (y.numel() != 0) {
+    const ops::MatMulShape s = ops::matmul_shape(call.input(0).sizes, call.input(1).sizes);
+    const int64_t batches = y.numel() / (s.m * s.n);  // M and N are 1 for 1-D operands
+    rows = batches * s.m;
+    BATON_TRY(size_buffer(p.a_offsets, static_cast<uint64_t>(batches), call, "A batch offsets"));
+    BATON_TRY(size_buffer(p.b_offsets, static_cast<uint64_t>(batches), call, "B batch offsets"));
+  }
+  BATON_TRY(plan_matmul(call.input(0), call.input(1), y, p));
+  BATON_TRY(check_blas_range(call, p.m, p.n, p.k));
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel =
-        with_scratch(std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1],
-                                                       call.outputs[0], std::move(p), call.pool),
-                     call, reserved);
+    kernel = with_scratch(
+        std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
+                                          std::move(p), rows, call.pool),
+        call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);

@@ -67,7 +67,8 @@ class PadKernel final : public runtime::Kernel {
       if (p.kept < 0) return Status(Error::InvalidArgument, "Pad: the pads crop past a dimension");
       p.out = p.kept + std::max<int64_t>(p.begin, 0) + std::max<int64_t>(p.end, 0);
       if (mode_ != PadMode::Constant && p.kept == 0 && p.out != 0) {
-        return Status(Error::InvalidArgument, "Pad: a non-constant mode pads a dimension from none");
+        return Status(Error::InvalidArgument,
+                      "Pad: a non-constant mode pads a dimension from none");
       }
       if (p.out != out_->tensor.sizes[d]) {
         return Status(Error::Internal, "Pad: an output size is not what the pads give");

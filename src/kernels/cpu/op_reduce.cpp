@@ -3,9 +3,10 @@
 // create: the reduced dimensions (the same reduced_dims() the definition checked), and a walk of
 // the input in memory order (broadcast.h) against an accumulator shaped like the output with the
 // reduced dimensions kept as 1 (its stride is 0 along them). The accumulators are a buffer sized
-// by the output. resize(): the walk again at the new sizes, in the buffer sized at create. run: fill the buffer with the reduction's identity, walk the input once (twice
-// for ReduceLogSumExp: its maximum first, so that exp cannot overflow), finish each accumulator
-// into the output. Nothing is allocated.
+// by the output. resize(): the walk again at the new sizes, in the buffer sized at create. run:
+// fill the buffer with the reduction's identity, walk the input once (twice for ReduceLogSumExp:
+// its maximum first, so that exp cannot overflow), finish each accumulator into the output. Nothing
+// is allocated.
 //
 // Accumulation: float16, bfloat16 and float32 in float, float64 in double; integers in int64,
 // wrapping like the output type (computed unsigned: no signed overflow), except ReduceL2,
@@ -191,8 +192,8 @@ class ReduceKernel final : public runtime::Kernel {
       }
     }
     if (empty_group) count_ = 0;
-    plan_ = make_broadcast_plan<1>(
-        sizes, {std::span<const int64_t>(acc_sizes.data(), sizes.size())});
+    plan_ =
+        make_broadcast_plan<1>(sizes, {std::span<const int64_t>(acc_sizes.data(), sizes.size())});
   }
 
   // acc[k] = f(acc[k], pre(x), k) for every input element x, k its accumulator.
@@ -271,9 +272,9 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   const runtime::Value* in = call.inputs[0];
   runtime::Value* out = call.outputs[0];
   switch (row->reduction) {
-#define BATON_REDUCE_CASE(R)                                               \
-  case Reduction::R:                                                       \
-    kernel = make<Reduction::R>(x.dtype, in, out, reduced);                \
+#define BATON_REDUCE_CASE(R)                                \
+  case Reduction::R:                                        \
+    kernel = make<Reduction::R>(x.dtype, in, out, reduced); \
     break;
     BATON_REDUCE_CASE(Sum)
     BATON_REDUCE_CASE(Mean)

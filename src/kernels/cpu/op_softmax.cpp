@@ -27,7 +27,7 @@ bool beats(C a, C m) {
   return a > m || (std::isnan(a) && !std::isnan(m));
 }
 
-// The tensor is seen as [outer, n, inner] with the normalized axis in the middle. Opsets before 13
+// The sizes of the [outer, n, inner] view at the input's current sizes. Opsets before 13
 // (`flatten`) normalize over [axis, rank) as one dimension. An empty tensor has nothing to
 // normalize, and its inner size (2^40 for [0, 2^20, 2^20] along axis 0) must not size the
 // per-position buffers: seen as [0, 0, 0].

@@ -35,7 +35,11 @@ void select_erased(const BroadcastPlan<3>& plan, const uint8_t* cond, const void
 class WhereKernel final : public runtime::Kernel {
  public:
   WhereKernel(const runtime::KernelCall& call, SelectFn fn)
-      : cond_(call.inputs[0]), x_(call.inputs[1]), y_(call.inputs[2]), out_(call.outputs[0]), fn_(fn) {
+      : cond_(call.inputs[0]),
+        x_(call.inputs[1]),
+        y_(call.inputs[2]),
+        out_(call.outputs[0]),
+        fn_(fn) {
     plan();
   }
 

@@ -5,8 +5,9 @@
 // stride 0 along each repeat) and Split (one slice per output) are all this copy.
 //
 // create and resize(): the plan (broadcast.h) drops size-1 dimensions and merges the ones that
-// stay contiguous, from the view each op derives from its values' current sizes. run: rows the input holds contiguously are copied whole, others element by element
-// as 1-, 2-, 4- or 8-byte words; nothing is allocated.
+// stay contiguous, from the view each op derives from its values' current sizes. run: rows the
+// input holds contiguously are copied whole, others element by element as 1-, 2-, 4- or 8-byte
+// words; nothing is allocated.
 #pragma once
 
 #include <array>
@@ -137,41 +138,6 @@ Result<std::unique_ptr<runtime::Kernel>> create_strided_copy(const runtime::Kern
   const Status planned = kernel->plan();
   BATON_CHECK_OR_RETURN(planned.ok(), Internal, "{}: {}", call.describe(), planned.message());
   return std::unique_ptr<runtime::Kernel>(std::move(kernel));
-}
-
-// Identity, Reshape, Squeeze and Unsqueeze: common.h's ContiguousCopyKernel, whose byte count
-// follows the input's current sizes at resize() (the runtime writes the output's sizes, equal in
-// element count; a Reshape's `shape` input keeps the largest shape and is not read).
-class ViewCopyKernel final : public runtime::Kernel {
- public:
-  ViewCopyKernel(const runtime::Value* in, runtime::Value* out)
-      : in_(in), out_(out), nbytes_(in->tensor.nbytes()) {}
-
-  Status run() override {
-    // Equal pointers: the compiler planned the output as a view of the input (its bytes).
-    if (nbytes_ != 0 && out_->tensor.data != in_->tensor.data) {
-      std::memcpy(out_->tensor.data, in_->tensor.data, nbytes_);
-    }
-    return Status::ok_status();
-  }
-
-  Status resize() override {
-    if (out_->tensor.numel() != in_->tensor.numel()) {
-      return Status(Error::Internal, "a view op's output and input sizes differ in element count");
-    }
-    nbytes_ = in_->tensor.nbytes();
-    return Status::ok_status();
-  }
-
- private:
-  const runtime::Value* in_;
-  runtime::Value* out_;
-  size_t nbytes_;
-};
-
-inline Result<std::unique_ptr<runtime::Kernel>> create_view_copy(const runtime::KernelCall& call) {
-  return std::unique_ptr<runtime::Kernel>(
-      std::make_unique<ViewCopyKernel>(call.inputs[0], call.outputs[0]));
 }
 
 }  // namespace baton::kernels::cpu
