@@ -183,7 +183,7 @@ TEST_F(CompilerTest, MalformedModelsAreRefusedByName) {
          in->mutable_type()->mutable_tensor_type()->set_elem_type(1);
        },
        Error::InvalidArgument,
-       "has no shape; Baton compiles static shapes: give one with --shape "
+       "has no shape: give one with --shape "
        "shapeless="},
   };
   for (const Case& c : cases) {
@@ -898,6 +898,72 @@ TEST(MemoryPlanTest, ReusesMemoryAcrossDisjointLifetimes) {
   const compiler::MemoryPlan plan = compiler::plan_memory(reqs);
   ASSERT_EQ(plan.arenas.size(), 1u);
   EXPECT_EQ(plan.arenas[0].size, 1024u);  // 1000 rounded up to 256-byte alignment
+}
+
+// Dynamic shapes (docs/dynamic_shapes.md): a model that is valid at some sizes of its range only
+// (a Reshape to a target the exporter fixed) is refused at compile, naming the node and the
+// sizes at which it fails, never compiled into a program that is wrong at some call.
+TEST_F(CompilerTest, ADynamicModelValidAtSomeSizesOnlyIsRefusedNamingTheNodeAndTheSizes) {
+  OnnxBuilder b;
+  b.input("x", {-1, 4});
+  b.initializer_int64("target", {2}, {1, 8});
+  b.node("Reshape", {"x", "target"}, {"y"}, "baked");
+  b.output("y", {1, 8});
+  CompileOptions options;
+  options.dims = {{"N", 1, 2, 0}};
+  auto r = compile(b, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Error::NotSupported);
+  for (const char* needle : {"Reshape (node 'baked')", "not valid at every size", "with N=1",
+                             "--dim", "--shape"}) {
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << needle << " in " << r.status().message();
+  }
+  // Fixed at the one size it is valid at, it compiles.
+  options.dims.clear();
+  options.input_shapes = {{"x", {2, 4}}};
+  EXPECT_TRUE(compile(b, options).ok());
+}
+
+// Until the GPU engine takes dynamic shapes (issue 37), a dynamic model for a GPU target is
+// refused with the flags that fix it, never run on the CPU behind the user's back.
+TEST_F(CompilerTest, ADynamicModelForAGpuTargetIsRefusedWithTheFlagsThatFixIt) {
+  OnnxBuilder b;
+  b.input("x", {-1, 4});
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  b.output("y", {-1, 4});
+  testing::TestBackendCompiler backend;
+  CompileOptions options;
+  options.backends = {&backend};
+  options.dims = {{"N", 1, 8, 0}};
+  auto r = compile(b, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Error::NotSupported);
+  for (const char* needle : {"dynamic dimensions (N in 1..8)", "does not run dynamic shapes yet",
+                             "--device cpu", "--shape x=<N>x4"}) {
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << needle << " in " << r.status().message();
+  }
+  // The same model for the CPU compiles, and runs at several sizes.
+  options.backends.clear();
+  auto compiled = compile(b, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto bytes = compiled->serialize();
+  ASSERT_TRUE(bytes.ok());
+  auto program = runtime::Program::load_bytes(*bytes);
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto module = extension::Module::from_program(*program);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  std::mt19937 rng(3);
+  for (int64_t n : {8, 1, 5}) {
+    Tensor x = testing::random_tensor(rng, {n, 4});
+    auto y = module->run({x});
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    ASSERT_EQ((*y)[0].sizes(), (std::vector<int64_t>{n, 4}));
+    for (int64_t i = 0; i < n * 4; ++i) {
+      EXPECT_EQ((*y)[0].data_as<float>()[i], std::max(0.0f, x.data_as<float>()[i]));
+    }
+  }
 }
 
 }  // namespace

@@ -411,7 +411,7 @@ TEST_F(CliTest, InspectJsonHasTheDocumentedKeys) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_TRUE(j.contains("methods"));
-  EXPECT_EQ(j["format_version"], 3);
+  EXPECT_EQ(j["format_version"], 4);
   EXPECT_EQ(j["table_checksum"].get<std::string>().size(), 16u);
   ASSERT_FALSE(j["segments"].empty());
   for (const auto& seg : j["segments"]) {

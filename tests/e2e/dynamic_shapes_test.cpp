@@ -1,0 +1,289 @@
+// Dynamic shapes (issue 36, docs/dynamic_shapes.md) end to end on real torch exports: one program
+// compiled with --dim ranges runs at every shape in them, equal bit for bit to the static program
+// compiled at that shape; execute() allocates nothing when the shape changes; every bad shape is
+// refused by name at the C++ entry points.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "baton/extension/module.h"
+#include "testing/alloc/counting_allocator.h"
+#include "testing/paths.h"
+#include "testing/random.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every test compiles: the CPU kernels must be registered first.
+class Registered : public ::testing::Environment {
+ public:
+  void SetUp() override { register_builtins(); }
+};
+const auto* const kRegistered = ::testing::AddGlobalTestEnvironment(new Registered);
+
+fs::path real_model(const std::string& name) {
+  return fs::path(testing::source_dir()) / "tests/e2e/models/real" / (name + ".onnx");
+}
+
+// A model of the families with its dynamic inputs: images [batch, 3, H, W] or token ids and a
+// mask [batch, sequence].
+struct Family {
+  std::string model;
+  std::vector<compiler::DimRange> dims;
+  bool tokens = false;             // input_ids and attention_mask, else one image input
+  std::vector<int64_t> image = {};  // C, H, W
+};
+
+std::vector<Family> families() {
+  const std::vector<compiler::DimRange> batch = {{"batch", 1, 6, 0}};
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 4, 0}, {"sequence", 1, 16, 0}};
+  return {
+      {"torchscript17_resnet", batch, false, {3, 32, 32}},
+      {"torchscript17_mobilenet", batch, false, {3, 64, 64}},
+      {"torchscript17_squeezenet", batch, false, {3, 64, 64}},
+      {"torchscript17_vit", batch, false, {3, 32, 32}},
+      {"torchscript17_bert", tokens, true},
+      {"torchscript17_gpt2", tokens, true},
+  };
+}
+
+Result<std::shared_ptr<const runtime::Program>> compile(const Family& f,
+                                                        const std::vector<compiler::InputShape>& shapes) {
+  compiler::CompileOptions options;
+  if (shapes.empty()) {
+    options.dims = f.dims;
+  } else {
+    options.input_shapes = shapes;
+  }
+  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_file(real_model(f.model).string(), options));
+  BATON_ASSIGN_OR_RETURN(auto bytes, compiled.serialize());
+  return runtime::Program::load_bytes(bytes);
+}
+
+// Inputs of one shape (batch, sequence) and their --shape equivalents.
+struct Call {
+  std::vector<Tensor> inputs;
+  std::vector<compiler::InputShape> shapes;
+};
+
+Call make_call(const Family& f, int64_t batch, int64_t sequence, std::mt19937& rng) {
+  Call c;
+  if (f.tokens) {
+    const std::vector<int64_t> sizes = {batch, sequence};
+    c.inputs.push_back(testing::random_int64_tensor(rng, sizes, 0, 99));
+    c.inputs.push_back(testing::random_int64_tensor(rng, sizes, 0, 1));
+    c.shapes = {{"input_ids", sizes}, {"attention_mask", sizes}};
+  } else {
+    std::vector<int64_t> sizes = {batch};
+    sizes.insert(sizes.end(), f.image.begin(), f.image.end());
+    c.inputs.push_back(testing::random_tensor(rng, sizes));
+    c.shapes = {{"input", sizes}};
+  }
+  return c;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+         std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+// The property the design promises: at any in-range shape the dynamic program computes exactly
+// what the static program compiled for that shape computes (same kernels, same order of
+// operations), including the smallest and largest shapes.
+TEST(DynamicShapes, EveryFamilyMatchesItsStaticProgramBitForBitAtRandomShapes) {
+  std::mt19937 rng(2026);
+  for (const Family& f : families()) {
+    SCOPED_TRACE(f.model);
+    auto dynamic = compile(f, {});
+    ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+    auto module = extension::Module::from_program(*dynamic);
+    ASSERT_TRUE(module.ok()) << module.status().to_string();
+    const int64_t max_batch = f.dims[0].max;
+    const int64_t max_seq = f.tokens ? f.dims[1].max : 0;
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {max_batch, max_seq}};
+    for (int k = 0; k < 3; ++k) {
+      shapes.emplace_back(std::uniform_int_distribution<int64_t>(1, max_batch)(rng),
+                          f.tokens ? std::uniform_int_distribution<int64_t>(1, max_seq)(rng) : 0);
+    }
+    for (const auto& [batch, seq] : shapes) {
+      SCOPED_TRACE(fmt::format("batch {} sequence {}", batch, seq));
+      const Call call = make_call(f, batch, seq, rng);
+      auto ours = module->run(call.inputs);
+      ASSERT_TRUE(ours.ok()) << ours.status().to_string();
+      auto fixed = compile(f, call.shapes);
+      ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+      auto fixed_module = extension::Module::from_program(*fixed);
+      ASSERT_TRUE(fixed_module.ok());
+      auto theirs = fixed_module->run(call.inputs);
+      ASSERT_TRUE(theirs.ok()) << theirs.status().to_string();
+      ASSERT_EQ(ours->size(), theirs->size());
+      for (size_t o = 0; o < ours->size(); ++o) {
+        EXPECT_EQ((*ours)[o].sizes(), (*theirs)[o].sizes());
+        EXPECT_TRUE(same_bytes((*ours)[o], (*theirs)[o])) << "output " << o;
+      }
+    }
+  }
+}
+
+// Changing shape between calls costs no allocation: sizes are resolved into storage made at load
+// and kernels resize in place. Each shape runs once first (OpenBLAS sets up per-thread buffers
+// the first time a size class reaches it); then the shapes alternate under the counter.
+TEST(DynamicShapes, ExecuteAllocatesNothingWhenTheShapeChanges) {
+  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off (sanitizer build)";
+  for (const Family& f : {families()[0], families()[4]}) {
+    SCOPED_TRACE(f.model);
+    auto program = compile(f, {});
+    ASSERT_TRUE(program.ok()) << program.status().to_string();
+    runtime::MethodOptions options;
+    options.threads = 2;
+    auto method = (*program)->load_method("forward", options);
+    ASSERT_TRUE(method.ok()) << method.status().to_string();
+    std::mt19937 rng(5);
+    std::vector<Call> calls;
+    for (auto [b, s] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {4, 16}, {2, 7}, {3, 1}}) {
+      calls.push_back(make_call(f, b, s, rng));
+    }
+    auto set = [&](const Call& c) {
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        ASSERT_TRUE((*method)->set_input(i, c.inputs[i].view()).ok());
+      }
+    };
+    for (const Call& c : calls) {
+      set(c);
+      ASSERT_TRUE((*method)->execute().ok());
+    }
+    for (int round = 0; round < 2; ++round) {
+      for (const Call& c : calls) {
+        set(c);
+        testing::CountAllocations count;
+        const Status st = (*method)->execute();
+        EXPECT_EQ(count.count(), 0) << "execute() at " << shape_to_string(c.inputs[0].sizes());
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        EXPECT_EQ((*method)->output(0).sizes[0], c.inputs[0].sizes()[0]);
+      }
+    }
+  }
+}
+
+TEST(DynamicShapes, BadShapesAreRefusedNamingInputAxisValueAndRange) {
+  const Family bert = families()[4];
+  auto program = compile(bert, {});
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok());
+  runtime::Method& m = **method;
+  ASSERT_EQ(m.num_symbols(), 2u);
+  EXPECT_EQ(m.symbol(0).name, "batch");
+  EXPECT_EQ(m.symbol(1).max, 16);
+  const std::vector<runtime::Method::Dim> dims = m.input_dims(0);
+  ASSERT_EQ(dims.size(), 2u);
+  EXPECT_EQ(dims[0].expr, "batch");
+  EXPECT_EQ(dims[1].expr, "sequence");
+  EXPECT_EQ(dims[1].min, 1);
+
+  std::mt19937 rng(1);
+  // Outside the range.
+  Tensor long_ids = testing::random_int64_tensor(rng, {2, 17}, 0, 9);
+  Status st = m.set_input(0, long_ids.view());
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  for (const char* needle : {"input 0 ('input_ids')", "axis 1 ('sequence')", "size 17", "1..16",
+                             "--dim sequence=MIN..MAX"}) {
+    EXPECT_NE(st.message().find(needle), std::string::npos) << needle << " in " << st.message();
+  }
+  // The wrong rank, and the same through bind_input.
+  Tensor flat = testing::random_int64_tensor(rng, {8}, 0, 9);
+  EXPECT_EQ(m.set_input(0, flat.view()).code(), Error::InvalidArgument);
+  EXPECT_EQ(m.bind_input(0, flat.view()).code(), Error::InvalidArgument);
+  // Two inputs that share 'batch' but disagree: refused when the call runs.
+  Tensor ids = testing::random_int64_tensor(rng, {2, 5}, 0, 9);
+  Tensor mask = testing::random_int64_tensor(rng, {3, 5}, 0, 1);
+  ASSERT_TRUE(m.set_input(0, ids.view()).ok());
+  ASSERT_TRUE(m.set_input(1, mask.view()).ok());
+  st = m.execute();
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  for (const char* needle : {"'batch'", "size 2", "gives it 3", "must agree"}) {
+    EXPECT_NE(st.message().find(needle), std::string::npos) << needle << " in " << st.message();
+  }
+  // Fixed again, the call runs.
+  Tensor mask2 = testing::random_int64_tensor(rng, {2, 5}, 0, 1);
+  ASSERT_TRUE(m.set_input(1, mask2.view()).ok());
+  st = m.execute();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(m.output(0).sizes[0], 2);
+  EXPECT_EQ(m.output(0).sizes[1], 5);
+  // A dynamic output cannot be bound: its shape is known only after execute().
+  std::vector<float> sink(1 << 16);
+  TensorView out{sink.data(), DType::Float32, m.output(0).sizes, Device::cpu()};
+  st = m.bind_output(0, out);
+  EXPECT_EQ(st.code(), Error::NotSupported);
+  EXPECT_NE(st.message().find("after execute"), std::string::npos) << st.message();
+
+  // A static dimension stays fixed.
+  const Family resnet = families()[0];
+  auto cnn = compile(resnet, {});
+  ASSERT_TRUE(cnn.ok());
+  auto cnn_method = (*cnn)->load_method("forward");
+  ASSERT_TRUE(cnn_method.ok());
+  Tensor wide = testing::random_tensor(rng, {2, 3, 32, 33});
+  st = (*cnn_method)->set_input(0, wide.view());
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  EXPECT_NE(st.message().find("axis 3 has size 33, but the program fixes it at 32"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {
+  const std::string bert = real_model("torchscript17_bert").string();
+  compiler::CompileOptions none;
+  auto r = compiler::compile_file(bert, none);
+  ASSERT_FALSE(r.ok());
+  for (const char* needle : {"--dim batch=MIN..MAX", "--dim sequence=MIN..MAX",
+                             "--shape input_ids=<batch>x<sequence>"}) {
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << needle << " in " << r.status().message();
+  }
+  // Only one of the two dimensions given a range: the other is still named.
+  compiler::CompileOptions half;
+  half.dims = {{"batch", 1, 8, 0}};
+  r = compiler::compile_file(bert, half);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'sequence' at axis 1"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find("'batch' at axis 0"), std::string::npos)
+      << r.status().message();
+  // A range for a dimension the model does not have.
+  compiler::CompileOptions typo = half;
+  typo.dims.push_back({"sequnce", 1, 8, 0});
+  typo.dims.push_back({"sequence", 1, 8, 0});
+  r = compiler::compile_file(bert, typo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'sequnce' is not a symbolic dimension"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("'batch', 'sequence'"), std::string::npos)
+      << r.status().message();
+  // Ranges that are empty or start at zero, and an OPT outside the range.
+  for (const char* text : {"batch=0..8", "batch=9..8", "batch=1..8@9", "batch=1-8", "=1..2",
+                           "batch=1..x"}) {
+    auto d = compiler::parse_dim_range(text);
+    EXPECT_FALSE(d.ok()) << text;
+    EXPECT_EQ(d.code(), Error::InvalidArgument) << text;
+    EXPECT_NE(d.status().message().find(text), std::string::npos) << d.status().message();
+  }
+  auto d = compiler::parse_dim_range("batch=1..32@8");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->name, "batch");
+  EXPECT_EQ(d->min, 1);
+  EXPECT_EQ(d->max, 32);
+  EXPECT_EQ(d->opt, 8);
+}
+
+}  // namespace
+}  // namespace baton
