@@ -22,7 +22,8 @@ __version__ = "0.1.0"
 
 def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None" = None, *,
             device: str = "cpu", precision: str | None = None, arch: str | None = None,
-            shapes: Mapping[str, Sequence[int]] | None = None, io: str = "host",
+            shapes: Mapping[str, Sequence[int]] | None = None,
+            dims: Mapping[str, Sequence[int]] | None = None, io: str = "host",
             strict_staging: bool = False, optimize: bool = True,
             disable_passes: Sequence[str] = (), target_device: str | None = None,
             max_partition_nodes: int = 0, expose_intermediates: bool = False,
@@ -35,7 +36,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     ``load`` takes) when no output is given. The keywords are ``baton compile``'s options, checked
     by the same code (docs/cli.md describes each): ``device`` ("cpu", "cuda:N", "cuda:0,cuda:1"),
     ``precision`` ("fp32", "tf32", "fp16", "bf16"), ``arch`` ("sm_90", needed to build for a GPU
-    this machine lacks), ``shapes`` (``{"input": (8, 48)}`` fixes symbolic dimensions), ``io``
+    this machine lacks), ``shapes`` (``{"input": (8, 48)}`` fixes symbolic dimensions), ``dims``
+    (``{"batch": (1, 32)}`` or ``(1, 32, 8)`` with the size to tune for: keeps a symbolic
+    dimension dynamic over that range, ``--dim``; docs/dynamic_shapes.md), ``io``
     ("host" or "device": where the program's inputs and outputs live), ``strict_staging`` (GPU
     partitions refuse host memory), ``optimize`` / ``disable_passes`` (the graph optimizer),
     ``target_device`` (a verbatim device label for every partition), ``max_partition_nodes``,
@@ -55,7 +58,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
                           {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, io,
                           strict_staging, optimize, list(disable_passes), target_device,
                           int(max_partition_nodes), bool(expose_intermediates),
-                          _option_pairs(cuda_options), **budgets)
+                          _option_pairs(cuda_options), **budgets,
+                          dims={k: [int(d) for d in v] for k, v in (dims or {}).items()})
 
 
 def _option_pairs(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:

@@ -206,18 +206,22 @@ uintptr_t stream_handle(nb::handle stream) {
 struct TensorSpec {
   std::string name;
   std::string dtype;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // a dynamic tensor's largest
   std::string device;
+  // Per dimension: "" when static, else its expression over the program's symbols ("batch").
+  std::vector<std::string> dims;
   std::string repr() const {
     return fmt::format("TensorSpec(name='{}', dtype='{}', shape={}, device='{}')", name, dtype,
                        shape_to_string(shape), device);
   }
 };
 
-TensorSpec spec_of(const runtime::TensorInfo& info) {
-  return TensorSpec{std::string(info.name), std::string(dtype_name(info.dtype)),
-                    std::vector<int64_t>(info.sizes.begin(), info.sizes.end()),
-                    info.device.to_string()};
+TensorSpec spec_of(const runtime::TensorInfo& info, const std::vector<runtime::Method::Dim>& dims) {
+  TensorSpec s{std::string(info.name), std::string(dtype_name(info.dtype)),
+               std::vector<int64_t>(info.sizes.begin(), info.sizes.end()),
+               info.device.to_string(), {}};
+  for (const runtime::Method::Dim& d : dims) s.dims.push_back(d.expr);
+  return s;
 }
 
 // ---- Module
@@ -226,8 +230,13 @@ class PyModule {
  public:
   explicit PyModule(extension::Module module) : module_(std::move(module)) {
     runtime::Method& m = module_.method();
-    for (size_t i = 0; i < m.num_inputs(); ++i) inputs_.push_back(spec_of(m.input_info(i)));
-    for (size_t i = 0; i < m.num_outputs(); ++i) outputs_.push_back(spec_of(m.output_info(i)));
+    for (size_t i = 0; i < m.num_inputs(); ++i) {
+      inputs_.push_back(spec_of(m.input_info(i), m.input_dims(i)));
+    }
+    for (size_t i = 0; i < m.num_outputs(); ++i) {
+      outputs_.push_back(spec_of(m.output_info(i), m.output_dims(i)));
+    }
+    dynamic_ = m.num_symbols() > 0;
   }
 
   const std::vector<TensorSpec>& inputs() const { return inputs_; }
@@ -245,6 +254,7 @@ class PyModule {
       input_views.push_back(
           view_of(inputs[i], input_sizes[i], fmt::format("input {} '{}'", i, inputs_[i].name)));
     }
+    if (dynamic_ && !out) return run_dynamic(input_views, stream);
     // Outputs: the caller's buffers, or new tensors on the devices the program puts them on.
     std::vector<nb::object> results;
     std::vector<std::vector<int64_t>> output_sizes(outputs_.size());
@@ -283,6 +293,44 @@ class PyModule {
       status = execute(input_views, output_views, has_stream, handle);
     }
     check(status);
+    return results;
+  }
+
+  // A dynamic program's outputs have the call's shapes, known once it ran: the method computes
+  // into its own memory and the results are copied out (out= buffers are refused by bind_output,
+  // which says so).
+  std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views, nb::handle stream) {
+    if (stream.is_valid() && !stream.is_none()) {
+      throw BatonFailure("stream= with a dynamic program is not supported yet (dynamic programs run "
+                         "on the CPU)");
+    }
+    last_input_pointers_.clear();
+    for (const TensorView& v : input_views) {
+      last_input_pointers_.push_back(reinterpret_cast<uintptr_t>(v.data));
+    }
+    std::vector<Tensor> outputs;
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      status = [&]() -> Status {
+        runtime::Method& m = module_.method();
+        for (size_t i = 0; i < input_views.size(); ++i) BATON_TRY(m.bind_input(i, input_views[i]));
+        BATON_TRY(m.execute());
+        for (size_t i = 0; i < m.num_outputs(); ++i) {
+          const TensorView o = m.output(i);
+          BATON_ASSIGN_OR_RETURN(
+              Tensor t, runtime::allocate_tensor(
+                            o.dtype, std::vector<int64_t>(o.sizes.begin(), o.sizes.end()), o.device));
+          BATON_TRY(runtime::copy_tensor(t.view(), o));
+          outputs.push_back(std::move(t));
+        }
+        return Status();
+      }();
+    }
+    check(status);
+    std::vector<nb::object> results;
+    for (Tensor& t : outputs) results.push_back(to_python(std::move(t)));
     return results;
   }
 
@@ -362,6 +410,7 @@ class PyModule {
 
   extension::Module module_;
   std::vector<TensorSpec> inputs_, outputs_;
+  bool dynamic_ = false;
   std::vector<uintptr_t> last_input_pointers_;
   std::mutex mutex_;
 };
@@ -376,7 +425,8 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
                    bool expose_intermediates,
                    const std::vector<std::pair<std::string, std::string>>& cuda_options,
                    uint64_t max_fold_bytes, uint64_t max_total_fold_bytes, double max_fold_work,
-                   uint64_t max_arena_bytes) {
+                   uint64_t max_arena_bytes,
+                   const std::map<std::string, std::vector<int64_t>>& dims) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -395,6 +445,18 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   r.max_fold_work = max_fold_work;
   r.max_arena_bytes = max_arena_bytes;
   for (const auto& [name, sizes] : shapes) r.input_shapes.push_back({name, sizes});
+  for (const auto& [name, range] : dims) {
+    // (MIN, MAX) or (MIN, MAX, OPT), as --dim NAME=MIN..MAX[@OPT] takes them.
+    if (range.size() != 2 && range.size() != 3) {
+      throw BatonFailure(fmt::format(
+          "dims=: '{}' needs (MIN, MAX) or (MIN, MAX, OPT), got {} numbers", name, range.size()));
+    }
+    const std::string text = fmt::format("{}={}..{}{}", name, range[0], range[1],
+                                         range.size() == 3 ? fmt::format("@{}", range[2]) : "");
+    Result<compiler::DimRange> d = compiler::parse_dim_range(text);
+    if (!d.ok()) throw BatonFailure(fmt::format("dims=: {}", d.status().message()));
+    r.dims.push_back(*d);
+  }
   for (const auto& [key, value] : cuda_options) r.cuda_options.push_back(key + "=" + value);
   compiler::CompileSetup setup = value_or_raise(compiler::make_compile_setup(r));
   const compiler::CompileOptions& options = setup.options;
@@ -480,8 +542,22 @@ NB_MODULE(_baton, m) {
   nb::class_<TensorSpec>(m, "TensorSpec")
       .def_ro("name", &TensorSpec::name)
       .def_ro("dtype", &TensorSpec::dtype, "numpy's spelling: 'float32', 'int64', ...")
-      .def_ro("shape", &TensorSpec::shape)
+      .def_ro("shape", &TensorSpec::shape, "the sizes; a dynamic tensor's largest")
       .def_ro("device", &TensorSpec::device, "'cpu' or 'cuda:N'")
+      .def_prop_ro(
+          "dims",
+          [](const TensorSpec& s) {
+            nb::list out;
+            for (size_t d = 0; d < s.dims.size(); ++d) {
+              if (s.dims[d].empty()) {
+                out.append(s.shape[d]);
+              } else {
+                out.append(s.dims[d]);
+              }
+            }
+            return out;
+          },
+          "per dimension: its size, or for a dynamic one its expression ('batch')")
       .def("__repr__", &TensorSpec::repr);
 
   nb::class_<DeviceArray>(m, "DeviceArray",
@@ -527,7 +603,8 @@ NB_MODULE(_baton, m) {
         nb::arg("max_fold_bytes") = baton::compiler::CompileOptions{}.max_fold_bytes,
         nb::arg("max_total_fold_bytes") = baton::compiler::CompileOptions{}.max_total_fold_bytes,
         nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
-        nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes);
+        nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes,
+        nb::arg("dims") = std::map<std::string, std::vector<int64_t>>());
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),

@@ -43,7 +43,40 @@ std::string spec_value(const flatbuffers::Vector<uint8_t>* v) {
   return hex;
 }
 
-json value_json(const fb::Value& v, int index) {
+// Size expression `e` of a dynamic method as text ("batch", "(sequence + -1)", "batch * 12").
+std::string size_expr_text(const fb::Method& m, uint32_t e) {
+  const fb::SizeExpr* x = m.size_exprs()->Get(e);
+  std::string operands;
+  const char* sep = x->op() == fb::SizeOp::Add   ? " + "
+                    : x->op() == fb::SizeOp::Mul ? " * "
+                    : x->op() == fb::SizeOp::FloorDiv || x->op() == fb::SizeOp::CeilDiv ? " / "
+                                                                                         : ", ";
+  for (uint32_t k = 0; x->operands() != nullptr && k < x->operands()->size(); ++k) {
+    operands += (k == 0 ? "" : sep) + size_expr_text(m, x->operands()->Get(k));
+  }
+  switch (x->op()) {
+    case fb::SizeOp::Const:
+      return std::to_string(x->value());
+    case fb::SizeOp::Symbol:
+      return text(m.symbols()->Get(static_cast<uint32_t>(x->value()))->name());
+    case fb::SizeOp::Add:
+      return "(" + operands + ")";
+    case fb::SizeOp::Mul:
+      return operands;
+    case fb::SizeOp::FloorDiv:
+      return "floor(" + operands + ")";
+    case fb::SizeOp::CeilDiv:
+      return "ceil(" + operands + ")";
+    case fb::SizeOp::Min:
+      return "min(" + operands + ")";
+    case fb::SizeOp::Max:
+      return "max(" + operands + ")";
+    default:
+      return "?";
+  }
+}
+
+json value_json(const fb::Method& m, const fb::Value& v, int index) {
   json j;
   j["index"] = index;
   switch (v.value_type()) {
@@ -76,6 +109,12 @@ json value_json(const fb::Value& v, int index) {
       j["name"] = text(t->name());
       j["dtype"] = std::string(dtype_name(static_cast<DType>(t->dtype())));
       j["shape"] = list(t->sizes());
+      if (t->dims() != nullptr && t->dims()->size() > 0) {
+        // Dynamic: each dimension's expression ("shape" is then the largest).
+        json dims = json::array();
+        for (uint32_t e : *t->dims()) dims.push_back(size_expr_text(m, e));
+        j["dims"] = std::move(dims);
+      }
       j["device"] = format::device_of(*t).to_string();
       switch (t->allocation()) {
         case fb::AllocationKind::Arena:
@@ -127,10 +166,18 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   json j;
   j["name"] = text(m.name());
   j["inputs"] = list(m.inputs());
+  // Dynamic shapes: the symbols with their ranges (empty for a static method).
+  j["symbols"] = json::array();
+  for (uint32_t s = 0; m.symbols() != nullptr && s < m.symbols()->size(); ++s) {
+    const fb::Symbol* sym = m.symbols()->Get(s);
+    j["symbols"].push_back(
+        {{"name", text(sym->name())}, {"min", sym->min()}, {"max", sym->max()}, {"opt", sym->opt()}});
+  }
+  j["size_exprs"] = m.size_exprs() == nullptr ? 0 : m.size_exprs()->size();
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();
   for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {
-    j["values"].push_back(value_json(*m.values()->Get(i), static_cast<int>(i)));
+    j["values"].push_back(value_json(m, *m.values()->Get(i), static_cast<int>(i)));
   }
   j["operators"] = json::array();
   for (uint32_t i = 0; m.operators() && i < m.operators()->size(); ++i) {

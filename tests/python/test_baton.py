@@ -351,3 +351,35 @@ def test_every_cli_compile_option_is_a_keyword(tmp_path):
             baton.compile(MLP, **gpu_only)
     with pytest.raises(baton.BatonError, match="device='cuda:x'"):
         baton.compile(MLP, device="cuda:x")
+
+
+def test_dynamic_programs_take_any_shape_in_range(tmp_path):
+    """dims= keeps dim_params dynamic (docs/dynamic_shapes.md): one program runs at every shape
+    in the ranges, equal to the program compiled for that shape, and bad shapes say which input,
+    axis, size and range."""
+    model = MODELS / "real" / "torchscript17_bert.onnx"
+    program = baton.compile(model, tmp_path / "bert.baton", dims={"batch": (1, 4), "sequence": (1, 16, 8)})
+    m = baton.load(program)
+    assert [s.dims for s in m.inputs] == [["batch", "sequence"], ["batch", "sequence"]]
+    assert m.inputs[0].shape == [4, 16]
+    assert m.outputs[0].dims[:2] == ["batch", "sequence"]
+    rng = np.random.default_rng(3)
+    for batch, seq in [(1, 1), (3, 9), (4, 16), (2, 5)]:
+        ids = rng.integers(0, 99, (batch, seq), dtype=np.int64)
+        mask = rng.integers(0, 2, (batch, seq), dtype=np.int64)
+        (y,) = m(ids, mask)
+        assert y.shape[:2] == (batch, seq)
+        fixed = baton.load(baton.compile(model, shapes={"input_ids": (batch, seq),
+                                                        "attention_mask": (batch, seq)}))
+        (z,) = fixed(ids, mask)
+        np.testing.assert_array_equal(y, z)
+    with pytest.raises(baton.BatonError, match=r"axis 1 \('sequence'\) has size 17, outside the range 1..16"):
+        m(np.zeros((2, 17), np.int64), np.zeros((2, 17), np.int64))
+    with pytest.raises(baton.BatonError, match="inputs that share a dimension name must agree"):
+        m(np.zeros((2, 5), np.int64), np.zeros((3, 5), np.int64))
+    with pytest.raises(baton.BatonError, match=r"dims=: --dim 'batch=0..4'"):
+        baton.compile(model, dims={"batch": (0, 4), "sequence": (1, 8)})
+    with pytest.raises(baton.BatonError, match=r"needs \(MIN, MAX\) or \(MIN, MAX, OPT\)"):
+        baton.compile(model, dims={"batch": (4,)})
+    with pytest.raises(baton.BatonError, match="--dim sequence=MIN..MAX"):
+        baton.compile(model, dims={"batch": (1, 4)})

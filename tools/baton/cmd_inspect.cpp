@@ -45,8 +45,15 @@ std::string value_text(const json& v) {
   } else {
     where = "no storage";
   }
+  std::string shape = shape_text(v["shape"]);
+  if (v.contains("dims")) {
+    // A dynamic tensor: its expressions, then the largest sizes its memory is planned for.
+    std::string dims;
+    for (const auto& d : v["dims"]) dims += (dims.empty() ? "" : ", ") + shown(d);
+    shape = fmt::format("[{}] (at most {})", dims, shape);
+  }
   return fmt::format("tensor '{}' {} {} {} {}", shown(v["name"]), v["dtype"].get<std::string>(),
-                     shape_text(v["shape"]), v["device"].get<std::string>(), where);
+                     shape, v["device"].get<std::string>(), where);
 }
 
 std::string refs(const json& indices) {
@@ -201,6 +208,17 @@ void print_text(const json& j) {
         m["delegates"].size(), m["values"].size());
     std::printf("  inputs:  %s\n  outputs: %s\n", refs(m["inputs"]).c_str(),
                 refs(m["outputs"]).c_str());
+    if (m.contains("symbols") && !m["symbols"].empty()) {
+      std::string symbols;
+      for (const auto& s : m["symbols"]) {
+        symbols += fmt::format("{}{} in {}..{}{}", symbols.empty() ? "" : ", ", shown(s["name"]),
+                               s["min"].get<int64_t>(), s["max"].get<int64_t>(),
+                               s["opt"].get<int64_t>() != 0
+                                   ? fmt::format(" (tuned for {})", s["opt"].get<int64_t>())
+                                   : std::string());
+      }
+      std::printf("  dynamic: %s; %d size expressions\n", symbols.c_str(), m["size_exprs"].get<int>());
+    }
     std::printf("  arenas:\n");
     for (const auto& a : m["arenas"]) {
       std::printf("    [%d] %s  %s\n", a["index"].get<int>(),
