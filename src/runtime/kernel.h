@@ -44,6 +44,9 @@ struct KernelCall {
   // Where the kernel reserves its scratch (runtime/scratch.h). Whoever creates kernels provides
   // it and allocates it before the first run.
   ScratchPlan* scratch = nullptr;
+  // Some value's sizes change between calls (dynamic shapes): the kernel is created at the largest
+  // and resized (Kernel::resize), so its scratch must serve every smaller size too.
+  bool dynamic = false;
 
   // Attribute `name` of the definition. Asking for a name the definition lacks is a bug in the
   // kernel and gives a None value.

@@ -511,6 +511,12 @@ struct Method::Impl {
     if (!pool) pool = std::make_unique<ThreadPool>(threads);
     call.pool = pool.get();
     call.scratch = &scratch;
+    // A call with a dynamic value is created at the largest sizes and resized before every call
+    // at others (Kernel::resize); its kernel reserves scratch for every size up to the largest.
+    const bool dynamic_call = std::any_of(step.args.begin(), step.args.end(), [&](Value* v) {
+      return dynamic_of[static_cast<size_t>(v - values.data())] >= 0;
+    });
+    call.dynamic = dynamic_call;
 
     // The definition's inference on what the program declares: the declared outputs must be what
     // the op produces from these inputs, and the attributes must be in the canonical form the
@@ -614,9 +620,6 @@ struct Method::Impl {
     // A call with a dynamic value is resized before every call at new sizes; ask now (at the
     // largest sizes, which it was created at) whether its kernel can, so that a program the
     // runtime cannot run at every size is refused at load, not at the first small batch.
-    const bool dynamic_call = std::any_of(step.args.begin(), step.args.end(), [&](Value* v) {
-      return dynamic_of[static_cast<size_t>(v - values.data())] >= 0;
-    });
     if (dynamic_call) {
       if (Status resized = step.kernel->resize(); !resized.ok()) {
         return resized.code() == Error::NotSupported

@@ -12,7 +12,9 @@ outputs are PyTorch's (the reference), and records onnxruntime's error against t
 torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2. Each is exported
 by the TorchScript exporter (opset 17) and the dynamo exporter (opsets 18 and 20). The
 TorchScript exports have a symbolic batch (and sequence) dimension, fixed at compile time with
---shape (the manifest's "shapes"). Text models take int64 token ids (and an attention mask).
+--shape (the manifest's "shapes") or kept dynamic with --dim. The style dynamo18dyn exports with
+torch.export dynamic shapes (Dims named batch and sequence; traced at batch 2, since torch.export
+specializes a size-1 dimension). Text models take int64 token ids (and an attention mask).
 
 Exporter pitfalls (ENVIRONMENT.md): the TorchScript exporter fails on torchvision ViT under
 torch.no_grad() (exported without it), on GPT-2 called without attention_mask, and on BERT with
@@ -191,24 +193,33 @@ FAMILIES = {"resnet": resnet, "mobilenet": mobilenet, "squeezenet": squeezenet, 
 # ---- export ---------------------------------------------------------------------------------
 
 
-def export_onnx(path, model, inputs, names, dynamo, opset):
+def export_onnx(path, model, inputs, names, dynamo, opset, dynamic=False):
     """Writes the ONNX file only; returns the --shape values it needs ({} for the static
     dynamo export). Also used by bench/gpu_models.py and bench/gpu_bench.py."""
     kwargs = dict(input_names=names, output_names=["output"], opset_version=opset)
+    text = inputs[0].dtype == torch.int64
+    if dynamo and dynamic:
+        # torch.export Dims: the ONNX dim_params are their names.
+        batch = torch.export.Dim("batch", min=1, max=64)
+        axes = {0: batch}
+        if text:
+            axes[1] = torch.export.Dim("sequence", min=1, max=inputs[0].shape[1] * 4)
+        torch.onnx.export(model, inputs, path, dynamo=True, external_data=False,
+                          dynamic_shapes=tuple(dict(axes) for _ in names), **kwargs)
+        return {n: list(t.shape) for n, t in zip(names, inputs)}
     if dynamo:
         torch.onnx.export(model, inputs, path, dynamo=True, external_data=False, **kwargs)
         return {}
     # Symbolic batch (and sequence for text): the manifest fixes them with --shape.
-    text = inputs[0].dtype == torch.int64
     axes = {0: "batch", 1: "sequence"} if text else {0: "batch"}
     kwargs["dynamic_axes"] = {n: axes for n in names}
     torch.onnx.export(model, inputs, path, dynamo=False, **kwargs)
     return {n: list(t.shape) for n, t in zip(names, inputs)}
 
 
-def export(out_dir, name, model, inputs, names, dynamo, opset):
+def export(out_dir, name, model, inputs, names, dynamo, opset, dynamic=False):
     path = os.path.join(out_dir, name + ".onnx")
-    shapes = export_onnx(path, model, inputs, names, dynamo, opset)
+    shapes = export_onnx(path, model, inputs, names, dynamo, opset, dynamic)
     with torch.no_grad():
         reference = model(*inputs).numpy()
     for i, t in enumerate(inputs):
@@ -240,14 +251,16 @@ def main():
     for family, make in FAMILIES.items():
         if only and family not in only:
             continue
-        for dynamo, opset in ((False, 17), (True, 18), (True, 20)):
-            if f"{'dynamo' if dynamo else 'torchscript'}{opset}" not in args.styles.split(","):
+        for dynamo, opset, dynamic in ((False, 17, False), (True, 18, False), (True, 20, False),
+                                       (True, 18, True)):
+            style = f"{'dynamo' if dynamo else 'torchscript'}{opset}{'dyn' if dynamic else ''}"
+            if style not in args.styles.split(","):
                 continue
             torch.manual_seed(SEED)
-            model, inputs, names = make(args.full)
-            name = f"{'dynamo' if dynamo else 'torchscript'}{opset}_{family}"
+            model, inputs, names = make(args.full, batch=2) if dynamic else make(args.full)
+            name = f"{style}_{family}"
             try:
-                case = export(args.out_dir, name, model, inputs, names, dynamo, opset)
+                case = export(args.out_dir, name, model, inputs, names, dynamo, opset, dynamic)
             except Exception as e:  # report and go on: one exporter failing is information
                 print(f"{name}: export failed: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
                 continue

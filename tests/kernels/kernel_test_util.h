@@ -301,6 +301,11 @@ class OpTester {
     pool_ = p;
     return *this;
   }
+  // Marks the call dynamic (KernelCall::dynamic): the kernel reserves for every smaller size.
+  OpTester& dynamic() {
+    dynamic_ = true;
+    return *this;
+  }
   // Sets the number of outputs the call has (default: the definition's minimum).
   OpTester& outputs(size_t n) {
     num_outputs_ = n;
@@ -449,6 +454,7 @@ class OpTester {
     call_.node_name = node_name_;
     call_.pool = pool_;
     call_.scratch = scratch_.get();
+    call_.dynamic = dynamic_;
   }
 
   const ops::OpDef* def_;
@@ -467,6 +473,7 @@ class OpTester {
   runtime::KernelCall call_;
   std::unique_ptr<runtime::ScratchPlan> scratch_;  // the kernel's, made by create()
   runtime::ThreadPool* pool_ = nullptr;
+  bool dynamic_ = false;
   std::unique_ptr<runtime::Kernel> kernel_;
 };
 

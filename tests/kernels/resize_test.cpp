@@ -53,6 +53,16 @@ std::vector<ResizeCase> cases() {
                  [](std::mt19937& rng, bool big) {
                    return floats(rng, {{big ? 9 : 2, 17}, {5, 17}, {5}});
                  }});
+  // Created above OpenBLAS's small-matrix limit (m n k > 1e6), run below it, where its path
+  // needs a copy of B in scratch the created size did not (found on a dynamic BERT).
+  out.push_back({"Gemm rows across the small-matrix limit", "Gemm", "", none,
+                 [](std::mt19937& rng, bool big) {
+                   return floats(rng, {{big ? 600 : 3, 40}, {40, 64}, {64}});
+                 }});
+  out.push_back({"Linear rows across the small-matrix limit", "Linear", "baton", none,
+                 [](std::mt19937& rng, bool big) {
+                   return floats(rng, {{big ? 8 : 1, big ? 64 : 5, 32}, {32, 96}, {96}});
+                 }});
   out.push_back({"Linear rows", "Linear", "baton",
                  [](OpTester& t) { t.attr("activation", std::string("Relu")); },
                  [](std::mt19937& rng, bool big) {

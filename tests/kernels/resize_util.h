@@ -36,7 +36,7 @@ inline void check_resize(const ResizeCase& c, runtime::ThreadPool* pool) {
   const std::vector<HostTensor> small = c.inputs(rng, false);
 
   OpTester resized(c.op, "node_1", kTestOpset, c.domain);
-  resized.pool(pool);
+  resized.pool(pool).dynamic();
   c.attrs(resized);
   for (const HostTensor& t : big) resized.input(t);
   ASSERT_TRUE(resized.run().ok());

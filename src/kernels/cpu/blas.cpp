@@ -40,6 +40,14 @@ size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k)
   return small_untransposed(trans_a, trans_b, m, n, k) ? static_cast<size_t>(k * n) : 0;
 }
 
+size_t gemm_scratch_bound(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  if (trans_a || trans_b || m < 2) return 0;
+  // A smaller product m' n' k' <= 1e6 with m' >= 2 copies k' n' <= min(k n, 1e6 / 2) elements.
+  constexpr int64_t kLargestCopy = 500000;
+  return std::max(gemm_scratch(false, false, m, n, k),
+                  static_cast<size_t>(std::min(n * k, kLargestCopy)));
+}
+
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, T* scratch) {

@@ -17,6 +17,10 @@ namespace baton::kernels::cpu {
 
 // Scratch elements gemm() needs for these arguments (0 when none).
 size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
+// The most gemm_scratch over every product of at most these sizes: what a kernel of a dynamic
+// call (runtime::KernelCall::dynamic) reserves, since OpenBLAS's small-matrix path, which needs a
+// copy of B, may serve a smaller product when the created one is too large for it.
+size_t gemm_scratch_bound(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 
 // Row-major C[m, n] = alpha * op(A) * op(B) + beta * C, for T = float or double. k > 0 and all
 // sizes fit BLAS's int (the kernels check at load). `scratch` holds gemm_scratch(...) elements.

@@ -56,17 +56,6 @@ void size_attention(const TensorView& q, const TensorView& k, const TensorView& 
   s.mask_col_stride = strides[r - 1];
 }
 
-// The most scratch gemm() without transposes asks for over products of at most [m, k] x [k, n]:
-// under OpenBLAS's small-matrix limit (blas.cpp: m n k <= 1e6, two rows or more) it copies B,
-// k' n' elements, so a smaller product after resize() can need scratch where the created one
-// needs none.
-size_t gemm_scratch_bound(int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kSmallProduct = 1000000;
-  if (m < 2) return 0;
-  return std::max(gemm_scratch(false, false, m, n, k),
-                  static_cast<size_t>(std::min(n * k, kSmallProduct / 2)));
-}
-
 template <typename S>
 class AttentionKernel final : public runtime::Kernel {
   using W = blas_t<S>;
@@ -82,13 +71,18 @@ class AttentionKernel final : public runtime::Kernel {
         s_(std::move(s)),
         pool_(call.pool),
         tile_(row_tile(s_.sq, s_.sk)),
-        // A tile at smaller sizes may hold more scores than the created one (whole rows of up to
-        // kTileScores): the most any sizes up to the created ones ask for.
-        scores_per_slot_(
-            static_cast<size_t>(std::max(s_.sk, std::min(s_.sq * s_.sk, kTileScores)))),
+        // Dynamic: a tile at smaller sizes may hold more scores than the created one (whole rows
+        // of up to kTileScores), and a smaller GEMM may need scratch the created one does not:
+        // the most any sizes up to the created ones ask for.
+        scores_per_slot_(static_cast<size_t>(
+            call.dynamic ? std::max(s_.sk, std::min(s_.sq * s_.sk, kTileScores)) : tile_ * s_.sk)),
         scratch_per_slot_(
-            std::max(s_.k_transposed ? gemm_scratch_bound(s_.sq, s_.sk, s_.d) : size_t{0},
-                     gemm_scratch_bound(s_.sq, s_.dv, s_.sk))) {}
+            call.dynamic
+                ? std::max(s_.k_transposed ? gemm_scratch_bound(false, false, s_.sq, s_.sk, s_.d)
+                                           : size_t{0},
+                           gemm_scratch_bound(false, false, s_.sq, s_.dv, s_.sk))
+                : std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
+                           gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
 
   // Batch, query and key lengths may change (every dimension may): the tiles are cut again, as a
   // kernel created at the new sizes cuts them, within the scratch reserved for the largest.

@@ -41,7 +41,10 @@ class LinearKernel final : public runtime::Kernel {
 
   Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
-    for (int64_t s : splits_) scratch = std::max(scratch, gemm_scratch(false, trans_w_, m_, s, k_));
+    for (int64_t s : splits_) {
+      scratch = std::max(scratch, call.dynamic ? gemm_scratch_bound(false, trans_w_, m_, s, k_)
+                                               : gemm_scratch(false, trans_w_, m_, s, k_));
+    }
     BATON_TRY(call.reserve_scratch<W>(scratch_, scratch, "GEMM scratch"));
     if constexpr (!kDirect) {
       BATON_TRY(

@@ -21,17 +21,6 @@ struct MatMulPlan {
   std::vector<int64_t> a_offsets, b_offsets;
 };
 
-// The most scratch gemm() without transposes asks for over products of at most [m, k] x [k, n]:
-// under OpenBLAS's small-matrix limit (blas.cpp: m n k <= 1e6, two rows or more) it copies B,
-// k' n' elements, so a smaller product after resize() can need scratch where the created one
-// needs none.
-size_t gemm_scratch_bound(int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kSmallProduct = 1000000;
-  if (m < 2) return 0;
-  return std::max(gemm_scratch(false, false, m, n, k),
-                  static_cast<size_t>(std::min(n * k, kSmallProduct / 2)));
-}
-
 // The plan at `a`, `b` and `y`'s current sizes, in `p`'s vectors, whose capacity must hold the
 // batch count (then nothing is allocated).
 Status plan_matmul(const TensorView& a, const TensorView& b, const TensorView& y, MatMulPlan& p) {
@@ -89,8 +78,10 @@ class MatMulKernel final : public runtime::Kernel {
       BATON_TRY(call.reserve_scratch<W>(y_buffer_, y_->tensor.numel(), "float copy of Y"));
     }
     // One GEMM scratch per thread: batches run as parallel tasks.
-    return call.reserve_scratch<W>(scratch_, gemm_scratch_bound(rows_, p_.n, p_.k), "GEMM scratch",
-                                   pool_slots(pool_));
+    return call.reserve_scratch<W>(scratch_,
+                                   call.dynamic ? gemm_scratch_bound(false, false, rows_, p_.n, p_.k)
+                                                : gemm_scratch(false, false, rows_, p_.n, p_.k),
+                                   "GEMM scratch", pool_slots(pool_));
   }
 
   // Sizes only shrink, so the batch count fits the offsets' capacity, and the GEMMs the scratch
