@@ -2,6 +2,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <new>
 #include <stdexcept>
 
@@ -77,8 +78,10 @@ struct Method::Impl {
     std::span<const int64_t> max;    // the file's sizes: what memory was planned for
     std::vector<int64_t> sizes;
   };
-  std::vector<DynamicTensor> dynamic;  // never resized after load_values: views point into it
-  std::vector<int> dynamic_of;         // per value: its index in `dynamic`, or -1
+  // One entry per input with dims, and one per distinct dims of the other tensors (which share
+  // it); never resized after load_values: views point into it.
+  std::vector<DynamicTensor> dynamic;
+  std::vector<int> dynamic_of;  // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;     // per symbol, from the file
   // resolve()'s working state, sized at load so that a call allocates nothing.
   std::vector<int64_t> bound;        // per symbol: the size an input gave it, -1 before
@@ -357,6 +360,8 @@ struct Method::Impl {
       if (t != nullptr && t->dims() != nullptr && t->dims()->size() > 0) ++dynamic_count;
     }
     dynamic.reserve(dynamic_count);
+    const std::span<const int32_t> inputs_of_file = span_of(fm->inputs());
+    std::map<std::vector<uint32_t>, int> shape_index;  // non-input shapes, by their expressions
     const uint32_t nsym = fm->symbols() == nullptr ? 0 : fm->symbols()->size();
     for (uint32_t s = 0; s < nsym; ++s) symbol_max.push_back(fm->symbols()->Get(s)->max());
     bound.assign(nsym, -1);
@@ -387,13 +392,28 @@ struct Method::Impl {
           view.dtype = static_cast<DType>(t->dtype());
           view.sizes = span_of(t->sizes());
           if (t->dims() != nullptr && t->dims()->size() > 0) {
-            DynamicTensor& d = dynamic.emplace_back();
-            d.value = static_cast<int>(i);
-            d.dims = std::span<const uint32_t>(t->dims()->data(), t->dims()->size());
-            d.max = view.sizes;
-            d.sizes.assign(view.sizes.begin(), view.sizes.end());
-            view.sizes = d.sizes;
-            dynamic_of[i] = static_cast<int>(dynamic.size()) - 1;
+            const std::span<const uint32_t> dims(t->dims()->data(), t->dims()->size());
+            // Tensors with the same expressions share one sizes array, so that a call writes
+            // each distinct shape once (BERT's hundreds of [batch, sequence, 768] tensors are a
+            // handful of shapes). Inputs keep their own: each holds what its caller bound until
+            // resolve() has checked that they agree.
+            const bool input = std::find(inputs_of_file.begin(), inputs_of_file.end(),
+                                         static_cast<int32_t>(i)) != inputs_of_file.end();
+            const std::vector<uint32_t> key(dims.begin(), dims.end());
+            auto shared = input ? shape_index.end() : shape_index.find(key);
+            if (shared == shape_index.end()) {
+              DynamicTensor& d = dynamic.emplace_back();
+              d.value = static_cast<int>(i);
+              d.dims = dims;
+              d.max = view.sizes;
+              d.sizes.assign(view.sizes.begin(), view.sizes.end());
+              const int index = static_cast<int>(dynamic.size()) - 1;
+              if (!input) shared = shape_index.emplace(key, index).first;
+              dynamic_of[i] = index;
+            } else {
+              dynamic_of[i] = shared->second;
+            }
+            view.sizes = dynamic[dynamic_of[i]].sizes;
           }
           view.device = format::device_of(*t);
           if (t->allocation() == fb::AllocationKind::Constant) {

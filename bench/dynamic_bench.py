@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A dynamic program against the static programs compiled at the same shapes, on the CPU (issue
+36: at any shape, at most 1.05x the static program's latency; file size and load time no worse
+than the static program at the upper bound).
+
+  python3 bench/dynamic_bench.py MODELS_DIR --baton BIN/baton [--threads 16] [--rounds 3] \\
+      [-n 10] [--warmup 3] [--image-batches 1,4,16] [--text 1x32,4x128,8x256] \\
+      [--image-max 32] [--text-max 32x384] [--json OUT.json]
+
+MODELS_DIR holds tests/e2e/export_real_models.py's output with symbolic dimensions (the
+torchscript17 style, or dynamo18dyn): image models get --dim batch=1..IMAGE_MAX, text models
+--dim batch=1..B --dim sequence=1..S (--text-max BxS). Each model is compiled once dynamic and once
+static per shape (--shape), and at the upper bound. Then, per shape, `baton run` of the dynamic
+program (--shape: random inputs of that shape) and of the static one alternate for --rounds rounds
+(A B A B ...), each run -n timed calls after --warmup; reported: the median of the rounds' medians
+per side and their ratio dynamic / static. Inputs are `baton run`'s random ones (--seed 0), the
+same on both sides.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+_D = r"([\d.]+) (ms|us)"
+LATENCY = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D)
+LOADED = re.compile(r"loaded in " + _D)
+
+
+def ms(value, unit):
+    return float(value) / (1000.0 if unit == "us" else 1.0)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()[-500:]}")
+    return p.stdout
+
+
+def inputs_of(path):
+    model = onnx.load(path, load_external_data=False)
+    init = {i.name for i in model.graph.initializer}
+    out = []
+    for i in model.graph.input:
+        if i.name in init:
+            continue
+        dims = [d.dim_param if d.dim_param else d.dim_value for d in i.type.tensor_type.shape.dim]
+        out.append((i.name, dims))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models_dir")
+    ap.add_argument("--baton", required=True)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-n", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--image-batches", default="1,4,16")
+    ap.add_argument("--text", default="1x32,4x128,8x256")
+    ap.add_argument("--image-max", type=int, default=32)
+    ap.add_argument("--text-max", default="32x384")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    manifest = json.load(open(os.path.join(args.models_dir, "manifest.json")))
+    work = tempfile.mkdtemp(prefix="baton-dynbench-")
+    text_max = [int(v) for v in args.text_max.split("x")]
+    rows = []
+    print("| model | shape | dynamic ms | static ms | dynamic / static |")
+    print("|---|---|---:|---:|---:|")
+    for case in manifest["cases"]:
+        name = case["name"]
+        if args.only and not any(o in name for o in args.only.split(",")):
+            continue
+        path = os.path.join(args.models_dir, case["model"])
+        inputs = inputs_of(path)
+        text = len(inputs[0][1]) == 2
+        if text:
+            dims = {"batch": text_max[0], "sequence": text_max[1]}
+            shapes = [dict(zip(("batch", "sequence"), map(int, s.split("x"))))
+                      for s in args.text.split(",")]
+        else:
+            dims = {"batch": args.image_max}
+            shapes = [{"batch": int(b)} for b in args.image_batches.split(",")]
+        # The dim_params the exporter wrote are the symbols; map ours onto them by position.
+        params = [d for d in inputs[0][1] if isinstance(d, str)]
+        rename = dict(zip(("batch", "sequence"), params))
+        dyn = os.path.join(work, f"{name}.dyn.baton")
+        cmd = [args.baton, "compile", "-q", path, "--device", "cpu", "-o", dyn]
+        for k, v in dims.items():
+            cmd += ["--dim", f"{rename[k]}=1..{v}"]
+        run(cmd)
+
+        def shape_flags(at):
+            flags = []
+            for n, d in inputs:
+                sizes = [at[{v: k for k, v in rename.items()}[x]] if isinstance(x, str) else x for x in d]
+                flags += ["--shape", f"{n}={'x'.join(map(str, sizes))}"]
+            return flags
+
+        def static(at, tag):
+            p = os.path.join(work, f"{name}.{tag}.baton")
+            run([args.baton, "compile", "-q", path, "--device", "cpu", "-o", p] + shape_flags(at))
+            return p
+
+        top = static(dims, "max")
+        thread_args = ["--threads", str(args.threads)] if args.threads else []
+        # File size and load time at the upper bound.
+        loads = {"dynamic": [], "static": []}
+        for _ in range(3):
+            for side, prog in (("dynamic", dyn), ("static", top)):
+                extra = shape_flags(dims) if side == "dynamic" else []
+                out = run([args.baton, "run", prog, "-n", "1", "--warmup", "0"] + thread_args + extra)
+                m = LOADED.search(out)
+                loads[side].append(ms(*m.groups()))
+        row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
+                    "static_max_bytes": os.path.getsize(top),
+                    "dynamic_load_ms": statistics.median(loads["dynamic"]),
+                    "static_max_load_ms": statistics.median(loads["static"])}
+        print(f"| {name} | file and load at the upper bound | {row_size['dynamic_bytes'] / 1e6:.1f} MB, "
+              f"{row_size['dynamic_load_ms']:.1f} ms | {row_size['static_max_bytes'] / 1e6:.1f} MB, "
+              f"{row_size['static_max_load_ms']:.1f} ms | |", flush=True)
+        rows.append(row_size)
+        for at in shapes:
+            fixed = static(at, "x".join(map(str, at.values())))
+            medians = {"dynamic": [], "static": []}
+            for _ in range(args.rounds):
+                for side, prog in (("dynamic", dyn), ("static", fixed)):
+                    extra = shape_flags(at) if side == "dynamic" else []
+                    out = run([args.baton, "run", prog, "-n", str(args.n), "--warmup",
+                               str(args.warmup)] + thread_args + extra)
+                    m = LATENCY.search(out)
+                    medians[side].append(ms(m.group(3), m.group(4)))
+            d = statistics.median(medians["dynamic"])
+            s = statistics.median(medians["static"])
+            label = "x".join(map(str, at.values()))
+            print(f"| {name} | {label} | {d:.3f} | {s:.3f} | {d / s:.3f} |", flush=True)
+            rows.append({"model": name, "shape": at, "dynamic_ms": d, "static_ms": s,
+                         "ratio": d / s, "rounds": medians})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": args.threads, "rounds": args.rounds, "n": args.n, "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
