@@ -178,7 +178,7 @@ class Importer {
       if (given == nullptr) {
         // Reported after every input and node was looked at (shape_error()).
         shape_problems_.push_back(
-            {where + " has no shape", fmt::format("--shape {}=D0xD1x...", input.name())});
+            {where + " has no shape", fmt::format("--shape {}=D0xD1x...", input.name()), {}});
       } else {
         v.sizes = given->sizes;
       }
@@ -659,6 +659,27 @@ Result<Graph> import_onnx_bytes(std::span<const uint8_t> bytes, const std::strin
                                 const ImportOptions& options) {
   BATON_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source));
   return Importer(model, source, base_dir, options).run();
+}
+
+Result<std::vector<ModelInput>> read_model_inputs(const std::string& onnx_path) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes,
+                         read_regular_file(onnx_path, kMaxModelBytes, "ONNX model",
+                                           kProtobufLimitNote));
+  BATON_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, onnx_path));
+  std::vector<ModelInput> out;
+  std::unordered_map<std::string, int> initializers;
+  for (const auto& init : model.graph().initializer()) initializers[init.name()] = 1;
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name())) continue;
+    ModelInput m{input.name(), {}};
+    if (input.type().has_tensor_type() && input.type().tensor_type().has_shape()) {
+      for (const auto& dim : input.type().tensor_type().shape().dim()) {
+        m.dim_params.push_back(dim.has_dim_value() ? std::string() : dim.dim_param());
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {

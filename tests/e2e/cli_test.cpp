@@ -1306,5 +1306,102 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   std::printf("%s", c.output.c_str());
 }
 
+// A dynamic program (--dim) compared at several shapes in one call: each --shape of a dynamic
+// input is a run's shape (not a compile option), every run has fresh inputs (the seed plus the
+// run's index) and its own block, and the summary counts the shapes (issue 36).
+TEST_F(CliTest, CompareDynamicResnetAtThreeBatchSizes) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/torchscript17_resnet.onnx")
+          .string();
+  const std::string shapes =
+      " --dim batch=1..6 --shape input=1x3x32x32 --shape input=4x3x32x32 --shape input=6x3x32x32";
+  CliRun r = baton("compare " + model + shapes);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text :
+       {"shape 1 of 3: input=1x3x32x32\ninput  0 'input' float32 [1, 3, 32, 32] random (seed 0)",
+        "shape 2 of 3: input=4x3x32x32\ninput  0 'input' float32 [4, 3, 32, 32] random (seed 1)",
+        "float32 [6, 10]: ok", "3 shapes: all match"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+
+  // --json: one entry per shape under "runs"; --save-dir: one folder per run.
+  const fs::path kept = dir_ / "dynamic_kept";
+  r = baton_stdout("compare --json --seed 7 " + model + shapes + " --save-dir " + kept.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["match"], true);
+  ASSERT_EQ(j["runs"].size(), 3u) << r.output;
+  const int64_t batches[] = {1, 4, 6};
+  for (size_t k = 0; k < 3; ++k) {
+    const auto& run = j["runs"][k];
+    EXPECT_EQ(run["match"], true) << run.dump();
+    EXPECT_EQ(run["seed"], 7 + k);
+    EXPECT_EQ(run["inputs"][0]["shape"][0], batches[k]);
+    EXPECT_EQ(run["outputs"][0]["shape"], nlohmann::json::array({batches[k], 10}));
+    EXPECT_EQ(run["outputs"][0]["mismatches"], 0);
+    const fs::path folder = kept / ("run_" + std::to_string(k + 1));
+    EXPECT_TRUE(fs::exists(folder / "input_0.npy")) << folder;
+    EXPECT_TRUE(fs::exists(folder / "reference_0.npy")) << folder;
+  }
+}
+
+// Two dynamic inputs that share symbols: run k takes the k-th --shape of each.
+TEST_F(CliTest, CompareDynamicBertAtThreeShapes) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/torchscript17_bert.onnx").string();
+  const CliRun r = baton("compare " + model +
+                         " --dim batch=1..4 --dim sequence=1..16"
+                         " --shape input_ids=1x1 --shape attention_mask=1x1"
+                         " --shape input_ids=2x9 --shape attention_mask=2x9"
+                         " --shape input_ids=4x16 --shape attention_mask=4x16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"shape 1 of 3: input_ids=1x1 attention_mask=1x1",
+                           "shape 2 of 3: input_ids=2x9 attention_mask=2x9",
+                           "shape 3 of 3: input_ids=4x16 attention_mask=4x16", "float32 [1, 1, 32]",
+                           "float32 [2, 9, 32]", "float32 [4, 16, 32]", "3 shapes: all match"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+}
+
+// What a wrong set of run shapes is told, and a given dynamic PROGRAM takes them too.
+TEST_F(CliTest, CompareDynamicShapeErrors) {
+  const fs::path real = fs::path(testing::source_dir()) / "tests/e2e/models/real";
+  const std::string resnet = (real / "torchscript17_resnet.onnx").string();
+  const std::string bert = (real / "torchscript17_bert.onnx").string();
+  CliRun r = baton("compare " + resnet +
+                   " --dim batch=1..6 --shape input=2x3x32x32 --shape input=8x3x32x32");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("shape 2 of 2 (input=8x3x32x32): input 0 ('input'): axis 0 ('batch') "
+                          "has size 8, outside the range 1..6"),
+            std::string::npos)
+      << r.output;
+
+  const std::string prog = (dir_ / "dynamic_bert.baton").string();
+  ASSERT_EQ(
+      baton("compile -q " + bert + " --dim batch=1..4 --dim sequence=1..16 -o " + prog).exit_code,
+      0);
+  r = baton("compare " + bert + " " + prog +
+            " --shape input_ids=1x3 --shape input_ids=2x5 --shape attention_mask=1x3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'input_ids' has 2 shapes and input 'attention_mask' has 1"),
+            std::string::npos)
+      << r.output;
+
+  // --shape sizes random inputs; an input read from a file has its file's shape.
+  const fs::path kept = dir_ / "dynamic_files";
+  r = baton("compare -q " + bert + " " + prog +
+            " --shape input_ids=2x5 --shape attention_mask=2x5 --save-dir " + kept.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 shape: all match"), std::string::npos) << r.output;
+  r = baton("compare " + bert + " " + prog +
+            " --input input_ids=" + (kept / "run_1/input_0.npy").string() +
+            " --input attention_mask=" + (kept / "run_1/input_1.npy").string() +
+            " --shape input_ids=2x5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--shape input_ids=2x5: input 'input_ids' is read from"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace baton

@@ -51,10 +51,13 @@ struct RunArgs {
 };
 
 struct CompareArgs {
-  CompileArgs compile;  // the model, and how to compile it when no program is given
-  std::string program;  // a compiled program to compare instead
-  bool compile_options_given = false;
-  std::vector<std::string> inputs;  // as baton run's
+  // The model, and how to compile it when no program is given. compile.shapes (--shape) are
+  // split by run_compare: for a dynamic program, those naming an input it keeps dynamic are run
+  // shapes (run k takes the k-th of each such input); the others fix inputs when compiling.
+  CompileArgs compile;
+  std::string program;                 // a compiled program to compare instead
+  bool compile_options_given = false;  // any compile option but --shape
+  std::vector<std::string> inputs;     // as baton run's
   unsigned seed = 0;
   double atol = -1;  // < 0: the default for the program's precision
   double rtol = -1;

@@ -293,6 +293,11 @@ int cli_main(int argc, char** argv) {
                 "compile options given")
       ->check(CLI::ExistingFile);
   const std::vector<CLI::Option*> compare_compile_flags = add_compile_options(m, compare.compile);
+  m->get_option("--shape")->description(
+      "NAME=D0xD1x... (repeatable). For a dynamic program (--dim, or a dynamic PROGRAM) and an "
+      "input it keeps dynamic: the shape of its random values in one run; the k-th --shape of "
+      "each dynamic input makes run k, compared shape by shape. Otherwise: fix the input's "
+      "symbolic dimensions when compiling MODEL");
   m->add_option("-i,--input", compare.inputs,
                 "Input as NAME=FILE.npy, or FILE.npy in input order (repeatable); random inputs "
                 "when none are given");
@@ -372,6 +377,8 @@ int cli_main(int argc, char** argv) {
   if (*ops_cmd) status = baton::tool::run_ops();
   if (*m) {
     for (const CLI::Option* o : compare_compile_flags) {
+      // --shape with PROGRAM can be a run shape (a dynamic program's): run_compare decides.
+      if (o->check_lname("shape")) continue;
       compare.compile_options_given = compare.compile_options_given || o->count() > 0;
     }
     baton::Result<int> compared = baton::tool::run_compare(compare);

@@ -81,6 +81,15 @@ struct DimRange {
 // "batch=1..32" or "batch=1..32@8" (the --dim flag's text). InvalidArgument saying what is wrong.
 Result<DimRange> parse_dim_range(std::string_view text);
 
+// A graph input of an ONNX model as the file declares it, before any compile option applies:
+// per dimension its dim_param ("batch"), or "" where the model fixes the size (or leaves the
+// dimension unnamed). Initializers the file also lists as inputs are left out.
+struct ModelInput {
+  std::string name;
+  std::vector<std::string> dim_params;
+};
+Result<std::vector<ModelInput>> read_model_inputs(const std::string& onnx_path);
+
 struct Progress {
   std::string_view phase;  // "import", "infer", "partition", "lower", "place", "plan"
   std::string detail;      // "12 nodes, opset 17", ...
