@@ -246,6 +246,22 @@ class DynamicInference {
       for (size_t k = 0; k < values.size() && match; ++k) match = values[k] - c.values[k] == offset;
       if (match) return table_.add(c.expr, table_.constant(offset));
     }
+    // A candidate times or divided by a constant (a Reshape's -1: the element count over the
+    // sizes given, as in [17, -1, 16] of [17, batch, 32], which is 2 * batch).
+    for (const Candidate& c : candidates_) {
+      if (c.values[0] == 0 || values[0] == 0) continue;
+      if (values[0] % c.values[0] == 0) {
+        const int64_t k = values[0] / c.values[0];
+        bool match = true;
+        for (size_t i = 0; i < values.size() && match; ++i) match = values[i] == k * c.values[i];
+        if (match) return table_.mul(table_.constant(k), c.expr);
+      } else if (c.values[0] % values[0] == 0) {
+        const int64_t k = c.values[0] / values[0];
+        bool match = true;
+        for (size_t i = 0; i < values.size() && match; ++i) match = values[i] * k == c.values[i];
+        if (match) return table_.floor_div(c.expr, table_.constant(k));
+      }
+    }
     std::string seen;
     for (size_t k = 0; k < values.size(); ++k) {
       seen += fmt::format("{}{} with {}", k == 0 ? "" : "; ", values[k],

@@ -11,7 +11,8 @@
 //   - one of the inputs' dimensions,
 //   - a product of consecutive dimensions of one input (Flatten, Reshape merging axes),
 //   - the sum of one axis over inputs of equal rank (Concat),
-//   - any of these plus a constant offset (Pad, a Slice that drops a fixed number).
+//   - any of these plus a constant offset (Pad, a Slice that drops a fixed number),
+//   - any of these times or divided by a constant (a Reshape's -1 splitting or merging axes).
 // A dimension none of these explains is refused with the values seen, and so is a node whose
 // inference fails at some probe (the model is not valid at every size in the ranges: a broadcast
 // of two different symbols, a Reshape to a size the exporter baked in) or whose canonical

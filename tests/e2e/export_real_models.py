@@ -199,13 +199,16 @@ def export_onnx(path, model, inputs, names, dynamo, opset, dynamic=False):
     kwargs = dict(input_names=names, output_names=["output"], opset_version=opset)
     text = inputs[0].dtype == torch.int64
     if dynamo and dynamic:
-        # torch.export Dims: the ONNX dim_params are their names.
-        batch = torch.export.Dim("batch", min=1, max=64)
-        axes = {0: batch}
+        # Dim.DYNAMIC lets torch.export derive each dimension's constraints (named Dims with
+        # ranges fail on the transformers models' guards); the ONNX dim_params are then
+        # torch's names for them ("s0"-style, or "batch" where it keeps the input's name).
+        axes = {0: torch.export.Dim.DYNAMIC}
         if text:
-            axes[1] = torch.export.Dim("sequence", min=1, max=inputs[0].shape[1] * 4)
+            axes[1] = torch.export.Dim.DYNAMIC
+        # Text models are KeywordCall(*args): their inputs are one tuple to torch.export.
+        shapes = tuple(dict(axes) for _ in names)
         torch.onnx.export(model, inputs, path, dynamo=True, external_data=False,
-                          dynamic_shapes=tuple(dict(axes) for _ in names), **kwargs)
+                          dynamic_shapes=(shapes,) if text else shapes, **kwargs)
         return {n: list(t.shape) for n, t in zip(names, inputs)}
     if dynamo:
         torch.onnx.export(model, inputs, path, dynamo=True, external_data=False, **kwargs)
@@ -262,7 +265,7 @@ def main():
             try:
                 case = export(args.out_dir, name, model, inputs, names, dynamo, opset, dynamic)
             except Exception as e:  # report and go on: one exporter failing is information
-                print(f"{name}: export failed: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+                print(f"{name}: export failed: {type(e).__name__}: {str(e)[:2000]}", file=sys.stderr)
                 continue
             cases.append(case)
             print(f"{name}: {case['bytes'] / 1e6:.2f} MB, onnxruntime vs torch "
