@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
     }
   }
   m.set_profiling(true);
+  std::vector<double> sizes_us, kernels_us;
   auto measure = [&](bool changing) -> std::vector<double> {
     std::vector<double> us;
     const int warmup = std::max(10, iterations / 10);
@@ -101,6 +102,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", st.to_string().c_str());
         std::abort();
       }
+      if (it >= warmup && changing) {
+        const auto r = m.last_resolve_times();
+        sizes_us.push_back(std::chrono::duration<double, std::micro>(r.sizes).count());
+        kernels_us.push_back(std::chrono::duration<double, std::micro>(r.kernels).count());
+      }
       if (it >= warmup) {
         us.push_back(std::chrono::duration<double, std::micro>(m.instruction_start_times()[0] - start)
                          .count());
@@ -113,9 +119,11 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"program\": \"%s\", \"symbols\": %zu, \"instructions\": %zu, \"iterations\": %d, "
       "\"same_us\": {\"median\": %.3f, \"p90\": %.3f}, \"changing_us\": {\"median\": %.3f, "
-      "\"p90\": %.3f}, \"resolve_us\": %.3f}\n",
+      "\"p90\": %.3f}, \"resolve_us\": %.3f, \"of_which_sizes_us\": %.3f, "
+      "\"of_which_kernel_resize_us\": %.3f}\n",
       argv[1], m.num_symbols(), m.num_instructions(), iterations, quantile(same, 0.5),
       quantile(same, 0.9), quantile(changing, 0.5), quantile(changing, 0.9),
-      quantile(changing, 0.5) - quantile(same, 0.5));
+      quantile(changing, 0.5) - quantile(same, 0.5), quantile(sizes_us, 0.5),
+      quantile(kernels_us, 0.5));
   return 0;
 }

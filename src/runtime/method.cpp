@@ -89,6 +89,7 @@ struct Method::Impl {
   std::vector<int64_t> expr_values;  // per size expression
   std::vector<uint32_t> resizable;   // kernel steps with a dynamic value
   bool shapes_dirty = false;         // an input's sizes changed since the last resolve
+  Method::ResolveTimes resolve_times;  // of the last execute(), with profiling
   // The CPU kernels' threads (MethodOptions::threads), made with the first kernel; declared before
   // the steps, whose kernels keep a pointer to it.
   unsigned threads = 1;
@@ -217,6 +218,8 @@ struct Method::Impl {
   // computes every size expression, writes the sizes of every dynamic tensor and resizes the
   // kernels that read them. Allocates nothing but an error's message.
   Status resolve() {
+    const bool timed = profiling.instructions;
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::fill(bound.begin(), bound.end(), -1);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int di = dynamic_of[inputs[i]];
@@ -262,13 +265,24 @@ struct Method::Impl {
                               expr_text(d.dims[a]), expr_values[d.dims[a]]);
       }
     }
-    BATON_TRY(apply_sizes());
+    BATON_TRY(write_sizes());
+    const auto sized = timed ? std::chrono::steady_clock::now() : start;
+    BATON_TRY(resize_kernels());
+    if (timed) {
+      resolve_times.sizes = sized - start;
+      resolve_times.kernels = std::chrono::steady_clock::now() - sized;
+    }
     shapes_dirty = false;
     return Status();
   }
 
   // Writes every dynamic tensor's sizes from expr_values and resizes the kernels that read them.
   Status apply_sizes() {
+    BATON_TRY(write_sizes());
+    return resize_kernels();
+  }
+
+  Status write_sizes() {
     for (DynamicTensor& d : dynamic) {
       for (size_t a = 0; a < d.dims.size(); ++a) {
         const int64_t v = expr_values[d.dims[a]];
@@ -281,6 +295,10 @@ struct Method::Impl {
         d.sizes[a] = v;
       }
     }
+    return Status();
+  }
+
+  Status resize_kernels() {
     for (uint32_t i : resizable) {
       if (Status st = steps[i].kernel->resize(); !st.ok()) {
         return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
@@ -1001,6 +1019,7 @@ Status Method::execute() {
                          m.name, i, input_info(i).name);
     }
   }
+  m.resolve_times = Method::ResolveTimes{};
   if (m.shapes_dirty) BATON_TRY(m.resolve());
   const NvtxRange method_range(m.nvtx, m.name);
   for (size_t i = 0; i < m.steps.size(); ++i) {
@@ -1089,6 +1108,8 @@ std::span<const std::chrono::steady_clock::time_point> Method::instruction_start
 }
 
 Method::CopyCounts Method::copy_counts() const { return impl_->copies; }
+
+Method::ResolveTimes Method::last_resolve_times() const { return impl_->resolve_times; }
 
 size_t Method::num_delegates() const { return impl_->delegates.size(); }
 

@@ -219,6 +219,15 @@ class Method {
   // when it started, for the last execute.
   std::span<const std::chrono::nanoseconds> instruction_times() const;
   std::span<const std::chrono::steady_clock::time_point> instruction_start_times() const;
+  // With Profiling::instructions, for a dynamic method: what the last execute() spent resolving
+  // sizes because its input shapes changed (both zero when they did not): binding the symbols,
+  // evaluating the size expressions and writing every dynamic tensor's sizes; and resizing the
+  // kernels (Kernel::resize).
+  struct ResolveTimes {
+    std::chrono::nanoseconds sizes{0};
+    std::chrono::nanoseconds kernels{0};
+  };
+  ResolveTimes last_resolve_times() const;
   // With Profiling::device_time, for a delegate instruction: the device time its backend measured
   // in the last execute.
   std::optional<double> instruction_device_time_ms(size_t index) const;
