@@ -855,3 +855,147 @@ TEST(ProgramLoadTest, ErrorsNameTheFile) {
 
 }  // namespace
 }  // namespace baton
+
+namespace baton {
+namespace {
+
+// A dynamic method (format version 4, docs/dynamic_shapes.md) made by hand: x [N, 3] -> Relu ->
+// y [N, 3], N in 1..4, and an output `u` that no instruction writes (so that its size expression
+// is checked by the runtime alone).
+class DynamicFormatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    x = b.tensor("x", DType::Float32, {4, 3});
+    y = b.tensor("y", DType::Float32, {4, 3});
+    b.kernel(b.op("Relu", 14), {x}, {}, {y}, "relu");
+    b.inputs({x});
+    b.outputs({y});
+    auto& m = b.method();
+    auto symbol = std::make_unique<fb::SymbolT>();
+    symbol->name = "N";
+    symbol->min = 1;
+    symbol->max = 4;
+    m.symbols.push_back(std::move(symbol));
+    n = expr(fb::SizeOp::Symbol, 0);
+    three = expr(fb::SizeOp::Const, 3);
+    b.tensor_at(x).dims = {n, three};
+    b.tensor_at(y).dims = {n, three};
+  }
+
+  uint32_t expr(fb::SizeOp op, int64_t value, std::vector<uint32_t> operands = {}) {
+    auto e = std::make_unique<fb::SizeExprT>();
+    e->op = op;
+    e->value = value;
+    e->operands = std::move(operands);
+    b.method().size_exprs.push_back(std::move(e));
+    return static_cast<uint32_t>(b.method().size_exprs.size() - 1);
+  }
+
+  void expect(const std::string& needle) { expect_invalid(b.bytes(), needle); }
+
+  testing::ProgramBuilder b;
+  int x = -1, y = -1;
+  uint32_t n = 0, three = 0;
+};
+
+TEST_F(DynamicFormatTest, AWellFormedDynamicMethodRunsAtEveryShapeInRange) {
+  const std::vector<uint8_t> bytes = b.bytes();
+  ASSERT_TRUE(parse(bytes).ok()) << parse(bytes).to_string();
+  auto program = runtime::Program::load_bytes(bytes);
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  for (int64_t rows : {2, 4, 1}) {
+    std::vector<float> in(static_cast<size_t>(rows * 3));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) - 2.5f;
+    std::vector<int64_t> sizes = {rows, 3};
+    ASSERT_TRUE((*method)->set_input(0, TensorView{in.data(), DType::Float32, sizes}).ok());
+    ASSERT_TRUE((*method)->execute().ok());
+    const TensorView out = (*method)->output(0);
+    ASSERT_EQ(out.sizes.size(), 2u);
+    EXPECT_EQ(out.sizes[0], rows);
+    for (size_t i = 0; i < in.size(); ++i) {
+      EXPECT_EQ(out.data_as<float>()[i], std::max(0.0f, in[i]));
+    }
+  }
+  std::vector<float> big(15);
+  std::vector<int64_t> five = {5, 3};
+  const Status st = (*method)->set_input(0, TensorView{big.data(), DType::Float32, five});
+  EXPECT_NE(st.message().find("axis 0 ('N') has size 5, outside the range 1..4"), std::string::npos)
+      << st.to_string();
+}
+
+TEST_F(DynamicFormatTest, SymbolRangesMustBeWithinOneAndTwoToTheForty) {
+  b.method().symbols[0]->min = 0;
+  expect("symbols[0] ('N'): the range 0..4 is not within 1..");
+  b.method().symbols[0]->min = 5;
+  expect("the range 5..4 is not within");
+  b.method().symbols[0]->min = 1;
+  b.method().symbols[0]->opt = 9;
+  expect("opt = 9 lies outside 1..4");
+}
+
+TEST_F(DynamicFormatTest, ExpressionsMustBeWellFormedAndInDependencyOrder) {
+  b.method().size_exprs[n]->value = 3;
+  expect("size_exprs[0]: symbol 3 is out of range [0, 1)");
+  b.method().size_exprs[n]->value = 0;
+  const uint32_t later = expr(fb::SizeOp::Add, 0, {n, 7});
+  (void)later;
+  expect("operands must come earlier in the list");
+  b.method().size_exprs.back()->operands = {n};
+  expect("Add needs two or more operands, has 1");
+  b.method().size_exprs.back()->op = fb::SizeOp::Min;
+  b.method().size_exprs.back()->operands = {n, three, n};
+  expect("Min needs two operands, has 3");
+  b.method().size_exprs.back()->op = static_cast<fb::SizeOp>(42);
+  expect("op 42 is not a known size operation");
+}
+
+TEST_F(DynamicFormatTest, ArithmeticThatCannotBeEvaluatedIsRefused) {
+  const uint32_t zero = expr(fb::SizeOp::Const, 0);
+  expr(fb::SizeOp::FloorDiv, 0, {n, zero});
+  expect("cannot be evaluated");
+  b.method().size_exprs.pop_back();
+  const uint32_t huge = expr(fb::SizeOp::Const, int64_t{1} << 62);
+  expr(fb::SizeOp::Mul, 0, {huge, huge});
+  expect("cannot be evaluated");
+}
+
+TEST_F(DynamicFormatTest, TensorDimsMustMatchTheirRankAndLargestSizes) {
+  b.tensor_at(y).dims = {n};
+  expect("(tensor 'y').dims has 1 entries for a rank-2 tensor");
+  b.tensor_at(y).dims = {n, 99};
+  expect("(tensor 'y').dims[1] = 99 is out of range");
+  b.tensor_at(y).dims = {three, three};
+  expect("(tensor 'y').dims[0]: the expression's largest value 3 disagrees with sizes[0] = 4");
+  b.tensor_at(y).dims = {n, three};
+  const int c = b.constant_floats("c", {4, 3}, std::vector<float>(12, 1.0f));
+  b.tensor_at(c).dims = {n, three};
+  expect("a constant cannot have dynamic dims");
+}
+
+// An expression that is not monotone (hand-made: the compiler writes none) is consistent at the
+// maxima, where the verifier checks it, but larger at a smaller call: the runtime checks every
+// size against the planned memory before anything reads it.
+TEST_F(DynamicFormatTest, ASizeAboveThePlannedMemoryIsRefusedWhenTheCallResolves) {
+  const uint32_t eight = expr(fb::SizeOp::Const, 8);
+  const uint32_t shrinking = expr(fb::SizeOp::FloorDiv, 0, {eight, n});  // 2 at N = 4, 8 at N = 1
+  const int u = b.tensor("u", DType::Float32, {2, 3});
+  b.tensor_at(u).dims = {shrinking, three};
+  b.outputs({y, u});
+  auto program = runtime::Program::load_bytes(b.bytes());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  // The loader's own check at the smallest sizes already sees it.
+  ASSERT_FALSE(method.ok());
+  EXPECT_EQ(method.code(), Error::InvalidProgram) << method.status().to_string();
+  EXPECT_NE(method.status().message().find("would have size 8"), std::string::npos)
+      << method.status().to_string();
+  EXPECT_NE(method.status().message().find("outside the 0..2 its memory was planned for"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
+}  // namespace
+}  // namespace baton
