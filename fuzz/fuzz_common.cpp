@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <vector>
 
 #include "baton/baton.h"
 #include "baton/core/log.h"
+#include "baton/core/tensor.h"
 #include "baton/extension/inspect.h"
 #include "format/program_file.h"
 
@@ -44,11 +47,32 @@ void exercise_method(runtime::Method& method) {
   for (size_t i = 0; i <= method.num_instructions(); ++i) (void)method.instruction_info(i);
   for (size_t i = 0; i <= method.num_delegates(); ++i) (void)method.delegate_counters(i);
   (void)method.arenas();
+  for (size_t i = 0; i <= method.num_inputs(); ++i) (void)method.input_dims(i);
+  for (size_t i = 0; i <= method.num_outputs(); ++i) (void)method.output_dims(i);
   // Inputs hold whatever the arena held: the kernels must not care about values.
   const Status run = method.execute();
   check_not_internal("execute", run);
   if (!run.ok()) return;
   for (size_t i = 0; i < method.num_outputs(); ++i) (void)method.output(i);
+  if (method.num_symbols() == 0) return;
+  // A dynamic method once more at its smallest sizes (every dimension that is a symbol at the
+  // symbol's minimum), which resolves every size and resizes every dynamic kernel.
+  std::vector<std::vector<int64_t>> sizes(method.num_inputs());
+  std::vector<std::vector<uint8_t>> data(method.num_inputs());
+  for (size_t i = 0; i < method.num_inputs(); ++i) {
+    const runtime::TensorInfo info = method.input_info(i);
+    for (const runtime::Method::Dim& d : method.input_dims(i)) {
+      sizes[i].push_back(d.expr.empty() ? d.max : d.min);
+    }
+    const std::optional<uint64_t> bytes = checked_nbytes(info.dtype, sizes[i]);
+    if (!bytes || *bytes > kMaxExecuteBytes) return;
+    data[i].assign(*bytes, 0);
+    const Status set = method.set_input(i, TensorView{data[i].data(), info.dtype, sizes[i]});
+    check_not_internal("set_input at the smallest sizes", set);
+    if (!set.ok()) return;
+  }
+  const Status small = method.execute();
+  check_not_internal("execute at the smallest sizes", small);
 }
 
 }  // namespace

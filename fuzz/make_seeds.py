@@ -11,7 +11,8 @@ DIR/<target>/ gets one file per seed, named after where it came from:
                     Symbolic input dimensions are fixed (the --shape the e2e manifest gives, else
                     2): the fuzz target compiles without --shape.
   fuzz_program      those models compiled for the CPU, and the e2e models for cuda:0 (--arch
-                    sm_90, fp32 and fp16) so that engine blobs are inside.
+                    sm_90, fp32 and fp16) so that engine blobs are inside; and three dynamic
+                    programs (--dim) of the committed real exports.
   fuzz_engine_blob  the engine blobs cut out of the cuda:0 programs (`baton inspect --json` gives
                     each delegate's segment).
   fuzz_onnx_cuda    the e2e models that compile for cuda:0, and a sample of the node-test models
@@ -268,6 +269,20 @@ def main():
                 cuda_programs += 1
                 for i, blob in enumerate(engine_blobs(args.baton, program)):
                     seeds.add("fuzz_engine_blob", f"{os.path.basename(program)[:-6]}_{i}", blob)
+        # Dynamic programs (format version 4: symbols, size expressions, tensor dims), from the
+        # committed exports whose inputs keep their dim_params.
+        real = os.path.join(REPO, "tests/e2e/models/real")
+        for model, dims in (("torchscript17_resnet", ["--dim", "batch=1..8"]),
+                            ("torchscript17_bert", ["--dim", "batch=1..4", "--dim", "sequence=1..16"]),
+                            ("dynamo18dyn_vit", ["--dim", "s77=1..4"])):
+            out = os.path.join(tmp, f"dynamic_{model}.baton")
+            r = baton(args.baton, "compile", os.path.join(real, model + ".onnx"), "-o", out, *dims)
+            if r.returncode == 0:
+                with open(out, "rb") as f:
+                    seeds.add("fuzz_program", f"dynamic_{model}", f.read())
+            else:
+                print(f"make_seeds: the dynamic {model} did not compile: {r.stderr.strip()[-300:]}",
+                      file=sys.stderr)
         if cuda_programs == 0:
             print("make_seeds: no cuda:0 program compiled (a build without the CUDA backend?): "
                   "fuzz_engine_blob starts from an empty corpus", file=sys.stderr)

@@ -127,14 +127,23 @@ struct Method::Impl {
 
   std::string symbol_name(size_t s) const { return std::string(str(fm->symbols()->Get(s)->name())); }
 
-  // The text of size expression `e` ("batch", "seq + 1"), for messages and input_dims.
+  // The text of size expression `e` ("batch", "(seq + 1)"), for messages and input_dims. At most
+  // kExprTextNodes nodes are spelled out ("..." for the rest): a hand-made list can share
+  // subexpressions so that the full text would be exponentially long, or nest them a million
+  // deep.
+  static constexpr int kExprTextNodes = 64;
   std::string expr_text(uint32_t e) const {
+    int budget = kExprTextNodes;
+    return expr_text(e, budget);
+  }
+  std::string expr_text(uint32_t e, int& budget) const {
+    if (--budget < 0) return "...";
     const fb::SizeExpr* x = fm->size_exprs()->Get(e);
     const auto* ops = x->operands();
     auto operands = [&](std::string_view sep) {
       std::string out;
-      for (uint32_t j = 0; ops != nullptr && j < ops->size(); ++j) {
-        out += (j == 0 ? "" : std::string(sep)) + expr_text(ops->Get(j));
+      for (uint32_t j = 0; ops != nullptr && j < ops->size() && budget >= 0; ++j) {
+        out += (j == 0 ? "" : std::string(sep)) + expr_text(ops->Get(j), budget);
       }
       return out;
     };

@@ -17,6 +17,7 @@
 
 #include "baton/baton.h"
 #include "baton/core/file.h"
+#include "baton/extension/inspect.h"
 #include "baton/runtime/program.h"
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
@@ -995,6 +996,32 @@ TEST_F(DynamicFormatTest, ASizeAboveThePlannedMemoryIsRefusedWhenTheCallResolves
   EXPECT_NE(method.status().message().find("outside the 0..2 its memory was planned for"),
             std::string::npos)
       << method.status().to_string();
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+// Expressions may share operands: max(e, e) nested 60 deep has a 2^60-node text. Describing it
+// (input_dims, inspect) must stay short and quick, never walk the whole tree.
+TEST_F(DynamicFormatTest, ADeeplySharedExpressionIsDescribedInShortText) {
+  uint32_t e = n;
+  for (int level = 0; level < 60; ++level) e = expr(fb::SizeOp::Max, 0, {e, e});
+  b.tensor_at(y).dims = {e, three};
+  const std::vector<uint8_t> bytes = b.bytes();
+  auto program = runtime::Program::load_bytes(bytes);
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  const auto dims = (*method)->output_dims(0);
+  ASSERT_EQ(dims.size(), 2u);
+  EXPECT_LT(dims[0].expr.size(), 2000u);
+  EXPECT_NE(dims[0].expr.find("..."), std::string::npos) << dims[0].expr;
+  auto json = extension::describe_program_json(**program);
+  ASSERT_TRUE(json.ok()) << json.status().to_string();
+  EXPECT_LT(json->size(), 100000u);
 }
 
 }  // namespace
