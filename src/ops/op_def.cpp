@@ -255,8 +255,8 @@ Result<std::vector<int64_t>> InferContext::int_values(size_t input) const {
   if (n == 0) return std::vector<int64_t>();
   BATON_CHECK_OR_RETURN(in.data != nullptr, NotSupported,
                         "{}: input '{}' must be a constant (or computed from constants and "
-                        "static shapes): the output's shape depends on its values, and Baton "
-                        "compiles static shapes",
+                        "sizes by shape arithmetic Baton follows, docs/dynamic_shapes.md): the "
+                        "output's shape depends on its values",
                         what(), name);
   return int_values_of(in.dtype, in.data, n);
 }

@@ -245,7 +245,7 @@ Status infer(InferContext& ctx) {
 
   const ResizeSlots slots = resize_slots(def);
   const std::string_view shape_why =
-      "the output's shape depends on its values, and Baton compiles static shapes";
+      "the output's shape depends on its values, and Baton does not follow a dynamic one here";
   if (slots.scales < 0) {
     args.scales = ctx.attr(std::string_view("scales")).floats;  // Upsample-7's attribute
     BATON_CHECK_OR_RETURN(!args.scales.empty(), InvalidArgument, "{}: attribute 'scales' is empty",

@@ -3,13 +3,13 @@
 // GPU. Writes a report of pass / fail / unsupported per test and backend to
 // BATON_BINARY_DIR/reports/onnx_node_tests.<backend>.md (or BATON_REPORT_DIR).
 //
-// Every test compiles with its inputs' exact shapes (Baton compiles static shapes). A test whose
-// shape-defining inputs (Reshape's shape, Unsqueeze's axes, Resize's float scales, ...) are graph
-// inputs is retried with those inputs (every int64 one, and any other a node reads through a
-// shape-input slot of its definition) frozen into initializers from its test data, and reported as
-// such. A compile
-// failure with Error::NotSupported (op, dtype, opset, attribute) counts as unsupported; anything
-// else that goes wrong is a failure, and the test fails if there is any. On cuda:0 a test whose
+// Every test compiles with its inputs' exact shapes (and once more with a dynamic first axis). A
+// test whose shape-defining inputs (Reshape's shape, Unsqueeze's axes, Resize's float scales, ...)
+// are graph inputs is retried with those inputs (every int64 one, and any other a node reads
+// through a shape-input slot of its definition) frozen into initializers from its test data, and
+// reported as such. A compile failure with Error::NotSupported (op, dtype, opset, attribute)
+// counts as unsupported; anything else that goes wrong is a failure, and the test fails if there
+// is any. On cuda:0 a test whose
 // nodes the GPU engine does not take runs on the CPU and is reported as "cpu only".
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -138,7 +138,11 @@ std::string compare(const TensorView& got, const compiler::OnnxTensor& want) {
 class NodeTestRunner {
  public:
   // `backend`: the compiler for the device under test; null for the CPU.
-  explicit NodeTestRunner(compiler::BackendCompiler* backend) : backend_(backend) {}
+  // `dynamic`: every fed input's first axis becomes a symbolic dimension (docs/dynamic_shapes.md)
+  // with the range 1..its size in the test data, one symbol per distinct size; the program is
+  // compiled once dynamic and run at the test's shape.
+  explicit NodeTestRunner(compiler::BackendCompiler* backend, bool dynamic = false)
+      : backend_(backend), dynamic_(dynamic) {}
 
   Row run(const fs::path& dir) {
     Row row{dir.filename().string(), "", Outcome::Fail, ""};
@@ -262,8 +266,28 @@ class NodeTestRunner {
         }
         continue;
       }
-      options.input_shapes.push_back({input_names[k], t.sizes});
       fed.push_back(k);
+      if (dynamic_ && !t.sizes.empty() && t.sizes[0] >= 1) {
+        const std::string symbol = fmt::format("d{}", t.sizes[0]);
+        auto* inputs = model.mutable_graph()->mutable_input();
+        for (int i = 0; i < inputs->size(); ++i) {
+          if (inputs->Get(i).name() != input_names[k]) continue;
+          auto* shape = inputs->Mutable(i)->mutable_type()->mutable_tensor_type()->mutable_shape();
+          shape->clear_dim();
+          for (size_t d = 0; d < t.sizes.size(); ++d) {
+            if (d == 0) {
+              shape->add_dim()->set_dim_param(symbol);
+            } else {
+              shape->add_dim()->set_dim_value(t.sizes[d]);
+            }
+          }
+        }
+        const bool known = std::any_of(options.dims.begin(), options.dims.end(),
+                                       [&](const compiler::DimRange& r) { return r.name == symbol; });
+        if (!known) options.dims.push_back({symbol, 1, t.sizes[0], 0});
+        continue;
+      }
+      options.input_shapes.push_back({input_names[k], t.sizes});
     }
     std::string bytes;
     model.SerializeToString(&bytes);
@@ -323,6 +347,7 @@ class NodeTestRunner {
   }
 
   compiler::BackendCompiler* backend_;
+  bool dynamic_ = false;
   bool delegated_ = false;
   std::set<std::string> shape_inputs_;  // of the test being run
 };
@@ -349,14 +374,14 @@ std::string_view outcome_name(Outcome o) {
 // `suite` names another suite of libonnx-testdata, beside the node tests (its report is
 // onnx_node_tests.<backend>.<suite>.md); empty for the node tests.
 void run_all(const std::string& backend_name, compiler::BackendCompiler* backend, int min_pass,
-             int min_on_backend, const std::string& suite = "") {
+             int min_on_backend, const std::string& suite = "", bool dynamic = false) {
   const fs::path dir_root = suite.empty() ? node_dir() : node_dir().parent_path() / suite;
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(dir_root)) {
     if (e.is_directory()) dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
-  NodeTestRunner runner(backend);
+  NodeTestRunner runner(backend, dynamic);
   std::vector<Row> rows;
   std::map<Outcome, int> counts;
   for (const fs::path& dir : dirs) {
@@ -417,6 +442,19 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
   // 632 node tests of the supported ops pass today (2026-11-24); a drop means the runner or a
   // kernel broke.
   run_all("cpu", nullptr, 632, 632);
+}
+
+// The same node tests with every input's first axis dynamic (docs/dynamic_shapes.md): compiled
+// once for the range 1..its size and run at the test's shape. A test the dynamic path refuses
+// (an op whose inference a symbol's range makes invalid, a kernel that cannot resize that axis)
+// is "unsupported" and listed in the report; none may fail, and the floor is today's count.
+TEST(OnnxNodeTest, SupportedNodeTestsWithADynamicFirstAxisPassOnTheCpu) {
+  if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
+  register_builtins();
+  set_log_level(LogLevel::Error);
+  // 513 pass today (2026-11-29; 632 pass static): a drop means dynamic inference, a resize()
+  // or the runtime's resolving broke.
+  run_all("cpu-dynamic", nullptr, 513, 513, "", /*dynamic=*/true);
 }
 
 // The other suites of libonnx-testdata: small models (simple) and PyTorch's own exports of its
