@@ -43,12 +43,14 @@ int fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return fail("usage: baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T]");
+  if (argc < 2)
+    return fail("usage: baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T]");
   int iterations = 2000;
   unsigned threads = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--threads") == 0) threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--threads") == 0)
+      threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
   }
   baton::register_builtins();
   auto program = baton::runtime::Program::load_file(argv[1]);
@@ -108,8 +110,9 @@ int main(int argc, char** argv) {
         kernels_us.push_back(std::chrono::duration<double, std::micro>(r.kernels).count());
       }
       if (it >= warmup) {
-        us.push_back(std::chrono::duration<double, std::micro>(m.instruction_start_times()[0] - start)
-                         .count());
+        us.push_back(
+            std::chrono::duration<double, std::micro>(m.instruction_start_times()[0] - start)
+                .count());
       }
     }
     return us;

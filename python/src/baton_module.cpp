@@ -217,9 +217,11 @@ struct TensorSpec {
 };
 
 TensorSpec spec_of(const runtime::TensorInfo& info, const std::vector<runtime::Method::Dim>& dims) {
-  TensorSpec s{std::string(info.name), std::string(dtype_name(info.dtype)),
+  TensorSpec s{std::string(info.name),
+               std::string(dtype_name(info.dtype)),
                std::vector<int64_t>(info.sizes.begin(), info.sizes.end()),
-               info.device.to_string(), {}};
+               info.device.to_string(),
+               {}};
   for (const runtime::Method::Dim& d : dims) s.dims.push_back(d.expr);
   return s;
 }
@@ -299,10 +301,12 @@ class PyModule {
   // A dynamic program's outputs have the call's shapes, known once it ran: the method computes
   // into its own memory and the results are copied out (out= buffers are refused by bind_output,
   // which says so).
-  std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views, nb::handle stream) {
+  std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views,
+                                      nb::handle stream) {
     if (stream.is_valid() && !stream.is_none()) {
-      throw BatonFailure("stream= with a dynamic program is not supported yet (dynamic programs run "
-                         "on the CPU)");
+      throw BatonFailure(
+          "stream= with a dynamic program is not supported yet (dynamic programs run "
+          "on the CPU)");
     }
     last_input_pointers_.clear();
     for (const TensorView& v : input_views) {
@@ -320,8 +324,9 @@ class PyModule {
         for (size_t i = 0; i < m.num_outputs(); ++i) {
           const TensorView o = m.output(i);
           BATON_ASSIGN_OR_RETURN(
-              Tensor t, runtime::allocate_tensor(
-                            o.dtype, std::vector<int64_t>(o.sizes.begin(), o.sizes.end()), o.device));
+              Tensor t,
+              runtime::allocate_tensor(
+                  o.dtype, std::vector<int64_t>(o.sizes.begin(), o.sizes.end()), o.device));
           BATON_TRY(runtime::copy_tensor(t.view(), o));
           outputs.push_back(std::move(t));
         }

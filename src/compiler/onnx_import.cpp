@@ -225,7 +225,8 @@ class Importer {
                          list),
              fmt::format("--shape {}={}", input.name(), shape_hint(dims)), dim_fixes(dims)});
       }
-      if (std::any_of(dynamic.begin(), dynamic.end(), [](const auto& e) { return e.has_value(); })) {
+      if (std::any_of(dynamic.begin(), dynamic.end(),
+                      [](const auto& e) { return e.has_value(); })) {
         for (int d = 0; d < dims.size(); ++d) {
           v.dims.push_back(dynamic[d] ? *dynamic[d] : graph_.symbols.constant(v.sizes[d]));
         }
@@ -407,9 +408,10 @@ class Importer {
     const std::string or_dims =
         dim_fixes.empty()
             ? std::string()
-            : fmt::format("; or keep them dynamic with {}, each MIN..MAX the range of sizes to "
-                          "serve",
-                          dim_fixes);
+            : fmt::format(
+                  "; or keep them dynamic with {}, each MIN..MAX the range of sizes to "
+                  "serve",
+                  dim_fixes);
     // "<name>" placeholders stand for the symbolic dimensions; "D0xD1x..." for a missing shape.
     const bool named = fixes.find('<') != std::string::npos;
     const char* each = named ? ", each <name> replaced by a size" : "";
@@ -417,8 +419,9 @@ class Importer {
       return BATON_ERROR(InvalidArgument, "{}: {} {}{}{}", shape_problems_[0].what,
                          named ? "fix it with" : "give one with", fixes, each, or_dims);
     }
-    std::string message = fmt::format("{} inputs of '{}' have shapes the model leaves open:",
-                                      shape_problems_.size(), graph_.source);
+    std::string message =
+        fmt::format("{} inputs of '{}' have shapes the model leaves open:", shape_problems_.size(),
+                    graph_.source);
     for (const ShapeProblem& p : shape_problems_) message += "\n  " + p.what;
     message += fmt::format("\nfix them with {}{}{}", fixes, each, or_dims);
     return BATON_ERROR(InvalidArgument, "{}", message);
@@ -481,8 +484,8 @@ class Importer {
     // Sizes start at 1: an empty batch is not served, and a zero would let size expressions
     // divide by zero (a Reshape's -1 over a dynamic dimension).
     BATON_CHECK_OR_RETURN(d.min >= 1 && d.min <= d.max, InvalidArgument,
-                          "--dim {}={}..{}: the range must satisfy 1 <= MIN <= MAX", d.name,
-                          d.min, d.max);
+                          "--dim {}={}..{}: the range must satisfy 1 <= MIN <= MAX", d.name, d.min,
+                          d.max);
     BATON_CHECK_OR_RETURN(d.opt == 0 || (d.min <= d.opt && d.opt <= d.max), InvalidArgument,
                           "--dim {}={}..{}@{}: the size to tune for lies outside the range", d.name,
                           d.min, d.max, d.opt);
@@ -497,7 +500,8 @@ class Importer {
       for (const auto& in : model_.graph().input()) {
         if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
         for (const auto& dim : in.type().tensor_type().shape().dim()) {
-          if (!dim.dim_param().empty() && names.find("'" + dim.dim_param() + "'") == std::string::npos)
+          if (!dim.dim_param().empty() &&
+              names.find("'" + dim.dim_param() + "'") == std::string::npos)
             names += (names.empty() ? "'" : ", '") + dim.dim_param() + "'";
         }
       }
@@ -662,9 +666,9 @@ Result<Graph> import_onnx_bytes(std::span<const uint8_t> bytes, const std::strin
 }
 
 Result<std::vector<ModelInput>> read_model_inputs(const std::string& onnx_path) {
-  BATON_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes,
-                         read_regular_file(onnx_path, kMaxModelBytes, "ONNX model",
-                                           kProtobufLimitNote));
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<uint8_t> bytes,
+      read_regular_file(onnx_path, kMaxModelBytes, "ONNX model", kProtobufLimitNote));
   BATON_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, onnx_path));
   std::vector<ModelInput> out;
   std::unordered_map<std::string, int> initializers;

@@ -98,7 +98,8 @@ struct Candidate {
 
 class DynamicInference {
  public:
-  DynamicInference(Graph& graph, IrNode& node) : graph_(graph), node_(node), table_(graph.symbols) {}
+  DynamicInference(Graph& graph, IrNode& node)
+      : graph_(graph), node_(node), table_(graph.symbols) {}
 
   Result<NodeShapes> run(std::vector<ops::AttrValue> raw_attrs, NodeShapes at_max) {
     probes_ = make_probes(table_);
@@ -148,8 +149,7 @@ class DynamicInference {
             attrs[a].to_string(), describe_probe(table_, probes_[k]));
       }
       for (size_t o = 0; o < outs.size(); ++o) {
-        BATON_CHECK_OR_RETURN(outs[o].sizes.size() == at_max.outputs[o].sizes.size(),
-                              NotSupported,
+        BATON_CHECK_OR_RETURN(outs[o].sizes.size() == at_max.outputs[o].sizes.size(), NotSupported,
                               "{}: output {} has rank {} at the largest sizes but {} with {}; a "
                               "rank that depends on sizes cannot be dynamic",
                               node_.describe(), o, at_max.outputs[o].sizes.size(),

@@ -61,7 +61,9 @@ std::optional<Known> known(Graph& graph, int id) {
 }
 
 // Element i of a 0-D or 1-D operand broadcast against `n` elements.
-sym::SizeExpr at(const Known& k, size_t i) { return k.values.size() == 1 ? k.values[0] : k.values[i]; }
+sym::SizeExpr at(const Known& k, size_t i) {
+  return k.values.size() == 1 ? k.values[0] : k.values[i];
+}
 
 bool broadcastable(const Known& a, const Known& b) {
   return a.sizes.size() <= 1 && b.sizes.size() <= 1 &&
@@ -122,10 +124,13 @@ std::optional<std::vector<sym::SizeExpr>> follow(Graph& graph, IrNode& node,
   const std::string& op = node.op_type;
   if (!node.domain.empty() || node.outputs.size() != 1) return std::nullopt;
   const IrValue& out = graph.values[node.outputs[0]];
-  if (is_dynamic(out) || static_cast<size_t>(std::max<int64_t>(0, ops::product(out.sizes))) > kMaxElements) {
+  if (is_dynamic(out) ||
+      static_cast<size_t>(std::max<int64_t>(0, ops::product(out.sizes))) > kMaxElements) {
     return std::nullopt;
   }
-  auto input = [&](size_t i) { return i < node.inputs.size() ? known(graph, node.inputs[i]) : std::nullopt; };
+  auto input = [&](size_t i) {
+    return i < node.inputs.size() ? known(graph, node.inputs[i]) : std::nullopt;
+  };
 
   if (op == "Shape" || op == "Size") {
     const IrValue& in = graph.values[node.inputs[0]];
@@ -274,11 +279,13 @@ Result<ShapeValues> propagate_shape_values(Graph& graph, IrNode& node) {
     if (static_cast<int64_t>(bools.size()) != ops::product(out.sizes)) return ShapeValues::None;
     out.constant = std::make_shared<const std::vector<uint8_t>>(std::move(bools));
   } else {
-    if (!is_index_type(out.dtype) || static_cast<int64_t>(values->size()) != ops::product(out.sizes)) {
+    if (!is_index_type(out.dtype) ||
+        static_cast<int64_t>(values->size()) != ops::product(out.sizes)) {
       return ShapeValues::None;
     }
-    const bool constant = std::all_of(values->begin(), values->end(),
-                                      [&](sym::SizeExpr e) { return graph.symbols.is_constant(e); });
+    const bool constant = std::all_of(values->begin(), values->end(), [&](sym::SizeExpr e) {
+      return graph.symbols.is_constant(e);
+    });
     if (!constant) {
       out.sym_values = std::move(*values);
       return ShapeValues::Symbolic;
@@ -340,7 +347,8 @@ Status materialize_shape_inputs(Graph& graph) {
       const std::vector<int64_t> sizes = v.sizes;
       const DType dtype = v.dtype;
       const std::string name = v.name + "@max";
-      node.inputs[i] = add_constant(graph, name, dtype, sizes, bytes_of(graph.symbols, as_exprs, dtype));
+      node.inputs[i] =
+          add_constant(graph, name, dtype, sizes, bytes_of(graph.symbols, as_exprs, dtype));
     }
   }
   return Status();

@@ -50,10 +50,10 @@ std::string size_expr_text(const fb::Method& m, uint32_t e, int& budget) {
   if (--budget < 0) return "...";
   const fb::SizeExpr* x = m.size_exprs()->Get(e);
   std::string operands;
-  const char* sep = x->op() == fb::SizeOp::Add   ? " + "
-                    : x->op() == fb::SizeOp::Mul ? " * "
+  const char* sep = x->op() == fb::SizeOp::Add                                          ? " + "
+                    : x->op() == fb::SizeOp::Mul                                        ? " * "
                     : x->op() == fb::SizeOp::FloorDiv || x->op() == fb::SizeOp::CeilDiv ? " / "
-                                                                                         : ", ";
+                                                                                        : ", ";
   for (uint32_t k = 0; x->operands() != nullptr && k < x->operands()->size() && budget >= 0; ++k) {
     operands += (k == 0 ? "" : sep) + size_expr_text(m, x->operands()->Get(k), budget);
   }
@@ -176,8 +176,10 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   j["symbols"] = json::array();
   for (uint32_t s = 0; m.symbols() != nullptr && s < m.symbols()->size(); ++s) {
     const fb::Symbol* sym = m.symbols()->Get(s);
-    j["symbols"].push_back(
-        {{"name", text(sym->name())}, {"min", sym->min()}, {"max", sym->max()}, {"opt", sym->opt()}});
+    j["symbols"].push_back({{"name", text(sym->name())},
+                            {"min", sym->min()},
+                            {"max", sym->max()},
+                            {"opt", sym->opt()}});
   }
   j["size_exprs"] = m.size_exprs() == nullptr ? 0 : m.size_exprs()->size();
   j["outputs"] = list(m.outputs());

@@ -105,13 +105,14 @@ class MethodVerifier {
       const fb::Symbol* sym = m_.symbols()->Get(s);
       const std::string field = fmt::format("{}.symbols[{}]", where_, s);
       BATON_CHECK_OR_RETURN(!str(sym->name()).empty(), InvalidProgram, "{} has no name", field);
-      BATON_CHECK_OR_RETURN(1 <= sym->min() && sym->min() <= sym->max() &&
-                                sym->max() <= kMaxSymbolSize,
-                            InvalidProgram, "{} ('{}'): the range {}..{} is not within 1..{}",
-                            field, str(sym->name()), sym->min(), sym->max(), kMaxSymbolSize);
-      BATON_CHECK_OR_RETURN(sym->opt() == 0 || (sym->min() <= sym->opt() && sym->opt() <= sym->max()),
-                            InvalidProgram, "{} ('{}'): opt = {} lies outside {}..{}", field,
-                            str(sym->name()), sym->opt(), sym->min(), sym->max());
+      BATON_CHECK_OR_RETURN(
+          1 <= sym->min() && sym->min() <= sym->max() && sym->max() <= kMaxSymbolSize,
+          InvalidProgram, "{} ('{}'): the range {}..{} is not within 1..{}", field,
+          str(sym->name()), sym->min(), sym->max(), kMaxSymbolSize);
+      BATON_CHECK_OR_RETURN(
+          sym->opt() == 0 || (sym->min() <= sym->opt() && sym->opt() <= sym->max()), InvalidProgram,
+          "{} ('{}'): opt = {} lies outside {}..{}", field, str(sym->name()), sym->opt(),
+          sym->min(), sym->max());
       max[s] = sym->max();
     }
     const uint32_t n = vsize(m_.size_exprs());

@@ -9,10 +9,10 @@
 #include "baton/core/check.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/program.h"
+#include "format/size_exprs.h"
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
 #include "runtime/nvtx.h"
-#include "format/size_exprs.h"
 #include "runtime/program_impl.h"
 #include "runtime/thread_pool.h"
 
@@ -81,14 +81,14 @@ struct Method::Impl {
   // One entry per input with dims, and one per distinct dims of the other tensors (which share
   // it); never resized after load_values: views point into it.
   std::vector<DynamicTensor> dynamic;
-  std::vector<int> dynamic_of;  // per value: its entry in `dynamic`, or -1
-  std::vector<int64_t> symbol_max;     // per symbol, from the file
+  std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
+  std::vector<int64_t> symbol_max;  // per symbol, from the file
   // resolve()'s working state, sized at load so that a call allocates nothing.
-  std::vector<int64_t> bound;        // per symbol: the size an input gave it, -1 before
-  std::vector<int> bound_by;         // per symbol: input, axis (packed input * 64 + axis)
-  std::vector<int64_t> expr_values;  // per size expression
-  std::vector<uint32_t> resizable;   // kernel steps with a dynamic value
-  bool shapes_dirty = false;         // an input's sizes changed since the last resolve
+  std::vector<int64_t> bound;          // per symbol: the size an input gave it, -1 before
+  std::vector<int> bound_by;           // per symbol: input, axis (packed input * 64 + axis)
+  std::vector<int64_t> expr_values;    // per size expression
+  std::vector<uint32_t> resizable;     // kernel steps with a dynamic value
+  bool shapes_dirty = false;           // an input's sizes changed since the last resolve
   Method::ResolveTimes resolve_times;  // of the last execute(), with profiling
   // The CPU kernels' threads (MethodOptions::threads), made with the first kernel; declared before
   // the steps, whose kernels keep a pointer to it.
@@ -125,7 +125,9 @@ struct Method::Impl {
     }
   }
 
-  std::string symbol_name(size_t s) const { return std::string(str(fm->symbols()->Get(s)->name())); }
+  std::string symbol_name(size_t s) const {
+    return std::string(str(fm->symbols()->Get(s)->name()));
+  }
 
   // The text of size expression `e` ("batch", "(seq + 1)"), for messages and input_dims. At most
   // kExprTextNodes nodes are spelled out ("..." for the rest): a hand-made list can share
@@ -187,11 +189,11 @@ struct Method::Impl {
       }
       return out + "]";
     };
-    BATON_CHECK_OR_RETURN(value.dtype == values[inputs[index]].tensor.dtype &&
-                              value.sizes.size() == d.dims.size(),
-                          InvalidArgument, "input {} ('{}'): expected {} {}, got {} {}", index,
-                          input_name, dtype_name(values[inputs[index]].tensor.dtype), expected(),
-                          dtype_name(value.dtype), shape_to_string(value.sizes));
+    BATON_CHECK_OR_RETURN(
+        value.dtype == values[inputs[index]].tensor.dtype && value.sizes.size() == d.dims.size(),
+        InvalidArgument, "input {} ('{}'): expected {} {}, got {} {}", index, input_name,
+        dtype_name(values[inputs[index]].tensor.dtype), expected(), dtype_name(value.dtype),
+        shape_to_string(value.sizes));
     for (size_t a = 0; a < d.dims.size(); ++a) {
       const int64_t v = value.sizes[a];
       const uint32_t e = d.dims[a];
@@ -201,7 +203,8 @@ struct Method::Impl {
                               "{} (shape {})",
                               index, input_name, a, v, d.max[a], expected());
       } else if (is_symbol(e)) {
-        const auto* s = fm->symbols()->Get(static_cast<uint32_t>(fm->size_exprs()->Get(e)->value()));
+        const auto* s =
+            fm->symbols()->Get(static_cast<uint32_t>(fm->size_exprs()->Get(e)->value()));
         BATON_CHECK_OR_RETURN(s->min() <= v && v <= s->max(), InvalidArgument,
                               "input {} ('{}'): axis {} ('{}') has size {}, outside the range "
                               "{}..{} the program was compiled for (shape {}); recompile with a "
@@ -228,7 +231,8 @@ struct Method::Impl {
   // kernels that read them. Allocates nothing but an error's message.
   Status resolve() {
     const bool timed = profiling.instructions;
-    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::fill(bound.begin(), bound.end(), -1);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int di = dynamic_of[inputs[i]];
@@ -270,8 +274,8 @@ struct Method::Impl {
         BATON_CHECK_OR_RETURN(expr_values[d.dims[a]] == d.sizes[a], InvalidArgument,
                               "method '{}': input {} ({}) axis {} has size {}, but the other "
                               "inputs' sizes make it {} = {}",
-                              name, i, value_name(inputs[i]), a, d.sizes[a],
-                              expr_text(d.dims[a]), expr_values[d.dims[a]]);
+                              name, i, value_name(inputs[i]), a, d.sizes[a], expr_text(d.dims[a]),
+                              expr_values[d.dims[a]]);
       }
     }
     BATON_TRY(write_sizes());
@@ -872,8 +876,7 @@ std::vector<Method::Dim> dims_of(const Method::Impl& m, int vi) {
 }  // namespace
 
 std::vector<Method::Dim> Method::input_dims(size_t index) const {
-  return index < impl_->inputs.size() ? dims_of(*impl_, impl_->inputs[index])
-                                      : std::vector<Dim>{};
+  return index < impl_->inputs.size() ? dims_of(*impl_, impl_->inputs[index]) : std::vector<Dim>{};
 }
 
 std::vector<Method::Dim> Method::output_dims(size_t index) const {

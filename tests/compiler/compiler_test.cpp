@@ -914,8 +914,8 @@ TEST_F(CompilerTest, ADynamicModelValidAtSomeSizesOnlyIsRefusedNamingTheNodeAndT
   auto r = compile(b, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.code(), Error::NotSupported);
-  for (const char* needle : {"Reshape (node 'baked')", "not valid at every size", "with N=1",
-                             "--dim", "--shape"}) {
+  for (const char* needle :
+       {"Reshape (node 'baked')", "not valid at every size", "with N=1", "--dim", "--shape"}) {
     EXPECT_NE(r.status().message().find(needle), std::string::npos)
         << needle << " in " << r.status().message();
   }

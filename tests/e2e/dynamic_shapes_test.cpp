@@ -38,7 +38,7 @@ fs::path real_model(const std::string& name) {
 struct Family {
   std::string model;
   std::vector<compiler::DimRange> dims;
-  bool tokens = false;             // input_ids and attention_mask, else one image input
+  bool tokens = false;              // input_ids and attention_mask, else one image input
   std::vector<int64_t> image = {};  // C, H, W
 };
 
@@ -62,15 +62,16 @@ std::vector<Family> families() {
   };
 }
 
-Result<std::shared_ptr<const runtime::Program>> compile(const Family& f,
-                                                        const std::vector<compiler::InputShape>& shapes) {
+Result<std::shared_ptr<const runtime::Program>> compile(
+    const Family& f, const std::vector<compiler::InputShape>& shapes) {
   compiler::CompileOptions options;
   if (shapes.empty()) {
     options.dims = f.dims;
   } else {
     options.input_shapes = shapes;
   }
-  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_file(real_model(f.model).string(), options));
+  BATON_ASSIGN_OR_RETURN(auto compiled,
+                         compiler::compile_file(real_model(f.model).string(), options));
   BATON_ASSIGN_OR_RETURN(auto bytes, compiled.serialize());
   return runtime::Program::load_bytes(bytes);
 }
@@ -144,7 +145,8 @@ TEST(DynamicShapes, EveryFamilyMatchesItsStaticProgramBitForBitAtRandomShapes) {
 // and kernels resize in place. Each shape runs once first (OpenBLAS sets up per-thread buffers
 // the first time a size class reaches it); then the shapes alternate under the counter.
 TEST(DynamicShapes, ExecuteAllocatesNothingWhenTheShapeChanges) {
-  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off (sanitizer build)";
+  if (!testing::counting_available())
+    GTEST_SKIP() << "allocation counting is off (sanitizer build)";
   for (const Family& f : {families()[0], families()[8]}) {
     SCOPED_TRACE(f.model);
     auto program = compile(f, {});
@@ -277,8 +279,8 @@ TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {
   EXPECT_NE(r.status().message().find("'batch', 'sequence'"), std::string::npos)
       << r.status().message();
   // Ranges that are empty or start at zero, and an OPT outside the range.
-  for (const char* text : {"batch=0..8", "batch=9..8", "batch=1..8@9", "batch=1-8", "=1..2",
-                           "batch=1..x"}) {
+  for (const char* text :
+       {"batch=0..8", "batch=9..8", "batch=1..8@9", "batch=1-8", "=1..2", "batch=1..x"}) {
     auto d = compiler::parse_dim_range(text);
     EXPECT_FALSE(d.ok()) << text;
     EXPECT_EQ(d.code(), Error::InvalidArgument) << text;

@@ -282,8 +282,9 @@ class NodeTestRunner {
             }
           }
         }
-        const bool known = std::any_of(options.dims.begin(), options.dims.end(),
-                                       [&](const compiler::DimRange& r) { return r.name == symbol; });
+        const bool known =
+            std::any_of(options.dims.begin(), options.dims.end(),
+                        [&](const compiler::DimRange& r) { return r.name == symbol; });
         if (!known) options.dims.push_back({symbol, 1, t.sizes[0], 0});
         continue;
       }

@@ -72,7 +72,8 @@ inline void check_resize(const ResizeCase& c, runtime::ThreadPool* pool) {
 
 // Input k is drawn from its own seed, so that inputs whose sizes do not change (weights, which a
 // kernel may pack at create) hold the same values at both shapes.
-inline std::vector<HostTensor> floats(std::mt19937&, std::initializer_list<std::vector<int64_t>> s) {
+inline std::vector<HostTensor> floats(std::mt19937&,
+                                      std::initializer_list<std::vector<int64_t>> s) {
   std::vector<HostTensor> out;
   uint32_t seed = 100;
   for (const auto& sizes : s) {

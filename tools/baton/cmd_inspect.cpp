@@ -217,7 +217,8 @@ void print_text(const json& j) {
                                    ? fmt::format(" (tuned for {})", s["opt"].get<int64_t>())
                                    : std::string());
       }
-      std::printf("  dynamic: %s; %d size expressions\n", symbols.c_str(), m["size_exprs"].get<int>());
+      std::printf("  dynamic: %s; %d size expressions\n", symbols.c_str(),
+                  m["size_exprs"].get<int>());
     }
     std::printf("  arenas:\n");
     for (const auto& a : m["arenas"]) {

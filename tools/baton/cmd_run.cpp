@@ -266,7 +266,8 @@ Status run_run(const RunArgs& args) {
     trace->span("load method 'forward'", "load", 1, program_loaded,
                 Millis(method_loaded - program_loaded).count());
   }
-  BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, load_inputs(args.inputs, args.seed, *method, args.shapes));
+  BATON_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                         load_inputs(args.inputs, args.seed, *method, args.shapes));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<GpuRun> gpu, make_gpu_run(args, *method));
   if (args.device_io) {
     BATON_TRY(gpu->bind_device_io(*method, inputs));

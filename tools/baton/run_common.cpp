@@ -167,10 +167,9 @@ std::string input_shape_text(const runtime::Method& method, size_t index) {
   if (!dynamic) return shape_to_string(method.input_info(index).sizes);
   std::string out = "[";
   for (size_t a = 0; a < dims.size(); ++a) {
-    out += (a == 0 ? "" : ", ") +
-           (dims[a].expr.empty() ? std::to_string(dims[a].max)
-                                 : fmt::format("{} in {}..{}", dims[a].expr, dims[a].min,
-                                               dims[a].max));
+    out += (a == 0 ? "" : ", ") + (dims[a].expr.empty() ? std::to_string(dims[a].max)
+                                                        : fmt::format("{} in {}..{}", dims[a].expr,
+                                                                      dims[a].min, dims[a].max));
   }
   return out + "]";
 }
@@ -253,8 +252,10 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
       for (size_t i = 0; i < n; ++i) {
         names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
       }
-      return BATON_ERROR(InvalidArgument, "--shape {}: the program has no input named '{}' (its "
-                         "inputs: {})", s, shape.first, names);
+      return BATON_ERROR(InvalidArgument,
+                         "--shape {}: the program has no input named '{}' (its "
+                         "inputs: {})",
+                         s, shape.first, names);
     }
     BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
                           "--shape {}: input '{}' is read from '{}'; --shape sets the shape of "

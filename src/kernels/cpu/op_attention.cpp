@@ -76,13 +76,13 @@ class AttentionKernel final : public runtime::Kernel {
         // the most any sizes up to the created ones ask for.
         scores_per_slot_(static_cast<size_t>(
             call.dynamic ? std::max(s_.sk, std::min(s_.sq * s_.sk, kTileScores)) : tile_ * s_.sk)),
-        scratch_per_slot_(
-            call.dynamic
-                ? std::max(s_.k_transposed ? gemm_scratch_bound(false, false, s_.sq, s_.sk, s_.d)
-                                           : size_t{0},
-                           gemm_scratch_bound(false, false, s_.sq, s_.dv, s_.sk))
-                : std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
-                           gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
+        scratch_per_slot_(call.dynamic
+                              ? std::max(s_.k_transposed
+                                             ? gemm_scratch_bound(false, false, s_.sq, s_.sk, s_.d)
+                                             : size_t{0},
+                                         gemm_scratch_bound(false, false, s_.sq, s_.dv, s_.sk))
+                              : std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
+                                         gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
 
   // Batch, query and key lengths may change (every dimension may): the tiles are cut again, as a
   // kernel created at the new sizes cuts them, within the scratch reserved for the largest.

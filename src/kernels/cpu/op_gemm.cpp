@@ -67,11 +67,11 @@ class GemmKernel final : public runtime::Kernel {
       BATON_TRY(call.reserve_scratch<W>(y_buffer_, static_cast<uint64_t>(p_.m * p_.n),
                                         "float copy of Y"));
     }
-    return call.reserve_scratch<W>(scratch_,
-                                   call.dynamic
-                                       ? gemm_scratch_bound(p_.trans_a, p_.trans_b, p_.m, p_.n, p_.k)
-                                       : gemm_scratch(p_.trans_a, p_.trans_b, p_.m, p_.n, p_.k),
-                                   "GEMM scratch");
+    return call.reserve_scratch<W>(
+        scratch_,
+        call.dynamic ? gemm_scratch_bound(p_.trans_a, p_.trans_b, p_.m, p_.n, p_.k)
+                     : gemm_scratch(p_.trans_a, p_.trans_b, p_.m, p_.n, p_.k),
+        "GEMM scratch");
   }
 
   Status run() override {

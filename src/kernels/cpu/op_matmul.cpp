@@ -79,8 +79,9 @@ class MatMulKernel final : public runtime::Kernel {
     }
     // One GEMM scratch per thread: batches run as parallel tasks.
     return call.reserve_scratch<W>(scratch_,
-                                   call.dynamic ? gemm_scratch_bound(false, false, rows_, p_.n, p_.k)
-                                                : gemm_scratch(false, false, rows_, p_.n, p_.k),
+                                   call.dynamic
+                                       ? gemm_scratch_bound(false, false, rows_, p_.n, p_.k)
+                                       : gemm_scratch(false, false, rows_, p_.n, p_.k),
                                    "GEMM scratch", pool_slots(pool_));
   }
 
