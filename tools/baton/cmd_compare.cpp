@@ -318,18 +318,11 @@ Result<std::vector<std::vector<std::string>>> plan_runs(const runtime::Method& m
   std::vector<std::vector<std::string>> per_input(n);
   for (const std::string& s : shapes) {
     BATON_ASSIGN_OR_RETURN(const auto shape, parse_shape_flag(s, "--shape"));
-    size_t index = n;
-    for (size_t i = 0; i < n; ++i) {
-      if (method.input_info(i).name == shape.first) index = i;
-    }
+    const size_t index = input_index(method, shape.first);
     if (index == n) {
-      std::string names;
-      for (size_t i = 0; i < n; ++i) {
-        names += fmt::format("{}'{}'", i ? ", " : "", printable_text(method.input_info(i).name));
-      }
       return BATON_ERROR(InvalidArgument,
                          "--shape {}: the program has no input named '{}' (its inputs: {})",
-                         printable_text(s), printable_text(shape.first), names);
+                         printable_text(s), printable_text(shape.first), input_names(method));
     }
     BATON_CHECK_OR_RETURN(
         is_dynamic_input(method, index), InvalidArgument,

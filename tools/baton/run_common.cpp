@@ -8,6 +8,7 @@
 #include <random>
 
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 #include "baton/extension/inspect.h"
 #include "baton/extension/npy.h"
 #include "baton/runtime/device_allocator.h"
@@ -160,6 +161,22 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std:
   return out;
 }
 
+size_t input_index(const runtime::Method& method, std::string_view name) {
+  size_t index = method.num_inputs();
+  for (size_t i = 0; i < method.num_inputs(); ++i) {
+    if (method.input_info(i).name == name) index = i;
+  }
+  return index;
+}
+
+std::string input_names(const runtime::Method& method) {
+  std::string names;
+  for (size_t i = 0; i < method.num_inputs(); ++i) {
+    names += fmt::format("{}'{}'", i ? ", " : "", printable_text(method.input_info(i).name));
+  }
+  return names;
+}
+
 std::string input_shape_text(const runtime::Method& method, size_t index) {
   const std::vector<runtime::Method::Dim> dims = method.input_dims(index);
   const bool dynamic = std::any_of(dims.begin(), dims.end(),
@@ -201,21 +218,15 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
     std::string file = arg;
     if (const size_t eq = arg.find('='); eq != std::string::npos) {
       const std::string name = arg.substr(0, eq);
-      for (size_t i = 0; i < n; ++i) {
-        if (method.input_info(i).name == name) index = i;
-      }
+      index = input_index(method, name);
       if (index < n) {
         file = arg.substr(eq + 1);
       } else if (std::error_code ec; !std::filesystem::exists(arg, ec)) {
         // Not an input name, and not a file whose name happens to contain '='.
-        std::string names;
-        for (size_t i = 0; i < n; ++i) {
-          names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
-        }
         return BATON_ERROR(InvalidArgument,
                            "--input {}: the program has no input named '{}' "
                            "(its inputs: {})",
-                           arg, name, names);
+                           arg, name, input_names(method));
       }
     }
     if (index == n) {
@@ -243,19 +254,11 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
   std::vector<std::optional<std::vector<int64_t>>> random_sizes(n);
   for (const std::string& s : shapes) {
     BATON_ASSIGN_OR_RETURN(auto shape, parse_shape_flag(s, "--shape"));
-    size_t index = n;
-    for (size_t i = 0; i < n; ++i) {
-      if (method.input_info(i).name == shape.first) index = i;
-    }
+    const size_t index = input_index(method, shape.first);
     if (index == n) {
-      std::string names;
-      for (size_t i = 0; i < n; ++i) {
-        names += fmt::format("{}'{}'", i ? ", " : "", method.input_info(i).name);
-      }
       return BATON_ERROR(InvalidArgument,
-                         "--shape {}: the program has no input named '{}' (its "
-                         "inputs: {})",
-                         s, shape.first, names);
+                         "--shape {}: the program has no input named '{}' (its inputs: {})", s,
+                         shape.first, input_names(method));
     }
     BATON_CHECK_OR_RETURN(source[index].empty(), InvalidArgument,
                           "--shape {}: input '{}' is read from '{}'; --shape sets the shape of "

@@ -19,6 +19,11 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
                                         runtime::Method& method,
                                         const std::vector<std::string>& shapes = {});
 
+// The index of the method's input named `name`, or num_inputs() when there is none; and the
+// inputs' names as a list for messages ("'input_ids', 'attention_mask'").
+size_t input_index(const runtime::Method& method, std::string_view name);
+std::string input_names(const runtime::Method& method);
+
 // "input=8x16" -> {"input", {8, 16}}; `flag` names the option in messages ("--shape").
 Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std::string& text,
                                                                       std::string_view flag);
