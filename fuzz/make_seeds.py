@@ -12,7 +12,7 @@ DIR/<target>/ gets one file per seed, named after where it came from:
                     2): the fuzz target compiles without --shape.
   fuzz_program      those models compiled for the CPU, and the e2e models for cuda:0 (--arch
                     sm_90, fp32 and fp16) so that engine blobs are inside; and three dynamic
-                    programs (--dim) of the committed real exports.
+                    programs (--dim) of committed torch exports.
   fuzz_engine_blob  the engine blobs cut out of the cuda:0 programs (`baton inspect --json` gives
                     each delegate's segment).
   fuzz_onnx_cuda    the e2e models that compile for cuda:0, and a sample of the node-test models
@@ -271,17 +271,19 @@ def main():
                     seeds.add("fuzz_engine_blob", f"{os.path.basename(program)[:-6]}_{i}", blob)
         # Dynamic programs (format version 4: symbols, size expressions, tensor dims), from the
         # committed exports whose inputs keep their dim_params.
-        real = os.path.join(REPO, "tests/e2e/models/real")
-        for model, dims in (("torchscript17_resnet", ["--dim", "batch=1..8"]),
-                            ("torchscript17_bert", ["--dim", "batch=1..4", "--dim", "sequence=1..16"]),
-                            ("dynamo18dyn_vit", ["--dim", "s77=1..4"])):
-            out = os.path.join(tmp, f"dynamic_{model}.baton")
-            r = baton(args.baton, "compile", os.path.join(real, model + ".onnx"), "-o", out, *dims)
+        # (Small ones: a seed is at most MAX_SEED_BYTES.)
+        for model, dims in (("torchscript17_mlp_relu", ["--dim", "batch=1..8"]),
+                            ("real/torchscript17_bert", ["--dim", "batch=1..4", "--dim", "sequence=1..16"]),
+                            ("real/dynamo18dyn_vit", ["--dim", "s77=1..4"])):
+            name = os.path.basename(model)
+            out = os.path.join(tmp, f"dynamic_{name}.baton")
+            r = baton(args.baton, "compile", os.path.join(REPO, "tests/e2e/models", model + ".onnx"),
+                      "-o", out, *dims)
             if r.returncode == 0:
                 with open(out, "rb") as f:
-                    seeds.add("fuzz_program", f"dynamic_{model}", f.read())
+                    seeds.add("fuzz_program", f"dynamic_{name}", f.read())
             else:
-                print(f"make_seeds: the dynamic {model} did not compile: {r.stderr.strip()[-300:]}",
+                print(f"make_seeds: the dynamic {name} did not compile: {r.stderr.strip()[-300:]}",
                       file=sys.stderr)
         if cuda_programs == 0:
             print("make_seeds: no cuda:0 program compiled (a build without the CUDA backend?): "
