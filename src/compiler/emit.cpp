@@ -290,7 +290,7 @@ class Emitter {
   const ValuePlan& memory_;
   EmitOutput out_;
   fb::MethodT* method_ = nullptr;
-  std::map<int, int> fb_index_;  // graph value -> program value
+  std::map<int, int> fb_index_;                   // graph value -> program value
   std::map<sym::SizeExpr, uint32_t> expr_index_;  // IR expression -> Method.size_exprs index
   std::vector<std::pair<int, std::shared_ptr<const std::vector<uint8_t>>>> attribute_constants_;
   std::vector<const std::vector<uint8_t>*> blobs_;

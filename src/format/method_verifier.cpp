@@ -580,10 +580,10 @@ class MethodVerifier {
   const fb::Program& program_;
   const uint8_t* file_begin_;
   std::string where_;
-  std::vector<uint8_t> is_input_;  // per value
-  std::vector<uint64_t> nbytes_;   // per value: a tensor's byte size, else 0
+  std::vector<uint8_t> is_input_;    // per value
+  std::vector<uint64_t> nbytes_;     // per value: a tensor's byte size, else 0
   std::vector<int64_t> max_values_;  // per size expression: its value with every symbol at max
-  std::vector<ArgRange> ranges_;   // the instruction being checked
+  std::vector<ArgRange> ranges_;     // the instruction being checked
 };
 
 }  // namespace
