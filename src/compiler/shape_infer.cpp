@@ -17,14 +17,19 @@ using Probe = std::vector<int64_t>;  // one value per symbol of the graph
 
 // The assignments inference runs at (shape_infer.h). probes[0] is every symbol at its maximum:
 // the sizes the IR records, so that memory is planned for the largest call.
+// Every symbol at its maximum.
+Probe largest(const sym::SymbolTable& table) {
+  Probe hi(table.num_symbols());
+  for (size_t s = 0; s < hi.size(); ++s) hi[s] = table.symbol(s).max;
+  return hi;
+}
+
 std::vector<Probe> make_probes(const sym::SymbolTable& table) {
   const size_t n = table.num_symbols();
   std::vector<Probe> probes;
-  Probe hi(n), lo(n);
-  for (size_t s = 0; s < n; ++s) {
-    hi[s] = table.symbol(s).max;
-    lo[s] = table.symbol(s).min;
-  }
+  const Probe hi = largest(table);
+  Probe lo(n);
+  for (size_t s = 0; s < n; ++s) lo[s] = table.symbol(s).min;
   probes.push_back(hi);
   probes.push_back(lo);
   for (size_t s = 0; s < n && n > 1; ++s) {
@@ -289,7 +294,7 @@ Result<NodeShapes> infer_node_shapes(Graph& graph, IrNode& node) {
     return id >= 0 && (is_dynamic(graph.values[id]) || !graph.values[id].sym_values.empty());
   });
   SymbolicData data;
-  if (dynamic) BATON_TRY(data.fill(graph, node, inputs, make_probes(graph.symbols)[0]));
+  if (dynamic) BATON_TRY(data.fill(graph, node, inputs, largest(graph.symbols)));
   const std::vector<ops::AttrValue> raw_attrs = node.attrs;
   NodeShapes shapes;
   shapes.outputs.resize(node.outputs.size());

@@ -299,6 +299,10 @@ Result<ShapeValues> propagate_shape_values(Graph& graph, IrNode& node) {
 }
 
 Status materialize_shape_inputs(Graph& graph) {
+  std::vector<int64_t> at_max;
+  for (size_t s = 0; s < graph.symbols.num_symbols(); ++s) {
+    at_max.push_back(graph.symbols.symbol(s).max);
+  }
   const size_t count = graph.nodes.size();
   for (size_t n = 0; n < count; ++n) {
     IrNode& node = graph.nodes[n];
@@ -333,17 +337,11 @@ Status materialize_shape_inputs(Graph& graph) {
                            "fix the shapes with --shape",
                            node.describe(), node.def->input_slot(i).name, v.name, exprs, op);
       }
-      std::vector<int64_t> max;
-      for (sym::SizeExpr e : v.sym_values) {
-        std::vector<int64_t> at_max;
-        for (size_t s = 0; s < graph.symbols.num_symbols(); ++s) {
-          at_max.push_back(graph.symbols.symbol(s).max);
-        }
-        BATON_ASSIGN_OR_RETURN(const int64_t x, graph.symbols.evaluate(e, at_max));
-        max.push_back(x);
-      }
       std::vector<sym::SizeExpr> as_exprs;
-      for (int64_t x : max) as_exprs.push_back(graph.symbols.constant(x));
+      for (sym::SizeExpr e : v.sym_values) {
+        BATON_ASSIGN_OR_RETURN(const int64_t x, graph.symbols.evaluate(e, at_max));
+        as_exprs.push_back(graph.symbols.constant(x));
+      }
       const std::vector<int64_t> sizes = v.sizes;
       const DType dtype = v.dtype;
       const std::string name = v.name + "@max";

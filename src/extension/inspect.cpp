@@ -7,6 +7,7 @@
 #include "baton/core/text.h"
 #include "baton/runtime/backend.h"
 #include "format/program_file.h"
+#include "format/size_exprs.h"
 #include "ops/op_def.h"
 
 namespace baton::extension {
@@ -41,42 +42,6 @@ std::string spec_value(const flatbuffers::Vector<uint8_t>* v) {
   std::string hex = "0x";
   for (uint8_t c : *v) hex += fmt::format("{:02x}", c);
   return hex;
-}
-
-// Size expression `e` of a dynamic method as text ("batch", "(sequence + -1)", "batch * 12"), at
-// most `budget` nodes of it ("..." for the rest: a hand-made list can share subexpressions so that
-// the full text would be exponentially long, or nest them a million deep).
-std::string size_expr_text(const fb::Method& m, uint32_t e, int& budget) {
-  if (--budget < 0) return "...";
-  const fb::SizeExpr* x = m.size_exprs()->Get(e);
-  std::string operands;
-  const char* sep = x->op() == fb::SizeOp::Add                                          ? " + "
-                    : x->op() == fb::SizeOp::Mul                                        ? " * "
-                    : x->op() == fb::SizeOp::FloorDiv || x->op() == fb::SizeOp::CeilDiv ? " / "
-                                                                                        : ", ";
-  for (uint32_t k = 0; x->operands() != nullptr && k < x->operands()->size() && budget >= 0; ++k) {
-    operands += (k == 0 ? "" : sep) + size_expr_text(m, x->operands()->Get(k), budget);
-  }
-  switch (x->op()) {
-    case fb::SizeOp::Const:
-      return std::to_string(x->value());
-    case fb::SizeOp::Symbol:
-      return text(m.symbols()->Get(static_cast<uint32_t>(x->value()))->name());
-    case fb::SizeOp::Add:
-      return "(" + operands + ")";
-    case fb::SizeOp::Mul:
-      return operands;
-    case fb::SizeOp::FloorDiv:
-      return "floor(" + operands + ")";
-    case fb::SizeOp::CeilDiv:
-      return "ceil(" + operands + ")";
-    case fb::SizeOp::Min:
-      return "min(" + operands + ")";
-    case fb::SizeOp::Max:
-      return "max(" + operands + ")";
-    default:
-      return "?";
-  }
 }
 
 json value_json(const fb::Method& m, const fb::Value& v, int index) {
@@ -115,10 +80,7 @@ json value_json(const fb::Method& m, const fb::Value& v, int index) {
       if (t->dims() != nullptr && t->dims()->size() > 0) {
         // Dynamic: each dimension's expression ("shape" is then the largest).
         json dims = json::array();
-        for (uint32_t e : *t->dims()) {
-          int budget = 64;
-          dims.push_back(size_expr_text(m, e, budget));
-        }
+        for (uint32_t e : *t->dims()) dims.push_back(format::size_expr_text(m, e));
         j["dims"] = std::move(dims);
       }
       j["device"] = format::device_of(*t).to_string();

@@ -64,4 +64,46 @@ Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> sy
   return Status();
 }
 
+namespace {
+
+std::string text_of(const fb::Method& m, uint32_t e, int& budget) {
+  if (--budget < 0) return "...";
+  const fb::SizeExpr* x = m.size_exprs()->Get(e);
+  const auto* ops = x->operands();
+  auto operands = [&](std::string_view sep) {
+    std::string out;
+    for (uint32_t j = 0; ops != nullptr && j < ops->size() && budget >= 0; ++j) {
+      out += (j == 0 ? "" : std::string(sep)) + text_of(m, ops->Get(j), budget);
+    }
+    return out;
+  };
+  switch (x->op()) {
+    case fb::SizeOp::Const:
+      return std::to_string(x->value());
+    case fb::SizeOp::Symbol:
+      return std::string(detail::str(m.symbols()->Get(static_cast<uint32_t>(x->value()))->name()));
+    case fb::SizeOp::Add:
+      return "(" + operands(" + ") + ")";
+    case fb::SizeOp::Mul:
+      return operands(" * ");
+    case fb::SizeOp::FloorDiv:
+      return "floor(" + operands(" / ") + ")";
+    case fb::SizeOp::CeilDiv:
+      return "ceil(" + operands(" / ") + ")";
+    case fb::SizeOp::Min:
+      return "min(" + operands(", ") + ")";
+    case fb::SizeOp::Max:
+      return "max(" + operands(", ") + ")";
+    default:
+      return "?";
+  }
+}
+
+}  // namespace
+
+std::string size_expr_text(const fb::Method& method, uint32_t e, int max_nodes) {
+  int budget = max_nodes;
+  return text_of(method, e, budget);
+}
+
 }  // namespace baton::format

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "baton/core/error.h"
 
@@ -24,5 +25,11 @@ namespace baton::format {
 // in the list, operand counts right).
 Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
                            std::span<int64_t> out);
+
+// Expression `e` as text ("batch", "(sequence + -1)", "floor(batch * 32 / 16)"), for messages,
+// Method::input_dims and inspect. At most `max_nodes` nodes are spelled out ("..." for the rest):
+// a hand-made list can share subexpressions so that the full text would be exponentially long,
+// or nest them a million deep. The structure must have passed the verifier.
+std::string size_expr_text(const fb::Method& method, uint32_t e, int max_nodes = 64);
 
 }  // namespace baton::format

@@ -87,6 +87,8 @@ struct Method::Impl {
   std::vector<int64_t> bound;          // per symbol: the size an input gave it, -1 before
   std::vector<int> bound_by;           // per symbol: input, axis (packed input * 64 + axis)
   std::vector<int64_t> expr_values;    // per size expression
+  // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
+  std::vector<int64_t> expr_at_min;
   std::vector<uint32_t> resizable;     // kernel steps with a dynamic value
   bool shapes_dirty = false;           // an input's sizes changed since the last resolve
   Method::ResolveTimes resolve_times;  // of the last execute(), with profiling
@@ -129,47 +131,7 @@ struct Method::Impl {
     return std::string(str(fm->symbols()->Get(s)->name()));
   }
 
-  // The text of size expression `e` ("batch", "(seq + 1)"), for messages and input_dims. At most
-  // kExprTextNodes nodes are spelled out ("..." for the rest): a hand-made list can share
-  // subexpressions so that the full text would be exponentially long, or nest them a million
-  // deep.
-  static constexpr int kExprTextNodes = 64;
-  std::string expr_text(uint32_t e) const {
-    int budget = kExprTextNodes;
-    return expr_text(e, budget);
-  }
-  std::string expr_text(uint32_t e, int& budget) const {
-    if (--budget < 0) return "...";
-    const fb::SizeExpr* x = fm->size_exprs()->Get(e);
-    const auto* ops = x->operands();
-    auto operands = [&](std::string_view sep) {
-      std::string out;
-      for (uint32_t j = 0; ops != nullptr && j < ops->size() && budget >= 0; ++j) {
-        out += (j == 0 ? "" : std::string(sep)) + expr_text(ops->Get(j), budget);
-      }
-      return out;
-    };
-    switch (x->op()) {
-      case fb::SizeOp::Const:
-        return std::to_string(x->value());
-      case fb::SizeOp::Symbol:
-        return symbol_name(static_cast<size_t>(x->value()));
-      case fb::SizeOp::Add:
-        return "(" + operands(" + ") + ")";
-      case fb::SizeOp::Mul:
-        return operands(" * ");
-      case fb::SizeOp::FloorDiv:
-        return "floor(" + operands(" / ") + ")";
-      case fb::SizeOp::CeilDiv:
-        return "ceil(" + operands(" / ") + ")";
-      case fb::SizeOp::Min:
-        return "min(" + operands(", ") + ")";
-      case fb::SizeOp::Max:
-        return "max(" + operands(", ") + ")";
-      default:
-        return "?";
-    }
-  }
+  std::string expr_text(uint32_t e) const { return format::size_expr_text(*fm, e); }
 
   bool is_symbol(uint32_t e) const { return fm->size_exprs()->Get(e)->op() == fb::SizeOp::Symbol; }
   bool is_constant_expr(uint32_t e) const {
@@ -332,6 +294,7 @@ struct Method::Impl {
       if (Status st = format::evaluate_size_exprs(*fm, *at, expr_values); !st.ok()) {
         return Status(Error::InvalidProgram, fmt::format("method '{}': {}", name, st.message()));
       }
+      if (at == &min) expr_at_min = expr_values;
       if (Status st = apply_sizes(); !st.ok()) {
         return st.code() == Error::NotSupported
                    ? Status(Error::NotSupported,
@@ -864,11 +827,7 @@ std::vector<Method::Dim> dims_of(const Method::Impl& m, int vi) {
       continue;
     }
     const uint32_t e = m.dynamic[di].dims[a];
-    int64_t min = 1;
-    if (m.is_symbol(e)) {
-      min = m.fm->symbols()->Get(static_cast<uint32_t>(m.fm->size_exprs()->Get(e)->value()))->min();
-    }
-    out.push_back(Method::Dim{m.expr_text(e), min, max});
+    out.push_back(Method::Dim{m.expr_text(e), m.expr_at_min[e], max});
   }
   return out;
 }

@@ -164,7 +164,8 @@ class Method {
   size_t num_symbols() const;
   Symbol symbol(size_t index) const;
   // One entry per dimension of input (output) `index`: the expression over the symbols ("batch",
-  // "seq + 1"), empty for a static dimension, and the sizes it can take.
+  // "(seq + 1)"), empty for a static dimension, and its sizes with every symbol at its minimum and
+  // at its maximum.
   struct Dim {
     std::string expr;
     int64_t min = 0;
