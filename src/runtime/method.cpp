@@ -89,7 +89,9 @@ struct Method::Impl {
   std::vector<int64_t> expr_values;    // per size expression
   // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
   std::vector<int64_t> expr_at_min;
-  std::vector<uint32_t> resizable;     // kernel steps with a dynamic value
+  std::vector<uint32_t> dynamic_kernels;  // kernel steps with a dynamic value
+  // Those of dynamic_kernels that need resize() at every change of shape (not follows_sizes()).
+  std::vector<uint32_t> resizable;
   bool shapes_dirty = false;           // an input's sizes changed since the last resolve
   Method::ResolveTimes resolve_times;  // of the last execute(), with profiling
   // The CPU kernels' threads (MethodOptions::threads), made with the first kernel; declared before
@@ -242,7 +244,7 @@ struct Method::Impl {
     }
     BATON_TRY(write_sizes());
     const auto sized = timed ? std::chrono::steady_clock::now() : start;
-    BATON_TRY(resize_kernels());
+    BATON_TRY(resize_kernels(resizable));
     if (timed) {
       resolve_times.sizes = sized - start;
       resolve_times.kernels = std::chrono::steady_clock::now() - sized;
@@ -251,10 +253,11 @@ struct Method::Impl {
     return Status();
   }
 
-  // Writes every dynamic tensor's sizes from expr_values and resizes the kernels that read them.
+  // Writes every dynamic tensor's sizes from expr_values and resizes every kernel that reads them
+  // (at load: follows_sizes() kernels too, whose resize() says whether they take these sizes).
   Status apply_sizes() {
     BATON_TRY(write_sizes());
-    return resize_kernels();
+    return resize_kernels(dynamic_kernels);
   }
 
   Status write_sizes() {
@@ -273,8 +276,8 @@ struct Method::Impl {
     return Status();
   }
 
-  Status resize_kernels() {
-    for (uint32_t i : resizable) {
+  Status resize_kernels(const std::vector<uint32_t>& which) {
+    for (uint32_t i : which) {
       if (Status st = steps[i].kernel->resize(); !st.ok()) {
         return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
                                              steps[i].description, st.message()));
@@ -643,7 +646,8 @@ struct Method::Impl {
                                  where, def->versioned_name())
                    : Status(resized.code(), fmt::format("{}: {}", where, resized.message()));
       }
-      resizable.push_back(index);
+      dynamic_kernels.push_back(index);
+      if (!step.kernel->follows_sizes()) resizable.push_back(index);
     }
     step.description = call.describe();
     step.op = std::string(def->name);

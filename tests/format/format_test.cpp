@@ -998,6 +998,55 @@ TEST_F(DynamicFormatTest, ASizeAboveThePlannedMemoryIsRefusedWhenTheCallResolves
       << method.status().to_string();
 }
 
+// A symbol that no input dimension is (hand-made: the compiler refuses such a model, since no
+// call could give it a size) loads, and every call says so rather than using a stale size.
+TEST_F(DynamicFormatTest, ASymbolNoInputBindsIsRefusedWhenTheCallResolves) {
+  auto symbol = std::make_unique<fb::SymbolT>();
+  symbol->name = "M";
+  symbol->min = 1;
+  symbol->max = 2;
+  b.method().symbols.push_back(std::move(symbol));
+  const uint32_t m = expr(fb::SizeOp::Symbol, 1);
+  const int u = b.tensor("u", DType::Float32, {2, 3});
+  b.tensor_at(u).dims = {m, three};
+  b.outputs({y, u});
+  auto program = runtime::Program::load_bytes(b.bytes());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  std::vector<float> in(6, 1.0f);
+  std::vector<int64_t> sizes = {2, 3};
+  ASSERT_TRUE((*method)->set_input(0, TensorView{in.data(), DType::Float32, sizes}).ok());
+  const Status st = (*method)->execute();
+  EXPECT_EQ(st.code(), Error::InvalidProgram) << st.to_string();
+  EXPECT_NE(st.message().find("no input dimension is the symbol 'M'"), std::string::npos)
+      << st.to_string();
+}
+
+// Delegates (the GPU engine) run static shapes until issue 37: a delegate call that reads a
+// dynamic tensor is refused at load, naming the instruction (the compiler never writes one).
+TEST_F(DynamicFormatTest, ADelegateCallWithADynamicTensorIsRefusedAtLoad) {
+  testing::register_test_backend();
+  const int out = b.tensor("out", DType::Float32, {4, 3});
+  b.tensor_at(out).dims = {n, three};
+  const auto blob = testing::make_test_blob(1, 1, {std::vector<float>(12, 2.0f)}, 0,
+                                            {{testing::TestOp::Mul, 0, 1, 2}}, 12);
+  const int d = b.delegate(testing::kTestBackendId, {{"target_device", "cpu"}, {"flavor", "mul"}},
+                           blob, "test_0");
+  b.delegate_call(d, {y}, {out});
+  b.outputs({out});
+  auto program = runtime::Program::load_bytes(b.bytes());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_FALSE(method.ok());
+  EXPECT_EQ(method.code(), Error::NotSupported) << method.status().to_string();
+  EXPECT_NE(method.status().message().find(
+                "instruction 1: a delegate call with a dynamic tensor; delegates run static "
+                "shapes only"),
+            std::string::npos)
+      << method.status().to_string();
+}
+
 }  // namespace
 }  // namespace baton
 

@@ -35,11 +35,12 @@ struct BroadcastPlan {
 
 // The plan for walking `out` in order when input k steps `full[k][d]` elements along output
 // dimension d: dimensions of size 1 dropped, and a dimension merged into the previous kept one
-// when every input steps through both as through one.
+// when every input steps through both as through one. Written into `plan` in place and only up to
+// its rank (entries past it are never read): resize() runs this on every change of shape, where
+// filling and copying arrays of kMaxRank (or Tile's 2 x kMaxRank) entries was most of its cost.
 template <int N, size_t R = kMaxRank>
-BroadcastPlan<N, R> compress_plan(std::span<const int64_t> out,
-                                  const std::array<std::array<int64_t, R>, N>& full) {
-  BroadcastPlan<N, R> plan;
+void compress_plan_into(BroadcastPlan<N, R>& plan, std::span<const int64_t> out,
+                        const std::array<std::array<int64_t, R>, N>& full) {
   plan.numel = product(out, 0, out.size());
   const int out_rank = static_cast<int>(out.size());
   int rank = 0;
@@ -67,17 +68,26 @@ BroadcastPlan<N, R> compress_plan(std::span<const int64_t> out,
     rank = 1;
   }
   plan.rank = rank;
+}
+
+template <int N, size_t R = kMaxRank>
+BroadcastPlan<N, R> compress_plan(std::span<const int64_t> out,
+                                  const std::array<std::array<int64_t, R>, N>& full) {
+  BroadcastPlan<N, R> plan;
+  compress_plan_into<N, R>(plan, out, full);
   return plan;
 }
 
 // `out` and every input have rank <= kMaxRank and each input broadcasts to `out` (infer checked).
+// In place, like compress_plan_into.
 template <int N>
-BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
-                                     const std::array<std::span<const int64_t>, N>& inputs) {
+void make_broadcast_plan_into(BroadcastPlan<N>& plan, std::span<const int64_t> out,
+                              const std::array<std::span<const int64_t>, N>& inputs) {
   const int out_rank = static_cast<int>(out.size());
 
-  // Element strides of each input, expressed along the output's dimensions.
-  std::array<std::array<int64_t, kMaxRank>, N> full{};
+  // Element strides of each input, expressed along the output's dimensions (only the first
+  // out_rank entries are written and read).
+  std::array<std::array<int64_t, kMaxRank>, N> full;
   for (int k = 0; k < N; ++k) {
     const std::span<const int64_t> in = inputs[k];
     const int lead = out_rank - static_cast<int>(in.size());
@@ -92,8 +102,15 @@ BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
       }
     }
   }
+  compress_plan_into<N>(plan, out, full);
+}
 
-  return compress_plan<N>(out, full);
+template <int N>
+BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
+                                     const std::array<std::span<const int64_t>, N>& inputs) {
+  BroadcastPlan<N> plan;
+  make_broadcast_plan_into<N>(plan, out, inputs);
+  return plan;
 }
 
 // Calls body(out_offset, in_offsets, count) for each run of `count` elements along the innermost

@@ -27,20 +27,18 @@ using ops::product;
 // the compiler may plan the output on the input's bytes (a view), and then there is nothing to do.
 class ContiguousCopyKernel final : public runtime::Kernel {
  public:
-  ContiguousCopyKernel(const runtime::Value* in, runtime::Value* out, size_t nbytes)
-      : in_(in), out_(out), nbytes_(nbytes) {}
+  ContiguousCopyKernel(const runtime::Value* in, runtime::Value* out) : in_(in), out_(out) {}
 
   // Dynamic shapes: the output's sizes are the runtime's (a Reshape's shape input holds the
-  // largest shape); only the byte count follows the input.
-  Status resize() override {
-    nbytes_ = in_->tensor.nbytes();
-    return Status::ok_status();
-  }
+  // largest shape); run() takes the byte count from the input.
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
     // Equal pointers: the compiler planned the output as a view of the input (its bytes).
-    if (nbytes_ != 0 && out_->tensor.data != in_->tensor.data) {
-      std::memcpy(out_->tensor.data, in_->tensor.data, nbytes_);
+    if (out_->tensor.data != in_->tensor.data) {
+      const size_t nbytes = in_->tensor.nbytes();
+      if (nbytes != 0) std::memcpy(out_->tensor.data, in_->tensor.data, nbytes);
     }
     return Status::ok_status();
   }
@@ -48,14 +46,13 @@ class ContiguousCopyKernel final : public runtime::Kernel {
  private:
   const runtime::Value* in_;
   runtime::Value* out_;
-  size_t nbytes_;
 };
 
 inline Result<std::unique_ptr<runtime::Kernel>> create_contiguous_copy(
     const runtime::KernelCall& call) {
   const runtime::Value* in = call.inputs[0];
   return std::unique_ptr<runtime::Kernel>(
-      std::make_unique<ContiguousCopyKernel>(in, call.outputs[0], in->tensor.nbytes()));
+      std::make_unique<ContiguousCopyKernel>(in, call.outputs[0]));
 }
 
 // Row-major element strides of `sizes`. Past a zero dimension (a tensor with no elements) the

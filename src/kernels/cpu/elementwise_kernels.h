@@ -29,20 +29,19 @@ class UnaryKernel final : public runtime::Kernel {
   using Out = StorageOf<S, decltype(Fn::template apply<compute_t<S>>(
                                compute_t<S>{}, std::declval<ops::ElementwiseArgs>()))>;
 
-  UnaryKernel(const runtime::Value* in, runtime::Value* out, int64_t numel,
-              const ops::ElementwiseArgs& args)
-      : in_(in), out_(out), numel_(numel), args_(args) {}
+  UnaryKernel(const runtime::Value* in, runtime::Value* out, const ops::ElementwiseArgs& args)
+      : in_(in), out_(out), args_(args) {}
 
-  Status resize() override {
-    numel_ = in_->tensor.numel();
-    return Status::ok_status();
-  }
+  // Dynamic shapes: run() takes the element count from the input.
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
     const S* x = in_->tensor.data_as<const S>();
     Out* y = out_->tensor.data_as<Out>();
     const ops::ElementwiseArgs args = args_;  // a local: stores through y cannot change it
-    for (int64_t i = 0; i < numel_; ++i) {
+    const int64_t numel = in_->tensor.numel();
+    for (int64_t i = 0; i < numel; ++i) {
       y[i] = store<Out>(Fn::template apply<compute_t<S>>(load(x[i]), args));
     }
     return Status::ok_status();
@@ -51,7 +50,6 @@ class UnaryKernel final : public runtime::Kernel {
  private:
   const runtime::Value* in_;
   runtime::Value* out_;
-  int64_t numel_;
   ops::ElementwiseArgs args_;
 };
 
@@ -61,7 +59,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::KernelCall&
   std::unique_ptr<runtime::Kernel> kernel;
   const runtime::Value* in = call.inputs[0];
   dispatch<kTypes>(in->tensor.dtype, [&]<typename S>() {
-    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], in->tensor.numel(), args);
+    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], args);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;
@@ -124,7 +122,7 @@ class BinaryKernel final : public runtime::Kernel {
         failure_(std::move(failure)) {}
 
   Status resize() override {
-    plan_ = make_broadcast_plan<2>(out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+    make_broadcast_plan_into<2>(plan_, out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
     return Status::ok_status();
   }
 

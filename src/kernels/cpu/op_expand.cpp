@@ -17,7 +17,7 @@ class ExpandKernel final : public StridedCopyKernel {
   Status view(StridedView& v) const override {
     const std::span<const int64_t> in = in_->tensor.sizes;
     const std::span<const int64_t> out = out_->tensor.sizes;
-    std::array<int64_t, kMaxRank> in_strides{};
+    std::array<int64_t, kMaxRank> in_strides;  // row_major_strides fills the first rank
     row_major_strides(in, in_strides.data());
     const size_t lead = out.size() - in.size();
     v.rank = out.size();

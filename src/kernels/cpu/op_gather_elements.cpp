@@ -55,9 +55,9 @@ class GatherElementsKernel final : public runtime::Kernel {
       strides[d] = s;
       if (__builtin_mul_overflow(s, data.sizes[d], &s)) s = INT64_MAX;
     }
-    std::array<std::array<int64_t, kMaxRank>, 1> walk{};
+    std::array<std::array<int64_t, kMaxRank>, 1> walk;  // only the first rank entries are read
     for (size_t d = 0; d < data.sizes.size(); ++d) walk[0][d] = d == axis_ ? 0 : strides[d];
-    plan_ = compress_plan<1>(indices_->tensor.sizes, walk);
+    compress_plan_into<1>(plan_, indices_->tensor.sizes, walk);
     n_ = data.sizes[axis_];
     axis_stride_ = strides[axis_];
   }

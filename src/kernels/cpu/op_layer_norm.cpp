@@ -75,12 +75,14 @@ class LayerNormKernel final : public runtime::Kernel {
       return Status(Error::NotSupported,
                     "layer normalization: only the dimensions before the axis can change");
     }
-    // A row count of 0 at create (no row scratch reserved) stays 0: a zero size cannot grow.
-    l_.rows = product(sizes, 0, l_.axis);
     return Status::ok_status();
   }
+  // run() takes the row count from X (a row count of 0 at create, with no row scratch reserved,
+  // stays 0: sizes never grow past the ones created at).
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
+    l_.rows = product(x_->tensor.sizes, 0, l_.axis);  // dynamic shapes
     const S* x = x_->tensor.data_as<const S>();
     const S* r = r_ ? r_->tensor.data_as<const S>() : nullptr;
     const S* scale = scale_->tensor.data_as<const S>();

@@ -33,11 +33,9 @@ class LinearKernel final : public runtime::Kernel {
         pool_(call.pool) {}
 
   // Dynamic shapes: the rows of X (everything but its last axis) may change; K and N are W's.
-  Status resize() override {
-    const TensorView& x = x_->tensor;
-    m_ = product(x.sizes, 0, x.sizes.size() - 1);
-    return Status::ok_status();
-  }
+  // run() takes the row count from X.
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
   Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
@@ -60,6 +58,7 @@ class LinearKernel final : public runtime::Kernel {
   }
 
   Status run() override {
+    m_ = product(x_->tensor.sizes, 0, x_->tensor.sizes.size() - 1);  // dynamic shapes
     if (m_ == 0 || n_ == 0) return Status::ok_status();
     const W* x = k_ > 0 ? as_blas<S>(x_->tensor, x_buffer_) : nullptr;
     const W* w = k_ > 0 ? as_blas<S>(w_->tensor, w_buffer_) : nullptr;

@@ -46,7 +46,7 @@ class SliceKernel final : public StridedCopyKernel {
     }
     v.rank = in.size();
     v.base = 0;
-    std::array<int64_t, kMaxRank> in_strides{};
+    std::array<int64_t, kMaxRank> in_strides;  // row_major_strides fills the first rank
     row_major_strides(in, in_strides.data());
     const bool empty = out_->tensor.numel() == 0;
     for (size_t d = 0; d < in.size(); ++d) {

@@ -18,7 +18,7 @@ class TileKernel final : public StridedCopyKernel {
   Status view(StridedView& v) const override {
     const std::span<const int64_t> in = in_->tensor.sizes;
     const std::span<const int64_t> out = out_->tensor.sizes;
-    std::array<int64_t, kMaxRank> in_strides{};
+    std::array<int64_t, kMaxRank> in_strides;  // row_major_strides fills the first rank
     row_major_strides(in, in_strides.data());
     v.rank = 2 * in.size();
     for (size_t d = 0; d < in.size(); ++d) {

@@ -19,7 +19,7 @@ class TransposeKernel final : public StridedCopyKernel {
 
  protected:
   Status view(StridedView& v) const override {
-    std::array<int64_t, kMaxRank> strides{};
+    std::array<int64_t, kMaxRank> strides;  // row_major_strides fills the first rank
     row_major_strides(in_->tensor.sizes, strides.data());
     const std::span<const int64_t> out = out_->tensor.sizes;
     v.rank = rank_;

@@ -63,7 +63,7 @@ class VariadicKernel final : public runtime::Kernel {
   Status resize() override {
     numel_ = out_->tensor.numel();
     for (size_t k = 0; k < inputs_.size(); ++k) {
-      plans_[k] = make_broadcast_plan<1>(out_->tensor.sizes, {inputs_[k]->tensor.sizes});
+      make_broadcast_plan_into<1>(plans_[k], out_->tensor.sizes, {inputs_[k]->tensor.sizes});
     }
     return Status::ok_status();
   }

@@ -57,8 +57,8 @@ class WhereKernel final : public runtime::Kernel {
 
  private:
   void plan() {
-    plan_ = make_broadcast_plan<3>(out_->tensor.sizes,
-                                   {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes});
+    make_broadcast_plan_into<3>(plan_, out_->tensor.sizes,
+                                {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes});
   }
 
   const runtime::Value* cond_;

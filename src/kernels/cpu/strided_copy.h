@@ -34,13 +34,21 @@ class StridedCopy {
   // nothing, so callers need not compute strides that would overflow there.
   StridedCopy(std::span<const int64_t> sizes, std::span<const int64_t> strides, int64_t base,
               size_t element_size) {
+    reset(sizes, strides, base, element_size);
+  }
+
+  // Replans in place (resize() calls this on every change of shape: building a new StridedCopy
+  // and copying it over, with its 32-entry arrays, cost several times the planning itself).
+  void reset(std::span<const int64_t> sizes, std::span<const int64_t> strides, int64_t base,
+             size_t element_size) {
+    fn_ = nullptr;
     for (int64_t s : sizes) {
-      if (s == 0) return;  // nothing to copy; fn_ stays null
+      if (s == 0) return;  // nothing to copy
     }
     base_bytes_ = base * static_cast<int64_t>(element_size);
-    std::array<std::array<int64_t, kMaxDims>, 1> full{};
+    std::array<std::array<int64_t, kMaxDims>, 1> full;  // only the first sizes.size() are read
     for (size_t d = 0; d < sizes.size(); ++d) full[0][d] = sizes[d] == 1 ? 0 : strides[d];
-    plan_ = compress_plan<1, kMaxDims>(sizes, full);
+    compress_plan_into<1, kMaxDims>(plan_, sizes, full);
     dispatch_word(element_size, [&]<typename Word>() { fn_ = &copy_words<Word>; });
   }
 
@@ -86,7 +94,9 @@ inline void row_major_strides(std::span<const int64_t> sizes, int64_t* strides) 
 // input element `base` on through `strides`, in fixed arrays so that resize() allocates nothing.
 struct StridedView {
   size_t rank = 0;
-  std::array<int64_t, StridedCopy::kMaxDims> sizes{}, strides{};
+  // Only the first `rank` entries are meaningful; left unfilled, since resize() builds one on
+  // every change of shape.
+  std::array<int64_t, StridedCopy::kMaxDims> sizes, strides;
   int64_t base = 0;
 };
 
@@ -107,8 +117,8 @@ class StridedCopyKernel : public runtime::Kernel {
   Status plan() {
     StridedView v;
     BATON_TRY(view(v));
-    copy_ = StridedCopy(std::span<const int64_t>(v.sizes.data(), v.rank),
-                        std::span<const int64_t>(v.strides.data(), v.rank), v.base, element_size_);
+    copy_.reset(std::span<const int64_t>(v.sizes.data(), v.rank),
+                std::span<const int64_t>(v.strides.data(), v.rank), v.base, element_size_);
     return Status::ok_status();
   }
 
