@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None" = None, *,
             device: str = "cpu", precision: str | None = None, arch: str | None = None,
             shapes: Mapping[str, Sequence[int]] | None = None,
-            dims: Mapping[str, Sequence[int]] | None = None, io: str = "host",
+            dims: Mapping[str, "Sequence[int] | str"] | None = None, io: str = "host",
             strict_staging: bool = False, optimize: bool = True,
             disable_passes: Sequence[str] = (), target_device: str | None = None,
             max_partition_nodes: int = 0, expose_intermediates: bool = False,
@@ -38,7 +38,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     ``precision`` ("fp32", "tf32", "fp16", "bf16"), ``arch`` ("sm_90", needed to build for a GPU
     this machine lacks), ``shapes`` (``{"input": (8, 48)}`` fixes symbolic dimensions), ``dims``
     (``{"batch": (1, 32)}`` or ``(1, 32, 8)`` with the size to tune for: keeps a symbolic
-    dimension dynamic over that range, ``--dim``; docs/dynamic_shapes.md), ``io``
+    dimension dynamic over that range, ``--dim``; ``{"s6": "s33"}``: s6 is the same dimension as
+    s33, which has a range; docs/dynamic_shapes.md), ``io``
     ("host" or "device": where the program's inputs and outputs live), ``strict_staging`` (GPU
     partitions refuse host memory), ``optimize`` / ``disable_passes`` (the graph optimizer),
     ``target_device`` (a verbatim device label for every partition), ``max_partition_nodes``,
@@ -59,7 +60,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
                           strict_staging, optimize, list(disable_passes), target_device,
                           int(max_partition_nodes), bool(expose_intermediates),
                           _option_pairs(cuda_options), **budgets,
-                          dims={k: [int(d) for d in v] for k, v in (dims or {}).items()})
+                          dims={k: [int(d) for d in v] for k, v in (dims or {}).items()
+                                if not isinstance(v, str)},
+                          same_dims={k: v for k, v in (dims or {}).items() if isinstance(v, str)})
 
 
 def _option_pairs(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:

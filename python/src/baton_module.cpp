@@ -431,7 +431,8 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
                    const std::vector<std::pair<std::string, std::string>>& cuda_options,
                    uint64_t max_fold_bytes, uint64_t max_total_fold_bytes, double max_fold_work,
                    uint64_t max_arena_bytes,
-                   const std::map<std::string, std::vector<int64_t>>& dims) {
+                   const std::map<std::string, std::vector<int64_t>>& dims,
+                   const std::map<std::string, std::string>& same_dims) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -459,6 +460,12 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
     const std::string text = fmt::format("{}={}..{}{}", name, range[0], range[1],
                                          range.size() == 3 ? fmt::format("@{}", range[2]) : "");
     Result<compiler::DimRange> d = compiler::parse_dim_range(text);
+    if (!d.ok()) throw BatonFailure(fmt::format("dims=: {}", d.status().message()));
+    r.dims.push_back(*d);
+  }
+  // dims={"s6": "s33"}: the same dimension as another (--dim s6=s33).
+  for (const auto& [name, other] : same_dims) {
+    Result<compiler::DimRange> d = compiler::parse_dim_range(name + "=" + other);
     if (!d.ok()) throw BatonFailure(fmt::format("dims=: {}", d.status().message()));
     r.dims.push_back(*d);
   }
@@ -609,7 +616,8 @@ NB_MODULE(_baton, m) {
         nb::arg("max_total_fold_bytes") = baton::compiler::CompileOptions{}.max_total_fold_bytes,
         nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
         nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes,
-        nb::arg("dims") = std::map<std::string, std::vector<int64_t>>());
+        nb::arg("dims") = std::map<std::string, std::vector<int64_t>>(),
+        nb::arg("same_dims") = std::map<std::string, std::string>());
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),

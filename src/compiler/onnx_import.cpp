@@ -470,10 +470,17 @@ class Importer {
     std::vector<std::string> dim_fixes;  // "--dim N=MIN..MAX", one per named symbolic dimension
   };
 
+  // The range that governs dimension `name`: its own --dim, or for --dim NAME=OTHER, OTHER's
+  // (make_compile_setup checked that OTHER has one), so both become one symbol.
   const DimRange* declared(const std::string& name) const {
     if (name.empty()) return nullptr;
     for (const DimRange& d : options_.dims) {
-      if (d.name == name) return &d;
+      if (d.name != name) continue;
+      if (d.same_as.empty()) return &d;
+      for (const DimRange& t : options_.dims) {
+        if (t.name == d.same_as && t.same_as.empty()) return &t;
+      }
+      return nullptr;
     }
     return nullptr;
   }
@@ -494,17 +501,23 @@ class Importer {
 
   // Every --dim names a symbolic dimension of some input: a typo would otherwise pass silently.
   Status check_dims_used() const {
-    for (const DimRange& d : options_.dims) {
-      if (graph_.symbols.find_symbol(d.name)) continue;
-      std::string names;
-      for (const auto& in : model_.graph().input()) {
-        if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
-        for (const auto& dim : in.type().tensor_type().shape().dim()) {
-          if (!dim.dim_param().empty() &&
-              names.find("'" + dim.dim_param() + "'") == std::string::npos)
-            names += (names.empty() ? "'" : ", '") + dim.dim_param() + "'";
-        }
+    std::vector<std::string> params;  // the inputs' symbolic dimensions, once each
+    for (const auto& in : model_.graph().input()) {
+      if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+      for (const auto& dim : in.type().tensor_type().shape().dim()) {
+        if (!dim.dim_param().empty() &&
+            std::find(params.begin(), params.end(), dim.dim_param()) == params.end())
+          params.push_back(dim.dim_param());
       }
+    }
+    for (const DimRange& d : options_.dims) {
+      // A range is used when it made a symbol (its name's, or one NAME=OTHER points to); an
+      // alias when its name is an input's dimension.
+      if (d.same_as.empty() ? graph_.symbols.find_symbol(d.name).has_value()
+                            : std::find(params.begin(), params.end(), d.name) != params.end())
+        continue;
+      std::string names;
+      for (const std::string& p : params) names += (names.empty() ? "'" : ", '") + p + "'";
       return BATON_ERROR(InvalidArgument,
                          "--dim {}: '{}' is not a symbolic dimension of an input of '{}' left open "
                          "(its inputs' symbolic dimensions: {})",

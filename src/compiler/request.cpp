@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "baton/core/check.h"
 
@@ -40,15 +41,26 @@ Result<DimRange> parse_dim_range(std::string_view text) {
   const size_t dots = text.find("..", eq == std::string_view::npos ? 0 : eq);
   const auto bad = [&](std::string_view why) {
     return BATON_ERROR(InvalidArgument,
-                       "--dim '{}' {}: it must look like NAME=MIN..MAX or NAME=MIN..MAX@OPT (e.g. "
-                       "batch=1..32)",
+                       "--dim '{}' {}: it must look like NAME=MIN..MAX, NAME=MIN..MAX@OPT (e.g. "
+                       "batch=1..32) or NAME=OTHER (NAME is the same dimension as OTHER)",
                        text, why);
   };
-  if (eq == std::string_view::npos || eq == 0 || dots == std::string_view::npos) {
-    return bad("is not a range");
-  }
+  if (eq == std::string_view::npos || eq == 0) return bad("is not a range");
   DimRange d;
   d.name = std::string(text.substr(0, eq));
+  if (dots == std::string_view::npos) {
+    // NAME=OTHER: the same dimension as OTHER. Names are what exporters write: letters, digits,
+    // '_' and the like, never starting with a digit (which would be a size missing its range).
+    const std::string_view other = text.substr(eq + 1);
+    if (other.empty() || std::isdigit(static_cast<unsigned char>(other[0])) ||
+        other.find_first_of("=.@ ") != std::string_view::npos) {
+      return bad("is not a range");
+    }
+    BATON_CHECK_OR_RETURN(other != d.name, InvalidArgument,
+                          "--dim '{}': a dimension cannot be the same as itself", text);
+    d.same_as = std::string(other);
+    return d;
+  }
   const std::string_view lo = text.substr(eq + 1, dots - eq - 1);
   std::string_view hi = text.substr(dots + 2);
   std::string_view opt;
@@ -87,6 +99,20 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
                           InvalidArgument, "{}: dimension '{}' is given a range twice",
                           r.spelling == CompileRequest::Spelling::Python ? "dims=" : "--dim",
                           d.name);
+  }
+  const char* dim_flag = r.spelling == CompileRequest::Spelling::Python ? "dims=" : "--dim";
+  for (const DimRange& d : r.dims) {
+    if (d.same_as.empty()) continue;
+    const auto target = std::find_if(r.dims.begin(), r.dims.end(),
+                                     [&](const DimRange& o) { return o.name == d.same_as; });
+    BATON_CHECK_OR_RETURN(target != r.dims.end(), InvalidArgument,
+                          "{}: '{}' is the same dimension as '{}', which has no range: give it "
+                          "one ({} {}=MIN..MAX)",
+                          dim_flag, d.name, d.same_as, dim_flag, d.same_as);
+    BATON_CHECK_OR_RETURN(target->same_as.empty(), InvalidArgument,
+                          "{}: '{}' is the same dimension as '{}', which is itself the same as "
+                          "'{}': name the one with the range ({}={})",
+                          dim_flag, d.name, d.same_as, target->same_as, d.name, target->same_as);
   }
   options.dims = r.dims;
   if (!r.target_device.empty()) options.target_device = r.target_device;

@@ -95,6 +95,26 @@ std::string describe_probe(const sym::SymbolTable& table, const Probe& p) {
   return out;
 }
 
+// A hint for a node that fails at some probe: torch.export names each input's batch separately
+// ("s33", "s6"), and a model that needs two such dimensions equal fails wherever the probe gives
+// them different sizes. Names the first pair of symbols with the same range and different sizes
+// at `p`, and the flag that makes them one; "" when there is none.
+std::string same_dimension_hint(const sym::SymbolTable& table, const Probe& p) {
+  for (size_t a = 0; a < p.size(); ++a) {
+    for (size_t b = a + 1; b < p.size(); ++b) {
+      const sym::SymbolInfo& x = table.symbol(a);
+      const sym::SymbolInfo& y = table.symbol(b);
+      if (x.min == y.min && x.max == y.max && p[a] != p[b]) {
+        return fmt::format(
+            " If '{}' and '{}' are the same dimension (torch.export names each input's "
+            "dimensions separately), say so with --dim {}={} instead of a range for '{}'.",
+            x.name, y.name, y.name, x.name, y.name);
+      }
+    }
+  }
+  return "";
+}
+
 // A candidate expression for an output dimension and its value at every probe.
 struct Candidate {
   sym::SizeExpr expr;
@@ -142,8 +162,9 @@ class DynamicInference {
       if (Status st = ops::infer(*node_.def, node_.name, infos, attrs, outs); !st.ok()) {
         return BATON_ERROR(NotSupported,
                            "{} is not valid at every size in the declared ranges: with {}: {}. "
-                           "Narrow the ranges (--dim) or fix the shapes (--shape)",
-                           node_.describe(), describe_probe(table_, probes_[k]), st.message());
+                           "Narrow the ranges (--dim) or fix the shapes (--shape).{}",
+                           node_.describe(), describe_probe(table_, probes_[k]), st.message(),
+                           same_dimension_hint(table_, probes_[k]));
       }
       for (size_t a = 0; a < attrs.size(); ++a) {
         BATON_CHECK_OR_RETURN(
@@ -272,10 +293,15 @@ class DynamicInference {
       seen += fmt::format("{}{} with {}", k == 0 ? "" : "; ", values[k],
                           describe_probe(table_, probes_[k]));
     }
+    std::string hint;
+    for (size_t k = 0; k < probes_.size() && hint.empty(); ++k) {
+      hint = same_dimension_hint(table_, probes_[k]);
+    }
     return BATON_ERROR(NotSupported,
                        "{}: Baton cannot express axis {} of output '{}' as a size expression over "
-                       "its inputs' dynamic sizes (its sizes: {}); fix the shapes with --shape",
-                       node_.describe(), axis, graph_.values[node_.outputs[output]].name, seen);
+                       "its inputs' dynamic sizes (its sizes: {}); fix the shapes with --shape.{}",
+                       node_.describe(), axis, graph_.values[node_.outputs[output]].name, seen,
+                       hint);
   }
 
   Graph& graph_;

@@ -910,7 +910,7 @@ TEST_F(CompilerTest, ADynamicModelValidAtSomeSizesOnlyIsRefusedNamingTheNodeAndT
   b.node("Reshape", {"x", "target"}, {"y"}, "baked");
   b.output("y", {1, 8});
   CompileOptions options;
-  options.dims = {{"N", 1, 2, 0}};
+  options.dims = {{"N", 1, 2, 0, {}}};
   auto r = compile(b, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.code(), Error::NotSupported);
@@ -935,7 +935,7 @@ TEST_F(CompilerTest, ADynamicModelForAGpuTargetIsRefusedWithTheFlagsThatFixIt) {
   testing::TestBackendCompiler backend;
   CompileOptions options;
   options.backends = {&backend};
-  options.dims = {{"N", 1, 8, 0}};
+  options.dims = {{"N", 1, 8, 0, {}}};
   auto r = compile(b, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.code(), Error::NotSupported);

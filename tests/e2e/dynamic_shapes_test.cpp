@@ -11,6 +11,7 @@
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
+#include "baton/compiler/request.h"
 #include "baton/core/check.h"
 #include "baton/extension/module.h"
 #include "testing/alloc/counting_allocator.h"
@@ -43,22 +44,34 @@ struct Family {
 };
 
 std::vector<Family> families() {
-  const std::vector<compiler::DimRange> batch = {{"batch", 1, 6, 0}};
+  const std::vector<compiler::DimRange> batch = {{"batch", 1, 6, 0, {}}};
   // Up to 8 x 64 tokens: the largest call is above OpenBLAS's small-matrix limit, smaller ones are
   // below it (a kernel created at the largest must serve both).
-  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0}, {"sequence", 1, 64, 0}};
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
+                                                  {"sequence", 1, 64, 0, {}}};
   return {
       {"torchscript17_resnet", batch, false, {3, 32, 32}},
       {"torchscript17_mobilenet", batch, false, {3, 64, 64}},
       {"torchscript17_squeezenet", batch, false, {3, 64, 64}},
       {"torchscript17_vit", batch, false, {3, 32, 32}},
       // torch.export's Dim.DYNAMIC names the batch s77 (the dynamo exporter's dim_param).
-      {"dynamo18dyn_resnet", {{"s77", 1, 6, 0}}, false, {3, 32, 32}},
-      {"dynamo18dyn_mobilenet", {{"s77", 1, 6, 0}}, false, {3, 64, 64}},
-      {"dynamo18dyn_squeezenet", {{"s77", 1, 6, 0}}, false, {3, 64, 64}},
-      {"dynamo18dyn_vit", {{"s77", 1, 6, 0}}, false, {3, 32, 32}},
+      {"dynamo18dyn_resnet", {{"s77", 1, 6, 0, {}}}, false, {3, 32, 32}},
+      {"dynamo18dyn_mobilenet", {{"s77", 1, 6, 0, {}}}, false, {3, 64, 64}},
+      {"dynamo18dyn_squeezenet", {{"s77", 1, 6, 0, {}}}, false, {3, 64, 64}},
+      {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}, false, {3, 32, 32}},
       {"torchscript17_bert", tokens, true},
       {"torchscript17_gpt2", tokens, true},
+      // torch.export names each input's dimensions: input_ids [s33, s50], attention_mask
+      // [s6, s50] (GPT-2's [s6, s81]); --dim s6=s33 says they are one (batch first, then sequence).
+      {"dynamo18dyn_bert",
+       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}},
+       true},
+      {"dynamo18dyn_gpt2",
+       {{"s33", 1, 8, 0, {}},
+        {"s50", 1, 64, 0, {}},
+        {"s6", 0, 0, 0, "s33"},
+        {"s81", 0, 0, 0, "s50"}},
+       true},
   };
 }
 
@@ -261,7 +274,7 @@ TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {
   }
   // Only one of the two dimensions given a range: the other is still named.
   compiler::CompileOptions half;
-  half.dims = {{"batch", 1, 8, 0}};
+  half.dims = {{"batch", 1, 8, 0, {}}};
   r = compiler::compile_file(bert, half);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'sequence' at axis 1"), std::string::npos)
@@ -270,8 +283,8 @@ TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {
       << r.status().message();
   // A range for a dimension the model does not have.
   compiler::CompileOptions typo = half;
-  typo.dims.push_back({"sequnce", 1, 8, 0});
-  typo.dims.push_back({"sequence", 1, 8, 0});
+  typo.dims.push_back({"sequnce", 1, 8, 0, {}});
+  typo.dims.push_back({"sequence", 1, 8, 0, {}});
   r = compiler::compile_file(bert, typo);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'sequnce' is not a symbolic dimension"), std::string::npos)
@@ -292,6 +305,67 @@ TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {
   EXPECT_EQ(d->min, 1);
   EXPECT_EQ(d->max, 32);
   EXPECT_EQ(d->opt, 8);
+}
+
+// torch.export names each input's dimensions separately (input_ids [s33, s50], GPT-2's
+// attention_mask [s6, s81]). With a range for each, the model's Reshape (which needs the batches
+// equal) fails at compile with the fix named; --dim s6=s33 makes them one symbol, and a call whose
+// inputs disagree is refused naming both.
+TEST(DynamicShapes, DimensionsTorchExportNamesSeparatelyAreMadeOneWithSameAs) {
+  auto alias = compiler::parse_dim_range("s6=s33");
+  ASSERT_TRUE(alias.ok()) << alias.status().to_string();
+  EXPECT_EQ(alias->name, "s6");
+  EXPECT_EQ(alias->same_as, "s33");
+  for (const char* text : {"s6=s6", "s6=", "s6=8", "s6=s3 3"}) {
+    EXPECT_EQ(compiler::parse_dim_range(text).code(), Error::InvalidArgument) << text;
+  }
+  // An alias of a dimension without a range, and a chain of aliases.
+  compiler::CompileRequest request;
+  request.dims = {*alias};
+  auto setup = compiler::make_compile_setup(request);
+  ASSERT_FALSE(setup.ok());
+  EXPECT_NE(setup.status().message().find("'s33', which has no range"), std::string::npos)
+      << setup.status().message();
+  request.dims.push_back({"s33", 0, 0, 0, "s50"});
+  request.dims.push_back({"s50", 1, 8, 0, {}});
+  setup = compiler::make_compile_setup(request);
+  ASSERT_FALSE(setup.ok());
+  EXPECT_NE(setup.status().message().find("itself the same as 's50'"), std::string::npos)
+      << setup.status().message();
+
+  const std::string gpt2 = real_model("dynamo18dyn_gpt2").string();
+  compiler::CompileOptions separate;
+  separate.dims = {
+      {"s33", 1, 8, 0, {}}, {"s6", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s81", 1, 64, 0, {}}};
+  auto r = compiler::compile_file(gpt2, separate);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("say so with --dim s6=s33"), std::string::npos)
+      << r.status().message();
+
+  const Family f = families()[11];
+  ASSERT_EQ(f.model, "dynamo18dyn_gpt2");
+  auto program = compile(f, {});
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  runtime::Method& m = **method;
+  EXPECT_EQ(m.num_symbols(), 2u);
+  std::mt19937 rng(6);
+  Tensor ids = testing::random_int64_tensor(rng, {2, 5}, 0, 9);
+  Tensor mask = testing::random_int64_tensor(rng, {3, 5}, 0, 1);
+  ASSERT_TRUE(m.set_input(0, ids.view()).ok());
+  ASSERT_TRUE(m.set_input(1, mask.view()).ok());
+  Status st = m.execute();
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  for (const char* needle : {"'s33'", "size 2", "gives it 3", "must agree"}) {
+    EXPECT_NE(st.message().find(needle), std::string::npos) << needle << " in " << st.message();
+  }
+  Tensor mask2 = testing::random_int64_tensor(rng, {2, 5}, 0, 1);
+  ASSERT_TRUE(m.set_input(1, mask2.view()).ok());
+  st = m.execute();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(m.output(0).sizes[0], 2);
+  EXPECT_EQ(m.output(0).sizes[1], 5);
 }
 
 }  // namespace

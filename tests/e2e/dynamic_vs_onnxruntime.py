@@ -61,7 +61,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--baton", required=True)
-    ap.add_argument("--dim", action="append", required=True, help="NAME=MIN..MAX")
+    ap.add_argument("--dim", action="append", required=True,
+                    help="NAME=MIN..MAX, or NAME=OTHER (the same dimension as OTHER)")
     ap.add_argument("--at", action="append", required=True, type=binding,
                     help="NAME=SIZE,NAME=SIZE: one call's sizes")
     ap.add_argument("--threads", type=int, default=0)
@@ -89,8 +90,11 @@ def main():
     rng = np.random.default_rng(36)
     rows = []
     failed = 0
+    # --dim s6=s33: s6 takes s33's size in every call.
+    same = dict(d.split("=", 1) for d in args.dim if ".." not in d)
     for at in args.at:
-        shapes = {name: [at[d] if isinstance(d, str) else d for d in dims] for name, _, dims in specs}
+        shapes = {name: [at[same.get(d, d)] if isinstance(d, str) else d for d in dims]
+                  for name, _, dims in specs}
         feed = {name: make_input(name, dtype, shapes[name], rng) for name, dtype, _ in specs}
         run_dir = os.path.join(work, "run")
         cmd = [args.baton, "run", program, "-n", "1", "--warmup", "0", "-o", run_dir]

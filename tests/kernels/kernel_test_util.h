@@ -377,8 +377,8 @@ class OpTester {
 
   // Dynamic shapes (Kernel::resize): rebinds the tensor inputs to `inputs` (in order; sizes at
   // most the ones the kernel was created at), the outputs to fresh storage of the sizes inference
-  // gives for them (0x7f pattern), and calls the kernel's resize(). The call's attributes stay
-  // the created ones.
+  // gives for them (0x7f pattern), and calls the kernel's resize() unless it follows_sizes(). The
+  // call's attributes stay the created ones.
   Status resize(std::vector<HostTensor> inputs) {
     size_t k = 0;
     for (size_t i = 0; i < inputs_.size() && k < inputs.size(); ++i) {
@@ -395,7 +395,8 @@ class OpTester {
       outputs_[o] = std::move(fresh);
       output_values_[o].tensor = outputs_[o].view();
     }
-    return kernel_->resize();
+    // As the runtime does: a kernel that reads its sizes in run() is not resized per call.
+    return kernel_->follows_sizes() ? Status::ok_status() : kernel_->resize();
   }
 
   // Run the kernel again (after run()), e.g. after rebinding an input.

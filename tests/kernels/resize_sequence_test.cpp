@@ -201,6 +201,17 @@ std::vector<ResizeCase> cases() {
       {"ReduceLogSumExp last axis", "ReduceLogSumExp", "", none, [](std::mt19937&, bool big) {
          return Inputs{f32(1, {big ? 2 : 1, big ? 5 : 2, 6}), int64s({2})};
        }});
+  // GatherND: the dynamo exporter's BERT picks rows with it.
+  out.push_back(
+      {"GatherND rows by [b,s,1] indices", "GatherND", "", none, [](std::mt19937&, bool big) {
+         return Inputs{f32(1, {10, 4}), i64(2, {big ? 3 : 2, big ? 5 : 2, 1}, -10, 9)};
+       }});
+  out.push_back(
+      {"GatherND batch_dims=1 over the sequence", "GatherND", "",
+       [](OpTester& t) { t.attr("batch_dims", int64_t{1}); },
+       [](std::mt19937&, bool big) {
+         return Inputs{f32(1, {big ? 3 : 2, big ? 5 : 2, 4}), i64(2, {big ? 3 : 2, 2, 1}, 0, 1)};
+       }});
   out.push_back({"Expand [b,1,s] to [b,3,s]", "Expand", "", none, [](std::mt19937&, bool big) {
                    const int64_t b = big ? 3 : 2, s = big ? 5 : 2;
                    return Inputs{f32(1, {b, 1, s}), int64s({b, 3, s})};

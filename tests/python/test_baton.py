@@ -383,3 +383,20 @@ def test_dynamic_programs_take_any_shape_in_range(tmp_path):
         baton.compile(model, dims={"batch": (4,)})
     with pytest.raises(baton.BatonError, match="--dim sequence=MIN..MAX"):
         baton.compile(model, dims={"batch": (1, 4)})
+
+
+def test_dims_named_separately_by_torch_export_are_made_one(tmp_path):
+    """torch.export names each input's batch separately (input_ids [s33, s50], attention_mask
+    [s6, s50]); dims={"s6": "s33"} makes them one dimension (--dim s6=s33)."""
+    model = MODELS / "real" / "dynamo18dyn_bert.onnx"
+    m = baton.load(baton.compile(model, dims={"s33": (1, 4), "s6": "s33", "s50": (1, 16)}))
+    assert [s.dims for s in m.inputs] == [["s33", "s50"], ["s33", "s50"]]
+    rng = np.random.default_rng(5)
+    for batch, seq in [(1, 1), (3, 9), (4, 16)]:
+        (y,) = m(rng.integers(0, 99, (batch, seq), dtype=np.int64),
+                 rng.integers(0, 2, (batch, seq), dtype=np.int64))
+        assert y.shape[:2] == (batch, seq)
+    with pytest.raises(baton.BatonError, match="must agree"):
+        m(np.zeros((2, 5), np.int64), np.zeros((3, 5), np.int64))
+    with pytest.raises(baton.BatonError, match="'s33', which has no range"):
+        baton.compile(model, dims={"s6": "s33", "s50": (1, 16)})

@@ -158,7 +158,8 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
   flags.push_back(c->add_option(
       "--dim", args.dims,
       "Keep a symbolic dimension (an ONNX dim_param) dynamic over a range: NAME=MIN..MAX, or "
-      "NAME=MIN..MAX@OPT with the size to tune for (repeatable; CPU programs, see "
+      "NAME=MIN..MAX@OPT with the size to tune for, or NAME=OTHER: the same dimension as OTHER "
+      "(torch.export names each input's dimensions separately) (repeatable; CPU programs, see "
       "docs/dynamic_shapes.md)"));
   flags.push_back(
       c->add_flag("--no-optimize", args.no_optimize,

@@ -70,15 +70,19 @@ struct InputShape {
 
 // Declares a symbolic dimension (an ONNX dim_param, e.g. "batch") dynamic over MIN..MAX: the
 // program then runs at every size in that range (docs/dynamic_shapes.md). `opt` is the size to
-// tune for (0: MAX).
+// tune for (0: MAX). With `same_as` set, the dimension is instead the one that names (which has
+// its own range): torch.export names each input's batch separately ("s33", "s6"), and a model
+// that needs them equal says so with --dim s6=s33; calls must then give both one size.
 struct DimRange {
   std::string name;
   int64_t min = 1;
   int64_t max = 1;
   int64_t opt = 0;
+  std::string same_as;
 };
 
-// "batch=1..32" or "batch=1..32@8" (the --dim flag's text). InvalidArgument saying what is wrong.
+// "batch=1..32", "batch=1..32@8" or "s6=s33" (the --dim flag's text). InvalidArgument saying what
+// is wrong.
 Result<DimRange> parse_dim_range(std::string_view text);
 
 // A graph input of an ONNX model as the file declares it, before any compile option applies:

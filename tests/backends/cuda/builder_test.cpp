@@ -495,7 +495,7 @@ TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
   }
 
   const std::string gpt2_path = real_model("torchscript17_gpt2");
-  auto graph = compiler::import_onnx_file(gpt2_path, compiler::ImportOptions{shapes});
+  auto graph = compiler::import_onnx_file(gpt2_path, compiler::ImportOptions{shapes, {}});
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   size_t lone_concats = 0;
   for (const compiler::IrNode& n : graph->nodes) {
@@ -651,7 +651,7 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
   const std::vector<compiler::InputShape> shapes = {{"input", {1, 3, 32, 32}}};
   for (const char* model : {"torchscript17_vit", "dynamo18_vit"}) {
     const std::string path = real_model(model);
-    auto graph = compiler::import_onnx_file(path, {shapes});
+    auto graph = compiler::import_onnx_file(path, {shapes, {}});
     ASSERT_TRUE(graph.ok()) << graph.status().to_string();
     const compiler::IrNode* conv = nullptr;
     for (const compiler::IrNode& n : graph->nodes) {
@@ -710,7 +710,7 @@ TEST(EngineBuilderTest, SqueezeExciteLayersAreRowKernels) {
   const std::vector<compiler::InputShape> shapes = {{"input", {1, 3, 64, 64}}};
   for (const char* model : {"torchscript17_mobilenet", "dynamo18_mobilenet"}) {
     const std::string path = real_model(model);
-    auto graph = compiler::import_onnx_file(path, {shapes});
+    auto graph = compiler::import_onnx_file(path, {shapes, {}});
     ASSERT_TRUE(graph.ok()) << graph.status().to_string();
     ASSERT_TRUE(compiler::infer_and_fold(*graph).ok());
     size_t rows = 0, depthwise = 0, others = 0;
