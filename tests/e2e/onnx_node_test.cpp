@@ -285,7 +285,7 @@ class NodeTestRunner {
         const bool known =
             std::any_of(options.dims.begin(), options.dims.end(),
                         [&](const compiler::DimRange& r) { return r.name == symbol; });
-        if (!known) options.dims.push_back({symbol, 1, t.sizes[0], 0});
+        if (!known) options.dims.push_back({symbol, 1, t.sizes[0], 0, {}});
         continue;
       }
       options.input_shapes.push_back({input_names[k], t.sizes});
