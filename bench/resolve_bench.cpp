@@ -10,7 +10,12 @@
 // symbol at its minimum, and at its minimum + 1), so that the instructions themselves are short.
 // Prints one JSON object (microseconds, median and p90 of N calls after warm-up).
 //
-//   baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T]
+// --flush-mb M writes an M MiB buffer before every call, so that the runtime's own state (kernel
+// objects, values, sizes) is out of the caches, as after a full-size model's call has streamed its
+// weights through them: a small model then predicts what a large one costs (BERT-base's 440 MB of
+// weights leave nothing of the previous resolve in cache; the small BERT's 90 KB leave all of it).
+//
+//   baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T] [--flush-mb M]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,12 +48,17 @@ int fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2)
-    return fail("usage: baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T]");
+  if (argc < 2) {
+    return fail(
+        "usage: baton_resolve_bench PROGRAM.baton [--iterations N] [--threads T] [--flush-mb M]");
+  }
   int iterations = 2000;
   unsigned threads = 1;
+  size_t flush_mb = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--flush-mb") == 0)
+      flush_mb = static_cast<size_t>(std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--threads") == 0)
       threads = static_cast<unsigned>(std::atoi(argv[i + 1]));
   }
@@ -88,18 +98,33 @@ int main(int argc, char** argv) {
       shapes[k].push_back(std::move(*t));
     }
   }
+  std::vector<char> flush(flush_mb << 20);
   m.set_profiling(true);
   std::vector<double> sizes_us, kernels_us;
+  // Whole calls too: work a kernel does for a new shape inside its run() shows only there. Both
+  // modes run each shape for half the calls ("same" in two blocks), so that the work is equal and
+  // the difference of the (trimmed) means is what changing shape costs.
+  std::vector<double> call_us[2];
   auto measure = [&](bool changing) -> std::vector<double> {
     std::vector<double> us;
     const int warmup = std::max(10, iterations / 10);
     for (int it = 0; it < warmup + iterations; ++it) {
-      const std::vector<baton::Tensor>& in = shapes[changing ? it % 2 : 0];
+      const int shape = changing ? it % 2 : (it - warmup < iterations / 2 ? 0 : 1);
+      const std::vector<baton::Tensor>& in = shapes[shape];
       for (size_t i = 0; i < in.size(); ++i) {
         if (!m.set_input(i, in[i].view()).ok()) std::abort();
       }
+      if (!flush.empty()) {
+        // Written, not read: every line of the buffer displaces a line of the runtime's state.
+        std::memset(flush.data(), it & 0xff, flush.size());
+      }
       const auto start = Clock::now();
       const baton::Status st = m.execute();
+      const auto end = Clock::now();
+      if (it >= warmup) {
+        call_us[changing ? 1 : 0].push_back(
+            std::chrono::duration<double, std::micro>(end - start).count());
+      }
       if (!st.ok()) {
         std::fprintf(stderr, "%s\n", st.to_string().c_str());
         std::abort();
@@ -117,16 +142,25 @@ int main(int argc, char** argv) {
     }
     return us;
   };
+  auto trimmed_mean = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t cut = v.size() / 10;
+    double sum = 0;
+    for (size_t i = cut; i < v.size() - cut; ++i) sum += v[i];
+    return sum / static_cast<double>(v.size() - 2 * cut);
+  };
   const std::vector<double> same = measure(false);
   const std::vector<double> changing = measure(true);
   std::printf(
       "{\"program\": \"%s\", \"symbols\": %zu, \"instructions\": %zu, \"iterations\": %d, "
       "\"same_us\": {\"median\": %.3f, \"p90\": %.3f}, \"changing_us\": {\"median\": %.3f, "
       "\"p90\": %.3f}, \"resolve_us\": %.3f, \"of_which_sizes_us\": %.3f, "
-      "\"of_which_kernel_resize_us\": %.3f}\n",
+      "\"of_which_kernel_resize_us\": %.3f, \"flush_mb\": %zu, \"call_us\": {\"same\": %.3f, "
+      "\"changing\": %.3f}, \"call_difference_us\": %.3f}\n",
       argv[1], m.num_symbols(), m.num_instructions(), iterations, quantile(same, 0.5),
       quantile(same, 0.9), quantile(changing, 0.5), quantile(changing, 0.9),
       quantile(changing, 0.5) - quantile(same, 0.5), quantile(sizes_us, 0.5),
-      quantile(kernels_us, 0.5));
+      quantile(kernels_us, 0.5), flush_mb, trimmed_mean(call_us[0]), trimmed_mean(call_us[1]),
+      trimmed_mean(call_us[1]) - trimmed_mean(call_us[0]));
   return 0;
 }
