@@ -156,11 +156,12 @@ int main(int argc, char** argv) {
       "\"same_us\": {\"median\": %.3f, \"p90\": %.3f}, \"changing_us\": {\"median\": %.3f, "
       "\"p90\": %.3f}, \"resolve_us\": %.3f, \"of_which_sizes_us\": %.3f, "
       "\"of_which_kernel_resize_us\": %.3f, \"flush_mb\": %zu, \"call_us\": {\"same\": %.3f, "
-      "\"changing\": %.3f}, \"call_difference_us\": %.3f}\n",
+      "\"changing\": %.3f}, \"call_difference_us\": %.3f, \"call_p25_difference_us\": %.3f}\n",
       argv[1], m.num_symbols(), m.num_instructions(), iterations, quantile(same, 0.5),
       quantile(same, 0.9), quantile(changing, 0.5), quantile(changing, 0.9),
       quantile(changing, 0.5) - quantile(same, 0.5), quantile(sizes_us, 0.5),
       quantile(kernels_us, 0.5), flush_mb, trimmed_mean(call_us[0]), trimmed_mean(call_us[1]),
-      trimmed_mean(call_us[1]) - trimmed_mean(call_us[0]));
+      trimmed_mean(call_us[1]) - trimmed_mean(call_us[0]),
+      quantile(call_us[1], 0.25) - quantile(call_us[0], 0.25));
   return 0;
 }
