@@ -6,32 +6,47 @@
 
 namespace baton::format {
 
-Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
-                           std::span<int64_t> out) {
+SizeExprList::SizeExprList(const fb::Method& method) {
   const auto* list = method.size_exprs();
   const uint32_t n = detail::vsize(list);
+  nodes_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
     const fb::SizeExpr* e = list->Get(i);
-    const auto* ops = e->operands();
-    const uint32_t k = detail::vsize(ops);
-    auto operand = [&](uint32_t j) { return out[ops->Get(j)]; };
+    Node node;
+    node.op = static_cast<uint8_t>(e->op());
+    node.value = e->value();
+    node.first = static_cast<uint32_t>(operands_.size());
+    node.count = detail::vsize(e->operands());
+    for (uint32_t j = 0; j < node.count; ++j) operands_.push_back(e->operands()->Get(j));
+    nodes_.push_back(node);
+  }
+}
+
+Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& e = nodes_[i];
+    const uint32_t* ops = operands_.data() + e.first;
+    auto operand = [&](uint32_t j) { return out[ops[j]]; };
+    const auto op = static_cast<fb::SizeOp>(e.op);
     int64_t v = 0;
     bool ok = true;
-    switch (e->op()) {
+    switch (op) {
       case fb::SizeOp::Const:
-        v = e->value();
+        v = e.value;
         break;
       case fb::SizeOp::Symbol:
-        ok = e->value() >= 0 && static_cast<uint64_t>(e->value()) < symbols.size();
-        if (ok) v = symbols[e->value()];
+        ok = e.value >= 0 && static_cast<uint64_t>(e.value) < symbols.size();
+        if (ok) v = symbols[e.value];
         break;
       case fb::SizeOp::Add:
         v = 0;
-        for (uint32_t j = 0; j < k && ok; ++j) ok = !__builtin_add_overflow(v, operand(j), &v);
+        for (uint32_t j = 0; j < e.count && ok; ++j)
+          ok = !__builtin_add_overflow(v, operand(j), &v);
         break;
       case fb::SizeOp::Mul:
         v = 1;
-        for (uint32_t j = 0; j < k && ok; ++j) ok = !__builtin_mul_overflow(v, operand(j), &v);
+        for (uint32_t j = 0; j < e.count && ok; ++j)
+          ok = !__builtin_mul_overflow(v, operand(j), &v);
         break;
       case fb::SizeOp::FloorDiv:
       case fb::SizeOp::CeilDiv: {
@@ -39,7 +54,7 @@ Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> sy
         ok = b > 0;
         if (ok) {
           v = a / b;
-          if (a % b != 0) v += e->op() == fb::SizeOp::CeilDiv ? (a > 0 ? 1 : 0) : (a < 0 ? -1 : 0);
+          if (a % b != 0) v += op == fb::SizeOp::CeilDiv ? (a > 0 ? 1 : 0) : (a < 0 ? -1 : 0);
         }
         break;
       }
@@ -57,11 +72,16 @@ Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> sy
       return BATON_ERROR(InvalidArgument,
                          "size expression {} ({}) cannot be evaluated at these sizes: an overflow, "
                          "a division by a non-positive value or a bad symbol",
-                         i, fb::EnumNameSizeOp(e->op()));
+                         i, fb::EnumNameSizeOp(op));
     }
     out[i] = v;
   }
   return Status();
+}
+
+Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
+                           std::span<int64_t> out) {
+  return SizeExprList(method).evaluate(symbols, out);
 }
 
 namespace {

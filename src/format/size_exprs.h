@@ -4,13 +4,14 @@
 // once per call from the symbols its inputs bind).
 //
 // The list is in dependency order (operands before the expressions that read them), so one pass
-// computes every value; it allocates nothing. Arithmetic is checked: an overflow, a division by a
+// computes every value. Arithmetic is checked: an overflow, a division by a
 // non-positive value or a symbol number out of range is an error, never a wrapped value.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "baton/core/error.h"
 
@@ -25,6 +26,27 @@ namespace baton::format {
 // in the list, operand counts right).
 Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
                            std::span<int64_t> out);
+
+// The same list copied out of the file into two flat arrays, for the runtime, which evaluates it
+// on every change of shape: reading each expression's table and operand vector from the file
+// touched several cache lines per expression. Made once at load (allocates); evaluate() allocates
+// nothing and gives what evaluate_size_exprs gives.
+class SizeExprList {
+ public:
+  SizeExprList() = default;
+  explicit SizeExprList(const fb::Method& method);
+  size_t size() const { return nodes_.size(); }
+  Status evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const;
+
+ private:
+  struct Node {
+    uint8_t op = 0;  // fb::SizeOp
+    int64_t value = 0;
+    uint32_t first = 0, count = 0;  // its operands in operands_
+  };
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> operands_;
+};
 
 // Expression `e` as text ("batch", "(sequence + -1)", "floor(batch * 32 / 16)"), for messages,
 // Method::input_dims and inspect. At most `max_nodes` nodes are spelled out ("..." for the rest):

@@ -76,8 +76,15 @@ struct Method::Impl {
     int value = -1;
     std::span<const uint32_t> dims;  // indices into fm->size_exprs()
     std::span<const int64_t> max;    // the file's sizes: what memory was planned for
-    std::vector<int64_t> sizes;
+    std::span<int64_t> sizes;
   };
+  // What the entries' spans point at, one contiguous array each (sized once in load_values), so
+  // that writing every size on a change of shape reads and writes a few cache lines rather than
+  // one heap block per entry plus the file's tables: between two calls of a large model its
+  // weights evict all of them.
+  std::vector<uint32_t> dims_storage;
+  std::vector<int64_t> max_storage;
+  std::vector<int64_t> size_storage;
   // One entry per input with dims, and one per distinct dims of the other tensors (which share
   // it); never resized after load_values: views point into it.
   std::vector<DynamicTensor> dynamic;
@@ -87,6 +94,7 @@ struct Method::Impl {
   std::vector<int64_t> bound;          // per symbol: the size an input gave it, -1 before
   std::vector<int> bound_by;           // per symbol: input, axis (packed input * 64 + axis)
   std::vector<int64_t> expr_values;    // per size expression
+  format::SizeExprList exprs;          // fm->size_exprs(), decoded at load
   // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
   std::vector<int64_t> expr_at_min;
   std::vector<uint32_t> dynamic_kernels;  // kernel steps with a dynamic value
@@ -225,7 +233,7 @@ struct Method::Impl {
                             "give it a size; recompile the model",
                             name, symbol_name(s));
     }
-    if (Status st = format::evaluate_size_exprs(*fm, bound, expr_values); !st.ok()) {
+    if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) {
       return Status(Error::InvalidArgument, fmt::format("method '{}': {}", name, st.message()));
     }
     // Relations between inputs: an input dimension that is an expression of symbols other inputs
@@ -294,7 +302,7 @@ struct Method::Impl {
     std::vector<int64_t> min;
     for (uint32_t s = 0; s < symbol_max.size(); ++s) min.push_back(fm->symbols()->Get(s)->min());
     for (const std::vector<int64_t>* at : {&min, &symbol_max}) {
-      if (Status st = format::evaluate_size_exprs(*fm, *at, expr_values); !st.ok()) {
+      if (Status st = exprs.evaluate(*at, expr_values); !st.ok()) {
         return Status(Error::InvalidProgram, fmt::format("method '{}': {}", name, st.message()));
       }
       if (at == &min) expr_at_min = expr_values;
@@ -351,12 +359,21 @@ struct Method::Impl {
     values.resize(n);
     planned.assign(n, nullptr);
     dynamic_of.assign(n, -1);
-    size_t dynamic_count = 0;
+    size_t dynamic_count = 0, dynamic_dims = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Tensor* t = list->Get(i)->value_as_Tensor();
-      if (t != nullptr && t->dims() != nullptr && t->dims()->size() > 0) ++dynamic_count;
+      if (t != nullptr && t->dims() != nullptr && t->dims()->size() > 0) {
+        ++dynamic_count;
+        dynamic_dims += t->dims()->size();
+      }
     }
     dynamic.reserve(dynamic_count);
+    // At most this many dims (fewer when tensors share an entry); never grown after, so the
+    // entries' spans stay valid.
+    dims_storage.resize(dynamic_dims);
+    max_storage.resize(dynamic_dims);
+    size_storage.resize(dynamic_dims);
+    size_t used_dims = 0;
     const std::span<const int32_t> inputs_of_file = span_of(fm->inputs());
     std::map<std::vector<uint32_t>, int> shape_index;  // non-input shapes, by their expressions
     const uint32_t nsym = fm->symbols() == nullptr ? 0 : fm->symbols()->size();
@@ -364,6 +381,7 @@ struct Method::Impl {
     bound.assign(nsym, -1);
     bound_by.assign(nsym, 0);
     expr_values.assign(fm->size_exprs() == nullptr ? 0 : fm->size_exprs()->size(), 0);
+    exprs = format::SizeExprList(*fm);
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Value* fv = list->Get(i);
       Value& v = values[i];
@@ -401,9 +419,14 @@ struct Method::Impl {
             if (shared == shape_index.end()) {
               DynamicTensor& d = dynamic.emplace_back();
               d.value = static_cast<int>(i);
-              d.dims = dims;
-              d.max = view.sizes;
-              d.sizes.assign(view.sizes.begin(), view.sizes.end());
+              const size_t rank = dims.size();
+              std::copy(dims.begin(), dims.end(), dims_storage.begin() + used_dims);
+              std::copy(view.sizes.begin(), view.sizes.end(), max_storage.begin() + used_dims);
+              std::copy(view.sizes.begin(), view.sizes.end(), size_storage.begin() + used_dims);
+              d.dims = std::span<const uint32_t>(dims_storage.data() + used_dims, rank);
+              d.max = std::span<const int64_t>(max_storage.data() + used_dims, rank);
+              d.sizes = std::span<int64_t>(size_storage.data() + used_dims, rank);
+              used_dims += rank;
               const int index = static_cast<int>(dynamic.size()) - 1;
               if (!input) shared = shape_index.emplace(key, index).first;
               dynamic_of[i] = index;

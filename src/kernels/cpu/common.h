@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,37 @@
 namespace baton::kernels::cpu {
 
 using ops::product;
+
+// The sizes of N tensors as a kernel last planned for them. A kernel that follows_sizes() with a
+// plan (a broadcast, a strided view) asks changed() at the start of run() and replans only then:
+// comparing a few sizes costs nanoseconds, and the replanning happens where the kernel's state
+// and values are in cache anyway, instead of in a separate pass over every kernel when a call's
+// shape changes (which, with a large model's weights streaming through the caches between
+// calls, missed the cache on every kernel).
+template <size_t N>
+class PlannedSizes {
+ public:
+  // True (and the sizes recorded) when any of `sizes` differs from the recorded ones.
+  bool changed(const std::array<std::span<const int64_t>, N>& sizes) {
+    bool same = true;
+    for (size_t k = 0; k < N && same; ++k) {
+      same = sizes[k].size() == rank_[k] &&
+             std::equal(sizes[k].begin(), sizes[k].end(), sizes_[k].begin());
+    }
+    if (same) return false;
+    for (size_t k = 0; k < N; ++k) {
+      rank_[k] = sizes[k].size();
+      std::copy(sizes[k].begin(), sizes[k].end(), sizes_[k].begin());
+    }
+    return true;
+  }
+  // After a failed replan: the next changed() is true whatever the sizes.
+  void forget() { rank_.fill(SIZE_MAX); }
+
+ private:
+  std::array<size_t, N> rank_{};
+  std::array<std::array<int64_t, kMaxRank>, N> sizes_{};
+};
 
 // Copies input 0's bytes to output 0: Identity, Reshape, Flatten, Squeeze and Unsqueeze only
 // change the shape. Baton's kernels are out-variant (outputs never alias inputs) except these:

@@ -121,12 +121,15 @@ class BinaryKernel final : public runtime::Kernel {
         args_(args),
         failure_(std::move(failure)) {}
 
+  // Dynamic shapes: run() replans the broadcast when its sizes changed (PlannedSizes).
   Status resize() override {
-    make_broadcast_plan_into<2>(plan_, out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+    plan();
     return Status::ok_status();
   }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
+    if (planned_.changed({a_->tensor.sizes, b_->tensor.sizes, out_->tensor.sizes})) plan();
     if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_)) {
       return Status(Error::InvalidArgument, failure_);
     }
@@ -137,7 +140,12 @@ class BinaryKernel final : public runtime::Kernel {
   const runtime::Value* a_;
   const runtime::Value* b_;
   runtime::Value* out_;
+  void plan() {
+    make_broadcast_plan_into<2>(plan_, out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+  }
+
   BroadcastPlan<2> plan_;
+  PlannedSizes<3> planned_;
   BinaryLoopFn loop_;
   ops::ElementwiseArgs args_;
   std::string failure_;  // built at create: run() formats nothing

@@ -86,10 +86,16 @@ class AttentionKernel final : public runtime::Kernel {
 
   // Batch, query and key lengths may change (every dimension may): the tiles are cut again, as a
   // kernel created at the new sizes cuts them, within the scratch reserved for the largest.
+  // run() does so when the sizes changed (PlannedSizes), so the runtime does not resize it.
   Status resize() override {
+    plan();
+    return Status::ok_status();
+  }
+  bool follows_sizes() const override { return true; }
+
+  void plan() {
     size_attention(q_->tensor, k_->tensor, v_->tensor, mask_ ? &mask_->tensor : nullptr, s_);
     tile_ = row_tile(s_.sq, s_.sk);
-    return Status::ok_status();
   }
 
   // The scratch, reserved once at create: each thread of the pool gets the scores of one tile of
@@ -117,6 +123,11 @@ class AttentionKernel final : public runtime::Kernel {
   }
 
   Status run() override {
+    static const TensorView kNoMask;
+    if (planned_.changed({q_->tensor.sizes, k_->tensor.sizes, v_->tensor.sizes,
+                          (mask_ ? mask_->tensor : kNoMask).sizes})) {
+      plan();
+    }
     const int64_t sq = s_.sq, sk = s_.sk, d = s_.d, dv = s_.dv;
     if (s_.batches == 0 || sq == 0 || dv == 0) return Status::ok_status();
     const W* q = as_blas<S>(q_->tensor, q_buffer_);
@@ -213,6 +224,7 @@ class AttentionKernel final : public runtime::Kernel {
   const runtime::Value* v_;
   const runtime::Value* mask_;
   runtime::Value* y_;
+  PlannedSizes<4> planned_;  // the sizes s_ and tile_ were computed for
   AttentionShape s_;
   runtime::ThreadPool* pool_;
   int64_t tile_;  // query rows per work item

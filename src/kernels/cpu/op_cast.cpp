@@ -58,29 +58,26 @@ SO convert(SI v) {
 template <typename SI, typename SO>
 class CastKernel final : public runtime::Kernel {
  public:
-  CastKernel(const runtime::Value* in, runtime::Value* out, int64_t numel)
-      : in_(in), out_(out), numel_(numel) {}
+  CastKernel(const runtime::Value* in, runtime::Value* out) : in_(in), out_(out) {}
 
   Status run() override {
     const SI* x = in_->tensor.data_as<const SI>();
     SO* y = out_->tensor.data_as<SO>();
+    const int64_t numel = in_->tensor.numel();  // dynamic shapes: the current count
     if constexpr (std::is_same_v<SI, SO>) {
-      if (numel_ != 0) std::memcpy(y, x, static_cast<size_t>(numel_) * sizeof(SI));
+      if (numel != 0) std::memcpy(y, x, static_cast<size_t>(numel) * sizeof(SI));
     } else {
-      for (int64_t i = 0; i < numel_; ++i) y[i] = convert<SO>(x[i]);
+      for (int64_t i = 0; i < numel; ++i) y[i] = convert<SO>(x[i]);
     }
     return Status::ok_status();
   }
 
-  Status resize() override {
-    numel_ = in_->tensor.numel();
-    return Status::ok_status();
-  }
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
  private:
   const runtime::Value* in_;
   runtime::Value* out_;
-  int64_t numel_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -89,9 +86,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   runtime::Value* out = call.outputs[0];
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<kAll>(in->tensor.dtype, [&]<typename SI>() {
-    dispatch<kAll>(out->tensor.dtype, [&]<typename SO>() {
-      kernel = std::make_unique<CastKernel<SI, SO>>(in, out, in->tensor.numel());
-    });
+    dispatch<kAll>(out->tensor.dtype,
+                   [&]<typename SO>() { kernel = std::make_unique<CastKernel<SI, SO>>(in, out); });
   });
   if (!kernel) return no_kernel_for(call, out->tensor.dtype);
   return kernel;

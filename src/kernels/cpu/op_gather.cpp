@@ -46,12 +46,17 @@ class GatherKernel final : public runtime::Kernel {
         s_(gather_shape(data->tensor, indices->tensor, out->tensor, axis)),
         what_(std::move(what)) {}
 
+  // Dynamic shapes: run() recomputes the counts when the sizes changed (PlannedSizes).
   Status resize() override {
     s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
     return Status::ok_status();
   }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
+    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes, out_->tensor.sizes})) {
+      s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
+    }
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&s_.n, 1), what_));
     const Index* idx = indices_->tensor.data_as<const Index>();
     if (s_.block == 0) return Status::ok_status();
@@ -73,6 +78,7 @@ class GatherKernel final : public runtime::Kernel {
   const runtime::Value* indices_;
   runtime::Value* out_;
   size_t axis_;
+  PlannedSizes<3> planned_;  // the sizes s_ was computed for
   GatherShape s_;
   std::string what_;
 };

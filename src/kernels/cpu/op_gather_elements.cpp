@@ -22,13 +22,16 @@ class GatherElementsKernel final : public runtime::Kernel {
     plan();
   }
 
-  // Any dimension of data or indices may change.
+  // Any dimension of data or indices may change: run() plans again when they did (PlannedSizes),
+  // so the runtime does not resize it per call.
   Status resize() override {
     plan();
     return Status::ok_status();
   }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
+    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes})) plan();
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&n_, 1), what_));
     const Index* idx = indices_->tensor.data_as<const Index>();
     const Word* data = data_->tensor.data_as<const Word>();
@@ -67,6 +70,7 @@ class GatherElementsKernel final : public runtime::Kernel {
   runtime::Value* out_;
   size_t axis_;
   BroadcastPlan<1> plan_;
+  PlannedSizes<2> planned_;
   int64_t n_ = 0;
   int64_t axis_stride_ = 0;
   std::string what_;

@@ -41,6 +41,7 @@ class RangeKernel final : public runtime::Kernel {
 
   // run() fills the output's current element count.
   Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
  private:
   const runtime::Value* start_;

@@ -25,6 +25,7 @@ class ShapeKernel final : public runtime::Kernel {
 
   // run() reads the input's sizes as they are; the output's rank never changes.
   Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
  private:
   const runtime::Value* in_;

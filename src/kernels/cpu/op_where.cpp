@@ -44,16 +44,22 @@ class WhereKernel final : public runtime::Kernel {
   }
 
   Status run() override {
+    if (planned_.changed(
+            {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes, out_->tensor.sizes})) {
+      plan();
+    }
     fn_(plan_, cond_->tensor.data_as<const uint8_t>(), x_->tensor.data, y_->tensor.data,
         out_->tensor.data);
     return Status::ok_status();
   }
 
-  // Any dimension of any input may change; the broadcast is planned again.
+  // Any dimension of any input may change; run() plans the broadcast again when the sizes did
+  // (PlannedSizes), so the runtime does not resize it per call.
   Status resize() override {
     plan();
     return Status::ok_status();
   }
+  bool follows_sizes() const override { return true; }
 
  private:
   void plan() {
@@ -66,6 +72,7 @@ class WhereKernel final : public runtime::Kernel {
   const runtime::Value* y_;
   runtime::Value* out_;
   BroadcastPlan<3> plan_;
+  PlannedSizes<4> planned_;
   SelectFn fn_;
 };
 

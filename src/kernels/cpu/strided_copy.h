@@ -108,13 +108,28 @@ class StridedCopyKernel : public runtime::Kernel {
       : in_(in), out_(out), element_size_(dtype_size(in->tensor.dtype)) {}
 
   Status run() override {
+    if (planned_.changed({in_->tensor.sizes, out_->tensor.sizes})) {
+      if (Status st = plan_view(); !st.ok()) {
+        planned_.forget();
+        return st;
+      }
+    }
     copy_.run(in_->tensor.data, out_->tensor.data);
     return Status::ok_status();
   }
 
+  // Dynamic shapes: run() replans when its sizes changed (PlannedSizes), so the runtime does not
+  // resize it per call; resize() plans now (at load, to check the sizes are ones it takes).
   Status resize() override { return plan(); }
+  bool follows_sizes() const override { return true; }
 
   Status plan() {
+    planned_.changed({in_->tensor.sizes, out_->tensor.sizes});
+    return plan_view();
+  }
+
+ private:
+  Status plan_view() {
     StridedView v;
     BATON_TRY(view(v));
     copy_.reset(std::span<const int64_t>(v.sizes.data(), v.rank),
@@ -132,6 +147,7 @@ class StridedCopyKernel : public runtime::Kernel {
  private:
   size_t element_size_;
   StridedCopy copy_;
+  PlannedSizes<2> planned_;
 };
 
 // A StridedCopyKernel `K` (constructed from input 0, output 0 and `args`) of `call`, planned at
