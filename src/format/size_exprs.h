@@ -36,6 +36,9 @@ class SizeExprList {
   SizeExprList() = default;
   explicit SizeExprList(const fb::Method& method);
   size_t size() const { return nodes_.size(); }
+  // Expression e's operation (an fb::SizeOp) and value (a Const's number, a Symbol's index).
+  uint8_t op(uint32_t e) const { return nodes_[e].op; }
+  int64_t value(uint32_t e) const { return nodes_[e].value; }
   Status evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const;
 
  private:

@@ -143,9 +143,12 @@ struct Method::Impl {
 
   std::string expr_text(uint32_t e) const { return format::size_expr_text(*fm, e); }
 
-  bool is_symbol(uint32_t e) const { return fm->size_exprs()->Get(e)->op() == fb::SizeOp::Symbol; }
+  // From the decoded list, not the file's tables: resolve() asks on every change of shape.
+  bool is_symbol(uint32_t e) const {
+    return exprs.op(e) == static_cast<uint8_t>(fb::SizeOp::Symbol);
+  }
   bool is_constant_expr(uint32_t e) const {
-    return fm->size_exprs()->Get(e)->op() == fb::SizeOp::Const;
+    return exprs.op(e) == static_cast<uint8_t>(fb::SizeOp::Const);
   }
 
   // Checks an input's sizes against its dims and records them. A dynamic dimension must lie in
@@ -175,8 +178,7 @@ struct Method::Impl {
                               "{} (shape {})",
                               index, input_name, a, v, d.max[a], expected());
       } else if (is_symbol(e)) {
-        const auto* s =
-            fm->symbols()->Get(static_cast<uint32_t>(fm->size_exprs()->Get(e)->value()));
+        const auto* s = fm->symbols()->Get(static_cast<uint32_t>(exprs.value(e)));
         BATON_CHECK_OR_RETURN(s->min() <= v && v <= s->max(), InvalidArgument,
                               "input {} ('{}'): axis {} ('{}') has size {}, outside the range "
                               "{}..{} the program was compiled for (shape {}); recompile with a "
@@ -212,7 +214,7 @@ struct Method::Impl {
       const DynamicTensor& d = dynamic[di];
       for (size_t a = 0; a < d.dims.size(); ++a) {
         if (!is_symbol(d.dims[a])) continue;
-        const auto s = static_cast<size_t>(fm->size_exprs()->Get(d.dims[a])->value());
+        const auto s = static_cast<size_t>(exprs.value(d.dims[a]));
         if (bound[s] < 0) {
           bound[s] = d.sizes[a];
           bound_by[s] = static_cast<int>(i * 64 + a);
