@@ -111,8 +111,9 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
                           dim_flag, d.name, d.same_as, dim_flag, d.same_as);
     BATON_CHECK_OR_RETURN(target->same_as.empty(), InvalidArgument,
                           "{}: '{}' is the same dimension as '{}', which is itself the same as "
-                          "'{}': name the one with the range ({}={})",
-                          dim_flag, d.name, d.same_as, target->same_as, d.name, target->same_as);
+                          "'{}': name the one with the range ({} {}={})",
+                          dim_flag, d.name, d.same_as, target->same_as, dim_flag, d.name,
+                          target->same_as);
   }
   options.dims = r.dims;
   if (!r.target_device.empty()) options.target_device = r.target_device;

@@ -4,8 +4,8 @@
 // once per call from the symbols its inputs bind).
 //
 // The list is in dependency order (operands before the expressions that read them), so one pass
-// computes every value. Arithmetic is checked: an overflow, a division by a
-// non-positive value or a symbol number out of range is an error, never a wrapped value.
+// computes every value. Arithmetic is checked: an overflow, a division by a non-positive value
+// or a symbol number out of range is an error, never a wrapped value.
 #pragma once
 
 #include <cstdint>

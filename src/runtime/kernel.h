@@ -85,7 +85,8 @@ class Kernel {
   // the loader refuses the dynamic program that needs it, naming the op.
   virtual Status resize() { return Status(Error::NotSupported, "no dynamic sizes"); }
   // True for a kernel whose run() reads every size it needs from the bound values itself (a byte
-  // count, a row count: a few multiplications against the work that follows). The runtime then
+  // count, a row count: a few multiplications against the work that follows), or replans when
+  // they changed since its last plan (PlannedSizes, kernels/cpu/common.h). The runtime then
   // calls resize() only at load, to ask whether the kernel takes dynamic sizes at all, and not on
   // every change of shape: with hundreds of kernels in a transformer, those calls were most of
   // what a change of shape cost.

@@ -91,10 +91,10 @@ struct Method::Impl {
   std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;  // per symbol, from the file
   // resolve()'s working state, sized at load so that a call allocates nothing.
-  std::vector<int64_t> bound;          // per symbol: the size an input gave it, -1 before
-  std::vector<int> bound_by;           // per symbol: input, axis (packed input * 64 + axis)
-  std::vector<int64_t> expr_values;    // per size expression
-  format::SizeExprList exprs;          // fm->size_exprs(), decoded at load
+  std::vector<int64_t> bound;        // per symbol: the size an input gave it, -1 before
+  std::vector<int> bound_by;         // per symbol: input, axis (packed input * 64 + axis)
+  std::vector<int64_t> expr_values;  // per size expression
+  format::SizeExprList exprs;        // fm->size_exprs(), decoded at load
   // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
   std::vector<int64_t> expr_at_min;
   std::vector<uint32_t> dynamic_kernels;  // kernel steps with a dynamic value

@@ -223,7 +223,8 @@ class Method {
   // With Profiling::instructions, for a dynamic method: what the last execute() spent resolving
   // sizes because its input shapes changed (both zero when they did not): binding the symbols,
   // evaluating the size expressions and writing every dynamic tensor's sizes; and resizing the
-  // kernels (Kernel::resize).
+  // kernels that need it (Kernel::resize). Kernels that follow their sizes (follows_sizes())
+  // replan inside their own instruction, so that work is in instruction_times(), not here.
   struct ResolveTimes {
     std::chrono::nanoseconds sizes{0};
     std::chrono::nanoseconds kernels{0};

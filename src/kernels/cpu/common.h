@@ -47,10 +47,16 @@ class PlannedSizes {
     return true;
   }
   // After a failed replan: the next changed() is true whatever the sizes.
-  void forget() { rank_.fill(SIZE_MAX); }
+  void forget() { rank_.fill(kNone); }
 
  private:
-  std::array<size_t, N> rank_{};
+  // No sizes recorded (a rank no tensor has): the first changed() is true even for scalars.
+  static constexpr size_t kNone = SIZE_MAX;
+  std::array<size_t, N> rank_ = [] {
+    std::array<size_t, N> r;
+    r.fill(kNone);
+    return r;
+  }();
   std::array<std::array<int64_t, kMaxRank>, N> sizes_{};
 };
 

@@ -111,25 +111,20 @@ using BinaryLoopFn = bool (*)(const BroadcastPlan<2>&, const void*, const void*,
 class BinaryKernel final : public runtime::Kernel {
  public:
   BinaryKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* out,
-               const BroadcastPlan<2>& plan, BinaryLoopFn loop, const ops::ElementwiseArgs& args,
-               std::string failure)
-      : a_(a),
-        b_(b),
-        out_(out),
-        plan_(plan),
-        loop_(loop),
-        args_(args),
-        failure_(std::move(failure)) {}
+               BinaryLoopFn loop, const ops::ElementwiseArgs& args, std::string failure)
+      : a_(a), b_(b), out_(out), loop_(loop), args_(args), failure_(std::move(failure)) {
+    follow();
+  }
 
   // Dynamic shapes: run() replans the broadcast when its sizes changed (PlannedSizes).
   Status resize() override {
-    plan();
+    follow();
     return Status::ok_status();
   }
   bool follows_sizes() const override { return true; }
 
   Status run() override {
-    if (planned_.changed({a_->tensor.sizes, b_->tensor.sizes, out_->tensor.sizes})) plan();
+    follow();
     if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_)) {
       return Status(Error::InvalidArgument, failure_);
     }
@@ -140,8 +135,11 @@ class BinaryKernel final : public runtime::Kernel {
   const runtime::Value* a_;
   const runtime::Value* b_;
   runtime::Value* out_;
-  void plan() {
-    make_broadcast_plan_into<2>(plan_, out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+  // The broadcast plan for the current sizes, made again only when they changed.
+  void follow() {
+    if (planned_.changed({a_->tensor.sizes, b_->tensor.sizes, out_->tensor.sizes})) {
+      make_broadcast_plan_into<2>(plan_, out_->tensor.sizes, {a_->tensor.sizes, b_->tensor.sizes});
+    }
   }
 
   BroadcastPlan<2> plan_;
@@ -166,11 +164,10 @@ Result<std::unique_ptr<runtime::Kernel>> create_binary(const runtime::KernelCall
     }
   });
   if (loop == nullptr) return no_kernel_for(call, a.dtype);
-  const auto plan = make_broadcast_plan<2>(call.output(0).sizes, {a.sizes, b.sizes});
   std::string failure =
       fmt::format("{}: integer division by zero (the divisor input holds a 0)", call.describe());
   return std::unique_ptr<runtime::Kernel>(std::make_unique<BinaryKernel>(
-      call.inputs[0], call.inputs[1], call.outputs[0], plan, loop, args, std::move(failure)));
+      call.inputs[0], call.inputs[1], call.outputs[0], loop, args, std::move(failure)));
 }
 
 }  // namespace baton::kernels::cpu

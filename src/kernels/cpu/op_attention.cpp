@@ -82,20 +82,26 @@ class AttentionKernel final : public runtime::Kernel {
                                              : size_t{0},
                                          gemm_scratch_bound(false, false, s_.sq, s_.dv, s_.sk))
                               : std::max(gemm_scratch(false, !s_.k_transposed, tile_, s_.sk, s_.d),
-                                         gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {}
+                                         gemm_scratch(false, false, tile_, s_.dv, s_.sk))) {
+    follow();  // records the sizes s_ and tile_ were made for
+  }
 
   // Batch, query and key lengths may change (every dimension may): the tiles are cut again, as a
   // kernel created at the new sizes cuts them, within the scratch reserved for the largest.
   // run() does so when the sizes changed (PlannedSizes), so the runtime does not resize it.
   Status resize() override {
-    plan();
+    follow();
     return Status::ok_status();
   }
   bool follows_sizes() const override { return true; }
 
-  void plan() {
-    size_attention(q_->tensor, k_->tensor, v_->tensor, mask_ ? &mask_->tensor : nullptr, s_);
-    tile_ = row_tile(s_.sq, s_.sk);
+  // s_ and tile_ for the current sizes, computed again only when they changed.
+  void follow() {
+    const std::span<const int64_t> mask = mask_ ? mask_->tensor.sizes : std::span<const int64_t>();
+    if (planned_.changed({q_->tensor.sizes, k_->tensor.sizes, v_->tensor.sizes, mask})) {
+      size_attention(q_->tensor, k_->tensor, v_->tensor, mask_ ? &mask_->tensor : nullptr, s_);
+      tile_ = row_tile(s_.sq, s_.sk);
+    }
   }
 
   // The scratch, reserved once at create: each thread of the pool gets the scores of one tile of
@@ -123,11 +129,7 @@ class AttentionKernel final : public runtime::Kernel {
   }
 
   Status run() override {
-    static const TensorView kNoMask;
-    if (planned_.changed({q_->tensor.sizes, k_->tensor.sizes, v_->tensor.sizes,
-                          (mask_ ? mask_->tensor : kNoMask).sizes})) {
-      plan();
-    }
+    follow();
     const int64_t sq = s_.sq, sk = s_.sk, d = s_.d, dv = s_.dv;
     if (s_.batches == 0 || sq == 0 || dv == 0) return Status::ok_status();
     const W* q = as_blas<S>(q_->tensor, q_buffer_);

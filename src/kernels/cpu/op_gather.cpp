@@ -39,24 +39,19 @@ class GatherKernel final : public runtime::Kernel {
  public:
   GatherKernel(const runtime::Value* data, const runtime::Value* indices, runtime::Value* out,
                size_t axis, std::string what)
-      : data_(data),
-        indices_(indices),
-        out_(out),
-        axis_(axis),
-        s_(gather_shape(data->tensor, indices->tensor, out->tensor, axis)),
-        what_(std::move(what)) {}
+      : data_(data), indices_(indices), out_(out), axis_(axis), what_(std::move(what)) {
+    follow();
+  }
 
   // Dynamic shapes: run() recomputes the counts when the sizes changed (PlannedSizes).
   Status resize() override {
-    s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
+    follow();
     return Status::ok_status();
   }
   bool follows_sizes() const override { return true; }
 
   Status run() override {
-    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes, out_->tensor.sizes})) {
-      s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
-    }
+    follow();
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&s_.n, 1), what_));
     const Index* idx = indices_->tensor.data_as<const Index>();
     if (s_.block == 0) return Status::ok_status();
@@ -74,6 +69,12 @@ class GatherKernel final : public runtime::Kernel {
   }
 
  private:
+  void follow() {
+    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes, out_->tensor.sizes})) {
+      s_ = gather_shape(data_->tensor, indices_->tensor, out_->tensor, axis_);
+    }
+  }
+
   const runtime::Value* data_;
   const runtime::Value* indices_;
   runtime::Value* out_;

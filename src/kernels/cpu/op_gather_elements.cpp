@@ -19,19 +19,19 @@ class GatherElementsKernel final : public runtime::Kernel {
   GatherElementsKernel(const runtime::Value* data, const runtime::Value* indices,
                        runtime::Value* out, size_t axis, std::string what)
       : data_(data), indices_(indices), out_(out), axis_(axis), what_(std::move(what)) {
-    plan();
+    follow();
   }
 
   // Any dimension of data or indices may change: run() plans again when they did (PlannedSizes),
   // so the runtime does not resize it per call.
   Status resize() override {
-    plan();
+    follow();
     return Status::ok_status();
   }
   bool follows_sizes() const override { return true; }
 
   Status run() override {
-    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes})) plan();
+    follow();
     BATON_TRY(check_indices<Index>(indices_->tensor, std::span<const int64_t>(&n_, 1), what_));
     const Index* idx = indices_->tensor.data_as<const Index>();
     const Word* data = data_->tensor.data_as<const Word>();
@@ -48,6 +48,11 @@ class GatherElementsKernel final : public runtime::Kernel {
   }
 
  private:
+  // The plan for the current sizes, made again only when they changed.
+  void follow() {
+    if (planned_.changed({data_->tensor.sizes, indices_->tensor.sizes})) plan();
+  }
+
   void plan() {
     const TensorView& data = data_->tensor;
     // Strides saturate only for an empty data tensor, whose output is empty too or whose axis

@@ -38,7 +38,7 @@ class SplitKernel final : public runtime::Kernel {
         const int64_t inner = product(x.sizes, axis_ + 1, x.sizes.size());
         const int64_t view[] = {product(x.sizes, 0, axis_), out.sizes[axis_], inner};
         const int64_t strides[] = {x.sizes[axis_] * inner, inner, 1};
-        copies_[o] = StridedCopy(view, strides, offset * inner, element_size);
+        copies_[o].reset(view, strides, offset * inner, element_size);
       } else {
         copies_[o] = StridedCopy();
       }

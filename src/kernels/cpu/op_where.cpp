@@ -40,14 +40,11 @@ class WhereKernel final : public runtime::Kernel {
         y_(call.inputs[2]),
         out_(call.outputs[0]),
         fn_(fn) {
-    plan();
+    follow();
   }
 
   Status run() override {
-    if (planned_.changed(
-            {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes, out_->tensor.sizes})) {
-      plan();
-    }
+    follow();
     fn_(plan_, cond_->tensor.data_as<const uint8_t>(), x_->tensor.data, y_->tensor.data,
         out_->tensor.data);
     return Status::ok_status();
@@ -56,15 +53,19 @@ class WhereKernel final : public runtime::Kernel {
   // Any dimension of any input may change; run() plans the broadcast again when the sizes did
   // (PlannedSizes), so the runtime does not resize it per call.
   Status resize() override {
-    plan();
+    follow();
     return Status::ok_status();
   }
   bool follows_sizes() const override { return true; }
 
  private:
-  void plan() {
-    make_broadcast_plan_into<3>(plan_, out_->tensor.sizes,
-                                {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes});
+  // The broadcast plan for the current sizes, made again only when they changed.
+  void follow() {
+    if (planned_.changed(
+            {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes, out_->tensor.sizes})) {
+      make_broadcast_plan_into<3>(plan_, out_->tensor.sizes,
+                                  {cond_->tensor.sizes, x_->tensor.sizes, y_->tensor.sizes});
+    }
   }
 
   const runtime::Value* cond_;

@@ -108,30 +108,26 @@ class StridedCopyKernel : public runtime::Kernel {
       : in_(in), out_(out), element_size_(dtype_size(in->tensor.dtype)) {}
 
   Status run() override {
-    if (planned_.changed({in_->tensor.sizes, out_->tensor.sizes})) {
-      if (Status st = plan_view(); !st.ok()) {
-        planned_.forget();
-        return st;
-      }
-    }
+    BATON_TRY(follow());
     copy_.run(in_->tensor.data, out_->tensor.data);
     return Status::ok_status();
   }
 
   // Dynamic shapes: run() replans when its sizes changed (PlannedSizes), so the runtime does not
-  // resize it per call; resize() plans now (at load, to check the sizes are ones it takes).
-  Status resize() override { return plan(); }
+  // resize it per call; resize() does so now (at load, to check the sizes are ones it takes).
+  Status resize() override { return follow(); }
   bool follows_sizes() const override { return true; }
 
-  Status plan() {
-    planned_.changed({in_->tensor.sizes, out_->tensor.sizes});
-    return plan_view();
-  }
-
- private:
-  Status plan_view() {
+  // The copy for the current sizes, planned again only when they changed; after a failed plan
+  // the next call plans again rather than running the old one.
+  Status follow() {
+    if (!planned_.changed({in_->tensor.sizes, out_->tensor.sizes})) return Status::ok_status();
     StridedView v;
-    BATON_TRY(view(v));
+    Status st = view(v);
+    if (!st.ok()) {
+      planned_.forget();
+      return st;
+    }
     copy_.reset(std::span<const int64_t>(v.sizes.data(), v.rank),
                 std::span<const int64_t>(v.strides.data(), v.rank), v.base, element_size_);
     return Status::ok_status();
@@ -161,7 +157,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_strided_copy(const runtime::Kern
       NotSupported, "{}: dtype {} has an element size of {} bytes", call.describe(),
       dtype_name(call.input(0).dtype), element_size);
   auto kernel = std::make_unique<K>(call.inputs[0], call.outputs[0], std::forward<Args>(args)...);
-  const Status planned = kernel->plan();
+  const Status planned = kernel->follow();
   BATON_CHECK_OR_RETURN(planned.ok(), Internal, "{}: {}", call.describe(), planned.message());
   return std::unique_ptr<runtime::Kernel>(std::move(kernel));
 }
