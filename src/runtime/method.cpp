@@ -91,8 +91,19 @@ struct Method::Impl {
   std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;  // per symbol, from the file
   // resolve()'s working state, sized at load so that a call allocates nothing.
-  std::vector<int64_t> bound;        // per symbol: the size an input gave it, -1 before
-  std::vector<int> bound_by;         // per symbol: input, axis (packed input * 64 + axis)
+  std::vector<int64_t> bound;  // per symbol: the size an input gave it, -1 before
+  std::vector<int> bound_by;   // per symbol: its entry in input_symbols that gave it
+  // The input dimensions resolve() reads, made at load (plan_resolve) so that a call walks two
+  // short arrays instead of going from each input to its entry, its dims and their expressions:
+  // after a large model's call every step of that chain missed the cache, one after the other.
+  struct InputDim {
+    const int64_t* size = nullptr;  // where bind_sizes() keeps the call's size
+    uint32_t expr = 0;              // the dimension's size expression
+    uint32_t symbol = 0;            // input_symbols: the symbol it is
+    uint32_t input = 0, axis = 0;   // for messages
+  };
+  std::vector<InputDim> input_symbols;    // dimensions that are one symbol: they bind it
+  std::vector<InputDim> input_relations;  // dimensions that are an expression: checked
   std::vector<int64_t> expr_values;  // per size expression
   format::SizeExprList exprs;        // fm->size_exprs(), decoded at load
   // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
@@ -208,49 +219,34 @@ struct Method::Impl {
     const auto start =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::fill(bound.begin(), bound.end(), -1);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const int di = dynamic_of[inputs[i]];
-      if (di < 0) continue;
-      const DynamicTensor& d = dynamic[di];
-      for (size_t a = 0; a < d.dims.size(); ++a) {
-        if (!is_symbol(d.dims[a])) continue;
-        const auto s = static_cast<size_t>(exprs.value(d.dims[a]));
-        if (bound[s] < 0) {
-          bound[s] = d.sizes[a];
-          bound_by[s] = static_cast<int>(i * 64 + a);
-        } else if (bound[s] != d.sizes[a]) {
-          const size_t first = static_cast<size_t>(bound_by[s]) / 64;
-          return BATON_ERROR(InvalidArgument,
-                             "method '{}': input {} ({}) axis {} gives '{}' the size {}, but "
-                             "input {} ({}) axis {} gives it {}; inputs that share a dimension "
-                             "name must agree",
-                             name, first, value_name(inputs[first]), bound_by[s] % 64,
-                             symbol_name(s), bound[s], i, value_name(inputs[i]), a, d.sizes[a]);
-        }
+    for (size_t k = 0; k < input_symbols.size(); ++k) {
+      const InputDim& d = input_symbols[k];
+      const int64_t v = *d.size;
+      if (bound[d.symbol] < 0) {
+        bound[d.symbol] = v;
+        bound_by[d.symbol] = static_cast<int>(k);
+      } else if (bound[d.symbol] != v) [[unlikely]] {
+        const InputDim& first = input_symbols[bound_by[d.symbol]];
+        return BATON_ERROR(InvalidArgument,
+                           "method '{}': input {} ({}) axis {} gives '{}' the size {}, but "
+                           "input {} ({}) axis {} gives it {}; inputs that share a dimension "
+                           "name must agree",
+                           name, first.input, value_name(inputs[first.input]), first.axis,
+                           symbol_name(d.symbol), bound[d.symbol], d.input,
+                           value_name(inputs[d.input]), d.axis, v);
       }
-    }
-    for (size_t s = 0; s < bound.size(); ++s) {
-      BATON_CHECK_OR_RETURN(bound[s] >= 0, InvalidProgram,
-                            "method '{}': no input dimension is the symbol '{}', so no call can "
-                            "give it a size; recompile the model",
-                            name, symbol_name(s));
     }
     if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) {
       return Status(Error::InvalidArgument, fmt::format("method '{}': {}", name, st.message()));
     }
     // Relations between inputs: an input dimension that is an expression of symbols other inputs
     // bind must have its value.
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const int di = dynamic_of[inputs[i]];
-      if (di < 0) continue;
-      const DynamicTensor& d = dynamic[di];
-      for (size_t a = 0; a < d.dims.size(); ++a) {
-        BATON_CHECK_OR_RETURN(expr_values[d.dims[a]] == d.sizes[a], InvalidArgument,
-                              "method '{}': input {} ({}) axis {} has size {}, but the other "
-                              "inputs' sizes make it {} = {}",
-                              name, i, value_name(inputs[i]), a, d.sizes[a], expr_text(d.dims[a]),
-                              expr_values[d.dims[a]]);
-      }
+    for (const InputDim& d : input_relations) {
+      BATON_CHECK_OR_RETURN(expr_values[d.expr] == *d.size, InvalidArgument,
+                            "method '{}': input {} ({}) axis {} has size {}, but the other "
+                            "inputs' sizes make it {} = {}",
+                            name, d.input, value_name(inputs[d.input]), d.axis, *d.size,
+                            expr_text(d.expr), expr_values[d.expr]);
     }
     BATON_TRY(write_sizes());
     const auto sized = timed ? std::chrono::steady_clock::now() : start;
@@ -270,20 +266,39 @@ struct Method::Impl {
     return resize_kernels(dynamic_kernels);
   }
 
+  // One flat pass over the three parallel arrays every entry's spans point into (in entry order,
+  // without holes), rather than entry by entry: they are read front to back, which the hardware
+  // prefetches, where the entries' spans were a chain of loads that each missed the cache after a
+  // large model's call.
   Status write_sizes() {
-    for (DynamicTensor& d : dynamic) {
-      for (size_t a = 0; a < d.dims.size(); ++a) {
-        const int64_t v = expr_values[d.dims[a]];
-        // The verifier checked each expression at the symbols' maxima; a hand-made expression
-        // need not be monotone, so every size is checked against the planned memory.
-        BATON_CHECK_OR_RETURN(v >= 0 && v <= d.max[a], InvalidProgram,
-                              "method '{}': tensor {} axis {} would have size {} ({}), outside "
-                              "the 0..{} its memory was planned for; the program is inconsistent",
-                              name, value_name(d.value), a, v, expr_text(d.dims[a]), d.max[a]);
-        d.sizes[a] = v;
+    const size_t n = size_storage.size();
+    const uint32_t* dims = dims_storage.data();
+    const int64_t* max = max_storage.data();
+    int64_t* sizes = size_storage.data();
+    for (size_t j = 0; j < n; ++j) {
+      const int64_t v = expr_values[dims[j]];
+      // The verifier checked each expression at the symbols' maxima; a hand-made expression
+      // need not be monotone, so every size is checked against the planned memory.
+      if (v < 0 || v > max[j]) [[unlikely]] {
+        return size_outside_plan(j, v);
       }
+      sizes[j] = v;
     }
     return Status();
+  }
+
+  // write_sizes()'s error, for dims_storage[j]: finds the tensor whose entry holds it.
+  Status size_outside_plan(size_t j, int64_t v) const {
+    for (const DynamicTensor& d : dynamic) {
+      const size_t first = static_cast<size_t>(d.dims.data() - dims_storage.data());
+      if (j < first || j >= first + d.dims.size()) continue;
+      return BATON_ERROR(InvalidProgram,
+                         "method '{}': tensor {} axis {} would have size {} ({}), outside the "
+                         "0..{} its memory was planned for; the program is inconsistent",
+                         name, value_name(d.value), j - first, v, expr_text(dims_storage[j]),
+                         max_storage[j]);
+    }
+    return BATON_ERROR(InvalidProgram, "method '{}': size {} lies in no tensor", name, j);
   }
 
   Status resize_kernels(const std::vector<uint32_t>& which) {
@@ -292,6 +307,37 @@ struct Method::Impl {
         return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
                                              steps[i].description, st.message()));
       }
+    }
+    return Status();
+  }
+
+  // At load: the tables resolve() walks (input_symbols, input_relations). A symbol that no input
+  // dimension is could never be given a size, so such a program is refused here (the compiler
+  // never writes one).
+  Status plan_resolve() {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int di = dynamic_of[inputs[i]];
+      if (di < 0) continue;
+      const DynamicTensor& d = dynamic[di];
+      for (size_t a = 0; a < d.dims.size(); ++a) {
+        const uint32_t e = d.dims[a];
+        if (is_constant_expr(e)) continue;  // bind_sizes() checks those
+        InputDim dim{&d.sizes[a], e, 0, static_cast<uint32_t>(i), static_cast<uint32_t>(a)};
+        if (is_symbol(e)) {
+          dim.symbol = static_cast<uint32_t>(exprs.value(e));
+          input_symbols.push_back(dim);
+        } else {
+          input_relations.push_back(dim);
+        }
+      }
+    }
+    for (size_t s = 0; s < bound.size(); ++s) {
+      const bool given = std::any_of(input_symbols.begin(), input_symbols.end(),
+                                     [&](const InputDim& d) { return d.symbol == s; });
+      BATON_CHECK_OR_RETURN(given, InvalidProgram,
+                            "method '{}': no input dimension is the symbol '{}', so no call can "
+                            "give it a size; recompile the model",
+                            name, symbol_name(s));
     }
     return Status();
   }
@@ -453,6 +499,11 @@ struct Method::Impl {
           break;
       }
     }
+    // Tensors that share an entry used none of their room: drop it (shrinking keeps the arrays
+    // where they are, so the spans stay valid), so that write_sizes() walks only what it writes.
+    dims_storage.resize(used_dims);
+    max_storage.resize(used_dims);
+    size_storage.resize(used_dims);
   }
 
   // Fills `step.args` with the values each list names, then returns one span per list.
@@ -813,6 +864,7 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
   BATON_TRY(impl->load_delegates(*impl_, options));
   impl->threads = options.threads > 0 ? options.threads : ThreadPool::available_cpus();
   BATON_TRY(impl->load_steps());
+  BATON_TRY(impl->plan_resolve());
   BATON_TRY(impl->check_dynamic_kernels());
   if (Status st = impl->scratch.allocate(); !st.ok()) {
     return Status(st.code(), fmt::format("method '{}': {}", name, st.message()));
