@@ -7,6 +7,12 @@
 // --threads: MethodOptions::threads, the CPU kernels' threads (default 0: one per CPU).
 // --load-option: a load option (docs/options.md), e.g. cuda_graphs=0.
 // Inputs are the given .npy files in input order, else uniform in [-1, 1) (float inputs only).
+// --versus OTHER.baton: a second program of the same model (another build, or the static program
+// at the shape a dynamic one is given), loaded in the same process with the same options and
+// inputs. The two are then called in turn (A B, then B A, ...) with a 2 ms pause before every
+// call, so that the other program's idle threads have stopped spinning; drift of the machine
+// falls on both alike, and neither gets another process's placement of threads or memory. Adds
+// "versus": {median_ms, p90_ms, min_ms} and "ratio" (median of A / median of B) to the JSON.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +20,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "baton/baton.h"
@@ -28,18 +35,20 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s PROGRAM.baton [--iterations N] [--warmup N] [--threads N] "
-                 "[--input FILE.npy]... [--load-option KEY=VALUE]...\n",
+                 "[--input FILE.npy]... [--load-option KEY=VALUE]... [--versus OTHER.baton]\n",
                  argv[0]);
     return 2;
   }
   int iterations = 200, warmup = 20;
   baton::runtime::MethodOptions options;
   std::vector<std::string> files;
+  std::string versus;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--input") == 0) files.emplace_back(argv[i + 1]);
+    if (std::strcmp(argv[i], "--versus") == 0) versus = argv[i + 1];
     if (std::strcmp(argv[i], "--load-option") == 0) {
       const std::string option = argv[i + 1];
       const size_t eq = option.find('=');
@@ -63,6 +72,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   baton::runtime::Method& m = **method;
+  baton::Result<std::shared_ptr<const baton::runtime::Program>> other_program =
+      std::shared_ptr<const baton::runtime::Program>();
+  baton::Result<std::unique_ptr<baton::runtime::Method>> other_method =
+      std::unique_ptr<baton::runtime::Method>();
+  if (!versus.empty()) {
+    other_program = baton::runtime::Program::load_file(versus);
+    if (other_program.ok()) other_method = (*other_program)->load_method("forward", options);
+    const baton::Status st = !other_program.ok() ? other_program.status() : other_method.status();
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s: %s\n", versus.c_str(), st.to_string().c_str());
+      return 1;
+    }
+  }
+  baton::runtime::Method* other = versus.empty() ? nullptr : other_method->get();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<baton::Tensor> inputs;
@@ -87,34 +110,62 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
       return 1;
     }
+    if (other != nullptr) {
+      if (auto s = other->set_input(i, t.view()); !s.ok()) {
+        std::fprintf(stderr, "error: %s: %s\n", versus.c_str(), s.to_string().c_str());
+        return 1;
+      }
+    }
     inputs.push_back(std::move(t));
   }
   m.set_profiling(true);
+  if (other != nullptr) other->set_profiling(true);
   for (int i = 0; i < warmup; ++i) {
-    if (auto s = m.execute(); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-      return 1;
+    for (baton::runtime::Method* x : {&m, other}) {
+      if (x == nullptr) continue;
+      if (auto s = x->execute(); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+        return 1;
+      }
     }
   }
-  std::vector<double> wall, device;
-  for (int i = 0; i < iterations; ++i) {
+  // One timed call of x: wall ms, and its delegates' device time.
+  auto timed = [&](baton::runtime::Method& x, std::vector<double>& wall,
+                   std::vector<double>& device) -> bool {
+    if (other != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const auto start = std::chrono::steady_clock::now();
-    const baton::Status s = m.execute();
+    const baton::Status s = x.execute();
     const auto stop = std::chrono::steady_clock::now();
     if (!s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-      return 1;
+      return false;
     }
     wall.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     double gpu = 0.0;
-    for (size_t k = 0; k < m.num_instructions(); ++k)
-      gpu += m.instruction_device_time_ms(k).value_or(0.0);
+    for (size_t k = 0; k < x.num_instructions(); ++k)
+      gpu += x.instruction_device_time_ms(k).value_or(0.0);
     device.push_back(gpu);
+    return true;
+  };
+  std::vector<double> wall, device, other_wall, other_device;
+  for (int i = 0; i < iterations; ++i) {
+    // Alternate which goes first, so that neither always follows the other.
+    const bool a_first = other == nullptr || i % 2 == 0;
+    if (a_first && !timed(m, wall, device)) return 1;
+    if (other != nullptr && !timed(*other, other_wall, other_device)) return 1;
+    if (!a_first && !timed(m, wall, device)) return 1;
+  }
+  std::string versus_json;
+  if (other != nullptr) {
+    versus_json = "\"versus\": {\"median_ms\": " + std::to_string(quantile(other_wall, 0.5)) +
+                  ", \"p90_ms\": " + std::to_string(quantile(other_wall, 0.9)) +
+                  ", \"min_ms\": " + std::to_string(quantile(other_wall, 0.0)) + "}, \"ratio\": " +
+                  std::to_string(quantile(wall, 0.5) / quantile(other_wall, 0.5)) + ", ";
   }
   std::printf(
       "{\"median_ms\": %.5f, \"p90_ms\": %.5f, \"min_ms\": %.5f, \"device_median_ms\": %.5f, "
-      "\"iterations\": %d, \"warmup\": %d}\n",
+      "%s\"iterations\": %d, \"warmup\": %d}\n",
       quantile(wall, 0.5), quantile(wall, 0.9), quantile(wall, 0.0), quantile(device, 0.5),
-      iterations, warmup);
+      versus_json.c_str(), iterations, warmup);
   return 0;
 }

@@ -15,6 +15,13 @@ program (--shape: random inputs of that shape) and of the static one alternate f
 (A B A B ...), each run -n timed calls after --warmup; reported: the median of the rounds' medians
 per side and their ratio dynamic / static. Inputs are `baton run`'s random ones (--seed 0), the
 same on both sides.
+
+With --bench BIN/baton_bench, each shape is instead one baton_bench process that loads both
+programs and calls them in turn (--versus: A B, B A, ... with a pause before each call),
+--rounds x -n calls per side, on the same inputs (written here: floats normal, token ids in
+0..99, masks of ones). Separate processes leave each side its own placement of threads and
+memory, which on a large host moved a side by 10-20% from one process to the next; calls
+interleaved in one process do not.
 """
 import argparse
 import json
@@ -25,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import onnx
 
 _D = r"([\d.]+) (ms|us)"
@@ -51,8 +59,31 @@ def inputs_of(path):
         if i.name in init:
             continue
         dims = [d.dim_param if d.dim_param else d.dim_value for d in i.type.tensor_type.shape.dim]
-        out.append((i.name, dims))
+        out.append((i.name, dims, i.type.tensor_type.elem_type))
     return out
+
+
+def interleaved(args, work, name, inputs, flags, dyn, fixed):
+    """Median ms of the dynamic and the static program, called in turn by one baton_bench."""
+    shapes = dict(f.split("=", 1) for f in flags[1::2])
+    rng = np.random.default_rng(0)
+    files = []
+    for n, _, elem in inputs:
+        sizes = [int(v) for v in shapes[n].split("x")]
+        if elem == onnx.TensorProto.FLOAT:
+            data = rng.standard_normal(sizes).astype(np.float32)
+        elif "mask" in n:
+            data = np.ones(sizes, dtype=np.int64)
+        else:
+            data = rng.integers(0, 100, sizes).astype(np.int64)
+        f = os.path.join(work, f"{name}.{n.replace('/', '_')}.npy")
+        np.save(f, data)
+        files += ["--input", f]
+    thread_args = ["--threads", str(args.threads)] if args.threads else []
+    out = run([args.bench, dyn, "--versus", fixed, "--iterations", str(args.rounds * args.n),
+               "--warmup", str(args.warmup)] + thread_args + files)
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["median_ms"], result["versus"]["median_ms"]
 
 
 def main():
@@ -68,6 +99,7 @@ def main():
     ap.add_argument("--image-max", type=int, default=32)
     ap.add_argument("--text-max", default="32x384")
     ap.add_argument("--only", default="")
+    ap.add_argument("--bench", default="", help="baton_bench: interleave both sides in one process")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     manifest = json.load(open(os.path.join(args.models_dir, "manifest.json")))
@@ -101,7 +133,7 @@ def main():
 
         def shape_flags(at):
             flags = []
-            for n, d in inputs:
+            for n, d, _ in inputs:
                 sizes = [at[{v: k for k, v in rename.items()}[x]] if isinstance(x, str) else x for x in d]
                 flags += ["--shape", f"{n}={'x'.join(map(str, sizes))}"]
             return flags
@@ -132,6 +164,13 @@ def main():
         for at in shapes:
             fixed = static(at, "x".join(map(str, at.values())))
             medians = {"dynamic": [], "static": []}
+            if args.bench:
+                d, s = interleaved(args, work, name, inputs, shape_flags(at), dyn, fixed)
+                label = "x".join(map(str, at.values()))
+                print(f"| {name} | {label} | {d:.3f} | {s:.3f} | {d / s:.3f} |", flush=True)
+                rows.append({"model": name, "shape": at, "dynamic_ms": d, "static_ms": s,
+                             "ratio": d / s, "interleaved_calls": args.rounds * args.n})
+                continue
             for _ in range(args.rounds):
                 for side, prog in (("dynamic", dyn), ("static", fixed)):
                     extra = shape_flags(at) if side == "dynamic" else []
