@@ -9,44 +9,56 @@ namespace baton::format {
 SizeExprList::SizeExprList(const fb::Method& method) {
   const auto* list = method.size_exprs();
   const uint32_t n = detail::vsize(list);
-  nodes_.reserve(n);
+  starts_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
     const fb::SizeExpr* e = list->Get(i);
-    Node node;
-    node.op = static_cast<uint8_t>(e->op());
-    node.value = e->value();
-    node.first = static_cast<uint32_t>(operands_.size());
-    node.count = detail::vsize(e->operands());
-    for (uint32_t j = 0; j < node.count; ++j) operands_.push_back(e->operands()->Get(j));
-    nodes_.push_back(node);
+    const uint32_t count = detail::vsize(e->operands());
+    starts_.push_back(static_cast<uint32_t>(code_.size()));
+    code_.push_back(static_cast<int64_t>(e->op()) | (static_cast<int64_t>(count) << 8));
+    code_.push_back(e->value());
+    for (uint32_t j = 0; j < count; ++j) code_.push_back(e->operands()->Get(j));
   }
 }
 
+namespace {
+
+// evaluate()'s error, out of line so that the loop the runtime runs on every change of shape stays
+// a few cache lines of code.
+[[gnu::cold, gnu::noinline]] Status cannot_evaluate(size_t i, fb::SizeOp op) {
+  return BATON_ERROR(InvalidArgument,
+                     "size expression {} ({}) cannot be evaluated at these sizes: an overflow, a "
+                     "division by a non-positive value or a bad symbol",
+                     i, fb::EnumNameSizeOp(op));
+}
+
+}  // namespace
+
 Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& e = nodes_[i];
-    const uint32_t* ops = operands_.data() + e.first;
-    auto operand = [&](uint32_t j) { return out[ops[j]]; };
-    const auto op = static_cast<fb::SizeOp>(e.op);
+  const int64_t* at = code_.data();
+  for (size_t i = 0; i < starts_.size(); ++i) {
+    const auto op = static_cast<fb::SizeOp>(at[0] & 0xff);
+    const auto count = static_cast<uint32_t>(at[0] >> 8);
+    const int64_t value = at[1];
+    const int64_t* ops = at + 2;
+    at = ops + count;
+    auto operand = [&](uint32_t j) { return out[static_cast<size_t>(ops[j])]; };
     int64_t v = 0;
     bool ok = true;
     switch (op) {
       case fb::SizeOp::Const:
-        v = e.value;
+        v = value;
         break;
       case fb::SizeOp::Symbol:
-        ok = e.value >= 0 && static_cast<uint64_t>(e.value) < symbols.size();
-        if (ok) v = symbols[e.value];
+        ok = value >= 0 && static_cast<uint64_t>(value) < symbols.size();
+        if (ok) v = symbols[value];
         break;
       case fb::SizeOp::Add:
         v = 0;
-        for (uint32_t j = 0; j < e.count && ok; ++j)
-          ok = !__builtin_add_overflow(v, operand(j), &v);
+        for (uint32_t j = 0; j < count && ok; ++j) ok = !__builtin_add_overflow(v, operand(j), &v);
         break;
       case fb::SizeOp::Mul:
         v = 1;
-        for (uint32_t j = 0; j < e.count && ok; ++j)
-          ok = !__builtin_mul_overflow(v, operand(j), &v);
+        for (uint32_t j = 0; j < count && ok; ++j) ok = !__builtin_mul_overflow(v, operand(j), &v);
         break;
       case fb::SizeOp::FloorDiv:
       case fb::SizeOp::CeilDiv: {
@@ -68,12 +80,8 @@ Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_
         ok = false;
         break;
     }
-    if (!ok) {
-      return BATON_ERROR(InvalidArgument,
-                         "size expression {} ({}) cannot be evaluated at these sizes: an overflow, "
-                         "a division by a non-positive value or a bad symbol",
-                         i, fb::EnumNameSizeOp(op));
-    }
+    if (!ok) [[unlikely]]
+      return cannot_evaluate(i, op);
     out[i] = v;
   }
   return Status();

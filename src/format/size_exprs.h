@@ -27,28 +27,27 @@ namespace baton::format {
 Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
                            std::span<int64_t> out);
 
-// The same list copied out of the file into two flat arrays, for the runtime, which evaluates it
+// The same list copied out of the file into one flat array, for the runtime, which evaluates it
 // on every change of shape: reading each expression's table and operand vector from the file
-// touched several cache lines per expression. Made once at load (allocates); evaluate() allocates
-// nothing and gives what evaluate_size_exprs gives.
+// touched several cache lines per expression, and after a large model's call each of them missed.
+// Made once at load (allocates); evaluate() allocates nothing, reads the array front to back, and
+// gives what evaluate_size_exprs gives.
 class SizeExprList {
  public:
   SizeExprList() = default;
   explicit SizeExprList(const fb::Method& method);
-  size_t size() const { return nodes_.size(); }
+  size_t size() const { return starts_.size(); }
   // Expression e's operation (an fb::SizeOp) and value (a Const's number, a Symbol's index).
-  uint8_t op(uint32_t e) const { return nodes_[e].op; }
-  int64_t value(uint32_t e) const { return nodes_[e].value; }
+  uint8_t op(uint32_t e) const { return static_cast<uint8_t>(code_[starts_[e]] & 0xff); }
+  int64_t value(uint32_t e) const { return code_[starts_[e] + 1]; }
   Status evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const;
+  // The array evaluate() reads, for a caller that prefetches it.
+  std::span<const int64_t> code() const { return code_; }
 
  private:
-  struct Node {
-    uint8_t op = 0;  // fb::SizeOp
-    int64_t value = 0;
-    uint32_t first = 0, count = 0;  // its operands in operands_
-  };
-  std::vector<Node> nodes_;
-  std::vector<uint32_t> operands_;
+  // Per expression, in order: op | operand count << 8, value, then its operands' indices.
+  std::vector<int64_t> code_;
+  std::vector<uint32_t> starts_;  // per expression: where it begins in code_
 };
 
 // Expression `e` as text ("batch", "(sequence + -1)", "floor(batch * 32 / 16)"), for messages,

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <new>
@@ -78,34 +80,37 @@ struct Method::Impl {
     std::span<const int64_t> max;    // the file's sizes: what memory was planned for
     std::span<int64_t> sizes;
   };
-  // What the entries' spans point at, one contiguous array each (sized once in load_values), so
-  // that writing every size on a change of shape reads and writes a few cache lines rather than
-  // one heap block per entry plus the file's tables: between two calls of a large model its
-  // weights evict all of them.
-  std::vector<uint32_t> dims_storage;
-  std::vector<int64_t> max_storage;
-  std::vector<int64_t> size_storage;
   // One entry per input with dims, and one per distinct dims of the other tensors (which share
   // it); never resized after load_values: views point into it.
   std::vector<DynamicTensor> dynamic;
   std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;  // per symbol, from the file
-  // resolve()'s working state, sized at load so that a call allocates nothing.
-  std::vector<int64_t> bound;  // per symbol: the size an input gave it, -1 before
-  std::vector<int> bound_by;   // per symbol: its entry in input_symbols that gave it
-  // The input dimensions resolve() reads, made at load (plan_resolve) so that a call walks two
-  // short arrays instead of going from each input to its entry, its dims and their expressions:
-  // after a large model's call every step of that chain missed the cache, one after the other.
+  // The input dimensions resolve() reads (filled by plan_resolve), so that a call walks two short
+  // arrays instead of going from each input to its entry, its dims and their expressions.
   struct InputDim {
     const int64_t* size = nullptr;  // where bind_sizes() keeps the call's size
     uint32_t expr = 0;              // the dimension's size expression
     uint32_t symbol = 0;            // input_symbols: the symbol it is
     uint32_t input = 0, axis = 0;   // for messages
   };
-  std::vector<InputDim> input_symbols;    // dimensions that are one symbol: they bind it
-  std::vector<InputDim> input_relations;  // dimensions that are an expression: checked
-  std::vector<int64_t> expr_values;  // per size expression
-  format::SizeExprList exprs;        // fm->size_exprs(), decoded at load
+  // Everything resolve() reads and writes, carved out of one allocation (resolve_block, made in
+  // load_values) in the order resolve() walks it. Between two calls of a large model its weights
+  // evict all of this from the caches and the TLB; as separate heap blocks, each array cost a
+  // memory latency (and a page walk) of its own, one after the other (1.7 us of BERT-base's
+  // resolve on the H200 host); one block is one or two pages, prefetched at once.
+  std::vector<std::byte> resolve_block;
+  std::span<InputDim> input_symbols;    // input dimensions that are one symbol: they bind it
+  std::span<int64_t> bound;             // per symbol: the size an input gave it, -1 before
+  std::span<int32_t> bound_by;          // per symbol: its entry in input_symbols that gave it
+  std::span<int64_t> expr_values;       // per size expression
+  std::span<InputDim> input_relations;  // input dimensions that are an expression: checked
+  // Three parallel arrays, one element per axis of every entry of `dynamic`, in entry order: the
+  // axis's expression, the size its memory was planned for (the file's), and its size now. The
+  // entries' spans, and through them the tensors' views, point into them.
+  std::span<uint32_t> dims_storage;
+  std::span<int64_t> max_storage;
+  std::span<int64_t> size_storage;
+  format::SizeExprList exprs;  // fm->size_exprs(), decoded at load
   // Per size expression: its value with every symbol at its minimum (Method::Dim::min).
   std::vector<int64_t> expr_at_min;
   std::vector<uint32_t> dynamic_kernels;  // kernel steps with a dynamic value
@@ -218,6 +223,10 @@ struct Method::Impl {
     const bool timed = profiling.instructions;
     const auto start =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    // Ask for all of resolve_block and the expressions before reading any of it, so that the
+    // misses overlap rather than follow one another.
+    prefetch(resolve_block.data(), resolve_block.size());
+    prefetch(exprs.code().data(), exprs.code().size_bytes());
     std::fill(bound.begin(), bound.end(), -1);
     for (size_t k = 0; k < input_symbols.size(); ++k) {
       const InputDim& d = input_symbols[k];
@@ -226,27 +235,17 @@ struct Method::Impl {
         bound[d.symbol] = v;
         bound_by[d.symbol] = static_cast<int>(k);
       } else if (bound[d.symbol] != v) [[unlikely]] {
-        const InputDim& first = input_symbols[bound_by[d.symbol]];
-        return BATON_ERROR(InvalidArgument,
-                           "method '{}': input {} ({}) axis {} gives '{}' the size {}, but "
-                           "input {} ({}) axis {} gives it {}; inputs that share a dimension "
-                           "name must agree",
-                           name, first.input, value_name(inputs[first.input]), first.axis,
-                           symbol_name(d.symbol), bound[d.symbol], d.input,
-                           value_name(inputs[d.input]), d.axis, v);
+        return inputs_disagree(d);
       }
     }
-    if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) {
-      return Status(Error::InvalidArgument, fmt::format("method '{}': {}", name, st.message()));
+    if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) [[unlikely]] {
+      return with_method_name(Error::InvalidArgument, st);
     }
     // Relations between inputs: an input dimension that is an expression of symbols other inputs
     // bind must have its value.
     for (const InputDim& d : input_relations) {
-      BATON_CHECK_OR_RETURN(expr_values[d.expr] == *d.size, InvalidArgument,
-                            "method '{}': input {} ({}) axis {} has size {}, but the other "
-                            "inputs' sizes make it {} = {}",
-                            name, d.input, value_name(inputs[d.input]), d.axis, *d.size,
-                            expr_text(d.expr), expr_values[d.expr]);
+      if (expr_values[d.expr] != *d.size) [[unlikely]]
+        return relation_broken(d);
     }
     BATON_TRY(write_sizes());
     const auto sized = timed ? std::chrono::steady_clock::now() : start;
@@ -257,6 +256,34 @@ struct Method::Impl {
     }
     shapes_dirty = false;
     return Status();
+  }
+
+  // resolve()'s errors, out of line: between two calls of a large model resolve()'s own code is
+  // evicted too, and every cache line of it that a call runs through is a miss; building the
+  // messages in place made it several times longer than the work it does.
+  [[gnu::cold, gnu::noinline]] Status inputs_disagree(const InputDim& d) const {
+    const InputDim& first = input_symbols[bound_by[d.symbol]];
+    return BATON_ERROR(InvalidArgument,
+                       "method '{}': input {} ({}) axis {} gives '{}' the size {}, but input {} "
+                       "({}) axis {} gives it {}; inputs that share a dimension name must agree",
+                       name, first.input, value_name(inputs[first.input]), first.axis,
+                       symbol_name(d.symbol), bound[d.symbol], d.input, value_name(inputs[d.input]),
+                       d.axis, *d.size);
+  }
+  [[gnu::cold, gnu::noinline]] Status relation_broken(const InputDim& d) const {
+    return BATON_ERROR(InvalidArgument,
+                       "method '{}': input {} ({}) axis {} has size {}, but the other inputs' "
+                       "sizes make it {} = {}",
+                       name, d.input, value_name(inputs[d.input]), d.axis, *d.size,
+                       expr_text(d.expr), expr_values[d.expr]);
+  }
+  [[gnu::cold, gnu::noinline]] Status with_method_name(Error code, const Status& st) const {
+    return Status(code, fmt::format("method '{}': {}", name, st.message()));
+  }
+
+  static void prefetch(const void* data, size_t bytes) {
+    const auto* p = static_cast<const std::byte*>(data);
+    for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(p + at);
   }
 
   // Writes every dynamic tensor's sizes from expr_values and resizes every kernel that reads them
@@ -288,7 +315,7 @@ struct Method::Impl {
   }
 
   // write_sizes()'s error, for dims_storage[j]: finds the tensor whose entry holds it.
-  Status size_outside_plan(size_t j, int64_t v) const {
+  [[gnu::cold, gnu::noinline]] Status size_outside_plan(size_t j, int64_t v) const {
     for (const DynamicTensor& d : dynamic) {
       const size_t first = static_cast<size_t>(d.dims.data() - dims_storage.data());
       if (j < first || j >= first + d.dims.size()) continue;
@@ -303,18 +330,22 @@ struct Method::Impl {
 
   Status resize_kernels(const std::vector<uint32_t>& which) {
     for (uint32_t i : which) {
-      if (Status st = steps[i].kernel->resize(); !st.ok()) {
-        return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
-                                             steps[i].description, st.message()));
+      if (Status st = steps[i].kernel->resize(); !st.ok()) [[unlikely]] {
+        return resize_failed(i, st);
       }
     }
     return Status();
+  }
+  [[gnu::cold, gnu::noinline]] Status resize_failed(uint32_t i, const Status& st) const {
+    return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", name, i,
+                                         steps[i].description, st.message()));
   }
 
   // At load: the tables resolve() walks (input_symbols, input_relations). A symbol that no input
   // dimension is could never be given a size, so such a program is refused here (the compiler
   // never writes one).
   Status plan_resolve() {
+    size_t symbols_filled = 0, relations_filled = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int di = dynamic_of[inputs[i]];
       if (di < 0) continue;
@@ -325,12 +356,13 @@ struct Method::Impl {
         InputDim dim{&d.sizes[a], e, 0, static_cast<uint32_t>(i), static_cast<uint32_t>(a)};
         if (is_symbol(e)) {
           dim.symbol = static_cast<uint32_t>(exprs.value(e));
-          input_symbols.push_back(dim);
+          input_symbols[symbols_filled++] = dim;  // load_values counted them
         } else {
-          input_relations.push_back(dim);
+          input_relations[relations_filled++] = dim;
         }
       }
     }
+    assert(symbols_filled == input_symbols.size() && relations_filled == input_relations.size());
     for (size_t s = 0; s < bound.size(); ++s) {
       const bool given = std::any_of(input_symbols.begin(), input_symbols.end(),
                                      [&](const InputDim& d) { return d.symbol == s; });
@@ -353,7 +385,7 @@ struct Method::Impl {
       if (Status st = exprs.evaluate(*at, expr_values); !st.ok()) {
         return Status(Error::InvalidProgram, fmt::format("method '{}': {}", name, st.message()));
       }
-      if (at == &min) expr_at_min = expr_values;
+      if (at == &min) expr_at_min.assign(expr_values.begin(), expr_values.end());
       if (Status st = apply_sizes(); !st.ok()) {
         return st.code() == Error::NotSupported
                    ? Status(Error::NotSupported,
@@ -407,29 +439,59 @@ struct Method::Impl {
     values.resize(n);
     planned.assign(n, nullptr);
     dynamic_of.assign(n, -1);
-    size_t dynamic_count = 0, dynamic_dims = 0;
+    const std::span<const int32_t> inputs_of_file = span_of(fm->inputs());
+    auto is_input = [&](uint32_t i) {
+      return std::find(inputs_of_file.begin(), inputs_of_file.end(), static_cast<int32_t>(i)) !=
+             inputs_of_file.end();
+    };
+    exprs = format::SizeExprList(*fm);
+    // First the sizes of resolve()'s arrays: the entries (inputs' own, the others' distinct
+    // dims), their axes, and the input axes that bind a symbol or are checked.
+    std::map<std::vector<uint32_t>, int> shape_index;  // non-input shapes, by their expressions
+    size_t dynamic_count = 0, dims_count = 0, symbol_dims = 0, relation_dims = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Tensor* t = list->Get(i)->value_as_Tensor();
-      if (t != nullptr && t->dims() != nullptr && t->dims()->size() > 0) {
-        ++dynamic_count;
-        dynamic_dims += t->dims()->size();
+      if (t == nullptr || t->dims() == nullptr || t->dims()->size() == 0) continue;
+      const std::span<const uint32_t> dims(t->dims()->data(), t->dims()->size());
+      if (is_input(i)) {
+        for (uint32_t e : dims) {
+          if (is_symbol(e))
+            ++symbol_dims;
+          else if (!is_constant_expr(e))
+            ++relation_dims;
+        }
+      } else if (!shape_index.emplace(std::vector<uint32_t>(dims.begin(), dims.end()), 0).second) {
+        continue;  // shares an entry
       }
+      ++dynamic_count;
+      dims_count += dims.size();
     }
+    shape_index.clear();
     dynamic.reserve(dynamic_count);
-    // At most this many dims (fewer when tensors share an entry); never grown after, so the
-    // entries' spans stay valid.
-    dims_storage.resize(dynamic_dims);
-    max_storage.resize(dynamic_dims);
-    size_storage.resize(dynamic_dims);
-    size_t used_dims = 0;
-    const std::span<const int32_t> inputs_of_file = span_of(fm->inputs());
-    std::map<std::vector<uint32_t>, int> shape_index;  // non-input shapes, by their expressions
     const uint32_t nsym = fm->symbols() == nullptr ? 0 : fm->symbols()->size();
     for (uint32_t s = 0; s < nsym; ++s) symbol_max.push_back(fm->symbols()->Get(s)->max());
-    bound.assign(nsym, -1);
-    bound_by.assign(nsym, 0);
-    expr_values.assign(fm->size_exprs() == nullptr ? 0 : fm->size_exprs()->size(), 0);
-    exprs = format::SizeExprList(*fm);
+    // Then the block, carved in the order resolve() reads it (twice: once to size it).
+    for (int pass = 0; pass < 2; ++pass) {
+      size_t offset = 0;
+      auto carve = [&]<typename T>(std::span<T>& out, size_t count) {
+        offset = (offset + alignof(T) - 1) / alignof(T) * alignof(T);
+        if (pass == 1) out = {reinterpret_cast<T*>(resolve_block.data() + offset), count};
+        offset += count * sizeof(T);
+      };
+      carve(input_symbols, symbol_dims);
+      carve(bound, nsym);
+      carve(bound_by, nsym);
+      carve(expr_values, exprs.size());
+      carve(input_relations, relation_dims);
+      carve(dims_storage, dims_count);
+      carve(max_storage, dims_count);
+      carve(size_storage, dims_count);
+      if (pass == 0) resolve_block.resize(offset);
+    }
+    std::uninitialized_fill(input_symbols.begin(), input_symbols.end(), InputDim{});
+    std::uninitialized_fill(input_relations.begin(), input_relations.end(), InputDim{});
+    std::fill(bound.begin(), bound.end(), -1);
+    size_t used_dims = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Value* fv = list->Get(i);
       Value& v = values[i];
@@ -460,8 +522,7 @@ struct Method::Impl {
             // each distinct shape once (BERT's hundreds of [batch, sequence, 768] tensors are a
             // handful of shapes). Inputs keep their own: each holds what its caller bound until
             // resolve() has checked that they agree.
-            const bool input = std::find(inputs_of_file.begin(), inputs_of_file.end(),
-                                         static_cast<int32_t>(i)) != inputs_of_file.end();
+            const bool input = is_input(i);
             const std::vector<uint32_t> key(dims.begin(), dims.end());
             auto shared = input ? shape_index.end() : shape_index.find(key);
             if (shared == shape_index.end()) {
@@ -499,11 +560,7 @@ struct Method::Impl {
           break;
       }
     }
-    // Tensors that share an entry used none of their room: drop it (shrinking keeps the arrays
-    // where they are, so the spans stay valid), so that write_sizes() walks only what it writes.
-    dims_storage.resize(used_dims);
-    max_storage.resize(used_dims);
-    size_storage.resize(used_dims);
+    assert(used_dims == dims_storage.size());
   }
 
   // Fills `step.args` with the values each list names, then returns one span per list.
