@@ -150,7 +150,8 @@ def main():
         for _ in range(3):
             for side, prog in (("dynamic", dyn), ("static", top)):
                 extra = shape_flags(dims) if side == "dynamic" else []
-                out = run([args.baton, "run", prog, "-n", "1", "--warmup", "0"] + thread_args + extra)
+                out = run([args.baton, "run", prog, "-n", "1", "--warmup", "0", "--profile-runs", "0"]
+                          + thread_args + extra)
                 m = LOADED.search(out)
                 loads[side].append(ms(*m.groups()))
         row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
@@ -175,7 +176,7 @@ def main():
                 for side, prog in (("dynamic", dyn), ("static", fixed)):
                     extra = shape_flags(at) if side == "dynamic" else []
                     out = run([args.baton, "run", prog, "-n", str(args.n), "--warmup",
-                               str(args.warmup)] + thread_args + extra)
+                               str(args.warmup), "--profile-runs", "0"] + thread_args + extra)
                     m = LATENCY.search(out)
                     medians[side].append(ms(m.group(3), m.group(4)))
             d = statistics.median(medians["dynamic"])

@@ -31,11 +31,10 @@ namespace {
                      i, fb::EnumNameSizeOp(op));
 }
 
-}  // namespace
-
-Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const {
-  const int64_t* at = code_.data();
-  for (size_t i = 0; i < starts_.size(); ++i) {
+// SizeExprList::evaluate, as a plain function whose address evaluate_code() gives.
+[[gnu::noinline]] Status evaluate_list(const int64_t* at, size_t count,
+                                       std::span<const int64_t> symbols, std::span<int64_t> out) {
+  for (size_t i = 0; i < count; ++i) {
     const auto op = static_cast<fb::SizeOp>(at[0] & 0xff);
     const auto count = static_cast<uint32_t>(at[0] >> 8);
     const int64_t value = at[1];
@@ -86,6 +85,14 @@ Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_
   }
   return Status();
 }
+
+}  // namespace
+
+Status SizeExprList::evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const {
+  return evaluate_list(code_.data(), starts_.size(), symbols, out);
+}
+
+const void* SizeExprList::evaluate_code() { return reinterpret_cast<const void*>(&evaluate_list); }
 
 Status evaluate_size_exprs(const fb::Method& method, std::span<const int64_t> symbols,
                            std::span<int64_t> out) {

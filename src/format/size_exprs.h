@@ -41,8 +41,10 @@ class SizeExprList {
   uint8_t op(uint32_t e) const { return static_cast<uint8_t>(code_[starts_[e]] & 0xff); }
   int64_t value(uint32_t e) const { return code_[starts_[e] + 1]; }
   Status evaluate(std::span<const int64_t> symbols, std::span<int64_t> out) const;
-  // The array evaluate() reads, for a caller that prefetches it.
+  // The array evaluate() reads, and where evaluate()'s machine code starts, for a caller that
+  // prefetches them (Method's prepare_next_resolve).
   std::span<const int64_t> code() const { return code_; }
+  static const void* evaluate_code();
 
  private:
   // Per expression, in order: op | operand count << 8, value, then its operands' indices.

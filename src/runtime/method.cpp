@@ -219,7 +219,10 @@ struct Method::Impl {
   // inputs agree (two inputs giving one symbol two sizes, an input dimension the others imply),
   // computes every size expression, writes the sizes of every dynamic tensor and resizes the
   // kernels that read them. Allocates nothing but an error's message.
-  Status resolve() {
+  // resolve() as a plain function, whose address prepare_next_resolve() can take.
+  [[gnu::noinline]] static Status resolve_method(Impl& m) { return m.resolve(); }
+
+  [[gnu::always_inline]] Status resolve() {
     const bool timed = profiling.instructions;
     const auto start =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -280,6 +283,23 @@ struct Method::Impl {
   [[gnu::cold, gnu::noinline]] Status with_method_name(Error code, const Status& st) const {
     return Status(code, fmt::format("method '{}': {}", name, st.message()));
   }
+
+  // At the end of every call of a dynamic method: asks for what the next call's resolve() reads,
+  // its data and its code (into the data caches, from which the instruction fetch then takes it).
+  // Between two calls of a large model its weights evict all of it, and resolve() would take each
+  // of its cache lines as a miss: 1.7 us of BERT-base's resolve on the H200 host, against 0.2 us
+  // with them at hand. Here the misses cost nothing: the call has finished and the caller is
+  // between calls. A few dozen prefetch instructions, issued whether or not the next call changes
+  // shape.
+  void prepare_next_resolve() const {
+    prefetch(resolve_block.data(), resolve_block.size());
+    prefetch(exprs.code().data(), exprs.code().size_bytes());
+    prefetch(reinterpret_cast<const void*>(&Impl::resolve_method), kResolveCodeBytes);
+    prefetch(format::SizeExprList::evaluate_code(), kResolveCodeBytes);
+  }
+  // At least resolve_method's length (0.9 KB) and evaluate_list's (0.6 KB) in the x86-64 release
+  // build; prefetching past the end of one only fetches some of the next function.
+  static constexpr size_t kResolveCodeBytes = 1024;
 
   static void prefetch(const void* data, size_t bytes) {
     const auto* p = static_cast<const std::byte*>(data);
@@ -1129,7 +1149,7 @@ Status Method::execute() {
     }
   }
   m.resolve_times = Method::ResolveTimes{};
-  if (m.shapes_dirty) BATON_TRY(m.resolve());
+  if (m.shapes_dirty) BATON_TRY(Impl::resolve_method(m));
   const NvtxRange method_range(m.nvtx, m.name);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     Step& s = m.steps[i];
@@ -1167,6 +1187,7 @@ Status Method::execute() {
       m.times[i] = std::chrono::steady_clock::now() - start;
     }
   }
+  if (!m.symbol_max.empty()) m.prepare_next_resolve();
   return Status();
 }
 
