@@ -998,6 +998,58 @@ TEST_F(DynamicFormatTest, ASizeAboveThePlannedMemoryIsRefusedWhenTheCallResolves
       << method.status().to_string();
 }
 
+// An input dimension that is an expression of a symbol another input binds is checked when the
+// call resolves: z's rows must be N + 1.
+TEST_F(DynamicFormatTest, AnInputThatBreaksARelationIsRefusedNamingTheExpression) {
+  const uint32_t one = expr(fb::SizeOp::Const, 1);
+  const uint32_t n_plus_one = expr(fb::SizeOp::Add, 0, {n, one});
+  const int z = b.tensor("z", DType::Float32, {5, 3});
+  b.tensor_at(z).dims = {n_plus_one, three};
+  b.inputs({x, z});
+  auto program = runtime::Program::load_bytes(b.bytes());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  std::vector<float> in(15, 0.5f);
+  std::vector<int64_t> two = {2, 3}, three_rows = {3, 3}, four_rows = {4, 3};
+  ASSERT_TRUE((*method)->set_input(0, TensorView{in.data(), DType::Float32, two}).ok());
+  ASSERT_TRUE((*method)->set_input(1, TensorView{in.data(), DType::Float32, three_rows}).ok());
+  ASSERT_TRUE((*method)->execute().ok());
+  ASSERT_TRUE((*method)->set_input(1, TensorView{in.data(), DType::Float32, four_rows}).ok());
+  const Status st = (*method)->execute();
+  EXPECT_EQ(st.code(), Error::InvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("input 1 ('z') axis 0 has size 4, but the other inputs' sizes make "
+                              "it (N + 1) = 3"),
+            std::string::npos)
+      << st.to_string();
+  // The next call at agreeing sizes runs.
+  ASSERT_TRUE((*method)->set_input(1, TensorView{in.data(), DType::Float32, three_rows}).ok());
+  EXPECT_TRUE((*method)->execute().ok());
+}
+
+// A hand-made expression that cannot be evaluated at some size inside the range (a division by
+// (N - 2)^2, fine at N = 1 and N = 4, where the loader checks) is an error at that call, not a
+// wrapped or garbage size, and the next call at another size runs.
+TEST_F(DynamicFormatTest, AnExpressionThatCannotBeEvaluatedAtACallsSizesIsAnError) {
+  const uint32_t minus_two = expr(fb::SizeOp::Const, -2);
+  const uint32_t n_minus_two = expr(fb::SizeOp::Add, 0, {n, minus_two});
+  const uint32_t square = expr(fb::SizeOp::Mul, 0, {n_minus_two, n_minus_two});
+  expr(fb::SizeOp::FloorDiv, 0, {three, square});
+  auto program = runtime::Program::load_bytes(b.bytes());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  std::vector<float> in(12, 0.5f);
+  std::vector<int64_t> two = {2, 3}, three_rows = {3, 3};
+  ASSERT_TRUE((*method)->set_input(0, TensorView{in.data(), DType::Float32, two}).ok());
+  const Status st = (*method)->execute();
+  EXPECT_EQ(st.code(), Error::InvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("cannot be evaluated at these sizes"), std::string::npos)
+      << st.to_string();
+  ASSERT_TRUE((*method)->set_input(0, TensorView{in.data(), DType::Float32, three_rows}).ok());
+  EXPECT_TRUE((*method)->execute().ok());
+}
+
 // A symbol that no input dimension is (hand-made: the compiler refuses such a model, since no
 // call could give it a size) is refused when the method loads, rather than at every call.
 TEST_F(DynamicFormatTest, ASymbolNoInputBindsIsRefusedAtLoad) {
