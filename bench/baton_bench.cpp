@@ -13,6 +13,10 @@
 // call, so that the other program's idle threads have stopped spinning; drift of the machine
 // falls on both alike, and neither gets another process's placement of threads or memory. Adds
 // "versus": {median_ms, p90_ms, min_ms} and "ratio" (median of A / median of B) to the JSON.
+// Random inputs take A's largest sizes; to compare a dynamic A with a static B at a smaller
+// shape, give the inputs at that shape with --input. Both sides run with instruction profiling on
+// (a clock read per instruction), and the pause means every call wakes sleeping threads, so these
+// medians compare with each other, not with runs without --versus.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -120,11 +124,13 @@ int main(int argc, char** argv) {
   }
   m.set_profiling(true);
   if (other != nullptr) other->set_profiling(true);
+  // Which program an error came from.
+  auto label = [&](const baton::runtime::Method& x) { return &x == &m ? argv[1] : versus.c_str(); };
   for (int i = 0; i < warmup; ++i) {
     for (baton::runtime::Method* x : {&m, other}) {
       if (x == nullptr) continue;
       if (auto s = x->execute(); !s.ok()) {
-        std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+        std::fprintf(stderr, "error: %s: %s\n", label(*x), s.to_string().c_str());
         return 1;
       }
     }
@@ -137,7 +143,7 @@ int main(int argc, char** argv) {
     const baton::Status s = x.execute();
     const auto stop = std::chrono::steady_clock::now();
     if (!s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+      std::fprintf(stderr, "error: %s: %s\n", label(x), s.to_string().c_str());
       return false;
     }
     wall.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
@@ -160,7 +166,10 @@ int main(int argc, char** argv) {
     versus_json = "\"versus\": {\"median_ms\": " + std::to_string(quantile(other_wall, 0.5)) +
                   ", \"p90_ms\": " + std::to_string(quantile(other_wall, 0.9)) +
                   ", \"min_ms\": " + std::to_string(quantile(other_wall, 0.0)) + "}, \"ratio\": " +
-                  std::to_string(quantile(wall, 0.5) / quantile(other_wall, 0.5)) + ", ";
+                  (quantile(other_wall, 0.5) > 0
+                       ? std::to_string(quantile(wall, 0.5) / quantile(other_wall, 0.5))
+                       : std::string("null")) +
+                  ", ";
   }
   std::printf(
       "{\"median_ms\": %.5f, \"p90_ms\": %.5f, \"min_ms\": %.5f, \"device_median_ms\": %.5f, "

@@ -18,8 +18,8 @@ same on both sides.
 
 With --bench BIN/baton_bench, each shape is instead one baton_bench process that loads both
 programs and calls them in turn (--versus: A B, B A, ... with a pause before each call),
---rounds x -n calls per side, on the same inputs (written here: floats normal, token ids in
-0..99, masks of ones). Separate processes leave each side its own placement of threads and
+--rounds x -n calls per side, on the same inputs (written here: floats normal, masks of ones,
+other integers in 0..9). Separate processes leave each side its own placement of threads and
 memory, which on a large host moved a side by 10-20% from one process to the next; calls
 interleaved in one process do not.
 """
@@ -65,17 +65,20 @@ def inputs_of(path):
 
 def interleaved(args, work, name, inputs, flags, dyn, fixed):
     """Median ms of the dynamic and the static program, called in turn by one baton_bench."""
-    shapes = dict(f.split("=", 1) for f in flags[1::2])
+    # flags is ["--shape", "NAME=D0xD1", ...] in input order; names may hold "=", sizes never.
+    shapes = [f.rsplit("=", 1)[1] for f in flags[1::2]]
     rng = np.random.default_rng(0)
     files = []
-    for n, _, elem in inputs:
-        sizes = [int(v) for v in shapes[n].split("x")]
-        if elem == onnx.TensorProto.FLOAT:
-            data = rng.standard_normal(sizes).astype(np.float32)
-        elif "mask" in n:
-            data = np.ones(sizes, dtype=np.int64)
+    for (n, _, elem), shape in zip(inputs, shapes):
+        sizes = [int(v) for v in shape.split("x") if v]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        if np.issubdtype(dtype, np.floating):
+            data = rng.standard_normal(sizes).astype(dtype)
+        elif "mask" in n.lower():
+            data = np.ones(sizes, dtype=dtype)
         else:
-            data = rng.integers(0, 100, sizes).astype(np.int64)
+            # Small integers, as `baton run` uses: valid token ids, positions and types alike.
+            data = rng.integers(0, 10, sizes).astype(dtype)
         f = os.path.join(work, f"{name}.{n.replace('/', '_')}.npy")
         np.save(f, data)
         files += ["--input", f]

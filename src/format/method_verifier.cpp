@@ -361,6 +361,11 @@ class MethodVerifier {
                             "{} = {} (tensor '{}') is a constant; a method input must be in an "
                             "arena or have no storage",
                             field, v, str(tensor_at(v)->name()));
+      // One tensor is one input: binding it twice could only mean two callers' data in one
+      // place, and the runtime keeps one record per input tensor.
+      BATON_CHECK_OR_RETURN(is_input_[v] == 0, InvalidProgram,
+                            "{} = {} (tensor '{}') is listed as an input twice", field, v,
+                            str(tensor_at(v)->name()));
       is_input_[v] = 1;
     }
     for (uint32_t i = 0; i < vsize(m_.outputs()); ++i) {

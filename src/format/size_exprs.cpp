@@ -32,9 +32,9 @@ namespace {
 }
 
 // SizeExprList::evaluate, as a plain function whose address evaluate_code() gives.
-[[gnu::noinline]] Status evaluate_list(const int64_t* at, size_t count,
+[[gnu::noinline]] Status evaluate_list(const int64_t* at, size_t expressions,
                                        std::span<const int64_t> symbols, std::span<int64_t> out) {
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = 0; i < expressions; ++i) {
     const auto op = static_cast<fb::SizeOp>(at[0] & 0xff);
     const auto count = static_cast<uint32_t>(at[0] >> 8);
     const int64_t value = at[1];

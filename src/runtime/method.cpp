@@ -81,24 +81,26 @@ struct Method::Impl {
     std::span<int64_t> sizes;
   };
   // One entry per input with dims, and one per distinct dims of the other tensors (which share
-  // it); never resized after load_values: views point into it.
+  // it). Its spans point into resolve_block.
   std::vector<DynamicTensor> dynamic;
   std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;  // per symbol, from the file
-  // The input dimensions resolve() reads (filled by plan_resolve), so that a call walks two short
-  // arrays instead of going from each input to its entry, its dims and their expressions.
+  // An input dimension that resolve() reads (filled by plan_resolve): where its size is and what
+  // it must be, so that a call reads one short array rather than each input's entry, its dims and
+  // their expressions in turn.
   struct InputDim {
     const int64_t* size = nullptr;  // where bind_sizes() keeps the call's size
     uint32_t expr = 0;              // the dimension's size expression
     uint32_t symbol = 0;            // input_symbols: the symbol it is
     uint32_t input = 0, axis = 0;   // for messages
   };
-  // Everything resolve() reads and writes, carved out of one allocation (resolve_block, made in
-  // load_values) in the order resolve() walks it. Between two calls of a large model its weights
-  // evict all of this from the caches and the TLB; as separate heap blocks, each array cost a
-  // memory latency (and a page walk) of its own, one after the other (1.7 us of BERT-base's
-  // resolve on the H200 host); one block is one or two pages, prefetched at once.
-  std::vector<std::byte> resolve_block;
+  // Everything resolve() reads and writes, carved out of one allocation (made in load_values) in
+  // the order resolve() walks it. Between two calls of a large model its weights evict all of this
+  // from the caches and the TLB, and it must come back before the next call can start; one block
+  // of a few pages, asked for at once, comes back in about the time of one miss, where separate
+  // heap arrays would cost one memory latency (and a page walk) each, one after the other.
+  std::unique_ptr<std::byte[]> resolve_block;
+  size_t resolve_block_bytes = 0;
   std::span<InputDim> input_symbols;    // input dimensions that are one symbol: they bind it
   std::span<int64_t> bound;             // per symbol: the size an input gave it, -1 before
   std::span<int32_t> bound_by;          // per symbol: its entry in input_symbols that gave it
@@ -217,22 +219,22 @@ struct Method::Impl {
     return Status();
   }
 
-  // Once per call whose input sizes changed: binds the symbols from the inputs, checks that the
-  // inputs agree (two inputs giving one symbol two sizes, an input dimension the others imply),
-  // computes every size expression, writes the sizes of every dynamic tensor and resizes the
-  // kernels that read them. Allocates nothing but an error's message.
   // resolve() as a plain function, whose address prepare_next_resolve() can take.
-  // `entered`: when execute() was entered, with profiling (its clock read serves as the start of
-  // the sizes' time, so that timing resolve() adds one clock read to a call, not three).
   [[gnu::noinline]] static Status resolve_method(Impl& m,
                                                  std::chrono::steady_clock::time_point entered) {
     return m.resolve(entered);
   }
 
+  // Once per call whose input sizes changed: binds the symbols from the inputs, checks that the
+  // inputs agree (two inputs giving one symbol two sizes, an input dimension the others imply),
+  // computes every size expression, writes the sizes of every dynamic tensor and resizes the
+  // kernels that read them. Allocates nothing but an error's message. `entered`: when execute()
+  // was entered, with profiling (the start of the sizes' time, so that timing resolve() adds one
+  // clock read to a call, not three).
   [[gnu::always_inline]] Status resolve(std::chrono::steady_clock::time_point entered) {
     // Ask for all of resolve_block and the expressions before reading any of it, so that the
     // misses overlap rather than follow one another.
-    prefetch(resolve_block.data(), resolve_block.size());
+    prefetch(resolve_block.get(), resolve_block_bytes);
     prefetch(exprs.code().data(), exprs.code().size_bytes());
     std::fill(bound.begin(), bound.end(), -1);
     for (size_t k = 0; k < input_symbols.size(); ++k) {
@@ -290,24 +292,28 @@ struct Method::Impl {
 
   // At the end of every call of a dynamic method: asks for what the next call's resolve() reads,
   // its data and its code (into the data caches, from which the instruction fetch then takes it).
-  // Between two calls of a large model its weights evict all of it, and resolve() would take each
-  // of its cache lines as a miss: 1.7 us of BERT-base's resolve on the H200 host, against 0.2 us
-  // with them at hand. Here the misses cost nothing: the call has finished and the caller is
-  // between calls. A few dozen prefetch instructions, issued whether or not the next call changes
-  // shape.
+  // During a large model's call its weights evict all of it, and resolve() would otherwise take
+  // each of its cache lines as a miss, one after the other, before the first instruction can run;
+  // here the misses overlap and cost the caller nothing, between calls. At most a few hundred
+  // prefetch instructions (kPrefetchCap), issued whether or not the next call changes shape.
   void prepare_next_resolve() const {
-    prefetch(resolve_block.data(), resolve_block.size());
+    prefetch(resolve_block.get(), resolve_block_bytes);
     prefetch(exprs.code().data(), exprs.code().size_bytes());
+    // Function addresses as data addresses: conditionally supported by the standard, done by GCC
+    // and Clang on every target Baton builds for; a prefetch never faults.
     prefetch(reinterpret_cast<const void*>(&Impl::resolve_method), kResolveCodeBytes);
     prefetch(format::SizeExprList::evaluate_code(), kResolveCodeBytes);
   }
-  // At least resolve_method's length (0.9 KB) and evaluate_list's (0.6 KB) in the x86-64 release
-  // build; prefetching past the end of one only fetches some of the next function.
+  // About resolve_method's and evaluate_list's machine code (under 1 KB each in the x86-64
+  // release build); prefetching past the end of one only fetches some of the next function.
   static constexpr size_t kResolveCodeBytes = 1024;
+  // Beyond this a method's resolve state would not stay in the caches anyway (a hand-made program
+  // may hold a million expressions), and prefetching it would only evict the caller's data.
+  static constexpr size_t kPrefetchCap = 16 * 1024;
 
   static void prefetch(const void* data, size_t bytes) {
     const auto* p = static_cast<const std::byte*>(data);
-    for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(p + at);
+    for (size_t at = 0; at < std::min(bytes, kPrefetchCap); at += 64) __builtin_prefetch(p + at);
   }
 
   // Writes every dynamic tensor's sizes from expr_values and resizes every kernel that reads them
@@ -378,15 +384,20 @@ struct Method::Impl {
         const uint32_t e = d.dims[a];
         if (is_constant_expr(e)) continue;  // bind_sizes() checks those
         InputDim dim{&d.sizes[a], e, 0, static_cast<uint32_t>(i), static_cast<uint32_t>(a)};
-        if (is_symbol(e)) {
-          dim.symbol = static_cast<uint32_t>(exprs.value(e));
-          input_symbols[symbols_filled++] = dim;  // load_values counted them
-        } else {
-          input_relations[relations_filled++] = dim;
-        }
+        // load_values sized both arrays from the same inputs (the verifier refuses an input
+        // listed twice); checked anyway, since a miscount would write past the block.
+        std::span<InputDim>& list = is_symbol(e) ? input_symbols : input_relations;
+        size_t& filled = is_symbol(e) ? symbols_filled : relations_filled;
+        BATON_CHECK_OR_RETURN(filled < list.size(), Internal,
+                              "method '{}': input {} has more dynamic dimensions than were counted",
+                              name, i);
+        if (is_symbol(e)) dim.symbol = static_cast<uint32_t>(exprs.value(e));
+        list[filled++] = dim;
       }
     }
-    assert(symbols_filled == input_symbols.size() && relations_filled == input_relations.size());
+    BATON_CHECK_OR_RETURN(
+        symbols_filled == input_symbols.size() && relations_filled == input_relations.size(),
+        Internal, "method '{}': the inputs have fewer dynamic dimensions than were counted", name);
     for (size_t s = 0; s < bound.size(); ++s) {
       const bool given = std::any_of(input_symbols.begin(), input_symbols.end(),
                                      [&](const InputDim& d) { return d.symbol == s; });
@@ -494,12 +505,19 @@ struct Method::Impl {
     dynamic.reserve(dynamic_count);
     const uint32_t nsym = fm->symbols() == nullptr ? 0 : fm->symbols()->size();
     for (uint32_t s = 0; s < nsym; ++s) symbol_max.push_back(fm->symbols()->Get(s)->max());
-    // Then the block, carved in the order resolve() reads it (twice: once to size it).
+    // Then the block, carved in the order resolve() reads it (twice: once to size it). Each array
+    // is value-initialized in place, which begins its elements' lifetimes.
+    static_assert(alignof(InputDim) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ &&
+                  alignof(int64_t) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
     for (int pass = 0; pass < 2; ++pass) {
       size_t offset = 0;
       auto carve = [&]<typename T>(std::span<T>& out, size_t count) {
         offset = (offset + alignof(T) - 1) / alignof(T) * alignof(T);
-        if (pass == 1) out = {reinterpret_cast<T*>(resolve_block.data() + offset), count};
+        if (pass == 1) {
+          T* first = reinterpret_cast<T*>(resolve_block.get() + offset);
+          std::uninitialized_value_construct_n(first, count);
+          out = {first, count};
+        }
         offset += count * sizeof(T);
       };
       carve(input_symbols, symbol_dims);
@@ -510,10 +528,11 @@ struct Method::Impl {
       carve(dims_storage, dims_count);
       carve(max_storage, dims_count);
       carve(size_storage, dims_count);
-      if (pass == 0) resolve_block.resize(offset);
+      if (pass == 0) {
+        resolve_block_bytes = offset;
+        resolve_block = std::make_unique_for_overwrite<std::byte[]>(std::max<size_t>(offset, 1));
+      }
     }
-    std::uninitialized_fill(input_symbols.begin(), input_symbols.end(), InputDim{});
-    std::uninitialized_fill(input_relations.begin(), input_relations.end(), InputDim{});
     std::fill(bound.begin(), bound.end(), -1);
     size_t used_dims = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -584,6 +603,7 @@ struct Method::Impl {
           break;
       }
     }
+    // The first pass counted what this one fills; the same tests decide both.
     assert(used_dims == dims_storage.size());
   }
 
@@ -1152,6 +1172,9 @@ Status Method::execute() {
                          m.name, i, input_info(i).name);
     }
   }
+  // The method's range covers resolving too, which is part of the call (and keeps the range's
+  // push out of the kernels' share of the resolve time below).
+  const NvtxRange method_range(m.nvtx, m.name);
   m.resolve_times = Method::ResolveTimes{};
   m.sized_at = {};
   // Read whether or not this call resolves, so that a call that does reads the clock once more
@@ -1160,7 +1183,6 @@ Status Method::execute() {
   const auto entered = m.profiling.instructions ? std::chrono::steady_clock::now()
                                                 : std::chrono::steady_clock::time_point();
   if (m.shapes_dirty) BATON_TRY(Impl::resolve_method(m, entered));
-  const NvtxRange method_range(m.nvtx, m.name);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     Step& s = m.steps[i];
     const auto start = m.profiling.instructions ? std::chrono::steady_clock::now()

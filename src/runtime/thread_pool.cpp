@@ -24,12 +24,12 @@ inline void cpu_relax() {
 // of one execute() (a few elementwise kernels), shorter than anything a user would see as a
 // busy idle thread.
 constexpr auto kSpin = std::chrono::microseconds(200);
-// Of those, the first spins only pause (a few microseconds: the gap between two kernels of one
+// Of those, the first microseconds only pause (the usual gap between two kernels of one
 // execute()); the rest also yield the CPU. A worker that shares its CPU with the thread running
 // the next kernel (more threads than free cores: a busy machine, or a pool as large as the
 // machine beside any other process) would otherwise take that CPU from it for the whole spin:
 // on two cores, a 5 us kernel run by the caller after a parallel one took 200 us, every call.
-constexpr unsigned kPauseSpins = 2048;
+constexpr auto kPauseOnly = std::chrono::microseconds(20);
 
 }  // namespace
 
@@ -97,20 +97,25 @@ void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
 void ThreadPool::work_loop(unsigned slot) {
   uint64_t seen = 0;
   for (;;) {
-    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
-    bool found = false;
+    const auto spun_from = std::chrono::steady_clock::now();
+    bool found = false, yielding = false;
     for (unsigned spins = 0;; ++spins) {
       if (generation_.load(std::memory_order_acquire) != seen) {
         found = true;
         break;
       }
       if (stopping_.load(std::memory_order_relaxed)) return;
-      if (spins < kPauseSpins) {
-        cpu_relax();
-      } else {
+      if (yielding) {
         std::this_thread::yield();
+      } else {
+        cpu_relax();
       }
-      if (spins % 256 == 255 && std::chrono::steady_clock::now() > spin_until) break;
+      // The clock every few spins (a yield is a system call, a pause a few to a hundred cycles).
+      if (spins % (yielding ? 16 : 64) == 0) {
+        const auto spun = std::chrono::steady_clock::now() - spun_from;
+        if (spun > kSpin) break;
+        yielding = spun > kPauseOnly;
+      }
     }
     if (!found) {
       std::unique_lock<std::mutex> lock(mutex_);

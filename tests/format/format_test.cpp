@@ -1050,6 +1050,14 @@ TEST_F(DynamicFormatTest, AnExpressionThatCannotBeEvaluatedAtACallsSizesIsAnErro
   EXPECT_TRUE((*method)->execute().ok());
 }
 
+// One tensor listed twice as an input is refused by the verifier: the runtime keeps one record
+// per input tensor (and sized resolve()'s tables by tensor, so a duplicate would overrun them).
+TEST_F(DynamicFormatTest, AnInputListedTwiceIsRefused) {
+  b.inputs({x, x});
+  expect("('forward').inputs[1] = " + std::to_string(x) +
+         " (tensor 'x') is listed as an input twice");
+}
+
 // A symbol that no input dimension is (hand-made: the compiler refuses such a model, since no
 // call could give it a size) is refused when the method loads, rather than at every call.
 TEST_F(DynamicFormatTest, ASymbolNoInputBindsIsRefusedAtLoad) {

@@ -221,9 +221,10 @@ class Method {
   std::span<const std::chrono::nanoseconds> instruction_times() const;
   std::span<const std::chrono::steady_clock::time_point> instruction_start_times() const;
   // With Profiling::instructions, for a dynamic method: what the last execute() spent resolving
-  // sizes because its input shapes changed (both zero when they did not): binding the symbols,
-  // evaluating the size expressions and writing every dynamic tensor's sizes; and resizing the
-  // kernels that need it (Kernel::resize). Kernels that follow their sizes (follows_sizes())
+  // sizes because its input shapes changed (both zero when they did not): `sizes`, from entering
+  // execute() to having bound the symbols, evaluated the size expressions and written every
+  // dynamic tensor's sizes; and `kernels`, from there to the first instruction's start, resizing
+  // the kernels that need it (Kernel::resize). Kernels that follow their sizes (follows_sizes())
   // replan inside their own instruction, so that work is in instruction_times(), not here.
   struct ResolveTimes {
     std::chrono::nanoseconds sizes{0};
