@@ -12,11 +12,11 @@
 // inputs. The two are then called in turn (A B, then B A, ...) with a 2 ms pause before every
 // call, so that the other program's idle threads have stopped spinning; drift of the machine
 // falls on both alike, and neither gets another process's placement of threads or memory. Adds
-// "versus": {median_ms, p90_ms, min_ms} and "ratio" (median of A / median of B) to the JSON.
-// Random inputs take A's largest sizes; to compare a dynamic A with a static B at a smaller
-// shape, give the inputs at that shape with --input. Both sides run with instruction profiling on
-// (a clock read per instruction), and the pause means every call wakes sleeping threads, so these
-// medians compare with each other, not with runs without --versus.
+// "versus": {median_ms, p90_ms, min_ms, device_median_ms} and "ratio" (median of A / median of B)
+// to the JSON. Random inputs take A's largest sizes; to compare a dynamic A with a static B at a
+// smaller shape, give the inputs at that shape with --input. Both sides run with instruction
+// profiling on (a clock read per instruction), and the pause means every call wakes sleeping
+// threads, so these medians compare with each other, not with runs without --versus.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -165,7 +165,9 @@ int main(int argc, char** argv) {
   if (other != nullptr) {
     versus_json = "\"versus\": {\"median_ms\": " + std::to_string(quantile(other_wall, 0.5)) +
                   ", \"p90_ms\": " + std::to_string(quantile(other_wall, 0.9)) +
-                  ", \"min_ms\": " + std::to_string(quantile(other_wall, 0.0)) + "}, \"ratio\": " +
+                  ", \"min_ms\": " + std::to_string(quantile(other_wall, 0.0)) +
+                  ", \"device_median_ms\": " + std::to_string(quantile(other_device, 0.5)) +
+                  "}, \"ratio\": " +
                   (quantile(other_wall, 0.5) > 0
                        ? std::to_string(quantile(wall, 0.5) / quantile(other_wall, 0.5))
                        : std::string("null")) +

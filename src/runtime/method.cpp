@@ -95,10 +95,10 @@ struct Method::Impl {
     uint32_t input = 0, axis = 0;   // for messages
   };
   // Everything resolve() reads and writes, carved out of one allocation (made in load_values) in
-  // the order resolve() walks it. Between two calls of a large model its weights evict all of this
-  // from the caches and the TLB, and it must come back before the next call can start; one block
-  // of a few pages, asked for at once, comes back in about the time of one miss, where separate
-  // heap arrays would cost one memory latency (and a page walk) each, one after the other.
+  // the order resolve() walks it. During a large model's call its weights evict all of this from
+  // the caches and the TLB; one block of a few pages, prefetched at the end of the call
+  // (prepare_next_resolve), comes back in about the time of one miss, where separate heap arrays
+  // would cost one memory latency (and a page walk) each, one after the other.
   std::unique_ptr<std::byte[]> resolve_block;
   size_t resolve_block_bytes = 0;
   std::span<InputDim> input_symbols;    // input dimensions that are one symbol: they bind it
@@ -232,10 +232,7 @@ struct Method::Impl {
   // was entered, with profiling (the start of the sizes' time, so that timing resolve() adds one
   // clock read to a call, not three).
   [[gnu::always_inline]] Status resolve(std::chrono::steady_clock::time_point entered) {
-    // Ask for all of resolve_block and the expressions before reading any of it, so that the
-    // misses overlap rather than follow one another.
-    prefetch(resolve_block.get(), resolve_block_bytes);
-    prefetch(exprs.code().data(), exprs.code().size_bytes());
+    // Its data and code were prefetched at the end of the previous call (prepare_next_resolve).
     std::fill(bound.begin(), bound.end(), -1);
     for (size_t k = 0; k < input_symbols.size(); ++k) {
       const InputDim& d = input_symbols[k];
