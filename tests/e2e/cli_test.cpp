@@ -350,11 +350,12 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   for (const auto& d : j["methods"][0]["delegates"]) {
     EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
         "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
-        "tune_candidates": "1"})"));
+        "kernel_sizes": "arguments", "tune_candidates": "1"})"));
   }
   r = baton("inspect " + a);
   EXPECT_NE(r.output.find("options: conv_hard_activations=fused conv_patches=gemm "
-                          "conv_rows=cudnn gemm_gelu=cudnn tune_candidates=1"),
+                          "conv_rows=cudnn gemm_gelu=cudnn kernel_sizes=arguments "
+                          "tune_candidates=1"),
             std::string::npos)
       << r.output;
 
@@ -367,7 +368,7 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
                "kernel, cudnn"},
            Bad{"--cuda-option conv_row=cudnn" + gpu,
                "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
-               "conv_patches, conv_hard_activations, gemm_gelu, tune_candidates, "
+               "conv_patches, conv_hard_activations, gemm_gelu, kernel_sizes, tune_candidates, "
                "dump_kernel_source"},
            Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},
            Bad{"--cuda-option conv_rows" + gpu, "'conv_rows' is not KEY=VALUE"},

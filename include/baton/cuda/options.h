@@ -41,6 +41,10 @@ enum class ConvHardActivations { Fused, Unfused };
 // MatMul + bias + exact (erf) GELU in fp16 / bf16: one cuDNN matmul, or cuBLASLt with a bias
 // epilogue and a GELU kernel after it.
 enum class GemmGelu { Cudnn, Kernel };
+// The sizes, strides and offsets of the generated kernels: kernel arguments (one kernel serves
+// every shape of an op, so a model compiles each op's kernel once) or constants written into
+// each kernel's source (one kernel per shape; kept to measure the two against each other).
+enum class KernelSizes { Arguments, Code };
 
 // The most candidates timed per GEMM or cuDNN step.
 inline constexpr int kMaxTuneCandidates = 32;
@@ -50,6 +54,7 @@ struct BuildOptions {
   ConvPatches conv_patches = ConvPatches::Gemm;
   ConvHardActivations conv_hard_activations = ConvHardActivations::Fused;
   GemmGelu gemm_gelu = GemmGelu::Cudnn;
+  KernelSizes kernel_sizes = KernelSizes::Arguments;
   // Candidates timed per GEMM / cuDNN step when the target GPU is present at build (1..32; 1
   // times nothing and records the heuristics' first choices, which makes builds reproducible).
   int tune_candidates = 4;

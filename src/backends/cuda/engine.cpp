@@ -286,6 +286,12 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     if (r.kind != static_cast<uint32_t>(StepKind::Kernel)) continue;
     ctx->kernel_args_[s].resize(r.kernel.num_operands);
     for (auto& arg : ctx->kernel_args_[s]) ctx->kernel_arg_ptrs_[s].push_back(&arg);
+    // The kernel's scalar arguments, one by-value struct read straight from the blob (which the
+    // engine keeps for its lifetime; the launch copies the bytes).
+    if (r.kernel.num_args > 0) {
+      ctx->kernel_arg_ptrs_[s].push_back(
+          const_cast<int64_t*>(blob.kernel_args(r.kernel).data()));  // NOLINT: CUDA's void**
+    }
   }
   ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
   size_t declared = 0;

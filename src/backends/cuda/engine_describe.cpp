@@ -1,7 +1,9 @@
 #include "backends/cuda/engine_describe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -64,9 +66,17 @@ std::string describe_step(const EngineBlob& e, size_t index) {
       for (uint32_t o = 0; o < s.kernel.num_operands; ++o) {
         ops += (o ? " " : "") + buffer_text(s.kernel.operands[o]);
       }
-      return fmt::format("{} grid {} block {} ({})",
+      // Its sizes, strides and offsets (the first 16; a fused kernel of many inputs has more).
+      std::string args;
+      const std::span<const int64_t> values = e.kernel_args(s.kernel);
+      if (!values.empty()) {
+        args = fmt::format(" args {}",
+                           fmt::join(values.first(std::min<size_t>(values.size(), 16)), " "));
+        if (values.size() > 16) args += fmt::format(" ... ({} in all)", values.size());
+      }
+      return fmt::format("{} grid {} block {} ({}){}",
                          escape_invalid_utf8(e.kernel_name(s.kernel.kernel)), s.kernel.grid[0],
-                         s.kernel.block[0], ops);
+                         s.kernel.block[0], ops, args);
     }
     case StepKind::Conv: {
       const ConvStep& c = s.conv;
@@ -127,6 +137,7 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   j["workspace_bytes"] = h.workspace_bytes;
   j["weights_bytes"] = e.weights().size();
   j["cubin_bytes"] = e.cubin().size();
+  j["kernels"] = e.kernels().size();  // distinct kernels in the cubin (steps may share one)
   // The build options it was built with.
   j["options"] = json::object();
   for (const auto& [key, value] : e.option_pairs()) j["options"][std::string(key)] = value;

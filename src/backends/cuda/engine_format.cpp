@@ -153,6 +153,13 @@ class Validator {
           for (uint32_t o = 0; o < k.num_operands; ++o) {
             BATON_TRY(buffer(k.operands[o], fmt::format("{} operand {}", what, o)));
           }
+          BATON_CHECK_OR_RETURN(
+              k.num_args <= kMaxKernelArgs && k.first_arg <= blob_.args().size() &&
+                  k.num_args <= blob_.args().size() - k.first_arg,
+              InvalidProgram,
+              "engine blob: {} passes arguments [{}, +{}) of the {} in the args section (at most "
+              "{} per kernel)",
+              what, k.first_arg, k.num_args, blob_.args().size(), kMaxKernelArgs);
           break;
         }
         case StepKind::Copy: {
@@ -627,7 +634,7 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   const std::pair<const Section*, const char*> sections[] = {
       {&h.bindings, "bindings"}, {&h.steps, "steps"},     {&h.strings, "strings"},
       {&h.kernels, "kernels"},   {&h.weights, "weights"}, {&h.cubin, "cubin"},
-      {&h.options, "options"}};
+      {&h.options, "options"},   {&h.args, "args"}};
   for (const auto& [s, name] : sections) {
     BATON_CHECK_OR_RETURN(
         inside(*s, bytes.size()) && s->offset % 64 == 0 && s->offset >= sizeof(EngineHeader),
@@ -648,10 +655,11 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   BATON_CHECK_OR_RETURN(
       h.bindings.size == uint64_t{h.num_bindings} * sizeof(BindingRecord) &&
           h.steps.size == uint64_t{h.num_steps} * sizeof(StepRecord) &&
-          h.kernels.size == uint64_t{h.num_kernels} * sizeof(KernelRecord),
+          h.kernels.size == uint64_t{h.num_kernels} * sizeof(KernelRecord) &&
+          h.args.size % sizeof(int64_t) == 0,
       InvalidProgram,
       "engine blob section sizes disagree with the header's counts ({} bindings, {} steps, {} "
-      "kernels)",
+      "kernels) or the args section is not whole int64 values",
       h.num_bindings, h.num_steps, h.num_kernels);
   BATON_CHECK_OR_RETURN(h.scratch_bytes < kMaxBlobBytes && h.workspace_bytes < (uint64_t{1} << 34),
                         InvalidProgram,
@@ -685,6 +693,8 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   blob.strings_ = {reinterpret_cast<const char*>(base + h.strings.offset), h.strings.size};
   blob.weights_ = bytes.subspan(h.weights.offset, h.weights.size);
   blob.cubin_ = bytes.subspan(h.cubin.offset, h.cubin.size);
+  blob.args_ = {reinterpret_cast<const int64_t*>(base + h.args.offset),
+                h.args.size / sizeof(int64_t)};
   if (h.choices.size > 0) {
     blob.choices_ = {reinterpret_cast<const StepChoice*>(base + h.choices.offset),
                      h.choices.size / sizeof(StepChoice)};
@@ -754,6 +764,7 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
                         "the engine's build options take {} bytes, more than {}", options.size(),
                         kMaxEngineOptionsBytes);
   place(h.options, options.size());
+  place(h.args, e.args.size() * sizeof(int64_t));
   h.blob_size = align_up(cursor, 64);
   std::vector<uint8_t> out(h.blob_size, 0);
   std::memcpy(out.data(), &h, sizeof h);
@@ -767,6 +778,7 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
   put(h.weights, e.weights.data());
   put(h.cubin, e.cubin.data());
   put(h.options, options.data());
+  put(h.args, e.args.data());
   return out;
 }
 

@@ -8,6 +8,7 @@
 //   steps     StepRecord[num_steps], executed in order
 //   strings   binding and kernel names (not NUL-terminated; records hold offset + length)
 //   options   the build options the engine was built with: "KEY=VALUE" lines, printable ASCII
+//   args      int64 values the kernel steps pass their kernels by value (sizes, strides, offsets)
 //   kernels   KernelRecord[num_kernels]: the entry points in the cubin
 //   weights   constant tensors in the engine's precision, uploaded once at load
 //   cubin     the NVRTC-compiled module for `sm_arch`
@@ -29,8 +30,9 @@
 namespace baton::cuda {
 
 inline constexpr char kEngineMagic[8] = {'B', 'T', 'N', 'E', 'N', 'G', 'I', 'N'};
-// 2: the options section (version 1 engines recorded no options).
-inline constexpr uint32_t kEngineVersion = 2;
+// 2: the options section (version 1 engines recorded no options). 3: kernel arguments (the args
+// section, KernelStep::first_arg and num_args) and a 320-byte header.
+inline constexpr uint32_t kEngineVersion = 3;
 inline constexpr uint64_t kMaxEngineOptionsBytes = 4096;
 inline constexpr uint32_t kEngineMaxRank = 8;
 inline constexpr uint64_t kEngineAlignment = 256;  // scratch and weights offsets
@@ -74,8 +76,10 @@ struct EngineHeader {
   uint32_t choices_cudnn_version;     // cudnnGetVersion() when timed (0: no cuDNN step)
   char choices_gpu[40];               // the GPU's name, NUL-padded, for inspection
   Section options;                    // build options, "KEY=VALUE\n" lines
+  Section args;                       // int64[]: the kernel steps' arguments
+  uint8_t reserved[48];
 };
-static_assert(sizeof(EngineHeader) == 256);
+static_assert(sizeof(EngineHeader) == 320);
 
 struct BindingRecord {
   uint32_t name_offset;  // into strings
@@ -109,6 +113,8 @@ bool is_cudnn_step(uint32_t kind);
 std::string_view step_kind_name(StepKind kind);
 
 inline constexpr uint32_t kMaxKernelOperands = 16;
+// A kernel's scalar arguments travel in its parameter block with its pointers (4 KB at most).
+inline constexpr uint32_t kMaxKernelArgs = 256;
 
 // cuBLASLt matmul in column-major terms: D[m, n] = alpha * op(A)[m, k] * op(B)[k, n]
 // (+ beta * C) (+ bias[m]) then the epilogue, batched with strides (0 broadcasts).
@@ -143,7 +149,10 @@ inline constexpr uint8_t kMaxGemmEpilogue = 5;
 bool epilogue_has_bias(GemmEpilogue e);
 std::string_view epilogue_name(GemmEpilogue e);
 
-// Launch of kernel `kernel` with one pointer argument per operand, in order.
+// Launch of kernel `kernel` with one pointer argument per operand, in order, then (when num_args
+// is not 0) the values args[first_arg, first_arg + num_args) as one by-value argument (the
+// kernel's `BatonArgs<num_args>`): the sizes, strides and offsets the kernel works with, so that
+// one kernel serves every shape of its op (docs/gpu_dynamic_shapes.md).
 struct KernelStep {
   uint32_t kernel;
   uint32_t num_operands;
@@ -151,6 +160,8 @@ struct KernelStep {
   uint32_t block[3];
   uint32_t shared_bytes;
   uint32_t flags;  // KernelFlags
+  uint32_t first_arg;
+  uint32_t num_args;
   BufferRef operands[kMaxKernelOperands];
 };
 
@@ -228,7 +239,7 @@ struct StepRecord {
     SdpaStep sdpa;
   };
 };
-static_assert(sizeof(StepRecord) == 432, "the step record's size is part of the format");
+static_assert(sizeof(StepRecord) == 440, "the step record's size is part of the format");
 
 // The tensors of a cuDNN step (is_cudnn_step) in the order its plan takes their pointers: a
 // convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o; a matmul's a, b,
@@ -293,6 +304,11 @@ class EngineBlob {
   std::string_view kernel_name(size_t i) const;
   std::span<const uint8_t> weights() const { return weights_; }
   std::span<const uint8_t> cubin() const { return cubin_; }
+  // The kernel steps' arguments, and those of one kernel step.
+  std::span<const int64_t> args() const { return args_; }
+  std::span<const int64_t> kernel_args(const KernelStep& k) const {
+    return args_.subspan(k.first_arg, k.num_args);
+  }
   size_t num_inputs() const;
   // How many steps are GEMMs or cuDNN steps: the steps that have algorithm choices.
   size_t num_choice_steps() const;
@@ -314,6 +330,7 @@ class EngineBlob {
   std::span<const char> strings_;
   std::span<const uint8_t> weights_;
   std::span<const uint8_t> cubin_;
+  std::span<const int64_t> args_;
   std::string_view options_;
   std::vector<std::pair<std::string_view, std::string_view>> option_pairs_;
   std::span<const StepChoice> choices_;
@@ -343,6 +360,7 @@ struct EngineDescription {
   std::vector<uint8_t> weights;
   std::vector<uint8_t> cubin;
   std::vector<std::string> options;  // BuildOptions::recorded()
+  std::vector<int64_t> args;         // KernelStep::first_arg indexes this
 };
 
 Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);

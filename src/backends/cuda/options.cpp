@@ -134,6 +134,15 @@ const std::vector<Option<BuildOptions>>& build_table() {
        true,
        [](const B& b) { return std::string(b.gemm_gelu == GemmGelu::Cudnn ? "cudnn" : "kernel"); },
        [](B& b, int i, std::string_view) { b.gemm_gelu = static_cast<GemmGelu>(i); }},
+      {"kernel_sizes",
+       {"arguments", "code"},
+       0,
+       0,
+       true,
+       [](const B& b) {
+         return std::string(b.kernel_sizes == KernelSizes::Arguments ? "arguments" : "code");
+       },
+       [](B& b, int i, std::string_view) { b.kernel_sizes = static_cast<KernelSizes>(i); }},
       {"tune_candidates",
        {},
        1,

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <random>
+#include <span>
 
 #include "backends/cuda/builder/codegen.h"
 #include "backends/cuda/builder/engine_builder.h"
@@ -829,8 +831,9 @@ TEST(EngineBuilderTest, AOneElementSliceWithAHugeStepIsAView) {
   EXPECT_EQ(blob.steps()[0].kernel.operands[0].offset, 3u * 6u * 4u);
 }
 
-// Softmax over each of `count` inputs of distinct widths (each its own generated kernel, sizes
-// baked in), or over one width `count` times in a chain (the same kernel every step).
+// Softmax over each of `count` inputs of distinct widths (each its own generated kernel when the
+// sizes are in the code, kernel_sizes=code), or over one width `count` times in a chain (the same
+// kernel every step).
 OnnxBuilder softmaxes(int count, bool distinct) {
   OnnxBuilder b(17);
   if (!distinct) b.input("x0", {4, 24});
@@ -855,11 +858,38 @@ TEST(EngineBuilderTest, IdenticalKernelsAreCompiledOnce) {
   for (const cuda::StepRecord& r : blob.steps()) EXPECT_EQ(r.kernel.kernel, 0u);
 }
 
+// Kernels take their sizes as arguments: softmaxes of 300 distinct widths are as many kernels as
+// block sizes (32 to 512 threads for rows of 8 to 307), each step passing its own row length; with
+// the sizes in the code (kernel_sizes=code) each width is a kernel of its own.
+TEST(EngineBuilderTest, KernelsOfOneOpAtManyShapesAreCompiledOnce) {
+  for (const bool in_code : {false, true}) {
+    SCOPED_TRACE(in_code ? "kernel_sizes=code" : "kernel_sizes=arguments");
+    auto built = build(softmaxes(300, true), "fp32", 0,
+                       {in_code ? "kernel_sizes=code" : "kernel_sizes=arguments"});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    ASSERT_EQ(blob.steps().size(), 300u);
+    EXPECT_EQ(blob.kernels().size(), in_code ? 300u : 5u);
+    for (size_t i = 0; i < blob.steps().size(); ++i) {
+      const cuda::KernelStep& k = blob.steps()[i].kernel;
+      if (in_code) {
+        EXPECT_EQ(k.num_args, 0u);
+        continue;
+      }
+      // The row length and the stride between a row's elements.
+      const std::span<const int64_t> args = blob.kernel_args(k);
+      ASSERT_EQ(args.size(), 2u);
+      EXPECT_EQ(args[0], static_cast<int64_t>(8 + i));
+      EXPECT_EQ(args[1], 1);
+    }
+  }
+}
+
 // More than kKernelsInOneUnit distinct kernels are compiled in units in parallel and linked into
 // one cubin that holds every kernel the steps name.
 TEST(EngineBuilderTest, ManyDistinctKernelsAreCompiledInUnitsAndLinked) {
   const int count = static_cast<int>(cuda::kKernelsInOneUnit) + 40;
-  auto built = build(softmaxes(count, true), "fp32");
+  auto built = build(softmaxes(count, true), "fp32", 0, {"kernel_sizes=code"});
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
   ASSERT_EQ(blob.kernels().size(), static_cast<size_t>(count));
@@ -1130,26 +1160,53 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
       {DType::Float16, {3, 7}, {0, 1}, ""},   // 21 elements: no vector divides them
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(fmt::format("{} {} strides {}", dtype_name(c.dtype), fmt::join(c.sizes, "x"),
-                             fmt::join(c.row_strides, ",")));
-    cuda::LaunchShape launch;
-    const std::string source =
-        cuda::generate_fused(kernel(c.dtype, c.sizes, c.row_strides), &launch);
-    int64_t n = 1;
-    for (int64_t s : c.sizes) n *= s;
-    if (c.expect.empty()) {
-      EXPECT_EQ(source.find("baton_vec"), std::string::npos) << source;
-      EXPECT_EQ(launch.grid, static_cast<uint32_t>((n + 255) / 256));
-    } else {
-      EXPECT_NE(source.find(c.expect), std::string::npos) << source;
-      EXPECT_NE(source.find("baton_vec_store<"), std::string::npos) << source;
-      EXPECT_NE(source.find("to_f(p2[baton_offset<2>(i0, sizes, strides2)])"), std::string::npos)
-          << source;
+    for (const bool in_code : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} {} strides {}, sizes in the {}", dtype_name(c.dtype),
+                               fmt::join(c.sizes, "x"), fmt::join(c.row_strides, ","),
+                               in_code ? "code" : "arguments"));
+      cuda::LaunchShape launch;
+      cuda::KernelArgs args(in_code);
+      const std::string source =
+          cuda::generate_fused(kernel(c.dtype, c.sizes, c.row_strides), &launch, &args);
+      int64_t n = 1;
+      for (int64_t s : c.sizes) n *= s;
+      // With sizes as arguments, offsets divide by multiplying with the sizes' magics.
+      auto expected = [&](std::string text) {
+        const std::string from = "baton_offset<2>(i0", to = "baton_offset_fast<2>(i0";
+        if (const size_t at = text.find(from); !in_code && at != std::string::npos)
+          text.replace(at, from.size(), to);
+        return text;
+      };
+      if (c.expect.empty()) {
+        EXPECT_EQ(source.find("baton_vec"), std::string::npos) << source;
+        EXPECT_EQ(launch.grid, static_cast<uint32_t>((n + 255) / 256));
+      } else {
+        EXPECT_NE(source.find(expected(c.expect)), std::string::npos) << source;
+        EXPECT_NE(source.find("baton_vec_store<"), std::string::npos) << source;
+        EXPECT_NE(
+            source.find(in_code ? "to_f(p2[baton_offset<2>(i0, sizes, strides2)])"
+                                : "to_f(p2[baton_offset_fast<2>(i0, sizes, magic, strides2)])"),
+            std::string::npos)
+            << source;
+      }
+      // The one-element loop is always there, as the kernel or its fallback; its count is a
+      // constant or the argument holding n.
+      if (in_code) {
+        EXPECT_NE(source.find("baton_for_each(" + std::to_string(n) + "LL"), std::string::npos);
+        EXPECT_TRUE(args.values().empty());
+      } else {
+        const size_t at = source.rfind("baton_for_each(a.v[");
+        ASSERT_NE(at, std::string::npos) << source;
+        const size_t index = std::stoul(source.substr(at + 19));
+        ASSERT_LT(index, args.values().size());
+        EXPECT_EQ(args.values()[index], n);
+        EXPECT_EQ(source.find(fmt::format("BatonArgs<{}> a)", args.values().size())),
+                  source.find("BatonArgs<"))
+            << source;
+      }
+      auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
+      ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
     }
-    // The one-element loop is always there, as the kernel or its fallback.
-    EXPECT_NE(source.find("baton_for_each(" + std::to_string(n) + "LL"), std::string::npos);
-    auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
-    ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
   }
 }
 
@@ -1172,7 +1229,7 @@ TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
        {128 * 50264, 50264, 1},
        0,
        128 * 50,
-       "constexpr long long cols = 50257LL, pitch = 50264LL;"},
+       "const long long cols = 50257LL, pitch = 50264LL;"},
       {DType::Float16, DType::Float32, {6, 2400}, {2500, 1}, 3, 6 * 3, "p0 + 3LL + row * pitch"},
       {DType::Bool, DType::Bool, {2, 3, 600}, {2100, 700, 1}, 50, 6, "bool_t v[4];"},
       {DType::Int64, DType::Int64, {5, 1, 256}, {300, 7, 1}, 0, 5, "pitch = 300LL"},
@@ -1195,19 +1252,82 @@ TEST(EngineBuilderTest, CopiesOfRowPitchedViewsRunARowKernel) {
     k.out = c.out;
     k.expression = "{0}";
     k.inputs.push_back({c.in, c.strides, c.offset});
-    cuda::LaunchShape launch;
-    const std::string source = cuda::generate_typed(k, &launch);
-    EXPECT_EQ(launch.block, 256u);
-    if (c.row_grid != 0) {
-      EXPECT_EQ(launch.grid, c.row_grid) << source;
-      EXPECT_NE(source.find(c.expect), std::string::npos) << source;
-      EXPECT_EQ(source.find("baton_for_each"), std::string::npos) << source;
-    } else {
-      EXPECT_NE(source.find("baton_for_each("), std::string::npos) << source;
-      EXPECT_EQ(source.find("pitch"), std::string::npos) << source;
+    for (const bool in_code : {true, false}) {
+      SCOPED_TRACE(in_code ? "sizes in the code" : "sizes as arguments");
+      cuda::LaunchShape launch;
+      cuda::KernelArgs args(in_code);
+      const std::string source = cuda::generate_typed(k, &launch, &args);
+      EXPECT_EQ(launch.block, 256u);
+      if (c.row_grid != 0) {
+        EXPECT_EQ(launch.grid, c.row_grid) << source;
+        EXPECT_EQ(source.find("baton_for_each"), std::string::npos) << source;
+        if (in_code) {
+          EXPECT_NE(source.find(c.expect), std::string::npos) << source;
+        } else {
+          // cols, pitch, blocks per row and the input's offset, in that order.
+          // The pitch is the stride of the innermost dimension before the columns that is not
+          // of size 1.
+          size_t row_dim = c.sizes.size() - 2;
+          while (c.sizes[row_dim] == 1) --row_dim;
+          const int64_t cols = c.sizes.back(), pitch = c.strides[row_dim];
+          EXPECT_EQ(args.values(),
+                    (std::vector<int64_t>{cols, pitch, (cols + 1023) / 1024, c.offset}));
+          EXPECT_NE(source.find("cols = a.v[0], pitch = a.v[1];"), std::string::npos) << source;
+        }
+      } else {
+        EXPECT_NE(source.find("baton_for_each("), std::string::npos) << source;
+        EXPECT_EQ(source.find("pitch"), std::string::npos) << source;
+      }
+      auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
+      ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
     }
-    auto cubin = cuda::compile_to_cubin(cuda::kernel_prelude() + source, 90, "k_test");
-    ASSERT_TRUE(cubin.ok()) << cubin.status().to_string() << "\n" << source;
+  }
+}
+
+// division_magic's quotients are exact for every numerator below 2^31 (checked here on the host
+// with the device's arithmetic: the high 32 bits of a 32 x 32-bit product, then the shift).
+TEST(EngineBuilderTest, DivisionMagicsGiveExactQuotientsBelowTwoToThe31) {
+  auto divide = [](uint32_t x, int64_t magic) -> uint32_t {
+    if (magic == 0) return x;
+    const uint32_t multiplier = static_cast<uint32_t>(magic);
+    const uint32_t shift = static_cast<uint32_t>(static_cast<uint64_t>(magic) >> 32);
+    return static_cast<uint32_t>((uint64_t{x} * multiplier) >> 32) >> shift;
+  };
+  std::vector<int64_t> divisors = {1,
+                                   2,
+                                   3,
+                                   5,
+                                   6,
+                                   7,
+                                   12,
+                                   49,
+                                   64,
+                                   197,
+                                   768,
+                                   3072,
+                                   50257,
+                                   65536,
+                                   1000003,
+                                   (int64_t{1} << 30) - 1,
+                                   int64_t{1} << 30,
+                                   (int64_t{1} << 30) + 1,
+                                   (int64_t{1} << 31) - 1};
+  std::mt19937_64 rng(37);
+  for (int i = 0; i < 200; ++i) divisors.push_back(1 + static_cast<int64_t>(rng() % 0x7fffffffu));
+  for (const int64_t d : divisors) {
+    const int64_t magic = cuda::division_magic(d);
+    std::vector<uint32_t> numerators = {0, 1, 0x7fffffffu, 0x7ffffffeu};
+    for (uint32_t m : {1u, 2u, 3u, 1000u}) {
+      const uint64_t multiple = static_cast<uint64_t>(d) * m;
+      for (int64_t delta : {-1, 0, 1}) {
+        const int64_t x = static_cast<int64_t>(multiple) + delta;
+        if (x >= 0 && x < (int64_t{1} << 31)) numerators.push_back(static_cast<uint32_t>(x));
+      }
+    }
+    for (int j = 0; j < 2000; ++j) numerators.push_back(static_cast<uint32_t>(rng() & 0x7fffffffu));
+    for (const uint32_t x : numerators) {
+      ASSERT_EQ(divide(x, magic), x / static_cast<uint64_t>(d)) << x << " / " << d;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // C++: runs in CI without a GPU (and under ASan+UBSan).
 #include "backends/cuda/engine_format.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -145,7 +146,7 @@ TEST(EngineFormatTest, OptionsAreRecordedAndChecked) {
   auto refused = EngineBlob::parse(old.span());
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), Error::NotSupported);
-  EXPECT_NE(refused.status().message().find("engine blob version 1; this runtime reads version 2"),
+  EXPECT_NE(refused.status().message().find("engine blob version 1; this runtime reads version 3"),
             std::string::npos)
       << refused.status().message();
 }
@@ -168,6 +169,7 @@ TEST(EngineFormatTest, DescribesTheEngineForInspect) {
   EXPECT_EQ(j["nvrtc_version"], 13000);
   EXPECT_EQ(j["weights_bytes"], 512);
   EXPECT_EQ(j["cubin_bytes"], 100);
+  EXPECT_EQ(j["kernels"], 1);
   EXPECT_EQ(j["scratch_bytes"], 256);
   EXPECT_EQ(j["workspace_bytes"], 1 << 20);
   EXPECT_EQ(j["options"],
@@ -500,6 +502,42 @@ TEST(EngineFormatTest, CopyAndKernelRangesAreChecked) {
     e.steps[1].kernel.operands[1].offset = offset;
     expect_rejected(e, "steps[1] operand 1");
   }
+}
+
+// A kernel step's arguments lie inside the args section, at most 256 of them; the parsed blob
+// hands each step its own, and inspect shows them.
+TEST(EngineFormatTest, KernelArgumentsAreCheckedAndDescribed) {
+  EngineDescription e = sample();
+  e.args = {7, 4, 5, 1, 0, 20};
+  e.steps[1].kernel.first_arg = 2;
+  e.steps[1].kernel.num_args = 3;
+  auto bytes = write_engine_blob(e);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  Aligned a(*bytes);
+  auto blob = EngineBlob::parse(a.span());
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  EXPECT_EQ(blob->args().size(), 6u);
+  const std::span<const int64_t> args = blob->kernel_args(blob->steps()[1].kernel);
+  EXPECT_EQ(std::vector<int64_t>(args.begin(), args.end()), (std::vector<int64_t>{5, 1, 0}));
+  EXPECT_EQ(describe_step(*blob, 1),
+            "k0_fused grid 1 block 256 (scratch@0 binding 1+0) args 5 1 0");
+  struct Case {
+    uint32_t first, count;
+  };
+  for (const Case c : {Case{4, 3}, Case{7, 0}, Case{0, 7}, Case{~0u, 2}, Case{2, ~0u - 1}}) {
+    SCOPED_TRACE(fmt::format("args [{}, +{})", c.first, c.count));
+    e.steps[1].kernel.first_arg = c.first;
+    e.steps[1].kernel.num_args = c.count;
+    expect_rejected(e, "steps[1] passes arguments");
+  }
+  e.args.assign(300, 1);
+  e.steps[1].kernel.first_arg = 0;
+  e.steps[1].kernel.num_args = 257;
+  expect_rejected(e, "at most 256 per kernel");
+  e.steps[1].kernel.num_args = 256;
+  auto most = write_engine_blob(e);
+  ASSERT_TRUE(most.ok());
+  EXPECT_TRUE(parse(*most).ok()) << parse(*most).to_string();
 }
 
 // A conv step: x [1, 4, 4, 8] NHWC in the binding-sized scratch, w [2, 3, 3, 8], y [1, 2, 2, 2].
@@ -883,7 +921,7 @@ TEST(EngineFormatTest, ArchAndPrecisionNames) {
 
 // The fuzz_engine_blob regression inputs (fuzz/regressions/fuzz_engine_blob) are still refused
 // for what they were recorded for, past the header: an input refused at the version check (they
-// were written as version 1 engines and ported by hand to version 2) tests nothing.
+// were written as version 1 engines and ported by hand to versions 2 and 3) tests nothing.
 TEST(EngineFormatTest, RegressionInputsAreRefusedPastTheVersionCheck) {
   struct Case {
     const char* file;

@@ -71,6 +71,57 @@ std::string float_literal(float v) {
   return fmt::format("__int_as_float(0x{:08x})", bits);
 }
 
+std::string KernelArgs::value(int64_t v) {
+  if (in_code_) return fmt::format("{}LL", v);
+  values_.push_back(v);
+  return fmt::format("a.v[{}]", values_.size() - 1);
+}
+
+std::string KernelArgs::array(std::string_view name, const std::vector<int64_t>& values) {
+  std::string items;
+  for (size_t i = 0; i < values.size(); ++i) items += (i ? ", " : "") + value(values[i]);
+  return fmt::format("  {} long long {}[{}] = {{{}}};\n", in_code_ ? "constexpr" : "const", name,
+                     values.size(), items);
+}
+
+std::string KernelArgs::parameter(bool first) const {
+  if (values_.empty()) return std::string();
+  return fmt::format("{}const BatonArgs<{}> a", first ? "" : ", ", values_.size());
+}
+
+int64_t division_magic(int64_t divisor) {
+  if (divisor <= 1) return 0;
+  // The multiplier is 2^p / divisor rounded up with p = 31 + ceil(log2(divisor)): then the error
+  // of the rounding, times any numerator below 2^31, stays below 2^p, and the quotient is exact.
+  int log2_up = 0;
+  while ((int64_t{1} << log2_up) < divisor) ++log2_up;
+  const int p = 31 + log2_up;
+  const uint64_t multiplier =
+      ((uint64_t{1} << p) + static_cast<uint64_t>(divisor) - 1) / static_cast<uint64_t>(divisor);
+  return static_cast<int64_t>((multiplier & 0xffffffffu) | (uint64_t(p - 32) << 32));
+}
+
+ElementIndex::ElementIndex(KernelArgs& args, const std::vector<int64_t>& sizes)
+    : rank_(std::max<size_t>(sizes.size(), 1)) {
+  const std::vector<int64_t> s = sizes.empty() ? std::vector<int64_t>{1} : sizes;
+  int64_t n = 1;
+  for (int64_t x : s) n *= x;
+  declarations_ = args.array("sizes", s);
+  // Divisions by constants become multiplications in the compiler; divisions by arguments would
+  // be 64-bit division routines, so indices below 2^31 divide by multiplying with magics.
+  fast_ = !args.in_code() && n < (int64_t{1} << 31);
+  if (fast_) {
+    std::vector<int64_t> magic;
+    for (int64_t x : s) magic.push_back(division_magic(x));
+    declarations_ += args.array("magic", magic);
+  }
+}
+
+std::string ElementIndex::offset(std::string_view i, std::string_view strides) const {
+  if (fast_) return fmt::format("baton_offset_fast<{}>({}, sizes, magic, {})", rank_, i, strides);
+  return fmt::format("baton_offset<{}>({}, sizes, {})", rank_, i, strides);
+}
+
 LaunchShape grid_stride_launch(int64_t n) {
   LaunchShape launch;
   launch.block = kBlock;
@@ -181,11 +232,9 @@ int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
 // The kernel reads and writes one element per thread, or, when vector_width allows it and every
 // pointer is aligned for it at run time (a binding may sit anywhere), W neighbouring elements with
 // one 16-byte access per input and output; the one-element loop stays as the fallback.
-std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
+std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs* args) {
   int64_t n = 1;
   for (int64_t s : k.sizes) n *= s;
-  const size_t rank = std::max<size_t>(k.sizes.size(), 1);
-  const std::vector<int64_t> sizes = k.sizes.empty() ? std::vector<int64_t>{1} : k.sizes;
   std::string params;
   int arg = 0;
   std::vector<int> ptr_of(k.inputs.size(), -1);
@@ -202,7 +251,8 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
         fmt::format("{}{}* __restrict__ p{}", arg ? ", " : "", device_type_name(out.dtype), arg);
     ++arg;
   }
-  std::string body = fmt::format("  constexpr long long sizes[{}] = {};\n", rank, int_list(sizes));
+  const ElementIndex index(*args, k.sizes);
+  std::string body = index.declarations();
   std::string loop;
   std::vector<std::string> names;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
@@ -215,11 +265,9 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
     } else {
       const std::vector<int64_t> strides =
           in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
-      body +=
-          fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
-      loop +=
-          fmt::format("    const float {} = to_f(p{}[baton_offset<{}>(i, sizes, strides{})]);\n", v,
-                      ptr_of[x], rank, x);
+      body += args->array(fmt::format("strides{}", x), strides);
+      loop += fmt::format("    const float {} = to_f(p{}[{}]);\n", v, ptr_of[x],
+                          index.offset("i", fmt::format("strides{}", x)));
     }
     names.push_back(v);
   }
@@ -241,19 +289,19 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
   for (size_t o = 0; o < k.outputs.size(); ++o)
     loop += fmt::format("    st(&p{}[i], t{});\n", first_output + o, k.outputs[o].op);
   const std::string scalar_loop =
-      fmt::format("  baton_for_each({}LL, [&](long long i) {{\n{}  }});\n", n, loop);
+      fmt::format("  baton_for_each({}, [&](long long i) {{\n{}  }});\n", args->value(n), loop);
 
   std::vector<VecRead> reads;
   const int w = vector_width(k, &reads);
   if (w == 0) {
     *launch = grid_stride_launch(n);
-    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}{}}}\n",
-                       kBlock, k.name, params, body, scalar_loop);
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}}}\n",
+                       kBlock, k.name, params, args->parameter(), body, scalar_loop);
   }
   std::string aligned, vload, vbody;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const int p = ptr_of[x];
-    const std::string at = fmt::format("baton_offset<{}>(i0, sizes, strides{})", rank, x);
+    const std::string at = index.offset("i0", fmt::format("strides{}", x));
     switch (reads[x]) {
       case VecRead::Literal:
         vbody += fmt::format("      const float v{} = {};\n", x, float_literal(k.inputs[x].value));
@@ -283,22 +331,24 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch) {
   for (size_t o = 0; o < k.outputs.size(); ++o)
     stores += fmt::format("    baton_vec_store<{}>(p{} + i0, o{});\n", w, first_output + o, o);
   *launch = grid_stride_launch(n / w);
+  const std::string vector_count = args->value(n / w);
   return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}"
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}"
       "  if (true{}) {{\n"
-      "    baton_for_each({}LL, [&](long long j) {{\n"
+      "    baton_for_each({}, [&](long long j) {{\n"
       "    const long long i0 = j * {};\n{}"
       "#pragma unroll\n"
       "    for (int e = 0; e < {}; ++e) {{\n{}{}{}    }}\n{}"
       "    }});\n"
       "    return;\n"
       "  }}\n{}}}\n",
-      kBlock, k.name, params, body, aligned, n / w, w, vload, w, vbody, indented("      "), vstore,
-      stores, scalar_loop);
+      kBlock, k.name, params, args->parameter(), body, aligned, vector_count, w, vload, w, vbody,
+      indented("      "), vstore, stores, scalar_loop);
 }
 
 namespace {
-std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchShape* launch) {
+std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchShape* launch,
+                              KernelArgs* args) {
   const TypedInput& in = k.inputs[0];
   std::string expression = k.expression;
   const std::string element = "ld(v[j])";
@@ -309,14 +359,16 @@ std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchSha
   const int64_t chunks = (r.cols + kRowCopyCols - 1) / kRowCopyCols;
   launch->block = kBlock;
   launch->grid = static_cast<uint32_t>(r.rows * chunks);
+  const std::string cols = args->value(r.cols), pitch = args->value(r.pitch),
+                    chunk_count = args->value(chunks), offset = args->value(in.offset);
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ p0, "
-      "{3}* __restrict__ y) {{\n"
-      "  constexpr long long cols = {4}LL, pitch = {5}LL;\n"
-      "  constexpr unsigned chunks = {6}u;\n"
+      "{3}* __restrict__ y{11}) {{\n"
+      "  const long long cols = {4}, pitch = {5};\n"
+      "  const unsigned chunks = (unsigned)({6});\n"
       "  const long long row = blockIdx.x / chunks;\n"
       "  const long long c0 = (long long)(blockIdx.x % chunks) * {7}LL + threadIdx.x;\n"
-      "  const {2}* __restrict__ x = p0 + {8}LL + row * pitch;\n"
+      "  const {2}* __restrict__ x = p0 + {8} + row * pitch;\n"
       "  {3}* __restrict__ out = y + row * cols;\n"
       "  {2} v[{9}];\n"
       "#pragma unroll\n"
@@ -328,39 +380,36 @@ std::string generate_row_copy(const TypedKernel& k, const RowPitch& r, LaunchSha
       "    if (c0 + j * {0}LL < cols) sto(&out[c0 + j * {0}LL], {10});\n"
       "  }}\n"
       "}}\n",
-      kBlock, k.name, device_type_name(in.dtype), device_type_name(k.out), r.cols, r.pitch, chunks,
-      kRowCopyCols, in.offset, kRowCopyUnroll, expression);
+      kBlock, k.name, device_type_name(in.dtype), device_type_name(k.out), cols, pitch, chunk_count,
+      kRowCopyCols, offset, kRowCopyUnroll, expression, args->parameter());
 }
 
 }  // namespace
 
-std::string generate_typed(const TypedKernel& k, LaunchShape* launch) {
+std::string generate_typed(const TypedKernel& k, LaunchShape* launch, KernelArgs* args) {
   if (k.inputs.size() == 1 && !contiguous(k.sizes, k.inputs[0].strides)) {
     if (const std::optional<RowPitch> r = row_pitched(k.sizes, k.inputs[0].strides)) {
-      return generate_row_copy(k, *r, launch);
+      return generate_row_copy(k, *r, launch, args);
     }
   }
   int64_t n = 1;
   for (int64_t s : k.sizes) n *= s;
-  const size_t rank = std::max<size_t>(k.sizes.size(), 1);
-  const std::vector<int64_t> sizes = k.sizes.empty() ? std::vector<int64_t>{1} : k.sizes;
-  std::string params,
-      body = fmt::format("  constexpr long long sizes[{}] = {};\n", rank, int_list(sizes));
+  const ElementIndex index(*args, k.sizes);
+  std::string params, body = index.declarations();
   std::string expression = k.expression;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const TypedInput& in = k.inputs[x];
     params += fmt::format("const {}* __restrict__ p{}, ", device_type_name(in.dtype), x);
     std::string element;
     if (contiguous(k.sizes, in.strides)) {
-      element =
-          in.offset ? fmt::format("ld(p{}[{}LL + i])", x, in.offset) : fmt::format("ld(p{}[i])", x);
+      element = in.offset ? fmt::format("ld(p{}[{} + i])", x, args->value(in.offset))
+                          : fmt::format("ld(p{}[i])", x);
     } else {
       const std::vector<int64_t> strides =
           in.strides.empty() ? std::vector<int64_t>{0} : in.strides;
-      body +=
-          fmt::format("  constexpr long long strides{}[{}] = {};\n", x, rank, int_list(strides));
-      element = fmt::format("ld(p{}[{}LL + baton_offset<{}>(i, sizes, strides{})])", x, in.offset,
-                            rank, x);
+      body += args->array(fmt::format("strides{}", x), strides);
+      element = fmt::format("ld(p{}[{} + {}])", x, args->value(in.offset),
+                            index.offset("i", fmt::format("strides{}", x)));
     }
     const std::string placeholder = fmt::format("{{{}}}", x);
     for (size_t at = expression.find(placeholder); at != std::string::npos;
@@ -369,10 +418,11 @@ std::string generate_typed(const TypedKernel& k, LaunchShape* launch) {
     }
   }
   *launch = grid_stride_launch(n);
+  const std::string count = args->value(n);
   return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y) {{\n{}"
-      "  baton_for_each({}LL, [&](long long i) {{ sto(&y[i], {}); }});\n}}\n",
-      kBlock, k.name, params, device_type_name(k.out), body, n, expression);
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}"
+      "  baton_for_each({}, [&](long long i) {{ sto(&y[i], {}); }});\n}}\n",
+      kBlock, k.name, params, device_type_name(k.out), args->parameter(), body, count, expression);
 }
 
 }  // namespace baton::cuda

@@ -1,8 +1,8 @@
 // CUDA C++ glue for the engine's kernels. The device code itself lives in builder/device/*.cuh
 // (embedded at build time); what is generated per kernel is a small `extern "C"` entry point that
-// bakes the static shapes, strides and scalar constants into calls of those templates, plus the
-// expression bodies of fused elementwise kernels. NVRTC compiles all of a partition's kernels
-// into one cubin for the target architecture.
+// calls those templates with the kernel's sizes and strides (kernel arguments, KernelArgs) and its
+// scalar constants, plus the expression bodies of fused elementwise kernels. NVRTC compiles all of
+// a partition's kernels into one cubin for the target architecture.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +48,53 @@ struct FusedKernel {
   std::vector<FusedOutput> outputs;
 };
 
+// The scalar arguments of one generated kernel: the sizes, strides and offsets its source would
+// otherwise hold as constants. Passed as arguments (one `BatonArgs<N> a` after the pointers,
+// KernelStep::num_args), they make an op's kernel the same source at every shape, so a model
+// compiles each op variant once and a dynamic program can run it at any size; with
+// BuildOptions::kernel_sizes = code they are written into the source as constants instead.
+class KernelArgs {
+ public:
+  explicit KernelArgs(bool in_code = false) : in_code_(in_code) {}
+  bool in_code() const { return in_code_; }
+  // How the kernel reads `v`: "a.v[3]" (an argument) or "123LL" (a constant).
+  std::string value(int64_t v);
+  // A local array declaration, "  const long long name[2] = {a.v[0], a.v[1]};\n" (constexpr
+  // with the values in the code).
+  std::string array(std::string_view name, const std::vector<int64_t>& values);
+  // The parameter that follows the pointers in the kernel's signature: ", const BatonArgs<N> a",
+  // or nothing when the kernel has no arguments (`first` when it is the only parameter).
+  std::string parameter(bool first = false) const;
+  const std::vector<int64_t>& values() const { return values_; }
+
+ private:
+  bool in_code_;
+  std::vector<int64_t> values_;
+};
+
+// Division of an index below 2^31 by a divisor known only when the kernel runs (a size passed as
+// an argument) without a division instruction: q = umulhi(x, multiplier) >> shift, the
+// multiplier rounded up (the round-up method of Granlund and Montgomery). Encoded as one int64,
+// multiplier | shift << 32; 0 for a divisor of 1 (q = x). baton_div in device/common.cuh.
+int64_t division_magic(int64_t divisor);
+
+// The index arithmetic of a kernel over the elements of `sizes` (row-major): declares the sizes
+// (and, when they are arguments and every index fits in 32 bits, their division magics) and
+// writes the offset of an element in a tensor read through `strides` along those sizes.
+class ElementIndex {
+ public:
+  ElementIndex(KernelArgs& args, const std::vector<int64_t>& sizes);
+  // The declarations, placed at the top of the kernel.
+  const std::string& declarations() const { return declarations_; }
+  // The expression for the offset of element `i` through the strides array `strides`.
+  std::string offset(std::string_view i, std::string_view strides) const;
+
+ private:
+  size_t rank_;
+  bool fast_ = false;
+  std::string declarations_;
+};
+
 // Launch configuration of a generated kernel.
 struct LaunchShape {
   uint32_t grid = 1;
@@ -57,7 +104,7 @@ struct LaunchShape {
 // Pointer arguments: non-literal inputs in order, then outputs. One element per thread, or 16
 // bytes per access where every input is contiguous, row-contiguous or broadcast along rows (with
 // the one-element loop kept for pointers that are not aligned for it, checked at run time).
-std::string generate_fused(const FusedKernel& k, LaunchShape* launch);
+std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs* args);
 
 // A kernel over values of any stored dtype (typed.cuh's ld / sto): output element i of `sizes`
 // (row-major) is `expression`, where {0}, {1}, ... stand for the inputs' elements, each read as
@@ -79,7 +126,7 @@ struct TypedKernel {
 // Pointer arguments: the inputs in order, then the output. One input read as rows of 256 or more
 // contiguous elements one pitch apart (a padded GEMM result, a Slice of the last axis) gets a row
 // kernel instead of the element loop (codegen.cpp, row_pitched).
-std::string generate_typed(const TypedKernel& k, LaunchShape* launch);
+std::string generate_typed(const TypedKernel& k, LaunchShape* launch, KernelArgs* args);
 
 // A grid-stride launch over n elements (blocks of kBlock threads, the grid capped).
 inline constexpr uint32_t kBlock = 256;

@@ -208,8 +208,9 @@ void Lowering::gather_into(int src, int dst) {
   k.expression = "{0}";
   k.inputs.push_back({slot(read(src)).dtype, strides_of(src), 0});
   LaunchShape launch;
-  std::string code = generate_typed(k, &launch);
-  add_kernel(k.name, std::move(code), launch, {src, dst});
+  KernelArgs args = kernel_args();
+  std::string code = generate_typed(k, &launch, &args);
+  add_kernel(k.name, std::move(code), launch, {src, dst}, args);
 }
 
 int Lowering::row_major_copy(int v) {
@@ -432,9 +433,14 @@ std::string Lowering::kernel_name(const char* what) const {
   return fmt::format("k{}_{}", kernel_names_.size(), what);
 }
 
+KernelArgs Lowering::kernel_args() const {
+  return KernelArgs(t_.options.kernel_sizes == KernelSizes::Code);
+}
+
 void Lowering::add_kernel(const std::string& name, std::string code, const LaunchShape& launch,
-                          std::vector<int> operands) {
+                          std::vector<int> operands, const KernelArgs& args) {
   Planned step;
+  step.args = args.values();
   step.record.kind = static_cast<uint32_t>(StepKind::Kernel);
   step.record.kernel.kernel = static_cast<uint32_t>(kernel_names_.size());
   step.record.kernel.num_operands = static_cast<uint32_t>(operands.size());
@@ -525,8 +531,9 @@ void Lowering::add_cast(int src, int dst, DType dtype) {
   k.ops.push_back({std::string(kCopyExpression), 0, 0});
   k.outputs.push_back({dtype, 0});
   LaunchShape launch;
-  std::string code = generate_fused(k, &launch);
-  add_kernel(k.name, std::move(code), launch, {src, dst});
+  KernelArgs args = kernel_args();
+  std::string code = generate_fused(k, &launch, &args);
+  add_kernel(k.name, std::move(code), launch, {src, dst}, args);
 }
 
 void Lowering::add_epilogue(int y, int residual, const std::string& activation, int out) {
@@ -557,8 +564,9 @@ void Lowering::add_epilogue(int y, int residual, const std::string& activation, 
   k.outputs.push_back({slot(out).dtype, static_cast<int>(k.ops.size()) - 1});
   operands.push_back(out);
   LaunchShape launch;
-  std::string code = generate_fused(k, &launch);
-  add_kernel(k.name, std::move(code), launch, std::move(operands));
+  KernelArgs args = kernel_args();
+  std::string code = generate_fused(k, &launch, &args);
+  add_kernel(k.name, std::move(code), launch, std::move(operands), args);
 }
 
 BufferRef Lowering::ref_of(int v) const {
@@ -645,11 +653,17 @@ Result<compiler::LoweredPartition> Lowering::finish() {
         break;
       }
       case StepKind::Kernel:
-        BATON_CHECK_OR_RETURN(s.operands.size() <= kMaxKernelOperands, NotSupported,
-                              "a kernel of partition '{}' has {} operands (at most {})", p_.name,
-                              s.operands.size(), kMaxKernelOperands);
+        BATON_CHECK_OR_RETURN(
+            s.operands.size() <= kMaxKernelOperands && s.args.size() <= kMaxKernelArgs,
+            NotSupported,
+            "a kernel of partition '{}' has {} operands and {} arguments (at "
+            "most {} and {})",
+            p_.name, s.operands.size(), s.args.size(), kMaxKernelOperands, kMaxKernelArgs);
         for (size_t o = 0; o < s.operands.size(); ++o)
           s.record.kernel.operands[o] = ref_of(s.operands[o]);
+        s.record.kernel.first_arg = static_cast<uint32_t>(e.args.size());
+        s.record.kernel.num_args = static_cast<uint32_t>(s.args.size());
+        e.args.insert(e.args.end(), s.args.begin(), s.args.end());
         break;
       case StepKind::Conv: {
         ConvStep& c = s.record.conv;

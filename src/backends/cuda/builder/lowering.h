@@ -116,9 +116,12 @@ class Lowering {
   // --- steps ----------------------------------------------------------------------------------
   // "k3_softmax": a unique kernel name.
   std::string kernel_name(const char* what) const;
-  // A generated kernel launched with one pointer per operand, in order.
+  // A generated kernel launched with one pointer per operand, in order, then `args` (its
+  // scalar arguments, KernelArgs) when there are any.
   void add_kernel(const std::string& name, std::string code, const LaunchShape& launch,
-                  std::vector<int> operands);
+                  std::vector<int> operands, const KernelArgs& args = KernelArgs());
+  // Where a new kernel's sizes go (the build option kernel_sizes): arguments, or its code.
+  KernelArgs kernel_args() const;
   // A cuBLASLt GEMM; operands {a, b, c, d, bias} in cuBLASLt's terms (-1: unused c / bias).
   void add_gemm(const GemmStep& gemm, std::array<int, 5> operands);
   // The same GEMM run by cuDNN (StepKind::Matmul: no C, alpha 1), for its erf-GELU epilogue.
@@ -161,6 +164,7 @@ class Lowering {
   struct Planned {
     StepRecord record{};
     std::vector<int> operands;  // value ids; -1 = unused (GEMM c / bias)
+    std::vector<int64_t> args;  // a kernel's scalar arguments
   };
 
   // A GEMM, convolution or attention step over up to five operands (-1: unused).

@@ -141,9 +141,39 @@ __device__ __forceinline__ void baton_for_each(long long n, F f) {
   }
 }
 
+// A kernel's scalar arguments (sizes, strides, offsets: KernelStep::num_args), passed by value
+// after its pointers.
+template <int N>
+struct BatonArgs {
+  long long v[N];
+};
+
+// x / d for x below 2^31, with `magic` the host's division_magic(d) (codegen.h): the multiplier in
+// the low 32 bits, the shift above them, 0 when d is 1.
+__device__ __forceinline__ unsigned baton_div(unsigned x, long long magic) {
+  return magic == 0 ? x : __umulhi(x, (unsigned)magic) >> (unsigned)(magic >> 32);
+}
+
+// baton_offset for sizes that are kernel arguments and an index below 2^31: each division is a
+// multiplication by the dimension's magic. The outermost dimension needs none (i is in range).
+template <int R>
+__device__ __forceinline__ long long baton_offset_fast(long long i, const long long (&sizes)[R],
+                                                       const long long (&magic)[R],
+                                                       const long long (&strides)[R]) {
+  unsigned x = (unsigned)i;
+  long long offset = 0;
+#pragma unroll
+  for (int d = R - 1; d > 0; --d) {
+    const unsigned q = baton_div(x, magic[d]);
+    offset += (long long)(x - q * (unsigned)sizes[d]) * strides[d];
+    x = q;
+  }
+  return offset + (long long)x * strides[0];
+}
+
 // The offset of output element i in a tensor read with element `strides` along the output's
-// `sizes` (0 along broadcast dimensions). The arrays are compile-time constants in every caller,
-// so the unrolled divisions become multiplications.
+// `sizes` (0 along broadcast dimensions). When the arrays are compile-time constants (the build
+// option kernel_sizes=code), the unrolled divisions become multiplications.
 template <int R>
 __device__ __forceinline__ long long baton_offset(long long i, const long long (&sizes)[R],
                                                   const long long (&strides)[R]) {

@@ -170,8 +170,9 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
     operands.push_back(v);
   }
   LaunchShape launch;
-  std::string code = generate_fused(k, &launch);
-  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands));
+  KernelArgs args = ctx.kernel_args();
+  std::string code = generate_fused(k, &launch, &args);
+  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands), args);
   return Status();
 }
 

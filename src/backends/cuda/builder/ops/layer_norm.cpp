@@ -142,23 +142,25 @@ Status lower(Lowering& ctx, int index) {
   const std::string name = ctx.kernel_name(residual ? "add_layer_norm" : "layer_norm");
   // Parameters x, r, scale, bias, y, sum (the absent ones left out), passed on as typed nulls.
   static constexpr const char* kNames[] = {"x", "r", "scale", "bias", "y", "sum"};
-  std::string params, args;
+  std::string params, call;
   for (size_t i = 0; i < types.size(); ++i) {
     const bool output = i >= 4;
     if (types[i].empty()) {
-      args += fmt::format("{}({}float*)nullptr", i ? ", " : "", output ? "" : "const ");
+      call += fmt::format("{}({}float*)nullptr", i ? ", " : "", output ? "" : "const ");
       continue;
     }
     params += fmt::format("{}{}{}* __restrict__ {}", params.empty() ? "" : ", ",
                           output ? "" : "const ", types[i], kNames[i]);
-    args += fmt::format("{}{}", i ? ", " : "", kNames[i]);
+    call += fmt::format("{}{}", i ? ", " : "", kNames[i]);
   }
+  KernelArgs args = ctx.kernel_args();
+  const std::string rows_arg = args.value(rows), n_arg = args.value(n);
   std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
-      "  baton_layer_norm<{}, {}>({}, {}LL, {}LL, {});\n}}\n",
-      rl.launch.block, name, params, rl.warp ? "true" : "false", vec, args, rows, n,
-      float_literal(static_cast<float>(node.attr_float("epsilon"))));
-  ctx.add_kernel(name, std::move(code), rl.launch, std::move(operands));
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n"
+      "  baton_layer_norm<{}, {}>({}, {}, {}, {});\n}}\n",
+      rl.launch.block, name, params, args.parameter(), rl.warp ? "true" : "false", vec, call,
+      rows_arg, n_arg, float_literal(static_cast<float>(node.attr_float("epsilon"))));
+  ctx.add_kernel(name, std::move(code), rl.launch, std::move(operands), args);
   return Status();
 }
 

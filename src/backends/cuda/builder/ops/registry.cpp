@@ -114,8 +114,9 @@ Status lower_broadcast(Lowering& ctx, int index, const char* what, std::string e
 void add_typed_kernel(Lowering& ctx, const char* what, TypedKernel k, std::vector<int> operands) {
   k.name = ctx.kernel_name(what);
   LaunchShape launch;
-  std::string code = generate_typed(k, &launch);
-  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands));
+  KernelArgs args = ctx.kernel_args();
+  std::string code = generate_typed(k, &launch, &args);
+  ctx.add_kernel(k.name, std::move(code), launch, std::move(operands), args);
 }
 
 bool tensors_of(const compiler::Graph& graph, const compiler::IrNode& node, DTypeSet types) {

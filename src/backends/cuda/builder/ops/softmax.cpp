@@ -24,12 +24,14 @@ Status lower(Lowering& ctx, int index) {
   while (launch.block < 1024 && launch.block < len) launch.block *= 2;
   launch.grid = static_cast<uint32_t>(std::max<int64_t>(1, outer * inner));
   const std::string name = ctx.kernel_name("softmax");
+  KernelArgs args = ctx.kernel_args();
+  const std::string len_arg = args.value(len), inner_arg = args.value(inner);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "{}* __restrict__ y) {{\n  baton_softmax(x, y, {}LL, {}LL);\n}}\n",
+      "{}* __restrict__ y{}) {{\n  baton_softmax(x, y, {}, {});\n}}\n",
       launch.block, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
-      len, inner);
-  ctx.add_kernel(name, std::move(code), launch, {in, out});
+      args.parameter(), len_arg, inner_arg);
+  ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
   return Status();
 }
 
