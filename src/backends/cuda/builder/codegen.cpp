@@ -102,24 +102,26 @@ int64_t division_magic(int64_t divisor) {
 }
 
 ElementIndex::ElementIndex(KernelArgs& args, const std::vector<int64_t>& sizes)
-    : rank_(std::max<size_t>(sizes.size(), 1)) {
-  const std::vector<int64_t> s = sizes.empty() ? std::vector<int64_t>{1} : sizes;
-  int64_t n = 1;
-  for (int64_t x : s) n *= x;
-  declarations_ = args.array("sizes", s);
-  // Divisions by constants become multiplications in the compiler; divisions by arguments would
-  // be 64-bit division routines, so indices below 2^31 divide by multiplying with magics.
-  fast_ = !args.in_code() && n < (int64_t{1} << 31);
-  if (fast_) {
-    std::vector<int64_t> magic;
-    for (int64_t x : s) magic.push_back(division_magic(x));
-    declarations_ += args.array("magic", magic);
-  }
-}
+    : args_(args), sizes_(sizes.empty() ? std::vector<int64_t>{1} : sizes) {}
 
-std::string ElementIndex::offset(std::string_view i, std::string_view strides) const {
-  if (fast_) return fmt::format("baton_offset_fast<{}>({}, sizes, magic, {})", rank_, i, strides);
-  return fmt::format("baton_offset<{}>({}, sizes, {})", rank_, i, strides);
+std::string ElementIndex::offset(std::string_view i, std::string_view strides) {
+  if (declarations_.empty()) {
+    int64_t n = 1;
+    for (int64_t x : sizes_) n *= x;
+    declarations_ = args_.array("sizes", sizes_);
+    // Divisions by constants become multiplications in the compiler; divisions by arguments
+    // would be 64-bit division routines, so indices below 2^31 divide by multiplying with magics.
+    fast_ = !args_.in_code() && n < (int64_t{1} << 31);
+    if (fast_) {
+      std::vector<int64_t> magic;
+      for (int64_t x : sizes_) magic.push_back(division_magic(x));
+      declarations_ += args_.array("magic", magic);
+    }
+  }
+  if (fast_) {
+    return fmt::format("baton_offset_fast<{}>({}, sizes, magic, {})", sizes_.size(), i, strides);
+  }
+  return fmt::format("baton_offset<{}>({}, sizes, {})", sizes_.size(), i, strides);
 }
 
 LaunchShape grid_stride_launch(int64_t n) {
@@ -251,8 +253,8 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
         fmt::format("{}{}* __restrict__ p{}", arg ? ", " : "", device_type_name(out.dtype), arg);
     ++arg;
   }
-  const ElementIndex index(*args, k.sizes);
-  std::string body = index.declarations();
+  ElementIndex index(*args, k.sizes);
+  std::string body;  // the strides arrays; the index's declarations go before them
   std::string loop;
   std::vector<std::string> names;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
@@ -295,13 +297,15 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   const int w = vector_width(k, &reads);
   if (w == 0) {
     *launch = grid_stride_launch(n);
-    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}}}\n",
-                       kBlock, k.name, params, args->parameter(), body, scalar_loop);
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}{}}}\n",
+                       kBlock, k.name, params, args->parameter(), index.declarations(), body,
+                       scalar_loop);
   }
   std::string aligned, vload, vbody;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const int p = ptr_of[x];
-    const std::string at = index.offset("i0", fmt::format("strides{}", x));
+    // Only the reads at an offset ask for one (a kernel of contiguous inputs passes no sizes).
+    auto at = [&] { return index.offset("i0", fmt::format("strides{}", x)); };
     switch (reads[x]) {
       case VecRead::Literal:
         vbody += fmt::format("      const float v{} = {};\n", x, float_literal(k.inputs[x].value));
@@ -310,14 +314,14 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
       case VecRead::VectorAt:
         aligned += fmt::format(" && baton_vec_aligned<{}>(p{})", w, p);
         vload += fmt::format("    float a{}[{}];\n    baton_vec_load<{}>(p{} + {}, a{});\n", x, w,
-                             w, p, reads[x] == VecRead::Vector ? "i0" : at, x);
+                             w, p, reads[x] == VecRead::Vector ? std::string("i0") : at(), x);
         vbody += fmt::format("      const float v{} = a{}[e];\n", x, x);
         break;
       case VecRead::Splat:
         vload += fmt::format("    const float v{} = to_f(p{}[0]);\n", x, p);
         break;
       case VecRead::SplatAt:
-        vload += fmt::format("    const float v{} = to_f(p{}[{}]);\n", x, p, at);
+        vload += fmt::format("    const float v{} = to_f(p{}[{}]);\n", x, p, at());
         break;
     }
   }
@@ -333,7 +337,7 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   *launch = grid_stride_launch(n / w);
   const std::string vector_count = args->value(n / w);
   return fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}"
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}"
       "  if (true{}) {{\n"
       "    baton_for_each({}, [&](long long j) {{\n"
       "    const long long i0 = j * {};\n{}"
@@ -342,7 +346,8 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
       "    }});\n"
       "    return;\n"
       "  }}\n{}}}\n",
-      kBlock, k.name, params, args->parameter(), body, aligned, vector_count, w, vload, w, vbody,
+      kBlock, k.name, params, args->parameter(), index.declarations(), body, aligned,
+      vector_count, w, vload, w, vbody,
       indented("      "), vstore, stores, scalar_loop);
 }
 
@@ -394,8 +399,8 @@ std::string generate_typed(const TypedKernel& k, LaunchShape* launch, KernelArgs
   }
   int64_t n = 1;
   for (int64_t s : k.sizes) n *= s;
-  const ElementIndex index(*args, k.sizes);
-  std::string params, body = index.declarations();
+  ElementIndex index(*args, k.sizes);
+  std::string params, body;
   std::string expression = k.expression;
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const TypedInput& in = k.inputs[x];
@@ -422,7 +427,8 @@ std::string generate_typed(const TypedKernel& k, LaunchShape* launch, KernelArgs
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}"
       "  baton_for_each({}, [&](long long i) {{ sto(&y[i], {}); }});\n}}\n",
-      kBlock, k.name, params, device_type_name(k.out), args->parameter(), body, count, expression);
+      kBlock, k.name, params, device_type_name(k.out), args->parameter(),
+      index.declarations() + body, count, expression);
 }
 
 }  // namespace baton::cuda

@@ -78,19 +78,22 @@ class KernelArgs {
 // multiplier | shift << 32; 0 for a divisor of 1 (q = x). baton_div in device/common.cuh.
 int64_t division_magic(int64_t divisor);
 
-// The index arithmetic of a kernel over the elements of `sizes` (row-major): declares the sizes
-// (and, when they are arguments and every index fits in 32 bits, their division magics) and
-// writes the offset of an element in a tensor read through `strides` along those sizes.
+// The index arithmetic of a kernel over the elements of `sizes` (row-major): the offset of an
+// element in a tensor read through `strides` along those sizes. The first offset declares the
+// sizes (and, when they are arguments and every index fits in 32 bits, their division magics);
+// a kernel that never asks for one (every input contiguous) passes neither.
 class ElementIndex {
  public:
   ElementIndex(KernelArgs& args, const std::vector<int64_t>& sizes);
-  // The declarations, placed at the top of the kernel.
-  const std::string& declarations() const { return declarations_; }
   // The expression for the offset of element `i` through the strides array `strides`.
-  std::string offset(std::string_view i, std::string_view strides) const;
+  std::string offset(std::string_view i, std::string_view strides);
+  // The declarations the offsets need (none when there were none), placed at the top of the
+  // kernel.
+  const std::string& declarations() const { return declarations_; }
 
  private:
-  size_t rank_;
+  KernelArgs& args_;
+  std::vector<int64_t> sizes_;
   bool fast_ = false;
   std::string declarations_;
 };
