@@ -84,6 +84,12 @@ std::string KernelArgs::array(std::string_view name, const std::vector<int64_t>&
                      values.size(), items);
 }
 
+std::string KernelArgs::quotient(std::string_view x, int64_t d, bool small) {
+  if (in_code_) return fmt::format("(({}) / {}LL)", x, d);
+  if (!small) return fmt::format("(({}) / {})", x, value(d));
+  return fmt::format("((long long)baton_div((unsigned)({}), {}))", x, value(division_magic(d)));
+}
+
 std::string KernelArgs::parameter(bool first) const {
   if (values_.empty()) return std::string();
   return fmt::format("{}const BatonArgs<{}> a", first ? "" : ", ", values_.size());

@@ -62,6 +62,10 @@ class KernelArgs {
   // A local array declaration, "  const long long name[2] = {a.v[0], a.v[1]};\n" (constexpr
   // with the values in the code).
   std::string array(std::string_view name, const std::vector<int64_t>& values);
+  // The quotient of the int64 index expression `x` by `d`: a division by a constant in the code;
+  // with `d` an argument, a multiplication by its magic when x stays below 2^31 (`small`, which
+  // the caller knows from the kernel's largest index), else a 64-bit division.
+  std::string quotient(std::string_view x, int64_t d, bool small);
   // The parameter that follows the pointers in the kernel's signature: ", const BatonArgs<N> a",
   // or nothing when the kernel has no arguments (`first` when it is the only parameter).
   std::string parameter(bool first = false) const;

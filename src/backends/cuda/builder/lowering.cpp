@@ -242,18 +242,28 @@ Result<int> Lowering::channels_last_copy(int v, DType dtype, int64_t channels) {
   slots_.at(out).channels_last = true;
   const int64_t count = s[0] * s[2] * s[3] * channels;
   const std::string name = kernel_name("to_nhwc");
+  KernelArgs args = kernel_args();
+  const bool small = count < (int64_t{1} << 31);
+  const std::string index = fmt::format(
+      "    const long long p = {}, c = i - p * {};\n"
+      "    const long long q = {}, w = p - q * {};\n"
+      "    const long long n = {}, h = q - n * {};\n",
+      args.quotient("i", channels, small), args.value(channels), args.quotient("p", s[3], small),
+      args.value(s[3]), args.quotient("q", s[2], small), args.value(s[2]));
+  const std::string read =
+      fmt::format("c < {} ? to_f(x[n * {} + c * {} + h * {} + w * {}]) : 0.0f", args.value(s[1]),
+                  args.value(st[0]), args.value(st[1]), args.value(st[2]), args.value(st[3]));
+  const std::string total = args.value(count);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "{}* __restrict__ y) {{\n"
-      "  baton_for_each({}LL, [&](long long i) {{\n"
-      "    const long long c = i % {}LL, p = i / {}LL;\n"
-      "    const long long w = p % {}LL, q = p / {}LL;\n"
-      "    const long long h = q % {}LL, n = q / {}LL;\n"
-      "    st(&y[i], c < {}LL ? to_f(x[n * {}LL + c * {}LL + h * {}LL + w * {}LL]) : 0.0f);\n"
+      "{}* __restrict__ y{}) {{\n"
+      "  baton_for_each({}, [&](long long i) {{\n"
+      "{}"
+      "    st(&y[i], {});\n"
       "  }});\n}}\n",
-      kBlock, name, device_type_name(slot(v).dtype), device_type_name(dtype), count, channels,
-      channels, s[3], s[3], s[2], s[2], s[1], st[0], st[1], st[2], st[3]);
-  add_kernel(name, std::move(code), grid_stride_launch(count), {v, out});
+      kBlock, name, device_type_name(slot(v).dtype), device_type_name(dtype), args.parameter(),
+      total, index, read);
+  add_kernel(name, std::move(code), grid_stride_launch(count), {v, out}, args);
   layout_cache_[key] = out;
   return out;
 }

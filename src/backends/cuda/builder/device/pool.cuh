@@ -18,21 +18,23 @@ __device__ __forceinline__ long long baton_min_ll(long long a, long long b) {
 }
 
 // MODE: 0 max, 1 average over the taps inside the input, 2 average with count_include_pad.
-template <int R, int MODE, typename TIn, typename TOut>
-__device__ __forceinline__ void baton_pool(const TIn* __restrict__ x, TOut* __restrict__ y,
-                                           long long n, const long long (&sizes)[R + 2],
-                                           const int (&dims)[R + 2],
-                                           const long long (&xstrides)[R + 2],
-                                           const long long (&in)[R], const long long (&k)[R],
-                                           const long long (&s)[R], const long long (&d)[R],
-                                           const long long (&head)[R], const long long (&tail)[R]) {
+// kFast: the output's sizes are kernel arguments and every index is below 2^31, so the index is
+// split through the sizes' magics (baton_div); otherwise by dividing (by constants, when the
+// sizes are in the code).
+template <int R, int MODE, bool kFast, typename TIn, typename TOut>
+__device__ __forceinline__ void baton_pool(
+    const TIn* __restrict__ x, TOut* __restrict__ y, long long n, const long long (&sizes)[R + 2],
+    const long long (&magic)[R + 2], const int (&dims)[R + 2], const long long (&xstrides)[R + 2],
+    const long long (&in)[R], const long long (&k)[R], const long long (&s)[R],
+    const long long (&d)[R], const long long (&head)[R], const long long (&tail)[R]) {
   baton_for_each(n, [&](long long i) {
     long long c[R + 2];
     long long rest = i;
 #pragma unroll
     for (int p = R + 1; p >= 0; --p) {
-      c[dims[p]] = rest % sizes[p];
-      rest /= sizes[p];
+      const long long q = kFast ? (long long)baton_div((unsigned)rest, magic[p]) : rest / sizes[p];
+      c[dims[p]] = rest - q * sizes[p];
+      rest = q;
     }
     const long long base = c[0] * xstrides[0] + c[1] * xstrides[1];
     long long first[R], taps[R];

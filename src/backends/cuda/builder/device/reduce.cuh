@@ -7,6 +7,8 @@
 //  - baton_reduce_block: one block per output element, threads striding its inputs (reductions
 //    along the input's innermost dimension), combined through warp shuffles.
 // Max and Min propagate NaN, as the CPU kernel does.
+// The sizes are kernel arguments or constants (ops/reduce.cpp): kFast (arguments, every index
+// below 2^31) divides through the sizes' magics, else through the sizes themselves.
 #pragma once
 
 #include "baton/common.cuh"
@@ -23,37 +25,52 @@ __device__ __forceinline__ float baton_reduce_combine(float acc, float v) {
   return acc + v;
 }
 
-template <int K, int M, int OP, typename TIn, typename TOut>
+// baton_offset, or baton_offset_fast with the sizes' magics when kFast.
+template <int R, bool kFast>
+__device__ __forceinline__ long long baton_offset_of(long long i, const long long (&sizes)[R],
+                                                     const long long (&magic)[R],
+                                                     const long long (&strides)[R]) {
+  if (kFast) return baton_offset_fast<R>(i, sizes, magic, strides);
+  return baton_offset<R>(i, sizes, strides);
+}
+
+// The kept and reduced dimensions: sizes, their magics (zeros unless kFast) and input strides.
+template <int R>
+struct BatonDims {
+  const long long (&sizes)[R];
+  const long long (&magic)[R];
+  const long long (&strides)[R];
+};
+
+template <int K, int M, int OP, bool kFast, typename TIn, typename TOut>
 __device__ __forceinline__ void baton_reduce_thread(const TIn* __restrict__ x, TOut* __restrict__ y,
-                                                    long long n, const long long (&ksizes)[K],
-                                                    const long long (&kstrides)[K],
-                                                    const long long (&rsizes)[M],
-                                                    const long long (&rstrides)[M],
-                                                    long long count) {
+                                                    long long n, BatonDims<K> kept,
+                                                    BatonDims<M> reduced, long long count) {
   baton_for_each(n, [&](long long i) {
-    const long long base = baton_offset<K>(i, ksizes, kstrides);
+    const long long base = baton_offset_of<K, kFast>(i, kept.sizes, kept.magic, kept.strides);
     float acc = baton_reduce_identity<OP>();
     for (long long j = 0; j < count; ++j) {
-      acc = baton_reduce_combine<OP>(acc, to_f(x[base + baton_offset<M>(j, rsizes, rstrides)]));
+      acc = baton_reduce_combine<OP>(
+          acc, to_f(x[base + baton_offset_of<M, kFast>(j, reduced.sizes, reduced.magic,
+                                                       reduced.strides)]));
     }
     st(&y[i], OP == 1 ? acc / (float)count : acc);
   });
 }
 
-template <int K, int M, int OP, typename TIn, typename TOut>
+template <int K, int M, int OP, bool kFast, typename TIn, typename TOut>
 __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TOut* __restrict__ y,
-                                                   long long n, const long long (&ksizes)[K],
-                                                   const long long (&kstrides)[K],
-                                                   const long long (&rsizes)[M],
-                                                   const long long (&rstrides)[M],
-                                                   long long count) {
+                                                   long long n, BatonDims<K> kept,
+                                                   BatonDims<M> reduced, long long count) {
   __shared__ float partial[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   for (long long o = blockIdx.x; o < n; o += gridDim.x) {
-    const long long base = baton_offset<K>(o, ksizes, kstrides);
+    const long long base = baton_offset_of<K, kFast>(o, kept.sizes, kept.magic, kept.strides);
     float acc = baton_reduce_identity<OP>();
     for (long long j = threadIdx.x; j < count; j += blockDim.x) {
-      acc = baton_reduce_combine<OP>(acc, to_f(x[base + baton_offset<M>(j, rsizes, rstrides)]));
+      acc = baton_reduce_combine<OP>(
+          acc, to_f(x[base + baton_offset_of<M, kFast>(j, reduced.sizes, reduced.magic,
+                                                       reduced.strides)]));
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
@@ -83,10 +100,11 @@ __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TO
 // warp reads whole lines; the rows are combined through shared memory. Grid: outer *
 // ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads (256, or 1024 when there are few
 // blocks: ops/reduce.cpp).
-template <int M, int OP, int V, int kLanes, int kRows, typename TIn, typename TOut>
-__device__ __forceinline__ void baton_reduce_columns(
-    const TIn* __restrict__ x, TOut* __restrict__ y, long long inner, long long outer_stride,
-    const long long (&rsizes)[M], const long long (&rstrides)[M], long long count) {
+template <int M, int OP, int V, int kLanes, int kRows, bool kFast, typename TIn, typename TOut>
+__device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
+                                                     TOut* __restrict__ y, long long inner,
+                                                     long long outer_stride, BatonDims<M> reduced,
+                                                     long long count) {
   constexpr int kCols = kLanes * V;
   __shared__ float part[kRows * kCols];
   const long long groups = (inner + kCols - 1) / kCols;
@@ -107,7 +125,8 @@ __device__ __forceinline__ void baton_reduce_columns(
       float v[kUnroll][V];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const long long off = baton_offset<M>(j + u * kRows, rsizes, rstrides);
+        const long long off =
+            baton_offset_of<M, kFast>(j + u * kRows, reduced.sizes, reduced.magic, reduced.strides);
         if (vec) {
           baton_vec_load<V>(base + off, v[u]);
         } else {
@@ -122,7 +141,8 @@ __device__ __forceinline__ void baton_reduce_columns(
       }
     }
     for (; j < count; j += kRows) {
-      const long long off = baton_offset<M>(j, rsizes, rstrides);
+      const long long off =
+          baton_offset_of<M, kFast>(j, reduced.sizes, reduced.magic, reduced.strides);
       float v[V];
       if (vec) {
         baton_vec_load<V>(base + off, v);

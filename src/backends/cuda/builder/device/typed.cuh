@@ -90,19 +90,23 @@ __device__ __forceinline__ long long baton_wrap_index(long long k, long long n) 
   return (k < 0 || k >= n) ? -1 : k;
 }
 
-// Gather along one axis: data viewed as [outer, n, inner], indices flattened to `count`.
-template <typename TD, typename TI, typename TO>
+// Gather along one axis: data viewed as [outer, n, inner], indices flattened to `count`. kFast:
+// the sizes are kernel arguments and every index is below 2^31, so quotients come from the
+// magics (baton_div); otherwise from dividing (by constants when the sizes are in the code).
+template <bool kFast, typename TD, typename TI, typename TO>
 __device__ __forceinline__ void baton_gather(const TD* __restrict__ x, const TI* __restrict__ idx,
                                              TO* __restrict__ y, long long total, long long count,
-                                             long long n, long long inner) {
+                                             long long n, long long inner, long long count_magic,
+                                             long long inner_magic) {
   baton_for_each(total, [&](long long i) {
-    const long long r = i % inner;
-    const long long t = i / inner;
-    const long long k = baton_wrap_index((long long)idx[t % count], n);
+    const long long t = kFast ? (long long)baton_div((unsigned)i, inner_magic) : i / inner;
+    const long long r = i - t * inner;
+    const long long b = kFast ? (long long)baton_div((unsigned)t, count_magic) : t / count;
+    const long long k = baton_wrap_index((long long)idx[t - b * count], n);
     if (k < 0) {
       sto(&y[i], 0);
     } else {
-      sto(&y[i], ld(x[((t / count) * n + k) * inner + r]));
+      sto(&y[i], ld(x[(b * n + k) * inner + r]));
     }
   });
 }
@@ -110,16 +114,15 @@ __device__ __forceinline__ void baton_gather(const TD* __restrict__ x, const TI*
 // GatherND: for each of `tuples` index tuples of K entries (per batch of `batch_elems` data
 // elements), the slice of `inner` elements the tuple names; dims / strides are the K indexed
 // dimensions of data.
-template <int K, typename TD, typename TI, typename TO>
-__device__ __forceinline__ void baton_gather_nd(const TD* __restrict__ x,
-                                                const TI* __restrict__ idx, TO* __restrict__ y,
-                                                long long total, long long tuples,
-                                                long long batch_elems, long long inner,
-                                                const long long (&dims)[K],
-                                                const long long (&strides)[K]) {
+template <int K, bool kFast, typename TD, typename TI, typename TO>
+__device__ __forceinline__ void baton_gather_nd(
+    const TD* __restrict__ x, const TI* __restrict__ idx, TO* __restrict__ y, long long total,
+    long long tuples, long long batch_elems, long long inner, const long long (&dims)[K],
+    const long long (&strides)[K], long long tuples_magic, long long inner_magic) {
   baton_for_each(total, [&](long long i) {
-    const long long t = i / inner;
-    long long offset = (t / tuples) * batch_elems + i % inner;
+    const long long t = kFast ? (long long)baton_div((unsigned)i, inner_magic) : i / inner;
+    const long long b = kFast ? (long long)baton_div((unsigned)t, tuples_magic) : t / tuples;
+    long long offset = b * batch_elems + (i - t * inner);
     bool valid = true;
 #pragma unroll
     for (int a = 0; a < K; ++a) {

@@ -315,23 +315,25 @@ Status lower(Lowering& ctx, int index) {
   const std::string name = ctx.kernel_name("attention_softmax");
   const std::string mask_param =
       mask_val >= 0 ? fmt::format("const {}* __restrict__ mask, ", mask_type) : "";
+  // Sizes and strides are arguments (the mask's offset divides once per row, not per element).
+  KernelArgs args = ctx.kernel_args();
+  const std::string arrays = args.array("sizes", row_sizes) + args.array("strides", row_strides);
+  const std::string rows_arg = args.value(batches * sq), sk_arg = args.value(sk),
+                    col_stride_arg = args.value(col_stride);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const float* __restrict__ s, {}{}* "
-      "__restrict__ p) {{\n"
-      "  constexpr long long sizes[{}] = {};\n"
-      "  constexpr long long strides[{}] = {};\n"
-      "  baton_attention_softmax<{}, {}, {}>(s, {}, p, {}LL, {}LL, sizes, strides, {}LL, {}, "
+      "__restrict__ p{}) {{\n{}"
+      "  baton_attention_softmax<{}, {}, {}>(s, {}, p, {}, {}, sizes, strides, {}, {}, "
       "{});\n}}\n",
-      rl.launch.block, name, mask_param, device_type_name(operand), row_sizes.size(),
-      int_list(row_sizes), row_strides.size(), int_list(row_strides), mask_kind,
-      rl.warp ? "true" : "false", row_sizes.size(),
-      mask_val >= 0 ? "mask" : "(const float*)nullptr", batches * sq, sk, col_stride,
+      rl.launch.block, name, mask_param, device_type_name(operand), args.parameter(), arrays,
+      mask_kind, rl.warp ? "true" : "false", row_sizes.size(),
+      mask_val >= 0 ? "mask" : "(const float*)nullptr", rows_arg, sk_arg, col_stride_arg,
       float_literal(static_cast<float>(node.attr_float("mask_fill"))),
       node.attr_int("nan_to_zero") != 0 ? "true" : "false");
   std::vector<int> operands = {scores};
   if (mask_val >= 0) operands.push_back(mask_val);
   operands.push_back(probs);
-  ctx.add_kernel(name, std::move(code), rl.launch, std::move(operands));
+  ctx.add_kernel(name, std::move(code), rl.launch, std::move(operands), args);
 
   // Y[Sq, Dv] = P[Sq, Sk] V[Sk, Dv]: cuBLASLt's A is V, its B is P. cuBLASLt writes float32 or the
   // operand dtype; another output dtype goes through a float32 result and a cast (gemm.cpp).

@@ -63,6 +63,10 @@ Status lower(Lowering& ctx, int index) {
   const int64_t inner = ops::product(stored, at + 1, rank);
   const int64_t total = stored[at];
 
+  // Sizes, strides and where each input starts along the axis are arguments.
+  KernelArgs args = ctx.kernel_args();
+  const int64_t count = ops::product(s);
+  const bool small = count < (int64_t{1} << 31);
   std::string params, arrays, body;
   int64_t start = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -72,29 +76,42 @@ Status lower(Lowering& ctx, int index) {
     const int64_t size = sizes[at];
     params += fmt::format("const {}* __restrict__ x{}, ", device_type_name(ctx.dtype_of(src)), k);
     // The element's index in the input as if it were stored densely in the output's order.
-    std::string element =
-        fmt::format("(c.outer * {}LL + (c.axis - {}LL)) * {}LL + c.inner", size, start, inner);
+    std::string element = fmt::format("(c.outer * {} + (c.axis - {})) * inner + c.inner",
+                                      args.value(size), args.value(start));
     if (!contiguous(sizes, strides)) {
-      arrays += fmt::format(
-          "  constexpr long long sizes{0}[{1}] = {2};\n"
-          "  constexpr long long strides{0}[{1}] = {3};\n",
-          k, rank, int_list(sizes), int_list(strides));
-      element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
+      arrays += args.array(fmt::format("sizes{}", k), sizes) +
+                args.array(fmt::format("strides{}", k), strides);
+      if (small && !args.in_code()) {
+        std::vector<int64_t> magic;
+        for (int64_t d : sizes) magic.push_back(division_magic(d));
+        arrays += args.array(fmt::format("magic{}", k), magic);
+        element = fmt::format("baton_offset_fast<{}>({}, sizes{}, magic{}, strides{})", rank,
+                              element, k, k, k);
+      } else {
+        element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
+      }
     }
     // (The operand's pointer is at the input's first element.)
-    body += fmt::format("    {}if (c.axis < {}LL) st(&y[i], to_f(x{}[{}]));\n", k ? "else " : "",
-                        start + size, k, element);
+    body += fmt::format("    {}if (c.axis < {}) st(&y[i], to_f(x{}[{}]));\n", k ? "else " : "",
+                        args.value(start + size), k, element);
     start += size;
   }
   operands.push_back(out);
-  const int64_t count = ops::product(s);
   const std::string name = ctx.kernel_name("concat");
+  // [outer, total, inner] coordinates of element i: two quotients.
+  const std::string coordinates = fmt::format(
+      "    const long long r = {}, o = {};\n"
+      "    const ConcatIndex c{{o, r - o * total, i - r * inner}};\n",
+      args.quotient("i", inner, small), args.quotient("r", total, small));
+  const std::string sizes = fmt::format("  const long long total = {}, inner = {};\n",
+                                        args.value(total), args.value(inner));
+  const std::string elements = args.value(count);
   std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y) {{\n{}"
-      "  baton_for_each({}LL, [&](long long i) {{\n"
-      "    const ConcatIndex c = baton_concat_index(i, {}LL, {}LL);\n{}  }});\n}}\n",
-      kBlock, name, params, device_type_name(ctx.dtype_of(out)), arrays, count, total, inner, body);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}{}"
+      "  baton_for_each({}, [&](long long i) {{\n{}{}  }});\n}}\n",
+      kBlock, name, params, device_type_name(ctx.dtype_of(out)), args.parameter(), sizes, arrays,
+      elements, coordinates, body);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands), args);
   return Status();
 }
 

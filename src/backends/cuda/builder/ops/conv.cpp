@@ -235,45 +235,55 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);
   const int64_t count = s.n * s.oh * s.ow * s.c;
+  // Sizes and strides are arguments; the window (taps, strides, pads, dilations: attributes that
+  // no shape changes) stays in the code, so its loops unroll.
+  KernelArgs args = ctx.kernel_args();
+  const bool small = count < (int64_t{1} << 31);
   std::string z_param, z_add;
   if (e.residual >= 0) {
     const std::vector<int64_t> zs = ctx.strides_of(e.residual);
     z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
-    z_add = fmt::format("    v += to_f(z[n * {}LL + c * {}LL + oh * {}LL + ow * {}LL]);\n", zs[0],
-                        zs[1], zs[2], zs[3]);
+    z_add = fmt::format("    v += to_f(z[n * {} + c * {} + oh * {} + ow * {}]);\n",
+                        args.value(zs[0]), args.value(zs[1]), args.value(zs[2]), args.value(zs[3]));
   }
   const std::string name = ctx.kernel_name("depthwise");
+  const std::string coordinates = fmt::format(
+      "    const long long p = {}, c = i - p * {};\n"
+      "    const long long q = {}, ow = p - q * {};\n"
+      "    const long long n = {}, oh = q - n * {};\n",
+      args.quotient("i", s.c, small), args.value(s.c), args.quotient("p", s.ow, small),
+      args.value(s.ow), args.quotient("q", s.oh, small), args.value(s.oh));
+  const std::string in_h = args.value(s.h), in_w = args.value(s.w);
+  const std::string read = fmt::format("x[n * {} + c * {} + ih * {} + iw * {}]", args.value(st[0]),
+                                       args.value(st[1]), args.value(st[2]), args.value(st[3]));
+  const std::string total = args.value(count);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "const float* __restrict__ w, {}{}{}* __restrict__ y) {{\n"
-      "  baton_for_each({}LL, [&](long long i) {{\n"
-      "    const long long c = i % {}LL, p = i / {}LL;\n"
-      "    const long long ow = p % {}LL, q = p / {}LL;\n"
-      "    const long long oh = q % {}LL, n = q / {}LL;\n"
+      "const float* __restrict__ w, {}{}{}* __restrict__ y{}) {{\n"
+      "  baton_for_each({}, [&](long long i) {{\n"
+      "{}"
       "    float v = {};\n"
       "    for (int r = 0; r < {}; ++r) {{\n"
       "      const long long ih = oh * {}LL - {}LL + r * {}LL;\n"
-      "      if (ih < 0 || ih >= {}LL) continue;\n"
+      "      if (ih < 0 || ih >= {}) continue;\n"
       "      for (int q2 = 0; q2 < {}; ++q2) {{\n"
       "        const long long iw = ow * {}LL - {}LL + q2 * {}LL;\n"
-      "        if (iw < 0 || iw >= {}LL) continue;\n"
-      "        v += to_f(x[n * {}LL + c * {}LL + ih * {}LL + iw * {}LL]) * w[(c * {} + r) * {} + "
-      "q2];\n"
+      "        if (iw < 0 || iw >= {}) continue;\n"
+      "        v += to_f({}) * w[(c * {} + r) * {} + q2];\n"
       "      }}\n"
       "    }}\n"
       "{}"
       "    st(&y[i], {});\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)),
-      bias >= 0 ? "const float* __restrict__ b, " : "", z_param, device_type_name(y_dtype), count,
-      s.c, s.c, s.ow, s.ow, s.oh, s.oh, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh, s.h,
-      s.kw, s.sw, s.pl, s.dw, s.w, st[0], st[1], st[2], st[3], s.kh, s.kw, z_add,
-      applied_to_v(e.act));
+      bias >= 0 ? "const float* __restrict__ b, " : "", z_param, device_type_name(y_dtype),
+      args.parameter(), total, coordinates, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh,
+      in_h, s.kw, s.sw, s.pl, s.dw, in_w, read, s.kh, s.kw, z_add, applied_to_v(e.act));
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
   if (e.residual >= 0) operands.push_back(e.residual);
   operands.push_back(y);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands));
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands), args);
   finish_epilogue(ctx, y, e, /*kernel=*/false, out);
   return Status();
 }
@@ -292,28 +302,35 @@ Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);  // [N, K, 1, 1]: element (n, k) at n * K + k
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
+  // The rows' count is a template argument (the accumulators are an array); the rest arguments.
+  KernelArgs args = ctx.kernel_args();
   std::string z_param, z_add;
   if (e.residual >= 0) {
     const std::vector<int64_t> zs = ctx.strides_of(e.residual);
     z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
-    z_add = fmt::format("    v += to_f(z[n * {}LL + k * {}LL]);\n", zs[0], zs[1]);
+    z_add =
+        fmt::format("    v += to_f(z[n * {} + k * {}]);\n", args.value(zs[0]), args.value(zs[1]));
   }
   // 16 bytes per access of the wider of x and w, when the columns allow it.
   const int v = static_cast<int>(16 / std::max(dtype_size(ctx.dtype_of(x)), dtype_size(operand)));
   const bool vec = st[1] == 1 && s.c % v == 0 && (s.n == 1 || st[0] % v == 0);
   const std::string name = ctx.kernel_name("gemv");
+  const std::string row_stride = args.value(st[0]), col_stride = args.value(st[1]),
+                    channels = args.value(s.c), columns = args.value(s.k);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
-      "const {3}* __restrict__ w, {4}{14}{5}* __restrict__ y) {{\n"
-      "  baton_gemv<{6}, {7}>(x, {8}LL, {9}LL, w, {10}LL, {11}LL, "
+      "const {3}* __restrict__ w, {4}{14}{5}* __restrict__ y{16}) {{\n"
+      "  const long long K = {11};\n"
+      "  baton_gemv<{6}, {7}>(x, {8}, {9}, w, {10}, K, "
       "[&](int n, long long k, float v) {{\n"
       "    v += {12};\n"
       "{15}"
-      "    st(&y[n * {11}LL + k], {13});\n"
+      "    st(&y[n * K + k], {13});\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand),
       bias >= 0 ? "const float* __restrict__ b, " : "", device_type_name(y_dtype), s.n, vec ? v : 1,
-      st[0], st[1], s.c, s.k, bias >= 0 ? "b[k]" : "0.0f", applied_to_v(e.act), z_param, z_add);
+      row_stride, col_stride, channels, columns, bias >= 0 ? "b[k]" : "0.0f", applied_to_v(e.act),
+      z_param, z_add, args.parameter());
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
   if (e.residual >= 0) operands.push_back(e.residual);
@@ -322,7 +339,7 @@ Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   launch.block = kBlock;
   launch.grid = static_cast<uint32_t>(
       std::clamp<int64_t>((s.k + kBlock / 32 - 1) / (kBlock / 32), 1, int64_t{1} << 16));
-  ctx.add_kernel(name, std::move(code), launch, std::move(operands));
+  ctx.add_kernel(name, std::move(code), launch, std::move(operands), args);
   finish_epilogue(ctx, y, e, /*kernel=*/false, out);
   return Status();
 }
@@ -344,22 +361,32 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   const int p = ctx.new_scratch(operand, {rows, depth});
   const int64_t count = rows * depth;
   const std::string name = ctx.kernel_name("patches");
+  // Sizes and strides are arguments; the window (taps and strides) stays in the code.
+  KernelArgs args = ctx.kernel_args();
+  const bool small = count < (int64_t{1} << 31);
+  const std::string coordinates = fmt::format(
+      "    const long long row = {}, col = i - row * {};\n"
+      "    const long long t = col / {}LL, q = col - t * {}LL;\n"
+      "    const long long c = t / {}LL, r = t - c * {}LL;\n"
+      "    const long long u = {}, ow = row - u * {};\n"
+      "    const long long n = {}, oh = u - n * {};\n",
+      args.quotient("i", depth, small), args.value(depth), s.kw, s.kw, s.kh, s.kh,
+      args.quotient("row", s.ow, small), args.value(s.ow), args.quotient("u", s.oh, small),
+      args.value(s.oh));
+  const std::string total = args.value(count);
+  const std::string read = fmt::format(
+      "x[n * {} + c * {} + (oh * {}LL + r) * {} + (ow * {}LL + q) * {}]", args.value(st[0]),
+      args.value(st[1]), s.sh, args.value(st[2]), s.sw, args.value(st[3]));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "{}* __restrict__ p) {{\n"
-      "  baton_for_each({}LL, [&](long long i) {{\n"
-      "    const long long col = i % {}LL, row = i / {}LL;\n"
-      "    const long long q = col % {}LL, t = col / {}LL;\n"
-      "    const long long r = t % {}LL, c = t / {}LL;\n"
-      "    const long long ow = row % {}LL, u = row / {}LL;\n"
-      "    const long long oh = u % {}LL, n = u / {}LL;\n"
-      "    st(&p[i], to_f(x[n * {}LL + c * {}LL + (oh * {}LL + r) * {}LL + (ow * {}LL + q) * "
-      "{}LL]));\n"
+      "{}* __restrict__ p{}) {{\n"
+      "  baton_for_each({}, [&](long long i) {{\n"
+      "{}"
+      "    st(&p[i], to_f({}));\n"
       "  }});\n}}\n",
-      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand), count, depth,
-      depth, s.kw, s.kw, s.kh, s.kh, s.ow, s.ow, s.oh, s.oh, st[0], st[1], s.sh, st[2], s.sw,
-      st[3]);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, p});
+      kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand), args.parameter(),
+      total, coordinates, read);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, p}, args);
 
   const int w = ctx.weight(node.inputs[1], operand);  // [K, C, KH, KW]: B^T [K, depth] row-major
   DType y_dtype = DType::Float32;

@@ -60,13 +60,19 @@ Status lower_gather(Lowering& ctx, int index) {
   const int64_t inner = ops::product(x, axis + 1, x.size());
   const int64_t total = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("gather");
+  KernelArgs args = ctx.kernel_args();
+  const bool fast = !args.in_code() && total < (int64_t{1} << 31);
+  const std::string values = fmt::format("{}, {}, {}, {}, {}, {}", args.value(total),
+                                         args.value(count), args.value(x[axis]), args.value(inner),
+                                         args.value(fast ? division_magic(count) : 0),
+                                         args.value(fast ? division_magic(inner) : 0));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "const {}* __restrict__ idx, {}* __restrict__ y) {{\n"
-      "  baton_gather(x, idx, y, {}LL, {}LL, {}LL, {}LL);\n}}\n",
+      "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n"
+      "  baton_gather<{}>(x, idx, y, {});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(data)), device_type_name(ctx.dtype_of(idx)),
-      device_type_name(ctx.dtype_of(out)), total, count, x[axis], inner);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out});
+      device_type_name(ctx.dtype_of(out)), args.parameter(), fast ? "true" : "false", values);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out}, args);
   return Status();
 }
 
@@ -88,16 +94,21 @@ Status lower_gather_nd(Lowering& ctx, int index) {
   for (size_t a = 0; a < k; ++a) strides[a] = ops::product(x, b + a + 1, x.size());
   const int64_t total = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("gather_nd");
+  KernelArgs args = ctx.kernel_args();
+  const bool fast = !args.in_code() && total < (int64_t{1} << 31);
+  const std::string arrays = args.array("dims", dims) + args.array("strides", strides);
+  const std::string values = fmt::format(
+      "{}, {}, {}, {}, dims, strides, {}, {}", args.value(total), args.value(tuples),
+      args.value(batch_elems), args.value(inner), args.value(fast ? division_magic(tuples) : 0),
+      args.value(fast ? division_magic(inner) : 0));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
-      "const {}* __restrict__ idx, {}* __restrict__ y) {{\n"
-      "  constexpr long long dims[{}] = {};\n"
-      "  constexpr long long strides[{}] = {};\n"
-      "  baton_gather_nd<{}>(x, idx, y, {}LL, {}LL, {}LL, {}LL, dims, strides);\n}}\n",
+      "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n{}"
+      "  baton_gather_nd<{}, {}>(x, idx, y, {});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(data)), device_type_name(ctx.dtype_of(idx)),
-      device_type_name(ctx.dtype_of(out)), k, int_list(dims), k, int_list(strides), k, total,
-      tuples, batch_elems, inner);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out});
+      device_type_name(ctx.dtype_of(out)), args.parameter(), arrays, k, fast ? "true" : "false",
+      values);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out}, args);
   return Status();
 }
 

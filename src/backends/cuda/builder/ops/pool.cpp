@@ -64,24 +64,32 @@ Status lower(Lowering& ctx, int index) {
   dim_list += "}";
   const int64_t count = ops::product(y);
   const std::string name = ctx.kernel_name(mode == 0 ? "maxpool" : "avgpool");
+  // The output's and input's sizes and strides are arguments; the window (kernel, strides,
+  // dilations, pads: attributes) stays in the code.
+  KernelArgs args = ctx.kernel_args();
+  const bool fast = !args.in_code() && count < (int64_t{1} << 31);
+  std::vector<int64_t> magic(order_sizes.size(), 0);
+  if (fast) {
+    for (size_t i = 0; i < order_sizes.size(); ++i) magic[i] = division_magic(order_sizes[i]);
+  }
+  const std::string arrays = args.array("sizes", order_sizes) + args.array("magic", magic) +
+                             args.array("xs", ctx.strides_of(in)) + args.array("in", spatial);
+  const std::string count_arg = args.value(count);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
-      "{3}* __restrict__ y) {{\n"
-      "  constexpr long long sizes[{4}] = {5};\n"
-      "  constexpr int dims[{4}] = {6};\n"
-      "  constexpr long long xs[{4}] = {7};\n"
-      "  constexpr long long in[{8}] = {9};\n"
-      "  constexpr long long k[{8}] = {10};\n"
-      "  constexpr long long s[{8}] = {11};\n"
-      "  constexpr long long d[{8}] = {12};\n"
-      "  constexpr long long head[{8}] = {13};\n"
-      "  constexpr long long tail[{8}] = {14};\n"
-      "  baton_pool<{8}, {15}>(x, y, {16}LL, sizes, dims, xs, in, k, s, d, head, tail);\n}}\n",
-      kBlock, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)), r + 2,
-      int_list(order_sizes), dim_list, int_list(ctx.strides_of(in)), r, int_list(spatial),
-      int_list(kernel), int_list(strides), int_list(dilations), int_list(head), int_list(tail),
-      mode, count);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {in, out});
+      "{3}* __restrict__ y{16}) {{\n{4}"
+      "  constexpr int dims[{5}] = {6};\n"
+      "  constexpr long long k[{7}] = {8};\n"
+      "  constexpr long long s[{7}] = {9};\n"
+      "  constexpr long long d[{7}] = {10};\n"
+      "  constexpr long long head[{7}] = {11};\n"
+      "  constexpr long long tail[{7}] = {12};\n"
+      "  baton_pool<{7}, {13}, {14}>(x, y, {15}, sizes, magic, dims, xs, in, k, s, d, head, "
+      "tail);\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)), arrays,
+      r + 2, dim_list, r, int_list(kernel), int_list(strides), int_list(dilations), int_list(head),
+      int_list(tail), mode, fast ? "true" : "false", count_arg, args.parameter());
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {in, out}, args);
   return Status();
 }
 

@@ -107,6 +107,20 @@ Status lower(Lowering& ctx, int index) {
   if (rsizes.empty()) rsizes = rstrides = {1};
   const int64_t outputs = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("reduce");
+  // Sizes, magics and strides of the kept and reduced dimensions, as arguments (or constants).
+  // Every index is below the input's element count.
+  KernelArgs args = ctx.kernel_args();
+  const bool fast = !args.in_code() && ops::product(x) < (int64_t{1} << 31);
+  auto dims = [&](const char* prefix, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides) {
+    std::vector<int64_t> magic(sizes.size(), 0);
+    if (fast) {
+      for (size_t d = 0; d < sizes.size(); ++d) magic[d] = division_magic(sizes[d]);
+    }
+    return args.array(fmt::format("{}s", prefix), sizes) +
+           args.array(fmt::format("{}m", prefix), magic) +
+           args.array(fmt::format("{}st", prefix), strides);
+  };
   // When the innermost kept dimension is the input's innermost (channels-last pools) and the rest
   // of the kept dimensions collapse into one outer stride: blocks of columns (reduce.cuh,
   // baton_reduce_columns), V elements per access (16 bytes of the input's type, when every
@@ -131,17 +145,18 @@ Status lower(Lowering& ctx, int index) {
     launch.block =
         outer * groups < kFewColumnBlocks && count >= kWideBlock / lanes * 4 ? kWideBlock : kBlock;
     launch.grid = static_cast<uint32_t>(outer * groups);
+    const std::string arrays = dims("r", rsizes, rstrides);
+    const std::string inner_arg = args.value(inner), stride_arg = args.value(outer_stride),
+                      count_arg = args.value(count);
     std::string code = fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({13}) {0}(const {1}* __restrict__ x, "
-        "{2}* __restrict__ y) {{\n"
-        "  constexpr long long rs[{3}] = {4};\n"
-        "  constexpr long long rst[{3}] = {5};\n"
-        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}>(x, y, {10}LL, {11}LL, rs, rst, "
-        "{12}LL);\n}}\n",
+        "{2}* __restrict__ y{14}) {{\n{4}"
+        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}, {5}>(x, y, {10}, {11}, "
+        "BatonDims<{3}>{{rs, rm, rst}}, {12});\n}}\n",
         name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
-        rsizes.size(), int_list(rsizes), int_list(rstrides), reduce_op(n.op_type), v, lanes,
-        launch.block / lanes, inner, outer_stride, count, launch.block);
-    ctx.add_kernel(name, std::move(code), launch, {in, out});
+        rsizes.size(), arrays, fast ? "true" : "false", reduce_op(n.op_type), v, lanes,
+        launch.block / lanes, inner_arg, stride_arg, count_arg, launch.block, args.parameter());
+    ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
     return Status();
   }
   const bool block = inner_reduced || (outputs < kFewOutputs && count >= kLongReduction);
@@ -151,19 +166,18 @@ Status lower(Lowering& ctx, int index) {
     while (launch.block < 256 && launch.block < count) launch.block *= 2;
     launch.grid = static_cast<uint32_t>(std::clamp<int64_t>(outputs, 1, int64_t{1} << 20));
   }
+  const std::string arrays = dims("k", ksizes, kstrides) + dims("r", rsizes, rstrides);
+  const std::string outputs_arg = args.value(outputs), count_arg = args.value(count);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
-      "{3}* __restrict__ y) {{\n"
-      "  constexpr long long ks[{4}] = {5};\n"
-      "  constexpr long long kst[{4}] = {6};\n"
-      "  constexpr long long rs[{7}] = {8};\n"
-      "  constexpr long long rst[{7}] = {9};\n"
-      "  baton_reduce_{10}<{4}, {7}, {11}>(x, y, {12}LL, ks, kst, rs, rst, {13}LL);\n}}\n",
+      "{3}* __restrict__ y{11}) {{\n{5}"
+      "  baton_reduce_{7}<{4}, {6}, {8}, {12}>(x, y, {9}, BatonDims<{4}>{{ks, km, kst}}, "
+      "BatonDims<{6}>{{rs, rm, rst}}, {10});\n}}\n",
       block ? launch.block : kBlock, name, device_type_name(ctx.dtype_of(in)),
-      device_type_name(ctx.dtype_of(out)), ksizes.size(), int_list(ksizes), int_list(kstrides),
-      rsizes.size(), int_list(rsizes), int_list(rstrides), block ? "block" : "thread",
-      reduce_op(n.op_type), outputs, count);
-  ctx.add_kernel(name, std::move(code), launch, {in, out});
+      device_type_name(ctx.dtype_of(out)), ksizes.size(), arrays, rsizes.size(),
+      block ? "block" : "thread", reduce_op(n.op_type), outputs_arg, count_arg, args.parameter(),
+      fast ? "true" : "false");
+  ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
   return Status();
 }
 
