@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 
 #include "backends/cuda/builder/codegen.h"
@@ -881,6 +882,61 @@ TEST(EngineBuilderTest, KernelsOfOneOpAtManyShapesAreCompiledOnce) {
       ASSERT_EQ(args.size(), 2u);
       EXPECT_EQ(args[0], static_cast<int64_t>(8 + i));
       EXPECT_EQ(args[1], 1);
+    }
+  }
+}
+
+// Pools, reductions, concatenations, gathers and layer norms at three shapes each: with the
+// sizes as arguments each op is one kernel launched by three steps that pass their own sizes;
+// with the sizes in the code (kernel_sizes=code) each shape is a kernel of its own.
+TEST(EngineBuilderTest, EveryOpClassServesItsShapesWithOneKernel) {
+  OnnxBuilder b(17);
+  b.initializer_int64("rows", {3}, {0, 2, 1});
+  b.initializer("ln_scale", {16}, std::vector<float>(16, 1.5f));
+  for (int i = 0; i < 3; ++i) {
+    const int64_t w = 8 + 2 * i;
+    const std::string n = std::to_string(i);
+    b.input("x" + n, {1, 4, w, w});
+    auto& pool = b.node("MaxPool", {"x" + n}, {"p" + n}, "pool" + n);
+    OnnxBuilder::attr_ints(pool, "kernel_shape", {3, 3});
+    OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+    OnnxBuilder::attr_ints(pool, "pads", {1, 1, 1, 1});
+    b.output("p" + n, {1, 4, (w + 1) / 2, (w + 1) / 2});
+    auto& mean = b.node("ReduceMean", {"x" + n}, {"m" + n}, "mean" + n);
+    OnnxBuilder::attr_ints(mean, "axes", {1});
+    b.output("m" + n, {1, 1, w, w});
+    b.input("c" + n, {3, 5 + i});
+    b.input("d" + n, {3, 2});
+    auto& cat = b.node("Concat", {"c" + n, "d" + n}, {"cat" + n}, "cat" + n);
+    OnnxBuilder::attr_int(cat, "axis", 1);
+    b.output("cat" + n, {3, 7 + i});
+    b.input("t" + n, {4 + i, 6});
+    b.node("Gather", {"t" + n, "rows"}, {"g" + n}, "gather" + n);
+    b.output("g" + n, {3, 6});
+    b.input("l" + n, {2 + i, 16});
+    auto& ln = b.node("LayerNormalization", {"l" + n, "ln_scale"}, {"ln" + n}, "ln" + n);
+    OnnxBuilder::attr_int(ln, "axis", -1);
+    b.output("ln" + n, {2 + i, 16});
+  }
+  for (const bool in_code : {false, true}) {
+    SCOPED_TRACE(in_code ? "kernel_sizes=code" : "kernel_sizes=arguments");
+    auto built = build(b, "fp32", 0, {in_code ? "kernel_sizes=code" : "kernel_sizes=arguments"});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    std::map<std::string, std::set<uint32_t>> kernels_of;  // op class -> its kernels
+    std::map<std::string, int> steps_of;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      ASSERT_EQ(r.kind, static_cast<uint32_t>(cuda::StepKind::Kernel));
+      std::string name(blob.kernel_name(r.kernel.kernel));
+      name = name.substr(name.find('_') + 1);  // "k3_maxpool" -> "maxpool"
+      kernels_of[name].insert(r.kernel.kernel);
+      ++steps_of[name];
+      EXPECT_EQ(r.kernel.num_args == 0, in_code) << name;
+    }
+    for (const char* op : {"maxpool", "reduce", "concat", "gather", "layer_norm"}) {
+      SCOPED_TRACE(op);
+      EXPECT_EQ(steps_of[op], 3);
+      EXPECT_EQ(kernels_of[op].size(), in_code ? 3u : 1u);
     }
   }
 }
