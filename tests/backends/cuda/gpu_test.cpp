@@ -188,17 +188,19 @@ class GpuTest : public ::testing::Test {
 
   // `untimed`: each engine takes the heuristics' first cuBLASLt algorithm and cuDNN plan, when
   // built and when loaded (the build and load options tune_candidates=1).
+  // `build`: more build options (docs/options.md) for the engines.
   static double compare_model(const std::vector<uint8_t>& onnx, const std::vector<Tensor>& inputs,
                               const std::vector<compiler::InputShape>& shapes,
-                              size_t gpu_kernel_calls = 0, bool untimed = false) {
+                              size_t gpu_kernel_calls = 0, bool untimed = false,
+                              const std::vector<std::string>& build_options = {}) {
     const auto reference = run(compile(onnx, "cpu", "", shapes), inputs);
     const auto [bf16_model, bf16_inputs] = round_gemm_operands_to_bf16(onnx, inputs);
     const auto bf16_reference = run(compile(bf16_model, "cpu", "", shapes), bf16_inputs);
     double worst = 0.0;
     for (const char* precision : kPrecisions) {
       SCOPED_TRACE(precision);
-      const std::vector<std::string> build =
-          untimed ? std::vector<std::string>{"tune_candidates=1"} : std::vector<std::string>{};
+      std::vector<std::string> build = build_options;
+      if (untimed) build.push_back("tune_candidates=1");
       const Compiled gpu = compile(onnx, "cuda:0", precision, shapes, "", 0, build);
       EXPECT_GE(gpu.summary.delegate_calls, 1u) << "nothing ran on the GPU";
       EXPECT_EQ(gpu.summary.kernel_calls, gpu_kernel_calls);
@@ -588,8 +590,10 @@ TEST_F(GpuTest, SoftmaxOnEveryAxis) {
   compare(wide, {random({2, 3000}, -10.0f, 10.0f)});
 }
 
-// A partition of more kernels than one NVRTC unit takes (kKernelsInOneUnit) is compiled in
-// relocatable units and linked by nvJitLink: every kernel of the linked cubin runs and matches.
+// Softmaxes of 296 distinct widths. With the sizes in the code (kernel_sizes=code) they are more
+// kernels than one NVRTC unit takes (kKernelsInOneUnit), compiled in relocatable units and linked
+// by nvJitLink; with the sizes as arguments (the default) they are 5 kernels, each launched by the
+// steps of its block size with their own widths. Either way every step matches the CPU path.
 TEST_F(GpuTest, KernelsLinkedFromSeveralUnitsMatchTheCpuPath) {
   OnnxBuilder b;
   std::vector<Tensor> inputs;
@@ -600,7 +604,10 @@ TEST_F(GpuTest, KernelsLinkedFromSeveralUnitsMatchTheCpuPath) {
     b.output(fmt::format("y{}", i), {2, 8 + i});
     inputs.push_back(random({2, 8 + i}, -4.0f, 4.0f));
   }
-  compare(b, inputs);
+  for (const char* sizes : {"kernel_sizes=code", "kernel_sizes=arguments"}) {
+    SCOPED_TRACE(sizes);
+    compare_model(b.bytes(), inputs, {}, 0, false, {sizes});
+  }
 }
 
 TEST_F(GpuTest, TransposeConcatAndViews) {
