@@ -153,6 +153,13 @@ class Validator {
           for (uint32_t o = 0; o < k.num_operands; ++o) {
             BATON_TRY(buffer(k.operands[o], fmt::format("{} operand {}", what, o)));
           }
+          const KernelRecord& kernel = blob_.kernels()[k.kernel];
+          BATON_CHECK_OR_RETURN(
+              k.num_operands == kernel.num_pointers && k.num_args == kernel.num_args,
+              InvalidProgram,
+              "engine blob: {} passes {} pointers and {} arguments to kernel {}, which takes {} "
+              "and {}",
+              what, k.num_operands, k.num_args, k.kernel, kernel.num_pointers, kernel.num_args);
           BATON_CHECK_OR_RETURN(
               k.num_args <= kMaxKernelArgs && k.first_arg <= blob_.args().size() &&
                   k.num_args <= blob_.args().size() - k.first_arg,
@@ -410,6 +417,11 @@ class Validator {
       BATON_CHECK_OR_RETURN(string_ok(k.name_offset, k.name_size) && k.name_size > 0,
                             InvalidProgram, "engine blob: kernels[{}] name is outside the strings",
                             i);
+      BATON_CHECK_OR_RETURN(k.num_pointers <= kMaxKernelOperands && k.num_args <= kMaxKernelArgs,
+                            InvalidProgram,
+                            "engine blob: kernels[{}] takes {} pointers and {} arguments (at most "
+                            "{} and {})",
+                            i, k.num_pointers, k.num_args, kMaxKernelOperands, kMaxKernelArgs);
     }
     return Status();
   }
@@ -724,9 +736,14 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
     for (size_t d = 0; d < b.sizes.size(); ++d) r.sizes[d] = b.sizes[d];
     bindings.push_back(r);
   }
+  BATON_CHECK_OR_RETURN(e.kernel_params.size() == e.kernel_names.size(), InvalidArgument,
+                        "the engine names {} kernels but gives the parameters of {}",
+                        e.kernel_names.size(), e.kernel_params.size());
   std::vector<KernelRecord> kernels;
-  for (const auto& k : e.kernel_names) {
-    kernels.push_back({static_cast<uint32_t>(strings.size()), static_cast<uint32_t>(k.size())});
+  for (size_t i = 0; i < e.kernel_names.size(); ++i) {
+    const std::string& k = e.kernel_names[i];
+    kernels.push_back({static_cast<uint32_t>(strings.size()), static_cast<uint32_t>(k.size()),
+                       e.kernel_params[i].first, e.kernel_params[i].second});
     strings += k;
   }
   EngineHeader h{};

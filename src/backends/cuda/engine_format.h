@@ -269,10 +269,17 @@ struct EngineChoices {
   std::vector<StepChoice> steps;
 };
 
+// An entry point of the cubin and its parameters as its source declares them: `num_pointers`
+// pointers, then a BatonArgs<num_args> when num_args is not 0. Every step that launches it must
+// pass exactly these (checked at load), so that a step record cannot make the launch read more
+// parameter bytes than the blob holds.
 struct KernelRecord {
   uint32_t name_offset;
   uint32_t name_size;
+  uint32_t num_pointers;
+  uint32_t num_args;
 };
+static_assert(sizeof(KernelRecord) == 16);
 
 // A copy of a blob at a 64-byte aligned address (EngineBlob::parse needs one), for blobs held in
 // a plain std::vector. The copy's bytes live as long as this object.
@@ -355,6 +362,8 @@ struct EngineDescription {
   std::vector<Binding> bindings;
   std::vector<StepRecord> steps;
   std::vector<std::string> kernel_names;
+  // Per kernel (parallel to kernel_names): its pointer parameters and its argument count.
+  std::vector<std::pair<uint32_t, uint32_t>> kernel_params;
   uint64_t scratch_bytes = 0;
   uint64_t workspace_bytes = 0;
   std::vector<uint8_t> weights;

@@ -941,6 +941,34 @@ TEST(EngineBuilderTest, EveryOpClassServesItsShapesWithOneKernel) {
   }
 }
 
+// A Concat of many strided views would pass more than kMaxKernelArgs arguments (3 per dimension
+// of each view): 13 transposed rank-5 inputs take 239 and pass them, 14 would take 257 and keep
+// their sizes in the code instead; both build.
+TEST(EngineBuilderTest, ConcatsOfManyViewsKeepTheirArgumentsInBounds) {
+  for (const int inputs : {13, 14}) {
+    SCOPED_TRACE(inputs);
+    OnnxBuilder b(17);
+    std::vector<std::string> views;
+    for (int k = 0; k < inputs; ++k) {
+      const std::string x = fmt::format("x{}", k), t = fmt::format("t{}", k);
+      b.input(x, {1, 2, 3, 4, 5});
+      auto& tr = b.node("Transpose", {x}, {t}, t);
+      OnnxBuilder::attr_ints(tr, "perm", {0, 4, 3, 2, 1});  // [1, 5, 4, 3, 2], strided
+      views.push_back(t);
+    }
+    auto& cat = b.node("Concat", views, {"y"}, "cat");
+    OnnxBuilder::attr_int(cat, "axis", 0);
+    b.output("y", {inputs, 5, 4, 3, 2});
+    auto built = build(b, "fp32");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    ASSERT_EQ(blob.steps().size(), 1u);
+    const cuda::KernelStep& k = blob.steps()[0].kernel;
+    EXPECT_EQ(k.num_operands, static_cast<uint32_t>(inputs + 1));
+    EXPECT_EQ(k.num_args, inputs == 13 ? 239u : 0u);
+  }
+}
+
 // More than kKernelsInOneUnit distinct kernels are compiled in units in parallel and linked into
 // one cubin that holds every kernel the steps name.
 TEST(EngineBuilderTest, ManyDistinctKernelsAreCompiledInUnitsAndLinked) {

@@ -41,6 +41,7 @@ EngineDescription sample() {
   e.weights.assign(512, 7);
   e.cubin.assign(100, 0xCB);
   e.kernel_names = {"k0_fused"};
+  e.kernel_params = {{2, 0}};
   StepRecord gemm{};
   gemm.kind = static_cast<uint32_t>(StepKind::Gemm);
   GemmStep& g = gemm.gemm;
@@ -509,6 +510,7 @@ TEST(EngineFormatTest, CopyAndKernelRangesAreChecked) {
 TEST(EngineFormatTest, KernelArgumentsAreCheckedAndDescribed) {
   EngineDescription e = sample();
   e.args = {7, 4, 5, 1, 0, 20};
+  e.kernel_params = {{2, 3}};
   e.steps[1].kernel.first_arg = 2;
   e.steps[1].kernel.num_args = 3;
   auto bytes = write_engine_blob(e);
@@ -524,20 +526,38 @@ TEST(EngineFormatTest, KernelArgumentsAreCheckedAndDescribed) {
   struct Case {
     uint32_t first, count;
   };
-  for (const Case c : {Case{4, 3}, Case{7, 0}, Case{0, 7}, Case{~0u, 2}, Case{2, ~0u - 1}}) {
+  // Ranges outside the section (the kernel takes as many as the step passes).
+  for (const Case c : {Case{4, 3}, Case{7, 0}, Case{0, 7}, Case{~0u, 2}, Case{2, 250}}) {
     SCOPED_TRACE(fmt::format("args [{}, +{})", c.first, c.count));
+    e.kernel_params = {{2, c.count}};
     e.steps[1].kernel.first_arg = c.first;
     e.steps[1].kernel.num_args = c.count;
     expect_rejected(e, "steps[1] passes arguments");
   }
-  e.args.assign(300, 1);
+  // A step that passes another count than its kernel takes: the launch would read past the
+  // arguments it was given (or a pointer it was not).
+  e.kernel_params = {{2, 3}};
+  e.steps[1].kernel.first_arg = 5;
+  e.steps[1].kernel.num_args = 1;
+  expect_rejected(e, "steps[1] passes 2 pointers and 1 arguments to kernel 0, which takes 2 and 3");
   e.steps[1].kernel.first_arg = 0;
+  e.steps[1].kernel.num_args = 0;
+  expect_rejected(e, "which takes 2 and 3");
+  e.steps[1].kernel.num_args = 3;
+  e.steps[1].kernel.num_operands = 1;
+  expect_rejected(e, "passes 1 pointers and 3 arguments");
+  e.steps[1].kernel.num_operands = 2;
+  e.args.assign(300, 1);
+  e.kernel_params = {{2, 257}};
   e.steps[1].kernel.num_args = 257;
-  expect_rejected(e, "at most 256 per kernel");
+  expect_rejected(e, "kernels[0] takes 2 pointers and 257 arguments (at most 16 and 256)");
+  e.kernel_params = {{2, 256}};
   e.steps[1].kernel.num_args = 256;
   auto most = write_engine_blob(e);
   ASSERT_TRUE(most.ok());
   EXPECT_TRUE(parse(*most).ok()) << parse(*most).to_string();
+  e.kernel_params.clear();
+  EXPECT_FALSE(write_engine_blob(e).ok()) << "kernels without their parameters are written";
 }
 
 // A conv step: x [1, 4, 4, 8] NHWC in the binding-sized scratch, w [2, 3, 3, 8], y [1, 2, 2, 2].

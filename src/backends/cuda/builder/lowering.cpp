@@ -485,6 +485,9 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
   if (added) {
     kernel_names_.push_back(name);
     kernel_sources_.push_back(std::move(code));
+    // One source, one signature: a step sharing the kernel passes as many of each.
+    kernel_params_.emplace_back(static_cast<uint32_t>(step.operands.size()),
+                                static_cast<uint32_t>(step.args.size()));
   }
   steps_.push_back(std::move(step));
 }
@@ -702,6 +705,7 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   }
   e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
   e.kernel_names = kernel_names_;
+  e.kernel_params = kernel_params_;
   e.weights = std::move(weights_);
   e.options = t_.options.recorded();
   if (const std::string& dir = t_.options.dump_kernel_source; !dir.empty()) {

@@ -199,6 +199,8 @@ class Lowering {
   std::vector<Planned> steps_;
   std::vector<std::string> kernel_names_;
   std::vector<std::string> kernel_sources_;  // the source of each kernel, by kernel index
+  // Each kernel's pointer parameters and argument count (what its source declares).
+  std::vector<std::pair<uint32_t, uint32_t>> kernel_params_;
   // A kernel's source with its name blanked -> its index: identical kernels are compiled once.
   std::map<std::string, uint32_t> kernel_by_body_;
   std::vector<uint8_t> weights_;

@@ -63,8 +63,17 @@ Status lower(Lowering& ctx, int index) {
   const int64_t inner = ops::product(stored, at + 1, rank);
   const int64_t total = stored[at];
 
-  // Sizes, strides and where each input starts along the axis are arguments.
-  KernelArgs args = ctx.kernel_args();
+  // Sizes, strides and where each input starts along the axis are arguments: 5, and per input 3,
+  // and 3 per dimension of an input read through strides. Past kMaxKernelArgs (15 strided inputs
+  // of rank 8 would take 410) they stay in the code.
+  size_t needed = 5;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const int src = operands[k];
+    needed += 3;
+    if (!contiguous(permuted(ctx.value(n.inputs[k]).sizes), permuted(ctx.strides_of(src))))
+      needed += 3 * rank;
+  }
+  KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
   const int64_t count = ops::product(s);
   const bool small = count < (int64_t{1} << 31);
   std::string params, arrays, body;
