@@ -90,9 +90,9 @@ std::string KernelArgs::quotient(std::string_view x, int64_t d, bool small) {
   return fmt::format("((long long)baton_div((unsigned)({}), {}))", x, value(division_magic(d)));
 }
 
-std::string KernelArgs::parameter(bool first) const {
+std::string KernelArgs::parameter() const {
   if (values_.empty()) return std::string();
-  return fmt::format("{}const BatonArgs<{}> a", first ? "" : ", ", values_.size());
+  return fmt::format(", const BatonArgs<{}> a", values_.size());
 }
 
 int64_t division_magic(int64_t divisor) {

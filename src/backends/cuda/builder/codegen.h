@@ -67,8 +67,10 @@ class KernelArgs {
   // the caller knows from the kernel's largest index), else a 64-bit division.
   std::string quotient(std::string_view x, int64_t d, bool small);
   // The parameter that follows the pointers in the kernel's signature: ", const BatonArgs<N> a",
-  // or nothing when the kernel has no arguments (`first` when it is the only parameter).
-  std::string parameter(bool first = false) const;
+  // or nothing when the kernel has no arguments. N counts the values asked for so far, so call it
+  // after the last value(), array() or quotient(), in a statement of its own or after theirs
+  // (the order in which one call's arguments are evaluated is unspecified).
+  std::string parameter() const;
   const std::vector<int64_t>& values() const { return values_; }
 
  private:
