@@ -84,9 +84,13 @@ std::string KernelArgs::array(std::string_view name, const std::vector<int64_t>&
                      values.size(), items);
 }
 
-std::string KernelArgs::quotient(std::string_view x, int64_t d, bool small) {
+bool KernelArgs::magic_division(int64_t count) const {
+  return !in_code_ && count < (int64_t{1} << 31);
+}
+
+std::string KernelArgs::quotient(std::string_view x, int64_t d, int64_t count) {
   if (in_code_) return fmt::format("(({}) / {}LL)", x, d);
-  if (!small) return fmt::format("(({}) / {})", x, value(d));
+  if (!magic_division(count)) return fmt::format("(({}) / {})", x, value(d));
   return fmt::format("((long long)baton_div((unsigned)({}), {}))", x, value(division_magic(d)));
 }
 
@@ -107,6 +111,14 @@ int64_t division_magic(int64_t divisor) {
   return static_cast<int64_t>((multiplier & 0xffffffffu) | (uint64_t(p - 32) << 32));
 }
 
+std::vector<int64_t> division_magics(const std::vector<int64_t>& divisors, bool magic) {
+  std::vector<int64_t> out(divisors.size(), 0);
+  if (magic) {
+    for (size_t i = 0; i < divisors.size(); ++i) out[i] = division_magic(divisors[i]);
+  }
+  return out;
+}
+
 ElementIndex::ElementIndex(KernelArgs& args, const std::vector<int64_t>& sizes)
     : args_(args), sizes_(sizes.empty() ? std::vector<int64_t>{1} : sizes) {}
 
@@ -117,12 +129,8 @@ std::string ElementIndex::offset(std::string_view i, std::string_view strides) {
     declarations_ = args_.array("sizes", sizes_);
     // Divisions by constants become multiplications in the compiler; divisions by arguments
     // would be 64-bit division routines, so indices below 2^31 divide by multiplying with magics.
-    fast_ = !args_.in_code() && n < (int64_t{1} << 31);
-    if (fast_) {
-      std::vector<int64_t> magic;
-      for (int64_t x : sizes_) magic.push_back(division_magic(x));
-      declarations_ += args_.array("magic", magic);
-    }
+    fast_ = args_.magic_division(n);
+    if (fast_) declarations_ += args_.array("magic", division_magics(sizes_, true));
   }
   if (fast_) {
     return fmt::format("baton_offset_fast<{}>({}, sizes, magic, {})", sizes_.size(), i, strides);
@@ -352,9 +360,8 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
       "    }});\n"
       "    return;\n"
       "  }}\n{}}}\n",
-      kBlock, k.name, params, args->parameter(), index.declarations(), body, aligned,
-      vector_count, w, vload, w, vbody,
-      indented("      "), vstore, stores, scalar_loop);
+      kBlock, k.name, params, args->parameter(), index.declarations(), body, aligned, vector_count,
+      w, vload, w, vbody, indented("      "), vstore, stores, scalar_loop);
 }
 
 namespace {

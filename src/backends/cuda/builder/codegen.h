@@ -62,10 +62,14 @@ class KernelArgs {
   // A local array declaration, "  const long long name[2] = {a.v[0], a.v[1]};\n" (constexpr
   // with the values in the code).
   std::string array(std::string_view name, const std::vector<int64_t>& values);
-  // The quotient of the int64 index expression `x` by `d`: a division by a constant in the code;
-  // with `d` an argument, a multiplication by its magic when x stays below 2^31 (`small`, which
-  // the caller knows from the kernel's largest index), else a 64-bit division.
-  std::string quotient(std::string_view x, int64_t d, bool small);
+  // Whether a kernel whose indices stay below `count` divides them by its argument sizes through
+  // magic numbers (division_magic, baton_div on the device): the sizes are arguments and every
+  // index fits in 31 bits. Otherwise it divides (by constants, when the sizes are in the code).
+  bool magic_division(int64_t count) const;
+  // The quotient of the int64 index expression `x` (below `count`) by `d`: a division by a
+  // constant in the code; with `d` an argument, a multiplication by its magic when
+  // magic_division(count), else a 64-bit division.
+  std::string quotient(std::string_view x, int64_t d, int64_t count);
   // The parameter that follows the pointers in the kernel's signature: ", const BatonArgs<N> a",
   // or nothing when the kernel has no arguments. N counts the values asked for so far, so call it
   // after the last value(), array() or quotient(), in a statement of its own or after theirs
@@ -83,6 +87,8 @@ class KernelArgs {
 // multiplier rounded up (the round-up method of Granlund and Montgomery). Encoded as one int64,
 // multiplier | shift << 32; 0 for a divisor of 1 (q = x). baton_div in device/common.cuh.
 int64_t division_magic(int64_t divisor);
+// The magics of `divisors` when `magic` (KernelArgs::magic_division), else zeros (unused).
+std::vector<int64_t> division_magics(const std::vector<int64_t>& divisors, bool magic);
 
 // The index arithmetic of a kernel over the elements of `sizes` (row-major): the offset of an
 // element in a tensor read through `strides` along those sizes. The first offset declares the

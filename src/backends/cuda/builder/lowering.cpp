@@ -243,13 +243,12 @@ Result<int> Lowering::channels_last_copy(int v, DType dtype, int64_t channels) {
   const int64_t count = s[0] * s[2] * s[3] * channels;
   const std::string name = kernel_name("to_nhwc");
   KernelArgs args = kernel_args();
-  const bool small = count < (int64_t{1} << 31);
   const std::string index = fmt::format(
       "    const long long p = {}, c = i - p * {};\n"
       "    const long long q = {}, w = p - q * {};\n"
       "    const long long n = {}, h = q - n * {};\n",
-      args.quotient("i", channels, small), args.value(channels), args.quotient("p", s[3], small),
-      args.value(s[3]), args.quotient("q", s[2], small), args.value(s[2]));
+      args.quotient("i", channels, count), args.value(channels), args.quotient("p", s[3], count),
+      args.value(s[3]), args.quotient("q", s[2], count), args.value(s[2]));
   const std::string read =
       fmt::format("c < {} ? to_f(x[n * {} + c * {} + h * {} + w * {}]) : 0.0f", args.value(s[1]),
                   args.value(st[0]), args.value(st[1]), args.value(st[2]), args.value(st[3]));

@@ -75,7 +75,6 @@ Status lower(Lowering& ctx, int index) {
   }
   KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
   const int64_t count = ops::product(s);
-  const bool small = count < (int64_t{1} << 31);
   std::string params, arrays, body;
   int64_t start = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -90,10 +89,8 @@ Status lower(Lowering& ctx, int index) {
     if (!contiguous(sizes, strides)) {
       arrays += args.array(fmt::format("sizes{}", k), sizes) +
                 args.array(fmt::format("strides{}", k), strides);
-      if (small && !args.in_code()) {
-        std::vector<int64_t> magic;
-        for (int64_t d : sizes) magic.push_back(division_magic(d));
-        arrays += args.array(fmt::format("magic{}", k), magic);
+      if (args.magic_division(count)) {
+        arrays += args.array(fmt::format("magic{}", k), division_magics(sizes, true));
         element = fmt::format("baton_offset_fast<{}>({}, sizes{}, magic{}, strides{})", rank,
                               element, k, k, k);
       } else {
@@ -111,7 +108,7 @@ Status lower(Lowering& ctx, int index) {
   const std::string coordinates = fmt::format(
       "    const long long r = {}, o = {};\n"
       "    const ConcatIndex c{{o, r - o * total, i - r * inner}};\n",
-      args.quotient("i", inner, small), args.quotient("r", total, small));
+      args.quotient("i", inner, count), args.quotient("r", total, count));
   const std::string sizes = fmt::format("  const long long total = {}, inner = {};\n",
                                         args.value(total), args.value(inner));
   const std::string elements = args.value(count);

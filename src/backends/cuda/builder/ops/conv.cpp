@@ -241,7 +241,6 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   // generator is written for arguments (and the window stays in the code either way, so its
   // loops unroll); 32-bit index arithmetic is the next thing to measure before switching.
   KernelArgs args(/*in_code=*/true);
-  const bool small = count < (int64_t{1} << 31);
   std::string z_param, z_add;
   if (e.residual >= 0) {
     const std::vector<int64_t> zs = ctx.strides_of(e.residual);
@@ -254,8 +253,8 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       "    const long long p = {}, c = i - p * {};\n"
       "    const long long q = {}, ow = p - q * {};\n"
       "    const long long n = {}, oh = q - n * {};\n",
-      args.quotient("i", s.c, small), args.value(s.c), args.quotient("p", s.ow, small),
-      args.value(s.ow), args.quotient("q", s.oh, small), args.value(s.oh));
+      args.quotient("i", s.c, count), args.value(s.c), args.quotient("p", s.ow, count),
+      args.value(s.ow), args.quotient("q", s.oh, count), args.value(s.oh));
   const std::string in_h = args.value(s.h), in_w = args.value(s.w);
   const std::string read = fmt::format("x[n * {} + c * {} + ih * {} + iw * {}]", args.value(st[0]),
                                        args.value(st[1]), args.value(st[2]), args.value(st[3]));
@@ -366,15 +365,14 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   const std::string name = ctx.kernel_name("patches");
   // Sizes and strides are arguments; the window (taps and strides) stays in the code.
   KernelArgs args = ctx.kernel_args();
-  const bool small = count < (int64_t{1} << 31);
   const std::string coordinates = fmt::format(
       "    const long long row = {}, col = i - row * {};\n"
       "    const long long t = col / {}LL, q = col - t * {}LL;\n"
       "    const long long c = t / {}LL, r = t - c * {}LL;\n"
       "    const long long u = {}, ow = row - u * {};\n"
       "    const long long n = {}, oh = u - n * {};\n",
-      args.quotient("i", depth, small), args.value(depth), s.kw, s.kw, s.kh, s.kh,
-      args.quotient("row", s.ow, small), args.value(s.ow), args.quotient("u", s.oh, small),
+      args.quotient("i", depth, count), args.value(depth), s.kw, s.kw, s.kh, s.kh,
+      args.quotient("row", s.ow, count), args.value(s.ow), args.quotient("u", s.oh, count),
       args.value(s.oh));
   const std::string total = args.value(count);
   const std::string read = fmt::format(

@@ -61,11 +61,11 @@ Status lower_gather(Lowering& ctx, int index) {
   const int64_t total = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("gather");
   KernelArgs args = ctx.kernel_args();
-  const bool fast = !args.in_code() && total < (int64_t{1} << 31);
+  const bool fast = args.magic_division(total);
+  const std::vector<int64_t> magics = division_magics({count, inner}, fast);
   const std::string values = fmt::format("{}, {}, {}, {}, {}, {}", args.value(total),
                                          args.value(count), args.value(x[axis]), args.value(inner),
-                                         args.value(fast ? division_magic(count) : 0),
-                                         args.value(fast ? division_magic(inner) : 0));
+                                         args.value(magics[0]), args.value(magics[1]));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
       "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n"
@@ -95,12 +95,12 @@ Status lower_gather_nd(Lowering& ctx, int index) {
   const int64_t total = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("gather_nd");
   KernelArgs args = ctx.kernel_args();
-  const bool fast = !args.in_code() && total < (int64_t{1} << 31);
+  const bool fast = args.magic_division(total);
+  const std::vector<int64_t> magics = division_magics({tuples, inner}, fast);
   const std::string arrays = args.array("dims", dims) + args.array("strides", strides);
   const std::string values = fmt::format(
       "{}, {}, {}, {}, dims, strides, {}, {}", args.value(total), args.value(tuples),
-      args.value(batch_elems), args.value(inner), args.value(fast ? division_magic(tuples) : 0),
-      args.value(fast ? division_magic(inner) : 0));
+      args.value(batch_elems), args.value(inner), args.value(magics[0]), args.value(magics[1]));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
       "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n{}"

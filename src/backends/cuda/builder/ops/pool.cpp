@@ -67,12 +67,9 @@ Status lower(Lowering& ctx, int index) {
   // The output's and input's sizes and strides are arguments; the window (kernel, strides,
   // dilations, pads: attributes) stays in the code.
   KernelArgs args = ctx.kernel_args();
-  const bool fast = !args.in_code() && count < (int64_t{1} << 31);
-  std::vector<int64_t> magic(order_sizes.size(), 0);
-  if (fast) {
-    for (size_t i = 0; i < order_sizes.size(); ++i) magic[i] = division_magic(order_sizes[i]);
-  }
-  const std::string arrays = args.array("sizes", order_sizes) + args.array("magic", magic) +
+  const bool fast = args.magic_division(count);
+  const std::string arrays = args.array("sizes", order_sizes) +
+                             args.array("magic", division_magics(order_sizes, fast)) +
                              args.array("xs", ctx.strides_of(in)) + args.array("in", spatial);
   const std::string count_arg = args.value(count);
   std::string code = fmt::format(

@@ -110,15 +110,11 @@ Status lower(Lowering& ctx, int index) {
   // Sizes, magics and strides of the kept and reduced dimensions, as arguments (or constants).
   // Every index is below the input's element count.
   KernelArgs args = ctx.kernel_args();
-  const bool fast = !args.in_code() && ops::product(x) < (int64_t{1} << 31);
+  const bool fast = args.magic_division(ops::product(x));
   auto dims = [&](const char* prefix, const std::vector<int64_t>& sizes,
                   const std::vector<int64_t>& strides) {
-    std::vector<int64_t> magic(sizes.size(), 0);
-    if (fast) {
-      for (size_t d = 0; d < sizes.size(); ++d) magic[d] = division_magic(sizes[d]);
-    }
     return args.array(fmt::format("{}s", prefix), sizes) +
-           args.array(fmt::format("{}m", prefix), magic) +
+           args.array(fmt::format("{}m", prefix), division_magics(sizes, fast)) +
            args.array(fmt::format("{}st", prefix), strides);
   };
   // When the innermost kept dimension is the input's innermost (channels-last pools) and the rest
