@@ -173,28 +173,6 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   }
   timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed{}", folded,
                                   unfolded, removed, symbols));
-  // Dynamic shapes reach the GPU engine with issue 37; until then a dynamic model is refused for
-  // a GPU target rather than run on the CPU behind the user's back.
-  if (graph.symbols.num_symbols() > 0 && !options.backends.empty()) {
-    std::string flags;
-    for (int id : graph.inputs) {
-      const IrValue& v = graph.values[id];
-      if (!is_dynamic(v)) continue;
-      std::string sizes;
-      for (size_t d = 0; d < v.dims.size(); ++d) {
-        sizes += (d == 0 ? "" : "x") + (graph.symbols.is_constant(v.dims[d])
-                                            ? std::to_string(v.sizes[d])
-                                            : "<" + graph.symbols.to_string(v.dims[d]) + ">");
-      }
-      flags += fmt::format(" --shape {}={}", v.name, sizes);
-    }
-    return BATON_ERROR(NotSupported,
-                       "'{}' has dynamic dimensions ({}), and the GPU engine does not run dynamic "
-                       "shapes yet: compile for --device cpu, or fix the shapes for the GPU "
-                       "with{} (each <name> replaced by a size)",
-                       graph.source, symbols.substr(11), flags);
-  }
-
   timer.start();
   BATON_ASSIGN_OR_RETURN(
       const std::vector<PassReport> pass_reports,

@@ -34,6 +34,11 @@ struct IrValue {
   // otherwise. The nodes computing it still run at run time; this is what the compiler knows of
   // the values (compiler/shape_values.h).
   std::vector<sym::SizeExpr> sym_values;
+  // A constant that holds size expressions' values at the symbols' maxima (what the compiler
+  // puts in place of a Reshape's or Slice's computed shape input): those expressions, one per
+  // element, so a dynamic GPU engine's probes can evaluate it at other sizes
+  // (backends/cuda/builder/dynamic_shapes.h). Empty otherwise.
+  std::vector<sym::SizeExpr> at_max_of;
   bool shape_known = false;
   // Host bytes of a compile-time constant (row-major, little-endian); null otherwise.
   std::shared_ptr<const std::vector<uint8_t>> constant;

@@ -345,8 +345,10 @@ Status materialize_shape_inputs(Graph& graph) {
       const std::vector<int64_t> sizes = v.sizes;
       const DType dtype = v.dtype;
       const std::string name = v.name + "@max";
+      std::vector<sym::SizeExpr> held = v.sym_values;
       node.inputs[i] =
           add_constant(graph, name, dtype, sizes, bytes_of(graph.symbols, as_exprs, dtype));
+      graph.values[node.inputs[i]].at_max_of = std::move(held);
     }
   }
   return Status();

@@ -847,14 +847,10 @@ struct Method::Impl {
         step.kind = InstructionKind::Delegate;
         step.delegate = d->delegate();
         const auto args = take_args<2>(step, {d->inputs(), d->outputs()});
-        // The GPU engine runs static shapes only (issue 37); the compiler never writes this.
-        for (Value* v : step.args) {
-          BATON_CHECK_OR_RETURN(dynamic_of[static_cast<size_t>(v - values.data())] < 0,
-                                NotSupported,
-                                "method '{}' instruction {}: a delegate call with a dynamic "
-                                "tensor; delegates run static shapes only",
-                                name, i);
-        }
+        // A delegate with dynamic tensors runs at the symbols resolve() bound for the call
+        // (a backend that cannot refuses at its own load: the CUDA engine checks its blob's
+        // symbols against the call's).
+        step.delegate_args.symbols = bound;
         step.delegate_args.inputs = args[0];
         step.delegate_args.outputs = args[1];
         const DelegateInstance& inst = delegates[step.delegate];

@@ -62,6 +62,10 @@ struct DelegateArgs {
   // Set while the method profiles steps: the backend may run its steps one by one (no graph
   // replay) and time each (see step_times); same results and synchronization.
   bool profile_steps = false;
+  // A dynamic method's symbol values for this call (its symbols in the program's order; empty
+  // for a static method): a backend built for a range of sizes runs at these. Valid during the
+  // call.
+  std::span<const int64_t> symbols;
 };
 
 // One step of a backend's partition, as timed by a call with DelegateArgs::profile_steps.

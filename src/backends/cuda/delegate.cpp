@@ -36,7 +36,8 @@ namespace {
 class EngineCache {
  public:
   Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition,
-                                      int tune_candidates) {
+                                      int tune_candidates,
+                                      std::shared_ptr<const Engine> weights_from = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(engines_, [](const auto& entry) { return entry.second.expired(); });
     const auto key = std::make_tuple(blob.data(), blob.size(), tune_candidates);
@@ -44,7 +45,8 @@ class EngineCache {
       if (auto engine = it->second.lock()) return engine;
     }
     BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
-                           Engine::load(blob, partition, tune_candidates));
+                           Engine::load(blob, partition, tune_candidates, false,
+                                        std::move(weights_from)));
     engines_[key] = engine;
     return engine;
   }
@@ -55,7 +57,7 @@ class EngineCache {
     for (const auto& [key, weak] : engines_) {
       if (auto engine = weak.lock()) {
         ++s.engines;
-        s.weight_bytes += engine->blob().weights().size();
+        if (engine->owns_weights()) s.weight_bytes += engine->blob().weights().size();
       }
     }
     return s;
@@ -84,7 +86,10 @@ struct BindingState {
 // Members are destroyed bottom-up: the events, then the staging buffers, then the execution
 // context (scratch, workspace, graph) and with it, when no other handle shares it, the engine.
 struct CudaHandle : runtime::DelegateHandle {
-  std::unique_ptr<ExecutionContext> context;
+  // One execution context per engine: one, or one per bucket of a bucketed dynamic engine (the
+  // widest last). `context` is the one the current call runs on.
+  std::vector<std::unique_ptr<ExecutionContext>> contexts;
+  ExecutionContext* context = nullptr;
   std::vector<void*> pointers;
   std::vector<BindingState> bindings;
   bool use_graph = true;
@@ -151,8 +156,18 @@ class CudaBackend final : public runtime::BackendInterface {
                                         std::span<const runtime::CompileSpec> specs) override {
     const std::string partition(ctx.delegate_name);
     BATON_ASSIGN_OR_RETURN(const LoadOptions options, load_options(ctx, specs));
-    BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
-                           engine_cache().get(blob, partition, options.tune_candidates));
+    BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(blob));
+    std::vector<std::shared_ptr<Engine>> engines;
+    for (const auto& bucket : buckets) {
+      BATON_ASSIGN_OR_RETURN(
+          std::shared_ptr<Engine> one,
+          engine_cache().get(bucket, partition, options.tune_candidates,
+                             engines.empty() ? nullptr : engines.front()));
+      BATON_CHECK_OR_RETURN(buckets.size() == 1 || one->blob().dynamic(), InvalidProgram,
+                            "partition '{}': a bucketed engine of static engines", partition);
+      engines.push_back(std::move(one));
+    }
+    const std::shared_ptr<Engine>& engine = engines.back();
     const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
     // The program records where each delegate runs; a blob built for another GPU means the file
     // was assembled from parts that do not belong together.
@@ -174,7 +189,18 @@ class CudaBackend final : public runtime::BackendInterface {
                             spec.value_string(), spec.value_string());
     }
     auto handle = std::make_unique<CudaHandle>();
-    BATON_ASSIGN_OR_RETURN(handle->context, ExecutionContext::create(engine, options));
+    for (const auto& e : engines) {
+      BATON_CHECK_OR_RETURN(e->device() == engine->device() &&
+                                e->blob().bindings().size() == engine->blob().bindings().size(),
+                            InvalidProgram,
+                            "partition '{}': the buckets of its engine disagree on the GPU or the "
+                            "bindings",
+                            partition);
+      BATON_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> c,
+                             ExecutionContext::create(e, options));
+      handle->contexts.push_back(std::move(c));
+    }
+    handle->context = handle->contexts.back().get();
     handle->use_graph = options.cuda_graphs;
     handle->strict = options.strict_staging;
     const int device = engine->device();
@@ -185,9 +211,16 @@ class CudaBackend final : public runtime::BackendInterface {
     handle->integrated = integrated != 0;
     const EngineBlob& b = engine->blob();
     handle->pointers.assign(b.bindings().size(), nullptr);
-    for (const BindingRecord& r : b.bindings()) {
+    size_t max_steps = 0;
+    for (const auto& e : engines) max_steps = std::max(max_steps, e->blob().steps().size());
+    for (size_t i = 0; i < b.bindings().size(); ++i) {
+      const BindingRecord& r = b.bindings()[i];
       BindingState s;
-      s.bytes = *checked_nbytes(static_cast<DType>(r.dtype), {r.sizes, r.rank});
+      // Staging holds the largest sizes any bucket takes.
+      for (const auto& e : engines) {
+        const BindingRecord& er = e->blob().bindings()[i];
+        s.bytes = std::max(s.bytes, *checked_nbytes(static_cast<DType>(er.dtype), {er.sizes, er.rank}));
+      }
       s.is_output = r.is_output != 0;
       // Staging buffers are sized and allocated here, never in execute.
       if (!handle->strict && !handle->integrated) {
@@ -200,7 +233,7 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_ASSIGN_OR_RETURN(handle->start, create_event(device));
     BATON_ASSIGN_OR_RETURN(handle->stop, create_event(device));
     BATON_ASSIGN_OR_RETURN(handle->done, create_event(device, cudaEventDisableTiming));
-    for (size_t s = 0; s <= b.steps().size(); ++s) {
+    for (size_t s = 0; s <= max_steps; ++s) {
       BATON_ASSIGN_OR_RETURN(Event mark, create_event(device));
       handle->step_mark_handles.push_back(mark.get());
       handle->step_marks.push_back(std::move(mark));
@@ -235,10 +268,27 @@ class CudaBackend final : public runtime::BackendInterface {
       BATON_ASSIGN_OR_RETURN(stream_id, check_stream(*handle, stream, engine));
     }
 
+    // A dynamic engine takes the call's sizes (host work when they changed, none otherwise); a
+    // bucketed one runs on the first bucket that holds them.
+    if (handle->contexts.size() > 1) {
+      ExecutionContext* chosen = nullptr;
+      for (const auto& c : handle->contexts) {
+        if (holds_symbols(c->engine().blob(), args.symbols)) {
+          chosen = c.get();
+          break;
+        }
+      }
+      BATON_CHECK_OR_RETURN(chosen != nullptr, InvalidArgument,
+                            "partition '{}': no engine of it holds the call's sizes ({} symbol "
+                            "values)",
+                            engine.partition(), args.symbols.size());
+      handle->context = chosen;
+    }
+    BATON_TRY(handle->context->resize(args.symbols));
     bool staged = false;
     for (size_t i = 0; i < blob.bindings().size(); ++i) {
       const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
-      BATON_TRY(check_shape(engine, i, v->tensor));
+      BATON_TRY(check_shape(*handle->context, i, v->tensor));
       BATON_TRY(classify(*handle, engine, i, v->tensor));
       staged = staged || handle->bindings[i].last == Binding::Staged;
     }
@@ -409,10 +459,12 @@ class CudaBackend final : public runtime::BackendInterface {
         handle.pointers[i] = v->tensor.data;
         continue;
       }
+      // Staging is sized for the largest sizes; a call copies what it has.
+      const uint64_t bytes = handle.context->binding_bytes(i);
       handle.pointers[i] = b.staging.get();
-      staged_bytes += b.bytes;
-      if (!b.is_output && b.bytes) {
-        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging.get(), v->tensor.data, b.bytes,
+      staged_bytes += bytes;
+      if (!b.is_output && bytes) {
+        BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging.get(), v->tensor.data, bytes,
                                                     cudaMemcpyHostToDevice, stream));
       }
     }
@@ -422,24 +474,28 @@ class CudaBackend final : public runtime::BackendInterface {
                                           : std::span<const cudaEvent_t>()));
     for (size_t i = inputs; i < handle.bindings.size(); ++i) {
       const BindingState& b = handle.bindings[i];
-      if (b.last != Binding::Staged || b.bytes == 0) continue;
+      const uint64_t bytes = handle.context->binding_bytes(i);
+      if (b.last != Binding::Staged || bytes == 0) continue;
       BATON_CUDA_CHECK_ON(
-          device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging.get(), b.bytes,
+          device, cudaMemcpyAsync(args.outputs[i - inputs]->tensor.data, b.staging.get(), bytes,
                                   cudaMemcpyDeviceToHost, stream));
     }
     if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.stop.get(), stream));
     return Status();
   }
 
-  static Status check_shape(const Engine& engine, size_t i, const TensorView& t) {
+  // Against the binding's sizes for this call (a dynamic engine's at the call's symbols).
+  static Status check_shape(const ExecutionContext& context, size_t i, const TensorView& t) {
+    const Engine& engine = context.engine();
     const BindingRecord& b = engine.blob().bindings()[i];
+    const std::span<const int64_t> sizes = context.binding_sizes(i);
     const bool fits = t.dtype == static_cast<DType>(b.dtype) &&
-                      std::equal(t.sizes.begin(), t.sizes.end(), b.sizes, b.sizes + b.rank);
+                      std::equal(t.sizes.begin(), t.sizes.end(), sizes.begin(), sizes.end());
     BATON_CHECK_OR_RETURN(
         fits, InvalidArgument,
         "partition '{}' binding '{}' is {} {} but the tensor passed is {} {}", engine.partition(),
         engine.blob().binding_name(i), dtype_name(static_cast<DType>(b.dtype)),
-        shape_to_string({b.sizes, b.rank}), dtype_name(t.dtype), shape_to_string(t.sizes));
+        shape_to_string(sizes), dtype_name(t.dtype), shape_to_string(t.sizes));
     return Status();
   }
 

@@ -11,6 +11,7 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/driver.h"
 #include "baton/core/log.h"
+#include "baton/core/tensor.h"
 #include "baton/core/text.h"
 #include "runtime/nvtx.h"
 
@@ -120,9 +121,11 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool keep_own
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
                                              const std::string& partition, int tune_candidates,
-                                             bool quiet) {
+                                             bool quiet,
+                                             std::shared_ptr<const Engine> weights_from) {
   std::shared_ptr<Engine> engine(new Engine());
   engine->tune_candidates_ = std::clamp(tune_candidates, 1, kMaxTuneCandidates);
+  engine->weights_from_ = std::move(weights_from);
   BATON_TRY(engine->init(blob, partition, quiet));
   return engine;
 }
@@ -155,7 +158,13 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
 
   DeviceGuard guard(h.device_id);
   BATON_TRY(guard.status());
-  if (!blob_.weights().empty()) {
+  if (weights_from_ != nullptr &&
+      !(weights_from_->device() == h.device_id &&
+        std::equal(blob_.weights().begin(), blob_.weights().end(),
+                   weights_from_->blob().weights().begin(), weights_from_->blob().weights().end()))) {
+    weights_from_.reset();  // not the same weights: this engine uploads its own
+  }
+  if (!blob_.weights().empty() && weights_from_ == nullptr) {
     BATON_ASSIGN_OR_RETURN(
         weights_, allocate_device_buffer(h.device_id, blob_.weights().size(),
                                          fmt::format("weights for partition '{}'", partition)));
@@ -279,6 +288,44 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   }
   BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
   BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
+  const size_t nb = blob.bindings().size();
+  ctx->binding_sizes_.assign(nb * kEngineMaxRank, 0);
+  ctx->binding_bytes_.assign(nb, 0);
+  for (size_t i = 0; i < nb; ++i) {
+    const BindingRecord& b = blob.bindings()[i];
+    std::copy(b.sizes, b.sizes + b.rank, ctx->binding_sizes_.begin() + i * kEngineMaxRank);
+    ctx->binding_bytes_[i] = *checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank});
+  }
+  if (blob.dynamic()) {
+    // Step 2 of issue 37: convolutions and attention (cuDNN plans are built for one shape) come
+    // with step 3; the builder refuses them, and a hand-made blob is refused here.
+    for (size_t s = 0; s < blob.steps().size(); ++s) {
+      BATON_CHECK_OR_RETURN(!is_cudnn_step(blob.steps()[s].kind), NotSupported,
+                            "partition '{}' step {} is a cuDNN {} in a dynamic engine: dynamic "
+                            "engines run GEMMs and generated kernels only",
+                            ctx->engine_->partition(), s,
+                            step_kind_name(static_cast<StepKind>(blob.steps()[s].kind)));
+    }
+    ctx->dynamic_ = true;
+    ctx->steps_.assign(blob.steps().begin(), blob.steps().end());
+    ctx->args_.assign(blob.args().begin(), blob.args().end());
+    ctx->expr_values_.assign(blob.exprs().size(), 0);
+    for (const SymbolRecord& sym : blob.symbols()) ctx->symbols_.push_back(sym.max);
+    ctx->gemms_.resize(blob.steps().size());
+    for (size_t s = 0; s < blob.steps().size(); ++s) {
+      if (blob.steps()[s].kind != static_cast<uint32_t>(StepKind::Gemm)) continue;
+      const GemmStep& g = blob.steps()[s].gemm;
+      DynamicGemm& d = ctx->gemms_[s];
+      BATON_ASSIGN_OR_RETURN(d.a, make_layout(g.a_dtype, g.trans_a ? g.k : g.m,
+                                              g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a));
+      BATON_ASSIGN_OR_RETURN(d.b, make_layout(g.b_dtype, g.trans_b ? g.n : g.k,
+                                              g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b));
+      BATON_ASSIGN_OR_RETURN(d.c, make_layout(g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
+      BATON_ASSIGN_OR_RETURN(d.d, make_layout(g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
+      d.algo = ctx->engine_->gemm(s).algo;
+      d.unaligned_algo = ctx->engine_->gemm(s).unaligned_algo;
+    }
+  }
   ctx->kernel_args_.resize(blob.steps().size());
   ctx->kernel_arg_ptrs_.resize(blob.steps().size());
   for (size_t s = 0; s < blob.steps().size(); ++s) {
@@ -289,8 +336,10 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     // The kernel's scalar arguments, one by-value struct read straight from the blob (which the
     // engine keeps for its lifetime; the launch copies the bytes).
     if (r.kernel.num_args > 0) {
+      // A dynamic engine's come from this context's patched copy.
       ctx->kernel_arg_ptrs_[s].push_back(
-          const_cast<int64_t*>(blob.kernel_args(r.kernel).data()));  // NOLINT: CUDA's void**
+          ctx->dynamic_ ? ctx->args_.data() + r.kernel.first_arg
+                        : const_cast<int64_t*>(blob.kernel_args(r.kernel).data()));  // NOLINT
     }
   }
   ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
@@ -307,6 +356,147 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   }
   runtime::nvtx_domain();  // NVTX initializes on its first call: here, not in a warm execute
   return ctx;
+}
+
+std::span<const StepRecord> ExecutionContext::steps() const {
+  if (dynamic_) return steps_;
+  return engine_->blob().steps();
+}
+
+std::span<const int64_t> ExecutionContext::binding_sizes(size_t i) const {
+  return {binding_sizes_.data() + i * kEngineMaxRank, engine_->blob().bindings()[i].rank};
+}
+
+Status ExecutionContext::resize(std::span<const int64_t> symbols) {
+  if (!dynamic_) return Status();
+  const EngineBlob& blob = engine_->blob();
+  if (std::equal(symbols.begin(), symbols.end(), symbols_.begin(), symbols_.end())) {
+    return Status();
+  }
+  BATON_CHECK_OR_RETURN(symbols.size() == blob.symbols().size(), InvalidArgument,
+                        "partition '{}' is a dynamic engine over {} symbols but the call gives {} "
+                        "symbol values",
+                        engine_->partition(), blob.symbols().size(), symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    const SymbolRecord& r = blob.symbols()[i];
+    BATON_CHECK_OR_RETURN(symbols[i] >= r.min && symbols[i] <= r.max, InvalidArgument,
+                          "partition '{}': symbol '{}' is {}, outside the engine's range {}..{}",
+                          engine_->partition(), blob.symbol_name(i), symbols[i], r.min, r.max);
+  }
+  // Whatever fails below leaves the copies half patched: the next call patches them again.
+  symbols_.assign(symbols_.size(), -1);
+  BATON_TRY(evaluate_exprs(blob.exprs(), symbols, expr_values_));
+  for (const PatchRecord& p : blob.patches()) {
+    int64_t v = expr_values_[p.expr];
+    if (static_cast<PatchKind>(p.kind) == PatchKind::DivisionMagic) v = division_magic(v);
+    switch (static_cast<PatchTarget>(p.target)) {
+      case PatchTarget::StepField: {
+        auto* bytes = reinterpret_cast<uint8_t*>(&steps_[p.index]);
+        if (p.width == 4) {
+          BATON_CHECK_OR_RETURN(v >= 0 && v <= UINT32_MAX, InvalidArgument,
+                                "partition '{}': step {} {} would be {} at these sizes",
+                                engine_->partition(), p.index,
+                                step_field_name(steps_[p.index].kind, p.offset), v);
+          const auto narrow = static_cast<uint32_t>(v);
+          std::memcpy(bytes + p.offset, &narrow, 4);
+        } else {
+          std::memcpy(bytes + p.offset, &v, 8);
+        }
+        break;
+      }
+      case PatchTarget::Arg:
+        args_[p.index] = v;
+        break;
+      case PatchTarget::BindingSize:
+        binding_sizes_[p.index * kEngineMaxRank + p.offset] = v;
+        break;
+    }
+  }
+  for (size_t i = 0; i < binding_bytes_.size(); ++i) {
+    const std::optional<uint64_t> bytes =
+        checked_nbytes(static_cast<DType>(blob.bindings()[i].dtype), binding_sizes(i));
+    BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument, "partition '{}': binding {} overflows",
+                          engine_->partition(), i);
+    binding_bytes_[i] = *bytes;
+  }
+  // The expressions are trusted no more than the blob: the steps they give are checked as the
+  // loader checks the blob's own, so no size can send a step outside its buffers.
+  BATON_TRY(blob.check_steps(steps_, args_, binding_bytes_));
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
+  }
+  std::copy(symbols.begin(), symbols.end(), symbols_.begin());
+  return Status();
+}
+
+// A dynamic engine's GEMM at the current sizes: its layouts set to them, the algorithm chosen at
+// the maxima kept where cuBLASLt says it still applies, else cuBLASLt's first heuristic choice.
+Status ExecutionContext::fit_gemm(size_t step) {
+  const GemmStep& g = steps_[step].gemm;
+  DynamicGemm& d = gemms_[step];
+  const GemmPlan& p = engine_->gemm(step);
+  auto set = [&](cublasLtMatrixLayout_t l, int64_t rows, int64_t cols, int64_t ld,
+                 int64_t stride) -> Status {
+    const uint64_t r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols);
+    const int32_t count = static_cast<int32_t>(g.batch);
+    BATON_CUDA_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
+    BATON_CUDA_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                      &count, sizeof count));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return Status();
+  };
+  BATON_TRY(set(d.a.get(), g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.stride_a));
+  BATON_TRY(set(d.b.get(), g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.stride_b));
+  BATON_TRY(set(d.c.get(), g.m, g.n, g.ldc, g.stride_c));
+  BATON_TRY(set(d.d.get(), g.m, g.n, g.ldd, g.stride_d));
+  cublasLtMatrixLayout_t c_layout = g.has_c ? d.c.get() : d.d.get();
+  const uint64_t workspace = engine_->blob().header().workspace_bytes;
+  auto check = [&](const cublasLtMatmulAlgo_t& algo) {
+    cublasLtMatmulHeuristicResult_t result{};
+    return cublasLtMatmulAlgoCheck(handle_.get(), p.desc.get(), d.a.get(), d.b.get(), c_layout,
+                                   d.d.get(), &algo, &result) == CUBLAS_STATUS_SUCCESS &&
+           result.workspaceSize <= workspace;
+  };
+  auto heuristic = [&](uint32_t align, cublasLtMatmulAlgo_t* out) -> Status {
+    BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    for (auto attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      if (st == CUBLAS_STATUS_SUCCESS) {
+        st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
+      }
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulAlgoGetHeuristic(handle_.get(), p.desc.get(), d.a.get(), d.b.get(),
+                                          c_layout, d.d.get(), pref.get(), 1, &result, &found);
+    }
+    BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                          "partition '{}' step {}: cuBLASLt has no algorithm for m={} n={} k={} "
+                          "batch={}: {}",
+                          engine_->partition(), step, g.m, g.n, g.k, g.batch, status_string(st));
+    *out = result.algo;
+    return Status();
+  };
+  if (check(p.algo)) {
+    d.algo = p.algo;
+  } else {
+    BATON_TRY(heuristic(256, &d.algo));
+  }
+  if (check(p.unaligned_algo)) {
+    d.unaligned_algo = p.unaligned_algo;
+  } else {
+    BATON_TRY(heuristic(4, &d.unaligned_algo));
+  }
+  return Status();
 }
 
 void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> pointers) const {
@@ -326,14 +516,17 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
                                        std::vector<cudaGraphNode_t>* own_nodes) {
   const EngineBlob& blob = engine_->blob();
   const int device = engine_->device();
-  for (size_t s = 0; s < blob.steps().size(); ++s) {
-    const StepRecord& r = blob.steps()[s];
+  const std::span<const StepRecord> list = steps();
+  for (size_t s = 0; s < list.size(); ++s) {
+    const StepRecord& r = list[s];
     const runtime::NvtxRange range(runtime::nvtx_domain(), step_labels_[s]);
     if (!step_marks.empty()) BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[s], stream));
     switch (static_cast<StepKind>(r.kind)) {
       case StepKind::Gemm: {
         const GemmStep& g = r.gemm;
         const GemmPlan& p = engine_->gemm(s);
+        // A dynamic engine's layouts and algorithms are this context's, fitted to the sizes.
+        const DynamicGemm* dg = dynamic_ ? &gemms_[s] : nullptr;
         void* a = resolve(g.a, pointers);
         void* b = resolve(g.b, pointers);
         void* d = resolve(g.d, pointers);
@@ -343,11 +536,16 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
           for (const void* ptr : {a, b, c, d})
             aligned = aligned && reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
         }
-        BATON_CUDA_CHECK_ON(
-            device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, p.a.get(), b,
-                                   p.b.get(), &g.beta, c, g.has_c ? p.c.get() : p.d.get(), d,
-                                   p.d.get(), aligned ? &p.algo : &p.unaligned_algo,
-                                   workspace_.get(), blob.header().workspace_bytes, stream));
+        cublasLtMatrixLayout_t la = dg ? dg->a.get() : p.a.get();
+        cublasLtMatrixLayout_t lb = dg ? dg->b.get() : p.b.get();
+        cublasLtMatrixLayout_t lc = dg ? dg->c.get() : p.c.get();
+        cublasLtMatrixLayout_t ld = dg ? dg->d.get() : p.d.get();
+        const cublasLtMatmulAlgo_t* algo =
+            dg ? (aligned ? &dg->algo : &dg->unaligned_algo) : (aligned ? &p.algo : &p.unaligned_algo);
+        BATON_CUDA_CHECK_ON(device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, la, b,
+                                                   lb, &g.beta, c, g.has_c ? lc : ld, d, ld, algo,
+                                                   workspace_.get(),
+                                                   blob.header().workspace_bytes, stream));
         break;
       }
       case StepKind::Conv:
@@ -406,7 +604,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
     }
   }
   if (!step_marks.empty()) {
-    BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[blob.steps().size()], stream));
+    BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[list.size()], stream));
   }
   return Status();
 }
@@ -448,7 +646,7 @@ std::string ExecutionContext::step_runner(size_t s) const {
 void ExecutionContext::declare_library_writes(std::span<void* const> pointers) {
   if (library_writes_.empty()) return;
   size_t n = 0;
-  for (const StepRecord& r : engine_->blob().steps()) {
+  for (const StepRecord& r : steps()) {
     if (r.kind == static_cast<uint32_t>(StepKind::Gemm)) {
       library_writes_[n++] = {static_cast<size_t>(r.gemm.d.bytes), resolve(r.gemm.d, pointers)};
     } else if (is_cudnn_step(r.kind)) {
@@ -476,8 +674,9 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                                  std::span<const cudaEvent_t> step_marks) {
   declare_library_writes(pointers);
   if (engine_->blob().steps().empty()) return Status();
-  // A profile of the steps times each launch on its own: no graph.
-  if (!step_marks.empty()) use_graph = false;
+  // A profile of the steps times each launch on its own: no graph. A dynamic engine launches
+  // its steps one by one too: a graph freezes every size (graphs per shape are issue 37's step 4).
+  if (!step_marks.empty() || dynamic_) use_graph = false;
   if (!use_graph && !cudnn_) return enqueue_steps(pointers, stream, step_marks);
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());

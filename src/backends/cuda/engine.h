@@ -55,9 +55,12 @@ class Engine {
   // timing out (the builder times an engine to record its choices and says so itself).
   // `tune_candidates`: how many candidates are timed per step chosen here (1: none timed, the
   // heuristics' first choice).
+  // `weights_from`: an engine of the same partition (another bucket of a bucketed engine) whose
+  // weights, when byte for byte this blob's, are shared instead of uploaded again.
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
                                               const std::string& partition, int tune_candidates,
-                                              bool quiet = false);
+                                              bool quiet = false,
+                                              std::shared_ptr<const Engine> weights_from = nullptr);
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
   ~Engine() = default;
   Engine(const Engine&) = delete;
@@ -66,7 +69,8 @@ class Engine {
   const EngineBlob& blob() const { return blob_; }
   int device() const { return blob_.header().device_id; }
   const std::string& partition() const { return partition_; }
-  void* weights() const { return weights_.get(); }
+  void* weights() const { return weights_from_ ? weights_from_->weights() : weights_.get(); }
+  bool owns_weights() const { return weights_from_ == nullptr; }
   cudaKernel_t kernel(uint32_t i) const { return kernels_[i]; }
   const GemmPlan& gemm(size_t step) const { return gemms_[step]; }
   // The cuDNN plan chosen for cuDNN step `step` (Conv or Sdpa).
@@ -88,6 +92,7 @@ class Engine {
   // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
   std::string partition_;
+  std::shared_ptr<const Engine> weights_from_;  // whose weights these are, when shared
   DeviceBuffer weights_;
   Library library_;
   std::vector<cudaKernel_t> kernels_;       // owned by library_
@@ -118,12 +123,24 @@ class ExecutionContext {
                  std::optional<unsigned long long> stream_id, bool use_graph,
                  std::span<const cudaEvent_t> step_marks = {});
 
+  // A dynamic engine (EngineBlob::dynamic): sets the sizes of the next calls from the method's
+  // symbol values. When they differ from the last call's, evaluates the engine's size
+  // expressions, writes them into this context's copy of the steps, arguments and binding sizes,
+  // checks the patched steps as the loader checks a blob, and fits the GEMMs' cuBLASLt layouts
+  // and algorithms to the new sizes (host work only; the first call at new sizes pays it).
+  // Calls that keep their sizes return at once. A static engine ignores it.
+  Status resize(std::span<const int64_t> symbols);
+  // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
+  std::span<const int64_t> binding_sizes(size_t i) const;
+  uint64_t binding_bytes(size_t i) const { return binding_bytes_[i]; }
+
   // The last captured graph's nodes, and how many of them are kernels (cuDNN's and cuBLASLt's
   // included); 0 before a graph was captured.
   uint32_t graph_nodes() const { return graph_nodes_; }
   uint32_t graph_kernels() const { return graph_kernels_; }
 
   Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
   // What runs step `s`: its kernel's name, "cublasLtMatmul", or the cuDNN engine (for profiles).
   std::string step_runner(size_t s) const;
 
@@ -135,6 +152,9 @@ class ExecutionContext {
                        std::span<const cudaEvent_t> step_marks = {},
                        std::vector<cudaGraphNode_t>* own_nodes = nullptr);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
+  // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
+  std::span<const StepRecord> steps() const;
+  Status fit_gemm(size_t step);
   void declare_library_writes(std::span<void* const> pointers);
 
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
@@ -170,6 +190,22 @@ class ExecutionContext {
   std::vector<std::string> step_labels_;
   // Ranges declared initialized to compute-sanitizer, refilled per call (declare_library_writes).
   std::vector<nvtxMemVirtualRangeDesc_t> library_writes_;
+  // A dynamic engine: the symbol values the copies below are patched for, the steps, arguments
+  // and binding sizes at those values, every size expression's value, and each GEMM step's
+  // layouts and algorithms at those sizes (the engine's own are for the maxima).
+  bool dynamic_ = false;
+  std::vector<int64_t> symbols_;
+  std::vector<StepRecord> steps_;
+  std::vector<int64_t> args_;
+  std::vector<int64_t> binding_sizes_;  // kEngineMaxRank per binding
+  std::vector<uint64_t> binding_bytes_;
+  std::vector<int64_t> expr_values_;
+  struct DynamicGemm {
+    MatrixLayout a, b, c, d;
+    cublasLtMatmulAlgo_t algo{};
+    cublasLtMatmulAlgo_t unaligned_algo{};
+  };
+  std::vector<DynamicGemm> gemms_;  // indexed by step
 };
 
 }  // namespace baton::cuda

@@ -118,7 +118,96 @@ std::string describe_step(const EngineBlob& e, size_t index) {
   return "unknown step";
 }
 
+namespace {
+
+// Expression `i` of a dynamic engine as text ("(batch * sequence) * 768").
+std::string expr_text(const EngineBlob& e, uint32_t i, int depth = 0) {
+  const ExprRecord& r = e.exprs()[i];
+  if (depth > 16) return "...";
+  switch (static_cast<ExprOp>(r.op)) {
+    case ExprOp::Const:
+      return std::to_string(r.value);
+    case ExprOp::Symbol:
+      return escape_invalid_utf8(e.symbol_name(static_cast<size_t>(r.value)));
+    case ExprOp::FloorDiv:
+    case ExprOp::CeilDiv:
+    case ExprOp::Min:
+    case ExprOp::Max: {
+      static constexpr const char* kNames[] = {"", "", "", "", "floor", "ceil", "min", "max"};
+      const char* sep = r.op <= static_cast<uint32_t>(ExprOp::CeilDiv) ? " / " : ", ";
+      return fmt::format("{}({}{}{})", kNames[r.op], expr_text(e, r.a, depth + 1), sep,
+                         expr_text(e, r.b, depth + 1));
+    }
+    default:
+      return fmt::format("({} {} {})", expr_text(e, r.a, depth + 1),
+                         r.op == static_cast<uint32_t>(ExprOp::Add) ? "+" : "*",
+                         expr_text(e, r.b, depth + 1));
+  }
+}
+
+json dynamic_json(const EngineBlob& e) {
+  json d;
+  d["symbols"] = json::array();
+  for (size_t i = 0; i < e.symbols().size(); ++i) {
+    const SymbolRecord& s = e.symbols()[i];
+    d["symbols"].push_back({{"name", escape_invalid_utf8(e.symbol_name(i))},
+                            {"min", s.min},
+                            {"max", s.max}});
+  }
+  d["exprs"] = e.exprs().size();
+  d["patches"] = e.patches().size();
+  // The first patches, to show how the engine follows the sizes.
+  json shown = json::array();
+  for (size_t i = 0; i < e.patches().size() && i < 16; ++i) {
+    const PatchRecord& p = e.patches()[i];
+    std::string where;
+    switch (static_cast<PatchTarget>(p.target)) {
+      case PatchTarget::StepField:
+        where = fmt::format("step {} {}", p.index, step_field_name(e.steps()[p.index].kind, p.offset));
+        break;
+      case PatchTarget::Arg:
+        where = fmt::format("argument {}", p.index);
+        break;
+      case PatchTarget::BindingSize:
+        where = fmt::format("binding '{}' dimension {}", escape_invalid_utf8(e.binding_name(p.index)),
+                            p.offset);
+        break;
+    }
+    const std::string value = expr_text(e, p.expr);
+    shown.push_back(fmt::format("{} = {}", where,
+                                p.kind == static_cast<uint8_t>(PatchKind::DivisionMagic)
+                                    ? "magic(" + value + ")"
+                                    : value));
+  }
+  d["first_patches"] = std::move(shown);
+  return d;
+}
+
+Result<json> describe_one(std::span<const uint8_t> bytes);
+
+}  // namespace
+
 Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
+  BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(bytes));
+  // A bucketed engine: the widest bucket (the last) in full, and each bucket's ranges.
+  BATON_ASSIGN_OR_RETURN(json j, describe_one(buckets.back()));
+  if (buckets.size() > 1) {
+    j["buckets"] = json::array();
+    for (const auto& b : buckets) {
+      BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(b));
+      j["buckets"].push_back({{"dynamic", dynamic_json(e)},
+                              {"steps", e.steps().size()},
+                              {"scratch_bytes", e.header().scratch_bytes}});
+    }
+  }
+  // Binding and kernel names are bytes from the file, escaped above (invalid UTF-8 as \xNN);
+  // `replace` is the second guard, so dump never throws.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+Result<json> describe_one(std::span<const uint8_t> bytes) {
   BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(bytes));
   const EngineHeader& h = e.header();
   json j;
@@ -165,9 +254,10 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
                           {"what", describe_step(e, index)}});
     if (const StepChoice* c = e.choice(index)) j["steps"].back()["choice"] = choice_text(*c);
   }
-  // Binding and kernel names are bytes from the file, escaped above (invalid UTF-8 as \xNN);
-  // `replace` is the second guard, so dump never throws.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (e.dynamic()) j["dynamic"] = dynamic_json(e);
+  return j;
 }
+
+}  // namespace
 
 }  // namespace baton::cuda

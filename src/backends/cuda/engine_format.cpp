@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
@@ -20,7 +22,12 @@ bool inside(const Section& s, uint64_t size) {
 
 class Validator {
  public:
-  explicit Validator(const EngineBlob& blob) : blob_(blob), h_(blob.header()) {}
+  // `binding_bytes` (one per binding) and `args` replace the blob's own when a call's patched
+  // steps are checked (EngineBlob::check_steps).
+  explicit Validator(const EngineBlob& blob, std::span<const uint64_t> binding_bytes = {},
+                     std::optional<std::span<const int64_t>> args = std::nullopt)
+      : blob_(blob), h_(blob.header()), binding_bytes_(binding_bytes),
+        args_(args ? *args : blob.args()) {}
 
   Status buffer(const BufferRef& ref, const std::string& what) {
     uint64_t end = 0;
@@ -55,6 +62,7 @@ class Validator {
   }
 
   uint64_t binding_bytes(uint32_t index) const {
+    if (!binding_bytes_.empty()) return binding_bytes_[index];
     const BindingRecord& b = blob_.bindings()[index];
     return *checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank});
   }
@@ -86,9 +94,9 @@ class Validator {
     return Status();
   }
 
-  Status steps() {
-    for (uint32_t i = 0; i < h_.num_steps; ++i) {
-      const StepRecord& s = blob_.steps()[i];
+  Status steps(std::span<const StepRecord> list) {
+    for (uint32_t i = 0; i < list.size(); ++i) {
+      const StepRecord& s = list[i];
       const std::string what = fmt::format("steps[{}]", i);
       switch (static_cast<StepKind>(s.kind)) {
         case StepKind::Gemm:
@@ -161,12 +169,12 @@ class Validator {
               "and {}",
               what, k.num_operands, k.num_args, k.kernel, kernel.num_pointers, kernel.num_args);
           BATON_CHECK_OR_RETURN(
-              k.num_args <= kMaxKernelArgs && k.first_arg <= blob_.args().size() &&
-                  k.num_args <= blob_.args().size() - k.first_arg,
+              k.num_args <= kMaxKernelArgs && k.first_arg <= args_.size() &&
+                  k.num_args <= args_.size() - k.first_arg,
               InvalidProgram,
               "engine blob: {} passes arguments [{}, +{}) of the {} in the args section (at most "
               "{} per kernel)",
-              what, k.first_arg, k.num_args, blob_.args().size(), kMaxKernelArgs);
+              what, k.first_arg, k.num_args, args_.size(), kMaxKernelArgs);
           break;
         }
         case StepKind::Copy: {
@@ -426,16 +434,355 @@ class Validator {
     return Status();
   }
 
- private:
   bool string_ok(uint32_t offset, uint32_t size) const {
     return static_cast<uint64_t>(offset) + size <= h_.strings.size;
   }
 
+  // A dynamic engine's symbols, expressions and patches. The engine as stored is the engine at
+  // the symbols' maxima, so every patch, evaluated there, must give the value already in place:
+  // otherwise the steps checked above would not be the steps a call at the maxima runs.
+  Status dynamic() {
+    const auto symbols = blob_.symbols();
+    const auto exprs = blob_.exprs();
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      const SymbolRecord& s = symbols[i];
+      BATON_CHECK_OR_RETURN(string_ok(s.name_offset, s.name_size) && s.name_size > 0,
+                            InvalidProgram, "engine blob: symbols[{}] name is outside the strings",
+                            i);
+      BATON_CHECK_OR_RETURN(s.min >= 1 && s.min <= s.max && s.max < (int64_t{1} << 40) &&
+                                (s.opt == 0 || (s.opt >= s.min && s.opt <= s.max)),
+                            InvalidProgram,
+                            "engine blob: symbols[{}] has range {}..{} (opt {}): not 1 <= min <= "
+                            "max < 2^40",
+                            i, s.min, s.max, s.opt);
+    }
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      const ExprRecord& e = exprs[i];
+      BATON_CHECK_OR_RETURN(e.op <= kMaxExprOp, InvalidProgram,
+                            "engine blob: exprs[{}] has unknown operation {}", i, e.op);
+      const auto op = static_cast<ExprOp>(e.op);
+      if (op == ExprOp::Symbol) {
+        BATON_CHECK_OR_RETURN(e.value >= 0 && static_cast<uint64_t>(e.value) < symbols.size(),
+                              InvalidProgram, "engine blob: exprs[{}] names symbol {} of {}", i,
+                              e.value, symbols.size());
+      } else if (op != ExprOp::Const) {
+        BATON_CHECK_OR_RETURN(e.a < i && e.b < i, InvalidProgram,
+                              "engine blob: exprs[{}] reads exprs[{}] and exprs[{}]: operands "
+                              "must come before the expressions that read them",
+                              i, e.a, e.b);
+      }
+    }
+    std::vector<int64_t> at_max(symbols.size()), values(exprs.size());
+    for (size_t i = 0; i < symbols.size(); ++i) at_max[i] = symbols[i].max;
+    BATON_TRY(evaluate_exprs(exprs, at_max, values));
+    for (size_t i = 0; i < blob_.patches().size(); ++i) {
+      const PatchRecord& p = blob_.patches()[i];
+      const std::string what = fmt::format("patches[{}]", i);
+      BATON_CHECK_OR_RETURN(p.expr < exprs.size(), InvalidProgram,
+                            "engine blob: {} reads exprs[{}] of {}", what, p.expr, exprs.size());
+      BATON_CHECK_OR_RETURN(p.kind <= 1 && (p.kind == 0 || p.target == 1), InvalidProgram,
+                            "engine blob: {} has kind {} for target {} (division magics only "
+                            "for kernel arguments)",
+                            what, p.kind, p.target);
+      int64_t want = values[p.expr];
+      if (static_cast<PatchKind>(p.kind) == PatchKind::DivisionMagic) {
+        want = division_magic(want);
+      }
+      int64_t stored = 0;
+      switch (static_cast<PatchTarget>(p.target)) {
+        case PatchTarget::StepField: {
+          BATON_CHECK_OR_RETURN(p.index < h_.num_steps &&
+                                    patchable_step_field(blob_.steps()[p.index].kind, p.offset,
+                                                         p.width),
+                                InvalidProgram,
+                                "engine blob: {} writes {} bytes at offset {} of steps[{}], not a "
+                                "size, stride, grid or range of that step",
+                                what, p.width, p.offset, p.index);
+          const auto* bytes = reinterpret_cast<const uint8_t*>(&blob_.steps()[p.index]);
+          if (p.width == 4) {
+            uint32_t v = 0;
+            std::memcpy(&v, bytes + p.offset, 4);
+            stored = v;
+          } else {
+            std::memcpy(&stored, bytes + p.offset, 8);
+          }
+          break;
+        }
+        case PatchTarget::Arg:
+          BATON_CHECK_OR_RETURN(p.index < blob_.args().size() && p.width == 8, InvalidProgram,
+                                "engine blob: {} writes argument {} of {} ({} bytes)", what,
+                                p.index, blob_.args().size(), p.width);
+          stored = blob_.args()[p.index];
+          break;
+        case PatchTarget::BindingSize:
+          BATON_CHECK_OR_RETURN(p.index < h_.num_bindings &&
+                                    p.offset < blob_.bindings()[p.index].rank && p.width == 8,
+                                InvalidProgram,
+                                "engine blob: {} writes dimension {} of binding {}", what,
+                                p.offset, p.index);
+          stored = blob_.bindings()[p.index].sizes[p.offset];
+          break;
+        default:
+          return BATON_ERROR(InvalidProgram, "engine blob: {} has unknown target {}", what,
+                             p.target);
+      }
+      BATON_CHECK_OR_RETURN(stored == want, InvalidProgram,
+                            "engine blob: {} gives {} at the symbols' maxima but the engine holds "
+                            "{} there",
+                            what, want, stored);
+    }
+    return Status();
+  }
+
   const EngineBlob& blob_;
   const EngineHeader& h_;
+  std::span<const uint64_t> binding_bytes_;
+  std::span<const int64_t> args_;
 };
 
+struct FieldName {
+  uint32_t offset;
+  uint32_t width;
+  std::string name;
+};
+
+// The patchable fields of each step kind (patchable_step_field), by byte offset in StepRecord.
+const std::vector<FieldName>& patchable_fields(StepKind kind) {
+  static const auto make = [](StepKind k) {
+    std::vector<FieldName> f;
+    const uint32_t base = offsetof(StepRecord, gemm);  // every member of the union starts here
+    auto add = [&](uint32_t off, uint32_t width, std::string name) {
+      f.push_back({base + off, width, std::move(name)});
+    };
+    auto ref = [&](uint32_t off, const std::string& name) {
+      add(off + offsetof(BufferRef, offset), 8, name + ".offset");
+      add(off + offsetof(BufferRef, bytes), 8, name + ".bytes");
+    };
+    switch (k) {
+      case StepKind::Gemm:
+      case StepKind::Matmul:
+        add(offsetof(GemmStep, batch), 4, "batch");
+        add(offsetof(GemmStep, m), 8, "m");
+        add(offsetof(GemmStep, n), 8, "n");
+        add(offsetof(GemmStep, k), 8, "k");
+        add(offsetof(GemmStep, lda), 8, "lda");
+        add(offsetof(GemmStep, ldb), 8, "ldb");
+        add(offsetof(GemmStep, ldc), 8, "ldc");
+        add(offsetof(GemmStep, ldd), 8, "ldd");
+        add(offsetof(GemmStep, stride_a), 8, "stride_a");
+        add(offsetof(GemmStep, stride_b), 8, "stride_b");
+        add(offsetof(GemmStep, stride_c), 8, "stride_c");
+        add(offsetof(GemmStep, stride_d), 8, "stride_d");
+        ref(offsetof(GemmStep, a), "a");
+        ref(offsetof(GemmStep, b), "b");
+        ref(offsetof(GemmStep, c), "c");
+        ref(offsetof(GemmStep, d), "d");
+        ref(offsetof(GemmStep, bias), "bias");
+        break;
+      case StepKind::Kernel:
+        for (uint32_t d = 0; d < 3; ++d) {
+          add(offsetof(KernelStep, grid) + 4 * d, 4, fmt::format("grid[{}]", d));
+        }
+        for (uint32_t o = 0; o < kMaxKernelOperands; ++o) {
+          ref(offsetof(KernelStep, operands) + o * sizeof(BufferRef),
+              fmt::format("operands[{}]", o));
+        }
+        break;
+      case StepKind::Copy:
+        ref(offsetof(CopyStep, src), "src");
+        ref(offsetof(CopyStep, dst), "dst");
+        break;
+      case StepKind::Conv:
+        add(offsetof(ConvStep, n), 8, "n");
+        add(offsetof(ConvStep, in_h), 8, "in_h");
+        add(offsetof(ConvStep, in_w), 8, "in_w");
+        add(offsetof(ConvStep, out_h), 8, "out_h");
+        add(offsetof(ConvStep, out_w), 8, "out_w");
+        ref(offsetof(ConvStep, x), "x");
+        ref(offsetof(ConvStep, residual), "residual");
+        ref(offsetof(ConvStep, y), "y");
+        break;
+      case StepKind::Sdpa:
+        add(offsetof(SdpaStep, b), 4, "b");
+        add(offsetof(SdpaStep, h), 4, "h");
+        add(offsetof(SdpaStep, sq), 4, "sq");
+        add(offsetof(SdpaStep, sk), 4, "sk");
+        for (uint32_t i = 0; i < 3; ++i) {
+          add(offsetof(SdpaStep, q_strides) + 8 * i, 8, fmt::format("q_strides[{}]", i));
+          add(offsetof(SdpaStep, k_strides) + 8 * i, 8, fmt::format("k_strides[{}]", i));
+          add(offsetof(SdpaStep, v_strides) + 8 * i, 8, fmt::format("v_strides[{}]", i));
+          add(offsetof(SdpaStep, o_strides) + 8 * i, 8, fmt::format("o_strides[{}]", i));
+        }
+        ref(offsetof(SdpaStep, q), "q");
+        ref(offsetof(SdpaStep, k), "k");
+        ref(offsetof(SdpaStep, v), "v");
+        ref(offsetof(SdpaStep, o), "o");
+        ref(offsetof(SdpaStep, bias), "bias");
+        break;
+    }
+    return f;
+  };
+  static const std::vector<FieldName> tables[] = {
+      {},
+      make(StepKind::Gemm),
+      make(StepKind::Kernel),
+      make(StepKind::Copy),
+      make(StepKind::Conv),
+      make(StepKind::Sdpa),
+      make(StepKind::Matmul)};
+  static const std::vector<FieldName> none;
+  const auto k = static_cast<uint32_t>(kind);
+  return k < std::size(tables) ? tables[k] : none;
+}
+
 }  // namespace
+
+bool patchable_step_field(uint32_t kind, uint32_t offset, uint32_t width) {
+  for (const FieldName& f : patchable_fields(static_cast<StepKind>(kind))) {
+    if (f.offset == offset && f.width == width) return true;
+  }
+  return false;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> patchable_step_fields(uint32_t kind) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const FieldName& f : patchable_fields(static_cast<StepKind>(kind))) {
+    out.emplace_back(f.offset, f.width);
+  }
+  return out;
+}
+
+std::string step_field_name(uint32_t kind, uint32_t offset) {
+  for (const FieldName& f : patchable_fields(static_cast<StepKind>(kind))) {
+    if (f.offset == offset) {
+      return fmt::format("{}.{}", step_kind_name(static_cast<StepKind>(kind)), f.name);
+    }
+  }
+  return fmt::format("{}+{}", step_kind_name(static_cast<StepKind>(kind)), offset);
+}
+
+int64_t division_magic(int64_t divisor) {
+  if (divisor <= 1) return 0;
+  // The multiplier is 2^p / divisor rounded up with p = 31 + ceil(log2(divisor)): then the error
+  // of the rounding, times any numerator below 2^31, stays below 2^p, and the quotient is exact.
+  int log2_up = 0;
+  while ((int64_t{1} << log2_up) < divisor) ++log2_up;
+  const int p = 31 + log2_up;
+  const uint64_t multiplier =
+      ((uint64_t{1} << p) + static_cast<uint64_t>(divisor) - 1) / static_cast<uint64_t>(divisor);
+  return static_cast<int64_t>((multiplier & 0xffffffffu) | (uint64_t(p - 32) << 32));
+}
+
+Status evaluate_exprs(std::span<const ExprRecord> exprs, std::span<const int64_t> symbols,
+                      std::span<int64_t> out) {
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const ExprRecord& e = exprs[i];
+    int64_t v = 0;
+    bool ok = true;
+    switch (static_cast<ExprOp>(e.op)) {
+      case ExprOp::Const:
+        v = e.value;
+        break;
+      case ExprOp::Symbol:
+        ok = e.value >= 0 && static_cast<uint64_t>(e.value) < symbols.size();
+        if (ok) v = symbols[static_cast<size_t>(e.value)];
+        break;
+      case ExprOp::Add:
+        ok = e.a < i && e.b < i && !__builtin_add_overflow(out[e.a], out[e.b], &v);
+        break;
+      case ExprOp::Mul:
+        ok = e.a < i && e.b < i && !__builtin_mul_overflow(out[e.a], out[e.b], &v);
+        break;
+      case ExprOp::FloorDiv:
+      case ExprOp::CeilDiv: {
+        ok = e.a < i && e.b < i && out[e.b] > 0 && out[e.a] >= 0;
+        if (!ok) break;
+        const int64_t x = out[e.a], d = out[e.b];
+        v = x / d + (static_cast<ExprOp>(e.op) == ExprOp::CeilDiv && x % d != 0 ? 1 : 0);
+        break;
+      }
+      case ExprOp::Min:
+        ok = e.a < i && e.b < i;
+        if (ok) v = std::min(out[e.a], out[e.b]);
+        break;
+      case ExprOp::Max:
+        ok = e.a < i && e.b < i;
+        if (ok) v = std::max(out[e.a], out[e.b]);
+        break;
+      default:
+        ok = false;
+    }
+    BATON_CHECK_OR_RETURN(ok, InvalidArgument,
+                          "engine size expression {} (operation {}) overflows, divides by a "
+                          "non-positive value or reads a later expression",
+                          i, e.op);
+    out[i] = v;
+  }
+  return Status();
+}
+
+Result<std::vector<std::span<const uint8_t>>> engine_buckets(std::span<const uint8_t> bytes) {
+  if (bytes.size() < sizeof(BucketsHeader) || std::memcmp(bytes.data(), kBucketsMagic, 8) != 0) {
+    return std::vector<std::span<const uint8_t>>{bytes};
+  }
+  BucketsHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof h);
+  BATON_CHECK_OR_RETURN(h.version == 1 && h.count >= 1 && h.count <= kMaxBuckets &&
+                            h.blob_size == bytes.size() &&
+                            sizeof h + uint64_t{h.count} * sizeof(BucketRecord) <= bytes.size(),
+                        InvalidProgram,
+                        "bucketed engine blob: version {}, {} buckets, {} bytes of {}: not 1 to {} "
+                        "buckets in a whole blob",
+                        h.version, h.count, h.blob_size, bytes.size(), kMaxBuckets);
+  std::vector<std::span<const uint8_t>> out;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    BucketRecord r{};
+    std::memcpy(&r, bytes.data() + sizeof h + i * sizeof r, sizeof r);
+    BATON_CHECK_OR_RETURN(inside(Section{r.offset, r.size}, bytes.size()) && r.offset % 64 == 0 &&
+                              r.offset >= sizeof h + uint64_t{h.count} * sizeof(BucketRecord),
+                          InvalidProgram,
+                          "bucketed engine blob: bucket {} [{}, +{}) is misaligned or outside the "
+                          "{}-byte blob",
+                          i, r.offset, r.size, bytes.size());
+    out.push_back(bytes.subspan(r.offset, r.size));
+  }
+  return out;
+}
+
+std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs) {
+  BucketsHeader h{};
+  std::memcpy(h.magic, kBucketsMagic, 8);
+  h.version = 1;
+  h.count = static_cast<uint32_t>(blobs.size());
+  uint64_t cursor = align_up(sizeof h + blobs.size() * sizeof(BucketRecord), 64);
+  std::vector<BucketRecord> records;
+  for (const auto& b : blobs) {
+    records.push_back({cursor, b.size()});
+    cursor = align_up(cursor + b.size(), 64);
+  }
+  h.blob_size = cursor;
+  std::vector<uint8_t> out(cursor, 0);
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + sizeof h, records.data(), records.size() * sizeof(BucketRecord));
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    if (!blobs[i].empty()) std::memcpy(out.data() + records[i].offset, blobs[i].data(), blobs[i].size());
+  }
+  return out;
+}
+
+bool holds_symbols(const EngineBlob& blob, std::span<const int64_t> symbols) {
+  if (symbols.size() != blob.symbols().size()) return false;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (symbols[i] < blob.symbols()[i].min || symbols[i] > blob.symbols()[i].max) return false;
+  }
+  return true;
+}
+
+Status EngineBlob::check_steps(std::span<const StepRecord> steps, std::span<const int64_t> args,
+                               std::span<const uint64_t> binding_bytes) const {
+  Validator v(*this, binding_bytes, args);
+  return v.steps(steps);
+}
 
 bool is_cudnn_step(uint32_t kind) {
   return kind == static_cast<uint32_t>(StepKind::Conv) ||
@@ -628,7 +975,8 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   const EngineHeader& h = blob.header_;
   BATON_CHECK_OR_RETURN(std::memcmp(h.magic, kEngineMagic, 8) == 0, InvalidProgram,
                         "engine blob does not start with 'BTNENGIN': not a Baton CUDA engine");
-  BATON_CHECK_OR_RETURN(h.version == kEngineVersion, NotSupported,
+  BATON_CHECK_OR_RETURN(h.version == kEngineVersion || h.version == kStaticEngineVersion,
+                        NotSupported,
                         "engine blob version {}; this runtime reads version {}: recompile the "
                         "model with this version of baton",
                         h.version, kEngineVersion);
@@ -655,6 +1003,17 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
         "{}-byte blob",
         name, s->offset, s->size, bytes.size());
   }
+  // A dynamic engine's sections are empty ({0, 0}) in a static one.
+  for (const auto& [sec, name] : {std::pair{&h.symbols, "symbols"}, std::pair{&h.exprs, "exprs"},
+                                  std::pair{&h.patches, "patches"}}) {
+    BATON_CHECK_OR_RETURN(
+        (sec->size == 0 && sec->offset == 0) ||
+            (inside(*sec, bytes.size()) && sec->offset % 64 == 0 &&
+             sec->offset >= sizeof(EngineHeader)),
+        InvalidProgram,
+        "engine blob section '{}' [{}, +{}) is misaligned or outside the {}-byte blob", name,
+        sec->offset, sec->size, bytes.size());
+  }
   // The choices section is optional: zero when the engine was built without its GPU.
   BATON_CHECK_OR_RETURN(
       h.choices.size == 0 ||
@@ -668,11 +1027,19 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
       h.bindings.size == uint64_t{h.num_bindings} * sizeof(BindingRecord) &&
           h.steps.size == uint64_t{h.num_steps} * sizeof(StepRecord) &&
           h.kernels.size == uint64_t{h.num_kernels} * sizeof(KernelRecord) &&
-          h.args.size % sizeof(int64_t) == 0,
+          h.args.size % sizeof(int64_t) == 0 && h.symbols.size % sizeof(SymbolRecord) == 0 &&
+          h.exprs.size % sizeof(ExprRecord) == 0 && h.patches.size % sizeof(PatchRecord) == 0,
       InvalidProgram,
       "engine blob section sizes disagree with the header's counts ({} bindings, {} steps, {} "
-      "kernels) or the args section is not whole int64 values",
+      "kernels) or the args, symbols, exprs or patches sections are not whole records",
       h.num_bindings, h.num_steps, h.num_kernels);
+  const bool dynamic = h.symbols.size > 0;
+  BATON_CHECK_OR_RETURN(
+      dynamic == (h.version == kEngineVersion) && (dynamic || (h.exprs.size == 0 && h.patches.size == 0)),
+      InvalidProgram,
+      "engine blob version {} with {} bytes of symbols and {} of patches: a dynamic engine is "
+      "version 4 and has symbols, a static one is version 3 and has neither",
+      h.version, h.symbols.size, h.patches.size);
   BATON_CHECK_OR_RETURN(h.scratch_bytes < kMaxBlobBytes && h.workspace_bytes < (uint64_t{1} << 34),
                         InvalidProgram,
                         "engine blob scratch {} / workspace {} bytes is implausible",
@@ -707,6 +1074,12 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   blob.cubin_ = bytes.subspan(h.cubin.offset, h.cubin.size);
   blob.args_ = {reinterpret_cast<const int64_t*>(base + h.args.offset),
                 h.args.size / sizeof(int64_t)};
+  blob.symbols_ = {reinterpret_cast<const SymbolRecord*>(base + h.symbols.offset),
+                   h.symbols.size / sizeof(SymbolRecord)};
+  blob.exprs_ = {reinterpret_cast<const ExprRecord*>(base + h.exprs.offset),
+                 h.exprs.size / sizeof(ExprRecord)};
+  blob.patches_ = {reinterpret_cast<const PatchRecord*>(base + h.patches.offset),
+                   h.patches.size / sizeof(PatchRecord)};
   if (h.choices.size > 0) {
     blob.choices_ = {reinterpret_cast<const StepChoice*>(base + h.choices.offset),
                      h.choices.size / sizeof(StepChoice)};
@@ -714,7 +1087,8 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   Validator v(blob);
   BATON_TRY(v.bindings());
   BATON_TRY(v.kernels());
-  BATON_TRY(v.steps());
+  BATON_TRY(v.steps(blob.steps()));
+  BATON_TRY(v.dynamic());
   BATON_TRY(v.choices(&blob.choice_of_step_));
   return blob;
 }
@@ -746,9 +1120,15 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
                        e.kernel_params[i].first, e.kernel_params[i].second});
     strings += k;
   }
+  std::vector<SymbolRecord> symbols;
+  for (const auto& sy : e.symbols) {
+    symbols.push_back({static_cast<uint32_t>(strings.size()), static_cast<uint32_t>(sy.name.size()),
+                       sy.min, sy.max, sy.opt});
+    strings += sy.name;
+  }
   EngineHeader h{};
   std::memcpy(h.magic, kEngineMagic, 8);
-  h.version = kEngineVersion;
+  h.version = symbols.empty() ? kStaticEngineVersion : kEngineVersion;
   h.header_size = sizeof(EngineHeader);
   h.device_id = e.device_id;
   h.sm_arch = e.sm_arch;
@@ -782,6 +1162,11 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
                         kMaxEngineOptionsBytes);
   place(h.options, options.size());
   place(h.args, e.args.size() * sizeof(int64_t));
+  if (!symbols.empty()) {
+    place(h.symbols, symbols.size() * sizeof(SymbolRecord));
+    place(h.exprs, e.exprs.size() * sizeof(ExprRecord));
+    place(h.patches, e.patches.size() * sizeof(PatchRecord));
+  }
   h.blob_size = align_up(cursor, 64);
   std::vector<uint8_t> out(h.blob_size, 0);
   std::memcpy(out.data(), &h, sizeof h);
@@ -796,6 +1181,9 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
   put(h.cubin, e.cubin.data());
   put(h.options, options.data());
   put(h.args, e.args.data());
+  put(h.symbols, symbols.data());
+  put(h.exprs, e.exprs.data());
+  put(h.patches, e.patches.data());
   return out;
 }
 

@@ -31,8 +31,11 @@ namespace baton::cuda {
 
 inline constexpr char kEngineMagic[8] = {'B', 'T', 'N', 'E', 'N', 'G', 'I', 'N'};
 // 2: the options section (version 1 engines recorded no options). 3: kernel arguments (the args
-// section, KernelStep::first_arg and num_args) and a 320-byte header.
-inline constexpr uint32_t kEngineVersion = 3;
+// section, KernelStep::first_arg and num_args) and a 320-byte header. 4: dynamic engines (the
+// symbols, exprs and patches sections). A blob without dynamic sizes is written as version 3, so
+// static engines stay what they were; readers take both.
+inline constexpr uint32_t kEngineVersion = 4;
+inline constexpr uint32_t kStaticEngineVersion = 3;
 inline constexpr uint64_t kMaxEngineOptionsBytes = 4096;
 inline constexpr uint32_t kEngineMaxRank = 8;
 inline constexpr uint64_t kEngineAlignment = 256;  // scratch and weights offsets
@@ -77,7 +80,13 @@ struct EngineHeader {
   char choices_gpu[40];               // the GPU's name, NUL-padded, for inspection
   Section options;                    // build options, "KEY=VALUE\n" lines
   Section args;                       // int64[]: the kernel steps' arguments
-  uint8_t reserved[48];
+  // A dynamic engine (version 4; all three empty in a static one): the partition's symbols, the
+  // size expressions over them, and the patches that write each expression's value into the
+  // bindings, steps and arguments for a call's sizes. Every other section holds the engine at
+  // the symbols' maxima.
+  Section symbols;  // SymbolRecord[]
+  Section exprs;    // ExprRecord[], operands before the expressions that read them
+  Section patches;  // PatchRecord[]
 };
 static_assert(sizeof(EngineHeader) == 320);
 
@@ -281,6 +290,89 @@ struct KernelRecord {
 };
 static_assert(sizeof(KernelRecord) == 16);
 
+// --- dynamic engines (docs/gpu_dynamic_shapes.md) -----------------------------------------------
+// A symbol of the program's method, in the method's order (a call's symbol values are indexed the
+// same way): its name (in strings) and range.
+struct SymbolRecord {
+  uint32_t name_offset;
+  uint32_t name_size;
+  int64_t min, max, opt;
+};
+static_assert(sizeof(SymbolRecord) == 32);
+
+// A size expression in flat form: a constant, a symbol, or an operation on two earlier records.
+enum class ExprOp : uint32_t { Const = 0, Symbol = 1, Add = 2, Mul = 3, FloorDiv = 4, CeilDiv = 5,
+                               Min = 6, Max = 7 };
+inline constexpr uint32_t kMaxExprOp = 7;
+struct ExprRecord {
+  uint32_t op;    // ExprOp
+  uint32_t a, b;  // operands (earlier records) of the binary operations
+  uint32_t reserved;
+  int64_t value;  // Const: the value; Symbol: the symbol's index
+};
+static_assert(sizeof(ExprRecord) == 24);
+
+// Where a patch writes: a field of a step record (at a byte offset inside it), a kernel argument,
+// or a dimension of a binding's sizes.
+enum class PatchTarget : uint8_t { StepField = 0, Arg = 1, BindingSize = 2 };
+// What it writes: the expression's value, or (kernel arguments only) the division magic of that
+// value (division_magic in builder/codegen.h), which a kernel multiplies by instead of dividing.
+enum class PatchKind : uint8_t { Value = 0, DivisionMagic = 1 };
+struct PatchRecord {
+  uint8_t target;  // PatchTarget
+  uint8_t kind;    // PatchKind
+  uint8_t width;   // bytes written: 4 (uint32 fields) or 8
+  uint8_t reserved;
+  uint32_t index;   // the step, the argument, or the binding
+  uint32_t offset;  // StepField: byte offset in the StepRecord; BindingSize: the dimension
+  uint32_t expr;    // the ExprRecord whose value is written
+};
+static_assert(sizeof(PatchRecord) == 16);
+
+// Whether a step of `kind` may have the `width` bytes at `offset` patched: its sizes, strides,
+// grid and the offsets and extents of its buffer ranges, never what selects code, a buffer or a
+// kernel (the kind, flags, dtypes, a range's space and index, a kernel's index and counts).
+bool patchable_step_field(uint32_t kind, uint32_t offset, uint32_t width);
+// Every patchable field of a step of `kind`: {byte offset, width}.
+std::vector<std::pair<uint32_t, uint32_t>> patchable_step_fields(uint32_t kind);
+// A readable name of a patchable field ("gemm.n", "kernel.operands[2].bytes"), for inspect.
+std::string step_field_name(uint32_t kind, uint32_t offset);
+
+// The values of `exprs` (each checked: no overflow, no division by zero) with the symbols at
+// `symbols`, into `out` (one per record). Allocates nothing.
+Status evaluate_exprs(std::span<const ExprRecord> exprs, std::span<const int64_t> symbols,
+                      std::span<int64_t> out);
+// The division magic of `divisor` (also builder/codegen.h's division_magic): multiplier | shift
+// << 32, 0 for a divisor of 1.
+int64_t division_magic(int64_t divisor);
+
+// --- bucketed engines ------------------------------------------------------------------------
+// A dynamic partition whose lowering changes with its sizes (a dimension of 1 makes a transpose a
+// view, a broadcast, a dropped axis) is several dynamic engines, each for a part of the symbols'
+// ranges (each engine's symbol records hold its part). The delegate runs a call on the first
+// engine whose ranges hold the call's symbols. Layout: BucketsHeader, BucketRecord[count], then
+// each engine blob at a 64-byte aligned offset.
+inline constexpr char kBucketsMagic[8] = {'B', 'T', 'N', 'B', 'U', 'C', 'K', 'S'};
+inline constexpr uint32_t kMaxBuckets = 16;
+struct BucketsHeader {
+  char magic[8];
+  uint32_t version;  // 1
+  uint32_t count;
+  uint64_t blob_size;
+  uint8_t reserved[40];
+};
+static_assert(sizeof(BucketsHeader) == 64);
+struct BucketRecord {
+  uint64_t offset;
+  uint64_t size;
+};
+// The engine blobs in `bytes`: the buckets of a bucketed engine, or `bytes` itself. Checks the
+// container (each engine is checked by EngineBlob::parse).
+Result<std::vector<std::span<const uint8_t>>> engine_buckets(std::span<const uint8_t> bytes);
+std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs);
+// Whether `symbols` lie inside the ranges of dynamic engine `blob`.
+bool holds_symbols(const class EngineBlob& blob, std::span<const int64_t> symbols);
+
 // A copy of a blob at a 64-byte aligned address (EngineBlob::parse needs one), for blobs held in
 // a plain std::vector. The copy's bytes live as long as this object.
 class AlignedBlobCopy {
@@ -325,6 +417,19 @@ class EngineBlob {
   std::string_view choices_gpu() const;
   // The build options recorded, one "KEY=VALUE" per line, and as (key, value) pairs in order.
   std::string_view options() const { return options_; }
+  // A dynamic engine's symbols, size expressions and patches (all empty for a static engine).
+  bool dynamic() const { return !symbols_.empty(); }
+  std::span<const SymbolRecord> symbols() const { return symbols_; }
+  std::string_view symbol_name(size_t i) const {
+    return string(symbols_[i].name_offset, symbols_[i].name_size);
+  }
+  std::span<const ExprRecord> exprs() const { return exprs_; }
+  std::span<const PatchRecord> patches() const { return patches_; }
+  // Checks `steps` (this engine's steps with patches applied for a call's sizes) as parse checks
+  // the blob's own, against bindings of `binding_bytes` bytes: every range inside its buffer,
+  // every GEMM's and cuDNN step's extents inside its ranges. Formats only on failure.
+  Status check_steps(std::span<const StepRecord> steps, std::span<const int64_t> args,
+                     std::span<const uint64_t> binding_bytes) const;
   std::span<const std::pair<std::string_view, std::string_view>> option_pairs() const {
     return option_pairs_;
   }
@@ -338,6 +443,9 @@ class EngineBlob {
   std::span<const uint8_t> weights_;
   std::span<const uint8_t> cubin_;
   std::span<const int64_t> args_;
+  std::span<const SymbolRecord> symbols_;
+  std::span<const ExprRecord> exprs_;
+  std::span<const PatchRecord> patches_;
   std::string_view options_;
   std::vector<std::pair<std::string_view, std::string_view>> option_pairs_;
   std::span<const StepChoice> choices_;
@@ -370,6 +478,14 @@ struct EngineDescription {
   std::vector<uint8_t> cubin;
   std::vector<std::string> options;  // BuildOptions::recorded()
   std::vector<int64_t> args;         // KernelStep::first_arg indexes this
+  // A dynamic engine's sections (empty: static, written as version 3).
+  struct Symbol {
+    std::string name;
+    int64_t min = 0, max = 0, opt = 0;
+  };
+  std::vector<Symbol> symbols;
+  std::vector<ExprRecord> exprs;
+  std::vector<PatchRecord> patches;
 };
 
 Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);

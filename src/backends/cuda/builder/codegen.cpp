@@ -99,18 +99,6 @@ std::string KernelArgs::parameter() const {
   return fmt::format(", const BatonArgs<{}> a", values_.size());
 }
 
-int64_t division_magic(int64_t divisor) {
-  if (divisor <= 1) return 0;
-  // The multiplier is 2^p / divisor rounded up with p = 31 + ceil(log2(divisor)): then the error
-  // of the rounding, times any numerator below 2^31, stays below 2^p, and the quotient is exact.
-  int log2_up = 0;
-  while ((int64_t{1} << log2_up) < divisor) ++log2_up;
-  const int p = 31 + log2_up;
-  const uint64_t multiplier =
-      ((uint64_t{1} << p) + static_cast<uint64_t>(divisor) - 1) / static_cast<uint64_t>(divisor);
-  return static_cast<int64_t>((multiplier & 0xffffffffu) | (uint64_t(p - 32) << 32));
-}
-
 std::vector<int64_t> division_magics(const std::vector<int64_t>& divisors, bool magic) {
   std::vector<int64_t> out(divisors.size(), 0);
   if (magic) {
@@ -142,6 +130,9 @@ LaunchShape grid_stride_launch(int64_t n) {
   LaunchShape launch;
   launch.block = kBlock;
   launch.grid = static_cast<uint32_t>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxGrid));
+  launch.count = n;
+  launch.per_block = kBlock;
+  launch.cap = kMaxGrid;
   return launch;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/cuda/engine_format.h"
 #include "baton/core/dtype.h"
 
 namespace baton::cuda {
@@ -86,7 +87,8 @@ class KernelArgs {
 // an argument) without a division instruction: q = umulhi(x, multiplier) >> shift, the
 // multiplier rounded up (the round-up method of Granlund and Montgomery). Encoded as one int64,
 // multiplier | shift << 32; 0 for a divisor of 1 (q = x). baton_div in device/common.cuh.
-int64_t division_magic(int64_t divisor);
+// division_magic(divisor) is engine_format.h's: a dynamic engine computes the magics of a call's
+// sizes when it runs.
 // The magics of `divisors` when `magic` (KernelArgs::magic_division), else zeros (unused).
 std::vector<int64_t> division_magics(const std::vector<int64_t>& divisors, bool magic);
 
@@ -114,6 +116,13 @@ class ElementIndex {
 struct LaunchShape {
   uint32_t grid = 1;
   uint32_t block = 256;
+  // How the grid follows the sizes, for a dynamic engine (builder/dynamic_shapes.h): with count
+  // > 0 the grid is clamp(ceil(count / per_block), 1, cap) (grid_stride_launch, a warp per row),
+  // and the engine recomputes it from count's size expression at each call's sizes. Otherwise
+  // the grid is a size expression of its own (a block per row: the row count).
+  int64_t count = 0;
+  int64_t per_block = 1;
+  int64_t cap = 0;
 };
 
 // Pointer arguments: non-literal inputs in order, then outputs. One element per thread, or 16

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backends/cuda/builder/dynamic_shapes.h"
 #include "backends/cuda/builder/lowering.h"
 #include "backends/cuda/builder/ops/registry.h"
 #include "backends/cuda/device.h"
@@ -45,7 +46,8 @@ bool EngineBuilder::lowers(std::string_view op, std::string_view domain) const {
 Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
   // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
   const AlignedBlobCopy aligned(blob);
-  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse(aligned.span()));
+  BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(aligned.span()));
+  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse(buckets[0]));
   return Device::cuda(static_cast<int16_t>(parsed.header().device_id));
 }
 
@@ -53,33 +55,42 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
                                                         const compiler::Partition& partition) {
   BATON_CHECK_OR_RETURN(target_.sm_arch >= 50, InvalidArgument,
                         "no SM architecture to build for (pass --arch sm_XY or build on a GPU)");
-  Lowering ctx(graph, partition, target_);
-  std::vector<int> run;  // the open run of elementwise nodes
-  auto flush = [&]() -> Status {
-    if (run.empty()) return Status();
-    Status s = lower_fused_group(ctx, run);
-    run.clear();
-    return s;
-  };
-  for (int index : partition.nodes) {
-    if (ctx.absorbed(index)) continue;
-    const compiler::IrNode& n = graph.nodes[index];
-    if (is_fusible(n)) {
-      if (!run.empty() && !joins(ctx, run, index)) BATON_TRY(flush());
-      run.push_back(index);
-      continue;
+  const LowerNodes lower_nodes = [&](Lowering& ctx) -> Status {
+    const compiler::Graph& g = ctx.graph();
+    std::vector<int> run;  // the open run of elementwise nodes
+    auto flush = [&]() -> Status {
+      if (run.empty()) return Status();
+      Status s = lower_fused_group(ctx, run);
+      run.clear();
+      return s;
+    };
+    for (int index : partition.nodes) {
+      if (ctx.absorbed(index)) continue;
+      const compiler::IrNode& n = g.nodes[index];
+      if (is_fusible(n)) {
+        if (!run.empty() && !joins(ctx, run, index)) BATON_TRY(flush());
+        run.push_back(index);
+        continue;
+      }
+      BATON_TRY(flush());
+      const OpLowering* lowering = find_lowering(n.op_type, n.domain);
+      BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
+                            "{} reached the CUDA builder without a lowering", n.describe());
+      ctx.read_row_major_inputs(index, lowering->layout_aware, lowering->strided);
+      const Status lowered = lowering->lower(ctx, index);
+      ctx.end_reads();
+      BATON_TRY(lowered);
     }
-    BATON_TRY(flush());
-    const OpLowering* lowering = find_lowering(n.op_type, n.domain);
-    BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
-                          "{} reached the CUDA builder without a lowering", n.describe());
-    ctx.read_row_major_inputs(index, lowering->layout_aware, lowering->strided);
-    const Status lowered = lowering->lower(ctx, index);
-    ctx.end_reads();
-    BATON_TRY(lowered);
+    return flush();
+  };
+  compiler::LoweredPartition lowered;
+  if (is_dynamic_partition(graph, partition)) {
+    BATON_ASSIGN_OR_RETURN(lowered, lower_dynamic(graph, partition, target_, lower_nodes));
+  } else {
+    Lowering ctx(graph, partition, target_);
+    BATON_TRY(lower_nodes(ctx));
+    BATON_ASSIGN_OR_RETURN(lowered, ctx.finish());
   }
-  BATON_TRY(flush());
-  BATON_ASSIGN_OR_RETURN(compiler::LoweredPartition lowered, ctx.finish());
   BATON_ASSIGN_OR_RETURN(lowered.blob,
                          record_timed_choices(std::move(lowered.blob), partition.name));
   return lowered;
@@ -90,6 +101,20 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
 // Without it, or when timing fails, the blob is left as it was: the loader chooses.
 Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uint8_t> blob,
                                                                  const std::string& name) const {
+  {
+    // A bucketed engine: each of its engines times its own.
+    const AlignedBlobCopy aligned(blob);
+    BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(aligned.span()));
+    if (buckets.size() > 1 || buckets[0].data() != aligned.span().data()) {
+      std::vector<std::vector<uint8_t>> timed;
+      for (const auto& b : buckets) {
+        BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> one,
+                               record_timed_choices(std::vector<uint8_t>(b.begin(), b.end()), name));
+        timed.push_back(std::move(one));
+      }
+      return write_buckets(timed);
+    }
+  }
   const int candidates = target_.options.tune_candidates;
   if (candidates <= 1) return blob;
   bool here = false;

@@ -453,6 +453,7 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
   step.record.kind = static_cast<uint32_t>(StepKind::Kernel);
   step.record.kernel.kernel = static_cast<uint32_t>(kernel_names_.size());
   step.record.kernel.num_operands = static_cast<uint32_t>(operands.size());
+  step.launch = launch;
   step.record.kernel.grid[0] = launch.grid;
   step.record.kernel.grid[1] = step.record.kernel.grid[2] = 1;
   step.record.kernel.block[0] = launch.block;
@@ -612,7 +613,21 @@ BufferRef Lowering::ref_of(int v) const {
   return r;
 }
 
+const std::vector<int64_t>& Lowering::upper_sizes_of(int v) const {
+  // A probe lowers the same partition as its upper lowering, in the same order, so its synthetic
+  // values have the same ids there.
+  // The value's own (logical) sizes, a view's included: not those of the row-major copy a
+  // lowering may read in its place, which exists only while that lowering runs.
+  if (upper_ != nullptr && upper_->slots_.count(v) > 0) return upper_->slots_.at(v).sizes;
+  return slots_.at(v).sizes;
+}
+
 Result<compiler::LoweredPartition> Lowering::finish() {
+  BATON_ASSIGN_OR_RETURN(EngineDescription e, describe());
+  return compile(std::move(e));
+}
+
+Result<EngineDescription> Lowering::describe() {
   BATON_CHECK_OR_RETURN(steps_.size() < (1u << 20), NotSupported, "partition '{}' is too large",
                         p_.name);
   // Scratch lifetimes, then one lifetime-based plan for all activations.
@@ -633,8 +648,26 @@ Result<compiler::LoweredPartition> Lowering::finish() {
         {s.bytes(), Device::cuda(static_cast<int16_t>(t_.device_id)), s.first, s.last});
     request_slot.push_back(v);
   }
-  const compiler::MemoryPlan plan = compiler::plan_memory(requests, kEngineAlignment);
-  for (size_t i = 0; i < requests.size(); ++i) slots_.at(request_slot[i]).offset = plan.offset[i];
+  if (upper_ != nullptr) {
+    // A probe takes its upper lowering's plan (planned for the largest sizes), as the dynamic
+    // engine does at every size: only the sizes differ between the two.
+    for (int v : request_slot) {
+      const auto it = upper_->slots_.find(v);
+      BATON_CHECK_OR_RETURN(it != upper_->slots_.end() && it->second.kind == Slot::Kind::Scratch,
+                            NotSupported,
+                            "partition '{}' lowers to different buffers at different sizes (value "
+                            "{}): it cannot be one dynamic engine",
+                            p_.name, v);
+      slots_.at(v).offset = it->second.offset;
+    }
+    scratch_bytes_ = upper_->scratch_bytes_;
+  } else {
+    const compiler::MemoryPlan plan = compiler::plan_memory(requests, kEngineAlignment);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      slots_.at(request_slot[i]).offset = plan.offset[i];
+    }
+    scratch_bytes_ = plan.arenas.empty() ? 0 : plan.arenas[0].size;
+  }
 
   EngineDescription e;
   e.device_id = t_.device_id;
@@ -648,7 +681,7 @@ Result<compiler::LoweredPartition> Lowering::finish() {
     e.bindings.push_back({g_.values[v].name, g_.values[v].dtype, false, g_.values[v].sizes});
   for (int v : p_.outputs)
     e.bindings.push_back({g_.values[v].name, g_.values[v].dtype, true, g_.values[v].sizes});
-  e.scratch_bytes = plan.arenas.empty() ? 0 : plan.arenas[0].size;
+  e.scratch_bytes = scratch_bytes_;
   bool any_gemm = false;
   for (Planned& s : steps_) {
     switch (static_cast<StepKind>(s.record.kind)) {
@@ -705,8 +738,12 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
   e.kernel_names = kernel_names_;
   e.kernel_params = kernel_params_;
-  e.weights = std::move(weights_);
+  e.weights = weights_;
   e.options = t_.options.recorded();
+  return e;
+}
+
+Result<compiler::LoweredPartition> Lowering::compile(EngineDescription e) const {
   if (const std::string& dir = t_.options.dump_kernel_source; !dir.empty()) {
     // Debugging aid (the build option dump_kernel_source): the generated CUDA source of each
     // partition.

@@ -30,6 +30,11 @@ class Lowering {
  public:
   Lowering(const compiler::Graph& graph, const compiler::Partition& partition,
            const EngineTarget& target);
+  // A dynamic engine's probe (builder/dynamic_shapes.h): this lowering is of `graph` with its
+  // sizes at one assignment of the symbols, and `upper` lowered the same partition at the
+  // maxima. Decisions that must be the same at every size read upper_sizes_of, and scratch
+  // takes the upper lowering's plan, so that the two engines differ only in sizes.
+  void follow(const Lowering& upper) { upper_ = &upper; }
 
   const compiler::Graph& graph() const { return g_; }
   const compiler::IrNode& node(int index) const { return g_.nodes[index]; }
@@ -45,6 +50,9 @@ class Lowering {
   // The dtype and sizes a value is stored with (its slot's).
   DType dtype_of(int v) const;
   const std::vector<int64_t>& sizes_of(int v) const;
+  // `v`'s sizes at the symbols' maxima (sizes_of for a static engine): what decisions that must
+  // hold at every size of a dynamic engine's range read (a warp or a block per row).
+  const std::vector<int64_t>& upper_sizes_of(int v) const;
   bool is_binding(int v) const;
   // A constant's data as floats (float32, float16, bfloat16 or float64 constants).
   std::vector<float> constant_floats(int v) const;
@@ -142,6 +150,15 @@ class Lowering {
 
   // Plans scratch, compiles the kernels with NVRTC and writes the engine blob.
   Result<compiler::LoweredPartition> finish();
+  // The two halves of finish: the engine without its cubin (scratch planned, every step's
+  // buffers placed), then the cubin compiled into it and the blob written. A dynamic engine
+  // adds its symbols, expressions and patches in between.
+  Result<EngineDescription> describe();
+  Result<compiler::LoweredPartition> compile(EngineDescription e) const;
+  // After describe(): each kernel's source, and each step's launch rule (LaunchShape; kernel
+  // steps only), for comparing and fitting the probes of a dynamic engine.
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  const LaunchShape& step_launch(size_t step) const { return steps_[step].launch; }
 
  private:
   struct Slot {
@@ -165,6 +182,7 @@ class Lowering {
     StepRecord record{};
     std::vector<int> operands;  // value ids; -1 = unused (GEMM c / bias)
     std::vector<int64_t> args;  // a kernel's scalar arguments
+    LaunchShape launch;         // a kernel's launch (its grid rule)
   };
 
   // A GEMM, convolution or attention step over up to five operands (-1: unused).
@@ -204,6 +222,8 @@ class Lowering {
   // A kernel's source with its name blanked -> its index: identical kernels are compiled once.
   std::map<std::string, uint32_t> kernel_by_body_;
   std::vector<uint8_t> weights_;
+  const Lowering* upper_ = nullptr;  // follow()
+  uint64_t scratch_bytes_ = 0;       // after describe()
 };
 
 }  // namespace baton::cuda

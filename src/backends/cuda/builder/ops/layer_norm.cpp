@@ -134,7 +134,7 @@ Status lower(Lowering& ctx, int index) {
   // rows: 96 threads, one 16-byte load of each input), which also keeps 8 single elements a
   // thread within reach when a pointer turns out misaligned for the vector path.
   const int vec = n % kLayerNormVec == 0 ? kLayerNormVec : 1;
-  RowLaunch rl = row_launch(rows, n);
+  RowLaunch rl = row_launch(rows, n, ops::product(ctx.upper_sizes_of(x), 0, axis));
   if (vec > 1 && !rl.warp) {
     const int64_t groups = n / vec;
     rl.launch.block = static_cast<uint32_t>(std::clamp<int64_t>((groups + 31) / 32 * 32, 32, 1024));

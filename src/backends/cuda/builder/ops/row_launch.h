@@ -20,13 +20,19 @@ struct RowLaunch {
   bool warp = false;  // the kWarp template argument
 };
 
-inline RowLaunch row_launch(int64_t rows, int64_t len) {
+// `upper_rows`: the row count at the largest sizes of a dynamic engine (Lowering::upper_sizes_of),
+// which decides between a warp and a block per row so that the choice is the same at every size
+// (0: `rows`, a static engine).
+inline RowLaunch row_launch(int64_t rows, int64_t len, int64_t upper_rows = 0) {
   RowLaunch r;
-  if (len <= kWarpRowLimit && rows >= kWarpRowsMin) {
+  if (len <= kWarpRowLimit && (upper_rows > 0 ? upper_rows : rows) >= kWarpRowsMin) {
     constexpr int64_t kRowsPerBlock = 4;
     r.warp = true;
     r.launch.block = 32 * kRowsPerBlock;
     r.launch.grid = static_cast<uint32_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    r.launch.count = rows;
+    r.launch.per_block = kRowsPerBlock;
+    r.launch.cap = INT32_MAX;
     return r;
   }
   // About four elements per thread for rows a warp could take, eight for longer ones; 128 to

@@ -19,9 +19,13 @@ Status lower(Lowering& ctx, int index) {
   const int64_t outer = ops::product(s, 0, axis);
   const int64_t len = flatten ? ops::product(s, axis, s.size()) : s[axis];
   const int64_t inner = flatten ? 1 : ops::product(s, axis + 1, s.size());
+  // The block grows with the row, up to 1024 threads; a dynamic engine sizes it for its longest
+  // row (the block strides over shorter ones).
+  const std::vector<int64_t>& upper = ctx.upper_sizes_of(in);
+  const int64_t upper_len = flatten ? ops::product(upper, axis, upper.size()) : upper[axis];
   LaunchShape launch;
   launch.block = 32;
-  while (launch.block < 1024 && launch.block < len) launch.block *= 2;
+  while (launch.block < 1024 && launch.block < upper_len) launch.block *= 2;
   launch.grid = static_cast<uint32_t>(std::max<int64_t>(1, outer * inner));
   const std::string name = ctx.kernel_name("softmax");
   KernelArgs args = ctx.kernel_args();

@@ -1,0 +1,383 @@
+// Dynamic GPU engines (issue 37, docs/gpu_dynamic_shapes.md), built for sm_90 without a GPU: a
+// model with --dim ranges compiles for cuda into an engine whose size-dependent fields carry
+// patches, and that engine, patched at a size, is the engine a static compile at that size
+// writes, field for field (but where scratch ranges lie: planned once for the largest sizes).
+// The loader refuses patches that would write anything but a size.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "backends/cuda/engine_format.h"
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+#include "baton/cuda/compiler.h"
+#include "format/program_file.h"
+#include "testing/aligned_bytes.h"
+#include "testing/onnx_builder.h"
+#include "testing/paths.h"
+
+namespace baton {
+namespace {
+
+using testing::OnnxBuilder;
+
+// The engine blobs of a program compiled for cuda:0 (sm_90, fp32).
+Result<std::vector<std::vector<uint8_t>>> build_blobs(const std::vector<uint8_t>& model,
+                                                      compiler::CompileOptions options,
+                                                      const std::string& precision = "fp32") {
+  register_builtins();
+  cuda::register_compiler();
+  BATON_ASSIGN_OR_RETURN(auto backend,
+                         compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}}));
+  options.backends.push_back(backend.get());
+  BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model, options));
+  BATON_ASSIGN_OR_RETURN(auto program, compiled.serialize());
+  BATON_ASSIGN_OR_RETURN(auto file, format::ProgramFile::parse(program));
+  const auto* m = file.program().methods()->Get(0);
+  std::vector<std::vector<uint8_t>> blobs;
+  for (uint32_t d = 0; m->delegates() && d < m->delegates()->size(); ++d) {
+    const auto blob = file.segment(m->delegates()->Get(d)->blob_segment());
+    blobs.emplace_back(blob.begin(), blob.end());
+  }
+  return blobs;
+}
+
+Result<std::vector<std::vector<uint8_t>>> build_file_blobs(const std::string& model,
+                                                           compiler::CompileOptions options) {
+  const std::filesystem::path path =
+      std::filesystem::path(testing::source_dir()) / "tests/e2e/models/real" / (model + ".onnx");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) return BATON_ERROR(NotFound, "cannot read {}", path.string());
+  return build_blobs(bytes, std::move(options));
+}
+
+// The engines of a partition's blob: itself, or each bucket of a bucketed engine (in the order
+// the delegate tries them).
+std::vector<std::vector<uint8_t>> engines_of(const std::vector<uint8_t>& blob) {
+  const testing::AlignedBytes aligned(blob);
+  std::vector<std::vector<uint8_t>> out;
+  const auto buckets = cuda::engine_buckets(aligned.span()).value();
+  for (const auto& b : buckets) out.emplace_back(b.begin(), b.end());
+  return out;
+}
+
+// What the engine does per call (ExecutionContext::resize), without a GPU: the blob's steps,
+// arguments and binding sizes with every patch applied at `symbols`.
+struct Patched {
+  std::vector<cuda::StepRecord> steps;
+  std::vector<int64_t> args;
+  std::vector<std::vector<int64_t>> bindings;
+};
+Patched patch(const cuda::EngineBlob& blob, const std::vector<int64_t>& symbols) {
+  Patched p;
+  p.steps.assign(blob.steps().begin(), blob.steps().end());
+  p.args.assign(blob.args().begin(), blob.args().end());
+  for (const cuda::BindingRecord& b : blob.bindings()) p.bindings.emplace_back(b.sizes, b.sizes + b.rank);
+  std::vector<int64_t> values(blob.exprs().size());
+  EXPECT_TRUE(cuda::evaluate_exprs(blob.exprs(), symbols, values).ok());
+  for (const cuda::PatchRecord& r : blob.patches()) {
+    int64_t v = values[r.expr];
+    if (r.kind == static_cast<uint8_t>(cuda::PatchKind::DivisionMagic)) v = cuda::division_magic(v);
+    switch (static_cast<cuda::PatchTarget>(r.target)) {
+      case cuda::PatchTarget::StepField: {
+        auto* bytes = reinterpret_cast<uint8_t*>(&p.steps[r.index]);
+        if (r.width == 4) {
+          const auto narrow = static_cast<uint32_t>(v);
+          std::memcpy(bytes + r.offset, &narrow, 4);
+        } else {
+          std::memcpy(bytes + r.offset, &v, 8);
+        }
+        break;
+      }
+      case cuda::PatchTarget::Arg:
+        p.args[r.index] = v;
+        break;
+      case cuda::PatchTarget::BindingSize:
+        p.bindings[r.index][r.offset] = v;
+        break;
+    }
+  }
+  return p;
+}
+
+// `r` with the offsets of its scratch ranges zeroed: a dynamic engine plans its scratch once, for
+// its largest sizes, where a static engine plans it for its own; where each range lies is the
+// planner's business (each is checked inside the buffer), what is compared is everything else.
+cuda::StepRecord without_scratch_offsets(cuda::StepRecord r) {
+  auto clear = [](cuda::BufferRef& b) {
+    if (b.space == static_cast<uint32_t>(cuda::Space::Scratch)) b.offset = 0;
+  };
+  switch (static_cast<cuda::StepKind>(r.kind)) {
+    case cuda::StepKind::Gemm:
+    case cuda::StepKind::Matmul:
+      for (cuda::BufferRef* b : {&r.gemm.a, &r.gemm.b, &r.gemm.c, &r.gemm.d, &r.gemm.bias}) clear(*b);
+      break;
+    case cuda::StepKind::Kernel:
+      for (uint32_t o = 0; o < r.kernel.num_operands; ++o) clear(r.kernel.operands[o]);
+      break;
+    case cuda::StepKind::Copy:
+      clear(r.copy.src);
+      clear(r.copy.dst);
+      break;
+    default:
+      break;
+  }
+  return r;
+}
+
+// An MLP with a LayerNorm, a head split (Reshape, Transpose) and a Softmax over a dynamic batch:
+// GEMMs whose M follows it, kernels whose sizes, grids, strides and division magics follow it.
+// (A softmax along the dynamic axis would size its block for the longest row, where a static
+// engine sizes it for its own: the same result, not the same launch.)
+OnnxBuilder dynamic_mlp() {
+  OnnxBuilder b(20);
+  b.input("x", {-1, 64});
+  std::vector<float> w(64 * 96), bias(96), w2(96 * 32), scale(96, 1.25f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.02f * static_cast<float>(i % 5);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.015f * static_cast<float>(i % 13) - 0.09f;
+  b.initializer("w", {64, 96}, w);
+  b.initializer("bias", {96}, bias);
+  b.initializer("scale", {96}, scale);
+  b.initializer("w2", {96, 32}, w2);
+  b.initializer_int64("heads", {3}, {-1, 4, 8});
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Add", {"h", "bias"}, {"hb"}, "bias");
+  b.node("Gelu", {"hb"}, {"a"}, "act");
+  auto& ln = b.node("LayerNormalization", {"a", "scale"}, {"n"}, "ln");
+  OnnxBuilder::attr_int(ln, "axis", -1);
+  b.node("MatMul", {"n", "w2"}, {"y"}, "mm2");
+  b.node("Reshape", {"y", "heads"}, {"r"}, "split_heads");
+  auto& t = b.node("Transpose", {"r"}, {"tr"}, "transpose");
+  OnnxBuilder::attr_ints(t, "perm", {1, 0, 2});
+  auto& sm = b.node("Softmax", {"tr"}, {"out"}, "softmax");
+  OnnxBuilder::attr_int(sm, "axis", 2);
+  b.output("out", {4, -1, 8});
+  return b;
+}
+
+compiler::CompileOptions dims(int64_t max) {
+  compiler::CompileOptions o;
+  o.dims = {{"N", 1, max, 0, {}}};
+  return o;
+}
+
+TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
+  const OnnxBuilder model = dynamic_mlp();
+  auto dynamic = build_blobs(model.bytes(), dims(48));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  ASSERT_EQ(dynamic->size(), 1u);
+  // N = 1 makes the transpose a view (no kernel): an engine of its own, then one for 2..48.
+  const auto engines = engines_of((*dynamic)[0]);
+  ASSERT_EQ(engines.size(), 2u);
+  std::vector<std::unique_ptr<testing::AlignedBytes>> keep;
+  std::vector<cuda::EngineBlob> parsed;
+  for (const auto& e : engines) {
+    keep.push_back(std::make_unique<testing::AlignedBytes>(e));
+    auto one = cuda::EngineBlob::parse(keep.back()->span());
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    ASSERT_TRUE(one->dynamic());
+    EXPECT_EQ(one->header().version, cuda::kEngineVersion);
+    ASSERT_EQ(one->symbols().size(), 1u);
+    EXPECT_EQ(one->symbol_name(0), "N");
+    parsed.push_back(std::move(*one));
+  }
+  EXPECT_EQ(parsed[0].symbols()[0].min, 1);
+  EXPECT_EQ(parsed[0].symbols()[0].max, 1);
+  EXPECT_EQ(parsed[1].symbols()[0].min, 2);
+  EXPECT_EQ(parsed[1].symbols()[0].max, 48);
+  const cuda::EngineBlob& dyn = parsed[1];
+  // GEMM sizes, kernel grids, kernel arguments and both bindings follow N.
+  std::map<uint8_t, int> targets;
+  bool magic = false;
+  for (const cuda::PatchRecord& p : dyn.patches()) {
+    ++targets[p.target];
+    magic |= p.kind == static_cast<uint8_t>(cuda::PatchKind::DivisionMagic);
+  }
+  EXPECT_EQ(targets[static_cast<uint8_t>(cuda::PatchTarget::BindingSize)], 2);
+  EXPECT_GT(targets[static_cast<uint8_t>(cuda::PatchTarget::StepField)], 2);
+  EXPECT_GT(targets[static_cast<uint8_t>(cuda::PatchTarget::Arg)], 0);
+  EXPECT_TRUE(magic) << "the transpose divides its indices by N";
+
+  // Every size of the range, probes and others alike.
+  for (int64_t n = 1; n <= 48; ++n) {
+    SCOPED_TRACE(n);
+    compiler::CompileOptions fixed;
+    fixed.input_shapes = {{"x", {n, 64}}};
+    auto stat = build_blobs(model.bytes(), fixed);
+    ASSERT_TRUE(stat.ok()) << stat.status().to_string();
+    const testing::AlignedBytes st_bytes((*stat)[0]);
+    const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+    EXPECT_FALSE(st.dynamic());
+    const cuda::EngineBlob& bucket = n == 1 ? parsed[0] : parsed[1];
+    ASSERT_TRUE(cuda::holds_symbols(bucket, std::vector<int64_t>{n}));
+    const Patched p = patch(bucket, {n});
+    ASSERT_EQ(p.steps.size(), st.steps().size());
+    for (size_t s = 0; s < p.steps.size(); ++s) {
+      SCOPED_TRACE(fmt::format("step {} ({})", s,
+                               cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
+      const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
+      const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+    }
+    EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
+    ASSERT_EQ(p.bindings.size(), st.bindings().size());
+    for (size_t b = 0; b < p.bindings.size(); ++b) {
+      EXPECT_EQ(p.bindings[b], std::vector<int64_t>(st.bindings()[b].sizes,
+                                                    st.bindings()[b].sizes + st.bindings()[b].rank));
+    }
+    // The same kernels: one cubin serves every size of a bucket.
+    EXPECT_TRUE(std::equal(bucket.cubin().begin(), bucket.cubin().end(), st.cubin().begin(),
+                           st.cubin().end()));
+    // And the patched steps pass the loader's checks at that size.
+    std::vector<uint64_t> bytes;
+    for (size_t b = 0; b < p.bindings.size(); ++b) {
+      bytes.push_back(
+          *checked_nbytes(static_cast<DType>(bucket.bindings()[b].dtype), p.bindings[b]));
+    }
+    EXPECT_TRUE(bucket.check_steps(p.steps, p.args, bytes).ok());
+  }
+}
+
+// A blob whose patches were tampered with is refused at load, naming the patch.
+TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
+  auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(16));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  const std::vector<uint8_t> good = engines_of((*dynamic)[0]).back();  // N in 2..16
+  cuda::EngineHeader h{};
+  std::memcpy(&h, good.data(), sizeof h);
+  ASSERT_GT(h.patches.size, 0u);
+  auto parse = [](const std::vector<uint8_t>& bytes) {
+    const testing::AlignedBytes aligned(bytes);
+    return cuda::EngineBlob::parse(aligned.span()).status();
+  };
+  ASSERT_TRUE(parse(good).ok());
+  auto with_patch = [&](auto&& change) {
+    std::vector<uint8_t> bad = good;
+    // The first step-field patch.
+    for (uint64_t off = h.patches.offset; off < h.patches.offset + h.patches.size;
+         off += sizeof(cuda::PatchRecord)) {
+      cuda::PatchRecord p{};
+      std::memcpy(&p, bad.data() + off, sizeof p);
+      if (p.target != static_cast<uint8_t>(cuda::PatchTarget::StepField)) continue;
+      change(p);
+      std::memcpy(bad.data() + off, &p, sizeof p);
+      break;
+    }
+    return parse(bad);
+  };
+  // Onto a step's kind (which selects what runs).
+  Status s = with_patch([](cuda::PatchRecord& p) { p.offset = 0; p.width = 4; });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not a size, stride, grid or range"), std::string::npos) << s.message();
+  // An expression that does not exist.
+  s = with_patch([](cuda::PatchRecord& p) { p.expr = 100000; });
+  EXPECT_NE(s.message().find("reads exprs[100000]"), std::string::npos) << s.message();
+  // A division magic written to a step (magics are for kernel arguments).
+  s = with_patch([](cuda::PatchRecord& p) { p.kind = 1; });
+  EXPECT_NE(s.message().find("division magics only"), std::string::npos) << s.message();
+  // An expression that disagrees with the engine at the maxima.
+  {
+    std::vector<uint8_t> bad = good;
+    cuda::ExprRecord e{};
+    std::memcpy(&e, bad.data() + h.exprs.offset, sizeof e);
+    ASSERT_EQ(e.op, static_cast<uint32_t>(cuda::ExprOp::Symbol));  // N comes first
+    e.op = static_cast<uint32_t>(cuda::ExprOp::Const);
+    e.value = 7;
+    std::memcpy(bad.data() + h.exprs.offset, &e, sizeof e);
+    s = parse(bad);
+    EXPECT_NE(s.message().find("at the symbols' maxima but the engine holds"), std::string::npos)
+        << s.message();
+  }
+  // An expression that reads a later one.
+  {
+    std::vector<uint8_t> bad = good;
+    const uint64_t count = h.exprs.size / sizeof(cuda::ExprRecord);
+    ASSERT_GE(count, 2u);
+    cuda::ExprRecord e{static_cast<uint32_t>(cuda::ExprOp::Add), 1, static_cast<uint32_t>(count - 1), 0, 0};
+    std::memcpy(bad.data() + h.exprs.offset + sizeof e, &e, sizeof e);
+    s = parse(bad);
+    EXPECT_NE(s.message().find("operands must come before"), std::string::npos) << s.message();
+  }
+  // A symbol range that does not start at 1 or is empty.
+  {
+    std::vector<uint8_t> bad = good;
+    cuda::SymbolRecord r{};
+    std::memcpy(&r, bad.data() + h.symbols.offset, sizeof r);
+    r.min = r.max + 1;
+    std::memcpy(bad.data() + h.symbols.offset, &r, sizeof r);
+    s = parse(bad);
+    EXPECT_NE(s.message().find("has range"), std::string::npos) << s.message();
+  }
+}
+
+// Patched steps are checked per call: sizes outside what the buffers hold are refused.
+TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
+  auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(16));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  const testing::AlignedBytes bytes(engines_of((*dynamic)[0]).back());
+  const cuda::EngineBlob blob = cuda::EngineBlob::parse(bytes.span()).value();
+  // N = 17 is past the range: the scratch planned for 16 rows cannot hold it.
+  const Patched p = patch(blob, {17});
+  std::vector<uint64_t> binding_bytes;
+  for (size_t b = 0; b < p.bindings.size(); ++b) {
+    binding_bytes.push_back(*checked_nbytes(static_cast<DType>(blob.bindings()[b].dtype), p.bindings[b]));
+  }
+  const Status s = blob.check_steps(p.steps, p.args, binding_bytes);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("outside the"), std::string::npos) << s.message();
+}
+
+// The transformer families (both exporters) compile to dynamic engines over batch and sequence.
+TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  const std::vector<std::pair<std::string, std::vector<compiler::DimRange>>> models = {
+      {"torchscript17_bert", tokens},
+      {"torchscript17_gpt2", tokens},
+      {"dynamo18dyn_bert", {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}}},
+      {"dynamo18dyn_gpt2",
+       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}, {"s81", 0, 0, 0, "s50"}}},
+      {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}},
+  };
+  for (const auto& [name, ranges] : models) {
+    SCOPED_TRACE(name);
+    compiler::CompileOptions o;
+    o.dims = ranges;
+    auto blobs = build_file_blobs(name, o);
+    ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+    ASSERT_FALSE(blobs->empty());
+    size_t dynamic = 0;
+    for (const auto& b : *blobs) {
+      for (const auto& e : engines_of(b)) {
+        const testing::AlignedBytes aligned(e);
+        auto parsed = cuda::EngineBlob::parse(aligned.span());
+        ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+        dynamic += parsed->dynamic();
+      }
+    }
+    EXPECT_GE(dynamic, 1u);
+  }
+}
+
+// Convolutions are cuDNN plans built for one shape: a dynamic CNN is refused for the GPU with
+// the way out, until dynamic cuDNN graphs land.
+TEST(DynamicEngineTest, DynamicConvolutionsAreRefusedWithTheFix) {
+  compiler::CompileOptions o;
+  o.dims = {{"batch", 1, 4, 0, {}}};
+  auto blobs = build_file_blobs("torchscript17_resnet", o);
+  ASSERT_FALSE(blobs.ok());
+  EXPECT_NE(blobs.status().message().find("cuDNN conv"), std::string::npos)
+      << blobs.status().message();
+  EXPECT_NE(blobs.status().message().find("--shape"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton
