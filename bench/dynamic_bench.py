@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A dynamic program against the static programs compiled at the same shapes, on the CPU (issue
 36: at any shape, at most 1.05x the static program's latency; file size and load time no worse
-than the static program at the upper bound).
+than the static program at the upper bound), or with --device cuda:N on the GPU (issue 37).
 
   python3 bench/dynamic_bench.py MODELS_DIR --baton BIN/baton [--threads 16] [--rounds 3] \\
       [-n 10] [--warmup 3] [--image-batches 1,4,16] [--text 1x32,4x128,8x256] \\
-      [--image-max 32] [--text-max 32x384] [--json OUT.json]
+      [--image-max 32] [--text-max 32x384] [--json OUT.json] [--device cuda:0 --precision fp32]
 
 MODELS_DIR holds tests/e2e/export_real_models.py's output with symbolic dimensions (the
 torchscript17 style, or dynamo18dyn): image models get --dim batch=1..IMAGE_MAX, text models
@@ -104,7 +104,10 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--bench", default="", help="baton_bench: interleave both sides in one process")
     ap.add_argument("--json", default="")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda:N for dynamic GPU engines")
+    ap.add_argument("--precision", default="", help="the GPU engines' precision (fp32, fp16, ...)")
     args = ap.parse_args()
+    target = ["--device", args.device] + (["--precision", args.precision] if args.precision else [])
     manifest = json.load(open(os.path.join(args.models_dir, "manifest.json")))
     work = tempfile.mkdtemp(prefix="baton-dynbench-")
     text_max = [int(v) for v in args.text_max.split("x")]
@@ -129,7 +132,7 @@ def main():
         params = [d for d in inputs[0][1] if isinstance(d, str)]
         rename = dict(zip(("batch", "sequence"), params))
         dyn = os.path.join(work, f"{name}.dyn.baton")
-        cmd = [args.baton, "compile", "-q", path, "--device", "cpu", "-o", dyn]
+        cmd = [args.baton, "compile", "-q", path, "-o", dyn] + target
         for k, v in dims.items():
             cmd += ["--dim", f"{rename[k]}=1..{v}"]
         run(cmd)
@@ -143,7 +146,7 @@ def main():
 
         def static(at, tag):
             p = os.path.join(work, f"{name}.{tag}.baton")
-            run([args.baton, "compile", "-q", path, "--device", "cpu", "-o", p] + shape_flags(at))
+            run([args.baton, "compile", "-q", path, "-o", p] + target + shape_flags(at))
             return p
 
         top = static(dims, "max")

@@ -15,10 +15,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/engine_describe.h"
 #include "backends/cuda/engine_format.h"
 #include "baton/core/log.h"
+#include "baton/core/tensor.h"
 
 namespace {
 
@@ -159,6 +161,64 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// A dynamic engine patched as a call patches it (ExecutionContext::resize), with every symbol at
+// its minimum and at its maximum. At the maxima the patches give what the blob holds (the loader
+// checked), so the patched steps must pass the loader's checks there; at the minima they may be
+// refused, never crash.
+void exercise_dynamic(const baton::cuda::EngineBlob& blob) {
+  using namespace baton::cuda;
+  if (!blob.dynamic()) return;
+  for (const bool at_max : {true, false}) {
+    std::vector<int64_t> symbols;
+    for (const SymbolRecord& r : blob.symbols()) symbols.push_back(at_max ? r.max : r.min);
+    std::vector<int64_t> values(blob.exprs().size());
+    const baton::Status evaluated = evaluate_exprs(blob.exprs(), symbols, values);
+    check_not_internal("evaluate_exprs", evaluated);
+    if (!evaluated.ok()) {
+      if (at_max) fail("a dynamic engine the loader accepted fails at its maxima", evaluated);
+      continue;
+    }
+    std::vector<StepRecord> steps(blob.steps().begin(), blob.steps().end());
+    std::vector<int64_t> args(blob.args().begin(), blob.args().end());
+    std::vector<std::vector<int64_t>> sizes;
+    for (const BindingRecord& b : blob.bindings()) sizes.emplace_back(b.sizes, b.sizes + b.rank);
+    bool fits = true;
+    for (const PatchRecord& p : blob.patches()) {
+      int64_t v = values[p.expr];
+      if (p.kind == static_cast<uint8_t>(PatchKind::DivisionMagic)) v = division_magic(v);
+      if (p.target == static_cast<uint8_t>(PatchTarget::StepField)) {
+        auto* bytes = reinterpret_cast<uint8_t*>(&steps[p.index]);
+        if (p.width == 4) {
+          fits = fits && v >= 0 && v <= UINT32_MAX;
+          const auto narrow = static_cast<uint32_t>(v);
+          std::memcpy(bytes + p.offset, &narrow, 4);
+        } else {
+          std::memcpy(bytes + p.offset, &v, 8);
+        }
+      } else if (p.target == static_cast<uint8_t>(PatchTarget::Arg)) {
+        args[p.index] = v;
+      } else {
+        sizes[p.index][p.offset] = v;
+      }
+    }
+    std::vector<uint64_t> binding_bytes;
+    for (size_t b = 0; b < sizes.size(); ++b) {
+      const auto n = baton::checked_nbytes(static_cast<baton::DType>(blob.bindings()[b].dtype), sizes[b]);
+      fits = fits && n.has_value();
+      binding_bytes.push_back(n.value_or(0));
+    }
+    if (!fits) {
+      if (at_max) fail("a dynamic engine the loader accepted overflows at its maxima", baton::Status());
+      continue;
+    }
+    const baton::Status checked = blob.check_steps(steps, args, binding_bytes);
+    check_not_internal("EngineBlob::check_steps", checked);
+    if (at_max && !checked.ok()) {
+      fail("a dynamic engine the loader accepted is refused patched at its maxima", checked);
+    }
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using baton::cuda::EngineBlob;
   // 64-byte aligned, as inside a program's segment area.
@@ -170,16 +230,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size != 0) std::memcpy(aligned.get(), data, size);
   const std::span<const uint8_t> bytes(aligned.get(), size);
 
-  auto blob = EngineBlob::parse(bytes);
-  check_not_internal("EngineBlob::parse", blob.status());
-  if (blob.ok()) {
-    exercise(*blob);
-    check_extents(*blob);
+  // A bucketed engine is several blobs; a plain one is its own only bucket.
+  auto buckets = baton::cuda::engine_buckets(bytes);
+  check_not_internal("engine_buckets", buckets.status());
+  bool all_parse = buckets.ok();
+  if (buckets.ok()) {
+    for (const auto& bucket : *buckets) {
+      auto blob = EngineBlob::parse(bucket);
+      check_not_internal("EngineBlob::parse", blob.status());
+      if (!blob.ok()) {
+        all_parse = false;
+        continue;
+      }
+      exercise(*blob);
+      check_extents(*blob);
+      exercise_dynamic(*blob);
+    }
   }
 
   auto described = baton::cuda::describe_engine_json(bytes);
   check_not_internal("describe_engine_json", described.status());
-  if (described.ok() != blob.ok())
+  if (described.ok() != all_parse)
     fail("describe_engine_json and parse disagree", described.status());
 
   // One byte past a 64-byte boundary: never 64-byte aligned, so it must be refused.

@@ -54,8 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto* method : *file->program().methods()) {
     if (method->delegates() == nullptr) continue;
     for (const auto* delegate : *method->delegates()) {
-      auto blob = baton::cuda::EngineBlob::parse(file->segment(delegate->blob_segment()));
-      if (!blob.ok()) baton::fuzz::fail("parsing an engine blob the builder wrote", blob.status());
+      // A dynamic partition may be a bucketed engine: each of its engines must parse.
+      auto buckets = baton::cuda::engine_buckets(file->segment(delegate->blob_segment()));
+      if (!buckets.ok()) {
+        baton::fuzz::fail("splitting an engine blob the builder wrote", buckets.status());
+      }
+      for (const auto& bucket : *buckets) {
+        auto blob = baton::cuda::EngineBlob::parse(bucket);
+        if (!blob.ok()) baton::fuzz::fail("parsing an engine blob the builder wrote", blob.status());
+      }
     }
   }
   auto program = baton::runtime::Program::load_bytes(*bytes);

@@ -44,6 +44,7 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_tuning_test"
   "$BUILD/tests/backends/cuda/cuda_contract_test"
   "$BUILD/tests/backends/cuda/cuda_gpu_no_alloc_test"
+  "$BUILD/tests/backends/cuda/cuda_dynamic_gpu_test"
   "$BUILD/tests/backends/cuda/cuda_conformance_test"
   "$BUILD/tests/backends/cuda/cuda_handles_test"
   "$BUILD/tests/backends/cuda/cuda_lifecycle_test"

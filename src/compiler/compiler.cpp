@@ -173,6 +173,29 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   }
   timer.done("infer", fmt::format("shapes inferred, {} nodes folded{}, {} unused removed{}", folded,
                                   unfolded, removed, symbols));
+  // A backend that builds blobs for one shape gets no dynamic model: it is refused rather than
+  // run on the CPU behind the user's back (the CUDA engine builds dynamic engines, issue 37).
+  for (BackendCompiler* backend : options.backends) {
+    if (graph.symbols.num_symbols() == 0 || backend->supports_dynamic_shapes()) continue;
+    std::string flags;
+    for (int id : graph.inputs) {
+      const IrValue& v = graph.values[id];
+      if (!is_dynamic(v)) continue;
+      std::string sizes;
+      for (size_t d = 0; d < v.dims.size(); ++d) {
+        sizes += (d == 0 ? "" : "x") + (graph.symbols.is_constant(v.dims[d])
+                                            ? std::to_string(v.sizes[d])
+                                            : "<" + graph.symbols.to_string(v.dims[d]) + ">");
+      }
+      flags += fmt::format(" --shape {}={}", v.name, sizes);
+    }
+    return BATON_ERROR(NotSupported,
+                       "'{}' has dynamic dimensions ({}), and the '{}' backend does not run "
+                       "dynamic shapes yet: compile for --device cpu, or fix the shapes with{} "
+                       "(each <name> replaced by a size)",
+                       graph.source, symbols.substr(11), backend->id(), flags);
+  }
+
   timer.start();
   BATON_ASSIGN_OR_RETURN(
       const std::vector<PassReport> pass_reports,

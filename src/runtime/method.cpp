@@ -530,7 +530,9 @@ struct Method::Impl {
         resolve_block = std::make_unique_for_overwrite<std::byte[]>(std::max<size_t>(offset, 1));
       }
     }
-    std::fill(bound.begin(), bound.end(), -1);
+    // Until a call resolves other sizes, every tensor is at its planned maximum: so are the
+    // symbols (a delegate's first call at the maxima reads them, DelegateArgs::symbols).
+    std::copy(symbol_max.begin(), symbol_max.end(), bound.begin());
     size_t used_dims = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Value* fv = list->Get(i);

@@ -495,5 +495,25 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnCuda0) {
 #endif
 }
 
+// The node tests with a dynamic first axis on cuda:0 (issue 37): dynamic GPU engines where the
+// partition has no cuDNN step (those are refused at compile: "unsupported"); none may fail.
+TEST(OnnxNodeTest, SupportedNodeTestsWithADynamicFirstAxisPassOnCuda0) {
+#ifdef BATON_TEST_CUDA
+  register_builtins();
+  cuda::register_backend();
+  cuda::register_compiler();
+  if (cuda::devices().empty()) {
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host)";
+  }
+  if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing";
+  set_log_level(LogLevel::Error);
+  auto backend = compiler::make_backend_compiler({Device::cuda(0), "", "fp32"});
+  ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+  run_all("cuda:0-dynamic", backend->get(), 1, 1, "", /*dynamic=*/true);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 }  // namespace
 }  // namespace baton

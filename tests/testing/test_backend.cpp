@@ -162,6 +162,7 @@ class TestBackend final : public runtime::BackendInterface {
       h->last_ms.reset();
     }
     ++test_backend_stats().executes;
+    test_backend_stats().last_symbols.assign(args.symbols.begin(), args.symbols.end());
     return Status();
   }
 
@@ -239,6 +240,7 @@ void TestBackendStats::reset() {
   last_blob_size = 0;
   options_seen.clear();
   last_device = Device::cpu();
+  last_symbols.clear();
 }
 
 TestBackendStats& test_backend_stats() {

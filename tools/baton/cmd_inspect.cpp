@@ -1,6 +1,8 @@
 // baton inspect: everything in a program file, as text or as one JSON object. The JSON comes from
 // the extension library (describe_program_json, which asks each registered backend to describe its
 // blobs); the text is rendered from that same document, so the two views cannot disagree.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -139,6 +141,35 @@ void print_engine(const json& e) {
     } else {
       std::printf("        choices: %s\n", shown(c).c_str());
     }
+  }
+  // A dynamic engine (issue 37): its symbols' ranges and how many fields follow them; a bucketed
+  // one lists each bucket (the steps shown are the widest bucket's, at its largest sizes).
+  auto ranges = [](const json& d) {
+    std::string out;
+    for (const auto& sym : d["symbols"]) {
+      out += fmt::format("{}{} in {}..{}", out.empty() ? "" : ", ", shown(sym["name"]),
+                         sym["min"].get<int64_t>(), sym["max"].get<int64_t>());
+    }
+    return out;
+  };
+  if (e.contains("buckets") && e["buckets"].is_array()) {
+    std::printf("        dynamic: %zu engines, one per range of sizes\n", e["buckets"].size());
+    for (const auto& b : e["buckets"]) {
+      std::printf("          %s: %d steps, %d fields follow the sizes, scratch %s\n",
+                  ranges(b["dynamic"]).c_str(), b["steps"].get<int>(),
+                  b["dynamic"]["patches"].get<int>(),
+                  size_text(b["scratch_bytes"].get<uint64_t>()).c_str());
+    }
+  } else if (e.contains("dynamic") && e["dynamic"].is_object()) {
+    std::printf("        dynamic: %s; %d fields follow the sizes through %d expressions\n",
+                ranges(e["dynamic"]).c_str(), e["dynamic"]["patches"].get<int>(),
+                e["dynamic"]["exprs"].get<int>());
+  }
+  if (e.contains("dynamic") && e["dynamic"].is_object()) {
+    for (const auto& p : e["dynamic"]["first_patches"]) {
+      std::printf("          %s\n", shown(p).c_str());
+    }
+    if (e.contains("buckets")) std::printf("        steps at %s's largest sizes:\n", ranges(e["dynamic"]).c_str());
   }
   int i = 0;
   for (const auto& s : e["steps"]) {

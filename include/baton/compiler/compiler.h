@@ -54,6 +54,10 @@ class BackendCompiler {
     (void)domain;
     return true;
   }
+  // Whether lower() takes partitions with dynamic dimensions (docs/dynamic_shapes.md) and builds
+  // blobs that run at every size in their ranges, at the symbols DelegateArgs::symbols gives.
+  // A dynamic model is refused for a backend that does not, rather than built for one size.
+  virtual bool supports_dynamic_shapes() const { return false; }
   // Constants the partition reads are embedded in the blob (they are not partition inputs).
   virtual Result<LoweredPartition> lower(const Graph& graph, const Partition& partition) = 0;
   // The device a blob was built for, read back from the blob itself (the CUDA engine's header

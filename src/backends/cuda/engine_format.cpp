@@ -977,9 +977,9 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
                         "engine blob does not start with 'BTNENGIN': not a Baton CUDA engine");
   BATON_CHECK_OR_RETURN(h.version == kEngineVersion || h.version == kStaticEngineVersion,
                         NotSupported,
-                        "engine blob version {}; this runtime reads version {}: recompile the "
-                        "model with this version of baton",
-                        h.version, kEngineVersion);
+                        "engine blob version {}; this runtime reads versions {} and {}: "
+                        "recompile the model with this version of baton",
+                        h.version, kStaticEngineVersion, kEngineVersion);
   BATON_CHECK_OR_RETURN(h.header_size == sizeof(EngineHeader) && bytes.size() < kMaxBlobBytes,
                         InvalidProgram, "engine blob header_size = {}, expected {}", h.header_size,
                         sizeof(EngineHeader));

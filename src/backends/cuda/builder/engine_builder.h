@@ -35,6 +35,8 @@ class EngineBuilder final : public compiler::BackendCompiler {
   Device device() const override { return Device::cuda(static_cast<int16_t>(target_.device_id)); }
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
   bool lowers(std::string_view op, std::string_view domain) const override;
+  // Dynamic engines (builder/dynamic_shapes.h).
+  bool supports_dynamic_shapes() const override { return true; }
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
                                            const compiler::Partition& partition) override;
   // Parses the engine blob and returns cuda:<header device_id>.

@@ -1,0 +1,202 @@
+// Dynamic GPU engines (issue 37) on a real GPU: one program compiled with --dim ranges for cuda:0
+// runs at every shape in them, shape after shape in one process (each change re-patches the
+// engine, a dimension of 1 switches buckets), against Baton's CPU path at that shape; and a warm
+// execute at an unchanged shape allocates nothing. Skipped without a GPU (label `gpu`).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/cuda/backend.h"
+#include "baton/cuda/compiler.h"
+#include "baton/cuda/stream_guard.h"
+#include "baton/extension/module.h"
+#include "baton/runtime/device_allocator.h"
+#include "testing/alloc/counting_allocator.h"
+#include "testing/onnx_builder.h"
+#include "testing/paths.h"
+#include "testing/random.h"
+#include "testing/sanitizer.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DynamicGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtins();
+    cuda::register_backend();
+    cuda::register_compiler();
+    if (cuda::devices().empty()) {
+      GTEST_SKIP() << "no CUDA device here: GPU test skipped (run the bundle on a GPU host, see "
+                      "docs/testing.md)";
+    }
+  }
+  std::mt19937 rng_{20261129};
+};
+
+std::vector<uint8_t> read_model(const std::string& name) {
+  const fs::path path = fs::path(testing::source_dir()) / "tests/e2e/models/real" / (name + ".onnx");
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::shared_ptr<const runtime::Program> compile(const std::vector<uint8_t>& onnx,
+                                                const std::vector<compiler::DimRange>& dims,
+                                                const std::string& device,
+                                                const std::string& precision,
+                                                compiler::MethodIo io = compiler::MethodIo::Host) {
+  compiler::CompileOptions options;
+  options.dims = dims;
+  options.io = io;
+  std::unique_ptr<compiler::BackendCompiler> backend;
+  if (device != "cpu") {
+    auto b = compiler::make_backend_compiler({*Device::parse(device), "", precision, {}});
+    EXPECT_TRUE(b.ok()) << b.status().to_string();
+    if (!b.ok()) return nullptr;
+    backend = std::move(b).value();
+    options.backends.push_back(backend.get());
+  }
+  auto compiled = compiler::compile_bytes(onnx, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  if (!compiled.ok()) return nullptr;
+  auto program = runtime::Program::load_bytes(*compiled->serialize());
+  EXPECT_TRUE(program.ok()) << program.status().to_string();
+  return program.ok() ? *program : nullptr;
+}
+
+// A model with its dynamic inputs: token ids and a mask [batch, sequence], or images
+// [batch, C, H, W].
+struct Family {
+  std::string model;
+  std::vector<compiler::DimRange> dims;
+  bool tokens = false;
+  std::vector<int64_t> image = {};
+};
+
+std::vector<Tensor> inputs_of(const Family& f, int64_t batch, int64_t sequence, std::mt19937& rng) {
+  if (f.tokens) {
+    return {testing::random_int64_tensor(rng, {batch, sequence}, 0, 99),
+            testing::random_int64_tensor(rng, {batch, sequence}, 0, 1)};
+  }
+  std::vector<int64_t> sizes = {batch};
+  sizes.insert(sizes.end(), f.image.begin(), f.image.end());
+  return {testing::random_tensor(rng, sizes)};
+}
+
+// The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5) and TF32
+// (3e-3), at seven shapes each, shapes alternating in one module; a unit batch or sequence runs
+// on the bucket built for it.
+TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  const std::vector<Family> families = {
+      {"torchscript17_bert", tokens, true},
+      {"torchscript17_gpt2", tokens, true},
+      {"dynamo18dyn_bert", {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}}, true},
+      {"dynamo18dyn_gpt2",
+       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}, {"s81", 0, 0, 0, "s50"}},
+       true},
+      {"torchscript17_vit", {{"batch", 1, 6, 0, {}}}, false, {3, 32, 32}},
+      {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}, false, {3, 32, 32}},
+  };
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 64}, {1, 1}, {3, 17}, {1, 64},
+                                                           {8, 1},  {5, 33}, {2, 7}, {8, 64}};
+  for (const Family& f : families) {
+    SCOPED_TRACE(f.model);
+    const std::vector<uint8_t> onnx = read_model(f.model);
+    ASSERT_FALSE(onnx.empty());
+    const auto cpu = compile(onnx, f.dims, "cpu", "");
+    ASSERT_NE(cpu, nullptr);
+    auto reference = extension::Module::from_program(cpu).value();
+    for (const char* precision : {"fp32", "tf32"}) {
+      SCOPED_TRACE(precision);
+      const auto gpu = compile(onnx, f.dims, "cuda:0", precision);
+      ASSERT_NE(gpu, nullptr);
+      auto module = extension::Module::from_program(gpu).value();
+      const double bound = std::string_view(precision) == "fp32" ? 1e-5 : 3e-3;
+      double worst = 0;
+      for (const auto& [batch, sequence] : shapes) {
+        const int64_t b = std::min<int64_t>(batch, f.dims[0].max);
+        SCOPED_TRACE(fmt::format("batch {} sequence {}", b, sequence));
+        const std::vector<Tensor> in = inputs_of(f, b, sequence, rng_);
+        auto want = reference.run(in);
+        ASSERT_TRUE(want.ok()) << want.status().to_string();
+        auto got = module.run(in);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        ASSERT_EQ(got->size(), want->size());
+        for (size_t o = 0; o < got->size(); ++o) {
+          ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
+          const double err = testing::relative_error((*got)[o], (*want)[o]);
+          EXPECT_LE(err, bound) << "output " << o;
+          worst = std::max(worst, err);
+        }
+      }
+      std::printf("  %-22s %s worst relative error over %zu shapes %.3g\n", f.model.c_str(),
+                  precision, shapes.size(), worst);
+    }
+  }
+}
+
+// A dynamic MLP with device-resident inputs and outputs: after the first call at a shape, 30
+// executes at that shape under a caller stream allocate nothing on the calling thread, at each of
+// three shapes (the unit batch's bucket included).
+TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
+  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  testing::OnnxBuilder b(20);
+  b.input("x", {-1, 256});
+  b.initializer("w", {256, 256}, testing::random_normal(rng_, 256 * 256, 0.05f));
+  b.initializer("bias", {256}, testing::random_normal(rng_, 256, 0.1f));
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Add", {"h", "bias"}, {"hb"}, "bias");
+  b.node("Relu", {"hb"}, {"r"}, "relu");
+  b.node("Softmax", {"r"}, {"y"}, "softmax");
+  b.output("y", {-1, 256});
+  const auto program =
+      compile(b.bytes(), {{"N", 1, 64, 0, {}}}, "cuda:0", "fp32", compiler::MethodIo::Device);
+  ASSERT_NE(program, nullptr);
+  auto module = extension::Module::from_program(program).value();
+  runtime::Method& m = module.method();
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const int64_t n : {37, 1, 64}) {
+    SCOPED_TRACE(n);
+    Tensor dx = runtime::allocate_tensor(DType::Float32, {n, 256}, Device::cuda(0)).value();
+    Tensor dy = runtime::allocate_tensor(DType::Float32, {n, 256}, Device::cuda(0)).value();
+    const Tensor x = testing::random_tensor(rng_, {n, 256});
+    ASSERT_TRUE(runtime::copy_tensor(dx.view(), x.view()).ok());
+    ASSERT_TRUE(m.bind_input(0, dx.view()).ok());
+    ASSERT_TRUE(m.bind_output(0, dy.view()).ok());
+    int64_t allocations = -1;
+    {
+      cuda::StreamGuard guard(stream);
+      for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.execute().ok());
+      cudaStreamSynchronize(stream);
+      testing::CountAllocations count;
+      for (int i = 0; i < 30; ++i) ASSERT_TRUE(m.execute().ok());
+      allocations = count.count() - count.other_threads();
+    }
+    cudaStreamSynchronize(stream);
+    if (!testing::under_sanitizer()) {
+      EXPECT_EQ(allocations, 0);
+    }
+    // And the result is the CPU path's.
+    Tensor y = Tensor::empty(DType::Float32, {n, 256}).value();
+    ASSERT_TRUE(runtime::copy_tensor(y.view(), dy.view()).ok());
+    const auto cpu = compile(b.bytes(), {{"N", 1, 64, 0, {}}}, "cpu", "");
+    auto want = extension::Module::from_program(cpu).value().run({x});
+    ASSERT_TRUE(want.ok());
+    EXPECT_LE(testing::relative_error(y, (*want)[0]), 1e-5);
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace baton
