@@ -208,7 +208,7 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                   &epilogue, sizeof epilogue));
   if (epilogue_has_bias(static_cast<GemmEpilogue>(g.epilogue))) {
-    const void* bias = static_cast<const uint8_t*>(weights_.get()) + g.bias.offset;
+    const void* bias = static_cast<const uint8_t*>(weights()) + g.bias.offset;
     const cudaDataType_t bias_type = data_type(g.bias_dtype);
     BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias, sizeof bias));
