@@ -236,7 +236,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool all_parse = buckets.ok();
   if (buckets.ok()) {
     for (const auto& bucket : *buckets) {
-      auto blob = EngineBlob::parse(bucket);
+      auto blob = EngineBlob::parse(bucket, baton::cuda::shared_bucket_weights(bytes));
       check_not_internal("EngineBlob::parse", blob.status());
       if (!blob.ok()) {
         all_parse = false;

@@ -55,12 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (method->delegates() == nullptr) continue;
     for (const auto* delegate : *method->delegates()) {
       // A dynamic partition may be a bucketed engine: each of its engines must parse.
-      auto buckets = baton::cuda::engine_buckets(file->segment(delegate->blob_segment()));
+      const auto segment = file->segment(delegate->blob_segment());
+      auto buckets = baton::cuda::engine_buckets(segment);
       if (!buckets.ok()) {
         baton::fuzz::fail("splitting an engine blob the builder wrote", buckets.status());
       }
       for (const auto& bucket : *buckets) {
-        auto blob = baton::cuda::EngineBlob::parse(bucket);
+        auto blob =
+            baton::cuda::EngineBlob::parse(bucket, baton::cuda::shared_bucket_weights(segment));
         if (!blob.ok()) baton::fuzz::fail("parsing an engine blob the builder wrote", blob.status());
       }
     }

@@ -37,7 +37,8 @@ class EngineCache {
  public:
   Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition,
                                       int tune_candidates,
-                                      std::shared_ptr<const Engine> weights_from = nullptr) {
+                                      std::shared_ptr<const Engine> weights_from = nullptr,
+                                      std::span<const uint8_t> shared_weights = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(engines_, [](const auto& entry) { return entry.second.expired(); });
     const auto key = std::make_tuple(blob.data(), blob.size(), tune_candidates);
@@ -46,7 +47,7 @@ class EngineCache {
     }
     BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
                            Engine::load(blob, partition, tune_candidates, false,
-                                        std::move(weights_from)));
+                                        std::move(weights_from), shared_weights));
     engines_[key] = engine;
     return engine;
   }
@@ -162,7 +163,8 @@ class CudaBackend final : public runtime::BackendInterface {
       BATON_ASSIGN_OR_RETURN(
           std::shared_ptr<Engine> one,
           engine_cache().get(bucket, partition, options.tune_candidates,
-                             engines.empty() ? nullptr : engines.front()));
+                             engines.empty() ? nullptr : engines.front(),
+                             shared_bucket_weights(blob)));
       BATON_CHECK_OR_RETURN(buckets.size() == 1 || one->blob().dynamic(), InvalidProgram,
                             "partition '{}': a bucketed engine of static engines", partition);
       engines.push_back(std::move(one));

@@ -122,17 +122,19 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool keep_own
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
                                              const std::string& partition, int tune_candidates,
                                              bool quiet,
-                                             std::shared_ptr<const Engine> weights_from) {
+                                             std::shared_ptr<const Engine> weights_from,
+                                             std::span<const uint8_t> shared_weights) {
   std::shared_ptr<Engine> engine(new Engine());
   engine->tune_candidates_ = std::clamp(tune_candidates, 1, kMaxTuneCandidates);
   engine->weights_from_ = std::move(weights_from);
-  BATON_TRY(engine->init(blob, partition, quiet));
+  BATON_TRY(engine->init(blob, partition, quiet, shared_weights));
   return engine;
 }
 
-Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition, bool quiet) {
+Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition, bool quiet,
+                    std::span<const uint8_t> shared_weights) {
   partition_ = partition;
-  BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes));
+  BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes, shared_weights));
   const EngineHeader& h = blob_.header();
   const std::vector<DeviceInfo> found = visible_devices();
   const int count = static_cast<int>(found.size());

@@ -57,10 +57,13 @@ class Engine {
   // heuristics' first choice).
   // `weights_from`: an engine of the same partition (another bucket of a bucketed engine) whose
   // weights, when byte for byte this blob's, are shared instead of uploaded again.
+  // `shared_weights`: the bucketed engine's shared weights (shared_bucket_weights), for a bucket
+  // stored without its own.
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
                                               const std::string& partition, int tune_candidates,
                                               bool quiet = false,
-                                              std::shared_ptr<const Engine> weights_from = nullptr);
+                                              std::shared_ptr<const Engine> weights_from = nullptr,
+                                              std::span<const uint8_t> shared_weights = {});
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
   ~Engine() = default;
   Engine(const Engine&) = delete;
@@ -81,7 +84,8 @@ class Engine {
 
  private:
   Engine() = default;
-  Status init(std::span<const uint8_t> blob, const std::string& partition, bool quiet);
+  Status init(std::span<const uint8_t> blob, const std::string& partition, bool quiet,
+              std::span<const uint8_t> shared_weights);
   // Choosing (tuning.cpp): plans and chooses every GEMM's algorithm and cuDNN step's plan.
   Status choose_algorithms(const std::string& gpu, bool quiet);
   Status plan_gemm(cublasLtHandle_t handle, size_t step);

@@ -183,18 +183,19 @@ json dynamic_json(const EngineBlob& e) {
   return d;
 }
 
-Result<json> describe_one(std::span<const uint8_t> bytes);
+Result<json> describe_one(std::span<const uint8_t> bytes, std::span<const uint8_t> shared);
 
 }  // namespace
 
 Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
   BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(bytes));
   // A bucketed engine: the widest bucket (the last) in full, and each bucket's ranges.
-  BATON_ASSIGN_OR_RETURN(json j, describe_one(buckets.back()));
+  const std::span<const uint8_t> shared = shared_bucket_weights(bytes);
+  BATON_ASSIGN_OR_RETURN(json j, describe_one(buckets.back(), shared));
   if (buckets.size() > 1) {
     j["buckets"] = json::array();
     for (const auto& b : buckets) {
-      BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(b));
+      BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(b, shared));
       j["buckets"].push_back({{"dynamic", dynamic_json(e)},
                               {"steps", e.steps().size()},
                               {"scratch_bytes", e.header().scratch_bytes}});
@@ -207,8 +208,8 @@ Result<std::string> describe_engine_json(std::span<const uint8_t> bytes) {
 
 namespace {
 
-Result<json> describe_one(std::span<const uint8_t> bytes) {
-  BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(bytes));
+Result<json> describe_one(std::span<const uint8_t> bytes, std::span<const uint8_t> shared) {
+  BATON_ASSIGN_OR_RETURN(const EngineBlob e, EngineBlob::parse(bytes, shared));
   const EngineHeader& h = e.header();
   json j;
   j["device"] = fmt::format("cuda:{}", h.device_id);

@@ -734,6 +734,12 @@ Result<std::vector<std::span<const uint8_t>>> engine_buckets(std::span<const uin
                         "bucketed engine blob: version {}, {} buckets, {} bytes of {}: not 1 to {} "
                         "buckets in a whole blob",
                         h.version, h.count, h.blob_size, bytes.size(), kMaxBuckets);
+  BATON_CHECK_OR_RETURN((h.weights.size == 0 && h.weights.offset == 0) ||
+                            (inside(h.weights, bytes.size()) && h.weights.offset % 64 == 0),
+                        InvalidProgram,
+                        "bucketed engine blob: shared weights [{}, +{}) are misaligned or outside "
+                        "the {}-byte blob",
+                        h.weights.offset, h.weights.size, bytes.size());
   std::vector<std::span<const uint8_t>> out;
   for (uint32_t i = 0; i < h.count; ++i) {
     BucketRecord r{};
@@ -749,7 +755,18 @@ Result<std::vector<std::span<const uint8_t>>> engine_buckets(std::span<const uin
   return out;
 }
 
-std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs) {
+std::span<const uint8_t> shared_bucket_weights(std::span<const uint8_t> bytes) {
+  if (bytes.size() < sizeof(BucketsHeader) || std::memcmp(bytes.data(), kBucketsMagic, 8) != 0) {
+    return {};
+  }
+  BucketsHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.weights.size == 0 || !inside(h.weights, bytes.size())) return {};
+  return bytes.subspan(h.weights.offset, h.weights.size);
+}
+
+std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs,
+                                   bool share_first_weights) {
   BucketsHeader h{};
   std::memcpy(h.magic, kBucketsMagic, 8);
   h.version = 1;
@@ -761,6 +778,13 @@ std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blob
     cursor = align_up(cursor + b.size(), 64);
   }
   h.blob_size = cursor;
+  if (share_first_weights && !blobs.empty() && blobs[0].size() >= sizeof(EngineHeader)) {
+    EngineHeader first{};
+    std::memcpy(&first, blobs[0].data(), sizeof first);
+    if (first.weights.size > 0) {
+      h.weights = {records[0].offset + first.weights.offset, first.weights.size};
+    }
+  }
   std::vector<uint8_t> out(cursor, 0);
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, records.data(), records.size() * sizeof(BucketRecord));
@@ -963,7 +987,8 @@ size_t EngineBlob::num_inputs() const {
   return n;
 }
 
-Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
+Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes,
+                                     std::span<const uint8_t> shared_weights) {
   BATON_CHECK_OR_RETURN(bytes.size() >= sizeof(EngineHeader), InvalidProgram,
                         "engine blob is {} bytes, smaller than its {}-byte header (truncated or "
                         "missing)",
@@ -1071,6 +1096,7 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes) {
   blob.kernels_ = {reinterpret_cast<const KernelRecord*>(base + h.kernels.offset), h.num_kernels};
   blob.strings_ = {reinterpret_cast<const char*>(base + h.strings.offset), h.strings.size};
   blob.weights_ = bytes.subspan(h.weights.offset, h.weights.size);
+  if (blob.weights_.empty()) blob.weights_ = shared_weights;
   blob.cubin_ = bytes.subspan(h.cubin.offset, h.cubin.size);
   blob.args_ = {reinterpret_cast<const int64_t*>(base + h.args.offset),
                 h.args.size / sizeof(int64_t)};
@@ -1188,7 +1214,8 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& e) {
 }
 
 Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
-                                            const EngineChoices& choices) {
+                                            const EngineChoices& choices,
+                                            std::span<const uint8_t> shared_weights) {
   EngineHeader h{};
   BATON_CHECK_OR_RETURN(blob.size() >= sizeof h, InvalidProgram,
                         "engine blob is {} bytes, smaller than its header", blob.size());
@@ -1215,7 +1242,7 @@ Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
   std::memcpy(out.data(), &h, sizeof h);
   if (size > 0) std::memcpy(out.data() + offset, choices.steps.data(), size);
   // Check the result as a loader would.
-  BATON_TRY(EngineBlob::parse(AlignedBlobCopy(out).span()).status());
+  BATON_TRY(EngineBlob::parse(AlignedBlobCopy(out).span(), shared_weights).status());
   return out;
 }
 

@@ -359,7 +359,11 @@ struct BucketsHeader {
   uint32_t version;  // 1
   uint32_t count;
   uint64_t blob_size;
-  uint8_t reserved[40];
+  // The weights every bucket whose own weights section is empty reads: the first bucket's
+  // weights, inside it ({0, 0}: none shared). Buckets lower the same constants the same way, so
+  // the file holds them once, as the GPU does.
+  Section weights;
+  uint8_t reserved[24];
 };
 static_assert(sizeof(BucketsHeader) == 64);
 struct BucketRecord {
@@ -369,7 +373,13 @@ struct BucketRecord {
 // The engine blobs in `bytes`: the buckets of a bucketed engine, or `bytes` itself. Checks the
 // container (each engine is checked by EngineBlob::parse).
 Result<std::vector<std::span<const uint8_t>>> engine_buckets(std::span<const uint8_t> bytes);
-std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs);
+// The weights the buckets of `bytes` share (empty for a plain engine or when none are shared), to
+// pass to EngineBlob::parse with each bucket. Checked by engine_buckets.
+std::span<const uint8_t> shared_bucket_weights(std::span<const uint8_t> bytes);
+// With `share_first_weights`, buckets after the first were written without weights (an empty
+// weights section) and read the first's.
+std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blobs,
+                                   bool share_first_weights = false);
 // Whether `symbols` lie inside the ranges of dynamic engine `blob`.
 bool holds_symbols(const class EngineBlob& blob, std::span<const int64_t> symbols);
 
@@ -391,7 +401,10 @@ class EngineBlob {
  public:
   // Errors are Error::InvalidProgram naming the field and value ("engine blob: steps[3] operand 1
   // bytes [0, 4096) lie outside the 2048-byte scratch buffer").
-  static Result<EngineBlob> parse(std::span<const uint8_t> bytes);
+  // `shared_weights`: a bucket's weights kept once in its bucketed engine
+  // (shared_bucket_weights), used when the blob's own weights section is empty.
+  static Result<EngineBlob> parse(std::span<const uint8_t> bytes,
+                                  std::span<const uint8_t> shared_weights = {});
 
   const EngineHeader& header() const { return header_; }
   Precision precision() const { return static_cast<Precision>(header_.precision); }
@@ -492,8 +505,10 @@ Result<std::vector<uint8_t>> write_engine_blob(const EngineDescription& engine);
 
 // `blob` with its choices section replaced by `choices` (which must name its GEMM and Conv
 // steps; checked by parsing the result).
+// `shared_weights`: a bucket's shared weights (EngineBlob::parse), for the check of the result.
 Result<std::vector<uint8_t>> record_choices(std::span<const uint8_t> blob,
-                                            const EngineChoices& choices);
+                                            const EngineChoices& choices,
+                                            std::span<const uint8_t> shared_weights = {});
 
 // "sm_90" -> 90; "sm_8.6"? no: only sm_XY / sm_XYZ forms.
 bool parse_sm_arch(std::string_view text, uint32_t* out);

@@ -61,11 +61,14 @@ Result<std::vector<std::vector<uint8_t>>> build_file_blobs(const std::string& mo
 
 // The engines of a partition's blob: itself, or each bucket of a bucketed engine (in the order
 // the delegate tries them).
-std::vector<std::vector<uint8_t>> engines_of(const std::vector<uint8_t>& blob) {
+std::vector<std::vector<uint8_t>> engines_of(const std::vector<uint8_t>& blob,
+                                             std::vector<uint8_t>* shared = nullptr) {
   const testing::AlignedBytes aligned(blob);
   std::vector<std::vector<uint8_t>> out;
   const auto buckets = cuda::engine_buckets(aligned.span()).value();
   for (const auto& b : buckets) out.emplace_back(b.begin(), b.end());
+  const auto weights = cuda::shared_bucket_weights(aligned.span());
+  if (shared != nullptr) shared->assign(weights.begin(), weights.end());
   return out;
 }
 
@@ -175,14 +178,23 @@ TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
   auto dynamic = build_blobs(model.bytes(), dims(48));
   ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
   ASSERT_EQ(dynamic->size(), 1u);
-  // N = 1 makes the transpose a view (no kernel): an engine of its own, then one for 2..48.
-  const auto engines = engines_of((*dynamic)[0]);
+  // N = 1 makes the transpose a view (no kernel): an engine of its own, then one for 2..48. The
+  // second reads the first's weights: the file holds them once.
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*dynamic)[0], &shared);
   ASSERT_EQ(engines.size(), 2u);
+  {
+    // The first engine's weights (both weight matrices at least), which it holds itself.
+    cuda::EngineHeader first{};
+    std::memcpy(&first, engines[0].data(), sizeof first);
+    EXPECT_EQ(first.weights.size, shared.size());
+    EXPECT_GE(shared.size(), (64u * 96 + 96 * 32) * 4);
+  }
   std::vector<std::unique_ptr<testing::AlignedBytes>> keep;
   std::vector<cuda::EngineBlob> parsed;
   for (const auto& e : engines) {
     keep.push_back(std::make_unique<testing::AlignedBytes>(e));
-    auto one = cuda::EngineBlob::parse(keep.back()->span());
+    auto one = cuda::EngineBlob::parse(keep.back()->span(), shared);
     ASSERT_TRUE(one.ok()) << one.status().to_string();
     ASSERT_TRUE(one->dynamic());
     EXPECT_EQ(one->header().version, cuda::kEngineVersion);
@@ -194,6 +206,14 @@ TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
   EXPECT_EQ(parsed[0].symbols()[0].max, 1);
   EXPECT_EQ(parsed[1].symbols()[0].min, 2);
   EXPECT_EQ(parsed[1].symbols()[0].max, 48);
+  {
+    cuda::EngineHeader second{};
+    std::memcpy(&second, engines[1].data(), sizeof second);
+    EXPECT_EQ(second.weights.size, 0u);
+    // Without the shared weights the second engine's GEMMs read outside its (empty) weights.
+    const testing::AlignedBytes alone(engines[1]);
+    EXPECT_FALSE(cuda::EngineBlob::parse(alone.span()).ok());
+  }
   const cuda::EngineBlob& dyn = parsed[1];
   // GEMM sizes, kernel grids, kernel arguments and both bindings follow N.
   std::map<uint8_t, int> targets;
@@ -251,13 +271,14 @@ TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
 TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
   auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(16));
   ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
-  const std::vector<uint8_t> good = engines_of((*dynamic)[0]).back();  // N in 2..16
+  std::vector<uint8_t> shared;
+  const std::vector<uint8_t> good = engines_of((*dynamic)[0], &shared).back();  // N in 2..16
   cuda::EngineHeader h{};
   std::memcpy(&h, good.data(), sizeof h);
   ASSERT_GT(h.patches.size, 0u);
-  auto parse = [](const std::vector<uint8_t>& bytes) {
+  auto parse = [&](const std::vector<uint8_t>& bytes) {
     const testing::AlignedBytes aligned(bytes);
-    return cuda::EngineBlob::parse(aligned.span()).status();
+    return cuda::EngineBlob::parse(aligned.span(), shared).status();
   };
   ASSERT_TRUE(parse(good).ok());
   auto with_patch = [&](auto&& change) {
@@ -323,8 +344,9 @@ TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
 TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
   auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(16));
   ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
-  const testing::AlignedBytes bytes(engines_of((*dynamic)[0]).back());
-  const cuda::EngineBlob blob = cuda::EngineBlob::parse(bytes.span()).value();
+  std::vector<uint8_t> shared;
+  const testing::AlignedBytes bytes(engines_of((*dynamic)[0], &shared).back());
+  const cuda::EngineBlob blob = cuda::EngineBlob::parse(bytes.span(), shared).value();
   // N = 17 is past the range: the scratch planned for 16 rows cannot hold it.
   const Patched p = patch(blob, {17});
   std::vector<uint64_t> binding_bytes;
@@ -356,9 +378,10 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
     ASSERT_FALSE(blobs->empty());
     size_t dynamic = 0;
     for (const auto& b : *blobs) {
-      for (const auto& e : engines_of(b)) {
+      std::vector<uint8_t> shared;
+      for (const auto& e : engines_of(b, &shared)) {
         const testing::AlignedBytes aligned(e);
-        auto parsed = cuda::EngineBlob::parse(aligned.span());
+        auto parsed = cuda::EngineBlob::parse(aligned.span(), shared);
         ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
         dynamic += parsed->dynamic();
       }

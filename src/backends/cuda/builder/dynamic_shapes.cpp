@@ -345,12 +345,19 @@ namespace {
 
 // One engine for the symbols in `ranges`. A lowering that differs at some probe (not only in
 // sizes) sets `failing` to that probe's assignment.
+// The weights of the first bucket built: later buckets whose weights are the same bytes are
+// written without them and read the first's (write_buckets' share_first_weights).
+struct SharedWeights {
+  std::optional<std::vector<uint8_t>> first;
+};
+
 Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
                                                 const compiler::Partition& partition,
                                                 const EngineTarget& target,
                                                 const LowerNodes& lower_nodes,
                                                 const SymbolRanges& ranges,
-                                                std::vector<int64_t>* failing) {
+                                                std::vector<int64_t>* failing,
+                                                SharedWeights* shared) {
   sym::SymbolTable table = graph.symbols;
   const size_t k = table.num_symbols();
   std::vector<int64_t> maxima;
@@ -577,6 +584,11 @@ Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
                           "expressions",
                           partition.name, assignment(table, minima_of(ranges)),
                           assignment(table, maxima), base.patches.size(), base.exprs.size()));
+  if (!shared->first) {
+    shared->first = base.weights;
+  } else if (base.weights == *shared->first) {
+    base.weights.clear();
+  }
   return upper.compile(std::move(base));
 }
 
@@ -584,10 +596,11 @@ Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
 // its range split at 1 (recursively, for each symbol that needs it).
 Status lower_buckets(const compiler::Graph& graph, const compiler::Partition& partition,
                      const EngineTarget& target, const LowerNodes& lower_nodes,
-                     const SymbolRanges& ranges, std::vector<compiler::LoweredPartition>* out) {
+                     const SymbolRanges& ranges, std::vector<compiler::LoweredPartition>* out,
+                     SharedWeights* shared) {
   std::vector<int64_t> failing;
   Result<compiler::LoweredPartition> one =
-      lower_bucket(graph, partition, target, lower_nodes, ranges, &failing);
+      lower_bucket(graph, partition, target, lower_nodes, ranges, &failing, shared);
   if (one.ok()) {
     out->push_back(std::move(*one));
     return Status();
@@ -604,8 +617,8 @@ Status lower_buckets(const compiler::Graph& graph, const compiler::Partition& pa
                 fmt::format("partition '{}': '{}' = 1 lowers differently; it gets an engine of "
                             "its own",
                             partition.name, graph.symbols.symbol(i).name));
-    BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, unit, out));
-    return lower_buckets(graph, partition, target, lower_nodes, rest, out);
+    BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, unit, out, shared));
+    return lower_buckets(graph, partition, target, lower_nodes, rest, out, shared);
   }
   return one.status();
 }
@@ -626,14 +639,15 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
     ranges.emplace_back(graph.symbols.symbol(i).min, graph.symbols.symbol(i).max);
   }
   std::vector<compiler::LoweredPartition> buckets;
-  BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, ranges, &buckets));
+  SharedWeights shared;
+  BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, ranges, &buckets, &shared));
   if (buckets.size() == 1) return std::move(buckets[0]);
   // The widest bucket (the one holding the maxima, which sizes the staging) last: a call takes
   // the first bucket that holds its sizes, so the narrow ones come first.
   std::vector<std::vector<uint8_t>> blobs;
   for (auto& b : buckets) blobs.push_back(std::move(b.blob));
   compiler::LoweredPartition out = std::move(buckets[0]);
-  out.blob = write_buckets(blobs);
+  out.blob = write_buckets(blobs, /*share_first_weights=*/true);
   return out;
 }
 

@@ -47,7 +47,8 @@ Result<Device> EngineBuilder::blob_device(std::span<const uint8_t> blob) const {
   // The blob is a fresh std::vector here; parse a 64-byte aligned copy.
   const AlignedBlobCopy aligned(blob);
   BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(aligned.span()));
-  BATON_ASSIGN_OR_RETURN(EngineBlob parsed, EngineBlob::parse(buckets[0]));
+  BATON_ASSIGN_OR_RETURN(EngineBlob parsed,
+                         EngineBlob::parse(buckets[0], shared_bucket_weights(aligned.span())));
   return Device::cuda(static_cast<int16_t>(parsed.header().device_id));
 }
 
@@ -106,15 +107,23 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
     const AlignedBlobCopy aligned(blob);
     BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(aligned.span()));
     if (buckets.size() > 1 || buckets[0].data() != aligned.span().data()) {
+      const std::span<const uint8_t> shared = shared_bucket_weights(aligned.span());
       std::vector<std::vector<uint8_t>> timed;
       for (const auto& b : buckets) {
-        BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> one,
-                               record_timed_choices(std::vector<uint8_t>(b.begin(), b.end()), name));
+        BATON_ASSIGN_OR_RETURN(
+            std::vector<uint8_t> one,
+            record_engine_choices(std::vector<uint8_t>(b.begin(), b.end()), name, shared));
         timed.push_back(std::move(one));
       }
-      return write_buckets(timed);
+      return write_buckets(timed, !shared.empty());
     }
   }
+  return record_engine_choices(std::move(blob), name, {});
+}
+
+Result<std::vector<uint8_t>> EngineBuilder::record_engine_choices(
+    std::vector<uint8_t> blob, const std::string& name,
+    std::span<const uint8_t> shared_weights) const {
   const int candidates = target_.options.tune_candidates;
   if (candidates <= 1) return blob;
   bool here = false;
@@ -124,9 +133,10 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
   }
   if (!here) return blob;
   const AlignedBlobCopy aligned(blob);
-  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse(aligned.span()));
+  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse(aligned.span(), shared_weights));
   if (parsed.num_choice_steps() == 0) return blob;
-  Result<std::shared_ptr<Engine>> engine = Engine::load(aligned.span(), name, candidates, true);
+  Result<std::shared_ptr<Engine>> engine =
+      Engine::load(aligned.span(), name, candidates, true, nullptr, shared_weights);
   if (!engine.ok()) {
     log_message(LogLevel::Warn, "cuda",
                 fmt::format("could not time the algorithms of partition '{}' on cuda:{} ({}): they "
@@ -141,7 +151,7 @@ Result<std::vector<uint8_t>> EngineBuilder::record_timed_choices(std::vector<uin
               fmt::format("partition '{}': timed the algorithms of {} GEMM and convolution steps "
                           "on cuda:{} ({} candidates each, {:.0f} ms); recorded in the program",
                           name, choices.steps.size(), target_.device_id, candidates, stats.ms));
-  return record_choices(blob, choices);
+  return record_choices(blob, choices, shared_weights);
 }
 
 }  // namespace baton::cuda

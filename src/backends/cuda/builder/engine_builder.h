@@ -47,6 +47,10 @@ class EngineBuilder final : public compiler::BackendCompiler {
  private:
   Result<std::vector<uint8_t>> record_timed_choices(std::vector<uint8_t> blob,
                                                     const std::string& name) const;
+  // One engine's (`shared_weights`: a bucket's shared weights, EngineBlob::parse).
+  Result<std::vector<uint8_t>> record_engine_choices(std::vector<uint8_t> blob,
+                                                     const std::string& name,
+                                                     std::span<const uint8_t> shared_weights) const;
 
   EngineTarget target_;
 };
