@@ -203,12 +203,14 @@ void exercise_dynamic(const baton::cuda::EngineBlob& blob) {
     }
     std::vector<uint64_t> binding_bytes;
     for (size_t b = 0; b < sizes.size(); ++b) {
-      const auto n = baton::checked_nbytes(static_cast<baton::DType>(blob.bindings()[b].dtype), sizes[b]);
+      const auto n =
+          baton::checked_nbytes(static_cast<baton::DType>(blob.bindings()[b].dtype), sizes[b]);
       fits = fits && n.has_value();
       binding_bytes.push_back(n.value_or(0));
     }
     if (!fits) {
-      if (at_max) fail("a dynamic engine the loader accepted overflows at its maxima", baton::Status());
+      if (at_max)
+        fail("a dynamic engine the loader accepted overflows at its maxima", baton::Status());
       continue;
     }
     const baton::Status checked = blob.check_steps(steps, args, binding_bytes);

@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& bucket : *buckets) {
         auto blob =
             baton::cuda::EngineBlob::parse(bucket, baton::cuda::shared_bucket_weights(segment));
-        if (!blob.ok()) baton::fuzz::fail("parsing an engine blob the builder wrote", blob.status());
+        if (!blob.ok())
+          baton::fuzz::fail("parsing an engine blob the builder wrote", blob.status());
       }
     }
   }

@@ -169,7 +169,8 @@ void print_engine(const json& e) {
     for (const auto& p : e["dynamic"]["first_patches"]) {
       std::printf("          %s\n", shown(p).c_str());
     }
-    if (e.contains("buckets")) std::printf("        steps at %s's largest sizes:\n", ranges(e["dynamic"]).c_str());
+    if (e.contains("buckets"))
+      std::printf("        steps at %s's largest sizes:\n", ranges(e["dynamic"]).c_str());
   }
   int i = 0;
   for (const auto& s : e["steps"]) {

@@ -160,11 +160,10 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(blob));
     std::vector<std::shared_ptr<Engine>> engines;
     for (const auto& bucket : buckets) {
-      BATON_ASSIGN_OR_RETURN(
-          std::shared_ptr<Engine> one,
-          engine_cache().get(bucket, partition, options.tune_candidates,
-                             engines.empty() ? nullptr : engines.front(),
-                             shared_bucket_weights(blob)));
+      BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> one,
+                             engine_cache().get(bucket, partition, options.tune_candidates,
+                                                engines.empty() ? nullptr : engines.front(),
+                                                shared_bucket_weights(blob)));
       BATON_CHECK_OR_RETURN(buckets.size() == 1 || one->blob().dynamic(), InvalidProgram,
                             "partition '{}': a bucketed engine of static engines", partition);
       engines.push_back(std::move(one));
@@ -221,7 +220,8 @@ class CudaBackend final : public runtime::BackendInterface {
       // Staging holds the largest sizes any bucket takes.
       for (const auto& e : engines) {
         const BindingRecord& er = e->blob().bindings()[i];
-        s.bytes = std::max(s.bytes, *checked_nbytes(static_cast<DType>(er.dtype), {er.sizes, er.rank}));
+        s.bytes =
+            std::max(s.bytes, *checked_nbytes(static_cast<DType>(er.dtype), {er.sizes, er.rank}));
       }
       s.is_output = r.is_output != 0;
       // Staging buffers are sized and allocated here, never in execute.
@@ -493,11 +493,11 @@ class CudaBackend final : public runtime::BackendInterface {
     const std::span<const int64_t> sizes = context.binding_sizes(i);
     const bool fits = t.dtype == static_cast<DType>(b.dtype) &&
                       std::equal(t.sizes.begin(), t.sizes.end(), sizes.begin(), sizes.end());
-    BATON_CHECK_OR_RETURN(
-        fits, InvalidArgument,
-        "partition '{}' binding '{}' is {} {} but the tensor passed is {} {}", engine.partition(),
-        engine.blob().binding_name(i), dtype_name(static_cast<DType>(b.dtype)),
-        shape_to_string(sizes), dtype_name(t.dtype), shape_to_string(t.sizes));
+    BATON_CHECK_OR_RETURN(fits, InvalidArgument,
+                          "partition '{}' binding '{}' is {} {} but the tensor passed is {} {}",
+                          engine.partition(), engine.blob().binding_name(i),
+                          dtype_name(static_cast<DType>(b.dtype)), shape_to_string(sizes),
+                          dtype_name(t.dtype), shape_to_string(t.sizes));
     return Status();
   }
 

@@ -121,8 +121,7 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool keep_own
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
                                              const std::string& partition, int tune_candidates,
-                                             bool quiet,
-                                             std::shared_ptr<const Engine> weights_from,
+                                             bool quiet, std::shared_ptr<const Engine> weights_from,
                                              std::span<const uint8_t> shared_weights) {
   std::shared_ptr<Engine> engine(new Engine());
   engine->tune_candidates_ = std::clamp(tune_candidates, 1, kMaxTuneCandidates);
@@ -160,10 +159,10 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
 
   DeviceGuard guard(h.device_id);
   BATON_TRY(guard.status());
-  if (weights_from_ != nullptr &&
-      !(weights_from_->device() == h.device_id &&
-        std::equal(blob_.weights().begin(), blob_.weights().end(),
-                   weights_from_->blob().weights().begin(), weights_from_->blob().weights().end()))) {
+  if (weights_from_ != nullptr && !(weights_from_->device() == h.device_id &&
+                                    std::equal(blob_.weights().begin(), blob_.weights().end(),
+                                               weights_from_->blob().weights().begin(),
+                                               weights_from_->blob().weights().end()))) {
     weights_from_.reset();  // not the same weights: this engine uploads its own
   }
   if (!blob_.weights().empty() && weights_from_ == nullptr) {
@@ -417,8 +416,8 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
   for (size_t i = 0; i < binding_bytes_.size(); ++i) {
     const std::optional<uint64_t> bytes =
         checked_nbytes(static_cast<DType>(blob.bindings()[i].dtype), binding_sizes(i));
-    BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument, "partition '{}': binding {} overflows",
-                          engine_->partition(), i);
+    BATON_CHECK_OR_RETURN(bytes.has_value(), InvalidArgument,
+                          "partition '{}': binding {} overflows", engine_->partition(), i);
     binding_bytes_[i] = *bytes;
   }
   // The expressions are trusted no more than the blob: the steps they give are checked as the
@@ -445,9 +444,10 @@ Status ExecutionContext::fit_gemm(size_t step) {
         cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
     BATON_CUDA_CHECK(
         cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
-    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
-    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                      &count, sizeof count));
+    BATON_CUDA_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                      sizeof count));
     BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
         l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
     return Status();
@@ -542,12 +542,12 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         cublasLtMatrixLayout_t lb = dg ? dg->b.get() : p.b.get();
         cublasLtMatrixLayout_t lc = dg ? dg->c.get() : p.c.get();
         cublasLtMatrixLayout_t ld = dg ? dg->d.get() : p.d.get();
-        const cublasLtMatmulAlgo_t* algo =
-            dg ? (aligned ? &dg->algo : &dg->unaligned_algo) : (aligned ? &p.algo : &p.unaligned_algo);
-        BATON_CUDA_CHECK_ON(device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, la, b,
-                                                   lb, &g.beta, c, g.has_c ? lc : ld, d, ld, algo,
-                                                   workspace_.get(),
-                                                   blob.header().workspace_bytes, stream));
+        const cublasLtMatmulAlgo_t* algo = dg ? (aligned ? &dg->algo : &dg->unaligned_algo)
+                                              : (aligned ? &p.algo : &p.unaligned_algo);
+        BATON_CUDA_CHECK_ON(
+            device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, la, b, lb, &g.beta, c,
+                                   g.has_c ? lc : ld, d, ld, algo, workspace_.get(),
+                                   blob.header().workspace_bytes, stream));
         break;
       }
       case StepKind::Conv:

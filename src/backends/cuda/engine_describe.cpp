@@ -150,9 +150,8 @@ json dynamic_json(const EngineBlob& e) {
   d["symbols"] = json::array();
   for (size_t i = 0; i < e.symbols().size(); ++i) {
     const SymbolRecord& s = e.symbols()[i];
-    d["symbols"].push_back({{"name", escape_invalid_utf8(e.symbol_name(i))},
-                            {"min", s.min},
-                            {"max", s.max}});
+    d["symbols"].push_back(
+        {{"name", escape_invalid_utf8(e.symbol_name(i))}, {"min", s.min}, {"max", s.max}});
   }
   d["exprs"] = e.exprs().size();
   d["patches"] = e.patches().size();
@@ -163,21 +162,21 @@ json dynamic_json(const EngineBlob& e) {
     std::string where;
     switch (static_cast<PatchTarget>(p.target)) {
       case PatchTarget::StepField:
-        where = fmt::format("step {} {}", p.index, step_field_name(e.steps()[p.index].kind, p.offset));
+        where =
+            fmt::format("step {} {}", p.index, step_field_name(e.steps()[p.index].kind, p.offset));
         break;
       case PatchTarget::Arg:
         where = fmt::format("argument {}", p.index);
         break;
       case PatchTarget::BindingSize:
-        where = fmt::format("binding '{}' dimension {}", escape_invalid_utf8(e.binding_name(p.index)),
-                            p.offset);
+        where = fmt::format("binding '{}' dimension {}",
+                            escape_invalid_utf8(e.binding_name(p.index)), p.offset);
         break;
     }
     const std::string value = expr_text(e, p.expr);
-    shown.push_back(fmt::format("{} = {}", where,
-                                p.kind == static_cast<uint8_t>(PatchKind::DivisionMagic)
-                                    ? "magic(" + value + ")"
-                                    : value));
+    shown.push_back(fmt::format(
+        "{} = {}", where,
+        p.kind == static_cast<uint8_t>(PatchKind::DivisionMagic) ? "magic(" + value + ")" : value));
   }
   d["first_patches"] = std::move(shown);
   return d;

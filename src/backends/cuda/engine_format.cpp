@@ -26,7 +26,9 @@ class Validator {
   // steps are checked (EngineBlob::check_steps).
   explicit Validator(const EngineBlob& blob, std::span<const uint64_t> binding_bytes = {},
                      std::optional<std::span<const int64_t>> args = std::nullopt)
-      : blob_(blob), h_(blob.header()), binding_bytes_(binding_bytes),
+      : blob_(blob),
+        h_(blob.header()),
+        binding_bytes_(binding_bytes),
         args_(args ? *args : blob.args()) {}
 
   Status buffer(const BufferRef& ref, const std::string& what) {
@@ -491,13 +493,13 @@ class Validator {
       int64_t stored = 0;
       switch (static_cast<PatchTarget>(p.target)) {
         case PatchTarget::StepField: {
-          BATON_CHECK_OR_RETURN(p.index < h_.num_steps &&
-                                    patchable_step_field(blob_.steps()[p.index].kind, p.offset,
-                                                         p.width),
-                                InvalidProgram,
-                                "engine blob: {} writes {} bytes at offset {} of steps[{}], not a "
-                                "size, stride, grid or range of that step",
-                                what, p.width, p.offset, p.index);
+          BATON_CHECK_OR_RETURN(
+              p.index < h_.num_steps &&
+                  patchable_step_field(blob_.steps()[p.index].kind, p.offset, p.width),
+              InvalidProgram,
+              "engine blob: {} writes {} bytes at offset {} of steps[{}], not a "
+              "size, stride, grid or range of that step",
+              what, p.width, p.offset, p.index);
           const auto* bytes = reinterpret_cast<const uint8_t*>(&blob_.steps()[p.index]);
           if (p.width == 4) {
             uint32_t v = 0;
@@ -517,9 +519,8 @@ class Validator {
         case PatchTarget::BindingSize:
           BATON_CHECK_OR_RETURN(p.index < h_.num_bindings &&
                                     p.offset < blob_.bindings()[p.index].rank && p.width == 8,
-                                InvalidProgram,
-                                "engine blob: {} writes dimension {} of binding {}", what,
-                                p.offset, p.index);
+                                InvalidProgram, "engine blob: {} writes dimension {} of binding {}",
+                                what, p.offset, p.index);
           stored = blob_.bindings()[p.index].sizes[p.offset];
           break;
         default:
@@ -622,14 +623,13 @@ const std::vector<FieldName>& patchable_fields(StepKind kind) {
     }
     return f;
   };
-  static const std::vector<FieldName> tables[] = {
-      {},
-      make(StepKind::Gemm),
-      make(StepKind::Kernel),
-      make(StepKind::Copy),
-      make(StepKind::Conv),
-      make(StepKind::Sdpa),
-      make(StepKind::Matmul)};
+  static const std::vector<FieldName> tables[] = {{},
+                                                  make(StepKind::Gemm),
+                                                  make(StepKind::Kernel),
+                                                  make(StepKind::Copy),
+                                                  make(StepKind::Conv),
+                                                  make(StepKind::Sdpa),
+                                                  make(StepKind::Matmul)};
   static const std::vector<FieldName> none;
   const auto k = static_cast<uint32_t>(kind);
   return k < std::size(tables) ? tables[k] : none;
@@ -789,7 +789,8 @@ std::vector<uint8_t> write_buckets(const std::vector<std::vector<uint8_t>>& blob
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, records.data(), records.size() * sizeof(BucketRecord));
   for (size_t i = 0; i < blobs.size(); ++i) {
-    if (!blobs[i].empty()) std::memcpy(out.data() + records[i].offset, blobs[i].data(), blobs[i].size());
+    if (!blobs[i].empty())
+      std::memcpy(out.data() + records[i].offset, blobs[i].data(), blobs[i].size());
   }
   return out;
 }
@@ -1060,7 +1061,8 @@ Result<EngineBlob> EngineBlob::parse(std::span<const uint8_t> bytes,
       h.num_bindings, h.num_steps, h.num_kernels);
   const bool dynamic = h.symbols.size > 0;
   BATON_CHECK_OR_RETURN(
-      dynamic == (h.version == kEngineVersion) && (dynamic || (h.exprs.size == 0 && h.patches.size == 0)),
+      dynamic == (h.version == kEngineVersion) &&
+          (dynamic || (h.exprs.size == 0 && h.patches.size == 0)),
       InvalidProgram,
       "engine blob version {} with {} bytes of symbols and {} of patches: a dynamic engine is "
       "version 4 and has symbols, a static one is version 3 and has neither",

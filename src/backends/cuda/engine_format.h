@@ -301,8 +301,16 @@ struct SymbolRecord {
 static_assert(sizeof(SymbolRecord) == 32);
 
 // A size expression in flat form: a constant, a symbol, or an operation on two earlier records.
-enum class ExprOp : uint32_t { Const = 0, Symbol = 1, Add = 2, Mul = 3, FloorDiv = 4, CeilDiv = 5,
-                               Min = 6, Max = 7 };
+enum class ExprOp : uint32_t {
+  Const = 0,
+  Symbol = 1,
+  Add = 2,
+  Mul = 3,
+  FloorDiv = 4,
+  CeilDiv = 5,
+  Min = 6,
+  Max = 7
+};
 inline constexpr uint32_t kMaxExprOp = 7;
 struct ExprRecord {
   uint32_t op;    // ExprOp

@@ -34,8 +34,8 @@ Result<std::vector<std::vector<uint8_t>>> build_blobs(const std::vector<uint8_t>
                                                       const std::string& precision = "fp32") {
   register_builtins();
   cuda::register_compiler();
-  BATON_ASSIGN_OR_RETURN(auto backend,
-                         compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}}));
+  BATON_ASSIGN_OR_RETURN(
+      auto backend, compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}}));
   options.backends.push_back(backend.get());
   BATON_ASSIGN_OR_RETURN(auto compiled, compiler::compile_bytes(model, options));
   BATON_ASSIGN_OR_RETURN(auto program, compiled.serialize());
@@ -54,7 +54,8 @@ Result<std::vector<std::vector<uint8_t>>> build_file_blobs(const std::string& mo
   const std::filesystem::path path =
       std::filesystem::path(testing::source_dir()) / "tests/e2e/models/real" / (model + ".onnx");
   std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   if (bytes.empty()) return BATON_ERROR(NotFound, "cannot read {}", path.string());
   return build_blobs(bytes, std::move(options));
 }
@@ -83,7 +84,8 @@ Patched patch(const cuda::EngineBlob& blob, const std::vector<int64_t>& symbols)
   Patched p;
   p.steps.assign(blob.steps().begin(), blob.steps().end());
   p.args.assign(blob.args().begin(), blob.args().end());
-  for (const cuda::BindingRecord& b : blob.bindings()) p.bindings.emplace_back(b.sizes, b.sizes + b.rank);
+  for (const cuda::BindingRecord& b : blob.bindings())
+    p.bindings.emplace_back(b.sizes, b.sizes + b.rank);
   std::vector<int64_t> values(blob.exprs().size());
   EXPECT_TRUE(cuda::evaluate_exprs(blob.exprs(), symbols, values).ok());
   for (const cuda::PatchRecord& r : blob.patches()) {
@@ -121,7 +123,8 @@ cuda::StepRecord without_scratch_offsets(cuda::StepRecord r) {
   switch (static_cast<cuda::StepKind>(r.kind)) {
     case cuda::StepKind::Gemm:
     case cuda::StepKind::Matmul:
-      for (cuda::BufferRef* b : {&r.gemm.a, &r.gemm.b, &r.gemm.c, &r.gemm.d, &r.gemm.bias}) clear(*b);
+      for (cuda::BufferRef* b : {&r.gemm.a, &r.gemm.b, &r.gemm.c, &r.gemm.d, &r.gemm.bias})
+        clear(*b);
       break;
     case cuda::StepKind::Kernel:
       for (uint32_t o = 0; o < r.kernel.num_operands; ++o) clear(r.kernel.operands[o]);
@@ -251,8 +254,9 @@ TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
     EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
     ASSERT_EQ(p.bindings.size(), st.bindings().size());
     for (size_t b = 0; b < p.bindings.size(); ++b) {
-      EXPECT_EQ(p.bindings[b], std::vector<int64_t>(st.bindings()[b].sizes,
-                                                    st.bindings()[b].sizes + st.bindings()[b].rank));
+      EXPECT_EQ(p.bindings[b],
+                std::vector<int64_t>(st.bindings()[b].sizes,
+                                     st.bindings()[b].sizes + st.bindings()[b].rank));
     }
     // The same kernels: one cubin serves every size of a bucket.
     EXPECT_TRUE(std::equal(bucket.cubin().begin(), bucket.cubin().end(), st.cubin().begin(),
@@ -296,9 +300,13 @@ TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
     return parse(bad);
   };
   // Onto a step's kind (which selects what runs).
-  Status s = with_patch([](cuda::PatchRecord& p) { p.offset = 0; p.width = 4; });
+  Status s = with_patch([](cuda::PatchRecord& p) {
+    p.offset = 0;
+    p.width = 4;
+  });
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("not a size, stride, grid or range"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("not a size, stride, grid or range"), std::string::npos)
+      << s.message();
   // An expression that does not exist.
   s = with_patch([](cuda::PatchRecord& p) { p.expr = 100000; });
   EXPECT_NE(s.message().find("reads exprs[100000]"), std::string::npos) << s.message();
@@ -323,7 +331,8 @@ TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
     std::vector<uint8_t> bad = good;
     const uint64_t count = h.exprs.size / sizeof(cuda::ExprRecord);
     ASSERT_GE(count, 2u);
-    cuda::ExprRecord e{static_cast<uint32_t>(cuda::ExprOp::Add), 1, static_cast<uint32_t>(count - 1), 0, 0};
+    cuda::ExprRecord e{static_cast<uint32_t>(cuda::ExprOp::Add), 1,
+                       static_cast<uint32_t>(count - 1), 0, 0};
     std::memcpy(bad.data() + h.exprs.offset + sizeof e, &e, sizeof e);
     s = parse(bad);
     EXPECT_NE(s.message().find("operands must come before"), std::string::npos) << s.message();
@@ -351,7 +360,8 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
   const Patched p = patch(blob, {17});
   std::vector<uint64_t> binding_bytes;
   for (size_t b = 0; b < p.bindings.size(); ++b) {
-    binding_bytes.push_back(*checked_nbytes(static_cast<DType>(blob.bindings()[b].dtype), p.bindings[b]));
+    binding_bytes.push_back(
+        *checked_nbytes(static_cast<DType>(blob.bindings()[b].dtype), p.bindings[b]));
   }
   const Status s = blob.check_steps(p.steps, p.args, binding_bytes);
   EXPECT_FALSE(s.ok());
@@ -360,13 +370,17 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
 
 // The transformer families (both exporters) compile to dynamic engines over batch and sequence.
 TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
-  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
+                                                  {"sequence", 1, 64, 0, {}}};
   const std::vector<std::pair<std::string, std::vector<compiler::DimRange>>> models = {
       {"torchscript17_bert", tokens},
       {"torchscript17_gpt2", tokens},
       {"dynamo18dyn_bert", {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}}},
       {"dynamo18dyn_gpt2",
-       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}, {"s81", 0, 0, 0, "s50"}}},
+       {{"s33", 1, 8, 0, {}},
+        {"s50", 1, 64, 0, {}},
+        {"s6", 0, 0, 0, "s33"},
+        {"s81", 0, 0, 0, "s50"}}},
       {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}},
   };
   for (const auto& [name, ranges] : models) {

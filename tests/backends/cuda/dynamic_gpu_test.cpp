@@ -44,7 +44,8 @@ class DynamicGpuTest : public ::testing::Test {
 };
 
 std::vector<uint8_t> read_model(const std::string& name) {
-  const fs::path path = fs::path(testing::source_dir()) / "tests/e2e/models/real" / (name + ".onnx");
+  const fs::path path =
+      fs::path(testing::source_dir()) / "tests/e2e/models/real" / (name + ".onnx");
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -96,19 +97,25 @@ std::vector<Tensor> inputs_of(const Family& f, int64_t batch, int64_t sequence, 
 // (3e-3), at seven shapes each, shapes alternating in one module; a unit batch or sequence runs
 // on the bucket built for it.
 TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
-  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
+                                                  {"sequence", 1, 64, 0, {}}};
   const std::vector<Family> families = {
       {"torchscript17_bert", tokens, true},
       {"torchscript17_gpt2", tokens, true},
-      {"dynamo18dyn_bert", {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}}, true},
+      {"dynamo18dyn_bert",
+       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}},
+       true},
       {"dynamo18dyn_gpt2",
-       {{"s33", 1, 8, 0, {}}, {"s50", 1, 64, 0, {}}, {"s6", 0, 0, 0, "s33"}, {"s81", 0, 0, 0, "s50"}},
+       {{"s33", 1, 8, 0, {}},
+        {"s50", 1, 64, 0, {}},
+        {"s6", 0, 0, 0, "s33"},
+        {"s81", 0, 0, 0, "s50"}},
        true},
       {"torchscript17_vit", {{"batch", 1, 6, 0, {}}}, false, {3, 32, 32}},
       {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}, false, {3, 32, 32}},
   };
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 64}, {1, 1}, {3, 17}, {1, 64},
-                                                           {8, 1},  {5, 33}, {2, 7}, {8, 64}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 64}, {1, 1},  {3, 17}, {1, 64},
+                                                           {8, 1},  {5, 33}, {2, 7},  {8, 64}};
   for (const Family& f : families) {
     SCOPED_TRACE(f.model);
     const std::vector<uint8_t> onnx = read_model(f.model);

@@ -147,8 +147,9 @@ TEST(EngineFormatTest, OptionsAreRecordedAndChecked) {
   auto refused = EngineBlob::parse(old.span());
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), Error::NotSupported);
-  EXPECT_NE(refused.status().message().find("engine blob version 1; this runtime reads versions 3 and 4"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.status().message().find("engine blob version 1; this runtime reads versions 3 and 4"),
+      std::string::npos)
       << refused.status().message();
 }
 

@@ -105,7 +105,7 @@ std::optional<int64_t> magic_divisor(int64_t v) {
 // One lowering of the partition at one assignment of the symbols, reduced to what is compared.
 struct Probe {
   std::vector<int64_t> symbols;
-  EngineDescription e;  // without weights (compared once, then dropped)
+  EngineDescription e;          // without weights (compared once, then dropped)
   std::vector<int64_t> counts;  // per step: its launch rule's count (0: none)
 };
 
@@ -147,7 +147,8 @@ class Fitter {
         const size_t e = rest % m;
         rest /= m;
         for (size_t p = 0; p < e; ++p) {
-          Result<sym::SizeExpr> product = t_.mul(term, static_cast<sym::SizeExpr>(axis_symbol(axis)));
+          Result<sym::SizeExpr> product =
+              t_.mul(term, static_cast<sym::SizeExpr>(axis_symbol(axis)));
           if (!product.ok()) return std::nullopt;
           term = *product;
         }
@@ -170,9 +171,7 @@ class Fitter {
   }
 
  private:
-  sym::SizeExpr axis_symbol(size_t axis) {
-    return *t_.find_symbol(t_.symbol(axis).name);
-  }
+  sym::SizeExpr axis_symbol(size_t axis) { return *t_.find_symbol(t_.symbol(axis).name); }
 
   sym::SymbolTable& t_;
   const Probes& probes_;
@@ -184,7 +183,8 @@ class Fitter {
 std::string first_difference(const std::string& a, const std::string& b) {
   size_t line = 0, at = 0;
   while (at < a.size() && at < b.size()) {
-    const size_t ea = std::min(a.find('\n', at), a.size()), eb = std::min(b.find('\n', at), b.size());
+    const size_t ea = std::min(a.find('\n', at), a.size()),
+                 eb = std::min(b.find('\n', at), b.size());
     if (a.compare(at, ea - at, b, at, eb - at) != 0) {
       return fmt::format("line {}: '{}' against '{}'", line + 1, a.substr(at, ea - at),
                          b.substr(at, eb - at));
@@ -351,13 +351,10 @@ struct SharedWeights {
   std::optional<std::vector<uint8_t>> first;
 };
 
-Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
-                                                const compiler::Partition& partition,
-                                                const EngineTarget& target,
-                                                const LowerNodes& lower_nodes,
-                                                const SymbolRanges& ranges,
-                                                std::vector<int64_t>* failing,
-                                                SharedWeights* shared) {
+Result<compiler::LoweredPartition> lower_bucket(
+    const compiler::Graph& graph, const compiler::Partition& partition, const EngineTarget& target,
+    const LowerNodes& lower_nodes, const SymbolRanges& ranges, std::vector<int64_t>* failing,
+    SharedWeights* shared) {
   sym::SymbolTable table = graph.symbols;
   const size_t k = table.num_symbols();
   std::vector<int64_t> maxima;
@@ -437,10 +434,11 @@ Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
     BATON_CHECK_OR_RETURN(p.e.args.size() == base.args.size() &&
                               p.e.kernel_names == base.kernel_names &&
                               p.e.kernel_params == base.kernel_params,
-                          NotSupported, "{} its kernels or their arguments differ ({} kernels, {} "
+                          NotSupported,
+                          "{} its kernels or their arguments differ ({} kernels, {} "
                           "arguments instead of {} and {})",
-                          where, p.e.kernel_names.size(), p.e.args.size(),
-                          base.kernel_names.size(), base.args.size());
+                          where, p.e.kernel_names.size(), p.e.args.size(), base.kernel_names.size(),
+                          base.args.size());
     for (size_t i = 0; i < ctx.kernel_sources().size(); ++i) {
       BATON_CHECK_OR_RETURN(ctx.kernel_sources()[i] == upper.kernel_sources()[i], NotSupported,
                             "{} kernel {} is generated differently (a choice made from the "
@@ -526,8 +524,8 @@ Result<compiler::LoweredPartition> lower_bucket(const compiler::Graph& graph,
           if (const auto c = fitter.polynomial(counts)) {
             BATON_ASSIGN_OR_RETURN(const sym::SizeExpr blocks,
                                    table.ceil_div(*c, table.constant(rule.per_block)));
-            const sym::SizeExpr clamped = table.max(
-                table.min(blocks, table.constant(rule.cap)), table.constant(1));
+            const sym::SizeExpr clamped =
+                table.max(table.min(blocks, table.constant(rule.cap)), table.constant(1));
             if (fitter.holds(clamped, v)) e = clamped;
           }
         }

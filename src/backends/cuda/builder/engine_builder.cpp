@@ -133,7 +133,8 @@ Result<std::vector<uint8_t>> EngineBuilder::record_engine_choices(
   }
   if (!here) return blob;
   const AlignedBlobCopy aligned(blob);
-  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed, EngineBlob::parse(aligned.span(), shared_weights));
+  BATON_ASSIGN_OR_RETURN(const EngineBlob parsed,
+                         EngineBlob::parse(aligned.span(), shared_weights));
   if (parsed.num_choice_steps() == 0) return blob;
   Result<std::shared_ptr<Engine>> engine =
       Engine::load(aligned.span(), name, candidates, true, nullptr, shared_weights);

@@ -311,8 +311,7 @@ Status lower(Lowering& ctx, int index) {
     row_strides.assign(strides.begin(), strides.end() - 1);
     col_stride = strides[r - 1];
   }
-  const RowLaunch rl =
-      row_launch(batches * sq, sk, ops::product(ctx.upper_sizes_of(q), 0, r - 1));
+  const RowLaunch rl = row_launch(batches * sq, sk, ops::product(ctx.upper_sizes_of(q), 0, r - 1));
   const std::string name = ctx.kernel_name("attention_softmax");
   const std::string mask_param =
       mask_val >= 0 ? fmt::format("const {}* __restrict__ mask, ", mask_type) : "";
