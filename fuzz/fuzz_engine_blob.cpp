@@ -180,37 +180,24 @@ void exercise_dynamic(const baton::cuda::EngineBlob& blob) {
     }
     std::vector<StepRecord> steps(blob.steps().begin(), blob.steps().end());
     std::vector<int64_t> args(blob.args().begin(), blob.args().end());
-    std::vector<std::vector<int64_t>> sizes;
-    for (const BindingRecord& b : blob.bindings()) sizes.emplace_back(b.sizes, b.sizes + b.rank);
-    bool fits = true;
-    for (const PatchRecord& p : blob.patches()) {
-      int64_t v = values[p.expr];
-      if (p.kind == static_cast<uint8_t>(PatchKind::DivisionMagic)) v = division_magic(v);
-      if (p.target == static_cast<uint8_t>(PatchTarget::StepField)) {
-        auto* bytes = reinterpret_cast<uint8_t*>(&steps[p.index]);
-        if (p.width == 4) {
-          fits = fits && v >= 0 && v <= UINT32_MAX;
-          const auto narrow = static_cast<uint32_t>(v);
-          std::memcpy(bytes + p.offset, &narrow, 4);
-        } else {
-          std::memcpy(bytes + p.offset, &v, 8);
-        }
-      } else if (p.target == static_cast<uint8_t>(PatchTarget::Arg)) {
-        args[p.index] = v;
-      } else {
-        sizes[p.index][p.offset] = v;
-      }
+    std::vector<int64_t> sizes(blob.bindings().size() * kEngineMaxRank, 0);
+    for (size_t b = 0; b < blob.bindings().size(); ++b) {
+      const BindingRecord& r = blob.bindings()[b];
+      std::copy(r.sizes, r.sizes + r.rank, sizes.begin() + b * kEngineMaxRank);
     }
+    const baton::Status patched = apply_patches(blob, values, steps, args, sizes);
+    check_not_internal("apply_patches", patched);
+    bool fits = patched.ok();
     std::vector<uint64_t> binding_bytes;
-    for (size_t b = 0; b < sizes.size(); ++b) {
-      const auto n =
-          baton::checked_nbytes(static_cast<baton::DType>(blob.bindings()[b].dtype), sizes[b]);
+    for (size_t b = 0; b < blob.bindings().size(); ++b) {
+      const auto n = baton::checked_nbytes(
+          static_cast<baton::DType>(blob.bindings()[b].dtype),
+          std::span<const int64_t>(sizes).subspan(b * kEngineMaxRank, blob.bindings()[b].rank));
       fits = fits && n.has_value();
       binding_bytes.push_back(n.value_or(0));
     }
     if (!fits) {
-      if (at_max)
-        fail("a dynamic engine the loader accepted overflows at its maxima", baton::Status());
+      if (at_max) fail("a dynamic engine the loader accepted overflows at its maxima", patched);
       continue;
     }
     const baton::Status checked = blob.check_steps(steps, args, binding_bytes);

@@ -117,6 +117,34 @@ Result<uint32_t> programmatic_edges(cudaGraph_t graph, int device, bool keep_own
   return count;
 }
 
+// cuBLASLt's first heuristic choice for a GEMM's layouts with operands aligned to `align` bytes
+// and at most `workspace` bytes of workspace: a cuBLASLt status other than success, or no
+// algorithm found, is returned as the status.
+cublasStatus_t first_heuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                               uint64_t workspace, uint32_t align, cublasLtMatmulAlgo_t* out) {
+  Result<MatmulPreference> pref = create_matmul_preference();
+  if (!pref.ok()) return CUBLAS_STATUS_ALLOC_FAILED;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref->get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulPreferenceSetAttribute(pref->get(), attr, &align, sizeof align);
+    }
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    st = cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, pref->get(), 1, &result, &found);
+  }
+  if (st == CUBLAS_STATUS_SUCCESS && found == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
+  if (st == CUBLAS_STATUS_SUCCESS) *out = result.algo;
+  return st;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
@@ -227,31 +255,14 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
 
   // The algorithm for 256-byte aligned pointers (the ones the runtime plans) is chosen by
   // choose_gemm or taken from the blob; this one tolerates any element-aligned caller pointer.
-  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
-  const uint64_t workspace = blob_.header().workspace_bytes;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-  const uint32_t align = 4;
-  for (auto attr :
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    if (st == CUBLAS_STATUS_SUCCESS) {
-      st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
-    }
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc.get(), p.a.get(), p.b.get(),
-                                        g.has_c ? p.c.get() : p.d.get(), p.d.get(), pref.get(), 1,
-                                        &result, &found);
-  }
-  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+  const cublasStatus_t st = first_heuristic(
+      handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(), p.d.get(),
+      blob_.header().workspace_bytes, 4, &p.unaligned_algo);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS, NotSupported,
                         "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
                         "n={} k={} batch={} (unaligned pointers): {}. Compile with another "
                         "--precision, or report the shape",
                         partition_, step, device(), g.m, g.n, g.k, g.batch, status_string(st));
-  p.unaligned_algo = result.algo;
   return Status();
 }
 
@@ -387,31 +398,8 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
   // Whatever fails below leaves the copies half patched: the next call patches them again.
   symbols_.assign(symbols_.size(), -1);
   BATON_TRY(evaluate_exprs(blob.exprs(), symbols, expr_values_));
-  for (const PatchRecord& p : blob.patches()) {
-    int64_t v = expr_values_[p.expr];
-    if (static_cast<PatchKind>(p.kind) == PatchKind::DivisionMagic) v = division_magic(v);
-    switch (static_cast<PatchTarget>(p.target)) {
-      case PatchTarget::StepField: {
-        auto* bytes = reinterpret_cast<uint8_t*>(&steps_[p.index]);
-        if (p.width == 4) {
-          BATON_CHECK_OR_RETURN(v >= 0 && v <= UINT32_MAX, InvalidArgument,
-                                "partition '{}': step {} {} would be {} at these sizes",
-                                engine_->partition(), p.index,
-                                step_field_name(steps_[p.index].kind, p.offset), v);
-          const auto narrow = static_cast<uint32_t>(v);
-          std::memcpy(bytes + p.offset, &narrow, 4);
-        } else {
-          std::memcpy(bytes + p.offset, &v, 8);
-        }
-        break;
-      }
-      case PatchTarget::Arg:
-        args_[p.index] = v;
-        break;
-      case PatchTarget::BindingSize:
-        binding_sizes_[p.index * kEngineMaxRank + p.offset] = v;
-        break;
-    }
+  if (Status st = apply_patches(blob, expr_values_, steps_, args_, binding_sizes_); !st.ok()) {
+    return Status(st.code(), fmt::format("partition '{}': {}", engine_->partition(), st.message()));
   }
   for (size_t i = 0; i < binding_bytes_.size(); ++i) {
     const std::optional<uint64_t> bytes =
@@ -465,27 +453,12 @@ Status ExecutionContext::fit_gemm(size_t step) {
            result.workspaceSize <= workspace;
   };
   auto heuristic = [&](uint32_t align, cublasLtMatmulAlgo_t* out) -> Status {
-    BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-        pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-    for (auto attr :
-         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-      if (st == CUBLAS_STATUS_SUCCESS) {
-        st = cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align);
-      }
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS) {
-      st = cublasLtMatmulAlgoGetHeuristic(handle_.get(), p.desc.get(), d.a.get(), d.b.get(),
-                                          c_layout, d.d.get(), pref.get(), 1, &result, &found);
-    }
-    BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+    const cublasStatus_t st = first_heuristic(handle_.get(), p.desc.get(), d.a.get(), d.b.get(),
+                                              c_layout, d.d.get(), workspace, align, out);
+    BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS, NotSupported,
                           "partition '{}' step {}: cuBLASLt has no algorithm for m={} n={} k={} "
                           "batch={}: {}",
                           engine_->partition(), step, g.m, g.n, g.k, g.batch, status_string(st));
-    *out = result.algo;
     return Status();
   };
   if (check(p.algo)) {

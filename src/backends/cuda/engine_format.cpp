@@ -803,6 +803,37 @@ bool holds_symbols(const EngineBlob& blob, std::span<const int64_t> symbols) {
   return true;
 }
 
+Status apply_patches(const EngineBlob& blob, std::span<const int64_t> values,
+                     std::span<StepRecord> steps, std::span<int64_t> args,
+                     std::span<int64_t> binding_sizes) {
+  for (const PatchRecord& p : blob.patches()) {
+    int64_t v = values[p.expr];
+    if (static_cast<PatchKind>(p.kind) == PatchKind::DivisionMagic) v = division_magic(v);
+    switch (static_cast<PatchTarget>(p.target)) {
+      case PatchTarget::StepField: {
+        auto* bytes = reinterpret_cast<uint8_t*>(&steps[p.index]);
+        if (p.width == 4) {
+          BATON_CHECK_OR_RETURN(v >= 0 && v <= UINT32_MAX, InvalidArgument,
+                                "step {} {} would be {} at these sizes", p.index,
+                                step_field_name(steps[p.index].kind, p.offset), v);
+          const auto narrow = static_cast<uint32_t>(v);
+          std::memcpy(bytes + p.offset, &narrow, 4);
+        } else {
+          std::memcpy(bytes + p.offset, &v, 8);
+        }
+        break;
+      }
+      case PatchTarget::Arg:
+        args[p.index] = v;
+        break;
+      case PatchTarget::BindingSize:
+        binding_sizes[p.index * kEngineMaxRank + p.offset] = v;
+        break;
+    }
+  }
+  return Status();
+}
+
 Status EngineBlob::check_steps(std::span<const StepRecord> steps, std::span<const int64_t> args,
                                std::span<const uint64_t> binding_bytes) const {
   Validator v(*this, binding_bytes, args);

@@ -350,6 +350,14 @@ std::string step_field_name(uint32_t kind, uint32_t offset);
 // `symbols`, into `out` (one per record). Allocates nothing.
 Status evaluate_exprs(std::span<const ExprRecord> exprs, std::span<const int64_t> symbols,
                       std::span<int64_t> out);
+class EngineBlob;
+// Writes every patch of dynamic engine `blob`, with its expressions' `values` (evaluate_exprs),
+// into copies of its steps, kernel arguments and binding sizes (kEngineMaxRank per binding):
+// what a call at new sizes runs (ExecutionContext::resize). InvalidArgument when a value does not
+// fit its 4-byte field. Allocates nothing; the copies are checked by EngineBlob::check_steps.
+Status apply_patches(const EngineBlob& blob, std::span<const int64_t> values,
+                     std::span<StepRecord> steps, std::span<int64_t> args,
+                     std::span<int64_t> binding_sizes);
 // The division magic of `divisor` (also builder/codegen.h's division_magic): multiplier | shift
 // << 32, 0 for a divisor of 1.
 int64_t division_magic(int64_t divisor);

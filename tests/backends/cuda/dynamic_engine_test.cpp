@@ -84,31 +84,18 @@ Patched patch(const cuda::EngineBlob& blob, const std::vector<int64_t>& symbols)
   Patched p;
   p.steps.assign(blob.steps().begin(), blob.steps().end());
   p.args.assign(blob.args().begin(), blob.args().end());
-  for (const cuda::BindingRecord& b : blob.bindings())
-    p.bindings.emplace_back(b.sizes, b.sizes + b.rank);
+  std::vector<int64_t> sizes(blob.bindings().size() * cuda::kEngineMaxRank, 0);
+  for (size_t b = 0; b < blob.bindings().size(); ++b) {
+    const cuda::BindingRecord& r = blob.bindings()[b];
+    std::copy(r.sizes, r.sizes + r.rank, sizes.begin() + b * cuda::kEngineMaxRank);
+  }
   std::vector<int64_t> values(blob.exprs().size());
   EXPECT_TRUE(cuda::evaluate_exprs(blob.exprs(), symbols, values).ok());
-  for (const cuda::PatchRecord& r : blob.patches()) {
-    int64_t v = values[r.expr];
-    if (r.kind == static_cast<uint8_t>(cuda::PatchKind::DivisionMagic)) v = cuda::division_magic(v);
-    switch (static_cast<cuda::PatchTarget>(r.target)) {
-      case cuda::PatchTarget::StepField: {
-        auto* bytes = reinterpret_cast<uint8_t*>(&p.steps[r.index]);
-        if (r.width == 4) {
-          const auto narrow = static_cast<uint32_t>(v);
-          std::memcpy(bytes + r.offset, &narrow, 4);
-        } else {
-          std::memcpy(bytes + r.offset, &v, 8);
-        }
-        break;
-      }
-      case cuda::PatchTarget::Arg:
-        p.args[r.index] = v;
-        break;
-      case cuda::PatchTarget::BindingSize:
-        p.bindings[r.index][r.offset] = v;
-        break;
-    }
+  const Status patched = cuda::apply_patches(blob, values, p.steps, p.args, sizes);
+  EXPECT_TRUE(patched.ok()) << patched.to_string();
+  for (size_t b = 0; b < blob.bindings().size(); ++b) {
+    const auto first = sizes.begin() + static_cast<std::ptrdiff_t>(b * cuda::kEngineMaxRank);
+    p.bindings.emplace_back(first, first + blob.bindings()[b].rank);
   }
   return p;
 }
