@@ -255,9 +255,9 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
 
   // The algorithm for 256-byte aligned pointers (the ones the runtime plans) is chosen by
   // choose_gemm or taken from the blob; this one tolerates any element-aligned caller pointer.
-  const cublasStatus_t st = first_heuristic(
-      handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(), p.d.get(),
-      blob_.header().workspace_bytes, 4, &p.unaligned_algo);
+  const cublasStatus_t st =
+      first_heuristic(handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(),
+                      p.d.get(), blob_.header().workspace_bytes, 4, &p.unaligned_algo);
   BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS, NotSupported,
                         "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
                         "n={} k={} batch={} (unaligned pointers): {}. Compile with another "
