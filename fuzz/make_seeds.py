@@ -275,16 +275,22 @@ def main():
         for model, dims in (("torchscript17_mlp_relu", ["--dim", "batch=1..8"]),
                             ("real/torchscript17_bert", ["--dim", "batch=1..4", "--dim", "sequence=1..16"]),
                             ("real/dynamo18dyn_vit", ["--dim", "s77=1..4"])):
-            name = os.path.basename(model)
-            out = os.path.join(tmp, f"dynamic_{name}.baton")
-            r = baton(args.baton, "compile", os.path.join(REPO, "tests/e2e/models", model + ".onnx"),
-                      "-o", out, *dims)
-            if r.returncode == 0:
+            # For the CPU, and for cuda:0: dynamic engines (engine format 4, bucketed blobs).
+            for target, extra in (("", []), ("_cuda", gpu)):
+                name = os.path.basename(model) + target
+                out = os.path.join(tmp, f"dynamic_{name}.baton")
+                r = baton(args.baton, "compile",
+                          os.path.join(REPO, "tests/e2e/models", model + ".onnx"), "-o", out,
+                          *dims, *extra)
+                if r.returncode != 0:
+                    print(f"make_seeds: the dynamic {name} did not compile: "
+                          f"{r.stderr.strip()[-300:]}", file=sys.stderr)
+                    continue
                 with open(out, "rb") as f:
                     seeds.add("fuzz_program", f"dynamic_{name}", f.read())
-            else:
-                print(f"make_seeds: the dynamic {name} did not compile: {r.stderr.strip()[-300:]}",
-                      file=sys.stderr)
+                if extra:
+                    for i, blob in enumerate(engine_blobs(args.baton, out)):
+                        seeds.add("fuzz_engine_blob", f"dynamic_{name}_{i}", blob)
         if cuda_programs == 0:
             print("make_seeds: no cuda:0 program compiled (a build without the CUDA backend?): "
                   "fuzz_engine_blob starts from an empty corpus", file=sys.stderr)
