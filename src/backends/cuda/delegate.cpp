@@ -398,7 +398,20 @@ class CudaBackend final : public runtime::BackendInterface {
     auto* handle = static_cast<CudaHandle*>(h);
     std::lock_guard<std::mutex> lock(handle->mutex);
     const ChoiceStats& choices = handle->context->engine().choice_stats();
-    return {{"zero_copy_calls", handle->zero_copy_calls},
+    // Device memory allocated at load for this handle: the weights (once, however many buckets
+    // share them), each engine's scratch and workspace, and the staging buffers (sized for the
+    // largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
+    uint64_t device_bytes = 0, resizes = 0;
+    for (const auto& c : handle->contexts) {
+      device_bytes += c->device_bytes();
+      if (c->engine().owns_weights()) device_bytes += c->engine().blob().weights().size();
+      resizes += c->resizes();
+    }
+    for (const BindingState& b : handle->bindings) device_bytes += b.staging ? b.bytes : 0;
+    return {{"device_bytes_at_load", device_bytes},
+            {"engines", handle->contexts.size()},
+            {"shape_changes", resizes},
+            {"zero_copy_calls", handle->zero_copy_calls},
             {"staged_calls", handle->staged_calls},
             {"staged_bytes", handle->staged_bytes},
             {"async_returns", handle->async_returns},

@@ -415,6 +415,7 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
     if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
   }
   std::copy(symbols.begin(), symbols.end(), symbols_.begin());
+  ++resizes_;
   return Status();
 }
 

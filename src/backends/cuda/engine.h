@@ -137,6 +137,12 @@ class ExecutionContext {
   // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
   std::span<const int64_t> binding_sizes(size_t i) const;
   uint64_t binding_bytes(size_t i) const { return binding_bytes_[i]; }
+  // The device memory this context allocated at create: scratch and workspace.
+  uint64_t device_bytes() const {
+    return engine_->blob().header().scratch_bytes + (workspace_ ? workspace_bytes_ : 0);
+  }
+  // How many calls changed a dynamic engine's sizes (patched its steps).
+  uint64_t resizes() const { return resizes_; }
 
   // The last captured graph's nodes, and how many of them are kernels (cuDNN's and cuBLASLt's
   // included); 0 before a graph was captured.
@@ -198,6 +204,7 @@ class ExecutionContext {
   // and binding sizes at those values, every size expression's value, and each GEMM step's
   // layouts and algorithms at those sizes (the engine's own are for the maxima).
   bool dynamic_ = false;
+  uint64_t resizes_ = 0;
   std::vector<int64_t> symbols_;
   std::vector<StepRecord> steps_;
   std::vector<int64_t> args_;

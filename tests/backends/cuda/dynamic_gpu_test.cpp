@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 
 #include "baton/baton.h"
@@ -207,6 +208,13 @@ TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
     EXPECT_LE(testing::relative_error(y, (*want)[0]), 1e-5);
   }
   cudaStreamDestroy(stream);
+  // baton run reports the delegate's device memory at load (weights once, scratch, workspace,
+  // staging) and how many calls changed its sizes: 64 -> 37 and back to 64 at least.
+  std::map<std::string, uint64_t> counters;
+  for (const auto& [key, value] : m.delegate_counters(0)) counters[key] = value;
+  EXPECT_GE(counters["device_bytes_at_load"], (256u * 256 + 256) * 4);
+  EXPECT_GE(counters["shape_changes"], 2u);
+  EXPECT_GE(counters["engines"], 1u);
 }
 
 }  // namespace
