@@ -510,7 +510,9 @@ Result<compiler::LoweredPartition> lower_bucket(
             assignment(table, p.symbols), i);
       }
     }
-    for (const auto& [off, width] : fields) {
+    for (const auto& field : fields) {
+      // Named copies: clang 14 cannot capture structured bindings in a lambda.
+      const uint32_t off = field.first, width = field.second;
       const std::vector<int64_t> v =
           values_of([&](const Probe& p) { return read_field(p.e.steps[s], off, width); });
       if (!varies(v)) continue;
