@@ -11,7 +11,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "backends/cuda/engine_describe.h"
 #include "backends/cuda/engine_format.h"
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
@@ -334,6 +336,34 @@ TEST(DynamicEngineTest, TheLoaderRefusesPatchesThatWriteAnythingButSizes) {
     s = parse(bad);
     EXPECT_NE(s.message().find("has range"), std::string::npos) << s.message();
   }
+}
+
+// inspect's view (describe_engine_json): the widest bucket in full with its ranges and first
+// patches, and one entry per bucket with its ranges.
+TEST(DynamicEngineTest, TheDescriptionShowsTheBucketsAndHowFieldsFollowTheSizes) {
+  auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(16));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  const testing::AlignedBytes bytes((*dynamic)[0]);
+  auto text = cuda::describe_engine_json(bytes.span());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  ASSERT_TRUE(j.contains("buckets"));
+  ASSERT_EQ(j["buckets"].size(), 2u);
+  EXPECT_EQ(j["buckets"][0]["dynamic"]["symbols"][0]["max"], 1);
+  EXPECT_EQ(j["buckets"][1]["dynamic"]["symbols"][0]["min"], 2);
+  EXPECT_EQ(j["buckets"][1]["dynamic"]["symbols"][0]["max"], 16);
+  ASSERT_TRUE(j.contains("dynamic"));
+  EXPECT_EQ(j["dynamic"]["symbols"][0]["name"], "N");
+  EXPECT_GT(j["dynamic"]["patches"].get<int>(), 2);
+  // The input's first dimension is N; some GEMM's rows follow it.
+  bool binding = false, gemm = false;
+  for (const auto& p : j["dynamic"]["first_patches"]) {
+    const std::string line = p.get<std::string>();
+    binding |= line == "binding 'x' dimension 0 = N";
+    gemm |= line.find("gemm.") != std::string::npos && line.find("N") != std::string::npos;
+  }
+  EXPECT_TRUE(binding) << j["dynamic"]["first_patches"].dump();
+  EXPECT_TRUE(gemm) << j["dynamic"]["first_patches"].dump();
 }
 
 // Patched steps are checked per call: sizes outside what the buffers hold are refused.
