@@ -466,6 +466,16 @@ Status ExecutionContext::fit_gemm(size_t step) {
     d.algo = p.algo;
   } else {
     BATON_TRY(heuristic(256, &d.algo));
+    // The choice recorded (or timed at load) for the largest sizes does not apply here: said once
+    // per step, not at every change of shape.
+    if (!d.rechosen_said) {
+      d.rechosen_said = true;
+      log_message(LogLevel::Info, "cuda",
+                  fmt::format("partition '{}' step {}: the GEMM algorithm chosen at the largest "
+                              "sizes does not apply at m={} n={} k={} batch={}; cuBLASLt's first "
+                              "heuristic choice runs there instead",
+                              engine_->partition(), step, g.m, g.n, g.k, g.batch));
+    }
   }
   if (check(p.unaligned_algo)) {
     d.unaligned_algo = p.unaligned_algo;

@@ -215,6 +215,7 @@ class ExecutionContext {
     MatrixLayout a, b, c, d;
     cublasLtMatmulAlgo_t algo{};
     cublasLtMatmulAlgo_t unaligned_algo{};
+    bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step
 };
