@@ -253,11 +253,11 @@ std::optional<std::vector<sym::SizeExpr>> follow(Graph& graph, IrNode& node,
   return std::nullopt;
 }
 
-std::vector<uint8_t> bytes_of(const sym::SymbolTable& t, const std::vector<sym::SizeExpr>& values,
-                              DType dtype) {
+// `values` as int32 (for an Int32 tensor) or int64 bytes.
+std::vector<uint8_t> bytes_of_ints(const std::vector<int64_t>& values, DType dtype) {
   std::vector<uint8_t> bytes(values.size() * dtype_size(dtype));
   for (size_t i = 0; i < values.size(); ++i) {
-    const int64_t v = *t.constant_value(values[i]);
+    const int64_t v = values[i];
     if (dtype == DType::Int32) {
       const auto y = static_cast<int32_t>(v);
       std::memcpy(bytes.data() + i * 4, &y, 4);
@@ -266,6 +266,14 @@ std::vector<uint8_t> bytes_of(const sym::SymbolTable& t, const std::vector<sym::
     }
   }
   return bytes;
+}
+
+// Constant expressions' values as bytes.
+std::vector<uint8_t> bytes_of(const sym::SymbolTable& t, const std::vector<sym::SizeExpr>& values,
+                              DType dtype) {
+  std::vector<int64_t> ints;
+  for (sym::SizeExpr e : values) ints.push_back(*t.constant_value(e));
+  return bytes_of_ints(ints, dtype);
 }
 
 }  // namespace
@@ -337,21 +345,28 @@ Status materialize_shape_inputs(Graph& graph) {
                            "fix the shapes with --shape",
                            node.describe(), node.def->input_slot(i).name, v.name, exprs, op);
       }
-      std::vector<sym::SizeExpr> as_exprs;
-      for (sym::SizeExpr e : v.sym_values) {
-        BATON_ASSIGN_OR_RETURN(const int64_t x, graph.symbols.evaluate(e, at_max));
-        as_exprs.push_back(graph.symbols.constant(x));
-      }
+      BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             size_values_bytes(graph.symbols, v.sym_values, v.dtype, at_max));
       const std::vector<int64_t> sizes = v.sizes;
       const DType dtype = v.dtype;
       const std::string name = v.name + "@max";
       std::vector<sym::SizeExpr> held = v.sym_values;
-      node.inputs[i] =
-          add_constant(graph, name, dtype, sizes, bytes_of(graph.symbols, as_exprs, dtype));
+      node.inputs[i] = add_constant(graph, name, dtype, sizes, std::move(bytes));
       graph.values[node.inputs[i]].at_max_of = std::move(held);
     }
   }
   return Status();
+}
+
+Result<std::vector<uint8_t>> size_values_bytes(const sym::SymbolTable& table,
+                                               const std::vector<sym::SizeExpr>& exprs, DType dtype,
+                                               std::span<const int64_t> symbols) {
+  std::vector<int64_t> values;
+  for (sym::SizeExpr e : exprs) {
+    BATON_ASSIGN_OR_RETURN(const int64_t x, table.evaluate(e, symbols));
+    values.push_back(x);
+  }
+  return bytes_of_ints(values, dtype);
 }
 
 }  // namespace baton::compiler

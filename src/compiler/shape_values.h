@@ -35,4 +35,12 @@ Result<ShapeValues> propagate_shape_values(Graph& graph, IrNode& node);
 // input that is not materialized.
 Status materialize_shape_inputs(Graph& graph);
 
+// The bytes of a small integer tensor (int32, else int64) whose elements are `exprs` evaluated
+// with the symbols at `symbols`: what materialize_shape_inputs puts in place of a shape input (at
+// the symbols' maxima, IrValue::at_max_of), and what a dynamic GPU engine's probes put there at
+// their sizes (backends/cuda/builder/dynamic_shapes.h).
+Result<std::vector<uint8_t>> size_values_bytes(const sym::SymbolTable& table,
+                                               const std::vector<sym::SizeExpr>& exprs, DType dtype,
+                                               std::span<const int64_t> symbols);
+
 }  // namespace baton::compiler

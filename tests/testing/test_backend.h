@@ -30,7 +30,7 @@ struct TestBackendStats {
   std::map<std::string, std::string> last_specs;
   size_t last_blob_size = 0;
   std::vector<std::string> options_seen;
-  Device last_device;  // BackendInitContext::device of the last init
+  Device last_device;                 // BackendInitContext::device of the last init
   std::vector<int64_t> last_symbols;  // DelegateArgs::symbols of the last execute
   void reset();
 };

@@ -280,10 +280,27 @@ class CudaBackend final : public runtime::BackendInterface {
           break;
         }
       }
-      BATON_CHECK_OR_RETURN(chosen != nullptr, InvalidArgument,
-                            "partition '{}': no engine of it holds the call's sizes ({} symbol "
-                            "values)",
-                            engine.partition(), args.symbols.size());
+      if (chosen == nullptr) [[unlikely]] {
+        // The method checked the symbols against its ranges, which the buckets cover: only a
+        // program whose method and engine disagree gets here.
+        std::string given, ranges;
+        for (size_t i = 0; i < args.symbols.size(); ++i) {
+          given += fmt::format("{}{}", i ? ", " : "", args.symbols[i]);
+        }
+        for (const auto& c : handle->contexts) {
+          const EngineBlob& b = c->engine().blob();
+          ranges += ranges.empty() ? "" : "; ";
+          for (size_t i = 0; i < b.symbols().size(); ++i) {
+            ranges += fmt::format("{}{} in {}..{}", i ? ", " : "", b.symbol_name(i),
+                                  b.symbols()[i].min, b.symbols()[i].max);
+          }
+        }
+        return BATON_ERROR(InvalidArgument,
+                           "partition '{}': no engine of it takes the call's sizes ({}); its "
+                           "engines take {}: the program's method and engine disagree, "
+                           "recompile the model",
+                           engine.partition(), given, ranges);
+      }
       handle->context = chosen;
     }
     BATON_TRY(handle->context->resize(args.symbols));

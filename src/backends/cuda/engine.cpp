@@ -3,6 +3,7 @@
 #include <nvtx3/nvToolsExtMemCudaRt.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -57,6 +58,29 @@ Result<MatrixLayout> make_layout(uint8_t dtype, int64_t rows, int64_t cols, int6
         layout.get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
   }
   return layout;
+}
+
+// A GEMM's A, B, C and D as cuBLASLt lays them out (column-major rows x cols, leading dimension,
+// batch stride): what plan_gemm creates layouts of and a dynamic engine resets them to.
+struct MatrixShape {
+  uint8_t dtype;
+  int64_t rows, cols, ld, stride;
+};
+std::array<MatrixShape, 4> matrices_of(const GemmStep& g) {
+  return {{{g.a_dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.stride_a},
+           {g.b_dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.stride_b},
+           {g.c_dtype, g.m, g.n, g.ldc, g.stride_c},
+           {g.d_dtype, g.m, g.n, g.ldd, g.stride_d}}};
+}
+
+// The four layouts of `g`, into a, b, c, d.
+Status make_layouts(const GemmStep& g, std::array<MatrixLayout*, 4> out) {
+  const std::array<MatrixShape, 4> m = matrices_of(g);
+  for (size_t i = 0; i < 4; ++i) {
+    BATON_ASSIGN_OR_RETURN(
+        *out[i], make_layout(m[i].dtype, m[i].rows, m[i].cols, m[i].ld, g.batch, m[i].stride));
+  }
+  return Status();
 }
 
 bool is_binding(const BufferRef& r) { return r.space == static_cast<uint32_t>(Space::Binding); }
@@ -244,12 +268,7 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
     BATON_CUDA_CHECK(cublasLtMatmulDescSetAttribute(
         p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
   }
-  BATON_ASSIGN_OR_RETURN(p.a, make_layout(g.a_dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k,
-                                          g.lda, g.batch, g.stride_a));
-  BATON_ASSIGN_OR_RETURN(p.b, make_layout(g.b_dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n,
-                                          g.ldb, g.batch, g.stride_b));
-  BATON_ASSIGN_OR_RETURN(p.c, make_layout(g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
-  BATON_ASSIGN_OR_RETURN(p.d, make_layout(g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
+  BATON_TRY(make_layouts(g, {&p.a, &p.b, &p.c, &p.d}));
   p.binds_caller_memory =
       is_binding(g.a) || is_binding(g.b) || is_binding(g.d) || (g.has_c && is_binding(g.c));
 
@@ -328,12 +347,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
       if (blob.steps()[s].kind != static_cast<uint32_t>(StepKind::Gemm)) continue;
       const GemmStep& g = blob.steps()[s].gemm;
       DynamicGemm& d = ctx->gemms_[s];
-      BATON_ASSIGN_OR_RETURN(d.a, make_layout(g.a_dtype, g.trans_a ? g.k : g.m,
-                                              g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a));
-      BATON_ASSIGN_OR_RETURN(d.b, make_layout(g.b_dtype, g.trans_b ? g.n : g.k,
-                                              g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b));
-      BATON_ASSIGN_OR_RETURN(d.c, make_layout(g.c_dtype, g.m, g.n, g.ldc, g.batch, g.stride_c));
-      BATON_ASSIGN_OR_RETURN(d.d, make_layout(g.d_dtype, g.m, g.n, g.ldd, g.batch, g.stride_d));
+      BATON_TRY(make_layouts(g, {&d.a, &d.b, &d.c, &d.d}));
       d.algo = ctx->engine_->gemm(s).algo;
       d.unaligned_algo = ctx->engine_->gemm(s).unaligned_algo;
     }
@@ -425,26 +439,26 @@ Status ExecutionContext::fit_gemm(size_t step) {
   const GemmStep& g = steps_[step].gemm;
   DynamicGemm& d = gemms_[step];
   const GemmPlan& p = engine_->gemm(step);
-  auto set = [&](cublasLtMatrixLayout_t l, int64_t rows, int64_t cols, int64_t ld,
-                 int64_t stride) -> Status {
-    const uint64_t r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols);
-    const int32_t count = static_cast<int32_t>(g.batch);
+  const std::array<cublasLtMatrixLayout_t, 4> layouts = {d.a.get(), d.b.get(), d.c.get(),
+                                                         d.d.get()};
+  const std::array<MatrixShape, 4> shapes = matrices_of(g);
+  const int32_t count = static_cast<int32_t>(g.batch);
+  for (size_t i = 0; i < 4; ++i) {
+    cublasLtMatrixLayout_t l = layouts[i];
+    const uint64_t rows = static_cast<uint64_t>(shapes[i].rows);
+    const uint64_t cols = static_cast<uint64_t>(shapes[i].cols);
     BATON_CUDA_CHECK(
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r, sizeof r));
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows));
     BATON_CUDA_CHECK(
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &c, sizeof c));
-    BATON_CUDA_CHECK(
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &shapes[i].ld,
+                                                      sizeof shapes[i].ld));
     BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                       sizeof count));
-    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(
-        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
-    return Status();
-  };
-  BATON_TRY(set(d.a.get(), g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.stride_a));
-  BATON_TRY(set(d.b.get(), g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.stride_b));
-  BATON_TRY(set(d.c.get(), g.m, g.n, g.ldc, g.stride_c));
-  BATON_TRY(set(d.d.get(), g.m, g.n, g.ldd, g.stride_d));
+    BATON_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l,
+                                                      CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                      &shapes[i].stride, sizeof shapes[i].stride));
+  }
   cublasLtMatrixLayout_t c_layout = g.has_c ? d.c.get() : d.d.get();
   const uint64_t workspace = engine_->blob().header().workspace_bytes;
   auto check = [&](const cublasLtMatmulAlgo_t& algo) {

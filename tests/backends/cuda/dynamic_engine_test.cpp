@@ -5,6 +5,7 @@
 // The loader refuses patches that would write anything but a size.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <filesystem>
@@ -418,6 +419,57 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
       }
     }
     EXPECT_GE(dynamic, 1u);
+  }
+}
+
+// What the builder cannot make one engine of is refused, saying what differs, where, and the way
+// out. Two cases: more symbols than the probe grid takes (five; 3^5 lowerings), and a lowering
+// that changes with the sizes in more than sizes: an elementwise chain over [3, N] is read 4
+// floats at a time where 3N divides by 4 and one at a time elsewhere, a different kernel (a
+// limit of step 2, docs/gpu_dynamic_shapes.md).
+TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
+  {
+    OnnxBuilder five(17);
+    five.input("x", {-1, -1, -1, -1, -1});
+    five.node("Relu", {"x"}, {"y"}, "relu");
+    five.output("y", {-1, -1, -1, -1, -1});
+    // OnnxBuilder names every open dimension "N": give them names of their own.
+    onnx::ModelProto model;
+    const std::vector<uint8_t> bytes = five.bytes();
+    ASSERT_TRUE(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+    for (auto* list :
+         {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
+      auto* shape = list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (int d = 0; d < shape->dim_size(); ++d) {
+        shape->mutable_dim(d)->set_dim_param(std::string(1, static_cast<char>('A' + d)));
+      }
+    }
+    std::string renamed;
+    model.SerializeToString(&renamed);
+    compiler::CompileOptions o;
+    for (char c = 'A'; c <= 'E'; ++c) o.dims.push_back({std::string(1, c), 1, 2, 0, {}});
+    auto blobs = build_blobs(std::vector<uint8_t>(renamed.begin(), renamed.end()), o);
+    ASSERT_FALSE(blobs.ok());
+    EXPECT_EQ(blobs.code(), Error::NotSupported);
+    EXPECT_NE(blobs.status().message().find(
+                  "has 5 dynamic symbols; a GPU engine takes at most 4: fix the others with "
+                  "--shape"),
+              std::string::npos)
+        << blobs.status().message();
+  }
+  OnnxBuilder b(17);
+  b.input("x", {3, -1});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  b.output("y", {3, -1});
+  auto blobs = build_blobs(b.bytes(), dims(64));
+  ASSERT_FALSE(blobs.ok());
+  EXPECT_EQ(blobs.code(), Error::NotSupported);
+  const std::string& m = blobs.status().message();
+  for (const char* needle : {"partition 'cuda_0' cannot be one dynamic engine: at N=",
+                             "(against N=64)", "a choice made from the sizes",
+                             "fix that dimension with --shape, or compile for --device cpu"}) {
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << " in " << m;
   }
 }
 

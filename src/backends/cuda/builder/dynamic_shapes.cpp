@@ -10,6 +10,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/log.h"
+#include "compiler/shape_values.h"
 
 namespace baton::cuda {
 namespace {
@@ -102,10 +103,12 @@ std::optional<int64_t> magic_divisor(int64_t v) {
   return std::nullopt;
 }
 
-// One lowering of the partition at one assignment of the symbols, reduced to what is compared.
+// One lowering of the partition at one assignment of the symbols, reduced to what is fitted
+// (everything else was compared with the lowering at the maxima, then dropped).
 struct Probe {
   std::vector<int64_t> symbols;
-  EngineDescription e;          // without weights (compared once, then dropped)
+  std::vector<StepRecord> steps;
+  std::vector<int64_t> args;
   std::vector<int64_t> counts;  // per step: its launch rule's count (0: none)
 };
 
@@ -323,19 +326,9 @@ Result<compiler::Graph> graph_at(const compiler::Graph& graph, std::span<const i
       BATON_ASSIGN_OR_RETURN(v.sizes[d], g.symbols.evaluate(v.dims[d], symbols));
     }
     if (!v.at_max_of.empty() && v.constant != nullptr) {
-      BATON_CHECK_OR_RETURN(v.dtype == DType::Int64 || v.dtype == DType::Int32, Internal,
-                            "value '{}' holds sizes as {}", v.name, dtype_name(v.dtype));
-      auto bytes = std::make_shared<std::vector<uint8_t>>(v.constant->size());
-      for (size_t k = 0; k < v.at_max_of.size(); ++k) {
-        BATON_ASSIGN_OR_RETURN(const int64_t x, g.symbols.evaluate(v.at_max_of[k], symbols));
-        if (v.dtype == DType::Int64) {
-          std::memcpy(bytes->data() + 8 * k, &x, 8);
-        } else {
-          const auto y = static_cast<int32_t>(x);
-          std::memcpy(bytes->data() + 4 * k, &y, 4);
-        }
-      }
-      v.constant = std::move(bytes);
+      BATON_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                             compiler::size_values_bytes(g.symbols, v.at_max_of, v.dtype, symbols));
+      v.constant = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
     }
   }
   return g;
@@ -343,14 +336,15 @@ Result<compiler::Graph> graph_at(const compiler::Graph& graph, std::span<const i
 
 namespace {
 
-// One engine for the symbols in `ranges`. A lowering that differs at some probe (not only in
-// sizes) sets `failing` to that probe's assignment.
 // The weights of the first bucket built: later buckets whose weights are the same bytes are
 // written without them and read the first's (write_buckets' share_first_weights).
 struct SharedWeights {
   std::optional<std::vector<uint8_t>> first;
 };
 
+// One engine for the symbols in `ranges`. A lowering that differs at some probe (not only in
+// sizes), or a field no expression fits, sets `failing` to an assignment where it happened, so
+// that lower_buckets can split the range there.
 Result<compiler::LoweredPartition> lower_bucket(
     const compiler::Graph& graph, const compiler::Partition& partition, const EngineTarget& target,
     const LowerNodes& lower_nodes, const SymbolRanges& ranges, std::vector<int64_t>* failing,
@@ -383,7 +377,6 @@ Result<compiler::LoweredPartition> lower_bucket(
   std::vector<std::vector<int64_t>> assignments;
   {
     // The grid, the last symbol varying fastest, then the checks.
-    std::vector<size_t> idx(k, 0);
     size_t grid = 1;
     for (const auto& v : probes.fit_values) grid *= v.size();
     for (size_t i = 0; i < grid; ++i) {
@@ -402,13 +395,16 @@ Result<compiler::LoweredPartition> lower_bucket(
                           "steps follow them",
                           partition.name, assignments.size()));
 
+  // How every refusal below ends: what the user can do about it.
+  constexpr std::string_view kFix =
+      "; fix that dimension with --shape, or compile for --device cpu";
   std::vector<Probe> points;
   for (const auto& a : assignments) {
     Probe p;
     p.symbols = a;
     if (a == maxima) {
-      p.e = base;
-      p.e.weights.clear();
+      p.steps = base.steps;
+      p.args = base.args;
       for (size_t s = 0; s < base.steps.size(); ++s) p.counts.push_back(upper.step_launch(s).count);
       points.push_back(std::move(p));
       continue;
@@ -424,32 +420,35 @@ Result<compiler::LoweredPartition> lower_bucket(
                          "{}",
                          partition.name, assignment(table, a), lowered.message());
     }
-    BATON_ASSIGN_OR_RETURN(p.e, ctx.describe());
+    BATON_ASSIGN_OR_RETURN(const EngineDescription e, ctx.describe());
     const std::string where =
         fmt::format("partition '{}' cannot be one dynamic engine: at {} (against {})",
                     partition.name, assignment(table, a), assignment(table, maxima));
-    BATON_CHECK_OR_RETURN(p.e.steps.size() == base.steps.size(), NotSupported,
-                          "{} it lowers to {} steps instead of {}", where, p.e.steps.size(),
-                          base.steps.size());
-    BATON_CHECK_OR_RETURN(p.e.args.size() == base.args.size() &&
-                              p.e.kernel_names == base.kernel_names &&
-                              p.e.kernel_params == base.kernel_params,
+    BATON_CHECK_OR_RETURN(e.steps.size() == base.steps.size(), NotSupported,
+                          "{} it lowers to {} steps instead of {}{}", where, e.steps.size(),
+                          base.steps.size(), kFix);
+    BATON_CHECK_OR_RETURN(e.args.size() == base.args.size() &&
+                              e.kernel_names == base.kernel_names &&
+                              e.kernel_params == base.kernel_params,
                           NotSupported,
-                          "{} its kernels or their arguments differ ({} kernels, {} "
-                          "arguments instead of {} and {})",
-                          where, p.e.kernel_names.size(), p.e.args.size(), base.kernel_names.size(),
-                          base.args.size());
+                          "{} its kernels or their arguments differ ({} kernels, {} arguments "
+                          "instead of {} and {}: a choice made from the sizes){}",
+                          where, e.kernel_names.size(), e.args.size(), base.kernel_names.size(),
+                          base.args.size(), kFix);
     for (size_t i = 0; i < ctx.kernel_sources().size(); ++i) {
       BATON_CHECK_OR_RETURN(ctx.kernel_sources()[i] == upper.kernel_sources()[i], NotSupported,
                             "{} kernel {} is generated differently (a choice made from the "
-                            "sizes), {}",
+                            "sizes), {}{}",
                             where, base.kernel_names[i],
-                            first_difference(ctx.kernel_sources()[i], upper.kernel_sources()[i]));
+                            first_difference(ctx.kernel_sources()[i], upper.kernel_sources()[i]),
+                            kFix);
     }
-    BATON_CHECK_OR_RETURN(p.e.weights == base.weights, NotSupported,
-                          "{} its weights differ (a constant computed from the sizes)", where);
-    p.e.weights.clear();
-    for (size_t s = 0; s < p.e.steps.size(); ++s) p.counts.push_back(ctx.step_launch(s).count);
+    BATON_CHECK_OR_RETURN(e.weights == base.weights, NotSupported,
+                          "{} its weights differ (a constant computed from the sizes){}", where,
+                          kFix);
+    p.steps = e.steps;
+    p.args = e.args;
+    for (size_t s = 0; s < e.steps.size(); ++s) p.counts.push_back(ctx.step_launch(s).count);
     points.push_back(std::move(p));
     failing->clear();
   }
@@ -498,28 +497,29 @@ Result<compiler::LoweredPartition> lower_bucket(
       for (uint32_t i = 0; i < width; ++i) patchable[off + i] = true;
     }
     for (const Probe& p : points) {
-      const auto* a = reinterpret_cast<const uint8_t*>(&p.e.steps[s]);
+      const auto* a = reinterpret_cast<const uint8_t*>(&p.steps[s]);
       const auto* b = reinterpret_cast<const uint8_t*>(&base.steps[s]);
       for (size_t i = 0; i < sizeof(StepRecord); ++i) {
-        if (!patchable[i] && a[i] != b[i]) *failing = p.symbols;
-        BATON_CHECK_OR_RETURN(
-            patchable[i] || a[i] == b[i], NotSupported,
-            "partition '{}' cannot be one dynamic engine: step {} ({}) differs at {} from the "
-            "largest sizes at byte {}, which is not a size (a choice made from the sizes)",
-            partition.name, s, step_kind_name(static_cast<StepKind>(kind)),
-            assignment(table, p.symbols), i);
+        if (patchable[i] || a[i] == b[i]) continue;
+        *failing = p.symbols;
+        return BATON_ERROR(NotSupported,
+                           "partition '{}' cannot be one dynamic engine: step {} ({}) differs at "
+                           "{} from the largest sizes at byte {}, which is not a size (a choice "
+                           "made from the sizes){}",
+                           partition.name, s, step_kind_name(static_cast<StepKind>(kind)),
+                           assignment(table, p.symbols), i, kFix);
       }
     }
     for (const auto& field : fields) {
       // Named copies: clang 14 cannot capture structured bindings in a lambda.
       const uint32_t off = field.first, width = field.second;
       const std::vector<int64_t> v =
-          values_of([&](const Probe& p) { return read_field(p.e.steps[s], off, width); });
+          values_of([&](const Probe& p) { return read_field(p.steps[s], off, width); });
       if (!varies(v)) continue;
       std::optional<sym::SizeExpr> e = fitter.polynomial(v);
       const bool grid = kind == static_cast<uint32_t>(StepKind::Kernel) &&
                         off == offsetof(StepRecord, kernel) + offsetof(KernelStep, grid);
-      if (!e && grid && base.steps.size() > s) {
+      if (!e && grid) {
         const LaunchShape& rule = upper.step_launch(s);
         const std::vector<int64_t> counts = values_of([&](const Probe& p) { return p.counts[s]; });
         if (rule.count > 0) {
@@ -537,8 +537,8 @@ Result<compiler::LoweredPartition> lower_bucket(
       if (!e) *failing = minima_of(ranges);
       BATON_CHECK_OR_RETURN(e.has_value(), NotSupported,
                             "partition '{}' cannot be one dynamic engine: {} of step {} takes "
-                            "values that no size expression fits: {}",
-                            partition.name, step_field_name(kind, off), s, listing(v));
+                            "values that no size expression fits: {}{}",
+                            partition.name, step_field_name(kind, off), s, listing(v), kFix);
       patches.push_back({static_cast<uint8_t>(PatchTarget::StepField), 0,
                          static_cast<uint8_t>(width), 0, static_cast<uint32_t>(s), off,
                          writer.add(*e)});
@@ -546,7 +546,7 @@ Result<compiler::LoweredPartition> lower_bucket(
   }
   // Kernel arguments.
   for (size_t i = 0; i < base.args.size(); ++i) {
-    const std::vector<int64_t> v = values_of([&](const Probe& p) { return p.e.args[i]; });
+    const std::vector<int64_t> v = values_of([&](const Probe& p) { return p.args[i]; });
     if (!varies(v)) continue;
     PatchKind kind = PatchKind::Value;
     std::optional<sym::SizeExpr> e = fitter.polynomial(v);
@@ -565,8 +565,8 @@ Result<compiler::LoweredPartition> lower_bucket(
     if (!e) *failing = minima_of(ranges);
     BATON_CHECK_OR_RETURN(e.has_value(), NotSupported,
                           "partition '{}' cannot be one dynamic engine: kernel argument {} takes "
-                          "values that no size expression fits: {}",
-                          partition.name, i, listing(v));
+                          "values that no size expression fits: {}{}",
+                          partition.name, i, listing(v), kFix);
     patches.push_back({static_cast<uint8_t>(PatchTarget::Arg), static_cast<uint8_t>(kind), 8, 0,
                        static_cast<uint32_t>(i), 0, writer.add(*e)});
   }

@@ -738,7 +738,7 @@ Result<EngineDescription> Lowering::describe() {
   e.workspace_bytes = any_gemm ? kWorkspaceBytes : 0;
   e.kernel_names = kernel_names_;
   e.kernel_params = kernel_params_;
-  e.weights = weights_;
+  e.weights = std::move(weights_);  // describe() is called once, and the weights are large
   e.options = t_.options.recorded();
   return e;
 }

@@ -151,8 +151,8 @@ class Lowering {
   // Plans scratch, compiles the kernels with NVRTC and writes the engine blob.
   Result<compiler::LoweredPartition> finish();
   // The two halves of finish: the engine without its cubin (scratch planned, every step's
-  // buffers placed), then the cubin compiled into it and the blob written. A dynamic engine
-  // adds its symbols, expressions and patches in between.
+  // buffers placed; called once: it hands over the weights), then the cubin compiled into it
+  // and the blob written. A dynamic engine adds its symbols, expressions and patches in between.
   Result<EngineDescription> describe();
   Result<compiler::LoweredPartition> compile(EngineDescription e) const;
   // After describe(): each kernel's source, and each step's launch rule (LaunchShape; kernel
