@@ -48,6 +48,8 @@ enum class KernelSizes { Arguments, Code };
 
 // The most candidates timed per GEMM or cuDNN step.
 inline constexpr int kMaxTuneCandidates = 32;
+// The most CUDA graphs a dynamic engine keeps (the load option cuda_graph_shapes).
+inline constexpr int kMaxGraphShapes = 4096;
 
 struct BuildOptions {
   ConvRows conv_rows = ConvRows::Kernel;
@@ -75,6 +77,9 @@ enum class GraphEdges { Own, Full };
 struct LoadOptions {
   // Replay each engine's steps as one CUDA graph (captured at the first execute per binding set).
   bool cuda_graphs = true;
+  // A dynamic engine's graphs: one per shape (its symbols' values), captured at the first call at
+  // that shape; past this many per engine the least recently used one is replaced.
+  int cuda_graph_shapes = 32;
   // Let each generated kernel start while its predecessor finishes (programmatic dependent launch).
   bool cuda_pdl = true;
   // Refuse host memory at execute instead of staging it; also set by the program when it was

@@ -270,8 +270,8 @@ class CudaBackend final : public runtime::BackendInterface {
       BATON_ASSIGN_OR_RETURN(stream_id, check_stream(*handle, stream, engine));
     }
 
-    // A dynamic engine takes the call's sizes (host work when they changed, none otherwise); a
-    // bucketed one runs on the first bucket that holds them.
+    // A dynamic engine takes the call's sizes (host work when they changed and no graph of those
+    // sizes is kept, none otherwise); a bucketed one runs on the first bucket that holds them.
     if (handle->contexts.size() > 1) {
       ExecutionContext* chosen = nullptr;
       for (const auto& c : handle->contexts) {
@@ -418,11 +418,14 @@ class CudaBackend final : public runtime::BackendInterface {
     // Device memory allocated at load for this handle: the weights (once, however many buckets
     // share them), each engine's scratch and workspace, and the staging buffers (sized for the
     // largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
-    uint64_t device_bytes = 0, resizes = 0;
+    uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0;
     for (const auto& c : handle->contexts) {
       device_bytes += c->device_bytes();
       if (c->engine().owns_weights()) device_bytes += c->engine().blob().weights().size();
       resizes += c->resizes();
+      graphs += c->graphs();
+      captures += c->graph_captures();
+      replaced += c->graph_replacements();
     }
     for (const BindingState& b : handle->bindings) device_bytes += b.staging ? b.bytes : 0;
     return {{"device_bytes_at_load", device_bytes},
@@ -436,6 +439,9 @@ class CudaBackend final : public runtime::BackendInterface {
             {"choices_timed_at_load", choices.timed},
             {"choices_untimed", choices.untimed},
             {"choices_rechosen", choices.rechosen},
+            {"graphs", graphs},
+            {"graph_captures", captures},
+            {"graphs_replaced", replaced},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()}};
   }

@@ -289,6 +289,11 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                                                                    const LoadOptions& options) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   ctx->graph_edges_ = options.graph_edges;
+  if (ctx->engine_->blob().dynamic()) {
+    ctx->graph_shapes_ = static_cast<size_t>(std::max(1, options.cuda_graph_shapes));
+  }
+  // Reserved now so that keeping a new shape's graph moves no other entry.
+  ctx->graphs_.reserve(ctx->graph_shapes_);
   ctx->dependent_launch_ = options.cuda_pdl;
   const EngineBlob& blob = ctx->engine_->blob();
   const int device = ctx->engine_->device();
@@ -342,6 +347,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     ctx->args_.assign(blob.args().begin(), blob.args().end());
     ctx->expr_values_.assign(blob.exprs().size(), 0);
     for (const SymbolRecord& sym : blob.symbols()) ctx->symbols_.push_back(sym.max);
+    ctx->patched_ = ctx->symbols_;
     ctx->gemms_.resize(blob.steps().size());
     for (size_t s = 0; s < blob.steps().size(); ++s) {
       if (blob.steps()[s].kind != static_cast<uint32_t>(StepKind::Gemm)) continue;
@@ -368,7 +374,6 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                         : const_cast<int64_t*>(blob.kernel_args(r.kernel).data()));  // NOLINT
     }
   }
-  ctx->graph_pointers_.assign(blob.bindings().size(), nullptr);
   size_t declared = 0;
   for (const StepRecord& r : blob.steps()) {
     declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) || is_cudnn_step(r.kind) ||
@@ -409,8 +414,32 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
                           "partition '{}': symbol '{}' is {}, outside the engine's range {}..{}",
                           engine_->partition(), blob.symbol_name(i), symbols[i], r.min, r.max);
   }
-  // Whatever fails below leaves the copies half patched: the next call patches them again.
+  // A shape whose graph is kept needs only its binding sizes: the graph holds the patched steps.
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    const ShapeGraph& entry = graphs_[g];
+    if (!std::equal(symbols.begin(), symbols.end(), entry.symbols.begin(), entry.symbols.end())) {
+      continue;
+    }
+    std::copy(entry.binding_sizes.begin(), entry.binding_sizes.end(), binding_sizes_.begin());
+    std::copy(entry.binding_bytes.begin(), entry.binding_bytes.end(), binding_bytes_.begin());
+    std::copy(symbols.begin(), symbols.end(), symbols_.begin());
+    current_graph_ = static_cast<int>(g);
+    ++resizes_;
+    return Status();
+  }
+  current_graph_ = -1;
+  // Whatever fails below leaves the call's sizes unknown: the next call patches again.
   symbols_.assign(symbols_.size(), -1);
+  BATON_TRY(patch(symbols));
+  std::copy(symbols.begin(), symbols.end(), symbols_.begin());
+  ++resizes_;
+  return Status();
+}
+
+Status ExecutionContext::patch(std::span<const int64_t> symbols) {
+  const EngineBlob& blob = engine_->blob();
+  // Whatever fails below leaves the copies half patched: the next call patches them again.
+  patched_.assign(patched_.size(), -1);
   BATON_TRY(evaluate_exprs(blob.exprs(), symbols, expr_values_));
   if (Status st = apply_patches(blob, expr_values_, steps_, args_, binding_sizes_); !st.ok()) {
     return Status(st.code(), fmt::format("partition '{}': {}", engine_->partition(), st.message()));
@@ -428,8 +457,7 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
   }
-  std::copy(symbols.begin(), symbols.end(), symbols_.begin());
-  ++resizes_;
+  std::copy(symbols.begin(), symbols.end(), patched_.begin());
   return Status();
 }
 
@@ -674,10 +702,20 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                                  std::span<const cudaEvent_t> step_marks) {
   declare_library_writes(pointers);
   if (engine_->blob().steps().empty()) return Status();
-  // A profile of the steps times each launch on its own: no graph. A dynamic engine launches
-  // its steps one by one too: a graph freezes every size (graphs per shape are issue 37's step 4).
-  if (!step_marks.empty() || dynamic_) use_graph = false;
-  if (!use_graph && !cudnn_) return enqueue_steps(pointers, stream, step_marks);
+  // A profile of the steps times each launch on its own: no graph.
+  if (!step_marks.empty()) use_graph = false;
+  // Steps launched here (not replayed from a graph) must be patched for the call's sizes: resize
+  // skips that when the shape's graph is kept.
+  auto patched = [&]() -> Status {
+    if (!dynamic_ || std::equal(symbols_.begin(), symbols_.end(), patched_.begin())) {
+      return Status();
+    }
+    return patch(symbols_);
+  };
+  if (!use_graph && !cudnn_) {
+    BATON_TRY(patched());
+    return enqueue_steps(pointers, stream, step_marks);
+  }
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // A graph executes in the context it was instantiated in: a green context's stream needs a
@@ -700,14 +738,31 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
     cudnn_context.emplace(*api, context);
     BATON_TRY(cudnn_context->status());
   }
-  if (!use_graph) return enqueue_steps(pointers, stream, step_marks);
-  // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
-  if (graph_ && context == graph_context_ &&
-      std::equal(pointers.begin(), pointers.end(), graph_pointers_.begin(),
-                 graph_pointers_.end())) {
-    BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));
-    return Status();
+  if (!use_graph) {
+    BATON_TRY(patched());
+    return enqueue_steps(pointers, stream, step_marks);
   }
+  // The graph of this call's shape: a static engine's only one, a dynamic engine's as resize
+  // found it (-1: none kept for these sizes).
+  const int found = dynamic_ ? current_graph_ : (graphs_.empty() ? -1 : 0);
+  // Replay only what was captured with exactly these addresses: a graph bakes its pointers in.
+  if (found >= 0) {
+    ShapeGraph& g = graphs_[static_cast<size_t>(found)];
+    if (g.context == context &&
+        std::equal(pointers.begin(), pointers.end(), g.pointers.begin(), g.pointers.end())) {
+      g.last_use = ++graph_clock_;
+      BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(g.exec.get(), stream));
+      return Status();
+    }
+  }
+  BATON_TRY(patched());
+  return capture_and_launch(pointers, stream, context, found);
+}
+
+Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cudaStream_t stream,
+                                            void* context, int found) {
+  const int device = engine_->device();
+  BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   std::vector<cudaGraphNode_t> own_nodes;  // recorded only for GraphEdges::Own
   const Status captured =
@@ -717,6 +772,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
   Graph graph(captured_graph, device);
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
+  ++graph_captures_;
   // The libraries' programmatic edges become full dependencies (the load option graph_edges).
   BATON_ASSIGN_OR_RETURN(
       const uint32_t edges,
@@ -727,20 +783,41 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                   "made full dependencies",
                   engine_->partition(), edges,
                   graph_edges_ == GraphEdges::Own ? "but those into its generated kernels " : ""));
-  if (graph_ && context == graph_context_) {
+  // Where the graph goes: the shape's own entry (its pointers or stream context changed), a new
+  // entry while there is room, else the least recently used shape's entry.
+  size_t slot = 0;
+  if (found >= 0) {
+    slot = static_cast<size_t>(found);
+  } else if (graphs_.size() < graph_shapes_) {
+    graphs_.emplace_back();
+    slot = graphs_.size() - 1;
+  } else {
+    for (size_t i = 1; i < graphs_.size(); ++i) {
+      if (graphs_[i].last_use < graphs_[slot].last_use) slot = i;
+    }
+    ++graph_replacements_;
+  }
+  ShapeGraph& g = graphs_[slot];
+  // An executable graph is updated in place when it can be: the engine's graphs have the same
+  // nodes at every shape (the kernels' arguments and cuBLASLt's choices may differ), and an
+  // update is cheaper than instantiating again.
+  if (g.exec && g.context == context) {
     cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(graph_.get(), graph.get(), &info) != cudaSuccess) {
+    if (cudaGraphExecUpdate(g.exec.get(), graph.get(), &info) != cudaSuccess) {
       cudaGetLastError();
-      graph_.reset();
+      g.exec.reset();
     }
   } else {
-    graph_.reset();
+    g.exec.reset();
   }
-  if (!graph_) {
+  if (!g.exec) {
+    // The entry holds no graph until one is instantiated: a failure leaves it unused.
+    g.symbols.clear();
+    g.pointers.clear();
     cudaGraphExec_t instantiated = nullptr;
     cudaError_t e = cudaSuccess;
     {
-      ContextGuard in_stream_context(*api, context);
+      ContextGuard in_stream_context(*api, static_cast<CUcontext>(context));
       BATON_TRY(in_stream_context.status());
       e = cudaGraphInstantiate(&instantiated, graph.get(), 0);
     }
@@ -751,17 +828,22 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
                          "steps without a graph",
                          engine_->partition(), device, status_string(e));
     }
-    graph_ = GraphExec(instantiated, device);
-    graph_context_ = context;
+    g.exec = GraphExec(instantiated, device);
   }
-  std::copy(pointers.begin(), pointers.end(), graph_pointers_.begin());
+  g.context = context;
+  g.pointers.assign(pointers.begin(), pointers.end());
+  g.symbols.assign(symbols_.begin(), symbols_.end());
+  g.binding_sizes.assign(binding_sizes_.begin(), binding_sizes_.end());
+  g.binding_bytes.assign(binding_bytes_.begin(), binding_bytes_.end());
+  g.last_use = ++graph_clock_;
+  if (dynamic_) current_graph_ = static_cast<int>(slot);
   // The counters only report: a graph that cannot be counted reports 0 and still runs.
   if (!count_graph_nodes(graph.get(), device, graph_nodes_, graph_kernels_).ok()) {
     cudaGetLastError();
     graph_nodes_ = graph_kernels_ = 0;
   }
   graph.reset();  // the executable graph does not need it
-  BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(graph_.get(), stream));
+  BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(g.exec.get(), stream));
   return Status();
 }
 

@@ -118,8 +118,9 @@ class ExecutionContext {
   ~ExecutionContext() = default;
 
   // Binds `pointers` (one per binding, in order) and enqueues the engine on `stream`. With
-  // `use_graph`, replays the captured graph when the pointers (and the stream's context) are the
-  // ones it was captured with; otherwise captures the engine again and updates the graph. With
+  // `use_graph`, replays the captured graph (a dynamic engine's: the current shape's) when the
+  // pointers (and the stream's context) are the ones it was captured with; otherwise captures the
+  // engine again and updates the graph (or, for a shape not seen yet, keeps a new one). With
   // `step_marks` (one event per step and one more), launches the steps one by one, recording
   // mark s before step s and the last mark after the last step: a profile of the steps.
   // `stream_id` (cudaStreamGetId), when known, lets the stream's context be asked once per stream.
@@ -132,7 +133,9 @@ class ExecutionContext {
   // expressions, writes them into this context's copy of the steps, arguments and binding sizes,
   // checks the patched steps as the loader checks a blob, and fits the GEMMs' cuBLASLt layouts
   // and algorithms to the new sizes (host work only; the first call at new sizes pays it).
-  // Calls that keep their sizes return at once. A static engine ignores it.
+  // Calls that keep their sizes return at once; a change to sizes whose graph is cached takes
+  // that graph's binding sizes and patches nothing (until something runs the steps without the
+  // graph). A static engine ignores it.
   Status resize(std::span<const int64_t> symbols);
   // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
   std::span<const int64_t> binding_sizes(size_t i) const;
@@ -148,6 +151,11 @@ class ExecutionContext {
   // included); 0 before a graph was captured.
   uint32_t graph_nodes() const { return graph_nodes_; }
   uint32_t graph_kernels() const { return graph_kernels_; }
+  // The graphs held (a dynamic engine's: one per shape called, up to cuda_graph_shapes), how many
+  // times a graph was captured, and how many of those replaced another shape's graph.
+  size_t graphs() const { return graphs_.size(); }
+  uint64_t graph_captures() const { return graph_captures_; }
+  uint64_t graph_replacements() const { return graph_replacements_; }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -165,6 +173,12 @@ class ExecutionContext {
   // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
   std::span<const StepRecord> steps() const;
   Status fit_gemm(size_t step);
+  // Patches the steps, arguments, binding sizes and GEMMs for `symbols` (resize's host work).
+  Status patch(std::span<const int64_t> symbols);
+  // Captures the steps as a graph and stores it in the current shape's entry, a new entry, or the
+  // least recently used one, then launches it.
+  Status capture_and_launch(std::span<void* const> pointers, cudaStream_t stream, void* context,
+                            int found);
   void declare_library_writes(std::span<void* const> pointers);
 
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
@@ -186,9 +200,23 @@ class ExecutionContext {
   // Per kernel step: operand pointers and the argument array pointing at them (sized at create).
   std::vector<std::vector<void*>> kernel_args_;
   std::vector<std::vector<void*>> kernel_arg_ptrs_;
-  GraphExec graph_;
-  std::vector<void*> graph_pointers_;
-  void* graph_context_ = nullptr;  // CUcontext the graph was instantiated in (a green context's)
+  // A captured graph and what it was captured for. A static engine has at most one. A dynamic
+  // engine has one per shape it was called at (a graph bakes every size in), up to
+  // `graph_shapes_` (the load option cuda_graph_shapes; the least recently used is replaced), so
+  // that calls alternating between shapes replay each shape's graph instead of capturing again.
+  struct ShapeGraph {
+    GraphExec exec;
+    std::vector<int64_t> symbols;        // a dynamic engine's symbol values (none: static)
+    std::vector<void*> pointers;         // the bindings' addresses baked in
+    void* context = nullptr;             // CUcontext it was instantiated in (a green context's)
+    std::vector<int64_t> binding_sizes;  // a dynamic engine's, at `symbols` (resize reads them)
+    std::vector<uint64_t> binding_bytes;
+    uint64_t last_use = 0;
+  };
+  std::vector<ShapeGraph> graphs_;  // capacity reserved at create
+  size_t graph_shapes_ = 1;
+  int current_graph_ = -1;  // a dynamic engine: the entry of the current symbols, or -1
+  uint64_t graph_clock_ = 0, graph_captures_ = 0, graph_replacements_ = 0;
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
   // Whether kernels that wait for their predecessor (KernelStep::flags) are launched with
   // programmatic stream serialization (the load option cuda_pdl).
@@ -203,9 +231,12 @@ class ExecutionContext {
   // A dynamic engine: the symbol values the copies below are patched for, the steps, arguments
   // and binding sizes at those values, every size expression's value, and each GEMM step's
   // layouts and algorithms at those sizes (the engine's own are for the maxima).
+  // `symbols_` are the current call's values (the binding sizes are theirs); `patched_` those
+  // the steps are patched for, which lag behind while calls replay cached graphs.
   bool dynamic_ = false;
   uint64_t resizes_ = 0;
   std::vector<int64_t> symbols_;
+  std::vector<int64_t> patched_;
   std::vector<StepRecord> steps_;
   std::vector<int64_t> args_;
   std::vector<int64_t> binding_sizes_;  // kEngineMaxRank per binding

@@ -83,6 +83,7 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   l.cuda_graphs = false;
   l.graph_edges = cuda::GraphEdges::Full;
   l.tune_candidates = 2;
+  l.cuda_graph_shapes = 7;
   const std::vector<runtime::BackendOption> options = l.to_backend_options();
   ASSERT_EQ(options.size(), LoadOptions::keys().size());
   for (size_t i = 0; i < options.size(); ++i) EXPECT_EQ(options[i].key, LoadOptions::keys()[i]);
@@ -93,6 +94,7 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   EXPECT_FALSE(parsed->strict_staging);
   EXPECT_EQ(parsed->graph_edges, cuda::GraphEdges::Full);
   EXPECT_EQ(parsed->tune_candidates, 2);
+  EXPECT_EQ(parsed->cuda_graph_shapes, 7);
 
   LoadOptions d;
   EXPECT_TRUE(d.cuda_graphs);
@@ -100,13 +102,15 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   EXPECT_FALSE(d.strict_staging);
   EXPECT_EQ(d.graph_edges, cuda::GraphEdges::Own);
   EXPECT_EQ(d.tune_candidates, 4);
+  EXPECT_EQ(d.cuda_graph_shapes, 32);
 }
 
 TEST(CudaOptionsTest, UnknownLoadOptionsAndValuesAreRefusedWithTheValidOnes) {
   LoadOptions l;
-  EXPECT_EQ(error_of(l.set("cuda_graph", "0")),
-            "unknown load option 'cuda_graph': the options are cuda_graphs, cuda_pdl, "
-            "strict_staging, graph_edges, tune_candidates");
+  EXPECT_EQ(
+      error_of(l.set("cuda_graph", "0")),
+      "unknown load option 'cuda_graph': the options are cuda_graphs, cuda_graph_shapes, cuda_pdl, "
+      "strict_staging, graph_edges, tune_candidates");
   EXPECT_EQ(error_of(l.set("cuda_graphs", "yes")),
             "load option cuda_graphs='yes': the value is one of 0, 1");
   // The mode that kept the libraries' programmatic edges reproduced a known-wrong result: gone.
@@ -114,7 +118,10 @@ TEST(CudaOptionsTest, UnknownLoadOptionsAndValuesAreRefusedWithTheValidOnes) {
             "load option graph_edges='captured': the value is one of own, full");
   EXPECT_EQ(error_of(l.set("tune_candidates", "100")),
             "load option tune_candidates='100': the value is a whole number from 1 to 32");
+  EXPECT_EQ(error_of(l.set("cuda_graph_shapes", "0")),
+            "load option cuda_graph_shapes='0': the value is a whole number from 1 to 4096");
   EXPECT_TRUE(l.cuda_graphs) << "a refused value changed the option";
+  EXPECT_EQ(l.cuda_graph_shapes, 32) << "a refused value changed the option";
   EXPECT_EQ(error_of(l.set("strict_staging", "1")), "accepted");
   EXPECT_TRUE(l.strict_staging);
 }
@@ -127,6 +134,7 @@ TEST(CudaOptionsTest, HelpListsEveryOptionWithItsValuesAndDefault) {
   const std::string load = cuda::load_options_help();
   EXPECT_NE(load.find("graph_edges: own, full (default: own)"), std::string::npos) << load;
   EXPECT_NE(load.find("cuda_graphs: 0, 1 (default: 1)"), std::string::npos) << load;
+  EXPECT_NE(load.find("cuda_graph_shapes: 1..4096 (default: 32)"), std::string::npos) << load;
 }
 
 }  // namespace
