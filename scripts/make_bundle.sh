@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what the GPU suite and the benchmarks need on a GPU host that has the NVIDIA driver, the
 # CUDA runtime libraries (cuBLASLt, NVRTC) and Python, but no build tools, packages or network:
-#   bin/    baton, baton_bench, baton_host_overhead_bench, baton_resolve_bench, run_model, the GPU test binaries and cli_test (stripped)
+#   bin/    baton, baton_bench, baton_host_overhead_bench, baton_switch_bench, baton_resolve_bench,
+#           run_model, the GPU test binaries and cli_test (stripped)
 #   lib/    the shared libraries such a host lacks (OpenBLAS, fmt, protobuf, onnx_proto, ...)
 #   data/node  ONNX's backend node tests (Debian's libonnx-testdata), run there on cuda:0 (and
 #              its simple, pytorch-converted and pytorch-operator suites, run on the CPU)
@@ -38,6 +39,7 @@ binaries=(
   "$BUILD/tools/baton/baton"
   "$BUILD/bench/baton_bench"
   "$BUILD/bench/baton_host_overhead_bench"
+  "$BUILD/bench/baton_switch_bench"
   "$BUILD/bench/baton_resolve_bench"
   "$BUILD/examples/cpp/run_model"
   "$BUILD/tests/backends/cuda/cuda_gpu_test"

@@ -22,6 +22,7 @@
 #include "baton/core/tensor.h"
 #include "baton/cuda/compiler.h"
 #include "format/program_file.h"
+#include "size_arithmetic_model.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
@@ -386,7 +387,10 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
   EXPECT_NE(s.message().find("outside the"), std::string::npos) << s.message();
 }
 
-// The transformer families (both exporters) compile to dynamic engines over batch and sequence.
+// The transformer families (both exporters) compile to dynamic engines over batch and sequence,
+// one GPU partition each: their position ids and mask arithmetic (Shape, Range, GatherElements,
+// integer Add and Mul, an int64 Concat) run on the GPU too, leaving no CPU kernel between
+// engines (three partitions before they did).
 TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};
@@ -407,7 +411,7 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
     o.dims = ranges;
     auto blobs = build_file_blobs(name, o);
     ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
-    ASSERT_FALSE(blobs->empty());
+    EXPECT_EQ(blobs->size(), 1u) << "GPU partitions";
     size_t dynamic = 0;
     for (const auto& b : *blobs) {
       std::vector<uint8_t> shared;
@@ -420,6 +424,23 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
     }
     EXPECT_GE(dynamic, 1u);
   }
+}
+
+// Shape, Range, integer Add, Sub and Mul, an int64 Concat and GatherElements join the dynamic
+// engine: the whole model is one GPU partition with no CPU kernel, and the program computes no
+// size on the host but the inputs' (their values follow the call's N through the engine's
+// patched arguments; dynamic_gpu_test checks them against the CPU).
+TEST(DynamicEngineTest, SizeAndIndexArithmeticStaysOnTheGpu) {
+  register_builtins();
+  cuda::register_compiler();
+  auto backend = compiler::make_backend_compiler({Device::cuda(0), "sm_90", "fp32", {}});
+  ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+  compiler::CompileOptions o = dims(48);
+  o.backends.push_back(backend->get());
+  auto compiled = compiler::compile_bytes(testing::size_arithmetic_model(), o);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  EXPECT_EQ(compiled->summary().delegate_calls, 1u);
+  EXPECT_EQ(compiled->summary().kernel_calls, 0u) << "a node was left to the CPU";
 }
 
 // What the builder cannot make one engine of is refused, saying what differs, where, and the way

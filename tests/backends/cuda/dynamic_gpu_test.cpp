@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "baton/baton.h"
@@ -19,6 +21,7 @@
 #include "baton/cuda/stream_guard.h"
 #include "baton/extension/module.h"
 #include "baton/runtime/device_allocator.h"
+#include "size_arithmetic_model.h"
 #include "testing/alloc/counting_allocator.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
@@ -153,22 +156,69 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
   }
 }
 
-// A dynamic MLP with device-resident input and output: after the first call at a shape, 30
-// executes at that shape under a caller stream allocate nothing on the calling thread, at each of
-// three shapes (the unit batch's bucket included).
-TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
-  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+// Shape, Range, integer Add/Sub/Mul, an int64 Concat and GatherElements on the GPU
+// (size_arithmetic_model.h): one engine, no CPU kernel, and at every N (the unit N's bucket
+// included, shapes alternating) its outputs equal the CPU path's exactly.
+TEST_F(DynamicGpuTest, SizeAndIndexArithmeticMatchesTheCpuAtEveryShape) {
+  const std::vector<uint8_t> onnx = testing::size_arithmetic_model();
+  const std::vector<compiler::DimRange> dims = {{"N", 1, 48, 0, {}}};
+  const auto gpu = compile(onnx, dims, "cuda:0", "fp32");
+  ASSERT_NE(gpu, nullptr);
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto module = extension::Module::from_program(gpu).value();
+  auto reference = extension::Module::from_program(cpu).value();
+  for (const int64_t n : {48, 1, 17, 2, 33, 1, 48}) {
+    SCOPED_TRACE(n);
+    const Tensor ids = testing::random_int64_tensor(rng_, {2, n}, 0, 63);
+    auto got = module.run({ids});
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    auto want = reference.run({ids});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_EQ(got->size(), 3u);
+    for (size_t o = 0; o < got->size(); ++o) {
+      ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
+      ASSERT_EQ((*got)[o].dtype(), (*want)[o].dtype()) << "output " << o;
+      EXPECT_EQ(std::memcmp((*got)[o].data(), (*want)[o].data(), (*want)[o].nbytes()), 0)
+          << "output " << o << " differs from the CPU's";
+    }
+    // The positions are 3, 4, 5, ...: mixed = 6 * ids + 3 + j at column j.
+    const int64_t* pairs = (*got)[1].data_as<int64_t>();
+    const int64_t* x = ids.data_as<int64_t>();
+    EXPECT_EQ(pairs[2 * (n - 1) + 1], 6 * x[n - 1] + 3 + (n - 1));
+    EXPECT_EQ((*got)[0].data_as<int64_t>()[1], n);
+  }
+}
+
+// An MLP over a dynamic batch N: a GEMM, a bias, a ReLU and a softmax (a GEMM step and
+// generated kernels whose sizes follow N).
+std::vector<uint8_t> mlp(std::mt19937& rng) {
   testing::OnnxBuilder b(20);
   b.input("x", {-1, 256});
-  b.initializer("w", {256, 256}, testing::random_normal(rng_, 256 * 256, 0.05f));
-  b.initializer("bias", {256}, testing::random_normal(rng_, 256, 0.1f));
+  b.initializer("w", {256, 256}, testing::random_normal(rng, 256 * 256, 0.05f));
+  b.initializer("bias", {256}, testing::random_normal(rng, 256, 0.1f));
   b.node("MatMul", {"x", "w"}, {"h"}, "mm");
   b.node("Add", {"h", "bias"}, {"hb"}, "bias");
   b.node("Relu", {"hb"}, {"r"}, "relu");
   b.node("Softmax", {"r"}, {"y"}, "softmax");
   b.output("y", {-1, 256});
+  return b.bytes();
+}
+
+std::map<std::string, uint64_t> counters_of(runtime::Method& m) {
+  std::map<std::string, uint64_t> counters;
+  for (const auto& [key, value] : m.delegate_counters(0)) counters[key] = value;
+  return counters;
+}
+
+// A dynamic MLP with device-resident input and output: after the first call at a shape, 30
+// executes at that shape under a caller stream allocate nothing on the calling thread, at each of
+// three shapes (the unit batch's bucket included).
+TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
+  if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  const std::vector<uint8_t> onnx = mlp(rng_);
   const auto program =
-      compile(b.bytes(), {{"N", 1, 64, 0, {}}}, "cuda:0", "fp32", compiler::MethodIo::Device);
+      compile(onnx, {{"N", 1, 64, 0, {}}}, "cuda:0", "fp32", compiler::MethodIo::Device);
   ASSERT_NE(program, nullptr);
   auto module = extension::Module::from_program(program).value();
   runtime::Method& m = module.method();
@@ -202,7 +252,7 @@ TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
     EXPECT_TRUE(dy.device.is_cuda());
     Tensor y = Tensor::empty(DType::Float32, {n, 256}).value();
     ASSERT_TRUE(runtime::copy_tensor(y.view(), dy).ok());
-    const auto cpu = compile(b.bytes(), {{"N", 1, 64, 0, {}}}, "cpu", "");
+    const auto cpu = compile(onnx, {{"N", 1, 64, 0, {}}}, "cpu", "");
     auto want = extension::Module::from_program(cpu).value().run({x});
     ASSERT_TRUE(want.ok());
     EXPECT_LE(testing::relative_error(y, (*want)[0]), 1e-5);
@@ -210,11 +260,89 @@ TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
   cudaStreamDestroy(stream);
   // baton run reports the delegate's device memory at load (weights once, scratch, workspace,
   // staging) and how many calls changed its sizes: 64 -> 37 and back to 64 at least.
-  std::map<std::string, uint64_t> counters;
-  for (const auto& [key, value] : m.delegate_counters(0)) counters[key] = value;
+  std::map<std::string, uint64_t> counters = counters_of(m);
   EXPECT_GE(counters["device_bytes_at_load"], (256u * 256 + 256) * 4);
   EXPECT_GE(counters["shape_changes"], 2u);
   EXPECT_GE(counters["engines"], 1u);
+}
+
+// Calls that alternate between shapes (N = 37, 5, 64, 37, 5, 64, ...) replay each shape's own
+// CUDA graph: each shape is captured once, the calls after the first round allocate nothing even
+// though every call changes the shape, and each result is the CPU path's at its shape. With the
+// load option cuda_graph_shapes=2 the three shapes share two graphs (the least recently used is
+// replaced, never replayed at the wrong sizes); with cuda_graphs=0 nothing is captured.
+TEST_F(DynamicGpuTest, AlternatingShapesReplayEachShapesGraph) {
+  const std::vector<uint8_t> onnx = mlp(rng_);
+  const std::vector<compiler::DimRange> dims = {{"N", 1, 64, 0, {}}};
+  const auto program = compile(onnx, dims, "cuda:0", "fp32", compiler::MethodIo::Device);
+  ASSERT_NE(program, nullptr);
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  const std::vector<int64_t> shapes = {37, 5, 64};
+  // Per shape: the device input, the host input and the CPU path's output.
+  std::vector<Tensor> device_inputs, inputs, wanted;
+  for (const int64_t n : shapes) {
+    inputs.push_back(testing::random_tensor(rng_, {n, 256}));
+    device_inputs.push_back(
+        runtime::allocate_tensor(DType::Float32, {n, 256}, Device::cuda(0)).value());
+    ASSERT_TRUE(runtime::copy_tensor(device_inputs.back().view(), inputs.back().view()).ok());
+    auto want = reference.run({inputs.back()});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    wanted.push_back((*want)[0]);
+  }
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  struct Case {
+    std::vector<runtime::BackendOption> options;
+    uint64_t graphs, captures;  // expected after 4 rounds
+  };
+  const std::vector<Case> cases = {
+      {{}, 3, 3},
+      {{{"cuda_graph_shapes", "2"}}, 2, 12},  // each call replaces the shape called longest ago
+      {{{"cuda_graphs", "0"}}, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.options.empty() ? std::string("defaults")
+                                   : c.options[0].key + "=" + c.options[0].value);
+    runtime::MethodOptions options;
+    options.backend_options = c.options;
+    auto module = extension::Module::from_program(program, "forward", options).value();
+    runtime::Method& m = module.method();
+    int64_t allocations = 0;
+    for (int round = 0; round < 4; ++round) {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        SCOPED_TRACE(fmt::format("round {} N {}", round, shapes[i]));
+        ASSERT_TRUE(m.bind_input(0, device_inputs[i].view()).ok());
+        {
+          cuda::StreamGuard guard(stream);
+          std::optional<testing::CountAllocations> count;
+          if (round > 0 && testing::counting_available()) count.emplace();
+          const Status st = m.execute();
+          ASSERT_TRUE(st.ok()) << st.to_string();
+          if (count) allocations += count->count() - count->other_threads();
+        }
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        const TensorView dy = m.output(0);
+        ASSERT_EQ(std::vector<int64_t>(dy.sizes.begin(), dy.sizes.end()),
+                  (std::vector<int64_t>{shapes[i], 256}));
+        Tensor y = Tensor::empty(DType::Float32, {shapes[i], 256}).value();
+        ASSERT_TRUE(runtime::copy_tensor(y.view(), dy).ok());
+        EXPECT_LE(testing::relative_error(y, wanted[i]), 1e-5);
+      }
+    }
+    std::map<std::string, uint64_t> counters = counters_of(m);
+    EXPECT_EQ(counters["graphs"], c.graphs);
+    EXPECT_EQ(counters["graph_captures"], c.captures);
+    EXPECT_EQ(counters["graphs_replaced"], c.captures > c.graphs ? c.captures - c.graphs : 0);
+    EXPECT_EQ(counters["shape_changes"], 12u) << "every call changed the shape";
+    // With graphs kept for every shape, alternating shapes costs no allocation; replacing a
+    // graph captures (and allocates) by design.
+    if (c.graphs == 3 && !testing::under_sanitizer() && testing::counting_available()) {
+      EXPECT_EQ(allocations, 0);
+    }
+  }
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

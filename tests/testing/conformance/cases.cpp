@@ -160,6 +160,20 @@ void elementwise_cases(std::vector<Case>& out) {
     add("[4, 6] x constant [6]", {in({4, 6}, op, 0), constant(in({6}, op, 1))});
     add("[4, 6] x constant scalar", {in({4, 6}, op, 0), constant(in({}, op, 1))});
   }
+  // Integer Add, Sub and Mul (int32 and int64, what exports compute on sizes and indices) run on
+  // the CUDA engine as typed kernels; the other integer types stay on the CPU.
+  for (const char* op : {"Add", "Sub", "Mul"}) {
+    for (const auto& [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+             {{3, 5}, {3, 5}}, {{4, 1, 1, 1}, {1}}, {{1, 1, 1, 6}, {3, 1, 1, 1}}}) {
+      Case c = make(op, shape_to_string(a) + " x " + shape_to_string(b) + " integers",
+                    {in(a, op, 0), in(b, op, 1)});
+      c.inputs[0].lo = c.inputs[1].lo = -1000;
+      c.inputs[0].hi = c.inputs[1].hi = 1000;
+      c.dtypes = {DType::Int32, DType::Int64};
+      c.cuda = c.cuda_all_types = true;
+      out.push_back(std::move(c));
+    }
+  }
 }
 
 // Mod: fmod = 1 in every type (the float64 reference computes C's remainder exactly); fmod = 0
@@ -389,10 +403,12 @@ void other_cases(std::vector<Case>& out) {
       make("Squeeze", "[3, 1, 5, 1] axes [1, -1]", {in({3, 1, 5, 1}), shape_input({1, -1})}));
   out.push_back(make("Squeeze", "[1, 4, 1] all", {in({1, 4, 1})}));
   out.push_back(make("Unsqueeze", "[3, 5] axes [0, 3]", {in({3, 5}), shape_input({0, 3})}));
-  // Views take every dtype on the CUDA engine (int64 ids, bool masks).
+  out.push_back(make("Concat", "[2, 3, 1] [2, 3, 1] axis -1 (index pairs)",
+                     {in({2, 3, 1}), in({2, 3, 1})}, {{"axis", AttrValue::of_int(-1)}}));
+  // Views and Concat take every dtype on the CUDA engine (int64 ids, bool masks).
   for (Case& c : out) {
     if (c.op == "Identity" || c.op == "Reshape" || c.op == "Flatten" || c.op == "Squeeze" ||
-        c.op == "Unsqueeze") {
+        c.op == "Unsqueeze" || c.op == "Concat") {
       c.cuda_all_types = true;
     }
   }
@@ -440,7 +456,7 @@ AttrValue tensor_attr(DType dtype, const std::vector<uint8_t>& bytes) {
 }
 
 // Indexing ops. Gather and GatherND run on the CUDA engine in every dtype (not on empty
-// tensors); GatherElements and ScatterND have no CUDA lowering yet.
+// tensors), GatherElements in every dtype; ScatterND has no CUDA lowering yet.
 void indexing_cases(std::vector<Case>& out) {
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> gathers[] = {
       {{5, 4, 3}, {3}, 0}, {{5, 4, 3}, {2, 3}, 1}, {{5, 4, 3}, {}, -1},
@@ -520,7 +536,9 @@ void indexing_cases(std::vector<Case>& out) {
       bool empty = false;
       for (const CaseInput& i : c.inputs) empty = empty || *checked_numel(i.sizes) == 0;
       c.cuda = c.cuda_all_types = !empty;
-    } else if (c.op == "GatherElements" || c.op == "ScatterND") {
+    } else if (c.op == "GatherElements") {
+      c.cuda = c.cuda_all_types = true;
+    } else if (c.op == "ScatterND") {
       c.cuda = false;
     }
   }

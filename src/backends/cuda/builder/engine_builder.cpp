@@ -68,7 +68,7 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
     for (int index : partition.nodes) {
       if (ctx.absorbed(index)) continue;
       const compiler::IrNode& n = g.nodes[index];
-      if (is_fusible(n)) {
+      if (is_fusible(g, n)) {
         if (!run.empty() && !joins(ctx, run, index)) BATON_TRY(flush());
         run.push_back(index);
         continue;

@@ -21,8 +21,14 @@ namespace baton::cuda {
 namespace {
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
-  // One pointer per input plus the output, within a kernel step's operand limit.
-  return float_tensors_only(graph, node) && node.inputs.size() + 1 <= kMaxKernelOperands;
+  // One pointer per input plus the output, within a kernel step's operand limit. Any stored
+  // dtype: a dynamic export concatenates int64 indices (GPT-2's attention mask) as well as floats.
+  if (!engine_tensors(graph, node) || node.inputs.size() + 1 > kMaxKernelOperands) return false;
+  const DType t = graph.values[node.outputs[0]].dtype;
+  for (int v : node.inputs) {
+    if (graph.values[v].dtype != t) return false;
+  }
+  return true;
 }
 
 Status lower(Lowering& ctx, int index) {
@@ -36,11 +42,16 @@ Status lower(Lowering& ctx, int index) {
     return Status();
   }
 
+  // Floats are stored in the engine's activation dtype (to_f converts them); other dtypes are
+  // copied as they are, so that integers never round through float.
+  const DType dtype = ctx.value(out).dtype;
+  const bool floating =
+      dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
   std::vector<int> operands;
   bool channels_last = rank == 4, any_activation = false;
   for (int v : n.inputs) {
     const bool constant = ctx.is_constant(v);
-    operands.push_back(constant ? ctx.weight(v, ctx.activation_dtype()) : v);
+    operands.push_back(constant ? operand_of(ctx, v) : v);
     if (!constant) {
       any_activation = true;
       channels_last = channels_last && ctx.channels_last(v);
@@ -98,8 +109,10 @@ Status lower(Lowering& ctx, int index) {
       }
     }
     // (The operand's pointer is at the input's first element.)
-    body += fmt::format("    {}if (c.axis < {}) st(&y[i], to_f(x{}[{}]));\n", k ? "else " : "",
-                        args.value(start + size), k, element);
+    const std::string read = floating ? fmt::format("st(&y[i], to_f(x{}[{}]))", k, element)
+                                      : fmt::format("y[i] = x{}[{}]", k, element);
+    body += fmt::format("    {}if (c.axis < {}) {};\n", k ? "else " : "", args.value(start + size),
+                        read);
     start += size;
   }
   operands.push_back(out);

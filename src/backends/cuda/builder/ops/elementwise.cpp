@@ -64,6 +64,27 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   return float_tensors_only(graph, node);
 }
 
+// The integer rows the GPU takes: what a dynamic export computes on sizes and indices (position
+// ids, mask offsets: `batch_index * sequence + position`), which would otherwise leave the GPU for
+// one CPU kernel between two engines. Exact in the stored integer type; Div and Mod are left out
+// (a division by zero cannot be reported from a kernel).
+constexpr DTypeSet kIntegerArithmetic{DType::Int32, DType::Int64};
+bool integer_arithmetic(std::string_view op) { return op == "Add" || op == "Sub" || op == "Mul"; }
+
+bool supports_numeric(const compiler::Graph& graph, const compiler::IrNode& node) {
+  if (float_tensors_only(graph, node)) return true;
+  if (!integer_arithmetic(node.op_type) || !tensors_of(graph, node, kIntegerArithmetic)) {
+    return false;
+  }
+  // One integer type throughout (ONNX requires it; a model that breaks it stays on the CPU,
+  // whose kernel says so).
+  const DType t = graph.values[node.outputs[0]].dtype;
+  for (int v : node.inputs) {
+    if (v >= 0 && graph.values[v].dtype != t) return false;
+  }
+  return true;
+}
+
 // A row that reads or writes bool (typed_on_device): one typed kernel (codegen.h's
 // generate_typed), its inputs broadcast through strides and read in their stored dtypes, the
 // output stored as the row's result type. The row's placeholders become generate_typed's.
@@ -81,6 +102,16 @@ Status lower_typed(Lowering& ctx, int index) {
   return lower_broadcast(ctx, index, "logical", expression);
 }
 
+// An integer Add, Sub or Mul: one typed kernel (wrapping as the CPU's two's complement does).
+// Float nodes of these rows are fused (is_fusible) and never reach here.
+Status lower_integer(Lowering& ctx, int index) {
+  const std::string_view op = ctx.node(index).op_type;
+  const char* expression = op == "Add"   ? "({0} + {1})"
+                           : op == "Sub" ? "({0} - {1})"
+                                         : "({0} * {1})";
+  return lower_broadcast(ctx, index, "integer", expression);
+}
+
 }  // namespace
 
 std::vector<OpLowering> elementwise_lowerings() {
@@ -90,6 +121,8 @@ std::vector<OpLowering> elementwise_lowerings() {
     if (!row.on_device()) continue;
     if (row.typed_on_device()) {
       out.push_back({row.name, &engine_tensors, &lower_typed});
+    } else if (integer_arithmetic(row.name)) {
+      out.push_back({row.name, &supports_numeric, &lower_integer, 0});
     } else {
       out.push_back({row.name, &supports, nullptr, 0});
     }
@@ -98,9 +131,14 @@ std::vector<OpLowering> elementwise_lowerings() {
   return out;
 }
 
-bool is_fusible(const compiler::IrNode& node) {
+bool is_fusible(const compiler::Graph& graph, const compiler::IrNode& node) {
   const OpLowering* l = find_lowering(node.op_type, node.domain);
-  return l != nullptr && l->lower == nullptr;
+  if (l == nullptr) return false;
+  if (l->lower == nullptr) return true;
+  // Add, Sub and Mul fuse on floats and run as typed kernels on integers.
+  const DType t = graph.values[node.outputs[0]].dtype;
+  return l->lower == &lower_integer &&
+         (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16);
 }
 
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {

@@ -1,7 +1,7 @@
-// Gather and GatherND on the GPU (device/typed.cuh: baton_gather, baton_gather_nd), on data of
-// any stored dtype with int32 or int64 indices, constant (weights) or computed at run time, one
-// thread per output element. Negative indices count from the end. An index out of range, which
-// the CPU kernel reports as an error, cannot be reported from a kernel: its elements read 0.
+// Gather, GatherElements and GatherND on the GPU (device/typed.cuh: baton_gather, baton_gather_nd),
+// on data of any stored dtype with int32 or int64 indices, constant (weights) or computed at run
+// time, one thread per output element. Negative indices count from the end. An index out of range,
+// which the CPU kernel reports as an error, cannot be reported from a kernel: its elements read 0.
 // A Gather of one constant index in range (torch's unbind and select: qkv[0]) is a view of that
 // slice instead (Lowering::view), no kernel.
 #include <fmt/format.h>
@@ -112,8 +112,51 @@ Status lower_gather_nd(Lowering& ctx, int index) {
   return Status();
 }
 
+// GatherElements: output element i (at coordinates c of the indices' shape) is data at c with
+// the axis coordinate replaced by indices[i]. Sizes and strides are arguments; the coordinates
+// are found by division, which is cheap enough for what exports use it on (position ids, a
+// token-type buffer: a few thousand elements).
+Status lower_gather_elements(Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int data = ctx.row_major(operand_of(ctx, n.inputs[0]));
+  const int idx = ctx.row_major(operand_of(ctx, n.inputs[1]));
+  const int out = n.outputs[0];
+  const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
+  const std::vector<int64_t>& y = ctx.value(out).sizes;
+  const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
+  std::vector<int64_t> strides(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;) strides[d - 1] = strides[d] * x[d];
+  const int64_t total = ops::product(y);
+  const std::string name = ctx.kernel_name("gather_elements");
+  KernelArgs args = ctx.kernel_args();
+  const std::string arrays = args.array("sizes", y) + args.array("strides", strides);
+  const std::string values = fmt::format("  const long long total = {}, extent = {};\n",
+                                         args.value(total), args.value(x[axis]));
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n{}{}"
+      "  baton_for_each(total, [&](long long i) {{\n"
+      "    long long rest = i, offset = 0;\n"
+      "    for (int d = {} - 1; d >= 0; --d) {{\n"
+      "      const long long c = rest % sizes[d];\n"
+      "      rest /= sizes[d];\n"
+      "      if (d != {}) offset += c * strides[d];\n"
+      "    }}\n"
+      "    long long j = (long long)idx[i];\n"
+      "    if (j < 0) j += extent;\n"
+      // An index out of range cannot be reported from a kernel: its element reads 0, as Gather's.
+      "    if (j < 0 || j >= extent) {{ y[i] = {{}}; return; }}\n"
+      "    y[i] = x[offset + j * strides[{}]];\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(data)), device_type_name(ctx.dtype_of(idx)),
+      device_type_name(ctx.dtype_of(out)), args.parameter(), arrays, values, y.size(), axis, axis);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {data, idx, out}, args);
+  return Status();
+}
+
 }  // namespace
 
+const OpLowering kGatherElementsLowering{"GatherElements", &supports, &lower_gather_elements};
 const OpLowering kGatherLowering{"Gather", &supports, &lower_gather, 0, "", true, true};
 const OpLowering kGatherNDLowering{"GatherND", &supports_nd, &lower_gather_nd};
 

@@ -23,7 +23,8 @@ std::span<const OpLowering> op_lowerings() {
                                     kGatherNDLowering,      kWhereLowering,
                                     kCastLowering,          kExpandLowering,
                                     kSliceLowering,         kSplitLowering,
-                                    kFusedConvLowering};
+                                    kFusedConvLowering,     kGatherElementsLowering,
+                                    kShapeLowering,         kRangeLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

@@ -58,6 +58,9 @@ extern const OpLowering kGlobalAveragePoolLowering;  // reduce.cpp
 extern const OpLowering kGlobalMaxPoolLowering;      // reduce.cpp
 extern const OpLowering kGatherLowering;             // gather.cpp
 extern const OpLowering kGatherNDLowering;           // gather.cpp
+extern const OpLowering kGatherElementsLowering;     // gather.cpp
+extern const OpLowering kShapeLowering;              // sizes.cpp
+extern const OpLowering kRangeLowering;              // sizes.cpp
 extern const OpLowering kWhereLowering;              // where.cpp
 extern const OpLowering kCastLowering;               // cast.cpp
 extern const OpLowering kExpandLowering;             // slice.cpp
@@ -74,7 +77,7 @@ std::vector<OpLowering> elementwise_lowerings();
 
 // Elementwise ops (ops/elementwise.cpp): whether a node joins fused kernels, and the lowering of
 // one run of them as a single generated kernel.
-bool is_fusible(const compiler::IrNode& node);
+bool is_fusible(const compiler::Graph& graph, const compiler::IrNode& node);
 // The device expression of fusible node `n` in `{x}` (or `{a}`, `{b}`), attribute values baked
 // in as literals.
 std::string elementwise_expression(const compiler::IrNode& n);

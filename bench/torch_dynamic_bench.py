@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""PyTorch's side of issue 37's dynamic-shape table: a transformers model (the builders of
+tests/e2e/export_real_models.py, full size, random weights) in eager mode and under torch.compile
+with dynamic shapes (dynamic=True; modes default and reduce-overhead), fp32 with TF32 off (as
+Baton's fp32 programs), called at each shape repeated and at the shapes in turn.
+
+  python3 bench/torch_dynamic_bench.py --model bert --shapes 1x16,1x128,8x128,8x512 \\
+      [--modes eager,default,reduce-overhead] [-n 50] [--warmup 10] [--json OUT.json]
+
+Per mode and shape: the first call (reduce-overhead records a CUDA graph per shape then), the
+median and p90 of repeated calls and of the shapes called in turn (wall clock around the call and
+a synchronize; inputs on the GPU, built before timing).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+import export_real_models as erm  # noqa: E402
+
+
+def quantile(v, q):
+    """The q-quantile by nearest rank (bench/quantile.h's)."""
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=["bert", "gpt2"], required=True)
+    ap.add_argument("--shapes", required=True, help="BxS,BxS,...")
+    ap.add_argument("--modes", default="eager,default,reduce-overhead")
+    ap.add_argument("-n", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model, _, _ = getattr(erm, a.model)(True)
+    model = model.cuda().eval()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
+    vocab = model.model.config.vocab_size
+    inputs = {s: tuple(t.cuda() for t in erm.text_inputs(s[0], s[1], vocab, True)) for s in shapes}
+    results = {}
+    for mode in a.modes.split(","):
+        torch._dynamo.reset()
+        fn = model if mode == "eager" else torch.compile(model, dynamic=True, mode=mode)
+
+        def call(s):
+            start = time.perf_counter()
+            with torch.no_grad():
+                fn(*inputs[s])
+            torch.cuda.synchronize()
+            return (time.perf_counter() - start) * 1e3
+
+        row = {}
+        for s in shapes:
+            row[s] = {"first_ms": call(s)}
+        for s in shapes:
+            for _ in range(a.warmup):
+                call(s)
+            t = [call(s) for _ in range(a.n)]
+            row[s]["repeated"] = {"median_ms": statistics.median(t), "p90_ms": quantile(t, 0.9)}
+        alt = {s: [] for s in shapes}
+        for i in range(a.warmup + a.n):
+            for s in shapes:
+                ms = call(s)
+                if i >= a.warmup:
+                    alt[s].append(ms)
+        for s in shapes:
+            row[s]["alternating"] = {"median_ms": statistics.median(alt[s]),
+                                     "p90_ms": quantile(alt[s], 0.9)}
+        results[mode] = {f"{b}x{q}": v for (b, q), v in row.items()}
+        for s in shapes:
+            r = row[s]
+            print(f"{a.model} {mode:16s} {s[0]}x{s[1]:<4d} first {r['first_ms']:9.2f} ms  repeated "
+                  f"{r['repeated']['median_ms']:8.3f} (p90 {r['repeated']['p90_ms']:.3f})  "
+                  f"alternating {r['alternating']['median_ms']:8.3f} ms", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"model": a.model, "torch": torch.__version__,
+                       "gpu": torch.cuda.get_device_name(), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
