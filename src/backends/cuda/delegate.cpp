@@ -190,6 +190,18 @@ class CudaBackend final : public runtime::BackendInterface {
                             spec.value_string(), spec.value_string());
     }
     auto handle = std::make_unique<CudaHandle>();
+    // A bucketed engine's buckets share one scratch and workspace, sized for the largest (its
+    // buckets have no cuDNN steps, whose plans could need more workspace than the header says).
+    std::shared_ptr<ExecutionContext::Memory> shared_memory;
+    if (engines.size() > 1) {
+      uint64_t scratch = 0, workspace = 0;
+      for (const auto& e : engines) {
+        scratch = std::max(scratch, e->blob().header().scratch_bytes);
+        workspace = std::max(workspace, e->blob().header().workspace_bytes);
+      }
+      BATON_ASSIGN_OR_RETURN(shared_memory, ExecutionContext::allocate_memory(
+                                                engine->device(), scratch, workspace, partition));
+    }
     for (const auto& e : engines) {
       BATON_CHECK_OR_RETURN(e->device() == engine->device() &&
                                 e->blob().bindings().size() == engine->blob().bindings().size(),
@@ -198,7 +210,7 @@ class CudaBackend final : public runtime::BackendInterface {
                             "bindings",
                             partition);
       BATON_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> c,
-                             ExecutionContext::create(e, options));
+                             ExecutionContext::create(e, options, shared_memory));
       handle->contexts.push_back(std::move(c));
     }
     handle->context = handle->contexts.back().get();
@@ -416,11 +428,13 @@ class CudaBackend final : public runtime::BackendInterface {
     std::lock_guard<std::mutex> lock(handle->mutex);
     const ChoiceStats& choices = handle->context->engine().choice_stats();
     // Device memory allocated at load for this handle: the weights (once, however many buckets
-    // share them), each engine's scratch and workspace, and the staging buffers (sized for the
-    // largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
+    // share them), the scratch and workspace (once: the buckets share them), and the staging
+    // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
     uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0;
+    const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
-      device_bytes += c->device_bytes();
+      if (c->memory() != counted) device_bytes += c->device_bytes();
+      counted = c->memory();
       if (c->engine().owns_weights()) device_bytes += c->engine().blob().weights().size();
       resizes += c->resizes();
       graphs += c->graphs();

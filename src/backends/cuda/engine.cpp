@@ -285,8 +285,32 @@ Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {
   return Status();
 }
 
+Result<std::shared_ptr<ExecutionContext::Memory>> ExecutionContext::allocate_memory(
+    int device, uint64_t scratch_bytes, uint64_t workspace_bytes, std::string_view partition) {
+  DeviceGuard guard(device);
+  BATON_TRY(guard.status());
+  auto memory = std::make_shared<Memory>();
+  if (scratch_bytes > 0) {
+    BATON_ASSIGN_OR_RETURN(
+        memory->scratch,
+        allocate_device_buffer(device, scratch_bytes,
+                               fmt::format("scratch for partition '{}'", partition)));
+  }
+  if (workspace_bytes > 0) {
+    BATON_ASSIGN_OR_RETURN(
+        memory->workspace,
+        allocate_device_buffer(
+            device, workspace_bytes,
+            fmt::format("cuBLASLt and cuDNN workspace for partition '{}'", partition)));
+  }
+  memory->scratch_bytes = scratch_bytes;
+  memory->workspace_bytes = workspace_bytes;
+  return memory;
+}
+
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine,
-                                                                   const LoadOptions& options) {
+                                                                   const LoadOptions& options,
+                                                                   std::shared_ptr<Memory> memory) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   ctx->graph_edges_ = options.graph_edges;
   if (ctx->engine_->blob().dynamic()) {
@@ -300,14 +324,6 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   DeviceGuard guard(device);
   BATON_TRY(guard.status());
   BATON_ASSIGN_OR_RETURN(ctx->handle_, create_cublaslt(device));
-  auto allocate = [&](DeviceBuffer* buffer, uint64_t bytes, const char* what) -> Status {
-    if (bytes == 0) return Status();
-    BATON_ASSIGN_OR_RETURN(
-        *buffer,
-        allocate_device_buffer(
-            device, bytes, fmt::format("{} for partition '{}'", what, ctx->engine_->partition())));
-    return Status();
-  };
   ctx->workspace_bytes_ = blob.header().workspace_bytes;
   ctx->cudnn_plans_.resize(blob.steps().size());
   for (size_t s = 0; s < blob.steps().size(); ++s) {
@@ -322,8 +338,20 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
-  BATON_TRY(allocate(&ctx->scratch_, blob.header().scratch_bytes, "scratch"));
-  BATON_TRY(allocate(&ctx->workspace_, ctx->workspace_bytes_, "cuBLASLt and cuDNN workspace"));
+  if (memory) {
+    BATON_CHECK_OR_RETURN(memory->scratch_bytes >= blob.header().scratch_bytes &&
+                              memory->workspace_bytes >= ctx->workspace_bytes_,
+                          Internal,
+                          "partition '{}': the shared scratch ({} bytes) or workspace ({} bytes) "
+                          "is smaller than the engine's ({} and {} bytes)",
+                          ctx->engine_->partition(), memory->scratch_bytes, memory->workspace_bytes,
+                          blob.header().scratch_bytes, ctx->workspace_bytes_);
+    ctx->memory_ = std::move(memory);
+  } else {
+    BATON_ASSIGN_OR_RETURN(
+        ctx->memory_, allocate_memory(device, blob.header().scratch_bytes, ctx->workspace_bytes_,
+                                      ctx->engine_->partition()));
+  }
   const size_t nb = blob.bindings().size();
   ctx->binding_sizes_.assign(nb * kEngineMaxRank, 0);
   ctx->binding_bytes_.assign(nb, 0);
@@ -461,8 +489,12 @@ Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   return Status();
 }
 
-// A dynamic engine's GEMM at the current sizes: its layouts set to them, the algorithm chosen at
-// the maxima kept where cuBLASLt says it still applies, else cuBLASLt's first heuristic choice.
+// A dynamic engine's GEMM at the current sizes: its layouts set to them, and its algorithm
+// cuBLASLt's first heuristic choice for those sizes, except at the largest sizes, where the
+// choice recorded (or timed at load) for them runs while cuBLASLt says it still applies. An
+// algorithm chosen for the largest sizes runs far below its speed on small ones (a tile shape
+// for m = 4096 leaves most SMs idle at m = 128); the heuristic is asked once per shape, at the
+// first call (later calls replay the shape's graph).
 Status ExecutionContext::fit_gemm(size_t step) {
   const GemmStep& g = steps_[step].gemm;
   DynamicGemm& d = gemms_[step];
@@ -504,18 +536,26 @@ Status ExecutionContext::fit_gemm(size_t step) {
                           engine_->partition(), step, g.m, g.n, g.k, g.batch, status_string(st));
     return Status();
   };
+  const GemmStep& largest = engine_->blob().steps()[step].gemm;
+  const bool at_largest =
+      g.m == largest.m && g.n == largest.n && g.k == largest.k && g.batch == largest.batch;
+  if (!at_largest) {
+    BATON_TRY(heuristic(256, &d.algo));
+    BATON_TRY(heuristic(4, &d.unaligned_algo));
+    return Status();
+  }
   if (check(p.algo)) {
     d.algo = p.algo;
   } else {
     BATON_TRY(heuristic(256, &d.algo));
-    // The choice recorded (or timed at load) for the largest sizes does not apply here: said once
-    // per step, not at every change of shape.
+    // The choice recorded (or timed at load) for the largest sizes does not apply to them here:
+    // said once per step, not at every change of shape.
     if (!d.rechosen_said) {
       d.rechosen_said = true;
       log_message(LogLevel::Info, "cuda",
-                  fmt::format("partition '{}' step {}: the GEMM algorithm chosen at the largest "
-                              "sizes does not apply at m={} n={} k={} batch={}; cuBLASLt's first "
-                              "heuristic choice runs there instead",
+                  fmt::format("partition '{}' step {}: the GEMM algorithm chosen for the largest "
+                              "sizes does not apply to them here (m={} n={} k={} batch={}); "
+                              "cuBLASLt's first heuristic choice runs instead",
                               engine_->partition(), step, g.m, g.n, g.k, g.batch));
     }
   }
@@ -532,7 +572,7 @@ void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> poi
     case Space::Binding:
       return static_cast<uint8_t*>(pointers[ref.index]) + ref.offset;
     case Space::Scratch:
-      return static_cast<uint8_t*>(scratch_.get()) + ref.offset;
+      return static_cast<uint8_t*>(memory_->scratch.get()) + ref.offset;
     case Space::Weights:
       return static_cast<uint8_t*>(engine_->weights()) + ref.offset;
   }
@@ -572,7 +612,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
                                               : (aligned ? &p.algo : &p.unaligned_algo);
         BATON_CUDA_CHECK_ON(
             device, cublasLtMatmul(handle_.get(), p.desc.get(), &g.alpha, a, la, b, lb, &g.beta, c,
-                                   g.has_c ? lc : ld, d, ld, algo, workspace_.get(),
+                                   g.has_c ? lc : ld, d, ld, algo, memory_->workspace.get(),
                                    blob.header().workspace_bytes, stream));
         break;
       }
@@ -583,7 +623,8 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         void* ptrs[5];
         const int count = cudnn_operands(r, refs);
         for (int i = 0; i < count; ++i) ptrs[i] = resolve(refs[i], pointers);
-        BATON_TRY(cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, workspace_.get()));
+        BATON_TRY(
+            cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, memory_->workspace.get()));
         break;
       }
       case StepKind::Kernel: {

@@ -110,9 +110,25 @@ class Engine {
 
 class ExecutionContext {
  public:
-  // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's).
+  // A context's scratch and workspace (device memory). The buckets of one dynamic engine share
+  // one pair, sized for the largest bucket: calls on one delegate handle run one after another
+  // on the device, so no two buckets use it at once.
+  struct Memory {
+    DeviceBuffer scratch;
+    DeviceBuffer workspace;  // cuBLASLt's and cuDNN's (steps run one after another)
+    uint64_t scratch_bytes = 0, workspace_bytes = 0;
+  };
+  // Allocates `bytes` of scratch and of workspace on `device` (none when 0).
+  static Result<std::shared_ptr<Memory>> allocate_memory(int device, uint64_t scratch_bytes,
+                                                         uint64_t workspace_bytes,
+                                                         std::string_view partition);
+
+  // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's). `memory`:
+  // scratch and workspace shared with other contexts (at least the engine's sizes); none: the
+  // context allocates its own.
   static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine,
-                                                          const LoadOptions& options);
+                                                          const LoadOptions& options,
+                                                          std::shared_ptr<Memory> memory = nullptr);
   // Frees the graph, the workspace, the scratch and the cuBLASLt handle (on the engine's GPU), then
   // lets go of the engine. Work still in flight must have been waited for.
   ~ExecutionContext() = default;
@@ -141,9 +157,9 @@ class ExecutionContext {
   std::span<const int64_t> binding_sizes(size_t i) const;
   uint64_t binding_bytes(size_t i) const { return binding_bytes_[i]; }
   // The device memory this context allocated at create: scratch and workspace.
-  uint64_t device_bytes() const {
-    return engine_->blob().header().scratch_bytes + (workspace_ ? workspace_bytes_ : 0);
-  }
+  // Shared with other contexts when create was given `memory` (memory() tells which).
+  uint64_t device_bytes() const { return memory_->scratch_bytes + memory_->workspace_bytes; }
+  const Memory* memory() const { return memory_.get(); }
   // How many calls changed a dynamic engine's sizes (patched its steps).
   uint64_t resizes() const { return resizes_; }
 
@@ -189,9 +205,8 @@ class ExecutionContext {
   // was built with.
   CudnnHandle cudnn_;
   std::vector<CudnnPlan> cudnn_plans_;
-  DeviceBuffer scratch_;
-  DeviceBuffer workspace_;  // cuBLASLt's and cuDNN's (steps run one after another)
-  uint64_t workspace_bytes_ = 0;
+  std::shared_ptr<Memory> memory_;
+  uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
   // (default): each is made a full dependency except those into the engine's generated kernels,
   // which wait for their predecessor before touching memory; cuDNN's and cuBLASLt's own edges are
