@@ -54,14 +54,15 @@ Result<std::vector<std::vector<uint8_t>>> build_blobs(const std::vector<uint8_t>
 }
 
 Result<std::vector<std::vector<uint8_t>>> build_file_blobs(const std::string& model,
-                                                           compiler::CompileOptions options) {
+                                                           compiler::CompileOptions options,
+                                                           const std::string& precision = "fp32") {
   const std::filesystem::path path =
       std::filesystem::path(testing::source_dir()) / "tests/e2e/models/real" / (model + ".onnx");
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   if (bytes.empty()) return BATON_ERROR(NotFound, "cannot read {}", path.string());
-  return build_blobs(bytes, std::move(options));
+  return build_blobs(bytes, std::move(options), precision);
 }
 
 // The engines of a partition's blob: itself, or each bucket of a bucketed engine (in the order
@@ -390,7 +391,8 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
 // The transformer families (both exporters) compile to dynamic engines over batch and sequence,
 // one GPU partition each: their position ids and mask arithmetic (Shape, Range, GatherElements,
 // integer Add and Mul, an int64 Concat) run on the GPU too, leaving no CPU kernel between
-// engines (three partitions before they did).
+// engines (three partitions before they did). In fp16 too: a dynamic engine runs attention as
+// GEMMs and a softmax kernel and the GELU after its GEMM as a kernel, not cuDNN's plans.
 TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};
@@ -406,23 +408,25 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
       {"dynamo18dyn_vit", {{"s77", 1, 6, 0, {}}}},
   };
   for (const auto& [name, ranges] : models) {
-    SCOPED_TRACE(name);
-    compiler::CompileOptions o;
-    o.dims = ranges;
-    auto blobs = build_file_blobs(name, o);
-    ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
-    EXPECT_EQ(blobs->size(), 1u) << "GPU partitions";
-    size_t dynamic = 0;
-    for (const auto& b : *blobs) {
-      std::vector<uint8_t> shared;
-      for (const auto& e : engines_of(b, &shared)) {
-        const testing::AlignedBytes aligned(e);
-        auto parsed = cuda::EngineBlob::parse(aligned.span(), shared);
-        ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
-        dynamic += parsed->dynamic();
+    for (const char* precision : {"fp32", "fp16"}) {
+      SCOPED_TRACE(name + " " + precision);
+      compiler::CompileOptions o;
+      o.dims = ranges;
+      auto blobs = build_file_blobs(name, o, precision);
+      ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+      EXPECT_EQ(blobs->size(), 1u) << "GPU partitions";
+      size_t dynamic = 0;
+      for (const auto& b : *blobs) {
+        std::vector<uint8_t> shared;
+        for (const auto& e : engines_of(b, &shared)) {
+          const testing::AlignedBytes aligned(e);
+          auto parsed = cuda::EngineBlob::parse(aligned.span(), shared);
+          ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+          dynamic += parsed->dynamic();
+        }
       }
+      EXPECT_GE(dynamic, 1u);
     }
-    EXPECT_GE(dynamic, 1u);
   }
 }
 

@@ -97,9 +97,10 @@ std::vector<Tensor> inputs_of(const Family& f, int64_t batch, int64_t sequence, 
   return {testing::random_tensor(rng, sizes)};
 }
 
-// The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5) and TF32
-// (3e-3), at seven shapes each, shapes alternating in one module; a unit batch or sequence runs
-// on the bucket built for it.
+// The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5), TF32 and fp16
+// (3e-3; a dynamic fp16 engine runs attention as GEMMs and a softmax kernel, not cuDNN's), at
+// eight shapes each, shapes alternating in one module; a unit batch or sequence runs on the
+// bucket built for it.
 TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};
@@ -127,7 +128,7 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
     const auto cpu = compile(onnx, f.dims, "cpu", "");
     ASSERT_NE(cpu, nullptr);
     auto reference = extension::Module::from_program(cpu).value();
-    for (const char* precision : {"fp32", "tf32"}) {
+    for (const char* precision : {"fp32", "tf32", "fp16"}) {
       SCOPED_TRACE(precision);
       const auto gpu = compile(onnx, f.dims, "cuda:0", precision);
       ASSERT_NE(gpu, nullptr);

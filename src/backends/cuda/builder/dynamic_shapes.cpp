@@ -361,6 +361,7 @@ Result<compiler::LoweredPartition> lower_bucket(
     BATON_ASSIGN_OR_RETURN(upper_graph, graph_at(graph, maxima));
   }
   Lowering upper(upper_graph ? *upper_graph : graph, partition, target);
+  upper.set_dynamic();
   BATON_TRY(lower_nodes(upper));
   BATON_ASSIGN_OR_RETURN(EngineDescription base, upper.describe());
   for (size_t s = 0; s < base.steps.size(); ++s) {

@@ -35,6 +35,11 @@ class Lowering {
   // maxima. Decisions that must be the same at every size read upper_sizes_of, and scratch
   // takes the upper lowering's plan, so that the two engines differ only in sizes.
   void follow(const Lowering& upper) { upper_ = &upper; }
+  // Marks the lowering at a dynamic engine's maxima (the one probes follow).
+  void set_dynamic() { dynamic_ = true; }
+  // Whether this lowers a dynamic engine (at its maxima or a probe): lowerings then choose what
+  // follows the sizes (GEMMs and generated kernels) over cuDNN's plans, built for one shape.
+  bool dynamic() const { return dynamic_ || upper_ != nullptr; }
 
   const compiler::Graph& graph() const { return g_; }
   const compiler::IrNode& node(int index) const { return g_.nodes[index]; }
@@ -223,6 +228,7 @@ class Lowering {
   std::map<std::string, uint32_t> kernel_by_body_;
   std::vector<uint8_t> weights_;
   const Lowering* upper_ = nullptr;  // follow()
+  bool dynamic_ = false;             // set_dynamic()
   uint64_t scratch_bytes_ = 0;       // after describe()
 };
 
