@@ -138,7 +138,15 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
       for (const auto& [batch, sequence] : shapes) {
         const int64_t b = std::min<int64_t>(batch, f.dims[0].max);
         SCOPED_TRACE(fmt::format("batch {} sequence {}", b, sequence));
-        const std::vector<Tensor> in = inputs_of(f, b, sequence, rng_);
+        std::vector<Tensor> in = inputs_of(f, b, sequence, rng_);
+        // In fp16 every sequence's first token is attended to. A query whose keys are all masked
+        // is computed from the exports' float32 bias (finfo(float32).min), which fp16 cannot hold:
+        // it becomes -inf and the row's attention 0 where the fp32 reference averages the masked
+        // values. Random masks make such rows likely (GPT-2's first query sees only the first
+        // token); tokenizers never write them.
+        if (f.tokens && std::string_view(precision) == "fp16") {
+          for (int64_t r = 0; r < b; ++r) in[1].data_as<int64_t>()[r * sequence] = 1;
+        }
         auto want = reference.run(in);
         ASSERT_TRUE(want.ok()) << want.status().to_string();
         auto got = module.run(in);
