@@ -663,6 +663,10 @@ std::string step_field_name(uint32_t kind, uint32_t offset) {
 
 int64_t division_magic(int64_t divisor) {
   if (divisor <= 1) return 0;
+  // Every numerator is below 2^31, so a divisor of 2^31 or more gives 0: multiplier 0 (and a
+  // shift of 1, since magic 0 means a divisor of 1). The formula below would shift by 64 or more
+  // (undefined) for such divisors, which a dynamic builder's probe or a damaged blob can ask for.
+  if (divisor >= (int64_t{1} << 31)) return int64_t{1} << 32;
   // The multiplier is 2^p / divisor rounded up with p = 31 + ceil(log2(divisor)): then the error
   // of the rounding, times any numerator below 2^31, stays below 2^p, and the quotient is exact.
   int log2_up = 0;

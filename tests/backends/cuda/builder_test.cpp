@@ -1377,31 +1377,18 @@ TEST(EngineBuilderTest, DivisionMagicsGiveExactQuotientsBelowTwoToThe31) {
     const uint32_t shift = static_cast<uint32_t>(static_cast<uint64_t>(magic) >> 32);
     return static_cast<uint32_t>((uint64_t{x} * multiplier) >> 32) >> shift;
   };
-  std::vector<int64_t> divisors = {1,
-                                   2,
-                                   3,
-                                   5,
-                                   6,
-                                   7,
-                                   12,
-                                   49,
-                                   64,
-                                   197,
-                                   768,
-                                   3072,
-                                   50257,
-                                   65536,
-                                   1000003,
-                                   (int64_t{1} << 30) - 1,
-                                   int64_t{1} << 30,
-                                   (int64_t{1} << 30) + 1,
-                                   (int64_t{1} << 31) - 1};
+  std::vector<int64_t> divisors = {
+      1, 2, 3, 5, 6, 7, 12, 49, 64, 197, 768, 3072, 50257, 65536, 1000003, (int64_t{1} << 30) - 1,
+      int64_t{1} << 30, (int64_t{1} << 30) + 1, (int64_t{1} << 31) - 1,
+      // Past every numerator: quotient 0 (no shift past 63 bits).
+      int64_t{1} << 31, (int64_t{1} << 31) + 5, int64_t{1} << 40, int64_t{1} << 62};
   std::mt19937_64 rng(37);
   for (int i = 0; i < 200; ++i) divisors.push_back(1 + static_cast<int64_t>(rng() % 0x7fffffffu));
   for (const int64_t d : divisors) {
     const int64_t magic = cuda::division_magic(d);
     std::vector<uint32_t> numerators = {0, 1, 0x7fffffffu, 0x7ffffffeu};
     for (uint32_t m : {1u, 2u, 3u, 1000u}) {
+      if (d >= (int64_t{1} << 31)) break;  // no multiple below 2^31 but 0
       const uint64_t multiple = static_cast<uint64_t>(d) * m;
       for (int64_t delta : {-1, 0, 1}) {
         const int64_t x = static_cast<int64_t>(multiple) + delta;
