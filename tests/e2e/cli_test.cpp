@@ -479,6 +479,7 @@ TEST_F(CliTest, InspectLoadShowsTheKernelScratch) {
   const nlohmann::json one = loaded(1), four = loaded(4);
   ASSERT_TRUE(one.is_object() && four.is_object()) << one << four;
   EXPECT_EQ(one["cpu_threads"], 1);
+  EXPECT_TRUE(one["delegates"].is_array() && one["delegates"].empty()) << "a CPU program";
   uint64_t largest = 0, sum = 0, attention = 0;
   for (const auto& k : one["kernel_scratch"]) {
     const uint64_t bytes = k["bytes"].get<uint64_t>();
@@ -1250,6 +1251,20 @@ TEST_F(CliTest, GpuProfileTraceAndCompare) {
   if (r.output.find("this machine has no GPU") != std::string::npos)
     GTEST_SKIP() << "no CUDA device here: GPU test skipped";
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // inspect --load reports the GPU delegate's device memory at load, as run's counters do.
+  r = baton("inspect --load " + gpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("delegate 0: [0-9.]+ [KMG]?i?B of device "
+                                                     "memory at load")))
+      << r.output;
+  r = baton("inspect --json --load " + gpu, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  {
+    const auto j = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << r.output;
+    const auto& counters = j["methods"][0]["loaded"]["delegates"][0]["counters"];
+    EXPECT_GT(counters.value("device_bytes_at_load", uint64_t{0}), 0u) << r.output;
+  }
   const fs::path times = dir_ / "gpu_times.json", prof = dir_ / "gpu_profile.json",
                  trace = dir_ / "gpu_trace.json";
   r = baton("run --device-io -n 20 --profile-runs 5 --export-times " + times.string() +

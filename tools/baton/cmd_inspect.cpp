@@ -195,6 +195,18 @@ void print_loaded(const json& l) {
     std::printf("    %10s  %s\n", size_text(k["bytes"].get<uint64_t>()).c_str(),
                 shown(k["kernel"]).c_str());
   }
+  for (const auto& d : l["delegates"]) {
+    const json& c = d["counters"];
+    if (!c.contains("device_bytes_at_load")) continue;
+    std::printf("  delegate %d: %s of device memory at load (weights, scratch, workspace, staging",
+                d["index"].get<int>(),
+                size_text(c["device_bytes_at_load"].get<uint64_t>()).c_str());
+    if (c.contains("engines")) {
+      std::printf("; %llu engine%s", static_cast<unsigned long long>(c["engines"].get<uint64_t>()),
+                  c["engines"].get<uint64_t>() == 1 ? "" : "s");
+    }
+    std::printf(")\n");
+  }
 }
 
 // Loads each method of the described program as `baton run` would and adds what the load sized
@@ -214,9 +226,18 @@ Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, jso
     for (const runtime::Method::KernelScratch& k : (*method)->kernel_scratch()) {
       kernels.push_back({{"kernel", escape_invalid_utf8(k.kernel)}, {"bytes", k.bytes}});
     }
+    // Each delegate's counters right after the load: a GPU delegate's device memory at load
+    // (device_bytes_at_load: weights, scratch, workspace, staging) among them.
+    json delegates = json::array();
+    for (size_t d = 0; d < (*method)->num_delegates(); ++d) {
+      json counters = json::object();
+      for (const auto& [key, value] : (*method)->delegate_counters(d)) counters[key] = value;
+      delegates.push_back({{"index", d}, {"counters", counters}});
+    }
     m["loaded"] = {{"cpu_threads", (*method)->cpu_threads()},
                    {"scratch_bytes", (*method)->scratch_bytes()},
-                   {"kernel_scratch", kernels}};
+                   {"kernel_scratch", kernels},
+                   {"delegates", delegates}};
   }
   return Status();
 }
