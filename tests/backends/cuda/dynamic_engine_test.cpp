@@ -445,6 +445,42 @@ TEST(DynamicEngineTest, SizeAndIndexArithmeticStaysOnTheGpu) {
   ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
   EXPECT_EQ(compiled->summary().delegate_calls, 1u);
   EXPECT_EQ(compiled->summary().kernel_calls, 0u) << "a node was left to the CPU";
+
+  // At every N, patched as the engine patches a call: the Shape kernel's values are [2, N] and
+  // the Range kernel's start, delta and length 3, 1 and N.
+  auto blobs = build_blobs(testing::size_arithmetic_model(), dims(48));
+  ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+  ASSERT_EQ(blobs->size(), 1u);
+  std::vector<uint8_t> shared;
+  size_t checked = 0;
+  for (const auto& e : engines_of((*blobs)[0], &shared)) {
+    const testing::AlignedBytes aligned(e);
+    auto blob = cuda::EngineBlob::parse(aligned.span(), shared);
+    ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+    ASSERT_TRUE(blob->dynamic());
+    const cuda::SymbolRecord& n_range = blob->symbols()[0];
+    for (int64_t n = n_range.min; n <= n_range.max; ++n) {
+      SCOPED_TRACE(n);
+      const Patched p = patch(*blob, {n});
+      bool shape = false, range = false;
+      for (const cuda::StepRecord& r : p.steps) {
+        if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+        const std::string_view name = blob->kernel_name(r.kernel.kernel);
+        const std::vector<int64_t> args(p.args.begin() + r.kernel.first_arg,
+                                        p.args.begin() + r.kernel.first_arg + r.kernel.num_args);
+        if (name.find("shape") != std::string_view::npos) {
+          EXPECT_EQ(args, (std::vector<int64_t>{2, n}));
+          shape = true;
+        } else if (name.find("range") != std::string_view::npos) {
+          EXPECT_EQ(args, (std::vector<int64_t>{3, 1, n}));
+          range = true;
+        }
+      }
+      EXPECT_TRUE(shape && range) << "the engine has a Shape and a Range kernel";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 48u) << "every N in 1..48, over the buckets";
 }
 
 // What the builder cannot make one engine of is refused, saying what differs, where, and the way

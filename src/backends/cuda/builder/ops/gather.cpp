@@ -130,8 +130,10 @@ Status lower_gather_elements(Lowering& ctx, int index) {
   const std::string name = ctx.kernel_name("gather_elements");
   KernelArgs args = ctx.kernel_args();
   const std::string arrays = args.array("sizes", y) + args.array("strides", strides);
-  const std::string values = fmt::format("  const long long total = {}, extent = {};\n",
-                                         args.value(total), args.value(x[axis]));
+  const std::string total_arg = args.value(total);  // one statement each: they are numbered
+  const std::string extent_arg = args.value(x[axis]);
+  const std::string values =
+      fmt::format("  const long long total = {}, extent = {};\n", total_arg, extent_arg);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
       "const {}* __restrict__ idx, {}* __restrict__ y{}) {{\n{}{}"

@@ -68,10 +68,13 @@ Status lower_range(Lowering& ctx, int index) {
   const int64_t count = ops::product(ctx.value(out).sizes);
   const std::string name = ctx.kernel_name("range");
   KernelArgs args = ctx.kernel_args();
+  // One statement per argument: the order of a call's arguments is unspecified, and it numbers
+  // them (start, delta, count: a.v[0], a.v[1], a.v[2]).
+  const std::string start = args.value(scalar_of(ctx, n.inputs[0]));
+  const std::string delta = args.value(scalar_of(ctx, n.inputs[2]));
+  const std::string length = args.value(count);
   const std::string values =
-      fmt::format("  const long long start = {}, delta = {}, count = {};\n",
-                  args.value(scalar_of(ctx, n.inputs[0])), args.value(scalar_of(ctx, n.inputs[2])),
-                  args.value(count));
+      fmt::format("  const long long start = {}, delta = {}, count = {};\n", start, delta, length);
   const std::string_view type = device_type_name(ctx.dtype_of(out));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}* __restrict__ y{}) {{\n{}"
