@@ -641,6 +641,18 @@ void layout_cases(std::vector<Case>& out) {
     out.push_back(make("Trilu", fmt::format("[5, 3] upper {} constant k 1", upper),
                        {in({5, 3}), int64_scalar(1, true)}, {{"upper", AttrValue::of_int(upper)}}));
   }
+  // DepthToSpace (both channel orders) and SpaceToDepth: CPU only (no CUDA lowering yet).
+  for (const char* mode : {"DCR", "CRD"}) {
+    out.push_back(
+        make("DepthToSpace", fmt::format("[2, 8, 3, 5] blocksize 2 {}", mode), {in({2, 8, 3, 5})},
+             {{"blocksize", AttrValue::of_int(2)}, {"mode", AttrValue::of_string(mode)}}));
+  }
+  out.push_back(make("DepthToSpace", "[1, 18, 2, 2] blocksize 3", {in({1, 18, 2, 2})},
+                     {{"blocksize", AttrValue::of_int(3)}}));
+  out.push_back(make("SpaceToDepth", "[2, 3, 4, 6] blocksize 2", {in({2, 3, 4, 6})},
+                     {{"blocksize", AttrValue::of_int(2)}}));
+  out.push_back(make("SpaceToDepth", "[1, 2, 6, 3] blocksize 3", {in({1, 2, 6, 3})},
+                     {{"blocksize", AttrValue::of_int(3)}}));
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
