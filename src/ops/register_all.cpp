@@ -21,6 +21,7 @@ void register_all_ops(OpRegistry& registry) {
   register_split(registry);
   register_expand(registry);
   register_tile(registry);
+  register_cumsum(registry);
   register_depth_space(registry);
   register_shape_size(registry);
   register_range(registry);

@@ -32,6 +32,7 @@ void register_all(runtime::KernelRegistry& registry) {
   register_slice(registry);
   register_expand(registry);
   register_tile(registry);
+  register_cumsum(registry);
   register_depth_space(registry);
   register_trilu(registry);
   register_gather(registry);

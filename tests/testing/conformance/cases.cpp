@@ -653,6 +653,17 @@ void layout_cases(std::vector<Case>& out) {
                      {{"blocksize", AttrValue::of_int(2)}}));
   out.push_back(make("SpaceToDepth", "[1, 2, 6, 3] blocksize 3", {in({1, 2, 6, 3})},
                      {{"blocksize", AttrValue::of_int(3)}}));
+  // CumSum: every direction, a scalar axis and a negative one-element axis. CPU only.
+  for (const int64_t exclusive : {0, 1}) {
+    for (const int64_t reverse : {0, 1}) {
+      out.push_back(make(
+          "CumSum", fmt::format("[3, 4, 5] axis 1 exclusive {} reverse {}", exclusive, reverse),
+          {in({3, 4, 5}), shape_input({1})},
+          {{"exclusive", AttrValue::of_int(exclusive)}, {"reverse", AttrValue::of_int(reverse)}}));
+      out.back().inputs[1].sizes.clear();
+    }
+  }
+  out.push_back(make("CumSum", "[6, 7] axis [-1]", {in({6, 7}), shape_input({-1})}));
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
