@@ -311,6 +311,23 @@ op_calls() {
     t->input(random_floats(rng, {2, 3})).input(int64s({2, 3}));
     return t;
   });
+  add("DepthToSpace", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("DepthToSpace");
+    t->input(random_floats(rng, {2, 8, 3, 5}))
+        .attr("blocksize", 2)
+        .attr("mode", std::string("CRD"));
+    return t;
+  });
+  add("SpaceToDepth", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("SpaceToDepth");
+    t->input(random_floats(rng, {2, 3, 4, 6})).attr("blocksize", 2);
+    return t;
+  });
+  add("CumSum", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("CumSum");
+    t->input(random_floats(rng, {3, 4, 5})).input(int64s({1})).attr("reverse", 1);
+    return t;
+  });
   add("Trilu", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Trilu");
     t->input(random_floats(rng, {2, 4, 5})).input(int64s({1}));
