@@ -634,6 +634,38 @@ TEST(Tile, Errors) {
                Error::NotSupported, "Tile", "input 'repeats' must be a constant");
 }
 
+// ---- DepthToSpace, SpaceToDepth, CumSum (values: ONNX's node tests; errors here) --------------
+
+TEST(DepthToSpace, Errors) {
+  const auto x = [](std::vector<int64_t> s) { return HostTensor(DType::Float32, std::move(s)); };
+  expect_error(OpTester("DepthToSpace").input(x({8, 2, 2})).attr("blocksize", 2).infer(),
+               Error::InvalidArgument, "DepthToSpace", "must be 4-D NCHW, got [8, 2, 2]");
+  expect_error(OpTester("DepthToSpace").input(x({1, 8, 2, 2})).attr("blocksize", 0).infer(),
+               Error::InvalidArgument, "DepthToSpace", "positive block edge, got 0");
+  expect_error(OpTester("DepthToSpace").input(x({1, 6, 2, 2})).attr("blocksize", 2).infer(),
+               Error::InvalidArgument, "DepthToSpace", "do not divide into blocks of 2 x 2");
+  expect_error(OpTester("DepthToSpace")
+                   .input(x({1, 8, 2, 2}))
+                   .attr("blocksize", 2)
+                   .attr("mode", std::string("RCD"))
+                   .infer(),
+               Error::InvalidArgument, "DepthToSpace", "'mode' is DCR or CRD, got 'RCD'");
+  expect_error(OpTester("SpaceToDepth").input(x({1, 2, 4, 5})).attr("blocksize", 2).infer(),
+               Error::InvalidArgument, "SpaceToDepth", "do not divide into blocks of 2");
+}
+
+TEST(CumSum, Errors) {
+  const auto x = [] { return HostTensor(DType::Float32, {3, 4}); };
+  expect_error(OpTester("CumSum").input(x()).input(int64s({0, 1})).infer(), Error::InvalidArgument,
+               "CumSum", "'axis' must hold one value, it holds 2");
+  expect_error(OpTester("CumSum").input(x()).input(int64s({2})).infer(), Error::InvalidArgument,
+               "CumSum", "'axis' 2 is outside [-2, 2)");
+  expect_error(OpTester("CumSum").input(x()).input(int64s({0})).attr("reverse", 2).infer(),
+               Error::InvalidArgument, "CumSum", "'reverse' is 0 or 1, got 2");
+  expect_error(OpTester("CumSum").input(x()).input(shape_only(DType::Int64, {1})).infer(),
+               Error::NotSupported, "CumSum", "input 'axis' must be a constant");
+}
+
 // ---- Trilu --------------------------------------------------------------------------------------
 
 TEST(Trilu, KeepsTheTriangleForAnyK) {
