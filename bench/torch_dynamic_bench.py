@@ -6,6 +6,7 @@ Baton's fp32 programs), called at each shape repeated and at the shapes in turn.
 
   python3 bench/torch_dynamic_bench.py --model bert --shapes 1x16,1x128,8x128,8x512 \\
       [--modes eager,default,reduce-overhead] [-n 50] [--warmup 10] [--json OUT.json]
+  python3 bench/torch_dynamic_bench.py --model resnet --shapes 1,8,32,64   (ResNet-50, 224x224)
 
 Per mode and shape: the first call (reduce-overhead records a CUDA graph per shape then), the
 median and p90 of repeated calls and of the shapes called in turn (wall clock around the call and
@@ -33,8 +34,9 @@ def quantile(v, q):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["bert", "gpt2"], required=True)
-    ap.add_argument("--shapes", required=True, help="BxS,BxS,...")
+    ap.add_argument("--model", choices=["bert", "gpt2", "resnet"], required=True)
+    ap.add_argument("--shapes", required=True,
+                    help="BxS,BxS,... (resnet: batch sizes B,B,..., images 224x224)")
     ap.add_argument("--modes", default="eager,default,reduce-overhead")
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
@@ -44,9 +46,15 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     model, _, _ = getattr(erm, a.model)(True)
     model = model.cuda().eval()
-    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
-    vocab = model.model.config.vocab_size
-    inputs = {s: tuple(t.cuda() for t in erm.text_inputs(s[0], s[1], vocab, True)) for s in shapes}
+    if a.model == "resnet":
+        # (batch, image side): ResNet-50 over a batch range, as Baton's --dim batch=1..64.
+        shapes = [(int(s), 224) for s in a.shapes.split(",")]
+        inputs = {s: (erm.image_input(s[0], s[1]).cuda(),) for s in shapes}
+    else:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
+        vocab = model.model.config.vocab_size
+        inputs = {s: tuple(t.cuda() for t in erm.text_inputs(s[0], s[1], vocab, True))
+                  for s in shapes}
     results = {}
     for mode in a.modes.split(","):
         torch._dynamo.reset()

@@ -739,6 +739,50 @@ Result<CudnnPlan> CudnnPlan::create(cudnnHandle_t handle, const StepRecord& step
   });
 }
 
+Result<CudnnPlan> CudnnPlan::first_fitting(cudnnHandle_t handle, const StepRecord& step,
+                                           uint64_t max_workspace, const std::string& what) {
+  return make(what, [&](Impl& impl) -> Status {
+    NotedGraph& g = impl.graph;
+    BATON_TRY(offer_plans(g, handle, step, what));
+    // In the heuristics' order; a plan that transforms (Winograd, FFT) only when no direct one
+    // builds, as choose's reference: the result should round as the largest shape's plan does.
+    std::string failures;
+    int64_t fallback = -1;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+        const std::vector<fe::NumericalNote_t> notes = g.notes_at(i);
+        if (has_note(notes, fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION)) continue;
+        if (pass == 0 && transforms(notes)) continue;
+        if (pass == 1 && !transforms(notes)) continue;
+        fe::error_t built = g.build_plan_at_index(handle, i);
+        if (built.is_bad()) {
+          if (pass == 0) failures += fmt::format("\n  plan {}: {}", i, built.get_message());
+          continue;
+        }
+        int64_t bytes = 0;
+        if (g.get_workspace_size_plan_at_index(i, bytes).is_bad() || bytes < 0 ||
+            static_cast<uint64_t>(bytes) > max_workspace) {
+          failures += fmt::format("\n  plan {}: needs {} bytes of workspace, {} are there", i,
+                                  bytes, max_workspace);
+          continue;
+        }
+        fallback = i;
+        break;
+      }
+      if (fallback >= 0) break;
+    }
+    BATON_CHECK_OR_RETURN(fallback >= 0, NotSupported,
+                          "{}: none of cuDNN's {} plans for {} builds on this GPU within the "
+                          "engine's workspace{}:{}",
+                          what, g.get_execution_plan_count(), step_text(step), fallback_hint(step),
+                          failures);
+    // Building it again makes it the plan execute() runs.
+    BATON_TRY(check(g.build_plan_at_index(handle, fallback), "build_plan_at_index", step, what));
+    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, fallback, what));
+    return impl.finish(what);
+  });
+}
+
 CudnnPlan::CudnnPlan() = default;
 CudnnPlan::~CudnnPlan() = default;
 CudnnPlan::CudnnPlan(CudnnPlan&&) noexcept = default;

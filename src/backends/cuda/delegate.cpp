@@ -430,7 +430,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // Device memory allocated at load for this handle: the weights (once, however many buckets
     // share them), the scratch and workspace (once: the buckets share them), and the staging
     // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
-    uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0;
+    uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0, plans = 0;
     const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
       if (c->memory() != counted) device_bytes += c->device_bytes();
@@ -440,6 +440,7 @@ class CudaBackend final : public runtime::BackendInterface {
       graphs += c->graphs();
       captures += c->graph_captures();
       replaced += c->graph_replacements();
+      plans += c->plan_sets_built();
     }
     for (const BindingState& b : handle->bindings) device_bytes += b.staging ? b.bytes : 0;
     return {{"device_bytes_at_load", device_bytes},
@@ -456,6 +457,7 @@ class CudaBackend final : public runtime::BackendInterface {
             {"graphs", graphs},
             {"graph_captures", captures},
             {"graphs_replaced", replaced},
+            {"conv_plan_sets_built", plans},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()}};
   }

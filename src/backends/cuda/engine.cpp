@@ -361,15 +361,17 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     ctx->binding_bytes_[i] = *checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank});
   }
   if (blob.dynamic()) {
-    // Step 2 of issue 37: convolutions and attention (cuDNN plans are built for one shape) come
-    // with step 3; the builder refuses them, and a hand-made blob is refused here.
+    // Convolutions get a plan per shape (fit_cudnn); fused attention and cuDNN's matmul are never
+    // built into a dynamic engine (Lowering::dynamic), and a hand-made blob with them is refused.
     for (size_t s = 0; s < blob.steps().size(); ++s) {
-      BATON_CHECK_OR_RETURN(!is_cudnn_step(blob.steps()[s].kind), NotSupported,
-                            "partition '{}' step {} is a cuDNN {} in a dynamic engine: dynamic "
-                            "engines run GEMMs and generated kernels only",
-                            ctx->engine_->partition(), s,
-                            step_kind_name(static_cast<StepKind>(blob.steps()[s].kind)));
+      const uint32_t kind = blob.steps()[s].kind;
+      BATON_CHECK_OR_RETURN(
+          !is_cudnn_step(kind) || kind == static_cast<uint32_t>(StepKind::Conv), NotSupported,
+          "partition '{}' step {} is a cuDNN {} in a dynamic engine: dynamic engines run GEMMs, "
+          "convolutions and generated kernels only",
+          ctx->engine_->partition(), s, step_kind_name(static_cast<StepKind>(kind)));
     }
+    ctx->shape_plans_.reserve(ctx->graph_shapes_ + 1);
     ctx->dynamic_ = true;
     ctx->steps_.assign(blob.steps().begin(), blob.steps().end());
     ctx->args_.assign(blob.args().begin(), blob.args().end());
@@ -485,7 +487,79 @@ Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
   }
+  BATON_TRY(fit_cudnn(symbols));
   std::copy(symbols.begin(), symbols.end(), patched_.begin());
+  return Status();
+}
+
+const CudnnPlan& ExecutionContext::plan_of(size_t s) const {
+  return current_plans_ >= 0 ? shape_plans_[static_cast<size_t>(current_plans_)].plans[s]
+                             : cudnn_plans_[s];
+}
+
+// A dynamic engine's convolutions at the patched sizes. At the largest sizes they run the plans
+// made at create (the choice recorded in the blob or timed at load); at any other shape, the
+// heuristics' first plan for that shape (CudnnPlan::first_fitting) within the workspace sized at
+// load, built at the shape's first patch: like the GEMMs (fit_gemm), a plan chosen for the largest
+// shape may not be offered at another, or may leave most of the GPU idle there. Building a shape's
+// plans is host work of its first call (cuDNN compiles nothing for its precompiled engines).
+Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
+  current_plans_ = -1;
+  if (!cudnn_) return Status();
+  const EngineBlob& blob = engine_->blob();
+  bool at_largest = true;
+  for (size_t i = 0; i < symbols.size(); ++i) at_largest &= symbols[i] == blob.symbols()[i].max;
+  if (at_largest) return Status();
+  ++plan_clock_;
+  for (size_t e = 0; e < shape_plans_.size(); ++e) {
+    ShapePlans& entry = shape_plans_[e];
+    if (!std::equal(symbols.begin(), symbols.end(), entry.symbols.begin(), entry.symbols.end())) {
+      continue;
+    }
+    entry.last_use = plan_clock_;
+    current_plans_ = static_cast<int>(e);
+    return Status();
+  }
+  ShapePlans made;
+  made.symbols.assign(symbols.begin(), symbols.end());
+  made.plans.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (!is_cudnn_step(steps_[s].kind)) continue;
+    std::string sizes;
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      sizes += fmt::format("{}{}={}", i ? ", " : "", blob.symbol_name(i), symbols[i]);
+    }
+    BATON_ASSIGN_OR_RETURN(
+        made.plans[s], CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes,
+                                                fmt::format("partition '{}' step {} at {}",
+                                                            engine_->partition(), s, sizes)));
+  }
+  made.last_use = plan_clock_;
+  ++plan_sets_built_;
+  if (shape_plans_.size() < graph_shapes_ + 1) {
+    shape_plans_.push_back(std::move(made));
+    current_plans_ = static_cast<int>(shape_plans_.size() - 1);
+    return Status();
+  }
+  // Full: replace the least recently used set whose shape holds no graph (at most graph_shapes_
+  // shapes do, so one of the graph_shapes_ + 1 sets is free). A graph keeps the kernels of the
+  // plans it was captured with; those stay until that shape's graph is replaced.
+  int victim = -1;
+  for (size_t e = 0; e < shape_plans_.size(); ++e) {
+    const ShapePlans& entry = shape_plans_[e];
+    const bool held = std::any_of(graphs_.begin(), graphs_.end(),
+                                  [&](const ShapeGraph& g) { return g.symbols == entry.symbols; });
+    if (held) continue;
+    if (victim < 0 || entry.last_use < shape_plans_[static_cast<size_t>(victim)].last_use) {
+      victim = static_cast<int>(e);
+    }
+  }
+  BATON_CHECK_OR_RETURN(victim >= 0, Internal,
+                        "partition '{}': every one of the {} sets of convolution plans belongs to "
+                        "a captured graph",
+                        engine_->partition(), shape_plans_.size());
+  shape_plans_[static_cast<size_t>(victim)] = std::move(made);
+  current_plans_ = victim;
   return Status();
 }
 
@@ -623,8 +697,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
         void* ptrs[5];
         const int count = cudnn_operands(r, refs);
         for (int i = 0; i < count; ++i) ptrs[i] = resolve(refs[i], pointers);
-        BATON_TRY(
-            cudnn_plans_[s].enqueue(cudnn_.get(), stream, ptrs, count, memory_->workspace.get()));
+        BATON_TRY(plan_of(s).enqueue(cudnn_.get(), stream, ptrs, count, memory_->workspace.get()));
         break;
       }
       case StepKind::Kernel: {
@@ -690,7 +763,7 @@ std::string ExecutionContext::step_runner(size_t s) const {
     case StepKind::Conv:
     case StepKind::Sdpa:
     case StepKind::Matmul:
-      return fmt::format("cuDNN {}", cudnn_plans_[s] ? cudnn_plans_[s].engine_name() : "plan");
+      return fmt::format("cuDNN {}", plan_of(s) ? plan_of(s).engine_name() : "plan");
     case StepKind::Copy:
       return "cudaMemcpyAsync";
   }

@@ -172,6 +172,10 @@ class ExecutionContext {
   size_t graphs() const { return graphs_.size(); }
   uint64_t graph_captures() const { return graph_captures_; }
   uint64_t graph_replacements() const { return graph_replacements_; }
+  // A dynamic engine with convolutions: how many shapes' sets of cuDNN plans were built, and how
+  // many are held.
+  uint64_t plan_sets_built() const { return plan_sets_built_; }
+  size_t plan_sets() const { return shape_plans_.size(); }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -264,6 +268,23 @@ class ExecutionContext {
     bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step
+  // A dynamic engine's convolution plans per shape: cuDNN builds a plan for one shape, so each
+  // shape other than the largest (which runs cudnn_plans_) gets a set of its own, one plan per
+  // Conv step, built at the shape's first patch (fit_cudnn) and kept for later patches. At most
+  // graph_shapes_ + 1 sets (every shape with a graph, and the one being patched); past that, the
+  // least recently used set that no graph was captured with is replaced.
+  struct ShapePlans {
+    std::vector<int64_t> symbols;
+    std::vector<CudnnPlan> plans;  // indexed by step (empty for other steps)
+    uint64_t last_use = 0;
+  };
+  std::vector<ShapePlans> shape_plans_;
+  int current_plans_ = -1;  // the set the patched steps run, or -1: cudnn_plans_
+  uint64_t plan_clock_ = 0, plan_sets_built_ = 0;
+  // The plan step `s` runs at the patched sizes.
+  const CudnnPlan& plan_of(size_t s) const;
+  // Takes or builds the convolution plans for `symbols` (patch's last part).
+  Status fit_cudnn(std::span<const int64_t> symbols);
 };
 
 }  // namespace baton::cuda

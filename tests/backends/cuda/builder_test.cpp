@@ -1241,7 +1241,9 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
       {DType::BFloat16, {4, 64}, {0, 0}, "const float v1 = to_f(p1[0]);"},
       {DType::Float16, {4, 64}, {64, 1}, "baton_vec_load<8>(p1 + i0, a1)"},
       {DType::Float16, {4, 64}, {1, 4}, ""},  // a transposed read: a gather
-      {DType::Float16, {3, 7}, {0, 1}, ""},   // 21 elements: no vector divides them
+      // 21 elements: no vector divides them, which the kernel finds when it runs (a dynamic
+      // engine's sizes differ from call to call), taking the one-element loop.
+      {DType::Float16, {3, 7}, {0, 1}, "baton_vec_load<8>(p1 + baton_offset<2>(i0"},
   };
   for (const Case& c : cases) {
     for (const bool in_code : {true, false}) {
@@ -1267,6 +1269,17 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
       } else {
         EXPECT_NE(source.find(expected(c.expect)), std::string::npos) << source;
         EXPECT_NE(source.find("baton_vec_store<"), std::string::npos) << source;
+        // Whether the vector loop applies is checked when the kernel runs: the vector divides
+        // the count (and, for reads at an offset, the rows and the read's row stride).
+        const int w = c.dtype == DType::Float32 ? 4 : 8;
+        EXPECT_NE(source.find(fmt::format("count % {} == 0", w)), std::string::npos) << source;
+        if (c.row_strides == std::vector<int64_t>{0, 1}) {
+          EXPECT_NE(source.find(fmt::format("strides1[0] % {} == 0", w)), std::string::npos)
+              << source;
+        }
+        // A thread per W elements where W divides them; else a thread per element.
+        const int64_t per_thread = n % w == 0 ? w : 1;
+        EXPECT_EQ(launch.grid, static_cast<uint32_t>((n / per_thread + 255) / 256));
         EXPECT_NE(
             source.find(in_code ? "to_f(p2[baton_offset<2>(i0, sizes, strides2)])"
                                 : "to_f(p2[baton_offset_fast<2>(i0, sizes, magic, strides2)])"),
@@ -1275,13 +1288,16 @@ TEST(EngineBuilderTest, FusedKernelsReadAndWriteSixteenBytesWhereTheyCan) {
       }
       // The one-element loop is always there, as the kernel or its fallback; its count is a
       // constant or the argument holding n.
+      EXPECT_NE(source.find("baton_for_each(count, "), std::string::npos) << source;
       if (in_code) {
-        EXPECT_NE(source.find("baton_for_each(" + std::to_string(n) + "LL"), std::string::npos);
+        EXPECT_NE(source.find(fmt::format("const long long count = {}LL;", n)), std::string::npos)
+            << source;
         EXPECT_TRUE(args.values().empty());
       } else {
-        const size_t at = source.rfind("baton_for_each(a.v[");
+        const std::string declared = "const long long count = a.v[";
+        const size_t at = source.find(declared);
         ASSERT_NE(at, std::string::npos) << source;
-        const size_t index = std::stoul(source.substr(at + 19));
+        const size_t index = std::stoul(source.substr(at + declared.size()));
         ASSERT_LT(index, args.values().size());
         EXPECT_EQ(args.values()[index], n);
         EXPECT_EQ(source.find(fmt::format("BatonArgs<{}> a)", args.values().size())),

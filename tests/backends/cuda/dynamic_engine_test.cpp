@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backends/cuda/engine_describe.h"
 #include "backends/cuda/engine_format.h"
@@ -124,6 +125,10 @@ cuda::StepRecord without_scratch_offsets(cuda::StepRecord r) {
     case cuda::StepKind::Copy:
       clear(r.copy.src);
       clear(r.copy.dst);
+      break;
+    case cuda::StepKind::Conv:
+      for (cuda::BufferRef* b : {&r.conv.x, &r.conv.w, &r.conv.bias, &r.conv.residual, &r.conv.y})
+        clear(*b);
       break;
     default:
       break;
@@ -488,6 +493,34 @@ TEST(DynamicEngineTest, SizeAndIndexArithmeticStaysOnTheGpu) {
 // that changes with the sizes in more than sizes: an elementwise chain over [3, N] is read 4
 // floats at a time where 3N divides by 4 and one at a time elsewhere, a different kernel (a
 // limit of step 2, docs/gpu_dynamic_shapes.md).
+// An elementwise chain over [3, N] reads 4 floats at a time where 3N divides by 4 and one at a
+// time elsewhere: the kernel checks the divisibility when it runs (codegen.cpp's vector_width),
+// so it is one kernel at every N, and one engine (with the unit N's bucket); dynamic_gpu_test
+// runs it at every N against the CPU.
+TEST(DynamicEngineTest, AVectorizedChainChecksItsDivisibilityWhenItRuns) {
+  OnnxBuilder b(17);
+  b.input("x", {3, -1});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  b.output("y", {3, -1});
+  auto blobs = build_blobs(b.bytes(), dims(4096));
+  ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+  ASSERT_EQ(blobs->size(), 1u);
+  const auto engines = engines_of((*blobs)[0]);
+  ASSERT_GE(engines.size(), 1u);
+  const testing::AlignedBytes aligned(engines.back());
+  const cuda::EngineBlob blob = cuda::EngineBlob::parse(aligned.span()).value();
+  ASSERT_TRUE(blob.dynamic());
+  EXPECT_EQ(blob.symbols()[0].max, 4096);
+  ASSERT_EQ(blob.steps().size(), 1u);
+  // The vector loop's grid follows 3N through one expression, 4 elements per thread.
+  for (const int64_t n : {5, 8, 1001, 4096}) {
+    const Patched p = patch(blob, {n});
+    EXPECT_EQ(p.steps[0].kernel.grid[0], static_cast<uint32_t>((3 * n + 1023) / 1024)) << n;
+    EXPECT_EQ(p.bindings[0], (std::vector<int64_t>{3, n}));
+  }
+}
+
 TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
   {
     OnnxBuilder five(17);
@@ -518,11 +551,13 @@ TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
               std::string::npos)
         << blobs.status().message();
   }
+  // A sum over the dynamic axis reads blocks of columns when it sums at least 16 rows, and
+  // strides over its outputs below that: two kernels, which one engine cannot be.
   OnnxBuilder b(17);
-  b.input("x", {3, -1});
-  b.node("Relu", {"x"}, {"r"}, "relu");
-  b.node("Sigmoid", {"r"}, {"y"}, "sigmoid");
-  b.output("y", {3, -1});
+  b.input("x", {-1, 64});
+  b.initializer_int64("axes", {1}, {0});
+  b.node("ReduceSum", {"x", "axes"}, {"y"}, "sum");
+  b.output("y", {1, 64});
   auto blobs = build_blobs(b.bytes(), dims(64));
   ASSERT_FALSE(blobs.ok());
   EXPECT_EQ(blobs.code(), Error::NotSupported);
@@ -536,14 +571,85 @@ TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
 
 // Convolutions are cuDNN plans built for one shape: a dynamic CNN is refused for the GPU with
 // the way out, until dynamic cuDNN graphs land.
-TEST(DynamicEngineTest, DynamicConvolutionsAreRefusedWithTheFix) {
+// The convolutional families compile over a batch range (issue 37 step 3): one GPU partition,
+// dynamic engines whose cuDNN convolutions take the batch through their `n` (the engine builds a
+// plan per batch at run time), and MobileNetV3's squeeze-excite layers on cuDNN rather than the
+// rows kernel (its image count is a template argument). Patched at each batch, ResNet's engine is
+// the static engine of that batch: the same steps, arguments and cubin.
+TEST(DynamicEngineTest, ConvolutionalFamiliesCompileOverABatchRange) {
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {"torchscript17_resnet", "batch"},     {"dynamo18dyn_resnet", "s77"},
+      {"torchscript17_mobilenet", "batch"},  {"dynamo18dyn_mobilenet", "s77"},
+      {"torchscript17_squeezenet", "batch"}, {"dynamo18dyn_squeezenet", "s77"}};
+  for (const auto& [name, symbol] : models) {
+    for (const char* precision : {"fp32", "fp16"}) {
+      SCOPED_TRACE(name + " " + precision);
+      compiler::CompileOptions o;
+      o.dims = {{symbol, 1, 16, 0, {}}};
+      auto blobs = build_file_blobs(name, o, precision);
+      ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+      ASSERT_EQ(blobs->size(), 1u) << "GPU partitions";
+      std::vector<uint8_t> shared;
+      const auto engines = engines_of((*blobs)[0], &shared);
+      ASSERT_EQ(engines.size(), 2u) << "the unit batch, then 2..16";
+      const testing::AlignedBytes aligned(engines[1]);
+      const cuda::EngineBlob blob = cuda::EngineBlob::parse(aligned.span(), shared).value();
+      ASSERT_TRUE(blob.dynamic());
+      EXPECT_EQ(blob.symbols()[0].min, 2);
+      EXPECT_EQ(blob.symbols()[0].max, 16);
+      std::set<uint32_t> n_patched;
+      for (const cuda::PatchRecord& p : blob.patches()) {
+        // The steps are a union: the same offset is another field of another kind's step.
+        if (p.target == static_cast<uint8_t>(cuda::PatchTarget::StepField) &&
+            blob.steps()[p.index].kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
+            p.offset == offsetof(cuda::StepRecord, conv) + offsetof(cuda::ConvStep, n)) {
+          n_patched.insert(p.index);
+        }
+      }
+      size_t convs = 0;
+      for (size_t s = 0; s < blob.steps().size(); ++s) {
+        if (blob.steps()[s].kind != static_cast<uint32_t>(cuda::StepKind::Conv)) continue;
+        ++convs;
+        EXPECT_EQ(n_patched.count(static_cast<uint32_t>(s)), 1u) << "conv step " << s;
+      }
+      EXPECT_GE(convs, 5u);
+      EXPECT_EQ(n_patched.size(), convs);
+    }
+  }
+  // ResNet patched at each batch against its static engine at that batch (above 8 images: at 8
+  // or fewer the static engine runs its last 1x1-over-1x1 convolution as the rows kernel, which
+  // a dynamic batch does not; dynamic_gpu_test checks those batches' results).
   compiler::CompileOptions o;
-  o.dims = {{"batch", 1, 4, 0, {}}};
+  o.dims = {{"batch", 1, 16, 0, {}}};
   auto blobs = build_file_blobs("torchscript17_resnet", o);
-  ASSERT_FALSE(blobs.ok());
-  EXPECT_NE(blobs.status().message().find("cuDNN conv"), std::string::npos)
-      << blobs.status().message();
-  EXPECT_NE(blobs.status().message().find("--shape"), std::string::npos);
+  ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*blobs)[0], &shared);
+  ASSERT_EQ(engines.size(), 2u);
+  const testing::AlignedBytes aligned(engines[1]);
+  const cuda::EngineBlob dyn = cuda::EngineBlob::parse(aligned.span(), shared).value();
+  for (const int64_t n : {9, 12, 15, 16}) {
+    SCOPED_TRACE(n);
+    compiler::CompileOptions fixed;
+    fixed.input_shapes = {{"input", {n, 3, 32, 32}}};
+    auto stat = build_file_blobs("torchscript17_resnet", fixed);
+    ASSERT_TRUE(stat.ok()) << stat.status().to_string();
+    const testing::AlignedBytes st_bytes((*stat)[0]);
+    const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+    EXPECT_FALSE(st.dynamic());
+    const Patched p = patch(dyn, {n});
+    ASSERT_EQ(p.steps.size(), st.steps().size());
+    for (size_t s = 0; s < p.steps.size(); ++s) {
+      SCOPED_TRACE(fmt::format("step {} ({})", s,
+                               cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
+      const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
+      const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+    }
+    EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
+    EXPECT_TRUE(
+        std::equal(dyn.cubin().begin(), dyn.cubin().end(), st.cubin().begin(), st.cubin().end()));
+  }
 }
 
 }  // namespace

@@ -97,6 +97,12 @@ std::vector<Tensor> inputs_of(const Family& f, int64_t batch, int64_t sequence, 
   return {testing::random_tensor(rng, sizes)};
 }
 
+std::map<std::string, uint64_t> counters_of(runtime::Method& m) {
+  std::map<std::string, uint64_t> counters;
+  for (const auto& [key, value] : m.delegate_counters(0)) counters[key] = value;
+  return counters;
+}
+
 // The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5), TF32 and fp16
 // (3e-3; a dynamic fp16 engine runs attention as GEMMs and a softmax kernel, not cuDNN's), at
 // eight shapes each, shapes alternating in one module; a unit batch or sequence runs on the
@@ -165,6 +171,91 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
   }
 }
 
+// The convolutional families from both exporters over a batch range: cuDNN convolutions in a
+// dynamic engine, each batch running a plan built for it (ExecutionContext::fit_cudnn; the
+// largest batch the plan chosen at load), MobileNetV3's depthwise kernels with their sizes as
+// arguments, SqueezeNet's concatenations and pools. fp32 (TF32 off: issue 11's 1e-5), TF32 and
+// fp16 (3e-3), at eight batches alternating in one module (the unit batch on its own bucket);
+// each batch is built one set of plans, the first time it is called.
+TEST_F(DynamicGpuTest, ConvolutionalFamiliesMatchTheCpuPathAtEveryBatch) {
+  const std::vector<Family> families = {
+      {"torchscript17_resnet", {{"batch", 1, 16, 0, {}}}, false, {3, 32, 32}},
+      {"dynamo18dyn_resnet", {{"s77", 1, 16, 0, {}}}, false, {3, 32, 32}},
+      {"torchscript17_mobilenet", {{"batch", 1, 16, 0, {}}}, false, {3, 64, 64}},
+      {"dynamo18dyn_mobilenet", {{"s77", 1, 16, 0, {}}}, false, {3, 64, 64}},
+      {"torchscript17_squeezenet", {{"batch", 1, 16, 0, {}}}, false, {3, 64, 64}},
+      {"dynamo18dyn_squeezenet", {{"s77", 1, 16, 0, {}}}, false, {3, 64, 64}},
+  };
+  const std::vector<int64_t> batches = {16, 1, 3, 8, 5, 2, 16, 11, 3};
+  for (const Family& f : families) {
+    SCOPED_TRACE(f.model);
+    const std::vector<uint8_t> onnx = read_model(f.model);
+    ASSERT_FALSE(onnx.empty());
+    const auto cpu = compile(onnx, f.dims, "cpu", "");
+    ASSERT_NE(cpu, nullptr);
+    auto reference = extension::Module::from_program(cpu).value();
+    for (const char* precision : {"fp32", "tf32", "fp16"}) {
+      SCOPED_TRACE(precision);
+      const auto gpu = compile(onnx, f.dims, "cuda:0", precision);
+      ASSERT_NE(gpu, nullptr);
+      auto module = extension::Module::from_program(gpu).value();
+      const double bound = std::string_view(precision) == "fp32" ? 1e-5 : 3e-3;
+      double worst = 0;
+      for (const int64_t batch : batches) {
+        SCOPED_TRACE(fmt::format("batch {}", batch));
+        const std::vector<Tensor> in = inputs_of(f, batch, 0, rng_);
+        auto want = reference.run(in);
+        ASSERT_TRUE(want.ok()) << want.status().to_string();
+        auto got = module.run(in);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        ASSERT_EQ(got->size(), want->size());
+        for (size_t o = 0; o < got->size(); ++o) {
+          ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
+          const double err = testing::relative_error((*got)[o], (*want)[o]);
+          EXPECT_LE(err, bound) << "output " << o;
+          worst = std::max(worst, err);
+        }
+      }
+      // Batches 2..15 each built their plans once (16 runs the load's; 1 is a static bucket),
+      // however often they were called.
+      std::map<std::string, uint64_t> counters = counters_of(module.method());
+      EXPECT_EQ(counters["conv_plan_sets_built"], 5u);
+      std::printf("  %-24s %s worst relative error over %zu batches %.3g\n", f.model.c_str(),
+                  precision, batches.size(), worst);
+    }
+  }
+}
+
+// An elementwise chain over [3, N] (dynamic_engine_test's
+// AVectorizedChainChecksItsDivisibilityWhenItRuns): one kernel that takes its vector loop where
+// 3N divides by 4 and its scalar loop elsewhere, checked when it runs; the CPU's result at every
+// N, shapes alternating between both kinds.
+TEST_F(DynamicGpuTest, AVectorizedChainMatchesTheCpuAtEveryN) {
+  testing::OnnxBuilder b(17);
+  b.input("x", {3, -1});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  b.output("y", {3, -1});
+  const std::vector<uint8_t> onnx = b.bytes();
+  const std::vector<compiler::DimRange> dims = {{"N", 1, 4096, 0, {}}};
+  const auto gpu = compile(onnx, dims, "cuda:0", "fp32");
+  ASSERT_NE(gpu, nullptr);
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto module = extension::Module::from_program(gpu).value();
+  auto reference = extension::Module::from_program(cpu).value();
+  for (const int64_t n : {4096, 1, 2, 3, 4, 5, 7, 8, 1001, 1024, 4095, 4}) {
+    SCOPED_TRACE(n);
+    const Tensor x = testing::random_tensor(rng_, {3, n}, -2.0f, 2.0f);
+    auto want = reference.run({x});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto got = module.run({x});
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ((*got)[0].sizes(), (*want)[0].sizes());
+    EXPECT_LE(testing::relative_error((*got)[0], (*want)[0]), 1e-6);
+  }
+}
+
 // Shape, Range, integer Add/Sub/Mul, an int64 Concat and GatherElements on the GPU
 // (size_arithmetic_model.h): one engine, no CPU kernel, and at every N (the unit N's bucket
 // included, shapes alternating) its outputs equal the CPU path's exactly.
@@ -212,12 +303,6 @@ std::vector<uint8_t> mlp(std::mt19937& rng) {
   b.node("Softmax", {"r"}, {"y"}, "softmax");
   b.output("y", {-1, 256});
   return b.bytes();
-}
-
-std::map<std::string, uint64_t> counters_of(runtime::Method& m) {
-  std::map<std::string, uint64_t> counters;
-  for (const auto& [key, value] : m.delegate_counters(0)) counters[key] = value;
-  return counters;
 }
 
 // A dynamic MLP with device-resident input and output: after the first call at a shape, 30

@@ -192,7 +192,12 @@ enum class VecRead {
 
 // Elements per access of the vectorized loop, or 0 when the kernel keeps one element per thread:
 // 16 bytes of the widest float type among its inputs and outputs, when every input is read by one
-// of the VecRead ways and W divides the element count.
+// of the VecRead ways. Whether W divides the element count, the last dimension and the strides
+// of the VectorAt reads is not decided here but checked by the kernel when it runs (with the
+// pointers' alignment): a decision made from the sizes would give a dynamic engine a different
+// kernel at different sizes (an elementwise chain over [3, N] is vectorized where 3N divides by
+// 4), which one engine cannot be, and with the sizes as arguments the check costs a few integer
+// operations per launch.
 int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
   size_t widest = 0;
   auto float_type = [&](DType d) {
@@ -208,10 +213,7 @@ int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
   }
   if (widest == 0) return 0;
   const int64_t w = static_cast<int64_t>(16 / widest);
-  int64_t n = 1;
-  for (int64_t s : k.sizes) n *= s;
-  if (k.sizes.empty() || n % w != 0 || n < 2 * w) return 0;
-  const bool rows_divide = k.sizes.back() % w == 0;
+  if (k.sizes.empty()) return 0;
   reads->clear();
   for (const FusedInput& in : k.inputs) {
     const std::vector<int64_t>& st = in.strides;
@@ -222,10 +224,9 @@ int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
       reads->push_back(VecRead::Splat);
     } else if (contiguous(k.sizes, st)) {
       reads->push_back(VecRead::Vector);
-    } else if (rows_divide && st.back() == 1 &&
-               std::all_of(st.begin(), st.end() - 1, [&](int64_t x) { return x % w == 0; })) {
+    } else if (st.back() == 1) {
       reads->push_back(VecRead::VectorAt);
-    } else if (rows_divide && st.back() == 0) {
+    } else if (st.back() == 0) {
       reads->push_back(VecRead::SplatAt);
     } else {
       return 0;  // a gather: one element per thread
@@ -295,8 +296,10 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   loop += indented("    ");
   for (size_t o = 0; o < k.outputs.size(); ++o)
     loop += fmt::format("    st(&p{}[i], t{});\n", first_output + o, k.outputs[o].op);
+  // The element count, read by both loops (the vector loop divides it by W).
+  body += fmt::format("  const long long count = {};\n", args->value(n));
   const std::string scalar_loop =
-      fmt::format("  baton_for_each({}, [&](long long i) {{\n{}  }});\n", args->value(n), loop);
+      fmt::format("  baton_for_each(count, [&](long long i) {{\n{}  }});\n", loop);
 
   std::vector<VecRead> reads;
   const int w = vector_width(k, &reads);
@@ -306,7 +309,19 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
                        kBlock, k.name, params, args->parameter(), index.declarations(), body,
                        scalar_loop);
   }
-  std::string aligned, vload, vbody;
+  // What vector_width left to the run: W divides the count, and, for reads at an offset, the
+  // last dimension and every VectorAt read's outer strides.
+  std::string aligned = fmt::format(" && count % {} == 0", w), vload, vbody;
+  if (std::any_of(reads.begin(), reads.end(),
+                  [](VecRead r) { return r == VecRead::VectorAt || r == VecRead::SplatAt; })) {
+    aligned += fmt::format(" && {} % {} == 0", args->value(k.sizes.back()), w);
+  }
+  for (size_t x = 0; x < k.inputs.size(); ++x) {
+    if (reads[x] != VecRead::VectorAt) continue;
+    for (size_t d = 0; d + 1 < k.sizes.size(); ++d) {
+      aligned += fmt::format(" && strides{}[{}] % {} == 0", x, d, w);
+    }
+  }
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const int p = ptr_of[x];
     // Only the reads at an offset ask for one (a kernel of contiguous inputs passes no sizes).
@@ -339,8 +354,19 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   std::string stores;
   for (size_t o = 0; o < k.outputs.size(); ++o)
     stores += fmt::format("    baton_vec_store<{}>(p{} + i0, o{});\n", w, first_output + o, o);
-  *launch = grid_stride_launch(n / w);
-  const std::string vector_count = args->value(n / w);
+  // Enough blocks for the vector loop, W elements a thread (ceil(ceil(n / W) / block) is
+  // ceil(n / (W * block))): the count stays n, a size expression at every size, where n / W is
+  // not one when W does not divide n. The scalar loop, when the check fails, strides over them.
+  // A static kernel whose count W does not divide runs the scalar loop: a thread per element.
+  // A dynamic one keeps the vector loop's grid, which follows the sizes as one expression, and
+  // runs its scalar loop at sizes W does not divide with W times fewer threads than elements.
+  *launch = grid_stride_launch(n);
+  if (n % w == 0 || k.sizes_vary) {
+    launch->per_block = kBlock * w;
+    launch->grid = static_cast<uint32_t>(
+        std::clamp<int64_t>((n + launch->per_block - 1) / launch->per_block, 1, launch->cap));
+  }
+  const std::string vector_count = fmt::format("count / {}", w);
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}"
       "  if (true{}) {{\n"

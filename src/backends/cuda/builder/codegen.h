@@ -47,6 +47,8 @@ struct FusedKernel {
   std::vector<FusedInput> inputs;
   std::vector<FusedOp> ops;
   std::vector<FusedOutput> outputs;
+  // A dynamic engine's kernel, whose sizes differ from call to call (the launch: generate_fused).
+  bool sizes_vary = false;
 };
 
 // The scalar arguments of one generated kernel: the sizes, strides and offsets its source would

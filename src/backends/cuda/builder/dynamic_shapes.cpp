@@ -365,13 +365,16 @@ Result<compiler::LoweredPartition> lower_bucket(
   BATON_TRY(lower_nodes(upper));
   BATON_ASSIGN_OR_RETURN(EngineDescription base, upper.describe());
   for (size_t s = 0; s < base.steps.size(); ++s) {
-    // cuDNN builds its plans for one shape; dynamic ones come with issue 37's step 3.
-    BATON_CHECK_OR_RETURN(!is_cudnn_step(base.steps[s].kind), NotSupported,
+    // A convolution's cuDNN plan is built per shape by the engine (ExecutionContext::patch). A
+    // dynamic lowering emits no fused attention or cuDNN matmul (Lowering::dynamic), so any
+    // other cuDNN step here is a lowering that forgot to ask.
+    const uint32_t kind = base.steps[s].kind;
+    BATON_CHECK_OR_RETURN(!is_cudnn_step(kind) || kind == static_cast<uint32_t>(StepKind::Conv),
+                          NotSupported,
                           "partition '{}' is dynamic and its step {} is a cuDNN {}: dynamic GPU "
-                          "engines run GEMMs and generated kernels only so far. Fix the shapes "
-                          "with --shape, or compile for --device cpu",
-                          partition.name, s,
-                          step_kind_name(static_cast<StepKind>(base.steps[s].kind)));
+                          "engines run GEMMs, convolutions and generated kernels only. Fix the "
+                          "shapes with --shape, or compile for --device cpu",
+                          partition.name, s, step_kind_name(static_cast<StepKind>(kind)));
   }
 
   const Probes probes = choose_probes(ranges);

@@ -538,6 +538,7 @@ void Lowering::add_copy(int src, int dst) {
 void Lowering::add_cast(int src, int dst, DType dtype) {
   FusedKernel k;
   k.name = kernel_name("cast");
+  k.sizes_vary = dynamic();
   // Element by element in memory order: source and destination share one layout.
   k.sizes = {numel(slots_.at(read(src)).sizes)};
   k.inputs.push_back({slot(read(src)).dtype, {1}});
@@ -563,6 +564,7 @@ void Lowering::add_epilogue(int y, int residual, const std::string& activation, 
   };
   FusedKernel k;
   k.name = kernel_name("epilogue");
+  k.sizes_vary = dynamic();
   k.sizes = along(slots_.at(read(out)).sizes);
   k.inputs.push_back({slot(y).dtype, along(strides_of(y))});
   std::vector<int> operands = {y};

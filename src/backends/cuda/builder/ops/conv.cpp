@@ -235,12 +235,13 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);
   const int64_t count = s.n * s.oh * s.ow * s.c;
-  // Sizes and strides stay in the code whatever kernel_sizes says: as arguments this kernel ran
-  // 1.4x slower on an H200 (MobileNetV3's 15 depthwise kernels, 123 against 88 us: its 64-bit
-  // address arithmetic per tap is no longer strength-reduced), which cost the model 12%. The
-  // generator is written for arguments (and the window stays in the code either way, so its
+  // Sizes and strides stay in the code in a static engine whatever kernel_sizes says: as arguments
+  // this kernel ran 1.4x slower on an H200 (MobileNetV3's 15 depthwise kernels, 123 against 88 us:
+  // its 64-bit address arithmetic per tap is no longer strength-reduced), which cost the model 12%.
+  // The generator is written for arguments (and the window stays in the code either way, so its
   // loops unroll); 32-bit index arithmetic is the next thing to measure before switching.
-  KernelArgs args(/*in_code=*/true);
+  // A dynamic engine needs its sizes as arguments (one kernel for every size), slower or not.
+  KernelArgs args = ctx.dynamic() ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
   std::string z_param, z_add;
   if (e.residual >= 0) {
     const std::vector<int64_t> zs = ctx.strides_of(e.residual);
@@ -403,10 +404,20 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
+// Whether the input's image count is the same at every size of a dynamic engine (always, in a
+// static one). The rows path's count is a template argument (its accumulators are an array), so
+// a dynamic batch takes cuDNN at every size rather than the rows kernel at some and cuDNN at
+// others, which one engine cannot be.
+bool fixed_images(const Lowering& ctx, int x) {
+  const compiler::IrValue& v = ctx.graph().values[x];
+  return !ctx.dynamic() || !compiler::is_dynamic(v) || ctx.graph().symbols.is_constant(v.dims[0]);
+}
+
 Status lower(Lowering& ctx, int index) {
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
   if (s.groups != 1) return lower_depthwise(ctx, index, s);
-  if (is_rows(s) && ctx.target().options.conv_rows == ConvRows::Kernel)
+  if (is_rows(s) && ctx.target().options.conv_rows == ConvRows::Kernel &&
+      fixed_images(ctx, ctx.node(index).inputs[0]))
     return lower_gemv(ctx, index, s);
   // cuBLASLt writes float32 or the operands' type (result_slot: the output's own dtype, or the
   // activation dtype for a partition output).

@@ -144,6 +144,7 @@ bool is_fusible(const compiler::Graph& graph, const compiler::IrNode& node) {
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
   FusedKernel k;
   k.name = ctx.kernel_name("fused");
+  k.sizes_vary = ctx.dynamic();
   k.sizes = ctx.value(ctx.node(group.back()).outputs[0]).sizes;
   std::set<int> in_group(group.begin(), group.end());
   // Results anything outside the group reads are stored; the rest stay in registers.
