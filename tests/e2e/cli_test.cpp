@@ -387,7 +387,7 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   for (const Bad& bad : {
            Bad{"--load-option cuda_graph=0",
                "unknown load option 'cuda_graph': the options are cuda_graphs (cuda), "
-               "cuda_graph_shapes (cuda), cuda_pdl "
+               "cuda_graph_shapes (cuda), cuda_graphs_at_load (cuda), cuda_pdl "
                "(cuda), strict_staging (cuda), graph_edges (cuda), tune_candidates (cuda)"},
            Bad{"--load-option graph_edges=captured",
                "load option graph_edges='captured': the value is one of own, full"},

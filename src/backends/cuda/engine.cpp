@@ -308,9 +308,22 @@ Result<std::shared_ptr<ExecutionContext::Memory>> ExecutionContext::allocate_mem
   return memory;
 }
 
+Status ExecutionContext::share_memory(std::shared_ptr<Memory> memory) {
+  const uint64_t scratch = engine_->blob().header().scratch_bytes;
+  BATON_CHECK_OR_RETURN(
+      memory->scratch_bytes >= scratch && memory->workspace_bytes >= workspace_bytes_, Internal,
+      "partition '{}': the shared scratch ({} bytes) or workspace ({} bytes) "
+      "is smaller than the engine's ({} and {} bytes)",
+      engine_->partition(), memory->scratch_bytes, memory->workspace_bytes, scratch,
+      workspace_bytes_);
+  memory_ = std::move(memory);
+  return Status();
+}
+
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine,
                                                                    const LoadOptions& options,
-                                                                   std::shared_ptr<Memory> memory) {
+                                                                   std::shared_ptr<Memory> memory,
+                                                                   bool allocate) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   ctx->graph_edges_ = options.graph_edges;
   if (ctx->engine_->blob().dynamic()) {
@@ -339,14 +352,9 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
   if (memory) {
-    BATON_CHECK_OR_RETURN(memory->scratch_bytes >= blob.header().scratch_bytes &&
-                              memory->workspace_bytes >= ctx->workspace_bytes_,
-                          Internal,
-                          "partition '{}': the shared scratch ({} bytes) or workspace ({} bytes) "
-                          "is smaller than the engine's ({} and {} bytes)",
-                          ctx->engine_->partition(), memory->scratch_bytes, memory->workspace_bytes,
-                          blob.header().scratch_bytes, ctx->workspace_bytes_);
-    ctx->memory_ = std::move(memory);
+    BATON_TRY(ctx->share_memory(std::move(memory)));
+  } else if (!allocate) {
+    // The caller allocates the memory once it knows every context's needs (share_memory).
   } else {
     BATON_ASSIGN_OR_RETURN(
         ctx->memory_, allocate_memory(device, blob.header().scratch_bytes, ctx->workspace_bytes_,

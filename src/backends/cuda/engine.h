@@ -125,10 +125,18 @@ class ExecutionContext {
 
   // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's). `memory`:
   // scratch and workspace shared with other contexts (at least the engine's sizes); none: the
-  // context allocates its own.
+  // context allocates its own, or, without `allocate`, is given it later by share_memory (before
+  // any call), once the caller knows every context's needs (scratch_needed, workspace_needed).
   static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine,
                                                           const LoadOptions& options,
-                                                          std::shared_ptr<Memory> memory = nullptr);
+                                                          std::shared_ptr<Memory> memory = nullptr,
+                                                          bool allocate = true);
+  // What this context needs of a shared Memory: the engine's scratch, and the larger of its
+  // cuBLASLt workspace and its cuDNN plans' workspace (known once the plans are made, at create).
+  uint64_t scratch_needed() const { return engine_->blob().header().scratch_bytes; }
+  uint64_t workspace_needed() const { return workspace_bytes_; }
+  // Takes `memory` (at least scratch_needed and workspace_needed) as this context's.
+  Status share_memory(std::shared_ptr<Memory> memory);
   // Frees the graph, the workspace, the scratch and the cuBLASLt handle (on the engine's GPU), then
   // lets go of the engine. Work still in flight must have been waited for.
   ~ExecutionContext() = default;

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
@@ -358,6 +359,47 @@ TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
   EXPECT_GE(counters["device_bytes_at_load"], (256u * 256 + 256) * 4);
   EXPECT_GE(counters["shape_changes"], 2u);
   EXPECT_GE(counters["engines"], 1u);
+}
+
+// The load option cuda_graphs_at_load (delegate.cpp's capture_at_load): a dynamic MLP compiled
+// with N = 1..64@16 has the OPT shape's graph captured at load, and a host-memory call at N = 16
+// replays it; `buckets` also captures each bucket's largest shape (1 and 64); `none` captures
+// nothing at load. Other shapes are captured at their first call, and every result is the CPU
+// path's.
+TEST_F(DynamicGpuTest, GraphsCapturedAtLoadAreReplayedByTheFirstCall) {
+  const std::vector<uint8_t> onnx = mlp(rng_);
+  const std::vector<compiler::DimRange> dims = {{"N", 1, 64, 16, {}}};
+  const auto program = compile(onnx, dims, "cuda:0", "fp32");
+  ASSERT_NE(program, nullptr);
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  struct Case {
+    std::string value;
+    std::set<int64_t> at_load;
+  };
+  const std::vector<Case> cases = {{"opt", {16}}, {"buckets", {16, 1, 64}}, {"none", {}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.value);
+    runtime::MethodOptions options;
+    options.backend_options = {{"cuda_graphs_at_load", c.value}};
+    auto module = extension::Module::from_program(program, "forward", options).value();
+    runtime::Method& m = module.method();
+    EXPECT_EQ(counters_of(m)["graph_captures"], c.at_load.size());
+    EXPECT_EQ(counters_of(m)["graphs"], c.at_load.size());
+    std::set<int64_t> captured = c.at_load;
+    for (const int64_t n : {16, 64, 1, 16, 37, 37}) {
+      SCOPED_TRACE(n);
+      const Tensor x = testing::random_tensor(rng_, {n, 256});
+      auto want = reference.run({x});
+      ASSERT_TRUE(want.ok()) << want.status().to_string();
+      auto got = module.run({x});
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_LE(testing::relative_error((*got)[0], (*want)[0]), 1e-5);
+      captured.insert(n);
+      EXPECT_EQ(counters_of(m)["graph_captures"], captured.size());
+    }
+  }
 }
 
 // Calls that alternate between shapes (N = 37, 5, 64, 37, 5, 64, ...) replay each shape's own
