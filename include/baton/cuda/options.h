@@ -73,10 +73,6 @@ struct BuildOptions {
 };
 
 enum class GraphEdges { Own, Full };
-// Which shapes of a dynamic engine get their CUDA graph at load rather than at their first call:
-// the OPT shape (each symbol at its declared OPT, at its maximum where it declares none) when some
-// symbol declares one; that and every bucket's largest shape; or none.
-enum class GraphsAtLoad { Opt, Buckets, None };
 
 struct LoadOptions {
   // Replay each engine's steps as one CUDA graph (captured at the first execute per binding set).
@@ -84,8 +80,6 @@ struct LoadOptions {
   // A dynamic engine's graphs: one per shape (its symbols' values), captured at the first call at
   // that shape; past this many per engine the least recently used one is replaced.
   int cuda_graph_shapes = 32;
-  // A dynamic engine's graphs captured at load (GraphsAtLoad), with the staging buffers' addresses.
-  GraphsAtLoad cuda_graphs_at_load = GraphsAtLoad::Opt;
   // Let each generated kernel start while its predecessor finishes (programmatic dependent launch).
   bool cuda_pdl = true;
   // Refuse host memory at execute instead of staging it; also set by the program when it was

@@ -254,9 +254,6 @@ class CudaBackend final : public runtime::BackendInterface {
       handle->step_mark_handles.push_back(mark.get());
       handle->step_marks.push_back(std::move(mark));
     }
-    if (handle->use_graph && engine->blob().dynamic()) {
-      BATON_TRY(capture_at_load(*handle, options.cuda_graphs_at_load));
-    }
     return static_cast<runtime::DelegateHandle*>(handle.release());
   }
 
@@ -473,80 +470,6 @@ class CudaBackend final : public runtime::BackendInterface {
   }
 
  private:
-  // The load option cuda_graphs_at_load: captures (and runs once, on zeroed inputs) the graphs of
-  // the shapes it names, so that the first call at such a shape replays instead of capturing. A
-  // graph holds the addresses it was captured with, and before any call only the staging
-  // buffers' are known: calls with host memory replay these graphs as they are; calls with device
-  // memory update them to their addresses the first time (cudaGraphExecUpdate: no new
-  // instantiation). With strict staging (or on an integrated GPU) there are no staging buffers
-  // and nothing is captured at load.
-  static Status capture_at_load(CudaHandle& handle, GraphsAtLoad which) {
-    if (which == GraphsAtLoad::None) return Status();
-    for (const BindingState& b : handle.bindings) {
-      if (!b.staging) return Status();
-    }
-    // The symbols are the partition's, in one order, in every bucket.
-    const size_t k = handle.contexts.front()->engine().blob().symbols().size();
-    std::vector<int64_t> opt(k, 0), max(k, 0);
-    bool declared = false;
-    for (const auto& c : handle.contexts) {
-      const EngineBlob& b = c->engine().blob();
-      for (size_t i = 0; i < k; ++i) {
-        const SymbolRecord& r = b.symbols()[i];
-        max[i] = std::max(max[i], r.max);
-        if (r.opt != 0) {
-          opt[i] = r.opt;
-          declared = true;
-        }
-      }
-    }
-    std::vector<std::vector<int64_t>> shapes;
-    if (declared) {
-      for (size_t i = 0; i < k; ++i) opt[i] = opt[i] != 0 ? opt[i] : max[i];
-      shapes.push_back(opt);
-    }
-    if (which == GraphsAtLoad::Buckets) {
-      for (const auto& c : handle.contexts) {
-        std::vector<int64_t> largest;
-        for (const SymbolRecord& r : c->engine().blob().symbols()) largest.push_back(r.max);
-        if (std::find(shapes.begin(), shapes.end(), largest) == shapes.end()) {
-          shapes.push_back(std::move(largest));
-        }
-      }
-    }
-    if (shapes.empty()) return Status();
-    const int device = handle.contexts.front()->engine().device();
-    cudaStream_t stream = nullptr;
-    BATON_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    Status status = [&]() -> Status {
-      std::vector<void*> pointers;
-      for (const BindingState& b : handle.bindings) {
-        pointers.push_back(b.staging.get());
-        // The run that follows the capture reads defined inputs (compute-sanitizer's initcheck).
-        if (!b.is_output) {
-          BATON_CUDA_CHECK_ON(device, cudaMemsetAsync(b.staging.get(), 0, b.bytes, stream));
-        }
-      }
-      for (const std::vector<int64_t>& shape : shapes) {
-        ExecutionContext* chosen = nullptr;
-        for (const auto& c : handle.contexts) {
-          if (holds_symbols(c->engine().blob(), shape)) {
-            chosen = c.get();
-            break;
-          }
-        }
-        if (chosen == nullptr) continue;  // an OPT outside every bucket: the program is damaged
-        BATON_TRY(chosen->resize(shape));
-        BATON_TRY(chosen->enqueue(pointers, stream, std::nullopt, /*use_graph=*/true));
-      }
-      BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream));
-      return Status();
-    }();
-    cudaStreamSynchronize(stream);
-    cudaStreamDestroy(stream);
-    return status;
-  }
-
   // The caller's stream (a StreamGuard's) must be one of the engine's GPU. Returns its id
   // (cudaStreamGetId), which identifies it for the rest of the call, or none: for
   // cudaStreamPerThread (CUDA does not say whether its id is the thread's stream's), and where

@@ -178,16 +178,6 @@ const std::vector<Option<LoadOptions>>& load_table() {
        true,
        [](const L& l) { return std::to_string(l.cuda_graph_shapes); },
        [](L& l, int n, std::string_view) { l.cuda_graph_shapes = n; }},
-      {"cuda_graphs_at_load",
-       {"opt", "buckets", "none"},
-       0,
-       0,
-       true,
-       [](const L& l) {
-         constexpr const char* kNames[] = {"opt", "buckets", "none"};
-         return std::string(kNames[static_cast<int>(l.cuda_graphs_at_load)]);
-       },
-       [](L& l, int i, std::string_view) { l.cuda_graphs_at_load = static_cast<GraphsAtLoad>(i); }},
       {"cuda_pdl",
        {"0", "1"},
        0,

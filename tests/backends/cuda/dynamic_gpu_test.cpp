@@ -105,6 +105,23 @@ std::map<std::string, uint64_t> counters_of(runtime::Method& m) {
   return counters;
 }
 
+// Runs `in` through `module` and the CPU `reference`: the same output shapes, each output within
+// `bound` (relative error); `worst` keeps the largest error seen.
+void expect_matches(extension::Module& module, extension::Module& reference,
+                    const std::vector<Tensor>& in, double bound, double* worst) {
+  auto want = reference.run(in);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  auto got = module.run(in);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < got->size(); ++o) {
+    ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
+    const double err = testing::relative_error((*got)[o], (*want)[o]);
+    EXPECT_LE(err, bound) << "output " << o;
+    *worst = std::max(*worst, err);
+  }
+}
+
 // The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5), TF32 and fp16
 // (3e-3; a dynamic fp16 engine runs attention as GEMMs and a softmax kernel, not cuDNN's), at
 // eight shapes each, shapes alternating in one module; a unit batch or sequence runs on the
@@ -155,17 +172,7 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
         if (f.tokens && std::string_view(precision) == "fp16") {
           for (int64_t r = 0; r < b; ++r) in[1].data_as<int64_t>()[r * sequence] = 1;
         }
-        auto want = reference.run(in);
-        ASSERT_TRUE(want.ok()) << want.status().to_string();
-        auto got = module.run(in);
-        ASSERT_TRUE(got.ok()) << got.status().to_string();
-        ASSERT_EQ(got->size(), want->size());
-        for (size_t o = 0; o < got->size(); ++o) {
-          ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
-          const double err = testing::relative_error((*got)[o], (*want)[o]);
-          EXPECT_LE(err, bound) << "output " << o;
-          worst = std::max(worst, err);
-        }
+        expect_matches(module, reference, in, bound, &worst);
       }
       std::printf("  %-22s %s worst relative error over %zu shapes %.3g\n", f.model.c_str(),
                   precision, shapes.size(), worst);
@@ -210,17 +217,7 @@ TEST_F(DynamicGpuTest, ConvolutionalFamiliesMatchTheCpuPathAtEveryBatch) {
       for (const int64_t batch : batches) {
         SCOPED_TRACE(fmt::format("batch {}", batch));
         const std::vector<Tensor> in = inputs_of(f, batch, 0, rng_);
-        auto want = reference.run(in);
-        ASSERT_TRUE(want.ok()) << want.status().to_string();
-        auto got = module.run(in);
-        ASSERT_TRUE(got.ok()) << got.status().to_string();
-        ASSERT_EQ(got->size(), want->size());
-        for (size_t o = 0; o < got->size(); ++o) {
-          ASSERT_EQ((*got)[o].sizes(), (*want)[o].sizes()) << "output " << o;
-          const double err = testing::relative_error((*got)[o], (*want)[o]);
-          EXPECT_LE(err, bound) << "output " << o;
-          worst = std::max(worst, err);
-        }
+        expect_matches(module, reference, in, bound, &worst);
       }
       // Batches 2..15 each built their plans once (16 runs the load's; 1 is a static bucket),
       // however often they were called.
@@ -365,47 +362,6 @@ TEST_F(DynamicGpuTest, WarmExecuteAtEachShapeAllocatesNothing) {
   EXPECT_GE(counters["device_bytes_at_load"], (256u * 256 + 256) * 4);
   EXPECT_GE(counters["shape_changes"], 2u);
   EXPECT_GE(counters["engines"], 1u);
-}
-
-// The load option cuda_graphs_at_load (delegate.cpp's capture_at_load): a dynamic MLP compiled
-// with N = 1..64@16 has the OPT shape's graph captured at load, and a host-memory call at N = 16
-// replays it; `buckets` also captures each bucket's largest shape (1 and 64); `none` captures
-// nothing at load. Other shapes are captured at their first call, and every result is the CPU
-// path's.
-TEST_F(DynamicGpuTest, GraphsCapturedAtLoadAreReplayedByTheFirstCall) {
-  const std::vector<uint8_t> onnx = mlp(rng_);
-  const std::vector<compiler::DimRange> dims = {{"N", 1, 64, 16, {}}};
-  const auto program = compile(onnx, dims, "cuda:0", "fp32");
-  ASSERT_NE(program, nullptr);
-  const auto cpu = compile(onnx, dims, "cpu", "");
-  ASSERT_NE(cpu, nullptr);
-  auto reference = extension::Module::from_program(cpu).value();
-  struct Case {
-    std::string value;
-    std::set<int64_t> at_load;
-  };
-  const std::vector<Case> cases = {{"opt", {16}}, {"buckets", {16, 1, 64}}, {"none", {}}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.value);
-    runtime::MethodOptions options;
-    options.backend_options = {{"cuda_graphs_at_load", c.value}};
-    auto module = extension::Module::from_program(program, "forward", options).value();
-    runtime::Method& m = module.method();
-    EXPECT_EQ(counters_of(m)["graph_captures"], c.at_load.size());
-    EXPECT_EQ(counters_of(m)["graphs"], c.at_load.size());
-    std::set<int64_t> captured = c.at_load;
-    for (const int64_t n : {16, 64, 1, 16, 37, 37}) {
-      SCOPED_TRACE(n);
-      const Tensor x = testing::random_tensor(rng_, {n, 256});
-      auto want = reference.run({x});
-      ASSERT_TRUE(want.ok()) << want.status().to_string();
-      auto got = module.run({x});
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      EXPECT_LE(testing::relative_error((*got)[0], (*want)[0]), 1e-5);
-      captured.insert(n);
-      EXPECT_EQ(counters_of(m)["graph_captures"], captured.size());
-    }
-  }
 }
 
 // Calls that alternate between shapes (N = 37, 5, 64, 37, 5, 64, ...) replay each shape's own

@@ -84,7 +84,6 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   l.graph_edges = cuda::GraphEdges::Full;
   l.tune_candidates = 2;
   l.cuda_graph_shapes = 7;
-  l.cuda_graphs_at_load = cuda::GraphsAtLoad::Buckets;
   const std::vector<runtime::BackendOption> options = l.to_backend_options();
   ASSERT_EQ(options.size(), LoadOptions::keys().size());
   for (size_t i = 0; i < options.size(); ++i) EXPECT_EQ(options[i].key, LoadOptions::keys()[i]);
@@ -96,7 +95,6 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   EXPECT_EQ(parsed->graph_edges, cuda::GraphEdges::Full);
   EXPECT_EQ(parsed->tune_candidates, 2);
   EXPECT_EQ(parsed->cuda_graph_shapes, 7);
-  EXPECT_EQ(parsed->cuda_graphs_at_load, cuda::GraphsAtLoad::Buckets);
 
   LoadOptions d;
   EXPECT_TRUE(d.cuda_graphs);
@@ -105,16 +103,14 @@ TEST(CudaOptionsTest, LoadOptionsRoundTripThroughBackendOptions) {
   EXPECT_EQ(d.graph_edges, cuda::GraphEdges::Own);
   EXPECT_EQ(d.tune_candidates, 4);
   EXPECT_EQ(d.cuda_graph_shapes, 32);
-  EXPECT_EQ(d.cuda_graphs_at_load, cuda::GraphsAtLoad::Opt);
 }
 
 TEST(CudaOptionsTest, UnknownLoadOptionsAndValuesAreRefusedWithTheValidOnes) {
   LoadOptions l;
-  EXPECT_EQ(error_of(l.set("cuda_graph", "0")),
-            "unknown load option 'cuda_graph': the options are cuda_graphs, cuda_graph_shapes, "
-            "cuda_graphs_at_load, cuda_pdl, strict_staging, graph_edges, tune_candidates");
-  EXPECT_EQ(error_of(l.set("cuda_graphs_at_load", "all")),
-            "load option cuda_graphs_at_load='all': the value is one of opt, buckets, none");
+  EXPECT_EQ(
+      error_of(l.set("cuda_graph", "0")),
+      "unknown load option 'cuda_graph': the options are cuda_graphs, cuda_graph_shapes, cuda_pdl, "
+      "strict_staging, graph_edges, tune_candidates");
   EXPECT_EQ(error_of(l.set("cuda_graphs", "yes")),
             "load option cuda_graphs='yes': the value is one of 0, 1");
   // The mode that kept the libraries' programmatic edges reproduced a known-wrong result: gone.
@@ -139,8 +135,6 @@ TEST(CudaOptionsTest, HelpListsEveryOptionWithItsValuesAndDefault) {
   EXPECT_NE(load.find("graph_edges: own, full (default: own)"), std::string::npos) << load;
   EXPECT_NE(load.find("cuda_graphs: 0, 1 (default: 1)"), std::string::npos) << load;
   EXPECT_NE(load.find("cuda_graph_shapes: 1..4096 (default: 32)"), std::string::npos) << load;
-  EXPECT_NE(load.find("cuda_graphs_at_load: opt, buckets, none (default: opt)"), std::string::npos)
-      << load;
 }
 
 }  // namespace
