@@ -29,7 +29,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             max_partition_nodes: int = 0, expose_intermediates: bool = False,
             max_fold_bytes: int | None = None, max_total_fold_bytes: int | None = None,
             max_fold_work: float | None = None, max_arena_bytes: int | None = None,
-            cuda_options: Mapping[str, Any] | None = None) -> "str | bytes":
+            cuda_options: Mapping[str, Any] | None = None,
+            fallback: str = "warn") -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
@@ -47,7 +48,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     ``max_fold_bytes``, ``max_total_fold_bytes`` and ``max_fold_work``, and ``max_arena_bytes``
     (None: the compiler's defaults, as `baton compile --help` shows them), and ``cuda_options``
     (the GPU engines' build options, ``{"conv_rows": "cudnn"}``: ``--cuda-option``'s KEY=VALUE,
-    docs/options.md). Raises BatonError.
+    docs/options.md), and ``fallback`` ("allow", "warn" or "error": what a GPU compile does with
+    nodes no GPU backend takes, ``--fallback``; ``inspect`` lists them either way). Raises
+    BatonError.
     """
     out = None if output is None else os.fspath(output)
     budgets = {name: value for name, value in (("max_fold_bytes", max_fold_bytes),
@@ -62,7 +65,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
                           _option_pairs(cuda_options), **budgets,
                           dims={k: [int(d) for d in v] for k, v in (dims or {}).items()
                                 if not isinstance(v, str)},
-                          same_dims={k: v for k, v in (dims or {}).items() if isinstance(v, str)})
+                          same_dims={k: v for k, v in (dims or {}).items() if isinstance(v, str)},
+                          fallback=fallback)
 
 
 def _option_pairs(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:

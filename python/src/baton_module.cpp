@@ -421,18 +421,16 @@ class PyModule {
 };
 
 // ---- compile ------------------------------------------------------------------------------------
-nb::object compile(nb::handle model, std::optional<std::string> output, const std::string& device,
-                   std::optional<std::string> precision, std::optional<std::string> arch,
-                   const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
-                   bool strict_staging, bool optimize,
-                   const std::vector<std::string>& disable_passes,
-                   std::optional<std::string> target_device, size_t max_partition_nodes,
-                   bool expose_intermediates,
-                   const std::vector<std::pair<std::string, std::string>>& cuda_options,
-                   uint64_t max_fold_bytes, uint64_t max_total_fold_bytes, double max_fold_work,
-                   uint64_t max_arena_bytes,
-                   const std::map<std::string, std::vector<int64_t>>& dims,
-                   const std::map<std::string, std::string>& same_dims) {
+nb::object compile(
+    nb::handle model, std::optional<std::string> output, const std::string& device,
+    std::optional<std::string> precision, std::optional<std::string> arch,
+    const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
+    bool strict_staging, bool optimize, const std::vector<std::string>& disable_passes,
+    std::optional<std::string> target_device, size_t max_partition_nodes, bool expose_intermediates,
+    const std::vector<std::pair<std::string, std::string>>& cuda_options, uint64_t max_fold_bytes,
+    uint64_t max_total_fold_bytes, double max_fold_work, uint64_t max_arena_bytes,
+    const std::map<std::string, std::vector<int64_t>>& dims,
+    const std::map<std::string, std::string>& same_dims, const std::string& fallback) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -446,6 +444,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   r.optimize = optimize;
   r.disabled_passes = disable_passes;
   r.expose_intermediates = expose_intermediates;
+  r.fallback = fallback;
   r.max_fold_bytes = max_fold_bytes;
   r.max_total_fold_bytes = max_total_fold_bytes;
   r.max_fold_work = max_fold_work;
@@ -617,7 +616,7 @@ NB_MODULE(_baton, m) {
         nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
         nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes,
         nb::arg("dims") = std::map<std::string, std::vector<int64_t>>(),
-        nb::arg("same_dims") = std::map<std::string, std::string>());
+        nb::arg("same_dims") = std::map<std::string, std::string>(), nb::arg("fallback") = "warn");
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),

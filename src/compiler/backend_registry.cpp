@@ -1,9 +1,12 @@
+#include <fmt/format.h>
+
 #include <map>
 #include <mutex>
 
 #include "baton/compiler/compiler.h"
 #include "baton/core/check.h"
 #include "compiler/backend_compiler.h"
+#include "compiler/ir.h"
 
 namespace baton::compiler {
 namespace {
@@ -39,6 +42,11 @@ Result<std::unique_ptr<BackendCompiler>> make_backend_compiler(const TargetSpec&
                         "with a CUDA toolkit present, or compile with --device cpu)",
                         target.device.to_string(), device_type_name(target.device.type));
   return factory(target);
+}
+
+std::string BackendCompiler::unsupported_reason(const Graph& graph, const IrNode& node) const {
+  (void)graph;
+  return fmt::format("backend '{}' does not take {}", id(), node.op_type);
 }
 
 }  // namespace baton::compiler

@@ -145,6 +145,56 @@ std::vector<std::string> expose_intermediates(Graph& graph) {
   return names;
 }
 
+// The nodes a compile with backends leaves on the CPU, each with the first backend's reason, and
+// what CompileOptions::fallback says to do about them: a warning (grouped by reason), an error
+// naming them, or nothing (they are listed in the summary and the program either way).
+Result<std::vector<CpuFallback>> cpu_fallbacks(const Graph& graph, const PartitionResult& parts,
+                                               const CompileOptions& options) {
+  std::vector<CpuFallback> out;
+  if (options.backends.empty()) return out;
+  for (int index : parts.order) {
+    const IrNode& node = graph.nodes[static_cast<size_t>(index)];
+    if (node.partition >= 0) continue;
+    CpuFallback f;
+    f.node = node.name.empty() ? fmt::format("#{}", index) : node.name;
+    f.op = node.domain.empty() ? node.op_type : fmt::format("{}.{}", node.domain, node.op_type);
+    f.reason = options.backends.front()->unsupported_reason(graph, node);
+    out.push_back(std::move(f));
+  }
+  if (out.empty() || options.fallback == FallbackPolicy::Allow) return out;
+  // "no CUDA lowering for LSTM: 'lstm_1', 'lstm_2'; ..." in first-seen order of the reasons.
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const CpuFallback& f : out) {
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const auto& e) { return e.first == f.reason; });
+    if (g == groups.end()) {
+      groups.push_back({f.reason, {}});
+      g = groups.end() - 1;
+    }
+    g->second.push_back(f.node);
+  }
+  std::string listing;
+  for (const auto& [reason, nodes] : groups) {
+    std::string names;
+    for (size_t i = 0; i < nodes.size() && i < 8; ++i) {
+      names += fmt::format("{}'{}'", i ? ", " : "", nodes[i]);
+    }
+    if (nodes.size() > 8) names += fmt::format(" and {} more", nodes.size() - 8);
+    listing += fmt::format("\n  {} ({} node{}): {}", reason, nodes.size(),
+                           nodes.size() == 1 ? "" : "s", names);
+  }
+  BATON_CHECK_OR_RETURN(options.fallback != FallbackPolicy::Error, NotSupported,
+                        "{} node{} would run on the CPU, and fallbacks are refused (--fallback "
+                        "error):{}",
+                        out.size(), out.size() == 1 ? "" : "s", listing);
+  log_message(
+      LogLevel::Warn, "compile",
+      fmt::format("{} node{} run{} on the CPU (--fallback error refuses this, --fallback "
+                  "allow keeps it quiet):{}",
+                  out.size(), out.size() == 1 ? "" : "s", out.size() == 1 ? "s" : "", listing));
+  return out;
+}
+
 Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options,
                                       PhaseTimer& timer) {
   BATON_ASSIGN_OR_RETURN(const PlacementPolicy policy, make_placement_policy(options));
@@ -231,6 +281,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   timer.done("partition",
              fmt::format("{} partitions, {} nodes on the cpu", partitions.partitions.size(),
                          partitions.order.size() - claimed));
+  BATON_ASSIGN_OR_RETURN(std::vector<CpuFallback> fallbacks,
+                         cpu_fallbacks(graph, partitions, options));
 
   timer.start();
   BATON_TRY(assign_devices(policy, partitions));
@@ -282,6 +334,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   in.backend_ids = std::move(backend_ids);
   in.schedule = &schedule;
   in.memory = &memory;
+  in.fallbacks = &fallbacks;
   in.producer = fmt::format(
       "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
       graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset);
@@ -294,6 +347,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   }
   out.summary.unfolded_nodes = std::move(fold.kept);
   out.summary.exposed_values = std::move(exposed);
+  out.summary.fallbacks = std::move(fallbacks);
   for (size_t i = 0; i < partitions.partitions.size(); ++i) {
     const auto& spec = lowered[i].compile_specs.front().second;
     out.summary.partitions.emplace_back(partitions.partitions[i].name,

@@ -49,6 +49,15 @@ class Emitter {
       symbol->opt = info.opt;
       method_->symbols.push_back(std::move(symbol));
     }
+    if (in_.fallbacks != nullptr) {
+      for (const CpuFallback& f : *in_.fallbacks) {
+        auto fb_entry = std::make_unique<fb::FallbackT>();
+        fb_entry->node = f.node;
+        fb_entry->op = f.op;
+        fb_entry->reason = f.reason;
+        method_->fallbacks.push_back(std::move(fb_entry));
+      }
+    }
     for (int v : schedule_.inputs) method_->inputs.push_back(tensor_value(v));
     for (const Step& s : schedule_.steps) {
       auto ins = std::make_unique<fb::InstructionT>();

@@ -20,6 +20,7 @@ struct EmitInput {
   std::vector<std::string> backend_ids;                    // per partition
   const Schedule* schedule = nullptr;
   const ValuePlan* memory = nullptr;
+  const std::vector<CpuFallback>* fallbacks = nullptr;  // written into the method
   std::string producer;
 };
 

@@ -84,6 +84,12 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
   BATON_CHECK_OR_RETURN(r.io == "host" || r.io == "device", InvalidArgument,
                         "{}: expected 'host' or 'device'", given(r, "io", r.io));
   options.io = r.io == "device" ? MethodIo::Device : MethodIo::Host;
+  BATON_CHECK_OR_RETURN(r.fallback == "allow" || r.fallback == "warn" || r.fallback == "error",
+                        InvalidArgument, "{}: expected 'allow', 'warn' or 'error'",
+                        given(r, "fallback", r.fallback));
+  options.fallback = r.fallback == "allow"  ? FallbackPolicy::Allow
+                     : r.fallback == "warn" ? FallbackPolicy::Warn
+                                            : FallbackPolicy::Error;
   options.max_partition_nodes = r.max_partition_nodes;
   options.optimize = r.optimize;
   options.disabled_passes = r.disabled_passes;

@@ -144,6 +144,13 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
                             {"opt", sym->opt()}});
   }
   j["size_exprs"] = m.size_exprs() == nullptr ? 0 : m.size_exprs()->size();
+  // The nodes a GPU compile left on the CPU, with why (empty: none, or a CPU-only program).
+  j["fallbacks"] = json::array();
+  for (uint32_t i = 0; m.fallbacks() != nullptr && i < m.fallbacks()->size(); ++i) {
+    const fb::Fallback* f = m.fallbacks()->Get(i);
+    j["fallbacks"].push_back(
+        {{"node", text(f->node())}, {"op", text(f->op())}, {"reason", text(f->reason())}});
+  }
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();
   for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {

@@ -387,7 +387,7 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   for (const Bad& bad : {
            Bad{"--load-option cuda_graph=0",
                "unknown load option 'cuda_graph': the options are cuda_graphs (cuda), "
-               "cuda_graph_shapes (cuda), cuda_graphs_at_load (cuda), cuda_pdl "
+               "cuda_graph_shapes (cuda), cuda_pdl "
                "(cuda), strict_staging (cuda), graph_edges (cuda), tune_candidates (cuda)"},
            Bad{"--load-option graph_edges=captured",
                "load option graph_edges='captured': the value is one of own, full"},
@@ -512,6 +512,72 @@ void write_model(const fs::path& path, const testing::OnnxBuilder& b) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
+}
+
+// A GPU compile names every node it leaves on the CPU and why (issue 38): a warning grouped by
+// reason by default, nothing with --fallback allow, a refusal with --fallback error; the program
+// keeps the list, which inspect shows (text and JSON). CumSum has a CPU kernel and no CUDA
+// lowering; a CPU-only compile lists nothing.
+TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
+  testing::OnnxBuilder b(14);
+  b.input("x", {4, 8});
+  b.initializer_int64("axis", {}, {1});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("CumSum", {"r", "axis"}, {"c"}, "running_total");
+  b.node("CumSum", {"c", "axis"}, {"c2"}, "running_total_2");
+  b.node("Sigmoid", {"c2"}, {"y"}, "squash");
+  b.output("y", {4, 8});
+  const fs::path model = dir_ / "cumsum.onnx";
+  write_model(model, b);
+  const std::string program = (dir_ / "cumsum.baton").string();
+  const std::string gpu = " --device cuda:0 --arch sm_90";
+  const std::string reason =
+      "no CUDA lowering for CumSum (2 nodes): 'running_total', "
+      "'running_total_2'";
+  // Default: warn, naming the nodes by reason, and compile.
+  CliRun r = baton("compile " + model.string() + " -o " + program + gpu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 nodes run on the CPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+  // The program keeps the list.
+  r = baton("inspect --json " + program, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  const auto& fallbacks = j["methods"][0]["fallbacks"];
+  ASSERT_EQ(fallbacks.size(), 2u) << r.output;
+  EXPECT_EQ(fallbacks[0]["node"], "running_total");
+  EXPECT_EQ(fallbacks[0]["op"], "CumSum");
+  EXPECT_EQ(fallbacks[0]["reason"], "no CUDA lowering for CumSum");
+  EXPECT_EQ(fallbacks[1]["node"], "running_total_2");
+  r = baton("inspect " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("on the cpu (2 nodes a GPU backend does not take):\n    CumSum "
+                          "'running_total': no CUDA lowering for CumSum"),
+            std::string::npos)
+      << r.output;
+  // allow: the same program, no warning.
+  r = baton("compile " + model.string() + " -o " + program + gpu + " --fallback allow");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("run on the CPU"), std::string::npos) << r.output;
+  // error: refused, naming them and the way out.
+  fs::remove(program);
+  r = baton("compile " + model.string() + " -o " + program + gpu + " --fallback error");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 nodes would run on the CPU, and fallbacks are refused (--fallback "
+                          "error)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(program));
+  r = baton("compile " + model.string() + " -o " + program + gpu + " --fallback never");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--fallback"), std::string::npos) << r.output;
+  // A CPU program has no fallbacks to name, whatever the policy.
+  r = baton("compile " + model.string() + " -o " + program + " --fallback error");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect --json " + program, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(nlohmann::json::parse(r.output)["methods"][0]["fallbacks"].empty()) << r.output;
 }
 
 // A node named with bytes that are not UTF-8 compiles; inspect shows the name with those bytes as

@@ -351,6 +351,13 @@ def test_every_cli_compile_option_is_a_keyword(tmp_path):
             baton.compile(MLP, **gpu_only)
     with pytest.raises(baton.BatonError, match="device='cuda:x'"):
         baton.compile(MLP, device="cuda:x")
+    # fallback= is --fallback: the MLP runs whole on the GPU, so even "error" compiles, and the
+    # program lists no node left on the CPU.
+    whole = baton.compile(MLP, tmp_path / "whole.baton", device="cuda:0", arch="sm_90",
+                          fallback="error")
+    assert baton.inspect(whole)["methods"][0]["fallbacks"] == []
+    with pytest.raises(baton.BatonError, match="fallback='sometimes': expected 'allow', 'warn' or"):
+        baton.compile(MLP, device="cuda:0", arch="sm_90", fallback="sometimes")
 
 
 def test_dynamic_programs_take_any_shape_in_range(tmp_path):

@@ -273,6 +273,13 @@ void print_text(const json& j) {
       std::printf("  dynamic: %s; %d size expressions\n", symbols.c_str(),
                   m["size_exprs"].get<int>());
     }
+    if (m.contains("fallbacks") && !m["fallbacks"].empty()) {
+      std::printf("  on the cpu (%zu nodes a GPU backend does not take):\n", m["fallbacks"].size());
+      for (const auto& f : m["fallbacks"]) {
+        std::printf("    %s '%s': %s\n", shown(f["op"]).c_str(), shown(f["node"]).c_str(),
+                    shown(f["reason"]).c_str());
+      }
+    }
     std::printf("  arenas:\n");
     for (const auto& a : m["arenas"]) {
       std::printf("    [%d] %s  %s\n", a["index"].get<int>(),

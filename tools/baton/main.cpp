@@ -142,6 +142,13 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
   flags.push_back(
       c->add_flag("--strict-staging", args.request.strict_staging,
                   "GPU partitions refuse host memory at run time instead of staging it"));
+  flags.push_back(
+      c->add_option("--fallback", args.request.fallback,
+                    "Nodes no GPU backend takes, which then run on the CPU: allow (listed by "
+                    "inspect), warn (also a warning naming each, by reason), or error (refuse "
+                    "the model)")
+          ->check(CLI::IsMember({"allow", "warn", "error"}))
+          ->capture_default_str());
   flags.push_back(c->add_option(
       "--arch", args.request.arch,
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));
@@ -159,7 +166,7 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
       "--dim", args.dims,
       "Keep a symbolic dimension (an ONNX dim_param) dynamic over a range: NAME=MIN..MAX, or "
       "NAME=MIN..MAX@OPT with the size to tune for, or NAME=OTHER: the same dimension as OTHER "
-      "(torch.export names each input's dimensions separately) (repeatable; CPU programs, see "
+      "(torch.export names each input's dimensions separately) (repeatable; see "
       "docs/dynamic_shapes.md)"));
   flags.push_back(
       c->add_flag("--no-optimize", args.no_optimize,

@@ -64,6 +64,9 @@ class BackendCompiler {
   // device id). The compiler asserts it is device(), so label and blob cannot drift; an
   // unreadable blob is a compile-time error.
   virtual Result<Device> blob_device(std::span<const uint8_t> blob) const = 0;
+  // Why supports() refused `node`, in words a user acts on ("no CUDA lowering for LSTM"): what a
+  // compile lists for each node left on the CPU (CompileSummary::fallbacks).
+  virtual std::string unsupported_reason(const Graph& graph, const IrNode& node) const;
 };
 
 // Fixes the sizes of a graph input whose ONNX shape has symbolic dimensions.
@@ -127,6 +130,11 @@ Result<TargetDevices> parse_target_devices(std::string_view text);
 // The distinct devices of `targets`, in the order first named.
 std::vector<Device> distinct_devices(const TargetDevices& targets);
 
+// What a compile for a GPU does with nodes no GPU backend takes, which then run on Baton's CPU
+// kernels: allow them (listed in the summary and the program), warn (also a warning naming each,
+// grouped by reason), or refuse the model (an error naming each).
+enum class FallbackPolicy { Allow, Warn, Error };
+
 struct CompileOptions {
   std::vector<InputShape> input_shapes;
   // Ranges of the symbolic dimensions left dynamic (input_shapes fixes an input completely).
@@ -170,6 +178,14 @@ struct CompileOptions {
   // value a fused pattern absorbed is not among them; an exposed value may keep a backend from a
   // fusion that needs it to stay internal.
   bool expose_intermediates = false;
+  FallbackPolicy fallback = FallbackPolicy::Warn;
+};
+
+// A node a compile for a GPU left on the CPU, and why (BackendCompiler::unsupported_reason).
+struct CpuFallback {
+  std::string node;  // the ONNX node's name (or "#index" when it has none)
+  std::string op;    // "LSTM", or "com.microsoft.Gelu"
+  std::string reason;
 };
 
 struct CompileSummary {
@@ -190,6 +206,8 @@ struct CompileSummary {
   std::vector<std::pair<std::string, uint64_t>> arenas;  // device, bytes
   // CompileOptions::expose_intermediates: the values added as outputs, in order.
   std::vector<std::string> exposed_values;
+  // A compile with backends: every node left on Baton's CPU kernels, in execution order.
+  std::vector<CpuFallback> fallbacks;
 };
 
 class CompiledProgram {

@@ -30,6 +30,7 @@ struct CompileRequest {
   bool optimize = true;
   std::vector<std::string> disabled_passes;
   bool expose_intermediates = false;
+  std::string fallback = "warn";  // allow | warn | error (FallbackPolicy)
   uint64_t max_fold_bytes = CompileOptions{}.max_fold_bytes;
   uint64_t max_total_fold_bytes = CompileOptions{}.max_total_fold_bytes;
   double max_fold_work = CompileOptions{}.max_fold_work;

@@ -136,6 +136,27 @@ cuda::StepRecord without_scratch_offsets(cuda::StepRecord r) {
   return r;
 }
 
+// The dynamic engine `dyn` patched at `symbols` against the static engine `st` built at those
+// sizes: the same steps (scratch offsets aside), arguments and cubin; the patched copy is
+// returned for further checks.
+Patched expect_patched_is_static(const cuda::EngineBlob& dyn, const cuda::EngineBlob& st,
+                                 const std::vector<int64_t>& symbols) {
+  Patched p = patch(dyn, symbols);
+  EXPECT_EQ(p.steps.size(), st.steps().size());
+  for (size_t s = 0; s < p.steps.size() && s < st.steps().size(); ++s) {
+    SCOPED_TRACE(fmt::format("step {} ({})", s,
+                             cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
+    const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
+    const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+  }
+  EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
+  // The same kernels: one cubin serves every size of a bucket.
+  EXPECT_TRUE(
+      std::equal(dyn.cubin().begin(), dyn.cubin().end(), st.cubin().begin(), st.cubin().end()));
+  return p;
+}
+
 // An MLP with a LayerNorm, a head split (Reshape, Transpose) and a Softmax over a dynamic batch:
 // GEMMs whose M follows it, kernels whose sizes, grids, strides and division magics follow it.
 // (A softmax along the dynamic axis would size its block for the longest row, where a static
@@ -239,25 +260,13 @@ TEST(DynamicEngineTest, PatchedAtEverySizeItIsTheStaticEngineOfThatSize) {
     EXPECT_FALSE(st.dynamic());
     const cuda::EngineBlob& bucket = n == 1 ? parsed[0] : parsed[1];
     ASSERT_TRUE(cuda::holds_symbols(bucket, std::vector<int64_t>{n}));
-    const Patched p = patch(bucket, {n});
-    ASSERT_EQ(p.steps.size(), st.steps().size());
-    for (size_t s = 0; s < p.steps.size(); ++s) {
-      SCOPED_TRACE(fmt::format("step {} ({})", s,
-                               cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
-      const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
-      const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
-      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
-    }
-    EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
+    const Patched p = expect_patched_is_static(bucket, st, {n});
     ASSERT_EQ(p.bindings.size(), st.bindings().size());
     for (size_t b = 0; b < p.bindings.size(); ++b) {
       EXPECT_EQ(p.bindings[b],
                 std::vector<int64_t>(st.bindings()[b].sizes,
                                      st.bindings()[b].sizes + st.bindings()[b].rank));
     }
-    // The same kernels: one cubin serves every size of a bucket.
-    EXPECT_TRUE(std::equal(bucket.cubin().begin(), bucket.cubin().end(), st.cubin().begin(),
-                           st.cubin().end()));
     // And the patched steps pass the loader's checks at that size.
     std::vector<uint64_t> bytes;
     for (size_t b = 0; b < p.bindings.size(); ++b) {
@@ -637,18 +646,7 @@ TEST(DynamicEngineTest, ConvolutionalFamiliesCompileOverABatchRange) {
     const testing::AlignedBytes st_bytes((*stat)[0]);
     const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
     EXPECT_FALSE(st.dynamic());
-    const Patched p = patch(dyn, {n});
-    ASSERT_EQ(p.steps.size(), st.steps().size());
-    for (size_t s = 0; s < p.steps.size(); ++s) {
-      SCOPED_TRACE(fmt::format("step {} ({})", s,
-                               cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
-      const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
-      const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
-      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
-    }
-    EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
-    EXPECT_TRUE(
-        std::equal(dyn.cubin().begin(), dyn.cubin().end(), st.cubin().begin(), st.cubin().end()));
+    expect_patched_is_static(dyn, st, {n});
   }
 }
 

@@ -1,5 +1,8 @@
 #include "backends/cuda/builder/engine_builder.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstring>
 
 #include "backends/cuda/builder/dynamic_shapes.h"
@@ -35,6 +38,30 @@ bool EngineBuilder::supports(const compiler::Graph& graph, const compiler::IrNod
   if (node.def == nullptr) return false;
   const OpLowering* lowering = find_lowering(node.op_type, node.domain);
   return lowering != nullptr && lowering->supports(graph, node);
+}
+
+std::string EngineBuilder::unsupported_reason(const compiler::Graph& graph,
+                                              const compiler::IrNode& node) const {
+  const std::string op =
+      node.domain.empty() ? node.op_type : fmt::format("{}.{}", node.domain, node.op_type);
+  if (node.def == nullptr || find_lowering(node.op_type, node.domain) == nullptr) {
+    return fmt::format("no CUDA lowering for {}", op);
+  }
+  // The lowerings say yes or no; what they looked at is the operands' dtypes, ranks, which are
+  // constants, and the attributes. The operands are what a reader compares across nodes.
+  auto operands = [&](const std::vector<int>& list) {
+    std::string out;
+    for (int v : list) {
+      if (v < 0) continue;
+      const compiler::IrValue& iv = graph.values[static_cast<size_t>(v)];
+      out += fmt::format("{}{}[{}]{}", out.empty() ? "" : ", ", dtype_name(iv.dtype),
+                         fmt::join(iv.sizes, ", "), iv.constant ? " constant" : "");
+    }
+    return out;
+  };
+  return fmt::format(
+      "the CUDA lowering of {} does not take this form of it (inputs {}; outputs {})", op,
+      operands(node.inputs), operands(node.outputs));
 }
 
 bool EngineBuilder::lowers(std::string_view op, std::string_view domain) const {

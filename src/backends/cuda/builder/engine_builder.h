@@ -35,6 +35,10 @@ class EngineBuilder final : public compiler::BackendCompiler {
   Device device() const override { return Device::cuda(static_cast<int16_t>(target_.device_id)); }
   bool supports(const compiler::Graph& graph, const compiler::IrNode& node) const override;
   bool lowers(std::string_view op, std::string_view domain) const override;
+  // "no CUDA lowering for LSTM", or the node's operands when the lowering refused this form of
+  // its op ("the CUDA lowering of TopK does not take this node: inputs int64[8, 100], ...").
+  std::string unsupported_reason(const compiler::Graph& graph,
+                                 const compiler::IrNode& node) const override;
   // Dynamic engines (builder/dynamic_shapes.h).
   bool supports_dynamic_shapes() const override { return true; }
   Result<compiler::LoweredPartition> lower(const compiler::Graph& graph,
