@@ -440,9 +440,9 @@ TEST(OnnxNodeTest, EverySupportedNodeTestPassesOnTheCpu) {
   if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
   register_builtins();
   set_log_level(LogLevel::Error);
-  // 645 node tests of the supported ops pass today (2026-11-29: DepthToSpace and SpaceToDepth's
-  // six and CumSum's seven joined); a drop means the runner or a kernel broke.
-  run_all("cpu", nullptr, 645, 645);
+  // 648 node tests of the supported ops pass today (2026-11-30: TopK's three joined); a drop
+  // means the runner or a kernel broke.
+  run_all("cpu", nullptr, 648, 648);
 }
 
 // The same node tests with every input's first axis dynamic (docs/dynamic_shapes.md): compiled
@@ -453,9 +453,9 @@ TEST(OnnxNodeTest, SupportedNodeTestsWithADynamicFirstAxisPassOnTheCpu) {
   if (!fs::exists(node_dir())) GTEST_SKIP() << node_dir() << " is missing: run scripts/setup.sh";
   register_builtins();
   set_log_level(LogLevel::Error);
-  // 513 pass today (2026-11-29; 632 pass static): a drop means dynamic inference, a resize()
-  // or the runtime's resolving broke.
-  run_all("cpu-dynamic", nullptr, 513, 513, "", /*dynamic=*/true);
+  // 532 pass today (2026-11-30, TopK's three included; 648 pass static): a drop means dynamic
+  // inference, a resize() or the runtime's resolving broke.
+  run_all("cpu-dynamic", nullptr, 532, 532, "", /*dynamic=*/true);
 }
 
 // The other suites of libonnx-testdata: small models (simple) and PyTorch's own exports of its

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -664,6 +666,61 @@ TEST(CumSum, Errors) {
                Error::InvalidArgument, "CumSum", "'reverse' is 0 or 1, got 2");
   expect_error(OpTester("CumSum").input(x()).input(shape_only(DType::Int64, {1})).infer(),
                Error::NotSupported, "CumSum", "input 'axis' must be a constant");
+}
+
+// ---- TopK (ONNX's node tests cover floats along the last and a middle axis; ties, NaN, integers,
+// K = 0 and the errors here) ---------------------------------------------------------------------
+
+TEST(TopK, TiesGoToTheLowerIndexAndNanIsAboveEveryNumber) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const HostTensor x = make_tensor<float>({2, 5}, {1, 3, 3, nan, 0, 2, 2, 2, 1, 5});
+  OpTester largest("TopK");
+  largest.input(x).input(int64s({3})).attr("axis", 1);
+  BATON_ASSERT_OK(largest.run());
+  const float* v = largest.output(0).data<float>();
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ(v[1], 3.0f);
+  EXPECT_EQ(v[2], 3.0f);
+  EXPECT_EQ(v[3], 5.0f);
+  EXPECT_EQ(v[4], 2.0f);
+  EXPECT_EQ(v[5], 2.0f);
+  expect_equal_values<int64_t>(largest.output(1), {3, 1, 2, 4, 0, 1});
+  OpTester smallest("TopK");
+  smallest.input(x).input(int64s({3})).attr("axis", -1).attr("largest", 0);
+  BATON_ASSERT_OK(smallest.run());
+  expect_equal_values<float>(smallest.output(0), {0, 1, 3, 1, 2, 2});
+  expect_equal_values<int64_t>(smallest.output(1), {4, 0, 1, 3, 0, 1});
+}
+
+TEST(TopK, IntegersAlongAMiddleAxisAndAnEmptyK) {
+  // [2, 3, 2]: along axis 1, each of the 2 x 2 lines of 3.
+  const HostTensor x = make_tensor<int64_t>({2, 3, 2}, {4, -1, 9, -1, 4, 7, 0, 0, 0, 5, 0, 5});
+  OpTester t("TopK");
+  t.input(x).input(int64s({2})).attr("axis", 1).attr("sorted", 0);
+  BATON_ASSERT_OK(t.run());
+  expect_equal_values<int64_t>(t.output(0), {9, 7, 4, -1, 0, 5, 0, 5});
+  expect_equal_values<int64_t>(t.output(1), {1, 2, 0, 0, 0, 1, 1, 2});
+  OpTester none("TopK");
+  none.input(x).input(int64s({0})).attr("axis", 1);
+  BATON_ASSERT_OK(none.run());
+  EXPECT_EQ(none.output(0).numel(), 0);
+  EXPECT_EQ(none.output(1).numel(), 0);
+}
+
+TEST(TopK, Errors) {
+  const auto x = [] { return HostTensor(DType::Float32, {3, 4}); };
+  expect_error(OpTester("TopK").input(x()).input(int64s({1, 2})).infer(), Error::InvalidArgument,
+               "TopK", "'K' must hold one value, it holds 2");
+  expect_error(OpTester("TopK").input(x()).input(int64s({5})).infer(), Error::InvalidArgument,
+               "TopK", "'K' is 5, but axis 1 of 'X' [3, 4] has 4 elements (K must be 0..4)");
+  expect_error(OpTester("TopK").input(x()).input(int64s({-1})).infer(), Error::InvalidArgument,
+               "TopK", "'K' is -1");
+  expect_error(OpTester("TopK").input(x()).input(int64s({2})).attr("largest", 2).infer(),
+               Error::InvalidArgument, "TopK", "'largest' is 0 or 1, got 2");
+  expect_error(OpTester("TopK").input(x()).input(int64s({2})).attr("axis", 2).infer(),
+               Error::InvalidArgument, "TopK");
+  expect_error(OpTester("TopK").input(x()).input(shape_only(DType::Int64, {1})).infer(),
+               Error::NotSupported, "TopK", "input 'K' must be a constant");
 }
 
 // ---- Trilu --------------------------------------------------------------------------------------

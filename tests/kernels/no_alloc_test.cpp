@@ -328,6 +328,11 @@ op_calls() {
     t->input(random_floats(rng, {3, 4, 5})).input(int64s({1})).attr("reverse", 1);
     return t;
   });
+  add("TopK", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("TopK");
+    t->input(random_floats(rng, {3, 9, 4})).input(int64s({4})).attr("axis", 1);
+    return t;
+  });
   add("Trilu", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Trilu");
     t->input(random_floats(rng, {2, 4, 5})).input(int64s({1}));

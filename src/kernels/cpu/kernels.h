@@ -47,6 +47,7 @@ void register_slice(runtime::KernelRegistry& registry);
 void register_expand(runtime::KernelRegistry& registry);
 void register_tile(runtime::KernelRegistry& registry);
 void register_cumsum(runtime::KernelRegistry& registry);
+void register_topk(runtime::KernelRegistry& registry);
 void register_depth_space(runtime::KernelRegistry& registry);
 void register_trilu(runtime::KernelRegistry& registry);
 // Indexing (any dtype; indices checked at run time).

@@ -664,6 +664,20 @@ void layout_cases(std::vector<Case>& out) {
     }
   }
   out.push_back(make("CumSum", "[6, 7] axis [-1]", {in({6, 7}), shape_input({-1})}));
+  // TopK: largest and smallest, a middle and the last axis, K of the whole axis. CPU only. In
+  // float32, float64 and the integers only: a half-precision rounding can make two of the
+  // reference's float64 values equal, and the tie then picks another index.
+  const std::vector<DType> exact = {DType::Float32, DType::Float64, DType::Int32, DType::Int64};
+  for (const int64_t largest : {0, 1}) {
+    out.push_back(make("TopK", fmt::format("[3, 4, 5] K 2 axis 1 largest {}", largest),
+                       {in({3, 4, 5}), shape_input({2})},
+                       {{"axis", AttrValue::of_int(1)}, {"largest", AttrValue::of_int(largest)}}));
+    out.back().outputs = 2;
+    out.back().dtypes = exact;
+  }
+  out.push_back(make("TopK", "[6, 7] K 7 axis -1", {in({6, 7}), shape_input({7})}));
+  out.back().outputs = 2;
+  out.back().dtypes = exact;
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
