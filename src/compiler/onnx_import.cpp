@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "baton/core/check.h"
 #include "baton/core/file.h"
@@ -83,7 +84,15 @@ class Importer {
     }
     for (const auto& input : g.input()) BATON_TRY(add_input(input));
     BATON_TRY(check_dims_used());
-    for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_node(g.node(i), i));
+    // Every value name the nodes write: add_contrib_node's own names must not take one.
+    for (const auto& n : g.node()) model_names_.insert(n.output().begin(), n.output().end());
+    for (int i = 0; i < g.node_size(); ++i) {
+      if (g.node(i).domain() == "com.microsoft") {
+        BATON_ASSIGN_OR_RETURN(const bool expanded, add_contrib_node(g.node(i), i));
+        if (expanded) continue;
+      }
+      BATON_TRY(add_node(g.node(i), i));
+    }
     for (const auto& output : g.output()) {
       auto it = by_name_.find(output.name());
       BATON_CHECK_OR_RETURN(
@@ -330,12 +339,106 @@ class Importer {
     return Status();
   }
 
-  Status add_node(const onnx::NodeProto& proto, int index) {
+  // The com.microsoft ops onnxruntime's transformer optimizer writes, as the standard ops they
+  // compute (at the opsets that define them, whatever the model's), so that the optimizer's
+  // passes and every backend take them like an exporter's own (the GPU: Gelu, LayerNorm and its
+  // residual Add fused). Returns false for an op it does not know, which is then reported
+  // unsupported with the others.
+  //   Gelu(X) = Gelu(X), erf form;  BiasGelu(A, B) = Gelu(A + B);
+  //   FastGelu(X, bias?) = Gelu(X [+ bias]), tanh form (0.5 x (1 + tanh(0.79788456 (x + 0.044715
+  //   x^3))), onnxruntime's formula);
+  //   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon = 1e-12) =
+  //   LayerNormalization(input + skip [+ bias], gamma, beta; axis -1, epsilon), its fourth output
+  //   (input_skip_bias_sum) the sum. Its mean and inv_std_var outputs (training) are refused.
+  Result<bool> add_contrib_node(const onnx::NodeProto& proto, int index) {
+    const std::string& op = proto.op_type();
+    if (op != "Gelu" && op != "BiasGelu" && op != "FastGelu" && op != "SkipLayerNormalization") {
+      return false;
+    }
+    const std::string name = proto.name().empty() ? fmt::format("{}_{}", op, index) : proto.name();
+    auto input = [&](int i) { return i < proto.input_size() ? proto.input(i) : std::string(); };
+    auto output = [&](int i) { return i < proto.output_size() ? proto.output(i) : std::string(); };
+    // A value name of our own for an intermediate result, unused by the model.
+    auto fresh = [&](const std::string& what) {
+      std::string n = fmt::format("{}/{}", name, what);
+      while (by_name_.count(n) > 0 || model_names_.count(n) > 0) n += "_";
+      return n;
+    };
+    auto standard = [&](const std::string& type, const std::string& suffix,
+                        std::vector<std::string> ins, std::vector<std::string> outs) {
+      onnx::NodeProto n;
+      n.set_name(name + suffix);
+      n.set_op_type(type);
+      for (auto& i : ins) n.add_input(std::move(i));
+      for (auto& o : outs) n.add_output(std::move(o));
+      return n;
+    };
+    auto gelu = [&](const std::string& x, const char* approximate) {
+      onnx::NodeProto n = standard("Gelu", "", {x}, {output(0)});
+      onnx::AttributeProto* a = n.add_attribute();
+      a->set_name("approximate");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(approximate);
+      return n;
+    };
+    BATON_CHECK_OR_RETURN(!output(0).empty(), InvalidArgument,
+                          "node '{}' (com.microsoft {}) has no first output", name, op);
+    if (op == "Gelu") {
+      BATON_TRY(add_node(gelu(input(0), "none"), index, 20));
+      return true;
+    }
+    if (op == "BiasGelu" || op == "FastGelu") {
+      std::string x = input(0);
+      if (!input(1).empty()) {
+        const std::string sum = fresh("biased");
+        BATON_TRY(add_node(standard("Add", "/bias", {x, input(1)}, {sum}), index, 14));
+        x = sum;
+      }
+      BATON_TRY(add_node(gelu(x, op == "FastGelu" ? "tanh" : "none"), index, 20));
+      return true;
+    }
+    // SkipLayerNormalization.
+    BATON_CHECK_OR_RETURN(output(1).empty() && output(2).empty(), NotSupported,
+                          "node '{}' (com.microsoft SkipLayerNormalization) uses its mean or "
+                          "inv_std_var output (training statistics), which Baton does not compute",
+                          name);
+    float epsilon = 1e-12f;
+    for (const auto& a : proto.attribute()) {
+      if (a.name() == "epsilon") epsilon = a.f();
+    }
+    const bool bias = !input(4).empty();
+    const std::string sum = (!bias && !output(3).empty()) ? output(3) : fresh("sum");
+    BATON_TRY(add_node(standard("Add", "/skip", {input(0), input(1)}, {sum}), index, 14));
+    std::string normalized = sum;
+    if (bias) {
+      normalized = output(3).empty() ? fresh("sum_bias") : output(3);
+      BATON_TRY(add_node(standard("Add", "/bias", {sum, input(4)}, {normalized}), index, 14));
+    }
+    std::vector<std::string> ln_inputs = {normalized, input(2)};
+    if (!input(3).empty()) ln_inputs.push_back(input(3));
+    onnx::NodeProto ln = standard("LayerNormalization", "", std::move(ln_inputs), {output(0)});
+    onnx::AttributeProto* eps = ln.add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(epsilon);
+    onnx::AttributeProto* axis = ln.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    BATON_TRY(add_node(ln, index, 17));
+    return true;
+  }
+
+  // `opset`: the ai.onnx opset of a node the importer wrote itself (add_contrib_node); 0: the
+  // model's.
+  Status add_node(const onnx::NodeProto& proto, int index, int opset = 0) {
     IrNode node;
     node.name = proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name();
     node.op_type = proto.op_type();
     node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
-    if (node.domain.empty()) {
+    if (node.domain.empty() && opset > 0) {
+      node.opset = opset;
+    } else if (node.domain.empty()) {
       BATON_CHECK_OR_RETURN(graph_.opset > 0, InvalidArgument,
                             "{} is an ai.onnx op but '{}' does not import the ai.onnx operator "
                             "set (no opset_import entry for domain '')",
@@ -463,6 +566,7 @@ class Importer {
   Graph graph_;
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<std::string, int> other_domains_;
+  std::unordered_set<std::string> model_names_;
   std::vector<std::string> unsupported_;
   struct ShapeProblem {
     std::string what;  // "input 'x' of 'm.onnx' has a symbolic dimension 'N' at axis 0"
