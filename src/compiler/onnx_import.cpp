@@ -467,10 +467,18 @@ class Importer {
       node.inputs.push_back(it->second);
     }
     const int node_index = static_cast<int>(graph_.nodes.size());
-    for (const std::string& out : proto.output()) {
+    // An optional output left unnamed: dropped at the end of the list; before a named one (an
+    // LSTM's Y when only Y_h is read) it becomes a value of its own that nothing reads, since a
+    // node's outputs are positional.
+    int last_named = -1;
+    for (int o = 0; o < proto.output_size(); ++o) {
+      if (!proto.output(o).empty()) last_named = o;
+    }
+    for (int o = 0; o <= last_named; ++o) {
+      std::string out = proto.output(o);
       if (out.empty()) {
-        node.outputs.push_back(-1);
-        continue;
+        out = fmt::format("{}/unread_output_{}", node.name, o);
+        while (by_name_.count(out) > 0 || model_names_.count(out) > 0) out += "_";
       }
       BATON_CHECK_OR_RETURN(by_name_.count(out) == 0, InvalidArgument,
                             "{} of '{}' writes '{}', which is already defined (ONNX graphs are "

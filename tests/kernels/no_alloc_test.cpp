@@ -328,6 +328,19 @@ op_calls() {
     t->input(random_floats(rng, {3, 4, 5})).input(int64s({1})).attr("reverse", 1);
     return t;
   });
+  // The recurrent layers, both directions: Y and Y_h (and LSTM's Y_c).
+  for (const auto& [op, gates] : {std::pair{"RNN", 1}, {"GRU", 3}, {"LSTM", 4}}) {
+    add(op, [op = std::string(op), gates = int64_t{gates}](std::mt19937& rng) {
+      auto t = std::make_unique<OpTester>(op);
+      t->input(random_floats(rng, {5, 2, 3}))
+          .input(random_floats(rng, {2, gates * 4, 3}))
+          .input(random_floats(rng, {2, gates * 4, 4}))
+          .attr("hidden_size", int64_t{4})
+          .attr("direction", std::string("bidirectional"))
+          .outputs(op == "LSTM" ? 3 : 2);
+      return t;
+    });
+  }
   add("TopK", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("TopK");
     t->input(random_floats(rng, {3, 9, 4})).input(int64s({4})).attr("axis", 1);

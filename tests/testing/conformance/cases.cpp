@@ -678,6 +678,15 @@ void layout_cases(std::vector<Case>& out) {
   out.push_back(make("TopK", "[6, 7] K 7 axis -1", {in({6, 7}), shape_input({7})}));
   out.back().outputs = 2;
   out.back().dtypes = exact;
+  // RNN, GRU and LSTM in both directions (their values: ONNX's node tests and onnxruntime,
+  // tests/python/test_recurrent.py). CPU only.
+  for (const auto& [op, gates] : {std::pair{"RNN", 1}, {"GRU", 3}, {"LSTM", 4}}) {
+    out.push_back(make(op, "[5, 2, 3] hidden 4 bidirectional",
+                       {in({5, 2, 3}), in({2, gates * 4, 3}), in({2, gates * 4, 4})},
+                       {{"hidden_size", AttrValue::of_int(4)},
+                        {"direction", AttrValue::of_string("bidirectional")}}));
+    out.back().outputs = std::string_view(op) == "LSTM" ? 3 : 2;
+  }
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
