@@ -23,6 +23,15 @@ namespace baton::kernels::cpu {
 
 using ops::product;
 
+// A tensor seen as [outer, n, inner] around `axis`: outer x inner lines of n elements each, one
+// element of a line `inner` apart (what a kernel along one axis walks: CumSum, TopK).
+struct AxisLines {
+  int64_t outer = 0, n = 0, inner = 0;
+};
+inline AxisLines lines_along(std::span<const int64_t> sizes, size_t axis) {
+  return {product(sizes, 0, axis), sizes[axis], product(sizes, axis + 1, sizes.size())};
+}
+
 // The sizes of N tensors as a kernel last planned for them. A kernel that follows_sizes() with a
 // plan (a broadcast, a strided view) asks changed() at the start of run() and replans only then:
 // comparing a few sizes costs nanoseconds, and the replanning happens where the kernel's state

@@ -70,10 +70,10 @@ class TopKKernel final : public runtime::Kernel {
 
  private:
   void plan() {
-    const std::span<const int64_t> s = in_->tensor.sizes;
-    outer_ = ops::product(s, 0, axis_);
-    n_ = s[axis_];
-    inner_ = ops::product(s, axis_ + 1, s.size());
+    const AxisLines l = lines_along(in_->tensor.sizes, axis_);
+    outer_ = l.outer;
+    n_ = l.n;
+    inner_ = l.inner;
   }
 
   const runtime::Value* in_;
