@@ -517,16 +517,20 @@ void write_model(const fs::path& path, const testing::OnnxBuilder& b) {
 // A GPU compile names every node it leaves on the CPU and why (issue 38): a warning grouped by
 // reason by default, nothing with --fallback allow, a refusal with --fallback error; the program
 // keeps the list, which inspect shows (text and JSON). CumSum has a CPU kernel and no CUDA
-// lowering; a CPU-only compile lists nothing.
+// lowering; Relu has one, which does not take int32 (the reason then names the operands); a
+// CPU-only compile lists nothing.
 TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   testing::OnnxBuilder b(14);
   b.input("x", {4, 8});
+  b.input("n", {4, 8}, onnx::TensorProto::INT32);
   b.initializer_int64("axis", {}, {1});
   b.node("Relu", {"x"}, {"r"}, "relu");
   b.node("CumSum", {"r", "axis"}, {"c"}, "running_total");
   b.node("CumSum", {"c", "axis"}, {"c2"}, "running_total_2");
   b.node("Sigmoid", {"c2"}, {"y"}, "squash");
+  b.node("Relu", {"n"}, {"m"}, "int_relu");
   b.output("y", {4, 8});
+  b.output("m", {4, 8}, onnx::TensorProto::INT32);
   const fs::path model = dir_ / "cumsum.onnx";
   write_model(model, b);
   const std::string program = (dir_ / "cumsum.baton").string();
@@ -537,21 +541,25 @@ TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   // Default: warn, naming the nodes by reason, and compile.
   CliRun r = baton("compile " + model.string() + " -o " + program + gpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 nodes run on the CPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 nodes run on the CPU"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+  const std::string operands =
+      "the CUDA lowering of Relu does not take this form of it (inputs "
+      "int32[4, 8]; outputs int32[4, 8]) (1 node): 'int_relu'";
+  EXPECT_NE(r.output.find(operands), std::string::npos) << r.output;
   // The program keeps the list.
   r = baton("inspect --json " + program, "", /*with_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   const auto& fallbacks = j["methods"][0]["fallbacks"];
-  ASSERT_EQ(fallbacks.size(), 2u) << r.output;
+  ASSERT_EQ(fallbacks.size(), 3u) << r.output;
   EXPECT_EQ(fallbacks[0]["node"], "running_total");
   EXPECT_EQ(fallbacks[0]["op"], "CumSum");
   EXPECT_EQ(fallbacks[0]["reason"], "no CUDA lowering for CumSum");
   EXPECT_EQ(fallbacks[1]["node"], "running_total_2");
   r = baton("inspect " + program);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("on the cpu (2 nodes a GPU backend does not take):\n    CumSum "
+  EXPECT_NE(r.output.find("on the cpu (3 nodes a GPU backend does not take):\n    CumSum "
                           "'running_total': no CUDA lowering for CumSum"),
             std::string::npos)
       << r.output;
@@ -563,7 +571,7 @@ TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   fs::remove(program);
   r = baton("compile " + model.string() + " -o " + program + gpu + " --fallback error");
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 nodes would run on the CPU, and fallbacks are refused (--fallback "
+  EXPECT_NE(r.output.find("3 nodes would run on the CPU, and fallbacks are refused (--fallback "
                           "error)"),
             std::string::npos)
       << r.output;

@@ -723,6 +723,35 @@ TEST(TopK, Errors) {
                Error::NotSupported, "TopK", "input 'K' must be a constant");
 }
 
+// ---- RNN, GRU, LSTM (values: ONNX's node tests and tests/python/test_recurrent.py; errors here)
+// --
+
+TEST(Recurrent, Errors) {
+  const auto t = [](std::vector<int64_t> s) { return HostTensor(DType::Float32, std::move(s)); };
+  // X [5, 2, 3], hidden 4: LSTM's W [1, 16, 3], R [1, 16, 4].
+  const auto lstm = [&] {
+    OpTester o("LSTM");
+    o.input(t({5, 2, 3})).input(t({1, 16, 3})).input(t({1, 16, 4})).attr("hidden_size", 4);
+    return o;
+  };
+  BATON_ASSERT_OK(lstm().infer());
+  expect_error(OpTester("LSTM").input(t({5, 3})).input(t({1, 16, 3})).input(t({1, 16, 4})).infer(),
+               Error::InvalidArgument, "LSTM", "X, W and R must be 3-D");
+  expect_error(lstm().attr("direction", std::string("sideways")).infer(), Error::InvalidArgument,
+               "LSTM", "'direction' is forward, reverse or bidirectional, got 'sideways'");
+  expect_error(lstm().attr("layout", 2).infer(), Error::InvalidArgument, "LSTM",
+               "'layout' is 0 or 1, got 2");
+  expect_error(lstm().attr("direction", std::string("bidirectional")).infer(),
+               Error::InvalidArgument, "LSTM", "W is [1, 16, 3]; with 2 direction(s)");
+  expect_error(
+      OpTester("GRU").input(t({5, 2, 3})).input(t({1, 12, 3})).input(t({1, 12, 5})).infer(),
+      Error::InvalidArgument, "GRU", "R is [1, 12, 5]; it must be [1, 12, 4]");
+  expect_error(lstm().input(t({1, 16})).infer(), Error::InvalidArgument, "LSTM",
+               "B is [1, 16]; it must be [1, 32]");
+  expect_error(lstm().attr("clip", 1.0).infer(), Error::NotSupported, "LSTM",
+               "attribute 'clip' is not supported");
+}
+
 // ---- Trilu --------------------------------------------------------------------------------------
 
 TEST(Trilu, KeepsTheTriangleForAnyK) {

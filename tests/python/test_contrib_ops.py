@@ -67,9 +67,16 @@ def test_contrib_ops_run_whole_on_the_gpu(tmp_path):
     assert len(method["delegates"]) == 1
 
 
-def test_training_outputs_of_skip_layer_normalization_are_refused():
+def test_what_cannot_be_rewritten_is_refused_by_name():
+    # SkipLayerNormalization's training outputs.
     model = contrib_model(np.random.default_rng(38))
     model.graph.node[0].output[1] = "mean"
     model.graph.output.append(helper.make_tensor_value_info("mean", TensorProto.FLOAT, None))
     with pytest.raises(baton.BatonError, match="uses its mean or inv_std_var output"):
+        baton.compile(model)
+    # A node whose first output is unnamed computes nothing anyone reads: refused, naming it.
+    model = contrib_model(np.random.default_rng(38))
+    model.graph.node[1].output[0] = ""
+    with pytest.raises(baton.BatonError, match="node 'bias_gelu' .com.microsoft BiasGelu. has no "
+                                               "first output"):
         baton.compile(model)

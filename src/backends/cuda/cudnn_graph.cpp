@@ -747,7 +747,7 @@ Result<CudnnPlan> CudnnPlan::first_fitting(cudnnHandle_t handle, const StepRecor
     // In the heuristics' order; a plan that transforms (Winograd, FFT) only when no direct one
     // builds, as choose's reference: the result should round as the largest shape's plan does.
     std::string failures;
-    int64_t fallback = -1;
+    int64_t chosen = -1;
     for (int pass = 0; pass < 2; ++pass) {
       for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
         const std::vector<fe::NumericalNote_t> notes = g.notes_at(i);
@@ -756,7 +756,7 @@ Result<CudnnPlan> CudnnPlan::first_fitting(cudnnHandle_t handle, const StepRecor
         if (pass == 1 && !transforms(notes)) continue;
         fe::error_t built = g.build_plan_at_index(handle, i);
         if (built.is_bad()) {
-          if (pass == 0) failures += fmt::format("\n  plan {}: {}", i, built.get_message());
+          failures += fmt::format("\n  plan {}: {}", i, built.get_message());
           continue;
         }
         int64_t bytes = 0;
@@ -766,19 +766,19 @@ Result<CudnnPlan> CudnnPlan::first_fitting(cudnnHandle_t handle, const StepRecor
                                   bytes, max_workspace);
           continue;
         }
-        fallback = i;
+        chosen = i;
         break;
       }
-      if (fallback >= 0) break;
+      if (chosen >= 0) break;
     }
-    BATON_CHECK_OR_RETURN(fallback >= 0, NotSupported,
+    BATON_CHECK_OR_RETURN(chosen >= 0, NotSupported,
                           "{}: none of cuDNN's {} plans for {} builds on this GPU within the "
                           "engine's workspace{}:{}",
                           what, g.get_execution_plan_count(), step_text(step), fallback_hint(step),
                           failures);
-    // Building it again makes it the plan execute() runs.
-    BATON_TRY(check(g.build_plan_at_index(handle, fallback), "build_plan_at_index", step, what));
-    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, fallback, what));
+    // execute() runs the last plan built, which is this one (the loop stops at it; choose builds
+    // its winner again because it builds others after it).
+    BATON_ASSIGN_OR_RETURN(impl.choice, choice_at(g, chosen, what));
     return impl.finish(what);
   });
 }

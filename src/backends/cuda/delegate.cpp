@@ -201,7 +201,7 @@ class CudaBackend final : public runtime::BackendInterface {
                             partition);
       BATON_ASSIGN_OR_RETURN(
           std::unique_ptr<ExecutionContext> c,
-          ExecutionContext::create(e, options, nullptr, /*allocate=*/engines.size() == 1));
+          ExecutionContext::create(e, options, /*allocate=*/engines.size() == 1));
       handle->contexts.push_back(std::move(c));
     }
     if (engines.size() > 1) {

@@ -322,7 +322,6 @@ Status ExecutionContext::share_memory(std::shared_ptr<Memory> memory) {
 
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_ptr<Engine> engine,
                                                                    const LoadOptions& options,
-                                                                   std::shared_ptr<Memory> memory,
                                                                    bool allocate) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   ctx->graph_edges_ = options.graph_edges;
@@ -351,11 +350,8 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                           fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
     ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
   }
-  if (memory) {
-    BATON_TRY(ctx->share_memory(std::move(memory)));
-  } else if (!allocate) {
-    // The caller allocates the memory once it knows every context's needs (share_memory).
-  } else {
+  // Without `allocate`, the caller shares memory sized for every context (share_memory).
+  if (allocate) {
     BATON_ASSIGN_OR_RETURN(
         ctx->memory_, allocate_memory(device, blob.header().scratch_bytes, ctx->workspace_bytes_,
                                       ctx->engine_->partition()));
@@ -531,12 +527,12 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   ShapePlans made;
   made.symbols.assign(symbols.begin(), symbols.end());
   made.plans.resize(steps_.size());
+  std::string sizes;  // "batch=8", for errors
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    sizes += fmt::format("{}{}={}", i ? ", " : "", blob.symbol_name(i), symbols[i]);
+  }
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (!is_cudnn_step(steps_[s].kind)) continue;
-    std::string sizes;
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      sizes += fmt::format("{}{}={}", i ? ", " : "", blob.symbol_name(i), symbols[i]);
-    }
     BATON_ASSIGN_OR_RETURN(
         made.plans[s], CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes,
                                                 fmt::format("partition '{}' step {} at {}",

@@ -123,13 +123,12 @@ class ExecutionContext {
                                                          uint64_t workspace_bytes,
                                                          std::string_view partition);
 
-  // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's). `memory`:
-  // scratch and workspace shared with other contexts (at least the engine's sizes); none: the
-  // context allocates its own, or, without `allocate`, is given it later by share_memory (before
-  // any call), once the caller knows every context's needs (scratch_needed, workspace_needed).
+  // `options`: graph_edges and cuda_pdl are read here (the others are the delegate's). With
+  // `allocate` the context allocates its own scratch and workspace; without, it is given memory
+  // shared with other contexts by share_memory (before any call), once the caller knows every
+  // context's needs (scratch_needed, workspace_needed).
   static Result<std::unique_ptr<ExecutionContext>> create(std::shared_ptr<Engine> engine,
                                                           const LoadOptions& options,
-                                                          std::shared_ptr<Memory> memory = nullptr,
                                                           bool allocate = true);
   // What this context needs of a shared Memory: the engine's scratch, and the larger of its
   // cuBLASLt workspace and its cuDNN plans' workspace (known once the plans are made, at create).
@@ -180,10 +179,8 @@ class ExecutionContext {
   size_t graphs() const { return graphs_.size(); }
   uint64_t graph_captures() const { return graph_captures_; }
   uint64_t graph_replacements() const { return graph_replacements_; }
-  // A dynamic engine with convolutions: how many shapes' sets of cuDNN plans were built, and how
-  // many are held.
+  // A dynamic engine with convolutions: how many shapes' sets of cuDNN plans were built.
   uint64_t plan_sets_built() const { return plan_sets_built_; }
-  size_t plan_sets() const { return shape_plans_.size(); }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }

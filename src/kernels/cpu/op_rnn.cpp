@@ -45,7 +45,10 @@ class RnnKernel final : public runtime::Kernel {
   }
 
   Status resize() override {
-    return BATON_ERROR(NotSupported, "RNN, GRU and LSTM kernels run at one shape");
+    // create refuses a dynamic program, so only a damaged one asks.
+    return BATON_ERROR(NotSupported,
+                       "RNN, GRU and LSTM kernels run at the shape they were made for: compile "
+                       "the model with --shape");
   }
 
   Status run() override {
