@@ -516,28 +516,25 @@ void write_model(const fs::path& path, const testing::OnnxBuilder& b) {
 
 // A GPU compile names every node it leaves on the CPU and why (issue 38): a warning grouped by
 // reason by default, nothing with --fallback allow, a refusal with --fallback error; the program
-// keeps the list, which inspect shows (text and JSON). CumSum has a CPU kernel and no CUDA
+// keeps the list, which inspect shows (text and JSON). Hardmax has a CPU kernel and no CUDA
 // lowering; Relu has one, which does not take int32 (the reason then names the operands); a
 // CPU-only compile lists nothing.
 TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   testing::OnnxBuilder b(14);
   b.input("x", {4, 8});
   b.input("n", {4, 8}, onnx::TensorProto::INT32);
-  b.initializer_int64("axis", {}, {1});
   b.node("Relu", {"x"}, {"r"}, "relu");
-  b.node("CumSum", {"r", "axis"}, {"c"}, "running_total");
-  b.node("CumSum", {"c", "axis"}, {"c2"}, "running_total_2");
+  b.node("Hardmax", {"r"}, {"c"}, "pick_max");
+  b.node("Hardmax", {"c"}, {"c2"}, "pick_max_2");
   b.node("Sigmoid", {"c2"}, {"y"}, "squash");
   b.node("Relu", {"n"}, {"m"}, "int_relu");
   b.output("y", {4, 8});
   b.output("m", {4, 8}, onnx::TensorProto::INT32);
-  const fs::path model = dir_ / "cumsum.onnx";
+  const fs::path model = dir_ / "hardmax.onnx";
   write_model(model, b);
-  const std::string program = (dir_ / "cumsum.baton").string();
+  const std::string program = (dir_ / "hardmax.baton").string();
   const std::string gpu = " --device cuda:0 --arch sm_90";
-  const std::string reason =
-      "no CUDA lowering for CumSum (2 nodes): 'running_total', "
-      "'running_total_2'";
+  const std::string reason = "no CUDA lowering for Hardmax (2 nodes): 'pick_max', 'pick_max_2'";
   // Default: warn, naming the nodes by reason, and compile.
   CliRun r = baton("compile " + model.string() + " -o " + program + gpu);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -553,14 +550,14 @@ TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   const auto j = nlohmann::json::parse(r.output);
   const auto& fallbacks = j["methods"][0]["fallbacks"];
   ASSERT_EQ(fallbacks.size(), 3u) << r.output;
-  EXPECT_EQ(fallbacks[0]["node"], "running_total");
-  EXPECT_EQ(fallbacks[0]["op"], "CumSum");
-  EXPECT_EQ(fallbacks[0]["reason"], "no CUDA lowering for CumSum");
-  EXPECT_EQ(fallbacks[1]["node"], "running_total_2");
+  EXPECT_EQ(fallbacks[0]["node"], "pick_max");
+  EXPECT_EQ(fallbacks[0]["op"], "Hardmax");
+  EXPECT_EQ(fallbacks[0]["reason"], "no CUDA lowering for Hardmax");
+  EXPECT_EQ(fallbacks[1]["node"], "pick_max_2");
   r = baton("inspect " + program);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("on the cpu (3 nodes a GPU backend does not take):\n    CumSum "
-                          "'running_total': no CUDA lowering for CumSum"),
+  EXPECT_NE(r.output.find("on the cpu (3 nodes a GPU backend does not take):\n    Hardmax "
+                          "'pick_max': no CUDA lowering for Hardmax"),
             std::string::npos)
       << r.output;
   // allow: the same program, no warning.

@@ -641,7 +641,7 @@ void layout_cases(std::vector<Case>& out) {
     out.push_back(make("Trilu", fmt::format("[5, 3] upper {} constant k 1", upper),
                        {in({5, 3}), int64_scalar(1, true)}, {{"upper", AttrValue::of_int(upper)}}));
   }
-  // DepthToSpace (both channel orders) and SpaceToDepth: CPU only (no CUDA lowering yet).
+  // DepthToSpace (both channel orders) and SpaceToDepth.
   for (const char* mode : {"DCR", "CRD"}) {
     out.push_back(
         make("DepthToSpace", fmt::format("[2, 8, 3, 5] blocksize 2 {}", mode), {in({2, 8, 3, 5})},
@@ -653,7 +653,7 @@ void layout_cases(std::vector<Case>& out) {
                      {{"blocksize", AttrValue::of_int(2)}}));
   out.push_back(make("SpaceToDepth", "[1, 2, 6, 3] blocksize 3", {in({1, 2, 6, 3})},
                      {{"blocksize", AttrValue::of_int(3)}}));
-  // CumSum: every direction, a scalar axis and a negative one-element axis. CPU only.
+  // CumSum: every direction, a scalar axis and a negative one-element axis.
   for (const int64_t exclusive : {0, 1}) {
     for (const int64_t reverse : {0, 1}) {
       out.push_back(make(
@@ -689,7 +689,8 @@ void layout_cases(std::vector<Case>& out) {
   }
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
-    const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand";
+    const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand" ||
+                       c.op == "DepthToSpace" || c.op == "SpaceToDepth" || c.op == "CumSum";
     const bool empty_output = c.label == "[6, 7] starts [5] ends [2] axes [0] steps [1]" ||
                               c.label == "[5, 6] int32 starts, steps absent" ||
                               c.label == "[2, 3, 7] split [0, 7] axis -1" ||
@@ -1187,11 +1188,11 @@ void softmax_family_cases(std::vector<Case>& out) {
   }
 }
 
-// BatchNormalization (inference), InstanceNormalization and GroupNormalization; none has a CUDA
-// lowering yet (issue 11).
+// BatchNormalization (inference), InstanceNormalization and GroupNormalization; the GPU takes all
+// but the empty ones (nothing to normalize).
 void batch_group_norm_cases(std::vector<Case>& out) {
   auto add = [&](Case c, int opset) {
-    c.cuda = false;
+    c.cuda = *checked_numel(c.inputs[0].sizes) > 0;
     c.opset = opset;
     out.push_back(std::move(c));
   };
@@ -1517,12 +1518,14 @@ void reduce_cases(std::vector<Case>& out) {
     Case& c = out[i];
     const bool empty = *checked_numel(c.inputs[0].sizes) == 0;
     c.cuda = !empty && (c.op == "ReduceSum" || c.op == "ReduceMean" || c.op == "ReduceMax" ||
-                        c.op == "ReduceMin");
+                        c.op == "ReduceMin" || c.op == "ArgMax" || c.op == "ArgMin");
+    // ArgMax and ArgMin read every numeric dtype on the GPU.
+    c.cuda_all_types = c.cuda && (c.op == "ArgMax" || c.op == "ArgMin");
   }
 }
 
 // Pad in every mode, with cropping, axes and constant_value (graph input or constant); Pad-2's
-// attributes at opset 10. No CUDA lowering yet: cuda = false.
+// attributes at opset 10.
 void pad_cases(std::vector<Case>& out) {
   const size_t first = out.size();
   struct P {
@@ -1572,7 +1575,10 @@ void pad_cases(std::vector<Case>& out) {
       make("Pad", "[3, 4] opset 10 reflect", {in({3, 4})},
            {{"pads", AttrValue::of_ints({2, 1, 0, 3})}, {"mode", AttrValue::of_string("reflect")}}),
       10));
-  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+  // Every dtype on the GPU; an empty input (nothing to read) stays on the CPU.
+  for (size_t i = first; i < out.size(); ++i) {
+    out[i].cuda = out[i].cuda_all_types = *checked_numel(out[i].inputs[0].sizes) > 0;
+  }
 }
 
 // Resize (opsets 10 to 21) and Upsample (7, 9): nearest in every dtype, linear and cubic in the

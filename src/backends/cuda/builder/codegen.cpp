@@ -175,7 +175,10 @@ std::string kernel_prelude() {
          "#include \"baton/typed.cuh\"\n"
          "#include \"baton/layer_norm.cuh\"\n"
          "#include \"baton/attention.cuh\"\n"
-         "#include \"baton/gemv.cuh\"\n";
+         "#include \"baton/gemv.cuh\"\n"
+         "#include \"baton/along_axis.cuh\"\n"
+         "#include \"baton/pad.cuh\"\n"
+         "#include \"baton/group_norm.cuh\"\n";
 }
 
 namespace {

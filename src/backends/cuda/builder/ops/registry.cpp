@@ -24,7 +24,12 @@ std::span<const OpLowering> op_lowerings() {
                                     kCastLowering,          kExpandLowering,
                                     kSliceLowering,         kSplitLowering,
                                     kFusedConvLowering,     kGatherElementsLowering,
-                                    kShapeLowering,         kRangeLowering};
+                                    kShapeLowering,         kRangeLowering,
+                                    kBatchNormLowering,     kInstanceNormLowering,
+                                    kGroupNormLowering,     kDepthToSpaceLowering,
+                                    kSpaceToDepthLowering,  kPadLowering,
+                                    kArgMaxLowering,        kArgMinLowering,
+                                    kCumSumLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

@@ -66,6 +66,15 @@ extern const OpLowering kCastLowering;               // cast.cpp
 extern const OpLowering kExpandLowering;             // slice.cpp
 extern const OpLowering kSliceLowering;              // slice.cpp
 extern const OpLowering kSplitLowering;              // slice.cpp
+extern const OpLowering kBatchNormLowering;          // normalization.cpp
+extern const OpLowering kInstanceNormLowering;       // normalization.cpp
+extern const OpLowering kGroupNormLowering;          // normalization.cpp
+extern const OpLowering kDepthToSpaceLowering;       // depth_space.cpp
+extern const OpLowering kSpaceToDepthLowering;       // depth_space.cpp
+extern const OpLowering kPadLowering;                // pad.cpp
+extern const OpLowering kArgMaxLowering;             // along_axis.cpp
+extern const OpLowering kArgMinLowering;             // along_axis.cpp
+extern const OpLowering kCumSumLowering;             // along_axis.cpp
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
