@@ -247,6 +247,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   }
 
   timer.start();
+  // Every backend compiler in the list is a GPU's (the CPU is the fallback, not in the list).
+  const bool gpu_target = !options.backends.empty();
   BATON_ASSIGN_OR_RETURN(
       const std::vector<PassReport> pass_reports,
       optimize(graph, OptimizeOptions{options.optimize, options.disabled_passes,
@@ -255,12 +257,14 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                           if (!b->lowers(op, domain)) return false;
                                         }
                                         return true;
-                                      }}));
+                                      },
+                                      gpu_target}));
   std::string pass_text;
   for (const PassReport& r : pass_reports) {
     pass_text += fmt::format("{}{} {}", pass_text.empty() ? "" : ", ", r.name,
                              r.ran         ? fmt::format("{}", r.changed)
                              : r.unlowered ? std::string("skipped (no GPU lowering yet)")
+                             : r.cpu_only  ? std::string("skipped (CPU compile)")
                                            : std::string("off"));
   }
   timer.done("optimize", pass_text);

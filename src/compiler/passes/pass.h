@@ -29,6 +29,8 @@ struct OptimizeOptions {
   std::vector<std::string> disabled;  // `--disable-pass NAME`, by name
   // Whether every target backend lowers an op (domain, name); null: the CPU only, which runs all.
   std::function<bool(std::string_view domain, std::string_view op)> lowered;
+  // Whether a GPU backend is among the targets (PassDef::gpu_only).
+  bool gpu_target = false;
 };
 
 struct PassDef {
@@ -41,6 +43,9 @@ struct PassDef {
   // pass writes no new op (cse), and always runs.
   std::string_view produces_domain;
   std::string_view produces;
+  // A rewrite only a GPU's lowerings need (conv-1d): skipped when compiling for the CPU alone,
+  // whose kernels take the op as written.
+  bool gpu_only = false;
 };
 
 struct PassReport {
@@ -48,6 +53,7 @@ struct PassReport {
   size_t changed = 0;  // matches rewritten (0 when disabled)
   bool ran = false;
   bool unlowered = false;  // skipped: a target backend has no lowering for its op
+  bool cpu_only = false;   // skipped: a GPU-only pass in a compile for the CPU alone
   std::chrono::nanoseconds time{0};
 };
 
@@ -71,5 +77,6 @@ Result<size_t> fuse_shared_input_linears(Graph& graph);        // qkv.cpp
 Result<size_t> fuse_add_layer_norm(Graph& graph);              // add_layer_norm.cpp
 Result<size_t> fuse_linear_activation(Graph& graph);           // fuse_linear.cpp
 Result<size_t> fuse_conv_epilogue(Graph& graph);               // fuse_conv.cpp
+Result<size_t> rewrite_conv_1d(Graph& graph);                  // conv_1d.cpp
 
 }  // namespace baton::compiler

@@ -17,6 +17,11 @@ const std::vector<PassDef>& optimizer_passes() {
        "inference BatchNormalization after a Conv with constant weights -> folded into the "
        "Conv's weights and bias",
        &fold_batch_norm_into_conv, "", "Conv"},
+      // After bn-conv, which folds a BatchNormalization into the 1-D Conv before it.
+      {"conv-1d",
+       "a 1-D Conv -> Unsqueeze, a 2-D Conv over a height of 1, Squeeze (GPU compiles only: "
+       "the GPU's convolutions are 2-D)",
+       &rewrite_conv_1d, "", "Conv", /*gpu_only=*/true},
       {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
        "", "Gelu"},
       {"attention",
@@ -73,7 +78,8 @@ Result<std::vector<PassReport>> optimize(Graph& graph, const OptimizeOptions& op
     // A pass that writes no new op (cse) runs for every backend.
     report.unlowered = !disabled && options.lowered && !pass.produces.empty() &&
                        !options.lowered(pass.produces_domain, pass.produces);
-    if (!disabled && !report.unlowered) {
+    report.cpu_only = !disabled && !report.unlowered && pass.gpu_only && !options.gpu_target;
+    if (!disabled && !report.unlowered && !report.cpu_only) {
       const auto start = std::chrono::steady_clock::now();
       BATON_ASSIGN_OR_RETURN(report.changed, pass.run(graph));
       report.ran = true;

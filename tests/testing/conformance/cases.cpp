@@ -850,6 +850,27 @@ void conv_cases(std::vector<Case>& out) {
        {{"group", AttrValue::of_int(8)},
         {"strides", ints({2, 2})},
         {"auto_pad", text("SAME_UPPER")}}},
+      // Groups of several channels (RegNet, ResNeXt) and a depthwise channel multiplier: the GPU's
+      // grouped kernel.
+      {"Conv",
+       "2-D 4 groups of 4 channels, 2 outputs each, stride 2 pads 1",
+       {2, 16, 7, 8},
+       {8, 4, 3, 3},
+       true,
+       {{"group", AttrValue::of_int(4)}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}},
+      {"Conv",
+       "depthwise, channel multiplier 2",
+       {1, 4, 6, 5},
+       {8, 1, 3, 3},
+       false,
+       {{"group", AttrValue::of_int(4)}, {"pads", ints({1, 1, 1, 1})}}},
+      // 1-D (Whisper's stem): a 2-D convolution of height 1 on the GPU (the conv-1d pass).
+      {"Conv",
+       "1-D k3 stride 2 pads 1, batch 2",
+       {2, 8, 15},
+       {6, 8, 3},
+       true,
+       {{"strides", ints({2})}, {"pads", ints({1, 1})}}},
       {"Conv",
        "1-D group 2 dilation 2 SAME_LOWER",
        {2, 4, 11},
@@ -907,9 +928,8 @@ void conv_cases(std::vector<Case>& out) {
     const int64_t m = std::string_view(c.op) == "Conv" ? c.w[0] : c.w[1] * group;
     if (c.bias) ins.push_back(constant(in({m})));
     out.push_back(make(c.op, c.label, ins, c.attrs));
-    // The GPU runs 2-D Conv, ungrouped or depthwise (builder/ops/conv.cpp).
-    out.back().cuda = std::string_view(c.op) == "Conv" && c.x.size() == 4 &&
-                      (group == 1 || (group == c.x[1] && c.w[0] == c.x[1]));
+    // The GPU runs 2-D Conv, any group count (builder/ops/conv.cpp), and 1-D Conv as 2-D.
+    out.back().cuda = std::string_view(c.op) == "Conv" && (c.x.size() == 4 || c.x.size() == 3);
   }
   // The opset-1 definitions (models of opsets 1 to 10).
   out.push_back(make("Conv", "2-D at opset 8", {in({1, 2, 5, 5}), constant(in({3, 2, 3, 3}))},

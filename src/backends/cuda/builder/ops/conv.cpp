@@ -8,10 +8,11 @@
 //   HardSigmoid activation fused as pointwise operations. Input channels are zero-padded to a
 //   multiple of 8 (the 3-channel stems of ResNet and ViT), which cuDNN's tensor-core engines need,
 //   with the filters padded to match.
-// - depthwise (groups == C == K): a generated kernel, one thread per output element reading
-//   along C (coalesced in NHWC), with the bias, the residual and the activation applied before
-//   the store.
-//   cuDNN's graph API has no grouped convolutions.
+// - grouped (groups > 1: depthwise, where groups == C == K, and RegNet's or ResNeXt's groups of
+//   several channels): a generated kernel, one thread per output element summing its group's
+//   input channels over the window, reading along C (coalesced in NHWC), with the bias, the
+//   residual and the activation applied before the store. cuDNN's graph API is not used for them
+//   (Baton's cuDNN path builds ungrouped graphs only).
 // - patches (groups == 1, kernel == stride > 1, no padding, no dilation: ViT's 16x16 patch
 //   embedding, ConvNeXt's and Swin's 4x4 stems): the windows tile the input without overlap, so
 //   the convolution is a GEMM of the patches [N*OH*OW, C*KH*KW] (gathered by one generated
@@ -27,7 +28,8 @@
 //   activation applied before the store. cuDNN 9.19 ran MobileNetV3's as
 //   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters. The
 //   build option conv_rows=cudnn keeps them on cuDNN (to compare).
-// Other grouped convolutions, and anything but 2-D, stay on the CPU.
+// 1-D convolutions arrive as 2-D ones over a height of 1 (the conv-1d pass); 3-D ones stay on the
+// CPU.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -66,7 +68,7 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   if (node.inputs.size() > 2 && node.inputs[2] >= 0 && !graph.values[node.inputs[2]].constant)
     return false;
   const Shape s = shape_of(graph, node);
-  return s.groups == 1 || (s.groups == s.c && s.k == s.c);
+  return s.groups >= 1 && s.c % s.groups == 0 && s.k % s.groups == 0;
 }
 
 bool has_bias(const compiler::IrNode& n) { return n.inputs.size() > 2 && n.inputs[2] >= 0; }
@@ -223,18 +225,23 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
-Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
+// Grouped convolutions (groups > 1; depthwise is groups == C == K): one thread per output element
+// (n, oh, ow, k), summing the C / groups input channels of k's group over the window, reading
+// along C (coalesced in NHWC: neighbouring threads take neighbouring k, which share their group's
+// inputs), with the bias, the residual and the activation applied before the store.
+Status lower_grouped(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
   // The residual and the activation are applied to the value before it is stored.
   BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
   const int out = node.outputs[0];
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);
-  const int w = ctx.weight(node.inputs[1], DType::Float32);  // [C, 1, KH, KW]
+  const int w = ctx.weight(node.inputs[1], DType::Float32);  // [K, C / groups, KH, KW]
+  const int64_t cg = s.c / s.groups, kg = s.k / s.groups;    // channels per group, in and out
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
   DType y_dtype = DType::Float32;
   const int y = result_slot(ctx, out, &y_dtype);
-  const int64_t count = s.n * s.oh * s.ow * s.c;
+  const int64_t count = s.n * s.oh * s.ow * s.k;
   // Sizes and strides stay in the code in a static engine whatever kernel_sizes says: as arguments
   // this kernel ran 1.4x slower on an H200 (MobileNetV3's 15 depthwise kernels, 123 against 88 us:
   // its 64-bit address arithmetic per tap is no longer strength-reduced), which cost the model 12%.
@@ -246,16 +253,17 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
   if (e.residual >= 0) {
     const std::vector<int64_t> zs = ctx.strides_of(e.residual);
     z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
-    z_add = fmt::format("    v += to_f(z[n * {} + c * {} + oh * {} + ow * {}]);\n",
+    z_add = fmt::format("    v += to_f(z[n * {} + k * {} + oh * {} + ow * {}]);\n",
                         args.value(zs[0]), args.value(zs[1]), args.value(zs[2]), args.value(zs[3]));
   }
-  const std::string name = ctx.kernel_name("depthwise");
+  const std::string name = ctx.kernel_name(cg == 1 && kg == 1 ? "depthwise" : "grouped_conv");
   const std::string coordinates = fmt::format(
-      "    const long long p = {}, c = i - p * {};\n"
+      "    const long long p = {}, k = i - p * {};\n"
       "    const long long q = {}, ow = p - q * {};\n"
-      "    const long long n = {}, oh = q - n * {};\n",
-      args.quotient("i", s.c, count), args.value(s.c), args.quotient("p", s.ow, count),
-      args.value(s.ow), args.quotient("q", s.oh, count), args.value(s.oh));
+      "    const long long n = {}, oh = q - n * {};\n"
+      "    const long long first = (k / {}LL) * {}LL;\n",
+      args.quotient("i", s.k, count), args.value(s.k), args.quotient("p", s.ow, count),
+      args.value(s.ow), args.quotient("q", s.oh, count), args.value(s.oh), kg, cg);
   const std::string in_h = args.value(s.h), in_w = args.value(s.w);
   const std::string read = fmt::format("x[n * {} + c * {} + ih * {} + iw * {}]", args.value(st[0]),
                                        args.value(st[1]), args.value(st[2]), args.value(st[3]));
@@ -272,7 +280,10 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       "      for (int q2 = 0; q2 < {}; ++q2) {{\n"
       "        const long long iw = ow * {}LL - {}LL + q2 * {}LL;\n"
       "        if (iw < 0 || iw >= {}) continue;\n"
-      "        v += to_f({}) * w[(c * {} + r) * {} + q2];\n"
+      "        for (int ci = 0; ci < {}; ++ci) {{\n"
+      "          const long long c = first + ci;\n"
+      "          v += to_f({}) * w[((k * {} + ci) * {} + r) * {} + q2];\n"
+      "        }}\n"
       "      }}\n"
       "    }}\n"
       "{}"
@@ -280,8 +291,8 @@ Status lower_depthwise(Lowering& ctx, int index, const Shape& s) {
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)),
       bias >= 0 ? "const float* __restrict__ b, " : "", z_param, device_type_name(y_dtype),
-      args.parameter(), total, coordinates, bias >= 0 ? "b[c]" : "0.0f", s.kh, s.sh, s.pt, s.dh,
-      in_h, s.kw, s.sw, s.pl, s.dw, in_w, read, s.kh, s.kw, z_add, applied_to_v(e.act));
+      args.parameter(), total, coordinates, bias >= 0 ? "b[k]" : "0.0f", s.kh, s.sh, s.pt, s.dh,
+      in_h, s.kw, s.sw, s.pl, s.dw, in_w, cg, read, cg, s.kh, s.kw, z_add, applied_to_v(e.act));
   std::vector<int> operands = {x, w};
   if (bias >= 0) operands.push_back(bias);
   if (e.residual >= 0) operands.push_back(e.residual);
@@ -415,7 +426,7 @@ bool fixed_images(const Lowering& ctx, int x) {
 
 Status lower(Lowering& ctx, int index) {
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
-  if (s.groups != 1) return lower_depthwise(ctx, index, s);
+  if (s.groups != 1) return lower_grouped(ctx, index, s);
   if (is_rows(s) && ctx.target().options.conv_rows == ConvRows::Kernel &&
       fixed_images(ctx, ctx.node(index).inputs[0]))
     return lower_gemv(ctx, index, s);
