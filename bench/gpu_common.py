@@ -20,9 +20,13 @@ sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 import export_real_models as erm  # noqa: E402  (the families, SEED, export_onnx)
 
 FAMILY_ORDER = ["resnet", "mobilenet", "squeezenet", "vit", "bert", "gpt2"]
+# Issue 38's zoo (export_real_models.ZOO): only where --only names them.
+ZOO_ORDER = ["densenet", "regnet", "swin", "efficientnet", "convnext", "whisper", "unet"]
 DISPLAY = {"resnet": "ResNet-50", "mobilenet": "MobileNetV3-Large", "squeezenet": "SqueezeNet 1.1",
            "vit": "ViT-B/16", "bert": "BERT-base seq 128", "gpt2": "GPT-2 small seq 128",
-           "mlp": "MLP 4x(4096->4096, GELU)"}
+           "mlp": "MLP 4x(4096->4096, GELU)", "densenet": "DenseNet-121", "regnet": "RegNetY-400MF",
+           "swin": "Swin-T", "efficientnet": "EfficientNet-B0", "convnext": "ConvNeXt-T",
+           "whisper": "Whisper-base encoder", "unet": "UNet (64 wide, 4 levels)"}
 # exporter style -> (dynamo, opset)
 EXPORTERS = {"torchscript17": (False, 17), "dynamo18": (True, 18)}
 
@@ -47,7 +51,7 @@ def build(family, full, batch):
     torch.manual_seed(erm.SEED)
     if family == "mlp":
         return mlp(full, batch)
-    return erm.FAMILIES[family](full, batch)
+    return erm.ALL_FAMILIES[family](full, batch)
 
 
 def onnx_name(family, exporter, batch, dtype="fp32"):

@@ -208,7 +208,8 @@ def main():
     ap.add_argument("--commit", default="COMMIT", help="the Baton commit the binary was built from")
     args = ap.parse_args()
     t_start = time.time()
-    families = [f for f in gc.FAMILY_ORDER if not args.only or f in gc.split_list(args.only)]
+    families = [f for f in gc.FAMILY_ORDER + gc.ZOO_ORDER if f in gc.split_list(args.only)] \
+        if args.only else list(gc.FAMILY_ORDER)
     args.batches = [int(b) for b in gc.split_list(args.batches)]
     precisions = gc.split_list(args.precisions) + (["bf16"] if args.bf16 and "bf16" not in args.precisions else [])
     exporters = gc.split_list(args.exporters)
@@ -342,7 +343,7 @@ def main():
     json_path, md_path = os.path.join(out_dir, "gpu_models.json"), os.path.join(out_dir, "gpu_models.md")
 
     def save():
-        ordered = sorted(done, key=lambda c: (gc.FAMILY_ORDER.index(c["family"]), c["exporter"], c["export_dtype"],
+        ordered = sorted(done, key=lambda c: ((gc.FAMILY_ORDER + gc.ZOO_ORDER).index(c["family"]), c["exporter"], c["export_dtype"],
                                               c["batch"], c["precision"]))
         gc.write_json(json_path, {"environment": env, "elapsed_s": time.time() - t_start, "cases": ordered})
         with open(md_path, "w") as f:

@@ -2,7 +2,8 @@
 """PyTorch's side of issue 37's dynamic-shape table: a transformers model (the builders of
 tests/e2e/export_real_models.py, full size, random weights) in eager mode and under torch.compile
 with dynamic shapes (dynamic=True; modes default and reduce-overhead), fp32 with TF32 off (as
-Baton's fp32 programs), called at each shape repeated and at the shapes in turn.
+Baton's fp32 programs) or fp16 (--dtype fp16: weights and float inputs half, as Baton's fp16
+programs), called at each shape repeated and at the shapes in turn.
 
   python3 bench/torch_dynamic_bench.py --model bert --shapes 1x16,1x128,8x128,8x512 \\
       [--modes eager,default,reduce-overhead] [-n 50] [--warmup 10] [--json OUT.json]
@@ -41,15 +42,21 @@ def main():
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--json", default="")
+    ap.add_argument("--dtype", choices=["fp32", "fp16"], default="fp32")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     model, _, _ = getattr(erm, a.model)(True)
     model = model.cuda().eval()
+    half = a.dtype == "fp16"
+    if half:
+        model = model.half()
     if a.model == "resnet":
         # (batch, image side): ResNet-50 over a batch range, as Baton's --dim batch=1..64.
         shapes = [(int(s), 224) for s in a.shapes.split(",")]
         inputs = {s: (erm.image_input(s[0], s[1]).cuda(),) for s in shapes}
+        if half:
+            inputs = {s: tuple(t.half() for t in v) for s, v in inputs.items()}
     else:
         shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
         vocab = model.model.config.vocab_size
@@ -92,7 +99,7 @@ def main():
                   f"alternating {r['alternating']['median_ms']:8.3f} ms", flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"model": a.model, "torch": torch.__version__,
+            json.dump({"model": a.model, "dtype": a.dtype, "torch": torch.__version__,
                        "gpu": torch.cuda.get_device_name(), "results": results}, f, indent=1)
 
 

@@ -13,6 +13,10 @@
 // scales and sizes decide the output shape and must be known at compile time; so must roi for
 // tf_crop_and_resize (other modes ignore it). Any dtype resizes with nearest; linear and cubic
 // interpolate the float types only.
+//
+// Also the sampling itself (resize_taps: which input elements each output index reads, with which
+// weights), computed once here for the CPU kernel and the GPU's lowering alike, so that both
+// backends pick the same elements.
 #include "ops/resize.h"
 
 #include <algorithm>
@@ -31,6 +35,127 @@ ResizeSlots resize_slots(const OpDef& def) {
     return def.since_version >= 9 ? ResizeSlots{-1, 1, -1} : ResizeSlots{};
   if (def.since_version < 11) return ResizeSlots{-1, 1, -1};
   return ResizeSlots{1, 2, 3};
+}
+
+namespace {
+
+double original_coordinate(const ResizeAxis& a, ResizeCoord coord, int64_t i) {
+  const auto x = static_cast<double>(i);
+  const auto in = static_cast<double>(a.in);
+  switch (coord) {
+    case ResizeCoord::HalfPixel:
+      return (x + 0.5) / a.scale - 0.5;
+    case ResizeCoord::HalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(a.out) / a.length_resized;
+      return in / 2 * (1 - adjustment) + (x + 0.5) / a.scale - 0.5;
+    }
+    case ResizeCoord::PytorchHalfPixel:
+      return a.length_resized > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
+    case ResizeCoord::AlignCorners:
+      return a.length_resized == 1 ? 0.0 : x * (in - 1) / (a.length_resized - 1);
+    case ResizeCoord::Asymmetric:
+      return x / a.scale;
+    case ResizeCoord::TfHalfPixelForNn:
+      return (x + 0.5) / a.scale;
+    case ResizeCoord::TfCropAndResize:
+      return a.length_resized > 1 ? a.roi_start * (in - 1) + x * (a.roi_end - a.roi_start) *
+                                                                 (in - 1) / (a.length_resized - 1)
+                                  : 0.5 * (a.roi_start + a.roi_end) * (in - 1);
+  }
+  return 0.0;
+}
+
+int64_t nearest_index(double x, ResizeRounding rounding, double scale) {
+  const double f = std::floor(x);
+  switch (rounding) {
+    case ResizeRounding::Legacy:
+      return static_cast<int64_t>(scale < 1 ? std::ceil(x) : std::trunc(x));
+    case ResizeRounding::RoundPreferFloor:
+      return static_cast<int64_t>(x - f <= 0.5 ? f : f + 1);
+    case ResizeRounding::RoundPreferCeil:
+      return static_cast<int64_t>(x - f < 0.5 ? f : f + 1);
+    case ResizeRounding::Floor:
+      return static_cast<int64_t>(f);
+    case ResizeRounding::Ceil:
+      return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+}  // namespace
+
+ResizeTaps resize_taps(const ResizeAxis& a, const ResizeSampling& s) {
+  ResizeTaps taps;
+  taps.k = s.interp == ResizeInterp::Nearest ? 1 : s.interp == ResizeInterp::Linear ? 2 : 4;
+  const auto k = static_cast<size_t>(taps.k);
+  taps.index.assign(static_cast<size_t>(a.out) * k, 0);
+  taps.weights.assign(static_cast<size_t>(a.out) * k, 0.0);
+  if (s.coord == ResizeCoord::TfCropAndResize) taps.outside.assign(static_cast<size_t>(a.out), 0);
+  const int64_t last = a.in - 1;
+  auto clamp = [last](int64_t v) { return std::clamp<int64_t>(v, 0, last); };
+  for (int64_t i = 0; i < a.out; ++i) {
+    int64_t* off = &taps.index[static_cast<size_t>(i) * k];
+    double* w = &taps.weights[static_cast<size_t>(i) * k];
+    // Bounded so that the integer conversions below stay defined (any |x| past the input is
+    // clamped or extrapolated alike).
+    const double x = std::clamp(original_coordinate(a, s.coord, i), -0x1p52, 0x1p52);
+    if (s.coord == ResizeCoord::TfCropAndResize && (x < 0 || x > static_cast<double>(last))) {
+      taps.outside[static_cast<size_t>(i)] = 1;
+      continue;
+    }
+    if (s.interp == ResizeInterp::Nearest) {
+      off[0] = clamp(nearest_index(x, s.rounding, a.scale));
+      w[0] = 1.0;
+    } else if (s.interp == ResizeInterp::Linear) {
+      // Outside [0, in - 1] the edge repeats, as ONNX's reference pads.
+      const double xc = std::clamp(x, 0.0, static_cast<double>(last));
+      const double f = std::floor(xc);
+      const double t = xc - f;
+      const auto i0 = static_cast<int64_t>(f);
+      off[0] = i0;
+      off[1] = clamp(i0 + 1);
+      w[0] = 1.0 - t;
+      w[1] = t;
+    } else {
+      const double f = std::floor(x);
+      const double t = x - f;
+      const double A = s.cubic_a;
+      const double c[4] = {
+          ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+          ((A + 2) * t - (A + 3)) * t * t + 1,
+          ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+          ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A,
+      };
+      const auto i0 = static_cast<int64_t>(f) - 1;
+      double sum = 0.0;
+      for (int t4 = 0; t4 < 4; ++t4) {
+        const int64_t j = i0 + t4;
+        w[t4] = s.exclude_outside && (j < 0 || j > last) ? 0.0 : c[t4];
+        off[t4] = clamp(j);
+        sum += w[t4];
+      }
+      if (s.exclude_outside && sum != 0.0) {
+        for (int t4 = 0; t4 < 4; ++t4) w[t4] /= sum;
+      }
+    }
+  }
+  // One tap where every index reads one element with weight 1 (a dimension not resized).
+  bool single = true;
+  for (int64_t i = 0; i < a.out && single; ++i) {
+    const double* w = &taps.weights[static_cast<size_t>(i) * k];
+    single = w[0] == 1.0 || (!taps.outside.empty() && taps.outside[static_cast<size_t>(i)]);
+    for (size_t t = 1; t < k && single; ++t) single = w[t] == 0.0;
+  }
+  if (single && k > 1) {
+    for (size_t i = 0; i < static_cast<size_t>(a.out); ++i) {
+      taps.index[i] = taps.index[i * k];
+      taps.weights[i] = taps.weights[i * k];
+    }
+    taps.index.resize(static_cast<size_t>(a.out));
+    taps.weights.resize(static_cast<size_t>(a.out));
+    taps.k = 1;
+  }
+  return taps;
 }
 
 std::vector<double> float_values_of(DType dtype, const void* data, int64_t n) {

@@ -9,7 +9,9 @@ Usage (needs torch, torchvision, transformers, onnx, onnxscript, onnxruntime):
 
 Writes OUT_DIR/{manifest.json, CASE.onnx, CASE.input_<i>.npy, CASE.output_<i>.npy} where the
 outputs are PyTorch's (the reference), and records onnxruntime's error against them. Families:
-torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2. Each is exported
+torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2 (and, named by
+--only, issue 38's zoo: DenseNet-121, RegNetY-400MF, Swin-T, EfficientNet-B0, ConvNeXt-T, Whisper's
+encoder and a UNet with ConvTranspose and bilinear Resize). Each is exported
 by the TorchScript exporter (opset 17) and the dynamo exporter (opsets 18 and 20). The
 TorchScript exports have a symbolic batch (and sequence) dimension, fixed at compile time with
 --shape (the manifest's "shapes") or kept dynamic with --dim. The style dynamo18dyn exports with
@@ -190,6 +192,131 @@ FAMILIES = {"resnet": resnet, "mobilenet": mobilenet, "squeezenet": squeezenet, 
             "bert": bert, "gpt2": gpt2}
 
 
+# ---- the model zoo of issue 38: architectures whose ops the GPU took last ----------------------
+# Written only when --only names them (the committed small models are the six families). Small
+# configurations are the same architectures at a smaller input (torchvision's models have no
+# narrower variants) or with fewer and narrower layers (Whisper, the UNet).
+
+
+def densenet(full, batch=1):
+    """DenseNet-121: standalone BatchNormalization before each convolution, Concat of up to 33
+    feature maps in the dense blocks."""
+    model = torchvision.models.densenet121()
+    return randomize_batchnorm(model).eval(), (image_input(batch, 224 if full else 64),), ["input"]
+
+
+def regnet(full, batch=1):
+    """RegNetY-400MF: grouped 3x3 convolutions (8-channel groups), squeeze-excite."""
+    model = torchvision.models.regnet_y_400mf()
+    return randomize_batchnorm(model).eval(), (image_input(batch, 224 if full else 64),), ["input"]
+
+
+def swin(full, batch=1):
+    """Swin-T: Pad to the window grid, shifted windows (torch.roll), windowed attention with a
+    relative position bias and masks, LayerNorm."""
+    model = torchvision.models.swin_t()
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():  # torchvision zero-initializes the relative position tables
+        for m in model.modules():
+            if hasattr(m, "relative_position_bias_table"):
+                m.relative_position_bias_table.copy_(
+                    torch.randn(m.relative_position_bias_table.shape, generator=g) * 0.5)
+    return model.eval(), (image_input(batch, 224 if full else 64),), ["input"]
+
+
+def efficientnet(full, batch=1):
+    """EfficientNet-B0: depthwise convolutions, SiLU, squeeze-excite."""
+    model = torchvision.models.efficientnet_b0()
+    return randomize_batchnorm(model).eval(), (image_input(batch, 224 if full else 64),), ["input"]
+
+
+def convnext(full, batch=1):
+    """ConvNeXt-T: depthwise 7x7 convolutions, channels-last LayerNorm (permutes), Linear + GELU,
+    layer scale."""
+    model = torchvision.models.convnext_tiny()
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():  # layer scale starts at 1e-6: the blocks would add almost nothing
+        for m in model.modules():
+            if hasattr(m, "layer_scale"):
+                m.layer_scale.copy_(torch.rand(m.layer_scale.shape, generator=g) * 0.5 + 0.5)
+    return model.eval(), (image_input(batch, 224 if full else 64),), ["input"]
+
+
+class WhisperEncoder(nn.Module):
+    """transformers' Whisper encoder (two 1-D convolutions, GELU, attention, LayerNorm) on log-mel
+    features, returning its last hidden state."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = transformers.WhisperModel(config).get_encoder()
+
+    def forward(self, features):
+        return self.encoder(features)[0]
+
+
+def whisper(full, batch=1):
+    # Full: whisper-base's encoder (80 mel bins, 3000 frames, 512 wide, 6 layers).
+    config = transformers.WhisperConfig(
+        d_model=512, encoder_layers=6, encoder_attention_heads=8, decoder_layers=1,
+        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048) if full else \
+        transformers.WhisperConfig(d_model=64, encoder_layers=2, encoder_attention_heads=2,
+                                   decoder_layers=1, decoder_attention_heads=2,
+                                   encoder_ffn_dim=128, decoder_ffn_dim=128,
+                                   max_source_positions=100)
+    config.attn_implementation = "eager"
+    frames = 3000 if full else 200
+    g = torch.Generator().manual_seed(SEED)
+    features = torch.randn(batch, config.num_mel_bins, frames, generator=g)
+    return WhisperEncoder(config).eval(), (features,), ["input"]
+
+
+class UNet(nn.Module):
+    """A UNet: double 3x3 convolutions with BatchNorm and ReLU, max-pool down, up by a 2x2
+    stride-2 ConvTranspose at every level but the last, which upsamples with bilinear Resize."""
+
+    def __init__(self, width, levels, classes=3):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+        widths = [width * 2 ** i for i in range(levels + 1)]
+        self.down = nn.ModuleList([block(3, widths[0])] +
+                                  [block(widths[i], widths[i + 1]) for i in range(levels)])
+        self.up = nn.ModuleList()
+        self.merge = nn.ModuleList()
+        for i in reversed(range(levels)):
+            if i == 0:
+                self.up.append(nn.Sequential(
+                    nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+                    nn.Conv2d(widths[1], widths[0], 1)))
+            else:
+                self.up.append(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2))
+            self.merge.append(block(2 * widths[i], widths[i]))
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, d in enumerate(self.down):
+            x = d(x if i == 0 else nn.functional.max_pool2d(x, 2))
+            skips.append(x)
+        skips.pop()
+        for up, merge in zip(self.up, self.merge):
+            x = merge(torch.cat([up(x), skips.pop()], 1))
+        return self.head(x)
+
+
+def unet(full, batch=1):
+    model = UNet(64, 4) if full else UNet(8, 2)
+    return randomize_batchnorm(model).eval(), (image_input(batch, 256 if full else 32),), ["input"]
+
+
+ZOO = {"densenet": densenet, "regnet": regnet, "swin": swin, "efficientnet": efficientnet,
+       "convnext": convnext, "whisper": whisper, "unet": unet}
+ALL_FAMILIES = {**FAMILIES, **ZOO}
+
+
 # ---- export ---------------------------------------------------------------------------------
 
 
@@ -251,7 +378,7 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     only = [f for f in args.only.split(",") if f]
     cases = []
-    for family, make in FAMILIES.items():
+    for family, make in (ALL_FAMILIES if only else FAMILIES).items():
         if only and family not in only:
             continue
         for dynamo, opset, dynamic in ((False, 17, False), (True, 18, False), (True, 20, False),

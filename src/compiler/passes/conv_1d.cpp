@@ -1,6 +1,7 @@
-// conv-1d: a 1-D Conv (X [N, C, L], constant W [M, C/group, k]) -> Unsqueeze X to [N, C, 1, L],
-// a 2-D Conv with W as [M, C/group, 1, k] (the same bytes) and the window's attributes given a
-// leading 1 (kernel 1, stride 1, dilation 1, no padding along the new axis), then Squeeze back.
+// conv-1d: a 1-D Conv or ConvTranspose (X [N, C, L], constant W [M, C/group, k] or
+// [C, M/group, k]) -> Unsqueeze X to [N, C, 1, L], the same op in 2-D with W as [.., .., 1, k]
+// (the same bytes) and the window's attributes given a leading 1 (kernel 1, stride 1, dilation 1,
+// no padding and no output padding along the new axis), then Squeeze back.
 // The GPU's convolutions are 2-D (cuDNN's NHWC graphs, the depthwise and grouped kernels): this
 // is how Whisper's and wav2vec's 1-D convolutions reach them. It runs only for GPU compiles (the
 // CPU's convolution takes every rank directly, and a CPU compile keeps the model as written).
@@ -20,7 +21,10 @@ Result<size_t> rewrite_conv_1d(Graph& graph) {
   size_t rewritten = 0;
   for (size_t n = 0; n < original; ++n) {
     const IrNode& conv = graph.nodes[n];
-    if (conv.dead || !conv.domain.empty() || conv.op_type != "Conv") continue;
+    if (conv.dead || !conv.domain.empty() ||
+        (conv.op_type != "Conv" && conv.op_type != "ConvTranspose")) {
+      continue;
+    }
     if (conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
     const int x = conv.inputs[0], w = conv.inputs[1], y = conv.outputs[0];
     if (graph.values[x].sizes.size() != 3 || !graph.values[w].constant) continue;
@@ -32,6 +36,8 @@ Result<size_t> rewrite_conv_1d(Graph& graph) {
         value.ints.insert(value.ints.begin(), 1);
       } else if (name == "pads" && value.ints.size() == 2) {
         value.ints = {0, value.ints[0], 0, value.ints[1]};
+      } else if (name == "output_padding") {
+        value.ints.insert(value.ints.begin(), 0);
       }
     }
     const int nodes[] = {static_cast<int>(n)};

@@ -78,5 +78,6 @@ Result<size_t> fuse_add_layer_norm(Graph& graph);              // add_layer_norm
 Result<size_t> fuse_linear_activation(Graph& graph);           // fuse_linear.cpp
 Result<size_t> fuse_conv_epilogue(Graph& graph);               // fuse_conv.cpp
 Result<size_t> rewrite_conv_1d(Graph& graph);                  // conv_1d.cpp
+Result<size_t> rewrite_einsum_as_matmul(Graph& graph);         // einsum.cpp
 
 }  // namespace baton::compiler

@@ -19,9 +19,13 @@ const std::vector<PassDef>& optimizer_passes() {
        &fold_batch_norm_into_conv, "", "Conv"},
       // After bn-conv, which folds a BatchNormalization into the 1-D Conv before it.
       {"conv-1d",
-       "a 1-D Conv -> Unsqueeze, a 2-D Conv over a height of 1, Squeeze (GPU compiles only: "
-       "the GPU's convolutions are 2-D)",
+       "a 1-D Conv or ConvTranspose -> Unsqueeze, the 2-D op over a height of 1, Squeeze (GPU "
+       "compiles only: the GPU's convolutions are 2-D)",
        &rewrite_conv_1d, "", "Conv", /*gpu_only=*/true},
+      {"einsum",
+       "an Einsum of two operands that is one batched matrix product -> Transposes, Reshapes and "
+       "a MatMul (GPU compiles only: the GPU has no Einsum lowering)",
+       &rewrite_einsum_as_matmul, "", "MatMul", /*gpu_only=*/true},
       {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
        "", "Gelu"},
       {"attention",

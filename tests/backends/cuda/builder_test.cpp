@@ -529,7 +529,8 @@ TEST(EngineBuilderTest, TorchScriptTransformersRepeatNoPerLayerWork) {
 
 // MobileNetV3 (small configuration, dynamo export): every HardSwish and HardSigmoid that follows an
 // ungrouped convolution (its only reader) is fused into that convolution's cuDNN step, with
-// ONNX's alpha and beta, in every precision.
+// ONNX's alpha and beta, in every precision but strict fp32, which fuses nothing into cuDNN
+// (conv.cpp: such graphs can have no fp32 plan) and runs them in an epilogue kernel.
 TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) {
   const std::string path = real_model("dynamo18_mobilenet");
   auto graph = import_model(path);
@@ -552,7 +553,7 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
   ASSERT_GT(want_sigmoid, 0u);
   // Every HardSigmoid here follows a squeeze-excite layer, which is a row kernel by default
   // (SqueezeExciteLayersAreRowKernels): on cuDNN they show its epilogue.
-  for (const char* precision : {"fp32", "fp16"}) {
+  for (const char* precision : {"tf32", "fp16"}) {
     SCOPED_TRACE(precision);
     auto built = build_bytes(read_file(path), precision, 0, {}, {}, {"conv_rows=cudnn"});
     ASSERT_TRUE(built.ok()) << built.status().to_string();
@@ -575,6 +576,28 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
     EXPECT_EQ(swish, want_swish);
     EXPECT_EQ(sigmoid, want_sigmoid);
   }
+  // Strict fp32: plain cuDNN convolutions, each followed by the epilogue kernel that applies
+  // its bias and activation.
+  auto fp32 = build_bytes(read_file(path), "fp32", 0, {}, {}, {"conv_rows=cudnn"});
+  ASSERT_TRUE(fp32.ok()) << fp32.status().to_string();
+  const cuda::EngineBlob fp32_blob = parse_blob(fp32->blobs[0]);
+  const auto fp32_steps = fp32_blob.steps();
+  size_t plain = 0;
+  for (size_t i = 0; i < fp32_steps.size(); ++i) {
+    const cuda::StepRecord& r = fp32_steps[i];
+    if (r.kind != static_cast<uint32_t>(cuda::StepKind::Conv)) continue;
+    EXPECT_EQ(r.conv.activation, static_cast<uint8_t>(cuda::ConvActivation::None)) << i;
+    EXPECT_EQ(r.conv.has_bias, 0) << i;
+    EXPECT_EQ(r.conv.has_residual, 0) << i;
+    ASSERT_LT(i + 1, fp32_steps.size());
+    const cuda::StepRecord& next = fp32_steps[i + 1];
+    EXPECT_TRUE(next.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+                std::string(fp32_blob.kernel_name(next.kernel.kernel)).find("epilogue") !=
+                    std::string::npos)
+        << "step " << i + 1 << " is not the convolution's epilogue";
+    ++plain;
+  }
+  EXPECT_GE(plain, want_swish + want_sigmoid);
   // The build option conv_hard_activations=unfused leaves them to the elementwise kernels.
   auto unfused = build_bytes(read_file(path), "fp16", 0, {}, {}, {"conv_hard_activations=unfused"});
   ASSERT_TRUE(unfused.ok()) << unfused.status().to_string();
@@ -588,8 +611,9 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
 }
 
 // Each Fire module's Concat is one kernel that reads the two convolutions' channels-last outputs
-// where cuDNN wrote them, and the next convolution reads the Concat's output as it is (stored
-// channels-last): no layout conversion around any Concat.
+// where cuDNN (or, in strict fp32, the convolution's epilogue kernel) wrote them, and the next
+// convolution reads the Concat's output as it is (stored channels-last): no layout conversion
+// around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
   const std::string path = real_model("dynamo18_squeezenet");
   const size_t concats = count_nodes(path, "Concat");
@@ -619,8 +643,13 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
       for (uint32_t k = 0; k + 1 < n; ++k) {
         bool from_conv = false;
         for (size_t j = 0; j < i; ++j) {
-          from_conv |= steps[j].kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
-                       same(steps[j].conv.y, r.kernel.operands[k]);
+          const cuda::StepRecord& p = steps[j];
+          from_conv |= p.kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
+                       same(p.conv.y, r.kernel.operands[k]);
+          from_conv |= p.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+                       std::string(blob.kernel_name(p.kernel.kernel)).find("epilogue") !=
+                           std::string::npos &&
+                       same(p.kernel.operands[p.kernel.num_operands - 1], r.kernel.operands[k]);
         }
         EXPECT_TRUE(from_conv) << "step " << i << " input " << k << " is a copy";
       }

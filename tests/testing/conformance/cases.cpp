@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "baton/core/tensor.h"
@@ -405,6 +406,10 @@ void other_cases(std::vector<Case>& out) {
   out.push_back(make("Unsqueeze", "[3, 5] axes [0, 3]", {in({3, 5}), shape_input({0, 3})}));
   out.push_back(make("Concat", "[2, 3, 1] [2, 3, 1] axis -1 (index pairs)",
                      {in({2, 3, 1}), in({2, 3, 1})}, {{"axis", AttrValue::of_int(-1)}}));
+  // DenseNet's dense blocks: more inputs than one GPU kernel takes (runs of 15, one kernel each).
+  out.push_back(make("Concat", "20 inputs [1, 2, 3, 2] axis 1 (a dense block)",
+                     std::vector<CaseInput>(20, in({1, 2, 3, 2})),
+                     {{"axis", AttrValue::of_int(1)}}));
   // Views and Concat take every dtype on the CUDA engine (int64 ids, bool masks).
   for (Case& c : out) {
     if (c.op == "Identity" || c.op == "Reshape" || c.op == "Flatten" || c.op == "Squeeze" ||
@@ -783,15 +788,21 @@ void einsum_cases(std::vector<Case>& out) {
       {"ij->", {{3, 4}}},
       {"ij,jk->ik", {{2, 0}, {0, 3}}},
   };
+  // The GPU takes an Einsum of two operands that is one batched matrix product (the einsum pass
+  // writes it as Transposes, Reshapes and a MatMul); the rest stay on the CPU.
+  const std::set<std::string> products = {"ij,jk->ik", "bij,bjk->bik", "bhqd,bhkd->bhqk",
+                                          "i,i",       "i,j->ij",      "b i j , b j k -> b i k"};
   for (const auto& [eq, shapes] : equations) {
     std::vector<CaseInput> ins;
     for (const auto& s : shapes) ins.push_back(in(s, "", 0));
     out.push_back(make("Einsum", "'" + eq + "'", ins, {{"equation", AttrValue::of_string(eq)}}));
-    out.back().cuda = false;
+    bool empty = false;
+    for (const auto& s : shapes) empty = empty || *checked_numel(s) == 0;
+    out.back().cuda = products.count(eq) > 0 && !empty;
   }
 }
 
-// Conv and ConvTranspose (CPU only until the GPU's cuDNN lowering, issue 11): every kernel path
+// Conv and ConvTranspose (the GPU takes 1-D and 2-D ones, 3-D stays on the CPU): every kernel path
 // (pointwise GEMM, depthwise loop, im2col, col2im), groups, strides, dilations, pads in every
 // form, 1-D to 3-D, batches, with and without bias; weights constant as exporters write them.
 void conv_cases(std::vector<Case>& out) {
@@ -928,8 +939,9 @@ void conv_cases(std::vector<Case>& out) {
     const int64_t m = std::string_view(c.op) == "Conv" ? c.w[0] : c.w[1] * group;
     if (c.bias) ins.push_back(constant(in({m})));
     out.push_back(make(c.op, c.label, ins, c.attrs));
-    // The GPU runs 2-D Conv, any group count (builder/ops/conv.cpp), and 1-D Conv as 2-D.
-    out.back().cuda = std::string_view(c.op) == "Conv" && (c.x.size() == 4 || c.x.size() == 3);
+    // The GPU runs 2-D Conv and ConvTranspose, any group count (builder/ops/conv.cpp,
+    // conv_transpose.cpp), and 1-D ones as 2-D (the conv-1d pass).
+    out.back().cuda = c.x.size() == 4 || c.x.size() == 3;
   }
   // The opset-1 definitions (models of opsets 1 to 10).
   out.push_back(make("Conv", "2-D at opset 8", {in({1, 2, 5, 5}), constant(in({3, 2, 3, 3}))},
@@ -938,7 +950,6 @@ void conv_cases(std::vector<Case>& out) {
   out.push_back(make("ConvTranspose", "2-D at opset 8",
                      {in({1, 2, 3, 3}), constant(in({2, 2, 3, 3}))}, {{"strides", ints({2, 2})}}));
   out.back().opset = 8;
-  out.back().cuda = false;
 }
 
 // Baton's FusedConv (the fuse-conv pass's Conv + residual + activation) on every GPU path: cuDNN
@@ -1602,7 +1613,7 @@ void pad_cases(std::vector<Case>& out) {
 }
 
 // Resize (opsets 10 to 21) and Upsample (7, 9): nearest in every dtype, linear and cubic in the
-// float types. No CUDA lowering yet: cuda = false.
+// float types; the GPU takes them all (static shapes).
 void resize_cases(std::vector<Case>& out) {
   const size_t first = out.size();
   const std::vector<DType> floats = {DType::Float32, DType::Float16, DType::BFloat16,
@@ -1692,7 +1703,12 @@ void resize_cases(std::vector<Case>& out) {
   out.push_back(at_opset(make("Upsample", "nearest opset 7 scales attribute [1, 2.5]", {in({3, 2})},
                               {{"scales", AttrValue::of_floats({1, 2.5})}}),
                          7));
-  for (size_t i = first; i < out.size(); ++i) out[i].cuda = false;
+  // The GPU takes every one with an output (static shapes), nearest in every dtype.
+  for (size_t i = first; i < out.size(); ++i) {
+    Case& c = out[i];
+    c.cuda = c.label.find("(empty)") == std::string::npos;
+    c.cuda_all_types = c.cuda && c.label.rfind("nearest", 0) == 0;
+  }
 }
 
 }  // namespace

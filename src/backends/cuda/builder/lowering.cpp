@@ -550,7 +550,7 @@ void Lowering::add_cast(int src, int dst, DType dtype) {
   add_kernel(k.name, std::move(code), launch, {src, dst}, args);
 }
 
-void Lowering::add_epilogue(int y, int residual, const std::string& activation, int out) {
+void Lowering::add_epilogue(int y, int residual, const std::string& activation, int out, int bias) {
   if (channels_last(y)) set_channels_last(out);
   // Element by element in `out`'s memory order: N, H, W, C for a channels-last `out`.
   const size_t rank = slots_.at(read(out)).sizes.size();
@@ -568,12 +568,21 @@ void Lowering::add_epilogue(int y, int residual, const std::string& activation, 
   k.sizes = along(slots_.at(read(out)).sizes);
   k.inputs.push_back({slot(y).dtype, along(strides_of(y))});
   std::vector<int> operands = {y};
-  int value = 0;
+  int value = 0;  // the operand the next op reads: input 0, or op -1 - k's result
+  if (bias >= 0) {
+    // Stride 0 along every dimension but the channels (dimension 1).
+    std::vector<int64_t> strides(rank, 0);
+    strides[1] = 1;
+    k.inputs.push_back({slot(bias).dtype, along(strides)});
+    operands.push_back(bias);
+    k.ops.push_back({"({a} + {b})", value, static_cast<int>(k.inputs.size()) - 1});
+    value = -static_cast<int>(k.ops.size());
+  }
   if (residual >= 0) {
     k.inputs.push_back({slot(residual).dtype, along(strides_of(residual))});
     operands.push_back(residual);
-    k.ops.push_back({"({a} + {b})", 0, 1});
-    value = -1;
+    k.ops.push_back({"({a} + {b})", value, static_cast<int>(k.inputs.size()) - 1});
+    value = -static_cast<int>(k.ops.size());
   }
   k.ops.push_back({activation, value, 0});
   k.outputs.push_back({slot(out).dtype, static_cast<int>(k.ops.size()) - 1});

@@ -148,10 +148,11 @@ class Lowering {
   // A kernel converting `src` (contiguous) into `dst` of `dtype`.
   void add_cast(int src, int dst, DType dtype);
   // The part of a fused op's epilogue its main step could not take, as one kernel: `out` =
-  // `activation`(`y` + `residual`), `residual` -1 for none, `activation` a device expression of
-  // {x} (kCopyExpression for none). `out` is written in its own layout and dtype (a scratch `out`
-  // not yet written takes `y`'s channels-last layout); the inputs are read in theirs.
-  void add_epilogue(int y, int residual, const std::string& activation, int out);
+  // `activation`(`y` + `bias` + `residual`), `bias` (one value per channel, dimension 1) and
+  // `residual` -1 for none, `activation` a device expression of {x} (kCopyExpression for none).
+  // `out` is written in its own layout and dtype (a scratch `out` not yet written takes `y`'s
+  // channels-last layout); the inputs are read in theirs.
+  void add_epilogue(int y, int residual, const std::string& activation, int out, int bias = -1);
 
   // Plans scratch, compiles the kernels with NVRTC and writes the engine blob.
   Result<compiler::LoweredPartition> finish();

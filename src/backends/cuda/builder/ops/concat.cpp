@@ -9,6 +9,11 @@
 // Having convolutions write their channels straight into the output (cuDNN with a pitched
 // output) was measured slower: cuDNN 9.19 writes a pitched output through a packed one plus two
 // slice-copy kernels per convolution, which cost more than this one kernel.
+//
+// A kernel takes at most kMaxKernelOperands pointers, so a Concat of more inputs than that
+// (DenseNet's dense blocks concatenate up to 33 feature maps) is split into runs of consecutive
+// inputs, one kernel each, every kernel writing only its run's slice of the axis: still each
+// output element written once, and no copy per input.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,9 +26,9 @@ namespace baton::cuda {
 namespace {
 
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
-  // One pointer per input plus the output, within a kernel step's operand limit. Any stored
-  // dtype: a dynamic export concatenates int64 indices (GPT-2's attention mask) as well as floats.
-  if (!engine_tensors(graph, node) || node.inputs.size() + 1 > kMaxKernelOperands) return false;
+  // Any stored dtype: a dynamic export concatenates int64 indices (GPT-2's attention mask) as
+  // well as floats.
+  if (!engine_tensors(graph, node)) return false;
   const DType t = graph.values[node.outputs[0]].dtype;
   for (int v : node.inputs) {
     if (graph.values[v].dtype != t) return false;
@@ -73,64 +78,87 @@ Status lower(Lowering& ctx, int index) {
   const auto at = static_cast<size_t>(std::find(order.begin(), order.end(), axis) - order.begin());
   const int64_t inner = ops::product(stored, at + 1, rank);
   const int64_t total = stored[at];
+  const int64_t outer = ops::product(stored, 0, at);
+  // Runs of at most kMaxKernelOperands - 1 inputs (the output takes one pointer), one kernel
+  // each, covering [first, first + run_total) of the axis.
+  const size_t per_kernel = kMaxKernelOperands - 1;
+  const bool split = n.inputs.size() > per_kernel;
+  int64_t first = 0;
+  for (size_t begin = 0; begin < n.inputs.size(); begin += per_kernel) {
+    const size_t end = std::min(n.inputs.size(), begin + per_kernel);
+    int64_t run_total = 0;
+    for (size_t k = begin; k < end; ++k) run_total += permuted(ctx.value(n.inputs[k]).sizes)[at];
 
-  // Sizes, strides and where each input starts along the axis are arguments: 5, and per input 3,
-  // and 3 per dimension of an input read through strides. Past kMaxKernelArgs (15 strided inputs
-  // of rank 8 would take 410) they stay in the code.
-  size_t needed = 5;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const int src = operands[k];
-    needed += 3;
-    if (!contiguous(permuted(ctx.value(n.inputs[k]).sizes), permuted(ctx.strides_of(src))))
-      needed += 3 * rank;
-  }
-  KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
-  const int64_t count = ops::product(s);
-  std::string params, arrays, body;
-  int64_t start = 0;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const int src = operands[k];
-    const std::vector<int64_t> sizes = permuted(ctx.value(n.inputs[k]).sizes);
-    const std::vector<int64_t> strides = permuted(ctx.strides_of(src));
-    const int64_t size = sizes[at];
-    params += fmt::format("const {}* __restrict__ x{}, ", device_type_name(ctx.dtype_of(src)), k);
-    // The element's index in the input as if it were stored densely in the output's order.
-    std::string element = fmt::format("(c.outer * {} + (c.axis - {})) * inner + c.inner",
-                                      args.value(size), args.value(start));
-    if (!contiguous(sizes, strides)) {
-      arrays += args.array(fmt::format("sizes{}", k), sizes) +
-                args.array(fmt::format("strides{}", k), strides);
-      if (args.magic_division(count)) {
-        arrays += args.array(fmt::format("magic{}", k), division_magics(sizes, true));
-        element = fmt::format("baton_offset_fast<{}>({}, sizes{}, magic{}, strides{})", rank,
-                              element, k, k, k);
-      } else {
-        element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
-      }
+    // Sizes, strides and where each input starts along the axis are arguments: 7 (5, and the
+    // run's place in the output when split), and per input 3, and 3 per dimension of an input
+    // read through strides. Past kMaxKernelArgs (15 strided inputs
+    // of rank 8 would take 410) they stay in the code.
+    size_t needed = 7;
+    for (size_t k = begin; k < end; ++k) {
+      const int src = operands[k];
+      needed += 3;
+      if (!contiguous(permuted(ctx.value(n.inputs[k]).sizes), permuted(ctx.strides_of(src))))
+        needed += 3 * rank;
     }
-    // (The operand's pointer is at the input's first element.)
-    const std::string read = floating ? fmt::format("st(&y[i], to_f(x{}[{}]))", k, element)
-                                      : fmt::format("y[i] = x{}[{}]", k, element);
-    body += fmt::format("    {}if (c.axis < {}) {};\n", k ? "else " : "", args.value(start + size),
-                        read);
-    start += size;
+    KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
+    const int64_t count = outer * run_total * inner;
+    std::string params, arrays, body;
+    int64_t start = 0;  // along the axis, from the run's first element
+    for (size_t k = begin; k < end; ++k) {
+      const int src = operands[k];
+      const std::vector<int64_t> sizes = permuted(ctx.value(n.inputs[k]).sizes);
+      const std::vector<int64_t> strides = permuted(ctx.strides_of(src));
+      const int64_t size = sizes[at];
+      params += fmt::format("const {}* __restrict__ x{}, ", device_type_name(ctx.dtype_of(src)), k);
+      // The element's index in the input as if it were stored densely in the output's order.
+      std::string element = fmt::format("(c.outer * {} + (c.axis - {})) * inner + c.inner",
+                                        args.value(size), args.value(start));
+      if (!contiguous(sizes, strides)) {
+        arrays += args.array(fmt::format("sizes{}", k), sizes) +
+                  args.array(fmt::format("strides{}", k), strides);
+        if (args.magic_division(count)) {
+          arrays += args.array(fmt::format("magic{}", k), division_magics(sizes, true));
+          element = fmt::format("baton_offset_fast<{}>({}, sizes{}, magic{}, strides{})", rank,
+                                element, k, k, k);
+        } else {
+          element = fmt::format("baton_offset<{}>({}, sizes{}, strides{})", rank, element, k, k);
+        }
+      }
+      // (The operand's pointer is at the input's first element.)
+      const std::string read = floating ? fmt::format("st(&y[yi], to_f(x{}[{}]))", k, element)
+                                        : fmt::format("y[yi] = x{}[{}]", k, element);
+      body += fmt::format("    {}if (c.axis < {}) {};\n", k > begin ? "else " : "",
+                          args.value(start + size), read);
+      start += size;
+    }
+    std::vector<int> run_operands(operands.begin() + static_cast<ptrdiff_t>(begin),
+                                  operands.begin() + static_cast<ptrdiff_t>(end));
+    run_operands.push_back(out);
+    const std::string name = ctx.kernel_name("concat");
+    // [outer, total, inner] coordinates of the run's element i (total: the run's part of the
+    // axis): two quotients. Its place in the output: i itself when one kernel does the whole
+    // Concat.
+    const std::string coordinates = fmt::format(
+        "    const long long r = {}, o = {};\n"
+        "    const ConcatIndex c{{o, r - o * total, i - r * inner}};\n{}",
+        args.quotient("i", inner, count), args.quotient("r", run_total, count),
+        split ? "    const long long yi = (c.outer * full + first + c.axis) * inner + c.inner;\n"
+              : "    const long long yi = i;\n");
+    std::string sizes = fmt::format("  const long long total = {}, inner = {};\n",
+                                    args.value(run_total), args.value(inner));
+    if (split) {
+      sizes += fmt::format("  const long long full = {}, first = {};\n", args.value(total),
+                           args.value(first));
+    }
+    const std::string elements = args.value(count);
+    std::string code = fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}{}"
+        "  baton_for_each({}, [&](long long i) {{\n{}{}  }});\n}}\n",
+        kBlock, name, params, device_type_name(ctx.dtype_of(out)), args.parameter(), sizes, arrays,
+        elements, coordinates, body);
+    ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(run_operands), args);
+    first += run_total;
   }
-  operands.push_back(out);
-  const std::string name = ctx.kernel_name("concat");
-  // [outer, total, inner] coordinates of element i: two quotients.
-  const std::string coordinates = fmt::format(
-      "    const long long r = {}, o = {};\n"
-      "    const ConcatIndex c{{o, r - o * total, i - r * inner}};\n",
-      args.quotient("i", inner, count), args.quotient("r", total, count));
-  const std::string sizes = fmt::format("  const long long total = {}, inner = {};\n",
-                                        args.value(total), args.value(inner));
-  const std::string elements = args.value(count);
-  std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}{}"
-      "  baton_for_each({}, [&](long long i) {{\n{}{}  }});\n}}\n",
-      kBlock, name, params, device_type_name(ctx.dtype_of(out)), args.parameter(), sizes, arrays,
-      elements, coordinates, body);
-  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands), args);
   return Status();
 }
 

@@ -150,57 +150,16 @@ int result_slot(Lowering& ctx, int out, DType* dtype) {
   return tmp;
 }
 
-Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
-  const compiler::IrNode& node = ctx.node(index);
-  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
-  const int out = node.outputs[0];
-  ConvActivation activation = ConvActivation::None;
-  float alpha = 0.0f, beta = 0.0f;
-  if (e.act.op == "Relu") {
-    activation = ConvActivation::Relu;
-  } else if (e.act.op == "HardSwish" && fuse_hard_activations(ctx)) {
-    activation = ConvActivation::HardSwish;
-    alpha = static_cast<float>(ops::kHardSwishAlpha);
-    beta = static_cast<float>(ops::kHardSwishBeta);
-  } else if (e.act.op == "HardSigmoid" && fuse_hard_activations(ctx)) {
-    activation = ConvActivation::HardSigmoid;
-    alpha = static_cast<float>(e.act.params[0]);
-    beta = static_cast<float>(e.act.params[1]);
-  }
-  const bool act_kernel = !e.act.none() && activation == ConvActivation::None;
-
-  const DType operand = ctx.operand_dtype();
-  const int64_t cp = (s.c + 7) / 8 * 8;
-  BATON_ASSIGN_OR_RETURN(const int x, ctx.channels_last_copy(node.inputs[0], operand, cp));
-  // Filters K, R, S, Cp from K, C, R, S.
-  const std::vector<float> wf = ctx.constant_floats(node.inputs[1]);
-  std::vector<float> wp(static_cast<size_t>(s.k * s.kh * s.kw * cp), 0.0f);
-  for (int64_t k = 0; k < s.k; ++k)
-    for (int64_t c = 0; c < s.c; ++c)
-      for (int64_t r = 0; r < s.kh; ++r)
-        for (int64_t q = 0; q < s.kw; ++q)
-          wp[((k * s.kh + r) * s.kw + q) * cp + c] = wf[((k * s.c + c) * s.kh + r) * s.kw + q];
-  const int w = ctx.add_weights(wp, operand, {s.k, s.kh, s.kw, cp});
-
-  DType y_dtype = DType::Float32;
-  const int y = act_kernel ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
-  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
-  int z = -1;
-  if (e.residual >= 0) {
-    BATON_ASSIGN_OR_RETURN(
-        z, ctx.channels_last_copy(e.residual, y_dtype, ctx.value(e.residual).sizes[1]));
-  }
-
+// The cuDNN step of a plain convolution of `x` (channels-last, `cp` channels) into a result of
+// `y_dtype`; lower_cudnn adds what it fuses.
+ConvStep conv_step(const Lowering& ctx, const Shape& s, int64_t cp, int x, DType operand,
+                   DType y_dtype) {
   ConvStep step{};
   step.x_dtype = static_cast<uint8_t>(ctx.dtype_of(x));
   step.w_dtype = static_cast<uint8_t>(operand);
   step.y_dtype = static_cast<uint8_t>(y_dtype);
   step.bias_dtype = static_cast<uint8_t>(y_dtype);
-  step.has_bias = bias >= 0;
-  step.has_residual = z >= 0;
-  step.activation = static_cast<uint8_t>(activation);
-  step.act_alpha = alpha;
-  step.act_beta = beta;
+  step.activation = static_cast<uint8_t>(ConvActivation::None);
   step.compute = static_cast<uint8_t>(ctx.target().precision);
   step.n = s.n;
   step.c = cp;
@@ -220,6 +179,74 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   step.stride_w = s.sw;
   step.dilation_h = s.dh;
   step.dilation_w = s.dw;
+  return step;
+}
+
+Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
+  const compiler::IrNode& node = ctx.node(index);
+  // Assigned into a default-constructed Epilogue: with BATON_ASSIGN_OR_RETURN's initialization
+  // GCC 12 warns (falsely) that e.act.op may be read uninitialized.
+  Epilogue e;
+  BATON_ASSIGN_OR_RETURN(e, epilogue_of(node));
+  const int out = node.outputs[0];
+  ConvActivation activation = ConvActivation::None;
+  float alpha = 0.0f, beta = 0.0f;
+  if (e.act.op == "Relu") {
+    activation = ConvActivation::Relu;
+  } else if (e.act.op == "HardSwish" && fuse_hard_activations(ctx)) {
+    activation = ConvActivation::HardSwish;
+    alpha = static_cast<float>(ops::kHardSwishAlpha);
+    beta = static_cast<float>(ops::kHardSwishBeta);
+  } else if (e.act.op == "HardSigmoid" && fuse_hard_activations(ctx)) {
+    activation = ConvActivation::HardSigmoid;
+    alpha = static_cast<float>(e.act.params[0]);
+    beta = static_cast<float>(e.act.params[1]);
+  }
+  const DType operand = ctx.operand_dtype();
+  // Strict fp32 (no TF32) fuses nothing into cuDNN: its graphs with pointwise operations run only
+  // on engines that the fp32 filter (restrict_numerics: no tensor cores, no down-converted
+  // inputs) can leave empty. ResNet-50's 1x1 convolution 64 -> 256 at 56x56 with its bias,
+  // residual and ReLU had no plan at all on an H200 with cuDNN 9.19 ("No execution plans support
+  // the graph"), while a plain convolution always has cuDNN's non-tensor-core engines. The bias,
+  // the residual and the activation then run in one epilogue kernel after it.
+  const bool unfused = ctx.target().precision == Precision::FP32 && operand == DType::Float32;
+  if (unfused) activation = ConvActivation::None;
+  const bool act_kernel = unfused || (!e.act.none() && activation == ConvActivation::None);
+  const std::string epilogue_expression = activation_expression(e.act);
+
+  const int64_t cp = (s.c + 7) / 8 * 8;
+  BATON_ASSIGN_OR_RETURN(const int x, ctx.channels_last_copy(node.inputs[0], operand, cp));
+  // Filters K, R, S, Cp from K, C, R, S.
+  const std::vector<float> wf = ctx.constant_floats(node.inputs[1]);
+  std::vector<float> wp(static_cast<size_t>(s.k * s.kh * s.kw * cp), 0.0f);
+  for (int64_t k = 0; k < s.k; ++k)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t r = 0; r < s.kh; ++r)
+        for (int64_t q = 0; q < s.kw; ++q)
+          wp[((k * s.kh + r) * s.kw + q) * cp + c] = wf[((k * s.c + c) * s.kh + r) * s.kw + q];
+  const int w = ctx.add_weights(wp, operand, {s.k, s.kh, s.kw, cp});
+
+  DType y_dtype = DType::Float32;
+  const int y = act_kernel ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
+  int z = -1;
+  if (unfused) {
+    ConvStep step = conv_step(ctx, s, cp, x, operand, y_dtype);
+    ctx.add_conv(step, {x, w, -1, -1, y});
+    ctx.add_epilogue(y, e.residual, epilogue_expression, out, bias);
+    return Status();
+  }
+  if (e.residual >= 0) {
+    BATON_ASSIGN_OR_RETURN(
+        z, ctx.channels_last_copy(e.residual, y_dtype, ctx.value(e.residual).sizes[1]));
+  }
+
+  ConvStep step = conv_step(ctx, s, cp, x, operand, y_dtype);
+  step.has_bias = bias >= 0;
+  step.has_residual = z >= 0;
+  step.activation = static_cast<uint8_t>(activation);
+  step.act_alpha = alpha;
+  step.act_beta = beta;
   ctx.add_conv(step, {x, w, bias, z, y});
   finish_epilogue(ctx, y, Epilogue{-1, e.act}, act_kernel, out);
   return Status();

@@ -29,7 +29,8 @@ std::span<const OpLowering> op_lowerings() {
                                     kGroupNormLowering,     kDepthToSpaceLowering,
                                     kSpaceToDepthLowering,  kPadLowering,
                                     kArgMaxLowering,        kArgMinLowering,
-                                    kCumSumLowering};
+                                    kCumSumLowering,        kConvTransposeLowering,
+                                    kResizeLowering,        kUpsampleLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

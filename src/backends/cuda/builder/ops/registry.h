@@ -75,6 +75,9 @@ extern const OpLowering kPadLowering;                // pad.cpp
 extern const OpLowering kArgMaxLowering;             // along_axis.cpp
 extern const OpLowering kArgMinLowering;             // along_axis.cpp
 extern const OpLowering kCumSumLowering;             // along_axis.cpp
+extern const OpLowering kConvTransposeLowering;      // conv_transpose.cpp
+extern const OpLowering kResizeLowering;             // resize.cpp
+extern const OpLowering kUpsampleLowering;           // resize.cpp
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
