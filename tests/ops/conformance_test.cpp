@@ -132,7 +132,14 @@ TEST_P(CudaBuildCase, BuildsForSm90WhereTheEngineTakesIt) {
   // case, rotating through the case's dtypes, so that every lowering still runs under ASan.
   if (!dtypes.empty()) dtypes = {dtypes[GetParam() % dtypes.size()]};
 #endif
+  // The operator table's CUDA column (OpLowering::types) names every dtype the GPU takes here.
+  const cuda::OpLowering* lowering = cuda::find_lowering(c.op, c.domain);
   for (DType t : dtypes) {
+    if (c.cuda && lowering != nullptr) {
+      EXPECT_TRUE(lowering->types.contains(t))
+          << case_name(c, t) << ": the GPU takes " << dtype_name(t) << " but its lowering's types ("
+          << lowering->types.to_string() << ") leave it out";
+    }
     const CaseModel model = build_case(c, t);
     compiler::CompileOptions options;
     options.backends.push_back(backend_.get());

@@ -49,8 +49,8 @@ std::string cpu_types(const ops::OpDef& def, const runtime::KernelDef& kernel) {
 }  // namespace
 
 Status run_ops() {
-  std::set<std::pair<std::string, std::string>> gpu;
-  for (auto& op : gpu_lowered_ops()) gpu.insert(std::move(op));
+  std::map<std::pair<std::string, std::string>, DTypeSet> gpu;
+  for (GpuLowering& l : gpu_lowered_ops()) gpu[{std::move(l.domain), std::move(l.op)}] = l.types;
   // Newest definition per (domain, op), and every opset it changed at.
   struct Row {
     const ops::OpDef* newest = nullptr;
@@ -62,7 +62,7 @@ Status run_ops() {
     r.opsets.push_back(def->since_version);
     if (r.newest == nullptr || def->since_version > r.newest->since_version) r.newest = def;
   }
-  std::printf("| operator | opsets | CPU kernel: element types | CUDA |\n");
+  std::printf("| operator | opsets | CPU kernel: element types | CUDA: element types |\n");
   std::printf("|---|---|---|---|\n");
   int cpu_count = 0, gpu_count = 0;
   for (auto& [key, row] : rows) {
@@ -72,12 +72,13 @@ Status run_ops() {
     const std::string name =
         key.first.empty() ? key.second : fmt::format("{} ({})", key.second, key.first);
     const runtime::KernelDef* kernel = runtime::kernel_registry().find(key.second, key.first);
-    const bool on_gpu = gpu.count(key) > 0;
+    const auto lowered = gpu.find(key);
+    const bool on_gpu = lowered != gpu.end();
     cpu_count += kernel != nullptr;
     gpu_count += on_gpu;
     std::printf("| %s | %s | %s | %s |\n", name.c_str(), opsets.c_str(),
                 kernel != nullptr ? cpu_types(*row.newest, *kernel).c_str() : "none",
-                on_gpu ? "yes" : "-");
+                on_gpu ? dtypes_text(lowered->second).c_str() : "-");
   }
   std::printf("\n%zu operators: %d with a CPU kernel, %d with a CUDA lowering.\n", rows.size(),
               cpu_count, gpu_count);

@@ -9,6 +9,7 @@
 
 #include "baton/compiler/compiler.h"
 #include "baton/compiler/request.h"
+#include "baton/core/dtype.h"
 #include "baton/core/error.h"
 
 namespace baton::tool {
@@ -84,9 +85,13 @@ struct InspectArgs {
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a
 // CUDA toolkit). Defined by the file CMake picks: register_backends_cuda.cpp or _none.cpp.
 void register_backends();
-// The (domain, op type) pairs the GPU backend of this build has a lowering for; empty without one.
-// Defined next to register_backends.
-std::vector<std::pair<std::string, std::string>> gpu_lowered_ops();
+// The ops the GPU backend of this build has a lowering for, with the element types of their data
+// it takes; empty without one. Defined next to register_backends.
+struct GpuLowering {
+  std::string domain, op;
+  DTypeSet types;
+};
+std::vector<GpuLowering> gpu_lowered_ops();
 
 // The compile options `args` ask for (compiler::make_compile_setup, which the Python package
 // shares); InvalidArgument naming the flag that is wrong.

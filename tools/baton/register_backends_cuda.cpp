@@ -10,10 +10,10 @@ void register_backends() {
   cuda::register_compiler();
 }
 
-std::vector<std::pair<std::string, std::string>> gpu_lowered_ops() {
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<GpuLowering> gpu_lowered_ops() {
+  std::vector<GpuLowering> out;
   for (const cuda::OpLowering& l : cuda::op_lowerings()) {
-    out.emplace_back(std::string(l.domain), std::string(l.op));
+    out.push_back({std::string(l.domain), std::string(l.op), l.types});
   }
   return out;
 }

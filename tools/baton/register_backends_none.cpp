@@ -5,6 +5,6 @@ namespace baton::tool {
 // Built without a CUDA toolkit: the CPU is the only target.
 void register_backends() {}
 
-std::vector<std::pair<std::string, std::string>> gpu_lowered_ops() { return {}; }
+std::vector<GpuLowering> gpu_lowered_ops() { return {}; }
 
 }  // namespace baton::tool

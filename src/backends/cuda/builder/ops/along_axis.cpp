@@ -68,8 +68,13 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kArgMaxLowering{"ArgMax", &supports_arg, &lower};
-const OpLowering kArgMinLowering{"ArgMin", &supports_arg, &lower};
-const OpLowering kCumSumLowering{"CumSum", &supports_cumsum, &lower};
+constexpr DTypeSet kArgTypes = kEngineTypes & DTypeSet::from_bits(~DTypeSet::bit(DType::Bool));
+constexpr DTypeSet kSumTypes = kFloatEngineTypes | DTypeSet{DType::Int32, DType::Int64};
+const OpLowering kArgMaxLowering{
+    .op = "ArgMax", .supports = &supports_arg, .lower = &lower, .types = kArgTypes};
+const OpLowering kArgMinLowering{
+    .op = "ArgMin", .supports = &supports_arg, .lower = &lower, .types = kArgTypes};
+const OpLowering kCumSumLowering{
+    .op = "CumSum", .supports = &supports_cumsum, .lower = &lower, .types = kSumTypes};
 
 }  // namespace baton::cuda

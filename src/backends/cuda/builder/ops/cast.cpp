@@ -75,6 +75,7 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kCastLowering{"Cast", &engine_tensors, &lower};
+const OpLowering kCastLowering{
+    .op = "Cast", .supports = &engine_tensors, .lower = &lower, .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -166,6 +166,11 @@ Status lower(Lowering& ctx, int index) {
 
 // Layout-aware and strided: reads channels-last inputs and views (Transpose, Slice, Split) where
 // they are, through Lowering::strides_of, with no copy before the Concat.
-const OpLowering kConcatLowering{"Concat", &supports, &lower, 0, "", true, true};
+const OpLowering kConcatLowering{.op = "Concat",
+                                 .supports = &supports,
+                                 .lower = &lower,
+                                 .layout_aware = true,
+                                 .strided = true,
+                                 .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -45,9 +45,17 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kDepthToSpaceLowering{"DepthToSpace",        &supports,       &lower, 0, "",
-                                       /*layout_aware=*/true, /*strided=*/true};
-const OpLowering kSpaceToDepthLowering{"SpaceToDepth",        &supports,       &lower, 0, "",
-                                       /*layout_aware=*/true, /*strided=*/true};
+const OpLowering kDepthToSpaceLowering{.op = "DepthToSpace",
+                                       .supports = &supports,
+                                       .lower = &lower,
+                                       .layout_aware = true,
+                                       .strided = true,
+                                       .types = kEngineTypes};
+const OpLowering kSpaceToDepthLowering{.op = "SpaceToDepth",
+                                       .supports = &supports,
+                                       .lower = &lower,
+                                       .layout_aware = true,
+                                       .strided = true,
+                                       .types = kEngineTypes};
 
 }  // namespace baton::cuda

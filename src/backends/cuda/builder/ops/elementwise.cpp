@@ -120,9 +120,15 @@ std::vector<OpLowering> elementwise_lowerings() {
   for (const ops::ElementwiseRow& row : ops::elementwise_rows()) {
     if (!row.on_device()) continue;
     if (row.typed_on_device()) {
-      out.push_back({row.name, &engine_tensors, &lower_typed});
+      out.push_back({.op = row.name,
+                     .supports = &engine_tensors,
+                     .lower = &lower_typed,
+                     .types = kEngineTypes});
     } else if (integer_arithmetic(row.name)) {
-      out.push_back({row.name, &supports_numeric, &lower_integer, 0});
+      out.push_back({.op = row.name,
+                     .supports = &supports_numeric,
+                     .lower = &lower_integer,
+                     .types = kFloatEngineTypes | kIntegerArithmetic});
     } else {
       out.push_back({row.name, &supports, nullptr, 0});
     }

@@ -158,8 +158,17 @@ Status lower_gather_elements(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kGatherElementsLowering{"GatherElements", &supports, &lower_gather_elements};
-const OpLowering kGatherLowering{"Gather", &supports, &lower_gather, 0, "", true, true};
-const OpLowering kGatherNDLowering{"GatherND", &supports_nd, &lower_gather_nd};
+const OpLowering kGatherElementsLowering{.op = "GatherElements",
+                                         .supports = &supports,
+                                         .lower = &lower_gather_elements,
+                                         .types = kEngineTypes};
+const OpLowering kGatherLowering{.op = "Gather",
+                                 .supports = &supports,
+                                 .lower = &lower_gather,
+                                 .layout_aware = true,
+                                 .strided = true,
+                                 .types = kEngineTypes};
+const OpLowering kGatherNDLowering{
+    .op = "GatherND", .supports = &supports_nd, .lower = &lower_gather_nd, .types = kEngineTypes};
 
 }  // namespace baton::cuda

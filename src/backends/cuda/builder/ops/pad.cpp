@@ -94,6 +94,7 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kPadLowering{"Pad", &supports, &lower};
+const OpLowering kPadLowering{
+    .op = "Pad", .supports = &supports, .lower = &lower, .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -45,7 +45,7 @@ const OpLowering* find_lowering(std::string_view op, std::string_view domain) {
 }
 
 bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& node) {
-  return tensors_of(graph, node, DTypeSet{DType::Float32, DType::Float16, DType::BFloat16});
+  return tensors_of(graph, node, kFloatEngineTypes);
 }
 
 bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node) {

@@ -12,6 +12,14 @@
 
 namespace baton::cuda {
 
+// The float types an engine computes in: what most lowerings take.
+inline constexpr DTypeSet kFloatEngineTypes{DType::Float32, DType::Float16, DType::BFloat16};
+// Every dtype an engine stores (typed.cuh): the float types, int8, uint8, int16, int32, int64 and
+// bool.
+inline constexpr DTypeSet kEngineTypes{DType::Float32, DType::Float16, DType::BFloat16,
+                                       DType::Int8,    DType::UInt8,   DType::Int16,
+                                       DType::Int32,   DType::Int64,   DType::Bool};
+
 struct OpLowering {
   std::string_view op;  // ONNX op type (domain ai.onnx)
   // Whether the GPU takes this node (dtypes, shapes, compile-time shape inputs).
@@ -28,6 +36,10 @@ struct OpLowering {
   // Whether `lower` reads strided views (Lowering::strided: transposed, split or sliced values)
   // through Lowering::strides_of and view_offset; otherwise the builder hands it row-major copies.
   bool strided = false;
+  // The element types of the op's data (its first input) that `supports` takes, as the operator
+  // table shows them (`baton ops`, docs/operators.md). The conformance build test checks that
+  // every dtype a case runs on the GPU is among them.
+  DTypeSet types = kFloatEngineTypes;
 };
 
 // Every lowering, in the order of the list in registry.cpp.
@@ -102,11 +114,6 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
 // shape inputs must be compile-time constants.
 bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& node);
 
-// Every dtype an engine stores (typed.cuh): the float types, int8, uint8, int16, int32, int64 and
-// bool.
-inline constexpr DTypeSet kEngineTypes{DType::Float32, DType::Float16, DType::BFloat16,
-                                       DType::Int8,    DType::UInt8,   DType::Int16,
-                                       DType::Int32,   DType::Int64,   DType::Bool};
 // float_tensors_only's rule with any dtype of `types` in place of the float types.
 bool tensors_of(const compiler::Graph& graph, const compiler::IrNode& node, DTypeSet types);
 // The same with kEngineTypes.

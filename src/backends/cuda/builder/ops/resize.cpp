@@ -172,7 +172,10 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kResizeLowering{"Resize", &supports, &lower};
-const OpLowering kUpsampleLowering{"Upsample", &supports, &lower};
+// Nearest takes every dtype; linear and cubic the float types (the definition says so).
+const OpLowering kResizeLowering{
+    .op = "Resize", .supports = &supports, .lower = &lower, .types = kEngineTypes};
+const OpLowering kUpsampleLowering{
+    .op = "Upsample", .supports = &supports, .lower = &lower, .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -86,7 +86,11 @@ Status lower_range(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kShapeLowering{"Shape", &supports_shape, &lower_shape};
-const OpLowering kRangeLowering{"Range", &supports_range, &lower_range};
+const OpLowering kShapeLowering{
+    .op = "Shape", .supports = &supports_shape, .lower = &lower_shape, .types = kEngineTypes};
+const OpLowering kRangeLowering{.op = "Range",
+                                .supports = &supports_range,
+                                .lower = &lower_range,
+                                .types = DTypeSet{DType::Int32, DType::Int64}};
 
 }  // namespace baton::cuda

@@ -89,8 +89,19 @@ Status lower_split(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kExpandLowering{"Expand", &engine_tensors, &lower_expand};
-const OpLowering kSliceLowering{"Slice", &supports_slice, &lower_slice, 0, "", true, true};
-const OpLowering kSplitLowering{"Split", &engine_tensors, &lower_split, 0, "", true, true};
+const OpLowering kExpandLowering{
+    .op = "Expand", .supports = &engine_tensors, .lower = &lower_expand, .types = kEngineTypes};
+const OpLowering kSliceLowering{.op = "Slice",
+                                .supports = &supports_slice,
+                                .lower = &lower_slice,
+                                .layout_aware = true,
+                                .strided = true,
+                                .types = kEngineTypes};
+const OpLowering kSplitLowering{.op = "Split",
+                                .supports = &engine_tensors,
+                                .lower = &lower_split,
+                                .layout_aware = true,
+                                .strided = true,
+                                .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -19,7 +19,11 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kTransposeLowering{"Transpose",           &engine_tensors, &lower, 0, "",
-                                    /*layout_aware=*/true, /*strided=*/true};
+const OpLowering kTransposeLowering{.op = "Transpose",
+                                    .supports = &engine_tensors,
+                                    .lower = &lower,
+                                    .layout_aware = true,
+                                    .strided = true,
+                                    .types = kEngineTypes};
 
 }  // namespace baton::cuda

@@ -56,10 +56,30 @@ Status lower_view(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kIdentityLowering{"Identity", &engine_tensors, &lower_view, 0, "", false, true};
-const OpLowering kReshapeLowering{"Reshape", &engine_tensors, &lower_view, 0, "", false, true};
-const OpLowering kFlattenLowering{"Flatten", &engine_tensors, &lower_view, 0, "", false, true};
-const OpLowering kSqueezeLowering{"Squeeze", &engine_tensors, &lower_view, 0, "", false, true};
-const OpLowering kUnsqueezeLowering{"Unsqueeze", &engine_tensors, &lower_view, 0, "", false, true};
+const OpLowering kIdentityLowering{.op = "Identity",
+                                   .supports = &engine_tensors,
+                                   .lower = &lower_view,
+                                   .strided = true,
+                                   .types = kEngineTypes};
+const OpLowering kReshapeLowering{.op = "Reshape",
+                                  .supports = &engine_tensors,
+                                  .lower = &lower_view,
+                                  .strided = true,
+                                  .types = kEngineTypes};
+const OpLowering kFlattenLowering{.op = "Flatten",
+                                  .supports = &engine_tensors,
+                                  .lower = &lower_view,
+                                  .strided = true,
+                                  .types = kEngineTypes};
+const OpLowering kSqueezeLowering{.op = "Squeeze",
+                                  .supports = &engine_tensors,
+                                  .lower = &lower_view,
+                                  .strided = true,
+                                  .types = kEngineTypes};
+const OpLowering kUnsqueezeLowering{.op = "Unsqueeze",
+                                    .supports = &engine_tensors,
+                                    .lower = &lower_view,
+                                    .strided = true,
+                                    .types = kEngineTypes};
 
 }  // namespace baton::cuda

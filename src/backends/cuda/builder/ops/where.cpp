@@ -12,6 +12,7 @@ Status lower(Lowering& ctx, int index) {
 
 }  // namespace
 
-const OpLowering kWhereLowering{"Where", &engine_tensors, &lower};
+const OpLowering kWhereLowering{
+    .op = "Where", .supports = &engine_tensors, .lower = &lower, .types = kEngineTypes};
 
 }  // namespace baton::cuda
