@@ -249,9 +249,10 @@ def main():
     reuse = os.path.abspath(args.models_from) if args.models_from else ""
     # The slowest exports first (dynamo before TorchScript; the transformers before the CNNs), so
     # that the pool's tail is short.
+    slow = ["swin", "whisper", "vit", "gpt2", "bert", "convnext", "densenet", "regnet", "efficientnet", "unet",
+            "resnet", "mobilenet", "squeezenet"]
     slow_first = sorted(((f, e) for f in families for e in exporters),
-                        key=lambda fe: (not gc.EXPORTERS[fe[1]][0], ["vit", "gpt2", "bert", "resnet", "mobilenet",
-                                                                      "squeezenet"].index(fe[0])))
+                        key=lambda fe: (not gc.EXPORTERS[fe[1]][0], slow.index(fe[0])))
     for family, exporter in slow_first:
         batches = args.batches if gc.EXPORTERS[exporter][0] else [min(args.batches)]
         for batch in batches:
