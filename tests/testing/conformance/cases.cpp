@@ -669,7 +669,7 @@ void layout_cases(std::vector<Case>& out) {
     }
   }
   out.push_back(make("CumSum", "[6, 7] axis [-1]", {in({6, 7}), shape_input({-1})}));
-  // TopK: largest and smallest, a middle and the last axis, K of the whole axis. CPU only. In
+  // TopK: largest and smallest, a middle and the last axis, K of the whole axis. In
   // float32, float64 and the integers only: a half-precision rounding can make two of the
   // reference's float64 values equal, and the tie then picks another index.
   const std::vector<DType> exact = {DType::Float32, DType::Float64, DType::Int32, DType::Int64};
@@ -695,7 +695,8 @@ void layout_cases(std::vector<Case>& out) {
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand" ||
-                       c.op == "DepthToSpace" || c.op == "SpaceToDepth" || c.op == "CumSum";
+                       c.op == "DepthToSpace" || c.op == "SpaceToDepth" || c.op == "CumSum" ||
+                       c.op == "TopK";
     const bool empty_output = c.label == "[6, 7] starts [5] ends [2] axes [0] steps [1]" ||
                               c.label == "[5, 6] int32 starts, steps absent" ||
                               c.label == "[2, 3, 7] split [0, 7] axis -1" ||

@@ -60,3 +60,41 @@ __device__ __forceinline__ void baton_cumsum(const T* __restrict__ x, T* __restr
     }
   });
 }
+
+// TopK: each element of each line finds its rank among the line's elements (how many come before
+// it in the order larger first, or smaller first, with NaN above every number and ties by the
+// lower index: the CPU kernel's strict total order, kernels/cpu/op_topk.cpp) and, when the rank is
+// below k, writes itself and its index there, so the outputs are sorted. One thread per element
+// of the input, each reading its whole line (stopping once the rank reaches k): O(n^2) per line,
+// for the short axes of detection heads and classifiers, not a vocabulary of 50k.
+template <bool kLargest, typename T>
+__device__ __forceinline__ void baton_topk(const T* __restrict__ x, T* __restrict__ values,
+                                           long long* __restrict__ indices, long long total,
+                                           long long n, long long inner, long long k) {
+  baton_for_each(total, [&](long long e) {
+    const long long i = e % inner, r = e / inner, j = r % n, o = r / n;
+    const T* line = x + o * n * inner + i;
+    const auto v = ld(line[j * inner]);
+    const bool v_nan = v != v;  // never true for integers
+    long long rank = 0;
+    for (long long m = 0; m < n && rank < k; ++m) {
+      if (m == j) continue;
+      const auto u = ld(line[m * inner]);
+      const bool u_nan = u != u;
+      bool before;
+      if (u_nan != v_nan) {
+        before = kLargest ? u_nan : v_nan;
+      } else if (!u_nan && u != v) {
+        before = kLargest ? u > v : u < v;
+      } else {
+        before = m < j;
+      }
+      rank += before ? 1 : 0;
+    }
+    if (rank < k) {
+      const long long at = (o * k + rank) * inner + i;
+      sto(&values[at], v);
+      indices[at] = j;
+    }
+  });
+}

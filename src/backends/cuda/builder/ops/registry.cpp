@@ -30,7 +30,8 @@ std::span<const OpLowering> op_lowerings() {
                                     kSpaceToDepthLowering,  kPadLowering,
                                     kArgMaxLowering,        kArgMinLowering,
                                     kCumSumLowering,        kConvTransposeLowering,
-                                    kResizeLowering,        kUpsampleLowering};
+                                    kResizeLowering,        kUpsampleLowering,
+                                    kTopKLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

@@ -90,6 +90,7 @@ extern const OpLowering kCumSumLowering;             // along_axis.cpp
 extern const OpLowering kConvTransposeLowering;      // conv_transpose.cpp
 extern const OpLowering kResizeLowering;             // resize.cpp
 extern const OpLowering kUpsampleLowering;           // resize.cpp
+extern const OpLowering kTopKLowering;               // topk.cpp
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp
