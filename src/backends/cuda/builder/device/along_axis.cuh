@@ -39,9 +39,10 @@ __device__ __forceinline__ void baton_arg_extreme(const T* __restrict__ x,
 // included or (kExclusive) not. TA is the accumulator: float for the float types (float16 and
 // bfloat16 sums are rounded only when stored, as on the CPU), an unsigned integer of the
 // element's width for integers, so that overflow wraps as two's complement does on the CPU
-// instead of being undefined.
-template <bool kExclusive, bool kReverse, typename TA, typename T>
-__device__ __forceinline__ void baton_cumsum(const T* __restrict__ x, T* __restrict__ y,
+// instead of being undefined. x and y may be stored in different float types (an fp16 engine's
+// scratch in, a float32 binding out).
+template <bool kExclusive, bool kReverse, typename TA, typename TX, typename TY>
+__device__ __forceinline__ void baton_cumsum(const TX* __restrict__ x, TY* __restrict__ y,
                                              long long lines, long long n, long long inner) {
   baton_for_each(lines, [&](long long l) {
     const long long o = l / inner, i = l - o * inner;
@@ -66,9 +67,10 @@ __device__ __forceinline__ void baton_cumsum(const T* __restrict__ x, T* __restr
 // lower index: the CPU kernel's strict total order, kernels/cpu/op_topk.cpp) and, when the rank is
 // below k, writes itself and its index there, so the outputs are sorted. One thread per element
 // of the input, each reading its whole line (stopping once the rank reaches k): O(n^2) per line,
-// for the short axes of detection heads and classifiers, not a vocabulary of 50k.
-template <bool kLargest, typename T>
-__device__ __forceinline__ void baton_topk(const T* __restrict__ x, T* __restrict__ values,
+// for the short axes of detection heads and classifiers, not a vocabulary of 50k. x and values may
+// be stored in different float types (an fp16 engine's scratch in, a float32 binding out).
+template <bool kLargest, typename T, typename TV>
+__device__ __forceinline__ void baton_topk(const T* __restrict__ x, TV* __restrict__ values,
                                            long long* __restrict__ indices, long long total,
                                            long long n, long long inner, long long k) {
   baton_for_each(total, [&](long long e) {
