@@ -22,11 +22,14 @@
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "baton/cuda/compiler.h"
+#include "baton/extension/module.h"
 #include "format/program_file.h"
+#include "issue38_model.h"
 #include "size_arithmetic_model.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
+#include "testing/random.h"
 
 namespace baton {
 namespace {
@@ -585,63 +588,31 @@ TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
 // plan per batch at run time), and MobileNetV3's squeeze-excite layers on cuDNN rather than the
 // rows kernel (its image count is a template argument). Patched at each batch, ResNet's engine is
 // the static engine of that batch: the same steps, arguments and cubin.
-// Issue 38's lowerings over a dynamic batch: standalone BatchNormalization, Pad (reflect), a
-// convolution (grouped: a generated kernel), InstanceNormalization, ConvTranspose, DepthToSpace,
-// CumSum, ArgMax and TopK in one engine. (In fp16 the kernels writing the outputs read float16
-// scratch and write float32 bindings.)
-OnnxBuilder issue_38_ops(int64_t batch, int64_t groups) {
-  OnnxBuilder b(17);
-  b.input("x", {batch, 8, 6, 6});
-  auto values = [](size_t n, float scale, float shift) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7) % 11) + shift;
-    return v;
-  };
-  b.initializer("bn_scale", {8}, values(8, 0.1f, 0.5f));
-  b.initializer("bn_bias", {8}, values(8, 0.05f, -0.2f));
-  b.initializer("bn_mean", {8}, values(8, 0.03f, -0.1f));
-  b.initializer("bn_var", {8}, values(8, 0.2f, 0.5f));
-  b.initializer_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
-  b.initializer("w", {8, 8 / groups, 3, 3},
-                values(static_cast<size_t>(8 * (8 / groups) * 9), 0.02f, -0.1f));
-  b.initializer("in_scale", {8}, values(8, 0.1f, 0.8f));
-  b.initializer("in_bias", {8}, values(8, 0.1f, -0.3f));
-  b.initializer("wt", {8, 4, 2, 2}, values(8 * 4 * 4, 0.03f, -0.15f));
-  b.initializer_int64("axis", {}, {3});
-  b.initializer_int64("k", {1}, {3});
-  b.node("BatchNormalization", {"x", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"bn"}, "bn");
-  auto& pad = b.node("Pad", {"bn", "pads"}, {"padded"}, "pad");
-  OnnxBuilder::attr_string(pad, "mode", "reflect");
-  auto& conv = b.node("Conv", {"padded", "w"}, {"c"}, "grouped");
-  OnnxBuilder::attr_int(conv, "group", groups);
-  b.node("InstanceNormalization", {"c", "in_scale", "in_bias"}, {"n"}, "instance_norm");
-  auto& up = b.node("ConvTranspose", {"n", "wt"}, {"u"}, "up");
-  OnnxBuilder::attr_ints(up, "strides", {2, 2});
-  auto& d2s = b.node("DepthToSpace", {"u"}, {"d"}, "d2s");
-  OnnxBuilder::attr_int(d2s, "blocksize", 2);
-  b.node("CumSum", {"d", "axis"}, {"y"}, "cumsum");
-  auto& arg = b.node("ArgMax", {"n"}, {"idx"}, "argmax");
-  OnnxBuilder::attr_int(arg, "axis", 1);
-  b.node("TopK", {"n", "k"}, {"top", "top_idx"}, "topk");
-  b.output("y", {batch, 1, 24, 24});
-  b.output("idx", {batch, 1, 6, 6}, onnx::TensorProto::INT64);
-  b.output("top", {batch, 8, 6, 3});
-  b.output("top_idx", {batch, 8, 6, 3}, onnx::TensorProto::INT64);
-  return b;
-}
-
 // Patched at a batch, the engine is the static engine of that batch. (With groups, the static
 // engine keeps the grouped kernel's sizes in its code, which is faster there: conv.cpp. So the
 // comparison takes an ungrouped convolution, and the grouped one is checked to build.)
 TEST(DynamicEngineTest, IssueThirtyEightOpsFollowABatchRange) {
   compiler::CompileOptions o;
   o.dims = {{"N", 1, 8, 0, {}}};
-  auto grouped = build_blobs(issue_38_ops(-1, 2).bytes(), o);
+  auto grouped = build_blobs(testing::issue_38_ops(-1, 2).bytes(), o);
   ASSERT_TRUE(grouped.ok()) << grouped.status().to_string();
   ASSERT_EQ(grouped->size(), 1u) << "GPU partitions";
+  // The CPU path runs the model over the range too (dynamic_gpu_test's reference).
+  {
+    auto cpu = compiler::compile_bytes(testing::issue_38_ops(-1, 2).bytes(), o);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    auto program = runtime::Program::load_bytes(*cpu->serialize()).value();
+    auto module = extension::Module::from_program(program).value();
+    std::mt19937 rng(38);
+    auto out = module.run({testing::random_tensor(rng, {3, 8, 6, 6})});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_EQ(out->size(), 4u);
+    EXPECT_EQ((*out)[0].sizes(), (std::vector<int64_t>{3, 1, 24, 24}));
+    EXPECT_EQ((*out)[3].sizes(), (std::vector<int64_t>{3, 8, 6, 3}));
+  }
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
-    auto dynamic = build_blobs(issue_38_ops(-1, 1).bytes(), o, precision);
+    auto dynamic = build_blobs(testing::issue_38_ops(-1, 1).bytes(), o, precision);
     ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
     ASSERT_EQ(dynamic->size(), 1u) << "GPU partitions";
     std::vector<uint8_t> shared;
@@ -652,7 +623,7 @@ TEST(DynamicEngineTest, IssueThirtyEightOpsFollowABatchRange) {
     EXPECT_EQ(dyn.symbols()[0].max, 8);
     for (const int64_t n : {3, 8}) {
       SCOPED_TRACE(n);
-      auto fixed = build_blobs(issue_38_ops(n, 1).bytes(), {}, precision);
+      auto fixed = build_blobs(testing::issue_38_ops(n, 1).bytes(), {}, precision);
       ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
       ASSERT_EQ(fixed->size(), 1u);
       const testing::AlignedBytes st_bytes((*fixed)[0]);
