@@ -79,5 +79,6 @@ Result<size_t> fuse_linear_activation(Graph& graph);           // fuse_linear.cp
 Result<size_t> fuse_conv_epilogue(Graph& graph);               // fuse_conv.cpp
 Result<size_t> rewrite_conv_1d(Graph& graph);                  // conv_1d.cpp
 Result<size_t> rewrite_einsum_as_matmul(Graph& graph);         // einsum.cpp
+Result<size_t> rewrite_pow_square(Graph& graph);               // pow_square.cpp
 
 }  // namespace baton::compiler

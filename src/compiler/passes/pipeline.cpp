@@ -28,6 +28,9 @@ const std::vector<PassDef>& optimizer_passes() {
        &rewrite_einsum_as_matmul, "", "MatMul", /*gpu_only=*/true},
       {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
        "", "Gelu"},
+      // After gelu, whose tanh form it matches by its Pow(x, 3).
+      {"pow-square", "Pow(x, 2) of a float x -> Mul(x, x) (the same to the bit)",
+       &rewrite_pow_square, "", "Mul"},
       {"attention",
        "the exporters' scaled-dot-product attention (Mul, MatMul, mask, Softmax, Where(IsNaN), "
        "MatMul) -> baton Attention",
