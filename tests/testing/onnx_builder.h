@@ -120,9 +120,10 @@ class OnnxBuilder {
 
 // x[batch, in] -> MatMul(w1) -> middle -> MatMul(w2) -> y[batch, out]. A Relu in the middle keeps
 // the graph in one GPU partition (the optimizer folds it into the first GEMM: fuse-linear); a Tanh
-// stays a node of its own (three nodes); Pow with an integer exponent (which only the CPU runs)
-// splits it into GPU, CPU, GPU.
-enum class Middle { Relu, Tanh, CpuOnlyPow };
+// stays a node of its own (three nodes); a Hardmax (a CPU kernel and no CUDA lowering) splits it
+// into GPU, CPU, GPU. (It was Pow(h, 2) with an int64 exponent, until the pow-square pass made
+// that a Mul the GPU takes.)
+enum class Middle { Relu, Tanh, CpuOnly };
 inline OnnxBuilder two_matmuls(int64_t batch, int64_t in, int64_t hidden, int64_t out,
                                Middle middle, const std::vector<float>& w1,
                                const std::vector<float>& w2) {
@@ -136,8 +137,7 @@ inline OnnxBuilder two_matmuls(int64_t batch, int64_t in, int64_t hidden, int64_
   } else if (middle == Middle::Tanh) {
     b.node("Tanh", {"h"}, {"r"}, "tanh");
   } else {
-    b.initializer_int64("two", {}, {2});
-    b.node("Pow", {"h", "two"}, {"r"}, "pow_on_cpu");
+    b.node("Hardmax", {"h"}, {"r"}, "hardmax_on_cpu");
   }
   b.node("MatMul", {"r", "w2"}, {"y"}, "mm2");
   b.output("y", {batch, out});

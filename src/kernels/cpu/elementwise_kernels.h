@@ -14,6 +14,7 @@
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/vector_math.h"
 #include "ops/elementwise.h"
 
 namespace baton::kernels::cpu {
@@ -22,6 +23,18 @@ namespace baton::kernels::cpu {
 // predicates, else S.
 template <typename S, typename R>
 using StorageOf = std::conditional_t<std::is_same_v<R, bool>, BoolByte, S>;
+
+// The rows whose float32 loop is one call to a vectorized array function (vector_math.h) rather
+// than the row's scalar functor per element.
+using ArrayFn = void (*)(const float*, float*, int64_t);
+template <typename Fn>
+inline constexpr ArrayFn kArrayForm = nullptr;
+template <>
+inline constexpr ArrayFn kArrayForm<ops::ExpFn> = &vmath::exp_f32;
+template <>
+inline constexpr ArrayFn kArrayForm<ops::SigmoidFn> = &vmath::sigmoid_f32;
+template <>
+inline constexpr ArrayFn kArrayForm<ops::TanhFn> = &vmath::tanh_f32;
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {
@@ -41,6 +54,11 @@ class UnaryKernel final : public runtime::Kernel {
     Out* y = out_->tensor.data_as<Out>();
     const ops::ElementwiseArgs args = args_;  // a local: stores through y cannot change it
     const int64_t numel = in_->tensor.numel();
+    if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float> &&
+                  kArrayForm<Fn> != nullptr) {
+      kArrayForm<Fn>(x, y, numel);
+      return Status::ok_status();
+    }
     for (int64_t i = 0; i < numel; ++i) {
       y[i] = store<Out>(Fn::template apply<compute_t<S>>(load(x[i]), args));
     }

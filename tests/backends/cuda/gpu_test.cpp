@@ -687,11 +687,11 @@ TEST_F(GpuTest, ReshapeOfAnInputIsAView) {
   compare(b, {random({6, 10})});
 }
 
-// A node the GPU cannot run (Pow with an integer exponent) splits the graph: GPU, CPU, GPU, with
+// A node the GPU cannot run (Hardmax: no CUDA lowering) splits the graph: GPU, CPU, GPU, with
 // the copies in between, and the result is still the CPU path's.
 TEST_F(GpuTest, MixedCpuAndGpuPartitions) {
   const OnnxBuilder b =
-      testing::two_matmuls(5, 12, 12, 3, testing::Middle::CpuOnlyPow, floats(144), floats(36));
+      testing::two_matmuls(5, 12, 12, 3, testing::Middle::CpuOnly, floats(144), floats(36));
   compare(b, {random({5, 12})}, /*gpu_kernel_calls=*/1);
   const Compiled gpu = compile(b.bytes(), "cuda:0", "fp32");
   EXPECT_EQ(gpu.summary.delegate_calls, 2u);
@@ -706,7 +706,7 @@ TEST_F(GpuTest, SeparatedAndAdjacentPartitionsRunAndAdjacentOnesStayOnTheDevice)
   const OnnxBuilder adjacent =
       testing::two_matmuls(5, 16, 16, 8, testing::Middle::Tanh, weights(256), weights(128));
   const OnnxBuilder separated =
-      testing::two_matmuls(5, 16, 16, 8, testing::Middle::CpuOnlyPow, weights(256), weights(128));
+      testing::two_matmuls(5, 16, 16, 8, testing::Middle::CpuOnly, weights(256), weights(128));
 
   struct Case {
     const OnnxBuilder* model;

@@ -28,16 +28,6 @@ compiler::OptimizeOptions for_gpu() {
   return o;
 }
 
-const compiler::IrNode* only(const compiler::Graph& g, const std::string& op) {
-  const compiler::IrNode* found = nullptr;
-  for (const compiler::IrNode& n : g.nodes) {
-    if (n.dead || n.op_type != op) continue;
-    EXPECT_EQ(found, nullptr) << "more than one " << op;
-    found = &n;
-  }
-  return found;
-}
-
 TEST_F(EinsumPassTest, AttentionScoresBecomeOneBatchedMatMulWithKTransposed) {
   const compiler::Graph g =
       optimized(einsum("bhqd,bhkd->bhqk", {{2, 3, 4, 8}, {2, 3, 5, 8}}, {2, 3, 4, 5}), for_gpu());

@@ -8,16 +8,6 @@ namespace {
 
 class FusePassTest : public PassTest {};
 
-const compiler::IrNode* only(const compiler::Graph& g, const std::string& op) {
-  const compiler::IrNode* found = nullptr;
-  for (const compiler::IrNode& n : g.nodes) {
-    if (n.dead || n.op_type != op) continue;
-    EXPECT_EQ(found, nullptr) << "more than one " << op;
-    found = &n;
-  }
-  return found;
-}
-
 // x [2, 4, 7, 7] -> Conv 3x3 pads 1 (+ bias) -> [Add r] -> [activation] -> y. `r` is a graph
 // input; `activation` an op type with its attributes set by `attrs`, or "".
 OnnxBuilder conv_model(std::mt19937& rng, bool residual, const std::string& activation,

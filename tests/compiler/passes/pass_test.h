@@ -40,6 +40,17 @@ class PassTest : public ::testing::Test {
     return std::move(graph).value();
   }
 
+  // The one live node of op type `op` (null when there is none; more than one fails the test).
+  static const compiler::IrNode* only(const compiler::Graph& g, const std::string& op) {
+    const compiler::IrNode* found = nullptr;
+    for (const compiler::IrNode& n : g.nodes) {
+      if (n.dead || n.op_type != op) continue;
+      EXPECT_EQ(found, nullptr) << "more than one " << op;
+      found = &n;
+    }
+    return found;
+  }
+
   // Live nodes per op type ("Attention", "MatMul").
   static std::map<std::string, int> op_counts(const compiler::Graph& g) {
     std::map<std::string, int> out;

@@ -1,0 +1,29 @@
+// The array forms of vector_math.h's functions, one clone per instruction set (GCC's
+// target_clones: AVX-512, AVX2 and the x86-64 baseline's SSE2, picked when the library loads by
+// what the CPU has). The loop bodies are the same inline functions in every clone, and this file
+// is compiled with -ffp-contract=off (src/CMakeLists.txt): without fused multiply-adds the results
+// do not depend on the CPU.
+#include "kernels/cpu/vector_math.h"
+
+namespace baton::kernels::cpu::vmath {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define BATON_VMATH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define BATON_VMATH_CLONES
+#endif
+
+BATON_VMATH_CLONES void exp_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i]);
+}
+
+BATON_VMATH_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::sigmoid(x[i]);
+}
+
+BATON_VMATH_CLONES void tanh_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::tanh(x[i]);
+}
+
+}  // namespace baton::kernels::cpu::vmath
