@@ -1,6 +1,6 @@
-// The vectorized float32 exp, sigmoid and tanh (kernels/cpu/vector_math.h) against double
-// precision: the error in units in the last place of the float result over every float whose bit
-// pattern is a multiple of 61 (70 million values, both signs, every exponent, the subnormals),
+// The vectorized float32 exp, sigmoid, tanh, erf and GELU (kernels/cpu/vector_math.h) against
+// double precision: the error in units in the last place of the float result over every float whose
+// bit pattern is a multiple of 61 (70 million values, both signs, every exponent, the subnormals),
 // special values exactly, and the array forms (the SIMD clones the CPU picks) equal to the scalar
 // definitions bit for bit.
 #include "kernels/cpu/vector_math.h"
@@ -42,13 +42,14 @@ struct Sweep {
   float worst = 0.0f;
 };
 
-// Every 61st bit pattern; NaNs and results past float's range are checked apart.
+// Every 61st bit pattern at or above `from`; NaNs and results past float's range are checked
+// apart.
 template <typename F, typename R>
-Sweep sweep(F f, R reference) {
+Sweep sweep(F f, R reference, float from = -std::numeric_limits<float>::infinity()) {
   Sweep s;
   for (uint64_t b = 0; b <= 0xffffffffu; b += 61) {
     const float x = from_bits(static_cast<uint32_t>(b));
-    if (std::isnan(x)) continue;
+    if (std::isnan(x) || x < from) continue;
     const double want = reference(static_cast<double>(x));
     const float got = f(x);
     if (std::fabs(want) > std::numeric_limits<float>::max()) {
@@ -76,11 +77,23 @@ TEST(VectorMath, ExpSigmoidAndTanhStayWithinTheirMeasuredUlps) {
   const Sweep s = sweep([](float x) { return vmath::sigmoid(x); }, sigmoid_ref);
   const Sweep t =
       sweep([](float x) { return vmath::tanh(x); }, [](double x) { return std::tanh(x); });
-  std::printf("max ulps: exp %.3f (x = %.9g), sigmoid %.3f (x = %.9g), tanh %.3f (x = %.9g)\n",
-              e.max_ulps, e.worst, s.max_ulps, s.worst, t.max_ulps, t.worst);
+  const Sweep r =
+      sweep([](float x) { return vmath::erf(x); }, [](double x) { return std::erf(x); });
+  // GELU's vector form, above the tail (below -8.485 the array form computes the scalar kernel's
+  // 0.5 x erfcf(-x / sqrt 2), results of 1e-17 and less).
+  const Sweep g =
+      sweep([](float x) { return vmath::gelu(x); },
+            [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, vmath::kGeluTail);
+  std::printf(
+      "max ulps: exp %.3f (x = %.9g), sigmoid %.3f (x = %.9g), tanh %.3f (x = %.9g), erf "
+      "%.3f (x = %.9g), gelu %.3f (x = %.9g)\n",
+      e.max_ulps, e.worst, s.max_ulps, s.worst, t.max_ulps, t.worst, r.max_ulps, r.worst,
+      g.max_ulps, g.worst);
   EXPECT_LE(e.max_ulps, 1.0);
   EXPECT_LE(s.max_ulps, 3.0);
   EXPECT_LE(t.max_ulps, 1.5);
+  EXPECT_LE(r.max_ulps, 3.0);
+  EXPECT_LE(g.max_ulps, 7.5);
 }
 
 TEST(VectorMath, SpecialValuesAreExact) {
@@ -105,6 +118,20 @@ TEST(VectorMath, SpecialValuesAreExact) {
   EXPECT_EQ(bits_of(vmath::tanh(-0.0f)), bits_of(-0.0f));
   EXPECT_EQ(vmath::tanh(0.0f), 0.0f);
   EXPECT_TRUE(std::isnan(vmath::tanh(nan)));
+  EXPECT_EQ(vmath::erf(inf), 1.0f);
+  EXPECT_EQ(vmath::erf(-inf), -1.0f);
+  EXPECT_EQ(bits_of(vmath::erf(-0.0f)), bits_of(-0.0f));
+  EXPECT_TRUE(std::isnan(vmath::erf(nan)));
+  EXPECT_EQ(vmath::gelu(0.0f), 0.0f);
+  EXPECT_EQ(vmath::gelu(inf), inf);
+  EXPECT_TRUE(std::isnan(vmath::gelu(nan)));
+  // Below the tail the array form gives the scalar kernel's value (-inf: NaN, 0.5 x 0).
+  const float below[] = {-9.0f, -20.0f, -inf};
+  float out[3];
+  vmath::gelu_f32(below, out, 3);
+  EXPECT_EQ(out[0], 0.5f * -9.0f * std::erfc(9.0f * 0.70710678118654752440f));
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
 }
 
 TEST(VectorMath, ArrayFormsGiveTheScalarBits) {
@@ -123,7 +150,13 @@ TEST(VectorMath, ArrayFormsGiveTheScalarBits) {
   };
   const Fn fns[] = {{"exp", &vmath::exp_f32, [](float v) { return vmath::exp(v); }},
                     {"sigmoid", &vmath::sigmoid_f32, [](float v) { return vmath::sigmoid(v); }},
-                    {"tanh", &vmath::tanh_f32, [](float v) { return vmath::tanh(v); }}};
+                    {"tanh", &vmath::tanh_f32, [](float v) { return vmath::tanh(v); }},
+                    {"erf", &vmath::erf_f32, [](float v) { return vmath::erf(v); }},
+                    {"gelu", &vmath::gelu_f32, [](float v) {
+                       return v < vmath::kGeluTail
+                                  ? 0.5f * v * std::erfc(-v * 0.70710678118654752440f)
+                                  : vmath::gelu(v);
+                     }}};
   for (const Fn& f : fns) {
     for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{17}, x.size()}) {
       f.array(x.data(), y.data(), static_cast<int64_t>(n));

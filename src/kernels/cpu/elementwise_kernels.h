@@ -25,16 +25,24 @@ template <typename S, typename R>
 using StorageOf = std::conditional_t<std::is_same_v<R, bool>, BoolByte, S>;
 
 // The rows whose float32 loop is one call to a vectorized array function (vector_math.h) rather
-// than the row's scalar functor per element.
-using ArrayFn = void (*)(const float*, float*, int64_t);
+// than the row's scalar functor per element: ArrayForm<Fn>::run, where ArrayForm<Fn>::kHas.
+// (A flag of its own: comparing a function's address with null is not a constant expression
+// under every build, ASan's included.)
 template <typename Fn>
-inline constexpr ArrayFn kArrayForm = nullptr;
-template <>
-inline constexpr ArrayFn kArrayForm<ops::ExpFn> = &vmath::exp_f32;
-template <>
-inline constexpr ArrayFn kArrayForm<ops::SigmoidFn> = &vmath::sigmoid_f32;
-template <>
-inline constexpr ArrayFn kArrayForm<ops::TanhFn> = &vmath::tanh_f32;
+struct ArrayForm {
+  static constexpr bool kHas = false;
+  static void run(const float*, float*, int64_t) {}
+};
+#define BATON_ARRAY_FORM(Fn, fn)                                          \
+  template <>                                                             \
+  struct ArrayForm<Fn> {                                                  \
+    static constexpr bool kHas = true;                                    \
+    static void run(const float* x, float* y, int64_t n) { fn(x, y, n); } \
+  };
+BATON_ARRAY_FORM(ops::ExpFn, vmath::exp_f32)
+BATON_ARRAY_FORM(ops::SigmoidFn, vmath::sigmoid_f32)
+BATON_ARRAY_FORM(ops::TanhFn, vmath::tanh_f32)
+BATON_ARRAY_FORM(ops::ErfFn, vmath::erf_f32)
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {
@@ -54,9 +62,8 @@ class UnaryKernel final : public runtime::Kernel {
     Out* y = out_->tensor.data_as<Out>();
     const ops::ElementwiseArgs args = args_;  // a local: stores through y cannot change it
     const int64_t numel = in_->tensor.numel();
-    if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float> &&
-                  kArrayForm<Fn> != nullptr) {
-      kArrayForm<Fn>(x, y, numel);
+    if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float> && ArrayForm<Fn>::kHas) {
+      ArrayForm<Fn>::run(x, y, numel);
       return Status::ok_status();
     }
     for (int64_t i = 0; i < numel; ++i) {

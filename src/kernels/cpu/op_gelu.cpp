@@ -28,6 +28,13 @@ struct GeluTanhFn {
   }
 };
 
+}  // namespace
+
+// float32's erf form runs vectorized (vector_math.h's gelu: the same erfc rewrite).
+BATON_ARRAY_FORM(GeluErfFn, vmath::gelu_f32)
+
+namespace {
+
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   if (call.attr_string("approximate") == "tanh") {
     return create_unary<GeluTanhFn, ops::kFloatTypes.bits()>(call);

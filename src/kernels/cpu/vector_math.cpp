@@ -5,6 +5,8 @@
 // do not depend on the CPU.
 #include "kernels/cpu/vector_math.h"
 
+#include <cmath>
+
 namespace baton::kernels::cpu::vmath {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
@@ -24,6 +26,25 @@ BATON_VMATH_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
 
 BATON_VMATH_CLONES void tanh_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::tanh(x[i]);
+}
+
+BATON_VMATH_CLONES void erf_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::erf(x[i]);
+}
+
+// In chunks: the vector loop over a copy of the chunk (x and y may be one array), then the rare
+// elements below kGeluTail through the scalar std::erfc, as op_gelu.cpp computes them.
+BATON_VMATH_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
+  constexpr int64_t kChunk = 256;
+  float v[kChunk];
+  for (int64_t s = 0; s < n; s += kChunk) {
+    const int64_t m = n - s < kChunk ? n - s : kChunk;
+    for (int64_t i = 0; i < m; ++i) v[i] = x[s + i];
+    for (int64_t i = 0; i < m; ++i) y[s + i] = vmath::gelu(v[i]);
+    for (int64_t i = 0; i < m; ++i) {
+      if (v[i] < kGeluTail) y[s + i] = 0.5f * v[i] * std::erfc(-v[i] * 0.70710678118654752440f);
+    }
+  }
 }
 
 }  // namespace baton::kernels::cpu::vmath

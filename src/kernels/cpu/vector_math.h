@@ -11,8 +11,8 @@
 // 1 / (1 + e) with e = exp(-|x|), as the scalar form (ops/elementwise.h) does, so that neither
 // overflows. tanh: Cephes's odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above, with
 // x's sign. Measured error against double precision (vector_math_test.cpp, every float from one
-// in 61 of all bit patterns, special values exactly): exp 0.97 ulp, sigmoid 2.7, tanh 1.3
-// (docs/operators.md).
+// in 61 of all bit patterns, special values exactly): exp 0.97 ulp, sigmoid 2.7, tanh 1.3, erf
+// 2.5, GELU 6.8 (docs/operators.md).
 #pragma once
 
 #include <cstdint>
@@ -69,9 +69,88 @@ inline float tanh(float x) {
   return ax < 0.625f ? small : large;  // NaN: large, which is NaN
 }
 
+// v's top 12 significand bits: its square is exact in float.
+inline float top12(float v) {
+  return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, v) & 0xfffff000u);
+}
+
+// erfc(a) for a in [1, 6]: e^(-a^2 + Q(a - 3.5)), Q of degree 11 fitted by least squares to
+// log(erfc(a)) + a^2 (error 1.6e-8). a^2 comes in two parts, sq_hi exact and sq_lo small
+// (erfc_tail below splits a), because rounding a^2 would cost erfc a relative 6e-8 a^2 (25 ulp
+// at a = 5): e^(-sq_hi) e^(Q - sq_lo).
+inline float erfc_tail(float a, float sq_hi, float sq_lo) {
+  const float t = a - 3.25f;
+  float q = 2.4496438252201731e-10f;
+  q = q * t - 1.0940549022286916e-09f;
+  q = q * t - 2.4617398614983591e-09f;
+  q = q * t + 2.1921445401973383e-08f;
+  q = q * t - 9.5383179517258075e-08f;
+  q = q * t + 7.3862130811706145e-07f;
+  q = q * t - 5.2972923684674363e-06f;
+  q = q * t + 3.2487950199289032e-05f;
+  q = q * t - 0.00018947954404848849f;
+  q = q * t + 0.0010827693565402681f;
+  q = q * t - 0.0061996330740490537f;
+  q = q * t + 0.037518445481966006f;
+  q = q * t - 0.28376049599265835f;
+  q = q * t - 1.7937493646218792f;
+  return vmath::exp(-sq_hi) * vmath::exp(q - sq_lo);
+}
+// With a^2 = ah^2 + al (a + ah), ah = top12(a).
+inline float erfc_tail(float a) {
+  const float ah = top12(a);
+  return erfc_tail(a, ah * ah, (a - ah) * (a + ah));
+}
+
+// erf: x P(x^2) below |x| = 1 (P of degree 6 fitted to erf(x) / x, relative error 1.2e-9), 1 -
+// erfc(|x|) with x's sign from 1 to 3.92, and ±1 beyond (where 1 - erfc rounds to 1).
+inline float erf(float x) {
+  const float ax = x < 0.0f ? -x : x;
+  const float z = x * x;
+  float p = 7.8471385811129668e-05f;
+  p = p * z - 8.0081526319190910e-04f;
+  p = p * z + 5.1880946122683930e-03f;
+  p = p * z - 2.6853688717766361e-02f;
+  p = p * z + 1.1283582183844529e-01f;
+  p = p * z - 3.7612625560036750e-01f;
+  p = p * z + 1.1283791656869218e+00f;
+  const float small = x * p;
+  float ac = ax < 1.0f ? 1.0f : ax;  // the tail's argument kept in its fitted range
+  ac = ac > 6.0f ? 6.0f : ac;
+  float big = 1.0f - erfc_tail(ac);
+  big = ax >= 3.92f ? 1.0f : big;
+  big = x < 0.0f ? -big : big;
+  return ax < 1.0f ? small : big;  // NaN: big, which is NaN
+}
+
+// GELU's erf form, 0.5 x erfc(-x / sqrt 2), as the scalar kernel (op_gelu.cpp) writes it so that
+// nothing cancels for negative x: 1 - erf(a) below |a| = 0.5 (erf(0.5) = 0.52: one bit lost),
+// erfc_tail from there, for x >= -8.485 (erfc's argument up to 6). gelu_f32 computes
+// the elements below that (about 1e-17 and smaller, and -inf) with the scalar std::erfc. erfc's
+// a^2 = x^2 / 2 is split from x itself, exactly: the rounded a = -x / sqrt 2 would carry its
+// rounding into erfc amplified by 2a^2 (70 ulp near the tail), as the scalar kernel's does.
+inline constexpr float kGeluTail = -8.48528137423857f;  // -6 sqrt 2
+inline float gelu(float x) {
+  const float a = -x * 0.70710678118654752440f;
+  const float aa = a < 0.0f ? -a : a;
+  float ac = aa < 0.5f ? 0.5f : aa;
+  ac = ac > 6.0f ? 6.0f : ac;
+  // x itself for the split (exact), kept within ±6 sqrt 2 as ac is within 6: an infinite x would
+  // give inf - inf.
+  float xc = x > 8.48528137f ? 8.48528137f : x;
+  xc = xc < -8.48528137f ? -8.48528137f : xc;
+  const float xh = top12(xc);
+  const float e = erfc_tail(ac, 0.5f * (xh * xh), 0.5f * ((xc - xh) * (xc + xh)));
+  const float tail = a < 0.0f ? 2.0f - e : e;
+  const float c = aa < 0.5f ? 1.0f - vmath::erf(a) : tail;
+  return 0.5f * x * c;
+}
+
 // y[i] = f(x[i]) for i < n (x and y may be the same array).
 void exp_f32(const float* x, float* y, int64_t n);
 void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
+void erf_f32(const float* x, float* y, int64_t n);
+void gelu_f32(const float* x, float* y, int64_t n);
 
 }  // namespace baton::kernels::cpu::vmath
