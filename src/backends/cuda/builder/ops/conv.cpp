@@ -209,7 +209,9 @@ Status lower_cudnn(Lowering& ctx, int index, const Shape& s) {
   // residual and ReLU had no plan at all on an H200 with cuDNN 9.19 ("No execution plans support
   // the graph"), while a plain convolution always has cuDNN's non-tensor-core engines. The bias,
   // the residual and the activation then run in one epilogue kernel after it.
-  const bool unfused = ctx.target().precision == Precision::FP32 && operand == DType::Float32;
+  // (A convolution with nothing to fuse is a plain one already: no epilogue kernel for it.)
+  const bool unfused = ctx.target().precision == Precision::FP32 && operand == DType::Float32 &&
+                       (has_bias(node) || e.residual >= 0 || !e.act.none());
   if (unfused) activation = ConvActivation::None;
   const bool act_kernel = unfused || (!e.act.none() && activation == ConvActivation::None);
   const std::string epilogue_expression = activation_expression(e.act);
