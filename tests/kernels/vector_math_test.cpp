@@ -93,7 +93,7 @@ TEST(VectorMath, ExpSigmoidAndTanhStayWithinTheirMeasuredUlps) {
   EXPECT_LE(s.max_ulps, 3.0);
   EXPECT_LE(t.max_ulps, 1.5);
   EXPECT_LE(r.max_ulps, 3.0);
-  EXPECT_LE(g.max_ulps, 7.5);
+  EXPECT_LE(g.max_ulps, 8.0);
 }
 
 TEST(VectorMath, SpecialValuesAreExact) {
