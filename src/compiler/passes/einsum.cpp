@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "baton/core/check.h"
 #include "compiler/passes/pass.h"

@@ -23,8 +23,7 @@ bool supports_cumsum(const compiler::Graph& graph, const compiler::IrNode& node)
 }
 
 size_t cumsum_axis(const compiler::Graph& g, const compiler::IrNode& n) {
-  const compiler::IrValue& a = g.values[n.inputs[1]];
-  int64_t axis = ops::int_values_of(a.dtype, a.constant->data(), 1)[0];
+  int64_t axis = constant_ints(g, n.inputs[1])[0];
   if (axis < 0) axis += static_cast<int64_t>(g.values[n.inputs[0]].sizes.size());
   return static_cast<size_t>(axis);  // checked by the definition
 }

@@ -16,11 +16,6 @@
 namespace baton::cuda {
 namespace {
 
-std::vector<int64_t> constant_ints(const compiler::Graph& g, int v) {
-  const compiler::IrValue& iv = g.values[v];
-  return ops::int_values_of(iv.dtype, iv.constant->data(), *checked_numel(iv.sizes));
-}
-
 bool has_input(const compiler::IrNode& n, size_t i) {
   return i < n.inputs.size() && n.inputs[i] >= 0;
 }

@@ -2,6 +2,7 @@
 
 #include "baton/core/tensor.h"
 #include "ops/op_def.h"
+#include "ops/shape.h"
 
 namespace baton::cuda {
 
@@ -51,6 +52,11 @@ bool float_tensors_only(const compiler::Graph& graph, const compiler::IrNode& no
 
 bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node) {
   return tensors_of(graph, node, kEngineTypes);
+}
+
+std::vector<int64_t> constant_ints(const compiler::Graph& g, int v) {
+  const compiler::IrValue& iv = g.values[v];
+  return ops::int_values_of(iv.dtype, iv.constant->data(), *checked_numel(iv.sizes));
 }
 
 int operand_of(Lowering& ctx, int v) {

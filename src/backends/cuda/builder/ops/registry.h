@@ -120,6 +120,10 @@ bool tensors_of(const compiler::Graph& graph, const compiler::IrNode& node, DTyp
 // The same with kEngineTypes.
 bool engine_tensors(const compiler::Graph& graph, const compiler::IrNode& node);
 
+// The elements of integer constant `v` (a shape input: Slice's starts, Pad's pads, CumSum's axis,
+// Resize's sizes) as int64.
+std::vector<int64_t> constant_ints(const compiler::Graph& g, int v);
+
 // What a kernel reads for input value `v`: `v` itself, or a constant's weights (float constants
 // in the engine's activation dtype, integer and bool ones as they are).
 int operand_of(Lowering& ctx, int v);

@@ -51,8 +51,7 @@ Result<std::vector<ops::ResizeAxis>> geometry_of(const compiler::Graph& g,
     args.scales = constant_doubles(g, n.inputs[slots.scales]);
   }
   if (present(n, slots.sizes)) {
-    const compiler::IrValue& t = g.values[n.inputs[slots.sizes]];
-    args.sizes = ops::int_values_of(t.dtype, t.constant->data(), *checked_numel(t.sizes));
+    args.sizes = constant_ints(g, n.inputs[slots.sizes]);
   }
   if (args.crop_and_resize && present(n, slots.roi)) {
     args.roi = constant_doubles(g, n.inputs[slots.roi]);

@@ -14,11 +14,6 @@
 namespace baton::cuda {
 namespace {
 
-std::vector<int64_t> constant_ints(const compiler::Graph& g, int v) {
-  const compiler::IrValue& iv = g.values[v];
-  return ops::int_values_of(iv.dtype, iv.constant->data(), *checked_numel(iv.sizes));
-}
-
 // Only the data input: the shape input is a compile-time constant.
 Status lower_expand(Lowering& ctx, int index) {
   return lower_broadcast(ctx, index, "expand", "{0}", 1);
