@@ -25,7 +25,8 @@ Cases (--only / --models takes these names): resnet (batch 1), resnet32 (ResNet-
 mobilenet, squeezenet, vit, bert, gpt2 (batch 1; text at sequence 128 with an attention mask), mlp
 (bench/mlp_bench.py's 4 x (Linear 4096->4096, GELU), batch 8); also by the torchvision and
 transformers names (ALIASES: resnet50, resnet50-b32, mobilenetv3, squeezenet1_1, vit_b_16,
-bert-base, gpt2-small). Models and inputs come from
+bert-base, gpt2-small); and, only when named, densenet, efficientnet and unet (issue 38's zoo,
+batch 1). Models and inputs come from
 tests/e2e/export_real_models.py's builders (random weights, fixed seed); the ONNX file is the
 TorchScript exporter's (opset 17, symbolic batch; --shape fixes it), shared with
 bench/gpu_models.py (--models-from its --work/onnx).
@@ -74,6 +75,9 @@ import gpu_common as gc  # noqa: E402
 CASES = {"resnet": ("resnet", 1), "resnet32": ("resnet", 32), "mobilenet": ("mobilenet", 1),
          "squeezenet": ("squeezenet", 1), "vit": ("vit", 1), "bert": ("bert", 1), "gpt2": ("gpt2", 1),
          "mlp": ("mlp", 8)}
+# Issue 38's zoo rows (batch 1): only when named by --only, so the default run stays the eight above.
+ZOO_CASES = {"densenet": ("densenet", 1), "efficientnet": ("efficientnet", 1), "unet": ("unet", 1)}
+CASES.update(ZOO_CASES)
 # Other names a case is known by (--only / --models).
 ALIASES = {"resnet50": "resnet", "resnet-50": "resnet", "resnet50-b32": "resnet32", "resnet50_b32": "resnet32",
            "mobilenetv3": "mobilenet", "mobilenet_v3_large": "mobilenet", "mobilenetv3-large": "mobilenet",
@@ -349,7 +353,7 @@ def main():
     unknown = [n for n in wanted if n not in CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown} (known: {', '.join(CASES)}; aliases: {', '.join(ALIASES)})")
-    names = [n for n in CASES if not wanted or n in wanted]
+    names = [n for n in CASES if (n in wanted if wanted else n not in ZOO_CASES)]
     runners = [r for r in gc.split_list(args.runners) if not (args.no_max_autotune and r == "max-autotune")]
     bad = [r for r in runners if r not in RUNNERS]
     if bad:
@@ -378,7 +382,7 @@ def main():
 
     # Exports (TorchScript, symbolic batch: one per family) and inputs, in a process pool; only the
     # baton runner needs them.
-    families = sorted({CASES[n][0] for n in names}, key=lambda f: (gc.FAMILY_ORDER + ["mlp"]).index(f))
+    families = sorted({CASES[n][0] for n in names}, key=lambda f: (gc.FAMILY_ORDER + ["mlp"] + gc.ZOO_ORDER).index(f))
     if "baton" not in runners:
         families = []
     pool = cf.ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn"))
