@@ -35,19 +35,6 @@ std::vector<uint8_t> bytes_of(const std::vector<double>& values, DType dtype) {
   return bytes;
 }
 
-// Whether the BatchNormalization normalizes per channel with running statistics and produces Y
-// only (its training outputs, where a model lists them, would need the batch's statistics).
-bool inference_per_channel(const IrNode& bn) {
-  for (size_t o = 1; o < bn.outputs.size(); ++o) {
-    if (bn.outputs[o] >= 0) return false;
-  }
-  if (bn.def == nullptr || bn.inputs.size() != 5) return false;
-  if (bn.def->attr_index("spatial") >= 0 && bn.attr_int("spatial") != 1) return false;
-  if (bn.def->attr_index("is_test") >= 0 && bn.attr_int("is_test") == 0) return false;
-  if (bn.def->attr_index("training_mode") >= 0 && bn.attr_int("training_mode") != 0) return false;
-  return true;
-}
-
 }  // namespace
 
 Result<size_t> fold_batch_norm_into_conv(Graph& graph) {
@@ -58,7 +45,7 @@ Result<size_t> fold_batch_norm_into_conv(Graph& graph) {
   for (size_t n = 0; n < original; ++n) {
     const IrNode& bn = graph.nodes[n];
     if (bn.dead || !bn.domain.empty() || bn.op_type != "BatchNormalization") continue;
-    if (!inference_per_channel(bn)) continue;
+    if (!inference_batch_norm(bn)) continue;
     const int y = bn.inputs[0];
     const int c = producer_of(graph, y, "Conv");
     if (c < 0 || !uses.single_use(y)) continue;

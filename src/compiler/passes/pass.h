@@ -80,5 +80,6 @@ Result<size_t> fuse_conv_epilogue(Graph& graph);               // fuse_conv.cpp
 Result<size_t> rewrite_conv_1d(Graph& graph);                  // conv_1d.cpp
 Result<size_t> rewrite_einsum_as_matmul(Graph& graph);         // einsum.cpp
 Result<size_t> rewrite_pow_square(Graph& graph);               // pow_square.cpp
+Result<size_t> rewrite_batch_norm_as_affine(Graph& graph);     // bn_affine.cpp
 
 }  // namespace baton::compiler

@@ -17,6 +17,11 @@ const std::vector<PassDef>& optimizer_passes() {
        "inference BatchNormalization after a Conv with constant weights -> folded into the "
        "Conv's weights and bias",
        &fold_batch_norm_into_conv, "", "Conv"},
+      // After bn-conv: only what it could not fold.
+      {"bn-affine",
+       "an inference BatchNormalization no Conv takes -> Mul and Add by per-channel constants "
+       "(GPU compiles only: they fuse with the elementwise ops around them)",
+       &rewrite_batch_norm_as_affine, "", "Mul", /*gpu_only=*/true},
       // After bn-conv, which folds a BatchNormalization into the 1-D Conv before it.
       {"conv-1d",
        "a 1-D Conv or ConvTranspose -> Unsqueeze, the 2-D op over a height of 1, Squeeze (GPU "

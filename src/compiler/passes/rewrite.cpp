@@ -56,6 +56,17 @@ std::optional<std::vector<double>> constant_as_doubles(const Graph& graph, int v
   return out;
 }
 
+bool inference_batch_norm(const IrNode& bn) {
+  for (size_t o = 1; o < bn.outputs.size(); ++o) {
+    if (bn.outputs[o] >= 0) return false;
+  }
+  if (bn.def == nullptr || bn.inputs.size() != 5) return false;
+  if (bn.def->attr_index("spatial") >= 0 && bn.attr_int("spatial") != 1) return false;
+  if (bn.def->attr_index("is_test") >= 0 && bn.attr_int("is_test") == 0) return false;
+  if (bn.def->attr_index("training_mode") >= 0 && bn.attr_int("training_mode") != 0) return false;
+  return true;
+}
+
 std::optional<double> scalar_constant(const Graph& graph, int value) {
   if (value < 0 || !graph.values[value].constant) return std::nullopt;
   if (ops::product(graph.values[value].sizes) != 1) return std::nullopt;

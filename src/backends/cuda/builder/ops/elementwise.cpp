@@ -192,7 +192,15 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
         in.literal = true;
         in.value = ctx.constant_floats(v)[0];
       } else {
-        const int src = iv.constant ? ctx.weight(v, ctx.activation_dtype()) : v;
+        // A constant the size of the output is stored like an activation; a smaller one that
+        // broadcasts (a normalization's per-channel scale and shift, bn-affine's) stays float32:
+        // it costs no bandwidth to speak of, and a float16 scale would add its own rounding to
+        // every element.
+        const auto numel = checked_numel(iv.sizes);
+        const bool broadcast = numel.has_value() && *numel < checked_numel(k.sizes).value_or(0);
+        const int src = !iv.constant ? v
+                        : broadcast  ? ctx.weight(v, DType::Float32)
+                                     : ctx.weight(v, ctx.activation_dtype());
         in.dtype = ctx.dtype_of(src);
         // The input's strides (as stored) broadcast to the output's logical dimensions (0 along
         // broadcast dimensions), then put in the kernel's dimension order.
