@@ -95,11 +95,16 @@ for t in "$HERE"/bin/*_test; do
   name=$(basename "$t")
   selected "$name" || continue
   # The conformance test compiles every case in four precisions, timing each engine's choices
-  # on the GPU: about 4 minutes on an H100, so it gets more than the others; cuda_gpu_test takes
+  # on the GPU: about 7 minutes on an H200, so it gets more than the others; cuda_gpu_test takes
   # about 3.5 minutes alone and more beside another suite.
   limit=${BATON_TEST_TIMEOUT:-240}
   [ "$name" = cuda_conformance_test ] && limit=${BATON_TEST_TIMEOUT:-600}
   [ "$name" = cuda_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
+  # The dynamic GPU test times GEMM and cuDNN choices at load for every family and precision
+  # (2 to 17 s each): about 270 s on an H200. The node tests run every suite on the CPU, build
+  # every GPU case for sm_90 and run them on cuda:0.
+  [ "$name" = cuda_dynamic_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
+  [ "$name" = onnx_node_test ] && limit=${BATON_TEST_TIMEOUT:-480}
   started=$(date +%s)
   timeout "$limit" "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
   rc=$?
