@@ -3,9 +3,11 @@
 // object: the median, p90, min and the device time of each delegate.
 //
 //   baton_bench PROGRAM.baton [--iterations N] [--warmup N] [--threads N] [--input FILE.npy]...
-//               [--load-option KEY=VALUE]...
+//               [--load-option KEY=VALUE]... [--samples]
 // --threads: MethodOptions::threads, the CPU kernels' threads (default 0: one per CPU).
 // --load-option: a load option (docs/options.md), e.g. cuda_graphs=0.
+// --samples: add "samples_ms", every timed call's wall ms in order (bench/cpu_bench.py pools the
+// samples of interleaved rounds).
 // Inputs are the given .npy files in input order, else uniform in [-1, 1) (float inputs only).
 // --versus OTHER.baton: a second program of the same model (another build, or the static program
 // at the shape a dynamic one is given), loaded in the same process with the same options and
@@ -46,8 +48,15 @@ int main(int argc, char** argv) {
   int iterations = 200, warmup = 20;
   baton::runtime::MethodOptions options;
   std::vector<std::string> files;
+  bool samples = false;
   std::string versus;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
+    if (std::strcmp(argv[i], "--samples") == 0) {  // the one flag without a value
+      samples = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--warmup") == 0) warmup = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
@@ -173,10 +182,18 @@ int main(int argc, char** argv) {
                        : std::string("null")) +
                   ", ";
   }
+  std::string samples_json;
+  if (samples) {
+    samples_json = "\"samples_ms\": [";
+    for (size_t i = 0; i < wall.size(); ++i) {
+      samples_json += (i > 0 ? ", " : "") + std::to_string(wall[i]);
+    }
+    samples_json += "], ";
+  }
   std::printf(
       "{\"median_ms\": %.5f, \"p90_ms\": %.5f, \"min_ms\": %.5f, \"device_median_ms\": %.5f, "
-      "%s\"iterations\": %d, \"warmup\": %d}\n",
+      "%s%s\"iterations\": %d, \"warmup\": %d}\n",
       quantile(wall, 0.5), quantile(wall, 0.9), quantile(wall, 0.0), quantile(device, 0.5),
-      versus_json.c_str(), iterations, warmup);
+      versus_json.c_str(), samples_json.c_str(), iterations, warmup);
   return 0;
 }
