@@ -279,6 +279,15 @@ class Importer {
       case onnx::AttributeProto::FLOATS:
         out.value = ops::AttrValue::of_floats({a.floats().begin(), a.floats().end()});
         break;
+      case onnx::AttributeProto::STRINGS: {
+        // Baton's attributes have no list of strings: the list is carried as one string joined
+        // by ',' (an attribute of kind String in the definition, which splits it again). The
+        // recurrent layers' `activations` is the one such attribute.
+        std::string joined;
+        for (const std::string& s : a.strings()) joined += (joined.empty() ? "" : ",") + s;
+        out.value = ops::AttrValue::of_string(std::move(joined));
+        break;
+      }
       case onnx::AttributeProto::TENSOR: {
         BATON_ASSIGN_OR_RETURN(
             OnnxTensor t,

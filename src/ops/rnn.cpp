@@ -7,15 +7,134 @@
 // [directions, 3 * hidden] (i, o, f). Outputs: Y [seq, directions, batch, hidden] (layout 1:
 // [batch, seq, directions, hidden]), Y_h (and LSTM's Y_c) shaped like initial_h.
 //
-// The default activations only (Sigmoid for the gates, Tanh for the rest): a model that sets
-// `activations` is refused when its attributes are bound (Baton's attributes have no list of
-// strings), naming the attribute. `clip` is refused too (see infer).
+// `activations` (with activation_alpha and activation_beta) chooses each gate's function among
+// ONNX's list (ops/rnn.h); the importer carries the list of names as one string joined by ','.
+// `clip` is refused (see infer).
+#include "ops/rnn.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "ops/register.h"
 #include "ops/shape.h"
 
 namespace baton::ops {
+
+namespace {
+
+struct ActivationName {
+  const char* name;  // lower case
+  RnnActivation op;
+  bool alpha, beta;  // which values it takes
+  double default_alpha, default_beta;
+  bool has_default;
+};
+
+// NaN: no default (Affine, ScaledTanh).
+constexpr ActivationName kActivations[] = {
+    {"relu", RnnActivation::Relu, false, false, 0, 0, true},
+    {"tanh", RnnActivation::Tanh, false, false, 0, 0, true},
+    {"sigmoid", RnnActivation::Sigmoid, false, false, 0, 0, true},
+    {"affine", RnnActivation::Affine, true, true, 0, 0, false},
+    {"leakyrelu", RnnActivation::LeakyRelu, true, false, 0.01, 0, true},
+    {"thresholdedrelu", RnnActivation::ThresholdedRelu, true, false, 1.0, 0, true},
+    {"scaledtanh", RnnActivation::ScaledTanh, true, true, 0, 0, false},
+    {"hardsigmoid", RnnActivation::HardSigmoid, true, true, 0.2, 0.5, true},
+    {"elu", RnnActivation::Elu, true, false, 1.0, 0, true},
+    {"softsign", RnnActivation::Softsign, false, false, 0, 0, true},
+    {"softplus", RnnActivation::Softplus, false, false, 0, 0, true},
+};
+
+}  // namespace
+
+Result<std::vector<RnnFunction>> rnn_functions(std::string_view activations,
+                                               const std::vector<double>& alphas,
+                                               const std::vector<double>& betas, int per_direction,
+                                               int64_t directions, std::string_view what) {
+  std::vector<std::string> names;
+  if (activations.empty()) {
+    const std::vector<std::string> one = per_direction == 1
+                                             ? std::vector<std::string>{"tanh"}
+                                             : std::vector<std::string>{"sigmoid", "tanh", "tanh"};
+    for (int64_t d = 0; d < directions; ++d)
+      names.insert(names.end(), one.begin(), one.begin() + per_direction);
+  } else {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = activations.find(',', start);
+      names.emplace_back(activations.substr(start, comma - start));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+  }
+  BATON_CHECK_OR_RETURN(
+      names.size() == static_cast<size_t>(per_direction * directions), InvalidArgument,
+      "{}: 'activations' lists {} function(s); this layer needs {} per direction, {} in all", what,
+      names.size(), per_direction, per_direction * directions);
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RnnFunction> out;
+  for (const std::string& given : names) {
+    std::string lower = given;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const ActivationName* a = nullptr;
+    for (const ActivationName& n : kActivations) {
+      if (lower == n.name) a = &n;
+    }
+    BATON_CHECK_OR_RETURN(a != nullptr, NotSupported,
+                          "{}: activation '{}' is not one of ONNX's recurrent activations (Relu, "
+                          "Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+                          "HardSigmoid, Elu, Softsign, Softplus)",
+                          what, given);
+    RnnFunction f;
+    f.op = a->op;
+    f.alpha = a->default_alpha;
+    f.beta = a->default_beta;
+    const bool missing =
+        (a->alpha && next_alpha >= alphas.size()) || (a->beta && next_beta >= betas.size());
+    BATON_CHECK_OR_RETURN(a->has_default || !missing, InvalidArgument,
+                          "{}: activation '{}' needs its alpha and beta from "
+                          "'activation_alpha' and 'activation_beta' (which ran out)",
+                          what, given);
+    if (a->alpha && next_alpha < alphas.size()) f.alpha = alphas[next_alpha++];
+    if (a->beta && next_beta < betas.size()) f.beta = betas[next_beta++];
+    out.push_back(f);
+  }
+  return out;
+}
+
+double apply(const RnnFunction& f, double x) {
+  switch (f.op) {
+    case RnnActivation::Relu:
+      return x > 0.0 ? x : 0.0;
+    case RnnActivation::Tanh:
+      return std::tanh(x);
+    case RnnActivation::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case RnnActivation::Affine:
+      return f.alpha * x + f.beta;
+    case RnnActivation::LeakyRelu:
+      return x >= 0.0 ? x : f.alpha * x;
+    case RnnActivation::ThresholdedRelu:
+      return x > f.alpha ? x : 0.0;
+    case RnnActivation::ScaledTanh:
+      return f.alpha * std::tanh(f.beta * x);
+    case RnnActivation::HardSigmoid:
+      return std::clamp(f.alpha * x + f.beta, 0.0, 1.0);
+    case RnnActivation::Elu:
+      return x >= 0.0 ? x : f.alpha * (std::exp(x) - 1.0);
+    case RnnActivation::Softsign:
+      return x / (1.0 + std::fabs(x));
+    case RnnActivation::Softplus:
+      return std::log1p(std::exp(x));
+  }
+  return x;
+}
+
 namespace {
 
 template <int kGates>
@@ -36,6 +155,16 @@ Status infer(InferContext& ctx) {
       InvalidArgument, "{}: 'direction' is forward, reverse or bidirectional, got '{}'", ctx.what(),
       direction);
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  BATON_TRY(rnn_functions(ctx.attr_none("activations") ? "" : ctx.attr_string("activations"),
+                          ctx.attr_none("activation_alpha") ? std::vector<double>{}
+                                                            : ctx.attr_floats("activation_alpha"),
+                          ctx.attr_none("activation_beta") ? std::vector<double>{}
+                                                           : ctx.attr_floats("activation_beta"),
+                          kGates == 1   ? 1
+                          : kGates == 3 ? 2
+                                        : 3,
+                          dirs, ctx.what())
+                .status());
   const int64_t layout = ctx.def().attr_index("layout") >= 0 ? ctx.attr_int("layout") : 0;
   BATON_CHECK_OR_RETURN(layout == 0 || layout == 1, InvalidArgument,
                         "{}: 'layout' is 0 or 1, got {}", ctx.what(), layout);
@@ -96,9 +225,11 @@ void add(OpRegistry& registry, std::string_view name, int gates, std::vector<Inp
                   {"initial_h", "T", Arity::Optional}};
     def.inputs.insert(def.inputs.end(), extra.begin(), extra.end());
     def.outputs = outputs;
-    def.attrs = {attr_optional("activation_alpha", AttrKind::Floats),
+    def.attrs = {attr_optional("activations", AttrKind::String),
+                 attr_optional("activation_alpha", AttrKind::Floats),
                  attr_optional("activation_beta", AttrKind::Floats),
-                 attr_optional("clip", AttrKind::Float), attr_string("direction", "forward"),
+                 attr_optional("clip", AttrKind::Float),
+                 attr_string("direction", "forward"),
                  attr_optional("hidden_size", AttrKind::Int)};
     if (opset >= 14) def.attrs.push_back(attr_int("layout", 0));
     def.attrs.insert(def.attrs.end(), own.begin(), own.end());

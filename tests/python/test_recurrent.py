@@ -1,6 +1,7 @@
 """RNN, GRU and LSTM on the CPU against onnxruntime (issue 38), in the forms ONNX's node tests
 leave out: both directions, reverse, sequence lengths (with reverse), LSTM's input_forget and
-Y_c, GRU's linear_before_reset. `clip` and other activations are refused (below)."""
+Y_c, GRU's linear_before_reset, and activations other than the defaults, with their alphas and
+betas consumed in order. `clip` is refused (below)."""
 import numpy as np
 import pytest
 
@@ -75,10 +76,52 @@ def test_recurrent_layers_match_onnxruntime(op, direction, layout, lens, attrs):
     assert np.abs(want[1]).max() > 0.1  # not a degenerate comparison
 
 
-def test_clip_and_other_activations_are_refused():
-    m, _, _ = model("RNN", "forward", 0, False, {"activations": ["Relu"]}, np.random.default_rng(1))
-    with pytest.raises(baton.BatonError, match="activations"):
-        baton.compile(m)
+# Non-default activations: (op, direction, activations, alphas, betas). The alphas and betas are
+# consumed in order by the functions that take them; the ones left out get their defaults.
+ACTIVATION_CASES = [
+    ("RNN", "forward", ["Relu"], [], []),
+    # onnxruntime's RNN (unlike its GRU and LSTM) reads alpha i for activation i, which agrees
+    # with consuming them in order when every activation takes one.
+    ("RNN", "bidirectional", ["LeakyRelu", "Elu"], [0.2, 0.7], []),
+    ("GRU", "bidirectional", ["HardSigmoid", "Elu", "Sigmoid", "ScaledTanh"], [0.3, 0.9, 0.7], [0.45, 1.2]),
+    ("GRU", "reverse", ["sigmoid", "softplus"], [], []),
+    ("LSTM", "forward", ["HardSigmoid", "Tanh", "Softplus"], [], []),
+    ("LSTM", "reverse", ["Sigmoid", "Affine", "ThresholdedRelu"], [0.5, 0.1], [0.2]),
+    ("LSTM", "bidirectional", ["Sigmoid", "Tanh", "Relu", "HardSigmoid", "Elu", "Softsign"], [0.25, 0.8], [0.4]),
+]
+
+
+@pytest.mark.parametrize("op,direction,acts,alphas,betas", ACTIVATION_CASES)
+def test_other_activations_match_onnxruntime(op, direction, acts, alphas, betas):
+    rng = np.random.default_rng(len(acts) * 7 + len(op))
+    attrs = {"activations": acts}
+    if alphas:
+        attrs["activation_alpha"] = alphas
+    if betas:
+        attrs["activation_beta"] = betas
+    m, feeds, outputs = model(op, direction, 0, True, attrs, rng)
+    want = ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(outputs, feeds)
+    got = baton.load(baton.compile(m))(**feeds)
+    for name, g, w in zip(outputs, got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert np.abs(want[1]).max() > 0.1  # not a degenerate comparison
+    # The default activations give other results: the attribute was applied.
+    default, _, _ = model(op, direction, 0, True, {}, np.random.default_rng(len(acts) * 7 + len(op)))
+    assert np.abs(baton.load(baton.compile(default))(**feeds)[1] - want[1]).max() > 1e-3
+
+
+def test_clip_and_bad_activation_lists_are_refused():
     m, _, _ = model("LSTM", "forward", 0, False, {"clip": 0.9}, np.random.default_rng(1))
     with pytest.raises(baton.BatonError, match="'clip'"):
+        baton.compile(m)
+    m, _, _ = model("GRU", "bidirectional", 0, False, {"activations": ["Sigmoid", "Tanh"]},
+                    np.random.default_rng(1))
+    with pytest.raises(baton.BatonError, match="2 per direction, 4 in all"):
+        baton.compile(m)
+    m, _, _ = model("RNN", "forward", 0, False, {"activations": ["Gelu"]}, np.random.default_rng(1))
+    with pytest.raises(baton.BatonError, match="'Gelu' is not one of"):
+        baton.compile(m)
+    m, _, _ = model("RNN", "forward", 0, False, {"activations": ["Affine"]}, np.random.default_rng(1))
+    with pytest.raises(baton.BatonError, match="needs its alpha and beta"):
         baton.compile(m)

@@ -1,4 +1,5 @@
-// ONNX RNN, GRU and LSTM (ops/rnn.cpp) with the default activations: each direction walks each
+// ONNX RNN, GRU and LSTM (ops/rnn.cpp), with any of ONNX's activations (ops/rnn.h): each
+// direction walks each
 // sequence of the batch step by step, its gates computed as plain dot products in double (the
 // layers are small; speed is not this kernel's point yet). A sequence shorter than the input
 // (sequence_lens) stops at its length: its later Y rows are 0 and Y_h (Y_c) is its state at its
@@ -11,6 +12,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
 #include "ops/op_def.h"
+#include "ops/rnn.h"
 
 namespace baton::kernels::cpu {
 namespace {
@@ -22,9 +24,10 @@ struct Setup {
   int gates = 1;
   int64_t dirs = 1, hidden = 0, seq = 0, batch = 0, input = 0;
   bool reverse_only = false, layout1 = false, linear_before_reset = false, input_forget = false;
+  // Per direction, its functions in ONNX's order: RNN f; GRU f (gates), g (candidate); LSTM f
+  // (gates), g (cell input), h (cell output).
+  std::vector<ops::RnnFunction> fns;
 };
-
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 template <typename S>
 class RnnKernel final : public runtime::Kernel {
@@ -82,6 +85,10 @@ class RnnKernel final : public runtime::Kernel {
       const S* wb = b ? b + d * 2 * G * H : nullptr;
       const S* rb = b ? wb + G * H : nullptr;
       const S* pd = p ? p + d * 3 * H : nullptr;
+      const int per_direction = s_.cell == Cell::Rnn ? 1 : s_.cell == Cell::Gru ? 2 : 3;
+      const ops::RnnFunction& f = s_.fns[d * per_direction];
+      const ops::RnnFunction& g = s_.fns[d * per_direction + std::min(1, per_direction - 1)];
+      const ops::RnnFunction& hf = s_.fns[d * per_direction + per_direction - 1];
       for (int64_t bb = 0; bb < B; ++bb) {
         const int64_t len = lens ? std::clamp<int64_t>(lens[bb], 0, T) : T;
         for (int64_t j = 0; j < H; ++j) {
@@ -108,12 +115,12 @@ class RnnKernel final : public runtime::Kernel {
             }
           }
           if (s_.cell == Cell::Rnn) {
-            for (int64_t j = 0; j < H; ++j) h_[j] = std::tanh(g_[j]);
+            for (int64_t j = 0; j < H; ++j) h_[j] = ops::apply(f, g_[j]);
           } else if (s_.cell == Cell::Gru) {
             // z, r, then the candidate h with r applied before or after R.
             for (int64_t j = 0; j < H; ++j) {
-              g_[j] = sigmoid(g_[j]);
-              g_[H + j] = sigmoid(g_[H + j]);
+              g_[j] = ops::apply(f, g_[j]);
+              g_[H + j] = ops::apply(f, g_[H + j]);
             }
             for (int64_t j = 0; j < H; ++j) {
               const int64_t row = 2 * H + j;
@@ -127,20 +134,21 @@ class RnnKernel final : public runtime::Kernel {
                   rec += static_cast<double>(rr[i]) * g_[H + i] * h_[i];
                 rec += rb ? static_cast<double>(rb[row]) : 0.0;
               }
-              rh_[j] = std::tanh(g_[row] + rec);
+              rh_[j] = ops::apply(g, g_[row] + rec);
             }
             for (int64_t j = 0; j < H; ++j) h_[j] = (1.0 - g_[j]) * rh_[j] + g_[j] * h_[j];
           } else {
             // i, o, f, c; the peepholes read the previous cell state (i, f) and the new one (o).
             for (int64_t j = 0; j < H; ++j) {
-              const double ig = sigmoid(g_[j] + (pd ? pd[j] * c_[j] : 0.0));
-              const double fg = s_.input_forget
-                                    ? 1.0 - ig
-                                    : sigmoid(g_[2 * H + j] + (pd ? pd[2 * H + j] * c_[j] : 0.0));
-              const double cand = std::tanh(g_[3 * H + j]);
+              const double ig = ops::apply(f, g_[j] + (pd ? pd[j] * c_[j] : 0.0));
+              const double fg =
+                  s_.input_forget
+                      ? 1.0 - ig
+                      : ops::apply(f, g_[2 * H + j] + (pd ? pd[2 * H + j] * c_[j] : 0.0));
+              const double cand = ops::apply(g, g_[3 * H + j]);
               c_[j] = fg * c_[j] + ig * cand;
-              const double og = sigmoid(g_[H + j] + (pd ? pd[H + j] * c_[j] : 0.0));
-              h_[j] = og * std::tanh(c_[j]);
+              const double og = ops::apply(f, g_[H + j] + (pd ? pd[H + j] * c_[j] : 0.0));
+              h_[j] = og * ops::apply(hf, c_[j]);
             }
           }
           if (y != nullptr) {
@@ -185,6 +193,16 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   if constexpr (kCell == Cell::Gru)
     s.linear_before_reset = call.attr_int("linear_before_reset") != 0;
   if constexpr (kCell == Cell::Lstm) s.input_forget = call.attr_int("input_forget") != 0;
+  const std::span<const double> alphas = call.attr_floats("activation_alpha"),
+                                betas = call.attr_floats("activation_beta");
+  BATON_ASSIGN_OR_RETURN(s.fns,
+                         ops::rnn_functions(call.attr_string("activations"),
+                                            std::vector<double>(alphas.begin(), alphas.end()),
+                                            std::vector<double>(betas.begin(), betas.end()),
+                                            s.gates == 1   ? 1
+                                            : s.gates == 3 ? 2
+                                                           : 3,
+                                            s.dirs, call.describe()));
   BATON_CHECK_OR_RETURN(!call.dynamic, NotSupported,
                         "{}: recurrent layers run at one shape here: fix the shapes with --shape",
                         call.describe());
