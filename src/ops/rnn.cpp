@@ -143,12 +143,9 @@ Status infer(InferContext& ctx) {
                         "{}: X, W and R must be 3-D, got {}, {} and {}", ctx.what(),
                         shape_to_string(ctx.sizes(0)), shape_to_string(ctx.sizes(1)),
                         shape_to_string(ctx.sizes(2)));
-  // Where onnxruntime clips (which pre-activations, before or after the peepholes) was not
-  // matched: refused rather than computed differently.
-  BATON_CHECK_OR_RETURN(ctx.attr_none("clip"), NotSupported,
-                        "{}: attribute 'clip' is not supported (remove it, or run this layer "
-                        "elsewhere)",
-                        ctx.what());
+  BATON_CHECK_OR_RETURN(ctx.attr_none("clip") || ctx.attr_float("clip") > 0.0, InvalidArgument,
+                        "{}: 'clip' is a positive threshold, got {}", ctx.what(),
+                        ctx.attr_float("clip"));
   const std::string& direction = ctx.attr_string("direction");
   BATON_CHECK_OR_RETURN(
       direction == "forward" || direction == "reverse" || direction == "bidirectional",

@@ -1,7 +1,7 @@
 """RNN, GRU and LSTM on the CPU against onnxruntime (issue 38), in the forms ONNX's node tests
 leave out: both directions, reverse, sequence lengths (with reverse), LSTM's input_forget and
 Y_c, GRU's linear_before_reset, and activations other than the defaults, with their alphas and
-betas consumed in order. `clip` is refused (below)."""
+betas consumed in order, and `clip`."""
 import numpy as np
 import pytest
 
@@ -111,9 +111,34 @@ def test_other_activations_match_onnxruntime(op, direction, acts, alphas, betas)
     assert np.abs(baton.load(baton.compile(default))(**feeds)[1] - want[1]).max() > 1e-3
 
 
-def test_clip_and_bad_activation_lists_are_refused():
-    m, _, _ = model("LSTM", "forward", 0, False, {"clip": 0.9}, np.random.default_rng(1))
-    with pytest.raises(baton.BatonError, match="'clip'"):
+# `clip` bounds the gates' and candidates' pre-activations to [-clip, clip] (LSTM's gates after
+# their peepholes; its cell state reaches the output function unclipped, as onnxruntime
+# computes it). Small clips, so that most values are clipped.
+CLIP_CASES = [
+    ("RNN", "bidirectional", 0.3, {}),
+    ("GRU", "forward", 0.4, {}),
+    ("GRU", "reverse", 0.25, {"linear_before_reset": 1}),
+    ("LSTM", "bidirectional", 0.35, {}),
+    ("LSTM", "forward", 0.2, {"activations": ["HardSigmoid", "Elu", "Softplus"]}),
+]
+
+
+@pytest.mark.parametrize("op,direction,clip,attrs", CLIP_CASES)
+def test_clip_matches_onnxruntime(op, direction, clip, attrs):
+    rng = np.random.default_rng(int(clip * 100))
+    m, feeds, outputs = model(op, direction, 0, True, dict(attrs, clip=clip), rng)
+    want = ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(outputs, feeds)
+    got = baton.load(baton.compile(m))(**feeds)
+    for name, g, w in zip(outputs, got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+    unclipped, _, _ = model(op, direction, 0, True, attrs, np.random.default_rng(int(clip * 100)))
+    assert np.abs(baton.load(baton.compile(unclipped))(**feeds)[1] - want[1]).max() > 1e-3
+
+
+def test_bad_clips_and_activation_lists_are_refused():
+    m, _, _ = model("LSTM", "forward", 0, False, {"clip": -0.5}, np.random.default_rng(1))
+    with pytest.raises(baton.BatonError, match="'clip' is a positive threshold"):
         baton.compile(m)
     m, _, _ = model("GRU", "bidirectional", 0, False, {"activations": ["Sigmoid", "Tanh"]},
                     np.random.default_rng(1))

@@ -7,6 +7,7 @@
 // so run() allocates nothing.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
@@ -27,6 +28,9 @@ struct Setup {
   // Per direction, its functions in ONNX's order: RNN f; GRU f (gates), g (candidate); LSTM f
   // (gates), g (cell input), h (cell output).
   std::vector<ops::RnnFunction> fns;
+  // `clip`: the gates' and the candidates' pre-activations (LSTM's gates after their peepholes)
+  // are bounded to [-clip, clip] before their functions; infinity when absent.
+  double clip = 0.0;
 };
 
 template <typename S>
@@ -89,6 +93,10 @@ class RnnKernel final : public runtime::Kernel {
       const ops::RnnFunction& f = s_.fns[d * per_direction];
       const ops::RnnFunction& g = s_.fns[d * per_direction + std::min(1, per_direction - 1)];
       const ops::RnnFunction& hf = s_.fns[d * per_direction + per_direction - 1];
+      const double clip = s_.clip;
+      auto act = [clip](const ops::RnnFunction& fn, double v) {
+        return ops::apply(fn, std::clamp(v, -clip, clip));
+      };
       for (int64_t bb = 0; bb < B; ++bb) {
         const int64_t len = lens ? std::clamp<int64_t>(lens[bb], 0, T) : T;
         for (int64_t j = 0; j < H; ++j) {
@@ -115,12 +123,12 @@ class RnnKernel final : public runtime::Kernel {
             }
           }
           if (s_.cell == Cell::Rnn) {
-            for (int64_t j = 0; j < H; ++j) h_[j] = ops::apply(f, g_[j]);
+            for (int64_t j = 0; j < H; ++j) h_[j] = act(f, g_[j]);
           } else if (s_.cell == Cell::Gru) {
             // z, r, then the candidate h with r applied before or after R.
             for (int64_t j = 0; j < H; ++j) {
-              g_[j] = ops::apply(f, g_[j]);
-              g_[H + j] = ops::apply(f, g_[H + j]);
+              g_[j] = act(f, g_[j]);
+              g_[H + j] = act(f, g_[H + j]);
             }
             for (int64_t j = 0; j < H; ++j) {
               const int64_t row = 2 * H + j;
@@ -134,20 +142,21 @@ class RnnKernel final : public runtime::Kernel {
                   rec += static_cast<double>(rr[i]) * g_[H + i] * h_[i];
                 rec += rb ? static_cast<double>(rb[row]) : 0.0;
               }
-              rh_[j] = ops::apply(g, g_[row] + rec);
+              rh_[j] = act(g, g_[row] + rec);
             }
             for (int64_t j = 0; j < H; ++j) h_[j] = (1.0 - g_[j]) * rh_[j] + g_[j] * h_[j];
           } else {
             // i, o, f, c; the peepholes read the previous cell state (i, f) and the new one (o).
             for (int64_t j = 0; j < H; ++j) {
-              const double ig = ops::apply(f, g_[j] + (pd ? pd[j] * c_[j] : 0.0));
-              const double fg =
-                  s_.input_forget
-                      ? 1.0 - ig
-                      : ops::apply(f, g_[2 * H + j] + (pd ? pd[2 * H + j] * c_[j] : 0.0));
-              const double cand = ops::apply(g, g_[3 * H + j]);
+              const double ig = act(f, g_[j] + (pd ? pd[j] * c_[j] : 0.0));
+              const double fg = s_.input_forget
+                                    ? 1.0 - ig
+                                    : act(f, g_[2 * H + j] + (pd ? pd[2 * H + j] * c_[j] : 0.0));
+              const double cand = act(g, g_[3 * H + j]);
               c_[j] = fg * c_[j] + ig * cand;
-              const double og = ops::apply(f, g_[H + j] + (pd ? pd[H + j] * c_[j] : 0.0));
+              const double og = act(f, g_[H + j] + (pd ? pd[H + j] * c_[j] : 0.0));
+              // The cell state reaches its output function unclipped, as onnxruntime computes it
+              // (ONNX says only that clip bounds the activations' inputs).
               h_[j] = og * ops::apply(hf, c_[j]);
             }
           }
@@ -203,6 +212,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
                                             : s.gates == 3 ? 2
                                                            : 3,
                                             s.dirs, call.describe()));
+  s.clip = call.attr("clip").is_none() ? std::numeric_limits<double>::infinity()
+                                       : call.attr_float("clip");
   BATON_CHECK_OR_RETURN(!call.dynamic, NotSupported,
                         "{}: recurrent layers run at one shape here: fix the shapes with --shape",
                         call.describe());
