@@ -9,7 +9,7 @@
 //
 // `activations` (with activation_alpha and activation_beta) chooses each gate's function among
 // ONNX's list (ops/rnn.h); the importer carries the list of names as one string joined by ','.
-// `clip` is refused (see infer).
+// `clip` bounds the pre-activations (kernels/cpu/op_rnn.cpp says which ones).
 #include "ops/rnn.h"
 
 #include <algorithm>
