@@ -74,24 +74,39 @@ void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
   ctx_ = ctx;
   count_ = count;
   next_.store(0, std::memory_order_relaxed);
-  busy_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
   {
     // Under the mutex, so that a worker about to sleep either sees the new generation in its
-    // wait predicate or is already waiting when notify_all comes.
+    // wait predicate or is already waiting when notify_all comes. The previous job is closed with
+    // no worker inside, so the new state is the next generation, open, nobody joined.
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    const uint64_t next = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+    state_.store(next << kGenerationShift, std::memory_order_release);
   }
   wake_.notify_all();
   take_tasks(0);
-  // Every worker checks in, even one that found no task left: the next job may only be written
-  // once no worker can still be reading this one.
-  for (unsigned spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
+  // No task left to take: close the job, so that a worker that has not joined yet never will,
+  // and wait for those that did (each finishing the task it took).
+  uint64_t state = state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  for (unsigned spins = 0; (state & kJoinedMask) != 0; ++spins) {
     if (spins < 4096) {
       cpu_relax();
     } else {
       std::this_thread::yield();
     }
+    state = state_.load(std::memory_order_acquire);
   }
+}
+
+bool ThreadPool::join(uint64_t generation) {
+  uint64_t state = state_.load(std::memory_order_acquire);
+  while (generation_of(state) == generation && (state & kClosed) == 0) {
+    if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      joins_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
 }
 
 void ThreadPool::work_loop(unsigned slot) {
@@ -100,7 +115,7 @@ void ThreadPool::work_loop(unsigned slot) {
     const auto spun_from = std::chrono::steady_clock::now();
     bool found = false, yielding = false;
     for (unsigned spins = 0;; ++spins) {
-      if (generation_.load(std::memory_order_acquire) != seen) {
+      if (generation_of(state_.load(std::memory_order_acquire)) != seen) {
         found = true;
         break;
       }
@@ -121,13 +136,16 @@ void ThreadPool::work_loop(unsigned slot) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
         return stopping_.load(std::memory_order_relaxed) ||
-               generation_.load(std::memory_order_acquire) != seen;
+               generation_of(state_.load(std::memory_order_acquire)) != seen;
       });
       if (stopping_.load(std::memory_order_relaxed)) return;
     }
-    seen = generation_.load(std::memory_order_acquire);
+    seen = generation_of(state_.load(std::memory_order_acquire));
+    // Too late (the caller already took every task and closed the job): nothing to do; the job's
+    // fields may already be the next job's, so they are not read.
+    if (!join(seen)) continue;
     take_tasks(slot);
-    busy_.fetch_sub(1, std::memory_order_release);
+    state_.fetch_sub(1, std::memory_order_release);
   }
 }
 

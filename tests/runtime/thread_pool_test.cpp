@@ -70,6 +70,43 @@ TEST(ThreadPool, JobsBackToBackAndAfterSleepingComplete) {
   EXPECT_EQ(pool.dispatched(), 200u);
 }
 
+// Many short jobs back to back, with more threads than this machine has cores: workers often wake
+// after the caller has run every task and closed the job. Such a worker must take no task of the
+// next job through the closed one's function: every task of every job runs exactly once, by its
+// own job's function, and parallel_for returns only when they all have.
+TEST(ThreadPool, LateWorkersNeverRunAClosedJobsTasks) {
+  for (unsigned threads : {2u, 5u}) {
+    SCOPED_TRACE(threads);
+    ThreadPool pool(threads);
+    constexpr int kJobs = 3000;
+    constexpr int64_t kTasks = 3;
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(kJobs * kTasks));
+    for (int job = 0; job < kJobs; ++job) {
+      pool.parallel_for(kTasks, [&runs, job](int64_t i, unsigned) {
+        runs[static_cast<size_t>(job * kTasks + i)].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < kTasks; ++i) {
+        ASSERT_EQ(runs[static_cast<size_t>(job * kTasks + i)].load(), 1)
+            << "job " << job << " task " << i;
+      }
+    }
+    EXPECT_EQ(pool.dispatched(), static_cast<uint64_t>(kJobs));
+    EXPECT_LE(pool.joins(), static_cast<uint64_t>(kJobs) * (threads - 1));
+  }
+}
+
+// A job long enough for the workers to wake has them join: the caller does not do it all alone.
+TEST(ThreadPool, WorkersJoinJobsLongEnoughToWakeThem) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> per_slot(3);
+  pool.parallel_for(200, [&](int64_t, unsigned slot) {
+    per_slot[slot].fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  });
+  EXPECT_GE(pool.joins(), 1u);
+  EXPECT_GT(per_slot[1].load() + per_slot[2].load(), 0);
+}
+
 TEST(ThreadPool, AvailableCpusIsPositive) { EXPECT_GE(ThreadPool::available_cpus(), 1u); }
 
 // Threads of this process, from /proc.
