@@ -748,8 +748,19 @@ TEST(Recurrent, Errors) {
       Error::InvalidArgument, "GRU", "R is [1, 12, 5]; it must be [1, 12, 4]");
   expect_error(lstm().input(t({1, 16})).infer(), Error::InvalidArgument, "LSTM",
                "B is [1, 16]; it must be [1, 32]");
-  expect_error(lstm().attr("clip", 1.0).infer(), Error::NotSupported, "LSTM",
-               "attribute 'clip' is not supported");
+  BATON_ASSERT_OK(lstm().attr("clip", 1.0).infer());
+  expect_error(lstm().attr("clip", 0.0).infer(), Error::InvalidArgument, "LSTM",
+               "'clip' is a positive threshold, got 0");
+  BATON_ASSERT_OK(lstm().attr("activations", std::string("HardSigmoid,Elu,softplus")).infer());
+  expect_error(lstm().attr("activations", std::string("Sigmoid,Tanh")).infer(),
+               Error::InvalidArgument, "LSTM", "needs 3 per direction, 3 in all");
+  expect_error(lstm().attr("activations", std::string("Sigmoid,Tanh,Swish")).infer(),
+               Error::NotSupported, "LSTM", "activation 'Swish' is not one of");
+  expect_error(lstm()
+                   .attr("activations", std::string("Sigmoid,ScaledTanh,Tanh"))
+                   .attr("activation_alpha", std::vector<double>{0.5})
+                   .infer(),
+               Error::InvalidArgument, "LSTM", "activation 'ScaledTanh' needs its alpha and beta");
 }
 
 // ---- Trilu --------------------------------------------------------------------------------------

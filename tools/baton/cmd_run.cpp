@@ -17,6 +17,7 @@
 #include "baton/runtime/program.h"
 #include "commands.h"
 #include "gpu_run.h"
+#include "kernels/cpu/blas.h"
 #include "report_file.h"
 #include "run_common.h"
 
@@ -291,6 +292,13 @@ Status run_run(const RunArgs& args) {
                 duration_text(Millis(program_loaded - load_start).count()).c_str(),
                 duration_text(Millis(method_loaded - program_loaded).count()).c_str());
     std::printf("cpu threads %u\n", method->cpu_threads());
+    const kernels::cpu::BlasKernels blas = kernels::cpu::blas_kernels();
+    if (!blas.replaced.empty()) {
+      std::printf(
+          "cpu blas: OpenBLAS's %s kernels (it chose %s for this CPU, whose model it does "
+          "not know; OPENBLAS_CORETYPE overrides)\n",
+          blas.core.c_str(), blas.replaced.c_str());
+    }
     std::printf("cpu kernel scratch %s\n", size_text(method->scratch_bytes()).c_str());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const runtime::TensorInfo info = method->input_info(i);

@@ -3,11 +3,61 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "baton/core/dtype.h"
 
+// OpenBLAS's own (exported by its DYNAMIC_ARCH builds): gotoblas_dynamic_init chooses the kernels
+// (OPENBLAS_CORETYPE when set, else by the CPU's model) unless some are chosen; quit forgets
+// them. Weak: an OpenBLAS built for one CPU has neither, and then nothing is re-selected.
+extern "C" {
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+}
+
 namespace baton::kernels::cpu {
+
+bool blas_core_before_avx2(std::string_view core) {
+  for (std::string_view old :
+       {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Katmai",
+        "Coppermine", "Northwood", "Banias", "Atom", "Athlon", "Opteron", "Opteron(SSE3)",
+        "Barcelona", "Bobcat", "Nano", "Generic"}) {
+    if (core == old) return true;
+  }
+  return false;
+}
+
 namespace {
+
+// Runs when the library loads (after OpenBLAS's own initialization, a library it depends on),
+// before any thread can call BLAS: see blas.h.
+std::string& replaced_kernels() {
+  static std::string replaced;
+  return replaced;
+}
+const bool kUserChoice = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+const bool kKernelsSelected = [] {
+  if (kUserChoice) return false;  // the user's choice
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return false;
+  const char* chosen = openblas_get_corename();
+  if (chosen == nullptr || !blas_core_before_avx2(chosen)) return false;
+  __builtin_cpu_init();
+  const char* better = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    better = "SkylakeX";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    better = "Haswell";
+  }
+  if (better == nullptr) return false;
+  const std::string before = chosen;
+  setenv("OPENBLAS_CORETYPE", better, 0);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  replaced_kernels() = before;
+  return true;
+}();
 
 // Where OpenBLAS takes its allocating small-matrix path (kernel/x86_64 small-matrix permit);
 // a single row goes to GEMV instead.
@@ -35,6 +85,12 @@ void gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double* a, 
 }
 
 }  // namespace
+
+BlasKernels blas_kernels() {
+  (void)kKernelsSelected;
+  const char* core = openblas_get_corename();
+  return {core != nullptr ? core : "", replaced_kernels(), kUserChoice};
+}
 
 size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   return small_untransposed(trans_a, trans_b, m, n, k) ? static_cast<size_t>(k * n) : 0;

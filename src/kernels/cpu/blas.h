@@ -6,14 +6,36 @@
 // execute() must not allocate; the transposed forms do not. So a small untransposed product
 // copies B, transposed, into scratch the kernel allocated at load and multiplies A * (B^T)^T.
 // The allocation-counting kernel test covers this on whatever CPU runs it.
+//
+// OpenBLAS picks its kernels by the CPU's model when the library loads, and a CPU model it does
+// not know (a cloud VM that hides it, a CPU newer than the library) gets its oldest x86-64
+// kernels: on this project's 2-core VM (AVX-512) OpenBLAS 0.3.21 chose "Prescott" (SSE3), and a
+// 4 x 1024 MLP at batch 8 ran 2.4x slower than with its SkylakeX kernels. So when the library
+// loads, Baton asks OpenBLAS which kernels it chose and, when they are older than what the CPU
+// has (AVX-512: SkylakeX; AVX2 and FMA: Haswell), re-selects them the way OpenBLAS's own
+// OPENBLAS_CORETYPE does. A user's OPENBLAS_CORETYPE is left alone, and so is an OpenBLAS built
+// for one CPU (no DYNAMIC_ARCH). `baton run` prints the kernels in use.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "runtime/thread_pool.h"
 
 namespace baton::kernels::cpu {
+
+// The OpenBLAS kernels the GEMMs run ("SkylakeX"), and the ones OpenBLAS had chosen itself when
+// Baton re-selected them ("Prescott"; empty when it did not).
+struct BlasKernels {
+  std::string core;
+  std::string replaced;
+  bool user_choice = false;  // OPENBLAS_CORETYPE was set before Baton loaded
+};
+BlasKernels blas_kernels();
+// Whether `core` (an OpenBLAS kernel set's name) is one for x86-64 CPUs without AVX2 and FMA.
+bool blas_core_before_avx2(std::string_view core);
 
 // Scratch elements gemm() needs for these arguments (0 when none).
 size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/gemm_common.h"
+#include "kernels/cpu/vector_math.h"
 #include "ops/activation.h"
 
 namespace baton::kernels::cpu {
@@ -326,7 +327,7 @@ class ConvBatchKernel : public runtime::Kernel {
         const S* zr = z + m * s_.out_count;
         for (int64_t i = 0; i < s_.out_count; ++i) row[i] += static_cast<W>(load(zr[i]));
       }
-      ops::apply_activation(act_, row, s_.out_count);
+      vmath::apply_activation(act_, row, s_.out_count);
     });
   }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/gemm_common.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vector_math.h"
 #include "ops/activation.h"
 #include "ops/op_def.h"
 
@@ -86,7 +87,7 @@ class LinearKernel final : public runtime::Kernel {
             if (bias) {
               for (int64_t j = 0; j < cols; ++j) row[j] += static_cast<W>(load(bias[column + j]));
             }
-            ops::apply_activation(act_, row, cols);
+            vmath::apply_activation(act_, row, cols);
             if constexpr (!kDirect) {
               for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = store<S>(row[j]);
             }

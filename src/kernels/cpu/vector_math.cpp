@@ -47,4 +47,17 @@ BATON_VMATH_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
   }
 }
 
+void apply_activation(const ops::Activation& act, float* y, int64_t n) {
+  if (act.op == "Gelu") return gelu_f32(y, y, n);
+  if (act.op == "Sigmoid") return sigmoid_f32(y, y, n);
+  if (act.op == "Tanh") return tanh_f32(y, y, n);
+  if (act.op == "Exp") return exp_f32(y, y, n);
+  if (act.op == "Erf") return erf_f32(y, y, n);
+  ops::apply_activation(act, y, n);
+}
+
+void apply_activation(const ops::Activation& act, double* y, int64_t n) {
+  ops::apply_activation(act, y, n);
+}
+
 }  // namespace baton::kernels::cpu::vmath

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "ops/activation.h"
+
 namespace baton::kernels::cpu::vmath {
 
 // The largest float whose e^x is finite, and the one below which e^x rounds to zero.
@@ -165,5 +167,12 @@ void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
 void erf_f32(const float* x, float* y, int64_t n);
 void gelu_f32(const float* x, float* y, int64_t n);
+
+// A fused activation (ops/activation.h: a Linear's or a convolution's epilogue) over y in place:
+// the array forms above for Gelu, Sigmoid, Tanh, Exp and Erf, ops::apply_activation's scalar loop
+// for the rest (and for double). BERT's FFN GELU over 64 x 1024 values took 0.75 ms through the
+// scalar std::erfc on this project's 2-core VM, as long as the GEMM before it.
+void apply_activation(const ops::Activation& act, float* y, int64_t n);
+void apply_activation(const ops::Activation& act, double* y, int64_t n);
 
 }  // namespace baton::kernels::cpu::vmath
