@@ -27,7 +27,6 @@ Result<size_t> rewrite_batch_norm_as_affine(Graph& graph) {
   const size_t original = graph.nodes.size();
   for (size_t n = 0; n < original; ++n) {
     const IrNode& bn = graph.nodes[n];
-    if (bn.dead || !bn.domain.empty() || bn.op_type != "BatchNormalization") continue;
     if (!inference_batch_norm(bn)) continue;
     const int x = bn.inputs[0], y = bn.outputs[0];
     const IrValue& xv = graph.values[x];

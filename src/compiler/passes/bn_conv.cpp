@@ -44,7 +44,6 @@ Result<size_t> fold_batch_norm_into_conv(Graph& graph) {
   const size_t original = graph.nodes.size();
   for (size_t n = 0; n < original; ++n) {
     const IrNode& bn = graph.nodes[n];
-    if (bn.dead || !bn.domain.empty() || bn.op_type != "BatchNormalization") continue;
     if (!inference_batch_norm(bn)) continue;
     const int y = bn.inputs[0];
     const int c = producer_of(graph, y, "Conv");

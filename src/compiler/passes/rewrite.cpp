@@ -57,6 +57,7 @@ std::optional<std::vector<double>> constant_as_doubles(const Graph& graph, int v
 }
 
 bool inference_batch_norm(const IrNode& bn) {
+  if (bn.dead || !bn.domain.empty() || bn.op_type != "BatchNormalization") return false;
   for (size_t o = 1; o < bn.outputs.size(); ++o) {
     if (bn.outputs[o] >= 0) return false;
   }

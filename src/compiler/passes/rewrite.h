@@ -37,9 +37,10 @@ class Uses {
 // The live node producing `value` when its op is `op_type` (ai.onnx domain), else -1.
 int producer_of(const Graph& graph, int value, std::string_view op_type);
 
-// Whether a BatchNormalization normalizes per channel with running statistics and produces Y
-// only (its training outputs, where a model lists them, would need the batch's statistics).
-bool inference_batch_norm(const IrNode& bn);
+// Whether `node` is a live ai.onnx BatchNormalization that normalizes per channel with running
+// statistics and produces Y only (its training outputs, where a model lists them, would need the
+// batch's statistics).
+bool inference_batch_norm(const IrNode& node);
 
 // The value of a one-element constant (any numeric dtype), if `value` is one.
 std::optional<double> scalar_constant(const Graph& graph, int value);

@@ -30,6 +30,50 @@
 namespace baton::cuda {
 namespace {
 
+// The kernel lines giving output element i's coordinates n, k, oh and ow, walking the output in
+// the order it is stored (N, H, W, K channels-last; N, K, H, W row-major).
+std::string output_coordinates(KernelArgs& args, bool nhwc, int64_t k, int64_t oh, int64_t ow,
+                               int64_t count) {
+  if (nhwc) {
+    return fmt::format(
+        "    const long long p = {}, k = i - p * {};\n"
+        "    const long long q = {}, ow = p - q * {};\n"
+        "    const long long n = {}, oh = q - n * {};\n",
+        args.quotient("i", k, count), args.value(k), args.quotient("p", ow, count), args.value(ow),
+        args.quotient("q", oh, count), args.value(oh));
+  }
+  return fmt::format(
+      "    const long long p = {}, ow = i - p * {};\n"
+      "    const long long q = {}, oh = p - q * {};\n"
+      "    const long long n = {}, k = q - n * {};\n",
+      args.quotient("i", ow, count), args.value(ow), args.quotient("p", oh, count), args.value(oh),
+      args.quotient("q", k, count), args.value(k));
+}
+
+// The loops over the filter taps (r, q2) that reach output (oh, ow), each giving the input pixel
+// (ih, iw) it reads (in_h and in_w: the input's height and width in the kernel); the caller's
+// body goes inside, then kCloseTaps.
+std::string open_taps(const compiler::IrNode& n, int64_t kh, int64_t kw, const std::string& in_h,
+                      const std::string& in_w) {
+  // Canonical form (ops/conv.cpp): explicit pads (begin..., end...), strides and dilations.
+  const std::vector<int64_t> strides = n.attr_ints("strides");
+  const std::vector<int64_t> dilations = n.attr_ints("dilations");
+  const std::vector<int64_t> pads = n.attr_ints("pads");
+  return fmt::format(
+      "    for (int r = 0; r < {0}; ++r) {{\n"
+      "      const long long th = oh + {1}LL - r * {2}LL;\n"
+      "      if (th < 0 || th % {3}LL != 0) continue;\n"
+      "      const long long ih = th / {3}LL;\n"
+      "      if (ih >= {4}) continue;\n"
+      "      for (int q2 = 0; q2 < {5}; ++q2) {{\n"
+      "        const long long tw = ow + {6}LL - q2 * {7}LL;\n"
+      "        if (tw < 0 || tw % {8}LL != 0) continue;\n"
+      "        const long long iw = tw / {8}LL;\n"
+      "        if (iw >= {9}) continue;\n",
+      kh, pads[0], dilations[0], strides[0], in_h, kw, pads[1], dilations[1], strides[1], in_w);
+}
+constexpr const char* kCloseTaps = "      }\n    }\n";
+
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   if (!float_tensors_only(graph, node) || node.inputs.size() < 2) return false;
   if (graph.values[node.inputs[0]].sizes.size() != 4) return false;
@@ -48,10 +92,6 @@ Status lower_grouped(Lowering& ctx, int index) {
   const int64_t c = xs[1], h = xs[2], w_in = xs[3];
   const int64_t k = ys[1], oh = ys[2], ow = ys[3];
   const int64_t cg = c / groups, kg = k / groups, kh = ws[2], kw = ws[3];
-  // Canonical form (ops/conv.cpp): explicit pads (begin..., end...), strides and dilations.
-  const std::vector<int64_t> strides = n.attr_ints("strides");
-  const std::vector<int64_t> dilations = n.attr_ints("dilations");
-  const std::vector<int64_t> pads = n.attr_ints("pads");
   const int w = ctx.weight(n.inputs[1], DType::Float32);
   const bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
   const int bias = has_bias ? ctx.weight(n.inputs[2], DType::Float32) : -1;
@@ -59,23 +99,7 @@ Status lower_grouped(Lowering& ctx, int index) {
   const int64_t count = ys[0] * k * oh * ow;
   const std::vector<int64_t> st = ctx.strides_of(x);
   KernelArgs args = ctx.kernel_args();
-  // Output coordinates of element i in storage order.
-  std::string coordinates;
-  if (nhwc) {
-    coordinates = fmt::format(
-        "    const long long p = {}, k = i - p * {};\n"
-        "    const long long q = {}, ow = p - q * {};\n"
-        "    const long long n = {}, oh = q - n * {};\n",
-        args.quotient("i", k, count), args.value(k), args.quotient("p", ow, count), args.value(ow),
-        args.quotient("q", oh, count), args.value(oh));
-  } else {
-    coordinates = fmt::format(
-        "    const long long p = {}, ow = i - p * {};\n"
-        "    const long long q = {}, oh = p - q * {};\n"
-        "    const long long n = {}, k = q - n * {};\n",
-        args.quotient("i", ow, count), args.value(ow), args.quotient("p", oh, count),
-        args.value(oh), args.quotient("q", k, count), args.value(k));
-  }
+  const std::string coordinates = output_coordinates(args, nhwc, k, oh, ow, count);
   const std::string in_h = args.value(h), in_w = args.value(w_in);
   const std::string read = fmt::format("x[n * {} + c * {} + ih * {} + iw * {}]", args.value(st[0]),
                                        args.value(st[1]), args.value(st[2]), args.value(st[3]));
@@ -88,28 +112,18 @@ Status lower_grouped(Lowering& ctx, int index) {
       "{7}"
       "    const long long g = k / {8}LL, kl = k - g * {8}LL, first = g * {9}LL;\n"
       "    float v = {10};\n"
-      "    for (int r = 0; r < {11}; ++r) {{\n"
-      "      const long long th = oh + {12}LL - r * {13}LL;\n"
-      "      if (th < 0 || th % {14}LL != 0) continue;\n"
-      "      const long long ih = th / {14}LL;\n"
-      "      if (ih >= {15}) continue;\n"
-      "      for (int q2 = 0; q2 < {16}; ++q2) {{\n"
-      "        const long long tw = ow + {17}LL - q2 * {18}LL;\n"
-      "        if (tw < 0 || tw % {19}LL != 0) continue;\n"
-      "        const long long iw = tw / {19}LL;\n"
-      "        if (iw >= {20}) continue;\n"
+      "{11}"
       "        for (int ci = 0; ci < {9}; ++ci) {{\n"
       "          const long long c = first + ci;\n"
-      "          v += to_f({21}) * w[((c * {8}LL + kl) * {11} + r) * {16} + q2];\n"
+      "          v += to_f({12}) * w[((c * {8}LL + kl) * {13} + r) * {14} + q2];\n"
       "        }}\n"
-      "      }}\n"
-      "    }}\n"
+      "{15}"
       "    st(&y[i], v);\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)),
       has_bias ? "const float* __restrict__ b, " : "", device_type_name(ctx.dtype_of(out)),
-      args.parameter(), total, coordinates, kg, cg, has_bias ? "b[k]" : "0.0f", kh, pads[0],
-      dilations[0], strides[0], in_h, kw, pads[1], dilations[1], strides[1], in_w, read);
+      args.parameter(), total, coordinates, kg, cg, has_bias ? "b[k]" : "0.0f",
+      open_taps(n, kh, kw, in_h, in_w), read, kh, kw, kCloseTaps);
   std::vector<int> operands = {x, w};
   if (has_bias) operands.push_back(bias);
   operands.push_back(out);
@@ -129,9 +143,6 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
   const int64_t k = ys[1], oh = ys[2], ow = ys[3];
   const std::vector<int64_t>& ws = ctx.value(n.inputs[1]).sizes;  // [C, K, KH, KW]
   const int64_t kh = ws[2], kw = ws[3], taps = kh * kw * k;
-  const std::vector<int64_t> strides = n.attr_ints("strides");
-  const std::vector<int64_t> dilations = n.attr_ints("dilations");
-  const std::vector<int64_t> pads = n.attr_ints("pads");
   const DType operand = ctx.operand_dtype();
   BATON_ASSIGN_OR_RETURN(const int x, ctx.channels_last_copy(n.inputs[0], operand, c));
   // X as the GEMM's [N * H * W, C] operand: pixels one pitch apart, channels contiguous.
@@ -160,22 +171,7 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
   const bool nhwc = !ctx.is_binding(out) && ctx.set_channels_last(out);
   const int64_t count = ys[0] * k * oh * ow;
   KernelArgs args = ctx.kernel_args();
-  std::string coordinates;
-  if (nhwc) {
-    coordinates = fmt::format(
-        "    const long long p = {}, k = i - p * {};\n"
-        "    const long long q = {}, ow = p - q * {};\n"
-        "    const long long n = {}, oh = q - n * {};\n",
-        args.quotient("i", k, count), args.value(k), args.quotient("p", ow, count), args.value(ow),
-        args.quotient("q", oh, count), args.value(oh));
-  } else {
-    coordinates = fmt::format(
-        "    const long long p = {}, ow = i - p * {};\n"
-        "    const long long q = {}, oh = p - q * {};\n"
-        "    const long long n = {}, k = q - n * {};\n",
-        args.quotient("i", ow, count), args.value(ow), args.quotient("p", oh, count),
-        args.value(oh), args.quotient("q", k, count), args.value(k));
-  }
+  const std::string coordinates = output_coordinates(args, nhwc, k, oh, ow, count);
   const std::string in_h = args.value(h), in_w = args.value(w_in);
   const std::string total = args.value(count);
   const std::string name = ctx.kernel_name("col2im");
@@ -185,26 +181,16 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
       "  baton_for_each({6}, [&](long long i) {{\n"
       "{7}"
       "    float v = {8};\n"
-      "    for (int r = 0; r < {9}; ++r) {{\n"
-      "      const long long th = oh + {10}LL - r * {11}LL;\n"
-      "      if (th < 0 || th % {12}LL != 0) continue;\n"
-      "      const long long ih = th / {12}LL;\n"
-      "      if (ih >= {13}) continue;\n"
-      "      for (int q2 = 0; q2 < {14}; ++q2) {{\n"
-      "        const long long tw = ow + {15}LL - q2 * {16}LL;\n"
-      "        if (tw < 0 || tw % {17}LL != 0) continue;\n"
-      "        const long long iw = tw / {17}LL;\n"
-      "        if (iw >= {18}) continue;\n"
-      "        v += to_f(g[((n * {13} + ih) * {18} + iw) * {19}LL + (r * {14} + q2) * {20}LL + "
+      "{9}"
+      "        v += to_f(g[((n * {10} + ih) * {11} + iw) * {12}LL + (r * {13} + q2) * {14}LL + "
       "k]);\n"
-      "      }}\n"
-      "    }}\n"
+      "{15}"
       "    st(&y[i], v);\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(operand), has_bias ? "const float* __restrict__ b, " : "",
       device_type_name(ctx.dtype_of(out)), args.parameter(), total, coordinates,
-      has_bias ? "b[k]" : "0.0f", kh, pads[0], dilations[0], strides[0], in_h, kw, pads[1],
-      dilations[1], strides[1], in_w, taps, k);
+      has_bias ? "b[k]" : "0.0f", open_taps(n, kh, kw, in_h, in_w), in_h, in_w, taps, kw, k,
+      kCloseTaps);
   std::vector<int> operands = {g};
   if (has_bias) operands.push_back(bias);
   operands.push_back(out);
