@@ -8,8 +8,8 @@
 
 MODELS_DIR holds tests/e2e/export_real_models.py's output (e.g. `--full --styles dynamo18`) or
 make_models.py's: manifest.json, CASE.onnx and CASE.input_<i>.npy. --one-node adds one-node
-models written here (Sigmoid, Tanh, Erf, Exp, Log of positive inputs, Pow(x, 2), Gelu-as-Erf
-chain; --one-node-size elements, default 1M floats), the issue's per-op goals; MODELS_DIR may
+models written here (Sigmoid, Tanh, Erf, Exp, HardSwish, Log of positive inputs, Pow(x, 2),
+Gelu-as-Erf chain; --one-node-size elements, default 1M floats), the issue's per-op goals; MODELS_DIR may
 then be left out.
 
 Each model is compiled once with `baton compile --device cpu` (with the manifest's --shape
@@ -50,7 +50,7 @@ def one_node_models(out_dir, size):
     def write(name, nodes, inits=(), positive=False):
         g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size])], list(inits))
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])  # HardSwish: 14
         onnx.save(m, os.path.join(out_dir, f"{name}.onnx"))
         x = rng.standard_normal(size).astype(np.float32) * 3
         if positive:
@@ -58,7 +58,7 @@ def one_node_models(out_dir, size):
         np.save(os.path.join(out_dir, f"{name}.input_0.npy"), x)
         cases.append({"name": name, "model": f"{name}.onnx", "inputs": ["x"]})
 
-    for op in ("Sigmoid", "Tanh", "Erf", "Exp"):
+    for op in ("Sigmoid", "Tanh", "Erf", "Exp", "HardSwish"):
         write(f"node_{op.lower()}", [helper.make_node(op, ["x"], ["y"])])
     write("node_log", [helper.make_node("Log", ["x"], ["y"])], positive=True)
     two = numpy_helper.from_array(np.array(2.0, np.float32), "two")

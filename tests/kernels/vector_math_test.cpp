@@ -1,8 +1,8 @@
-// The vectorized float32 exp, sigmoid, tanh, erf and GELU (kernels/cpu/vector_math.h) against
-// double precision: the error in units in the last place of the float result over every float whose
-// bit pattern is a multiple of 61 (70 million values, both signs, every exponent, the subnormals),
-// special values exactly, and the array forms (the SIMD clones the CPU picks) equal to the scalar
-// definitions bit for bit.
+// The vectorized float32 exp, sigmoid, tanh, erf, GELU and HardSwish (kernels/cpu/vector_math.h)
+// against double precision: the error in units in the last place of the float result over every
+// float whose bit pattern is a multiple of 61 (70 million values, both signs, every exponent, the
+// subnormals), special values exactly, and the array forms (the SIMD clones the CPU picks) equal to
+// the scalar definitions bit for bit.
 #include "kernels/cpu/vector_math.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include "ops/elementwise.h"
 
 namespace baton::kernels::cpu {
 namespace {
@@ -152,11 +154,14 @@ TEST(VectorMath, ArrayFormsGiveTheScalarBits) {
                     {"sigmoid", &vmath::sigmoid_f32, [](float v) { return vmath::sigmoid(v); }},
                     {"tanh", &vmath::tanh_f32, [](float v) { return vmath::tanh(v); }},
                     {"erf", &vmath::erf_f32, [](float v) { return vmath::erf(v); }},
-                    {"gelu", &vmath::gelu_f32, [](float v) {
+                    {"gelu", &vmath::gelu_f32,
+                     [](float v) {
                        return v < vmath::kGeluTail
                                   ? 0.5f * v * std::erfc(-v * 0.70710678118654752440f)
                                   : vmath::gelu(v);
-                     }}};
+                     }},
+                    {"hard_swish", &vmath::hard_swish_f32,
+                     [](float v) { return ops::scalar::hard_swish(v); }}};
   for (const Fn& f : fns) {
     for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{17}, x.size()}) {
       f.array(x.data(), y.data(), static_cast<int64_t>(n));

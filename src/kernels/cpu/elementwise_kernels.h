@@ -43,6 +43,7 @@ BATON_ARRAY_FORM(ops::ExpFn, vmath::exp_f32)
 BATON_ARRAY_FORM(ops::SigmoidFn, vmath::sigmoid_f32)
 BATON_ARRAY_FORM(ops::TanhFn, vmath::tanh_f32)
 BATON_ARRAY_FORM(ops::ErfFn, vmath::erf_f32)
+BATON_ARRAY_FORM(ops::HardSwishFn, vmath::hard_swish_f32)
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {

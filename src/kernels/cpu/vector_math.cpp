@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "ops/elementwise.h"
+
 namespace baton::kernels::cpu::vmath {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
@@ -32,6 +34,10 @@ BATON_VMATH_CLONES void erf_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::erf(x[i]);
 }
 
+BATON_VMATH_CLONES void hard_swish_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ops::scalar::hard_swish(x[i]);
+}
+
 // In chunks: the vector loop over a copy of the chunk (x and y may be one array), then the rare
 // elements below kGeluTail through the scalar std::erfc, as op_gelu.cpp computes them.
 BATON_VMATH_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
@@ -49,6 +55,7 @@ BATON_VMATH_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
 
 void apply_activation(const ops::Activation& act, float* y, int64_t n) {
   if (act.op == "Gelu") return gelu_f32(y, y, n);
+  if (act.op == "HardSwish") return hard_swish_f32(y, y, n);
   if (act.op == "Sigmoid") return sigmoid_f32(y, y, n);
   if (act.op == "Tanh") return tanh_f32(y, y, n);
   if (act.op == "Exp") return exp_f32(y, y, n);

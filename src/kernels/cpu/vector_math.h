@@ -167,6 +167,9 @@ void sigmoid_f32(const float* x, float* y, int64_t n);
 void tanh_f32(const float* x, float* y, int64_t n);
 void erf_f32(const float* x, float* y, int64_t n);
 void gelu_f32(const float* x, float* y, int64_t n);
+// HardSwish, ops/elementwise.h's scalar form (x * clamp01(x / 6 + 1/2)) in every clone: the same
+// bits as the scalar loop, which the baseline build compiles for SSE2 only.
+void hard_swish_f32(const float* x, float* y, int64_t n);
 
 // A fused activation (ops/activation.h: a Linear's or a convolution's epilogue) over y in place:
 // the array forms above for Gelu, Sigmoid, Tanh, Exp and Erf, ops::apply_activation's scalar loop
