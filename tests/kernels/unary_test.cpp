@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <limits>
 
+#include "kernels/cpu/elementwise_kernels.h"
 #include "kernels/kernel_test_util.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -48,6 +51,39 @@ TEST(Unary, MatchesReference) {
       expect_close(t.output(), ref);
     }
   }
+}
+
+// Large inputs split over a pool's threads (tasks of kUnaryTaskElements): the same bits as one
+// thread, for a row with an array form (Sigmoid), one without (Sqrt), a float16 tensor and a
+// length that leaves a short last task; a small input stays on the calling thread.
+TEST(Unary, LargeInputsSplitOverThePoolWithTheSameBits) {
+  std::mt19937 rng(9);
+  runtime::ThreadPool pool(3);
+  for (const char* op : {"Sigmoid", "Sqrt", "Gelu"}) {
+    for (DType dtype : {DType::Float32, DType::Float16}) {
+      SCOPED_TRACE(std::string(op) + " " + std::string(dtype_name(dtype)));
+      const int64_t n = 3 * kernels::cpu::kUnaryTaskElements + 123;
+      HostTensor x = random_floats(rng, {n}, 0.01f, 6.0f);
+      if (dtype != DType::Float32) x = cast_floats(x, dtype);
+      OpTester one(op);
+      one.input(x);
+      BATON_ASSERT_OK(one.run());
+      const uint64_t before = pool.dispatched();
+      OpTester many(op);
+      many.pool(&pool).input(x);
+      BATON_ASSERT_OK(many.run());
+      EXPECT_GT(pool.dispatched(), before) << "nothing ran on the workers";
+      ASSERT_EQ(many.output().nbytes(), one.output().nbytes());
+      EXPECT_EQ(std::memcmp(many.output().data<uint8_t>(), one.output().data<uint8_t>(),
+                            one.output().nbytes()),
+                0);
+    }
+  }
+  const uint64_t before = pool.dispatched();
+  OpTester small("Sigmoid");
+  small.pool(&pool).input(random_floats(rng, {1000}));
+  BATON_ASSERT_OK(small.run());
+  EXPECT_EQ(pool.dispatched(), before) << "a 1000-element Sigmoid went to the workers";
 }
 
 TEST(Unary, GeluTanhApproximation) {

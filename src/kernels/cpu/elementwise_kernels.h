@@ -6,6 +6,7 @@
 // computing in compute_t. R is the compute type or bool; a bool result is stored as bool.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/vector_math.h"
 #include "ops/elementwise.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::kernels::cpu {
 
@@ -45,14 +47,20 @@ BATON_ARRAY_FORM(ops::TanhFn, vmath::tanh_f32)
 BATON_ARRAY_FORM(ops::ErfFn, vmath::erf_f32)
 BATON_ARRAY_FORM(ops::HardSwishFn, vmath::hard_swish_f32)
 
+// A unary op's elements per pool task: large enough that a task's work (tens of microseconds for
+// the cheapest rows) outweighs handing it to a worker, small enough that 1M elements split
+// over a few threads.
+inline constexpr int64_t kUnaryTaskElements = 64 * 1024;
+
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {
  public:
   using Out = StorageOf<S, decltype(Fn::template apply<compute_t<S>>(
                                compute_t<S>{}, std::declval<ops::ElementwiseArgs>()))>;
 
-  UnaryKernel(const runtime::Value* in, runtime::Value* out, const ops::ElementwiseArgs& args)
-      : in_(in), out_(out), args_(args) {}
+  UnaryKernel(const runtime::Value* in, runtime::Value* out, const ops::ElementwiseArgs& args,
+              runtime::ThreadPool* pool)
+      : in_(in), out_(out), args_(args), pool_(pool) {}
 
   // Dynamic shapes: run() takes the element count from the input.
   Status resize() override { return Status::ok_status(); }
@@ -63,12 +71,24 @@ class UnaryKernel final : public runtime::Kernel {
     Out* y = out_->tensor.data_as<Out>();
     const ops::ElementwiseArgs args = args_;  // a local: stores through y cannot change it
     const int64_t numel = in_->tensor.numel();
-    if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float> && ArrayForm<Fn>::kHas) {
-      ArrayForm<Fn>::run(x, y, numel);
-      return Status::ok_status();
-    }
-    for (int64_t i = 0; i < numel; ++i) {
-      y[i] = store<Out>(Fn::template apply<compute_t<S>>(load(x[i]), args));
+    // Elements [lo, hi).
+    auto range = [&](int64_t lo, int64_t hi) {
+      if constexpr (std::is_same_v<S, float> && std::is_same_v<Out, float> && ArrayForm<Fn>::kHas) {
+        ArrayForm<Fn>::run(x + lo, y + lo, hi - lo);
+      } else {
+        for (int64_t i = lo; i < hi; ++i) {
+          y[i] = store<Out>(Fn::template apply<compute_t<S>>(load(x[i]), args));
+        }
+      }
+    };
+    // Over the pool in tasks of kUnaryTaskElements; below two tasks' worth, on this thread.
+    const int64_t tasks = (numel + kUnaryTaskElements - 1) / kUnaryTaskElements;
+    if (pool_ == nullptr || tasks < 2) {
+      range(0, numel);
+    } else {
+      pool_->parallel_for(tasks, [&](int64_t t, unsigned) {
+        range(t * kUnaryTaskElements, std::min(numel, (t + 1) * kUnaryTaskElements));
+      });
     }
     return Status::ok_status();
   }
@@ -77,6 +97,7 @@ class UnaryKernel final : public runtime::Kernel {
   const runtime::Value* in_;
   runtime::Value* out_;
   ops::ElementwiseArgs args_;
+  runtime::ThreadPool* pool_;
 };
 
 template <typename Fn, uint32_t kTypes>
@@ -85,7 +106,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::KernelCall&
   std::unique_ptr<runtime::Kernel> kernel;
   const runtime::Value* in = call.inputs[0];
   dispatch<kTypes>(in->tensor.dtype, [&]<typename S>() {
-    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], args);
+    kernel = std::make_unique<UnaryKernel<S, Fn>>(in, call.outputs[0], args, call.pool);
   });
   if (!kernel) return no_kernel_for(call, in->tensor.dtype);
   return kernel;
