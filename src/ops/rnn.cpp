@@ -129,8 +129,8 @@ double apply(const RnnFunction& f, double x) {
       return x >= 0.0 ? x : f.alpha * (std::exp(x) - 1.0);
     case RnnActivation::Softsign:
       return x / (1.0 + std::fabs(x));
-    case RnnActivation::Softplus:
-      return std::log1p(std::exp(x));
+    case RnnActivation::Softplus:  // log(1 + e^x), without overflowing e^x for large x
+      return x > 0.0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   }
   return x;
 }

@@ -33,10 +33,11 @@ struct RnnFunction {
 // hidden state's; GRU 2: the gates' f and the candidate's g; LSTM 3: f, g and the output's h),
 // forward first. `activations` is the attribute as imported (the names joined by ',', any case;
 // empty: the defaults, Tanh for RNN, Sigmoid then Tanh for the others). `alphas` and `betas` are
-// consumed in order by the functions that take them (as onnxruntime does); one that takes a
-// value the lists have run out of gets its ONNX operator's default (LeakyRelu 0.01,
-// ThresholdedRelu 1, Elu 1, HardSigmoid 0.2 and 0.5), and Affine and ScaledTanh, which have none,
-// are errors. Errors name `what`.
+// consumed in order by the functions that take them (as onnxruntime's GRU and LSTM do); one that
+// takes a value the lists have run out of gets its ONNX operator's default, as ONNX says
+// (LeakyRelu 0.01, ThresholdedRelu 1, Elu 1, HardSigmoid 0.2 and 0.5), and Affine and ScaledTanh,
+// which have none, are errors. (onnxruntime differs there: it uses 0 for ThresholdedRelu,
+// Affine and ScaledTanh.) Errors name `what`.
 Result<std::vector<RnnFunction>> rnn_functions(std::string_view activations,
                                                const std::vector<double>& alphas,
                                                const std::vector<double>& betas, int per_direction,

@@ -451,6 +451,7 @@ TEST(MatMul, Errors) {
 TEST(BlasKernels, AreNotOlderThanTheCpu) {
   const kernels::cpu::BlasKernels k = kernels::cpu::blas_kernels();
   if (k.user_choice) GTEST_SKIP() << "OPENBLAS_CORETYPE is set: the kernels are the user's choice";
+  if (k.unavailable) GTEST_SKIP() << "this OpenBLAS has no kernels newer than " << k.core;
   __builtin_cpu_init();
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
     GTEST_SKIP() << "this CPU has no AVX2 and FMA";

@@ -21,7 +21,7 @@ namespace baton::kernels::cpu {
 bool blas_core_before_avx2(std::string_view core) {
   for (std::string_view old :
        {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Katmai",
-        "Coppermine", "Northwood", "Banias", "Atom", "Athlon", "Opteron", "Opteron(SSE3)",
+        "Coppermine", "Northwood", "Banias", "Atom", "Athlon", "Opteron", "Opteron_SSE3",
         "Barcelona", "Bobcat", "Nano", "Generic"}) {
     if (core == old) return true;
   }
@@ -30,11 +30,18 @@ bool blas_core_before_avx2(std::string_view core) {
 
 namespace {
 
-// Runs when the library loads (after OpenBLAS's own initialization, a library it depends on),
-// before any thread can call BLAS: see blas.h.
+// Runs when the library loads (after OpenBLAS's own initialization, a library it depends on): see
+// blas.h. Between quit and init OpenBLAS has no kernels, so a thread of the process inside the
+// same OpenBLAS at that moment would fail; at load, before main() or while Python imports the
+// module, no Baton thread exists, and another library sharing the system OpenBLAS and calling it
+// from a thread of its own during that import is the one case this cannot rule out.
 std::string& replaced_kernels() {
   static std::string replaced;
   return replaced;
+}
+bool& reselection_unavailable() {
+  static bool unavailable = false;
+  return unavailable;
 }
 const bool kUserChoice = std::getenv("OPENBLAS_CORETYPE") != nullptr;
 const bool kKernelsSelected = [] {
@@ -52,9 +59,20 @@ const bool kKernelsSelected = [] {
   }
   if (better == nullptr) return false;
   const std::string before = chosen;
+  // OpenBLAS reads OPENBLAS_CORETYPE only inside gotoblas_dynamic_init: set for that call and
+  // removed after it, so that child processes (and another OpenBLAS loaded later) see the
+  // environment as the user left it.
   setenv("OPENBLAS_CORETYPE", better, 0);
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+  // An OpenBLAS built without those kernels (NO_AVX512, a DYNAMIC_LIST) maps the name to what it
+  // has: then nothing better was found, and nothing is reported as replaced.
+  const char* now = openblas_get_corename();
+  if (now == nullptr || blas_core_before_avx2(now)) {
+    reselection_unavailable() = true;
+    return false;
+  }
   replaced_kernels() = before;
   return true;
 }();
@@ -89,7 +107,7 @@ void gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double* a, 
 BlasKernels blas_kernels() {
   (void)kKernelsSelected;
   const char* core = openblas_get_corename();
-  return {core != nullptr ? core : "", replaced_kernels(), kUserChoice};
+  return {core != nullptr ? core : "", replaced_kernels(), kUserChoice, reselection_unavailable()};
 }
 
 size_t gemm_scratch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {

@@ -32,6 +32,7 @@ struct BlasKernels {
   std::string core;
   std::string replaced;
   bool user_choice = false;  // OPENBLAS_CORETYPE was set before Baton loaded
+  bool unavailable = false;  // re-selection was tried, but this OpenBLAS has no newer kernels
 };
 BlasKernels blas_kernels();
 // Whether `core` (an OpenBLAS kernel set's name) is one for x86-64 CPUs without AVX2 and FMA.
