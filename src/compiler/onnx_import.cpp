@@ -302,6 +302,23 @@ class Importer {
     return out;
   }
 
+  // Why the ops users meet most often have no kernel, and what to do instead: the reason appended
+  // to the node's line ("" for the others).
+  static std::string why_unsupported(const IrNode& node) {
+    if (!node.domain.empty()) return "";
+    const std::string& op = node.op_type;
+    if (op == "If" || op == "Loop" || op == "Scan") {
+      return ": control flow is not compiled (a Baton program runs every node on every call); "
+             "export the model with the branch or the loop resolved, e.g. by the tracing "
+             "exporter with the condition fixed, or keep this part outside the program";
+    }
+    if (op == "NonZero" || op == "Unique" || op == "NonMaxSuppression" || op == "Compress") {
+      return ": its output size depends on the input's values, which Baton programs do not "
+             "support yet (every size is known from the input shapes)";
+    }
+    return "";
+  }
+
   // A node whose op has a definition and a CPU kernel gets its attributes bound; any other is
   // recorded as unsupported, and run() reports every such node at once.
   Status bind(IrNode& node, std::span<const ops::NamedAttr> raw) {
@@ -319,8 +336,8 @@ class Importer {
             node.name, node.op_type, domain, later->since_version, node.opset));
       } else {
         unsupported_.push_back(
-            fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton kernel", node.name,
-                        node.op_type, domain, node.opset));
+            fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton kernel{}",
+                        node.name, node.op_type, domain, node.opset, why_unsupported(node)));
       }
       return Status();
     }

@@ -234,6 +234,35 @@ TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
   EXPECT_NE(m.find("node 'custom': op 'FancyOp' (domain 'com.acme', opset 3)"), std::string::npos)
       << m;
   EXPECT_NE(m.find("Supported ops:"), std::string::npos);
+  // A data-dependent output size says so.
+  EXPECT_NE(m.find("its output size depends on the input's values"), std::string::npos) << m;
+}
+
+// Control flow says why it is refused and what to do, naming the node.
+TEST_F(CompilerTest, ControlFlowIsRefusedNamingTheNodeAndWhy) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 3});
+  b.input("c", {}, onnx::TensorProto::BOOL);
+  auto& branch = b.node("If", {"c"}, {"y"}, "choose");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = branch.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    auto* g = a->mutable_g();
+    g->set_name(name);
+    auto* n = g->add_node();
+    n->set_op_type("Relu");
+    n->add_input("x");
+    n->add_output(std::string(name) + "_out");
+    auto* out = g->add_output();
+    out->set_name(std::string(name) + "_out");
+  }
+  b.output("y", {2, 3});
+  auto r = compile(b);
+  ASSERT_EQ(r.code(), Error::NotSupported) << r.status().to_string();
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("node 'choose': op 'If'"), std::string::npos) << m;
+  EXPECT_NE(m.find("control flow is not compiled"), std::string::npos) << m;
 }
 
 TEST_F(CompilerTest, OpsetOutsideTheSupportedRange) {
