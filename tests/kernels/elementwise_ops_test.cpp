@@ -5,10 +5,13 @@
 
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
+#include "kernels/cpu/elementwise_kernels.h"
 #include "kernels/kernel_test_util.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -224,6 +227,50 @@ TEST(UnaryRows, ShrinkOnIntegersSaturates) {
   BATON_ASSERT_OK(t.run());
   // -128 - 100 and 127 + 100 leave int8: they saturate instead of being undefined.
   EXPECT_EQ(t.output().values<int8_t>(), (std::vector<int8_t>{-128, -102, 0, 102, 127}));
+}
+
+// Large binary ops split over a pool's threads in element ranges that start and end inside
+// broadcast rows: the same bits as one thread, for equal shapes, a bias row, a column, both
+// sides broadcast, and an integer division whose zero divisor is found by one of the tasks.
+TEST(BinaryRows, LargeOpsSplitOverThePoolWithTheSameBits) {
+  std::mt19937 rng(21);
+  runtime::ThreadPool pool(3);
+  const int64_t big = 2 * kernels::cpu::kElementwiseTaskElements + 777;
+  struct Case {
+    const char* op;
+    std::vector<int64_t> a, b;
+  };
+  const Case cases[] = {{"Add", {big}, {big}},
+                        {"Mul", {3, big / 3 + 5}, {big / 3 + 5}},
+                        {"Sub", {big / 7 + 1, 7}, {big / 7 + 1, 1}},
+                        {"Div", {5, 1, big / 15 + 3}, {1, 3, 1}},
+                        {"Pow", {2, big / 2 + 1}, {1}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    const HostTensor a = random_floats(rng, c.a, 0.5f, 2.0f);
+    const HostTensor b = random_floats(rng, c.b, 0.5f, 2.0f);
+    OpTester one(c.op);
+    one.input(a).input(b);
+    BATON_ASSERT_OK(one.run());
+    const uint64_t before = pool.dispatched();
+    OpTester many(c.op);
+    many.pool(&pool).input(a).input(b);
+    BATON_ASSERT_OK(many.run());
+    EXPECT_GT(pool.dispatched(), before) << "nothing ran on the workers";
+    ASSERT_EQ(many.output().nbytes(), one.output().nbytes());
+    EXPECT_EQ(std::memcmp(many.output().data<uint8_t>(), one.output().data<uint8_t>(),
+                          one.output().nbytes()),
+              0);
+  }
+  // Integer division by zero in the last task's range still fails the run.
+  HostTensor num(DType::Int32, {big}), den(DType::Int32, {big});
+  for (int64_t i = 0; i < big; ++i) {
+    num.data<int32_t>()[i] = static_cast<int32_t>(i);
+    den.data<int32_t>()[i] = i == big - 5 ? 0 : 3;
+  }
+  OpTester div("Div");
+  div.pool(&pool).input(num).input(den);
+  EXPECT_EQ(div.run().code(), Error::InvalidArgument);
 }
 
 TEST(BinaryRows, PReluBroadcastsTheSlopeToX) {

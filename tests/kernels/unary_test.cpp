@@ -53,8 +53,8 @@ TEST(Unary, MatchesReference) {
   }
 }
 
-// Large inputs split over a pool's threads (tasks of kUnaryTaskElements): the same bits as one
-// thread, for a row with an array form (Sigmoid), one without (Sqrt), a float16 tensor and a
+// Large inputs split over a pool's threads (tasks of kElementwiseTaskElements): the same bits as
+// one thread, for a row with an array form (Sigmoid), one without (Sqrt), a float16 tensor and a
 // length that leaves a short last task; a small input stays on the calling thread.
 TEST(Unary, LargeInputsSplitOverThePoolWithTheSameBits) {
   std::mt19937 rng(9);
@@ -62,7 +62,7 @@ TEST(Unary, LargeInputsSplitOverThePoolWithTheSameBits) {
   for (const char* op : {"Sigmoid", "Sqrt", "Gelu"}) {
     for (DType dtype : {DType::Float32, DType::Float16}) {
       SCOPED_TRACE(std::string(op) + " " + std::string(dtype_name(dtype)));
-      const int64_t n = 3 * kernels::cpu::kUnaryTaskElements + 123;
+      const int64_t n = 3 * kernels::cpu::kElementwiseTaskElements + 123;
       HostTensor x = random_floats(rng, {n}, 0.01f, 6.0f);
       if (dtype != DType::Float32) x = cast_floats(x, dtype);
       OpTester one(op);

@@ -137,4 +137,41 @@ inline void for_each_broadcast_row(const BroadcastPlan<N, R>& plan, Body&& body)
   }
 }
 
+// for_each_broadcast_row over output elements [start, start + count) only: the runs of that range
+// (a first and a last row may be partial), each with its element offsets as
+// for_each_broadcast_row gives them. Splits an elementwise op over a pool's tasks.
+template <int N, size_t R = kMaxRank, typename Body>
+inline void for_each_broadcast_range(const BroadcastPlan<N, R>& plan, int64_t start, int64_t count,
+                                     Body&& body) {
+  if (plan.numel == 0 || count <= 0) return;
+  const int last = plan.rank - 1;
+  const int64_t n = plan.sizes[last];
+  int64_t row = start / n, col = start - (start / n) * n;
+  // The row's index along the outer dimensions, and each input's offset there.
+  std::array<int64_t, R> index{};
+  std::array<int64_t, N> offsets{};
+  for (int64_t r = row, d = last - 1; d >= 0; --d) {
+    index[d] = r % plan.sizes[d];
+    r /= plan.sizes[d];
+    for (int k = 0; k < N; ++k) offsets[k] += index[d] * plan.strides[k][d];
+  }
+  for (int64_t left = count; left > 0;) {
+    const int64_t len = std::min(n - col, left);
+    std::array<int64_t, N> at = offsets;
+    for (int k = 0; k < N; ++k) at[k] += col * plan.strides[k][last];
+    body(row * n + col, at, len);
+    left -= len;
+    col = 0;
+    ++row;
+    for (int d = last - 1; d >= 0; --d) {
+      if (++index[d] < plan.sizes[d]) {
+        for (int k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
+        break;
+      }
+      index[d] = 0;
+      for (int k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
+    }
+  }
+}
+
 }  // namespace baton::kernels::cpu

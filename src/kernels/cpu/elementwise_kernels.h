@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -47,10 +48,10 @@ BATON_ARRAY_FORM(ops::TanhFn, vmath::tanh_f32)
 BATON_ARRAY_FORM(ops::ErfFn, vmath::erf_f32)
 BATON_ARRAY_FORM(ops::HardSwishFn, vmath::hard_swish_f32)
 
-// A unary op's elements per pool task: large enough that a task's work (tens of microseconds for
-// the cheapest rows) outweighs handing it to a worker, small enough that 1M elements split
-// over a few threads.
-inline constexpr int64_t kUnaryTaskElements = 64 * 1024;
+// An elementwise op's output elements per pool task: large enough that a task's work (tens of
+// microseconds for the cheapest rows) outweighs handing it to a worker, small enough that 1M
+// elements split over a few threads.
+inline constexpr int64_t kElementwiseTaskElements = 64 * 1024;
 
 template <typename S, typename Fn>
 class UnaryKernel final : public runtime::Kernel {
@@ -81,13 +82,13 @@ class UnaryKernel final : public runtime::Kernel {
         }
       }
     };
-    // Over the pool in tasks of kUnaryTaskElements; below two tasks' worth, on this thread.
-    const int64_t tasks = (numel + kUnaryTaskElements - 1) / kUnaryTaskElements;
+    // Over the pool in tasks of kElementwiseTaskElements; below two tasks' worth, on this thread.
+    const int64_t tasks = (numel + kElementwiseTaskElements - 1) / kElementwiseTaskElements;
     if (pool_ == nullptr || tasks < 2) {
       range(0, numel);
     } else {
       pool_->parallel_for(tasks, [&](int64_t t, unsigned) {
-        range(t * kUnaryTaskElements, std::min(numel, (t + 1) * kUnaryTaskElements));
+        range(t * kElementwiseTaskElements, std::min(numel, (t + 1) * kElementwiseTaskElements));
       });
     }
     return Status::ok_status();
@@ -112,10 +113,12 @@ Result<std::unique_ptr<runtime::Kernel>> create_unary(const runtime::KernelCall&
   return kernel;
 }
 
-// The binary loop over a plan: `a` has storage type SA, `b` SB, the output SA or bool.
+// The binary loop over output elements [start, start + count) of a plan: `a` has storage type SA,
+// `b` SB, the output SA or bool.
 template <typename SA, typename SB, typename Fn>
 bool binary_loop(const BroadcastPlan<2>& plan, const void* a_data, const void* b_data,
-                 void* out_data, const ops::ElementwiseArgs& attr_args) {
+                 void* out_data, const ops::ElementwiseArgs& attr_args, int64_t start,
+                 int64_t count) {
   using CA = compute_t<SA>;
   using CB = compute_t<SB>;
   using Out =
@@ -131,35 +134,42 @@ bool binary_loop(const BroadcastPlan<2>& plan, const void* a_data, const void* b
   auto op = [&error, &args](SA x, SB y) {
     return store<Out>(Fn::template apply<CA, CB>(load(x), load(y), args, error));
   };
-  for_each_broadcast_row<2>(plan,
-                            [&](int64_t out_offset, const std::array<int64_t, 2>& in, int64_t n) {
-                              const SA* x = a + in[0];
-                              const SB* y = b + in[1];
-                              Out* z = out + out_offset;
-                              // Specialized strides let the compiler vectorize the common cases.
-                              if (sa == 1 && sb == 1) {
-                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
-                              } else if (sa == 1 && sb == 0) {
-                                const SB yv = *y;
-                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], yv);
-                              } else if (sa == 0 && sb == 1) {
-                                const SA xv = *x;
-                                for (int64_t i = 0; i < n; ++i) z[i] = op(xv, y[i]);
-                              } else {
-                                for (int64_t i = 0; i < n; ++i) z[i] = op(x[i * sa], y[i * sb]);
-                              }
-                            });
+  for_each_broadcast_range<2>(plan, start, count,
+                              [&](int64_t out_offset, const std::array<int64_t, 2>& in, int64_t n) {
+                                const SA* x = a + in[0];
+                                const SB* y = b + in[1];
+                                Out* z = out + out_offset;
+                                // Specialized strides let the compiler vectorize the common cases.
+                                if (sa == 1 && sb == 1) {
+                                  for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], y[i]);
+                                } else if (sa == 1 && sb == 0) {
+                                  const SB yv = *y;
+                                  for (int64_t i = 0; i < n; ++i) z[i] = op(x[i], yv);
+                                } else if (sa == 0 && sb == 1) {
+                                  const SA xv = *x;
+                                  for (int64_t i = 0; i < n; ++i) z[i] = op(xv, y[i]);
+                                } else {
+                                  for (int64_t i = 0; i < n; ++i) z[i] = op(x[i * sa], y[i * sb]);
+                                }
+                              });
   return !error;
 }
 
 using BinaryLoopFn = bool (*)(const BroadcastPlan<2>&, const void*, const void*, void*,
-                              const ops::ElementwiseArgs&);
+                              const ops::ElementwiseArgs&, int64_t start, int64_t count);
 
 class BinaryKernel final : public runtime::Kernel {
  public:
   BinaryKernel(const runtime::Value* a, const runtime::Value* b, runtime::Value* out,
-               BinaryLoopFn loop, const ops::ElementwiseArgs& args, std::string failure)
-      : a_(a), b_(b), out_(out), loop_(loop), args_(args), failure_(std::move(failure)) {
+               BinaryLoopFn loop, const ops::ElementwiseArgs& args, std::string failure,
+               runtime::ThreadPool* pool)
+      : a_(a),
+        b_(b),
+        out_(out),
+        loop_(loop),
+        args_(args),
+        failure_(std::move(failure)),
+        pool_(pool) {
     follow();
   }
 
@@ -172,9 +182,24 @@ class BinaryKernel final : public runtime::Kernel {
 
   Status run() override {
     follow();
-    if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_)) {
-      return Status(Error::InvalidArgument, failure_);
+    const int64_t numel = plan_.numel;
+    // Over the pool in tasks of kElementwiseTaskElements; below two tasks' worth, on this thread.
+    const int64_t tasks = (numel + kElementwiseTaskElements - 1) / kElementwiseTaskElements;
+    bool ok = true;
+    if (pool_ == nullptr || tasks < 2) {
+      ok = loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_, 0, numel);
+    } else {
+      std::atomic<bool> failed{false};
+      pool_->parallel_for(tasks, [&](int64_t t, unsigned) {
+        const int64_t lo = t * kElementwiseTaskElements;
+        const int64_t len = std::min(numel - lo, kElementwiseTaskElements);
+        if (!loop_(plan_, a_->tensor.data, b_->tensor.data, out_->tensor.data, args_, lo, len)) {
+          failed.store(true, std::memory_order_relaxed);
+        }
+      });
+      ok = !failed.load(std::memory_order_relaxed);
     }
+    if (!ok) return Status(Error::InvalidArgument, failure_);
     return Status::ok_status();
   }
 
@@ -194,6 +219,7 @@ class BinaryKernel final : public runtime::Kernel {
   BinaryLoopFn loop_;
   ops::ElementwiseArgs args_;
   std::string failure_;  // built at create: run() formats nothing
+  runtime::ThreadPool* pool_;
 };
 
 // kB == 0: B has A's dtype. Integer division by zero (Fn sets `error`) fails the run.
@@ -214,7 +240,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_binary(const runtime::KernelCall
   std::string failure =
       fmt::format("{}: integer division by zero (the divisor input holds a 0)", call.describe());
   return std::unique_ptr<runtime::Kernel>(std::make_unique<BinaryKernel>(
-      call.inputs[0], call.inputs[1], call.outputs[0], loop, args, std::move(failure)));
+      call.inputs[0], call.inputs[1], call.outputs[0], loop, args, std::move(failure), call.pool));
 }
 
 }  // namespace baton::kernels::cpu
