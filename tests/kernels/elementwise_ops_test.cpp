@@ -249,18 +249,7 @@ TEST(BinaryRows, LargeOpsSplitOverThePoolWithTheSameBits) {
     SCOPED_TRACE(c.op);
     const HostTensor a = random_floats(rng, c.a, 0.5f, 2.0f);
     const HostTensor b = random_floats(rng, c.b, 0.5f, 2.0f);
-    OpTester one(c.op);
-    one.input(a).input(b);
-    BATON_ASSERT_OK(one.run());
-    const uint64_t before = pool.dispatched();
-    OpTester many(c.op);
-    many.pool(&pool).input(a).input(b);
-    BATON_ASSERT_OK(many.run());
-    EXPECT_GT(pool.dispatched(), before) << "nothing ran on the workers";
-    ASSERT_EQ(many.output().nbytes(), one.output().nbytes());
-    EXPECT_EQ(std::memcmp(many.output().data<uint8_t>(), one.output().data<uint8_t>(),
-                          one.output().nbytes()),
-              0);
+    expect_pool_gives_the_same_bits(c.op, {a, b}, pool);
   }
   // Integer division by zero in the last task's range still fails the run.
   HostTensor num(DType::Int32, {big}), den(DType::Int32, {big});

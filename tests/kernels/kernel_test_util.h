@@ -23,6 +23,7 @@
 #include "kernels/cpu/kernels.h"
 #include "ops/op_def.h"
 #include "runtime/kernel.h"
+#include "runtime/thread_pool.h"
 
 // Asserts that a Status (or Result) is ok, printing its message otherwise.
 #define BATON_ASSERT_OK(expr)                                                   \
@@ -524,6 +525,27 @@ void expect_equal_values(const HostTensor& out, const std::vector<T>& ref) {
   for (size_t i = 0; i < ref.size(); ++i) {
     ASSERT_EQ(p[i], ref[i]) << "element " << i;
   }
+}
+
+// `op` over `inputs` run alone and again on `pool`: the same output bytes, and some of the work
+// ran on the pool's workers (what a kernel that splits over a pool must give).
+inline void expect_pool_gives_the_same_bits(const std::string& op,
+                                            const std::vector<HostTensor>& inputs,
+                                            runtime::ThreadPool& pool) {
+  OpTester one(op);
+  for (const HostTensor& x : inputs) one.input(x);
+  BATON_ASSERT_OK(one.run());
+  const uint64_t before = pool.dispatched();
+  OpTester many(op);
+  many.pool(&pool);
+  for (const HostTensor& x : inputs) many.input(x);
+  BATON_ASSERT_OK(many.run());
+  EXPECT_GT(pool.dispatched(), before) << op << ": nothing ran on the workers";
+  ASSERT_EQ(many.output().nbytes(), one.output().nbytes());
+  EXPECT_EQ(std::memcmp(many.output().data<uint8_t>(), one.output().data<uint8_t>(),
+                        one.output().nbytes()),
+            0)
+      << op << ": the pool changed the result";
 }
 
 // The error path: code, the op and node named in the message, and an expected fragment.

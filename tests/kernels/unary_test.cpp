@@ -65,18 +65,7 @@ TEST(Unary, LargeInputsSplitOverThePoolWithTheSameBits) {
       const int64_t n = 3 * kernels::cpu::kElementwiseTaskElements + 123;
       HostTensor x = random_floats(rng, {n}, 0.01f, 6.0f);
       if (dtype != DType::Float32) x = cast_floats(x, dtype);
-      OpTester one(op);
-      one.input(x);
-      BATON_ASSERT_OK(one.run());
-      const uint64_t before = pool.dispatched();
-      OpTester many(op);
-      many.pool(&pool).input(x);
-      BATON_ASSERT_OK(many.run());
-      EXPECT_GT(pool.dispatched(), before) << "nothing ran on the workers";
-      ASSERT_EQ(many.output().nbytes(), one.output().nbytes());
-      EXPECT_EQ(std::memcmp(many.output().data<uint8_t>(), one.output().data<uint8_t>(),
-                            one.output().nbytes()),
-                0);
+      expect_pool_gives_the_same_bits(op, {x}, pool);
     }
   }
   const uint64_t before = pool.dispatched();

@@ -113,6 +113,21 @@ BroadcastPlan<N> make_broadcast_plan(std::span<const int64_t> out,
   return plan;
 }
 
+// Steps a row walk of `plan` to its next row: `index` along the outer dimensions (an odometer
+// over all but the last), and each input's element offset with it.
+template <int N, size_t R>
+inline void next_broadcast_row(const BroadcastPlan<N, R>& plan, std::array<int64_t, R>& index,
+                               std::type_identity_t<std::array<int64_t, N>>& offsets) {
+  for (int d = plan.rank - 2; d >= 0; --d) {
+    if (++index[d] < plan.sizes[d]) {
+      for (int k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
+      return;
+    }
+    index[d] = 0;
+    for (int k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
+  }
+}
+
 // Calls body(out_offset, in_offsets, count) for each run of `count` elements along the innermost
 // dimension; element e of the run is out[out_offset + e] and input k's
 // [in_offsets[k] + e * plan.strides[k][plan.rank - 1]].
@@ -126,14 +141,7 @@ inline void for_each_broadcast_row(const BroadcastPlan<N, R>& plan, Body&& body)
   std::array<int64_t, N> offsets{};
   for (int64_t r = 0; r < rows; ++r) {
     body(r * n, offsets, n);
-    for (int d = last - 1; d >= 0; --d) {
-      if (++index[d] < plan.sizes[d]) {
-        for (int k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
-        break;
-      }
-      index[d] = 0;
-      for (int k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
-    }
+    next_broadcast_row(plan, index, offsets);
   }
 }
 
@@ -163,14 +171,7 @@ inline void for_each_broadcast_range(const BroadcastPlan<N, R>& plan, int64_t st
     left -= len;
     col = 0;
     ++row;
-    for (int d = last - 1; d >= 0; --d) {
-      if (++index[d] < plan.sizes[d]) {
-        for (int k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
-        break;
-      }
-      index[d] = 0;
-      for (int k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * (plan.sizes[d] - 1);
-    }
+    next_broadcast_row(plan, index, offsets);
   }
 }
 
