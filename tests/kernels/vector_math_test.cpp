@@ -150,18 +150,17 @@ TEST(VectorMath, ArrayFormsGiveTheScalarBits) {
     void (*array)(const float*, float*, int64_t);
     float (*scalar)(float);
   };
-  const Fn fns[] = {{"exp", &vmath::exp_f32, [](float v) { return vmath::exp(v); }},
-                    {"sigmoid", &vmath::sigmoid_f32, [](float v) { return vmath::sigmoid(v); }},
-                    {"tanh", &vmath::tanh_f32, [](float v) { return vmath::tanh(v); }},
-                    {"erf", &vmath::erf_f32, [](float v) { return vmath::erf(v); }},
-                    {"gelu", &vmath::gelu_f32,
-                     [](float v) {
-                       return v < vmath::kGeluTail
-                                  ? 0.5f * v * std::erfc(-v * 0.70710678118654752440f)
-                                  : vmath::gelu(v);
-                     }},
-                    {"hard_swish", &vmath::hard_swish_f32,
-                     [](float v) { return ops::scalar::hard_swish(v); }}};
+  const Fn fns[] = {
+      {"exp", &vmath::exp_f32, [](float v) { return vmath::exp(v); }},
+      {"sigmoid", &vmath::sigmoid_f32, [](float v) { return vmath::sigmoid(v); }},
+      {"tanh", &vmath::tanh_f32, [](float v) { return vmath::tanh(v); }},
+      {"erf", &vmath::erf_f32, [](float v) { return vmath::erf(v); }},
+      {"gelu", &vmath::gelu_f32,
+       [](float v) {
+         return v < vmath::kGeluTail ? 0.5f * v * std::erfc(-v * 0.70710678118654752440f)
+                                     : vmath::gelu(v);
+       }},
+      {"hard_swish", &vmath::hard_swish_f32, [](float v) { return ops::scalar::hard_swish(v); }}};
   for (const Fn& f : fns) {
     for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{17}, x.size()}) {
       f.array(x.data(), y.data(), static_cast<int64_t>(n));

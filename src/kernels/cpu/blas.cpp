@@ -43,6 +43,8 @@ bool& reselection_unavailable() {
   static bool unavailable = false;
   return unavailable;
 }
+// OpenBLAS's own variable, read to leave a user's choice alone; not a Baton knob (those are typed
+// options, DESIGN.md section 9).
 const bool kUserChoice = std::getenv("OPENBLAS_CORETYPE") != nullptr;
 const bool kKernelsSelected = [] {
   if (kUserChoice) return false;  // the user's choice

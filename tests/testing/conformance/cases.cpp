@@ -692,6 +692,22 @@ void layout_cases(std::vector<Case>& out) {
                         {"direction", AttrValue::of_string("bidirectional")}}));
     out.back().outputs = std::string_view(op) == "LSTM" ? 3 : 2;
   }
+  // Other activations (alphas consumed in order) and clip.
+  out.push_back(make("GRU", "[5, 2, 3] hidden 4 HardSigmoid/Elu clip 0.5",
+                     {in({5, 2, 3}), in({1, 12, 3}), in({1, 12, 4})},
+                     {{"hidden_size", AttrValue::of_int(4)},
+                      {"activations", AttrValue::of_string("HardSigmoid,Elu")},
+                      {"activation_alpha", AttrValue::of_floats({0.3, 0.9})},
+                      {"activation_beta", AttrValue::of_floats({0.45})},
+                      {"clip", AttrValue::of_float(0.5)}}));
+  out.back().outputs = 2;
+  out.push_back(make("LSTM", "[5, 2, 3] hidden 4 reverse HardSigmoid/Softsign/Softplus clip 0.4",
+                     {in({5, 2, 3}), in({1, 16, 3}), in({1, 16, 4})},
+                     {{"hidden_size", AttrValue::of_int(4)},
+                      {"direction", AttrValue::of_string("reverse")},
+                      {"activations", AttrValue::of_string("HardSigmoid,Softsign,Softplus")},
+                      {"clip", AttrValue::of_float(0.4)}}));
+  out.back().outputs = 3;
   for (size_t i = first; i < out.size(); ++i) {
     Case& c = out[i];
     const bool typed = c.op == "Slice" || c.op == "Split" || c.op == "Expand" ||
