@@ -137,6 +137,26 @@ TEST(EndToEndTest, RealModelFamiliesMatchPyTorch) {
   }
 }
 
+// Issue 38's LSTM tagger (embedding, a two-layer bidirectional LSTM, Linear) and ESPCN (tanh
+// convolutions, PixelShuffle as DepthToSpace), exported from PyTorch through both exporters
+// (tests/e2e/models/zoo), against PyTorch's outputs on one thread and three;
+// tests/python/test_zoo_cpu.py runs them against onnxruntime at other shapes too.
+TEST(EndToEndTest, LstmTaggerAndEspcnMatchPyTorch) {
+  register_builtins();
+  const fs::path dir = fs::path(testing::source_dir()) / "tests/e2e/models/zoo";
+  const auto results = run_cases(dir, {1, 3});
+  std::set<std::string> seen;
+  for (const auto& r : results) {
+    seen.insert(r.name);
+    std::printf("  %-28s relative error %.3g\n", r.name.c_str(), r.worst_error);
+  }
+  for (const char* model : {"lstm_tagger", "espcn"}) {
+    for (const char* exporter : {"torchscript17", "dynamo18", "dynamo20"}) {
+      EXPECT_TRUE(seen.count(std::string(exporter) + "_" + model)) << exporter << " " << model;
+    }
+  }
+}
+
 TEST(EndToEndTest, CompiledMlpExecutesWithoutAllocating) {
   if (!testing::counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
   register_builtins();

@@ -11,7 +11,7 @@ Writes OUT_DIR/{manifest.json, CASE.onnx, CASE.input_<i>.npy, CASE.output_<i>.np
 outputs are PyTorch's (the reference), and records onnxruntime's error against them. Families:
 torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2 (and, named by
 --only, issue 38's zoo: DenseNet-121, RegNetY-400MF, Swin-T, EfficientNet-B0, ConvNeXt-T, Whisper's
-encoder and a UNet with ConvTranspose and bilinear Resize). Each is exported
+encoder, a UNet with ConvTranspose and bilinear Resize, an LSTM tagger and ESPCN). Each is exported
 by the TorchScript exporter (opset 17) and the dynamo exporter (opsets 18 and 20). The
 TorchScript exports have a symbolic batch (and sequence) dimension, fixed at compile time with
 --shape (the manifest's "shapes") or kept dynamic with --dim. The style dynamo18dyn exports with
@@ -312,8 +312,53 @@ def unet(full, batch=1):
     return randomize_batchnorm(model).eval(), (image_input(batch, 256 if full else 32),), ["input"]
 
 
+class LstmTagger(nn.Module):
+    """A sequence tagger: token embedding, a two-layer bidirectional LSTM, a per-token Linear
+    over the tags. Takes int64 token ids [batch, sequence] (varargs, like KeywordCall, so the
+    dynamo exporter's dynamic shapes take the same form as the text families')."""
+
+    def __init__(self, vocab, width, hidden, tags):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.lstm = nn.LSTM(width, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * hidden, tags)
+
+    def forward(self, *args):
+        out, _ = self.lstm(self.embed(args[0]))
+        return self.head(out)
+
+
+def lstm_tagger(full, batch=1):
+    vocab = 30000 if full else 200
+    model = LstmTagger(vocab, 256, 256, 17) if full else LstmTagger(vocab, 16, 24, 9)
+    g = torch.Generator().manual_seed(SEED)
+    ids = torch.randint(0, vocab, (batch, 64 if full else 12), generator=g)
+    return model.eval(), (ids,), ["input_ids"]
+
+
+class Espcn(nn.Module):
+    """ESPCN super-resolution (Shi et al. 2016): two tanh convolutions, a convolution to
+    3 * r^2 channels and PixelShuffle (ONNX DepthToSpace, CRD mode) by the factor r."""
+
+    def __init__(self, width, factor):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, width, 5, padding=2), nn.Tanh(),
+            nn.Conv2d(width, width // 2, 3, padding=1), nn.Tanh(),
+            nn.Conv2d(width // 2, 3 * factor * factor, 3, padding=1), nn.PixelShuffle(factor))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def espcn(full, batch=1):
+    model = Espcn(64, 3) if full else Espcn(16, 3)
+    return model.eval(), (image_input(batch, 224 if full else 16),), ["input"]
+
+
 ZOO = {"densenet": densenet, "regnet": regnet, "swin": swin, "efficientnet": efficientnet,
-       "convnext": convnext, "whisper": whisper, "unet": unet}
+       "convnext": convnext, "whisper": whisper, "unet": unet, "lstm_tagger": lstm_tagger,
+       "espcn": espcn}
 ALL_FAMILIES = {**FAMILIES, **ZOO}
 
 

@@ -4,7 +4,8 @@
 // layers are small; speed is not this kernel's point yet). A sequence shorter than the input
 // (sequence_lens) stops at its length: its later Y rows are 0 and Y_h (Y_c) is its state at its
 // last step; the reverse direction starts from that last step. State buffers are made at create,
-// so run() allocates nothing.
+// so run() allocates nothing; the batch and the sequence length are read from X on every call, so
+// one kernel serves every shape of a dynamic program.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,7 +24,7 @@ enum class Cell { Rnn, Gru, Lstm };
 struct Setup {
   Cell cell = Cell::Rnn;
   int gates = 1;
-  int64_t dirs = 1, hidden = 0, seq = 0, batch = 0, input = 0;
+  int64_t dirs = 1, hidden = 0, input = 0;
   bool reverse_only = false, layout1 = false, linear_before_reset = false, input_forget = false;
   // Per direction, its functions in ONNX's order: RNN f; GRU f (gates), g (candidate); LSTM f
   // (gates), g (cell input), h (cell output).
@@ -51,12 +52,10 @@ class RnnKernel final : public runtime::Kernel {
     rh_.resize(n);
   }
 
-  Status resize() override {
-    // create refuses a dynamic program, so only a damaged one asks.
-    return BATON_ERROR(NotSupported,
-                       "RNN, GRU and LSTM kernels run at the shape they were made for: compile "
-                       "the model with --shape");
-  }
+  // Dynamic shapes: the batch and the sequence length are read from X on every call (the state
+  // buffers depend only on the hidden size), so a change of shape needs nothing here.
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
 
   Status run() override {
     const S* x = data(0);
@@ -70,7 +69,9 @@ class RnnKernel final : public runtime::Kernel {
     S* y = out_[0] ? static_cast<S*>(out_[0]->tensor.data) : nullptr;
     S* yh = out_[1] ? static_cast<S*>(out_[1]->tensor.data) : nullptr;
     S* yc = out_[2] ? static_cast<S*>(out_[2]->tensor.data) : nullptr;
-    const int64_t H = s_.hidden, G = s_.gates, I = s_.input, B = s_.batch, T = s_.seq;
+    const auto& xs = in_[0]->tensor.sizes;  // this call's sizes (dynamic shapes)
+    const int64_t T = s_.layout1 ? xs[1] : xs[0], B = s_.layout1 ? xs[0] : xs[1];
+    const int64_t H = s_.hidden, G = s_.gates, I = s_.input;
     if (y != nullptr) std::fill(y, y + out_[0]->tensor.numel(), S(0));
     // Element offsets: X (t, b, i); Y (t, d, b, j); a state (d, b, j).
     auto x_at = [&](int64_t t, int64_t bb) {
@@ -195,8 +196,6 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   s.reverse_only = direction == "reverse";
   s.layout1 = call.def->attr_index("layout") >= 0 && call.attr_int("layout") == 1;
   const auto x = call.input(0).sizes;
-  s.seq = s.layout1 ? x[1] : x[0];
-  s.batch = s.layout1 ? x[0] : x[1];
   s.input = x[2];
   s.hidden = call.input(2).sizes[2];
   if constexpr (kCell == Cell::Gru)
@@ -214,9 +213,6 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
                                             s.dirs, call.describe()));
   s.clip = call.attr("clip").is_none() ? std::numeric_limits<double>::infinity()
                                        : call.attr_float("clip");
-  BATON_CHECK_OR_RETURN(!call.dynamic, NotSupported,
-                        "{}: recurrent layers run at one shape here: fix the shapes with --shape",
-                        call.describe());
   std::unique_ptr<runtime::Kernel> kernel;
   const bool typed = dispatch<DTypeSet{DType::Float32, DType::Float64}.bits()>(
       call.input(0).dtype, [&]<typename S>() { kernel = std::make_unique<RnnKernel<S>>(call, s); });
