@@ -158,7 +158,9 @@ Result<std::vector<CpuFallback>> cpu_fallbacks(const Graph& graph, const Partiti
     CpuFallback f;
     f.node = node.name.empty() ? fmt::format("#{}", index) : node.name;
     f.op = node.domain.empty() ? node.op_type : fmt::format("{}.{}", node.domain, node.op_type);
-    f.reason = options.backends.front()->unsupported_reason(graph, node);
+    f.reason = touches_data_dependent_size(graph, node)
+                   ? std::string("dynamic output size (a size known only when NonZero has run)")
+                   : options.backends.front()->unsupported_reason(graph, node);
     out.push_back(std::move(f));
   }
   if (out.empty() || options.fallback == FallbackPolicy::Allow) return out;

@@ -82,6 +82,12 @@ class Emitter {
       method_->instructions.push_back(std::move(ins));
     }
     for (int v : schedule_.outputs) method_->outputs.push_back(tensor_value(v));
+    // A data-dependent symbol names the value whose kernel gives it a size (emitted above: the
+    // dead-node pass keeps that kernel).
+    for (size_t s = 0; s < g_.symbols.num_symbols(); ++s) {
+      const int source = g_.symbols.symbol(s).source;
+      if (source >= 0) method_->symbols[s]->source = tensor_value(source);
+    }
     BATON_TRY(storage());
     out_.program.producer = in_.producer;
     out_.program.methods.push_back(std::move(method));

@@ -100,6 +100,12 @@ struct Graph {
 // Whether some dimension of `v` is dynamic.
 inline bool is_dynamic(const IrValue& v) { return !v.dims.empty(); }
 
+// Whether a size of one of `node`'s inputs or outputs depends on a data-dependent symbol
+// (NonZero's count, docs/dynamic_shapes.md): such a node runs on the CPU, where the count is
+// known when the kernel that produces it returns; a GPU engine is built for sizes known before
+// the call starts.
+bool touches_data_dependent_size(const Graph& graph, const IrNode& node);
+
 // Dimension `d` of `v` as an expression (a constant for a static value).
 inline sym::SizeExpr dim_expr(Graph& graph, const IrValue& v, size_t d) {
   return is_dynamic(v) ? v.dims[d] : graph.symbols.constant(v.sizes[d]);

@@ -25,6 +25,19 @@ std::string IrNode::describe() const {
   return out;
 }
 
+bool touches_data_dependent_size(const Graph& graph, const IrNode& node) {
+  if (!graph.symbols.has_data_symbols()) return false;
+  for (const std::vector<int>* ids : {&node.inputs, &node.outputs}) {
+    for (int id : *ids) {
+      if (id < 0) continue;
+      for (sym::SizeExpr e : graph.values[id].dims) {
+        if (graph.symbols.uses_data_symbol(e)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 const ops::AttrValue& IrNode::attr(std::string_view attr_name) const {
   static const ops::AttrValue kMissing = ops::AttrValue::absent(ops::AttrKind::Int);
   const int index = def == nullptr ? -1 : def->attr_index(attr_name);
@@ -312,9 +325,9 @@ class Importer {
              "export the model with the branch or the loop resolved, e.g. by the tracing "
              "exporter with the condition fixed, or keep this part outside the program";
     }
-    if (op == "NonZero" || op == "Unique" || op == "NonMaxSuppression" || op == "Compress") {
-      return ": its output size depends on the input's values, which Baton programs do not "
-             "support yet (every size is known from the input shapes)";
+    if (op == "Unique" || op == "NonMaxSuppression" || op == "Compress") {
+      return ": its output size depends on the input's values; of such ops Baton runs only "
+             "NonZero so far (a data-dependent size, docs/dynamic_shapes.md)";
     }
     return "";
   }

@@ -14,7 +14,7 @@ PartitionResult partition_graph(Graph& graph, std::span<BackendCompiler* const> 
   for (int i = 0; i < n; ++i) {
     IrNode& node = graph.nodes[i];
     node.partition = -1;
-    if (node.dead) continue;
+    if (node.dead || touches_data_dependent_size(graph, node)) continue;
     for (size_t b = 0; b < backends.size(); ++b) {
       if (backends[b]->supports(graph, node)) {
         claim[i] = static_cast<int>(b);

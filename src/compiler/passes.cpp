@@ -250,6 +250,12 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
 size_t eliminate_dead_nodes(Graph& graph) {
   std::vector<uint8_t> used(graph.values.size(), 0);
   for (int o : graph.outputs) used[o] = 1;
+  // A data-dependent size (NonZero's count) is given by the kernel that writes its source value,
+  // so that kernel stays even when nothing reads its output: the program must be able to bind
+  // every symbol it has.
+  for (size_t s = 0; s < graph.symbols.num_symbols(); ++s) {
+    if (graph.symbols.symbol(s).source >= 0) used[graph.symbols.symbol(s).source] = 1;
+  }
   size_t removed = 0;
   for (size_t n = graph.nodes.size(); n-- > 0;) {
     IrNode& node = graph.nodes[n];

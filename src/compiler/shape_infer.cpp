@@ -312,6 +312,35 @@ class DynamicInference {
   std::vector<Candidate> candidates_;
 };
 
+// A node whose output has a data-dependent axis (NonZero's count): that axis becomes a new symbol
+// in 0..its upper bound, whose source is the output (SymbolInfo::source; the kernel gives it a
+// size when it runs); the output's other axes are the sizes inference gave at the largest sizes,
+// which must not follow the input's dynamic sizes (NonZero's rank does not).
+Result<NodeShapes> data_dependent_shapes(Graph& graph, const IrNode& node, NodeShapes shapes) {
+  for (size_t o = 0; o < shapes.outputs.size(); ++o) {
+    const ops::OutputInfo& out = shapes.outputs[o];
+    if (out.data_dependent_axis < 0) continue;
+    std::vector<sym::SizeExpr> dims;
+    for (size_t a = 0; a < out.sizes.size(); ++a) {
+      if (static_cast<int>(a) != out.data_dependent_axis) {
+        dims.push_back(graph.symbols.constant(out.sizes[a]));
+        continue;
+      }
+      // Named after the node, so that inspect and messages say where the size comes from.
+      std::string name = fmt::format("count({})", node.name);
+      for (int k = 2; graph.symbols.find_symbol(name); ++k) {
+        name = fmt::format("count({})#{}", node.name, k);
+      }
+      BATON_ASSIGN_OR_RETURN(const sym::SizeExpr e,
+                             graph.symbols.add_symbol(name, 0, out.sizes[a]));
+      graph.symbols.set_source(static_cast<size_t>(graph.symbols.node(e).value), node.outputs[o]);
+      dims.push_back(e);
+    }
+    shapes.dims[o] = std::move(dims);
+  }
+  return shapes;
+}
+
 }  // namespace
 
 Result<NodeShapes> infer_node_shapes(Graph& graph, IrNode& node) {
@@ -326,6 +355,10 @@ Result<NodeShapes> infer_node_shapes(Graph& graph, IrNode& node) {
   shapes.outputs.resize(node.outputs.size());
   BATON_TRY(ops::infer(*node.def, node.name, inputs, node.attrs, shapes.outputs));
   shapes.dims.resize(node.outputs.size());
+  if (std::any_of(shapes.outputs.begin(), shapes.outputs.end(),
+                  [](const ops::OutputInfo& o) { return o.data_dependent_axis >= 0; })) {
+    return data_dependent_shapes(graph, node, std::move(shapes));
+  }
   if (!dynamic) return shapes;
   return DynamicInference(graph, node).run(raw_attrs, std::move(shapes));
 }

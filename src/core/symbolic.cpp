@@ -63,6 +63,20 @@ Result<SizeExpr> SymbolTable::add_symbol(const std::string& name, int64_t min, i
   return intern(Node{Op::Symbol, static_cast<int64_t>(symbols_.size() - 1), {}});
 }
 
+bool SymbolTable::has_data_symbols() const {
+  for (const SymbolInfo& s : symbols_) {
+    if (s.source >= 0) return true;
+  }
+  return false;
+}
+
+bool SymbolTable::uses_data_symbol(SizeExpr e) const {
+  const Node& n = nodes_[e];
+  if (n.op == Op::Symbol) return symbols_[static_cast<size_t>(n.value)].source >= 0;
+  return std::any_of(n.operands.begin(), n.operands.end(),
+                     [&](SizeExpr o) { return uses_data_symbol(o); });
+}
+
 std::optional<SizeExpr> SymbolTable::find_symbol(const std::string& name) const {
   for (size_t i = 0; i < symbols_.size(); ++i) {
     if (symbols_[i].name != name) continue;

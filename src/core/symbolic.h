@@ -49,6 +49,10 @@ struct SymbolInfo {
   int64_t min = 0;
   int64_t max = 0;
   int64_t opt = 0;  // the size to tune for (0: max); only recorded
+  // -1: a call binds it from its inputs' sizes. Otherwise a data-dependent size (NonZero's
+  // count, docs/dynamic_shapes.md): the compiler's value whose dimension it is, given its size by
+  // the kernel that writes that value, when it runs.
+  int source = -1;
 };
 
 // An inclusive range of values an expression can take given its symbols' ranges.
@@ -64,6 +68,12 @@ class SymbolTable {
   Result<SizeExpr> add_symbol(const std::string& name, int64_t min, int64_t max, int64_t opt = 0);
   // The symbol named `name`, if there is one.
   std::optional<SizeExpr> find_symbol(const std::string& name) const;
+  // Marks symbol `index` as the data-dependent size of value `source` (SymbolInfo::source).
+  void set_source(size_t index, int source) { symbols_[index].source = source; }
+  // Whether any symbol is a data-dependent size.
+  bool has_data_symbols() const;
+  // Whether expression `e` depends on a data-dependent symbol.
+  bool uses_data_symbol(SizeExpr e) const;
   size_t num_symbols() const { return symbols_.size(); }
   const SymbolInfo& symbol(size_t index) const { return symbols_[index]; }
 

@@ -142,6 +142,8 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
                             {"min", sym->min()},
                             {"max", sym->max()},
                             {"opt", sym->opt()}});
+    // A data-dependent size (NonZero's count): the value whose kernel gives it when it runs.
+    if (sym->source() >= 0) j["symbols"].back()["source"] = sym->source();
   }
   j["size_exprs"] = m.size_exprs() == nullptr ? 0 : m.size_exprs()->size();
   // The nodes a GPU compile left on the CPU, with why (empty: none, or a CPU-only program).

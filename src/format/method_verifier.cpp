@@ -61,10 +61,61 @@ class MethodVerifier {
     BATON_TRY(verify_operators());
     BATON_TRY(verify_delegates());
     BATON_TRY(verify_instructions());
+    BATON_TRY(verify_data_symbols());
     return Status();
   }
 
  private:
+  // A data-dependent symbol's source is a tensor that has the symbol as one of its dimensions and
+  // is written by exactly one kernel instruction (the runtime binds the symbol when that kernel
+  // has run) and by nothing else: not an input, a delegate call or a copy.
+  Status verify_data_symbols() {
+    for (uint32_t s = 0; s < vsize(m_.symbols()); ++s) {
+      const fb::Symbol* sym = m_.symbols()->Get(s);
+      if (sym->source() < 0) continue;
+      const std::string field = fmt::format("{}.symbols[{}] ('{}')", where_, s, str(sym->name()));
+      const int v = sym->source();
+      BATON_CHECK_OR_RETURN(
+          static_cast<uint32_t>(v) < vsize(m_.values()) && tensor_at(v) != nullptr, InvalidProgram,
+          "{}: source = {} is not a tensor value", field, v);
+      const fb::Tensor* t = tensor_at(v);
+      bool has_dim = false;
+      for (uint32_t d = 0; d < vsize(t->dims()); ++d) {
+        const fb::SizeExpr* e = m_.size_exprs()->Get(t->dims()->Get(d));
+        has_dim = has_dim || (e->op() == fb::SizeOp::Symbol && e->value() == s);
+      }
+      BATON_CHECK_OR_RETURN(has_dim, InvalidProgram,
+                            "{}: its source '{}' has no dimension that is the symbol", field,
+                            str(t->name()));
+      BATON_CHECK_OR_RETURN(!is_input_[v], InvalidProgram,
+                            "{}: its source '{}' is a method input; a call's inputs give sizes "
+                            "through symbols without a source",
+                            field, str(t->name()));
+      int kernels = 0, others = 0;
+      auto writes = [&](const flatbuffers::Vector<int32_t>* outs) {
+        for (uint32_t o = 0; outs != nullptr && o < outs->size(); ++o) {
+          if (outs->Get(o) == v) return true;
+        }
+        return false;
+      };
+      for (uint32_t i = 0; i < vsize(m_.instructions()); ++i) {
+        const fb::Instruction* ins = m_.instructions()->Get(i);
+        if (const auto* k = ins->instruction_as_KernelCall()) {
+          kernels += writes(k->outputs()) ? 1 : 0;
+        } else if (const auto* d = ins->instruction_as_DelegateCall()) {
+          others += writes(d->outputs()) ? 1 : 0;
+        } else if (const auto* c = ins->instruction_as_DeviceCopy()) {
+          others += c->dst() == v ? 1 : 0;
+        }
+      }
+      BATON_CHECK_OR_RETURN(kernels == 1 && others == 0, InvalidProgram,
+                            "{}: its source '{}' must be written by one kernel instruction and "
+                            "nothing else; {} kernel calls and {} other instructions write it",
+                            field, str(t->name()), kernels, others);
+    }
+    return Status();
+  }
+
   Status verify_device(fb::DeviceType type, int16_t index, const std::string& field) {
     const int code = static_cast<int>(type);
     BATON_CHECK_OR_RETURN(is_valid_device_type(code), InvalidProgram,
@@ -105,10 +156,15 @@ class MethodVerifier {
       const fb::Symbol* sym = m_.symbols()->Get(s);
       const std::string field = fmt::format("{}.symbols[{}]", where_, s);
       BATON_CHECK_OR_RETURN(!str(sym->name()).empty(), InvalidProgram, "{} has no name", field);
+      // A data-dependent size (source >= 0: NonZero's count) may be 0; a call's inputs give
+      // the others, whose ranges start at 1.
+      const int64_t lowest = sym->source() >= 0 ? 0 : 1;
       BATON_CHECK_OR_RETURN(
-          1 <= sym->min() && sym->min() <= sym->max() && sym->max() <= kMaxSymbolSize,
-          InvalidProgram, "{} ('{}'): the range {}..{} is not within 1..{}", field,
-          str(sym->name()), sym->min(), sym->max(), kMaxSymbolSize);
+          lowest <= sym->min() && sym->min() <= sym->max() && sym->max() <= kMaxSymbolSize,
+          InvalidProgram, "{} ('{}'): the range {}..{} is not within {}..{}", field,
+          str(sym->name()), sym->min(), sym->max(), lowest, kMaxSymbolSize);
+      BATON_CHECK_OR_RETURN(sym->source() >= -1, InvalidProgram, "{} ('{}'): source = {}", field,
+                            str(sym->name()), sym->source());
       BATON_CHECK_OR_RETURN(
           sym->opt() == 0 || (sym->min() <= sym->opt() && sym->opt() <= sym->max()), InvalidProgram,
           "{} ('{}'): opt = {} lies outside {}..{}", field, str(sym->name()), sym->opt(),

@@ -131,6 +131,10 @@ struct InputInfo {
 struct OutputInfo {
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes;
+  // An axis whose size depends on the input's values, not its shape (NonZero's count), when they
+  // are not known at compile time: sizes[axis] is then its upper bound, and the kernel gives the
+  // size when it runs (docs/dynamic_shapes.md, data-dependent sizes). -1: every size is exact.
+  int data_dependent_axis = -1;
 };
 
 class InferContext;

@@ -26,6 +26,7 @@ void register_expand(OpRegistry& registry);
 void register_tile(OpRegistry& registry);
 void register_cumsum(OpRegistry& registry);
 void register_topk(OpRegistry& registry);
+void register_nonzero(OpRegistry& registry);
 void register_rnn(OpRegistry& registry);
 void register_depth_space(OpRegistry& registry);
 void register_shape_size(OpRegistry& registry);  // Shape and Size

@@ -23,6 +23,7 @@ void register_all_ops(OpRegistry& registry) {
   register_tile(registry);
   register_cumsum(registry);
   register_topk(registry);
+  register_nonzero(registry);
   register_rnn(registry);
   register_depth_space(registry);
   register_shape_size(registry);

@@ -91,6 +91,11 @@ class Kernel {
   // every change of shape: with hundreds of kernels in a transformer, those calls were most of
   // what a change of shape cost.
   virtual bool follows_sizes() const { return false; }
+  // A kernel whose output has a data-dependent size (NonZero's count; docs/dynamic_shapes.md):
+  // that size as its last run() produced it, written in its output's layout (the other axes at
+  // their sizes, this one at the count). The runtime binds the output's symbol from it and
+  // resolves the sizes that depend on it before the next instruction. -1: no such output.
+  virtual int64_t produced_size() const { return -1; }
 };
 
 using CreateFn = Result<std::unique_ptr<Kernel>> (*)(const KernelCall& call);

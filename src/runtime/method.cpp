@@ -47,6 +47,9 @@ struct Step {
   std::string description;
   std::string op, name;  // InstructionInfo's
   Device device;
+  // A kernel whose output has a data-dependent size (Kernel::produced_size): the symbol that
+  // size binds once the kernel has run; -1 for every other step.
+  int produced_symbol = -1;
 };
 
 struct DelegateInstance {
@@ -85,6 +88,9 @@ struct Method::Impl {
   std::vector<DynamicTensor> dynamic;
   std::vector<int> dynamic_of;      // per value: its entry in `dynamic`, or -1
   std::vector<int64_t> symbol_max;  // per symbol, from the file
+  // The data-dependent symbols (Symbol.source >= 0: NonZero's count), which a kernel binds while
+  // the call runs rather than the inputs before it; resolve() keeps their last sizes.
+  std::vector<uint32_t> data_symbols;
   // An input dimension that resolve() reads (filled by plan_resolve): where its size is and what
   // it must be, so that a call reads one short array rather than each input's entry, its dims and
   // their expressions in turn.
@@ -233,7 +239,15 @@ struct Method::Impl {
   // clock read to a call, not three).
   [[gnu::always_inline]] Status resolve(std::chrono::steady_clock::time_point entered) {
     // Its data and code were prefetched at the end of the previous call (prepare_next_resolve).
-    std::fill(bound.begin(), bound.end(), -1);
+    // A data-dependent symbol keeps its last size (every tensor that depends on it is written
+    // after the kernel that binds it anew has run).
+    for (size_t s = 0, d = 0; s < bound.size(); ++s) {
+      if (d < data_symbols.size() && data_symbols[d] == s) {
+        ++d;
+      } else {
+        bound[s] = -1;
+      }
+    }
     for (size_t k = 0; k < input_symbols.size(); ++k) {
       const InputDim& d = input_symbols[k];
       const int64_t v = *d.size;
@@ -262,6 +276,29 @@ struct Method::Impl {
     BATON_TRY(resize_kernels(resizable));
     shapes_dirty = false;
     return Status();
+  }
+
+  // After step `i`, a kernel with a data-dependent output size: binds its symbol to the size the
+  // kernel produced and, when that changed, computes every size expression again, writes the
+  // dynamic tensors' sizes and resizes the kernels that need it, as resolve() does for a change
+  // of input shape (so the instructions after it see their sizes). Allocates nothing.
+  Status bind_produced(size_t i) {
+    const Step& step = steps[i];
+    const auto s = static_cast<size_t>(step.produced_symbol);
+    const int64_t n = step.kernel->produced_size();
+    if (n < 0 || n > symbol_max[s]) [[unlikely]] {
+      return BATON_ERROR(Internal,
+                         "method '{}' instruction {} ({}): produced size {} for '{}' lies outside "
+                         "0..{}",
+                         name, i, step.description, n, symbol_name(s), symbol_max[s]);
+    }
+    if (bound[s] == n) return Status();
+    bound[s] = n;
+    if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) [[unlikely]] {
+      return with_method_name(Error::InvalidArgument, st);
+    }
+    BATON_TRY(write_sizes());
+    return resize_kernels(resizable);
   }
 
   // resolve()'s errors, out of line: between two calls of a large model resolve()'s own code is
@@ -395,7 +432,21 @@ struct Method::Impl {
     BATON_CHECK_OR_RETURN(
         symbols_filled == input_symbols.size() && relations_filled == input_relations.size(),
         Internal, "method '{}': the inputs have fewer dynamic dimensions than were counted", name);
-    for (size_t s = 0; s < bound.size(); ++s) {
+    for (uint32_t s = 0; s < bound.size(); ++s) {
+      const int source = fm->symbols()->Get(s)->source();
+      if (source >= 0) {
+        // The verifier checked that one kernel instruction writes the source.
+        data_symbols.push_back(s);
+        for (uint32_t i = 0; i < steps.size(); ++i) {
+          const auto* k = fm->instructions()->Get(i)->instruction_as_KernelCall();
+          if (k == nullptr) continue;
+          const std::span<const int32_t> outs = span_of(k->outputs());
+          if (std::find(outs.begin(), outs.end(), source) != outs.end()) {
+            steps[i].produced_symbol = static_cast<int>(s);
+          }
+        }
+        continue;
+      }
       const bool given = std::any_of(input_symbols.begin(), input_symbols.end(),
                                      [&](const InputDim& d) { return d.symbol == s; });
       BATON_CHECK_OR_RETURN(given, InvalidProgram,
@@ -1209,6 +1260,7 @@ Status Method::execute() {
       return Status(st.code(), fmt::format("method '{}' instruction {} ({}): {}", m.name, i,
                                            s.description, st.message()));
     }
+    if (s.produced_symbol >= 0) BATON_TRY(m.bind_produced(i));
     if (m.profiling.instructions) {
       m.starts[i] = start;
       m.times[i] = std::chrono::steady_clock::now() - start;

@@ -15,6 +15,7 @@
 #include "baton/core/check.h"
 #include "baton/extension/module.h"
 #include "testing/alloc/counting_allocator.h"
+#include "testing/onnx_builder.h"
 #include "testing/paths.h"
 #include "testing/random.h"
 
@@ -200,6 +201,81 @@ TEST(DynamicShapes, ExecuteAllocatesNothingWhenTheShapeChanges) {
         EXPECT_EQ(count.count(), 0) << "execute() at " << shape_to_string(c.inputs[0].sizes());
         ASSERT_TRUE(st.ok()) << st.to_string();
         EXPECT_EQ((*method)->output(0).sizes[0], c.inputs[0].sizes()[0]);
+      }
+    }
+  }
+}
+
+// NonZero's count is a data-dependent size: a symbol the kernel binds while the call runs, after
+// which the sizes that depend on it are resolved again. x [4, 6] -> NonZero -> Transpose ->
+// GatherND(x) -> Sigmoid: at counts from 0 to all 24, the outputs have the count's sizes and the
+// right values, the calls allocate nothing, and a static caller sees the program's one symbol.
+TEST(DynamicShapes, NonZerosCountIsBoundWhileTheCallRunsWithoutAllocating) {
+  testing::OnnxBuilder b;
+  b.input("x", {4, 6});
+  b.node("NonZero", {"x"}, {"nz"}, "nz");
+  auto* perm = b.node("Transpose", {"nz"}, {"idx"}, "tr").add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+  b.node("GatherND", {"x", "idx"}, {"vals"}, "gnd");
+  b.node("Sigmoid", {"vals"}, {"y"}, "sig");
+  b.output("idx", {-1, 2}, onnx::TensorProto::INT64);
+  b.output("y", {-1});
+  std::string bytes;
+  ASSERT_TRUE(b.model().SerializeToString(&bytes));
+  auto compiled = compiler::compile_bytes(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto serialized = compiled->serialize();
+  ASSERT_TRUE(serialized.ok());
+  auto program = runtime::Program::load_bytes(*serialized);
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method("forward", {});
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  std::mt19937 rng(11);
+  std::vector<Tensor> inputs;
+  for (double density : {0.5, 0.0, 1.0, 0.2, 0.8}) {
+    Tensor x = testing::random_tensor(rng, {4, 6});
+    auto* p = static_cast<float*>(x.data());
+    for (int i = 0; i < 24; ++i) {
+      if (std::uniform_real_distribution<double>(0, 1)(rng) >= density) p[i] = 0.0f;
+    }
+    inputs.push_back(std::move(x));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (const Tensor& x : inputs) {
+      ASSERT_TRUE((*method)->set_input(0, x.view()).ok());
+      Status st;
+      int64_t allocations = 0;
+      {
+        testing::CountAllocations count;
+        st = (*method)->execute();
+        allocations = count.count();
+      }
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      if (testing::counting_available()) EXPECT_EQ(allocations, 0);
+      const auto* p = static_cast<const float*>(x.data());
+      std::vector<int64_t> want_idx;
+      std::vector<float> want_y;
+      for (int i = 0; i < 24; ++i) {
+        if (p[i] == 0.0f) continue;
+        want_idx.insert(want_idx.end(), {i / 6, i % 6});
+        want_y.push_back(1.0f / (1.0f + std::exp(-p[i])));
+      }
+      const auto count = static_cast<int64_t>(want_y.size());
+      const TensorView idx = (*method)->output(0);
+      const TensorView y = (*method)->output(1);
+      ASSERT_EQ(std::vector<int64_t>(idx.sizes.begin(), idx.sizes.end()),
+                (std::vector<int64_t>{count, 2}));
+      ASSERT_EQ(std::vector<int64_t>(y.sizes.begin(), y.sizes.end()), std::vector<int64_t>{count});
+      const auto* got_idx = static_cast<const int64_t*>(idx.data);
+      const auto* got_y = static_cast<const float*>(y.data);
+      for (int64_t k = 0; k < count; ++k) {
+        EXPECT_EQ(got_idx[2 * k], want_idx[2 * k]) << k;
+        EXPECT_EQ(got_idx[2 * k + 1], want_idx[2 * k + 1]) << k;
+        EXPECT_NEAR(got_y[k], want_y[k], 1e-6) << k;
       }
     }
   }

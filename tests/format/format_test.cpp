@@ -937,6 +937,34 @@ TEST_F(DynamicFormatTest, SymbolRangesMustBeWithinOneAndTwoToTheForty) {
   expect("opt = 9 lies outside 1..4");
 }
 
+// A data-dependent symbol (Symbol.source: NonZero's count) may start at 0, and its source must be
+// a tensor with the symbol as a dimension, written by one kernel instruction and nothing else.
+TEST_F(DynamicFormatTest, ADataDependentSymbolNeedsATensorOneKernelWrites) {
+  auto count = std::make_unique<fb::SymbolT>();
+  count->name = "count";
+  count->min = 0;
+  count->max = 12;
+  b.method().symbols.push_back(std::move(count));
+  const uint32_t c = expr(fb::SizeOp::Symbol, 1);
+  const int z = b.tensor("z", DType::Float32, {12});
+  b.tensor_at(z).dims = {c};
+  b.method().outputs.push_back(z);
+  b.method().symbols[1]->source = 99;
+  expect("symbols[1] ('count'): source = 99 is not a tensor value");
+  b.method().symbols[1]->source = y;
+  expect("its source 'y' has no dimension that is the symbol");
+  b.method().symbols[1]->source = z;
+  expect(
+      "its source 'z' must be written by one kernel instruction and nothing else; 0 kernel "
+      "calls and 0 other instructions write it");
+  b.method().symbols[1]->min = -1;
+  expect("symbols[1] ('count'): the range -1..12 is not within 0..");
+  // Without a source, a range must start at 1 (a call's inputs give it).
+  b.method().symbols[1]->min = 0;
+  b.method().symbols[1]->source = -1;
+  expect("symbols[1] ('count'): the range 0..12 is not within 1..");
+}
+
 TEST_F(DynamicFormatTest, ExpressionsMustBeWellFormedAndInDependencyOrder) {
   b.method().size_exprs[n]->value = 3;
   expect("size_exprs[0]: symbol 3 is out of range [0, 1)");

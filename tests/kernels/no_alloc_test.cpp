@@ -346,6 +346,13 @@ op_calls() {
     t->input(random_floats(rng, {3, 9, 4})).input(int64s({4})).attr("axis", 1);
     return t;
   });
+  add("NonZero", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("NonZero");
+    HostTensor x = random_floats(rng, {4, 5, 3});
+    for (int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = 0.0f;
+    t->input(std::move(x));
+    return t;
+  });
   add("Trilu", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Trilu");
     t->input(random_floats(rng, {2, 4, 5})).input(int64s({1}));

@@ -264,11 +264,13 @@ void print_text(const json& j) {
     if (m.contains("symbols") && !m["symbols"].empty()) {
       std::string symbols;
       for (const auto& s : m["symbols"]) {
-        symbols += fmt::format("{}{} in {}..{}{}", symbols.empty() ? "" : ", ", shown(s["name"]),
-                               s["min"].get<int64_t>(), s["max"].get<int64_t>(),
-                               s["opt"].get<int64_t>() != 0
-                                   ? fmt::format(" (tuned for {})", s["opt"].get<int64_t>())
-                                   : std::string());
+        symbols += fmt::format(
+            "{}{} in {}..{}{}", symbols.empty() ? "" : ", ", shown(s["name"]),
+            s["min"].get<int64_t>(), s["max"].get<int64_t>(),
+            s.contains("source") ? fmt::format(" (data-dependent: written by the kernel of %{})",
+                                               s["source"].get<int>())
+            : s["opt"].get<int64_t>() != 0 ? fmt::format(" (tuned for {})", s["opt"].get<int64_t>())
+                                           : std::string());
       }
       std::printf("  dynamic: %s; %d size expressions\n", symbols.c_str(),
                   m["size_exprs"].get<int>());

@@ -48,6 +48,7 @@ void register_expand(runtime::KernelRegistry& registry);
 void register_tile(runtime::KernelRegistry& registry);
 void register_cumsum(runtime::KernelRegistry& registry);
 void register_topk(runtime::KernelRegistry& registry);
+void register_nonzero(runtime::KernelRegistry& registry);
 void register_rnn(runtime::KernelRegistry& registry);
 void register_depth_space(runtime::KernelRegistry& registry);
 void register_trilu(runtime::KernelRegistry& registry);

@@ -34,6 +34,7 @@ void register_all(runtime::KernelRegistry& registry) {
   register_tile(registry);
   register_cumsum(registry);
   register_topk(registry);
+  register_nonzero(registry);
   register_rnn(registry);
   register_depth_space(registry);
   register_trilu(registry);

@@ -683,6 +683,15 @@ void layout_cases(std::vector<Case>& out) {
   out.push_back(make("TopK", "[6, 7] K 7 axis -1", {in({6, 7}), shape_input({7})}));
   out.back().outputs = 2;
   out.back().dtypes = exact;
+  // NonZero (a data-dependent count, CPU only): values on the 1/32 grid in [-1/32, 1/32] (a
+  // third zeros in float types; all zeros, an empty result, in the integers), and in [-1, 1]
+  // (a third zeros in the integers).
+  out.push_back(make("NonZero", "[3, 4, 5] in [-1/32, 1/32]", {in({3, 4, 5})}));
+  out.back().inputs[0].lo = -1.0 / 32;
+  out.back().inputs[0].hi = 1.0 / 32;
+  out.push_back(make("NonZero", "[7, 6] in [-1, 1]", {in({7, 6})}));
+  out.back().inputs[0].lo = -1.0;
+  out.back().inputs[0].hi = 1.0;
   // RNN, GRU and LSTM in both directions (their values: ONNX's node tests and onnxruntime,
   // tests/python/test_recurrent.py). CPU only.
   for (const auto& [op, gates] : {std::pair{"RNN", 1}, {"GRU", 3}, {"LSTM", 4}}) {
