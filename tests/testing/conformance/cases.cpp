@@ -828,7 +828,8 @@ void einsum_cases(std::vector<Case>& out) {
   }
 }
 
-// Conv and ConvTranspose (the GPU takes 1-D and 2-D ones, 3-D stays on the CPU): every kernel path
+// Conv and ConvTranspose (the GPU takes 1-D to 3-D Conv and 1-D and 2-D ConvTranspose; a 3-D
+// ConvTranspose stays on the CPU): every kernel path
 // (pointwise GEMM, depthwise loop, im2col, col2im), groups, strides, dilations, pads in every
 // form, 1-D to 3-D, batches, with and without bias; weights constant as exporters write them.
 void conv_cases(std::vector<Case>& out) {
@@ -923,6 +924,21 @@ void conv_cases(std::vector<Case>& out) {
        true,
        {{"strides", ints({1, 2, 2})}, {"pads", ints({0, 1, 1, 1, 0, 1})}}},
       {"Conv",
+       "3-D 2 groups, strides (2, 1, 1) dilations (1, 1, 2) SAME_UPPER, batch 2",
+       {2, 4, 5, 6, 7},
+       {6, 2, 3, 2, 3},
+       true,
+       {{"group", AttrValue::of_int(2)},
+        {"strides", ints({2, 1, 1})},
+        {"dilations", ints({1, 1, 2})},
+        {"auto_pad", text("SAME_UPPER")}}},
+      {"Conv",
+       "3-D depthwise 3x3x3 no bias",
+       {1, 4, 3, 4, 5},
+       {4, 1, 3, 3, 3},
+       false,
+       {{"group", AttrValue::of_int(4)}, {"pads", ints({1, 1, 1, 1, 1, 1})}}},
+      {"Conv",
        "2-D VALID dilations (2, 1)",
        {1, 3, 9, 6},
        {5, 3, 2, 3},
@@ -966,8 +982,9 @@ void conv_cases(std::vector<Case>& out) {
     if (c.bias) ins.push_back(constant(in({m})));
     out.push_back(make(c.op, c.label, ins, c.attrs));
     // The GPU runs 2-D Conv and ConvTranspose, any group count (builder/ops/conv.cpp,
-    // conv_transpose.cpp), and 1-D ones as 2-D (the conv-1d pass).
-    out.back().cuda = c.x.size() == 4 || c.x.size() == 3;
+    // conv_transpose.cpp), 1-D ones as 2-D (the conv-1d pass), and 3-D Conv (a direct kernel).
+    out.back().cuda =
+        c.x.size() == 4 || c.x.size() == 3 || (c.x.size() == 5 && std::string_view(c.op) == "Conv");
   }
   // The opset-1 definitions (models of opsets 1 to 10).
   out.push_back(make("Conv", "2-D at opset 8", {in({1, 2, 5, 5}), constant(in({3, 2, 3, 3}))},
@@ -981,10 +998,10 @@ void conv_cases(std::vector<Case>& out) {
 // Baton's FusedConv (the fuse-conv pass's Conv + residual + activation) on every GPU path: cuDNN
 // with the epilogue in its graph (Relu, HardSwish, HardSigmoid) or an epilogue kernel after it
 // (LeakyRelu), the depthwise and row kernels (activation inside, a residual after), the patch
-// GEMM (Relu in cuBLASLt's epilogue, the rest after); 3-D stays on the CPU. And Baton's Linear
-// with an activation (the fuse-linear pass): cuBLASLt's ReLU and tanh-GELU epilogues, the erf GELU
-// (cuDNN in fp16 and bf16, a kernel in fp32), W stored [N, K] (transW), and an activation no GEMM
-// epilogue has (a kernel after it).
+// GEMM (Relu in cuBLASLt's epilogue, the rest after), the 3-D kernel (both inside). And Baton's
+// Linear with an activation (the fuse-linear pass): cuBLASLt's ReLU and tanh-GELU epilogues, the
+// erf GELU (cuDNN in fp16 and bf16, a kernel in fp32), W stored [N, K] (transW), and an activation
+// no GEMM epilogue has (a kernel after it).
 void fused_cases(std::vector<Case>& out) {
   auto ints = [](std::vector<int64_t> v) { return AttrValue::of_ints(std::move(v)); };
   auto act = [](const char* name) { return AttrValue::of_string(name); };
@@ -995,7 +1012,7 @@ void fused_cases(std::vector<Case>& out) {
     if (!z.empty()) ins.push_back(in(z));
     Case c = make("FusedConv", std::move(label), std::move(ins), std::move(attrs));
     c.domain = "baton";
-    c.cuda = x.size() == 4;
+    c.cuda = x.size() == 4 || x.size() == 5;
     out.push_back(c);
   };
   fused("3x3 pads 1 + residual + Relu", {2, 3, 8, 7}, {4, 3, 3, 3}, {2, 4, 8, 7},

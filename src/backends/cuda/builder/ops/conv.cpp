@@ -28,8 +28,10 @@
 //   activation applied before the store. cuDNN 9.19 ran MobileNetV3's as
 //   tensor-core convolutions of 4 to 12 us each on an H200, for at most 0.5 MB of filters. The
 //   build option conv_rows=cudnn keeps them on cuDNN (to compare).
-// 1-D convolutions arrive as 2-D ones over a height of 1 (the conv-1d pass); 3-D ones stay on the
-// CPU.
+// 1-D convolutions arrive as 2-D ones over a height of 1 (the conv-1d pass). 3-D ones (rank-5
+// X, any groups) run as one generated kernel in row-major N, C, D, H, W, one thread per output
+// element (lower_volume): correct for every attribute, but a direct convolution on CUDA cores,
+// not tuned (docs/support.md says so; cuDNN's 3-D graphs or an implicit GEMM are the next step).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,13 +62,44 @@ Shape shape_of(const compiler::Graph& g, const compiler::IrNode& node) {
           dilations[1], pads[0], pads[1], pads[2],    pads[3],    node.attr_int("group")};
 }
 
+// A 3-D convolution's sizes (X [N, C, D, H, W], W [K, C / groups, KD, KH, KW]): spatial axes
+// depth, height, width in that order.
+struct Volume {
+  int64_t n, c, k, groups;
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+};
+
+Volume volume_of(const compiler::Graph& g, const compiler::IrNode& node) {
+  const auto& x = g.values[node.inputs[0]].sizes;
+  const auto& w = g.values[node.inputs[1]].sizes;
+  const auto& y = g.values[node.outputs[0]].sizes;
+  const auto& strides = node.attr_ints("strides");
+  const auto& dilations = node.attr_ints("dilations");
+  const auto& pads = node.attr_ints("pads");  // canonical: begin..., end...
+  Volume v{x[0], x[1], w[0], node.attr_int("group"), {}, {}, {}, {}, {}, {}};
+  for (size_t a = 0; a < 3; ++a) {
+    v.in[a] = x[2 + a];
+    v.out[a] = y[2 + a];
+    v.kernel[a] = w[2 + a];
+    v.stride[a] = strides[a];
+    v.dilation[a] = dilations[a];
+    v.pad[a] = pads[a];  // the end pads only shape the output, which inference computed
+  }
+  return v;
+}
+
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   // float_tensors_only covers FusedConv's residual (same dtype, any layout).
   if (!float_tensors_only(graph, node) || node.inputs.size() < 2) return false;
-  if (graph.values[node.inputs[0]].sizes.size() != 4) return false;
+  const size_t rank = graph.values[node.inputs[0]].sizes.size();
+  if (rank != 4 && rank != 5) return false;
   if (!graph.values[node.inputs[1]].constant) return false;
   if (node.inputs.size() > 2 && node.inputs[2] >= 0 && !graph.values[node.inputs[2]].constant)
     return false;
+  if (rank == 5) {
+    const Volume v = volume_of(graph, node);
+    return v.groups >= 1 && v.c % v.groups == 0 && v.k % v.groups == 0;
+  }
   const Shape s = shape_of(graph, node);
   return s.groups >= 1 && s.c % s.groups == 0 && s.k % s.groups == 0;
 }
@@ -331,6 +364,90 @@ Status lower_grouped(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
+// 3-D convolutions (top of the file): one thread per output element (n, k, od, oh, ow) in
+// row-major order, so neighbouring threads take neighbouring ow and read neighbouring inputs;
+// each sums its group's C / groups input channels over the window, with the bias, a FusedConv's
+// residual and activation applied before the store. X and the residual are read through their
+// strides; the output is row-major (rank-5 values have no channels-last layout here).
+Status lower_volume(Lowering& ctx, int index) {
+  const compiler::IrNode& node = ctx.node(index);
+  const Volume s = volume_of(ctx.graph(), node);
+  BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
+  const int out = node.outputs[0];
+  const int x = node.inputs[0];
+  const std::vector<int64_t> st = ctx.strides_of(x);
+  const int w = ctx.weight(node.inputs[1], DType::Float32);  // [K, C / groups, KD, KH, KW]
+  const int64_t cg = s.c / s.groups, kg = s.k / s.groups;
+  const int bias = has_bias(node) ? ctx.weight(node.inputs[2], DType::Float32) : -1;
+  // Row-major like the caller's buffers: a partition output is written in place, in its dtype.
+  const int y = out;
+  const DType y_dtype = ctx.dtype_of(out);
+  const int64_t count = s.n * s.k * s.out[0] * s.out[1] * s.out[2];
+  KernelArgs args = ctx.dynamic() ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
+  std::string z_param, z_add;
+  if (e.residual >= 0) {
+    const std::vector<int64_t> zs = ctx.strides_of(e.residual);
+    z_param = fmt::format("const {}* __restrict__ z, ", device_type_name(ctx.dtype_of(e.residual)));
+    z_add = fmt::format("    v += to_f(z[n * {} + k * {} + od * {} + oh * {} + ow * {}]);\n",
+                        args.value(zs[0]), args.value(zs[1]), args.value(zs[2]), args.value(zs[3]),
+                        args.value(zs[4]));
+  }
+  const std::string coordinates = fmt::format(
+      "    const long long p = {}, ow = i - p * {};\n"
+      "    const long long q = {}, oh = p - q * {};\n"
+      "    const long long r = {}, od = q - r * {};\n"
+      "    const long long n = {}, k = r - n * {};\n"
+      "    const long long first = (k / {}LL) * {}LL;\n",
+      args.quotient("i", s.out[2], count), args.value(s.out[2]),
+      args.quotient("p", s.out[1], count), args.value(s.out[1]),
+      args.quotient("q", s.out[0], count), args.value(s.out[0]), args.quotient("r", s.k, count),
+      args.value(s.k), kg, cg);
+  const std::string in_d = args.value(s.in[0]), in_h = args.value(s.in[1]),
+                    in_w = args.value(s.in[2]);
+  const std::string read =
+      fmt::format("x[n * {} + c * {} + id * {} + ih * {} + iw * {}]", args.value(st[0]),
+                  args.value(st[1]), args.value(st[2]), args.value(st[3]), args.value(st[4]));
+  const std::string total = args.value(count);
+  const std::string param = args.parameter();
+  const std::string name = ctx.kernel_name("conv3d");
+  // The taps: one loop per spatial axis, the window in the code (its loops unroll).
+  std::string taps;
+  const char* axis[3] = {"d", "h", "w"};
+  const std::string* in_size[3] = {&in_d, &in_h, &in_w};
+  for (int a = 0; a < 3; ++a) {
+    taps += fmt::format(
+        "    for (int t{0} = 0; t{0} < {1}; ++t{0}) {{\n"
+        "      const long long i{0} = o{0} * {2}LL - {3}LL + t{0} * {4}LL;\n"
+        "      if (i{0} < 0 || i{0} >= {5}) continue;\n",
+        axis[a], s.kernel[a], s.stride[a], s.pad[a], s.dilation[a], *in_size[a]);
+  }
+  std::string code = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
+      "const float* __restrict__ w, {}{}{}* __restrict__ y{}) {{\n"
+      "  baton_for_each({}, [&](long long i) {{\n"
+      "{}"
+      "    float v = {};\n"
+      "{}"
+      "      for (int ci = 0; ci < {}; ++ci) {{\n"
+      "        const long long c = first + ci;\n"
+      "        v += to_f({}) * w[(((k * {} + ci) * {} + td) * {} + th) * {} + tw];\n"
+      "      }}\n"
+      "    }}}}}}\n"
+      "{}"
+      "    st(&y[i], {});\n"
+      "  }});\n}}\n",
+      kBlock, name, device_type_name(ctx.dtype_of(x)),
+      bias >= 0 ? "const float* __restrict__ b, " : "", z_param, device_type_name(y_dtype), param,
+      total, coordinates, bias >= 0 ? "b[k]" : "0.0f", taps, cg, read, cg, s.kernel[0], s.kernel[1],
+      s.kernel[2], z_add, applied_to_v(e.act));
+  std::vector<int> operands = {x, w};
+  if (bias >= 0) operands.push_back(bias);
+  if (e.residual >= 0) operands.push_back(e.residual);
+  operands.push_back(y);
+  ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(operands), args);
+  return Status();
+}
+
 // The rows path (top of the file): a 1x1 convolution of a 1x1 input, at most kGemvRows images,
 // is y[n, k] = b[k] + sum_c x[n, c] w[k, c]: one generated kernel (device/gemv.cuh), the bias, the
 // residual and the activation applied before the store.
@@ -454,6 +571,9 @@ bool fixed_images(const Lowering& ctx, int x) {
 }
 
 Status lower(Lowering& ctx, int index) {
+  if (ctx.graph().values[ctx.node(index).inputs[0]].sizes.size() == 5) {
+    return lower_volume(ctx, index);
+  }
   const Shape s = shape_of(ctx.graph(), ctx.node(index));
   if (s.groups != 1) return lower_grouped(ctx, index, s);
   if (is_rows(s) && ctx.target().options.conv_rows == ConvRows::Kernel &&
