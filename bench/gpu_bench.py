@@ -26,7 +26,7 @@ mobilenet, squeezenet, vit, bert, gpt2 (batch 1; text at sequence 128 with an at
 (bench/mlp_bench.py's 4 x (Linear 4096->4096, GELU), batch 8); also by the torchvision and
 transformers names (ALIASES: resnet50, resnet50-b32, mobilenetv3, squeezenet1_1, vit_b_16,
 bert-base, gpt2-small); and, only when named, densenet, efficientnet and unet (issue 38's zoo,
-batch 1). Models and inputs come from
+batch 1) and densenet8, efficientnet8, unet8 (the same at batch 8). Models and inputs come from
 tests/e2e/export_real_models.py's builders (random weights, fixed seed); the ONNX file is the
 TorchScript exporter's (opset 17, symbolic batch; --shape fixes it), shared with
 bench/gpu_models.py (--models-from its --work/onnx).
@@ -75,8 +75,10 @@ import gpu_common as gc  # noqa: E402
 CASES = {"resnet": ("resnet", 1), "resnet32": ("resnet", 32), "mobilenet": ("mobilenet", 1),
          "squeezenet": ("squeezenet", 1), "vit": ("vit", 1), "bert": ("bert", 1), "gpt2": ("gpt2", 1),
          "mlp": ("mlp", 8)}
-# Issue 38's zoo rows (batch 1): only when named by --only, so the default run stays the eight above.
-ZOO_CASES = {"densenet": ("densenet", 1), "efficientnet": ("efficientnet", 1), "unet": ("unet", 1)}
+# Issue 38's zoo rows (batch 1, and batch 8 as densenet8, ...): only when named by --only, so the
+# default run stays the eight above.
+ZOO_CASES = {"densenet": ("densenet", 1), "efficientnet": ("efficientnet", 1), "unet": ("unet", 1),
+             "densenet8": ("densenet", 8), "efficientnet8": ("efficientnet", 8), "unet8": ("unet", 8)}
 CASES.update(ZOO_CASES)
 # Other names a case is known by (--only / --models).
 ALIASES = {"resnet50": "resnet", "resnet-50": "resnet", "resnet50-b32": "resnet32", "resnet50_b32": "resnet32",
