@@ -63,6 +63,15 @@ struct IrNode {
   std::vector<ops::AttrValue> attrs;
   bool dead = false;   // folded away or absorbed
   int partition = -1;  // -1: runs on the CPU
+  // A node of an If's branch (onnx_import.cpp): it stays only if each condition value `cond`
+  // (a bool) is `when`, which inference requires to be known at compile time; otherwise it is
+  // dropped before its shapes are inferred (the other branch may be invalid at these shapes).
+  struct Guard {
+    int cond = -1;
+    bool when = true;
+    std::string if_node;  // the If's name, for messages
+  };
+  std::vector<Guard> guards;
 
   // Bound attribute `attr_name` (it must be one of the definition's).
   const ops::AttrValue& attr(std::string_view attr_name) const;

@@ -99,13 +99,7 @@ class Importer {
     BATON_TRY(check_dims_used());
     // Every value name the nodes write: add_contrib_node's own names must not take one.
     for (const auto& n : g.node()) model_names_.insert(n.output().begin(), n.output().end());
-    for (int i = 0; i < g.node_size(); ++i) {
-      if (g.node(i).domain() == "com.microsoft") {
-        BATON_ASSIGN_OR_RETURN(const bool expanded, add_contrib_node(g.node(i), i));
-        if (expanded) continue;
-      }
-      BATON_TRY(add_node(g.node(i), i));
-    }
+    for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_any_node(g.node(i), i));
     for (const auto& output : g.output()) {
       auto it = by_name_.find(output.name());
       BATON_CHECK_OR_RETURN(
@@ -320,10 +314,10 @@ class Importer {
   static std::string why_unsupported(const IrNode& node) {
     if (!node.domain.empty()) return "";
     const std::string& op = node.op_type;
-    if (op == "If" || op == "Loop" || op == "Scan") {
-      return ": control flow is not compiled (a Baton program runs every node on every call); "
-             "export the model with the branch or the loop resolved, e.g. by the tracing "
-             "exporter with the condition fixed, or keep this part outside the program";
+    if (op == "Loop" || op == "Scan") {
+      return ": loops are not compiled (a Baton program runs every node on every call; an If "
+             "is, when its condition is known at compile time); export the model with the loop "
+             "unrolled, e.g. by the tracing exporter, or keep this part outside the program";
     }
     if (op == "Unique" || op == "NonMaxSuppression" || op == "Compress") {
       return ": its output size depends on the input's values; of such ops Baton runs only "
@@ -389,6 +383,105 @@ class Importer {
   //   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon = 1e-12) =
   //   LayerNormalization(input + skip [+ bias], gamma, beta; axis -1, epsilon), its fourth output
   //   (input_skip_bias_sum) the sum. Its mean and inv_std_var outputs (training) are refused.
+  Status add_any_node(const onnx::NodeProto& proto, int index) {
+    if (proto.domain() == "com.microsoft") {
+      BATON_ASSIGN_OR_RETURN(const bool expanded, add_contrib_node(proto, index));
+      if (expanded) return Status();
+    }
+    if ((proto.domain().empty() || proto.domain() == "ai.onnx") && proto.op_type() == "If") {
+      return add_if(proto, index);
+    }
+    return add_node(proto, index);
+  }
+
+  // An If is imported as both of its branches, each node guarded by the condition (IrNode::
+  // guards), and per output two Identity nodes, one from each branch's output, writing the If's
+  // output value. Inference keeps the branch whose guard holds and drops the other before
+  // inferring its shapes, so the condition must be known at compile time (a constant, or shape
+  // arithmetic over static sizes): then the program is the chosen branch alone. ONNX keeps value
+  // names unique across a model and its subgraphs, so the branches' names need no renaming; they
+  // are visible to their own branch only.
+  Status add_if(const onnx::NodeProto& proto, int index) {
+    const std::string name = proto.name().empty() ? fmt::format("If_{}", index) : proto.name();
+    BATON_CHECK_OR_RETURN(proto.input_size() == 1 && !proto.input(0).empty(), InvalidArgument,
+                          "If node '{}' has {} inputs; an If has one, its condition", name,
+                          proto.input_size());
+    auto cond = by_name_.find(proto.input(0));
+    BATON_CHECK_OR_RETURN(cond != by_name_.end(), InvalidArgument,
+                          "If node '{}' reads '{}', which no earlier node, initializer or graph "
+                          "input produces",
+                          name, proto.input(0));
+    const int cond_id = cond->second;  // by_name_ is replaced below: no iterator into it
+    const onnx::GraphProto* branches[2] = {nullptr, nullptr};  // then, else
+    for (const auto& a : proto.attribute()) {
+      if (a.type() != onnx::AttributeProto::GRAPH) continue;
+      if (a.name() == "then_branch") branches[0] = &a.g();
+      if (a.name() == "else_branch") branches[1] = &a.g();
+    }
+    BATON_CHECK_OR_RETURN(branches[0] != nullptr && branches[1] != nullptr, InvalidArgument,
+                          "If node '{}' lacks its then_branch or else_branch graph attribute",
+                          name);
+    std::vector<int> branch_outputs[2];
+    for (int b = 0; b < 2; ++b) {
+      const onnx::GraphProto& g = *branches[b];
+      BATON_CHECK_OR_RETURN(g.output_size() == proto.output_size(), InvalidArgument,
+                            "If node '{}': its {} has {} outputs, the node {}", name,
+                            b == 0 ? "then_branch" : "else_branch", g.output_size(),
+                            proto.output_size());
+      guards_.push_back({cond_id, b == 0, name});
+      const std::unordered_map<std::string, int> outer = by_name_;
+      for (const auto& init : g.initializer()) BATON_TRY(add_initializer(init));
+      for (const auto& n : g.node()) model_names_.insert(n.output().begin(), n.output().end());
+      for (int i = 0; i < g.node_size(); ++i) BATON_TRY(add_any_node(g.node(i), index));
+      for (const auto& out : g.output()) {
+        auto it = by_name_.find(out.name());
+        BATON_CHECK_OR_RETURN(it != by_name_.end(), InvalidArgument,
+                              "If node '{}': {} output '{}' is produced by no node of the branch "
+                              "or of the graph around it",
+                              name, b == 0 ? "then_branch" : "else_branch", out.name());
+        branch_outputs[b].push_back(it->second);
+      }
+      by_name_ = outer;  // the branch's own values are not visible after it
+      guards_.pop_back();
+    }
+    for (int o = 0; o < proto.output_size(); ++o) {
+      BATON_CHECK_OR_RETURN(
+          !proto.output(o).empty() && by_name_.count(proto.output(o)) == 0, InvalidArgument,
+          "If node '{}' output {} is unnamed or already defined ('{}')", name, o, proto.output(o));
+      int written = -1;
+      for (int b = 0; b < 2; ++b) {
+        onnx::NodeProto identity;
+        identity.set_op_type("Identity");
+        identity.set_name(fmt::format("{}/{}_output_{}", name, b == 0 ? "then" : "else", o));
+        identity.add_input(graph_.values[branch_outputs[b][o]].name);
+        // The else Identity writes the same value as the then Identity: it is added under a
+        // name of its own and then pointed at that value (only one of them survives folding).
+        std::string out = proto.output(o);
+        if (b == 1) {
+          out += "/else";
+          while (by_name_.count(out) > 0 || model_names_.count(out) > 0) out += "_";
+        }
+        identity.add_output(out);
+        // Its input may be a branch-local value, no longer visible by name: for this node only.
+        const bool visible = by_name_.count(identity.input(0)) > 0;
+        by_name_[identity.input(0)] = branch_outputs[b][o];
+        guards_.push_back({cond_id, b == 0, name});
+        const Status added = add_node(identity, index);
+        guards_.pop_back();
+        if (!visible) by_name_.erase(identity.input(0));
+        BATON_TRY(added);
+        if (b == 0) {
+          written = graph_.nodes.back().outputs[0];
+        } else {
+          graph_.nodes.back().outputs[0] = written;
+          by_name_.erase(out);
+          by_name_[proto.output(o)] = written;
+        }
+      }
+    }
+    return Status();
+  }
+
   Result<bool> add_contrib_node(const onnx::NodeProto& proto, int index) {
     const std::string& op = proto.op_type();
     if (op != "Gelu" && op != "BiasGelu" && op != "FastGelu" && op != "SkipLayerNormalization") {
@@ -530,6 +623,7 @@ class Importer {
       by_name_[out] = id;
       node.outputs.push_back(id);
     }
+    node.guards = guards_;
     BATON_TRY(bind(node, raw));
     if (node.def != nullptr && node.domain.empty() && node.op_type == "Constant") {
       BATON_CHECK_OR_RETURN(node.outputs.size() == 1 && node.outputs[0] >= 0, InvalidArgument,
@@ -615,6 +709,8 @@ class Importer {
   std::unordered_map<std::string, int> other_domains_;
   std::unordered_set<std::string> model_names_;
   std::vector<std::string> unsupported_;
+  // The conditions of the If branches being imported (add_if), outermost first.
+  std::vector<IrNode::Guard> guards_;
   struct ShapeProblem {
     std::string what;  // "input 'x' of 'm.onnx' has a symbolic dimension 'N' at axis 0"
     std::string fix;   // "--shape x=<N>x4"

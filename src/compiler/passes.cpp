@@ -151,12 +151,44 @@ double fold_work(const Graph& graph, const IrNode& node) {
   return in + out;
 }
 
+// Whether each of `node`'s If conditions (IrNode::guards) has the value that keeps it. A condition
+// must be a constant by the time its branch is reached: folded from initializers, Constant nodes
+// or shape arithmetic over static sizes. Anything else is an error naming the If.
+static Result<bool> guards_hold(const Graph& graph, const IrNode& node) {
+  for (const IrNode::Guard& g : node.guards) {
+    const IrValue& c = graph.values[g.cond];
+    BATON_CHECK_OR_RETURN(
+        c.constant != nullptr, NotSupported,
+        "If node '{}': its condition '{}' is not known at compile time (it depends on an input's "
+        "values or on a dynamic size); Baton compiles an If only when its condition folds, as "
+        "one of its branches. Fix the shapes it depends on (--shape), or export the model with "
+        "the branch resolved",
+        g.if_node, c.name);
+    BATON_CHECK_OR_RETURN(c.dtype == DType::Bool && c.constant->size() == 1, InvalidArgument,
+                          "If node '{}': its condition '{}' is {} {}, not one bool", g.if_node,
+                          c.name, dtype_name(c.dtype), shape_to_string(c.sizes));
+    const bool value = *static_cast<const uint8_t*>(c.constant->data()) != 0;
+    if (value != g.when) return false;
+  }
+  return true;
+}
+
 Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
   FoldReport report;
   uint64_t total = 0;
   std::vector<std::string> unsupported;
   for (IrNode& node : graph.nodes) {
     if (node.dead) continue;
+    // A node of an If's branch (onnx_import.cpp): kept if its conditions, all known by now, say
+    // so; otherwise dropped before its shapes are inferred.
+    BATON_ASSIGN_OR_RETURN(const bool kept, guards_hold(graph, node));
+    if (!kept) {
+      node.dead = true;
+      continue;
+    }
+    // Both branches' last Identity nodes write the If's output: it is this one's now.
+    for (int o : node.outputs)
+      graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
     BATON_CHECK_OR_RETURN(node.def != nullptr, Internal, "{} reached inference unbound",
                           node.describe());
     const runtime::KernelDef* kernel = runtime::kernel_registry().find(node.op_type, node.domain);

@@ -238,7 +238,8 @@ TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
   EXPECT_NE(m.find("its output size depends on the input's values"), std::string::npos) << m;
 }
 
-// Control flow says why it is refused and what to do, naming the node.
+// An If whose condition is a graph input (known only at run time) is refused naming the If and
+// why; a Loop says loops are not compiled.
 TEST_F(CompilerTest, ControlFlowIsRefusedNamingTheNodeAndWhy) {
   OnnxBuilder b(17);
   b.input("x", {2, 3});
@@ -261,8 +262,18 @@ TEST_F(CompilerTest, ControlFlowIsRefusedNamingTheNodeAndWhy) {
   auto r = compile(b);
   ASSERT_EQ(r.code(), Error::NotSupported) << r.status().to_string();
   const std::string& m = r.status().message();
-  EXPECT_NE(m.find("node 'choose': op 'If'"), std::string::npos) << m;
-  EXPECT_NE(m.find("control flow is not compiled"), std::string::npos) << m;
+  EXPECT_NE(m.find("If node 'choose': its condition 'c' is not known at compile time"),
+            std::string::npos)
+      << m;
+  OnnxBuilder loop(17);
+  loop.input("x", {2, 3});
+  loop.node("Loop", {"", "", "x"}, {"y"}, "repeat");
+  loop.output("y", {2, 3});
+  auto l = compile(loop);
+  ASSERT_EQ(l.code(), Error::NotSupported) << l.status().to_string();
+  EXPECT_NE(l.status().message().find("node 'repeat': op 'Loop'"), std::string::npos);
+  EXPECT_NE(l.status().message().find("loops are not compiled"), std::string::npos)
+      << l.status().to_string();
 }
 
 TEST_F(CompilerTest, OpsetOutsideTheSupportedRange) {
