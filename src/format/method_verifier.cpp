@@ -70,11 +70,45 @@ class MethodVerifier {
   // is written by exactly one kernel instruction (the runtime binds the symbol when that kernel
   // has run) and by nothing else: not an input, a delegate call or a copy.
   Status verify_data_symbols() {
+    // Which size expressions depend on a data-dependent symbol (operands come first).
+    const uint32_t nexpr = vsize(m_.size_exprs());
+    std::vector<uint8_t> data_dependent(nexpr, 0);
+    bool any = false;
+    for (uint32_t i = 0; i < nexpr; ++i) {
+      const fb::SizeExpr* e = m_.size_exprs()->Get(i);
+      if (e->op() == fb::SizeOp::Symbol) {
+        data_dependent[i] = m_.symbols()->Get(static_cast<uint32_t>(e->value()))->source() >= 0;
+      }
+      for (uint32_t j = 0; j < vsize(e->operands()); ++j) {
+        data_dependent[i] |= data_dependent[e->operands()->Get(j)];
+      }
+      any = any || data_dependent[i];
+    }
+    if (!any) return Status();
+    // A call's inputs give their sizes before it runs: none may depend on a data-dependent size.
+    for (uint32_t in = 0; in < vsize(m_.inputs()); ++in) {
+      const fb::Tensor* t = tensor_at(m_.inputs()->Get(in));
+      for (uint32_t d = 0; t != nullptr && d < vsize(t->dims()); ++d) {
+        BATON_CHECK_OR_RETURN(!data_dependent[t->dims()->Get(d)], InvalidProgram,
+                              "{}: input '{}' axis {} depends on a data-dependent size, which "
+                              "only a kernel gives while the call runs",
+                              where_, str(t->name()), d);
+      }
+    }
+    std::vector<int> sources;
     for (uint32_t s = 0; s < vsize(m_.symbols()); ++s) {
       const fb::Symbol* sym = m_.symbols()->Get(s);
       if (sym->source() < 0) continue;
       const std::string field = fmt::format("{}.symbols[{}] ('{}')", where_, s, str(sym->name()));
       const int v = sym->source();
+      // The kernel may produce any count from none: the range the runtime checks is 0..max.
+      BATON_CHECK_OR_RETURN(sym->min() == 0, InvalidProgram,
+                            "{}: a data-dependent size's range starts at 0, not {}", field,
+                            sym->min());
+      BATON_CHECK_OR_RETURN(std::find(sources.begin(), sources.end(), v) == sources.end(),
+                            InvalidProgram, "{}: source = {} is another symbol's source too", field,
+                            v);
+      sources.push_back(v);
       BATON_CHECK_OR_RETURN(
           static_cast<uint32_t>(v) < vsize(m_.values()) && tensor_at(v) != nullptr, InvalidProgram,
           "{}: source = {} is not a tensor value", field, v);
@@ -112,6 +146,20 @@ class MethodVerifier {
                             "{}: its source '{}' must be written by one kernel instruction and "
                             "nothing else; {} kernel calls and {} other instructions write it",
                             field, str(t->name()), kernels, others);
+    }
+    // One kernel gives one count (the runtime binds one symbol per instruction).
+    for (uint32_t i = 0; i < vsize(m_.instructions()); ++i) {
+      const auto* k = m_.instructions()->Get(i)->instruction_as_KernelCall();
+      if (k == nullptr) continue;
+      int written = 0;
+      for (uint32_t o = 0; o < vsize(k->outputs()); ++o) {
+        const int v = k->outputs()->Get(o);
+        written += std::find(sources.begin(), sources.end(), v) != sources.end() ? 1 : 0;
+      }
+      BATON_CHECK_OR_RETURN(written <= 1, InvalidProgram,
+                            "{}.instructions[{}] writes {} data-dependent sizes' sources; a kernel "
+                            "gives at most one",
+                            where_, i, written);
     }
     return Status();
   }

@@ -1,9 +1,11 @@
 // ONNX NonZero (opsets 9 and 13): the indices of the elements of `X` that are not zero, as an
 // int64 [rank(X), count] tensor (column j is the j-th non-zero element's index, in row-major
-// order; a scalar X gives [0, count]). The count depends on X's values: when they are known at
-// compile time it is exact (and the node folds), otherwise the output's second axis is a
-// data-dependent size, at most X's element count, that the kernel gives when it runs
-// (docs/dynamic_shapes.md).
+// order; a scalar X gives [1, count], its index 0, as onnxruntime does). The count depends on X's
+// values: when they are known at compile time it is exact (and the node folds), otherwise the
+// output's second axis is a data-dependent size, at most X's element count, that the kernel gives
+// when it runs (docs/dynamic_shapes.md).
+#include <algorithm>
+
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "ops/register.h"
@@ -41,10 +43,12 @@ Status infer(InferContext& ctx) {
   const int64_t numel = *count;
   OutputInfo& y = ctx.output(0);
   y.dtype = DType::Int64;
+  // A scalar has one index row (index 0), as onnxruntime and NumPy give it.
+  const auto rows = std::max<int64_t>(static_cast<int64_t>(x.size()), 1);
   if (ctx.input(0).data != nullptr || numel == 0) {
-    y.sizes = {static_cast<int64_t>(x.size()), numel == 0 ? 0 : count_known(ctx.input(0), numel)};
+    y.sizes = {rows, numel == 0 ? 0 : count_known(ctx.input(0), numel)};
   } else {
-    y.sizes = {static_cast<int64_t>(x.size()), numel};
+    y.sizes = {rows, numel};
     y.data_dependent_axis = 1;
   }
   return Status();

@@ -91,6 +91,12 @@ struct Method::Impl {
   // The data-dependent symbols (Symbol.source >= 0: NonZero's count), which a kernel binds while
   // the call runs rather than the inputs before it; resolve() keeps their last sizes.
   std::vector<uint32_t> data_symbols;
+  // With data symbols: what delegates read as the call's symbols (DelegateArgs::symbols), the
+  // input symbols' values with each data symbol at its maximum. GPU engines are built with a
+  // data symbol pinned there (nothing they compute depends on it), so a new count neither
+  // re-patches an engine nor leaves its range.
+  std::vector<int64_t> delegate_symbols;
+  bool produced_dirty = false;  // bind_produced() failed part way (it is redone on the next call)
   // An input dimension that resolve() reads (filled by plan_resolve): where its size is and what
   // it must be, so that a call reads one short array rather than each input's entry, its dims and
   // their expressions in turn.
@@ -261,6 +267,10 @@ struct Method::Impl {
     if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) [[unlikely]] {
       return with_method_name(Error::InvalidArgument, st);
     }
+    if (!data_symbols.empty()) {
+      std::copy(bound.begin(), bound.end(), delegate_symbols.begin());
+      for (uint32_t s : data_symbols) delegate_symbols[s] = symbol_max[s];
+    }
     // Relations between inputs: an input dimension that is an expression of symbols other inputs
     // bind must have its value.
     for (const InputDim& d : input_relations) {
@@ -292,13 +302,18 @@ struct Method::Impl {
                          "0..{}",
                          name, i, step.description, n, symbol_name(s), symbol_max[s]);
     }
-    if (bound[s] == n) return Status();
+    if (bound[s] == n && !produced_dirty) return Status();
     bound[s] = n;
+    // Until this has finished, the sizes may be half written: the next call redoes it whatever
+    // the count.
+    produced_dirty = true;
     if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) [[unlikely]] {
       return with_method_name(Error::InvalidArgument, st);
     }
     BATON_TRY(write_sizes());
-    return resize_kernels(resizable);
+    BATON_TRY(resize_kernels(resizable));
+    produced_dirty = false;
+    return Status();
   }
 
   // resolve()'s errors, out of line: between two calls of a large model resolve()'s own code is
@@ -441,9 +456,14 @@ struct Method::Impl {
           const auto* k = fm->instructions()->Get(i)->instruction_as_KernelCall();
           if (k == nullptr) continue;
           const std::span<const int32_t> outs = span_of(k->outputs());
-          if (std::find(outs.begin(), outs.end(), source) != outs.end()) {
-            steps[i].produced_symbol = static_cast<int>(s);
-          }
+          if (std::find(outs.begin(), outs.end(), source) == outs.end()) continue;
+          // Asked now (a kernel that produces a count reports one from its creation on), so a
+          // hand-made program whose source kernel gives none is refused at load, not mid-call.
+          BATON_CHECK_OR_RETURN(steps[i].kernel->produced_size() >= 0, InvalidProgram,
+                                "method '{}': symbol '{}' is the data-dependent size of '{}', but "
+                                "instruction {} ({}) that writes it produces no size",
+                                name, symbol_name(s), value_name(source), i, steps[i].description);
+          steps[i].produced_symbol = static_cast<int>(s);
         }
         continue;
       }
@@ -453,6 +473,12 @@ struct Method::Impl {
                             "method '{}': no input dimension is the symbol '{}', so no call can "
                             "give it a size; recompile the model",
                             name, symbol_name(s));
+    }
+    if (!data_symbols.empty()) {
+      delegate_symbols.assign(bound.begin(), bound.end());  // the maxima, as `bound` at load
+      for (Step& step : steps) {
+        if (step.kind == InstructionKind::Delegate) step.delegate_args.symbols = delegate_symbols;
+      }
     }
     return Status();
   }

@@ -963,6 +963,26 @@ TEST_F(DynamicFormatTest, ADataDependentSymbolNeedsATensorOneKernelWrites) {
   b.method().symbols[1]->min = 0;
   b.method().symbols[1]->source = -1;
   expect("symbols[1] ('count'): the range 0..12 is not within 1..");
+  // With one, at 0: the kernel may produce any count from none.
+  b.method().symbols[1]->min = 1;
+  b.method().symbols[1]->source = z;
+  expect("a data-dependent size's range starts at 0, not 1");
+  b.method().symbols[1]->min = 0;
+  // A kernel writes z from here on (the verifier checks the wiring, not the op).
+  b.kernel(b.op("Relu", 14), {y}, {}, {z}, "relu2");
+  // Two symbols cannot share a source.
+  auto twin = std::make_unique<fb::SymbolT>();
+  twin->name = "twin";
+  twin->max = 12;
+  twin->source = z;
+  b.method().symbols.push_back(std::move(twin));
+  expect("symbols[2] ('twin'): source = " + std::to_string(z) + " is another symbol's source too");
+  b.method().symbols.pop_back();
+  // An input's sizes cannot depend on a data-dependent size.
+  const int w = b.tensor("w", DType::Float32, {12});
+  b.tensor_at(w).dims = {c};
+  b.method().inputs.push_back(w);
+  expect("input 'w' axis 0 depends on a data-dependent size");
 }
 
 TEST_F(DynamicFormatTest, ExpressionsMustBeWellFormedAndInDependencyOrder) {

@@ -139,3 +139,43 @@ def test_a_gpu_compile_leaves_the_count_on_the_cpu_and_says_why(tmp_path):
     assert sym["min"] == 0 and sym["max"] == 256 and "source" in sym
     with pytest.raises(baton.BatonError, match="dynamic output size"):
         baton.compile(m, tmp_path / "h.baton", device="cuda:0", arch="sm_90", fallback="error")
+
+
+def test_a_scalar_has_one_index_row_as_in_onnxruntime():
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["nz"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("nz", TensorProto.INT64, None)]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    module = baton.load(baton.compile(m))
+    for value in [2.5, 0.0]:
+        (nz,) = check(module, m, {"x": np.array(value, dtype=np.float32)})
+        assert nz.shape == (1, 1 if value else 0)
+
+
+def test_two_nonzeros_of_one_input_are_not_merged():
+    """The optimizer's common-subexpression pass would merge them, leaving one count without
+    the kernel that gives it."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5])
+    nodes = [helper.make_node("NonZero", ["x"], ["a"], name="nz_a"),
+             helper.make_node("NonZero", ["x"], ["b"], name="nz_b"),
+             helper.make_node("Concat", ["a", "b"], ["ab"], axis=1)]
+    g = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("ab", TensorProto.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    module = baton.load(baton.compile(m))
+    rng = np.random.default_rng(9)
+    for density in [0.3, 1.0, 0.0]:
+        check(module, m, {"x": sparse(rng, (4, 5), density, np.float32)})
+
+
+def test_a_dynamic_gpu_compile_pins_the_count_in_its_engines(tmp_path):
+    m = gather_model(np.float32, ["batch", 16])
+    relu = helper.make_node("Relu", ["x"], ["r"], name="relu")
+    m.graph.node[0].input[0] = "r"
+    m.graph.node.insert(0, relu)
+    path = baton.compile(m, tmp_path / "g.baton", device="cuda:0", arch="sm_90",
+                         dims={"batch": (1, 8)})
+    info = baton.inspect(path)["methods"][0]
+    assert {f["node"] for f in info["fallbacks"]} == {"nz", "tr", "gnd"}
+    names = [s["name"] for s in info["symbols"]]
+    assert names == ["batch", "count(nz)"], names

@@ -100,7 +100,15 @@ Result<size_t> eliminate_common_subexpressions(Graph& graph) {
         }
       }
     }
-    if (same == nullptr || graph_output) {
+    // A data-dependent size (NonZero's count) is a symbol of its own whose source is this node's
+    // output, and later sizes name it: merging would leave that symbol without its kernel.
+    const bool data_source = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int o) {
+      for (size_t s = 0; o >= 0 && s < graph.symbols.num_symbols(); ++s) {
+        if (graph.symbols.symbol(s).source == o) return true;
+      }
+      return false;
+    });
+    if (same == nullptr || graph_output || data_source) {
       earlier.push_back(static_cast<int>(i));
       continue;
     }

@@ -5,7 +5,9 @@
 // gives the count to the runtime, which binds the output's data-dependent symbol from it
 // (docs/dynamic_shapes.md). X's sizes are read on every call (dynamic inputs). Floats compare
 // as numbers (-0 is zero, NaN is not), every other dtype by its bytes.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
@@ -52,6 +54,12 @@ class NonZeroKernel final : public runtime::Kernel {
     const size_t width = dtype_size(x.dtype);
     const int64_t numel = x.numel();
     const auto rank = static_cast<int64_t>(x.sizes.size());
+    // A scalar's one index row holds 0 (ops/nonzero.cpp).
+    if (rank == 0 && numel == 1) {
+      count_ = nonzero(x.dtype, bytes, width) ? 1 : 0;
+      if (count_ == 1) static_cast<int64_t*>(out_->tensor.data)[0] = 0;
+      return Status::ok_status();
+    }
     int64_t count = 0;
     for (int64_t i = 0; i < numel; ++i) {
       count += nonzero(x.dtype, bytes + static_cast<size_t>(i) * width, width) ? 1 : 0;

@@ -640,7 +640,11 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
                         partition.name, k, kMaxSymbols);
   SymbolRanges ranges;
   for (size_t i = 0; i < k; ++i) {
-    ranges.emplace_back(graph.symbols.symbol(i).min, graph.symbols.symbol(i).max);
+    const sym::SymbolInfo& s = graph.symbols.symbol(i);
+    // A data-dependent size (NonZero's count) sizes nothing in a GPU partition (the compiler
+    // keeps every node it reaches on the CPU), and the runtime passes delegates its maximum:
+    // pinned there, it adds no probes and no buckets.
+    ranges.emplace_back(s.source >= 0 ? s.max : s.min, s.max);
   }
   std::vector<compiler::LoweredPartition> buckets;
   SharedWeights shared;
