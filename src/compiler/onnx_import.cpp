@@ -314,10 +314,11 @@ class Importer {
   static std::string why_unsupported(const IrNode& node) {
     if (!node.domain.empty()) return "";
     const std::string& op = node.op_type;
-    if (op == "Loop" || op == "Scan") {
-      return ": loops are not compiled (a Baton program runs every node on every call; an If "
-             "is, when its condition is known at compile time); export the model with the loop "
-             "unrolled, e.g. by the tracing exporter, or keep this part outside the program";
+    if (op == "Scan") {
+      return ": Scan is not compiled (a Baton program runs every node on every call; If and "
+             "Loop are, when their condition and trip count are known at compile time); export "
+             "the model with the scan unrolled, e.g. by the tracing exporter, or keep this part "
+             "outside the program";
     }
     if (op == "Unique" || op == "NonMaxSuppression" || op == "Compress") {
       return ": its output size depends on the input's values; of such ops Baton runs only "
@@ -391,7 +392,196 @@ class Importer {
     if ((proto.domain().empty() || proto.domain() == "ai.onnx") && proto.op_type() == "If") {
       return add_if(proto, index);
     }
+    if ((proto.domain().empty() || proto.domain() == "ai.onnx") && proto.op_type() == "Loop") {
+      return add_loop(proto, index);
+    }
     return add_node(proto, index);
+  }
+
+  // A constant of our own (a Loop's iteration number, its condition): a value named `name`.
+  int add_constant(const std::string& name, DType dtype, const void* bytes, size_t size) {
+    IrValue v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape_known = true;
+    v.constant = std::make_shared<const std::vector<uint8_t>>(
+        static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + size);
+    const int id = graph_.add_value(std::move(v));
+    by_name_[name] = id;
+    return id;
+  }
+
+  // A value name of our own, unused by the model.
+  std::string fresh_name(std::string n) const {
+    while (by_name_.count(n) > 0 || model_names_.count(n) > 0) n += "_";
+    return n;
+  }
+
+  // A one-output node of ours (Identity, Unsqueeze, Concat) over value names, writing `out`.
+  Status add_helper(const std::string& op, const std::string& node_name,
+                    const std::vector<std::string>& inputs, const std::string& out, int index,
+                    std::optional<int64_t> axis = std::nullopt) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(node_name);
+    for (const std::string& in : inputs) n.add_input(in);
+    n.add_output(out);
+    if (axis) {
+      auto* a = n.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(*axis);
+    }
+    // At opset 13, the first whose Identity, Unsqueeze and Concat Baton runs, whatever the
+    // model's: these nodes are ours, not the model's.
+    return add_node(n, index, std::max(graph_.opset, 13));
+  }
+
+  // A Loop whose trip count M is a constant (an initializer or a Constant node) and whose body
+  // passes its condition through unchanged (or has none) runs exactly M times: it is unrolled at
+  // import into M copies of the body, each iteration's values renamed "<loop>/<k>/<name>", the
+  // iteration number a constant, the loop-carried values threaded from one copy to the next, and
+  // each scan output Unsqueezed and Concatenated along a new first axis. Up to kMaxUnroll
+  // iterations; a body with control flow of its own, a condition the body computes (an early
+  // exit) or a trip count known only at run time is refused naming the Loop.
+  static constexpr int64_t kMaxUnroll = 256;
+  Status add_loop(const onnx::NodeProto& proto, int index) {
+    const std::string name = proto.name().empty() ? fmt::format("Loop_{}", index) : proto.name();
+    auto refuse = [&](const std::string& why) {
+      return BATON_ERROR(NotSupported,
+                         "Loop node '{}': {}; Baton unrolls a Loop only when its trip count is a "
+                         "constant of at most {} and its body keeps the condition as it is; "
+                         "export the model with the loop unrolled (the tracing exporter), or keep "
+                         "this part outside the program",
+                         name, why, kMaxUnroll);
+    };
+    const onnx::GraphProto* body = nullptr;
+    for (const auto& a : proto.attribute()) {
+      if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) body = &a.g();
+    }
+    BATON_CHECK_OR_RETURN(body != nullptr, InvalidArgument, "Loop node '{}' has no body graph",
+                          name);
+    BATON_CHECK_OR_RETURN(proto.input_size() >= 2, InvalidArgument,
+                          "Loop node '{}' has {} inputs; a Loop has M, cond and its carried values",
+                          name, proto.input_size());
+    const int carried_count = proto.input_size() - 2;
+    BATON_CHECK_OR_RETURN(
+        body->input_size() == carried_count + 2 && body->output_size() >= carried_count + 1 &&
+            proto.output_size() == body->output_size() - 1,
+        InvalidArgument,
+        "Loop node '{}': its body has {} inputs and {} outputs for {} carried "
+        "values and {} node outputs",
+        name, body->input_size(), body->output_size(), carried_count, proto.output_size());
+    const int scan_count = body->output_size() - 1 - carried_count;
+    // The trip count.
+    auto constant_of = [&](const std::string& n) -> const IrValue* {
+      auto it = by_name_.find(n);
+      return it == by_name_.end() || !graph_.values[it->second].constant
+                 ? nullptr
+                 : &graph_.values[it->second];
+    };
+    if (proto.input(0).empty()) return refuse("it has no trip count M");
+    const IrValue* m = constant_of(proto.input(0));
+    if (m == nullptr || m->dtype != DType::Int64 || m->constant->size() != 8) {
+      return refuse(fmt::format("its trip count '{}' is not a constant int64", proto.input(0)));
+    }
+    int64_t trips = 0;
+    std::memcpy(&trips, m->constant->data(), 8);
+    if (trips < 0 || trips > kMaxUnroll) {
+      return refuse(fmt::format("its trip count is {}", trips));
+    }
+    if (!proto.input(1).empty()) {
+      const IrValue* c = constant_of(proto.input(1));
+      if (c == nullptr || c->dtype != DType::Bool || c->constant->size() != 1) {
+        return refuse(fmt::format("its condition '{}' is not a constant bool", proto.input(1)));
+      }
+      if ((*c->constant)[0] == 0) trips = 0;
+    }
+    // The body's condition output must be its condition input, passed through.
+    const std::string& cond_in = body->input(1).name();
+    bool passes_condition = body->output(0).name() == cond_in;
+    for (const auto& n : body->node()) {
+      if (n.op_type() == "Identity" && n.input_size() == 1 && n.input(0) == cond_in &&
+          n.output_size() == 1 && n.output(0) == body->output(0).name()) {
+        passes_condition = true;
+      }
+      for (const auto& a : n.attribute()) {
+        if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) {
+          return refuse(
+              fmt::format("its body's node '{}' ({}) has a subgraph", n.name(), n.op_type()));
+        }
+      }
+    }
+    if (!passes_condition) return refuse("its body computes its condition (an early exit)");
+    if (trips == 0 && scan_count > 0) return refuse("it runs no iteration but has scan outputs");
+    std::vector<std::string> carried;  // the current value name of each carried value
+    for (int j = 0; j < carried_count; ++j) {
+      BATON_CHECK_OR_RETURN(by_name_.count(proto.input(2 + j)) > 0, InvalidArgument,
+                            "Loop node '{}' reads '{}', which nothing before it produces", name,
+                            proto.input(2 + j));
+      carried.push_back(proto.input(2 + j));
+    }
+    std::vector<std::vector<std::string>> scans(static_cast<size_t>(scan_count));
+    for (int64_t k = 0; k < trips; ++k) {
+      std::unordered_map<std::string, std::string> rename;
+      const std::string prefix = fmt::format("{}/{}/", name, k);
+      const std::string iter = fresh_name(prefix + "iteration");
+      add_constant(iter, DType::Int64, &k, 8);
+      rename[body->input(0).name()] = iter;
+      const uint8_t yes = 1;
+      const std::string cond = fresh_name(prefix + "condition");
+      add_constant(cond, DType::Bool, &yes, 1);
+      rename[cond_in] = cond;
+      for (int j = 0; j < carried_count; ++j) rename[body->input(2 + j).name()] = carried[j];
+      for (const auto& init : body->initializer()) {
+        onnx::TensorProto copy = init;
+        copy.set_name(fresh_name(prefix + init.name()));
+        rename[init.name()] = copy.name();
+        BATON_TRY(add_initializer(copy));
+      }
+      for (int i = 0; i < body->node_size(); ++i) {
+        onnx::NodeProto n = body->node(i);
+        n.set_name(prefix + (n.name().empty() ? fmt::format("{}_{}", n.op_type(), i) : n.name()));
+        for (int a = 0; a < n.input_size(); ++a) {
+          if (auto it = rename.find(n.input(a)); it != rename.end()) n.set_input(a, it->second);
+        }
+        for (int o = 0; o < n.output_size(); ++o) {
+          if (n.output(o).empty()) continue;
+          const std::string renamed = fresh_name(prefix + n.output(o));
+          rename[n.output(o)] = renamed;
+          n.set_output(o, renamed);
+        }
+        BATON_TRY(add_any_node(n, index));
+      }
+      auto after = [&](const std::string& n) {
+        auto it = rename.find(n);
+        return it == rename.end() ? n : it->second;  // an outer value the body passes on
+      };
+      for (int j = 0; j < carried_count; ++j) carried[j] = after(body->output(1 + j).name());
+      for (int s2 = 0; s2 < scan_count; ++s2) {
+        const std::string v = after(body->output(1 + carried_count + s2).name());
+        const std::string unsqueezed = fresh_name(prefix + "scan_" + std::to_string(s2));
+        // Unsqueeze-13's axes input (Baton runs its ops from opset 13 on).
+        const int64_t zero = 0;
+        const std::string axes = fresh_name(prefix + "axes");
+        graph_.values[add_constant(axes, DType::Int64, &zero, 8)].sizes = {1};
+        BATON_TRY(add_helper("Unsqueeze", unsqueezed, {v, axes}, unsqueezed, index));
+        scans[static_cast<size_t>(s2)].push_back(unsqueezed);
+      }
+    }
+    // The Loop's outputs: the final carried values, then the scans concatenated.
+    for (int j = 0; j < carried_count; ++j) {
+      if (proto.output(j).empty()) continue;
+      BATON_TRY(add_helper("Identity", fmt::format("{}/output_{}", name, j), {carried[j]},
+                           proto.output(j), index));
+    }
+    for (int s2 = 0; s2 < scan_count; ++s2) {
+      const std::string& out = proto.output(carried_count + s2);
+      if (out.empty()) continue;
+      BATON_TRY(add_helper("Concat", fmt::format("{}/scan_output_{}", name, s2),
+                           scans[static_cast<size_t>(s2)], out, index, 0));
+    }
+    return Status();
   }
 
   // An If is imported as both of its branches, each node guarded by the condition (IrNode::
@@ -466,7 +656,7 @@ class Importer {
         const bool visible = by_name_.count(identity.input(0)) > 0;
         by_name_[identity.input(0)] = branch_outputs[b][o];
         guards_.push_back({cond_id, b == 0, name});
-        const Status added = add_node(identity, index);
+        const Status added = add_node(identity, index, std::max(graph_.opset, 13));  // ours
         guards_.pop_back();
         if (!visible) by_name_.erase(identity.input(0));
         BATON_TRY(added);

@@ -239,7 +239,7 @@ TEST_F(CompilerTest, UnsupportedNodesAreAllListedWithOpDomainAndOpset) {
 }
 
 // An If whose condition is a graph input (known only at run time) is refused naming the If and
-// why; a Loop says loops are not compiled.
+// why; so is a Loop without a constant trip count.
 TEST_F(CompilerTest, ControlFlowIsRefusedNamingTheNodeAndWhy) {
   OnnxBuilder b(17);
   b.input("x", {2, 3});
@@ -267,12 +267,18 @@ TEST_F(CompilerTest, ControlFlowIsRefusedNamingTheNodeAndWhy) {
       << m;
   OnnxBuilder loop(17);
   loop.input("x", {2, 3});
-  loop.node("Loop", {"", "", "x"}, {"y"}, "repeat");
+  auto& repeat = loop.node("Loop", {"", "", "x"}, {"y"}, "repeat");
+  auto* body = repeat.add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  for (const char* in : {"i", "cond", "v"}) body->mutable_g()->add_input()->set_name(in);
+  for (const char* out : {"cond", "v"}) body->mutable_g()->add_output()->set_name(out);
   loop.output("y", {2, 3});
   auto l = compile(loop);
   ASSERT_EQ(l.code(), Error::NotSupported) << l.status().to_string();
-  EXPECT_NE(l.status().message().find("node 'repeat': op 'Loop'"), std::string::npos);
-  EXPECT_NE(l.status().message().find("loops are not compiled"), std::string::npos)
+  EXPECT_NE(l.status().message().find("Loop node 'repeat': it has no trip count M; Baton unrolls "
+                                      "a Loop only when its trip count is a constant"),
+            std::string::npos)
       << l.status().to_string();
 }
 

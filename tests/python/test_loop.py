@@ -1,0 +1,98 @@
+"""Loop with a constant trip count (issue 38): unrolled at import into that many copies of its
+body, the loop-carried values threaded through, scan outputs stacked. Against onnxruntime, at
+opsets 13 and 17, with the iteration number used,
+an outer value read, a Constant trip count and zero trips; a trip count known only at run time
+or an early exit is refused naming the Loop."""
+import numpy as np
+import pytest
+
+import baton
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def body(early_exit=False):
+    """v_out = v * w + float(i) * x; scan = Tanh(v_out); the condition passed through."""
+    nodes = [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x", "fi"], ["xi"]),
+             helper.make_node("Mul", ["v", "w"], ["vw"]),
+             helper.make_node("Add", ["vw", "xi"], ["v_out"]),
+             helper.make_node("Tanh", ["v_out"], ["scan"])]
+    if early_exit:
+        nodes += [helper.make_node("ReduceSum", ["v_out"], ["total"], keepdims=0),
+                  helper.make_node("Less", ["total", "limit"], ["cond_out"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["cond"], ["cond_out"]))
+    return helper.make_graph(
+        nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("scan", TensorProto.FLOAT, [2, 3])])
+
+
+def model(trips, opset, trip_node=None, early_exit=False, name="the_loop"):
+    inits = [numpy_helper.from_array(np.full((2, 3), 0.5, dtype=np.float32), "w"),
+             numpy_helper.from_array(np.array(True), "go"),
+             numpy_helper.from_array(np.array(1.0, dtype=np.float32), "limit")]
+    nodes = []
+    if trip_node == "constant":
+        nodes.append(helper.make_node("Constant", [], ["M"], value=numpy_helper.from_array(
+            np.array(trips, dtype=np.int64))))
+    elif trip_node is None:
+        inits.append(numpy_helper.from_array(np.array(trips, dtype=np.int64), "M"))
+    nodes.append(helper.make_node("Loop", ["M", "go", "v0"], ["v_final", "scans"],
+                                  body=body(early_exit), name=name))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 3])]
+    if trip_node == "input":
+        inputs.append(helper.make_tensor_value_info("M", TensorProto.INT64, []))
+    g = helper.make_graph(nodes, "g", inputs,
+                          [helper.make_tensor_value_info("v_final", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("scans", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def feeds():
+    rng = np.random.default_rng(2)
+    return {"x": rng.standard_normal((2, 3)).astype(np.float32),
+            "v0": rng.standard_normal((2, 3)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("trips,opset,trip_node", [(3, 17, None), (5, 13, None), (4, 17, "constant"),
+                                                   (1, 13, None)])
+def test_an_unrolled_loop_matches_onnxruntime(trips, opset, trip_node):
+    m = model(trips, opset, trip_node)
+    f = feeds()
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, f)
+    got = baton.load(baton.compile(m))(**f)
+    assert got[1].shape == (trips, 2, 3)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_zero_trips_give_the_initial_values():
+    g = model(0, 17).graph
+    g.node[0].output.pop()  # no scan output: a zero-trip loop would stack nothing
+    g.node[0].attribute[0].g.output.pop()
+    g.output.pop()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    f = feeds()
+    (v,) = baton.load(baton.compile(m))(**f)
+    np.testing.assert_array_equal(v, f["v0"])
+
+
+def test_a_run_time_trip_count_or_an_early_exit_is_refused_by_name():
+    with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its trip count 'M' is not a "
+                                               "constant int64"):
+        baton.compile(model(3, 17, "input"))
+    with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its body computes its "
+                                               "condition"):
+        baton.compile(model(3, 17, early_exit=True))
+    with pytest.raises(baton.BatonError, match="its trip count is 1000"):
+        baton.compile(model(1000, 17))
