@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -432,13 +433,14 @@ class Importer {
       a->set_type(onnx::AttributeProto::INT);
       a->set_i(*axis);
     }
-    // At opset 13, the first whose Identity, Unsqueeze and Concat Baton runs, whatever the
-    // model's: these nodes are ours, not the model's.
+    // At opset 13 at least (the first whose Identity, Unsqueeze and Concat Baton runs), or the
+    // model's if later: these nodes are ours, not the model's.
     return add_node(n, index, std::max(graph_.opset, 13));
   }
 
-  // A Loop whose trip count M is a constant (an initializer or a Constant node) and whose body
-  // passes its condition through unchanged (or has none) runs exactly M times: it is unrolled at
+  // A Loop whose trip count M is a constant (an initializer or a Constant node), whose cond input
+  // is absent or a constant, and whose body passes its condition through unchanged runs exactly
+  // M times: it is unrolled at
   // import into M copies of the body, each iteration's values renamed "<loop>/<k>/<name>", the
   // iteration number a constant, the loop-carried values threaded from one copy to the next, and
   // each scan output Unsqueezed and Concatenated along a new first axis. Up to kMaxUnroll
@@ -501,8 +503,12 @@ class Importer {
     const std::string& cond_in = body->input(1).name();
     bool passes_condition = body->output(0).name() == cond_in;
     for (const auto& n : body->node()) {
-      if (n.op_type() == "Identity" && n.input_size() == 1 && n.input(0) == cond_in &&
-          n.output_size() == 1 && n.output(0) == body->output(0).name()) {
+      // Identity(cond) or Cast(cond, to=BOOL), as exporters write the pass-through.
+      const bool cast_to_bool = n.op_type() == "Cast" && n.attribute_size() == 1 &&
+                                n.attribute(0).name() == "to" &&
+                                n.attribute(0).i() == onnx::TensorProto::BOOL;
+      if ((n.op_type() == "Identity" || cast_to_bool) && n.input_size() == 1 &&
+          n.input(0) == cond_in && n.output_size() == 1 && n.output(0) == body->output(0).name()) {
         passes_condition = true;
       }
       for (const auto& a : n.attribute()) {
@@ -588,9 +594,10 @@ class Importer {
   // guards), and per output two Identity nodes, one from each branch's output, writing the If's
   // output value. Inference keeps the branch whose guard holds and drops the other before
   // inferring its shapes, so the condition must be known at compile time (a constant, or shape
-  // arithmetic over static sizes): then the program is the chosen branch alone. ONNX keeps value
-  // names unique across a model and its subgraphs, so the branches' names need no renaming; they
-  // are visible to their own branch only.
+  // arithmetic over static sizes): then the program is the chosen branch alone. Each branch's
+  // names are visible to that branch only (by_name_ is restored after it), so sibling branches
+  // may reuse names. Both branches are imported, so the dropped one must import too: an op Baton
+  // lacks or a Loop it cannot unroll there fails the compile (docs/support.md).
   Status add_if(const onnx::NodeProto& proto, int index) {
     const std::string name = proto.name().empty() ? fmt::format("If_{}", index) : proto.name();
     BATON_CHECK_OR_RETURN(proto.input_size() == 1 && !proto.input(0).empty(), InvalidArgument,
@@ -653,12 +660,19 @@ class Importer {
         }
         identity.add_output(out);
         // Its input may be a branch-local value, no longer visible by name: for this node only.
-        const bool visible = by_name_.count(identity.input(0)) > 0;
+        const auto before = by_name_.find(identity.input(0));
+        const std::optional<int> previous =
+            before == by_name_.end() ? std::nullopt : std::optional<int>(before->second);
         by_name_[identity.input(0)] = branch_outputs[b][o];
         guards_.push_back({cond_id, b == 0, name});
         const Status added = add_node(identity, index, std::max(graph_.opset, 13));  // ours
         guards_.pop_back();
-        if (!visible) by_name_.erase(identity.input(0));
+        // Whatever the name meant before is restored.
+        if (previous) {
+          by_name_[identity.input(0)] = *previous;
+        } else {
+          by_name_.erase(identity.input(0));
+        }
         BATON_TRY(added);
         if (b == 0) {
           written = graph_.nodes.back().outputs[0];

@@ -187,8 +187,9 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
       continue;
     }
     // Both branches' last Identity nodes write the If's output: it is this one's now.
-    for (int o : node.outputs)
-      graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
+    for (int o : node.outputs) {
+      if (o >= 0) graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
+    }
     BATON_CHECK_OR_RETURN(node.def != nullptr, Internal, "{} reached inference unbound",
                           node.describe());
     const runtime::KernelDef* kernel = runtime::kernel_registry().find(node.op_type, node.domain);

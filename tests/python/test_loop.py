@@ -13,7 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
-def body(early_exit=False):
+def body(early_exit=False, cast=False):
     """v_out = v * w + float(i) * x; scan = Tanh(v_out); the condition passed through."""
     nodes = [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
              helper.make_node("Mul", ["x", "fi"], ["xi"]),
@@ -23,6 +23,8 @@ def body(early_exit=False):
     if early_exit:
         nodes += [helper.make_node("ReduceSum", ["v_out"], ["total"], keepdims=0),
                   helper.make_node("Less", ["total", "limit"], ["cond_out"])]
+    elif cast:  # the pass-through as the TorchScript exporter writes it
+        nodes.append(helper.make_node("Cast", ["cond"], ["cond_out"], to=TensorProto.BOOL))
     else:
         nodes.append(helper.make_node("Identity", ["cond"], ["cond_out"]))
     return helper.make_graph(
@@ -35,7 +37,7 @@ def body(early_exit=False):
          helper.make_tensor_value_info("scan", TensorProto.FLOAT, [2, 3])])
 
 
-def model(trips, opset, trip_node=None, early_exit=False, name="the_loop"):
+def model(trips, opset, trip_node=None, early_exit=False, name="the_loop", cast=False):
     inits = [numpy_helper.from_array(np.full((2, 3), 0.5, dtype=np.float32), "w"),
              numpy_helper.from_array(np.array(True), "go"),
              numpy_helper.from_array(np.array(1.0, dtype=np.float32), "limit")]
@@ -46,7 +48,7 @@ def model(trips, opset, trip_node=None, early_exit=False, name="the_loop"):
     elif trip_node is None:
         inits.append(numpy_helper.from_array(np.array(trips, dtype=np.int64), "M"))
     nodes.append(helper.make_node("Loop", ["M", "go", "v0"], ["v_final", "scans"],
-                                  body=body(early_exit), name=name))
+                                  body=body(early_exit, cast), name=name))
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
               helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 3])]
     if trip_node == "input":
@@ -73,6 +75,15 @@ def test_an_unrolled_loop_matches_onnxruntime(trips, opset, trip_node):
     assert got[1].shape == (trips, 2, 3)
     for g, w in zip(got, want):
         assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_condition_passed_through_a_cast_unrolls():
+    m = model(3, 17, cast=True)
+    f = feeds()
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, f)
+    got = baton.load(baton.compile(m))(**f)
+    for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
