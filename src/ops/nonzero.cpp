@@ -4,6 +4,8 @@
 // values: when they are known at compile time it is exact (and the node folds), otherwise the
 // output's second axis is a data-dependent size, at most X's element count, that the kernel gives
 // when it runs (docs/dynamic_shapes.md).
+#include "ops/nonzero.h"
+
 #include <algorithm>
 
 #include "baton/core/check.h"
@@ -13,24 +15,13 @@
 namespace baton::ops {
 namespace {
 
-// The number of non-zero elements of known data (bf16/fp16: any bit outside the sign).
+// The number of non-zero elements of known data.
 int64_t count_known(const InputInfo& x, int64_t numel) {
-  int64_t count = 0;
   const auto* bytes = static_cast<const uint8_t*>(x.data);
   const size_t width = dtype_size(x.dtype);
+  int64_t count = 0;
   for (int64_t i = 0; i < numel; ++i) {
-    const uint8_t* e = bytes + static_cast<size_t>(i) * width;
-    bool nonzero = false;
-    if (x.dtype == DType::Float32) {
-      nonzero = *reinterpret_cast<const float*>(e) != 0.0f;
-    } else if (x.dtype == DType::Float64) {
-      nonzero = *reinterpret_cast<const double*>(e) != 0.0;
-    } else if (x.dtype == DType::Float16 || x.dtype == DType::BFloat16) {
-      nonzero = (e[0] | (e[1] & 0x7f)) != 0;  // -0 is zero
-    } else {
-      for (size_t b = 0; b < width && !nonzero; ++b) nonzero = e[b] != 0;
-    }
-    count += nonzero ? 1 : 0;
+    count += element_is_nonzero(x.dtype, bytes + static_cast<size_t>(i) * width, width) ? 1 : 0;
   }
   return count;
 }
