@@ -72,6 +72,9 @@ struct IrNode {
     std::string if_node;  // the If's name, for messages
   };
   std::vector<Guard> guards;
+  // A guarded node Baton cannot run (no kernel, a later opset): why, reported by inference only
+  // if its branch is the one kept (def stays null). Unguarded nodes are reported at import.
+  std::string unsupported;
 
   // Bound attribute `attr_name` (it must be one of the definition's).
   const ops::AttrValue& attr(std::string_view attr_name) const;

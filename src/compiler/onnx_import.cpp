@@ -337,25 +337,32 @@ class Importer {
     const bool folded_here = node.domain.empty() && node.op_type == "Constant";
     const bool has_kernel =
         folded_here || runtime::kernel_registry().find(node.op_type, node.domain) != nullptr;
+    // A node of an If's branch waits: inference reports it only if its branch is kept.
+    auto refuse = [&](std::string why) {
+      if (node.guards.empty()) {
+        unsupported_.push_back(std::move(why));
+      } else {
+        node.unsupported = std::move(why);
+        node.def = nullptr;
+      }
+      return Status();
+    };
     if (def == nullptr || !has_kernel) {
       const ops::OpDef* later = ops::op_registry().earliest(node.op_type, node.domain);
       if (later != nullptr && has_kernel) {
-        unsupported_.push_back(fmt::format(
+        return refuse(fmt::format(
             "node '{}': op '{}' (domain '{}') is supported from opset {}, the model uses opset {}",
             node.name, node.op_type, domain, later->since_version, node.opset));
-      } else {
-        unsupported_.push_back(
-            fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton kernel{}",
-                        node.name, node.op_type, domain, node.opset, why_unsupported(node)));
       }
-      return Status();
+      return refuse(fmt::format("node '{}': op '{}' (domain '{}', opset {}) has no Baton kernel{}",
+                                node.name, node.op_type, domain, node.opset,
+                                why_unsupported(node)));
     }
     node.def = def;
     auto attrs = ops::bind_attributes(*def, raw, node.describe());
     if (!attrs.ok()) {
       if (attrs.code() != Error::NotSupported) return attrs.status();
-      unsupported_.push_back(attrs.status().message());
-      return Status();
+      return refuse(attrs.status().message());
     }
     node.attrs = std::move(attrs).value();
     return Status();
@@ -596,8 +603,9 @@ class Importer {
   // inferring its shapes, so the condition must be known at compile time (a constant, or shape
   // arithmetic over static sizes): then the program is the chosen branch alone. Each branch's
   // names are visible to that branch only (by_name_ is restored after it), so sibling branches
-  // may reuse names. Both branches are imported, so the dropped one must import too: an op Baton
-  // lacks or a Loop it cannot unroll there fails the compile (docs/support.md).
+  // may reuse names. Both branches are imported, so the dropped one must import too: a Loop it
+  // cannot unroll there fails the compile (docs/support.md); an op Baton lacks waits for
+  // inference, which reports it only if its branch is kept (IrNode::unsupported).
   Status add_if(const onnx::NodeProto& proto, int index) {
     const std::string name = proto.name().empty() ? fmt::format("If_{}", index) : proto.name();
     BATON_CHECK_OR_RETURN(proto.input_size() == 1 && !proto.input(0).empty(), InvalidArgument,

@@ -190,6 +190,9 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
     for (int o : node.outputs) {
       if (o >= 0) graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
     }
+    BATON_CHECK_OR_RETURN(node.unsupported.empty(), NotSupported,
+                          "'{}' uses an unsupported node in the branch its If keeps: {}",
+                          graph.source, node.unsupported);
     BATON_CHECK_OR_RETURN(node.def != nullptr, Internal, "{} reached inference unbound",
                           node.describe());
     const runtime::KernelDef* kernel = runtime::kernel_registry().find(node.op_type, node.domain);

@@ -122,3 +122,17 @@ def test_a_condition_from_an_input_or_a_dynamic_size_is_refused_by_name():
         baton.compile(dynamic, dims={"N": (1, 4)})
     # The same model with the shape fixed compiles.
     baton.compile(dynamic, shapes={"x": (2, 4)})
+
+
+def test_an_op_baton_lacks_matters_only_in_the_branch_that_is_kept():
+    """The then branch uses Unique (no Baton kernel): dropped, it costs nothing; kept, the
+    compile names it."""
+    then_g = branch("then", [helper.make_node("Unique", ["x"], ["t_out"], name="uniq")], ["t_out"])
+    else_g = branch("else", [helper.make_node("Neg", ["x"], ["e_out"])], ["e_out"])
+    nodes = shape_condition() + [
+        helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    x = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    check(make(nodes, [3, 4], ["y"]), x)  # x is [3, 4]: the else branch
+    with pytest.raises(baton.BatonError, match="unsupported node in the branch its If keeps: "
+                                               "node 'uniq': op 'Unique'"):
+        baton.compile(make(nodes, [2, 4], ["y"]))
