@@ -381,17 +381,8 @@ class Importer {
     return Status();
   }
 
-  // The com.microsoft ops onnxruntime's transformer optimizer writes, as the standard ops they
-  // compute (at the opsets that define them, whatever the model's), so that the optimizer's
-  // passes and every backend take them like an exporter's own (the GPU: Gelu, LayerNorm and its
-  // residual Add fused). Returns false for an op it does not know, which is then reported
-  // unsupported with the others.
-  //   Gelu(X) = Gelu(X), erf form;  BiasGelu(A, B) = Gelu(A + B);
-  //   FastGelu(X, bias?) = Gelu(X [+ bias]), tanh form (0.5 x (1 + tanh(0.79788456 (x + 0.044715
-  //   x^3))), onnxruntime's formula);
-  //   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon = 1e-12) =
-  //   LayerNormalization(input + skip [+ bias], gamma, beta; axis -1, epsilon), its fourth output
-  //   (input_skip_bias_sum) the sum. Its mean and inv_std_var outputs (training) are refused.
+  // A node of the model or of a subgraph: com.microsoft ops as standard ones, If and Loop
+  // folded or unrolled, the rest as they are.
   Status add_any_node(const onnx::NodeProto& proto, int index) {
     if (proto.domain() == "com.microsoft") {
       BATON_ASSIGN_OR_RETURN(const bool expanded, add_contrib_node(proto, index));
@@ -447,12 +438,11 @@ class Importer {
 
   // A Loop whose trip count M is a constant (an initializer or a Constant node), whose cond input
   // is absent or a constant, and whose body passes its condition through unchanged runs exactly
-  // M times: it is unrolled at
-  // import into M copies of the body, each iteration's values renamed "<loop>/<k>/<name>", the
-  // iteration number a constant, the loop-carried values threaded from one copy to the next, and
-  // each scan output Unsqueezed and Concatenated along a new first axis. Up to kMaxUnroll
-  // iterations; a body with control flow of its own, a condition the body computes (an early
-  // exit) or a trip count known only at run time is refused naming the Loop.
+  // M times: it is unrolled at import into M copies of the body, each iteration's values renamed
+  // "<loop>/<k>/<name>", the iteration number a constant, the loop-carried values threaded from
+  // one copy to the next, and each scan output Unsqueezed and Concatenated along a new first axis.
+  // Up to kMaxUnroll iterations; a body with control flow of its own, a condition the body computes
+  // (an early exit) or a trip count known only at run time is refused naming the Loop.
   static constexpr int64_t kMaxUnroll = 256;
   Status add_loop(const onnx::NodeProto& proto, int index) {
     const std::string name = proto.name().empty() ? fmt::format("Loop_{}", index) : proto.name();
@@ -535,6 +525,13 @@ class Importer {
       carried.push_back(proto.input(2 + j));
     }
     std::vector<std::vector<std::string>> scans(static_cast<size_t>(scan_count));
+    // Unsqueeze-13's axes input (Baton runs its ops from opset 13 on), one for every scan.
+    std::string axes;
+    if (scan_count > 0 && trips > 0) {
+      const int64_t zero = 0;
+      axes = fresh_name(name + "/scan_axes");
+      graph_.values[add_constant(axes, DType::Int64, &zero, 8)].sizes = {1};
+    }
     for (int64_t k = 0; k < trips; ++k) {
       std::unordered_map<std::string, std::string> rename;
       const std::string prefix = fmt::format("{}/{}/", name, k);
@@ -574,10 +571,6 @@ class Importer {
       for (int s2 = 0; s2 < scan_count; ++s2) {
         const std::string v = after(body->output(1 + carried_count + s2).name());
         const std::string unsqueezed = fresh_name(prefix + "scan_" + std::to_string(s2));
-        // Unsqueeze-13's axes input (Baton runs its ops from opset 13 on).
-        const int64_t zero = 0;
-        const std::string axes = fresh_name(prefix + "axes");
-        graph_.values[add_constant(axes, DType::Int64, &zero, 8)].sizes = {1};
         BATON_TRY(add_helper("Unsqueeze", unsqueezed, {v, axes}, unsqueezed, index));
         scans[static_cast<size_t>(s2)].push_back(unsqueezed);
       }
@@ -655,45 +648,49 @@ class Importer {
           "If node '{}' output {} is unnamed or already defined ('{}')", name, o, proto.output(o));
       int written = -1;
       for (int b = 0; b < 2; ++b) {
-        onnx::NodeProto identity;
-        identity.set_op_type("Identity");
-        identity.set_name(fmt::format("{}/{}_output_{}", name, b == 0 ? "then" : "else", o));
-        identity.add_input(graph_.values[branch_outputs[b][o]].name);
+        const std::string input = graph_.values[branch_outputs[b][o]].name;
         // The else Identity writes the same value as the then Identity: it is added under a
         // name of its own and then pointed at that value (only one of them survives folding).
-        std::string out = proto.output(o);
-        if (b == 1) {
-          out += "/else";
-          while (by_name_.count(out) > 0 || model_names_.count(out) > 0) out += "_";
-        }
-        identity.add_output(out);
-        // Its input may be a branch-local value, no longer visible by name: for this node only.
-        const auto before = by_name_.find(identity.input(0));
+        const std::string out = b == 0 ? proto.output(o) : fresh_name(proto.output(o) + "/else");
+        // Its input may be a branch-local value, no longer visible by name: for this node only
+        // (whatever the name meant before is restored).
+        const auto before = by_name_.find(input);
         const std::optional<int> previous =
             before == by_name_.end() ? std::nullopt : std::optional<int>(before->second);
-        by_name_[identity.input(0)] = branch_outputs[b][o];
+        by_name_[input] = branch_outputs[b][o];
         guards_.push_back({cond_id, b == 0, name});
-        const Status added = add_node(identity, index, std::max(graph_.opset, 13));  // ours
+        const Status added = add_helper(
+            "Identity", fmt::format("{}/{}_output_{}", name, b == 0 ? "then" : "else", o), {input},
+            out, index);
         guards_.pop_back();
-        // Whatever the name meant before is restored.
         if (previous) {
-          by_name_[identity.input(0)] = *previous;
+          by_name_[input] = *previous;
         } else {
-          by_name_.erase(identity.input(0));
+          by_name_.erase(input);
         }
         BATON_TRY(added);
         if (b == 0) {
           written = graph_.nodes.back().outputs[0];
         } else {
-          graph_.nodes.back().outputs[0] = written;
+          graph_.nodes.back().outputs[0] = written;  // the If's output is named by the then one
           by_name_.erase(out);
-          by_name_[proto.output(o)] = written;
         }
       }
     }
     return Status();
   }
 
+  // The com.microsoft ops onnxruntime's transformer optimizer writes, as the standard ops they
+  // compute (at the opsets that define them, whatever the model's), so that the optimizer's
+  // passes and every backend take them like an exporter's own (the GPU: Gelu, LayerNorm and its
+  // residual Add fused). Returns false for an op it does not know, which is then reported
+  // unsupported with the others.
+  //   Gelu(X) = Gelu(X), erf form;  BiasGelu(A, B) = Gelu(A + B);
+  //   FastGelu(X, bias?) = Gelu(X [+ bias]), tanh form (0.5 x (1 + tanh(0.79788456 (x + 0.044715
+  //   x^3))), onnxruntime's formula);
+  //   SkipLayerNormalization(input, skip, gamma, beta?, bias?; epsilon = 1e-12) =
+  //   LayerNormalization(input + skip [+ bias], gamma, beta; axis -1, epsilon), its fourth output
+  //   (input_skip_bias_sum) the sum. Its mean and inv_std_var outputs (training) are refused.
   Result<bool> add_contrib_node(const onnx::NodeProto& proto, int index) {
     const std::string& op = proto.op_type();
     if (op != "Gelu" && op != "BiasGelu" && op != "FastGelu" && op != "SkipLayerNormalization") {

@@ -186,9 +186,11 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits) {
       node.dead = true;
       continue;
     }
-    // Both branches' last Identity nodes write the If's output: it is this one's now.
-    for (int o : node.outputs) {
-      if (o >= 0) graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
+    // Both branches' last Identity nodes write the If's output: it is the kept one's now.
+    if (!node.guards.empty()) {
+      for (int o : node.outputs) {
+        if (o >= 0) graph.values[o].producer = static_cast<int>(&node - graph.nodes.data());
+      }
     }
     BATON_CHECK_OR_RETURN(node.unsupported.empty(), NotSupported,
                           "'{}' uses an unsupported node in the branch its If keeps: {}",

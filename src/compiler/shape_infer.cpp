@@ -79,6 +79,7 @@ class SymbolicData {
         }
       }
       infos[i].data = bytes.data();
+      infos[i].data_from_sizes = true;
     }
     return Status();
   }
@@ -350,11 +351,6 @@ Result<NodeShapes> infer_node_shapes(Graph& graph, IrNode& node) {
   });
   SymbolicData data;
   if (dynamic) BATON_TRY(data.fill(graph, node, inputs, largest(graph.symbols)));
-  // NonZero's count is exact only over a true constant: over shape values (which hold the sizes
-  // at the largest symbols here) it is a data-dependent size like any other input's.
-  if (node.domain.empty() && node.op_type == "NonZero" && !graph.values[node.inputs[0]].constant) {
-    inputs[0].data = nullptr;
-  }
   const std::vector<ops::AttrValue> raw_attrs = node.attrs;
   NodeShapes shapes;
   shapes.outputs.resize(node.outputs.size());

@@ -68,7 +68,8 @@ class MethodVerifier {
  private:
   // A data-dependent symbol's source is a tensor that has the symbol as one of its dimensions and
   // is written by exactly one kernel instruction (the runtime binds the symbol when that kernel
-  // has run) and by nothing else: not an input, a delegate call or a copy.
+  // has run) and by nothing else: not a delegate call or a copy. No input's sizes may depend on
+  // such a symbol (so no source is an input).
   Status verify_data_symbols() {
     // Which size expressions depend on a data-dependent symbol (operands come first).
     const uint32_t nexpr = vsize(m_.size_exprs());
@@ -121,10 +122,7 @@ class MethodVerifier {
       BATON_CHECK_OR_RETURN(has_dim, InvalidProgram,
                             "{}: its source '{}' has no dimension that is the symbol", field,
                             str(t->name()));
-      BATON_CHECK_OR_RETURN(!is_input_[v], InvalidProgram,
-                            "{}: its source '{}' is a method input; a call's inputs give sizes "
-                            "through symbols without a source",
-                            field, str(t->name()));
+      // (A source that is an input was refused above: its dims name the symbol.)
       int kernels = 0, others = 0;
       auto writes = [&](const flatbuffers::Vector<int32_t>* outs) {
         for (uint32_t o = 0; outs != nullptr && o < outs->size(); ++o) {

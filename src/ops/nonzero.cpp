@@ -36,7 +36,9 @@ Status infer(InferContext& ctx) {
   y.dtype = DType::Int64;
   // A scalar has one index row (index 0), as onnxruntime and NumPy give it.
   const auto rows = std::max<int64_t>(static_cast<int64_t>(x.size()), 1);
-  if (ctx.input(0).data != nullptr || numel == 0) {
+  // Exact only over a constant: values computed from dynamic sizes hold one probe's sizes.
+  const InputInfo& in = ctx.input(0);
+  if ((in.data != nullptr && !in.data_from_sizes) || numel == 0) {
     y.sizes = {rows, numel == 0 ? 0 : count_known(ctx.input(0), numel)};
   } else {
     y.sizes = {rows, numel};

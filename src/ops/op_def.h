@@ -126,6 +126,10 @@ struct InputInfo {
   DType dtype = DType::Float32;
   std::span<const int64_t> sizes;
   const void* data = nullptr;
+  // `data` is shape arithmetic over dynamic sizes at one assignment of the symbols (compiler/
+  // shape_infer.h), not a constant: an op whose output size follows the values (NonZero) must
+  // not size it from them.
+  bool data_from_sizes = false;
 };
 
 struct OutputInfo {

@@ -460,7 +460,7 @@ struct Method::Impl {
           // Asked now (a kernel that produces a count reports one from its creation on), so a
           // hand-made program whose source kernel gives none is refused at load, not mid-call.
           BATON_CHECK_OR_RETURN(steps[i].kernel->produced_size() >= 0, InvalidProgram,
-                                "method '{}': symbol '{}' is the data-dependent size of '{}', but "
+                                "method '{}': symbol '{}' is the data-dependent size of {}, but "
                                 "instruction {} ({}) that writes it produces no size",
                                 name, symbol_name(s), value_name(source), i, steps[i].description);
           steps[i].produced_symbol = static_cast<int>(s);

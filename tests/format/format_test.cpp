@@ -968,8 +968,23 @@ TEST_F(DynamicFormatTest, ADataDependentSymbolNeedsATensorOneKernelWrites) {
   b.method().symbols[1]->source = z;
   expect("a data-dependent size's range starts at 0, not 1");
   b.method().symbols[1]->min = 0;
-  // A kernel writes z from here on (the verifier checks the wiring, not the op).
-  b.kernel(b.op("Relu", 14), {y}, {}, {z}, "relu2");
+  // A kernel writes z from here on (the verifier checks the wiring, not the op). The program
+  // verifies, but a Relu gives no count: refused when the method loads, naming both.
+  const int u = b.tensor("u", DType::Float32, {12});
+  b.method().inputs.push_back(u);
+  b.kernel(b.op("Relu", 14), {u}, {}, {z}, "relu2");
+  {
+    auto program = runtime::Program::load_bytes(b.bytes());
+    ASSERT_TRUE(program.ok()) << program.status().to_string();
+    auto method = (*program)->load_method("forward");
+    ASSERT_FALSE(method.ok());
+    EXPECT_EQ(method.code(), Error::InvalidProgram);
+    EXPECT_NE(method.status().message().find("symbol 'count' is the data-dependent size of 'z', "
+                                             "but instruction 1"),
+              std::string::npos)
+        << method.status().to_string();
+    EXPECT_NE(method.status().message().find("produces no size"), std::string::npos);
+  }
   // Two symbols cannot share a source.
   auto twin = std::make_unique<fb::SymbolT>();
   twin->name = "twin";

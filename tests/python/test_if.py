@@ -136,3 +136,13 @@ def test_an_op_baton_lacks_matters_only_in_the_branch_that_is_kept():
     with pytest.raises(baton.BatonError, match="unsupported node in the branch its If keeps: "
                                                "node 'uniq': op 'Unique'"):
         baton.compile(make(nodes, [2, 4], ["y"]))
+
+
+def test_a_condition_that_is_not_one_bool_is_refused_by_name():
+    then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], ["t_out"])
+    else_g = branch("else", [helper.make_node("Neg", ["x"], ["e_out"])], ["e_out"])
+    nodes = [helper.make_node("If", ["two"], ["y"], then_branch=then_g, else_branch=else_g,
+                              name="int_if")]
+    with pytest.raises(baton.BatonError, match="If node 'int_if': its condition 'two' is int64 "
+                                               r"\[\], not one bool"):
+        baton.compile(make(nodes, [2, 4], ["y"]))

@@ -107,3 +107,11 @@ def test_a_run_time_trip_count_or_an_early_exit_is_refused_by_name():
         baton.compile(model(3, 17, early_exit=True))
     with pytest.raises(baton.BatonError, match="its trip count is 1000"):
         baton.compile(model(1000, 17))
+
+
+def test_a_body_that_does_not_fit_the_node_is_refused_by_name():
+    m = model(3, 17)
+    m.graph.node[0].input.append("x")  # a second carried value the body does not take
+    with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its body has 3 inputs and 3 "
+                                               "outputs for 2 carried values"):
+        baton.compile(m)

@@ -183,3 +183,19 @@ def test_a_dynamic_gpu_compile_pins_the_count_in_its_engines(tmp_path):
     assert {f["node"] for f in info["fallbacks"]} == {"nz", "tr", "gnd"}
     names = [s["name"] for s in info["symbols"]]
     assert names == ["batch", "count(nz)"], names
+
+
+def test_a_count_over_shape_values_follows_the_call():
+    """NonZero of shape arithmetic over a dynamic size ([N - 1, 4 - 4]) is a count of its own:
+    0 at N = 1, 1 above, not the count at the largest N."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Sub", ["s", "one_four"], ["d"]),
+             helper.make_node("NonZero", ["d"], ["nz"])]
+    g = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("nz", TensorProto.INT64, None)],
+                          [numpy_helper.from_array(np.array([1, 4], dtype=np.int64), "one_four")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    module = baton.load(baton.compile(m, dims={"N": (1, 4)}))
+    for n in [1, 3, 1, 4]:
+        (nz,) = check(module, m, {"x": np.ones((n, 4), dtype=np.float32)})
+        assert nz.shape == (1, 0 if n == 1 else 1)
