@@ -337,18 +337,24 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   BATON_TRY(guard.status());
   BATON_ASSIGN_OR_RETURN(ctx->handle_, create_cublaslt(device));
   ctx->workspace_bytes_ = blob.header().workspace_bytes;
-  ctx->cudnn_plans_.resize(blob.steps().size());
+  ctx->cudnn_plans_.of_step.assign(blob.steps().size(), -1);
   for (size_t s = 0; s < blob.steps().size(); ++s) {
     const StepRecord& r = blob.steps()[s];
     if (!is_cudnn_step(r.kind)) continue;
     if (!ctx->cudnn_) {
       BATON_ASSIGN_OR_RETURN(ctx->cudnn_, CudnnHandle::create(device));
     }
-    BATON_ASSIGN_OR_RETURN(
-        ctx->cudnn_plans_[s],
-        CudnnPlan::create(ctx->cudnn_.get(), r, ctx->engine_->cudnn_choice(s),
-                          fmt::format("partition '{}' step {}", ctx->engine_->partition(), s)));
-    ctx->workspace_bytes_ = std::max(ctx->workspace_bytes_, ctx->cudnn_plans_[s].workspace_bytes());
+    const Engine& engine = *ctx->engine_;
+    BATON_TRY(ctx->cudnn_plans_.add(
+        blob.steps(), s,
+        [&](size_t t) { return engine.cudnn_choice(t).plan == engine.cudnn_choice(s).plan; },
+        [&]() -> Result<CudnnPlan> {
+          ++ctx->cudnn_plans_built_;
+          return CudnnPlan::create(ctx->cudnn_.get(), r, engine.cudnn_choice(s),
+                                   fmt::format("partition '{}' step {}", engine.partition(), s));
+        }));
+    ctx->workspace_bytes_ =
+        std::max(ctx->workspace_bytes_, ctx->cudnn_plans_.at(s).workspace_bytes());
   }
   // Without `allocate`, the caller shares memory sized for every context (share_memory).
   if (allocate) {
@@ -365,16 +371,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
     ctx->binding_bytes_[i] = *checked_nbytes(static_cast<DType>(b.dtype), {b.sizes, b.rank});
   }
   if (blob.dynamic()) {
-    // Convolutions get a plan per shape (fit_cudnn); fused attention and cuDNN's matmul are never
-    // built into a dynamic engine (Lowering::dynamic), and a hand-made blob with them is refused.
-    for (size_t s = 0; s < blob.steps().size(); ++s) {
-      const uint32_t kind = blob.steps()[s].kind;
-      BATON_CHECK_OR_RETURN(
-          !is_cudnn_step(kind) || kind == static_cast<uint32_t>(StepKind::Conv), NotSupported,
-          "partition '{}' step {} is a cuDNN {} in a dynamic engine: dynamic engines run GEMMs, "
-          "convolutions and generated kernels only",
-          ctx->engine_->partition(), s, step_kind_name(static_cast<StepKind>(kind)));
-    }
+    // cuDNN's steps get a plan per shape (fit_cudnn).
     ctx->shape_plans_.reserve(ctx->graph_shapes_ + 1);
     ctx->dynamic_ = true;
     ctx->steps_.assign(blob.steps().begin(), blob.steps().end());
@@ -470,6 +467,20 @@ Status ExecutionContext::resize(std::span<const int64_t> symbols) {
   return Status();
 }
 
+Status ExecutionContext::prepare_declared_shape() {
+  if (!dynamic_) return Status();
+  std::vector<int64_t> opt;
+  for (const SymbolRecord& r : engine_->blob().symbols()) {
+    // 0: no OPT declared, or one outside this bucket's range (lower_dynamic records it so).
+    if (r.opt <= 0) return Status();
+    opt.push_back(r.opt);
+  }
+  const uint64_t calls = resizes_;
+  BATON_TRY(resize(opt));
+  resizes_ = calls;  // preparing at load is not a call that changed the sizes
+  return Status();
+}
+
 Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   const EngineBlob& blob = engine_->blob();
   // Whatever fails below leaves the copies half patched: the next call patches them again.
@@ -496,12 +507,34 @@ Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   return Status();
 }
 
-const CudnnPlan& ExecutionContext::plan_of(size_t s) const {
-  return current_plans_ >= 0 ? shape_plans_[static_cast<size_t>(current_plans_)].plans[s]
-                             : cudnn_plans_[s];
+const CudnnPlan& ExecutionContext::CudnnPlans::at(size_t s) const {
+  static const CudnnPlan kNone;
+  const int i = s < of_step.size() ? of_step[s] : -1;
+  return i >= 0 ? plans[static_cast<size_t>(i)] : kNone;
 }
 
-// A dynamic engine's convolutions at the patched sizes. At the largest sizes they run the plans
+Status ExecutionContext::CudnnPlans::add(std::span<const StepRecord> steps, size_t s,
+                                         const std::function<bool(size_t earlier)>& same,
+                                         const std::function<Result<CudnnPlan>()>& make) {
+  for (size_t t = 0; t < s; ++t) {
+    if (of_step[t] >= 0 && same_cudnn_graph(steps[t], steps[s]) && same(t)) {
+      of_step[s] = of_step[t];
+      return Status();
+    }
+  }
+  BATON_ASSIGN_OR_RETURN(CudnnPlan plan, make());
+  plans.push_back(std::move(plan));
+  of_step[s] = static_cast<int>(plans.size() - 1);
+  return Status();
+}
+
+const CudnnPlan& ExecutionContext::plan_of(size_t s) const {
+  return current_plans_ >= 0 ? shape_plans_[static_cast<size_t>(current_plans_)].plans.at(s)
+                             : cudnn_plans_.at(s);
+}
+
+// A dynamic engine's cuDNN steps (convolutions, fused attention, the erf-GELU matmul) at the
+// patched sizes. At the largest sizes they run the plans
 // made at create (the choice recorded in the blob or timed at load); at any other shape, the
 // heuristics' first plan for that shape (CudnnPlan::first_fitting) within the workspace sized at
 // load, built at the shape's first patch: like the GEMMs (fit_gemm), a plan chosen for the largest
@@ -526,17 +559,21 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   }
   ShapePlans made;
   made.symbols.assign(symbols.begin(), symbols.end());
-  made.plans.resize(steps_.size());
+  made.plans.of_step.assign(steps_.size(), -1);
   std::string sizes;  // "batch=8", for errors
   for (size_t i = 0; i < symbols.size(); ++i) {
     sizes += fmt::format("{}{}={}", i ? ", " : "", blob.symbol_name(i), symbols[i]);
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (!is_cudnn_step(steps_[s].kind)) continue;
-    BATON_ASSIGN_OR_RETURN(
-        made.plans[s], CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes,
-                                                fmt::format("partition '{}' step {} at {}",
-                                                            engine_->partition(), s, sizes)));
+    BATON_TRY(made.plans.add(
+        steps_, s, [](size_t) { return true; },
+        [&]() -> Result<CudnnPlan> {
+          ++cudnn_plans_built_;
+          return CudnnPlan::first_fitting(
+              cudnn_.get(), steps_[s], memory_->workspace_bytes,
+              fmt::format("partition '{}' step {} at {}", engine_->partition(), s, sizes));
+        }));
   }
   made.last_use = plan_clock_;
   ++plan_sets_built_;
@@ -559,7 +596,7 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
     }
   }
   BATON_CHECK_OR_RETURN(victim >= 0, Internal,
-                        "partition '{}': every one of the {} sets of convolution plans belongs to "
+                        "partition '{}': every one of the {} sets of cuDNN plans belongs to "
                         "a captured graph",
                         engine_->partition(), shape_plans_.size());
   shape_plans_[static_cast<size_t>(victim)] = std::move(made);

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExtMem.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -160,6 +161,11 @@ class ExecutionContext {
   // that graph's binding sizes and patches nothing (until something runs the steps without the
   // graph). A static engine ignores it.
   Status resize(std::span<const int64_t> symbols);
+  // A dynamic engine whose every symbol has a declared OPT value in its range (`--dim
+  // batch=1..64@8`): resizes to that shape at load, so its first call there patches nothing and
+  // builds no GEMM heuristic or cuDNN plan (it still captures the shape's graph). Needs the
+  // memory (create with `allocate`, or share_memory). Nothing for other engines.
+  Status prepare_declared_shape();
   // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
   std::span<const int64_t> binding_sizes(size_t i) const;
   uint64_t binding_bytes(size_t i) const { return binding_bytes_[i]; }
@@ -179,8 +185,11 @@ class ExecutionContext {
   size_t graphs() const { return graphs_.size(); }
   uint64_t graph_captures() const { return graph_captures_; }
   uint64_t graph_replacements() const { return graph_replacements_; }
-  // A dynamic engine with convolutions: how many shapes' sets of cuDNN plans were built.
+  // A dynamic engine with cuDNN steps: how many shapes' sets of cuDNN plans were built.
   uint64_t plan_sets_built() const { return plan_sets_built_; }
+  // How many cuDNN plans this context built (at create and per shape; steps of one operation
+  // graph share one).
+  uint64_t cudnn_plans_built() const { return cudnn_plans_built_; }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -209,11 +218,24 @@ class ExecutionContext {
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
   std::shared_ptr<Engine> engine_;
   CublasLtHandle handle_;
-  // cuDNN, when the engine has cuDNN steps: the handle and one plan per Conv or Sdpa step
-  // (indexed by step; empty for other steps), made here because a plan is bound to the handle it
-  // was built with.
+  // cuDNN plans by step: one per distinct operation graph, shared by the steps that have it (a
+  // transformer's twelve attentions, a ResNet stage's repeated convolutions), since cuDNN takes a
+  // step's pointers only when its plan runs.
+  struct CudnnPlans {
+    std::vector<CudnnPlan> plans;
+    std::vector<int> of_step;  // per step: its plan in `plans`, or -1 (not a cuDNN step)
+    const CudnnPlan& at(size_t s) const;
+    // Adds step `s` of `steps`: the plan of an earlier step with the same operation graph for
+    // which `same` holds, or a new one from `make`.
+    Status add(std::span<const StepRecord> steps, size_t s,
+               const std::function<bool(size_t earlier)>& same,
+               const std::function<Result<CudnnPlan>()>& make);
+  };
+  // cuDNN, when the engine has cuDNN steps: the handle and the plans of the steps at the
+  // engine's own sizes, made here because a plan is bound to the handle it was built with.
   CudnnHandle cudnn_;
-  std::vector<CudnnPlan> cudnn_plans_;
+  CudnnPlans cudnn_plans_;
+  uint64_t cudnn_plans_built_ = 0;
   std::shared_ptr<Memory> memory_;
   uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
@@ -273,14 +295,14 @@ class ExecutionContext {
     bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step
-  // A dynamic engine's convolution plans per shape: cuDNN builds a plan for one shape, so each
-  // shape other than the largest (which runs cudnn_plans_) gets a set of its own, one plan per
-  // Conv step, built at the shape's first patch (fit_cudnn) and kept for later patches. At most
-  // graph_shapes_ + 1 sets (every shape with a graph, and the one being patched); past that, the
-  // least recently used set that no graph was captured with is replaced.
+  // A dynamic engine's cuDNN plans per shape: cuDNN builds a plan for one shape, so each shape
+  // other than the largest (which runs cudnn_plans_) gets a set of its own, one plan per distinct
+  // operation graph, built at the shape's first patch (fit_cudnn) and kept for later patches. At
+  // most graph_shapes_ + 1 sets (every shape with a graph, and the one being patched); past that,
+  // the least recently used set that no graph was captured with is replaced.
   struct ShapePlans {
     std::vector<int64_t> symbols;
-    std::vector<CudnnPlan> plans;  // indexed by step (empty for other steps)
+    CudnnPlans plans;
     uint64_t last_use = 0;
   };
   std::vector<ShapePlans> shape_plans_;
@@ -288,7 +310,7 @@ class ExecutionContext {
   uint64_t plan_clock_ = 0, plan_sets_built_ = 0;
   // The plan step `s` runs at the patched sizes.
   const CudnnPlan& plan_of(size_t s) const;
-  // Takes or builds the convolution plans for `symbols` (patch's last part).
+  // Takes or builds the cuDNN plans for `symbols` (patch's last part).
   Status fit_cudnn(std::span<const int64_t> symbols);
 };
 

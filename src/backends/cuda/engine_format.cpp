@@ -894,6 +894,32 @@ int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]) {
   return n;
 }
 
+bool same_cudnn_graph(const StepRecord& a, const StepRecord& b) {
+  if (a.kind != b.kind || !is_cudnn_step(a.kind)) return false;
+  // Both with every buffer reference cleared; the rest of the record is the operation graph.
+  auto graph_of = [](StepRecord r) {
+    switch (static_cast<StepKind>(r.kind)) {
+      case StepKind::Conv:
+        for (BufferRef* ref : {&r.conv.x, &r.conv.w, &r.conv.bias, &r.conv.residual, &r.conv.y})
+          *ref = BufferRef{};
+        break;
+      case StepKind::Sdpa:
+        for (BufferRef* ref : {&r.sdpa.q, &r.sdpa.k, &r.sdpa.v, &r.sdpa.o, &r.sdpa.bias})
+          *ref = BufferRef{};
+        break;
+      case StepKind::Matmul:
+        for (BufferRef* ref : {&r.gemm.a, &r.gemm.b, &r.gemm.c, &r.gemm.d, &r.gemm.bias})
+          *ref = BufferRef{};
+        break;
+      default:
+        break;
+    }
+    return r;
+  };
+  const StepRecord x = graph_of(a), y = graph_of(b);
+  return std::memcmp(&x, &y, sizeof x) == 0;
+}
+
 std::string_view sdpa_mask_name(SdpaMask m) {
   switch (m) {
     case SdpaMask::None:

@@ -254,6 +254,10 @@ static_assert(sizeof(StepRecord) == 440, "the step record's size is part of the 
 // convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o; a matmul's a, b,
 // [bias], d. Returns how many.
 int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]);
+// Whether cuDNN steps `a` and `b` have the same operation graph (kind, sizes, strides, dtypes,
+// fused operations), differing at most in the buffers they read and write: one plan then serves
+// both, since cuDNN takes the pointers only when the plan runs.
+bool same_cudnn_graph(const StepRecord& a, const StepRecord& b);
 
 // The choice timed for one GEMM or cuDNN step. A GEMM's is cuBLASLt's opaque algorithm
 // (cublasLtMatmulAlgo_t); a convolution's or an attention's is one of the plans cuDNN's

@@ -133,6 +133,10 @@ cuda::StepRecord without_scratch_offsets(cuda::StepRecord r) {
       for (cuda::BufferRef* b : {&r.conv.x, &r.conv.w, &r.conv.bias, &r.conv.residual, &r.conv.y})
         clear(*b);
       break;
+    case cuda::StepKind::Sdpa:
+      for (cuda::BufferRef* b : {&r.sdpa.q, &r.sdpa.k, &r.sdpa.v, &r.sdpa.o, &r.sdpa.bias})
+        clear(*b);
+      break;
     default:
       break;
   }
@@ -408,8 +412,8 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
 // The transformer families (both exporters) compile to dynamic engines over batch and sequence,
 // one GPU partition each: their position ids and mask arithmetic (Shape, Range, GatherElements,
 // integer Add and Mul, an int64 Concat) run on the GPU too, leaving no CPU kernel between
-// engines (three partitions before they did). In fp16 too: a dynamic engine runs attention as
-// GEMMs and a softmax kernel and the GELU after its GEMM as a kernel, not cuDNN's plans.
+// engines (three partitions before they did). In fp16 too, with cuDNN's fused attention in every
+// engine (its plan built per shape by the engine) and, for BERT's exact GELU, cuDNN's matmul.
 TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};
@@ -435,16 +439,180 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
       size_t dynamic = 0;
       for (const auto& b : *blobs) {
         std::vector<uint8_t> shared;
-        for (const auto& e : engines_of(b, &shared)) {
+        const auto engines = engines_of(b, &shared);
+        for (const auto& e : engines) {
           const testing::AlignedBytes aligned(e);
           auto parsed = cuda::EngineBlob::parse(aligned.span(), shared);
           ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
           dynamic += parsed->dynamic();
+          if (&e != &engines.back()) continue;
+          // The widest bucket (the largest sizes): two layers, one attention each, fused in fp16
+          // (fp32 engines run GEMMs; so does a bucket of one token, as its static engine does).
+          size_t fused = 0;
+          for (const cuda::StepRecord& r : parsed->steps()) {
+            fused += r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa);
+          }
+          EXPECT_EQ(fused, std::string(precision) == "fp16" ? 2u : 0u);
         }
       }
       EXPECT_GE(dynamic, 1u);
     }
   }
+}
+
+// In fp16 a dynamic BERT runs cuDNN's fused attention and erf-GELU matmul: patched at a shape, each
+// such step is the one a static compile at that shape writes, so the plan the engine builds for
+// that shape is the static engine's operation graph. Where they would not follow the sizes, the
+// partition is lowered without them (checked by the second model: a ViT over its batch).
+TEST(DynamicEngineTest, FusedAttentionAndGeluMatmulFollowTheSizes) {
+  compiler::CompileOptions o;
+  o.dims = {{"batch", 1, 4, 0, {}}, {"sequence", 1, 32, 0, {}}};
+  auto blobs = build_file_blobs("torchscript17_bert", o, "fp16");
+  ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+  ASSERT_EQ(blobs->size(), 1u);
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*blobs)[0], &shared);
+  ASSERT_EQ(engines.size(), 4u) << "(1, 1), (1, 2..32), (2..4, 1), (2..4, 2..32)";
+  const testing::AlignedBytes aligned(engines.back());
+  const cuda::EngineBlob dyn = cuda::EngineBlob::parse(aligned.span(), shared).value();
+  ASSERT_TRUE(dyn.dynamic());
+  ASSERT_EQ(dyn.symbols()[0].min, 2);
+  ASSERT_EQ(dyn.symbols()[1].min, 2);
+  auto fused_steps = [](std::span<const cuda::StepRecord> steps) {
+    std::vector<cuda::StepRecord> out;
+    for (const cuda::StepRecord& r : steps) {
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa) ||
+          r.kind == static_cast<uint32_t>(cuda::StepKind::Matmul)) {
+        out.push_back(without_scratch_offsets(r));
+      }
+    }
+    return out;
+  };
+  for (const auto& [b, s] : std::vector<std::pair<int64_t, int64_t>>{{3, 17}, {2, 32}, {4, 5}}) {
+    SCOPED_TRACE(fmt::format("{} x {}", b, s));
+    const Patched p = patch(dyn, {b, s});
+    const std::vector<cuda::StepRecord> dyn_fused = fused_steps(p.steps);
+    compiler::CompileOptions fixed;
+    fixed.input_shapes = {{"input_ids", {b, s}}, {"attention_mask", {b, s}}};
+    auto stat = build_file_blobs("torchscript17_bert", fixed, "fp16");
+    ASSERT_TRUE(stat.ok()) << stat.status().to_string();
+    const testing::AlignedBytes st_bytes((*stat)[0]);
+    const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+    const std::vector<cuda::StepRecord> st_fused = fused_steps(st.steps());
+    ASSERT_EQ(dyn_fused.size(), 4u) << "two attentions and two GELU matmuls";
+    ASSERT_EQ(dyn_fused.size(), st_fused.size());
+    for (size_t i = 0; i < dyn_fused.size(); ++i) {
+      SCOPED_TRACE(i);
+      // (Their weights lie elsewhere in the two engines: what is compared is the graph.)
+      EXPECT_TRUE(cuda::same_cudnn_graph(dyn_fused[i], st_fused[i]));
+      // One operation graph per kind in every layer: the engine builds one plan for each.
+      EXPECT_TRUE(cuda::same_cudnn_graph(dyn_fused[i], dyn_fused[i % 2]));
+    }
+    EXPECT_EQ(dyn_fused[0].sdpa.b, static_cast<uint32_t>(b));
+    EXPECT_EQ(dyn_fused[0].sdpa.sq, static_cast<uint32_t>(s));
+    EXPECT_EQ(dyn_fused[0].sdpa.sk, static_cast<uint32_t>(s));
+  }
+}
+
+// An attention whose additive mask is a slice [1, 1, N, N] of a computed [1, 1, 64, 64] tensor:
+// at N = 64 the slice is the whole tensor, already laid out as cuDNN's bias and read where it
+// is; at every other N it is copied into one. cuDNN's fused attention then does not follow the
+// sizes (a step comes and goes), so the partition is lowered again without it, as GEMMs and a
+// softmax kernel, and still compiles to one dynamic engine.
+TEST(DynamicEngineTest, FusedStepsThatDoNotFollowTheSizesFallBackToGemms) {
+  OnnxBuilder b(17);
+  auto* imp = b.model().add_opset_import();
+  imp->set_domain("baton");
+  imp->set_version(1);
+  for (const char* name : {"q", "k", "v"}) b.input(name, {2, 2, -1, 8});
+  b.input("mask_base", {1, 1, 64, 64});
+  b.initializer("zero", {1}, {0.0f});
+  b.initializer_int64("two", {1}, {2});
+  b.initializer_int64("three", {1}, {3});
+  b.initializer_int64("origin", {2}, {0, 0});
+  b.initializer_int64("last_axes", {2}, {2, 3});
+  b.node("Add", {"mask_base", "zero"}, {"m"}, "computed");
+  b.node("Shape", {"q"}, {"q_shape"}, "shape");
+  b.node("Slice", {"q_shape", "two", "three"}, {"n"}, "n");
+  auto& ends = b.node("Concat", {"n", "n"}, {"ends"}, "ends");
+  OnnxBuilder::attr_int(ends, "axis", 0);
+  b.node("Slice", {"m", "origin", "ends", "last_axes"}, {"mask"}, "mask");
+  auto& att = b.node("Attention", {"q", "k", "v", "mask"}, {"y"}, "attention", "baton");
+  OnnxBuilder::attr_float(att, "scale", 0.35f);
+  OnnxBuilder::attr_string(att, "mask_kind", "add");
+  b.output("y", {2, 2, -1, 8});
+  std::string bytes;
+  ASSERT_TRUE(b.model().SerializeToString(&bytes));
+  const std::vector<uint8_t> model(bytes.begin(), bytes.end());
+
+  // At a fixed N below 64 the static engine fuses it: the mask is copied into a bias first.
+  compiler::CompileOptions fixed;
+  for (const char* name : {"q", "k", "v"}) fixed.input_shapes.push_back({name, {2, 2, 24, 8}});
+  auto stat = build_blobs(model, fixed, "fp16");
+  ASSERT_TRUE(stat.ok()) << stat.status().to_string();
+  auto count_sdpa = [](const std::vector<uint8_t>& engine, const std::vector<uint8_t>& shared) {
+    const testing::AlignedBytes aligned(engine);
+    const cuda::EngineBlob blob = cuda::EngineBlob::parse(aligned.span(), shared).value();
+    size_t n = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      n += r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa);
+    }
+    return n;
+  };
+  ASSERT_EQ(stat->size(), 1u);
+  EXPECT_EQ(count_sdpa((*stat)[0], {}), 1u);
+
+  auto dyn = build_blobs(model, dims(64), "fp16");
+  ASSERT_TRUE(dyn.ok()) << dyn.status().to_string();
+  ASSERT_EQ(dyn->size(), 1u) << "GPU partitions";
+  std::vector<uint8_t> shared;
+  size_t engines = 0;
+  for (const auto& e : engines_of((*dyn)[0], &shared)) {
+    EXPECT_EQ(count_sdpa(e, shared), 0u);
+    const testing::AlignedBytes aligned(e);
+    EXPECT_TRUE(cuda::EngineBlob::parse(aligned.span(), shared).value().dynamic());
+    ++engines;
+  }
+  EXPECT_GE(engines, 1u);
+}
+
+// Steps share a cuDNN plan when only their buffers differ: a different size, stride, dtype or
+// fused operation is another operation graph.
+TEST(DynamicEngineTest, StepsShareACudnnPlanOnlyWhenTheirGraphsAreEqual) {
+  cuda::StepRecord a{};
+  a.kind = static_cast<uint32_t>(cuda::StepKind::Sdpa);
+  a.sdpa.dtype = static_cast<uint8_t>(DType::Float16);
+  a.sdpa.b = 2;
+  a.sdpa.h = 12;
+  a.sdpa.sq = a.sdpa.sk = 128;
+  a.sdpa.d = a.sdpa.dv = 64;
+  a.sdpa.q = {static_cast<uint32_t>(cuda::Space::Scratch), 0, 0, 4096};
+  cuda::StepRecord b = a;
+  b.sdpa.q.offset = 8192;
+  b.sdpa.o = {static_cast<uint32_t>(cuda::Space::Binding), 1, 0, 4096};
+  EXPECT_TRUE(cuda::same_cudnn_graph(a, b)) << "only the buffers differ";
+  for (auto change : std::vector<std::function<void(cuda::StepRecord&)>>{
+           [](cuda::StepRecord& r) { r.sdpa.sq = 64; },
+           [](cuda::StepRecord& r) { r.sdpa.q_strides[2] = 2304; },
+           [](cuda::StepRecord& r) { r.sdpa.mask = static_cast<uint8_t>(cuda::SdpaMask::Causal); },
+           [](cuda::StepRecord& r) { r.sdpa.scale = 0.5f; },
+       }) {
+    cuda::StepRecord c = a;
+    change(c);
+    EXPECT_FALSE(cuda::same_cudnn_graph(a, c));
+  }
+  cuda::StepRecord gemm = a;
+  gemm.kind = static_cast<uint32_t>(cuda::StepKind::Gemm);
+  EXPECT_FALSE(cuda::same_cudnn_graph(gemm, gemm)) << "not a cuDNN step";
+  cuda::StepRecord conv{};
+  conv.kind = static_cast<uint32_t>(cuda::StepKind::Conv);
+  conv.conv.n = 8;
+  cuda::StepRecord conv2 = conv;
+  conv2.conv.y_channel_stride = 96;
+  EXPECT_FALSE(cuda::same_cudnn_graph(conv, conv2)) << "a field after the buffers";
+  conv2 = conv;
+  conv2.conv.residual.offset = 256;
+  EXPECT_TRUE(cuda::same_cudnn_graph(conv, conv2));
 }
 
 // Shape, Range, integer Add, Sub and Mul, an int64 Concat and GatherElements join the dynamic

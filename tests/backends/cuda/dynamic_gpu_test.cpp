@@ -124,9 +124,9 @@ void expect_matches(extension::Module& module, extension::Module& reference,
 }
 
 // The transformer families from both exporters, fp32 (TF32 off: issue 11's 1e-5), TF32 and fp16
-// (3e-3; a dynamic fp16 engine runs attention as GEMMs and a softmax kernel, not cuDNN's), at
-// eight shapes each, shapes alternating in one module; a unit batch or sequence runs on the
-// bucket built for it.
+// (3e-3; a dynamic fp16 engine runs cuDNN's fused attention and, for BERT and ViT, its erf-GELU
+// matmul, with plans built per shape), at eight shapes each, shapes alternating in one module; a
+// unit batch or sequence runs on the bucket built for it.
 TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};
@@ -175,10 +175,65 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
         }
         expect_matches(module, reference, in, bound, &worst);
       }
-      std::printf("  %-22s %s worst relative error over %zu shapes %.3g\n", f.model.c_str(),
-                  precision, shapes.size(), worst);
+      std::map<std::string, uint64_t> counters = counters_of(module.method());
+      if (std::string_view(precision) == "fp16") {
+        // Shapes other than a bucket's largest built their cuDNN plans once each. Both layers'
+        // attentions have one operation graph, as have BERT's and ViT's two GELU matmuls: one
+        // plan per kind per shape, where a plan per step would build twice as many.
+        EXPECT_GE(counters["cudnn_plan_sets_built"], 1u);
+        EXPECT_LE(counters["cudnn_plans_built"],
+                  2 * (counters["engines"] + counters["cudnn_plan_sets_built"]));
+      }
+      std::printf(
+          "  %-22s %s worst relative error over %zu shapes %.3g (cuDNN plans %llu, %llu "
+          "shapes)\n",
+          f.model.c_str(), precision, shapes.size(), worst,
+          static_cast<unsigned long long>(counters["cudnn_plans_built"]),
+          static_cast<unsigned long long>(counters["cudnn_plan_sets_built"]));
     }
   }
+}
+
+// A declared OPT shape (--dim batch=1..8@4 --dim sequence=1..64@32) is prepared at load: the
+// bucket that holds it builds that shape's cuDNN plans (fused attention, the GELU matmul) and GEMM
+// heuristics when the program loads, so its first call builds nothing and only captures its
+// graph; another shape still builds its plans at its first call. Both match the CPU path.
+TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
+  const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 4, {}},
+                                                {"sequence", 1, 64, 32, {}}};
+  const Family f{"torchscript17_bert", dims, true};
+  const std::vector<uint8_t> onnx = read_model(f.model);
+  ASSERT_FALSE(onnx.empty());
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  const auto gpu = compile(onnx, dims, "cuda:0", "fp16");
+  ASSERT_NE(gpu, nullptr);
+  auto module = extension::Module::from_program(gpu).value();
+  std::map<std::string, uint64_t> counters = counters_of(module.method());
+  // Only the bucket 2..8 x 2..64 holds the OPT shape (4, 32).
+  EXPECT_EQ(counters["cudnn_plan_sets_built"], 1u);
+  EXPECT_EQ(counters["shape_changes"], 0u) << "preparing at load is not a call";
+  const uint64_t plans_at_load = counters["cudnn_plans_built"];
+  EXPECT_GT(plans_at_load, 0u);
+  double worst = 0;
+  auto call = [&](int64_t b, int64_t s) {
+    std::vector<Tensor> in = inputs_of(f, b, s, rng_);
+    for (int64_t r = 0; r < b; ++r) in[1].data_as<int64_t>()[r * s] = 1;
+    expect_matches(module, reference, in, 3e-3, &worst);
+    return counters_of(module.method());
+  };
+  counters = call(4, 32);
+  EXPECT_EQ(counters["cudnn_plan_sets_built"], 1u) << "the OPT shape built nothing";
+  EXPECT_EQ(counters["cudnn_plans_built"], plans_at_load);
+  EXPECT_EQ(counters["graph_captures"], 1u);
+  counters = call(3, 17);
+  EXPECT_EQ(counters["cudnn_plan_sets_built"], 2u) << "another shape builds its plans";
+  EXPECT_GT(counters["cudnn_plans_built"], plans_at_load);
+  counters = call(4, 32);
+  EXPECT_EQ(counters["cudnn_plan_sets_built"], 2u);
+  EXPECT_EQ(counters["graph_captures"], 2u) << "(4, 32) replays its graph";
+  std::printf("  OPT shape prepared at load: worst relative error %.3g\n", worst);
 }
 
 // The convolutional families from both exporters over a batch range: cuDNN convolutions in a
@@ -223,7 +278,7 @@ TEST_F(DynamicGpuTest, ConvolutionalFamiliesMatchTheCpuPathAtEveryBatch) {
       // Batches 2..15 each built their plans once (16 runs the load's; 1 is a static bucket),
       // however often they were called.
       std::map<std::string, uint64_t> counters = counters_of(module.method());
-      EXPECT_EQ(counters["conv_plan_sets_built"], 5u);
+      EXPECT_EQ(counters["cudnn_plan_sets_built"], 5u);
       std::printf("  %-24s %s worst relative error over %zu batches %.3g\n", f.model.c_str(),
                   precision, batches.size(), worst);
       std::fflush(stdout);

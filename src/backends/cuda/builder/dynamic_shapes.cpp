@@ -347,8 +347,8 @@ struct SharedWeights {
 // that lower_buckets can split the range there.
 Result<compiler::LoweredPartition> lower_bucket(
     const compiler::Graph& graph, const compiler::Partition& partition, const EngineTarget& target,
-    const LowerNodes& lower_nodes, const SymbolRanges& ranges, std::vector<int64_t>* failing,
-    SharedWeights* shared) {
+    const LowerNodes& lower_nodes, const SymbolRanges& ranges, bool cudnn_fusions,
+    std::vector<int64_t>* failing, SharedWeights* shared) {
   sym::SymbolTable table = graph.symbols;
   const size_t k = table.num_symbols();
   std::vector<int64_t> maxima;
@@ -361,21 +361,12 @@ Result<compiler::LoweredPartition> lower_bucket(
     BATON_ASSIGN_OR_RETURN(upper_graph, graph_at(graph, maxima));
   }
   Lowering upper(upper_graph ? *upper_graph : graph, partition, target);
-  upper.set_dynamic();
+  upper.set_dynamic(cudnn_fusions);
   BATON_TRY(lower_nodes(upper));
+  // cuDNN's steps (convolutions, fused attention, the erf-GELU matmul) are operation graphs of one
+  // shape: the engine builds their plans per shape (ExecutionContext::fit_cudnn), so here they
+  // are steps like any other, whose sizes and strides are patched.
   BATON_ASSIGN_OR_RETURN(EngineDescription base, upper.describe());
-  for (size_t s = 0; s < base.steps.size(); ++s) {
-    // A convolution's cuDNN plan is built per shape by the engine (ExecutionContext::patch). A
-    // dynamic lowering emits no fused attention or cuDNN matmul (Lowering::dynamic), so any
-    // other cuDNN step here is a lowering that forgot to ask.
-    const uint32_t kind = base.steps[s].kind;
-    BATON_CHECK_OR_RETURN(!is_cudnn_step(kind) || kind == static_cast<uint32_t>(StepKind::Conv),
-                          NotSupported,
-                          "partition '{}' is dynamic and its step {} is a cuDNN {}: dynamic GPU "
-                          "engines run GEMMs, convolutions and generated kernels only. Fix the "
-                          "shapes with --shape, or compile for --device cpu",
-                          partition.name, s, step_kind_name(static_cast<StepKind>(kind)));
-  }
 
   const Probes probes = choose_probes(ranges);
   std::vector<std::vector<int64_t>> assignments;
@@ -600,11 +591,11 @@ Result<compiler::LoweredPartition> lower_bucket(
 // its range split at 1 (recursively, for each symbol that needs it).
 Status lower_buckets(const compiler::Graph& graph, const compiler::Partition& partition,
                      const EngineTarget& target, const LowerNodes& lower_nodes,
-                     const SymbolRanges& ranges, std::vector<compiler::LoweredPartition>* out,
-                     SharedWeights* shared) {
+                     const SymbolRanges& ranges, bool cudnn_fusions,
+                     std::vector<compiler::LoweredPartition>* out, SharedWeights* shared) {
   std::vector<int64_t> failing;
   Result<compiler::LoweredPartition> one =
-      lower_bucket(graph, partition, target, lower_nodes, ranges, &failing, shared);
+      lower_bucket(graph, partition, target, lower_nodes, ranges, cudnn_fusions, &failing, shared);
   if (one.ok()) {
     out->push_back(std::move(*one));
     return Status();
@@ -621,8 +612,9 @@ Status lower_buckets(const compiler::Graph& graph, const compiler::Partition& pa
                 fmt::format("partition '{}': '{}' = 1 lowers differently; it gets an engine of "
                             "its own",
                             partition.name, graph.symbols.symbol(i).name));
-    BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, unit, out, shared));
-    return lower_buckets(graph, partition, target, lower_nodes, rest, out, shared);
+    BATON_TRY(
+        lower_buckets(graph, partition, target, lower_nodes, unit, cudnn_fusions, out, shared));
+    return lower_buckets(graph, partition, target, lower_nodes, rest, cudnn_fusions, out, shared);
   }
   return one.status();
 }
@@ -648,7 +640,26 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
   }
   std::vector<compiler::LoweredPartition> buckets;
   SharedWeights shared;
-  BATON_TRY(lower_buckets(graph, partition, target, lower_nodes, ranges, &buckets, &shared));
+  // First with cuDNN's fused attention and erf-GELU matmul, whose plans the engine builds per
+  // shape. Where those steps do not follow the sizes (a layout cuDNN takes at some sizes and not
+  // at others, so that a copy comes and goes), the partition is lowered again without them:
+  // attention as two GEMMs and a softmax kernel, the GELU as a kernel after its GEMM.
+  Status fused = lower_buckets(graph, partition, target, lower_nodes, ranges,
+                               /*cudnn_fusions=*/true, &buckets, &shared);
+  // (Both exist in fp16 and bf16 engines only.)
+  const bool may_fuse = target.precision == Precision::FP16 || target.precision == Precision::BF16;
+  if (!fused.ok() && !may_fuse) return fused;
+  if (!fused.ok()) {
+    buckets.clear();
+    shared = SharedWeights();
+    const Status plain = lower_buckets(graph, partition, target, lower_nodes, ranges,
+                                       /*cudnn_fusions=*/false, &buckets, &shared);
+    if (!plain.ok()) return plain;
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}': with cuDNN's fused attention and GELU matmul it is "
+                            "not one dynamic engine ({}); it runs them as GEMMs and kernels",
+                            partition.name, fused.message()));
+  }
   if (buckets.size() == 1) return std::move(buckets[0]);
   // The widest bucket (the one holding the maxima, which sizes the staging) last: a call takes
   // the first bucket that holds its sizes, so the narrow ones come first.

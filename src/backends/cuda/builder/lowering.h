@@ -35,11 +35,20 @@ class Lowering {
   // maxima. Decisions that must be the same at every size read upper_sizes_of, and scratch
   // takes the upper lowering's plan, so that the two engines differ only in sizes.
   void follow(const Lowering& upper) { upper_ = &upper; }
-  // Marks the lowering at a dynamic engine's maxima (the one probes follow).
-  void set_dynamic() { dynamic_ = true; }
-  // Whether this lowers a dynamic engine (at its maxima or a probe): lowerings then choose what
-  // follows the sizes (GEMMs and generated kernels) over cuDNN's plans, built for one shape.
+  // Marks the lowering at a dynamic engine's maxima (the one probes follow). Without
+  // `cudnn_fusions`, attention and the erf-GELU matmul are lowered to GEMMs and generated kernels
+  // instead of cuDNN's fused attention and fused matmul (lower_dynamic's second attempt, for a
+  // partition whose fused steps do not follow its sizes).
+  void set_dynamic(bool cudnn_fusions = true) {
+    dynamic_ = true;
+    cudnn_fusions_ = cudnn_fusions;
+  }
+  // Whether this lowers a dynamic engine (at its maxima or a probe).
   bool dynamic() const { return dynamic_ || upper_ != nullptr; }
+  // Whether cuDNN's fused attention (SdpaStep) and fused erf-GELU matmul may be emitted: always
+  // in a static engine; in a dynamic one unless its maxima's lowering said otherwise (the engine
+  // builds their plans per shape, as for convolutions).
+  bool cudnn_fusions() const { return upper_ != nullptr ? upper_->cudnn_fusions_ : cudnn_fusions_; }
 
   const compiler::Graph& graph() const { return g_; }
   const compiler::IrNode& node(int index) const { return g_.nodes[index]; }
@@ -230,6 +239,7 @@ class Lowering {
   std::vector<uint8_t> weights_;
   const Lowering* upper_ = nullptr;  // follow()
   bool dynamic_ = false;             // set_dynamic()
+  bool cudnn_fusions_ = true;        // set_dynamic()
   uint64_t scratch_bytes_ = 0;       // after describe()
 };
 

@@ -9,8 +9,10 @@
 // strides, so the transposes and splits in front of them are views (no copies); the output is
 // written straight into the buffer of a following Transpose(0, 2, 1, 3), which then costs nothing.
 //
-// Otherwise (fp32 and tf32 engines, other shapes, dynamic engines) as three steps that work in
-// every precision:
+// Dynamic engines take it too: cuDNN builds a plan for one shape, so the engine builds one per
+// shape a call runs at (ExecutionContext::fit_cudnn), as it does for convolutions.
+//
+// Otherwise (fp32 and tf32 engines, other shapes) as three steps that work in every precision:
 //   1. S = scale * Q K^T      one strided-batched cuBLASLt GEMM over the leading dimensions, Q and
 //                             K in the engine's operand dtype, S in float32 scratch (softmax's
 //                             input keeps its precision: a bf16 S would shift P by 1e-2)
@@ -102,8 +104,9 @@ Result<std::optional<SdpaOperand>> sdpa_operand(Lowering& ctx, int v, DType dtyp
 bool sdpa_applies(const Lowering& ctx, const compiler::IrNode& node) {
   const DType operand = ctx.operand_dtype();
   if (operand != DType::Float16 && operand != DType::BFloat16) return false;
-  // A dynamic engine takes the three steps: cuDNN's plan is built for one shape (issue 37 step 3).
-  if (ctx.dynamic()) return false;
+  // A dynamic engine builds the step's plan per shape (ExecutionContext::fit_cudnn), unless its
+  // fused steps did not follow its sizes (lower_dynamic's second attempt).
+  if (!ctx.cudnn_fusions()) return false;
   const std::vector<int64_t>& qs = ctx.value(node.inputs[0]).sizes;
   const size_t r = qs.size();
   if (r != 3 && r != 4) return false;

@@ -160,8 +160,8 @@ std::vector<int64_t> padded_strides(const std::vector<int64_t>& sizes, int64_t n
 // 0.509 -> 0.490 ms, BERT-base 0.483 -> 0.461 with up to 16 of cuDNN's plans timed (engine.cpp);
 // with only the heuristics' first four, BERT was 5% slower.
 bool cudnn_gelu(const Lowering& ctx, const Geometry& g, int out) {
-  // A dynamic engine keeps cuBLASLt and the kernel: cuDNN's plan is built for one shape.
-  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel || ctx.dynamic()) return false;
+  // A dynamic engine builds the matmul's plan per shape (ExecutionContext::fit_cudnn).
+  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel || !ctx.cudnn_fusions()) return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
   // A binding of another dtype is read through a cast copy (Lowering::ensure).
