@@ -533,13 +533,14 @@ const CudnnPlan& ExecutionContext::plan_of(size_t s) const {
                              : cudnn_plans_.at(s);
 }
 
-// A dynamic engine's cuDNN steps (convolutions, fused attention, the erf-GELU matmul) at the
-// patched sizes. At the largest sizes they run the plans
-// made at create (the choice recorded in the blob or timed at load); at any other shape, the
-// heuristics' first plan for that shape (CudnnPlan::first_fitting) within the workspace sized at
-// load, built at the shape's first patch: like the GEMMs (fit_gemm), a plan chosen for the largest
-// shape may not be offered at another, or may leave most of the GPU idle there. Building a shape's
-// plans is host work of its first call (cuDNN compiles nothing for its precompiled engines).
+// A dynamic engine's cuDNN steps (convolutions, fused attention; an erf-GELU matmul too, which
+// the builder does not emit in a dynamic engine) at the patched sizes. At the largest sizes they
+// run the plans made at create (the choice recorded in the blob or timed at load); at any other
+// shape, the heuristics' first plan for that shape (CudnnPlan::first_fitting) within the workspace
+// sized at load, built at the shape's first patch: like the GEMMs (fit_gemm), a plan chosen for the
+// largest shape may not be offered at another, or may leave most of the GPU idle there. Building a
+// shape's plans is host work of its first call (cuDNN compiles nothing for its precompiled
+// engines).
 Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   current_plans_ = -1;
   if (!cudnn_) return Status();

@@ -460,11 +460,12 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
   }
 }
 
-// In fp16 a dynamic BERT runs cuDNN's fused attention and erf-GELU matmul: patched at a shape, each
-// such step is the one a static compile at that shape writes, so the plan the engine builds for
-// that shape is the static engine's operation graph. Where they would not follow the sizes, the
-// partition is lowered without them (checked by the second model: a ViT over its batch).
-TEST(DynamicEngineTest, FusedAttentionAndGeluMatmulFollowTheSizes) {
+// In fp16 a dynamic BERT runs cuDNN's fused attention: patched at a shape, each such step is the
+// one a static compile at that shape writes, so the plan the engine builds for that shape is the
+// static engine's operation graph. Its exact GELU stays a cuBLASLt GEMM and a kernel (cuDNN's
+// GELU matmul, untimed below the largest sizes, measured slower: gemm.cpp's cudnn_gelu), where
+// the static engine takes the matmul.
+TEST(DynamicEngineTest, FusedAttentionFollowsTheSizes) {
   compiler::CompileOptions o;
   o.dims = {{"batch", 1, 4, 0, {}}, {"sequence", 1, 32, 0, {}}};
   auto blobs = build_file_blobs("torchscript17_bert", o, "fp16");
@@ -478,16 +479,17 @@ TEST(DynamicEngineTest, FusedAttentionAndGeluMatmulFollowTheSizes) {
   ASSERT_TRUE(dyn.dynamic());
   ASSERT_EQ(dyn.symbols()[0].min, 2);
   ASSERT_EQ(dyn.symbols()[1].min, 2);
-  auto fused_steps = [](std::span<const cuda::StepRecord> steps) {
+  auto steps_of = [](std::span<const cuda::StepRecord> steps, cuda::StepKind kind) {
     std::vector<cuda::StepRecord> out;
     for (const cuda::StepRecord& r : steps) {
-      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa) ||
-          r.kind == static_cast<uint32_t>(cuda::StepKind::Matmul)) {
-        out.push_back(without_scratch_offsets(r));
-      }
+      if (r.kind == static_cast<uint32_t>(kind)) out.push_back(without_scratch_offsets(r));
     }
     return out;
   };
+  auto fused_steps = [&](std::span<const cuda::StepRecord> steps) {
+    return steps_of(steps, cuda::StepKind::Sdpa);
+  };
+  EXPECT_TRUE(steps_of(dyn.steps(), cuda::StepKind::Matmul).empty());
   for (const auto& [b, s] : std::vector<std::pair<int64_t, int64_t>>{{3, 17}, {2, 32}, {4, 5}}) {
     SCOPED_TRACE(fmt::format("{} x {}", b, s));
     const Patched p = patch(dyn, {b, s});
@@ -499,14 +501,15 @@ TEST(DynamicEngineTest, FusedAttentionAndGeluMatmulFollowTheSizes) {
     const testing::AlignedBytes st_bytes((*stat)[0]);
     const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
     const std::vector<cuda::StepRecord> st_fused = fused_steps(st.steps());
-    ASSERT_EQ(dyn_fused.size(), 4u) << "two attentions and two GELU matmuls";
+    ASSERT_EQ(dyn_fused.size(), 2u) << "two layers' attentions";
     ASSERT_EQ(dyn_fused.size(), st_fused.size());
+    EXPECT_EQ(steps_of(st.steps(), cuda::StepKind::Matmul).size(), 2u) << "the static GELUs";
     for (size_t i = 0; i < dyn_fused.size(); ++i) {
       SCOPED_TRACE(i);
-      // (Their weights lie elsewhere in the two engines: what is compared is the graph.)
+      // (Their buffers lie elsewhere in the two engines: what is compared is the graph.)
       EXPECT_TRUE(cuda::same_cudnn_graph(dyn_fused[i], st_fused[i]));
-      // One operation graph per kind in every layer: the engine builds one plan for each.
-      EXPECT_TRUE(cuda::same_cudnn_graph(dyn_fused[i], dyn_fused[i % 2]));
+      // One operation graph in every layer: the engine builds one plan for both.
+      EXPECT_TRUE(cuda::same_cudnn_graph(dyn_fused[i], dyn_fused[0]));
     }
     EXPECT_EQ(dyn_fused[0].sdpa.b, static_cast<uint32_t>(b));
     EXPECT_EQ(dyn_fused[0].sdpa.sq, static_cast<uint32_t>(s));

@@ -640,13 +640,13 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
   }
   std::vector<compiler::LoweredPartition> buckets;
   SharedWeights shared;
-  // First with cuDNN's fused attention and erf-GELU matmul, whose plans the engine builds per
-  // shape. Where those steps do not follow the sizes (a layout cuDNN takes at some sizes and not
-  // at others, so that a copy comes and goes), the partition is lowered again without them:
-  // attention as two GEMMs and a softmax kernel, the GELU as a kernel after its GEMM.
+  // First with cuDNN's fused attention, whose plans the engine builds per shape. Where those
+  // steps do not follow the sizes (a layout cuDNN takes at some sizes and not at others, so that
+  // a copy comes and goes), the partition is lowered again without them: attention as two GEMMs
+  // and a softmax kernel.
   Status fused = lower_buckets(graph, partition, target, lower_nodes, ranges,
                                /*cudnn_fusions=*/true, &buckets, &shared);
-  // (Both exist in fp16 and bf16 engines only.)
+  // (It exists in fp16 and bf16 engines only.)
   const bool may_fuse = target.precision == Precision::FP16 || target.precision == Precision::BF16;
   if (!fused.ok() && !may_fuse) return fused;
   if (!fused.ok()) {
@@ -656,8 +656,8 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
                                        /*cudnn_fusions=*/false, &buckets, &shared);
     if (!plain.ok()) return plain;
     log_message(LogLevel::Info, "cuda",
-                fmt::format("partition '{}': with cuDNN's fused attention and GELU matmul it is "
-                            "not one dynamic engine ({}); it runs them as GEMMs and kernels",
+                fmt::format("partition '{}': with cuDNN's fused attention it is not one dynamic "
+                            "engine ({}); it runs attention as GEMMs and a softmax kernel",
                             partition.name, fused.message()));
   }
   if (buckets.size() == 1) return std::move(buckets[0]);

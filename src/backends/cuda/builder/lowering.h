@@ -36,18 +36,18 @@ class Lowering {
   // takes the upper lowering's plan, so that the two engines differ only in sizes.
   void follow(const Lowering& upper) { upper_ = &upper; }
   // Marks the lowering at a dynamic engine's maxima (the one probes follow). Without
-  // `cudnn_fusions`, attention and the erf-GELU matmul are lowered to GEMMs and generated kernels
-  // instead of cuDNN's fused attention and fused matmul (lower_dynamic's second attempt, for a
-  // partition whose fused steps do not follow its sizes).
+  // `cudnn_fusions`, attention is lowered to GEMMs and a softmax kernel instead of cuDNN's fused
+  // attention (lower_dynamic's second attempt, for a partition whose fused attention does not
+  // follow its sizes).
   void set_dynamic(bool cudnn_fusions = true) {
     dynamic_ = true;
     cudnn_fusions_ = cudnn_fusions;
   }
   // Whether this lowers a dynamic engine (at its maxima or a probe).
   bool dynamic() const { return dynamic_ || upper_ != nullptr; }
-  // Whether cuDNN's fused attention (SdpaStep) and fused erf-GELU matmul may be emitted: always
-  // in a static engine; in a dynamic one unless its maxima's lowering said otherwise (the engine
-  // builds their plans per shape, as for convolutions).
+  // Whether cuDNN's fused attention (SdpaStep) may be emitted: always in a static engine; in a
+  // dynamic one unless its maxima's lowering said otherwise (the engine builds its plan per
+  // shape, as for convolutions).
   bool cudnn_fusions() const { return upper_ != nullptr ? upper_->cudnn_fusions_ : cudnn_fusions_; }
 
   const compiler::Graph& graph() const { return g_; }
