@@ -436,7 +436,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // share them), the scratch and workspace (once: the buckets share them), and the staging
     // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
     uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0, plans = 0,
-             cudnn_plans = 0;
+             cudnn_plans = 0, opt_timed = 0;
     const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
       if (c->memory() != counted) device_bytes += c->device_bytes();
@@ -448,6 +448,7 @@ class CudaBackend final : public runtime::BackendInterface {
       replaced += c->graph_replacements();
       plans += c->plan_sets_built();
       cudnn_plans += c->cudnn_plans_built();
+      opt_timed += c->opt_choices_timed();
     }
     for (const BindingState& b : handle->bindings) device_bytes += b.staging ? b.bytes : 0;
     return {{"device_bytes_at_load", device_bytes},
@@ -466,6 +467,7 @@ class CudaBackend final : public runtime::BackendInterface {
             {"graphs_replaced", replaced},
             {"cudnn_plan_sets_built", plans},
             {"cudnn_plans_built", cudnn_plans},
+            {"opt_choices_timed", opt_timed},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()}};
   }

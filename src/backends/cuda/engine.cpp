@@ -325,6 +325,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                                                                    bool allocate) {
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(std::move(engine)));
   ctx->graph_edges_ = options.graph_edges;
+  ctx->tune_candidates_ = std::clamp(options.tune_candidates, 1, kMaxTuneCandidates);
   if (ctx->engine_->blob().dynamic()) {
     ctx->graph_shapes_ = static_cast<size_t>(std::max(1, options.cuda_graph_shapes));
   }
@@ -475,10 +476,19 @@ Status ExecutionContext::prepare_declared_shape() {
     if (r.opt <= 0) return Status();
     opt.push_back(r.opt);
   }
+  std::optional<Stopwatch> stopwatch;
+  if (tune_candidates_ > 1) {
+    DeviceGuard guard(engine_->device());
+    BATON_TRY(guard.status());
+    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(engine_->device()));
+    stopwatch.emplace(std::move(w));
+    tuning_ = &*stopwatch;
+  }
   const uint64_t calls = resizes_;
-  BATON_TRY(resize(opt));
+  const Status resized = resize(opt);
+  tuning_ = nullptr;
   resizes_ = calls;  // preparing at load is not a call that changed the sizes
-  return Status();
+  return resized;
 }
 
 Status ExecutionContext::patch(std::span<const int64_t> symbols) {
@@ -571,9 +581,19 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
         steps_, s, [](size_t) { return true; },
         [&]() -> Result<CudnnPlan> {
           ++cudnn_plans_built_;
-          return CudnnPlan::first_fitting(
-              cudnn_.get(), steps_[s], memory_->workspace_bytes,
-              fmt::format("partition '{}' step {} at {}", engine_->partition(), s, sizes));
+          const std::string what =
+              fmt::format("partition '{}' step {} at {}", engine_->partition(), s, sizes);
+          if (tuning_ != nullptr) {
+            // The declared OPT shape at load: the fastest of the candidates that fits the
+            // workspace sized at load (a faster one that needs more is not taken).
+            Result<CudnnPlan> timed =
+                CudnnPlan::choose(cudnn_.get(), steps_[s], tune_candidates_, tuning_, what);
+            if (timed.ok() && timed->workspace_bytes() <= memory_->workspace_bytes) {
+              ++opt_choices_timed_;
+              return timed;
+            }
+          }
+          return CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes, what);
         }));
   }
   made.last_use = plan_clock_;
@@ -656,7 +676,20 @@ Status ExecutionContext::fit_gemm(size_t step) {
   const bool at_largest =
       g.m == largest.m && g.n == largest.n && g.k == largest.k && g.batch == largest.batch;
   if (!at_largest) {
-    BATON_TRY(heuristic(256, &d.algo));
+    if (tuning_ != nullptr) {
+      // The declared OPT shape at load: timed as the largest sizes' choice is.
+      float us = 0;
+      uint32_t timed = 0;
+      BATON_ASSIGN_OR_RETURN(
+          d.algo,
+          fastest_gemm_algo(
+              handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()},
+              workspace, tune_candidates_, *tuning_,
+              fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &timed));
+      ++opt_choices_timed_;
+    } else {
+      BATON_TRY(heuristic(256, &d.algo));
+    }
     BATON_TRY(heuristic(4, &d.unaligned_algo));
     return Status();
   }

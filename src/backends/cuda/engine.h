@@ -163,7 +163,9 @@ class ExecutionContext {
   Status resize(std::span<const int64_t> symbols);
   // A dynamic engine whose every symbol has a declared OPT value in its range (`--dim
   // batch=1..64@8`): resizes to that shape at load, so its first call there patches nothing and
-  // builds no GEMM heuristic or cuDNN plan (it still captures the shape's graph). Needs the
+  // builds no GEMM heuristic or cuDNN plan (it still captures the shape's graph). Its GEMM
+  // algorithms and cuDNN plans are timed there as the largest sizes' are at load (the load
+  // option tune_candidates), where other shapes take the heuristics' first choices. Needs the
   // memory (create with `allocate`, or share_memory). Nothing for other engines.
   Status prepare_declared_shape();
   // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
@@ -190,6 +192,8 @@ class ExecutionContext {
   // How many cuDNN plans this context built (at create and per shape; steps of one operation
   // graph share one).
   uint64_t cudnn_plans_built() const { return cudnn_plans_built_; }
+  // How many GEMM algorithms and cuDNN plans were timed for the declared OPT shape at load.
+  uint64_t opt_choices_timed() const { return opt_choices_timed_; }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -236,6 +240,11 @@ class ExecutionContext {
   CudnnHandle cudnn_;
   CudnnPlans cudnn_plans_;
   uint64_t cudnn_plans_built_ = 0;
+  // While prepare_declared_shape runs (with tune_candidates_ > 1): what fit_gemm and fit_cudnn
+  // time their candidates on; null otherwise (the heuristics' first choices).
+  Stopwatch* tuning_ = nullptr;
+  int tune_candidates_ = 4;
+  uint64_t opt_choices_timed_ = 0;
   std::shared_ptr<Memory> memory_;
   uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own

@@ -318,53 +318,84 @@ Status Engine::apply_recorded_gemm(cublasLtHandle_t handle, size_t step,
   return Status();
 }
 
+namespace {
+
+// cuBLASLt's top `wanted` algorithms for a GEMM (at least one, or an error naming `what`).
+Result<std::vector<cublasLtMatmulHeuristicResult_t>> gemm_heuristics(cublasLtHandle_t handle,
+                                                                     const GemmStep& g,
+                                                                     const GemmLayouts& l,
+                                                                     uint64_t workspace, int wanted,
+                                                                     const std::string& what) {
+  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
+  BATON_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(wanted, 1)));
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, l.desc, l.a, l.b, l.c, l.d, pref.get(),
+                                     static_cast<int>(results.size()), results.data(), &found);
+  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
+                        "{}: cuBLASLt has no algorithm for m={} n={} k={} batch={}: {}. Compile "
+                        "with another --precision, or report the shape",
+                        what, g.m, g.n, g.k, g.batch, status_string(st));
+  results.resize(static_cast<size_t>(found));
+  return results;
+}
+
+}  // namespace
+
+Result<cublasLtMatmulAlgo_t> fastest_gemm_algo(cublasLtHandle_t handle, const GemmStep& g,
+                                               const GemmLayouts& layouts, uint64_t workspace,
+                                               int candidates, Stopwatch& stopwatch,
+                                               const std::string& what, float* us,
+                                               uint32_t* timed) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<cublasLtMatmulHeuristicResult_t> results,
+                         gemm_heuristics(handle, g, layouts, workspace, candidates, what));
+  void* ptrs[4];
+  BATON_ASSIGN_OR_RETURN(void* base, stopwatch.operands(gemm_operands(g, nullptr, ptrs)));
+  gemm_operands(g, static_cast<uint8_t*>(base), ptrs);
+  BATON_ASSIGN_OR_RETURN(void* ws, stopwatch.workspace(std::max<uint64_t>(workspace, 1)));
+  Fastest fastest;
+  for (size_t i = 0; i < results.size(); ++i) {
+    Result<float> t = stopwatch.time([&](cudaStream_t stream) -> Status {
+      BATON_CUDA_CHECK(cublasLtMatmul(handle, layouts.desc, &g.alpha, ptrs[0], layouts.a, ptrs[1],
+                                      layouts.b, &g.beta, g.has_c ? ptrs[2] : ptrs[3], layouts.c,
+                                      ptrs[3], layouts.d, &results[i].algo, ws, workspace, stream));
+      return Status();
+    });
+    if (t.ok()) fastest.offer(static_cast<int64_t>(i), *t);
+  }
+  BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
+                        "{}: none of cuBLASLt's {} algorithms for m={} n={} k={} batch={} runs "
+                        "here",
+                        what, results.size(), g.m, g.n, g.k, g.batch);
+  *us = fastest.us;
+  *timed = fastest.timed;
+  return results[static_cast<size_t>(fastest.index)].algo;
+}
+
 // The aligned algorithm of GEMM step `step`: the fastest of the heuristics' top candidates, timed
 // on `stopwatch`, or (without one) their first.
 Status Engine::choose_gemm(cublasLtHandle_t handle, size_t step, Stopwatch* stopwatch) {
   const GemmStep& g = blob_.steps()[step].gemm;
   GemmPlan& p = gemms_[step];
   const uint64_t workspace = blob_.header().workspace_bytes;
-  BATON_ASSIGN_OR_RETURN(const MatmulPreference pref, create_matmul_preference());
-  BATON_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-  const int wanted = stopwatch != nullptr ? tune_candidates_ : 1;
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
-  int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      handle, p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(), p.d.get(),
-      pref.get(), wanted, results.data(), &found);
-  BATON_CHECK_OR_RETURN(st == CUBLAS_STATUS_SUCCESS && found > 0, NotSupported,
-                        "partition '{}' step {}: cuBLASLt has no algorithm on cuda:{} for m={} "
-                        "n={} k={} batch={}: {}. Compile with another --precision, or report the "
-                        "shape",
-                        partition_, step, device(), g.m, g.n, g.k, g.batch, status_string(st));
+  const GemmLayouts layouts{p.desc.get(), p.a.get(), p.b.get(), g.has_c ? p.c.get() : p.d.get(),
+                            p.d.get()};
+  const std::string what =
+      fmt::format("partition '{}' step {} on cuda:{}", partition_, step, device());
   if (stopwatch == nullptr) {
+    BATON_ASSIGN_OR_RETURN(const auto results,
+                           gemm_heuristics(handle, g, layouts, workspace, 1, what));
     p.algo = results[0].algo;
     ++stats_.untimed;
     return Status();
   }
-  void* ptrs[4];
-  BATON_ASSIGN_OR_RETURN(void* base, stopwatch->operands(gemm_operands(g, nullptr, ptrs)));
-  gemm_operands(g, static_cast<uint8_t*>(base), ptrs);
-  BATON_ASSIGN_OR_RETURN(void* ws, stopwatch->workspace(std::max<uint64_t>(workspace, 1)));
-  Fastest fastest;
-  for (int i = 0; i < found; ++i) {
-    Result<float> us = stopwatch->time([&](cudaStream_t stream) -> Status {
-      BATON_CUDA_CHECK_ON(
-          device(),
-          cublasLtMatmul(handle, p.desc.get(), &g.alpha, ptrs[0], p.a.get(), ptrs[1], p.b.get(),
-                         &g.beta, g.has_c ? ptrs[2] : ptrs[3], g.has_c ? p.c.get() : p.d.get(),
-                         ptrs[3], p.d.get(), &results[i].algo, ws, workspace, stream));
-      return Status();
-    });
-    if (us.ok()) fastest.offer(i, *us);  // a candidate that cannot run here is not chosen
-  }
-  BATON_CHECK_OR_RETURN(fastest.index >= 0, NotSupported,
-                        "partition '{}' step {}: none of cuBLASLt's {} algorithms for m={} n={} "
-                        "k={} batch={} runs on cuda:{}",
-                        partition_, step, found, g.m, g.n, g.k, g.batch, device());
-  p.algo = results[static_cast<size_t>(fastest.index)].algo;
-  gemm_times_[step] = {fastest.us, fastest.timed};
+  float us = 0;
+  uint32_t timed = 0;
+  BATON_ASSIGN_OR_RETURN(p.algo, fastest_gemm_algo(handle, g, layouts, workspace, tune_candidates_,
+                                                   *stopwatch, what, &us, &timed));
+  gemm_times_[step] = {us, timed};
   ++stats_.timed;
   return Status();
 }

@@ -90,4 +90,22 @@ class Stopwatch {
   std::vector<uint8_t> staging_;  // fill_uniform's values on the host
 };
 
+struct GemmStep;
+
+// A GEMM's cuBLASLt objects for choosing its algorithm: its operation and the layouts of A, B, C
+// (D's when it has no C) and D, set to the sizes the algorithm is for.
+struct GemmLayouts {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t a, b, c, d;
+};
+
+// The fastest of cuBLASLt's top `candidates` algorithms for GEMM `g` with `layouts` and at most
+// `workspace` bytes of workspace, each timed on `stopwatch`'s memory (a candidate that cannot run
+// there is not chosen); `us` and `timed` receive its time and how many were timed. An error names
+// `what` when cuBLASLt offers none or none runs.
+Result<cublasLtMatmulAlgo_t> fastest_gemm_algo(cublasLtHandle_t handle, const GemmStep& g,
+                                               const GemmLayouts& layouts, uint64_t workspace,
+                                               int candidates, Stopwatch& stopwatch,
+                                               const std::string& what, float* us, uint32_t* timed);
+
 }  // namespace baton::cuda

@@ -19,6 +19,7 @@
 #include "baton/compiler/compiler.h"
 #include "baton/cuda/backend.h"
 #include "baton/cuda/compiler.h"
+#include "baton/cuda/options.h"
 #include "baton/cuda/stream_guard.h"
 #include "baton/extension/module.h"
 #include "baton/runtime/device_allocator.h"
@@ -197,7 +198,8 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
 // A declared OPT shape (--dim batch=1..8@4 --dim sequence=1..64@32) is prepared at load: the
 // bucket that holds it builds that shape's cuDNN plan (the fused attention) and GEMM heuristics
 // when the program loads, so its first call builds nothing and only captures its graph; another
-// shape still builds its plans at its first call. Both match the CPU path.
+// shape still builds its plans at its first call. The OPT shape's choices are timed at load.
+// Both match the CPU path.
 TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 4, {}},
                                                 {"sequence", 1, 64, 32, {}}};
@@ -216,6 +218,18 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   EXPECT_EQ(counters["shape_changes"], 0u) << "preparing at load is not a call";
   const uint64_t plans_at_load = counters["cudnn_plans_built"];
   EXPECT_GT(plans_at_load, 0u);
+  // Its GEMM algorithms and attention plan were timed there (the load option tune_candidates,
+  // 4 by default), as the largest sizes' are; with one candidate nothing is timed.
+  EXPECT_GT(counters["opt_choices_timed"], 0u);
+  {
+    cuda::LoadOptions untimed;
+    untimed.tune_candidates = 1;
+    runtime::MethodOptions options;
+    options.backend_options = untimed.to_backend_options();
+    auto quick = extension::Module::from_program(gpu, "forward", options).value();
+    EXPECT_EQ(counters_of(quick.method())["opt_choices_timed"], 0u);
+    EXPECT_EQ(counters_of(quick.method())["cudnn_plan_sets_built"], 1u);
+  }
   double worst = 0;
   auto call = [&](int64_t b, int64_t s) {
     std::vector<Tensor> in = inputs_of(f, b, s, rng_);
