@@ -373,7 +373,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   }
   if (blob.dynamic()) {
     // cuDNN's steps get a plan per shape (fit_cudnn).
-    ctx->shape_plans_.reserve(ctx->graph_shapes_ + 1);
+    ctx->shape_plans_.reserve(ctx->graph_shapes_ + 2);
     ctx->dynamic_ = true;
     ctx->steps_.assign(blob.steps().begin(), blob.steps().end());
     ctx->args_.assign(blob.args().begin(), blob.args().end());
@@ -476,17 +476,28 @@ Status ExecutionContext::prepare_declared_shape() {
     if (r.opt <= 0) return Status();
     opt.push_back(r.opt);
   }
+  // The engine's GPU is current for all of it: the plans, the heuristics and the stopwatch's
+  // memory belong there (the loader may run with another GPU current).
+  DeviceGuard guard(engine_->device());
+  BATON_TRY(guard.status());
   std::optional<Stopwatch> stopwatch;
   if (tune_candidates_ > 1) {
-    DeviceGuard guard(engine_->device());
-    BATON_TRY(guard.status());
-    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(engine_->device()));
-    stopwatch.emplace(std::move(w));
-    tuning_ = &*stopwatch;
+    Result<Stopwatch> w = Stopwatch::create(engine_->device());
+    if (w.ok()) {
+      stopwatch.emplace(std::move(*w));
+      tuning_ = &*stopwatch;
+    } else {
+      log_message(LogLevel::Info, "cuda",
+                  fmt::format("partition '{}': the OPT shape's choices are not timed ({}); "
+                              "the heuristics' first choices are taken",
+                              engine_->partition(), w.status().message()));
+    }
   }
+  opt_symbols_ = opt;
   const uint64_t calls = resizes_;
   const Status resized = resize(opt);
   tuning_ = nullptr;
+  opt_timed_.clear();
   resizes_ = calls;  // preparing at load is not a call that changed the sizes
   return resized;
 }
@@ -509,8 +520,10 @@ Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   // The expressions are trusted no more than the blob: the steps they give are checked as the
   // loader checks the blob's own, so no size can send a step outside its buffers.
   BATON_TRY(blob.check_steps(steps_, args_, binding_bytes_));
+  const bool at_opt = !opt_symbols_.empty() && std::equal(symbols.begin(), symbols.end(),
+                                                          opt_symbols_.begin(), opt_symbols_.end());
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
+    if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s, at_opt));
   }
   BATON_TRY(fit_cudnn(symbols));
   std::copy(symbols.begin(), symbols.end(), patched_.begin());
@@ -598,7 +611,11 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   }
   made.last_use = plan_clock_;
   ++plan_sets_built_;
-  if (shape_plans_.size() < graph_shapes_ + 1) {
+  const auto is_opt = [&](const ShapePlans& entry) {
+    return !opt_symbols_.empty() && entry.symbols == opt_symbols_;
+  };
+  const bool opt_kept = std::any_of(shape_plans_.begin(), shape_plans_.end(), is_opt);
+  if (shape_plans_.size() < graph_shapes_ + 1 + (opt_kept ? 1 : 0)) {
     shape_plans_.push_back(std::move(made));
     current_plans_ = static_cast<int>(shape_plans_.size() - 1);
     return Status();
@@ -611,7 +628,7 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
     const ShapePlans& entry = shape_plans_[e];
     const bool held = std::any_of(graphs_.begin(), graphs_.end(),
                                   [&](const ShapeGraph& g) { return g.symbols == entry.symbols; });
-    if (held) continue;
+    if (held || is_opt(entry)) continue;
     if (victim < 0 || entry.last_use < shape_plans_[static_cast<size_t>(victim)].last_use) {
       victim = static_cast<int>(e);
     }
@@ -631,7 +648,7 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
 // algorithm chosen for the largest sizes runs far below its speed on small ones (a tile shape
 // for m = 4096 leaves most SMs idle at m = 128); the heuristic is asked once per shape, at the
 // first call (later calls replay the shape's graph).
-Status ExecutionContext::fit_gemm(size_t step) {
+Status ExecutionContext::fit_gemm(size_t step, bool at_opt) {
   const GemmStep& g = steps_[step].gemm;
   DynamicGemm& d = gemms_[step];
   const GemmPlan& p = engine_->gemm(step);
@@ -676,17 +693,30 @@ Status ExecutionContext::fit_gemm(size_t step) {
   const bool at_largest =
       g.m == largest.m && g.n == largest.n && g.k == largest.k && g.batch == largest.batch;
   if (!at_largest) {
-    if (tuning_ != nullptr) {
-      // The declared OPT shape at load: timed as the largest sizes' choice is.
-      float us = 0;
-      uint32_t timed = 0;
-      BATON_ASSIGN_OR_RETURN(
-          d.algo,
-          fastest_gemm_algo(
-              handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()},
-              workspace, tune_candidates_, *tuning_,
-              fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &timed));
-      ++opt_choices_timed_;
+    if (at_opt && tuning_ != nullptr) {
+      // The declared OPT shape at load: timed as the largest sizes' choice is, once per GEMM
+      // shape (a transformer's layers repeat theirs). A failure to time leaves the heuristic.
+      const std::string signature(reinterpret_cast<const char*>(&g), offsetof(GemmStep, a));
+      if (auto it = opt_timed_.find(signature); it != opt_timed_.end()) {
+        d.opt_algo = it->second;
+        d.has_opt_algo = true;
+      } else {
+        float us = 0;
+        uint32_t timed = 0;
+        Result<cublasLtMatmulAlgo_t> algo = fastest_gemm_algo(
+            handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()}, workspace,
+            tune_candidates_, *tuning_,
+            fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &timed);
+        if (algo.ok()) {
+          d.opt_algo = *algo;
+          d.has_opt_algo = true;
+          opt_timed_.emplace(signature, *algo);
+          ++opt_choices_timed_;
+        }
+      }
+    }
+    if (at_opt && d.has_opt_algo && check(d.opt_algo)) {
+      d.algo = d.opt_algo;
     } else {
       BATON_TRY(heuristic(256, &d.algo));
     }

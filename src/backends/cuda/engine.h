@@ -14,6 +14,7 @@
 #include <nvtx3/nvToolsExtMem.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -210,7 +211,8 @@ class ExecutionContext {
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
   // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
   std::span<const StepRecord> steps() const;
-  Status fit_gemm(size_t step);
+  // `at_opt`: the sizes are the declared OPT shape's (its algorithm timed at load is taken).
+  Status fit_gemm(size_t step, bool at_opt);
   // Patches the steps, arguments, binding sizes and GEMMs for `symbols` (resize's host work).
   Status patch(std::span<const int64_t> symbols);
   // Captures the steps as a graph and stores it in the current shape's entry, a new entry, or the
@@ -245,6 +247,9 @@ class ExecutionContext {
   Stopwatch* tuning_ = nullptr;
   int tune_candidates_ = 4;
   uint64_t opt_choices_timed_ = 0;
+  // The OPT shape's timed GEMM algorithms by GEMM shape (the step record before its buffers),
+  // while prepare_declared_shape runs.
+  std::map<std::string, cublasLtMatmulAlgo_t> opt_timed_;
   std::shared_ptr<Memory> memory_;
   uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
@@ -301,14 +306,21 @@ class ExecutionContext {
     MatrixLayout a, b, c, d;
     cublasLtMatmulAlgo_t algo{};
     cublasLtMatmulAlgo_t unaligned_algo{};
+    // The algorithm timed for the declared OPT shape at load, taken again whenever a call is at
+    // that shape (a call at another shape in between re-patches `algo`).
+    cublasLtMatmulAlgo_t opt_algo{};
+    bool has_opt_algo = false;
     bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step
+  // The declared OPT shape prepared at load (prepare_declared_shape), or empty.
+  std::vector<int64_t> opt_symbols_;
   // A dynamic engine's cuDNN plans per shape: cuDNN builds a plan for one shape, so each shape
   // other than the largest (which runs cudnn_plans_) gets a set of its own, one plan per distinct
   // operation graph, built at the shape's first patch (fit_cudnn) and kept for later patches. At
-  // most graph_shapes_ + 1 sets (every shape with a graph, and the one being patched); past that,
-  // the least recently used set that no graph was captured with is replaced.
+  // most graph_shapes_ + 1 sets (every shape with a graph, and the one being patched), one more
+  // when the OPT shape's set (timed at load) is kept for good; past that, the least recently used
+  // set that no graph was captured with, and not the OPT shape's, is replaced.
   struct ShapePlans {
     std::vector<int64_t> symbols;
     CudnnPlans plans;

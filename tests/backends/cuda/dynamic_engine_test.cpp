@@ -412,8 +412,8 @@ TEST(DynamicEngineTest, PatchedStepsOutsideTheirBuffersAreRefused) {
 // The transformer families (both exporters) compile to dynamic engines over batch and sequence,
 // one GPU partition each: their position ids and mask arithmetic (Shape, Range, GatherElements,
 // integer Add and Mul, an int64 Concat) run on the GPU too, leaving no CPU kernel between
-// engines (three partitions before they did). In fp16 too, with cuDNN's fused attention in every
-// engine (its plan built per shape by the engine) and, for BERT's exact GELU, cuDNN's matmul.
+// engines (three partitions before they did). In fp16 too, with cuDNN's fused attention in the
+// widest engine (its plan built per shape by the engine).
 TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
   const std::vector<compiler::DimRange> tokens = {{"batch", 1, 8, 0, {}},
                                                   {"sequence", 1, 64, 0, {}}};

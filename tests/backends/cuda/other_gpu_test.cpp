@@ -78,14 +78,18 @@ struct Case {
   const char* name;
   const char* model;  // under tests/e2e/models
   int inputs;
+  const char* compile_flags = "";
 };
 
 // Small configurations of real exports: cuBLASLt only (MLP), cuDNN convolutions (ResNet),
-// attention, LayerNorm and generated kernels (BERT).
+// attention, LayerNorm and generated kernels (BERT); and BERT as a dynamic program whose OPT shape
+// (the inputs' 1 x 16) is prepared at load, its choices timed there, on the program's GPU.
 constexpr Case kCases[] = {
     {"mlp", "dynamo18_mlp_gelu", 1},
     {"resnet", "real/dynamo18_resnet", 1},
     {"bert", "real/dynamo18_bert", 2},
+    {"bert_dynamic_opt", "real/torchscript17_bert", 2,
+     " --dim batch=1..4@1 --dim sequence=1..64@16"},
 };
 
 class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::string, bool>> {
@@ -111,9 +115,9 @@ class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::strin
   std::string compile(int gpu) {
     const auto& [c, precision, io_device] = GetParam();
     const std::string program = (dir_ / fmt::format("cuda{}.baton", gpu)).string();
-    const Process r =
-        shell(fmt::format("{} compile {} -o {} --device cuda:{} --precision {}{}", cli(), model_,
-                          program, gpu, precision, io_device ? " --io device" : ""));
+    const Process r = shell(fmt::format("{} compile {} -o {} --device cuda:{} --precision {}{}{}",
+                                        cli(), model_, program, gpu, precision,
+                                        io_device ? " --io device" : "", c.compile_flags));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return program;
   }
