@@ -16,6 +16,7 @@
 #include "baton/core/check.h"
 #include "baton/core/file.h"
 #include "compiler/onnx_tensor.h"
+#include "compiler/passes.h"
 #include "ops/constant.h"
 #include "runtime/kernel.h"
 
@@ -444,6 +445,25 @@ class Importer {
   // Up to kMaxUnroll iterations; a body with control flow of its own, a condition the body computes
   // (an early exit) or a trip count known only at run time is refused naming the Loop.
   static constexpr int64_t kMaxUnroll = 256;
+  // The int64 scalar `name` as the nodes imported so far compute it, when that folds at compile:
+  // shape arithmetic over static sizes (`for i in range(x.size(0))` exports its trip count as
+  // Gather(Shape(x), 0)). Inferred and folded on a copy of the graph so far (constants are
+  // shared, not copied); the compile does the same to the whole graph later. nullopt when it
+  // does not fold, or the graph so far does not infer (the compile reports that itself).
+  std::optional<int64_t> folded_int64(const std::string& name) {
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return std::nullopt;
+    Graph copy = graph_;
+    if (!infer_and_fold(copy).ok()) return std::nullopt;
+    const IrValue& v = copy.values[static_cast<size_t>(it->second)];
+    if (v.constant == nullptr || v.dtype != DType::Int64 || v.constant->size() != 8) {
+      return std::nullopt;
+    }
+    int64_t out = 0;
+    std::memcpy(&out, v.constant->data(), 8);
+    return out;
+  }
+
   Status add_loop(const onnx::NodeProto& proto, int index) {
     const std::string name = proto.name().empty() ? fmt::format("Loop_{}", index) : proto.name();
     auto refuse = [&](const std::string& why) {
@@ -480,12 +500,17 @@ class Importer {
                  : &graph_.values[it->second];
     };
     if (proto.input(0).empty()) return refuse("it has no trip count M");
-    const IrValue* m = constant_of(proto.input(0));
-    if (m == nullptr || m->dtype != DType::Int64 || m->constant->size() != 8) {
-      return refuse(fmt::format("its trip count '{}' is not a constant int64", proto.input(0)));
-    }
     int64_t trips = 0;
-    std::memcpy(&trips, m->constant->data(), 8);
+    if (const IrValue* m = constant_of(proto.input(0));
+        m != nullptr && m->dtype == DType::Int64 && m->constant->size() == 8) {
+      std::memcpy(&trips, m->constant->data(), 8);
+    } else if (const std::optional<int64_t> folded = folded_int64(proto.input(0))) {
+      trips = *folded;
+    } else {
+      return refuse(
+          fmt::format("its trip count '{}' is not a constant int64, nor computed from static sizes",
+                      proto.input(0)));
+    }
     if (trips < 0 || trips > kMaxUnroll) {
       return refuse(fmt::format("its trip count is {}", trips));
     }

@@ -1,8 +1,9 @@
 """Loop with a constant trip count (issue 38): unrolled at import into that many copies of its
 body, the loop-carried values threaded through, scan outputs stacked. Against onnxruntime, at
 opsets 13 and 17, with the iteration number used,
-an outer value read, a Constant trip count and zero trips; a trip count known only at run time
-or an early exit is refused naming the Loop."""
+an outer value read, a Constant trip count, a trip count computed from a static size
+(Gather(Shape(x), 0)) and zero trips; a trip count known only at run time (an input, or a dynamic
+size) or an early exit is refused naming the Loop."""
 import numpy as np
 import pytest
 
@@ -107,6 +108,43 @@ def test_a_run_time_trip_count_or_an_early_exit_is_refused_by_name():
         baton.compile(model(3, 17, early_exit=True))
     with pytest.raises(baton.BatonError, match="its trip count is 1000"):
         baton.compile(model(1000, 17))
+
+
+def shape_trip_model(x_dims):
+    """The trip count is x.size(0), as `for i in range(x.size(0))` exports it: Gather(Shape(x), 0)."""
+    m = model(0, 17, trip_node="input")
+    g = m.graph
+    del g.input[2]  # M is computed, not an input
+    g.input[0].CopyFrom(helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims))
+    g.initializer.append(numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"))
+    g.node.insert(0, helper.make_node("Gather", ["x_shape", "zero"], ["M"], axis=0))
+    g.node.insert(0, helper.make_node("Shape", ["x"], ["x_shape"]))
+    # The body reads x [N, 3] now: its carried value is [N, 3] too.
+    for vi in list(g.node[-1].attribute[0].g.input)[2:] + list(g.node[-1].attribute[0].g.output)[1:]:
+        vi.type.tensor_type.shape.dim[0].dim_param = "N"
+    g.input[1].CopyFrom(helper.make_tensor_value_info("v0", TensorProto.FLOAT, x_dims))
+    g.initializer[0].CopyFrom(numpy_helper.from_array(np.full((1, 3), 0.5, dtype=np.float32), "w"))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("rows", [1, 4, 6])
+def test_a_trip_count_from_a_static_size_folds_and_unrolls(rows):
+    m = shape_trip_model([rows, 3])
+    rng = np.random.default_rng(rows)
+    f = {"x": rng.standard_normal((rows, 3)).astype(np.float32),
+         "v0": rng.standard_normal((rows, 3)).astype(np.float32)}
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, f)
+    got = baton.load(baton.compile(m))(**f)
+    assert got[1].shape == (rows, rows, 3)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_trip_count_from_a_dynamic_size_is_refused_by_name():
+    with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its trip count 'M' is not a "
+                                               "constant int64, nor computed from static sizes"):
+        baton.compile(shape_trip_model(["N", 3]), dims={"N": (1, 8)})
 
 
 def test_a_body_that_does_not_fit_the_node_is_refused_by_name():
