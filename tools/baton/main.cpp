@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -374,6 +375,12 @@ int cli_main(int argc, char** argv) {
     return 2;
   }
   if (verbose) baton::set_log_level(baton::LogLevel::Debug);
+  // -q: no progress, and no info lines either (a dynamic GPU compile writes several); warnings
+  // and errors stay. BATON_LOG_LEVEL, when set, wins.
+  const bool quiet = (*c && compile.quiet) || (*r && run.quiet) || (*m && compare.quiet);
+  if (quiet && !verbose && std::getenv("BATON_LOG_LEVEL") == nullptr) {
+    baton::set_log_level(baton::LogLevel::Warn);
+  }
   baton::register_builtins();
   baton::tool::register_backends();
 
