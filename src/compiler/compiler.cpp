@@ -387,8 +387,11 @@ Result<CompiledProgram> import_and_compile(std::string_view source, const Compil
         BATON_TRY(check_kernels_registered());
         PhaseTimer timer(options);
         timer.start();
-        BATON_ASSIGN_OR_RETURN(Graph graph,
-                               import(ImportOptions{options.input_shapes, options.dims}));
+        BATON_ASSIGN_OR_RETURN(
+            Graph graph,
+            import(ImportOptions{options.input_shapes, options.dims,
+                                 FoldLimits{options.max_fold_bytes, options.max_total_fold_bytes,
+                                            options.max_fold_work}}));
         timer.done("import", fmt::format("{} nodes, {} values, opset {}", graph.nodes.size(),
                                          graph.values.size(), graph.opset));
         return compile_graph(std::move(graph), options, timer);

@@ -448,13 +448,45 @@ class Importer {
   // The int64 scalar `name` as the nodes imported so far compute it, when that folds at compile:
   // shape arithmetic over static sizes (`for i in range(x.size(0))` exports its trip count as
   // Gather(Shape(x), 0)). Inferred and folded on a copy of the graph so far (constants are
-  // shared, not copied); the compile does the same to the whole graph later. nullopt when it
-  // does not fold, or the graph so far does not infer (the compile reports that itself).
-  std::optional<int64_t> folded_int64(const std::string& name) {
+  // shared, not copied) in which only the nodes `name` depends on stay (an If's condition and
+  // both writers of its output included), so that nothing else is inferred or folded twice and
+  // a problem elsewhere is reported where it is; the compile does it all to the whole graph
+  // later. nullopt when it does not fold; `why` then says what inference said, if anything.
+  std::optional<int64_t> folded_int64(const std::string& name, std::string* why) {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) return std::nullopt;
     Graph copy = graph_;
-    if (!infer_and_fold(copy).ok()) return std::nullopt;
+    std::vector<std::vector<int>> writers(copy.values.size());
+    for (size_t n = 0; n < copy.nodes.size(); ++n) {
+      for (int o : copy.nodes[n].outputs) {
+        if (o >= 0) writers[static_cast<size_t>(o)].push_back(static_cast<int>(n));
+      }
+    }
+    std::vector<bool> needed(copy.nodes.size(), false);
+    std::vector<int> pending;
+    auto need = [&](int v) {
+      if (v < 0) return;
+      for (int n : writers[static_cast<size_t>(v)]) {
+        if (!needed[static_cast<size_t>(n)]) {
+          needed[static_cast<size_t>(n)] = true;
+          pending.push_back(n);
+        }
+      }
+    };
+    need(it->second);
+    while (!pending.empty()) {
+      const IrNode& node = copy.nodes[static_cast<size_t>(pending.back())];
+      pending.pop_back();
+      for (int in : node.inputs) need(in);
+      for (const IrNode::Guard& g : node.guards) need(g.cond);
+    }
+    for (size_t n = 0; n < copy.nodes.size(); ++n) {
+      if (!needed[n]) copy.nodes[n].dead = true;
+    }
+    if (Result<FoldReport> folded = infer_and_fold(copy, options_.fold_limits); !folded.ok()) {
+      *why = folded.status().message();
+      return std::nullopt;
+    }
     const IrValue& v = copy.values[static_cast<size_t>(it->second)];
     if (v.constant == nullptr || v.dtype != DType::Int64 || v.constant->size() != 8) {
       return std::nullopt;
@@ -504,12 +536,13 @@ class Importer {
     if (const IrValue* m = constant_of(proto.input(0));
         m != nullptr && m->dtype == DType::Int64 && m->constant->size() == 8) {
       std::memcpy(&trips, m->constant->data(), 8);
-    } else if (const std::optional<int64_t> folded = folded_int64(proto.input(0))) {
+    } else if (std::string why;
+               const std::optional<int64_t> folded = folded_int64(proto.input(0), &why)) {
       trips = *folded;
     } else {
-      return refuse(
-          fmt::format("its trip count '{}' is not a constant int64, nor computed from static sizes",
-                      proto.input(0)));
+      return refuse(fmt::format(
+          "its trip count '{}' is not a constant int64, nor computed from static sizes{}",
+          proto.input(0), why.empty() ? "" : fmt::format(" (inferring it: {})", why)));
     }
     if (trips < 0 || trips > kMaxUnroll) {
       return refuse(fmt::format("its trip count is {}", trips));

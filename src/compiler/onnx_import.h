@@ -11,12 +11,15 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/error.h"
 #include "compiler/ir.h"
+#include "compiler/passes.h"
 
 namespace baton::compiler {
 
 struct ImportOptions {
   std::vector<InputShape> input_shapes;
   std::vector<DimRange> dims;
+  // What folding a Loop's trip count at import may materialize (the compile's own limits).
+  FoldLimits fold_limits;
 };
 
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -376,11 +377,14 @@ int cli_main(int argc, char** argv) {
   }
   if (verbose) baton::set_log_level(baton::LogLevel::Debug);
   // -q: no progress, and no info lines either (a dynamic GPU compile writes several); warnings
-  // and errors stay. BATON_LOG_LEVEL, when set, wins.
+  // and errors stay. BATON_LOG_LEVEL, when set to a level, wins.
   const bool quiet = (*c && compile.quiet) || (*r && run.quiet) || (*m && compare.quiet);
-  if (quiet && !verbose && std::getenv("BATON_LOG_LEVEL") == nullptr) {
-    baton::set_log_level(baton::LogLevel::Warn);
+  const char* level = std::getenv("BATON_LOG_LEVEL");
+  bool level_set = false;
+  for (const char* name : {"debug", "info", "warn", "error", "off"}) {
+    level_set |= level != nullptr && std::strcmp(level, name) == 0;
   }
+  if (quiet && !verbose && !level_set) baton::set_log_level(baton::LogLevel::Warn);
   baton::register_builtins();
   baton::tool::register_backends();
 

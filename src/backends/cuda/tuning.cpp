@@ -279,7 +279,7 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
   stats_.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (!rechosen.empty()) {
-    log_message(LogLevel::Info, "cuda",
+    log_message(LogLevel::Warn, "cuda",
                 fmt::format("partition '{}': the program's recorded algorithm choices do not all "
                             "apply here ({}): {} chosen again. Compile the model on this machine "
                             "to record choices for it",
