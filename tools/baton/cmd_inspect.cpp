@@ -145,10 +145,18 @@ void print_engine(const json& e) {
   // A dynamic engine (issue 37): its symbols' ranges and how many fields follow them; a bucketed
   // one lists each bucket (the steps shown are the widest bucket's, at its largest sizes).
   auto ranges = [](const json& d) {
-    std::string out;
+    std::string out, opt;
     for (const auto& sym : d["symbols"]) {
       out += fmt::format("{}{} in {}..{}", out.empty() ? "" : ", ", shown(sym["name"]),
                          sym["min"].get<int64_t>(), sym["max"].get<int64_t>());
+      if (sym.contains("opt")) {
+        opt += fmt::format("{}{}={}", opt.empty() ? "" : ", ", shown(sym["name"]),
+                           sym["opt"].get<int64_t>());
+      }
+    }
+    // The OPT shape this engine prepares (and times its choices at) when it loads.
+    if (d.value("opt_prepared_at_load", false)) {
+      out += fmt::format(" (prepared at load for {})", opt);
     }
     return out;
   };

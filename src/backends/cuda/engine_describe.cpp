@@ -148,11 +148,17 @@ std::string expr_text(const EngineBlob& e, uint32_t i, int depth = 0) {
 json dynamic_json(const EngineBlob& e) {
   json d;
   d["symbols"] = json::array();
+  // Whether every symbol has an OPT in this engine's range: the engine is then resized to that
+  // shape at load, its choices timed there (ExecutionContext::prepare_declared_shape).
+  bool prepared = !e.symbols().empty();
   for (size_t i = 0; i < e.symbols().size(); ++i) {
     const SymbolRecord& s = e.symbols()[i];
-    d["symbols"].push_back(
-        {{"name", escape_invalid_utf8(e.symbol_name(i))}, {"min", s.min}, {"max", s.max}});
+    json sym = {{"name", escape_invalid_utf8(e.symbol_name(i))}, {"min", s.min}, {"max", s.max}};
+    if (s.opt > 0) sym["opt"] = s.opt;
+    prepared = prepared && s.opt > 0;
+    d["symbols"].push_back(std::move(sym));
   }
+  d["opt_prepared_at_load"] = prepared;
   d["exprs"] = e.exprs().size();
   d["patches"] = e.patches().size();
   // The first patches, to show how the engine follows the sizes.

@@ -388,6 +388,21 @@ TEST(DynamicEngineTest, TheDescriptionShowsTheBucketsAndHowFieldsFollowTheSizes)
   }
   EXPECT_TRUE(binding) << j["dynamic"]["first_patches"].dump();
   EXPECT_TRUE(gemm) << j["dynamic"]["first_patches"].dump();
+  EXPECT_FALSE(j["dynamic"]["opt_prepared_at_load"].get<bool>()) << "no OPT declared";
+
+  // With an OPT of 8 the wider bucket holds it and is prepared at load; the unit batch's is not.
+  compiler::CompileOptions with_opt = dims(16);
+  with_opt.dims[0].opt = 8;
+  auto opt = build_blobs(dynamic_mlp().bytes(), with_opt);
+  ASSERT_TRUE(opt.ok()) << opt.status().to_string();
+  const testing::AlignedBytes opt_bytes((*opt)[0]);
+  auto opt_text = cuda::describe_engine_json(opt_bytes.span());
+  ASSERT_TRUE(opt_text.ok()) << opt_text.status().to_string();
+  const nlohmann::json o = nlohmann::json::parse(*opt_text);
+  ASSERT_EQ(o["buckets"].size(), 2u);
+  EXPECT_FALSE(o["buckets"][0]["dynamic"]["opt_prepared_at_load"].get<bool>());
+  EXPECT_TRUE(o["buckets"][1]["dynamic"]["opt_prepared_at_load"].get<bool>());
+  EXPECT_EQ(o["buckets"][1]["dynamic"]["symbols"][0]["opt"], 8);
 }
 
 // Patched steps are checked per call: sizes outside what the buffers hold are refused.
