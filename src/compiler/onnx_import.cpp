@@ -448,41 +448,16 @@ class Importer {
   // The int64 scalar `name` as the nodes imported so far compute it, when that folds at compile:
   // shape arithmetic over static sizes (`for i in range(x.size(0))` exports its trip count as
   // Gather(Shape(x), 0)). Inferred and folded on a copy of the graph so far (constants are
-  // shared, not copied) in which only the nodes `name` depends on stay (an If's condition and
-  // both writers of its output included), so that nothing else is inferred or folded twice and
-  // a problem elsewhere is reported where it is; the compile does it all to the whole graph
-  // later. nullopt when it does not fold; `why` then says what inference said, if anything.
+  // shared, not copied) whose only output is `name`, so that only the nodes it depends on are
+  // inferred twice and a problem elsewhere is reported where it is; the compile does it all to
+  // the whole graph later. nullopt when it does not fold; `why` then says what inference said,
+  // if anything.
   std::optional<int64_t> folded_int64(const std::string& name, std::string* why) {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) return std::nullopt;
     Graph copy = graph_;
-    std::vector<std::vector<int>> writers(copy.values.size());
-    for (size_t n = 0; n < copy.nodes.size(); ++n) {
-      for (int o : copy.nodes[n].outputs) {
-        if (o >= 0) writers[static_cast<size_t>(o)].push_back(static_cast<int>(n));
-      }
-    }
-    std::vector<bool> needed(copy.nodes.size(), false);
-    std::vector<int> pending;
-    auto need = [&](int v) {
-      if (v < 0) return;
-      for (int n : writers[static_cast<size_t>(v)]) {
-        if (!needed[static_cast<size_t>(n)]) {
-          needed[static_cast<size_t>(n)] = true;
-          pending.push_back(n);
-        }
-      }
-    };
-    need(it->second);
-    while (!pending.empty()) {
-      const IrNode& node = copy.nodes[static_cast<size_t>(pending.back())];
-      pending.pop_back();
-      for (int in : node.inputs) need(in);
-      for (const IrNode::Guard& g : node.guards) need(g.cond);
-    }
-    for (size_t n = 0; n < copy.nodes.size(); ++n) {
-      if (!needed[n]) copy.nodes[n].dead = true;
-    }
+    copy.outputs = {it->second};
+    eliminate_dead_nodes(copy);
     if (Result<FoldReport> folded = infer_and_fold(copy, options_.fold_limits); !folded.ok()) {
       *why = folded.status().message();
       return std::nullopt;

@@ -308,6 +308,11 @@ size_t eliminate_dead_nodes(Graph& graph) {
     for (int i : node.inputs) {
       if (i >= 0) used[i] = 1;
     }
+    // Before inference resolves them (onnx_import.cpp's trip count of a Loop), a guarded node
+    // needs its conditions; after, they are folded constants with no live producer.
+    for (const IrNode::Guard& g : node.guards) {
+      if (g.cond >= 0) used[g.cond] = 1;
+    }
   }
   return removed;
 }

@@ -45,7 +45,8 @@ Result<FoldReport> infer_and_fold(Graph& graph, const FoldLimits& limits = {});
 // not present). Internal when an input has no shape yet (a node read before its producer).
 Result<std::vector<ops::InputInfo>> input_infos(const Graph& graph, const IrNode& node);
 
-// Marks nodes whose outputs nobody reads as dead. Returns how many it removed.
+// Marks nodes whose outputs nobody reads (no graph output depends on them) as dead; a live
+// node's If conditions (IrNode::guards) count as read. Returns how many it removed.
 size_t eliminate_dead_nodes(Graph& graph);
 
 }  // namespace baton::compiler

@@ -141,6 +141,36 @@ def test_a_trip_count_from_a_static_size_folds_and_unrolls(rows):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("take_then", [True, False])
+def test_a_trip_count_chosen_by_a_folding_if_unrolls(take_then):
+    """M is an If's output (3 or 5 trips) whose condition, x.size(0) == 2 or == 7, folds: the Loop's
+    trip count needs the nodes computing the If's condition and both branches' writers of M, all
+    imported before it."""
+    m = model(0, 17, trip_node="input")
+    g = m.graph
+    del g.input[2]
+    g.initializer.extend([numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+                          numpy_helper.from_array(np.array(2 if take_then else 7, dtype=np.int64),
+                                                  "rows")])
+    g.node.insert(0, helper.make_node("Equal", ["x_rows", "rows"], ["pick"]))
+    g.node.insert(0, helper.make_node("Gather", ["x_shape", "zero"], ["x_rows"], axis=0))
+    g.node.insert(0, helper.make_node("Shape", ["x"], ["x_shape"]))
+
+    def branch(name, trips):
+        return helper.make_graph(
+            [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+                np.array(trips, dtype=np.int64)))], name + "_g", [],
+            [helper.make_tensor_value_info(name, TensorProto.INT64, [])])
+    g.node.insert(3, helper.make_node("If", ["pick"], ["M"], then_branch=branch("m3", 3),
+                                      else_branch=branch("m5", 5)))
+    f = feeds()
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, f)
+    got = baton.load(baton.compile(m))(**f)
+    assert got[1].shape == ((3 if take_then else 5), 2, 3)
+    for g_, w in zip(got, want):
+        np.testing.assert_allclose(g_, w, rtol=1e-5, atol=1e-6)
+
+
 def test_a_trip_count_from_a_dynamic_size_is_refused_by_name():
     with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its trip count 'M' is not a "
                                                "constant int64, nor computed from static sizes"):

@@ -480,12 +480,12 @@ Status ExecutionContext::prepare_declared_shape() {
   // memory belong there (the loader may run with another GPU current).
   DeviceGuard guard(engine_->device());
   BATON_TRY(guard.status());
-  std::optional<Stopwatch> stopwatch;
+  std::optional<OptTuning> tuning;
   if (tune_candidates_ > 1) {
     Result<Stopwatch> w = Stopwatch::create(engine_->device());
     if (w.ok()) {
-      stopwatch.emplace(std::move(*w));
-      tuning_ = &*stopwatch;
+      tuning.emplace(OptTuning{std::move(*w), {}});
+      tuning_ = &*tuning;
     } else {
       log_message(LogLevel::Info, "cuda",
                   fmt::format("partition '{}': the OPT shape's choices are not timed ({}); "
@@ -497,7 +497,6 @@ Status ExecutionContext::prepare_declared_shape() {
   const uint64_t calls = resizes_;
   const Status resized = resize(opt);
   tuning_ = nullptr;
-  opt_timed_.clear();
   resizes_ = calls;  // preparing at load is not a call that changed the sizes
   return resized;
 }
@@ -599,8 +598,8 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
           if (tuning_ != nullptr) {
             // The declared OPT shape at load: the fastest of the candidates that fits the
             // workspace sized at load (a faster one that needs more is not taken).
-            Result<CudnnPlan> timed =
-                CudnnPlan::choose(cudnn_.get(), steps_[s], tune_candidates_, tuning_, what);
+            Result<CudnnPlan> timed = CudnnPlan::choose(cudnn_.get(), steps_[s], tune_candidates_,
+                                                        &tuning_->stopwatch, what);
             if (timed.ok() && timed->workspace_bytes() <= memory_->workspace_bytes) {
               ++opt_choices_timed_;
               return timed;
@@ -696,27 +695,25 @@ Status ExecutionContext::fit_gemm(size_t step, bool at_opt) {
     if (at_opt && tuning_ != nullptr) {
       // The declared OPT shape at load: timed as the largest sizes' choice is, once per GEMM
       // shape (a transformer's layers repeat theirs). A failure to time leaves the heuristic.
-      const std::string signature(reinterpret_cast<const char*>(&g), offsetof(GemmStep, a));
-      if (auto it = opt_timed_.find(signature); it != opt_timed_.end()) {
+      const std::string shape = step_signature(g, offsetof(GemmStep, a));
+      if (auto it = tuning_->gemms.find(shape); it != tuning_->gemms.end()) {
         d.opt_algo = it->second;
-        d.has_opt_algo = true;
       } else {
         float us = 0;
         uint32_t timed = 0;
         Result<cublasLtMatmulAlgo_t> algo = fastest_gemm_algo(
             handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()}, workspace,
-            tune_candidates_, *tuning_,
+            tune_candidates_, tuning_->stopwatch,
             fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &timed);
         if (algo.ok()) {
           d.opt_algo = *algo;
-          d.has_opt_algo = true;
-          opt_timed_.emplace(signature, *algo);
+          tuning_->gemms.emplace(shape, *algo);
           ++opt_choices_timed_;
         }
       }
     }
-    if (at_opt && d.has_opt_algo && check(d.opt_algo)) {
-      d.algo = d.opt_algo;
+    if (at_opt && d.opt_algo && check(*d.opt_algo)) {
+      d.algo = *d.opt_algo;
     } else {
       BATON_TRY(heuristic(256, &d.algo));
     }

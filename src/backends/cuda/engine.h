@@ -243,13 +243,15 @@ class ExecutionContext {
   CudnnPlans cudnn_plans_;
   uint64_t cudnn_plans_built_ = 0;
   // While prepare_declared_shape runs (with tune_candidates_ > 1): what fit_gemm and fit_cudnn
-  // time their candidates on; null otherwise (the heuristics' first choices).
-  Stopwatch* tuning_ = nullptr;
+  // time their candidates on, and the GEMM algorithms timed so far by GEMM shape
+  // (step_signature); null otherwise (the heuristics' first choices).
+  struct OptTuning {
+    Stopwatch stopwatch;
+    std::map<std::string, cublasLtMatmulAlgo_t> gemms;
+  };
+  OptTuning* tuning_ = nullptr;
   int tune_candidates_ = 4;
   uint64_t opt_choices_timed_ = 0;
-  // The OPT shape's timed GEMM algorithms by GEMM shape (the step record before its buffers),
-  // while prepare_declared_shape runs.
-  std::map<std::string, cublasLtMatmulAlgo_t> opt_timed_;
   std::shared_ptr<Memory> memory_;
   uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
@@ -308,8 +310,7 @@ class ExecutionContext {
     cublasLtMatmulAlgo_t unaligned_algo{};
     // The algorithm timed for the declared OPT shape at load, taken again whenever a call is at
     // that shape (a call at another shape in between re-patches `algo`).
-    cublasLtMatmulAlgo_t opt_algo{};
-    bool has_opt_algo = false;
+    std::optional<cublasLtMatmulAlgo_t> opt_algo;
     bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step

@@ -202,12 +202,6 @@ namespace {
 
 static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(StepChoice::cublaslt_algo));
 
-// The shape of a step without its buffers: steps with equal signatures get the same choice.
-template <typename Step>
-std::string signature(const Step& step, size_t buffers_offset) {
-  return std::string(reinterpret_cast<const char*>(&step), buffers_offset);
-}
-
 // Operand pointers for timing a GEMM: each of A, B, C, D its own 256-byte aligned range of
 // `base`; returns the bytes needed.
 uint64_t gemm_operands(const GemmStep& g, uint8_t* base, void* pointers[4]) {
@@ -265,7 +259,7 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
       rechosen += fmt::format("{}step {}: {}", rechosen.empty() ? "" : "; ", s, applied.message());
     }
     if (recorded != nullptr) ++stats_.rechosen;
-    const std::string shape = signature(blob_.steps()[s].gemm, offsetof(GemmStep, a));
+    const std::string shape = step_signature(blob_.steps()[s].gemm, offsetof(GemmStep, a));
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
       gemms_[s].algo = gemms_[it->second].algo;
       gemm_times_[s] = gemm_times_[it->second];
@@ -447,10 +441,10 @@ Status Engine::choose_cudnn_plans(Stopwatch* stopwatch, bool use_recorded, std::
     // Steps of one shape (the record up to its tensors) share one choice.
     const std::string shape =
         std::to_string(r.kind) + (r.kind == static_cast<uint32_t>(StepKind::Sdpa)
-                                      ? signature(r.sdpa, offsetof(SdpaStep, q))
+                                      ? step_signature(r.sdpa, offsetof(SdpaStep, q))
                                   : r.kind == static_cast<uint32_t>(StepKind::Matmul)
-                                      ? signature(r.gemm, offsetof(GemmStep, a))
-                                      : signature(r.conv, offsetof(ConvStep, x)));
+                                      ? step_signature(r.gemm, offsetof(GemmStep, a))
+                                      : step_signature(r.conv, offsetof(ConvStep, x)));
     if (auto it = first_of_shape.find(shape); it != first_of_shape.end()) {
       cudnn_choices_[s] = cudnn_choices_[it->second];
     } else {

@@ -92,6 +92,13 @@ class Stopwatch {
 
 struct GemmStep;
 
+// The shape of a step without its buffers (its record's bytes up to `buffers_offset`, where the
+// buffer references begin): steps with equal signatures get the same choice.
+template <typename Step>
+std::string step_signature(const Step& step, size_t buffers_offset) {
+  return std::string(reinterpret_cast<const char*>(&step), buffers_offset);
+}
+
 // A GEMM's cuBLASLt objects for choosing its algorithm: its operation and the layouts of A, B, C
 // (D's when it has no C) and D, set to the sizes the algorithm is for.
 struct GemmLayouts {

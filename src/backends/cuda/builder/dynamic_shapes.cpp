@@ -646,8 +646,13 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
   // and a softmax kernel.
   Status fused = lower_buckets(graph, partition, target, lower_nodes, ranges,
                                /*cudnn_fusions=*/true, &buckets, &shared);
-  // (It exists in fp16 and bf16 engines only.)
-  const bool may_fuse = target.precision == Precision::FP16 || target.precision == Precision::BF16;
+  // (Only a partition with an attention node in an fp16 or bf16 engine has it; any other failure
+  // is returned as it is, without lowering everything a second time.)
+  const bool has_attention = std::any_of(
+      partition.nodes.begin(), partition.nodes.end(),
+      [&](int n) { return graph.nodes[static_cast<size_t>(n)].op_type == "Attention"; });
+  const bool may_fuse =
+      has_attention && (target.precision == Precision::FP16 || target.precision == Precision::BF16);
   if (!fused.ok() && !may_fuse) return fused;
   if (!fused.ok()) {
     buckets.clear();
