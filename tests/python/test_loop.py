@@ -171,6 +171,18 @@ def test_a_trip_count_chosen_by_a_folding_if_unrolls(take_then):
         np.testing.assert_allclose(g_, w, rtol=1e-5, atol=1e-6)
 
 
+def test_a_trip_count_whose_inference_fails_says_why():
+    m = shape_trip_model([4, 3])
+    m.graph.initializer.append(numpy_helper.from_array(np.array(5, dtype=np.int64), "five"))
+    for n in m.graph.node:
+        if n.op_type == "Gather":
+            n.input[1] = "five"  # x has two dimensions: Shape(x)[5] does not exist
+    with pytest.raises(baton.BatonError, match=r"Loop node 'the_loop': its trip count 'M' is not a "
+                                               r"constant int64, nor computed from static sizes "
+                                               r"\(inferring it: .*Gather"):
+        baton.compile(m)
+
+
 def test_a_trip_count_from_a_dynamic_size_is_refused_by_name():
     with pytest.raises(baton.BatonError, match="Loop node 'the_loop': its trip count 'M' is not a "
                                                "constant int64, nor computed from static sizes"):
