@@ -375,10 +375,10 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   for (const auto& d : j["methods"][0]["delegates"]) {
     EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
         "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
-        "kernel_sizes": "arguments", "tune_candidates": "1"})"));
+        "concat": "in_place", "kernel_sizes": "arguments", "tune_candidates": "1"})"));
   }
   r = baton("inspect " + a);
-  EXPECT_NE(r.output.find("options: conv_hard_activations=fused conv_patches=gemm "
+  EXPECT_NE(r.output.find("options: concat=in_place conv_hard_activations=fused conv_patches=gemm "
                           "conv_rows=cudnn gemm_gelu=cudnn kernel_sizes=arguments "
                           "tune_candidates=1"),
             std::string::npos)

@@ -41,6 +41,10 @@ enum class ConvHardActivations { Fused, Unfused };
 // MatMul + bias + exact (erf) GELU in fp16 / bf16: one cuDNN matmul, or cuBLASLt with a bias
 // epilogue and a GELU kernel after it.
 enum class GemmGelu { Cudnn, Kernel };
+// A Concat read only by elementwise kernels (DenseNet's dense layers: Concat, then a
+// normalization and a ReLU): those kernels read its inputs where they are, and the Concat costs
+// no kernel and no copy; or the Concat's own kernel writes it first.
+enum class ConcatReads { InPlace, Kernel };
 // The sizes, strides and offsets of the generated kernels: kernel arguments (one kernel serves
 // every shape of an op, so a model compiles each op's kernel once) or constants written into
 // each kernel's source (one kernel per shape; kept to measure the two against each other).
@@ -56,6 +60,7 @@ struct BuildOptions {
   ConvPatches conv_patches = ConvPatches::Gemm;
   ConvHardActivations conv_hard_activations = ConvHardActivations::Fused;
   GemmGelu gemm_gelu = GemmGelu::Cudnn;
+  ConcatReads concat = ConcatReads::InPlace;
   KernelSizes kernel_sizes = KernelSizes::Arguments;
   // Candidates timed per GEMM / cuDNN step when the target GPU is present at build (1..32; 1
   // times nothing and records the heuristics' first choices, which makes builds reproducible).

@@ -134,6 +134,15 @@ const std::vector<Option<BuildOptions>>& build_table() {
        true,
        [](const B& b) { return std::string(b.gemm_gelu == GemmGelu::Cudnn ? "cudnn" : "kernel"); },
        [](B& b, int i, std::string_view) { b.gemm_gelu = static_cast<GemmGelu>(i); }},
+      {"concat",
+       {"in_place", "kernel"},
+       0,
+       0,
+       true,
+       [](const B& b) {
+         return std::string(b.concat == ConcatReads::InPlace ? "in_place" : "kernel");
+       },
+       [](B& b, int i, std::string_view) { b.concat = static_cast<ConcatReads>(i); }},
       {"kernel_sizes",
        {"arguments", "code"},
        0,

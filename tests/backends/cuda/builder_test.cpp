@@ -29,6 +29,7 @@
 #include "baton/cuda/compiler.h"
 #include "compiler/onnx_import.h"
 #include "compiler/passes.h"
+#include "dense_block_model.h"
 #include "format/program_file.h"
 #include "testing/aligned_bytes.h"
 #include "testing/onnx_builder.h"
@@ -666,6 +667,59 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
       EXPECT_TRUE(reads) << "step " << i + 1 << " does not read the Concat's output as it is";
     }
     EXPECT_EQ(seen, concats);
+  }
+}
+
+// A dense block's Concats are read by elementwise kernels (the normalization's Mul and Add and a
+// ReLU) only: each such kernel reads the convolutions' outputs where cuDNN wrote them, and the
+// Concat has no kernel, except those whose inputs, with the kernel's other pointers, pass 16
+// (layer 14's of 14 inputs and the block end's of 15). concat=kernel gives each its kernel.
+TEST(EngineBuilderTest, DenseBlockConcatsAreReadInPlaceByTheirElementwiseReaders) {
+  auto same = [](const cuda::BufferRef& a, const cuda::BufferRef& b) {
+    return a.space == b.space && a.index == b.index && a.offset == b.offset;
+  };
+  const OnnxBuilder model = testing::dense_block(1, 14, 8);
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    size_t kernel_steps[2] = {0, 0};
+    for (const bool in_place : {true, false}) {
+      SCOPED_TRACE(in_place ? "in place" : "concat=kernel");
+      auto built = build_bytes(
+          model.bytes(), precision, 0, {}, {},
+          in_place ? std::vector<std::string>{} : std::vector<std::string>{"concat=kernel"});
+      ASSERT_TRUE(built.ok()) << built.status().to_string();
+      ASSERT_EQ(built->blobs.size(), 1u);
+      const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+      const auto steps = blob.steps();
+      size_t concats = 0, widest = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const cuda::StepRecord& r = steps[i];
+        if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+        ++kernel_steps[in_place ? 0 : 1];
+        const std::string name(blob.kernel_name(r.kernel.kernel));
+        concats += name.find("concat") != std::string::npos;
+        if (name.find("fused") == std::string::npos) continue;
+        // How many of the kernel's inputs are convolutions' outputs, read where they were written.
+        size_t from_conv = 0;
+        for (uint32_t k = 0; k < r.kernel.num_operands; ++k) {
+          for (size_t j = 0; j < i; ++j) {
+            if (steps[j].kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
+                same(steps[j].conv.y, r.kernel.operands[k])) {
+              ++from_conv;
+              break;
+            }
+          }
+        }
+        widest = std::max(widest, from_conv);
+      }
+      // Layers 2..14 and the end concatenate: 14 Concats, one kernel each (none has more than 15
+      // inputs); read in place, the two widest keep theirs.
+      EXPECT_EQ(concats, in_place ? 2u : 14u);
+      // Layer 13's kernel reads its Concat's 13 inputs in place; with concat=kernel every
+      // elementwise kernel reads one Concat output (or the first convolution's).
+      EXPECT_EQ(widest, in_place ? 13u : 1u);
+    }
+    EXPECT_EQ(kernel_steps[0] + 12, kernel_steps[1]);
   }
 }
 

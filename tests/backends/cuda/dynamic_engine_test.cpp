@@ -23,6 +23,7 @@
 #include "baton/core/tensor.h"
 #include "baton/cuda/compiler.h"
 #include "baton/extension/module.h"
+#include "dense_block_model.h"
 #include "format/program_file.h"
 #include "issue38_model.h"
 #include "size_arithmetic_model.h"
@@ -816,6 +817,63 @@ TEST(DynamicEngineTest, IssueThirtyEightOpsFollowABatchRange) {
       const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
       const Patched p = expect_patched_is_static(dyn, st, {n});
       EXPECT_EQ(p.bindings.back(), (std::vector<int64_t>{n, 8, 6, 3}));
+    }
+  }
+}
+
+// Concats read in place by their elementwise readers (no Concat kernel) follow the sizes: a dense
+// block over a batch range, and a Concat along a dynamic axis (its inputs' extents, where each
+// ends and the axis's extent are kernel arguments of the sizes), patched to a size, are the
+// static engines there.
+TEST(DynamicEngineTest, ConcatsReadInPlaceFollowTheSizes) {
+  auto concat_kernels = [](const cuda::EngineBlob& blob) {
+    size_t n = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      n += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+           std::string(blob.kernel_name(r.kernel.kernel)).find("concat") != std::string::npos;
+    }
+    return n;
+  };
+  // x [2, N, 16] joined with its Tanh along N, read by a Sigmoid: [2, 2N, 16].
+  auto along_n = [](int64_t n) {
+    OnnxBuilder b(17);
+    b.input("x", {2, n, 16});
+    b.node("Tanh", {"x"}, {"t"}, "tanh");
+    auto& cat = b.node("Concat", {"x", "t"}, {"c"}, "cat");
+    OnnxBuilder::attr_int(cat, "axis", 1);
+    b.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
+    b.output("y", {2, n < 0 ? n : 2 * n, 16});
+    // The output's length is 2N, not N: declared without a shape.
+    if (n < 0) b.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+    return b;
+  };
+  compiler::CompileOptions o;
+  o.dims = {{"N", 1, 8, 0, {}}};
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    for (const bool block : {true, false}) {
+      SCOPED_TRACE(block ? "dense block" : "along N");
+      auto dynamic =
+          build_blobs((block ? testing::dense_block(-1, 3, 8) : along_n(-1)).bytes(), o, precision);
+      ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+      ASSERT_EQ(dynamic->size(), 1u) << "GPU partitions";
+      std::vector<uint8_t> shared;
+      const auto engines = engines_of((*dynamic)[0], &shared);
+      const testing::AlignedBytes aligned(engines.back());
+      const cuda::EngineBlob dyn = cuda::EngineBlob::parse(aligned.span(), shared).value();
+      ASSERT_TRUE(dyn.dynamic());
+      EXPECT_EQ(concat_kernels(dyn), 0u);
+      for (const int64_t n : {3, 8}) {
+        SCOPED_TRACE(n);
+        auto fixed = build_blobs((block ? testing::dense_block(n, 3, 8) : along_n(n)).bytes(), {},
+                                 precision);
+        ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+        ASSERT_EQ(fixed->size(), 1u);
+        const testing::AlignedBytes st_bytes((*fixed)[0]);
+        const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+        EXPECT_EQ(concat_kernels(st), 0u);
+        expect_patched_is_static(dyn, st, {n});
+      }
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "baton/extension/module.h"
 #include "baton/extension/npy.h"
 #include "baton/runtime/device_allocator.h"
+#include "dense_block_model.h"
 #include "testing/model_cases.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
@@ -539,6 +540,44 @@ TEST_F(GpuTest, ConvolutionsJoinedOnChannelsAreReadByTheConcatKernel) {
   b.output("pooled", {2, 32, 3, 3});
   const Tensor x = random({2, 16, 7, 6});
   compare(b, {x});
+}
+
+// Concats read only by elementwise ops are read in place: the elementwise kernel reads each input
+// where its producer wrote it (builder_test's DenseBlockConcatsAreReadInPlaceByTheirElementwise-
+// Readers). A dense block of 3 layers (channels-last convolution outputs; the block's end written
+// to the caller's row-major buffer through the pieces' strides) and of 14 (the widest Concats keep
+// their kernel); inputs joined along the height, read by two runs (each reads them in place);
+// joined along the last axis, 16 bytes at a time where every input's length allows it (8 and 12
+// floats) and one element at a time where not (3 and 5).
+TEST_F(GpuTest, ConcatsReadByElementwiseKernelsAreReadInPlace) {
+  compare(testing::dense_block(2, 3, 8), {random({2, 8, 6, 6})});
+  compare(testing::dense_block(1, 14, 8), {random({1, 8, 6, 6})});
+  OnnxBuilder b(17);
+  b.input("a", {2, 3, 4, 5});
+  b.input("c", {2, 3, 2, 5});
+  b.node("Sigmoid", {"a"}, {"p"}, "sigmoid");
+  auto& cat = b.node("Concat", {"p", "c"}, {"cat"}, "cat_h");
+  OnnxBuilder::attr_int(cat, "axis", 2);
+  b.node("Tanh", {"cat"}, {"y1"}, "tanh");
+  b.initializer("k", {1, 1, 6, 1}, {0.5f, -1.0f, 1.5f, 2.0f, -0.25f, 0.75f});
+  b.node("Mul", {"cat", "k"}, {"m"}, "mul");
+  b.node("Relu", {"m"}, {"y2"}, "relu");
+  b.output("y1", {2, 3, 6, 5});
+  b.output("y2", {2, 3, 6, 5});
+  b.input("d", {2, 8});
+  b.input("e", {2, 12});
+  auto& wide = b.node("Concat", {"d", "e"}, {"de"}, "cat_w");
+  OnnxBuilder::attr_int(wide, "axis", -1);
+  b.node("Abs", {"de"}, {"y3"}, "abs");
+  b.output("y3", {2, 20});
+  b.input("f", {2, 3});
+  b.input("g", {2, 5});
+  auto& odd = b.node("Concat", {"f", "g"}, {"fg"}, "cat_odd");
+  OnnxBuilder::attr_int(odd, "axis", 1);
+  b.node("Neg", {"fg"}, {"y4"}, "neg");
+  b.output("y4", {2, 8});
+  compare(b, {random({2, 3, 4, 5}), random({2, 3, 2, 5}), random({2, 8}), random({2, 12}),
+              random({2, 3}), random({2, 5})});
 }
 
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {

@@ -18,25 +18,28 @@ std::string error_of(const Status& s) { return s.ok() ? "accepted" : s.message()
 
 TEST(CudaOptionsTest, BuildOptionsRecordEveryValueInAFixedOrder) {
   const std::vector<std::string> defaults = {
-      "conv_rows=kernel", "conv_patches=gemm",      "conv_hard_activations=fused",
-      "gemm_gelu=cudnn",  "kernel_sizes=arguments", "tune_candidates=4"};
+      "conv_rows=kernel", "conv_patches=gemm", "conv_hard_activations=fused",
+      "gemm_gelu=cudnn",  "concat=in_place",   "kernel_sizes=arguments",
+      "tune_candidates=4"};
   EXPECT_EQ(BuildOptions{}.recorded(), defaults);
 
-  const std::vector<std::string> given = {"conv_rows=cudnn",   "tune_candidates=1",
-                                          "gemm_gelu=kernel",  "tune_candidates=9",
-                                          "kernel_sizes=code", "dump_kernel_source=/tmp/k"};
+  const std::vector<std::string> given = {
+      "conv_rows=cudnn",   "tune_candidates=1",         "gemm_gelu=kernel", "tune_candidates=9",
+      "kernel_sizes=code", "dump_kernel_source=/tmp/k", "concat=kernel"};
   auto parsed = BuildOptions::parse(given);
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->conv_rows, cuda::ConvRows::Cudnn);
   EXPECT_EQ(parsed->conv_patches, cuda::ConvPatches::Gemm);
   EXPECT_EQ(parsed->gemm_gelu, cuda::GemmGelu::Kernel);
   EXPECT_EQ(parsed->kernel_sizes, cuda::KernelSizes::Code);
+  EXPECT_EQ(parsed->concat, cuda::ConcatReads::Kernel);
   EXPECT_EQ(parsed->tune_candidates, 9);  // the later entry wins
   EXPECT_EQ(parsed->dump_kernel_source, "/tmp/k");
   // The diagnostic folder changes nothing in the engine: not recorded, but printed for a caller.
   const std::vector<std::string> recorded = {
       "conv_rows=cudnn",  "conv_patches=gemm", "conv_hard_activations=fused",
-      "gemm_gelu=kernel", "kernel_sizes=code", "tune_candidates=9"};
+      "gemm_gelu=kernel", "concat=kernel",     "kernel_sizes=code",
+      "tune_candidates=9"};
   EXPECT_EQ(parsed->recorded(), recorded);
   std::vector<std::string> all = recorded;
   all.push_back("dump_kernel_source=/tmp/k");
@@ -54,13 +57,15 @@ TEST(CudaOptionsTest, UnknownBuildOptionsAndValuesAreRefusedWithTheValidOnes) {
   for (const Case& c : {
            Case{"conv_row=cudnn",
                 "unknown CUDA build option 'conv_row': the options are conv_rows, conv_patches, "
-                "conv_hard_activations, gemm_gelu, kernel_sizes, tune_candidates, "
+                "conv_hard_activations, gemm_gelu, concat, kernel_sizes, tune_candidates, "
                 "dump_kernel_source"},
            Case{"conv_rows=sideways",
                 "CUDA build option conv_rows='sideways': the value is one of kernel, cudnn"},
            Case{"conv_rows=", "CUDA build option conv_rows='': the value is one of kernel, cudnn"},
            Case{"gemm_gelu=Kernel",
                 "CUDA build option gemm_gelu='Kernel': the value is one of cudnn, kernel"},
+           Case{"concat=copy",
+                "CUDA build option concat='copy': the value is one of in_place, kernel"},
            Case{"tune_candidates=0",
                 "CUDA build option tune_candidates='0': the value is a whole number from 1 to 32"},
            Case{"tune_candidates=33", "from 1 to 32"},

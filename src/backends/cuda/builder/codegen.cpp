@@ -191,7 +191,16 @@ enum class VecRead {
   VectorAt,  // rows contiguous: W elements at the offset of i0 (W divides the row and the strides)
   Splat,     // one value for the whole tensor (every stride 0)
   SplatAt,   // broadcast along the last dimension: one value at the offset of i0
+  Pieces,    // a Concat read in place: W elements of one contiguous piece (the kernel checks that
+             // W divides the rows inside the Concat's axis, or, with none, every piece's extent)
 };
+
+// The sizes of piece `p` of a pieced input: the output's, with the piece's extent along the axis.
+std::vector<int64_t> piece_sizes(const FusedKernel& k, const FusedInput& in, const FusedPiece& p) {
+  std::vector<int64_t> sizes = k.sizes;
+  sizes[static_cast<size_t>(in.axis)] = p.size;
+  return sizes;
+}
 
 // Elements per access of the vectorized loop, or 0 when the kernel keeps one element per thread:
 // 16 bytes of the widest float type among its inputs and outputs, when every input is read by one
@@ -209,7 +218,10 @@ int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
     return true;
   };
   for (const FusedInput& in : k.inputs) {
-    if (!in.literal && !float_type(in.dtype)) return 0;
+    for (const FusedPiece& p : in.pieces) {
+      if (!float_type(p.dtype)) return 0;
+    }
+    if (!in.literal && in.pieces.empty() && !float_type(in.dtype)) return 0;
   }
   for (const FusedOutput& out : k.outputs) {
     if (!float_type(out.dtype)) return 0;
@@ -223,6 +235,11 @@ int vector_width(const FusedKernel& k, std::vector<VecRead>* reads) {
     const bool all_zero = std::all_of(st.begin(), st.end(), [](int64_t x) { return x == 0; });
     if (in.literal) {
       reads->push_back(VecRead::Literal);
+    } else if (!in.pieces.empty()) {
+      for (const FusedPiece& p : in.pieces) {
+        if (!contiguous(piece_sizes(k, in, p), p.strides)) return 0;
+      }
+      reads->push_back(VecRead::Pieces);
     } else if (all_zero) {
       reads->push_back(VecRead::Splat);
     } else if (contiguous(k.sizes, st)) {
@@ -248,13 +265,22 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   for (int64_t s : k.sizes) n *= s;
   std::string params;
   int arg = 0;
-  std::vector<int> ptr_of(k.inputs.size(), -1);
+  std::vector<int> ptr_of(k.inputs.size(), -1);  // a pieced input's first piece's
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const FusedInput& in = k.inputs[x];
     if (in.literal) continue;
+    ptr_of[x] = arg;
+    if (!in.pieces.empty()) {
+      for (const FusedPiece& p : in.pieces) {
+        params += fmt::format("{}const {}* __restrict__ p{}", arg ? ", " : "",
+                              device_type_name(p.dtype), arg);
+        ++arg;
+      }
+      continue;
+    }
     params += fmt::format("{}const {}* __restrict__ p{}", arg ? ", " : "",
                           device_type_name(in.dtype), arg);
-    ptr_of[x] = arg++;
+    ++arg;
   }
   const int first_output = arg;
   for (const FusedOutput& out : k.outputs) {
@@ -266,10 +292,77 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   std::string body;  // the strides arrays; the index's declarations go before them
   std::string loop;
   std::vector<std::string> names;
+  // A pieced input (a Concat read in place): its sizes as the kernel reads them, each asked for
+  // once: the elements inside one step of the axis (inner), the axis's extent, and each piece's
+  // extent and end along it.
+  struct Pieced {
+    std::string inner, total;
+    int64_t inner_value = 1;
+    std::vector<std::string> size, end;
+  };
+  std::vector<Pieced> pieced(k.inputs.size());
+  for (size_t x = 0; x < k.inputs.size(); ++x) {
+    const FusedInput& in = k.inputs[x];
+    if (in.pieces.empty()) continue;
+    const auto axis = static_cast<size_t>(in.axis);
+    Pieced& pc = pieced[x];
+    for (size_t d = axis + 1; d < k.sizes.size(); ++d) pc.inner_value *= k.sizes[d];
+    pc.inner = args->value(pc.inner_value);
+    pc.total = args->value(k.sizes[axis]);
+    int64_t end = 0;
+    for (const FusedPiece& p : in.pieces) {
+      end += p.size;
+      pc.size.push_back(args->value(p.size));
+      pc.end.push_back(args->value(end));
+    }
+  }
+  // Declarations of element `i`'s coordinates in pieced input x: q (i / inner), r (the index
+  // outside the axis), c (along the axis) and e (inside it), suffixed with x.
+  auto coordinates = [&](size_t x, std::string_view i, const std::string& indent) {
+    const Pieced& pc = pieced[x];
+    const std::string q = fmt::format("q{}", x), r = fmt::format("r{}", x);
+    return fmt::format(
+        "{0}const long long {1} = {3};\n{0}const long long {2} = {4};\n"
+        "{0}const long long c{5} = {1} - {2} * {6};\n{0}const long long e{5} = {7} - {1} * {8};\n",
+        indent, q, r, args->quotient(i, pc.inner_value, n),
+        args->quotient(q, k.sizes[static_cast<size_t>(k.inputs[x].axis)], n), x, pc.total, i,
+        pc.inner);
+  };
+  // Where piece j of pieced input x holds the element at those coordinates, when the piece is
+  // stored densely in the kernel's order.
+  auto piece_offset = [&](size_t x, size_t j) {
+    const Pieced& pc = pieced[x];
+    const std::string start = j == 0 ? std::string("0") : pc.end[j - 1];
+    return fmt::format("(r{0} * {1} + (c{0} - {2})) * {3} + e{0}", x, pc.size[j], start, pc.inner);
+  };
   for (size_t x = 0; x < k.inputs.size(); ++x) {
     const FusedInput& in = k.inputs[x];
     const std::string v = fmt::format("v{}", x);
-    if (in.literal) {
+    if (!in.pieces.empty()) {
+      // The piece the element falls in, read there: a chain of conditionals evaluates one read.
+      loop += coordinates(x, "i", "    ");
+      std::string read;
+      for (size_t j = 0; j < in.pieces.size(); ++j) {
+        const FusedPiece& p = in.pieces[j];
+        std::string element;
+        if (contiguous(piece_sizes(k, in, p), p.strides)) {
+          element = piece_offset(x, j);
+        } else {
+          // Through the piece's strides, from the output's coordinates: less the piece's start
+          // along the axis.
+          const std::string strides = fmt::format("strides{}_{}", x, j);
+          body += args->array(strides, p.strides);
+          element = fmt::format("{} - {} * {}", index.offset("i", strides),
+                                j == 0 ? std::string("0") : pieced[x].end[j - 1],
+                                args->value(p.strides[static_cast<size_t>(in.axis)]));
+        }
+        const std::string one =
+            fmt::format("to_f(p{}[{}])", ptr_of[x] + static_cast<int>(j), element);
+        read += j + 1 < in.pieces.size() ? fmt::format("c{} < {} ? {} : ", x, pieced[x].end[j], one)
+                                         : one;
+      }
+      loop += fmt::format("    const float {} = {};\n", v, read);
+    } else if (in.literal) {
       loop += fmt::format("    const float {} = {};\n", v, float_literal(in.value));
     } else if (contiguous(k.sizes, in.strides)) {
       loop += fmt::format("    const float {} = to_f(p{}[i]);\n", v, ptr_of[x]);
@@ -320,6 +413,17 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
     aligned += fmt::format(" && {} % {} == 0", args->value(k.sizes.back()), w);
   }
   for (size_t x = 0; x < k.inputs.size(); ++x) {
+    if (reads[x] == VecRead::Pieces) {
+      // W elements from i0 lie in one piece, one after another: W divides the elements inside a
+      // step of the axis, or there are none (the axis is the last dimension) and W divides every
+      // piece's extent (so also where each starts).
+      std::string extents;
+      for (const std::string& size : pieced[x].size)
+        extents += fmt::format(" && {} % {} == 0", size, w);
+      aligned += fmt::format(" && ({} % {} == 0 || ({} == 1{}))", pieced[x].inner, w,
+                             pieced[x].inner, extents);
+      continue;
+    }
     if (reads[x] != VecRead::VectorAt) continue;
     for (size_t d = 0; d + 1 < k.sizes.size(); ++d) {
       aligned += fmt::format(" && strides{}[{}] % {} == 0", x, d, w);
@@ -346,6 +450,22 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
       case VecRead::SplatAt:
         vload += fmt::format("    const float v{} = to_f(p{}[{}]);\n", x, p, at());
         break;
+      case VecRead::Pieces: {
+        // One vector load from the piece i0 falls in.
+        std::string loads;
+        const size_t pieces = k.inputs[x].pieces.size();
+        for (size_t j = 0; j < pieces; ++j) {
+          aligned += fmt::format(" && baton_vec_aligned<{}>(p{})", w, p + static_cast<int>(j));
+          const std::string load = fmt::format("baton_vec_load<{}>(p{} + {}, a{});", w,
+                                               p + static_cast<int>(j), piece_offset(x, j), x);
+          loads += j + 1 < pieces ? fmt::format("    {}if (c{} < {}) {}\n", j ? "else " : "", x,
+                                                pieced[x].end[j], load)
+                                  : fmt::format("    {}{}\n", j ? "else " : "", load);
+        }
+        vload += fmt::format("    float a{}[{}];\n{}{}", x, w, coordinates(x, "i0", "    "), loads);
+        vbody += fmt::format("      const float v{} = a{}[e];\n", x, x);
+        break;
+      }
     }
   }
   std::string vstore;

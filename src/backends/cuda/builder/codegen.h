@@ -27,6 +27,13 @@ struct FusedOp {
 // The identity, for kernels that only convert (casts) or copy.
 inline constexpr std::string_view kCopyExpression = "{x}";
 
+// One input of a Concat that a fused kernel reads in place (FusedInput::pieces).
+struct FusedPiece {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> strides;  // along the output's dimensions, in the kernel's order
+  int64_t size = 0;              // its extent along the Concat's axis
+};
+
 struct FusedInput {
   DType dtype = DType::Float32;
   // Element strides along the output's dimensions (0 where the input is broadcast). Empty for a
@@ -34,6 +41,11 @@ struct FusedInput {
   std::vector<int64_t> strides;
   bool literal = false;
   float value = 0.0f;  // literal scalar constants are baked into the code
+  // A Concat read where its inputs are (lower_fused_group): the input is `pieces` joined along
+  // dimension `axis` of the kernel's dimension order, each piece a pointer of its own; `dtype`
+  // and `strides` are unused. The Concat then costs no kernel and no copy.
+  std::vector<FusedPiece> pieces;
+  int axis = -1;
 };
 
 struct FusedOutput {
@@ -127,9 +139,10 @@ struct LaunchShape {
   int64_t cap = 0;
 };
 
-// Pointer arguments: non-literal inputs in order, then outputs. One element per thread, or 16
-// bytes per access where every input is contiguous, row-contiguous or broadcast along rows (with
-// the one-element loop kept for pointers that are not aligned for it, checked at run time).
+// Pointer arguments: non-literal inputs in order (a pieced input's pieces in their order), then
+// outputs. One element per thread, or 16 bytes per access where every input is contiguous,
+// row-contiguous or broadcast along rows, or pieced with contiguous pieces (with the one-element
+// loop kept for pointers, sizes and pieces not aligned for it, checked at run time).
 std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs* args);
 
 // A kernel over values of any stored dtype (typed.cuh's ld / sto): output element i of `sizes`

@@ -101,6 +101,17 @@ Result<compiler::LoweredPartition> EngineBuilder::lower(const compiler::Graph& g
         continue;
       }
       BATON_TRY(flush());
+      if (n.op_type == "Concat" && n.domain.empty() && concat_reads_in_place(ctx, index)) {
+        // Its readers read its inputs where they are (lower_fused_group). The run before was
+        // closed above, so that no kernel reads a piece the same kernel writes.
+        ctx.defer_concat(index);
+        continue;
+      }
+      // Every reader of a deferred Concat is elementwise (concat_reads_in_place); should another
+      // step read one all the same, it gets the Concat's kernel first.
+      for (int v : n.inputs) {
+        if (v >= 0 && ctx.deferred_concat(v) >= 0) BATON_TRY(lower_deferred_concat(ctx, v));
+      }
       const OpLowering* lowering = find_lowering(n.op_type, n.domain);
       BATON_CHECK_OR_RETURN(lowering != nullptr && lowering->lower != nullptr, Internal,
                             "{} reached the CUDA builder without a lowering", n.describe());

@@ -134,6 +134,16 @@ class Lowering {
   // Marks a node as done by an earlier step (a fused epilogue): the builder skips it.
   void absorb(int node) { absorbed_.insert(node); }
   bool absorbed(int node) const { return absorbed_.count(node) > 0; }
+  // A Concat left unlowered where it stands (concat_reads_in_place, builder/ops/registry.h):
+  // the elementwise runs that read its output read its inputs where they are instead, and no
+  // step writes the output. deferred_concat(v) is the Concat node writing `v` while deferred,
+  // else -1; end_deferral when it is lowered after all (lower_deferred_concat).
+  void defer_concat(int node) { deferred_[g_.nodes[node].outputs[0]] = node; }
+  int deferred_concat(int v) const {
+    const auto it = deferred_.find(v);
+    return it == deferred_.end() ? -1 : it->second;
+  }
+  void end_deferral(int v) { deferred_.erase(v); }
 
   // --- steps ----------------------------------------------------------------------------------
   // "k3_softmax": a unique kernel name.
@@ -223,6 +233,7 @@ class Lowering {
   std::map<int, std::vector<int>> consumers_;
   std::set<int> outputs_;
   std::set<int> absorbed_;
+  std::map<int, int> deferred_;  // a deferred Concat's output -> its node
   std::map<std::pair<int, int>, int> weight_cache_;
   std::map<std::pair<int, int>, int> cast_cache_;
   // (value, dtype or -1 for a row-major copy, channels) -> the copy

@@ -20,6 +20,7 @@
 #include <numeric>
 
 #include "backends/cuda/builder/ops/registry.h"
+#include "baton/core/check.h"
 #include "ops/shape.h"
 
 namespace baton::cuda {
@@ -163,6 +164,42 @@ Status lower(Lowering& ctx, int index) {
 }
 
 }  // namespace
+
+bool concat_reads_in_place(const Lowering& ctx, int index) {
+  const compiler::IrNode& n = ctx.node(index);
+  const int out = n.outputs[0];
+  if (ctx.target().options.concat == ConcatReads::Kernel) return false;
+  const DType t = ctx.value(out).dtype;
+  if (t != DType::Float32 && t != DType::Float16 && t != DType::BFloat16) return false;
+  if (n.inputs.size() < 2 || ctx.is_partition_output(out) || ctx.consumers(out).empty()) {
+    return false;
+  }
+  for (int v : n.inputs) {
+    if (ctx.is_constant(v)) return false;
+  }
+  // The decision reads sizes at a dynamic engine's maxima, so that every probe makes it alike.
+  const std::vector<int64_t>& sizes = ctx.upper_sizes_of(out);
+  for (int c : ctx.consumers(out)) {
+    const compiler::IrNode& reader = ctx.node(c);
+    if (!is_fusible(ctx.graph(), reader) || ctx.upper_sizes_of(reader.outputs[0]) != sizes) {
+      return false;
+    }
+    for (int v : reader.inputs) {
+      if (v >= 0 && v != out && !ctx.is_constant(v)) return false;
+    }
+  }
+  return true;
+}
+
+Status lower_deferred_concat(Lowering& ctx, int v) {
+  const int index = ctx.deferred_concat(v);
+  BATON_CHECK_OR_RETURN(index >= 0, Internal, "value {} is not a deferred Concat's output", v);
+  ctx.end_deferral(v);
+  ctx.read_row_major_inputs(index, kConcatLowering.layout_aware, kConcatLowering.strided);
+  const Status lowered = lower(ctx, index);
+  ctx.end_reads();
+  return lowered;
+}
 
 // Layout-aware and strided: reads channels-last inputs and views (Transpose, Slice, Split) where
 // they are, through Lowering::strides_of, with no copy before the Concat.

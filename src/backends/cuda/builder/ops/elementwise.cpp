@@ -147,6 +147,40 @@ bool is_fusible(const compiler::Graph& graph, const compiler::IrNode& node) {
          (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16);
 }
 
+namespace {
+
+// The run's pointers if every deferred Concat it reads were read in place (one per piece), and
+// the Concats lowered now instead, the one of most pieces first, while that is more than a kernel
+// takes (DenseNet's last dense layers concatenate up to 25 feature maps).
+Status fit_pointers(Lowering& ctx, const std::vector<int>& group, size_t stored) {
+  const std::set<int> in_group(group.begin(), group.end());
+  std::set<int> produced;
+  for (int idx : group) produced.insert(ctx.node(idx).outputs[0]);
+  for (;;) {
+    size_t pointers = stored;
+    int widest = -1;
+    std::set<int> seen;
+    for (int idx : group) {
+      for (int v : ctx.node(idx).inputs) {
+        if (v < 0 || produced.count(v) || !seen.insert(v).second) continue;
+        if (ctx.deferred_concat(v) >= 0) {
+          const size_t pieces = ctx.node(ctx.deferred_concat(v)).inputs.size();
+          pointers += pieces;
+          if (widest < 0 || pieces > ctx.node(ctx.deferred_concat(widest)).inputs.size()) {
+            widest = v;
+          }
+        } else if (!ctx.is_constant(v) || checked_numel(ctx.value(v).sizes) != 1) {
+          ++pointers;  // (a one-element constant is a literal in the code)
+        }
+      }
+    }
+    if (pointers <= kMaxKernelOperands || widest < 0) return Status();
+    BATON_TRY(lower_deferred_concat(ctx, widest));
+  }
+}
+
+}  // namespace
+
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
   FusedKernel k;
   k.name = ctx.kernel_name("fused");
@@ -161,6 +195,14 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
     for (int c : ctx.consumers(v)) needed = needed || (!in_group.count(c) && !ctx.absorbed(c));
     if (needed) stored.push_back(v);
   }
+  BATON_TRY(fit_pointers(ctx, group, stored.size()));
+  const std::vector<int64_t> logical_sizes = k.sizes;  // (k.sizes may go channels-last below)
+  // A deferred Concat the run reads in place: its inputs, when its axis is one of the output's
+  // dimensions as they are (no broadcast).
+  auto pieces_of = [&](int v) -> const compiler::IrNode* {
+    const int c = ctx.deferred_concat(v);
+    return c >= 0 && ctx.value(v).sizes == logical_sizes ? &ctx.node(c) : nullptr;
+  };
   // Channels-last when a full-size input is stored so (a convolution's output) and every result
   // stays inside the engine: the kernel then walks memory in N, H, W, C order.
   bool nhwc = k.sizes.size() == 4;
@@ -170,6 +212,13 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
     for (int v : ctx.node(idx).inputs) {
       if (v >= 0 && !ctx.is_constant(v) && ctx.value(v).sizes == k.sizes && ctx.channels_last(v))
         any_nhwc = true;
+      // A Concat read in place counts as channels-last when its inputs all are (as the Concat's
+      // own kernel would have stored it).
+      if (const compiler::IrNode* c = v >= 0 ? pieces_of(v) : nullptr) {
+        bool all = true;
+        for (int p : c->inputs) all = all && ctx.channels_last(p);
+        any_nhwc = any_nhwc || all;
+      }
     }
   }
   nhwc = nhwc && any_nhwc;
@@ -188,7 +237,29 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
       }
       const compiler::IrValue& iv = ctx.value(v);
       FusedInput in;
-      if (iv.constant && checked_numel(iv.sizes) == 1) {
+      const compiler::IrNode* concat = pieces_of(v);
+      if (ctx.deferred_concat(v) >= 0 && concat == nullptr) {
+        BATON_TRY(lower_deferred_concat(ctx, v));  // broadcast into the run: not read in place
+      }
+      if (concat != nullptr) {
+        // Each piece read where its producer wrote it, through its strides in the kernel's
+        // dimension order.
+        const auto axis = static_cast<size_t>(concat->attr_int("axis"));
+        in.axis = static_cast<int>(axis);
+        for (size_t d = 0; d < order.size(); ++d) {
+          if (static_cast<size_t>(order[d]) == axis) in.axis = static_cast<int>(d);
+        }
+        for (int p : concat->inputs) {
+          FusedPiece piece;
+          piece.dtype = ctx.dtype_of(p);
+          piece.size = ctx.value(p).sizes[axis];
+          const std::vector<int64_t> logical = ctx.strides_of(p);
+          piece.strides = logical;
+          for (size_t d = 0; d < order.size(); ++d) piece.strides[d] = logical[order[d]];
+          in.pieces.push_back(std::move(piece));
+          operands.push_back(p);
+        }
+      } else if (iv.constant && checked_numel(iv.sizes) == 1) {
         in.literal = true;
         in.value = ctx.constant_floats(v)[0];
       } else {

@@ -110,6 +110,16 @@ std::string elementwise_expression(const compiler::IrNode& n);
 std::string activation_expression(const ops::Activation& act);
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group);
 
+// Concats read in place (concat.cpp). Whether Concat node `index` can be left to its readers
+// (Lowering::defer_concat): a float Concat of activations, not a partition output, whose every
+// reader is an elementwise node of the Concat's sizes reading nothing else but constants (so each
+// lands in an elementwise run, and no other step can take it as an epilogue). DenseNet's dense
+// layers are such: Concat, then the normalization's Mul and Add and a ReLU.
+bool concat_reads_in_place(const Lowering& ctx, int index);
+// Lowers deferred Concat `v` after all, at this point of the step order (a reader that cannot
+// read it in place: a run with too many pointers for one kernel).
+Status lower_deferred_concat(Lowering& ctx, int v);
+
 // The shared support rule: every data input and output a float tensor (float32, float16 or
 // bfloat16) of rank <= kEngineMaxRank with at least one element; inputs the definition marks as
 // shape inputs must be compile-time constants.
