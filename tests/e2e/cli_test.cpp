@@ -1458,6 +1458,31 @@ TEST_F(CliTest, CompareDynamicResnetAtThreeBatchSizes) {
   }
 }
 
+// A dynamic GPU program run with --device-io: its inputs are copied to GPU memory at the shape
+// given (--shape, or a file's), not at the largest, and its outputs, whose shape only the call
+// knows, stay in the program's GPU memory; each run reports the call's shape.
+TEST_F(CliTest, DynamicGpuProgramsRunWithDeviceIoAtTheShapeGiven) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/torchscript17_resnet.onnx")
+          .string();
+  const std::string program = (dir_ / "dynamic_device_io.baton").string();
+  CliRun r =
+      baton("compile -q " + model + " --dim batch=1..6 --device cuda:0 --io device -o " + program);
+  if (r.output.find("has no cuda backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA";
+  if (r.output.find("this machine has no GPU") != std::string::npos)
+    GTEST_SKIP() << "no CUDA device here: GPU test skipped";
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const int batch : {4, 1, 6}) {
+    SCOPED_TRACE(batch);
+    r = baton("run " + program + " --device-io -n 3 --warmup 1 --profile-runs 0 --shape input=" +
+              std::to_string(batch) + "x3x32x32");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string shape = fmt::format("float32 [{}, 10]", batch);
+    EXPECT_NE(r.output.find(shape), std::string::npos) << shape << "\n" << r.output;
+  }
+}
+
 // Two dynamic inputs that share symbols: run k takes the k-th --shape of each.
 TEST_F(CliTest, CompareDynamicBertAtThreeShapes) {
   const std::string model =

@@ -1,5 +1,6 @@
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "baton/core/check.h"
@@ -49,15 +50,23 @@ class CudaRun final : public GpuRun {
   Status bind_device_io(runtime::Method& m, const std::vector<Tensor>& inputs) override {
     const Device device = Device::cuda(static_cast<int16_t>(device_));
     for (size_t i = 0; i < m.num_inputs(); ++i) {
+      // The input's own shape: a dynamic program's input may have any in its ranges (the
+      // program's input_info holds the largest before the first call).
       const runtime::TensorInfo info = m.input_info(i);
-      BATON_ASSIGN_OR_RETURN(
-          Tensor t,
-          runtime::allocate_tensor(info.dtype, {info.sizes.begin(), info.sizes.end()}, device));
+      BATON_ASSIGN_OR_RETURN(Tensor t,
+                             runtime::allocate_tensor(info.dtype, inputs[i].sizes(), device));
       BATON_TRY(runtime::copy_tensor(t.view(), inputs[i].view()));
       BATON_TRY(m.bind_input(i, t.view()));
       buffers_.push_back(std::move(t));
     }
     for (size_t i = 0; i < m.num_outputs(); ++i) {
+      // A dynamic output's shape is known only after execute() (bind_output refuses it): it
+      // stays where the program put it, in GPU memory for a program compiled with --io device.
+      const std::vector<runtime::Method::Dim> dims = m.output_dims(i);
+      if (std::any_of(dims.begin(), dims.end(),
+                      [](const runtime::Method::Dim& d) { return !d.expr.empty(); })) {
+        continue;
+      }
       const runtime::TensorInfo info = m.output_info(i);
       BATON_ASSIGN_OR_RETURN(
           Tensor t,
