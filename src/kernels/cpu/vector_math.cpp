@@ -1,8 +1,8 @@
 // The array forms of vector_math.h's functions, one clone per instruction set (GCC's
-// target_clones: AVX-512, AVX2 and the x86-64 baseline's SSE2, picked when the library loads by
-// what the CPU has). The loop bodies are the same inline functions in every clone, and this file
-// is compiled with -ffp-contract=off (src/CMakeLists.txt): without fused multiply-adds the results
-// do not depend on the CPU.
+// target_clones: AVX-512, AVX2 with FMA, and the x86-64 baseline's SSE2, picked when the library
+// loads by what the CPU has). The loop bodies are the same inline functions in every clone, and
+// this file is compiled with -ffp-contract=off (src/CMakeLists.txt): the only fused multiply-adds
+// are vmath::fma's, exactly rounded everywhere, so the results do not depend on the CPU.
 #include "kernels/cpu/vector_math.h"
 
 #include <cmath>
@@ -13,7 +13,10 @@ namespace baton::kernels::cpu::vmath {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__)
-#define BATON_VMATH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// x86-64-v4 is AVX-512 (F, BW, CD, DQ, VL) and x86-64-v3 AVX2 with FMA: both have the fused
+// multiply-add that vmath::fma asks for ("avx2" alone would not, and each fma would be a call).
+#define BATON_VMATH_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define BATON_VMATH_CLONES
 #endif

@@ -1,9 +1,9 @@
 // Vectorizable float32 exp, sigmoid and tanh for the CPU kernels (issue 41): branch-free, so that
 // a loop over them compiles to SIMD code (vector_math.cpp builds the loops for AVX-512, AVX2 and
 // the baseline, chosen at load by the CPU), where std::exp and std::tanh are one library call per
-// element. Each is written in float, and vector_math.cpp is compiled with -ffp-contract=off (no
-// fused multiply-adds where AVX-512 and AVX2 have them), so every variant gives the same bits on
-// every x86-64 CPU.
+// element. Each is written in float; the polynomials' Horner steps are explicit fused multiply-adds
+// (fma below, exactly rounded on every CPU) and vector_math.cpp is compiled with -ffp-contract=off
+// (nothing else fused), so every variant gives the same bits on every x86-64 CPU.
 //
 // exp: Cody and Waite's range reduction, x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so
 // that n * ln2_hi is exact), Cephes's degree-6 polynomial for e^r, and 2^n applied as two powers
@@ -11,8 +11,8 @@
 // 1 / (1 + e) with e = exp(-|x|), as the scalar form (ops/elementwise.h) does, so that neither
 // overflows. tanh: Cephes's odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above, with
 // x's sign. Measured error against double precision (vector_math_test.cpp, every float from one
-// in 61 of all bit patterns, special values exactly): exp 0.97 ulp, sigmoid 2.7, tanh 1.3, erf
-// 2.5, GELU 7.8 (docs/operators.md).
+// in 61 of all bit patterns, special values exactly): exp 0.96 ulp, sigmoid 2.7, tanh 1.3, erf
+// 2.5, GELU 7.5 (docs/operators.md).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,12 @@
 #include "ops/activation.h"
 
 namespace baton::kernels::cpu::vmath {
+
+// a * b + c rounded once. Exactly rounded wherever it runs (an FMA instruction in the AVX-512 and
+// AVX2 clones, whose instruction sets vector_math.cpp asks for with FMA; the C library's fmaf in
+// the baseline clone, slower but the same bits), so the polynomials below cost one instruction a
+// term and still give every CPU the same bits.
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 // The largest float whose e^x is finite, and the one below which e^x rounds to zero.
 inline constexpr float kExpMax = 88.72283172607421875f;
@@ -41,11 +47,11 @@ inline float exp_sum(float h, float l) {
   const float n = ((hc + lc) * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (hc - n * 0.693359375f) + (lc - n * -2.12194440e-4f);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  p = fma(p, r, 1.3981999507e-3f);
+  p = fma(p, r, 8.3334519073e-3f);
+  p = fma(p, r, 4.1665795894e-2f);
+  p = fma(p, r, 1.6666665459e-1f);
+  p = fma(p, r, 5.0000001201e-1f);
   float y = p * r * r + r + 1.0f;
   // 2^n as 2^n1 * 2^n2, each a normal float for n in [-150, 128].
   const auto ni = static_cast<int32_t>(n);
@@ -68,12 +74,12 @@ inline float tanh(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
+  p = fma(p, z, 2.06390887954e-2f);
+  p = fma(p, z, -5.37397155531e-2f);
+  p = fma(p, z, 1.33314422036e-1f);
+  p = fma(p, z, -3.33332819422e-1f);
   // (-0 stays -0: p * z * x + x would give +0 there.)
-  const float small = x == 0.0f ? x : p * z * x + x;
+  const float small = x == 0.0f ? x : fma(p * z, x, x);
   const float t = 1.0f - 2.0f / (vmath::exp(2.0f * ax) + 1.0f);
   const float large = x < 0.0f ? -t : t;
   return ax < 0.625f ? small : large;  // NaN: large, which is NaN
@@ -91,19 +97,19 @@ inline float top12(float v) {
 inline float erfc_tail(float a, float sq_hi, float sq_lo) {
   const float t = a - 3.25f;
   float q = 2.4496438252201731e-10f;
-  q = q * t - 1.0940549022286916e-09f;
-  q = q * t - 2.4617398614983591e-09f;
-  q = q * t + 2.1921445401973383e-08f;
-  q = q * t - 9.5383179517258075e-08f;
-  q = q * t + 7.3862130811706145e-07f;
-  q = q * t - 5.2972923684674363e-06f;
-  q = q * t + 3.2487950199289032e-05f;
-  q = q * t - 0.00018947954404848849f;
-  q = q * t + 0.0010827693565402681f;
-  q = q * t - 0.0061996330740490537f;
-  q = q * t + 0.037518445481966006f;
-  q = q * t - 0.28376049599265835f;
-  q = q * t - 1.7937493646218792f;
+  q = fma(q, t, -1.0940549022286916e-09f);
+  q = fma(q, t, -2.4617398614983591e-09f);
+  q = fma(q, t, 2.1921445401973383e-08f);
+  q = fma(q, t, -9.5383179517258075e-08f);
+  q = fma(q, t, 7.3862130811706145e-07f);
+  q = fma(q, t, -5.2972923684674363e-06f);
+  q = fma(q, t, 3.2487950199289032e-05f);
+  q = fma(q, t, -0.00018947954404848849f);
+  q = fma(q, t, 0.0010827693565402681f);
+  q = fma(q, t, -0.0061996330740490537f);
+  q = fma(q, t, 0.037518445481966006f);
+  q = fma(q, t, -0.28376049599265835f);
+  q = fma(q, t, -1.7937493646218792f);
   return vmath::exp_sum(-sq_hi, q - sq_lo);
 }
 // With a^2 = ah^2 + al (a + ah), ah = top12(a).
@@ -118,12 +124,12 @@ inline float erfc_tail(float a) {
 inline float erf_small(float x) {
   const float z = x * x;
   float p = 7.8471385811129668e-05f;
-  p = p * z - 8.0081526319190910e-04f;
-  p = p * z + 5.1880946122683930e-03f;
-  p = p * z - 2.6853688717766361e-02f;
-  p = p * z + 1.1283582183844529e-01f;
-  p = p * z - 3.7612625560036750e-01f;
-  p = p * z + 1.1283791656869218e+00f;
+  p = fma(p, z, -8.0081526319190910e-04f);
+  p = fma(p, z, 5.1880946122683930e-03f);
+  p = fma(p, z, -2.6853688717766361e-02f);
+  p = fma(p, z, 1.1283582183844529e-01f);
+  p = fma(p, z, -3.7612625560036750e-01f);
+  p = fma(p, z, 1.1283791656869218e+00f);
   return x * p;
 }
 
