@@ -580,6 +580,38 @@ TEST_F(GpuTest, ConcatsReadByElementwiseKernelsAreReadInPlace) {
               random({2, 3}), random({2, 5})});
 }
 
+// ConvTranspose with one group is a GEMM and a gather (conv_transpose.cpp); inside the engine its
+// output is channels-last and the gather moves 16 bytes of output channels at a time where the
+// channel count allows (16 channels here; 6 channels read one at a time in fp16 and fp32). UNet's
+// 2x2 stride-2 upsampling (one tap per output) and a 3x3 stride-2 one with pads and an output
+// padding (up to four taps), each read by a ReLU, against the CPU in every precision.
+TEST_F(GpuTest, ConvTransposeGathersReadSixteenBytesWhereTheChannelsAllow) {
+  for (const int64_t k : {16, 6}) {
+    SCOPED_TRACE(k);
+    OnnxBuilder b(17);
+    b.input("x", {2, 8, 5, 7});
+    std::vector<float> w1(static_cast<size_t>(8 * k * 4)), w2(static_cast<size_t>(8 * k * 9)),
+        bias(static_cast<size_t>(k));
+    for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.05f * static_cast<float>(i % 11) - 0.25f;
+    for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.04f * static_cast<float>(i % 13) - 0.24f;
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+    b.initializer("w1", {8, k, 2, 2}, w1);
+    b.initializer("w2", {8, k, 3, 3}, w2);
+    b.initializer("bias", {k}, bias);
+    auto& up = b.node("ConvTranspose", {"x", "w1", "bias"}, {"u"}, "up");
+    OnnxBuilder::attr_ints(up, "strides", {2, 2});
+    b.node("Relu", {"u"}, {"y1"}, "relu1");
+    auto& wide = b.node("ConvTranspose", {"x", "w2"}, {"v"}, "up3");
+    OnnxBuilder::attr_ints(wide, "strides", {2, 2});
+    OnnxBuilder::attr_ints(wide, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_ints(wide, "output_padding", {1, 1});
+    b.node("Relu", {"v"}, {"y2"}, "relu2");
+    b.output("y1", {2, k, 10, 14});
+    b.output("y2", {2, k, 10, 14});
+    compare(b, {random({2, 8, 5, 7})});
+  }
+}
+
 TEST_F(GpuTest, ElementwiseOpsWithBroadcasting) {
   OnnxBuilder b(20);
   b.input("x", {3, 7, 13});

@@ -58,18 +58,32 @@ __device__ __forceinline__ void baton_pool(
 #pragma unroll
     for (int a = 0; a < R; ++a) total *= taps[a];
     float acc = MODE == 0 ? __int_as_float(0xff800000) : 0.0f;
-    for (long long t = 0; t < total; ++t) {
-      long long offset = base, q = t;
+    // The taps in row-major order, their coordinates counted like an odometer (the last one
+    // fastest), and the offset moved by each dimension's step: no division per tap. (Splitting a
+    // flat tap index into coordinates cost two 64-bit divisions per tap and dimension, which made
+    // a 2x2 MaxPool a fifth of memory speed on an H200.)
+    long long j[R], step[R], offset = base;
 #pragma unroll
-      for (int a = R - 1; a >= 0; --a) {
-        offset += (first[a] + (q % taps[a]) * d[a]) * xstrides[2 + a];
-        q /= taps[a];
-      }
+    for (int a = 0; a < R; ++a) {
+      j[a] = 0;
+      step[a] = d[a] * xstrides[2 + a];
+      offset += first[a] * xstrides[2 + a];
+    }
+    for (long long t = 0; t < total; ++t) {
       const float v = to_f(x[offset]);
       if (MODE == 0) {
         acc = (v > acc || v != v) ? v : acc;
       } else {
         acc += v;
+      }
+#pragma unroll
+      for (int a = R - 1; a >= 0; --a) {
+        if (++j[a] < taps[a]) {
+          offset += step[a];
+          break;
+        }
+        offset -= (taps[a] - 1) * step[a];
+        j[a] = 0;
       }
     }
     st(&y[i], MODE == 0 ? acc : acc / count);
