@@ -43,6 +43,7 @@ struct ArrayForm {
     static void run(const float* x, float* y, int64_t n) { fn(x, y, n); } \
   };
 BATON_ARRAY_FORM(ops::ExpFn, vmath::exp_f32)
+BATON_ARRAY_FORM(ops::LogFn, vmath::log_f32)
 BATON_ARRAY_FORM(ops::SigmoidFn, vmath::sigmoid_f32)
 BATON_ARRAY_FORM(ops::TanhFn, vmath::tanh_f32)
 BATON_ARRAY_FORM(ops::ErfFn, vmath::erf_f32)

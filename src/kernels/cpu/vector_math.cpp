@@ -25,6 +25,10 @@ BATON_VMATH_CLONES void exp_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i]);
 }
 
+BATON_VMATH_CLONES void log_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = vmath::log(x[i]);
+}
+
 BATON_VMATH_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::sigmoid(x[i]);
 }
