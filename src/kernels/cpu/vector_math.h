@@ -22,11 +22,15 @@
 
 namespace baton::kernels::cpu::vmath {
 
+// Every function here is inlined into the array loops whatever its size: GCC's -O2 heuristics left
+// log and tanh out of line (a call per element), and a loop with a call vectorizes nothing.
+#define BATON_VMATH_INLINE [[gnu::always_inline]] inline
+
 // a * b + c rounded once. Exactly rounded wherever it runs (an FMA instruction in the AVX-512 and
 // AVX2 clones, whose instruction sets vector_math.cpp asks for with FMA; the C library's fmaf in
 // the baseline clone, slower but the same bits), so the polynomials below cost one instruction a
 // term and still give every CPU the same bits.
-inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+BATON_VMATH_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 // The largest float whose e^x is finite, and the one below which e^x rounds to zero.
 inline constexpr float kExpMax = 88.72283172607421875f;
@@ -36,7 +40,7 @@ inline constexpr float kExpMin = -103.972084045410156f;
 // 6e-8 in a sum of 36 is 2e-6 in the result): the range reduction subtracts n ln2 from each part,
 // h - n ln2_hi first (exact when h is large: both are within a factor of two), so the sum is
 // rounded only once it is small. exp(x) is exp_sum(x, 0), with the same bits as reducing x alone.
-inline float exp_sum(float h, float l) {
+BATON_VMATH_INLINE float exp_sum(float h, float l) {
   const float x = h + l;
   const bool nan = x != x;
   const bool over = x > kExpMax, under = x < kExpMin;
@@ -63,15 +67,31 @@ inline float exp_sum(float h, float l) {
   return nan ? x : y;
 }
 
-inline float exp(float x) { return exp_sum(x, 0.0f); }
+BATON_VMATH_INLINE float exp(float x) { return exp_sum(x, 0.0f); }
 
-inline float sigmoid(float x) {
+// e^v for v in [0, 20] (tanh's 2|x|, clamped): exp's reduction and polynomial, so the same bits as
+// exp(v), without what only other arguments need (no overflow, underflow or NaN to select, and
+// 2^n, n <= 29, one normal power of two: one multiply where exp takes two).
+BATON_VMATH_INLINE float exp_0_to_20(float v) {
+  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (v - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = fma(p, r, 1.3981999507e-3f);
+  p = fma(p, r, 8.3334519073e-3f);
+  p = fma(p, r, 4.1665795894e-2f);
+  p = fma(p, r, 1.6666665459e-1f);
+  p = fma(p, r, 5.0000001201e-1f);
+  const float y = p * r * r + r + 1.0f;
+  return y * __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
+}
+
+BATON_VMATH_INLINE float sigmoid(float x) {
   const float e = vmath::exp(x < 0.0f ? x : -x);  // e^-|x|, NaN stays NaN
   const float s = 1.0f / (1.0f + e);
   return x < 0.0f ? e * s : s;
 }
 
-inline float tanh(float x) {
+BATON_VMATH_INLINE float tanh(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float z = x * x;
   float p = -5.70498872745e-3f;
@@ -81,13 +101,18 @@ inline float tanh(float x) {
   p = fma(p, z, -3.33332819422e-1f);
   // (-0 stays -0: p * z * x + x would give +0 there.)
   const float small = x == 0.0f ? x : fma(p * z, x, x);
-  const float t = 1.0f - 2.0f / (vmath::exp(2.0f * ax) + 1.0f);
+  // Past |x| = 10, 1 - 2 / (e^2|x| + 1) rounds to 1 (it does from 9.01): clamped there, the
+  // exponential needs none of exp's range checks. A NaN is clamped too (no NaN reaches the
+  // float-to-int conversion) and returned as it is at the end.
+  const float ac = ax <= 10.0f ? ax : 10.0f;
+  const float t = 1.0f - 2.0f / (vmath::exp_0_to_20(2.0f * ac) + 1.0f);
   const float large = x < 0.0f ? -t : t;
-  return ax < 0.625f ? small : large;  // NaN: large, which is NaN
+  const float y = ax < 0.625f ? small : large;
+  return x != x ? x : y;
 }
 
 // v's top 12 significand bits: its square is exact in float.
-inline float top12(float v) {
+BATON_VMATH_INLINE float top12(float v) {
   return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, v) & 0xfffff000u);
 }
 
@@ -95,7 +120,7 @@ inline float top12(float v) {
 // log(erfc(a)) + a^2 (error 1.6e-8). a^2 comes in two parts, sq_hi exact and sq_lo small
 // (erfc_tail below splits a), because rounding a^2 would cost erfc a relative 6e-8 a^2 (25 ulp
 // at a = 5): e^(-sq_hi + (Q - sq_lo)) through exp_sum, one exponential.
-inline float erfc_tail(float a, float sq_hi, float sq_lo) {
+BATON_VMATH_INLINE float erfc_tail(float a, float sq_hi, float sq_lo) {
   const float t = a - 3.25f;
   float q = 2.4496438252201731e-10f;
   q = fma(q, t, -1.0940549022286916e-09f);
@@ -114,7 +139,7 @@ inline float erfc_tail(float a, float sq_hi, float sq_lo) {
   return vmath::exp_sum(-sq_hi, q - sq_lo);
 }
 // With a^2 = ah^2 + al (a + ah), ah = top12(a).
-inline float erfc_tail(float a) {
+BATON_VMATH_INLINE float erfc_tail(float a) {
   const float ah = top12(a);
   return erfc_tail(a, ah * ah, (a - ah) * (a + ah));
 }
@@ -122,7 +147,7 @@ inline float erfc_tail(float a) {
 // erf: x P(x^2) below |x| = 1 (P of degree 6 fitted to erf(x) / x, relative error 1.2e-9), 1 -
 // erfc(|x|) with x's sign from 1 to 3.92, and ±1 beyond (where 1 - erfc rounds to 1).
 // erf(x) = x P(x^2) for |x| < 1.
-inline float erf_small(float x) {
+BATON_VMATH_INLINE float erf_small(float x) {
   const float z = x * x;
   float p = 7.8471385811129668e-05f;
   p = fma(p, z, -8.0081526319190910e-04f);
@@ -134,7 +159,7 @@ inline float erf_small(float x) {
   return x * p;
 }
 
-inline float erf(float x) {
+BATON_VMATH_INLINE float erf(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float small = erf_small(x);
   float ac = ax < 1.0f ? 1.0f : ax;  // the tail's argument kept in its fitted range
@@ -152,7 +177,7 @@ inline float erf(float x) {
 // a^2 = x^2 / 2 is split from x itself, exactly: the rounded a = -x / sqrt 2 would carry its
 // rounding into erfc amplified by 2a^2 (70 ulp near the tail), as the scalar kernel's does.
 inline constexpr float kGeluTail = -8.48528137423857f;  // -6 sqrt 2
-inline float gelu(float x) {
+BATON_VMATH_INLINE float gelu(float x) {
   const float a = -x * 0.70710678118654752440f;
   const float aa = a < 0.0f ? -a : a;
   float ac = aa < 0.5f ? 0.5f : aa;
@@ -173,9 +198,8 @@ inline float gelu(float x) {
 // ln2 split in two as in exp. Error 0.78 ulp over vector_math_test.cpp's sweep (0.82 over every 7th
 // positive float). Special values as std::log:
 // +-0 -> -inf, +inf -> +inf, a NaN stays that NaN, below zero the x86 default NaN (what glibc's
-// logf returns there). Always inlined: GCC left it out of line at -O2 (a call per element, and the
-// baseline's fmaf calls inside), which vectorizes nothing.
-[[gnu::always_inline]] inline float log(float x) {
+// logf returns there).
+BATON_VMATH_INLINE float log(float x) {
   // (Both sides of each choice computed first: GCC if-converts, and so vectorizes, the loop only
   // that way.)
   const bool subnormal = x < 1.17549435e-38f;
