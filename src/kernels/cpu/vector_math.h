@@ -36,6 +36,27 @@ BATON_VMATH_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(
 inline constexpr float kExpMax = 88.72283172607421875f;
 inline constexpr float kExpMin = -103.972084045410156f;
 
+// The part of e^(h + l) every form below shares: n = round((h + l) / ln2) by the 1.5 * 2^23 trick
+// (exact in round-to-nearest for |v| < 2^22), and y = e^r for r = h + l - n ln2, the range
+// reduction subtracting n ln2 from each part (exp_sum says why). kLow: l is not known to be 0
+// (without it, h alone is reduced, with the same bits as reducing h + 0).
+struct Reduced {
+  float y, n;
+};
+template <bool kLow>
+BATON_VMATH_INLINE Reduced exp_reduced(float h, float l) {
+  const float n = ((kLow ? h + l : h) * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = kLow ? (h - n * 0.693359375f) + (l - n * -2.12194440e-4f)
+                       : (h - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = fma(p, r, 1.3981999507e-3f);
+  p = fma(p, r, 8.3334519073e-3f);
+  p = fma(p, r, 4.1665795894e-2f);
+  p = fma(p, r, 1.6666665459e-1f);
+  p = fma(p, r, 5.0000001201e-1f);
+  return {p * r * r + r + 1.0f, n};
+}
+
 // e^(h + l) for a sum whose rounding would cost too much (erfc's -a^2 + Q: a relative error of
 // 6e-8 in a sum of 36 is 2e-6 in the result): the range reduction subtracts n ln2 from each part,
 // h - n ln2_hi first (exact when h is large: both are within a factor of two), so the sum is
@@ -48,20 +69,11 @@ BATON_VMATH_INLINE float exp_sum(float h, float l) {
   float lc = over || under ? 0.0f : l;
   hc = nan ? 0.0f : hc;
   lc = nan ? 0.0f : lc;
-  // n = round(x / ln2), by the 1.5 * 2^23 trick (exact in round-to-nearest for |v| < 2^22).
-  const float n = ((hc + lc) * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (hc - n * 0.693359375f) + (lc - n * -2.12194440e-4f);
-  float p = 1.9875691500e-4f;
-  p = fma(p, r, 1.3981999507e-3f);
-  p = fma(p, r, 8.3334519073e-3f);
-  p = fma(p, r, 4.1665795894e-2f);
-  p = fma(p, r, 1.6666665459e-1f);
-  p = fma(p, r, 5.0000001201e-1f);
-  float y = p * r * r + r + 1.0f;
+  const Reduced e = exp_reduced<true>(hc, lc);
   // 2^n as 2^n1 * 2^n2, each a normal float for n in [-150, 128].
-  const auto ni = static_cast<int32_t>(n);
+  const auto ni = static_cast<int32_t>(e.n);
   const int32_t n1 = ni >> 1, n2 = ni - n1;
-  y = y * __builtin_bit_cast(float, (n1 + 127) << 23);
+  float y = e.y * __builtin_bit_cast(float, (n1 + 127) << 23);
   y = y * __builtin_bit_cast(float, (n2 + 127) << 23);
   y = over ? __builtin_huge_valf() : y;
   return nan ? x : y;
@@ -69,20 +81,13 @@ BATON_VMATH_INLINE float exp_sum(float h, float l) {
 
 BATON_VMATH_INLINE float exp(float x) { return exp_sum(x, 0.0f); }
 
-// e^v for v in [0, 20] (tanh's 2|x|, clamped): exp's reduction and polynomial, so the same bits as
-// exp(v), without what only other arguments need (no overflow, underflow or NaN to select, and
-// 2^n, n <= 29, one normal power of two: one multiply where exp takes two).
-BATON_VMATH_INLINE float exp_0_to_20(float v) {
-  const float n = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (v - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = fma(p, r, 1.3981999507e-3f);
-  p = fma(p, r, 8.3334519073e-3f);
-  p = fma(p, r, 4.1665795894e-2f);
-  p = fma(p, r, 1.6666665459e-1f);
-  p = fma(p, r, 5.0000001201e-1f);
-  const float y = p * r * r + r + 1.0f;
-  return y * __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
+// e^(h + l) for a sum the caller keeps within [-87, 88] and never NaN (tanh's 2|x| clamped to 20,
+// erfc's -a^2 + Q for a in [0.5, 6]): exp_sum's bits there, without its range checks, and 2^n one
+// normal power of two (one multiply where exp_sum takes two).
+template <bool kLow>
+BATON_VMATH_INLINE float exp_in_range(float h, float l) {
+  const Reduced e = exp_reduced<kLow>(h, l);
+  return e.y * __builtin_bit_cast(float, (static_cast<int32_t>(e.n) + 127) << 23);
 }
 
 BATON_VMATH_INLINE float sigmoid(float x) {
@@ -105,7 +110,7 @@ BATON_VMATH_INLINE float tanh(float x) {
   // exponential needs none of exp's range checks. A NaN is clamped too (no NaN reaches the
   // float-to-int conversion) and returned as it is at the end.
   const float ac = ax <= 10.0f ? ax : 10.0f;
-  const float t = 1.0f - 2.0f / (vmath::exp_0_to_20(2.0f * ac) + 1.0f);
+  const float t = 1.0f - 2.0f / (exp_in_range<false>(2.0f * ac, 0.0f) + 1.0f);
   const float large = x < 0.0f ? -t : t;
   const float y = ax < 0.625f ? small : large;
   return x != x ? x : y;
@@ -119,7 +124,8 @@ BATON_VMATH_INLINE float top12(float v) {
 // erfc(a) for a in [1, 6]: e^(-a^2 + Q(a - 3.5)), Q of degree 11 fitted by least squares to
 // log(erfc(a)) + a^2 (error 1.6e-8). a^2 comes in two parts, sq_hi exact and sq_lo small
 // (erfc_tail below splits a), because rounding a^2 would cost erfc a relative 6e-8 a^2 (25 ulp
-// at a = 5): e^(-sq_hi + (Q - sq_lo)) through exp_sum, one exponential.
+// at a = 5): e^(-sq_hi + (Q - sq_lo)) through exp_in_range (the sum is within [-40, 0]), one
+// exponential.
 BATON_VMATH_INLINE float erfc_tail(float a, float sq_hi, float sq_lo) {
   const float t = a - 3.25f;
   float q = 2.4496438252201731e-10f;
@@ -136,7 +142,7 @@ BATON_VMATH_INLINE float erfc_tail(float a, float sq_hi, float sq_lo) {
   q = fma(q, t, 0.037518445481966006f);
   q = fma(q, t, -0.28376049599265835f);
   q = fma(q, t, -1.7937493646218792f);
-  return vmath::exp_sum(-sq_hi, q - sq_lo);
+  return exp_in_range<true>(-sq_hi, q - sq_lo);  // callers keep a in [0.5, 6], never NaN
 }
 // With a^2 = ah^2 + al (a + ah), ah = top12(a).
 BATON_VMATH_INLINE float erfc_tail(float a) {
@@ -162,12 +168,14 @@ BATON_VMATH_INLINE float erf_small(float x) {
 BATON_VMATH_INLINE float erf(float x) {
   const float ax = x < 0.0f ? -x : x;
   const float small = erf_small(x);
-  float ac = ax < 1.0f ? 1.0f : ax;  // the tail's argument kept in its fitted range
-  ac = ac > 6.0f ? 6.0f : ac;
+  // The tail's argument kept in its fitted range, a NaN too (returned as it is at the end).
+  float ac = ax >= 1.0f ? ax : 1.0f;
+  ac = ac <= 6.0f ? ac : 6.0f;
   float big = 1.0f - erfc_tail(ac);
   big = ax >= 3.92f ? 1.0f : big;
   big = x < 0.0f ? -big : big;
-  return ax < 1.0f ? small : big;  // NaN: big, which is NaN
+  const float y = ax < 1.0f ? small : big;
+  return x != x ? x : y;
 }
 
 // GELU's erf form, 0.5 x erfc(-x / sqrt 2), as the scalar kernel (op_gelu.cpp) writes it so that
@@ -180,11 +188,12 @@ inline constexpr float kGeluTail = -8.48528137423857f;  // -6 sqrt 2
 BATON_VMATH_INLINE float gelu(float x) {
   const float a = -x * 0.70710678118654752440f;
   const float aa = a < 0.0f ? -a : a;
-  float ac = aa < 0.5f ? 0.5f : aa;
-  ac = ac > 6.0f ? 6.0f : ac;
+  // The tail's argument kept within [0.5, 6], a NaN too (0.5 x c is NaN then anyway).
+  float ac = aa >= 0.5f ? aa : 0.5f;
+  ac = ac <= 6.0f ? ac : 6.0f;
   // x itself for the split (exact), kept within ±6 sqrt 2 as ac is within 6: an infinite x would
   // give inf - inf.
-  float xc = x > 8.48528137f ? 8.48528137f : x;
+  float xc = x <= 8.48528137f ? x : 8.48528137f;
   xc = xc < -8.48528137f ? -8.48528137f : xc;
   const float xh = top12(xc);
   const float e = erfc_tail(ac, 0.5f * (xh * xh), 0.5f * ((xc - xh) * (xc + xh)));
