@@ -270,6 +270,50 @@ TEST(Resize, MatchesTheReference) {
   }
 }
 
+// An image's height and width interpolated (the outer dimensions not) are walked plane by plane
+// (op_resize.cpp's run_planes); any other case by the per-element walk over every dimension. Both
+// do the same arithmetic in the same order: x as [H, W, 1] (the height an outer dimension, so the
+// generic walk) and as [1, H, W] (the plane walk) give the same bits, in every interpolation.
+TEST(Resize, PlanesGiveTheBitsOfThePerElementWalk) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> modes = {
+      {{"mode", "linear"}},
+      {{"mode", "linear"}, {"coordinate_transformation_mode", "align_corners"}},
+      {{"mode", "cubic"}},
+      {{"mode", "cubic"}, {"exclude_outside", "1"}},
+      {{"mode", "nearest"}, {"nearest_mode", "floor"}}};
+  HostTensor tall(DType::Float32, {7, 9, 1}), flat(DType::Float32, {1, 7, 9});
+  for (int64_t i = 0; i < tall.numel(); ++i) {
+    const float v = static_cast<float>((i * 37) % 23) * 0.37f - 4.1f;
+    tall.data<float>()[i] = v;
+    flat.data<float>()[i] = v;
+  }
+  for (const auto& attrs : modes) {
+    SCOPED_TRACE(attrs.back().second);
+    for (const std::vector<float>& hw :
+         {std::vector<float>{2.0f, 2.0f}, std::vector<float>{1.7f, 0.6f},
+          std::vector<float>{1.0f, 2.5f}}) {
+      auto run = [&](const HostTensor& x, std::vector<float> scales) {
+        OpTester t("Resize");
+        std::vector<std::pair<std::string, std::string>> strings;
+        for (const auto& a : attrs) {
+          if (a.first != "exclude_outside") strings.push_back(a);
+        }
+        resize(t, x, std::move(scales), {}, strings);
+        if (strings.size() < attrs.size()) t.attr("exclude_outside", int64_t{1});
+        EXPECT_TRUE(t.run().ok());
+        return t.output();
+      };
+      const HostTensor a = run(tall, {hw[0], hw[1], 1.0f});
+      const HostTensor b = run(flat, {1.0f, hw[0], hw[1]});
+      ASSERT_EQ(a.numel(), b.numel());
+      EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(),
+                            static_cast<size_t>(a.numel()) * sizeof(float)),
+                0)
+          << hw[0] << " x " << hw[1];
+    }
+  }
+}
+
 TEST(Resize, CubicExcludeOutsideMatchesTheReference) {
   OpTester t("Resize");
   resize(t, iota({1, 1, 3, 4}), {1, 1, 2, 2}, {}, {{"mode", "cubic"}});

@@ -64,6 +64,7 @@ class ResizeKernel final : public runtime::Kernel {
   ResizeKernel(const runtime::Value* in, runtime::Value* out, std::vector<AxisTaps> axes,
                double extrapolation)
       : in_(in), out_(out), extrapolation_(value_as<S>(extrapolation)) {
+    bool outside = false;
     for (size_t d = 0; d < axes.size(); ++d) {
       AxisTaps& a = axes[d];
       Axis axis;
@@ -72,10 +73,15 @@ class ResizeKernel final : public runtime::Kernel {
       axis.offsets = std::move(a.offsets);
       axis.weights.assign(a.weights.begin(), a.weights.end());
       axis.outside = std::move(a.outside);
+      for (uint8_t o : axis.outside) outside = outside || o != 0;
       if (axis.k > 1) active_.push_back(d);
       combos_ *= axis.k;
       axes_.push_back(std::move(axis));
     }
+    // Interpolation along the last two dimensions only (an image's height and width), every point
+    // inside the input: run_planes.
+    planes_ = axes_.size() >= 2 && !outside;
+    for (size_t d = 0; planes_ && d + 2 < axes_.size(); ++d) planes_ = axes_[d].k == 1;
   }
 
   Status run() override {
@@ -83,6 +89,10 @@ class ResizeKernel final : public runtime::Kernel {
     if (numel == 0) return Status::ok_status();
     const S* x = in_->tensor.data_as<const S>();
     S* y = out_->tensor.data_as<S>();
+    if (planes_) {
+      run_planes(x, y);
+      return Status::ok_status();
+    }
     const size_t rank = axes_.size();
     std::array<int64_t, kMaxRank> index{};
     for (int64_t e = 0; e < numel; ++e) {
@@ -103,6 +113,66 @@ class ResizeKernel final : public runtime::Kernel {
     std::vector<C> weights;
     std::vector<uint8_t> outside;
   };
+
+  // The common case without sample()'s per-element walk over every dimension: for each index of
+  // the outer dimensions (one tap each), each output row and column read their taps straight from
+  // the tables. The arithmetic is sample()'s, in its order (the row's tap fastest, each weight the
+  // row's times the column's), so the results are the same to the bit.
+  void run_planes(const S* x, S* y) const {
+    const size_t rank = axes_.size();
+    const Axis& ah = axes_[rank - 2];
+    const Axis& aw = axes_[rank - 1];
+    const int kh = ah.k, kw = aw.k;
+    std::array<int64_t, kMaxRank> index{};
+    int64_t outer = 1;
+    for (size_t d = 0; d + 2 < rank; ++d) outer *= axes_[d].size;
+    for (int64_t p = 0; p < outer; ++p) {
+      int64_t base = 0;
+      for (size_t d = 0; d + 2 < rank; ++d) base += axes_[d].offsets[static_cast<size_t>(index[d])];
+      for (int64_t oy = 0; oy < ah.size; ++oy) {
+        const int64_t* rows = ah.offsets.data() + oy * kh;
+        for (int64_t ox = 0; ox < aw.size; ++ox, ++y) {
+          const int64_t* cols = aw.offsets.data() + ox * kw;
+          if constexpr (std::is_floating_point_v<C>) {
+            if (kh == 1 && kw == 1) {
+              *y = x[base + rows[0] + cols[0]];
+              continue;
+            }
+            const C* wy = ah.weights.data() + oy * kh;
+            const C* wx = aw.weights.data() + ox * kw;
+            if (kh == 2 && kw == 2) {  // bilinear, unrolled: the same operations in the same order
+              const S* r0 = x + base + rows[0];
+              const S* r1 = x + base + rows[1];
+              C sum = 0;
+              sum += wy[0] * wx[0] * load(r0[cols[0]]);
+              sum += wy[1] * wx[0] * load(r1[cols[0]]);
+              sum += wy[0] * wx[1] * load(r0[cols[1]]);
+              sum += wy[1] * wx[1] * load(r1[cols[1]]);
+              *y = store<S>(sum);
+              continue;
+            }
+            C sum = 0;
+            for (int j = 0; j < kw; ++j) {
+              for (int i = 0; i < kh; ++i) {
+                // sample()'s weight: 1 times each interpolating dimension's, in order.
+                C w = 1;
+                if (kh > 1) w *= wy[i];
+                if (kw > 1) w *= wx[j];
+                sum += w * load(x[base + rows[i] + cols[j]]);
+              }
+            }
+            *y = store<S>(sum);
+          } else {
+            *y = x[base + rows[0] + cols[0]];  // nearest only
+          }
+        }
+      }
+      for (size_t d = rank - 2; d-- > 0;) {
+        if (++index[d] < axes_[d].size) break;
+        index[d] = 0;
+      }
+    }
+  }
 
   S sample(const S* x, const int64_t* index) const {
     int64_t base = 0;
@@ -138,6 +208,7 @@ class ResizeKernel final : public runtime::Kernel {
   std::vector<Axis> axes_;
   std::vector<size_t> active_;  // dimensions with more than one tap
   int64_t combos_ = 1;
+  bool planes_ = false;  // run_planes applies
 };
 
 std::string_view attr_or(const runtime::KernelCall& call, std::string_view name,
