@@ -17,11 +17,15 @@
 #include "ops/elementwise.h"
 #include "ops/op_def.h"
 #include "ops/resize.h"
+#include "runtime/thread_pool.h"
 
 namespace baton::kernels::cpu {
 namespace {
 
 using Interp = ops::ResizeInterp;
+
+// Output elements per pool task (as the elementwise kernels split theirs).
+constexpr int64_t kTaskOutputs = 64 * 1024;
 
 // One dimension's taps as the kernel reads them: ops::resize_taps's indices times the input's
 // stride along the dimension.
@@ -62,8 +66,8 @@ class ResizeKernel final : public runtime::Kernel {
 
  public:
   ResizeKernel(const runtime::Value* in, runtime::Value* out, std::vector<AxisTaps> axes,
-               double extrapolation)
-      : in_(in), out_(out), extrapolation_(value_as<S>(extrapolation)) {
+               double extrapolation, runtime::ThreadPool* pool)
+      : in_(in), out_(out), extrapolation_(value_as<S>(extrapolation)), pool_(pool) {
     bool outside = false;
     for (size_t d = 0; d < axes.size(); ++d) {
       AxisTaps& a = axes[d];
@@ -118,18 +122,29 @@ class ResizeKernel final : public runtime::Kernel {
   // the outer dimensions (one tap each), each output row and column read their taps straight from
   // the tables. The arithmetic is sample()'s, in its order (the row's tap fastest, each weight the
   // row's times the column's), so the results are the same to the bit.
-  void run_planes(const S* x, S* y) const {
+  // The output rows (of every plane) split over the pool in tasks of about kTaskOutputs outputs;
+  // each output is computed as on one thread.
+  void run_planes(const S* x, S* out) const {
     const size_t rank = axes_.size();
     const Axis& ah = axes_[rank - 2];
     const Axis& aw = axes_[rank - 1];
     const int kh = ah.k, kw = aw.k;
-    std::array<int64_t, kMaxRank> index{};
     int64_t outer = 1;
     for (size_t d = 0; d + 2 < rank; ++d) outer *= axes_[d].size;
-    for (int64_t p = 0; p < outer; ++p) {
-      int64_t base = 0;
-      for (size_t d = 0; d + 2 < rank; ++d) base += axes_[d].offsets[static_cast<size_t>(index[d])];
-      for (int64_t oy = 0; oy < ah.size; ++oy) {
+    const int64_t rows_total = outer * ah.size;
+    const int64_t per_task = std::max<int64_t>(1, kTaskOutputs / aw.size);
+    const int64_t tasks = (rows_total + per_task - 1) / per_task;
+    auto walk = [&](int64_t first, int64_t last) {
+      for (int64_t row = first; row < last; ++row) {
+        const int64_t p = row / ah.size, oy = row - p * ah.size;
+        // The plane's offset: p split over the outer dimensions, the last fastest.
+        int64_t base = 0, rest = p;
+        for (size_t d = rank - 2; d-- > 0;) {
+          const int64_t i = rest % axes_[d].size;
+          rest /= axes_[d].size;
+          base += axes_[d].offsets[static_cast<size_t>(i)];
+        }
+        S* y = out + row * aw.size;
         const int64_t* rows = ah.offsets.data() + oy * kh;
         for (int64_t ox = 0; ox < aw.size; ++ox, ++y) {
           const int64_t* cols = aw.offsets.data() + ox * kw;
@@ -167,11 +182,14 @@ class ResizeKernel final : public runtime::Kernel {
           }
         }
       }
-      for (size_t d = rank - 2; d-- > 0;) {
-        if (++index[d] < axes_[d].size) break;
-        index[d] = 0;
-      }
+    };
+    if (pool_ == nullptr || tasks < 2) {
+      walk(0, rows_total);
+      return;
     }
+    pool_->parallel_for(tasks, [&](int64_t t, unsigned) {
+      walk(t * per_task, std::min(rows_total, (t + 1) * per_task));
+    });
   }
 
   S sample(const S* x, const int64_t* index) const {
@@ -209,6 +227,7 @@ class ResizeKernel final : public runtime::Kernel {
   std::vector<size_t> active_;  // dimensions with more than one tap
   int64_t combos_ = 1;
   bool planes_ = false;  // run_planes applies
+  runtime::ThreadPool* pool_;
 };
 
 std::string_view attr_or(const runtime::KernelCall& call, std::string_view name,
@@ -262,7 +281,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kAllTypes.bits()>(x.dtype, [&]<typename S>() {
     kernel = std::make_unique<ResizeKernel<S>>(call.inputs[0], call.outputs[0], std::move(taps),
-                                               extrapolation);
+                                               extrapolation, call.pool);
   });
   if (!kernel) return no_kernel_for(call, x.dtype);
   return kernel;
