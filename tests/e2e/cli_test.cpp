@@ -393,8 +393,8 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
                "kernel, cudnn"},
            Bad{"--cuda-option conv_row=cudnn" + gpu,
                "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
-               "conv_patches, conv_hard_activations, gemm_gelu, concat, kernel_sizes, tune_candidates, "
-               "dump_kernel_source"},
+               "conv_patches, conv_hard_activations, gemm_gelu, concat, kernel_sizes, "
+               "tune_candidates, dump_kernel_source"},
            Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},
            Bad{"--cuda-option conv_rows" + gpu, "'conv_rows' is not KEY=VALUE"},
            Bad{"--cuda-option conv_rows=cudnn", "apply to GPU targets: add --device cuda:N"},
