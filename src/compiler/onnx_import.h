@@ -19,7 +19,7 @@ struct ImportOptions {
   std::vector<InputShape> input_shapes;
   std::vector<DimRange> dims;
   // What folding a Loop's trip count at import may materialize (the compile's own limits).
-  FoldLimits fold_limits;
+  FoldLimits fold_limits{};
 };
 
 Result<Graph> import_onnx_file(const std::string& path, const ImportOptions& options);

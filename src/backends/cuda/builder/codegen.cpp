@@ -126,6 +126,14 @@ std::string ElementIndex::offset(std::string_view i, std::string_view strides) {
   return fmt::format("baton_offset<{}>({}, sizes, {})", sizes_.size(), i, strides);
 }
 
+LaunchShape vector_launch(int64_t n, int64_t per_thread) {
+  LaunchShape launch = grid_stride_launch(n);
+  launch.per_block = kBlock * per_thread;
+  launch.grid = static_cast<uint32_t>(
+      std::clamp<int64_t>((n + launch.per_block - 1) / launch.per_block, 1, launch.cap));
+  return launch;
+}
+
 LaunchShape grid_stride_launch(int64_t n) {
   LaunchShape launch;
   launch.block = kBlock;
@@ -483,12 +491,7 @@ std::string generate_fused(const FusedKernel& k, LaunchShape* launch, KernelArgs
   // A static kernel whose count W does not divide runs the scalar loop: a thread per element.
   // A dynamic one keeps the vector loop's grid, which follows the sizes as one expression, and
   // runs its scalar loop at sizes W does not divide with W times fewer threads than elements.
-  *launch = grid_stride_launch(n);
-  if (n % w == 0 || k.sizes_vary) {
-    launch->per_block = kBlock * w;
-    launch->grid = static_cast<uint32_t>(
-        std::clamp<int64_t>((n + launch->per_block - 1) / launch->per_block, 1, launch->cap));
-  }
+  *launch = n % w == 0 || k.sizes_vary ? vector_launch(n, w) : grid_stride_launch(n);
   const std::string vector_count = fmt::format("count / {}", w);
   return fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}{}"

@@ -44,7 +44,7 @@ struct FusedInput {
   // A Concat read where its inputs are (lower_fused_group): the input is `pieces` joined along
   // dimension `axis` of the kernel's dimension order, each piece a pointer of its own; `dtype`
   // and `strides` are unused. The Concat then costs no kernel and no copy.
-  std::vector<FusedPiece> pieces;
+  std::vector<FusedPiece> pieces{};
   int axis = -1;
 };
 
@@ -170,6 +170,9 @@ std::string generate_typed(const TypedKernel& k, LaunchShape* launch, KernelArgs
 // A grid-stride launch over n elements (blocks of kBlock threads, the grid capped).
 inline constexpr uint32_t kBlock = 256;
 LaunchShape grid_stride_launch(int64_t n);
+// The same over n elements taken `per_thread` at a time (a kernel's 16-byte loop): as many
+// threads as n / per_thread need, the count still n (a size expression at every size).
+LaunchShape vector_launch(int64_t n, int64_t per_thread);
 
 // Whether element `strides` lay out `sizes` row-major (dimensions of size 1 may have any stride).
 bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);

@@ -190,7 +190,6 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
   const std::string element = fmt::format(
       "((n * {} + ih) * {} + iw) * {}LL + (r * {} + q2) * {}LL + k", in_h, in_w, taps, kw, k);
   std::string vector_loop;
-  LaunchShape launch = grid_stride_launch(count);
   if (vectorized) {
     vector_loop = fmt::format(
         "  if (baton_vec_aligned<{0}>(g) && baton_vec_aligned<{0}>(y)) {{\n"
@@ -211,10 +210,6 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
         "    return;\n"
         "  }}\n",
         vec, total, coordinates, has_bias ? "b[k + e]" : "0.0f", taps_open, element, kCloseTaps);
-    // Enough threads for the vector loop; the fallback strides over the rest.
-    launch.per_block = kBlock * vec;
-    launch.grid = static_cast<uint32_t>(
-        std::clamp<int64_t>((count + launch.per_block - 1) / launch.per_block, 1, launch.cap));
   }
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ g, "
@@ -234,6 +229,8 @@ Result<bool> lower_gemm(Lowering& ctx, int index) {
   std::vector<int> operands = {g};
   if (has_bias) operands.push_back(bias);
   operands.push_back(out);
+  // Enough threads for the vector loop; the fallback strides over the rest.
+  const LaunchShape launch = vectorized ? vector_launch(count, vec) : grid_stride_launch(count);
   ctx.add_kernel(name, std::move(code), launch, std::move(operands), args);
   return true;
 }

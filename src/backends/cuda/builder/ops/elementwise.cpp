@@ -153,7 +153,6 @@ namespace {
 // the Concats lowered now instead, the one of most pieces first, while that is more than a kernel
 // takes (DenseNet's last dense layers concatenate up to 25 feature maps).
 Status fit_pointers(Lowering& ctx, const std::vector<int>& group, size_t stored) {
-  const std::set<int> in_group(group.begin(), group.end());
   std::set<int> produced;
   for (int idx : group) produced.insert(ctx.node(idx).outputs[0]);
   for (;;) {
@@ -224,6 +223,12 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
   nhwc = nhwc && any_nhwc;
   const std::vector<int> order = nhwc ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{};
   if (nhwc) k.sizes = {k.sizes[0], k.sizes[2], k.sizes[3], k.sizes[1]};
+  // Strides along the output's logical dimensions, put in the kernel's dimension order.
+  auto in_kernel_order = [&](std::vector<int64_t> strides) {
+    const std::vector<int64_t> logical = strides;
+    for (size_t d = 0; d < order.size(); ++d) strides[d] = logical[order[d]];
+    return strides;
+  };
   std::map<int, int> ref;  // value -> operand reference in the kernel
   std::vector<int> operands;
   for (int idx : group) {
@@ -253,9 +258,7 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
           FusedPiece piece;
           piece.dtype = ctx.dtype_of(p);
           piece.size = ctx.value(p).sizes[axis];
-          const std::vector<int64_t> logical = ctx.strides_of(p);
-          piece.strides = logical;
-          for (size_t d = 0; d < order.size(); ++d) piece.strides[d] = logical[order[d]];
+          piece.strides = in_kernel_order(ctx.strides_of(p));
           in.pieces.push_back(std::move(piece));
           operands.push_back(p);
         }
@@ -275,10 +278,8 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
         in.dtype = ctx.dtype_of(src);
         // The input's strides (as stored) broadcast to the output's logical dimensions (0 along
         // broadcast dimensions), then put in the kernel's dimension order.
-        const std::vector<int64_t> logical =
-            broadcast_strides(iv.sizes, ctx.strides_of(src), k.sizes.size());
-        in.strides = logical;
-        for (size_t d = 0; d < order.size(); ++d) in.strides[d] = logical[order[d]];
+        in.strides =
+            in_kernel_order(broadcast_strides(iv.sizes, ctx.strides_of(src), k.sizes.size()));
         operands.push_back(src);
       }
       ref[v] = static_cast<int>(k.inputs.size());
