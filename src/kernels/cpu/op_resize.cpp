@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/elementwise_kernels.h"
 #include "kernels/cpu/kernels.h"
 #include "ops/elementwise.h"
 #include "ops/op_def.h"
@@ -23,9 +24,6 @@ namespace baton::kernels::cpu {
 namespace {
 
 using Interp = ops::ResizeInterp;
-
-// Output elements per pool task (as the elementwise kernels split theirs).
-constexpr int64_t kTaskOutputs = 64 * 1024;
 
 // One dimension's taps as the kernel reads them: ops::resize_taps's indices times the input's
 // stride along the dimension.
@@ -122,8 +120,8 @@ class ResizeKernel final : public runtime::Kernel {
   // the outer dimensions (one tap each), each output row and column read their taps straight from
   // the tables. The arithmetic is sample()'s, in its order (the row's tap fastest, each weight the
   // row's times the column's), so the results are the same to the bit.
-  // The output rows (of every plane) split over the pool in tasks of about kTaskOutputs outputs;
-  // each output is computed as on one thread.
+  // The output rows (of every plane) split over the pool in tasks of about as many outputs as an
+  // elementwise op's (kElementwiseTaskElements); each output is computed as on one thread.
   void run_planes(const S* x, S* out) const {
     const size_t rank = axes_.size();
     const Axis& ah = axes_[rank - 2];
@@ -132,7 +130,7 @@ class ResizeKernel final : public runtime::Kernel {
     int64_t outer = 1;
     for (size_t d = 0; d + 2 < rank; ++d) outer *= axes_[d].size;
     const int64_t rows_total = outer * ah.size;
-    const int64_t per_task = std::max<int64_t>(1, kTaskOutputs / aw.size);
+    const int64_t per_task = std::max<int64_t>(1, kElementwiseTaskElements / aw.size);
     const int64_t tasks = (rows_total + per_task - 1) / per_task;
     auto walk = [&](int64_t first, int64_t last) {
       for (int64_t row = first; row < last; ++row) {
