@@ -3,28 +3,27 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 namespace baton {
-namespace {
 
-LogLevel level_from_env() {
+std::optional<LogLevel> log_level_from_environment() {
   const char* env = std::getenv("BATON_LOG_LEVEL");
-  if (env == nullptr) return LogLevel::Info;
-  if (std::strcmp(env, "debug") == 0) return LogLevel::Debug;
-  if (std::strcmp(env, "info") == 0) return LogLevel::Info;
-  if (std::strcmp(env, "warn") == 0) return LogLevel::Warn;
-  if (std::strcmp(env, "error") == 0) return LogLevel::Error;
-  if (std::strcmp(env, "off") == 0) return LogLevel::Off;
-  return LogLevel::Info;
+  if (env == nullptr) return std::nullopt;
+  for (const LogLevel level :
+       {LogLevel::Debug, LogLevel::Info, LogLevel::Warn, LogLevel::Error, LogLevel::Off}) {
+    if (log_level_name(level) == env) return level;
+  }
+  return std::nullopt;
 }
+
+namespace {
 
 struct LogState {
   std::mutex mutex;
   LogCallback callback = nullptr;
   void* user_data = nullptr;
-  std::atomic<int> level{static_cast<int>(level_from_env())};
+  std::atomic<int> level{static_cast<int>(log_level_from_environment().value_or(LogLevel::Info))};
 };
 
 LogState& state() {

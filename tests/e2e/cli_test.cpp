@@ -355,6 +355,10 @@ TEST_F(CliTest, QuietCompilesWriteNoInfoLines) {
   r = baton(args + " -q", "env BATON_LOG_LEVEL=info");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("baton [info]"), std::string::npos) << r.output;
+  // A variable that names no level leaves the default, which -q lowers.
+  r = baton(args + " -q", "env BATON_LOG_LEVEL=loud");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("baton [info]"), std::string::npos) << r.output;
 }
 
 // Build options go with --cuda-option KEY=VALUE, are recorded in each engine and shown by inspect;

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -379,12 +378,9 @@ int cli_main(int argc, char** argv) {
   // -q: no progress, and no info lines either (a dynamic GPU compile writes several); warnings
   // and errors stay. BATON_LOG_LEVEL, when set to a level, wins.
   const bool quiet = (*c && compile.quiet) || (*r && run.quiet) || (*m && compare.quiet);
-  const char* level = std::getenv("BATON_LOG_LEVEL");
-  bool level_set = false;
-  for (const char* name : {"debug", "info", "warn", "error", "off"}) {
-    level_set |= level != nullptr && std::strcmp(level, name) == 0;
+  if (quiet && !verbose && !baton::log_level_from_environment()) {
+    baton::set_log_level(baton::LogLevel::Warn);
   }
-  if (quiet && !verbose && !level_set) baton::set_log_level(baton::LogLevel::Warn);
   baton::register_builtins();
   baton::tool::register_backends();
 

@@ -6,6 +6,7 @@
 // thread that runs Baton code, and it is never called concurrently with itself.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 namespace baton {
@@ -13,6 +14,10 @@ namespace baton {
 enum class LogLevel : int { Debug = 0, Info = 1, Warn = 2, Error = 3, Off = 4 };
 
 std::string_view log_level_name(LogLevel level);
+
+// The level BATON_LOG_LEVEL names, or none when it is unset or names no level (the default
+// threshold is then Info). A tool that lowers its own default (baton's -q) leaves a named one be.
+std::optional<LogLevel> log_level_from_environment();
 
 // Receives every message at or above the threshold. `component` names the emitter ("runtime",
 // "compiler", "cuda", ...). The strings are valid only during the call.
