@@ -436,7 +436,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // share them), the scratch and workspace (once: the buckets share them), and the staging
     // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
     uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0, plans = 0,
-             cudnn_plans = 0, opt_timed = 0;
+             cudnn_plans = 0, opt_timed = 0, size_only = 0, size_bytes = 0;
     const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
       if (c->memory() != counted) device_bytes += c->device_bytes();
@@ -449,6 +449,8 @@ class CudaBackend final : public runtime::BackendInterface {
       plans += c->plan_sets_built();
       cudnn_plans += c->cudnn_plans_built();
       opt_timed += c->opt_choices_timed();
+      size_only += c->size_only_steps();
+      size_bytes += c->size_value_bytes();
     }
     for (const BindingState& b : handle->bindings) device_bytes += b.staging ? b.bytes : 0;
     return {{"device_bytes_at_load", device_bytes},
@@ -469,7 +471,9 @@ class CudaBackend final : public runtime::BackendInterface {
             {"cudnn_plans_built", cudnn_plans},
             {"opt_choices_timed", opt_timed},
             {"graph_nodes", handle->context->graph_nodes()},
-            {"graph_kernels", handle->context->graph_kernels()}};
+            {"graph_kernels", handle->context->graph_kernels()},
+            {"size_only_steps", size_only},
+            {"size_value_bytes", size_bytes}};
   }
 
   // The engine's header, bindings and steps, read from the blob alone (no GPU needed).

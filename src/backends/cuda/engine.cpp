@@ -406,6 +406,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
                         : const_cast<int64_t*>(blob.kernel_args(r.kernel).data()));  // NOLINT
     }
   }
+  if (ctx->dynamic_) ctx->find_size_only_block();
   size_t declared = 0;
   for (const StepRecord& r : blob.steps()) {
     declared += r.kind == static_cast<uint32_t>(StepKind::Gemm) || is_cudnn_step(r.kind) ||
@@ -419,6 +420,73 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   }
   runtime::nvtx_domain();  // NVTX initializes on its first call: here, not in a warm execute
   return ctx;
+}
+
+// Every buffer a step names (a cuDNN step's through cudnn_operands).
+static int step_refs(const StepRecord& r, BufferRef* refs) {
+  switch (static_cast<StepKind>(r.kind)) {
+    case StepKind::Gemm: {
+      int n = 0;
+      for (const BufferRef* ref : {&r.gemm.a, &r.gemm.b, &r.gemm.d}) refs[n++] = *ref;
+      if (r.gemm.has_c) refs[n++] = r.gemm.c;
+      if (epilogue_has_bias(static_cast<GemmEpilogue>(r.gemm.epilogue))) refs[n++] = r.gemm.bias;
+      return n;
+    }
+    case StepKind::Kernel:
+      std::copy(r.kernel.operands, r.kernel.operands + r.kernel.num_operands, refs);
+      return static_cast<int>(r.kernel.num_operands);
+    case StepKind::Copy:
+      refs[0] = r.copy.src;
+      refs[1] = r.copy.dst;
+      return 2;
+    default: {
+      BufferRef five[5];
+      const int n = cudnn_operands(r, five);
+      std::copy(five, five + n, refs);
+      return n;
+    }
+  }
+}
+
+void ExecutionContext::find_size_only_block() {
+  const std::span<const StepRecord> list = engine_->blob().steps();
+  auto flagged = [](const StepRecord& r) {
+    return r.kind == static_cast<uint32_t>(StepKind::Kernel) &&
+           (r.kernel.flags & kKernelSizeOnly) != 0;
+  };
+  uint64_t lo = UINT64_MAX, hi = 0;
+  size_t count = 0;
+  BufferRef refs[kMaxKernelOperands];
+  for (const StepRecord& r : list) {
+    if (!flagged(r)) continue;
+    ++count;
+    for (int i = 0, n = step_refs(r, refs); i < n; ++i) {
+      if (refs[i].space != static_cast<uint32_t>(Space::Scratch)) continue;
+      lo = std::min(lo, refs[i].offset);
+      hi = std::max(hi, refs[i].offset + refs[i].bytes);
+    }
+  }
+  if (count == 0 || hi <= lo) return;
+  // The block as the builder laid it out: every flagged step's scratch inside it, every other
+  // step's buffers wholly inside or wholly outside. A blob that breaks that runs every step at
+  // every call, as a reader unaware of the flag would.
+  for (const StepRecord& r : list) {
+    for (int i = 0, n = step_refs(r, refs); i < n; ++i) {
+      if (refs[i].space != static_cast<uint32_t>(Space::Scratch)) continue;
+      const uint64_t start = refs[i].offset, end = refs[i].offset + refs[i].bytes;
+      const bool inside = start >= lo && end <= hi, outside = end <= lo || start >= hi;
+      if ((flagged(r) && !inside) || (!inside && !outside)) {
+        log_message(LogLevel::Debug, "cuda",
+                    fmt::format("partition '{}': its size-only steps overlap other buffers; every "
+                                "step runs at every call",
+                                engine_->partition()));
+        return;
+      }
+    }
+  }
+  size_lo_ = lo;
+  size_hi_ = hi;
+  size_only_steps_ = count;
 }
 
 std::span<const StepRecord> ExecutionContext::steps() const {
@@ -748,6 +816,10 @@ void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> poi
     case Space::Binding:
       return static_cast<uint8_t*>(pointers[ref.index]) + ref.offset;
     case Space::Scratch:
+      // The size-only block of the graph being captured: that graph's own copy.
+      if (size_base_ != nullptr && ref.offset >= size_lo_ && ref.offset < size_hi_) {
+        return size_base_ + (ref.offset - size_lo_);
+      }
       return static_cast<uint8_t*>(memory_->scratch.get()) + ref.offset;
     case Space::Weights:
       return static_cast<uint8_t*>(engine_->weights()) + ref.offset;
@@ -757,12 +829,18 @@ void* ExecutionContext::resolve(const BufferRef& ref, std::span<void* const> poi
 
 Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
                                        std::span<const cudaEvent_t> step_marks,
-                                       std::vector<cudaGraphNode_t>* own_nodes) {
+                                       std::vector<cudaGraphNode_t>* own_nodes, StepSet which) {
   const EngineBlob& blob = engine_->blob();
   const int device = engine_->device();
   const std::span<const StepRecord> list = steps();
   for (size_t s = 0; s < list.size(); ++s) {
     const StepRecord& r = list[s];
+    if (which != StepSet::All) {
+      const bool size_only = size_hi_ > size_lo_ &&
+                             r.kind == static_cast<uint32_t>(StepKind::Kernel) &&
+                             (r.kernel.flags & kKernelSizeOnly) != 0;
+      if (size_only != (which == StepSet::SizeOnly)) continue;
+    }
     const runtime::NvtxRange range(runtime::nvtx_domain(), step_labels_[s]);
     if (!step_marks.empty()) BATON_CUDA_CHECK_ON(device, cudaEventRecord(step_marks[s], stream));
     switch (static_cast<StepKind>(r.kind)) {
@@ -979,10 +1057,52 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
                                             void* context, int found) {
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
+  // Where the graph goes: the shape's own entry (its pointers or stream context changed), a new
+  // entry while there is room, else the least recently used shape's entry.
+  size_t slot = 0;
+  if (found >= 0) {
+    slot = static_cast<size_t>(found);
+  } else if (graphs_.size() < graph_shapes_) {
+    graphs_.emplace_back();
+    slot = graphs_.size() - 1;
+  } else {
+    for (size_t i = 1; i < graphs_.size(); ++i) {
+      if (graphs_[i].last_use < graphs_[slot].last_use) slot = i;
+    }
+    ++graph_replacements_;
+  }
+  ShapeGraph& g = graphs_[slot];
+  // A dynamic engine's size-only steps run now, outside the graph, into the entry's copy of the
+  // size-only block; the graph's steps read that copy. An entry taken from another shape holds
+  // nothing valid from here on until its new graph is in place.
+  const bool size_block = size_hi_ > size_lo_;
+  if (size_block) {
+    if (found < 0) {
+      g.symbols.clear();
+      g.pointers.clear();
+    }
+    if (!g.size_values) {
+      BATON_ASSIGN_OR_RETURN(
+          g.size_values,
+          allocate_device_buffer(device, size_hi_ - size_lo_,
+                                 fmt::format("size-only values of partition '{}' for one shape",
+                                             engine_->partition())));
+      size_value_bytes_ += size_hi_ - size_lo_;
+    }
+    size_base_ = static_cast<uint8_t*>(g.size_values.get());
+  }
+  struct ResetBase {
+    uint8_t** base;
+    ~ResetBase() { *base = nullptr; }
+  } reset_base{&size_base_};
+  if (size_block) {
+    BATON_TRY(enqueue_steps(pointers, stream, {}, nullptr, StepSet::SizeOnly));
+  }
   BATON_CUDA_CHECK_ON(device, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   std::vector<cudaGraphNode_t> own_nodes;  // recorded only for GraphEdges::Own
   const Status captured =
-      enqueue_steps(pointers, stream, {}, graph_edges_ == GraphEdges::Own ? &own_nodes : nullptr);
+      enqueue_steps(pointers, stream, {}, graph_edges_ == GraphEdges::Own ? &own_nodes : nullptr,
+                    size_block ? StepSet::Rest : StepSet::All);
   cudaGraph_t captured_graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured_graph);
   Graph graph(captured_graph, device);
@@ -999,21 +1119,6 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
                   "made full dependencies",
                   engine_->partition(), edges,
                   graph_edges_ == GraphEdges::Own ? "but those into its generated kernels " : ""));
-  // Where the graph goes: the shape's own entry (its pointers or stream context changed), a new
-  // entry while there is room, else the least recently used shape's entry.
-  size_t slot = 0;
-  if (found >= 0) {
-    slot = static_cast<size_t>(found);
-  } else if (graphs_.size() < graph_shapes_) {
-    graphs_.emplace_back();
-    slot = graphs_.size() - 1;
-  } else {
-    for (size_t i = 1; i < graphs_.size(); ++i) {
-      if (graphs_[i].last_use < graphs_[slot].last_use) slot = i;
-    }
-    ++graph_replacements_;
-  }
-  ShapeGraph& g = graphs_[slot];
   // An executable graph is updated in place when it can be: the engine's graphs have the same
   // nodes at every shape (the kernels' arguments and cuBLASLt's choices may differ), and an
   // update is cheaper than instantiating again.

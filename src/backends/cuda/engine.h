@@ -188,6 +188,11 @@ class ExecutionContext {
   size_t graphs() const { return graphs_.size(); }
   uint64_t graph_captures() const { return graph_captures_; }
   uint64_t graph_replacements() const { return graph_replacements_; }
+  // A dynamic engine's size-only kernels (kKernelSizeOnly), which a captured graph leaves out
+  // (they run once, when it is captured), and the device bytes their graphs' copies of the
+  // size-only block hold (allocated as each graph is first captured).
+  size_t size_only_steps() const { return size_only_steps_; }
+  uint64_t size_value_bytes() const { return size_value_bytes_; }
   // A dynamic engine with cuDNN steps: how many shapes' sets of cuDNN plans were built.
   uint64_t plan_sets_built() const { return plan_sets_built_; }
   // How many cuDNN plans this context built (at create and per shape; steps of one operation
@@ -205,10 +210,17 @@ class ExecutionContext {
   explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
   // With `own_nodes` (while the stream is captured), each generated kernel's graph node is added
   // to it.
+  // Which steps enqueue_steps launches: all of them, only the size-only kernels
+  // (kKernelSizeOnly: filling a graph's copy of the size-only block), or all others.
+  enum class StepSet { All, SizeOnly, Rest };
   Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
                        std::span<const cudaEvent_t> step_marks = {},
-                       std::vector<cudaGraphNode_t>* own_nodes = nullptr);
+                       std::vector<cudaGraphNode_t>* own_nodes = nullptr,
+                       StepSet which = StepSet::All);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
+  // At create: the size-only block (size_lo_, size_hi_) the steps flagged kKernelSizeOnly
+  // write, when the blob lays it out as the builder does.
+  void find_size_only_block();
   // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
   std::span<const StepRecord> steps() const;
   // `at_opt`: the sizes are the declared OPT shape's (its algorithm timed at load is taken).
@@ -274,12 +286,22 @@ class ExecutionContext {
     std::vector<int64_t> binding_sizes;  // a dynamic engine's, at `symbols` (resize reads them)
     std::vector<uint64_t> binding_bytes;
     uint64_t last_use = 0;
+    // This graph's copy of the size-only block (a dynamic engine with kKernelSizeOnly steps):
+    // filled by those steps when the graph is captured, read by the graph's other steps.
+    DeviceBuffer size_values;
   };
   std::vector<ShapeGraph> graphs_;  // capacity reserved at create
   size_t graph_shapes_ = 1;
   int current_graph_ = -1;  // a dynamic engine: the entry of the current symbols, or -1
   uint64_t graph_clock_ = 0, graph_captures_ = 0, graph_replacements_ = 0;
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
+  // The size-only block of scratch, [size_lo_, size_hi_) (empty: none, or a graph captures every
+  // step), and where resolve() finds it while a graph's copy is filled and captured (null: in
+  // scratch itself, as launches without a graph use it).
+  uint64_t size_lo_ = 0, size_hi_ = 0;
+  uint8_t* size_base_ = nullptr;
+  uint64_t size_value_bytes_ = 0;  // held by the graphs' copies
+  size_t size_only_steps_ = 0;
   // Whether kernels that wait for their predecessor (KernelStep::flags) are launched with
   // programmatic stream serialization (the load option cuda_pdl).
   bool dependent_launch_ = true;

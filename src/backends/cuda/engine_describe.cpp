@@ -74,9 +74,11 @@ std::string describe_step(const EngineBlob& e, size_t index) {
                            fmt::join(values.first(std::min<size_t>(values.size(), 16)), " "));
         if (values.size() > 16) args += fmt::format(" ... ({} in all)", values.size());
       }
-      return fmt::format("{} grid {} block {} ({}){}",
+      // A size-only kernel runs once per shape, when that shape's graph is captured.
+      return fmt::format("{} grid {} block {} ({}){}{}",
                          escape_invalid_utf8(e.kernel_name(s.kernel.kernel)), s.kernel.grid[0],
-                         s.kernel.block[0], ops, args);
+                         s.kernel.block[0], ops, args,
+                         (s.kernel.flags & kKernelSizeOnly) != 0 ? " [once per shape]" : "");
     }
     case StepKind::Conv: {
       const ConvStep& c = s.conv;

@@ -179,6 +179,15 @@ struct KernelStep {
 // serialization (CUDA's programmatic dependent launch): its blocks start while the step before it
 // finishes, and read nothing until that step's writes are complete and visible.
 inline constexpr uint32_t kKernelWaitsForPredecessor = 1;
+// kKernelSizeOnly (dynamic engines): the kernel reads only weights and what earlier such kernels
+// wrote, and writes only into the size-only block, a range of scratch no other step writes. Its
+// results depend on the call's sizes alone, so the runtime runs it once per shape, when that
+// shape's CUDA graph is captured, into a copy of the block the graph keeps; without a graph it
+// runs at every call. A reader that ignores the flag runs it at every call, which is correct.
+inline constexpr uint32_t kKernelSizeOnly = 2;
+// The most bytes of size-only values a dynamic engine keeps (at its largest sizes): each CUDA
+// graph a context keeps holds its own copy. Steps past it run at every call.
+inline constexpr uint64_t kMaxSizeOnlyBytes = 256 * 1024;
 
 // HardSigmoid(t) = max(0, min(1, alpha t + beta)); HardSwish(t) = t HardSigmoid(t) (ONNX's
 // HardSwish: alpha 1/6, beta 1/2). Both read ConvStep's act_alpha and act_beta.

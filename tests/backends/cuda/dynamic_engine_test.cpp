@@ -687,6 +687,94 @@ TEST(DynamicEngineTest, SizeAndIndexArithmeticStaysOnTheGpu) {
   EXPECT_EQ(checked, 48u) << "every N in 1..48, over the buckets";
 }
 
+// A dynamic BERT computes its token type and position ids and its attention mask's indices from
+// the sizes (Shape, Range, integer arithmetic, comparisons: what a static compile folds). Those
+// kernels are flagged kKernelSizeOnly, for the runtime to run once per shape: each reads only
+// weights and what earlier flagged kernels wrote, and their results lie in one block at the end
+// of scratch, within kMaxSizeOnlyBytes, that no other step's buffers straddle and no library step
+// writes. The kernels that read the inputs (the word embeddings, the mask's values) are not
+// flagged, and a static engine has no flagged kernel.
+TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
+  compiler::CompileOptions o;
+  o.dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto blobs = build_file_blobs("torchscript17_bert", o, precision);
+    ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+    ASSERT_EQ(blobs->size(), 1u);
+    std::vector<uint8_t> shared;
+    const auto engines = engines_of((*blobs)[0], &shared);
+    const testing::AlignedBytes aligned(engines.back());  // the widest bucket
+    auto blob = cuda::EngineBlob::parse(aligned.span(), shared);
+    ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t flagged = 0;
+    std::set<std::string> names;
+    for (const cuda::StepRecord& r : blob->steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel) ||
+          (r.kernel.flags & cuda::kKernelSizeOnly) == 0) {
+        continue;
+      }
+      ++flagged;
+      names.insert(std::string(blob->kernel_name(r.kernel.kernel)));
+      for (uint32_t i = 0; i < r.kernel.num_operands; ++i) {
+        const cuda::BufferRef& ref = r.kernel.operands[i];
+        EXPECT_NE(ref.space, static_cast<uint32_t>(cuda::Space::Binding))
+            << blob->kernel_name(r.kernel.kernel) << " reads an input";
+        if (ref.space != static_cast<uint32_t>(cuda::Space::Scratch)) continue;
+        lo = std::min(lo, ref.offset);
+        hi = std::max(hi, ref.offset + ref.bytes);
+      }
+    }
+    EXPECT_GE(flagged, 10u);
+    for (const char* what : {"shape", "range", "integer", "logical", "expand"}) {
+      bool seen = false;
+      for (const std::string& n : names) seen |= n.find(what) != std::string::npos;
+      EXPECT_TRUE(seen) << "no flagged " << what << " kernel";
+    }
+    ASSERT_LT(lo, hi);
+    EXPECT_LE(hi - lo, cuda::kMaxSizeOnlyBytes);
+    EXPECT_LE(hi, blob->header().scratch_bytes);
+    size_t readers = 0;
+    for (const cuda::StepRecord& r : blob->steps()) {
+      std::vector<cuda::BufferRef> refs;
+      bool library = true;
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
+        refs.assign(r.kernel.operands, r.kernel.operands + r.kernel.num_operands);
+        library = false;
+        if (r.kernel.flags & cuda::kKernelSizeOnly) continue;
+      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) {
+        refs = {r.gemm.d};  // what it writes
+      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa)) {
+        refs = {r.sdpa.o};
+      }
+      for (const cuda::BufferRef& ref : refs) {
+        if (ref.space != static_cast<uint32_t>(cuda::Space::Scratch)) continue;
+        const bool inside = ref.offset >= lo && ref.offset + ref.bytes <= hi;
+        const bool outside = ref.offset + ref.bytes <= lo || ref.offset >= hi;
+        EXPECT_TRUE(inside || outside) << "a buffer straddles the size-only block";
+        EXPECT_FALSE(library && inside) << "a library step writes into the size-only block";
+        readers += inside;
+      }
+    }
+    EXPECT_GE(readers, 2u) << "the embeddings and the mask read size-only values";
+
+    compiler::CompileOptions fixed;
+    fixed.input_shapes = {{"input_ids", {8, 64}}, {"attention_mask", {8, 64}}};
+    auto st = build_file_blobs("torchscript17_bert", fixed, precision);
+    ASSERT_TRUE(st.ok()) << st.status().to_string();
+    const testing::AlignedBytes st_aligned((*st)[0]);
+    auto st_blob = cuda::EngineBlob::parse(st_aligned.span());
+    ASSERT_TRUE(st_blob.ok()) << st_blob.status().to_string();
+    for (const cuda::StepRecord& r : st_blob->steps()) {
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel))
+        EXPECT_EQ(r.kernel.flags & cuda::kKernelSizeOnly, 0u);
+    }
+    EXPECT_LT(st_blob->steps().size() + 6, blob->steps().size())
+        << "the static engine folds what the dynamic one computes";
+  }
+}
+
 // What the builder cannot make one engine of is refused, saying what differs, where, and the way
 // out. Two cases: more symbols than the probe grid takes (five; 3^5 lowerings), and a lowering
 // that changes with the sizes in more than sizes: an elementwise chain over [3, N] is read 4

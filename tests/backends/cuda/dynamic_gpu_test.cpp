@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 
+#include "backends/cuda/engine_format.h"
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
 #include "baton/cuda/backend.h"
@@ -554,6 +555,60 @@ TEST_F(DynamicGpuTest, AlternatingShapesReplayEachShapesGraph) {
     }
   }
   cudaStreamDestroy(stream);
+}
+
+// BERT's dynamic engine computes its position ids and its attention mask's indices from the
+// sizes alone (kKernelSizeOnly steps): they run once per shape, when the shape's graph is
+// captured, into a copy of the size-only block that graph keeps. Calls alternating between three
+// shapes of one bucket match the CPU path at every call: by default each shape keeps its graph
+// and its copy (three copies); with cuda_graph_shapes=2 every call takes the entry of the shape
+// called longest ago and fills its copy again (a graph reading another shape's ids would be
+// wrong); without graphs every step runs at every call and no copy is made.
+TEST_F(DynamicGpuTest, SizeOnlyStepsRunOncePerShapeIntoTheirGraphsOwnCopy) {
+  const Family bert{
+      "torchscript17_bert", {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}}, true};
+  const std::vector<uint8_t> onnx = read_model(bert.model);
+  ASSERT_FALSE(onnx.empty());
+  const auto cpu = compile(onnx, bert.dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  const auto gpu = compile(onnx, bert.dims, "cuda:0", "fp32");
+  ASSERT_NE(gpu, nullptr);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 17}, {8, 64}, {5, 40}};
+  std::vector<std::vector<Tensor>> inputs;
+  for (const auto& [b, s] : shapes) inputs.push_back(inputs_of(bert, b, s, rng_));
+  struct Case {
+    std::vector<runtime::BackendOption> options;
+    uint64_t graphs, captures, copies;  // expected after 3 rounds
+  };
+  const std::vector<Case> cases = {
+      {{}, 3, 3, 3},
+      {{{"cuda_graph_shapes", "2"}}, 2, 9, 2},
+      {{{"cuda_graphs", "0"}}, 0, 0, 0},
+  };
+  uint64_t block = 0;  // one copy's bytes, from the first case
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.options.empty() ? std::string("defaults")
+                                   : c.options[0].key + "=" + c.options[0].value);
+    runtime::MethodOptions options;
+    options.backend_options = c.options;
+    auto module = extension::Module::from_program(gpu, "forward", options).value();
+    double worst = 0;
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        SCOPED_TRACE(fmt::format("round {} shape {}x{}", round, shapes[i].first, shapes[i].second));
+        expect_matches(module, reference, inputs[i], 1e-5, &worst);
+      }
+    }
+    std::map<std::string, uint64_t> counters = counters_of(module.method());
+    EXPECT_GE(counters["size_only_steps"], 10u) << "position ids and mask indices";
+    EXPECT_EQ(counters["graphs"], c.graphs);
+    EXPECT_EQ(counters["graph_captures"], c.captures);
+    if (block == 0) block = counters["size_value_bytes"] / 3;
+    EXPECT_GT(block, 0u);
+    EXPECT_LE(block, cuda::kMaxSizeOnlyBytes);
+    EXPECT_EQ(counters["size_value_bytes"], c.copies * block);
+  }
 }
 
 }  // namespace

@@ -638,6 +638,71 @@ Result<compiler::LoweredPartition> Lowering::finish() {
   return compile(std::move(e));
 }
 
+// Which kernel steps of a dynamic engine compute from sizes alone: they read only weights and
+// what earlier such steps wrote, and write only values no step touched before them. Exporters
+// write such chains ahead of the first layer (position ids from a Range over the sequence
+// length, the indices and comparisons that build an attention mask's shape); a static engine
+// folds them at compile, a dynamic one would otherwise run them at every call, a dozen tiny
+// kernels of a few microseconds each. Their results (in `roots`) must stay small, since the
+// runtime keeps a copy per shape: steps are taken in order while the block stays within
+// kMaxSizeOnlyBytes at the largest sizes.
+std::set<size_t> Lowering::find_size_only_steps(std::set<int>* roots) const {
+  std::set<size_t> found;
+  uint64_t block = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Planned& step = steps_[i];
+    if (step.record.kind != static_cast<uint32_t>(StepKind::Kernel)) continue;
+    std::set<int> written;
+    bool size_only = true;
+    for (int v : step.operands) {
+      if (v < 0) continue;
+      const int r = root(v);
+      const Slot& s = slots_.at(r);
+      if (s.kind == Slot::Kind::Weights || roots->count(r)) continue;
+      if (s.kind == Slot::Kind::Scratch && s.first == static_cast<int>(i)) {
+        written.insert(r);
+        continue;
+      }
+      size_only = false;  // a binding, or a value an earlier step computed from the inputs
+    }
+    if (!size_only || written.empty()) continue;
+    uint64_t bytes = 0;
+    for (int r : written) bytes += align_up(slots_.at(r).bytes(), kEngineAlignment);
+    if (block + bytes > kMaxSizeOnlyBytes) continue;
+    block += bytes;
+    roots->insert(written.begin(), written.end());
+    found.insert(i);
+  }
+  // A library step (GEMM, cuDNN, copy) never writes into the block: its values would then
+  // change after the block was filled. Only kernels write their own fresh values there, so a
+  // library step touching the block reads it; its output operand is checked all the same.
+  for (const Planned& step : steps_) {
+    int out = -1;
+    switch (static_cast<StepKind>(step.record.kind)) {
+      case StepKind::Gemm:
+      case StepKind::Matmul:
+        out = step.operands[3];
+        break;
+      case StepKind::Conv:
+        out = step.operands[4];
+        break;
+      case StepKind::Sdpa:
+        out = step.operands[3];
+        break;
+      case StepKind::Copy:
+        out = step.operands[1];
+        break;
+      case StepKind::Kernel:
+        break;
+    }
+    if (out >= 0 && roots->count(root(out))) {
+      roots->clear();
+      return {};
+    }
+  }
+  return found;
+}
+
 Result<EngineDescription> Lowering::describe() {
   BATON_CHECK_OR_RETURN(steps_.size() < (1u << 20), NotSupported, "partition '{}' is too large",
                         p_.name);
@@ -651,10 +716,18 @@ Result<EngineDescription> Lowering::describe() {
       s.last = std::max(s.last, static_cast<int>(i));
     }
   }
+  // A dynamic engine's kernels that compute from sizes alone (size_only_steps) write their
+  // results into a block of their own at the end of scratch, planned below.
+  std::set<int> size_only_roots;
+  if (upper_ != nullptr) {
+    size_only_steps_ = upper_->size_only_steps_;
+  } else if (dynamic()) {
+    size_only_steps_ = find_size_only_steps(&size_only_roots);
+  }
   std::vector<compiler::BufferRequest> requests;
   std::vector<int> request_slot;
   for (auto& [v, s] : slots_) {
-    if (s.kind != Slot::Kind::Scratch || s.last < 0) continue;
+    if (s.kind != Slot::Kind::Scratch || s.last < 0 || size_only_roots.count(v)) continue;
     requests.push_back(
         {s.bytes(), Device::cuda(static_cast<int16_t>(t_.device_id)), s.first, s.last});
     request_slot.push_back(v);
@@ -678,6 +751,14 @@ Result<EngineDescription> Lowering::describe() {
       slots_.at(request_slot[i]).offset = plan.offset[i];
     }
     scratch_bytes_ = plan.arenas.empty() ? 0 : plan.arenas[0].size;
+    // The size-only block: every value in it lives for the whole engine (the runtime gives each
+    // shape's CUDA graph its own copy of the block, filled once when that graph is captured).
+    for (int v : size_only_roots) {
+      scratch_bytes_ = align_up(scratch_bytes_, kEngineAlignment);
+      slots_.at(v).offset = scratch_bytes_;
+      scratch_bytes_ += slots_.at(v).bytes();
+    }
+    scratch_bytes_ = align_up(scratch_bytes_, kEngineAlignment);
   }
 
   EngineDescription e;
@@ -717,6 +798,9 @@ Result<EngineDescription> Lowering::describe() {
             p_.name, s.operands.size(), s.args.size(), kMaxKernelOperands, kMaxKernelArgs);
         for (size_t o = 0; o < s.operands.size(); ++o)
           s.record.kernel.operands[o] = ref_of(s.operands[o]);
+        if (size_only_steps_.count(static_cast<size_t>(&s - steps_.data()))) {
+          s.record.kernel.flags |= kKernelSizeOnly;
+        }
         s.record.kernel.first_arg = static_cast<uint32_t>(e.args.size());
         s.record.kernel.num_args = static_cast<uint32_t>(s.args.size());
         e.args.insert(e.args.end(), s.args.begin(), s.args.end());

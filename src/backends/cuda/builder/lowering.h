@@ -212,6 +212,9 @@ class Lowering {
 
   // A GEMM, convolution or attention step over up to five operands (-1: unused).
   void add_library_step(const StepRecord& record, std::array<int, 5> operands);
+  // describe(): the kernel steps of a dynamic engine whose results depend on sizes alone
+  // (kKernelSizeOnly), and the scratch values they write.
+  std::set<size_t> find_size_only_steps(std::set<int>* roots) const;
   void assign_slots();
   bool feeds_only_gemms(int v) const;
   // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
@@ -252,6 +255,7 @@ class Lowering {
   bool dynamic_ = false;             // set_dynamic()
   bool cudnn_fusions_ = true;        // set_dynamic()
   uint64_t scratch_bytes_ = 0;       // after describe()
+  std::set<size_t> size_only_steps_;  // after describe(): the steps flagged kKernelSizeOnly
 };
 
 }  // namespace baton::cuda
