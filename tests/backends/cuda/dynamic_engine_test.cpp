@@ -151,17 +151,35 @@ Patched expect_patched_is_static(const cuda::EngineBlob& dyn, const cuda::Engine
                                  const std::vector<int64_t>& symbols) {
   Patched p = patch(dyn, symbols);
   EXPECT_EQ(p.steps.size(), st.steps().size());
+  bool switching = false;
   for (size_t s = 0; s < p.steps.size() && s < st.steps().size(); ++s) {
     SCOPED_TRACE(fmt::format("step {} ({})", s,
                              cuda::step_kind_name(static_cast<cuda::StepKind>(p.steps[s].kind))));
-    const cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
+    cuda::StepRecord a = without_scratch_offsets(p.steps[s]);
     const cuda::StepRecord b = without_scratch_offsets(st.steps()[s]);
+    if (a.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+        dyn.kernel_name(a.kernel.kernel).find("layer_norm") != std::string_view::npos) {
+      // A dynamic engine's LayerNorm picks a warp or a block per row when it runs
+      // (switching_row_launch): blocks of 128 threads, the grid the row count (its first
+      // argument) below 1024 rows, else a quarter of it. The static engine's launch is its own.
+      const int64_t rows = p.args[a.kernel.first_arg];
+      EXPECT_EQ(a.kernel.block[0], 128u);
+      EXPECT_EQ(a.kernel.grid[0], static_cast<uint32_t>(rows < 1024 ? rows : (rows + 3) / 4));
+      std::copy(b.kernel.grid, b.kernel.grid + 3, a.kernel.grid);
+      std::copy(b.kernel.block, b.kernel.block + 3, a.kernel.block);
+      switching = true;
+    }
     EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
   }
   EXPECT_EQ(p.args, std::vector<int64_t>(st.args().begin(), st.args().end()));
-  // The same kernels: one cubin serves every size of a bucket.
-  EXPECT_TRUE(
-      std::equal(dyn.cubin().begin(), dyn.cubin().end(), st.cubin().begin(), st.cubin().end()));
+  // The same kernels: one cubin serves every size of a bucket (but for the LayerNorm's, which
+  // has both launches compiled in).
+  if (!switching) {
+    EXPECT_TRUE(
+        std::equal(dyn.cubin().begin(), dyn.cubin().end(), st.cubin().begin(), st.cubin().end()));
+  } else {
+    EXPECT_EQ(dyn.kernels().size(), st.kernels().size());
+  }
   return p;
 }
 
@@ -685,6 +703,38 @@ TEST(DynamicEngineTest, SizeAndIndexArithmeticStaysOnTheGpu) {
     }
   }
   EXPECT_EQ(checked, 48u) << "every N in 1..48, over the buckets";
+}
+
+// A dynamic engine's LayerNorm picks a warp or a block per row when it runs: the dynamic MLP's
+// LayerNorm over N rows of 96, N in 1..2048, patched at row counts on both sides of 1024, launches
+// N blocks (one a row) below 1024 rows and N / 4 blocks (a warp a row) from 1024 on, blocks of 128
+// threads throughout, and its kernel compares the row count with 1024 itself. A choice fixed at
+// the largest sizes gave every call a warp per row.
+TEST(DynamicEngineTest, LayerNormPicksAWarpOrABlockPerRowAtEachCall) {
+  auto dynamic = build_blobs(dynamic_mlp().bytes(), dims(2048));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*dynamic)[0], &shared);
+  const testing::AlignedBytes aligned(engines.back());
+  auto blob = cuda::EngineBlob::parse(aligned.span(), shared);
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  size_t ln = SIZE_MAX;
+  for (size_t s = 0; s < blob->steps().size(); ++s) {
+    const cuda::StepRecord& r = blob->steps()[s];
+    if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+        blob->kernel_name(r.kernel.kernel).find("layer_norm") != std::string_view::npos) {
+      ln = s;
+    }
+  }
+  ASSERT_NE(ln, SIZE_MAX);
+  for (const auto& [n, grid] : std::vector<std::pair<int64_t, uint32_t>>{
+           {2, 2}, {5, 5}, {1023, 1023}, {1024, 256}, {1025, 257}, {2048, 512}}) {
+    SCOPED_TRACE(n);
+    const Patched p = patch(*blob, {n});
+    EXPECT_EQ(p.steps[ln].kernel.grid[0], grid);
+    EXPECT_EQ(p.steps[ln].kernel.block[0], 128u);
+    EXPECT_EQ(p.args[p.steps[ln].kernel.first_arg], n) << "the row count it compares";
+  }
 }
 
 // A dynamic BERT computes its token type and position ids and its attention mask's indices from

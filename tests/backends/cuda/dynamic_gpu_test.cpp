@@ -557,6 +557,37 @@ TEST_F(DynamicGpuTest, AlternatingShapesReplayEachShapesGraph) {
   cudaStreamDestroy(stream);
 }
 
+// A dynamic engine's LayerNorm takes a warp per row from 1024 rows on and a block per row below
+// (switching_row_launch): BERT over batch 1..32 and sequence 1..64 matches the CPU path at row
+// counts on both sides of the switch (1023 = 31 x 33, 1024 = 16 x 64, 2048, and few rows), in
+// fp32 and fp16, shapes alternating.
+TEST_F(DynamicGpuTest, LayerNormsMatchOnBothSidesOfTheWarpRowSwitch) {
+  const Family bert{
+      "torchscript17_bert", {{"batch", 1, 32, 0, {}}, {"sequence", 1, 64, 0, {}}}, true};
+  const std::vector<uint8_t> onnx = read_model(bert.model);
+  ASSERT_FALSE(onnx.empty());
+  const auto cpu = compile(onnx, bert.dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    const auto gpu = compile(onnx, bert.dims, "cuda:0", precision);
+    ASSERT_NE(gpu, nullptr);
+    auto module = extension::Module::from_program(gpu).value();
+    const double bound = std::string_view(precision) == "fp32" ? 1e-5 : 3e-3;
+    double worst = 0;
+    for (const auto& [b, s] : std::vector<std::pair<int64_t, int64_t>>{
+             {31, 33}, {16, 64}, {3, 5}, {32, 64}, {31, 33}, {16, 64}}) {
+      SCOPED_TRACE(fmt::format("batch {} sequence {} ({} rows)", b, s, b * s));
+      std::vector<Tensor> in = inputs_of(bert, b, s, rng_);
+      // Every first token attended, as in TransformersMatchTheCpuPathAtEveryShape (fp16).
+      for (int64_t r = 0; r < b; ++r) in[1].data_as<int64_t>()[r * s] = 1;
+      expect_matches(module, reference, in, bound, &worst);
+    }
+    std::printf("  LayerNorm switch, BERT %s: worst relative error %.3g\n", precision, worst);
+  }
+}
+
 // BERT's dynamic engine computes its position ids and its attention mask's indices from the
 // sizes alone (kKernelSizeOnly steps): they run once per shape, when the shape's graph is
 // captured, into a copy of the size-only block that graph keeps. Calls alternating between three

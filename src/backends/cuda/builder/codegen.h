@@ -137,6 +137,10 @@ struct LaunchShape {
   int64_t count = 0;
   int64_t per_block = 1;
   int64_t cap = 0;
+  // With warp_rows_from > 0 (a row kernel that picks a warp or a block per row when it runs,
+  // row_launch.h's switching_row_launch): the grid is count (a block per row) while count <
+  // warp_rows_from, else ceil(count / per_block) (per_block rows a block, a warp each).
+  int64_t warp_rows_from = 0;
 };
 
 // Pointer arguments: non-literal inputs in order (a pieced input's pieces in their order), then

@@ -517,7 +517,21 @@ Result<compiler::LoweredPartition> lower_bucket(
       if (!e && grid) {
         const LaunchShape& rule = upper.step_launch(s);
         const std::vector<int64_t> counts = values_of([&](const Probe& p) { return p.counts[s]; });
-        if (rule.count > 0) {
+        if (rule.count > 0 && rule.warp_rows_from > 0) {
+          // count rows a block below warp_rows_from, else per_block rows a block: the divisor
+          // 1 + (per_block - 1) * min(1, floor(count / warp_rows_from)) is 1 or per_block.
+          if (const auto c = fitter.polynomial(counts)) {
+            BATON_ASSIGN_OR_RETURN(const sym::SizeExpr many,
+                                   table.floor_div(*c, table.constant(rule.warp_rows_from)));
+            BATON_ASSIGN_OR_RETURN(
+                const sym::SizeExpr extra,
+                table.mul(table.constant(rule.per_block - 1), table.min(table.constant(1), many)));
+            BATON_ASSIGN_OR_RETURN(const sym::SizeExpr divisor,
+                                   table.add(table.constant(1), extra));
+            BATON_ASSIGN_OR_RETURN(const sym::SizeExpr blocks, table.ceil_div(*c, divisor));
+            if (fitter.holds(blocks, v)) e = blocks;
+          }
+        } else if (rule.count > 0) {
           if (const auto c = fitter.polynomial(counts)) {
             BATON_ASSIGN_OR_RETURN(const sym::SizeExpr blocks,
                                    table.ceil_div(*c, table.constant(rule.per_block)));

@@ -134,8 +134,12 @@ Status lower(Lowering& ctx, int index) {
   // rows: 96 threads, one 16-byte load of each input), which also keeps 8 single elements a
   // thread within reach when a pointer turns out misaligned for the vector path.
   const int vec = n % kLayerNormVec == 0 ? kLayerNormVec : 1;
-  RowLaunch rl = row_launch(rows, n, ops::product(ctx.upper_sizes_of(x), 0, axis));
-  if (vec > 1 && !rl.warp) {
+  // A dynamic engine's LayerNorm picks a warp or a block per row at each call's row count
+  // (switching_row_launch); a static one's is chosen here.
+  const bool switching = ctx.dynamic() && n <= kWarpRowLimit;
+  RowLaunch rl = switching ? switching_row_launch(rows)
+                           : row_launch(rows, n, ops::product(ctx.upper_sizes_of(x), 0, axis));
+  if (vec > 1 && !rl.warp && !switching) {
     const int64_t groups = n / vec;
     rl.launch.block = static_cast<uint32_t>(std::clamp<int64_t>((groups + 31) / 32 * 32, 32, 1024));
   }
@@ -155,11 +159,18 @@ Status lower(Lowering& ctx, int index) {
   }
   KernelArgs args = ctx.kernel_args();
   const std::string rows_arg = args.value(rows), n_arg = args.value(n);
-  std::string code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n"
-      "  baton_layer_norm<{}, {}>({}, {}, {}, {});\n}}\n",
-      rl.launch.block, name, params, args.parameter(), rl.warp ? "true" : "false", vec, call,
-      rows_arg, n_arg, float_literal(static_cast<float>(node.attr_float("epsilon"))));
+  const std::string tail =
+      fmt::format("{}, {}, {}, {}", call, rows_arg, n_arg,
+                  float_literal(static_cast<float>(node.attr_float("epsilon"))));
+  const std::string body = switching ? fmt::format(
+                                           "  if ({} >= {}) baton_layer_norm<true, {}>({});\n"
+                                           "  else baton_layer_norm<false, {}>({});\n",
+                                           rows_arg, kWarpRowsMin, vec, tail, vec, tail)
+                                     : fmt::format("  baton_layer_norm<{}, {}>({});\n",
+                                                   rl.warp ? "true" : "false", vec, tail);
+  std::string code =
+      fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}{}) {{\n{}}}\n",
+                  rl.launch.block, name, params, args.parameter(), body);
   ctx.add_kernel(name, std::move(code), rl.launch, std::move(operands), args);
   return Status();
 }

@@ -45,4 +45,25 @@ inline RowLaunch row_launch(int64_t rows, int64_t len, int64_t upper_rows = 0) {
   return r;
 }
 
+// A dynamic engine's row kernel that decides when it runs: a warp per row where the call has at
+// least kWarpRowsMin rows, a block per row below (the kernel compares its row count, an
+// argument, with kWarpRowsMin; both paths are compiled in). One launch rule for both: blocks of
+// 128 threads (four rows a block, or one row a block, a thread per group of the row's elements),
+// the grid the row count or a quarter of it (LaunchShape::warp_rows_from). A choice fixed at
+// the largest sizes, as row_launch makes it, gave BERT-base's 24 LayerNorms a warp per row at
+// 8 x 16 (128 rows): 5.6 µs each against 4.5 for the static engine's block per row (H200,
+// Nsight Compute). Rows of up to kWarpRowLimit elements only.
+inline RowLaunch switching_row_launch(int64_t rows) {
+  constexpr int64_t kRowsPerBlock = 4;
+  RowLaunch r;
+  r.warp = rows >= kWarpRowsMin;
+  r.launch.block = 32 * kRowsPerBlock;
+  r.launch.grid = static_cast<uint32_t>(r.warp ? (rows + kRowsPerBlock - 1) / kRowsPerBlock : rows);
+  r.launch.count = rows;
+  r.launch.per_block = kRowsPerBlock;
+  r.launch.cap = INT32_MAX;
+  r.launch.warp_rows_from = kWarpRowsMin;
+  return r;
+}
+
 }  // namespace baton::cuda
