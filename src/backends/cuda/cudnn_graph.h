@@ -85,8 +85,8 @@ class CudnnPlan {
                                   const CudnnChoice& choice, const std::string& what);
   // The heuristics' first plan for `step` that builds and needs at most `max_workspace` bytes of
   // workspace, untimed (one that transforms, Winograd or FFT, only when no other does): what a
-  // dynamic engine runs at a shape other than its largest, where the choice recorded for the
-  // largest may not be offered or may leave the GPU idle.
+  // dynamic engine runs at a shape other than its largest when the plan timed for its OPT shape
+  // (or its largest) is not offered there or needs more workspace (ExecutionContext::fit_cudnn).
   static Result<CudnnPlan> first_fitting(cudnnHandle_t handle, const StepRecord& step,
                                          uint64_t max_workspace, const std::string& what);
   ~CudnnPlan();

@@ -673,6 +673,22 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
               return timed;
             }
           }
+          // The plan timed for the declared OPT shape (else for the largest sizes), where cuDNN
+          // offers it at these sizes too and its workspace fits; else the heuristics' first.
+          // On an H200 the heuristics' first fused GELU matmul at full-size BERT-base's smaller
+          // shapes ran slower than cuBLASLt and a GELU kernel; the timed plan runs faster
+          // (gemm.cpp's cudnn_gelu, bench/RESULTS.md).
+          const CudnnPlan* timed = nullptr;
+          for (const ShapePlans& entry : shape_plans_) {
+            if (!opt_symbols_.empty() && entry.symbols == opt_symbols_ && entry.plans.at(s)) {
+              timed = &entry.plans.at(s);
+            }
+          }
+          const CudnnChoice& choice = timed != nullptr ? timed->choice() : engine_->cudnn_choice(s);
+          if (choice.candidates > 0) {
+            Result<CudnnPlan> same = CudnnPlan::create(cudnn_.get(), steps_[s], choice, what);
+            if (same.ok() && same->workspace_bytes() <= memory_->workspace_bytes) return same;
+          }
           return CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes, what);
         }));
   }

@@ -496,9 +496,8 @@ TEST(DynamicEngineTest, TransformersCompileToOneDynamicEngine) {
 
 // In fp16 a dynamic BERT runs cuDNN's fused attention: patched at a shape, each such step is the
 // one a static compile at that shape writes, so the plan the engine builds for that shape is the
-// static engine's operation graph. Its exact GELU stays a cuBLASLt GEMM and a kernel (cuDNN's
-// GELU matmul, untimed below the largest sizes, measured slower: gemm.cpp's cudnn_gelu), where
-// the static engine takes the matmul.
+// static engine's operation graph. So is its exact GELU, in cuDNN's GELU matmul as in the static
+// engine (gemm.cpp's cudnn_gelu): patched at a shape, each matmul is the static engine's.
 TEST(DynamicEngineTest, FusedAttentionFollowsTheSizes) {
   compiler::CompileOptions o;
   o.dims = {{"batch", 1, 4, 0, {}}, {"sequence", 1, 32, 0, {}}};
@@ -523,7 +522,7 @@ TEST(DynamicEngineTest, FusedAttentionFollowsTheSizes) {
   auto fused_steps = [&](std::span<const cuda::StepRecord> steps) {
     return steps_of(steps, cuda::StepKind::Sdpa);
   };
-  EXPECT_TRUE(steps_of(dyn.steps(), cuda::StepKind::Matmul).empty());
+  EXPECT_EQ(steps_of(dyn.steps(), cuda::StepKind::Matmul).size(), 2u) << "the GELUs";
   for (const auto& [b, s] : std::vector<std::pair<int64_t, int64_t>>{{3, 17}, {2, 32}, {4, 5}}) {
     SCOPED_TRACE(fmt::format("{} x {}", b, s));
     const Patched p = patch(dyn, {b, s});
@@ -537,7 +536,14 @@ TEST(DynamicEngineTest, FusedAttentionFollowsTheSizes) {
     const std::vector<cuda::StepRecord> st_fused = fused_steps(st.steps());
     ASSERT_EQ(dyn_fused.size(), 2u) << "two layers' attentions";
     ASSERT_EQ(dyn_fused.size(), st_fused.size());
-    EXPECT_EQ(steps_of(st.steps(), cuda::StepKind::Matmul).size(), 2u) << "the static GELUs";
+    const std::vector<cuda::StepRecord> dyn_gelu = steps_of(p.steps, cuda::StepKind::Matmul);
+    const std::vector<cuda::StepRecord> st_gelu = steps_of(st.steps(), cuda::StepKind::Matmul);
+    ASSERT_EQ(st_gelu.size(), 2u) << "the static GELUs";
+    ASSERT_EQ(dyn_gelu.size(), st_gelu.size());
+    for (size_t i = 0; i < dyn_gelu.size(); ++i) {
+      EXPECT_TRUE(cuda::same_cudnn_graph(dyn_gelu[i], st_gelu[i])) << "GELU matmul " << i;
+      EXPECT_EQ(dyn_gelu[i].gemm.n, st_gelu[i].gemm.n) << "GELU matmul " << i;
+    }
     for (size_t i = 0; i < dyn_fused.size(); ++i) {
       SCOPED_TRACE(i);
       // (Their buffers lie elsewhere in the two engines: what is compared is the graph.)

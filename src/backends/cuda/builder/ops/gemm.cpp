@@ -160,12 +160,12 @@ std::vector<int64_t> padded_strides(const std::vector<int64_t>& sizes, int64_t n
 // 0.509 -> 0.490 ms, BERT-base 0.483 -> 0.461 with up to 16 of cuDNN's plans timed (engine.cpp);
 // with only the heuristics' first four, BERT was 5% slower.
 bool cudnn_gelu(const Lowering& ctx, const Geometry& g, int out) {
-  // A dynamic engine keeps cuBLASLt and the kernel. It could build the matmul's plan per shape
-  // (ExecutionContext::fit_cudnn, as for attention), but below its largest sizes that plan is the
-  // heuristics' first, untimed: on an H200, full-size BERT-base fp16 with it ran at 1.02-1.19 of
-  // the same dynamic program with cuBLASLt and a GELU kernel at five of six shapes (1 x 16 to
-  // 8 x 512; bench/RESULTS.md).
-  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel || ctx.dynamic()) return false;
+  // A dynamic engine takes it too, its plan built per shape (ExecutionContext::fit_cudnn) from
+  // the plan timed for the declared OPT shape or the largest sizes. With the heuristics' first
+  // plan instead, full-size BERT-base fp16 had run at 1.02-1.19 of the same dynamic program with
+  // cuBLASLt and a GELU kernel (`90d6abc`); with the timed plan it runs at 0.93-1.01 of it, and
+  // its twelve GELU kernels are gone (H200; bench/RESULTS.md).
+  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel) return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
   // A binding of another dtype is read through a cast copy (Lowering::ensure).
