@@ -180,11 +180,12 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
       std::map<std::string, uint64_t> counters = counters_of(module.method());
       if (std::string_view(precision) == "fp16") {
         // Shapes other than a bucket's largest built their cuDNN plans once each. Both layers'
-        // attentions have one operation graph: one plan per shape, where a plan per step would
-        // build twice as many.
+        // attentions have one operation graph, and so have both layers' exact-GELU matmuls
+        // (BERT's and ViT's; GPT-2's GELU is the tanh form, in cuBLASLt's epilogue): at most two
+        // plans per shape, where a plan per step would build twice as many.
         EXPECT_GE(counters["cudnn_plan_sets_built"], 1u);
         EXPECT_LE(counters["cudnn_plans_built"],
-                  counters["engines"] + counters["cudnn_plan_sets_built"]);
+                  2 * (counters["engines"] + counters["cudnn_plan_sets_built"]));
       }
       std::printf(
           "  %-22s %s worst relative error over %zu shapes %.3g (cuDNN plans %llu, %llu "
