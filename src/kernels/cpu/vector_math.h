@@ -90,8 +90,22 @@ BATON_VMATH_INLINE float exp_in_range(float h, float l) {
   return e.y * __builtin_bit_cast(float, (static_cast<int32_t>(e.n) + 127) << 23);
 }
 
+// e^h for h <= 0 (or NaN): exp's bits there without its overflow check. (exp_reduced<false>
+// gives exp_reduced<true>'s bits when l is 0: the low part's sum is then exact.)
+BATON_VMATH_INLINE float exp_nonpositive(float h) {
+  const bool nan = h != h;
+  float hc = h < kExpMin ? kExpMin : h;
+  hc = nan ? 0.0f : hc;
+  const Reduced e = exp_reduced<false>(hc, 0.0f);
+  const auto ni = static_cast<int32_t>(e.n);
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  float y = e.y * __builtin_bit_cast(float, (n1 + 127) << 23);
+  y = y * __builtin_bit_cast(float, (n2 + 127) << 23);
+  return nan ? h : y;
+}
+
 BATON_VMATH_INLINE float sigmoid(float x) {
-  const float e = vmath::exp(x < 0.0f ? x : -x);  // e^-|x|, NaN stays NaN
+  const float e = exp_nonpositive(x < 0.0f ? x : -x);  // e^-|x|, NaN stays NaN
   const float s = 1.0f / (1.0f + e);
   return x < 0.0f ? e * s : s;
 }
