@@ -466,19 +466,22 @@ void ExecutionContext::find_size_only_block() {
       hi = std::max(hi, refs[i].offset + refs[i].bytes);
     }
   }
-  if (count == 0 || hi <= lo) return;
+  // Nor is a block larger than the builder makes one (each kept graph holds a copy).
+  if (count == 0 || hi <= lo || hi - lo > kMaxSizeOnlyBytes) return;
   // The block as the builder laid it out: every flagged step's scratch inside it, every other
   // step's buffers wholly inside or wholly outside. A blob that breaks that runs every step at
   // every call, as a reader unaware of the flag would.
   for (const StepRecord& r : list) {
     for (int i = 0, n = step_refs(r, refs); i < n; ++i) {
-      if (refs[i].space != static_cast<uint32_t>(Space::Scratch)) continue;
+      if (refs[i].space == static_cast<uint32_t>(Space::Weights)) continue;
       const uint64_t start = refs[i].offset, end = refs[i].offset + refs[i].bytes;
       const bool inside = start >= lo && end <= hi, outside = end <= lo || start >= hi;
-      if ((flagged(r) && !inside) || (!inside && !outside)) {
+      // A flagged kernel reading a binding would keep one call's input for every later one.
+      const bool binding = refs[i].space == static_cast<uint32_t>(Space::Binding);
+      if ((flagged(r) && (binding || !inside)) || (!binding && !inside && !outside)) {
         log_message(LogLevel::Debug, "cuda",
-                    fmt::format("partition '{}': its size-only steps overlap other buffers; every "
-                                "step runs at every call",
+                    fmt::format("partition '{}': its size-only steps overlap other buffers or "
+                                "read an input; every step runs at every call",
                                 engine_->partition()));
         return;
       }
@@ -623,14 +626,13 @@ const CudnnPlan& ExecutionContext::plan_of(size_t s) const {
                              : cudnn_plans_.at(s);
 }
 
-// A dynamic engine's cuDNN steps (convolutions, fused attention; an erf-GELU matmul too, which
-// the builder does not emit in a dynamic engine) at the patched sizes. At the largest sizes they
-// run the plans made at create (the choice recorded in the blob or timed at load); at any other
-// shape, the heuristics' first plan for that shape (CudnnPlan::first_fitting) within the workspace
-// sized at load, built at the shape's first patch: like the GEMMs (fit_gemm), a plan chosen for the
-// largest shape may not be offered at another, or may leave most of the GPU idle there. Building a
-// shape's plans is host work of its first call (cuDNN compiles nothing for its precompiled
-// engines).
+// A dynamic engine's cuDNN steps (convolutions, fused attention, the erf-GELU matmul) at the
+// patched sizes. At the largest sizes they run the plans made at create (the choice recorded in
+// the blob or timed at load); at any other shape, the plan timed for the declared OPT shape
+// (timed at load), else the one chosen for the largest sizes, where cuDNN offers that plan at
+// this shape and its workspace fits; else the heuristics' first plan for this shape
+// (CudnnPlan::first_fitting) within the workspace sized at load. Built at the shape's first
+// patch: host work of its first call (cuDNN compiles nothing for its precompiled engines).
 Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   current_plans_ = -1;
   if (!cudnn_) return Status();
@@ -673,20 +675,21 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
               return timed;
             }
           }
-          // The plan timed for the declared OPT shape (else for the largest sizes), where cuDNN
+          // The plan timed for the declared OPT shape, else for the largest sizes, where cuDNN
           // offers it at these sizes too and its workspace fits; else the heuristics' first.
           // On an H200 the heuristics' first fused GELU matmul at full-size BERT-base's smaller
           // shapes ran slower than cuBLASLt and a GELU kernel; the timed plan runs faster
           // (gemm.cpp's cudnn_gelu, bench/RESULTS.md).
-          const CudnnPlan* timed = nullptr;
+          std::vector<const CudnnChoice*> timed;
           for (const ShapePlans& entry : shape_plans_) {
-            if (!opt_symbols_.empty() && entry.symbols == opt_symbols_ && entry.plans.at(s)) {
-              timed = &entry.plans.at(s);
+            if (!opt_symbols_.empty() && entry.symbols == opt_symbols_ && entry.plans.at(s) &&
+                entry.plans.at(s).choice().candidates > 0) {
+              timed.push_back(&entry.plans.at(s).choice());
             }
           }
-          const CudnnChoice& choice = timed != nullptr ? timed->choice() : engine_->cudnn_choice(s);
-          if (choice.candidates > 0) {
-            Result<CudnnPlan> same = CudnnPlan::create(cudnn_.get(), steps_[s], choice, what);
+          if (engine_->cudnn_choice(s).candidates > 0) timed.push_back(&engine_->cudnn_choice(s));
+          for (const CudnnChoice* choice : timed) {
+            Result<CudnnPlan> same = CudnnPlan::create(cudnn_.get(), steps_[s], *choice, what);
             if (same.ok() && same->workspace_bytes() <= memory_->workspace_bytes) return same;
           }
           return CudnnPlan::first_fitting(cudnn_.get(), steps_[s], memory_->workspace_bytes, what);
@@ -1074,38 +1077,42 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // Where the graph goes: the shape's own entry (its pointers or stream context changed), a new
-  // entry while there is room, else the least recently used shape's entry.
+  // entry while there is room, else the least recently used shape's entry. A new entry is added,
+  // and a replacement counted, once the capture succeeded.
   size_t slot = 0;
+  const bool fresh = found < 0 && graphs_.size() < graph_shapes_;
   if (found >= 0) {
     slot = static_cast<size_t>(found);
-  } else if (graphs_.size() < graph_shapes_) {
-    graphs_.emplace_back();
-    slot = graphs_.size() - 1;
+  } else if (fresh) {
+    slot = graphs_.size();
   } else {
     for (size_t i = 1; i < graphs_.size(); ++i) {
       if (graphs_[i].last_use < graphs_[slot].last_use) slot = i;
     }
-    ++graph_replacements_;
   }
-  ShapeGraph& g = graphs_[slot];
   // A dynamic engine's size-only steps run now, outside the graph, into the entry's copy of the
   // size-only block; the graph's steps read that copy. An entry taken from another shape holds
   // nothing valid from here on until its new graph is in place.
   const bool size_block = size_hi_ > size_lo_;
+  DeviceBuffer fresh_values;
   if (size_block) {
-    if (found < 0) {
-      g.symbols.clear();
-      g.pointers.clear();
-    }
-    if (!g.size_values) {
+    uint8_t* base = nullptr;
+    if (fresh) {
       BATON_ASSIGN_OR_RETURN(
-          g.size_values,
+          fresh_values,
           allocate_device_buffer(device, size_hi_ - size_lo_,
                                  fmt::format("size-only values of partition '{}' for one shape",
                                              engine_->partition())));
-      size_value_bytes_ += size_hi_ - size_lo_;
+      base = static_cast<uint8_t*>(fresh_values.get());
+    } else {
+      ShapeGraph& taken = graphs_[slot];
+      if (found < 0) {
+        taken.symbols.clear();
+        taken.pointers.clear();
+      }
+      base = static_cast<uint8_t*>(taken.size_values.get());
     }
-    size_base_ = static_cast<uint8_t*>(g.size_values.get());
+    size_base_ = base;
   }
   struct ResetBase {
     uint8_t** base;
@@ -1125,6 +1132,16 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
   BATON_TRY(captured);
   BATON_CUDA_CHECK_ON(device, ended);
   ++graph_captures_;
+  if (fresh) {
+    graphs_.emplace_back();  // (capacity reserved at create: no entry moves)
+    if (fresh_values) {
+      size_value_bytes_ += size_hi_ - size_lo_;
+      graphs_.back().size_values = std::move(fresh_values);
+    }
+  } else if (found < 0) {
+    ++graph_replacements_;
+  }
+  ShapeGraph& g = graphs_[slot];
   // The libraries' programmatic edges become full dependencies (the load option graph_edges).
   BATON_ASSIGN_OR_RETURN(
       const uint32_t edges,

@@ -208,11 +208,11 @@ class ExecutionContext {
 
  private:
   explicit ExecutionContext(std::shared_ptr<Engine> engine) : engine_(std::move(engine)) {}
-  // With `own_nodes` (while the stream is captured), each generated kernel's graph node is added
-  // to it.
   // Which steps enqueue_steps launches: all of them, only the size-only kernels
   // (kKernelSizeOnly: filling a graph's copy of the size-only block), or all others.
   enum class StepSet { All, SizeOnly, Rest };
+  // With `own_nodes` (while the stream is captured), each generated kernel's graph node is added
+  // to it.
   Status enqueue_steps(std::span<void* const> pointers, cudaStream_t stream,
                        std::span<const cudaEvent_t> step_marks = {},
                        std::vector<cudaGraphNode_t>* own_nodes = nullptr,

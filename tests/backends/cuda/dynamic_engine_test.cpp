@@ -799,10 +799,15 @@ TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
         refs.assign(r.kernel.operands, r.kernel.operands + r.kernel.num_operands);
         library = false;
         if (r.kernel.flags & cuda::kKernelSizeOnly) continue;
-      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) {
+      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm) ||
+                 r.kind == static_cast<uint32_t>(cuda::StepKind::Matmul)) {
         refs = {r.gemm.d};  // what it writes
       } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Sdpa)) {
         refs = {r.sdpa.o};
+      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Conv)) {
+        refs = {r.conv.y};
+      } else if (r.kind == static_cast<uint32_t>(cuda::StepKind::Copy)) {
+        refs = {r.copy.dst};
       }
       for (const cuda::BufferRef& ref : refs) {
         if (ref.space != static_cast<uint32_t>(cuda::Space::Scratch)) continue;
@@ -829,6 +834,66 @@ TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
     EXPECT_LT(st_blob->steps().size() + 6, blob->steps().size())
         << "the static engine folds what the dynamic one computes";
   }
+}
+
+// Ids computed from the sizes and concatenated from 17 pieces: more than one kernel takes (16
+// pointers), so the Concat is two kernels writing one output in parts. The second reads values of
+// sizes alone too, but writes what the first wrote, so neither may run once per shape (the second
+// would run at every call into a block the graph's copy keeps): no Concat kernel is flagged, nor
+// the Gather that reads their output, while the Ranges before them are.
+OnnxBuilder seventeen_ranges() {
+  OnnxBuilder b(17);
+  b.input("x", {-1, 4});
+  b.node("Shape", {"x"}, {"shape"}, "shape");
+  b.initializer_int64("zero", {}, {0});
+  b.initializer_int64("one", {}, {1});
+  b.node("Gather", {"shape", "zero"}, {"n"}, "n");
+  std::vector<std::string> pieces;
+  for (int i = 0; i < 17; ++i) {
+    const std::string c = "c" + std::to_string(i), end = "end" + std::to_string(i),
+                      r = "r" + std::to_string(i);
+    b.initializer_int64(c, {}, {i});
+    b.node("Add", {"n", c}, {end}, "end" + std::to_string(i));
+    b.node("Range", {c, end, "one"}, {r}, "range" + std::to_string(i));
+    pieces.push_back(r);
+  }
+  auto& concat = b.node("Concat", pieces, {"ids"}, "concat");
+  OnnxBuilder::attr_int(concat, "axis", 0);
+  std::vector<float> table(80 * 4);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.01f * static_cast<float>(i % 97);
+  b.initializer("table", {80, 4}, table);
+  b.node("Gather", {"table", "ids"}, {"rows"}, "rows");
+  b.output("rows", {-1, 4});
+  return b;
+}
+
+TEST(DynamicEngineTest, AValueWrittenInPartsIsNotKeptOncePerShape) {
+  auto blobs = build_blobs(seventeen_ranges().bytes(), dims(48));
+  ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+  ASSERT_EQ(blobs->size(), 1u) << "one GPU partition";
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*blobs)[0], &shared);
+  const testing::AlignedBytes aligned(engines.back());
+  auto blob = cuda::EngineBlob::parse(aligned.span(), shared);
+  ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+  size_t concats = 0, ranges = 0, gathers = 0;
+  for (const cuda::StepRecord& r : blob->steps()) {
+    if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+    const std::string_view name = blob->kernel_name(r.kernel.kernel);
+    const bool flagged = (r.kernel.flags & cuda::kKernelSizeOnly) != 0;
+    if (name.find("concat") != std::string_view::npos) {
+      ++concats;
+      EXPECT_FALSE(flagged) << name << ": its output is written in parts";
+    } else if (name.find("range") != std::string_view::npos) {
+      ranges += flagged;
+    } else if (name.find("gather") != std::string_view::npos) {
+      ++gathers;
+      EXPECT_FALSE(flagged) << name << " reads what the Concat kernels write";
+    }
+  }
+  EXPECT_GE(concats, 2u) << "the Concat is more than one kernel";
+  EXPECT_EQ(ranges, 17u) << "the Ranges compute from the sizes alone";
+  EXPECT_GE(gathers, 1u);
 }
 
 // What the builder cannot make one engine of is refused, saying what differs, where, and the way

@@ -181,11 +181,12 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
       if (std::string_view(precision) == "fp16") {
         // Shapes other than a bucket's largest built their cuDNN plans once each. Both layers'
         // attentions have one operation graph, and so have both layers' exact-GELU matmuls
-        // (BERT's and ViT's; GPT-2's GELU is the tanh form, in cuBLASLt's epilogue): at most two
-        // plans per shape, where a plan per step would build twice as many.
+        // (BERT's and ViT's; GPT-2's GELU is the tanh form, in cuBLASLt's epilogue): one plan
+        // per shape and graph, where a plan per step would build twice as many.
+        const uint64_t graphs = f.model.find("gpt2") == std::string::npos ? 2 : 1;
         EXPECT_GE(counters["cudnn_plan_sets_built"], 1u);
         EXPECT_LE(counters["cudnn_plans_built"],
-                  2 * (counters["engines"] + counters["cudnn_plan_sets_built"]));
+                  graphs * (counters["engines"] + counters["cudnn_plan_sets_built"]));
       }
       std::printf(
           "  %-22s %s worst relative error over %zu shapes %.3g (cuDNN plans %llu, %llu "

@@ -660,13 +660,16 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
   // and a softmax kernel.
   Status fused = lower_buckets(graph, partition, target, lower_nodes, ranges,
                                /*cudnn_fusions=*/true, &buckets, &shared);
-  // (Only a partition with an attention node in an fp16 or bf16 engine has it; any other failure
-  // is returned as it is, without lowering everything a second time.)
-  const bool has_attention = std::any_of(
-      partition.nodes.begin(), partition.nodes.end(),
-      [&](int n) { return graph.nodes[static_cast<size_t>(n)].op_type == "Attention"; });
+  // (Only a partition with an attention node, or a Linear with an exact GELU (gemm.cpp's
+  // cudnn_gelu), in an fp16 or bf16 engine has them; any other failure is returned as it is,
+  // without lowering everything a second time.)
+  const bool has_fusion = std::any_of(partition.nodes.begin(), partition.nodes.end(), [&](int n) {
+    const compiler::IrNode& node = graph.nodes[static_cast<size_t>(n)];
+    return node.op_type == "Attention" ||
+           (node.op_type == "Linear" && node.attr_string("activation") == "Gelu");
+  });
   const bool may_fuse =
-      has_attention && (target.precision == Precision::FP16 || target.precision == Precision::BF16);
+      has_fusion && (target.precision == Precision::FP16 || target.precision == Precision::BF16);
   if (!fused.ok() && !may_fuse) return fused;
   if (!fused.ok()) {
     buckets.clear();
@@ -675,8 +678,9 @@ Result<compiler::LoweredPartition> lower_dynamic(const compiler::Graph& graph,
                                        /*cudnn_fusions=*/false, &buckets, &shared);
     if (!plain.ok()) return plain;
     log_message(LogLevel::Info, "cuda",
-                fmt::format("partition '{}': with cuDNN's fused attention it is not one dynamic "
-                            "engine ({}); it runs attention as GEMMs and a softmax kernel",
+                fmt::format("partition '{}': with cuDNN's fused attention and GELU matmul it is "
+                            "not one dynamic engine ({}); it runs attention as GEMMs and a "
+                            "softmax kernel, and GELU as a kernel after its GEMM",
                             partition.name, fused.message()));
   }
   if (buckets.size() == 1) return std::move(buckets[0]);

@@ -75,6 +75,40 @@ bool dense_permutation(const std::vector<int64_t>& sizes, const std::vector<int6
 
 }  // namespace
 
+namespace {
+
+// Which of kernel `name`'s first `count` pointer parameters it writes: those not declared const
+// (every generator declares what it only reads `const T* __restrict__`). All of them when the
+// signature cannot be read, which only makes find_size_only_steps more careful.
+std::vector<bool> written_parameters(const std::string& code, const std::string& name,
+                                     size_t count) {
+  std::vector<bool> all(count, true);
+  const size_t open = code.find(" " + name + "(");
+  if (open == std::string::npos) return all;
+  std::vector<std::string> params(1);
+  int depth = 0;
+  for (size_t i = open + name.size() + 2; i < code.size(); ++i) {
+    const char ch = code[i];
+    if (ch == ')' && depth == 0) break;
+    if (ch == '(' || ch == '<') ++depth;
+    if (ch == ')' || ch == '>') --depth;
+    if (ch == ',' && depth == 0) {
+      params.emplace_back();
+      continue;
+    }
+    params.back() += ch;
+  }
+  if (params.size() < count) return all;
+  std::vector<bool> writes(count);
+  for (size_t p = 0; p < count; ++p) {
+    const size_t first = params[p].find_first_not_of(' ');
+    writes[p] = first == std::string::npos || params[p].compare(first, 6, "const ") != 0;
+  }
+  return writes;
+}
+
+}  // namespace
+
 uint64_t Lowering::Slot::bytes() const {
   return static_cast<uint64_t>(numel(sizes)) * dtype_size(dtype);
 }
@@ -473,6 +507,7 @@ void Lowering::add_kernel(const std::string& name, std::string code, const Launc
       step.record.kernel.flags |= kKernelWaitsForPredecessor;
     }
   }
+  step.writes = written_parameters(code, name, step.operands.size());
   // Models repeat layers: a kernel whose source differs from an earlier one only by its name is
   // that kernel (compile time grows with the number of distinct kernels, not of steps).
   std::string body = code;
@@ -496,6 +531,9 @@ void Lowering::add_library_step(const StepRecord& record, std::array<int, 5> ope
   Planned step;
   step.record = record;
   step.operands.assign(operands.begin(), operands.end());
+  // GEMMs and attention write operand 3 (D, O), convolutions operand 4 (y).
+  step.writes.assign(operands.size(), false);
+  step.writes[record.kind == static_cast<uint32_t>(StepKind::Conv) ? 4 : 3] = true;
   for (int& v : step.operands) v = v < 0 ? v : read(v);
   steps_.push_back(std::move(step));
 }
@@ -532,6 +570,7 @@ void Lowering::add_copy(int src, int dst) {
   Planned step;
   step.record.kind = static_cast<uint32_t>(StepKind::Copy);
   step.operands = {read(src), read(dst)};
+  step.writes = {false, true};
   steps_.push_back(std::move(step));
 }
 
@@ -647,60 +686,57 @@ Result<compiler::LoweredPartition> Lowering::finish() {
 // runtime keeps a copy per shape: steps are taken in order while the block stays within
 // kMaxSizeOnlyBytes at the largest sizes.
 std::set<size_t> Lowering::find_size_only_steps(std::set<int>* roots) const {
-  std::set<size_t> found;
-  uint64_t block = 0;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const Planned& step = steps_[i];
-    if (step.record.kind != static_cast<uint32_t>(StepKind::Kernel)) continue;
-    std::set<int> written;
-    bool size_only = true;
-    for (int v : step.operands) {
-      if (v < 0) continue;
-      const int r = root(v);
-      const Slot& s = slots_.at(r);
-      if (s.kind == Slot::Kind::Weights || roots->count(r)) continue;
-      if (s.kind == Slot::Kind::Scratch && s.first == static_cast<int>(i)) {
-        written.insert(r);
-        continue;
+  // Values no step may keep in the block: written again by a step that is not flagged (a Concat
+  // split into several kernels writes its output in parts; an in-place update writes over a
+  // copy). Each found sends the analysis round again without them.
+  std::set<int> excluded;
+  for (;;) {
+    roots->clear();
+    std::set<size_t> found;
+    uint64_t block = 0;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Planned& step = steps_[i];
+      if (step.record.kind != static_cast<uint32_t>(StepKind::Kernel)) continue;
+      std::set<int> written;
+      bool size_only = true;
+      for (size_t o = 0; o < step.operands.size() && size_only; ++o) {
+        const int v = step.operands[o];
+        if (v < 0) continue;
+        const int r = root(v);
+        const Slot& s = slots_.at(r);
+        if (step.writes[o]) {
+          // Only values no step touched before, in scratch.
+          size_only =
+              s.kind == Slot::Kind::Scratch && s.first == static_cast<int>(i) && !excluded.count(r);
+          written.insert(r);
+        } else {
+          // Reads of weights and of what earlier flagged kernels wrote.
+          size_only = s.kind == Slot::Kind::Weights || roots->count(r) > 0;
+        }
       }
-      size_only = false;  // a binding, or a value an earlier step computed from the inputs
+      if (!size_only || written.empty()) continue;
+      uint64_t bytes = 0;
+      for (int r : written) bytes += align_up(slots_.at(r).bytes(), kEngineAlignment);
+      if (block + bytes > kMaxSizeOnlyBytes) continue;
+      block += bytes;
+      roots->insert(written.begin(), written.end());
+      found.insert(i);
     }
-    if (!size_only || written.empty()) continue;
-    uint64_t bytes = 0;
-    for (int r : written) bytes += align_up(slots_.at(r).bytes(), kEngineAlignment);
-    if (block + bytes > kMaxSizeOnlyBytes) continue;
-    block += bytes;
-    roots->insert(written.begin(), written.end());
-    found.insert(i);
+    // No step left to run at every call may write into the block: its values would then change
+    // after the block was filled (or be left half written).
+    bool clean = true;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (found.count(i)) continue;
+      const Planned& step = steps_[i];
+      for (size_t o = 0; o < step.operands.size(); ++o) {
+        const int v = step.operands[o];
+        if (v < 0 || !step.writes[o] || !roots->count(root(v))) continue;
+        excluded.insert(root(v));
+        clean = false;
+      }
+    }
+    if (clean) return found;
   }
-  // A library step (GEMM, cuDNN, copy) never writes into the block: its values would then
-  // change after the block was filled. Only kernels write their own fresh values there, so a
-  // library step touching the block reads it; its output operand is checked all the same.
-  for (const Planned& step : steps_) {
-    int out = -1;
-    switch (static_cast<StepKind>(step.record.kind)) {
-      case StepKind::Gemm:
-      case StepKind::Matmul:
-        out = step.operands[3];
-        break;
-      case StepKind::Conv:
-        out = step.operands[4];
-        break;
-      case StepKind::Sdpa:
-        out = step.operands[3];
-        break;
-      case StepKind::Copy:
-        out = step.operands[1];
-        break;
-      case StepKind::Kernel:
-        break;
-    }
-    if (out >= 0 && roots->count(root(out))) {
-      roots->clear();
-      return {};
-    }
-  }
-  return found;
 }
 
 Result<EngineDescription> Lowering::describe() {

@@ -206,6 +206,9 @@ class Lowering {
   struct Planned {
     StepRecord record{};
     std::vector<int> operands;  // value ids; -1 = unused (GEMM c / bias)
+    // Per operand: whether the step writes it (a kernel's pointer parameters not declared
+    // const; a library step's output), for find_size_only_steps.
+    std::vector<bool> writes;
     std::vector<int64_t> args;  // a kernel's scalar arguments
     LaunchShape launch;         // a kernel's launch (its grid rule)
   };

@@ -165,7 +165,7 @@ bool cudnn_gelu(const Lowering& ctx, const Geometry& g, int out) {
   // plan instead, full-size BERT-base fp16 had run at 1.02-1.19 of the same dynamic program with
   // cuBLASLt and a GELU kernel (`90d6abc`); with the timed plan it runs at 0.93-1.01 of it, and
   // its twelve GELU kernels are gone (H200; bench/RESULTS.md).
-  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel) return false;
+  if (ctx.target().options.gemm_gelu == GemmGelu::Kernel || !ctx.cudnn_fusions()) return false;
   const Precision p = ctx.target().precision;
   if (p != Precision::FP16 && p != Precision::BF16) return false;
   // A binding of another dtype is read through a cast copy (Lowering::ensure).
