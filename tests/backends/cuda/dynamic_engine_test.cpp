@@ -828,8 +828,9 @@ TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
     auto st_blob = cuda::EngineBlob::parse(st_aligned.span());
     ASSERT_TRUE(st_blob.ok()) << st_blob.status().to_string();
     for (const cuda::StepRecord& r : st_blob->steps()) {
-      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel))
+      if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
         EXPECT_EQ(r.kernel.flags & cuda::kKernelSizeOnly, 0u);
+      }
     }
     EXPECT_LT(st_blob->steps().size() + 6, blob->steps().size())
         << "the static engine folds what the dynamic one computes";
