@@ -422,74 +422,17 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::create(std::shared_p
   return ctx;
 }
 
-// Every buffer a step names (a cuDNN step's through cudnn_operands).
-static int step_refs(const StepRecord& r, BufferRef* refs) {
-  switch (static_cast<StepKind>(r.kind)) {
-    case StepKind::Gemm: {
-      int n = 0;
-      for (const BufferRef* ref : {&r.gemm.a, &r.gemm.b, &r.gemm.d}) refs[n++] = *ref;
-      if (r.gemm.has_c) refs[n++] = r.gemm.c;
-      if (epilogue_has_bias(static_cast<GemmEpilogue>(r.gemm.epilogue))) refs[n++] = r.gemm.bias;
-      return n;
-    }
-    case StepKind::Kernel:
-      std::copy(r.kernel.operands, r.kernel.operands + r.kernel.num_operands, refs);
-      return static_cast<int>(r.kernel.num_operands);
-    case StepKind::Copy:
-      refs[0] = r.copy.src;
-      refs[1] = r.copy.dst;
-      return 2;
-    default: {
-      BufferRef five[5];
-      const int n = cudnn_operands(r, five);
-      std::copy(five, five + n, refs);
-      return n;
-    }
-  }
-}
-
 void ExecutionContext::find_size_only_block() {
-  const std::span<const StepRecord> list = engine_->blob().steps();
-  auto flagged = [](const StepRecord& r) {
-    return r.kind == static_cast<uint32_t>(StepKind::Kernel) &&
-           (r.kernel.flags & kKernelSizeOnly) != 0;
-  };
-  uint64_t lo = UINT64_MAX, hi = 0;
-  size_t count = 0;
-  BufferRef refs[kMaxKernelOperands];
-  for (const StepRecord& r : list) {
-    if (!flagged(r)) continue;
-    ++count;
-    for (int i = 0, n = step_refs(r, refs); i < n; ++i) {
-      if (refs[i].space != static_cast<uint32_t>(Space::Scratch)) continue;
-      lo = std::min(lo, refs[i].offset);
-      hi = std::max(hi, refs[i].offset + refs[i].bytes);
-    }
+  const SizeOnlyBlock block = size_only_block(engine_->blob().steps());
+  if (!block.refused.empty()) {
+    log_message(LogLevel::Debug, "cuda",
+                fmt::format("partition '{}': {}; every step runs at every call",
+                            engine_->partition(), block.refused));
   }
-  // Nor is a block larger than the builder makes one (each kept graph holds a copy).
-  if (count == 0 || hi <= lo || hi - lo > kMaxSizeOnlyBytes) return;
-  // The block as the builder laid it out: every flagged step's scratch inside it, every other
-  // step's buffers wholly inside or wholly outside. A blob that breaks that runs every step at
-  // every call, as a reader unaware of the flag would.
-  for (const StepRecord& r : list) {
-    for (int i = 0, n = step_refs(r, refs); i < n; ++i) {
-      if (refs[i].space == static_cast<uint32_t>(Space::Weights)) continue;
-      const uint64_t start = refs[i].offset, end = refs[i].offset + refs[i].bytes;
-      const bool inside = start >= lo && end <= hi, outside = end <= lo || start >= hi;
-      // A flagged kernel reading a binding would keep one call's input for every later one.
-      const bool binding = refs[i].space == static_cast<uint32_t>(Space::Binding);
-      if ((flagged(r) && (binding || !inside)) || (!binding && !inside && !outside)) {
-        log_message(LogLevel::Debug, "cuda",
-                    fmt::format("partition '{}': its size-only steps overlap other buffers or "
-                                "read an input; every step runs at every call",
-                                engine_->partition()));
-        return;
-      }
-    }
-  }
-  size_lo_ = lo;
-  size_hi_ = hi;
-  size_only_steps_ = count;
+  if (block.empty()) return;
+  size_lo_ = block.begin;
+  size_hi_ = block.end;
+  size_only_steps_ = block.steps;
 }
 
 std::span<const StepRecord> ExecutionContext::steps() const {
@@ -855,9 +798,7 @@ Status ExecutionContext::enqueue_steps(std::span<void* const> pointers, cudaStre
   for (size_t s = 0; s < list.size(); ++s) {
     const StepRecord& r = list[s];
     if (which != StepSet::All) {
-      const bool size_only = size_hi_ > size_lo_ &&
-                             r.kind == static_cast<uint32_t>(StepKind::Kernel) &&
-                             (r.kernel.flags & kKernelSizeOnly) != 0;
+      const bool size_only = size_hi_ > size_lo_ && is_size_only_kernel(r);
       if (size_only != (which == StepSet::SizeOnly)) continue;
     }
     const runtime::NvtxRange range(runtime::nvtx_domain(), step_labels_[s]);

@@ -218,8 +218,8 @@ class ExecutionContext {
                        std::vector<cudaGraphNode_t>* own_nodes = nullptr,
                        StepSet which = StepSet::All);
   void* resolve(const BufferRef& ref, std::span<void* const> pointers) const;
-  // At create: the size-only block (size_lo_, size_hi_) the steps flagged kKernelSizeOnly
-  // write, when the blob lays it out as the builder does.
+  // At create: the size-only block (size_lo_, size_hi_) of a dynamic engine's steps
+  // (engine_format.h's size_only_block), when the blob lays it out as the builder does.
   void find_size_only_block();
   // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
   std::span<const StepRecord> steps() const;

@@ -78,7 +78,7 @@ std::string describe_step(const EngineBlob& e, size_t index) {
       return fmt::format("{} grid {} block {} ({}){}{}",
                          escape_invalid_utf8(e.kernel_name(s.kernel.kernel)), s.kernel.grid[0],
                          s.kernel.block[0], ops, args,
-                         (s.kernel.flags & kKernelSizeOnly) != 0 ? " [once per shape]" : "");
+                         is_size_only_kernel(s) ? " [once per shape]" : "");
     }
     case StepKind::Conv: {
       const ConvStep& c = s.conv;

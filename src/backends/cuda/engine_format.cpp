@@ -894,6 +894,82 @@ int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]) {
   return n;
 }
 
+int step_buffers(const StepRecord& r, BufferRef (&out)[kMaxKernelOperands]) {
+  switch (static_cast<StepKind>(r.kind)) {
+    case StepKind::Gemm: {
+      int n = 0;
+      for (const BufferRef* ref : {&r.gemm.a, &r.gemm.b, &r.gemm.d}) out[n++] = *ref;
+      if (r.gemm.has_c) out[n++] = r.gemm.c;
+      if (epilogue_has_bias(static_cast<GemmEpilogue>(r.gemm.epilogue))) out[n++] = r.gemm.bias;
+      return n;
+    }
+    case StepKind::Kernel: {
+      const uint32_t n = std::min(r.kernel.num_operands, kMaxKernelOperands);
+      std::copy(r.kernel.operands, r.kernel.operands + n, out);
+      return static_cast<int>(n);
+    }
+    case StepKind::Copy:
+      out[0] = r.copy.src;
+      out[1] = r.copy.dst;
+      return 2;
+    default: {
+      BufferRef cudnn[5];
+      const int n = cudnn_operands(r, cudnn);
+      std::copy(cudnn, cudnn + n, out);
+      return n;
+    }
+  }
+}
+
+SizeOnlyBlock size_only_block(std::span<const StepRecord> steps) {
+  SizeOnlyBlock b;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  BufferRef refs[kMaxKernelOperands];
+  for (const StepRecord& r : steps) {
+    if (!is_size_only_kernel(r)) continue;
+    ++b.steps;
+    for (int i = 0, n = step_buffers(r, refs); i < n; ++i) {
+      if (refs[i].space != static_cast<uint32_t>(Space::Scratch)) continue;
+      lo = std::min(lo, refs[i].offset);
+      hi = std::max(hi, refs[i].offset + refs[i].bytes);
+    }
+  }
+  if (b.steps == 0) return b;
+  auto refuse = [&](std::string why) {
+    SizeOnlyBlock none;
+    none.refused = std::move(why);
+    return none;
+  };
+  if (hi <= lo) return refuse("its size-only kernels write no scratch");
+  if (hi - lo > kMaxSizeOnlyBytes) {
+    return refuse(fmt::format("its size-only block takes {} bytes, more than {}", hi - lo,
+                              kMaxSizeOnlyBytes));
+  }
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const StepRecord& r = steps[s];
+    for (int i = 0, n = step_buffers(r, refs); i < n; ++i) {
+      if (refs[i].space == static_cast<uint32_t>(Space::Weights)) continue;
+      if (refs[i].space == static_cast<uint32_t>(Space::Binding)) {
+        if (is_size_only_kernel(r)) {
+          return refuse(fmt::format("size-only step {} reads binding {}", s, refs[i].index));
+        }
+        continue;
+      }
+      const uint64_t start = refs[i].offset, end = refs[i].offset + refs[i].bytes;
+      const bool inside = start >= lo && end <= hi, outside = end <= lo || start >= hi;
+      if (!inside && !outside) {
+        return refuse(
+            fmt::format("step {} touches scratch [{}, {}) across the size-only block "
+                        "[{}, {})",
+                        s, start, end, lo, hi));
+      }
+    }
+  }
+  b.begin = lo;
+  b.end = hi;
+  return b;
+}
+
 bool same_cudnn_graph(const StepRecord& a, const StepRecord& b) {
   if (a.kind != b.kind || !is_cudnn_step(a.kind)) return false;
   // Both with every buffer reference cleared; the rest of the record is the operation graph.

@@ -263,6 +263,31 @@ static_assert(sizeof(StepRecord) == 440, "the step record's size is part of the 
 // convolution's x, w, [bias], [residual], y; an attention's q, k, v, [bias], o; a matmul's a, b,
 // [bias], d. Returns how many.
 int cudnn_operands(const StepRecord& r, BufferRef (&out)[5]);
+// Every buffer step `r` names, in `out` (kMaxKernelOperands at most): a GEMM's A, B, D, [C],
+// [bias]; a kernel's operands; a copy's source and destination; a cuDNN step's as
+// cudnn_operands. Returns how many.
+int step_buffers(const StepRecord& r, BufferRef (&out)[kMaxKernelOperands]);
+
+// Whether `r` is a kernel flagged kKernelSizeOnly.
+inline bool is_size_only_kernel(const StepRecord& r) {
+  return r.kind == static_cast<uint32_t>(StepKind::Kernel) &&
+         (r.kernel.flags & kKernelSizeOnly) != 0;
+}
+
+// The size-only block of a dynamic engine's `steps` (kKernelSizeOnly): the scratch range
+// [begin, end) its flagged kernels touch, and how many there are. Empty, with `refused` saying
+// why, when the steps do not lay it out as the builder does: a flagged kernel reading a binding
+// (it would keep one call's input for every later call), a block over kMaxSizeOnlyBytes, or a
+// buffer of another step straddling its edge. The runtime then runs every step at every call,
+// as a reader unaware of the flag would. Empty without a reason when nothing is flagged.
+struct SizeOnlyBlock {
+  uint64_t begin = 0, end = 0;
+  size_t steps = 0;
+  std::string refused;
+  bool empty() const { return end <= begin; }
+};
+SizeOnlyBlock size_only_block(std::span<const StepRecord> steps);
+
 // Whether cuDNN steps `a` and `b` have the same operation graph (kind, sizes, strides, dtypes,
 // fused operations), differing at most in the buffers they read and write: one plan then serves
 // both, since cuDNN takes the pointers only when the plan runs.

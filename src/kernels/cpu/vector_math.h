@@ -57,6 +57,15 @@ BATON_VMATH_INLINE Reduced exp_reduced(float h, float l) {
   return {p * r * r + r + 1.0f, n};
 }
 
+// y * 2^n for n in [-150, 128], as 2^n1 * 2^n2, each a normal float: a result that underflows
+// to a subnormal is rounded once, by the last multiply.
+BATON_VMATH_INLINE float times_pow2(float y, float n) {
+  const auto ni = static_cast<int32_t>(n);
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  y = y * __builtin_bit_cast(float, (n1 + 127) << 23);
+  return y * __builtin_bit_cast(float, (n2 + 127) << 23);
+}
+
 // e^(h + l) for a sum whose rounding would cost too much (erfc's -a^2 + Q: a relative error of
 // 6e-8 in a sum of 36 is 2e-6 in the result): the range reduction subtracts n ln2 from each part,
 // h - n ln2_hi first (exact when h is large: both are within a factor of two), so the sum is
@@ -70,11 +79,7 @@ BATON_VMATH_INLINE float exp_sum(float h, float l) {
   hc = nan ? 0.0f : hc;
   lc = nan ? 0.0f : lc;
   const Reduced e = exp_reduced<true>(hc, lc);
-  // 2^n as 2^n1 * 2^n2, each a normal float for n in [-150, 128].
-  const auto ni = static_cast<int32_t>(e.n);
-  const int32_t n1 = ni >> 1, n2 = ni - n1;
-  float y = e.y * __builtin_bit_cast(float, (n1 + 127) << 23);
-  y = y * __builtin_bit_cast(float, (n2 + 127) << 23);
+  float y = times_pow2(e.y, e.n);
   y = over ? __builtin_huge_valf() : y;
   return nan ? x : y;
 }
@@ -97,10 +102,7 @@ BATON_VMATH_INLINE float exp_nonpositive(float h) {
   float hc = h < kExpMin ? kExpMin : h;
   hc = nan ? 0.0f : hc;
   const Reduced e = exp_reduced<false>(hc, 0.0f);
-  const auto ni = static_cast<int32_t>(e.n);
-  const int32_t n1 = ni >> 1, n2 = ni - n1;
-  float y = e.y * __builtin_bit_cast(float, (n1 + 127) << 23);
-  y = y * __builtin_bit_cast(float, (n2 + 127) << 23);
+  const float y = times_pow2(e.y, e.n);
   return nan ? h : y;
 }
 

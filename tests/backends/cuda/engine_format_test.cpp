@@ -969,5 +969,56 @@ TEST(EngineFormatTest, RegressionInputsAreRefusedPastTheVersionCheck) {
   EXPECT_EQ(files, 1u) << "a new regression input: add it to the cases above";
 }
 
+// The size-only block the runtime keeps per CUDA graph (size_only_block): the scratch its
+// flagged kernels touch, or nothing, with the reason, when the steps do not lay it out as the
+// builder does (the runtime then runs every step at every call).
+TEST(EngineFormatTest, TheSizeOnlyBlockIsWhatItsFlaggedKernelsTouchOrRefused) {
+  auto kernel = [](bool flagged, std::vector<BufferRef> operands) {
+    StepRecord r{};
+    r.kind = static_cast<uint32_t>(StepKind::Kernel);
+    r.kernel.num_operands = static_cast<uint32_t>(operands.size());
+    std::copy(operands.begin(), operands.end(), r.kernel.operands);
+    r.kernel.flags = flagged ? kKernelSizeOnly : 0;
+    return r;
+  };
+  // A Range into [4096, 4352), a comparison of it into [4352, 4416), read by a gather of an input.
+  const StepRecord range = kernel(true, {ref(Space::Scratch, 0, 4096, 256)});
+  const StepRecord compare =
+      kernel(true, {ref(Space::Scratch, 0, 4096, 256), ref(Space::Weights, 0, 0, 8),
+                    ref(Space::Scratch, 0, 4352, 64)});
+  const StepRecord gather =
+      kernel(false, {ref(Space::Binding, 0, 0, 512), ref(Space::Scratch, 0, 4352, 64),
+                     ref(Space::Scratch, 0, 0, 1024)});
+  std::vector<StepRecord> steps = {range, compare, gather};
+  SizeOnlyBlock b = size_only_block(steps);
+  EXPECT_EQ(b.begin, 4096u);
+  EXPECT_EQ(b.end, 4416u);
+  EXPECT_EQ(b.steps, 2u);
+  EXPECT_TRUE(b.refused.empty());
+
+  // Nothing flagged: no block, nothing refused.
+  b = size_only_block(std::vector<StepRecord>{gather});
+  EXPECT_TRUE(b.empty());
+  EXPECT_TRUE(b.refused.empty());
+
+  // A flagged kernel reading an input.
+  steps[1] = kernel(true, {ref(Space::Binding, 1, 0, 8), ref(Space::Scratch, 0, 4352, 64)});
+  b = size_only_block(steps);
+  EXPECT_TRUE(b.empty());
+  EXPECT_NE(b.refused.find("size-only step 1 reads binding 1"), std::string::npos) << b.refused;
+
+  // Another step's buffer across the block's edge.
+  steps = {range, compare, kernel(false, {ref(Space::Scratch, 0, 4000, 200)})};
+  b = size_only_block(steps);
+  EXPECT_TRUE(b.empty());
+  EXPECT_NE(b.refused.find("step 2 touches scratch [4000, 4200)"), std::string::npos) << b.refused;
+
+  // A block larger than the builder makes one.
+  steps = {kernel(true, {ref(Space::Scratch, 0, 0, kMaxSizeOnlyBytes + 256)})};
+  b = size_only_block(steps);
+  EXPECT_TRUE(b.empty());
+  EXPECT_NE(b.refused.find("more than"), std::string::npos) << b.refused;
+}
+
 }  // namespace
 }  // namespace baton::cuda

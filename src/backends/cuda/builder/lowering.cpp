@@ -73,10 +73,6 @@ bool dense_permutation(const std::vector<int64_t>& sizes, const std::vector<int6
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // Which of kernel `name`'s first `count` pointer parameters it writes: those not declared const
 // (every generator declares what it only reads `const T* __restrict__`). All of them when the
 // signature cannot be read, which only makes find_size_only_steps more careful.

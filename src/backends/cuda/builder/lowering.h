@@ -254,10 +254,10 @@ class Lowering {
   // A kernel's source with its name blanked -> its index: identical kernels are compiled once.
   std::map<std::string, uint32_t> kernel_by_body_;
   std::vector<uint8_t> weights_;
-  const Lowering* upper_ = nullptr;  // follow()
-  bool dynamic_ = false;             // set_dynamic()
-  bool cudnn_fusions_ = true;        // set_dynamic()
-  uint64_t scratch_bytes_ = 0;       // after describe()
+  const Lowering* upper_ = nullptr;   // follow()
+  bool dynamic_ = false;              // set_dynamic()
+  bool cudnn_fusions_ = true;         // set_dynamic()
+  uint64_t scratch_bytes_ = 0;        // after describe()
   std::set<size_t> size_only_steps_;  // after describe(): the steps flagged kKernelSizeOnly
 };
 
