@@ -119,6 +119,15 @@ class Module:
 
     __call__ = run
 
+    def prepare_shape(self, **sizes: int) -> None:
+        """Makes calls at one shape of a dynamic program as fast from the first as later ones
+        (``Method::prepare_shape``): ``m.prepare_shape(batch=1, sequence=16)`` names every
+        symbol the inputs give a size. A GPU engine times its GEMM algorithms and cuDNN plans for
+        these sizes and captures the shape's CUDA graph; nothing runs and nothing a call sees
+        changes. ``baton.load(..., prepare_shapes=[...])`` does it at load. Raises BatonError for
+        an unknown, missing or out-of-range symbol."""
+        self._impl.prepare_shape(sizes)
+
     def counters(self) -> dict[str, int]:
         """Monitoring counters: the runtime's copies between devices ("copies.host_to_device",
         ...) and each GPU delegate's ("delegate0.zero_copy_calls", "delegate0.staged_calls",
@@ -130,16 +139,20 @@ class Module:
 
 
 def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threads: int = 0,
-         verify_checksums: bool = True, load_options: Mapping[str, Any] | None = None) -> Module:
+         verify_checksums: bool = True, load_options: Mapping[str, Any] | None = None,
+         prepare_shapes: Sequence[Mapping[str, int]] = ()) -> Module:
     """Loads a program (a path, or the bytes ``compile`` returns), verifies it, and prepares
     ``method`` (GPU engines are loaded on their device). ``threads``: CPU threads for the CPU
     kernels (0: one per CPU). ``load_options``: ``baton run --load-option``'s KEY=VALUE as a
     dictionary (``{"cuda_graphs": False}``; docs/options.md); an unknown key or value is refused.
+    ``prepare_shapes``: shapes of a dynamic program to prepare at load, each as
+    ``Module.prepare_shape`` takes it (``[{"batch": 1, "sequence": 16}]``).
     Raises BatonError naming what is wrong and how to fix it."""
     if not isinstance(program, bytes):
         program = os.fspath(program)
     return Module(_baton.load(program, method, threads, verify_checksums,
-                              _option_pairs(load_options)))
+                              _option_pairs(load_options),
+                              [{str(k): int(v) for k, v in s.items()} for s in prepare_shapes]))
 
 
 def inspect(program: "str | os.PathLike") -> dict:

@@ -228,6 +228,13 @@ TensorSpec spec_of(const runtime::TensorInfo& info, const std::vector<runtime::M
 
 // ---- Module
 // --------------------------------------------------------------------------------------
+// A shape given by its symbols, {"batch": 1, "sequence": 16}, as Method::prepare_shape takes it.
+std::vector<runtime::SymbolSize> symbol_sizes(const std::map<std::string, int64_t>& sizes) {
+  std::vector<runtime::SymbolSize> out;
+  for (const auto& [name, size] : sizes) out.push_back(runtime::SymbolSize{name, size});
+  return out;
+}
+
 class PyModule {
  public:
   explicit PyModule(extension::Module module) : module_(std::move(module)) {
@@ -243,6 +250,18 @@ class PyModule {
 
   const std::vector<TensorSpec>& inputs() const { return inputs_; }
   const std::vector<TensorSpec>& outputs() const { return outputs_; }
+
+  // Method::prepare_shape, serialized with the calls.
+  void prepare_shape(const std::map<std::string, int64_t>& sizes) {
+    const std::vector<runtime::SymbolSize> parts = symbol_sizes(sizes);
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      st = module_.method().prepare_shape(parts);
+    }
+    check(st);
+  }
 
   // Inputs in order (`positional`) or by name (`named`), never both; `out` optional buffers.
   std::vector<nb::object> run(const std::vector<nb::ndarray<>>& positional,
@@ -504,11 +523,15 @@ nb::object compile(
 
 PyModule* load(nb::handle program, const std::string& method, unsigned threads,
                bool verify_checksums,
-               const std::vector<std::pair<std::string, std::string>>& backend_options) {
+               const std::vector<std::pair<std::string, std::string>>& backend_options,
+               const std::vector<std::map<std::string, int64_t>>& prepare_shapes) {
   runtime::MethodOptions method_options;
   method_options.threads = threads;
   for (const auto& [key, value] : backend_options)
     method_options.backend_options.push_back({key, value});
+  for (const auto& shape : prepare_shapes) {
+    method_options.prepare_shapes.push_back(symbol_sizes(shape));
+  }
   runtime::LoadOptions load_options;
   load_options.verify_checksums = verify_checksums;
   std::shared_ptr<const runtime::Program> loaded;
@@ -598,6 +621,7 @@ NB_MODULE(_baton, m) {
       .def_prop_ro("inputs", &PyModule::inputs)
       .def_prop_ro("outputs", &PyModule::outputs)
       .def("counters", &PyModule::counters)
+      .def("prepare_shape", &PyModule::prepare_shape, nb::arg("sizes"))
       .def_prop_ro("_last_input_pointers", &PyModule::last_input_pointers)
       .def("_run", &PyModule::run, nb::arg("positional"), nb::arg("named"), nb::arg("out").none(),
            nb::arg("stream").none());
@@ -620,6 +644,7 @@ NB_MODULE(_baton, m) {
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),
+        nb::arg("prepare_shapes") = std::vector<std::map<std::string, int64_t>>(),
         nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));
   m.def("has_cuda", [] {

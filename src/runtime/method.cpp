@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 
 #include "baton/core/check.h"
+#include "baton/core/log.h"
 #include "baton/runtime/device_allocator.h"
 #include "baton/runtime/program.h"
 #include "format/size_exprs.h"
@@ -227,6 +229,132 @@ struct Method::Impl {
     if (!std::equal(d.sizes.begin(), d.sizes.end(), value.sizes.begin(), value.sizes.end())) {
       std::copy(value.sizes.begin(), value.sizes.end(), d.sizes.begin());
       shapes_dirty = true;
+    }
+    return Status();
+  }
+
+  // Method::prepare_shape: checks `sizes` against the symbols, gives every dynamic tensor the
+  // sizes they make, asks each delegate to prepare for them, and puts every size back as it
+  // was, so that the next call sees the inputs' own.
+  Status prepare(std::span<const SymbolSize> sizes) {
+    const size_t n = symbol_max.size();
+    auto names = [&] {
+      std::string out;
+      for (size_t s = 0; s < n; ++s) {
+        if (std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end()) continue;
+        out += fmt::format("{}{}", out.empty() ? "" : ", ", symbol_name(s));
+      }
+      return out;
+    };
+    BATON_CHECK_OR_RETURN(n > 0 || sizes.empty(), InvalidArgument,
+                          "method '{}' has no dynamic dimension, so a shape to prepare names no "
+                          "symbol ('{}' was given): prepare its one shape with no sizes",
+                          name, sizes.empty() ? "" : sizes[0].name);
+    std::vector<int64_t> values(n, -1);
+    for (const SymbolSize& given : sizes) {
+      size_t s = 0;
+      while (s < n && symbol_name(s) != given.name) ++s;
+      BATON_CHECK_OR_RETURN(s < n, InvalidArgument,
+                            "method '{}' has no symbol '{}' to prepare a shape for; its symbols "
+                            "are {}",
+                            name, given.name, names());
+      const bool data =
+          std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end();
+      BATON_CHECK_OR_RETURN(!data, InvalidArgument,
+                            "method '{}': symbol '{}' is a size the model computes from data, "
+                            "not one a call gives; leave it out of the shape to prepare",
+                            name, given.name);
+      BATON_CHECK_OR_RETURN(values[s] < 0, InvalidArgument,
+                            "method '{}': the shape to prepare gives '{}' twice", name, given.name);
+      const fb::Symbol* fs = fm->symbols()->Get(static_cast<uint32_t>(s));
+      BATON_CHECK_OR_RETURN(fs->min() <= given.size && given.size <= fs->max(), InvalidArgument,
+                            "method '{}': cannot prepare {}={}, outside the range {}..{} the "
+                            "program was compiled for",
+                            name, given.name, given.size, fs->min(), fs->max());
+      values[s] = given.size;
+    }
+    for (uint32_t s : data_symbols) values[s] = symbol_max[s];
+    for (size_t s = 0; s < n; ++s) {
+      BATON_CHECK_OR_RETURN(values[s] >= 0, InvalidArgument,
+                            "method '{}': the shape to prepare gives no size for '{}'; give one "
+                            "for each of {}",
+                            name, symbol_name(s), names());
+    }
+    // Every size resolve() or a call wrote, put back however the delegates' preparing ends
+    // (also without delegates, where nothing else happens: the round trip is the same code).
+    const std::vector<int64_t> saved_bound(bound.begin(), bound.end());
+    const std::vector<int64_t> saved_exprs(expr_values.begin(), expr_values.end());
+    const std::vector<int64_t> saved_sizes(size_storage.begin(), size_storage.end());
+    const std::vector<int64_t> saved_delegate_symbols = delegate_symbols;
+    Status status;
+    if (n > 0) {
+      std::copy(values.begin(), values.end(), bound.begin());
+      if (!delegate_symbols.empty()) {
+        std::copy(values.begin(), values.end(), delegate_symbols.begin());
+      }
+      if (Status st = exprs.evaluate(bound, expr_values); !st.ok()) {
+        status = with_method_name(Error::InvalidArgument, st);
+      } else {
+        status = write_sizes();
+      }
+    }
+    for (size_t i = 0; i < steps.size() && status.ok(); ++i) {
+      const Step& step = steps[i];
+      if (step.kind != InstructionKind::Delegate) continue;
+      const DelegateInstance& d = delegates[step.delegate];
+      if (Status st = d.backend->prepare(d.handle, step.delegate_args); !st.ok()) {
+        status = Status(st.code(), fmt::format("method '{}' instruction {} ({}): preparing a "
+                                               "shape: {}",
+                                               name, i, step.description, st.message()));
+      }
+    }
+    std::copy(saved_bound.begin(), saved_bound.end(), bound.begin());
+    std::copy(saved_exprs.begin(), saved_exprs.end(), expr_values.begin());
+    std::copy(saved_sizes.begin(), saved_sizes.end(), size_storage.begin());
+    delegate_symbols = saved_delegate_symbols;
+    return status;
+  }
+
+  // At load: the declared OPT shape (every symbol an input gives declares one), then the
+  // shapes the options list, each with an info line saying what it cost.
+  Status prepare_at_load(const MethodOptions& options) {
+    std::vector<std::vector<SymbolSize>> shapes;
+    if (!symbol_max.empty()) {
+      std::vector<SymbolSize> opt;
+      for (size_t s = 0; s < symbol_max.size(); ++s) {
+        if (std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end()) continue;
+        const int64_t v = fm->symbols()->Get(static_cast<uint32_t>(s))->opt();
+        if (v <= 0) {
+          opt.clear();
+          break;
+        }
+        opt.push_back(SymbolSize{symbol_name(s), v});
+      }
+      if (!opt.empty()) shapes.push_back(std::move(opt));
+    }
+    shapes.insert(shapes.end(), options.prepare_shapes.begin(), options.prepare_shapes.end());
+    if (delegates.empty()) {
+      // Checked all the same: a typo in a shape is an error whatever runs the method.
+      for (const auto& shape : shapes) BATON_TRY(prepare(shape));
+      return Status();
+    }
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const auto start = std::chrono::steady_clock::now();
+      BATON_TRY(prepare(shapes[k]));
+      std::string text;
+      for (const SymbolSize& p : shapes[k]) {
+        text += fmt::format("{}{}={}", text.empty() ? "" : ", ", p.name, p.size);
+      }
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      log_message(LogLevel::Info, "runtime",
+                  fmt::format("method '{}': prepared {} ({}) in {:.0f} ms", name,
+                              text.empty() ? "its shape" : text,
+                              k == 0 && options.prepare_shapes.size() < shapes.size()
+                                  ? "the declared OPT shape"
+                                  : "MethodOptions::prepare_shapes",
+                              ms));
     }
     return Status();
   }
@@ -1042,6 +1170,7 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
   if (Status st = impl->scratch.allocate(); !st.ok()) {
     return Status(st.code(), fmt::format("method '{}': {}", name, st.message()));
   }
+  BATON_TRY(impl->prepare_at_load(options));
   return std::unique_ptr<Method>(new Method(std::move(impl)));
 }
 
@@ -1297,6 +1426,31 @@ Status Method::execute() {
   }
   if (!m.symbol_max.empty()) m.prepare_next_resolve();
   return Status();
+}
+
+Status Method::prepare_shape(std::span<const SymbolSize> sizes) { return impl_->prepare(sizes); }
+
+Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text) {
+  std::vector<SymbolSize> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view part = text.substr(at, comma - at);
+    const size_t eq = part.find('=');
+    int64_t size = -1;
+    const bool named = eq != std::string_view::npos && eq > 0;
+    if (named) {
+      const std::string_view digits = part.substr(eq + 1);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+      if (ec != std::errc() || end != digits.data() + digits.size()) size = -1;
+    }
+    BATON_CHECK_OR_RETURN(named && size >= 0, InvalidArgument,
+                          "'{}' in the shape '{}' is not NAME=SIZE (e.g. batch=1,sequence=16)",
+                          part, text);
+    out.push_back(SymbolSize{std::string(part.substr(0, eq)), size});
+    at = comma + 1;
+  }
+  return out;
 }
 
 TensorView Method::output(size_t index) const {

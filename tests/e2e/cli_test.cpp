@@ -1487,6 +1487,51 @@ TEST_F(CliTest, DynamicGpuProgramsRunWithDeviceIoAtTheShapeGiven) {
   }
 }
 
+// --prepare-shape (Method::prepare_shape) on a dynamic CPU program: each shape is prepared and
+// reported, the first call is timed on its own, and a bad shape is refused before or at load,
+// naming what is wrong. (What preparing does for a GPU engine is DynamicGpuTest's.)
+TEST_F(CliTest, RunPreparesTheShapesGivenAndTimesTheFirstCall) {
+  const std::string bert =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/torchscript17_bert.onnx").string();
+  const std::string prog = (dir_ / "prepare_bert.baton").string();
+  ASSERT_EQ(
+      baton("compile -q " + bert + " --dim batch=1..4 --dim sequence=1..16 -o " + prog).exit_code,
+      0);
+  CliRun r = baton("run " + prog +
+                   " -n 2 --warmup 1 --profile-runs 0 --shape input_ids=2x5 --shape "
+                   "attention_mask=2x5 --prepare-shape batch=1,sequence=16 --prepare-shape "
+                   "sequence=5,batch=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"prepared batch=1,sequence=16 in ", "prepared sequence=5,batch=2 in ",
+                           "first call ", "float32 [2, 5, 32]"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  }
+  r = baton("run " + prog +
+                " -n 1 --warmup 1 --profile-runs 0 --json --prepare-shape "
+                "batch=3,sequence=7",
+            "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_EQ(doc["prepare_ms"].size(), 1u);
+  EXPECT_GE(doc["prepare_ms"][0].get<double>(), 0.0);
+  EXPECT_GT(doc["first_call_ms"].get<double>(), 0.0);
+  r = baton("run " + prog + " -n 1 --prepare-shape batch");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--prepare-shape: 'batch' in the shape 'batch' is not NAME=SIZE"),
+            std::string::npos)
+      << r.output;
+  r = baton("run " + prog + " -n 1 --prepare-shape batch=2,seq=3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--prepare-shape batch=2,seq=3: method 'forward' has no symbol 'seq' to "
+                          "prepare a shape for; its symbols are batch, sequence"),
+            std::string::npos)
+      << r.output;
+  r = baton("run " + prog + " -n 1 --prepare-shape batch=5,sequence=3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot prepare batch=5, outside the range 1..4"), std::string::npos)
+      << r.output;
+}
+
 // Two dynamic inputs that share symbols: run k takes the k-th --shape of each.
 TEST_F(CliTest, CompareDynamicBertAtThreeShapes) {
   const std::string model =

@@ -206,6 +206,94 @@ TEST(DynamicShapes, ExecuteAllocatesNothingWhenTheShapeChanges) {
   }
 }
 
+// Method::prepare_shape (issue 37: shapes made ready ahead of their first call). On the CPU
+// there is nothing to prepare, but the shape is checked by name and range, and preparing changes
+// nothing a call sees: a call after it, with the inputs set before it, has their sizes and
+// values (the prepared sizes are put back). Bad shapes, given here or as MethodOptions at load,
+// are refused naming the symbol and what to give.
+TEST(DynamicShapes, PreparingAShapeChecksItAndChangesNothingACallSees) {
+  const Family bert = families()[8];
+  auto program = compile(bert, {});
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  runtime::MethodOptions options;
+  options.threads = 1;
+  options.prepare_shapes = {{{"batch", 1}, {"sequence", 16}}, {{"sequence", 64}, {"batch", 8}}};
+  auto method = (*program)->load_method("forward", options);
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  runtime::Method& m = **method;
+  std::mt19937 rng(11);
+  const Call call = make_call(bert, 2, 5, rng);
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    ASSERT_TRUE(m.set_input(i, call.inputs[i].view()).ok());
+  }
+  ASSERT_TRUE(m.execute().ok());
+  const TensorView first = m.output(0);
+  ASSERT_EQ(first.sizes[0], 2);
+  ASSERT_EQ(first.sizes[1], 5);
+  std::vector<std::byte> want(static_cast<const std::byte*>(first.data),
+                              static_cast<const std::byte*>(first.data) + first.nbytes());
+  const std::vector<runtime::SymbolSize> other = {{"batch", 7}, {"sequence", 33}};
+  ASSERT_TRUE(m.prepare_shape(other).ok());
+  // The next call resolves nothing (its inputs did not change): it runs at the sizes left.
+  ASSERT_TRUE(m.execute().ok());
+  const TensorView again = m.output(0);
+  EXPECT_EQ(std::vector<int64_t>(again.sizes.begin(), again.sizes.end()),
+            std::vector<int64_t>(first.sizes.begin(), first.sizes.end()));
+  ASSERT_EQ(again.nbytes(), want.size());
+  EXPECT_EQ(std::memcmp(again.data, want.data(), want.size()), 0);
+  EXPECT_EQ(m.input_info(0).sizes[1], 5);
+
+  auto refused = [&](std::vector<runtime::SymbolSize> sizes, std::vector<std::string> needles) {
+    const Status st = m.prepare_shape(sizes);
+    EXPECT_EQ(st.code(), Error::InvalidArgument) << st.to_string();
+    for (const std::string& needle : needles) {
+      EXPECT_NE(st.message().find(needle), std::string::npos) << needle << " in " << st.message();
+    }
+  };
+  refused({{"batch", 1}, {"sequnce", 8}}, {"no symbol 'sequnce'", "batch, sequence"});
+  refused({{"batch", 1}}, {"no size for 'sequence'", "each of batch, sequence"});
+  refused({{"batch", 9}, {"sequence", 8}}, {"batch=9", "1..8"});
+  refused({{"batch", 1}, {"batch", 2}, {"sequence", 8}}, {"gives 'batch' twice"});
+  // Refused at load too, by name.
+  runtime::MethodOptions typo;
+  typo.prepare_shapes = {{{"batch", 1}, {"sequence", 0}}};
+  auto failed = (*program)->load_method("forward", typo);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("sequence=0, outside the range 1..64"),
+            std::string::npos)
+      << failed.status().message();
+  // A static method prepares its one shape, named by nothing.
+  const Family resnet = families()[0];
+  auto fixed = compile(resnet, {{"input", {2, 3, 32, 32}}});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+  auto fixed_method = (*fixed)->load_method("forward");
+  ASSERT_TRUE(fixed_method.ok());
+  EXPECT_TRUE((*fixed_method)->prepare_shape({}).ok());
+  const std::vector<runtime::SymbolSize> named = {{"batch", 2}};
+  const Status st = (*fixed_method)->prepare_shape(named);
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  EXPECT_NE(st.message().find("no dynamic dimension"), std::string::npos) << st.message();
+}
+
+// The text form the CLI's --prepare-shape and tools take.
+TEST(DynamicShapes, ShapesToPrepareParseFromNameEqualsSizeLists) {
+  auto parsed = runtime::parse_symbol_sizes("batch=1,sequence=16");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].name, "batch");
+  EXPECT_EQ((*parsed)[0].size, 1);
+  EXPECT_EQ((*parsed)[1].name, "sequence");
+  EXPECT_EQ((*parsed)[1].size, 16);
+  for (const char* bad :
+       {"batch", "batch=", "=4", "batch=1,", "batch=x", "batch=-1", "batch=1;s=2"}) {
+    auto r = runtime::parse_symbol_sizes(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Error::InvalidArgument);
+    EXPECT_NE(r.status().message().find("is not NAME=SIZE"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 // NonZero's count is a data-dependent size: a symbol the kernel binds while the call runs, after
 // which the sizes that depend on it are resolved again. x [4, 6] -> NonZero -> Transpose ->
 // GatherND(x) -> Sigmoid: at counts from 0 to all 24, the outputs have the count's sizes and the

@@ -392,6 +392,29 @@ def test_dynamic_programs_take_any_shape_in_range(tmp_path):
         baton.compile(model, dims={"batch": (1, 4)})
 
 
+def test_dynamic_programs_prepare_shapes_by_symbol(tmp_path):
+    """Module.prepare_shape and load(prepare_shapes=...) (Method::prepare_shape): a shape is
+    named by its symbols, checked by name and range, and preparing it changes nothing a call
+    sees; on the CPU there is nothing else to prepare."""
+    model = MODELS / "real" / "torchscript17_bert.onnx"
+    program = baton.compile(model, tmp_path / "bert.baton", dims={"batch": (1, 4), "sequence": (1, 16)})
+    m = baton.load(program, prepare_shapes=[{"batch": 1, "sequence": 16}, {"sequence": 3, "batch": 4}])
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 99, (2, 5), dtype=np.int64)
+    mask = rng.integers(0, 2, (2, 5), dtype=np.int64)
+    (before,) = m(ids, mask)
+    m.prepare_shape(batch=3, sequence=9)
+    (after,) = m(ids, mask)
+    assert after.shape[:2] == (2, 5)
+    np.testing.assert_array_equal(before, after)
+    with pytest.raises(baton.BatonError, match="has no symbol 'seq' to prepare a shape for; its symbols are batch, sequence"):
+        m.prepare_shape(batch=1, seq=3)
+    with pytest.raises(baton.BatonError, match="gives no size for 'sequence'"):
+        m.prepare_shape(batch=1)
+    with pytest.raises(baton.BatonError, match=r"cannot prepare sequence=0, outside the range 1..16"):
+        baton.load(program, prepare_shapes=[{"batch": 1, "sequence": 0}])
+
+
 def test_dims_named_separately_by_torch_export_are_made_one(tmp_path):
     """torch.export names each input's batch separately (input_ids [s33, s50], attention_mask
     [s6, s50]); dims={"s6": "s33"} makes them one dimension (--dim s6=s33)."""

@@ -243,6 +243,14 @@ Status run_run(const RunArgs& args) {
       "--export-profile and --trace report the profiled runs: give "
       "--profile-runs N with N > 0");
   BATON_TRY(check_gpu_options(args));
+  // Shapes to prepare are parsed before any time is spent (checked against the method later).
+  std::vector<std::vector<runtime::SymbolSize>> prepare_shapes;
+  for (const std::string& text : args.prepare_shapes) {
+    Result<std::vector<runtime::SymbolSize>> parsed = runtime::parse_symbol_sizes(text);
+    BATON_CHECK_OR_RETURN(parsed.ok(), InvalidArgument, "--prepare-shape: {}",
+                          parsed.status().message());
+    prepare_shapes.push_back(std::move(parsed).value());
+  }
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   // Load time is reported: a program whose GPU choices were not recorded when it was compiled
@@ -275,6 +283,16 @@ Status run_run(const RunArgs& args) {
   } else {
     for (size_t i = 0; i < inputs.size(); ++i) BATON_TRY(method->set_input(i, inputs[i].view()));
   }
+  // Prepared after binding, so that the graphs captured hold the memory the calls use.
+  std::vector<double> prepare_ms;
+  for (size_t k = 0; k < prepare_shapes.size(); ++k) {
+    const auto start = Clock::now();
+    if (Status st = method->prepare_shape(prepare_shapes[k]); !st.ok()) {
+      return Status(st.code(),
+                    fmt::format("--prepare-shape {}: {}", args.prepare_shapes[k], st.message()));
+    }
+    prepare_ms.push_back(Millis(Clock::now() - start).count());
+  }
   int returned_early = 0;
   auto call = [&]() -> Status {
     if (!gpu) return method->execute();
@@ -291,6 +309,10 @@ Status run_run(const RunArgs& args) {
                 duration_text(Millis(method_loaded - load_start).count()).c_str(),
                 duration_text(Millis(program_loaded - load_start).count()).c_str(),
                 duration_text(Millis(method_loaded - program_loaded).count()).c_str());
+    for (size_t k = 0; k < prepare_ms.size(); ++k) {
+      std::printf("prepared %s in %s\n", args.prepare_shapes[k].c_str(),
+                  duration_text(prepare_ms[k]).c_str());
+    }
     std::printf("cpu threads %u\n", method->cpu_threads());
     const kernels::cpu::BlasKernels blas = kernels::cpu::blas_kernels();
     if (!blas.replaced.empty()) {
@@ -311,8 +333,14 @@ Status run_run(const RunArgs& args) {
   // Warm-up, then the timed runs with nothing measured inside execute (unless --export-times asks
   // for each run's GPU time: two events per GPU partition call).
   const size_t steps = method->num_instructions();
+  // The first call is timed on its own: at a shape not prepared it does the host work of a new
+  // shape (a dynamic GPU engine's patching, plans and graph capture).
   const auto warmup_start = Clock::now();
-  for (int i = 0; i < args.warmup; ++i) BATON_TRY(call());
+  double first_call_ms = -1;
+  for (int i = 0; i < args.warmup; ++i) {
+    BATON_TRY(call());
+    if (i == 0) first_call_ms = Millis(Clock::now() - warmup_start).count();
+  }
   if (trace && args.warmup > 0) {
     trace->span(fmt::format("warm-up ({} runs)", args.warmup), "execute", 1, warmup_start,
                 Millis(Clock::now() - warmup_start).count());
@@ -420,6 +448,9 @@ Status run_run(const RunArgs& args) {
         if (!list.empty()) std::printf("delegate %zu: %s\n", d, list.c_str());
       }
     }
+    if (!args.quiet && first_call_ms >= 0) {
+      std::printf("first call %s (the first warm-up run)\n", duration_text(first_call_ms).c_str());
+    }
     std::printf("latency over %d run%s (after %d warm-up): min %s  median %s  p90 %s  p99 %s\n",
                 args.iterations, args.iterations == 1 ? "" : "s", args.warmup,
                 duration_text(sorted.front()).c_str(), duration_text(quantile(sorted, 0.5)).c_str(),
@@ -452,6 +483,8 @@ Status run_run(const RunArgs& args) {
                 {"inputs", in},
                 {"outputs", outputs},
                 {"latency_ms", lat},
+                {"first_call_ms", first_call_ms >= 0 ? json(first_call_ms) : json()},
+                {"prepare_ms", prepare_ms},
                 {"throughput_per_s",
                  lat["mean"].get<double>() > 0 ? 1000.0 / lat["mean"].get<double>() : 0.0},
                 {"delegates", delegates},

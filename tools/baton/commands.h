@@ -49,6 +49,8 @@ struct RunArgs {
   std::string trace;               // a Chrome trace of load, every execute and the profiled pass
   int profile_runs = 10;           // runs of the profiled pass (after the timed runs)
   std::vector<std::string> load_options;  // --load-option KEY=VALUE (MethodOptions)
+  // --prepare-shape NAME=SIZE,...: Method::prepare_shape after the inputs are bound.
+  std::vector<std::string> prepare_shapes;
 };
 
 struct CompareArgs {

@@ -254,6 +254,11 @@ int cli_main(int argc, char** argv) {
                 "Threads for the CPU kernels (GEMM, convolution, attention), made at load "
                 "(default: one per CPU this process may use)")
       ->check(CLI::Range(1, 4096));
+  r->add_option("--prepare-shape", run.prepare_shapes,
+                "Prepare a dynamic program's calls at a shape before the first call, "
+                "NAME=SIZE,... over its symbols (repeatable; e.g. batch=1,sequence=16): GPU "
+                "choices timed for it and its CUDA graph captured with the bound memory "
+                "(Method::prepare_shape). The declared OPT shape is prepared at load anyway");
   r->add_flag("--device-io", run.device_io,
               "Keep inputs and outputs in GPU memory and bind them zero-copy (compile with --io "
               "device)");

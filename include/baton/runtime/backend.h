@@ -9,6 +9,7 @@
 //    Error::InvalidProgram, never a crash) and sizes everything `execute` will need.
 //  - `execute` must not allocate host or device memory. Output tensors are planned by the
 //    runtime; the backend writes into them.
+//  - `prepare` (optional) readies a handle for one shape ahead of its first call.
 //  - `destroy` must release everything, also when `init` of a later delegate failed.
 //  - None of them throw.
 #pragma once
@@ -97,6 +98,12 @@ class BackendInterface {
                                        std::span<const uint8_t> blob,
                                        std::span<const CompileSpec> compile_specs) = 0;
   virtual Status execute(DelegateHandle* handle, const DelegateArgs& args) = 0;
+  // Makes the handle ready for calls at the sizes and memory `args` carries (Method::
+  // prepare_shape): what its first call there would do besides running, done now (the CUDA
+  // backend times its GEMM algorithms and cuDNN plans for these sizes and captures their CUDA
+  // graph). Must not read or write the tensors' data; may allocate, block and take long. The
+  // default does nothing.
+  virtual Status prepare(DelegateHandle* handle, const DelegateArgs& args) { return Status(); }
   virtual void destroy(DelegateHandle* handle) = 0;
   // Device time of the handle's last profiled execute, when the backend measures one (and the
   // work is done: an execute that returned early is measured once the caller has waited for it).

@@ -54,6 +54,16 @@ struct LoadOptions {
   unsigned checksum_threads = 0;
 };
 
+// A dynamic method's symbol and a size for it: one part of a shape given by its symbols
+// (MethodOptions::prepare_shapes, Method::prepare_shape).
+struct SymbolSize {
+  std::string name;
+  int64_t size = 0;
+};
+// Parses "batch=1,sequence=16" (the CLI's --prepare-shape): InvalidArgument naming the part that
+// is not NAME=SIZE. Checked against a method only by prepare_shape.
+Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text);
+
 struct MethodOptions {
   // Load options, KEY=VALUE, passed to every backend's init (e.g. {"cuda_graphs", "0"}; for the
   // CUDA backend, baton::cuda::LoadOptions::to_backend_options() in include/baton/cuda/options.h).
@@ -65,6 +75,11 @@ struct MethodOptions {
   // on the thread that calls execute(). Results may differ in the last bits between thread counts
   // (OpenBLAS blocks a split GEMM differently), never between runs with the same count.
   unsigned threads = 0;
+  // Shapes prepared at load (Method::prepare_shape, in this order, after the declared OPT
+  // shape), so that their first calls are as fast as later ones. A shape that prepare_shape
+  // refuses fails the load with its error. Each costs load time (BERT-base: tens of ms, timing
+  // its GEMMs and attention plans) and a CUDA graph's memory.
+  std::vector<std::vector<SymbolSize>> prepare_shapes;
 };
 
 class Program : public std::enable_shared_from_this<Program> {
@@ -197,6 +212,23 @@ class Method {
 
   // Runs every instruction in order. Allocates nothing. Errors name the failing instruction.
   Status execute();
+
+  // Makes calls at one shape as fast from the first as later ones: each delegate does now what
+  // its first call at these sizes would do besides running. The CUDA backend times its GEMM
+  // algorithms and cuDNN plans for these sizes (keeping them for good) and captures the
+  // shape's CUDA graph with the memory the inputs and outputs are in now, launching nothing; a
+  // call at this shape with that memory, on a stream of the GPU's primary context, then
+  // replays the graph without any host work (another stream context, or other memory, captures
+  // again, with the timed choices). So bind the memory the calls will use first (binding
+  // memory of the largest sizes, shaped by the view given, lets one buffer serve every shape).
+  // `sizes` names every symbol the inputs give a size (not the data-dependent ones); a static
+  // method takes none (its one shape's graph is captured). Reads and writes no tensor data and
+  // changes nothing a call sees (the inputs' sizes stay those last set). Blocks until its device
+  // work is done; allocates. Methods loaded with a declared OPT shape (compile --dim
+  // NAME=MIN..MAX@OPT on every symbol) prepare it at load; MethodOptions::prepare_shapes lists
+  // more. Errors: InvalidArgument naming an unknown, repeated or missing symbol, or a size
+  // outside its range; a delegate's error naming its instruction.
+  Status prepare_shape(std::span<const SymbolSize> sizes);
 
   // Valid after execute until the next execute (or until the bound memory goes away).
   TensorView output(size_t index) const;

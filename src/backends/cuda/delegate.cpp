@@ -289,37 +289,7 @@ class CudaBackend final : public runtime::BackendInterface {
 
     // A dynamic engine takes the call's sizes (host work when they changed and no graph of those
     // sizes is kept, none otherwise); a bucketed one runs on the first bucket that holds them.
-    if (handle->contexts.size() > 1) {
-      ExecutionContext* chosen = nullptr;
-      for (const auto& c : handle->contexts) {
-        if (holds_symbols(c->engine().blob(), args.symbols)) {
-          chosen = c.get();
-          break;
-        }
-      }
-      if (chosen == nullptr) [[unlikely]] {
-        // The method checked the symbols against its ranges, which the buckets cover: only a
-        // program whose method and engine disagree gets here.
-        std::string given, ranges;
-        for (size_t i = 0; i < args.symbols.size(); ++i) {
-          given += fmt::format("{}{}", i ? ", " : "", args.symbols[i]);
-        }
-        for (const auto& c : handle->contexts) {
-          const EngineBlob& b = c->engine().blob();
-          ranges += ranges.empty() ? "" : "; ";
-          for (size_t i = 0; i < b.symbols().size(); ++i) {
-            ranges += fmt::format("{}{} in {}..{}", i ? ", " : "", b.symbol_name(i),
-                                  b.symbols()[i].min, b.symbols()[i].max);
-          }
-        }
-        return BATON_ERROR(InvalidArgument,
-                           "partition '{}': no engine of it takes the call's sizes ({}); its "
-                           "engines take {}: the program's method and engine disagree, "
-                           "recompile the model",
-                           engine.partition(), given, ranges);
-      }
-      handle->context = chosen;
-    }
+    BATON_TRY(choose_context(*handle, args.symbols));
     BATON_TRY(handle->context->resize(args.symbols));
     bool staged = false;
     for (size_t i = 0; i < blob.bindings().size(); ++i) {
@@ -371,6 +341,86 @@ class CudaBackend final : public runtime::BackendInterface {
     } else {
       ++handle->zero_copy_calls;
     }
+    return Status();
+  }
+
+  // A bucketed dynamic engine: the first bucket whose range holds `symbols` becomes the
+  // handle's current context (one engine: it already is).
+  static Status choose_context(CudaHandle& handle, std::span<const int64_t> symbols) {
+    const Engine& engine = handle.context->engine();
+    if (handle.contexts.size() > 1) {
+      ExecutionContext* chosen = nullptr;
+      for (const auto& c : handle.contexts) {
+        if (holds_symbols(c->engine().blob(), symbols)) {
+          chosen = c.get();
+          break;
+        }
+      }
+      if (chosen == nullptr) [[unlikely]] {
+        // The method checked the symbols against its ranges, which the buckets cover: only a
+        // program whose method and engine disagree gets here.
+        std::string given, ranges;
+        for (size_t i = 0; i < symbols.size(); ++i) {
+          given += fmt::format("{}{}", i ? ", " : "", symbols[i]);
+        }
+        for (const auto& c : handle.contexts) {
+          const EngineBlob& b = c->engine().blob();
+          ranges += ranges.empty() ? "" : "; ";
+          for (size_t i = 0; i < b.symbols().size(); ++i) {
+            ranges += fmt::format("{}{} in {}..{}", i ? ", " : "", b.symbol_name(i),
+                                  b.symbols()[i].min, b.symbols()[i].max);
+          }
+        }
+        return BATON_ERROR(InvalidArgument,
+                           "partition '{}': no engine of it takes the call's sizes ({}); its "
+                           "engines take {}: the program's method and engine disagree, "
+                           "recompile the model",
+                           engine.partition(), given, ranges);
+      }
+      handle.context = chosen;
+    }
+    return Status();
+  }
+
+  // Method::prepare_shape: the bucket that holds the sizes times its choices for them, and
+  // with graphs captures the shape's graph with the memory the call's tensors are in now (host
+  // memory: the staging buffers a call would copy it through), launching nothing.
+  Status prepare(runtime::DelegateHandle* h, const runtime::DelegateArgs& args) override {
+    auto* handle = static_cast<CudaHandle*>(h);
+    std::lock_guard<std::mutex> lock(handle->mutex);
+    const size_t inputs = handle->context->engine().blob().num_inputs();
+    BATON_CHECK_OR_RETURN(
+        args.inputs.size() == inputs &&
+            args.inputs.size() + args.outputs.size() == handle->bindings.size(),
+        InvalidArgument, "partition '{}' takes {} inputs and {} outputs, the call has {} and {}",
+        handle->context->engine().partition(), inputs, handle->bindings.size() - inputs,
+        args.inputs.size(), args.outputs.size());
+    const int device = handle->context->engine().device();
+    DeviceGuard guard(device);
+    BATON_TRY(guard.status());
+    // Earlier calls may still be running with the plans and graph slot this replaces.
+    if (handle->pending) {
+      BATON_CUDA_CHECK_ON(device, cudaEventSynchronize(handle->done.get()));
+      handle->pending = false;
+    }
+    BATON_TRY(choose_context(*handle, args.symbols));
+    ExecutionContext& context = *handle->context;
+    const Engine& engine = context.engine();
+    BATON_TRY(context.prepare(args.symbols));
+    if (!handle->use_graph) return Status();
+    std::vector<void*> pointers(handle->bindings.size());
+    for (size_t i = 0; i < handle->bindings.size(); ++i) {
+      const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
+      BATON_TRY(check_shape(context, i, v->tensor));
+      BATON_TRY(classify(*handle, engine, i, v->tensor));
+      pointers[i] = handle->bindings[i].last == Binding::Direct ? v->tensor.data
+                                                                : handle->bindings[i].staging.get();
+    }
+    cudaStream_t raw = nullptr;
+    BATON_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+    OwnedStream stream(raw, device);
+    BATON_TRY(context.capture_prepared(pointers, stream.get()));
+    BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream.get()));
     return Status();
   }
 
@@ -436,7 +486,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // share them), the scratch and workspace (once: the buckets share them), and the staging
     // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
     uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0, plans = 0,
-             cudnn_plans = 0, opt_timed = 0, size_only = 0, size_bytes = 0;
+             cudnn_plans = 0, opt_timed = 0, size_only = 0, size_bytes = 0, prepared = 0;
     const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
       if (c->memory() != counted) device_bytes += c->device_bytes();
@@ -448,7 +498,8 @@ class CudaBackend final : public runtime::BackendInterface {
       replaced += c->graph_replacements();
       plans += c->plan_sets_built();
       cudnn_plans += c->cudnn_plans_built();
-      opt_timed += c->opt_choices_timed();
+      opt_timed += c->prepared_choices_timed();
+      prepared += c->prepared_shapes();
       size_only += c->size_only_steps();
       size_bytes += c->size_value_bytes();
     }
@@ -469,7 +520,8 @@ class CudaBackend final : public runtime::BackendInterface {
             {"graphs_replaced", replaced},
             {"cudnn_plan_sets_built", plans},
             {"cudnn_plans_built", cudnn_plans},
-            {"opt_choices_timed", opt_timed},
+            {"prepared_choices_timed", opt_timed},
+            {"prepared_shapes", prepared},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()},
             {"size_only_steps", size_only},

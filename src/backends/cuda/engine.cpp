@@ -494,31 +494,89 @@ Status ExecutionContext::prepare_declared_shape() {
   // memory belong there (the loader may run with another GPU current).
   DeviceGuard guard(engine_->device());
   BATON_TRY(guard.status());
-  std::optional<OptTuning> tuning;
+  const uint64_t calls = resizes_;
+  const Status tuned = tune_shape(opt);
+  resizes_ = calls;  // preparing at load is not a call that changed the sizes
+  return tuned;
+}
+
+bool ExecutionContext::is_prepared(std::span<const int64_t> symbols) const {
+  return std::any_of(prepared_.begin(), prepared_.end(), [&](const std::vector<int64_t>& p) {
+    return std::equal(p.begin(), p.end(), symbols.begin(), symbols.end());
+  });
+}
+
+Status ExecutionContext::tune_shape(std::span<const int64_t> symbols) {
+  std::optional<ShapeTuning> tuning;
   if (tune_candidates_ > 1) {
     Result<Stopwatch> w = Stopwatch::create(engine_->device());
     if (w.ok()) {
-      tuning.emplace(OptTuning{std::move(*w), {}});
+      tuning.emplace(ShapeTuning{std::move(*w)});
       tuning_ = &*tuning;
     } else {
       log_message(LogLevel::Info, "cuda",
-                  fmt::format("partition '{}': the OPT shape's choices are not timed ({}); "
+                  fmt::format("partition '{}': a prepared shape's choices are not timed ({}); "
                               "the heuristics' first choices are taken",
                               engine_->partition(), w.status().message()));
     }
   }
-  opt_symbols_ = opt;
+  struct EndTuning {
+    ShapeTuning** tuning;
+    ~EndTuning() { *tuning = nullptr; }
+  } end_tuning{&tuning_};
+  // resize checks the sizes against the engine's range, and patches (timed) unless the sizes
+  // are the current call's or a graph is held for them; then they are patched here, since an
+  // earlier call may have patched them with untimed choices.
+  const uint64_t patches = patches_;
+  BATON_TRY(resize(symbols));
+  if (!is_prepared(symbols)) prepared_.emplace_back(symbols.begin(), symbols.end());
+  if (patches_ == patches) BATON_TRY(patch(symbols));
+  return Status();
+}
+
+Status ExecutionContext::prepare(std::span<const int64_t> symbols) {
+  if (!dynamic_) return Status();
+  DeviceGuard guard(engine_->device());
+  BATON_TRY(guard.status());
   const uint64_t calls = resizes_;
-  const Status resized = resize(opt);
-  tuning_ = nullptr;
-  resizes_ = calls;  // preparing at load is not a call that changed the sizes
-  return resized;
+  const Status tuned = tune_shape(symbols);
+  resizes_ = calls;  // preparing is not a call
+  return tuned;
+}
+
+Status ExecutionContext::capture_prepared(std::span<void* const> pointers, cudaStream_t stream) {
+  if (engine_->blob().steps().empty()) return Status();
+  DeviceGuard guard(engine_->device());
+  BATON_TRY(guard.status());
+  declare_library_writes(pointers);
+  const int device = engine_->device();
+  BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
+  CUcontext context = nullptr;
+  BATON_CUDA_CHECK_ON(device, api->cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &context));
+  std::optional<ContextGuard> cudnn_context;
+  if (cudnn_) {
+    cudnn_context.emplace(*api, context);
+    BATON_TRY(cudnn_context->status());
+  }
+  // The shape's own entry when a graph is held for it (captured again: with the timed choices),
+  // else a new or the least recently used one.
+  const int found = dynamic_ ? current_graph_ : (graphs_.empty() ? -1 : 0);
+  if (found < 0 && graphs_.size() >= graph_shapes_) {
+    log_message(LogLevel::Info, "cuda",
+                fmt::format("partition '{}': preparing more shapes than the {} graphs it keeps "
+                            "(the load option cuda_graph_shapes): the least recently used "
+                            "shape's graph is replaced, and that shape captures again at its "
+                            "next call",
+                            engine_->partition(), graph_shapes_));
+  }
+  return capture_and_launch(pointers, stream, context, found, /*launch=*/false);
 }
 
 Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   const EngineBlob& blob = engine_->blob();
   // Whatever fails below leaves the copies half patched: the next call patches them again.
   patched_.assign(patched_.size(), -1);
+  ++patches_;
   BATON_TRY(evaluate_exprs(blob.exprs(), symbols, expr_values_));
   if (Status st = apply_patches(blob, expr_values_, steps_, args_, binding_sizes_); !st.ok()) {
     return Status(st.code(), fmt::format("partition '{}': {}", engine_->partition(), st.message()));
@@ -533,10 +591,8 @@ Status ExecutionContext::patch(std::span<const int64_t> symbols) {
   // The expressions are trusted no more than the blob: the steps they give are checked as the
   // loader checks the blob's own, so no size can send a step outside its buffers.
   BATON_TRY(blob.check_steps(steps_, args_, binding_bytes_));
-  const bool at_opt = !opt_symbols_.empty() && std::equal(symbols.begin(), symbols.end(),
-                                                          opt_symbols_.begin(), opt_symbols_.end());
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s, at_opt));
+    if (steps_[s].kind == static_cast<uint32_t>(StepKind::Gemm)) BATON_TRY(fit_gemm(s));
   }
   BATON_TRY(fit_cudnn(symbols));
   std::copy(symbols.begin(), symbols.end(), patched_.begin());
@@ -584,10 +640,18 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   for (size_t i = 0; i < symbols.size(); ++i) at_largest &= symbols[i] == blob.symbols()[i].max;
   if (at_largest) return Status();
   ++plan_clock_;
+  // A shape being prepared (tuning_) whose set was built untimed by an earlier call builds it
+  // again, timed, in the same place (prepare waited for the calls that used it, and captures
+  // the shape's graph again with the new plans).
+  int rebuild = -1;
   for (size_t e = 0; e < shape_plans_.size(); ++e) {
     ShapePlans& entry = shape_plans_[e];
     if (!std::equal(symbols.begin(), symbols.end(), entry.symbols.begin(), entry.symbols.end())) {
       continue;
+    }
+    if (tuning_ != nullptr && !entry.timed) {
+      rebuild = static_cast<int>(e);
+      break;
     }
     entry.last_use = plan_clock_;
     current_plans_ = static_cast<int>(e);
@@ -614,20 +678,23 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
             Result<CudnnPlan> timed = CudnnPlan::choose(cudnn_.get(), steps_[s], tune_candidates_,
                                                         &tuning_->stopwatch, what);
             if (timed.ok() && timed->workspace_bytes() <= memory_->workspace_bytes) {
-              ++opt_choices_timed_;
+              ++prepared_choices_timed_;
               return timed;
             }
           }
-          // The plan timed for the declared OPT shape, else for the largest sizes, where cuDNN
-          // offers it at these sizes too and its workspace fits; else the heuristics' first.
-          // On an H200 the heuristics' first fused GELU matmul at full-size BERT-base's smaller
-          // shapes ran slower than cuBLASLt and a GELU kernel; the timed plan runs faster
-          // (gemm.cpp's cudnn_gelu, bench/RESULTS.md).
+          // The plan timed for a prepared shape (the declared OPT shape first, then the others
+          // in the order they were prepared), else for the largest sizes, where cuDNN offers it
+          // at these sizes too and its workspace fits; else the heuristics' first. On an H200
+          // the heuristics' first fused GELU matmul at full-size BERT-base's smaller shapes ran
+          // slower than cuBLASLt and a GELU kernel; the timed plan runs faster (gemm.cpp's
+          // cudnn_gelu, bench/RESULTS.md).
           std::vector<const CudnnChoice*> timed;
-          for (const ShapePlans& entry : shape_plans_) {
-            if (!opt_symbols_.empty() && entry.symbols == opt_symbols_ && entry.plans.at(s) &&
-                entry.plans.at(s).choice().candidates > 0) {
-              timed.push_back(&entry.plans.at(s).choice());
+          for (const std::vector<int64_t>& p : prepared_) {
+            for (const ShapePlans& entry : shape_plans_) {
+              if (entry.symbols == p && entry.plans.at(s) &&
+                  entry.plans.at(s).choice().candidates > 0) {
+                timed.push_back(&entry.plans.at(s).choice());
+              }
             }
           }
           if (engine_->cudnn_choice(s).candidates > 0) timed.push_back(&engine_->cudnn_choice(s));
@@ -639,12 +706,17 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
         }));
   }
   made.last_use = plan_clock_;
+  made.timed = tuning_ != nullptr;
   ++plan_sets_built_;
-  const auto is_opt = [&](const ShapePlans& entry) {
-    return !opt_symbols_.empty() && entry.symbols == opt_symbols_;
-  };
-  const bool opt_kept = std::any_of(shape_plans_.begin(), shape_plans_.end(), is_opt);
-  if (shape_plans_.size() < graph_shapes_ + 1 + (opt_kept ? 1 : 0)) {
+  if (rebuild >= 0) {
+    shape_plans_[static_cast<size_t>(rebuild)] = std::move(made);
+    current_plans_ = rebuild;
+    return Status();
+  }
+  const auto kept = [&](const ShapePlans& entry) { return is_prepared(entry.symbols); };
+  const size_t kept_sets =
+      static_cast<size_t>(std::count_if(shape_plans_.begin(), shape_plans_.end(), kept));
+  if (shape_plans_.size() < graph_shapes_ + 1 + kept_sets) {
     shape_plans_.push_back(std::move(made));
     current_plans_ = static_cast<int>(shape_plans_.size() - 1);
     return Status();
@@ -657,7 +729,7 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
     const ShapePlans& entry = shape_plans_[e];
     const bool held = std::any_of(graphs_.begin(), graphs_.end(),
                                   [&](const ShapeGraph& g) { return g.symbols == entry.symbols; });
-    if (held || is_opt(entry)) continue;
+    if (held || kept(entry)) continue;
     if (victim < 0 || entry.last_use < shape_plans_[static_cast<size_t>(victim)].last_use) {
       victim = static_cast<int>(e);
     }
@@ -671,13 +743,14 @@ Status ExecutionContext::fit_cudnn(std::span<const int64_t> symbols) {
   return Status();
 }
 
-// A dynamic engine's GEMM at the current sizes: its layouts set to them, and its algorithm
-// cuBLASLt's first heuristic choice for those sizes, except at the largest sizes, where the
-// choice recorded (or timed at load) for them runs while cuBLASLt says it still applies. An
+// A dynamic engine's GEMM at the current sizes: its layouts set to them, and its algorithm: at
+// the largest sizes the choice recorded (or timed at load) for them while cuBLASLt says it still
+// applies; at sizes a prepared shape's GEMM had (the declared OPT shape, Method::prepare_shape)
+// the algorithm timed there; else cuBLASLt's first heuristic choice for those sizes. An
 // algorithm chosen for the largest sizes runs far below its speed on small ones (a tile shape
 // for m = 4096 leaves most SMs idle at m = 128); the heuristic is asked once per shape, at the
 // first call (later calls replay the shape's graph).
-Status ExecutionContext::fit_gemm(size_t step, bool at_opt) {
+Status ExecutionContext::fit_gemm(size_t step) {
   const GemmStep& g = steps_[step].gemm;
   DynamicGemm& d = gemms_[step];
   const GemmPlan& p = engine_->gemm(step);
@@ -722,28 +795,24 @@ Status ExecutionContext::fit_gemm(size_t step, bool at_opt) {
   const bool at_largest =
       g.m == largest.m && g.n == largest.n && g.k == largest.k && g.batch == largest.batch;
   if (!at_largest) {
-    if (at_opt && tuning_ != nullptr) {
-      // The declared OPT shape at load: timed as the largest sizes' choice is, once per GEMM
-      // shape (a transformer's layers repeat theirs). A failure to time leaves the heuristic.
-      const std::string shape = step_signature(g, offsetof(GemmStep, a));
-      if (auto it = tuning_->gemms.find(shape); it != tuning_->gemms.end()) {
-        d.opt_algo = it->second;
-      } else {
-        float us = 0;
-        uint32_t timed = 0;
-        Result<cublasLtMatmulAlgo_t> algo = fastest_gemm_algo(
-            handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()}, workspace,
-            tune_candidates_, tuning_->stopwatch,
-            fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &timed);
-        if (algo.ok()) {
-          d.opt_algo = *algo;
-          tuning_->gemms.emplace(shape, *algo);
-          ++opt_choices_timed_;
-        }
+    // A prepared shape (tuning_): timed as the largest sizes' choice is, once per GEMM sizes. A
+    // failure to time leaves the heuristic. Any shape whose GEMM has sizes timed so takes that.
+    const std::string shape = step_signature(g, offsetof(GemmStep, a));
+    auto timed = timed_gemms_.find(shape);
+    if (timed == timed_gemms_.end() && tuning_ != nullptr) {
+      float us = 0;
+      uint32_t candidates = 0;
+      Result<cublasLtMatmulAlgo_t> algo = fastest_gemm_algo(
+          handle_.get(), g, {p.desc.get(), d.a.get(), d.b.get(), c_layout, d.d.get()}, workspace,
+          tune_candidates_, tuning_->stopwatch,
+          fmt::format("partition '{}' step {}", engine_->partition(), step), &us, &candidates);
+      if (algo.ok()) {
+        timed = timed_gemms_.emplace(shape, *algo).first;
+        ++prepared_choices_timed_;
       }
     }
-    if (at_opt && d.opt_algo && check(*d.opt_algo)) {
-      d.algo = *d.opt_algo;
+    if (timed != timed_gemms_.end() && check(timed->second)) {
+      d.algo = timed->second;
     } else {
       BATON_TRY(heuristic(256, &d.algo));
     }
@@ -1014,7 +1083,7 @@ Status ExecutionContext::enqueue(std::span<void* const> pointers, cudaStream_t s
 }
 
 Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cudaStream_t stream,
-                                            void* context, int found) {
+                                            void* context, int found, bool launch) {
   const int device = engine_->device();
   BATON_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
   // Where the graph goes: the shape's own entry (its pointers or stream context changed), a new
@@ -1138,6 +1207,12 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
     graph_nodes_ = graph_kernels_ = 0;
   }
   graph.reset();  // the executable graph does not need it
+  if (!launch) {
+    // Prepared ahead of its calls: the graph's upload to the device is done now rather than at
+    // its first launch.
+    BATON_CUDA_CHECK_ON(device, cudaGraphUpload(g.exec.get(), stream));
+    return Status();
+  }
   BATON_CUDA_CHECK_ON(device, cudaGraphLaunch(g.exec.get(), stream));
   return Status();
 }

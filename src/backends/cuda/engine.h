@@ -152,6 +152,19 @@ class ExecutionContext {
   Status enqueue(std::span<void* const> pointers, cudaStream_t stream,
                  std::optional<unsigned long long> stream_id, bool use_graph,
                  std::span<const cudaEvent_t> step_marks = {});
+  // Makes calls at `symbols` ready before the first of them (Method::prepare_shape): a dynamic
+  // engine's GEMM algorithms and cuDNN plans for these sizes are timed (tune_candidates) and
+  // kept for good, and its steps patched for them (the binding sizes are theirs after it). An
+  // earlier call's work that uses this context must be done. Nothing for a static engine.
+  Status prepare(std::span<const int64_t> symbols);
+  // Then, with graphs: captures the current shape's graph with `pointers` on `stream` and
+  // instantiates it, without launching it (a graph already held for the shape is captured again:
+  // its choices were untimed). The size-only kernels run on `stream` into the graph's copy of
+  // their block, reading only weights; nothing else runs. The caller waits for `stream`. A later
+  // call at these sizes, with these pointers, in the stream's context (the primary context's
+  // streams share it; a green context's does not) replays the graph without host work; with
+  // other pointers it captures again, taking the timed choices.
+  Status capture_prepared(std::span<void* const> pointers, cudaStream_t stream);
 
   // A dynamic engine (EngineBlob::dynamic): sets the sizes of the next calls from the method's
   // symbol values. When they differ from the last call's, evaluates the engine's size
@@ -164,10 +177,11 @@ class ExecutionContext {
   Status resize(std::span<const int64_t> symbols);
   // A dynamic engine whose every symbol has a declared OPT value in its range (`--dim
   // batch=1..64@8`): resizes to that shape at load, so its first call there patches nothing and
-  // builds no GEMM heuristic or cuDNN plan (it still captures the shape's graph). Its GEMM
-  // algorithms and cuDNN plans are timed there as the largest sizes' are at load (the load
-  // option tune_candidates), where other shapes take the heuristics' first choices. Needs the
-  // memory (create with `allocate`, or share_memory). Nothing for other engines.
+  // builds no GEMM heuristic or cuDNN plan. Its GEMM algorithms and cuDNN plans are timed there
+  // as the largest sizes' are at load (the load option tune_candidates), where shapes neither
+  // declared nor prepared take the heuristics' first choices. (The method then prepares the OPT
+  // shape, which captures its graph: Method::prepare_shape.) Needs the memory (create with
+  // `allocate`, or share_memory). Nothing for other engines.
   Status prepare_declared_shape();
   // The sizes of binding `i` for the current call (the blob's for a static engine) and its bytes.
   std::span<const int64_t> binding_sizes(size_t i) const;
@@ -198,8 +212,10 @@ class ExecutionContext {
   // How many cuDNN plans this context built (at create and per shape; steps of one operation
   // graph share one).
   uint64_t cudnn_plans_built() const { return cudnn_plans_built_; }
-  // How many GEMM algorithms and cuDNN plans were timed for the declared OPT shape at load.
-  uint64_t opt_choices_timed() const { return opt_choices_timed_; }
+  // How many GEMM algorithms and cuDNN plans were timed for the declared OPT shape and the
+  // prepared shapes (prepare); shapes prepared by `prepare`.
+  uint64_t prepared_choices_timed() const { return prepared_choices_timed_; }
+  size_t prepared_shapes() const { return prepared_.size(); }
 
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
@@ -223,14 +239,19 @@ class ExecutionContext {
   void find_size_only_block();
   // The steps as this call runs them: the blob's, or a dynamic engine's patched copy.
   std::span<const StepRecord> steps() const;
-  // `at_opt`: the sizes are the declared OPT shape's (its algorithm timed at load is taken).
-  Status fit_gemm(size_t step, bool at_opt);
+  // The GEMM of `step` at the patched sizes (its layouts, and its algorithm: timed for these
+  // GEMM sizes when a prepared shape had them, else the heuristics').
+  Status fit_gemm(size_t step);
+  // Patches for `symbols` with the choices timed (tune_candidates) and kept as a prepared
+  // shape's: prepare_declared_shape's and prepare's common part.
+  Status tune_shape(std::span<const int64_t> symbols);
   // Patches the steps, arguments, binding sizes and GEMMs for `symbols` (resize's host work).
   Status patch(std::span<const int64_t> symbols);
   // Captures the steps as a graph and stores it in the current shape's entry, a new entry, or the
   // least recently used one, then launches it.
+  // Without `launch` the graph is captured and instantiated (and uploaded) only: prepare.
   Status capture_and_launch(std::span<void* const> pointers, cudaStream_t stream, void* context,
-                            int found);
+                            int found, bool launch = true);
   void declare_library_writes(std::span<void* const> pointers);
 
   // Destroyed bottom-up: the graph first, the engine (weights, kernels) last.
@@ -254,16 +275,19 @@ class ExecutionContext {
   CudnnHandle cudnn_;
   CudnnPlans cudnn_plans_;
   uint64_t cudnn_plans_built_ = 0;
-  // While prepare_declared_shape runs (with tune_candidates_ > 1): what fit_gemm and fit_cudnn
-  // time their candidates on, and the GEMM algorithms timed so far by GEMM shape
-  // (step_signature); null otherwise (the heuristics' first choices).
-  struct OptTuning {
+  // While tune_shape runs (with tune_candidates_ > 1): what fit_gemm and fit_cudnn time their
+  // candidates on; null otherwise.
+  struct ShapeTuning {
     Stopwatch stopwatch;
-    std::map<std::string, cublasLtMatmulAlgo_t> gemms;
   };
-  OptTuning* tuning_ = nullptr;
+  ShapeTuning* tuning_ = nullptr;
+  // The GEMM algorithms timed for prepared shapes (the declared OPT shape's included), by GEMM
+  // sizes (step_signature): a transformer's layers repeat theirs, and any later shape whose GEMM
+  // has sizes a prepared shape had takes the timed algorithm (the heuristics' first choice is
+  // often slower: bench/RESULTS.md).
+  std::map<std::string, cublasLtMatmulAlgo_t> timed_gemms_;
   int tune_candidates_ = 4;
-  uint64_t opt_choices_timed_ = 0;
+  uint64_t prepared_choices_timed_ = 0;
   std::shared_ptr<Memory> memory_;
   uint64_t workspace_bytes_ = 0;  // what this engine needs of memory_'s workspace
   // What becomes of the captured graph's programmatic edges (the load option graph_edges). Own
@@ -319,6 +343,7 @@ class ExecutionContext {
   // the steps are patched for, which lag behind while calls replay cached graphs.
   bool dynamic_ = false;
   uint64_t resizes_ = 0;
+  uint64_t patches_ = 0;  // patch() calls (tune_shape asks whether resize patched)
   std::vector<int64_t> symbols_;
   std::vector<int64_t> patched_;
   std::vector<StepRecord> steps_;
@@ -330,24 +355,24 @@ class ExecutionContext {
     MatrixLayout a, b, c, d;
     cublasLtMatmulAlgo_t algo{};
     cublasLtMatmulAlgo_t unaligned_algo{};
-    // The algorithm timed for the declared OPT shape at load, taken again whenever a call is at
-    // that shape (a call at another shape in between re-patches `algo`).
-    std::optional<cublasLtMatmulAlgo_t> opt_algo;
     bool rechosen_said = false;  // the info line of fit_gemm, once per step
   };
   std::vector<DynamicGemm> gemms_;  // indexed by step
-  // The declared OPT shape prepared at load (prepare_declared_shape), or empty.
-  std::vector<int64_t> opt_symbols_;
+  // The shapes prepared (prepare_declared_shape first, then prepare's, in order), whose cuDNN
+  // plan sets are timed and kept for good.
+  std::vector<std::vector<int64_t>> prepared_;
+  bool is_prepared(std::span<const int64_t> symbols) const;
   // A dynamic engine's cuDNN plans per shape: cuDNN builds a plan for one shape, so each shape
   // other than the largest (which runs cudnn_plans_) gets a set of its own, one plan per distinct
   // operation graph, built at the shape's first patch (fit_cudnn) and kept for later patches. At
-  // most graph_shapes_ + 1 sets (every shape with a graph, and the one being patched), one more
-  // when the OPT shape's set (timed at load) is kept for good; past that, the least recently used
-  // set that no graph was captured with, and not the OPT shape's, is replaced.
+  // most graph_shapes_ + 1 sets (every shape with a graph, and the one being patched), plus the
+  // prepared shapes' sets (timed, kept for good); past that, the least recently used set that no
+  // graph was captured with and no prepared shape has is replaced.
   struct ShapePlans {
     std::vector<int64_t> symbols;
     CudnnPlans plans;
     uint64_t last_use = 0;
+    bool timed = false;  // built while a prepared shape's choices were timed
   };
   std::vector<ShapePlans> shape_plans_;
   int current_plans_ = -1;  // the set the patched steps run, or -1: cudnn_plans_

@@ -200,9 +200,9 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
 
 // A declared OPT shape (--dim batch=1..8@4 --dim sequence=1..64@32) is prepared at load: the
 // bucket that holds it builds that shape's cuDNN plan (the fused attention) and GEMM heuristics
-// when the program loads, so its first call builds nothing and only captures its graph; another
-// shape still builds its plans at its first call. The OPT shape's choices are timed at load.
-// Both match the CPU path.
+// when the program loads and captures its graph, so its first call builds nothing and replays;
+// another shape still builds its plans at its first call. The OPT shape's choices are timed at
+// load. Both match the CPU path.
 TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 4, {}},
                                                 {"sequence", 1, 64, 32, {}}};
@@ -219,18 +219,20 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   // Only the bucket 2..8 x 2..64 holds the OPT shape (4, 32).
   EXPECT_EQ(counters["cudnn_plan_sets_built"], 1u);
   EXPECT_EQ(counters["shape_changes"], 0u) << "preparing at load is not a call";
+  EXPECT_EQ(counters["graph_captures"], 1u) << "the OPT shape's graph is captured at load";
+  EXPECT_EQ(counters["prepared_shapes"], 1u);
   const uint64_t plans_at_load = counters["cudnn_plans_built"];
   EXPECT_GT(plans_at_load, 0u);
   // Its GEMM algorithms and attention plan were timed there (the load option tune_candidates,
   // 4 by default), as the largest sizes' are; with one candidate nothing is timed.
-  EXPECT_GT(counters["opt_choices_timed"], 0u);
+  EXPECT_GT(counters["prepared_choices_timed"], 0u);
   {
     cuda::LoadOptions untimed;
     untimed.tune_candidates = 1;
     runtime::MethodOptions options;
     options.backend_options = untimed.to_backend_options();
     auto quick = extension::Module::from_program(gpu, "forward", options).value();
-    EXPECT_EQ(counters_of(quick.method())["opt_choices_timed"], 0u);
+    EXPECT_EQ(counters_of(quick.method())["prepared_choices_timed"], 0u);
     EXPECT_EQ(counters_of(quick.method())["cudnn_plan_sets_built"], 1u);
   }
   double worst = 0;
@@ -243,7 +245,7 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   counters = call(4, 32);
   EXPECT_EQ(counters["cudnn_plan_sets_built"], 1u) << "the OPT shape built nothing";
   EXPECT_EQ(counters["cudnn_plans_built"], plans_at_load);
-  EXPECT_EQ(counters["graph_captures"], 1u);
+  EXPECT_EQ(counters["graph_captures"], 1u) << "the OPT shape's first call replays";
   counters = call(3, 17);
   EXPECT_EQ(counters["cudnn_plan_sets_built"], 2u) << "another shape builds its plans";
   EXPECT_GT(counters["cudnn_plans_built"], plans_at_load);
@@ -251,6 +253,87 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   EXPECT_EQ(counters["cudnn_plan_sets_built"], 2u);
   EXPECT_EQ(counters["graph_captures"], 2u) << "(4, 32) replays its graph";
   std::printf("  OPT shape prepared at load: worst relative error %.3g\n", worst);
+}
+
+// Shapes listed in MethodOptions::prepare_shapes are prepared at load (issue 37: graphs captured
+// at load): each one's bucket times its GEMMs and cuDNN plans for it and captures its graph with
+// the method's memory, so the first call at it replays that graph, allocating nothing and
+// building nothing, and matches the CPU path. A shape first called unprepared and prepared
+// afterwards is captured again with timed choices, and its next call replays that.
+TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
+  const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  const Family f{"torchscript17_bert", dims, true};
+  const std::vector<uint8_t> onnx = read_model(f.model);
+  ASSERT_FALSE(onnx.empty());
+  const auto cpu = compile(onnx, dims, "cpu", "");
+  ASSERT_NE(cpu, nullptr);
+  auto reference = extension::Module::from_program(cpu).value();
+  const auto gpu = compile(onnx, dims, "cuda:0", "fp16");
+  ASSERT_NE(gpu, nullptr);
+  // (1, 16) runs on the unit batch's bucket, the others on the wide one.
+  const std::vector<std::pair<int64_t, int64_t>> prepared = {{1, 16}, {2, 16}, {8, 40}};
+  runtime::MethodOptions options;
+  for (const auto& [b, s] : prepared)
+    options.prepare_shapes.push_back({{"batch", b}, {"sequence", s}});
+  auto module = extension::Module::from_program(gpu, "forward", options).value();
+  runtime::Method& m = module.method();
+  std::map<std::string, uint64_t> at_load = counters_of(m);
+  EXPECT_EQ(at_load["prepared_shapes"], prepared.size());
+  EXPECT_EQ(at_load["graph_captures"], prepared.size());
+  EXPECT_EQ(at_load["graphs"], prepared.size());
+  EXPECT_GT(at_load["prepared_choices_timed"], 0u);
+  EXPECT_EQ(at_load["shape_changes"], 0u);
+  double worst = 0;
+  // One call through the method: the inputs set into its memory, execute counted.
+  auto call = [&](int64_t b, int64_t s, int64_t* allocations) {
+    std::vector<Tensor> in = inputs_of(f, b, s, rng_);
+    for (int64_t r = 0; r < b; ++r) in[1].data_as<int64_t>()[r * s] = 1;
+    for (size_t i = 0; i < in.size(); ++i) ASSERT_TRUE(m.set_input(i, in[i].view()).ok());
+    {
+      std::optional<testing::CountAllocations> count;
+      if (testing::counting_available() && !testing::under_sanitizer()) count.emplace();
+      const Status st = m.execute();
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      if (count) *allocations = count->count() - count->other_threads();
+    }
+    auto want = reference.run(in);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    const TensorView got = m.output(0);
+    Tensor host =
+        Tensor::empty(got.dtype, std::vector<int64_t>(got.sizes.begin(), got.sizes.end())).value();
+    ASSERT_TRUE(runtime::copy_tensor(host.view(), got).ok());
+    ASSERT_EQ(host.sizes(), (*want)[0].sizes());
+    const double err = testing::relative_error(host, (*want)[0]);
+    EXPECT_LE(err, 3e-3);
+    worst = std::max(worst, err);
+  };
+  for (const auto& [b, s] : prepared) {
+    SCOPED_TRACE(fmt::format("prepared {} x {}", b, s));
+    int64_t allocations = -1;
+    call(b, s, &allocations);
+    if (allocations >= 0) EXPECT_EQ(allocations, 0) << "the first call at a prepared shape";
+  }
+  std::map<std::string, uint64_t> after = counters_of(m);
+  EXPECT_EQ(after["graph_captures"], at_load["graph_captures"]) << "every first call replayed";
+  EXPECT_EQ(after["cudnn_plans_built"], at_load["cudnn_plans_built"]);
+  EXPECT_EQ(after["cudnn_plan_sets_built"], at_load["cudnn_plan_sets_built"]);
+  // A shape called before it is prepared: captured at its call, captured again (timed) when
+  // prepared, replayed after.
+  int64_t allocations = -1;
+  call(3, 17, &allocations);
+  EXPECT_EQ(counters_of(m)["graph_captures"], at_load["graph_captures"] + 1);
+  const uint64_t timed = counters_of(m)["prepared_choices_timed"];
+  const std::vector<runtime::SymbolSize> late = {{"batch", 3}, {"sequence", 17}};
+  ASSERT_TRUE(m.prepare_shape(late).ok());
+  after = counters_of(m);
+  EXPECT_EQ(after["graph_captures"], at_load["graph_captures"] + 2);
+  EXPECT_EQ(after["prepared_shapes"], prepared.size() + 1);
+  EXPECT_GT(after["prepared_choices_timed"], timed) << "its attention plan at least is timed";
+  call(3, 17, &allocations);
+  EXPECT_EQ(counters_of(m)["graph_captures"], at_load["graph_captures"] + 2);
+  if (allocations >= 0) EXPECT_EQ(allocations, 0);
+  std::printf("  prepared shapes: worst relative error %.3g, %llu choices timed\n", worst,
+              static_cast<unsigned long long>(counters_of(m)["prepared_choices_timed"]));
 }
 
 // The convolutional families from both exporters over a batch range: cuDNN convolutions in a
