@@ -538,6 +538,22 @@ Status ExecutionContext::prepare(std::span<const int64_t> symbols) {
   if (!dynamic_) return Status();
   DeviceGuard guard(engine_->device());
   BATON_TRY(guard.status());
+  // A graph held for these sizes holds the kernels of the cuDNN plans it was captured with, and
+  // preparing builds those plans again (timed), which unloads the old ones' kernels: the graph
+  // goes first (its slot and its copy of the size-only block are kept for the capture that
+  // follows). Updating it in place after its plans were freed gave wrong results on an H200.
+  prepared_slot_ = -1;
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    ShapeGraph& entry = graphs_[g];
+    if (!std::equal(symbols.begin(), symbols.end(), entry.symbols.begin(), entry.symbols.end())) {
+      continue;
+    }
+    entry.exec.reset();
+    entry.symbols.clear();
+    entry.pointers.clear();
+    if (current_graph_ == static_cast<int>(g)) current_graph_ = -1;
+    prepared_slot_ = static_cast<int>(g);
+  }
   const uint64_t calls = resizes_;
   const Status tuned = tune_shape(symbols);
   resizes_ = calls;  // preparing is not a call
@@ -558,9 +574,10 @@ Status ExecutionContext::capture_prepared(std::span<void* const> pointers, cudaS
     cudnn_context.emplace(*api, context);
     BATON_TRY(cudnn_context->status());
   }
-  // The shape's own entry when a graph is held for it (captured again: with the timed choices),
-  // else a new or the least recently used one.
-  const int found = dynamic_ ? current_graph_ : (graphs_.empty() ? -1 : 0);
+  // The slot of the graph prepare() let go for these sizes, else a new or the least recently used
+  // one (a static engine: its one graph).
+  const int found = dynamic_ ? prepared_slot_ : (graphs_.empty() ? -1 : 0);
+  prepared_slot_ = -1;
   if (found < 0 && graphs_.size() >= graph_shapes_) {
     log_message(LogLevel::Info, "cuda",
                 fmt::format("partition '{}': preparing more shapes than the {} graphs it keeps "

@@ -158,12 +158,13 @@ class ExecutionContext {
   // earlier call's work that uses this context must be done. Nothing for a static engine.
   Status prepare(std::span<const int64_t> symbols);
   // Then, with graphs: captures the current shape's graph with `pointers` on `stream` and
-  // instantiates it, without launching it (a graph already held for the shape is captured again:
-  // its choices were untimed). The size-only kernels run on `stream` into the graph's copy of
-  // their block, reading only weights; nothing else runs. The caller waits for `stream`. A later
-  // call at these sizes, with these pointers, in the stream's context (the primary context's
-  // streams share it; a green context's does not) replays the graph without host work; with
-  // other pointers it captures again, taking the timed choices.
+  // instantiates it, without launching it (a graph already held for the shape was destroyed by
+  // prepare, whose timed choices may free the kernels it held, and is captured anew in its slot).
+  // The size-only kernels run on `stream` into the graph's copy of their block, reading only
+  // weights; nothing else runs. The caller waits for `stream`. A later call at these sizes, with
+  // these pointers, in the stream's context (the primary context's streams share it; a green
+  // context's does not) replays the graph without host work; with other pointers it captures again,
+  // taking the timed choices.
   Status capture_prepared(std::span<void* const> pointers, cudaStream_t stream);
 
   // A dynamic engine (EngineBlob::dynamic): sets the sizes of the next calls from the method's
@@ -317,6 +318,7 @@ class ExecutionContext {
   std::vector<ShapeGraph> graphs_;  // capacity reserved at create
   size_t graph_shapes_ = 1;
   int current_graph_ = -1;  // a dynamic engine: the entry of the current symbols, or -1
+  int prepared_slot_ = -1;  // the entry prepare() emptied for capture_prepared, or -1
   uint64_t graph_clock_ = 0, graph_captures_ = 0, graph_replacements_ = 0;
   uint32_t graph_nodes_ = 0, graph_kernels_ = 0;
   // The size-only block of scratch, [size_lo_, size_hi_) (empty: none, or a graph captures every

@@ -259,7 +259,10 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
 // at load): each one's bucket times its GEMMs and cuDNN plans for it and captures its graph with
 // the method's memory, so the first call at it replays that graph, allocating nothing and
 // building nothing, and matches the CPU path. A shape first called unprepared and prepared
-// afterwards is captured again with timed choices, and its next call replays that.
+// afterwards has its graph destroyed (its cuDNN plans are built again, timed, which frees the
+// kernels that graph held) and captured anew in the same slot; its next call replays that and
+// matches (on an H200, updating the old graph in place after its plans were freed gave relative
+// errors of 0.15 and NaN in most runs under CPU load).
 TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
   const Family f{"torchscript17_bert", dims, true};
@@ -284,6 +287,10 @@ TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
   EXPECT_GT(at_load["prepared_choices_timed"], 0u);
   EXPECT_EQ(at_load["shape_changes"], 0u);
   double worst = 0;
+  // The CUDA runtime makes this thread's default stream at its first use, allocating: once per
+  // thread, whatever the shape (on an H200 the first counted call saw 2 allocations only when it
+  // was the process's first execute on this thread).
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
   // One call through the method: the inputs set into its memory, execute counted.
   auto call = [&](int64_t b, int64_t s, int64_t* allocations) {
     std::vector<Tensor> in = inputs_of(f, b, s, rng_);
@@ -304,14 +311,16 @@ TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
     ASSERT_TRUE(runtime::copy_tensor(host.view(), got).ok());
     ASSERT_EQ(host.sizes(), (*want)[0].sizes());
     const double err = testing::relative_error(host, (*want)[0]);
-    EXPECT_LE(err, 3e-3);
+    EXPECT_LE(err, 3e-3) << b << " x " << s;
     worst = std::max(worst, err);
   };
   for (const auto& [b, s] : prepared) {
     SCOPED_TRACE(fmt::format("prepared {} x {}", b, s));
     int64_t allocations = -1;
     call(b, s, &allocations);
-    if (allocations >= 0) EXPECT_EQ(allocations, 0) << "the first call at a prepared shape";
+    if (allocations >= 0) {
+      EXPECT_EQ(allocations, 0) << "the first call at a prepared shape";
+    }
   }
   std::map<std::string, uint64_t> after = counters_of(m);
   EXPECT_EQ(after["graph_captures"], at_load["graph_captures"]) << "every first call replayed";
@@ -320,18 +329,27 @@ TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
   // A shape called before it is prepared: captured at its call, captured again (timed) when
   // prepared, replayed after.
   int64_t allocations = -1;
-  call(3, 17, &allocations);
+  {
+    SCOPED_TRACE("unprepared 3 x 17");
+    call(3, 17, &allocations);
+  }
   EXPECT_EQ(counters_of(m)["graph_captures"], at_load["graph_captures"] + 1);
   const uint64_t timed = counters_of(m)["prepared_choices_timed"];
   const std::vector<runtime::SymbolSize> late = {{"batch", 3}, {"sequence", 17}};
   ASSERT_TRUE(m.prepare_shape(late).ok());
   after = counters_of(m);
   EXPECT_EQ(after["graph_captures"], at_load["graph_captures"] + 2);
+  EXPECT_EQ(after["graphs"], at_load["graphs"] + 1) << "captured anew in its own slot";
   EXPECT_EQ(after["prepared_shapes"], prepared.size() + 1);
   EXPECT_GT(after["prepared_choices_timed"], timed) << "its attention plan at least is timed";
-  call(3, 17, &allocations);
+  {
+    SCOPED_TRACE("re-prepared 3 x 17");
+    call(3, 17, &allocations);
+  }
   EXPECT_EQ(counters_of(m)["graph_captures"], at_load["graph_captures"] + 2);
-  if (allocations >= 0) EXPECT_EQ(allocations, 0);
+  if (allocations >= 0) {
+    EXPECT_EQ(allocations, 0);
+  }
   std::printf("  prepared shapes: worst relative error %.3g, %llu choices timed\n", worst,
               static_cast<unsigned long long>(counters_of(m)["prepared_choices_timed"]));
 }
