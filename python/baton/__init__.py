@@ -119,13 +119,15 @@ class Module:
 
     __call__ = run
 
-    def prepare_shape(self, **sizes: int) -> None:
+    def prepare_shape(self, /, **sizes: int) -> None:
         """Makes calls at one shape of a dynamic program as fast from the first as later ones
         (``Method::prepare_shape``): ``m.prepare_shape(batch=1, sequence=16)`` names every
         symbol the inputs give a size. A GPU engine times its GEMM algorithms and cuDNN plans for
         these sizes and captures the shape's CUDA graph; nothing runs and nothing a call sees
-        changes. ``baton.load(..., prepare_shapes=[...])`` does it at load. Raises BatonError for
-        an unknown, missing or out-of-range symbol."""
+        changes. ``baton.load(..., prepare_shapes=[...])`` does it at load. The graph holds the
+        addresses of the memory a call used last (or the program's own): calls that pass device
+        arrays at new addresses each time capture again. Raises BatonError for an unknown,
+        missing or out-of-range symbol."""
         self._impl.prepare_shape(sizes)
 
     def counters(self) -> dict[str, int]:
@@ -150,6 +152,9 @@ def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threa
     Raises BatonError naming what is wrong and how to fix it."""
     if not isinstance(program, bytes):
         program = os.fspath(program)
+    if isinstance(prepare_shapes, Mapping):
+        raise TypeError("prepare_shapes takes a list of shapes, each a dict of symbol sizes: "
+                        f"[{dict(prepare_shapes)!r}]")
     return Module(_baton.load(program, method, threads, verify_checksums,
                               _option_pairs(load_options),
                               [{str(k): int(v) for k, v in s.items()} for s in prepare_shapes]))

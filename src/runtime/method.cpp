@@ -311,7 +311,8 @@ struct Method::Impl {
     std::copy(saved_bound.begin(), saved_bound.end(), bound.begin());
     std::copy(saved_exprs.begin(), saved_exprs.end(), expr_values.begin());
     std::copy(saved_sizes.begin(), saved_sizes.end(), size_storage.begin());
-    delegate_symbols = saved_delegate_symbols;
+    std::copy(saved_delegate_symbols.begin(), saved_delegate_symbols.end(),
+              delegate_symbols.begin());
     return status;
   }
 
@@ -338,9 +339,20 @@ struct Method::Impl {
       for (const auto& shape : shapes) BATON_TRY(prepare(shape));
       return Status();
     }
+    const bool opt_first = options.prepare_shapes.size() < shapes.size();
     for (size_t k = 0; k < shapes.size(); ++k) {
       const auto start = std::chrono::steady_clock::now();
-      BATON_TRY(prepare(shapes[k]));
+      if (Status st = prepare(shapes[k]); !st.ok()) {
+        // The declared OPT shape is prepared unasked: a failure there (a capture refused, say)
+        // leaves that shape to its first call, as before shapes were prepared, and is said; a
+        // shape the caller listed fails the load.
+        if (k > 0 || !opt_first) return st;
+        log_message(LogLevel::Warn, "runtime",
+                    fmt::format("method '{}': the declared OPT shape was not prepared at load "
+                                "(its first call will do that work): {}",
+                                name, st.message()));
+        continue;
+      }
       std::string text;
       for (const SymbolSize& p : shapes[k]) {
         text += fmt::format("{}{}={}", text.empty() ? "" : ", ", p.name, p.size);
@@ -348,13 +360,12 @@ struct Method::Impl {
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
-      log_message(LogLevel::Info, "runtime",
-                  fmt::format("method '{}': prepared {} ({}) in {:.0f} ms", name,
-                              text.empty() ? "its shape" : text,
-                              k == 0 && options.prepare_shapes.size() < shapes.size()
-                                  ? "the declared OPT shape"
-                                  : "MethodOptions::prepare_shapes",
-                              ms));
+      log_message(
+          LogLevel::Info, "runtime",
+          fmt::format(
+              "method '{}': prepared {} ({}) in {:.0f} ms", name, text.empty() ? "its shape" : text,
+              k == 0 && opt_first ? "the declared OPT shape" : "MethodOptions::prepare_shapes",
+              ms));
     }
     return Status();
   }
@@ -1432,6 +1443,7 @@ Status Method::prepare_shape(std::span<const SymbolSize> sizes) { return impl_->
 
 Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text) {
   std::vector<SymbolSize> out;
+  if (text.empty()) return out;  // no symbol: a static method's one shape
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());

@@ -284,6 +284,10 @@ TEST(DynamicShapes, ShapesToPrepareParseFromNameEqualsSizeLists) {
   EXPECT_EQ((*parsed)[0].size, 1);
   EXPECT_EQ((*parsed)[1].name, "sequence");
   EXPECT_EQ((*parsed)[1].size, 16);
+  // No sizes at all: a static method's one shape.
+  auto none = runtime::parse_symbol_sizes("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
   for (const char* bad :
        {"batch", "batch=", "=4", "batch=1,", "batch=x", "batch=-1", "batch=1;s=2"}) {
     auto r = runtime::parse_symbol_sizes(bad);

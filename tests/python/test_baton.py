@@ -413,6 +413,8 @@ def test_dynamic_programs_prepare_shapes_by_symbol(tmp_path):
         m.prepare_shape(batch=1)
     with pytest.raises(baton.BatonError, match=r"cannot prepare sequence=0, outside the range 1..16"):
         baton.load(program, prepare_shapes=[{"batch": 1, "sequence": 0}])
+    with pytest.raises(TypeError, match="a list of shapes"):
+        baton.load(program, prepare_shapes={"batch": 1, "sequence": 2})
 
 
 def test_dims_named_separately_by_torch_export_are_made_one(tmp_path):

@@ -60,8 +60,9 @@ struct SymbolSize {
   std::string name;
   int64_t size = 0;
 };
-// Parses "batch=1,sequence=16" (the CLI's --prepare-shape): InvalidArgument naming the part that
-// is not NAME=SIZE. Checked against a method only by prepare_shape.
+// Parses "batch=1,sequence=16" (the CLI's --prepare-shape; "" is no sizes, a static method's one
+// shape): InvalidArgument naming the part that is not NAME=SIZE. Checked against a method only by
+// prepare_shape.
 Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text);
 
 struct MethodOptions {
@@ -76,8 +77,9 @@ struct MethodOptions {
   // (OpenBLAS blocks a split GEMM differently), never between runs with the same count.
   unsigned threads = 0;
   // Shapes prepared at load (Method::prepare_shape, in this order, after the declared OPT
-  // shape), so that their first calls are as fast as later ones. A shape that prepare_shape
-  // refuses fails the load with its error. Each costs load time (BERT-base: tens of ms, timing
+  // shape), so that their first calls are as fast as later ones. A listed shape that
+  // prepare_shape refuses fails the load with its error (the OPT shape's failure is a warning:
+  // its first call then does the work). Each costs load time (BERT-base: tens of ms, timing
   // its GEMMs and attention plans) and a CUDA graph's memory.
   std::vector<std::vector<SymbolSize>> prepare_shapes;
 };

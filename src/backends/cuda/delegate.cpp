@@ -411,6 +411,9 @@ class CudaBackend final : public runtime::BackendInterface {
     std::vector<void*> pointers(handle->bindings.size());
     for (size_t i = 0; i < handle->bindings.size(); ++i) {
       const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
+      // An input the caller has yet to bind has no address to capture: the choices are made,
+      // the graph is left to the first call.
+      if (v->tensor.data == nullptr && v->tensor.nbytes() > 0) return Status();
       BATON_TRY(check_shape(context, i, v->tensor));
       BATON_TRY(classify(*handle, engine, i, v->tensor));
       pointers[i] = handle->bindings[i].last == Binding::Direct ? v->tensor.data
@@ -419,8 +422,12 @@ class CudaBackend final : public runtime::BackendInterface {
     cudaStream_t raw = nullptr;
     BATON_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
     OwnedStream stream(raw, device);
-    BATON_TRY(context.capture_prepared(pointers, stream.get()));
-    BATON_CUDA_CHECK_ON(device, cudaStreamSynchronize(stream.get()));
+    const Status captured = context.capture_prepared(pointers, stream.get());
+    // What was enqueued (the size-only kernels, the upload) is done before the stream goes, also
+    // when the capture failed part way.
+    const cudaError_t synced = cudaStreamSynchronize(stream.get());
+    BATON_TRY(captured);
+    BATON_CUDA_CHECK_ON(device, synced);
     return Status();
   }
 

@@ -529,8 +529,9 @@ Status ExecutionContext::tune_shape(std::span<const int64_t> symbols) {
   // earlier call may have patched them with untimed choices.
   const uint64_t patches = patches_;
   BATON_TRY(resize(symbols));
-  if (!is_prepared(symbols)) prepared_.emplace_back(symbols.begin(), symbols.end());
   if (patches_ == patches) BATON_TRY(patch(symbols));
+  // Counted (and its cuDNN plans kept for good) once its choices are made.
+  if (!is_prepared(symbols)) prepared_.emplace_back(symbols.begin(), symbols.end());
   return Status();
 }
 
@@ -1134,6 +1135,11 @@ Status ExecutionContext::capture_and_launch(std::span<void* const> pointers, cud
     } else {
       ShapeGraph& taken = graphs_[slot];
       if (found < 0) {
+        // Another shape's graph, whose size-only values are overwritten below: it can no longer
+        // run, and once its symbols are cleared nothing protects the cuDNN plans it holds from
+        // being freed (fit_cudnn), so it goes now rather than be updated in place later (or
+        // linger, should this capture fail).
+        taken.exec.reset();
         taken.symbols.clear();
         taken.pointers.clear();
       }
