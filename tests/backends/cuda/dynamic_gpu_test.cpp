@@ -198,6 +198,22 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
   }
 }
 
+// The small committed BERT export over `dims`, compiled for the CPU (the reference) and for cuda:0
+// in fp16 (null where a compile failed, which the compile reports).
+struct BertPrograms {
+  Family family;
+  std::shared_ptr<const runtime::Program> cpu, gpu;
+};
+BertPrograms compile_bert_fp16(const std::vector<compiler::DimRange>& dims) {
+  BertPrograms p{{"torchscript17_bert", dims, true}, nullptr, nullptr};
+  const std::vector<uint8_t> onnx = read_model(p.family.model);
+  EXPECT_FALSE(onnx.empty());
+  if (onnx.empty()) return p;
+  p.cpu = compile(onnx, dims, "cpu", "");
+  p.gpu = compile(onnx, dims, "cuda:0", "fp16");
+  return p;
+}
+
 // A declared OPT shape (--dim batch=1..8@4 --dim sequence=1..64@32) is prepared at load: the
 // bucket that holds it builds that shape's cuDNN plan (the fused attention) and GEMM heuristics
 // when the program loads and captures its graph, so its first call builds nothing and replays;
@@ -206,14 +222,12 @@ TEST_F(DynamicGpuTest, TransformersMatchTheCpuPathAtEveryShape) {
 TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 4, {}},
                                                 {"sequence", 1, 64, 32, {}}};
-  const Family f{"torchscript17_bert", dims, true};
-  const std::vector<uint8_t> onnx = read_model(f.model);
-  ASSERT_FALSE(onnx.empty());
-  const auto cpu = compile(onnx, dims, "cpu", "");
-  ASSERT_NE(cpu, nullptr);
-  auto reference = extension::Module::from_program(cpu).value();
-  const auto gpu = compile(onnx, dims, "cuda:0", "fp16");
-  ASSERT_NE(gpu, nullptr);
+  const BertPrograms bert = compile_bert_fp16(dims);
+  ASSERT_NE(bert.cpu, nullptr);
+  ASSERT_NE(bert.gpu, nullptr);
+  const Family& f = bert.family;
+  auto reference = extension::Module::from_program(bert.cpu).value();
+  const auto& gpu = bert.gpu;
   auto module = extension::Module::from_program(gpu).value();
   std::map<std::string, uint64_t> counters = counters_of(module.method());
   // Only the bucket 2..8 x 2..64 holds the OPT shape (4, 32).
@@ -265,14 +279,12 @@ TEST_F(DynamicGpuTest, TheDeclaredOptShapeIsPreparedAtLoad) {
 // errors of 0.15 and NaN in most runs under CPU load).
 TEST_F(DynamicGpuTest, PreparedShapesRunTheirFirstCallFromAGraphCapturedAhead) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
-  const Family f{"torchscript17_bert", dims, true};
-  const std::vector<uint8_t> onnx = read_model(f.model);
-  ASSERT_FALSE(onnx.empty());
-  const auto cpu = compile(onnx, dims, "cpu", "");
-  ASSERT_NE(cpu, nullptr);
-  auto reference = extension::Module::from_program(cpu).value();
-  const auto gpu = compile(onnx, dims, "cuda:0", "fp16");
-  ASSERT_NE(gpu, nullptr);
+  const BertPrograms bert = compile_bert_fp16(dims);
+  ASSERT_NE(bert.cpu, nullptr);
+  ASSERT_NE(bert.gpu, nullptr);
+  const Family& f = bert.family;
+  auto reference = extension::Module::from_program(bert.cpu).value();
+  const auto& gpu = bert.gpu;
   // (1, 16) runs on the unit batch's bucket, the others on the wide one.
   const std::vector<std::pair<int64_t, int64_t>> prepared = {{1, 16}, {2, 16}, {8, 40}};
   runtime::MethodOptions options;
