@@ -1530,6 +1530,13 @@ TEST_F(CliTest, RunPreparesTheShapesGivenAndTimesTheFirstCall) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("cannot prepare batch=5, outside the range 1..4"), std::string::npos)
       << r.output;
+  // A static program's one shape is named by nothing.
+  r = baton("run " + program() + " -n 1 --warmup 1 --profile-runs 0 --prepare-shape ''");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("prepared the program's one shape in "), std::string::npos) << r.output;
+  r = baton("run " + program() + " -n 1 --prepare-shape batch=2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("has no dynamic dimension"), std::string::npos) << r.output;
 }
 
 // Two dynamic inputs that share symbols: run k takes the k-th --shape of each.

@@ -371,6 +371,16 @@ TEST(DynamicShapes, NonZerosCountIsBoundWhileTheCallRunsWithoutAllocating) {
       }
     }
   }
+  // The method's one symbol is the count, which the data give, not a call: a shape to prepare
+  // names no symbol, and naming the count is refused. The outputs stay the last call's.
+  const int64_t last_count = (*method)->output(1).sizes[0];
+  EXPECT_TRUE((*method)->prepare_shape({}).ok());
+  const std::vector<runtime::SymbolSize> data = {{std::string((*method)->symbol(0).name), 3}};
+  const Status st = (*method)->prepare_shape(data);
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  EXPECT_NE(st.message().find("a size the model computes from data"), std::string::npos)
+      << st.message();
+  EXPECT_EQ((*method)->output(1).sizes[0], last_count);
 }
 
 // Token ids of batch 2 beside a mask of batch 3 (one symbol, `batch`, for both): refused when

@@ -310,7 +310,9 @@ Status run_run(const RunArgs& args) {
                 duration_text(Millis(program_loaded - load_start).count()).c_str(),
                 duration_text(Millis(method_loaded - program_loaded).count()).c_str());
     for (size_t k = 0; k < prepare_ms.size(); ++k) {
-      std::printf("prepared %s in %s\n", args.prepare_shapes[k].c_str(),
+      std::printf("prepared %s in %s\n",
+                  args.prepare_shapes[k].empty() ? "the program's one shape"
+                                                 : args.prepare_shapes[k].c_str(),
                   duration_text(prepare_ms[k]).c_str());
     }
     std::printf("cpu threads %u\n", method->cpu_threads());
