@@ -22,6 +22,11 @@ programs and calls them in turn (--versus: A B, B A, ... with a pause before eac
 other integers in 0..9). Separate processes leave each side its own placement of threads and
 memory, which on a large host moved a side by 10-20% from one process to the next; calls
 interleaved in one process do not.
+
+--prepare gives each dynamic run `--prepare-shape` for its shape (Method::prepare_shape: a GPU
+engine times its choices for the shape and captures its graph before the first call); the table
+then also reports each side's first call (`baton run`'s `first call`, the first warm-up run).
+--device-io compiles with --io device and runs with --device-io (a GPU device only).
 """
 import argparse
 import json
@@ -38,6 +43,7 @@ import onnx
 _D = r"([\d.]+) (ms|us)"
 LATENCY = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D)
 LOADED = re.compile(r"loaded in " + _D)
+FIRST = re.compile(r"^first call " + _D, re.M)
 
 
 def ms(value, unit):
@@ -106,14 +112,29 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda:N for dynamic GPU engines")
     ap.add_argument("--precision", default="", help="the GPU engines' precision (fp32, fp16, ...)")
+    ap.add_argument("--prepare", action="store_true",
+                    help="prepare each dynamic run's shape before its first call (--prepare-shape)")
+    ap.add_argument("--device-io", action="store_true",
+                    help="compile with --io device and run with --device-io (GPU only)")
     args = ap.parse_args()
+    if args.prepare and args.bench:
+        ap.error("--prepare runs `baton run` per side; it cannot be combined with --bench")
+    if args.device_io and not args.device.startswith("cuda"):
+        ap.error("--device-io needs --device cuda:N")
     target = ["--device", args.device] + (["--precision", args.precision] if args.precision else [])
+    target += ["--io", "device"] if args.device_io else []
+    io_args = ["--device-io"] if args.device_io else []
     manifest = json.load(open(os.path.join(args.models_dir, "manifest.json")))
     work = tempfile.mkdtemp(prefix="baton-dynbench-")
     text_max = [int(v) for v in args.text_max.split("x")]
     rows = []
-    print("| model | shape | dynamic ms | static ms | dynamic / static |")
-    print("|---|---|---:|---:|---:|")
+    if args.prepare:
+        print("| model | shape | dynamic ms (prepared) | static ms | dynamic / static | first call "
+              "dynamic / static ms |")
+        print("|---|---|---:|---:|---:|---:|")
+    else:
+        print("| model | shape | dynamic ms | static ms | dynamic / static |")
+        print("|---|---|---:|---:|---:|")
     for case in manifest["cases"]:
         name = case["name"]
         if args.only and not any(o in name for o in args.only.split(",")):
@@ -157,7 +178,7 @@ def main():
             for side, prog in (("dynamic", dyn), ("static", top)):
                 extra = shape_flags(dims) if side == "dynamic" else []
                 out = run([args.baton, "run", prog, "-n", "1", "--warmup", "0", "--profile-runs", "0"]
-                          + thread_args + extra)
+                          + thread_args + io_args + extra)
                 m = LOADED.search(out)
                 loads[side].append(ms(*m.groups()))
         row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
@@ -178,19 +199,34 @@ def main():
                 rows.append({"model": name, "shape": at, "dynamic_ms": d, "static_ms": s,
                              "ratio": d / s, "interleaved_calls": args.rounds * args.n})
                 continue
+            firsts = {"dynamic": [], "static": []}
+            prepare = ["--prepare-shape", ",".join(f"{rename[k]}={v}" for k, v in at.items())]
             for _ in range(args.rounds):
                 for side, prog in (("dynamic", dyn), ("static", fixed)):
+                    # A static program compiled with --io device takes its inputs' shapes from
+                    # the program; the dynamic one from --shape.
                     extra = shape_flags(at) if side == "dynamic" else []
+                    extra += prepare if side == "dynamic" and args.prepare else []
                     out = run([args.baton, "run", prog, "-n", str(args.n), "--warmup",
-                               str(args.warmup), "--profile-runs", "0"] + thread_args + extra)
+                               str(args.warmup), "--profile-runs", "0"] + thread_args
+                              + io_args + extra)
                     m = LATENCY.search(out)
                     medians[side].append(ms(m.group(3), m.group(4)))
+                    f = FIRST.search(out)
+                    if f:
+                        firsts[side].append(ms(*f.groups()))
             d = statistics.median(medians["dynamic"])
             s = statistics.median(medians["static"])
             label = "x".join(map(str, at.values()))
-            print(f"| {name} | {label} | {d:.3f} | {s:.3f} | {d / s:.3f} |", flush=True)
-            rows.append({"model": name, "shape": at, "dynamic_ms": d, "static_ms": s,
-                         "ratio": d / s, "rounds": medians})
+            row = {"model": name, "shape": at, "dynamic_ms": d, "static_ms": s, "ratio": d / s,
+                   "rounds": medians, "first_call_ms": firsts, "prepared": args.prepare}
+            if args.prepare and firsts["dynamic"] and firsts["static"]:
+                fd, fs = statistics.median(firsts["dynamic"]), statistics.median(firsts["static"])
+                print(f"| {name} | {label} | {d:.3f} | {s:.3f} | {d / s:.3f} | {fd:.2f} / {fs:.2f} |",
+                      flush=True)
+            else:
+                print(f"| {name} | {label} | {d:.3f} | {s:.3f} | {d / s:.3f} |", flush=True)
+            rows.append(row)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "rounds": args.rounds, "n": args.n, "rows": rows},
