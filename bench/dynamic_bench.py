@@ -27,8 +27,12 @@ interleaved in one process do not.
 engine times its choices for the shape and captures its graph before the first call); the table
 then also reports each side's first call (`baton run`'s `first call`, the first warm-up run).
 --device-io compiles with --io device and runs with --device-io (a GPU device only).
+--jobs N compiles a model's programs N at a time (full-size models take a minute or more each);
+--compile-without-gpu hides the GPUs from the compiles (CUDA_VISIBLE_DEVICES=), so that they can
+run side by side; the programs then time their GPU choices at load.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -50,8 +54,8 @@ def ms(value, unit):
     return float(value) / (1000.0 if unit == "us" else 1.0)
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()[-500:]}")
     return p.stdout
@@ -116,6 +120,9 @@ def main():
                     help="prepare each dynamic run's shape before its first call (--prepare-shape)")
     ap.add_argument("--device-io", action="store_true",
                     help="compile with --io device and run with --device-io (GPU only)")
+    ap.add_argument("--jobs", type=int, default=1, help="compiles run at once")
+    ap.add_argument("--compile-without-gpu", action="store_true",
+                    help="compile with the GPUs hidden (their choices are then timed at load)")
     args = ap.parse_args()
     if args.prepare and args.bench:
         ap.error("--prepare runs `baton run` per side; it cannot be combined with --bench")
@@ -156,7 +163,6 @@ def main():
         cmd = [args.baton, "compile", "-q", path, "-o", dyn] + target
         for k, v in dims.items():
             cmd += ["--dim", f"{rename[k]}=1..{v}"]
-        run(cmd)
 
         def shape_flags(at):
             flags = []
@@ -165,10 +171,23 @@ def main():
                 flags += ["--shape", f"{n}={'x'.join(map(str, sizes))}"]
             return flags
 
+        def static_path(tag):
+            return os.path.join(work, f"{name}.{tag}.baton")
+
         def static(at, tag):
-            p = os.path.join(work, f"{name}.{tag}.baton")
-            run([args.baton, "compile", "-q", path, "-o", p] + target + shape_flags(at))
-            return p
+            return static_path(tag)
+
+        # Every program of the model, compiled before any is run (--jobs at a time).
+        compiles = [cmd, [args.baton, "compile", "-q", path, "-o", static_path("max")] + target
+                    + shape_flags(dims)]
+        for at in shapes:
+            compiles.append([args.baton, "compile", "-q", path, "-o",
+                             static_path("x".join(map(str, at.values())))] + target
+                            + shape_flags(at))
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="") if args.compile_without_gpu else None
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for _ in pool.map(lambda c: run(c, env), compiles):
+                pass
 
         top = static(dims, "max")
         thread_args = ["--threads", str(args.threads)] if args.threads else []
