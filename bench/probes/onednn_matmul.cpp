@@ -60,22 +60,19 @@ int main() {
     reorder(bp, bw).execute(s, bp, bw);
     s.wait();  // once, at load
     memory am(a_md, eng, A.data()), cm(c_md, eng, C2.data());
-    matmul mm(pd);
-    double dnn = median_us(
-        [&] {
-          mm.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bw}, {DNNL_ARG_DST, cm}});
-          s.wait();
-        },
-        2000);
+    // One matmul call on A and C with weights `w`, waited for.
+    auto timed = [&](const matmul& mm, const memory& w) {
+      return median_us(
+          [&] {
+            mm.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, cm}});
+            s.wait();
+          },
+          2000);
+    };
+    const double dnn = timed(matmul(pd), bw);
     // plain weights (no reorder) for comparison
     matmul::primitive_desc pd2(matmul::desc(a_md, b_plain, c_md), eng);
-    matmul mm2(pd2);
-    double dnn_plain = median_us(
-        [&] {
-          mm2.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bp}, {DNNL_ARG_DST, cm}});
-          s.wait();
-        },
-        2000);
+    const double dnn_plain = timed(matmul(pd2), bp);
     // The rows given at each call (DNNL_RUNTIME_DIM_VAL), as a dynamic batch or sequence needs:
     // which implementation oneDNN takes then, and whether it still takes reordered weights.
     double dnn_runtime = -1;
@@ -90,13 +87,7 @@ int main() {
       memory bw3(pd3.weights_desc(), eng);
       reorder(bp, bw3).execute(s, bp, bw3);
       s.wait();
-      matmul mm3(pd3);
-      dnn_runtime = median_us(
-          [&] {
-            mm3.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bw3}, {DNNL_ARG_DST, cm}});
-            s.wait();
-          },
-          2000);
+      dnn_runtime = timed(matmul(pd3), bw3);
     } catch (const dnnl::error& e) {
       runtime_impl = e.what();
     }

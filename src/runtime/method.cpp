@@ -233,6 +233,11 @@ struct Method::Impl {
     return Status();
   }
 
+  // A symbol whose size a kernel computes from data while the call runs (NonZero's count).
+  bool is_data_symbol(size_t s) const {
+    return std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end();
+  }
+
   // Method::prepare_shape: checks `sizes` against the symbols, gives every dynamic tensor the
   // sizes they make, asks each delegate to prepare for them, and puts every size back as it
   // was, so that the next call sees the inputs' own.
@@ -241,7 +246,7 @@ struct Method::Impl {
     auto names = [&] {
       std::string out;
       for (size_t s = 0; s < n; ++s) {
-        if (std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end()) continue;
+        if (is_data_symbol(s)) continue;
         out += fmt::format("{}{}", out.empty() ? "" : ", ", symbol_name(s));
       }
       return out;
@@ -258,9 +263,7 @@ struct Method::Impl {
                             "method '{}' has no symbol '{}' to prepare a shape for; its symbols "
                             "are {}",
                             name, given.name, names());
-      const bool data =
-          std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end();
-      BATON_CHECK_OR_RETURN(!data, InvalidArgument,
+      BATON_CHECK_OR_RETURN(!is_data_symbol(s), InvalidArgument,
                             "method '{}': symbol '{}' is a size the model computes from data, "
                             "not one a call gives; leave it out of the shape to prepare",
                             name, given.name);
@@ -323,7 +326,7 @@ struct Method::Impl {
     if (!symbol_max.empty()) {
       std::vector<SymbolSize> opt;
       for (size_t s = 0; s < symbol_max.size(); ++s) {
-        if (std::find(data_symbols.begin(), data_symbols.end(), s) != data_symbols.end()) continue;
+        if (is_data_symbol(s)) continue;
         const int64_t v = fm->symbols()->Get(static_cast<uint32_t>(s))->opt();
         if (v <= 0) {
           opt.clear();

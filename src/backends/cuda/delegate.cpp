@@ -271,12 +271,7 @@ class CudaBackend final : public runtime::BackendInterface {
     const EngineBlob& blob = engine.blob();
     const int device = engine.device();
     const size_t inputs = blob.num_inputs();
-    BATON_CHECK_OR_RETURN(args.inputs.size() == inputs &&
-                              args.inputs.size() + args.outputs.size() == blob.bindings().size(),
-                          InvalidArgument,
-                          "partition '{}' takes {} inputs and {} outputs, the call has {} and {}",
-                          engine.partition(), inputs, blob.bindings().size() - inputs,
-                          args.inputs.size(), args.outputs.size());
+    BATON_TRY(check_arity(engine, args));
     cudaStream_t stream = current_stream();
     const bool guarded = stream_selected();
     DeviceGuard guard(device);
@@ -389,12 +384,7 @@ class CudaBackend final : public runtime::BackendInterface {
     auto* handle = static_cast<CudaHandle*>(h);
     std::lock_guard<std::mutex> lock(handle->mutex);
     const size_t inputs = handle->context->engine().blob().num_inputs();
-    BATON_CHECK_OR_RETURN(
-        args.inputs.size() == inputs &&
-            args.inputs.size() + args.outputs.size() == handle->bindings.size(),
-        InvalidArgument, "partition '{}' takes {} inputs and {} outputs, the call has {} and {}",
-        handle->context->engine().partition(), inputs, handle->bindings.size() - inputs,
-        args.inputs.size(), args.outputs.size());
+    BATON_TRY(check_arity(handle->context->engine(), args));
     const int device = handle->context->engine().device();
     DeviceGuard guard(device);
     BATON_TRY(guard.status());
@@ -416,8 +406,7 @@ class CudaBackend final : public runtime::BackendInterface {
       if (v->tensor.data == nullptr && v->tensor.nbytes() > 0) return Status();
       BATON_TRY(check_shape(context, i, v->tensor));
       BATON_TRY(classify(*handle, engine, i, v->tensor));
-      pointers[i] = handle->bindings[i].last == Binding::Direct ? v->tensor.data
-                                                                : handle->bindings[i].staging.get();
+      pointers[i] = bound_pointer(handle->bindings[i], *v);
     }
     cudaStream_t raw = nullptr;
     BATON_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
@@ -493,7 +482,7 @@ class CudaBackend final : public runtime::BackendInterface {
     // share them), the scratch and workspace (once: the buckets share them), and the staging
     // buffers (sized for the largest sizes). cuBLASLt's and cuDNN's own handles are not counted.
     uint64_t device_bytes = 0, resizes = 0, graphs = 0, captures = 0, replaced = 0, plans = 0,
-             cudnn_plans = 0, opt_timed = 0, size_only = 0, size_bytes = 0, prepared = 0;
+             cudnn_plans = 0, timed = 0, size_only = 0, size_bytes = 0, prepared = 0;
     const ExecutionContext::Memory* counted = nullptr;  // buckets share theirs: counted once
     for (const auto& c : handle->contexts) {
       if (c->memory() != counted) device_bytes += c->device_bytes();
@@ -505,7 +494,7 @@ class CudaBackend final : public runtime::BackendInterface {
       replaced += c->graph_replacements();
       plans += c->plan_sets_built();
       cudnn_plans += c->cudnn_plans_built();
-      opt_timed += c->prepared_choices_timed();
+      timed += c->prepared_choices_timed();
       prepared += c->prepared_shapes();
       size_only += c->size_only_steps();
       size_bytes += c->size_value_bytes();
@@ -527,7 +516,7 @@ class CudaBackend final : public runtime::BackendInterface {
             {"graphs_replaced", replaced},
             {"cudnn_plan_sets_built", plans},
             {"cudnn_plans_built", cudnn_plans},
-            {"prepared_choices_timed", opt_timed},
+            {"prepared_choices_timed", timed},
             {"prepared_shapes", prepared},
             {"graph_nodes", handle->context->graph_nodes()},
             {"graph_kernels", handle->context->graph_kernels()},
@@ -582,13 +571,10 @@ class CudaBackend final : public runtime::BackendInterface {
     for (size_t i = 0; i < handle.bindings.size(); ++i) {
       BindingState& b = handle.bindings[i];
       const runtime::Value* v = i < inputs ? args.inputs[i] : args.outputs[i - inputs];
-      if (b.last == Binding::Direct) {
-        handle.pointers[i] = v->tensor.data;
-        continue;
-      }
+      handle.pointers[i] = bound_pointer(b, *v);
+      if (b.last == Binding::Direct) continue;
       // Staging is sized for the largest sizes; a call copies what it has.
       const uint64_t bytes = handle.context->binding_bytes(i);
-      handle.pointers[i] = b.staging.get();
       staged_bytes += bytes;
       if (!b.is_output && bytes) {
         BATON_CUDA_CHECK_ON(device, cudaMemcpyAsync(b.staging.get(), v->tensor.data, bytes,
@@ -609,6 +595,25 @@ class CudaBackend final : public runtime::BackendInterface {
     }
     if (args.profile) BATON_CUDA_CHECK_ON(device, cudaEventRecord(handle.stop.get(), stream));
     return Status();
+  }
+
+  // The call's tensors against the partition's bindings: as many inputs and outputs.
+  static Status check_arity(const Engine& engine, const runtime::DelegateArgs& args) {
+    const EngineBlob& blob = engine.blob();
+    const size_t inputs = blob.num_inputs();
+    BATON_CHECK_OR_RETURN(args.inputs.size() == inputs &&
+                              args.inputs.size() + args.outputs.size() == blob.bindings().size(),
+                          InvalidArgument,
+                          "partition '{}' takes {} inputs and {} outputs, the call has {} and {}",
+                          engine.partition(), inputs, blob.bindings().size() - inputs,
+                          args.inputs.size(), args.outputs.size());
+    return Status();
+  }
+
+  // Where the engine reads or writes a classified binding: the tensor's memory itself, or the
+  // staging buffer a call copies it through.
+  static void* bound_pointer(const BindingState& b, const runtime::Value& v) {
+    return b.last == Binding::Direct ? v.tensor.data : b.staging.get();
   }
 
   // Against the binding's sizes for this call (a dynamic engine's at the call's symbols).

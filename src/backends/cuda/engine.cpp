@@ -490,14 +490,7 @@ Status ExecutionContext::prepare_declared_shape() {
     if (r.opt <= 0) return Status();
     opt.push_back(r.opt);
   }
-  // The engine's GPU is current for all of it: the plans, the heuristics and the stopwatch's
-  // memory belong there (the loader may run with another GPU current).
-  DeviceGuard guard(engine_->device());
-  BATON_TRY(guard.status());
-  const uint64_t calls = resizes_;
-  const Status tuned = tune_shape(opt);
-  resizes_ = calls;  // preparing at load is not a call that changed the sizes
-  return tuned;
+  return prepare(opt);
 }
 
 bool ExecutionContext::is_prepared(std::span<const int64_t> symbols) const {
@@ -537,6 +530,8 @@ Status ExecutionContext::tune_shape(std::span<const int64_t> symbols) {
 
 Status ExecutionContext::prepare(std::span<const int64_t> symbols) {
   if (!dynamic_) return Status();
+  // The engine's GPU is current for all of it: the plans, the heuristics and the stopwatch's
+  // memory belong there (the loader may run with another GPU current).
   DeviceGuard guard(engine_->device());
   BATON_TRY(guard.status());
   // A graph held for these sizes holds the kernels of the cuDNN plans it was captured with, and
