@@ -29,7 +29,8 @@ then also reports each side's first call (`baton run`'s `first call`, the first 
 --device-io compiles with --io device and runs with --device-io (a GPU device only).
 --jobs N compiles a model's programs N at a time (full-size models take a minute or more each);
 --compile-without-gpu hides the GPUs from the compiles (CUDA_VISIBLE_DEVICES=), so that they can
-run side by side; the programs then time their GPU choices at load.
+run side by side (the architecture is read with nvidia-smi and passed as --arch); the programs
+then time their GPU choices at load.
 """
 import argparse
 import concurrent.futures
@@ -130,6 +131,13 @@ def main():
         ap.error("--device-io needs --device cuda:N")
     target = ["--device", args.device] + (["--precision", args.precision] if args.precision else [])
     target += ["--io", "device"] if args.device_io else []
+    if args.compile_without_gpu and args.device.startswith("cuda"):
+        # With the GPUs hidden the compiler cannot ask the device for its architecture: read it
+        # here (nvidia-smi prints the compute capability as "9.0") and pass it on.
+        index = args.device.split(":")[1] if ":" in args.device else "0"
+        cap = subprocess.run(["nvidia-smi", "-i", index, "--query-gpu=compute_cap",
+                              "--format=csv,noheader"], capture_output=True, text=True, check=True)
+        target += ["--arch", "sm_" + cap.stdout.strip().replace(".", "")]
     io_args = ["--device-io"] if args.device_io else []
     manifest = json.load(open(os.path.join(args.models_dir, "manifest.json")))
     work = tempfile.mkdtemp(prefix="baton-dynbench-")
