@@ -47,6 +47,10 @@ struct KernelCall {
   // Some value's sizes change between calls (dynamic shapes): the kernel is created at the largest
   // and resized (Kernel::resize), so its scratch must serve every smaller size too.
   bool dynamic = false;
+  // Bit i set: input i is a constant of the program (a weight in the program file), whose data
+  // and address stay the same for the kernel's life, so that the kernel may prepare a copy of it
+  // at create (a GEMM packs its weights once). Inputs past the 64th are never marked.
+  uint64_t constant_inputs = 0;
 
   // Attribute `name` of the definition. Asking for a name the definition lacks is a bug in the
   // kernel and gives a None value.
@@ -59,6 +63,7 @@ struct KernelCall {
   const TensorView& input(size_t i) const { return inputs[i]->tensor; }
   const TensorView& output(size_t i) const { return outputs[i]->tensor; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i]->is_tensor(); }
+  bool input_is_constant(size_t i) const { return i < 64 && ((constant_inputs >> i) & 1) != 0; }
   // "Softmax (node 'sm')"
   std::string describe() const;
   // Reserves scratch for `count` elements of T (`slots` times: 1, or one per pool thread).

@@ -952,6 +952,7 @@ struct Method::Impl {
         if (fm->values()->Get(vi)->value_as_Tensor()->allocation() ==
             fb::AllocationKind::Constant) {
           info.data = v->tensor.data;
+          if (i < 64) call.constant_inputs |= uint64_t{1} << i;
         }
         in_types.push_back(info.dtype);
       }

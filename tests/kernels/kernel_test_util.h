@@ -307,6 +307,12 @@ class OpTester {
     dynamic_ = true;
     return *this;
   }
+  // Marks input i a constant of the program (KernelCall::constant_inputs): the kernel may prepare
+  // a copy of it at create, so a test that changes it afterwards must create the kernel again.
+  OpTester& constant_input(size_t i) {
+    constant_inputs_ |= uint64_t{1} << i;
+    return *this;
+  }
   // Sets the number of outputs the call has (default: the definition's minimum).
   OpTester& outputs(size_t n) {
     num_outputs_ = n;
@@ -418,6 +424,7 @@ class OpTester {
   }
   size_t num_inputs() const { return inputs_.size(); }
   bool input_is_tensor(size_t i) const { return inputs_[i].is_tensor(); }
+  bool input_is_constant(size_t i) const { return ((constant_inputs_ >> i) & 1) != 0; }
 
   const std::vector<ops::OutputInfo>& metas() const { return metas_; }
   // The attributes after inference put them in canonical form.
@@ -457,6 +464,7 @@ class OpTester {
     call_.pool = pool_;
     call_.scratch = scratch_.get();
     call_.dynamic = dynamic_;
+    call_.constant_inputs = constant_inputs_;
   }
 
   const ops::OpDef* def_;
@@ -476,6 +484,7 @@ class OpTester {
   std::unique_ptr<runtime::ScratchPlan> scratch_;  // the kernel's, made by create()
   runtime::ThreadPool* pool_ = nullptr;
   bool dynamic_ = false;
+  uint64_t constant_inputs_ = 0;
   std::unique_ptr<runtime::Kernel> kernel_;
 };
 

@@ -501,6 +501,14 @@ op_calls() {
     t->attr("transW", 1).attr("activation", std::string("Gelu"));
     return t;
   });
+  // A constant W is packed at create (kernels/cpu/packed_gemm.h); run() multiplies in place.
+  add("Linear with a constant W (packed) and split outputs", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("Linear", "node_1", kTestOpset, "baton");
+    t->input(random_floats(rng, {2, 30, 64})).input(random_floats(rng, {64, 90}));
+    t->input(random_floats(rng, {90})).constant_input(1);
+    t->attr("splits", std::vector<int64_t>{40, 50}).outputs(2);
+    return t;
+  });
   add("ConvTranspose (col2im, output_shape)", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("ConvTranspose");
     t->input(random_floats(rng, {2, 4, 5, 6})).input(random_floats(rng, {4, 3, 3, 3}));
@@ -589,10 +597,17 @@ TEST(KernelRun, ReadsDataPointersAtEveryRun) {
     std::unique_ptr<OpTester> t = make(rng);
     BATON_ASSERT_OK(t->run());
     // Same shapes, new data (constant inputs such as Reshape's shape are equal in both), and a
-    // new output buffer: the rebound kernel must produce what a fresh kernel produces.
+    // new output buffer: the rebound kernel must produce what a fresh kernel produces. An input
+    // marked a constant of the program (a weight, which a kernel may pack at create) keeps its
+    // values, as in a program; the fresh kernel gets them too.
     std::unique_ptr<OpTester> fresh = make(rng);
     for (size_t i = 0; i < fresh->num_inputs(); ++i) {
-      if (fresh->input_is_tensor(i)) t->rebind_input(i, fresh->input_tensor(i));
+      if (!fresh->input_is_tensor(i)) continue;
+      if (t->input_is_constant(i)) {
+        fresh->rebind_input(i, t->input_tensor(i));
+      } else {
+        t->rebind_input(i, fresh->input_tensor(i));
+      }
     }
     t->rebind_output(0);
     BATON_ASSERT_OK(fresh->run());

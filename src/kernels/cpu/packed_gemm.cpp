@@ -1,0 +1,205 @@
+#include "kernels/cpu/packed_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "kernels/cpu/blas.h"
+
+namespace baton::kernels::cpu {
+namespace {
+
+// Rows of W the kernel takes per pass over a panel: kDepth x 32 floats is 32 KB, an L1 cache.
+constexpr int64_t kDepth = 256;
+// Below this many multiply-adds a product runs on the calling thread (as parallel_gemm).
+constexpr double kParallelWork = kParallelGemmWork;
+
+enum class Isa { None, Avx2, Avx512 };
+
+Isa detect() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("fma")) {
+    return Isa::Avx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+  return Isa::None;
+}
+const Isa kIsa = detect();
+
+// Columns per panel: two vector registers' worth.
+int64_t panel_width() { return kIsa == Isa::Avx512 ? 32 : 16; }
+
+#define BATON_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
+#define BATON_AVX2 __attribute__((target("avx2,fma")))
+
+// One tile: R rows of C by a panel's 32 columns (`cols` of them real: the last panel's others are
+// masked off), over kc rows of the panel. accumulate: C holds the earlier depth blocks' sums.
+template <int R>
+BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                              int64_t ldc, bool accumulate, int64_t cols) {
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32   ? __mmask16(0xFFFF)
+                       : cols <= 16 ? __mmask16(0)
+                                    : __mmask16((1u << (cols - 16)) - 1);
+  __m512 acc0[R], acc1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    if (accumulate) {
+      acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
+      acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+    } else {
+      acc0[r] = _mm512_setzero_ps();
+      acc1[r] = _mm512_setzero_ps();
+    }
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b + p * 32);
+    const __m512 b1 = _mm512_loadu_ps(b + p * 32 + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      acc0[r] = _mm512_fmadd_ps(x, b0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
+  }
+}
+
+// The AVX2 tile: R rows by a panel's 16 columns (two 8-float registers).
+template <int R>
+BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                          int64_t ldc, bool accumulate, int64_t cols) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols)), iota);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols) - 8), iota);
+  __m256 acc0[R], acc1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    if (accumulate) {
+      acc0[r] = _mm256_maskload_ps(c + r * ldc, m0);
+      acc1[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+    } else {
+      acc0[r] = _mm256_setzero_ps();
+      acc1[r] = _mm256_setzero_ps();
+    }
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b + p * 16);
+    const __m256 b1 = _mm256_loadu_ps(b + p * 16 + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda + p);
+      acc0[r] = _mm256_fmadd_ps(x, b0, acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(x, b1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm256_maskstore_ps(c + r * ldc, m0, acc0[r]);
+    _mm256_maskstore_ps(c + r * ldc + 8, m1, acc1[r]);
+  }
+}
+
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool,
+                        int64_t);
+
+// Tiles of 12 rows with AVX-512 (24 accumulators of 32 registers), 6 with AVX2 (12 of 16); a
+// table by row count for the last, shorter tile.
+template <int... R>
+constexpr std::array<TileFn, sizeof...(R)> avx512_tiles(std::integer_sequence<int, R...>) {
+  return {&tile_avx512<R + 1>...};
+}
+template <int... R>
+constexpr std::array<TileFn, sizeof...(R)> avx2_tiles(std::integer_sequence<int, R...>) {
+  return {&tile_avx2<R + 1>...};
+}
+constexpr auto kAvx512Tiles = avx512_tiles(std::make_integer_sequence<int, 12>());
+constexpr auto kAvx2Tiles = avx2_tiles(std::make_integer_sequence<int, 6>());
+
+int64_t tile_rows() { return kIsa == Isa::Avx512 ? 12 : 6; }
+TileFn tile_for(int64_t rows) {
+  return kIsa == Isa::Avx512 ? kAvx512Tiles[rows - 1] : kAvx2Tiles[rows - 1];
+}
+
+// Rows [r0, r1) of C by panel `panel`, over the whole depth.
+void panel_rows(int64_t panel, int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a,
+                int64_t lda, const float* packed, float* c, int64_t ldc) {
+  const int64_t width = panel_width();
+  const int64_t mr = tile_rows();
+  const float* b = packed + panel * k * width;
+  const int64_t col = panel * width;
+  const int64_t cols = std::min(width, n - col);
+  for (int64_t k0 = 0; k0 < k; k0 += kDepth) {
+    const int64_t kc = std::min(kDepth, k - k0);
+    for (int64_t r = r0; r < r1; r += mr) {
+      const int64_t rows = std::min(mr, r1 - r);
+      tile_for(rows)(kc, a + r * lda + k0, lda, b + k0 * width, c + r * ldc + col, ldc, k0 > 0,
+                     cols);
+    }
+  }
+}
+
+}  // namespace
+
+bool packed_gemm_available() { return kIsa != Isa::None; }
+
+const char* packed_gemm_isa() {
+  return kIsa == Isa::Avx512 ? "avx512" : kIsa == Isa::Avx2 ? "avx2" : "";
+}
+
+int64_t packed_size(int64_t k, int64_t n) {
+  const int64_t width = panel_width();
+  return (n + width - 1) / width * width * k;
+}
+
+void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, int64_t col,
+                  float* out) {
+  const int64_t width = panel_width();
+  for (int64_t j0 = 0; j0 < n; j0 += width) {
+    const int64_t cols = std::min(width, n - j0);
+    for (int64_t p = 0; p < k; ++p) {
+      float* row = out + (j0 / width) * k * width + p * width;
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t column = col + j0 + j;
+        row[j] = trans ? w[column * ld + p] : w[p * ld + column];
+      }
+      std::fill(row + cols, row + width, 0.0f);
+    }
+  }
+}
+
+void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
+                 int64_t lda, const float* packed, float* c, int64_t ldc) {
+  const int64_t width = panel_width();
+  const int64_t panels = (n + width - 1) / width;
+  const unsigned threads = pool_slots(pool);
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (threads == 1 || work < kParallelWork) {
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      panel_rows(panel, 0, m, n, k, a, lda, packed, c, ldc);
+    }
+    return;
+  }
+  // Tasks of one panel each; with few panels (a narrow split of W) the rows are cut too, in whole
+  // tiles, so that every thread has several tasks to take.
+  const int64_t mr = tile_rows();
+  const int64_t tiles = (m + mr - 1) / mr;
+  const int64_t wanted = 4 * static_cast<int64_t>(threads);
+  const int64_t row_chunks = panels >= wanted ? 1 : std::min(tiles, (wanted + panels - 1) / panels);
+  const int64_t chunk_rows = (tiles + row_chunks - 1) / row_chunks * mr;
+  const int64_t chunks = (m + chunk_rows - 1) / chunk_rows;
+  parallel_for(pool, panels * chunks, [&](int64_t t, unsigned) {
+    const int64_t panel = t / chunks, r0 = (t % chunks) * chunk_rows;
+    panel_rows(panel, r0, std::min(m, r0 + chunk_rows), n, k, a, lda, packed, c, ldc);
+  });
+}
+
+}  // namespace baton::kernels::cpu

@@ -1,0 +1,50 @@
+// A float GEMM whose right-hand matrix is packed once, at load, for a product with a constant
+// weight matrix (Linear's W): Y[m, n] = X[m, k] * W[k, n] (or W[n, k] transposed).
+//
+// Why: OpenBLAS packs B into its own panel layout on every call. For the GEMMs of a model with few
+// rows (a batch-8 MLP, one token, BERT-small's 64 rows) that packing is as long as the product
+// itself: a 4 x 1024 MLP at batch 8 ran 2.2x slower than onnxruntime, whose MLAS packs its
+// weights once at load (bench/RESULTS.md, "oneDNN's matmul against OpenBLAS"). oneDNN's matmul
+// with weights reordered once measured 2.5-2.8x faster there, but its execute() allocates (five
+// heap allocations a call in oneDNN 2.6, its argument map), and execute() must not; so Baton packs
+// W itself and multiplies with a small register-tiled kernel.
+//
+// Layout: W is cut into panels of kPanel columns (32 with AVX-512, 16 with AVX2); a panel holds
+// its k rows one after the other, kPanel floats each, the columns past n zero. The kernel keeps a
+// tile of rows x kPanel outputs in registers, reads X in place (broadcasting one element at a
+// time) and the panel as it is stored, a block of kDepth rows of it at a time so that the block
+// stays in the L1 cache while every row tile of X passes over it.
+//
+// Only CPUs with AVX2 and FMA (x86-64-v3) or AVX-512 (x86-64-v4) have these kernels; elsewhere
+// packed_gemm_available() is false and the kernels keep OpenBLAS. Every output element is one
+// chain of fused multiply-adds over k in order, whatever the thread count and the tile it falls
+// in, so the bits are the same at 1 and N threads (not the bits of OpenBLAS's product).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "runtime/thread_pool.h"
+
+namespace baton::kernels::cpu {
+
+// Whether this CPU has the packed kernels, and which ("avx512", "avx2"; "" when none).
+bool packed_gemm_available();
+const char* packed_gemm_isa();
+
+// Floats a packed copy of a k x n matrix takes.
+int64_t packed_size(int64_t k, int64_t n);
+
+// Packs columns [col, col + n) of W: W is [k, ld] row-major (trans false: element (p, j) at
+// w[p * ld + j]) or [*, ld] holding W^T (trans true: element (p, j) at w[j * ld + p]). `out` holds
+// packed_size(k, n) floats.
+void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, int64_t col,
+                  float* out);
+
+// C[m, n] = A[m, k] * packed (k, n): A row-major with leading dimension lda, C with ldc. Split
+// over `pool` (null: the calling thread) by panels of columns, and by rows when there are few
+// panels. Allocates nothing. k > 0.
+void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
+                 int64_t lda, const float* packed, float* c, int64_t ldc);
+
+}  // namespace baton::kernels::cpu
