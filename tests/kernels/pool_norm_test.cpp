@@ -590,6 +590,43 @@ std::vector<double> softmax_family_reference(const HostTensor& x, int axis, bool
   return y;
 }
 
+// AddLayerNorm (its sum in per-thread row buffers, no Sum output) splits its rows over the pool:
+// the same bits as on one thread, and within float rounding of a double-precision reference.
+TEST(LayerNormalization, RowsSplitOverThePoolGiveOneThreadsBits) {
+  std::mt19937 rng(12);
+  const HostTensor x = random_floats(rng, {4, 64, 96}), r = random_floats(rng, {4, 64, 96});
+  const HostTensor scale = random_floats(rng, {96}), bias = random_floats(rng, {96});
+  auto run = [&](runtime::ThreadPool* pool) {
+    OpTester t("AddLayerNorm", "node_1", kTestOpset, "baton");
+    t.pool(pool).input(x).input(r).input(scale).input(bias).attr("axis", int64_t{-1});
+    EXPECT_TRUE(t.run().ok());
+    return to_double(t.output(0));
+  };
+  const std::vector<double> one = run(nullptr);
+  runtime::ThreadPool pool(3);
+  const uint64_t before = pool.dispatched();
+  EXPECT_EQ(run(&pool), one);
+  EXPECT_GT(pool.dispatched(), before) << "the rows were not split over the pool";
+  for (int64_t row = 0; row < 4 * 64; ++row) {
+    double mean = 0.0, var = 0.0;
+    std::vector<double> sum(96);
+    for (int64_t j = 0; j < 96; ++j) {
+      // The sum as the Add it replaces stored it: rounded to float.
+      sum[static_cast<size_t>(j)] =
+          static_cast<float>(x.data<float>()[row * 96 + j] + r.data<float>()[row * 96 + j]);
+      mean += sum[static_cast<size_t>(j)] / 96.0;
+    }
+    for (double v : sum) var += (v - mean) * (v - mean) / 96.0;
+    for (int64_t j = 0; j < 96; ++j) {
+      const double want =
+          (sum[static_cast<size_t>(j)] - mean) / std::sqrt(var + 1e-5) * scale.data<float>()[j] +
+          bias.data<float>()[j];
+      ASSERT_NEAR(one[static_cast<size_t>(row * 96 + j)], want, 1e-5 * (1.0 + std::abs(want)))
+          << row << ", " << j;
+    }
+  }
+}
+
 TEST(SoftmaxFamily, EveryVersionMatchesReference) {
   std::mt19937 rng(51);
   const std::pair<Ints, int> cases[] = {

@@ -2,10 +2,12 @@
 // the normalized dimensions gets its mean and variance in double (two passes, so nothing
 // cancels), then y = (x - mean) * inv_std * scale + bias in the compute type. AddLayerNorm first
 // forms x + r rounded to the storage type (what the Add it replaces stored), in its Sum output or
-// in a row buffer sized at create.
+// in a row buffer sized at create (one per pool thread). Rows are split over the Method's pool,
+// a few thousand elements a task; each row is computed the same way on any thread.
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
@@ -48,7 +50,8 @@ class LayerNormKernel final : public runtime::Kernel {
   LayerNormKernel(const runtime::Value* x, const runtime::Value* residual,
                   const runtime::Value* scale, const runtime::Value* bias, runtime::Value* y,
                   runtime::Value* sum, runtime::Value* mean, runtime::Value* inv_std, Layout l,
-                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at)
+                  std::vector<int64_t> scale_at, std::vector<int64_t> bias_at,
+                  runtime::ThreadPool* pool)
       : x_(x),
         r_(residual),
         scale_(scale),
@@ -59,12 +62,14 @@ class LayerNormKernel final : public runtime::Kernel {
         inv_std_(inv_std),
         l_(l),
         scale_at_(std::move(scale_at)),
-        bias_at_(std::move(bias_at)) {}
+        bias_at_(std::move(bias_at)),
+        pool_(pool) {}
 
   // AddLayerNorm without a Sum output forms x + r in a row of scratch.
   Status reserve(const runtime::KernelCall& call) {
     if (r_ == nullptr || sum_ != nullptr || l_.rows == 0) return Status::ok_status();
-    return call.reserve_scratch<S>(row_, static_cast<uint64_t>(l_.n), "row buffer");
+    return call.reserve_scratch<S>(row_, static_cast<uint64_t>(l_.n), "row buffer",
+                                   pool_slots(pool_));
   }
 
   // The leading dimensions (batch, sequence) may change; the normalized ones, which shape Scale
@@ -89,31 +94,51 @@ class LayerNormKernel final : public runtime::Kernel {
     const S* bias = bias_ ? bias_->tensor.data_as<const S>() : nullptr;
     S* y = y_->tensor.data_as<S>();
     const int64_t n = l_.n;
-    for (int64_t row = 0; row < l_.rows; ++row) {
-      const S* xr = x + row * n;
-      if (r) {
-        S* s = sum_ ? sum_->tensor.data_as<S>() + row * n : row_.data<S>();
-        const S* rr = r + row * n;
-        for (int64_t j = 0; j < n; ++j) s[j] = store<S>(load(xr[j]) + load(rr[j]));
-        xr = s;
-      }
-      const auto [mean, var] = moments(xr, n);
-      const double inv = 1.0 / std::sqrt(var + l_.epsilon);
-      S* yr = y + row * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const size_t js = static_cast<size_t>(j);
-        const double g = static_cast<double>(load(scale[scale_at_.empty() ? j : scale_at_[js]]));
-        const double b =
-            bias ? static_cast<double>(load(bias[bias_at_.empty() ? j : bias_at_[js]])) : 0.0;
-        yr[j] = store<S>(static_cast<C>((static_cast<double>(load(xr[j])) - mean) * inv * g + b));
-      }
-      write_stat(mean_, row, mean);
-      write_stat(inv_std_, row, inv);
-    }
+    const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / std::max<int64_t>(n, 1));
+    parallel_for(
+        pool_, (l_.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t, unsigned slot) {
+          const int64_t end = std::min(l_.rows, (t + 1) * rows_per_task);
+          for (int64_t row = t * rows_per_task; row < end; ++row) {
+            const S* xr = x + row * n;
+            if (r) {
+              S* s = sum_ ? sum_->tensor.data_as<S>() + row * n : row_.data<S>(slot);
+              const S* rr = r + row * n;
+              for (int64_t j = 0; j < n; ++j) s[j] = store<S>(load(xr[j]) + load(rr[j]));
+              xr = s;
+            }
+            const auto [mean, var] = moments(xr, n);
+            const double inv = 1.0 / std::sqrt(var + l_.epsilon);
+            S* yr = y + row * n;
+            if (scale_at_.empty() && bias_at_.empty()) {
+              // The common case (Scale and B of the row's shape), without the offset tables' loads.
+              for (int64_t j = 0; j < n; ++j) {
+                const double b = bias ? static_cast<double>(load(bias[j])) : 0.0;
+                yr[j] = store<S>(static_cast<C>((static_cast<double>(load(xr[j])) - mean) * inv *
+                                                    static_cast<double>(load(scale[j])) +
+                                                b));
+              }
+            } else {
+              for (int64_t j = 0; j < n; ++j) {
+                const size_t js = static_cast<size_t>(j);
+                const double g =
+                    static_cast<double>(load(scale[scale_at_.empty() ? j : scale_at_[js]]));
+                const double b =
+                    bias ? static_cast<double>(load(bias[bias_at_.empty() ? j : bias_at_[js]]))
+                         : 0.0;
+                yr[j] = store<S>(
+                    static_cast<C>((static_cast<double>(load(xr[j])) - mean) * inv * g + b));
+              }
+            }
+            write_stat(mean_, row, mean);
+            write_stat(inv_std_, row, inv);
+          }
+        });
     return Status::ok_status();
   }
 
  private:
+  static constexpr int64_t kTaskElements = 8192;
+
   static void write_stat(runtime::Value* out, int64_t row, double v) {
     if (!out) return;
     if (out->tensor.dtype == DType::Float64) {
@@ -133,7 +158,8 @@ class LayerNormKernel final : public runtime::Kernel {
   runtime::Value* inv_std_;
   Layout l_;
   std::vector<int64_t> scale_at_, bias_at_;
-  runtime::ScratchRef row_;  // AddLayerNorm without a Sum output: the row's x + r
+  runtime::ThreadPool* pool_;
+  runtime::ScratchRef row_;  // AddLayerNorm without a Sum output: the row's x + r, per thread
 };
 
 // `residual`: whether the call is AddLayerNorm (X, R, Scale, B; outputs Y, Sum) rather than
@@ -165,7 +191,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_normalization(const runtime::Ker
         std::make_unique<LayerNormKernel<S>>(
             call.inputs[0], residual ? call.inputs[1] : nullptr, call.inputs[first], bias,
             call.outputs[0], residual ? out(1) : nullptr, residual ? nullptr : out(1),
-            residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at)),
+            residual ? nullptr : out(2), l, std::move(scale_at), std::move(bias_at), call.pool),
         call, reserved);
   });
   BATON_TRY(reserved);
