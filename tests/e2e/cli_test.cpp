@@ -491,34 +491,48 @@ TEST_F(CliTest, InspectTextShowsEverything) {
 }
 
 // inspect --load loads the method as run would and shows the CPU kernels' scratch: one shared
-// area as large as the largest kernel's need (not the sum), growing with the threads where a
-// kernel keeps a piece per thread (attention's scores); `run --json` reports the same size.
+// area as large as the largest kernel's need (not the sum; the float16 MLP's three Linears each
+// hold float copies), growing with the threads where a kernel keeps a piece per thread
+// (attention's scores); `run --json` reports the same size.
 TEST_F(CliTest, InspectLoadShowsTheKernelScratch) {
-  const std::string model = (dir_ / "attention_scratch.baton").string();
-  CliRun r = baton("compile " + (models_ / "attention_ops.onnx").string() + " -o " + model);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto loaded = [&](unsigned threads) {
+  auto loaded = [&](const std::string& program, unsigned threads) {
     const CliRun i =
-        baton("inspect --json --load --threads " + std::to_string(threads) + " " + model, "",
+        baton("inspect --json --load --threads " + std::to_string(threads) + " " + program, "",
               /*with_stderr=*/false);
     EXPECT_EQ(i.exit_code, 0) << i.output;
     const auto j = nlohmann::json::parse(i.output, nullptr, /*allow_exceptions=*/false);
     return j.is_object() ? j["methods"][0]["loaded"] : nlohmann::json();
   };
-  const nlohmann::json one = loaded(1), four = loaded(4);
-  ASSERT_TRUE(one.is_object() && four.is_object()) << one << four;
-  EXPECT_EQ(one["cpu_threads"], 1);
-  EXPECT_TRUE(one["delegates"].is_array() && one["delegates"].empty()) << "a CPU program";
-  uint64_t largest = 0, sum = 0, attention = 0;
-  for (const auto& k : one["kernel_scratch"]) {
+  const std::string mlp = (dir_ / "mlp_fp16_scratch.baton").string();
+  CliRun r = baton("compile " + (models_ / "dynamo20_mlp_fp16.onnx").string() + " -o " + mlp);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json shared = loaded(mlp, 1);
+  ASSERT_TRUE(shared.is_object()) << shared;
+  uint64_t largest = 0, sum = 0, holders = 0;
+  for (const auto& k : shared["kernel_scratch"]) {
     const uint64_t bytes = k["bytes"].get<uint64_t>();
     largest = std::max(largest, bytes);
     sum += bytes;
-    if (k["kernel"].get<std::string>().find("Attention") != std::string::npos) attention += bytes;
+    holders += bytes > 0 ? 1 : 0;
+  }
+  EXPECT_GE(holders, 2u) << shared;
+  EXPECT_EQ(shared["scratch_bytes"].get<uint64_t>(), largest);
+  EXPECT_LT(largest, sum) << "the kernels share one area";
+
+  const std::string model = (dir_ / "attention_scratch.baton").string();
+  r = baton("compile " + (models_ / "attention_ops.onnx").string() + " -o " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json one = loaded(model, 1), four = loaded(model, 4);
+  ASSERT_TRUE(one.is_object() && four.is_object()) << one << four;
+  EXPECT_EQ(one["cpu_threads"], 1);
+  EXPECT_TRUE(one["delegates"].is_array() && one["delegates"].empty()) << "a CPU program";
+  uint64_t attention = 0;
+  for (const auto& k : one["kernel_scratch"]) {
+    if (k["kernel"].get<std::string>().find("Attention") != std::string::npos) {
+      attention += k["bytes"].get<uint64_t>();
+    }
   }
   EXPECT_GT(attention, 0u) << one;
-  EXPECT_EQ(one["scratch_bytes"].get<uint64_t>(), largest);
-  EXPECT_LT(largest, sum) << "the kernels share one area";
   EXPECT_GT(four["scratch_bytes"].get<uint64_t>(), one["scratch_bytes"].get<uint64_t>());
 
   r = baton("run --json -n 1 --threads 4 " + model, "", /*with_stderr=*/false);

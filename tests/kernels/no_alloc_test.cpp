@@ -501,6 +501,12 @@ op_calls() {
     t->attr("transW", 1).attr("activation", std::string("Gelu"));
     return t;
   });
+  add("MatMul with a constant 2-D B (packed)", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("MatMul");
+    t->input(random_floats(rng, {3, 17, 64})).input(random_floats(rng, {64, 45}));
+    t->constant_input(1);
+    return t;
+  });
   // A constant W is packed at create (kernels/cpu/packed_gemm.h); run() multiplies in place.
   add("Linear with a constant W (packed) and split outputs", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Linear", "node_1", kTestOpset, "baton");

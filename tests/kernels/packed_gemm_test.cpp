@@ -153,5 +153,39 @@ TEST(PackedGemm, LinearPacksAConstantWeightAtCreate) {
   }
 }
 
+// A MatMul whose B is a 2-D constant (a Linear without bias) packs B at create likewise: the
+// batches of A as one tall product, A as a single row (1-D), and fewer rows after a resize.
+TEST(PackedGemm, MatMulPacksAConstantTwoDimensionalB) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  std::mt19937 rng(6);
+  for (std::vector<int64_t> a_sizes : {std::vector<int64_t>{3, 5, 40}, {40}}) {
+    const HostTensor a = random_floats(rng, a_sizes), b = random_floats(rng, {40, 70});
+    auto make = [&](bool constant) {
+      auto t = std::make_unique<OpTester>("MatMul");
+      t->input(a).input(b).dynamic();
+      if (constant) t->constant_input(1);
+      return t;
+    };
+    auto packed = make(true), plain = make(false);
+    BATON_ASSERT_OK(packed->run());
+    BATON_ASSERT_OK(plain->run());
+    expect_norm_close(packed->output(), to_double(plain->output()));
+    const std::vector<double> before = to_double(packed->output());
+    packed->rebind_input(1, random_floats(rng, b.sizes));
+    BATON_ASSERT_OK(packed->rerun());
+    EXPECT_EQ(to_double(packed->output()), before) << "B was read at run, not packed at create";
+    if (a_sizes.size() == 3) {
+      const HostTensor small = random_floats(rng, {2, 3, 40});
+      BATON_ASSERT_OK(packed->resize({small, b}));
+      BATON_ASSERT_OK(packed->rerun());
+      auto fresh = make(false);
+      fresh->rebind_input(0, small);
+      BATON_ASSERT_OK(fresh->run());
+      ASSERT_EQ(packed->output().sizes, fresh->output().sizes);
+      expect_norm_close(packed->output(), to_double(fresh->output()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace baton::testing

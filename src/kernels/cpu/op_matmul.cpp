@@ -1,6 +1,9 @@
 // ONNX MatMul (opset 13): numpy.matmul on float types (ops/matmul.cpp infers the shapes). Each
 // batch is one OpenBLAS GEMM; a batch of A against one shared B is a single tall GEMM. resize()
 // plans the batches again at the new sizes, in offset tables and scratch sized at create.
+// A float32 B that is a 2-D constant of the program (a Linear without bias, as LLaMA's and T5's
+// projections and GPT-2's tied output layer export) is packed at create and multiplied by
+// packed_gemm.h's kernels, as op_linear.cpp does.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -8,6 +11,7 @@
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/gemm_common.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "ops/matmul.h"
 #include "ops/op_def.h"
 
@@ -71,7 +75,20 @@ class MatMulKernel final : public runtime::Kernel {
                int64_t rows, runtime::ThreadPool* pool)
       : a_(a), b_(b), y_(y), p_(std::move(p)), rows_(rows), pool_(pool) {}
 
+  // Packs a constant 2-D B (see the file comment); the kernel then needs no GEMM scratch.
+  void pack(const runtime::KernelCall& call) {
+    if constexpr (std::is_same_v<S, float>) {
+      const TensorView& b = b_->tensor;
+      if (call.input_is_constant(1) && b.rank() == 2 && b.sizes[0] > 0 && packed_gemm_available()) {
+        packed_.resize(static_cast<size_t>(packed_size(b.sizes[0], b.sizes[1])));
+        pack_weights(b.data_as<const float>(), false, b.sizes[0], b.sizes[1], b.sizes[1], 0,
+                     packed_.data());
+      }
+    }
+  }
+
   Status reserve(const runtime::KernelCall& call) {
+    if (!packed_.empty()) return Status::ok_status();
     if constexpr (!kDirect) {
       BATON_TRY(call.reserve_scratch<W>(a_buffer_, a_->tensor.numel(), "float copy of A"));
       BATON_TRY(call.reserve_scratch<W>(b_buffer_, b_->tensor.numel(), "float copy of B"));
@@ -99,7 +116,9 @@ class MatMulKernel final : public runtime::Kernel {
     } else {
       const W* a = as_blas<S>(a_->tensor, a_buffer_);
       const W* b = as_blas<S>(b_->tensor, b_buffer_);
-      if (batches == 1) {
+      if (batches == 1 && run_packed(a, y)) {
+        // done: B was packed at create
+      } else if (batches == 1) {
         parallel_gemm<W>(pool_, false, false, p_.m, p_.n, p_.k, W(1), a, p_.k, b, p_.n, W(0), y,
                          p_.n, scratch_.data<W>());
       } else {
@@ -120,6 +139,16 @@ class MatMulKernel final : public runtime::Kernel {
   }
 
  private:
+  bool run_packed(const W* a, W* y) {
+    if constexpr (std::is_same_v<S, float>) {
+      if (packed_.empty()) return false;
+      packed_gemm(pool_, p_.m, p_.n, p_.k, a, p_.k, packed_.data(), y, p_.n);
+      return true;
+    } else {
+      return false;
+    }
+  }
+
   const runtime::Value* a_;
   const runtime::Value* b_;
   runtime::Value* y_;
@@ -128,6 +157,7 @@ class MatMulKernel final : public runtime::Kernel {
   runtime::ThreadPool* pool_;
   runtime::ScratchRef a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
   runtime::ScratchRef scratch_;                         // per thread of the pool
+  std::vector<float> packed_;  // a constant 2-D B, packed at create (empty: OpenBLAS reads B)
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -146,10 +176,10 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = with_scratch(
-        std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
-                                          std::move(p), rows, call.pool),
-        call, reserved);
+    auto matmul = std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
+                                                    std::move(p), rows, call.pool);
+    matmul->pack(call);
+    kernel = with_scratch(std::move(matmul), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
