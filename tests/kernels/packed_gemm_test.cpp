@@ -22,8 +22,9 @@ std::vector<float> normals(std::mt19937& rng, int64_t count) {
   return v;
 }
 
-// Packs columns [col, col + n) of a W of `ld` columns (or, transposed, rows) and multiplies;
-// checks every element against a double product within float's accumulation bound.
+// Packs columns [col, col + n) of a W of `ld` columns (or, transposed, rows) and multiplies, with
+// a bias for odd row counts; checks every element against a double product within float's
+// accumulation bound.
 void check_product(std::mt19937& rng, runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                    bool trans, int64_t col) {
   const int64_t ld_w = trans ? k + 3 : n + col + 2;  // W wider than the product, read in place
@@ -31,11 +32,13 @@ void check_product(std::mt19937& rng, runtime::ThreadPool* pool, int64_t m, int6
   const int64_t lda = k + 5, ldc = n + 4;
   const std::vector<float> a = normals(rng, m * lda);
   const std::vector<float> w = normals(rng, w_rows * ld_w);
+  const std::vector<float> bias = normals(rng, n);
+  const float* bias_ptr = m % 2 == 1 ? bias.data() : nullptr;
   std::vector<float> packed(static_cast<size_t>(kernels::cpu::packed_size(k, n)), NAN);
   kernels::cpu::pack_weights(w.data(), trans, k, n, ld_w, col, packed.data());
   // C's padding columns hold a pattern the product must leave alone.
   std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
-  kernels::cpu::packed_gemm(pool, m, n, k, a.data(), lda, packed.data(), c.data(), ldc);
+  kernels::cpu::packed_gemm(pool, m, n, k, a.data(), lda, packed.data(), bias_ptr, c.data(), ldc);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = c[static_cast<size_t>(i * ldc + j)];
@@ -43,7 +46,8 @@ void check_product(std::mt19937& rng, runtime::ThreadPool* pool, int64_t m, int6
         ASSERT_EQ(got, 7.0f) << "wrote past n at " << i << ", " << j;
         continue;
       }
-      double want = 0.0, magnitude = 0.0;
+      double want = bias_ptr ? bias_ptr[j] : 0.0;
+      double magnitude = std::abs(want);
       for (int64_t p = 0; p < k; ++p) {
         const double wv = trans ? w[static_cast<size_t>((col + j) * ld_w + p)]
                                 : w[static_cast<size_t>(p * ld_w + col + j)];
@@ -51,8 +55,9 @@ void check_product(std::mt19937& rng, runtime::ThreadPool* pool, int64_t m, int6
         want += av * wv;
         magnitude += std::abs(av * wv);
       }
-      // k fused multiply-adds in float: at most k roundings of 2^-24 relative to the magnitude.
-      const double bound = static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + 1e-30;
+      // k fused multiply-adds in float: at most k + 1 roundings of 2^-24 relative to the
+      // magnitude.
+      const double bound = static_cast<double>(k + 1) * std::ldexp(1.0, -24) * magnitude + 1e-30;
       ASSERT_LE(std::abs(got - want), bound)
           << "m " << m << " n " << n << " k " << k << " trans " << trans << " at " << i << ", " << j
           << ": " << got << " against " << want;
@@ -88,12 +93,13 @@ TEST(PackedGemm, GivesTheSameBitsOnEveryThreadCount) {
     std::vector<float> packed(static_cast<size_t>(kernels::cpu::packed_size(k, n)));
     kernels::cpu::pack_weights(w.data(), false, k, n, n, 0, packed.data());
     std::vector<float> one(static_cast<size_t>(m * n));
-    kernels::cpu::packed_gemm(nullptr, m, n, k, a.data(), k, packed.data(), one.data(), n);
+    kernels::cpu::packed_gemm(nullptr, m, n, k, a.data(), k, packed.data(), nullptr, one.data(), n);
     for (unsigned threads : {2u, 3u}) {
       runtime::ThreadPool pool(threads);
       std::vector<float> many(one.size(), NAN);
       const uint64_t before = pool.dispatched();
-      kernels::cpu::packed_gemm(&pool, m, n, k, a.data(), k, packed.data(), many.data(), n);
+      kernels::cpu::packed_gemm(&pool, m, n, k, a.data(), k, packed.data(), nullptr, many.data(),
+                                n);
       EXPECT_GT(pool.dispatched(), before) << "the product was not split over the pool";
       EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
           << m << " x " << n << " x " << k << " on " << threads << " threads";

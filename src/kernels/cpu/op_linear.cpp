@@ -1,6 +1,7 @@
 // Baton's Linear (ops/linear.cpp): Y = X W + B as one GEMM per output, each writing its own
 // output; the bias and the activation (the fuse-linear pass's Relu or Gelu) are applied after,
-// row by row while the row is in cache.
+// row by row while the row is in cache (the packed kernel below starts its sums from the bias
+// instead, leaving only the activation).
 //
 // A float32 Linear whose W is a constant of the program (a model's weights) packs W once at
 // create and multiplies with packed_gemm.h's kernels, on CPUs that have them (AVX2 or AVX-512):
@@ -95,13 +96,22 @@ class LinearKernel final : public runtime::Kernel {
       const int64_t cols = splits_[o];
       W* y = kDirect ? reinterpret_cast<W*>(outputs_[o]->tensor.data) : y_buffer_.data<W>();
       if (cols > 0) {
+        // Whether the product's sums started from the bias (the packed kernel's way).
+        bool biased = false;
         if (k_ == 0) {
           std::fill(y, y + m_ * cols, W(0));
-        } else if (!run_packed(o, cols, x, y)) {
+        } else if (run_packed(o, cols, x, bias != nullptr ? bias + column : nullptr, y)) {
+          biased = true;
+        } else {
           // W [K, N]: the columns start `column` into each row; W [N, K] (transW): rows.
           parallel_gemm<W>(pool_, false, trans_w_, m_, cols, k_, W(1), x, k_,
                            trans_w_ ? w + column * k_ : w + column, trans_w_ ? k_ : n_, W(0), y,
                            cols, scratch_.data<W>());
+        }
+        const S* row_bias = biased ? nullptr : bias;
+        if (kDirect && row_bias == nullptr && act_.none()) {
+          column += cols;
+          continue;  // nothing left to do to the rows
         }
         S* out = outputs_[o]->tensor.data_as<S>();
         // The rows on the pool, a few thousand elements a task: an erf GELU over BERT's
@@ -110,8 +120,10 @@ class LinearKernel final : public runtime::Kernel {
         parallel_for(pool_, (m_ + rows_per_task - 1) / rows_per_task, [&](int64_t t, unsigned) {
           for (int64_t r = t * rows_per_task; r < std::min(m_, (t + 1) * rows_per_task); ++r) {
             W* row = y + r * cols;
-            if (bias) {
-              for (int64_t j = 0; j < cols; ++j) row[j] += static_cast<W>(load(bias[column + j]));
+            if (row_bias) {
+              for (int64_t j = 0; j < cols; ++j) {
+                row[j] += static_cast<W>(load(row_bias[column + j]));
+              }
             }
             vmath::apply_activation(act_, row, cols);
             if constexpr (!kDirect) {
@@ -128,11 +140,12 @@ class LinearKernel final : public runtime::Kernel {
  private:
   static constexpr int64_t kEpilogueTaskElements = 8192;
 
-  // Output o's product through the packed W, when W was packed.
-  bool run_packed(size_t o, int64_t cols, const W* x, W* y) {
+  // Output o's product through the packed W plus `bias` (its columns; may be null), when W was
+  // packed.
+  bool run_packed(size_t o, int64_t cols, const W* x, const S* bias, W* y) {
     if constexpr (std::is_same_v<S, float>) {
       if (packed_offsets_.empty()) return false;
-      packed_gemm(pool_, m_, cols, k_, x, k_, packed_.data() + packed_offsets_[o], y, cols);
+      packed_gemm(pool_, m_, cols, k_, x, k_, packed_.data() + packed_offsets_[o], bias, y, cols);
       return true;
     } else {
       return false;

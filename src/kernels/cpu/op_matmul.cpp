@@ -142,7 +142,7 @@ class MatMulKernel final : public runtime::Kernel {
   bool run_packed(const W* a, W* y) {
     if constexpr (std::is_same_v<S, float>) {
       if (packed_.empty()) return false;
-      packed_gemm(pool_, p_.m, p_.n, p_.k, a, p_.k, packed_.data(), y, p_.n);
+      packed_gemm(pool_, p_.m, p_.n, p_.k, a, p_.k, packed_.data(), nullptr, y, p_.n);
       return true;
     } else {
       return false;

@@ -37,10 +37,11 @@ int64_t panel_width() { return kIsa == Isa::Avx512 ? 32 : 16; }
 #define BATON_AVX2 __attribute__((target("avx2,fma")))
 
 // One tile: R rows of C by a panel's 32 columns (`cols` of them real: the last panel's others are
-// masked off), over kc rows of the panel. accumulate: C holds the earlier depth blocks' sums.
+// masked off), over kc rows of the panel. accumulate: C holds the earlier depth blocks' sums;
+// otherwise the sums start from `bias` (the panel's columns of it), or from zero when it is null.
 template <int R>
 BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                              int64_t ldc, bool accumulate, int64_t cols) {
+                              int64_t ldc, bool accumulate, int64_t cols, const float* bias) {
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32   ? __mmask16(0xFFFF)
                        : cols <= 16 ? __mmask16(0)
@@ -51,6 +52,9 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
     if (accumulate) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
       acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+    } else if (bias != nullptr) {
+      acc0[r] = _mm512_maskz_loadu_ps(m0, bias);
+      acc1[r] = _mm512_maskz_loadu_ps(m1, bias + 16);
     } else {
       acc0[r] = _mm512_setzero_ps();
       acc1[r] = _mm512_setzero_ps();
@@ -76,7 +80,7 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
 // The AVX2 tile: R rows by a panel's 16 columns (two 8-float registers).
 template <int R>
 BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                          int64_t ldc, bool accumulate, int64_t cols) {
+                          int64_t ldc, bool accumulate, int64_t cols, const float* bias) {
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols)), iota);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols) - 8), iota);
@@ -86,6 +90,9 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
     if (accumulate) {
       acc0[r] = _mm256_maskload_ps(c + r * ldc, m0);
       acc1[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+    } else if (bias != nullptr) {
+      acc0[r] = _mm256_maskload_ps(bias, m0);
+      acc1[r] = _mm256_maskload_ps(bias + 8, m1);
     } else {
       acc0[r] = _mm256_setzero_ps();
       acc1[r] = _mm256_setzero_ps();
@@ -109,7 +116,7 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool,
-                        int64_t);
+                        int64_t, const float*);
 
 // Tiles of 12 rows with AVX-512 (24 accumulators of 32 registers), 6 with AVX2 (12 of 16); a
 // table by row count for the last, shorter tile.
@@ -131,7 +138,7 @@ TileFn tile_for(int64_t rows) {
 
 // Rows [r0, r1) of C by panel `panel`, over the whole depth.
 void panel_rows(int64_t panel, int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a,
-                int64_t lda, const float* packed, float* c, int64_t ldc) {
+                int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc) {
   const int64_t width = panel_width();
   const int64_t mr = tile_rows();
   const float* b = packed + panel * k * width;
@@ -142,7 +149,7 @@ void panel_rows(int64_t panel, int64_t r0, int64_t r1, int64_t n, int64_t k, con
     for (int64_t r = r0; r < r1; r += mr) {
       const int64_t rows = std::min(mr, r1 - r);
       tile_for(rows)(kc, a + r * lda + k0, lda, b + k0 * width, c + r * ldc + col, ldc, k0 > 0,
-                     cols);
+                     cols, bias != nullptr ? bias + col : nullptr);
     }
   }
 }
@@ -177,14 +184,14 @@ void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, 
 }
 
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
-                 int64_t lda, const float* packed, float* c, int64_t ldc) {
+                 int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc) {
   const int64_t width = panel_width();
   const int64_t panels = (n + width - 1) / width;
   const unsigned threads = pool_slots(pool);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (threads == 1 || work < kParallelWork) {
     for (int64_t panel = 0; panel < panels; ++panel) {
-      panel_rows(panel, 0, m, n, k, a, lda, packed, c, ldc);
+      panel_rows(panel, 0, m, n, k, a, lda, packed, bias, c, ldc);
     }
     return;
   }
@@ -198,7 +205,7 @@ void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, con
   const int64_t chunks = (m + chunk_rows - 1) / chunk_rows;
   parallel_for(pool, panels * chunks, [&](int64_t t, unsigned) {
     const int64_t panel = t / chunks, r0 = (t % chunks) * chunk_rows;
-    panel_rows(panel, r0, std::min(m, r0 + chunk_rows), n, k, a, lda, packed, c, ldc);
+    panel_rows(panel, r0, std::min(m, r0 + chunk_rows), n, k, a, lda, packed, bias, c, ldc);
   });
 }
 

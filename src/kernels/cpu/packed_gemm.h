@@ -41,10 +41,11 @@ int64_t packed_size(int64_t k, int64_t n);
 void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, int64_t col,
                   float* out);
 
-// C[m, n] = A[m, k] * packed (k, n): A row-major with leading dimension lda, C with ldc. Split
-// over `pool` (null: the calling thread) by panels of columns, and by rows when there are few
-// panels. Allocates nothing. k > 0.
+// C[m, n] = bias[n] + A[m, k] * packed (k, n): A row-major with leading dimension lda, C with
+// ldc; bias (n floats, broadcast over the rows) may be null. The sums start from the bias, so it
+// costs no pass of its own. Split over `pool` (null: the calling thread) by panels of columns, and
+// by rows when there are few panels. Allocates nothing. k > 0.
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
-                 int64_t lda, const float* packed, float* c, int64_t ldc);
+                 int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc);
 
 }  // namespace baton::kernels::cpu
