@@ -15,20 +15,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "median_us.h"
 using namespace dnnl;
-using Clock = std::chrono::steady_clock;
-template <class F>
-double median_us(F f, int n) {
-  std::vector<double> t;
-  for (int i = 0; i < 20; ++i) f();
-  for (int i = 0; i < n; ++i) {
-    auto a = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 int main() {
   engine eng(engine::kind::cpu, 0);
   stream s(eng);

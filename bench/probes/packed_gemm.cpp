@@ -16,20 +16,9 @@
 #include <cstdio>
 #include <random>
 #include <vector>
+
+#include "median_us.h"
 using namespace baton::kernels::cpu;
-using Clock = std::chrono::steady_clock;
-template <class F>
-double med(F f, int n) {
-  std::vector<double> t;
-  for (int i = 0; i < 10; ++i) f();
-  for (int i = 0; i < n; ++i) {
-    auto a = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 int main() {
   printf("isa %s\n", packed_gemm_isa());
   std::mt19937 r(1);
@@ -46,13 +35,13 @@ int main() {
     for (auto& v : B) v = d(r);
     pack_weights(B.data(), false, s.k, s.n, s.n, 0, P.data());
     int it = s.m * s.k * s.n > 50e6 ? 100 : 1000;
-    double tb = med(
+    double tb = median_us(
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.f, A.data(), s.k,
                       B.data(), s.n, 0.f, C.data(), s.n);
         },
         it);
-    double tp = med(
+    double tp = median_us(
         [&] {
           packed_gemm(nullptr, s.m, s.n, s.k, A.data(), s.k, P.data(), nullptr, C2.data(), s.n);
         },
