@@ -1,9 +1,11 @@
 // A probe, not part of the build (issue 41): Baton's packed-weight GEMM (kernels/cpu/
 // packed_gemm.h) against OpenBLAS's sgemm, one thread, at the GEMM shapes of the CPU models
 // (bench/make_cpu_models.py's MLP and BERT-small, BERT-base at sequence 128, ViT-B/16's QKV):
-//   g++ -O2 -std=c++20 -Isrc -Iinclude bench/probes/packed_gemm.cpp \
-//       src/kernels/cpu/packed_gemm.cpp src/runtime/thread_pool.cpp -o /tmp/packed_gemm \
-//       -lopenblas -lpthread
+// built against the default build's libraries (cmake --build --preset default first):
+//   g++ -O2 -std=c++20 -Isrc -Iinclude bench/probes/packed_gemm.cpp -o /tmp/packed_gemm \
+//       -Wl,--start-group build/src/libbaton_kernels_cpu.a build/src/libbaton_runtime.a \
+//       build/src/libbaton_ops.a build/src/libbaton_format.a build/src/libbaton_core.a \
+//       -Wl,--end-group -lfmt -lopenblas -lpthread
 //   OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX /tmp/packed_gemm
 // Results: bench/RESULTS.md, "CPU: Linear with packed constant weights".
 #include "kernels/cpu/packed_gemm.h"

@@ -193,5 +193,25 @@ TEST(PackedGemm, MatMulPacksAConstantTwoDimensionalB) {
   }
 }
 
+// A packed copy the host cannot hold is an OutOfMemory error naming the node and what it was
+// for, not a std::bad_alloc out of the loader (2^31 x 2^31 floats: W itself is never read, the
+// size is refused first).
+TEST(PackedGemm, ACopyTooLargeForTheHostIsAnErrorNamingTheNode) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  runtime::KernelCall call;
+  call.def = ops::op_registry().find("Linear", "baton", 1);
+  call.node_name = "huge_projection";
+  const int64_t huge = int64_t{1} << 31;
+  const float w = 1.0f;
+  kernels::cpu::PackedWeights packed;
+  const std::vector<int64_t> splits = {huge};
+  const Status st = packed.pack(call, &w, false, huge, huge, splits);
+  EXPECT_EQ(st.code(), Error::OutOfMemory) << st.message();
+  EXPECT_NE(st.message().find("Linear (node 'huge_projection')"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("packed copy of the weights"), std::string::npos) << st.message();
+  EXPECT_TRUE(packed.empty());
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -40,23 +40,17 @@ class LinearKernel final : public runtime::Kernel {
         splits_(std::move(splits)),
         trans_w_(trans_w),
         act_(std::move(act)),
-        pool_(call.pool) {
+        pool_(call.pool) {}
+
+  // A constant float32 W packed for packed_gemm (see the file comment).
+  Status pack(const runtime::KernelCall& call) {
     if constexpr (std::is_same_v<S, float>) {
-      if (call.input_is_constant(1) && packed_gemm_available() && k_ > 0) {
-        // Each output's columns packed on their own, so that no panel straddles two outputs.
-        int64_t total = 0;
-        for (int64_t cols : splits_) total += packed_size(k_, cols);
-        packed_.resize(static_cast<size_t>(total));
-        const float* w = w_->tensor.data_as<const float>();
-        int64_t column = 0, offset = 0;
-        for (int64_t cols : splits_) {
-          packed_offsets_.push_back(offset);
-          pack_weights(w, trans_w_, k_, cols, trans_w_ ? k_ : n_, column, packed_.data() + offset);
-          offset += packed_size(k_, cols);
-          column += cols;
-        }
+      if (call.input_is_constant(1)) {
+        return packed_.pack(call, w_->tensor.data_as<const float>(), trans_w_, k_,
+                            trans_w_ ? k_ : n_, splits_);
       }
     }
+    return Status::ok_status();
   }
 
   // Dynamic shapes: the rows of X (everything but its last axis) may change; K and N are W's.
@@ -66,7 +60,7 @@ class LinearKernel final : public runtime::Kernel {
 
   Status reserve(const runtime::KernelCall& call) {
     size_t scratch = 0;
-    if (!packed_offsets_.empty()) return Status::ok_status();  // the packed path needs none
+    if (!packed_.empty()) return Status::ok_status();  // the packed path needs none
     for (int64_t s : splits_) {
       scratch = std::max(scratch, call.dynamic ? gemm_scratch_bound(false, trans_w_, m_, s, k_)
                                                : gemm_scratch(false, trans_w_, m_, s, k_));
@@ -144,8 +138,8 @@ class LinearKernel final : public runtime::Kernel {
   // packed.
   bool run_packed(size_t o, int64_t cols, const W* x, const S* bias, W* y) {
     if constexpr (std::is_same_v<S, float>) {
-      if (packed_offsets_.empty()) return false;
-      packed_gemm(pool_, m_, cols, k_, x, k_, packed_.data() + packed_offsets_[o], bias, y, cols);
+      if (packed_.empty()) return false;
+      packed_gemm(pool_, m_, cols, k_, x, k_, packed_.block(o), bias, y, cols);
       return true;
     } else {
       return false;
@@ -163,10 +157,9 @@ class LinearKernel final : public runtime::Kernel {
   runtime::ThreadPool* pool_;
   runtime::ScratchRef scratch_;
   runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only
-  // W packed at create (float32, constant W, a CPU with the packed kernels): each output's
-  // panels start at its offset. Empty: OpenBLAS reads W in place.
-  std::vector<float> packed_;
-  std::vector<int64_t> packed_offsets_;
+  // W packed at create (float32, constant W, a CPU with the packed kernels), a block per
+  // output. Empty: OpenBLAS reads W in place.
+  PackedWeights packed_;
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -186,9 +179,9 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(x.dtype, [&]<typename S>() {
-    kernel = with_scratch(
-        std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits), trans_w, act), call,
-        reserved);
+    auto linear = std::make_unique<LinearKernel<S>>(call, m, k, n, std::move(splits), trans_w, act);
+    reserved = linear->pack(call);
+    if (reserved.ok()) kernel = with_scratch(std::move(linear), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, x.dtype);

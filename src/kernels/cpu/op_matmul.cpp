@@ -76,15 +76,16 @@ class MatMulKernel final : public runtime::Kernel {
       : a_(a), b_(b), y_(y), p_(std::move(p)), rows_(rows), pool_(pool) {}
 
   // Packs a constant 2-D B (see the file comment); the kernel then needs no GEMM scratch.
-  void pack(const runtime::KernelCall& call) {
+  Status pack(const runtime::KernelCall& call) {
     if constexpr (std::is_same_v<S, float>) {
       const TensorView& b = b_->tensor;
-      if (call.input_is_constant(1) && b.rank() == 2 && b.sizes[0] > 0 && packed_gemm_available()) {
-        packed_.resize(static_cast<size_t>(packed_size(b.sizes[0], b.sizes[1])));
-        pack_weights(b.data_as<const float>(), false, b.sizes[0], b.sizes[1], b.sizes[1], 0,
-                     packed_.data());
+      if (call.input_is_constant(1) && b.rank() == 2) {
+        const int64_t n = b.sizes[1];
+        return packed_.pack(call, b.data_as<const float>(), false, b.sizes[0], n,
+                            std::span<const int64_t>(&n, 1));
       }
     }
+    return Status::ok_status();
   }
 
   Status reserve(const runtime::KernelCall& call) {
@@ -142,7 +143,7 @@ class MatMulKernel final : public runtime::Kernel {
   bool run_packed(const W* a, W* y) {
     if constexpr (std::is_same_v<S, float>) {
       if (packed_.empty()) return false;
-      packed_gemm(pool_, p_.m, p_.n, p_.k, a, p_.k, packed_.data(), nullptr, y, p_.n);
+      packed_gemm(pool_, p_.m, p_.n, p_.k, a, p_.k, packed_.block(0), nullptr, y, p_.n);
       return true;
     } else {
       return false;
@@ -157,7 +158,7 @@ class MatMulKernel final : public runtime::Kernel {
   runtime::ThreadPool* pool_;
   runtime::ScratchRef a_buffer_, b_buffer_, y_buffer_;  // float16 / bfloat16 only
   runtime::ScratchRef scratch_;                         // per thread of the pool
-  std::vector<float> packed_;  // a constant 2-D B, packed at create (empty: OpenBLAS reads B)
+  PackedWeights packed_;  // a constant 2-D B, packed at create (empty: OpenBLAS reads B)
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -178,8 +179,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
     auto matmul = std::make_unique<MatMulKernel<S>>(call.inputs[0], call.inputs[1], call.outputs[0],
                                                     std::move(p), rows, call.pool);
-    matmul->pack(call);
-    kernel = with_scratch(std::move(matmul), call, reserved);
+    reserved = matmul->pack(call);
+    if (reserved.ok()) kernel = with_scratch(std::move(matmul), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);

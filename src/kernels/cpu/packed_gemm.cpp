@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/common.h"
 
 namespace baton::kernels::cpu {
 namespace {
@@ -181,6 +182,23 @@ void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, 
       std::fill(row + cols, row + width, 0.0f);
     }
   }
+}
+
+Status PackedWeights::pack(const runtime::KernelCall& call, const float* w, bool trans, int64_t k,
+                           int64_t ld, std::span<const int64_t> splits) {
+  if (!packed_gemm_available() || k <= 0) return Status::ok_status();
+  uint64_t total = 0;
+  for (int64_t cols : splits) total += static_cast<uint64_t>(packed_size(k, cols));
+  BATON_TRY(size_buffer(data_, total, call, "packed copy of the weights"));
+  BATON_TRY(size_buffer(offsets_, splits.size(), call, "packed weights' offsets"));
+  int64_t column = 0, offset = 0;
+  for (size_t o = 0; o < splits.size(); ++o) {
+    offsets_[o] = offset;
+    pack_weights(w, trans, k, splits[o], ld, column, data_.data() + offset);
+    offset += packed_size(k, splits[o]);
+    column += splits[o];
+  }
+  return Status::ok_status();
 }
 
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,

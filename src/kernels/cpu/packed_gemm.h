@@ -23,8 +23,14 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
+#include "baton/core/error.h"
 #include "runtime/thread_pool.h"
+
+namespace baton::runtime {
+struct KernelCall;
+}
 
 namespace baton::kernels::cpu {
 
@@ -47,5 +53,24 @@ void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, 
 // by rows when there are few panels. Allocates nothing. k > 0.
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
                  int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc);
+
+// A kernel's constant weight packed for packed_gemm at create, one block per output (Linear's
+// splits; a MatMul has one), so that no panel straddles two outputs.
+class PackedWeights {
+ public:
+  // Packs W [k, ld] (trans: [*, ld] holding W^T) into one block per entry of `splits`, their
+  // columns in order, when this CPU has the packed kernels and k > 0 (else leaves it empty: the
+  // kernel keeps OpenBLAS). A copy the host cannot hold is an OutOfMemory error naming `call`'s
+  // node, never a std::bad_alloc.
+  Status pack(const runtime::KernelCall& call, const float* w, bool trans, int64_t k, int64_t ld,
+              std::span<const int64_t> splits);
+  bool empty() const { return offsets_.empty(); }
+  // Output o's block (pack succeeded and was not empty).
+  const float* block(size_t o) const { return data_.data() + offsets_[o]; }
+
+ private:
+  std::vector<float> data_;
+  std::vector<int64_t> offsets_;
+};
 
 }  // namespace baton::kernels::cpu
