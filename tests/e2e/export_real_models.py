@@ -11,7 +11,8 @@ Writes OUT_DIR/{manifest.json, CASE.onnx, CASE.input_<i>.npy, CASE.output_<i>.np
 outputs are PyTorch's (the reference), and records onnxruntime's error against them. Families:
 torchvision ResNet, MobileNetV3, SqueezeNet 1.1, ViT; transformers BERT and GPT-2 (and, named by
 --only, issue 38's zoo: DenseNet-121, RegNetY-400MF, Swin-T, EfficientNet-B0, ConvNeXt-T, Whisper's
-encoder, a UNet with ConvTranspose and bilinear Resize, an LSTM tagger and ESPCN). Each is exported
+encoder, a UNet with ConvTranspose and bilinear Resize, an LSTM tagger, ESPCN, and issue 41's
+T5 encoder and LLaMA-style stack). Each is exported
 by the TorchScript exporter (opset 17) and the dynamo exporter (opsets 18 and 20). The
 TorchScript exports have a symbolic batch (and sequence) dimension, fixed at compile time with
 --shape (the manifest's "shapes") or kept dynamic with --dim. The style dynamo18dyn exports with
@@ -213,10 +214,18 @@ def regnet(full, batch=1):
 
 def swin(full, batch=1):
     """Swin-T: Pad to the window grid, shifted windows (torch.roll), windowed attention with a
-    relative position bias and masks, LayerNorm."""
-    model = torchvision.models.swin_t()
+    relative position bias and masks, LayerNorm. Small: the same blocks, two stages 48 and 96
+    wide (1 MB of weights, so it is committed), at 64x64 so the first stage pads 16x16 to 21x21;
+    its windowed attention is large enough that all windows' rows together pass OpenBLAS's
+    small-GEMM bound while one window's do not (the MatMul scratch bug of 2026-12-01)."""
+    model = torchvision.models.swin_t() if full else torchvision.models.swin_transformer.SwinTransformer(
+        patch_size=[4, 4], embed_dim=48, depths=[2, 2], num_heads=[2, 4], window_size=[7, 7],
+        num_classes=10)
     g = torch.Generator().manual_seed(SEED)
     with torch.no_grad():  # torchvision zero-initializes the relative position tables
+        if not full:  # a default head over 96 pooled features gives outputs of about 0.03
+            model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=g) * 0.3)
+            model.head.bias.copy_(torch.randn(model.head.bias.shape, generator=g) * 0.3)
         for m in model.modules():
             if hasattr(m, "relative_position_bias_table"):
                 m.relative_position_bias_table.copy_(
@@ -356,9 +365,37 @@ def espcn(full, batch=1):
     return model.eval(), (image_input(batch, 224 if full else 16),), ["input"]
 
 
+def t5(full, batch=1):
+    """T5's encoder (t5-small when full): RMS LayerNorm written as Pow(x, 2), ReduceMean and Rsqrt,
+    relative position buckets (Log, Min, Where), bias-free projections, ReLU feed-forward."""
+    config = transformers.T5Config() if full else transformers.T5Config(
+        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)
+    config.attn_implementation = "eager"
+    model = transformers.T5EncoderModel(config).eval()
+    names = ["input_ids", "attention_mask"]
+    return KeywordCall(model, names).eval(), text_inputs(batch, 128 if full else 16,
+                                                        config.vocab_size, True), names
+
+
+def llama(full, batch=1):
+    """A LLaMA-style decoder stack run as an encoder (no cache): RMSNorm, rotary embeddings,
+    grouped-query attention (4 query heads per key/value head), SiLU-gated feed-forward. Full is
+    a small model (512 wide, 6 layers), not a released checkpoint's size."""
+    config = transformers.LlamaConfig(
+        vocab_size=32000 if full else 100, hidden_size=512 if full else 32,
+        intermediate_size=1408 if full else 64, num_hidden_layers=6 if full else 2,
+        num_attention_heads=8 if full else 4, num_key_value_heads=2 if full else 1,
+        max_position_embeddings=512, use_cache=False)
+    config.attn_implementation = "eager"
+    model = transformers.LlamaModel(config).eval()
+    names = ["input_ids", "attention_mask"]
+    return KeywordCall(model, names).eval(), text_inputs(batch, 128 if full else 16,
+                                                        config.vocab_size, True), names
+
+
 ZOO = {"densenet": densenet, "regnet": regnet, "swin": swin, "efficientnet": efficientnet,
        "convnext": convnext, "whisper": whisper, "unet": unet, "lstm_tagger": lstm_tagger,
-       "espcn": espcn}
+       "espcn": espcn, "t5": t5, "llama": llama}
 ALL_FAMILIES = {**FAMILIES, **ZOO}
 
 

@@ -95,12 +95,13 @@ class MatMulKernel final : public runtime::Kernel {
       BATON_TRY(call.reserve_scratch<W>(b_buffer_, b_->tensor.numel(), "float copy of B"));
       BATON_TRY(call.reserve_scratch<W>(y_buffer_, y_->tensor.numel(), "float copy of Y"));
     }
-    // One GEMM scratch per thread: batches run as parallel tasks.
-    return call.reserve_scratch<W>(scratch_,
-                                   call.dynamic
-                                       ? gemm_scratch_bound(false, false, rows_, p_.n, p_.k)
-                                       : gemm_scratch(false, false, rows_, p_.n, p_.k),
-                                   "GEMM scratch", pool_slots(pool_));
+    // One GEMM scratch per thread: batches run as parallel tasks. Batches of their own GEMM
+    // (p_.m rows each) may take OpenBLAS's small-GEMM path, which copies B, where one tall GEMM
+    // of all rows_ would not: the scratch covers both.
+    const size_t scratch = call.dynamic ? gemm_scratch_bound(false, false, rows_, p_.n, p_.k)
+                                        : std::max(gemm_scratch(false, false, rows_, p_.n, p_.k),
+                                                   gemm_scratch(false, false, p_.m, p_.n, p_.k));
+    return call.reserve_scratch<W>(scratch_, scratch, "GEMM scratch", pool_slots(pool_));
   }
 
   // Sizes only shrink, so the batch count fits the offsets' capacity, and the GEMMs the scratch
