@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/activation.h"
 #include "ops/elementwise.h"
 
 namespace baton::kernels::cpu {
@@ -184,6 +185,43 @@ TEST(VectorMath, ArrayFormsGiveTheScalarBits) {
           EXPECT_TRUE(std::isnan(y[i])) << f.name << " x = " << x[i];
         } else {
           EXPECT_EQ(bits_of(y[i]), bits_of(want)) << f.name << " x = " << x[i] << " n = " << n;
+        }
+      }
+    }
+  }
+}
+
+// The fused activations a convolution or Linear applies (vmath::apply_activation, cloned loops
+// for Relu, LeakyRelu and HardSigmoid) give ops::apply_activation's bits: the same values,
+// NaN, -0 and the infinities included, with default and other parameters.
+TEST(VectorMath, FusedActivationsGiveTheTablesBits) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 1000003)
+    x.push_back(from_bits(static_cast<uint32_t>(b)));
+  for (float v : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), 2.5f, -2.5f, 3.0f, -3.0f})
+    x.push_back(v);
+  struct Case {
+    const char* op;
+    std::vector<double> params;
+  };
+  const Case cases[] = {{"Relu", {}},
+                        {"LeakyRelu", {}},
+                        {"LeakyRelu", {0.3}},
+                        {"HardSigmoid", {}},
+                        {"HardSigmoid", {0.25, -0.1}}};
+  for (const Case& c : cases) {
+    auto act = ops::make_activation(c.op, c.params, "test");
+    ASSERT_TRUE(act.ok()) << act.status().to_string();
+    for (size_t n : {size_t{1}, size_t{15}, size_t{33}, x.size()}) {
+      std::vector<float> got(x.begin(), x.begin() + static_cast<int64_t>(n)), want = got;
+      vmath::apply_activation(*act, got.data(), static_cast<int64_t>(n));
+      ops::apply_activation(*act, want.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << c.op << " x = " << x[i];
+        } else {
+          ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << c.op << " x = " << x[i] << " n = " << n;
         }
       }
     }

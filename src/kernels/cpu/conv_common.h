@@ -254,7 +254,8 @@ class ConvBatchKernel : public runtime::Kernel {
 
  public:
   // FusedConv's epilogue (ops/conv.cpp): the residual `z` (null: none) added and the activation
-  // applied to each batch item while it is still in cache, channel by channel in parallel.
+  // applied to each batch item after it is computed, channel by channel in parallel (or by the
+  // Derived on each channel it computes: epilogue_in_compute_).
   void set_epilogue(const runtime::Value* z, ops::Activation act) {
     z_ = z;
     act_ = std::move(act);
@@ -300,8 +301,11 @@ class ConvBatchKernel : public runtime::Kernel {
     const int64_t y_item = s_.m * s_.out_count;
     for (int64_t n = 0; n < s_.n; ++n) {
       W* y = kDirect ? reinterpret_cast<W*>(y_->tensor.data) + n * y_item : y_buffer_.data<W>();
+      item_ = n;
       static_cast<Derived*>(this)->compute_item(x + n * s_.c * s_.in_count, w, bias, y);
-      if (z_ != nullptr || !act_.none()) epilogue(y, n);
+      if (has_epilogue() && !epilogue_in_compute_) {
+        parallel_for(pool_, s_.m, [&](int64_t m, unsigned) { epilogue_channels(y, m, m + 1); });
+      }
       if constexpr (!kDirect) {
         S* out = y_->tensor.data_as<S>() + n * y_item;
         for (int64_t i = 0; i < y_item; ++i) out[i] = store<S>(y[i]);
@@ -317,20 +321,28 @@ class ConvBatchKernel : public runtime::Kernel {
   runtime::Value* y_;
   ConvShape s_;
   runtime::ThreadPool* pool_;
+  // Set by a Derived whose compute_item applies the epilogue itself (epilogue_channels on each
+  // channel while it is still in cache), instead of the pass over the whole item after it.
+  bool epilogue_in_compute_ = false;
 
- private:
-  void epilogue(W* y, int64_t n) {
-    const S* z = z_ ? z_->tensor.data_as<const S>() + n * s_.m * s_.out_count : nullptr;
-    parallel_for(pool_, s_.m, [&](int64_t m, unsigned) {
+  bool has_epilogue() const { return z_ != nullptr || !act_.none(); }
+
+  // FusedConv's epilogue on output channels [m0, m1) of the batch item being computed (y is that
+  // item's output): the residual added, then the activation.
+  void epilogue_channels(W* y, int64_t m0, int64_t m1) const {
+    const S* z = z_ ? z_->tensor.data_as<const S>() + item_ * s_.m * s_.out_count : nullptr;
+    for (int64_t m = m0; m < m1; ++m) {
       W* row = y + m * s_.out_count;
       if (z) {
         const S* zr = z + m * s_.out_count;
         for (int64_t i = 0; i < s_.out_count; ++i) row[i] += static_cast<W>(load(zr[i]));
       }
       vmath::apply_activation(act_, row, s_.out_count);
-    });
+    }
   }
 
+ private:
+  int64_t item_ = 0;  // the batch item run() is computing
   const runtime::Value* z_ = nullptr;
   ops::Activation act_;
   runtime::ScratchRef x_buffer_, w_buffer_, y_buffer_;  // float16 / bfloat16 only

@@ -3,8 +3,9 @@
 // chosen at create:
 //   pointwise  1x1 kernel, stride 1, no padding: X_g itself is the column matrix, no im2col;
 //   depthwise  one input channel per group (group == C) with at most 4 output channels each, 1-D
-//              or 2-D: a direct loop (per group, im2col + GEMM would be a K x out times 1 x K
-//              product, all copy and no arithmetic);
+//              or 2-D: a direct kernel per plane (depthwise.h; per group, im2col + GEMM would be a
+//              K x out times 1 x K product, all copy and no arithmetic), FusedConv's epilogue
+//              applied to each plane right after it;
 //   im2col     everything else, in column tiles that bound the buffer (conv_common.h).
 // With the Method's threads, the (group, column tile) items run in parallel, or, when there are
 // fewer items than threads, one by one with each GEMM split; depthwise runs channels in parallel.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/kernels.h"
 #include "ops/op_def.h"
 
@@ -24,50 +26,49 @@ namespace {
 
 enum class ConvPath { Pointwise, Depthwise, Im2col };
 
-// A depthwise conv as 2-D (1-D is 2-D with one row): each output row accumulates the weighted
-// input rows under it, the valid output columns of each kernel column precomputed at create.
+// A depthwise conv as 2-D (1-D is 2-D with one row). Float planes (float32, and float16 and
+// bfloat16 computed in float) go through depthwise.h's register-blocked kernel over a padded copy
+// of the plane; float64 through the loop here: each output row accumulates the weighted input
+// rows under it, the valid output columns of each kernel column precomputed at create.
 struct DepthwisePlan {
-  int64_t in_h = 1, in_w = 0, out_h = 1, out_w = 0, k_h = 1, k_w = 0;
-  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_h = 0, pad_w = 0;
+  DepthwiseGeometry g;
   std::vector<int64_t> lo, hi;  // per kernel column: output columns [lo, hi) read inside the row
 
   DepthwisePlan(const ConvShape& s) {
     const int w = s.spatial - 1;
     if (s.spatial == 2) {
-      in_h = s.in[0], out_h = s.out[0], k_h = s.kernel[0];
-      stride_h = s.strides[0], dil_h = s.dilations[0], pad_h = s.pads[0];
+      g.in_h = s.in[0], g.out_h = s.out[0], g.k_h = s.kernel[0];
+      g.stride_h = s.strides[0], g.dil_h = s.dilations[0], g.pad_h = s.pads[0];
     }
-    in_w = s.in[w], out_w = s.out[w], k_w = s.kernel[w];
-    stride_w = s.strides[w], dil_w = s.dilations[w], pad_w = s.pads[w];
-    for (int64_t kw = 0; kw < k_w; ++kw) {
-      const int64_t shift = kw * dil_w - pad_w;
-      const int64_t l = std::clamp<int64_t>(ceil_div(-shift, stride_w), 0, out_w);
+    g.in_w = s.in[w], g.out_w = s.out[w], g.k_w = s.kernel[w];
+    g.stride_w = s.strides[w], g.dil_w = s.dilations[w], g.pad_w = s.pads[w];
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      const int64_t shift = kw * g.dil_w - g.pad_w;
+      const int64_t l = std::clamp<int64_t>(ceil_div(-shift, g.stride_w), 0, g.out_w);
       lo.push_back(l);
-      hi.push_back(std::clamp<int64_t>(ceil_div(in_w - shift, stride_w), l, out_w));
+      hi.push_back(std::clamp<int64_t>(ceil_div(g.in_w - shift, g.stride_w), l, g.out_w));
     }
   }
 
-  // One output plane from one input plane and its kernel.
-  template <typename C>
-  void run(const C* x, const C* w, C bias, C* y) const {
-    for (int64_t oh = 0; oh < out_h; ++oh) {
-      C* row = y + oh * out_w;
-      std::fill(row, row + out_w, bias);
-      for (int64_t kh = 0; kh < k_h; ++kh) {
-        const int64_t ih = oh * stride_h + kh * dil_h - pad_h;
-        if (ih < 0 || ih >= in_h) continue;
-        const C* in = x + ih * in_w;
-        for (int64_t kw = 0; kw < k_w; ++kw) {
-          const C wv = w[kh * k_w + kw];
+  // One output plane from one input plane and its kernel; `padded`: g.scratch_floats() floats.
+  void run(const float* x, const float* w, float bias, float* y, float* padded) const {
+    depthwise_plane(g, x, w, bias, y, padded);
+  }
+  void run(const double* x, const double* w, double bias, double* y, double*) const {
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      double* row = y + oh * g.out_w;
+      std::fill(row, row + g.out_w, bias);
+      for (int64_t kh = 0; kh < g.k_h; ++kh) {
+        const int64_t ih = oh * g.stride_h + kh * g.dil_h - g.pad_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const double* in = x + ih * g.in_w;
+        for (int64_t kw = 0; kw < g.k_w; ++kw) {
+          const double wv = w[kh * g.k_w + kw];
           // Output columns [lo, hi) read the input row from lo * stride + shift on.
           const int64_t first = lo[kw], n = hi[kw] - lo[kw];
-          const C* src = in + first * stride_w + kw * dil_w - pad_w;
-          C* dst = row + first;
-          if (stride_w == 1) {
-            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j];
-          } else {
-            for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j * stride_w];
-          }
+          const double* src = in + first * g.stride_w + kw * g.dil_w - g.pad_w;
+          double* dst = row + first;
+          for (int64_t j = 0; j < n; ++j) dst[j] += wv * src[j * g.stride_w];
         }
       }
     }
@@ -88,6 +89,8 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
         depthwise_(shape),
         rows_(shape.c_group * shape.kernel_count),
         slots_(pool_slots(call.pool)) {
+    // Depthwise applies FusedConv's epilogue to each plane as soon as it is computed.
+    this->epilogue_in_compute_ = path_ == ConvPath::Depthwise;
     if (s_.empty || path_ == ConvPath::Depthwise) return;
     tile_ = path == ConvPath::Im2col ? column_tile(rows_, s_.out_count) : s_.out_count;
     // With threads, the (group, column tile) items are the tasks: each thread gathers and
@@ -105,7 +108,14 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   // run in parallel.
   Status reserve(const runtime::KernelCall& call) {
     BATON_TRY(this->reserve_conversions(call));
-    if (s_.empty || path_ == ConvPath::Depthwise) return Status::ok_status();
+    if (s_.empty) return Status::ok_status();
+    if (path_ == ConvPath::Depthwise) {
+      if constexpr (std::is_same_v<W, float>) {
+        return call.reserve_scratch<W>(col_, static_cast<uint64_t>(depthwise_.g.scratch_floats()),
+                                       "padded depthwise plane", slots_);
+      }
+      return Status::ok_status();
+    }
     const uint64_t buffers = item_parallel_ ? slots_ : 1;
     if (path_ == ConvPath::Im2col) {
       BATON_TRY(call.reserve_scratch<W>(col_, static_cast<uint64_t>(rows_ * tile_),
@@ -126,11 +136,14 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     if (path_ == ConvPath::Depthwise) {
       // Channels in chunks, a few per thread, so that small planes are not one task each.
       const int64_t chunk = std::max<int64_t>(1, s_.m / (int64_t{4} * slots_));
-      parallel_for(this->pool_, ceil_div(s_.m, chunk), [&](int64_t t, unsigned) {
+      const bool epilogue = this->has_epilogue();
+      parallel_for(this->pool_, ceil_div(s_.m, chunk), [&](int64_t t, unsigned slot) {
         const int64_t multiplier = s_.m_group;
+        W* padded = std::is_same_v<W, float> ? col_.data<W>(slot) : nullptr;
         for (int64_t m = t * chunk; m < std::min(s_.m, (t + 1) * chunk); ++m) {
           depthwise_.run(x + (m / multiplier) * s_.in_count, w + m * s_.kernel_count,
-                         bias ? static_cast<W>(load(bias[m])) : W(0), y + m * s_.out_count);
+                         bias ? static_cast<W>(load(bias[m])) : W(0), y + m * s_.out_count, padded);
+          if (epilogue) this->epilogue_channels(y, m, m + 1);
         }
       });
       return;
@@ -178,7 +191,8 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   unsigned slots_;    // threads of the pool
   int64_t tile_ = 0;  // columns per GEMM
   bool item_parallel_ = false;
-  runtime::ScratchRef col_, scratch_;  // one buffer per thread when items run in parallel
+  // One buffer per thread when items run in parallel (depthwise: always, the padded planes).
+  runtime::ScratchRef col_, scratch_;
 };
 
 ConvPath choose_path(const ConvShape& s) {

@@ -269,9 +269,11 @@ void gelu_f32(const float* x, float* y, int64_t n);
 void hard_swish_f32(const float* x, float* y, int64_t n);
 
 // A fused activation (ops/activation.h: a Linear's or a convolution's epilogue) over y in place:
-// the array forms above for Gelu, Sigmoid, Tanh, Exp and Erf, ops::apply_activation's scalar loop
-// for the rest (and for double). BERT's FFN GELU over 64 x 1024 values took 0.75 ms through the
-// scalar std::erfc on this project's 2-core VM, as long as the GEMM before it.
+// the array forms above for Gelu, Sigmoid, Tanh, Exp and Erf, cloned loops of the elementwise
+// table's own functors for Relu, LeakyRelu and HardSigmoid (the same bits), and
+// ops::apply_activation's scalar loop for the rest (and for double). BERT's FFN GELU over 64 x 1024
+// values took 0.75 ms through the scalar std::erfc on this project's 2-core VM, as long as the GEMM
+// before it.
 void apply_activation(const ops::Activation& act, float* y, int64_t n);
 void apply_activation(const ops::Activation& act, double* y, int64_t n);
 
