@@ -70,9 +70,10 @@ TEST(PackedGemm, MatchesADoubleProductAcrossTileRowsPanelColumnsAndDepthBlocks) 
     GTEST_SKIP() << "this CPU has neither AVX2 with FMA nor AVX-512: Linear keeps OpenBLAS";
   }
   std::mt19937 rng(3);
-  // Rows around both tile heights (6 and 12), columns around both panel widths (16 and 32),
-  // depths around the 256-row block.
-  for (int64_t m : {1, 5, 6, 7, 12, 13, 25}) {
+  // Rows around both tile heights (6 and 12) and over many 120-row blocks (an A over 1 MB at the
+  // deeper depths), columns around both
+  // panel widths (16 and 32), depths around the 256-row block.
+  for (int64_t m : {1, 5, 6, 7, 12, 13, 25, 1100}) {
     for (int64_t n : {1, 15, 16, 17, 32, 33, 70}) {
       for (int64_t k : {1, 9, 256, 257, 530}) {
         for (bool trans : {false, true}) {
@@ -87,8 +88,9 @@ TEST(PackedGemm, MatchesADoubleProductAcrossTileRowsPanelColumnsAndDepthBlocks) 
 TEST(PackedGemm, GivesTheSameBitsOnEveryThreadCount) {
   if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
   std::mt19937 rng(4);
-  // Many panels (cut by panel), and few (cut by rows too).
-  for (auto [m, n, k] : {std::array<int64_t, 3>{100, 300, 333}, {61, 40, 700}}) {
+  // Many panels (cut by panel), few (cut by rows too), and many rows (cut in 120-row blocks
+  // that each go through every panel).
+  for (auto [m, n, k] : {std::array<int64_t, 3>{100, 300, 333}, {61, 40, 700}, {1500, 96, 384}}) {
     const std::vector<float> a = normals(rng, m * k), w = normals(rng, k * n);
     std::vector<float> packed(static_cast<size_t>(kernels::cpu::packed_size(k, n)));
     kernels::cpu::pack_weights(w.data(), false, k, n, n, 0, packed.data());

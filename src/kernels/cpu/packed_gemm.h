@@ -13,7 +13,8 @@
 // its k rows one after the other, kPanel floats each, the columns past n zero. The kernel keeps a
 // tile of rows x kPanel outputs in registers, reads X in place (broadcasting one element at a
 // time) and the panel as it is stored, a block of kDepth rows of it at a time so that the block
-// stays in the L1 cache while every row tile of X passes over it.
+// stays in the L1 cache while the row tiles of X pass over it; an X larger than 1 MB goes 120 rows
+// at a time through every panel, so that those rows stay in the L2 cache while the panels pass.
 //
 // Only CPUs with AVX2 and FMA (x86-64-v3) or AVX-512 (x86-64-v4) have these kernels; elsewhere
 // packed_gemm_available() is false and the kernels keep OpenBLAS. Every output element is one
@@ -49,8 +50,9 @@ void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, 
 
 // C[m, n] = bias[n] + A[m, k] * packed (k, n): A row-major with leading dimension lda, C with
 // ldc; bias (n floats, broadcast over the rows) may be null. The sums start from the bias, so it
-// costs no pass of its own. Split over `pool` (null: the calling thread) by panels of columns, and
-// by rows when there are few panels. Allocates nothing. k > 0.
+// costs no pass of its own. Split over `pool` (null: the calling thread) by blocks of 120 rows
+// when X is large, else by panels of columns, and by rows too when there are few panels.
+// Allocates nothing. k > 0.
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
                  int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc);
 
