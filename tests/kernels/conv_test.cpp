@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/kernel_test_util.h"
 #include "ops/activation.h"
 #include "runtime/thread_pool.h"
@@ -136,7 +137,7 @@ struct Spec {
 
 // Runs `spec` in `dtype` and compares with the reference; returns the output for more checks.
 HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rng, int opset = 21,
-                 runtime::ThreadPool* pool = nullptr) {
+                 runtime::ThreadPool* pool = nullptr, bool constant_w = false) {
   SCOPED_TRACE(std::string(op) + " " + spec.label + " " + std::string(dtype_name(dtype)));
   const bool transposed = std::string_view(op) == "ConvTranspose";
   const int64_t m = transposed ? spec.y[1] : spec.w[0];
@@ -145,6 +146,7 @@ HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rn
   HostTensor b = cast_floats(random_floats(rng, {m}), dtype);
   OpTester t(op, "node_1", opset);
   t.pool(pool).input(x).input(w);
+  if (constant_w) t.constant_input(1);
   if (spec.bias) t.input(b);
   for (const auto& [name, value] : spec.attrs) t.set_attr_value(name, value);
   const Status status = t.run();
@@ -408,6 +410,118 @@ TEST(Conv, DepthwiseFusedEpilogueMatchesConvThenResidualAndActivation) {
         ASSERT_EQ(got[i], static_cast<double>(v)) << i;
       }
     }
+  }
+}
+
+// A float32 W that is a constant of the program is packed at create by row blocks
+// (packed_gemm.h's packed_rows_gemm) when the GEMM suits it: pointwise and im2col convolutions
+// with a small depth, groups, many output channels at a larger depth, row counts around the
+// 12- and 6-row blocks, column counts around the 256-column chunks; on one thread and on pools.
+std::vector<Spec> packed_conv_specs() {
+  return {
+      {"pointwise 24 -> 40 over 17x19, bias",
+       {2, 24, 17, 19},
+       {40, 24, 1, 1},
+       {},
+       true,
+       {2, 40, 17, 19}},
+      {"pointwise 16 -> 13 over 7x7", {1, 16, 7, 7}, {13, 16, 1, 1}, {}, false, {1, 13, 7, 7}},
+      {"3x3 16 -> 7 pads 1 stride 2 (depth 144)",
+       {1, 16, 23, 21},
+       {7, 16, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}},
+       true,
+       {1, 7, 12, 11}},
+      {"3x3 group 4 of 8 channels (RegNet's)",
+       {1, 32, 14, 14},
+       {32, 8, 3, 3},
+       {{"group", one(4)}, {"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 32, 14, 14}},
+      {"pointwise 300 -> 130 (depth over 192, many rows)",
+       {1, 300, 9, 31},
+       {130, 300, 1, 1},
+       {},
+       true,
+       {1, 130, 9, 31}},
+      {"1-D kernel 5, 6 -> 25",
+       {3, 6, 40},
+       {25, 6, 5},
+       {{"pads", ints({2, 2})}},
+       true,
+       {3, 25, 40}},
+  };
+}
+
+TEST(Conv, PackedConstantWeightsMatchTheReference) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  std::mt19937 rng(43);
+  runtime::ThreadPool two(2), three(3);
+  for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &two, &three}) {
+    SCOPED_TRACE(p ? std::to_string(p->size()) + " threads" : "1 thread");
+    for (const Spec& spec : packed_conv_specs()) {
+      check("Conv", spec, DType::Float32, rng, 21, p, true);
+    }
+  }
+  // The kernel multiplies by the copy it packed at create: W's storage changed afterwards leaves
+  // the output as it was (a W read in place would change it), and a smaller batch after a resize
+  // (dynamic shapes) is the packed W's product with the new X.
+  const HostTensor x = random_floats(rng, {3, 16, 10, 12}), w = random_floats(rng, {30, 16, 3, 3});
+  OpTester t("Conv");
+  t.input(x).input(w).constant_input(1).attr("pads", std::vector<int64_t>{1, 1, 1, 1}).dynamic();
+  BATON_ASSERT_OK(t.run());
+  const std::vector<double> before = to_double(t.output());
+  t.rebind_input(1, random_floats(rng, w.sizes));
+  BATON_ASSERT_OK(t.rerun());
+  EXPECT_EQ(to_double(t.output()), before);
+  const HostTensor small = random_floats(rng, {1, 16, 10, 12});
+  BATON_ASSERT_OK(t.resize({small, w}));
+  BATON_ASSERT_OK(t.rerun());
+  OpTester fresh("Conv");
+  fresh.input(small).input(w).attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  BATON_ASSERT_OK(fresh.run());
+  ASSERT_EQ(t.output().sizes, fresh.output().sizes);
+  expect_norm_close(t.output(), to_double(fresh.output()));
+}
+
+// The packed convolution's epilogue (the residual and the activation applied to each part of Y
+// as its sums complete) gives Conv's packed output with them applied after, bit for bit, and the
+// same bits on one thread and on three.
+TEST(Conv, PackedFusedEpilogueMatchesConvThenResidualAndActivation) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  std::mt19937 rng(44);
+  const HostTensor x = random_floats(rng, {2, 20, 21, 33});
+  const HostTensor w = random_floats(rng, {50, 20, 3, 3});
+  const HostTensor b = random_floats(rng, {50});
+  const HostTensor z = random_floats(rng, {2, 50, 21, 33});
+  const Attrs attrs = {{"pads", ints({1, 1, 1, 1})}};
+  OpTester conv("Conv");
+  conv.input(x).input(w).input(b).constant_input(1);
+  for (const auto& [name, value] : attrs) conv.set_attr_value(name, value);
+  BATON_ASSERT_OK(conv.run());
+  const std::vector<double> plain = to_double(conv.output()), residual = to_double(z);
+  runtime::ThreadPool pool(3);
+  for (const char* act : {"Relu", "HardSwish"}) {
+    std::vector<std::vector<double>> outputs;
+    for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(std::string(act) + (p ? " on 3 threads" : " on 1 thread"));
+      OpTester fused("FusedConv", "node_1", kTestOpset, "baton");
+      fused.pool(p).input(x).input(w).input(b).input(z).constant_input(1);
+      for (const auto& [name, value] : attrs) fused.set_attr_value(name, value);
+      fused.attr("activation", std::string(act));
+      BATON_ASSERT_OK(fused.run());
+      auto a = ops::make_activation(act, {}, "test");
+      ASSERT_TRUE(a.ok());
+      outputs.push_back(to_double(fused.output()));
+      const std::vector<double>& got = outputs.back();
+      ASSERT_EQ(got.size(), plain.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        float v = static_cast<float>(plain[i]) + static_cast<float>(residual[i]);
+        ops::apply_activation(*a, &v, 1);
+        ASSERT_EQ(got[i], static_cast<double>(v)) << i;
+      }
+    }
+    EXPECT_EQ(outputs[0], outputs[1]);
   }
 }
 

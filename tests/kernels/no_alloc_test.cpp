@@ -515,6 +515,15 @@ op_calls() {
     t->attr("splits", std::vector<int64_t>{40, 50}).outputs(2);
     return t;
   });
+  add("FusedConv with a constant W (packed by row blocks), a residual and Relu",
+      [](std::mt19937& rng) {
+        auto t = std::make_unique<OpTester>("FusedConv", "node_1", kTestOpset, "baton");
+        t->input(random_floats(rng, {2, 8, 9, 11})).input(random_floats(rng, {20, 8, 3, 3}));
+        t->input(random_floats(rng, {20})).input(random_floats(rng, {2, 20, 9, 11}));
+        t->constant_input(1);
+        t->attr("pads", std::vector<int64_t>{1, 1, 1, 1}).attr("activation", std::string("Relu"));
+        return t;
+      });
   add("ConvTranspose (col2im, output_shape)", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("ConvTranspose");
     t->input(random_floats(rng, {2, 4, 5, 6})).input(random_floats(rng, {4, 3, 3, 3}));

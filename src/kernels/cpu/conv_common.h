@@ -326,11 +326,16 @@ class ConvBatchKernel : public runtime::Kernel {
   bool epilogue_in_compute_ = false;
 
   bool has_epilogue() const { return z_ != nullptr || !act_.none(); }
+  // The residual's values for the item being computed (null: none), and the activation.
+  const S* item_residual() const {
+    return z_ ? z_->tensor.data_as<const S>() + item_ * s_.m * s_.out_count : nullptr;
+  }
+  const ops::Activation& activation() const { return act_; }
 
   // FusedConv's epilogue on output channels [m0, m1) of the batch item being computed (y is that
   // item's output): the residual added, then the activation.
   void epilogue_channels(W* y, int64_t m0, int64_t m1) const {
-    const S* z = z_ ? z_->tensor.data_as<const S>() + item_ * s_.m * s_.out_count : nullptr;
+    const S* z = item_residual();
     for (int64_t m = m0; m < m1; ++m) {
       W* row = y + m * s_.out_count;
       if (z) {

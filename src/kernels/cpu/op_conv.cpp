@@ -19,6 +19,7 @@
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/depthwise.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "ops/op_def.h"
 
 namespace baton::kernels::cpu {
@@ -104,6 +105,30 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     item_parallel_ = slots_ > 1 && items >= slots_;
   }
 
+  // A float32 W that is a constant of the program, for a GEMM where packed_gemm.h's kernels beat
+  // OpenBLAS on this project's measurements (bench/RESULTS.md: a small depth, or many rows of W
+  // and a moderate depth), is packed at create by blocks of rows, one block per group; the GEMM
+  // then starts from the bias and applies FusedConv's epilogue to each part of Y as it completes.
+  Status pack(const runtime::KernelCall& call) {
+    if constexpr (std::is_same_v<S, float>) {
+      const bool fits = rows_ <= 192 || (s_.m_group >= 128 && rows_ <= 1152);
+      if (s_.empty || path_ == ConvPath::Depthwise || rows_ == 0 || !fits ||
+          !call.input_is_constant(1) || !packed_gemm_available()) {
+        return Status::ok_status();
+      }
+      const int64_t per_group = packed_rows_size(s_.m_group, rows_);
+      BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(per_group * s_.group), call,
+                            "packed copy of the convolution's weights"));
+      const float* w = call.input(1).data_as<const float>();
+      for (int64_t g = 0; g < s_.group; ++g) {
+        pack_rows(w + g * s_.m_group * rows_, s_.m_group, rows_, rows_,
+                  packed_.data() + g * per_group);
+      }
+      this->epilogue_in_compute_ = true;
+    }
+    return Status::ok_status();
+  }
+
   // The scratch: float copies (Base), and the column and GEMM buffers, one per thread when items
   // run in parallel.
   Status reserve(const runtime::KernelCall& call) {
@@ -121,7 +146,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       BATON_TRY(call.reserve_scratch<W>(col_, static_cast<uint64_t>(rows_ * tile_),
                                         "im2col columns", buffers));
     }
-    if (rows_ > 0) {
+    if (rows_ > 0 && packed_.empty()) {
       const int64_t last = s_.out_count % tile_;
       BATON_TRY(
           call.reserve_scratch<W>(scratch_,
@@ -153,21 +178,18 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       const int64_t g = i / tiles, p0 = (i % tiles) * tile_;
       const int64_t p1 = std::min(s_.out_count, p0 + tile_);
       W* yg = y + g * s_.m_group * s_.out_count;
+      if (!packed_.empty()) {
+        packed_item(x, bias, y, g, p0, p1, slot, gemm_pool);
+        return;
+      }
       for (int64_t m = 0; m < s_.m_group; ++m) {
         const int64_t channel = g * s_.m_group + m;
         const W v = bias ? static_cast<W>(load(bias[channel])) : W(0);
         std::fill(yg + m * s_.out_count + p0, yg + m * s_.out_count + p1, v);
       }
       if (rows_ == 0) return;
-      const W* xg = x + g * s_.c_group * s_.in_count;
-      const W* cols = xg + p0;
-      int64_t ld = s_.in_count;
-      if (path_ == ConvPath::Im2col) {
-        W* col = col_.data<W>(slot);
-        im2col(window_, xg, s_.c_group, p0, p1, col);
-        cols = col;
-        ld = p1 - p0;
-      }
+      int64_t ld = 0;
+      const W* cols = columns(x, g, p0, p1, slot, ld);
       parallel_gemm<W>(gemm_pool, false, false, s_.m_group, p1 - p0, rows_, W(1),
                        w + g * s_.m_group * rows_, rows_, cols, ld, W(1), yg + p0, s_.out_count,
                        scratch_.data<W>(slot));
@@ -181,6 +203,39 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   }
 
  private:
+  // Columns [p0, p1) of group g's GEMM operand (X itself for a pointwise conv, else im2col's
+  // buffer of thread `slot`), and its leading dimension.
+  const W* columns(const W* x, int64_t g, int64_t p0, int64_t p1, unsigned slot,
+                   int64_t& ld) const {
+    const W* xg = x + g * s_.c_group * s_.in_count;
+    if (path_ != ConvPath::Im2col) {
+      ld = s_.in_count;
+      return xg + p0;
+    }
+    W* col = col_.data<W>(slot);
+    im2col(window_, xg, s_.c_group, p0, p1, col);
+    ld = p1 - p0;
+    return col;
+  }
+
+  // Group g's columns [p0, p1) through the packed weights, bias, residual and activation
+  // included (float32 only: packed_ is empty otherwise).
+  void packed_item(const W* x, const S* bias, W* y, int64_t g, int64_t p0, int64_t p1,
+                   unsigned slot, runtime::ThreadPool* gemm_pool) {
+    if constexpr (std::is_same_v<S, float>) {
+      int64_t ld = 0;
+      const float* cols = columns(x, g, p0, p1, slot, ld);
+      const int64_t first = g * s_.m_group;  // the group's first output channel
+      const float* z = this->item_residual();
+      RowsEpilogue epilogue{z != nullptr ? z + first * s_.out_count + p0 : nullptr, s_.out_count,
+                            &this->activation()};
+      packed_rows_gemm(gemm_pool, s_.m_group, p1 - p0, rows_,
+                       packed_.data() + g * packed_rows_size(s_.m_group, rows_), cols, ld,
+                       bias != nullptr ? bias + first : nullptr, y + first * s_.out_count + p0,
+                       s_.out_count, epilogue);
+    }
+  }
+
   // Fewer output columns than this per thread and a conv's GEMM is better split by its rows.
   static constexpr int64_t kMinTaskColumns = 128;
 
@@ -193,6 +248,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   bool item_parallel_ = false;
   // One buffer per thread when items run in parallel (depthwise: always, the padded planes).
   runtime::ScratchRef col_, scratch_;
+  std::vector<float> packed_;  // W packed by row blocks per group (empty: OpenBLAS)
 };
 
 ConvPath choose_path(const ConvShape& s) {
@@ -227,7 +283,8 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
     auto conv = std::make_unique<ConvKernel<S>>(call, shape, path);
     if (fused) conv->set_epilogue(call.has_input(3) ? call.inputs[3] : nullptr, act);
-    kernel = with_scratch(std::move(conv), call, reserved);
+    reserved = conv->pack(call);
+    if (reserved.ok()) kernel = with_scratch(std::move(conv), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace baton::kernels::cpu {
 namespace {
@@ -23,6 +24,10 @@ constexpr double kParallelWork = kParallelGemmWork;
 // in the L2 cache across the panels anyway, and row blocks would read W once per block instead
 // of once (BERT-base's 128 rows against 9 MB of FFN weights).
 constexpr int64_t kRowBlock = 120;
+// packed_rows_gemm's columns of B per task: kDepth x 256 floats (256 KB) of B stay in the L2
+// cache while W's row blocks pass over them; a multiple of both panel widths.
+constexpr int64_t kRowsColumns = 256;
+constexpr int64_t kRowsDepth = 128;
 constexpr int64_t kBlockedA = int64_t{1} << 18;
 
 enum class Isa { None, Avx2, Avx512 };
@@ -47,10 +52,16 @@ int64_t panel_width() { return kIsa == Isa::Avx512 ? 32 : 16; }
 
 // One tile: R rows of C by a panel's 32 columns (`cols` of them real: the last panel's others are
 // masked off), over kc rows of the panel. accumulate: C holds the earlier depth blocks' sums;
-// otherwise the sums start from `bias` (the panel's columns of it), or from zero when it is null.
-template <int R>
-BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                              int64_t ldc, bool accumulate, int64_t cols, const float* bias) {
+// otherwise the sums start from `bias`, or from zero when it is null.
+// Rows (packed_gemm, kRows false): A row-major (element (r, p) at a[r * lda + p]), the panel
+// packed (row p at b + p * 32), the bias per column (the panel's columns of it).
+// Rows of W (packed_rows_gemm, kRows true): A is a block of W packed by rows (element (r, p) at
+// a[p * lda + r], lda the block height), B read in place (row p at b + p * ldb, masked past
+// `cols`), the bias per row.
+template <int R, bool kRows>
+BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
+                              float* c, int64_t ldc, bool accumulate, int64_t cols,
+                              const float* bias) {
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32   ? __mmask16(0xFFFF)
                        : cols <= 16 ? __mmask16(0)
@@ -61,6 +72,8 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
     if (accumulate) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
       acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+    } else if (bias != nullptr && kRows) {
+      acc0[r] = acc1[r] = _mm512_set1_ps(bias[r]);
     } else if (bias != nullptr) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, bias);
       acc1[r] = _mm512_maskz_loadu_ps(m1, bias + 16);
@@ -70,11 +83,12 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
     }
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b + p * 32);
-    const __m512 b1 = _mm512_loadu_ps(b + p * 32 + 16);
+    const __m512 b0 = kRows ? _mm512_maskz_loadu_ps(m0, b + p * ldb) : _mm512_loadu_ps(b + p * 32);
+    const __m512 b1 =
+        kRows ? _mm512_maskz_loadu_ps(m1, b + p * ldb + 16) : _mm512_loadu_ps(b + p * 32 + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      const __m512 x = _mm512_set1_ps(kRows ? a[p * lda + r] : a[r * lda + p]);
       acc0[r] = _mm512_fmadd_ps(x, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
     }
@@ -86,10 +100,10 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
   }
 }
 
-// The AVX2 tile: R rows by a panel's 16 columns (two 8-float registers).
-template <int R>
-BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                          int64_t ldc, bool accumulate, int64_t cols, const float* bias) {
+// The AVX2 tile: R rows by a panel's 16 columns (two 8-float registers); kRows as above.
+template <int R, bool kRows>
+BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
+                          float* c, int64_t ldc, bool accumulate, int64_t cols, const float* bias) {
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols)), iota);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols) - 8), iota);
@@ -99,6 +113,8 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
     if (accumulate) {
       acc0[r] = _mm256_maskload_ps(c + r * ldc, m0);
       acc1[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+    } else if (bias != nullptr && kRows) {
+      acc0[r] = acc1[r] = _mm256_set1_ps(bias[r]);
     } else if (bias != nullptr) {
       acc0[r] = _mm256_maskload_ps(bias, m0);
       acc1[r] = _mm256_maskload_ps(bias + 8, m1);
@@ -108,11 +124,12 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
     }
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b + p * 16);
-    const __m256 b1 = _mm256_loadu_ps(b + p * 16 + 8);
+    const __m256 b0 = kRows ? _mm256_maskload_ps(b + p * ldb, m0) : _mm256_loadu_ps(b + p * 16);
+    const __m256 b1 =
+        kRows ? _mm256_maskload_ps(b + p * ldb + 8, m1) : _mm256_loadu_ps(b + p * 16 + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m256 x = _mm256_broadcast_ss(a + r * lda + p);
+      const __m256 x = _mm256_broadcast_ss(kRows ? a + p * lda + r : a + r * lda + p);
       acc0[r] = _mm256_fmadd_ps(x, b0, acc0[r]);
       acc1[r] = _mm256_fmadd_ps(x, b1, acc1[r]);
     }
@@ -124,25 +141,28 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
   }
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool,
-                        int64_t, const float*);
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
+                        bool, int64_t, const float*);
 
 // Tiles of 12 rows with AVX-512 (24 accumulators of 32 registers), 6 with AVX2 (12 of 16); a
 // table by row count for the last, shorter tile.
-template <int... R>
+template <bool kRows, int... R>
 constexpr std::array<TileFn, sizeof...(R)> avx512_tiles(std::integer_sequence<int, R...>) {
-  return {&tile_avx512<R + 1>...};
+  return {&tile_avx512<R + 1, kRows>...};
 }
-template <int... R>
+template <bool kRows, int... R>
 constexpr std::array<TileFn, sizeof...(R)> avx2_tiles(std::integer_sequence<int, R...>) {
-  return {&tile_avx2<R + 1>...};
+  return {&tile_avx2<R + 1, kRows>...};
 }
-constexpr auto kAvx512Tiles = avx512_tiles(std::make_integer_sequence<int, 12>());
-constexpr auto kAvx2Tiles = avx2_tiles(std::make_integer_sequence<int, 6>());
+template <bool kRows>
+constexpr auto kAvx512Tiles = avx512_tiles<kRows>(std::make_integer_sequence<int, 12>());
+template <bool kRows>
+constexpr auto kAvx2Tiles = avx2_tiles<kRows>(std::make_integer_sequence<int, 6>());
 
 int64_t tile_rows() { return kIsa == Isa::Avx512 ? 12 : 6; }
+template <bool kRows = false>
 TileFn tile_for(int64_t rows) {
-  return kIsa == Isa::Avx512 ? kAvx512Tiles[rows - 1] : kAvx2Tiles[rows - 1];
+  return kIsa == Isa::Avx512 ? kAvx512Tiles<kRows>[rows - 1] : kAvx2Tiles<kRows>[rows - 1];
 }
 
 // Rows [r0, r1) of C by panel `panel`, over the whole depth.
@@ -157,8 +177,8 @@ void panel_rows(int64_t panel, int64_t r0, int64_t r1, int64_t n, int64_t k, con
     const int64_t kc = std::min(kDepth, k - k0);
     for (int64_t r = r0; r < r1; r += mr) {
       const int64_t rows = std::min(mr, r1 - r);
-      tile_for(rows)(kc, a + r * lda + k0, lda, b + k0 * width, c + r * ldc + col, ldc, k0 > 0,
-                     cols, bias != nullptr ? bias + col : nullptr);
+      tile_for(rows)(kc, a + r * lda + k0, lda, b + k0 * width, width, c + r * ldc + col, ldc,
+                     k0 > 0, cols, bias != nullptr ? bias + col : nullptr);
     }
   }
 }
@@ -174,7 +194,78 @@ void row_blocks(int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a, in
   }
 }
 
+// Rows [r0, r1) (whole row blocks of W but the last) by columns [j0, j1) of packed_rows_gemm's
+// C, then the epilogue on them.
+void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const float* packed,
+               const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc,
+               const RowsEpilogue& epilogue) {
+  const int64_t width = panel_width(), mr = tile_rows();
+  for (int64_t k0 = 0; k0 < k; k0 += kRowsDepth) {
+    const int64_t kc = std::min(kRowsDepth, k - k0);
+    for (int64_t j = j0; j < j1; j += width) {
+      for (int64_t r = r0; r < r1; r += mr) {
+        const int64_t rows = std::min(mr, r1 - r);
+        tile_for<true>(rows)(kc, packed + (r / mr) * k * mr + k0 * mr, mr, b + k0 * ldb + j, ldb,
+                             c + r * ldc + j, ldc, k0 > 0, std::min(width, j1 - j),
+                             bias != nullptr && k0 == 0 ? bias + r : nullptr);
+      }
+    }
+  }
+  if (epilogue.residual == nullptr && (epilogue.act == nullptr || epilogue.act->none())) return;
+  for (int64_t r = r0; r < r1; ++r) {
+    float* row = c + r * ldc + j0;
+    if (epilogue.residual != nullptr) {
+      const float* z = epilogue.residual + r * epilogue.ld + j0;
+      for (int64_t j = 0; j < j1 - j0; ++j) row[j] += z[j];
+    }
+    if (epilogue.act != nullptr) vmath::apply_activation(*epilogue.act, row, j1 - j0);
+  }
+}
+
 }  // namespace
+
+int64_t packed_rows_size(int64_t m, int64_t k) {
+  const int64_t mr = tile_rows();
+  return (m + mr - 1) / mr * mr * k;
+}
+
+void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out) {
+  const int64_t mr = tile_rows();
+  for (int64_t r0 = 0; r0 < m; r0 += mr) {
+    float* block = out + (r0 / mr) * k * mr;
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t r = 0; r < mr; ++r) block[p * mr + r] = r0 + r < m ? w[(r0 + r) * ld + p] : 0.0f;
+    }
+  }
+}
+
+void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                      const float* packed, const float* b, int64_t ldb, const float* bias, float* c,
+                      int64_t ldc, const RowsEpilogue& epilogue) {
+  const int64_t mr = tile_rows();
+  const unsigned threads = pool_slots(pool);
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int64_t chunks = (n + kRowsColumns - 1) / kRowsColumns;
+  if (threads == 1 || work < kParallelWork) {
+    for (int64_t t = 0; t < chunks; ++t) {
+      rows_task(0, m, t * kRowsColumns, std::min(n, (t + 1) * kRowsColumns), k, packed, b, ldb,
+                bias, c, ldc, epilogue);
+    }
+    return;
+  }
+  // Tasks of a column chunk each; with few chunks (a small image) W's rows are cut too, in whole
+  // row blocks, so that every thread has several tasks to take.
+  const int64_t blocks = (m + mr - 1) / mr;
+  const int64_t wanted = 4 * static_cast<int64_t>(threads);
+  const int64_t row_parts = chunks >= wanted ? 1 : std::min(blocks, (wanted + chunks - 1) / chunks);
+  const int64_t part_rows = (blocks + row_parts - 1) / row_parts * mr;
+  const int64_t parts = (m + part_rows - 1) / part_rows;
+  parallel_for(pool, parts * chunks, [&](int64_t t, unsigned) {
+    const int64_t r0 = (t % parts) * part_rows, j0 = (t / parts) * kRowsColumns;
+    rows_task(r0, std::min(m, r0 + part_rows), j0, std::min(n, j0 + kRowsColumns), k, packed, b,
+              ldb, bias, c, ldc, epilogue);
+  });
+}
 
 bool packed_gemm_available() { return kIsa != Isa::None; }
 

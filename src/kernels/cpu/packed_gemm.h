@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "baton/core/error.h"
+#include "ops/activation.h"
 #include "runtime/thread_pool.h"
 
 namespace baton::runtime {
@@ -55,6 +56,31 @@ void pack_weights(const float* w, bool trans, int64_t k, int64_t n, int64_t ld, 
 // Allocates nothing. k > 0.
 void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, const float* a,
                  int64_t lda, const float* packed, const float* bias, float* c, int64_t ldc);
+
+// The same kernels with the roles of the operands swapped, for a convolution's GEMM, whose
+// constant weight is the left operand: Y [m, n] = W [m, k] x X [k, n] with X an image's channels
+// by its positions (or im2col's columns), read in place. W is packed by blocks of rows (12 with
+// AVX-512, 6 with AVX2): block i holds rows [i * h, i * h + h) as k groups of h floats, rows
+// past m zero.
+int64_t packed_rows_size(int64_t m, int64_t k);
+void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out);
+
+// What packed_rows_gemm applies to each part of C once its sums are complete, while the part is
+// still in cache: C += residual (null: none; leading dimension ld), then the activation (null or
+// none: none).
+struct RowsEpilogue {
+  const float* residual = nullptr;
+  int64_t ld = 0;
+  const ops::Activation* act = nullptr;
+};
+
+// C[m, n] = bias[m] + packed (m, k) x B[k, n], B row-major with leading dimension ldb, C with
+// ldc, bias (m floats, one per row) may be null; then the epilogue. Split over `pool` (null: the
+// calling thread) by chunks of 256 columns, and by row blocks too when there are few chunks. The
+// same bits on every thread count. Allocates nothing. k > 0.
+void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                      const float* packed, const float* b, int64_t ldb, const float* bias, float* c,
+                      int64_t ldc, const RowsEpilogue& epilogue);
 
 // A kernel's constant weight packed for packed_gemm at create, one block per output (Linear's
 // splits; a MatMul has one), so that no panel straddles two outputs.
