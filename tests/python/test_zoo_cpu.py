@@ -1,6 +1,7 @@
-"""Issue 38's LSTM tagger and ESPCN and issue 41's small T5 encoder and LLaMA-style stack
-(tests/e2e/models/zoo, exported from PyTorch by tests/e2e/export_real_models.py --only
-lstm_tagger,espcn,t5,llama through both exporters) on the CPU
+"""Issue 38's LSTM tagger, ESPCN and a small Swin, and issue 41's small T5 encoder and
+LLaMA-style stack (tests/e2e/models/zoo, exported from PyTorch by
+tests/e2e/export_real_models.py --only lstm_tagger,espcn,swin,t5,llama through both exporters)
+on the CPU
 against onnxruntime: at the exported shape, at other shapes where the export left dimensions
 symbolic (TorchScript's batch and sequence), one program over a range of shapes (dims), and on
 one and two threads. Random token ids and images, never zeros."""
