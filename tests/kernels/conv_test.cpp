@@ -374,6 +374,52 @@ TEST(Conv, DepthwiseKernelAtEveryBlockRemainder) {
   EXPECT_GT(cases, 50);
 }
 
+// FusedConv (x, w, b, residual z, attrs) with each activation, on one thread and on a pool of
+// three, against Conv's output (its W a constant when `constant_w`) with the residual added in
+// float and the activation applied after: bit for bit. Returns the outputs, one per (activation,
+// thread count), in that order.
+std::vector<std::vector<double>> check_fused_epilogue(const HostTensor& x, const HostTensor& w,
+                                                      const HostTensor& b, const HostTensor& z,
+                                                      const Attrs& attrs,
+                                                      std::initializer_list<const char*> acts,
+                                                      bool constant_w) {
+  OpTester conv("Conv");
+  conv.input(x).input(w).input(b);
+  if (constant_w) conv.constant_input(1);
+  for (const auto& [name, value] : attrs) conv.set_attr_value(name, value);
+  EXPECT_TRUE(conv.run().ok());
+  const std::vector<double> plain = to_double(conv.output()), residual = to_double(z);
+  runtime::ThreadPool pool(3);
+  std::vector<std::vector<double>> outputs;
+  for (const char* act : acts) {
+    for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(std::string(act) + (p ? " on 3 threads" : " on 1 thread"));
+      OpTester fused("FusedConv", "node_1", kTestOpset, "baton");
+      fused.pool(p).input(x).input(w).input(b).input(z);
+      if (constant_w) fused.constant_input(1);
+      for (const auto& [name, value] : attrs) fused.set_attr_value(name, value);
+      fused.attr("activation", std::string(act));
+      EXPECT_TRUE(fused.run().ok());
+      auto a = ops::make_activation(act, {}, "test");
+      EXPECT_TRUE(a.ok());
+      outputs.push_back(to_double(fused.output()));
+      const std::vector<double>& got = outputs.back();
+      EXPECT_EQ(got.size(), plain.size());
+      for (size_t i = 0; i < got.size() && i < plain.size(); ++i) {
+        // Conv's float sum plus the residual, rounded to float as the kernel does, then the
+        // activation.
+        float v = static_cast<float>(plain[i]) + static_cast<float>(residual[i]);
+        ops::apply_activation(*a, &v, 1);
+        if (got[i] != static_cast<double>(v)) {
+          ADD_FAILURE() << "element " << i << ": " << got[i] << " against " << v;
+          break;
+        }
+      }
+    }
+  }
+  return outputs;
+}
+
 // FusedConv's epilogue on the depthwise path runs on each plane as it is computed: the residual
 // added and the activation applied match Conv's output with them applied after, on one thread
 // and on a pool.
@@ -383,34 +429,9 @@ TEST(Conv, DepthwiseFusedEpilogueMatchesConvThenResidualAndActivation) {
   const HostTensor w = random_floats(rng, {24, 1, 5, 5});
   const HostTensor b = random_floats(rng, {24});
   const HostTensor z = random_floats(rng, {2, 24, 7, 10});
-  const Attrs attrs = {{"group", one(24)}, {"strides", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}};
-  OpTester conv("Conv");
-  conv.input(x).input(w).input(b);
-  for (const auto& [name, value] : attrs) conv.set_attr_value(name, value);
-  BATON_ASSERT_OK(conv.run());
-  const std::vector<double> plain = to_double(conv.output()), residual = to_double(z);
-  runtime::ThreadPool pool(3);
-  for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
-    for (const char* act : {"Relu", "HardSigmoid"}) {
-      SCOPED_TRACE(std::string(act) + (p ? " on 3 threads" : " on 1 thread"));
-      OpTester fused("FusedConv", "node_1", kTestOpset, "baton");
-      fused.pool(p).input(x).input(w).input(b).input(z);
-      for (const auto& [name, value] : attrs) fused.set_attr_value(name, value);
-      fused.attr("activation", std::string(act));
-      BATON_ASSERT_OK(fused.run());
-      auto a = ops::make_activation(act, {}, "test");
-      ASSERT_TRUE(a.ok());
-      const std::vector<double> got = to_double(fused.output());
-      ASSERT_EQ(got.size(), plain.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        // Conv's float sum plus the residual, rounded to float as the kernel does, then the
-        // activation.
-        float v = static_cast<float>(plain[i]) + static_cast<float>(residual[i]);
-        ops::apply_activation(*a, &v, 1);
-        ASSERT_EQ(got[i], static_cast<double>(v)) << i;
-      }
-    }
-  }
+  check_fused_epilogue(
+      x, w, b, z, {{"group", one(24)}, {"strides", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}},
+      {"Relu", "HardSigmoid"}, false);
 }
 
 // A float32 W that is a constant of the program is packed at create by row blocks
@@ -494,35 +515,11 @@ TEST(Conv, PackedFusedEpilogueMatchesConvThenResidualAndActivation) {
   const HostTensor w = random_floats(rng, {50, 20, 3, 3});
   const HostTensor b = random_floats(rng, {50});
   const HostTensor z = random_floats(rng, {2, 50, 21, 33});
-  const Attrs attrs = {{"pads", ints({1, 1, 1, 1})}};
-  OpTester conv("Conv");
-  conv.input(x).input(w).input(b).constant_input(1);
-  for (const auto& [name, value] : attrs) conv.set_attr_value(name, value);
-  BATON_ASSERT_OK(conv.run());
-  const std::vector<double> plain = to_double(conv.output()), residual = to_double(z);
-  runtime::ThreadPool pool(3);
-  for (const char* act : {"Relu", "HardSwish"}) {
-    std::vector<std::vector<double>> outputs;
-    for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
-      SCOPED_TRACE(std::string(act) + (p ? " on 3 threads" : " on 1 thread"));
-      OpTester fused("FusedConv", "node_1", kTestOpset, "baton");
-      fused.pool(p).input(x).input(w).input(b).input(z).constant_input(1);
-      for (const auto& [name, value] : attrs) fused.set_attr_value(name, value);
-      fused.attr("activation", std::string(act));
-      BATON_ASSERT_OK(fused.run());
-      auto a = ops::make_activation(act, {}, "test");
-      ASSERT_TRUE(a.ok());
-      outputs.push_back(to_double(fused.output()));
-      const std::vector<double>& got = outputs.back();
-      ASSERT_EQ(got.size(), plain.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        float v = static_cast<float>(plain[i]) + static_cast<float>(residual[i]);
-        ops::apply_activation(*a, &v, 1);
-        ASSERT_EQ(got[i], static_cast<double>(v)) << i;
-      }
-    }
-    EXPECT_EQ(outputs[0], outputs[1]);
-  }
+  const auto outputs =
+      check_fused_epilogue(x, w, b, z, {{"pads", ints({1, 1, 1, 1})}}, {"Relu", "HardSwish"}, true);
+  ASSERT_EQ(outputs.size(), 4u);
+  EXPECT_EQ(outputs[0], outputs[1]);  // one thread and three
+  EXPECT_EQ(outputs[2], outputs[3]);
 }
 
 TEST(Conv, Opset1DefinitionRunsTheSame) {

@@ -194,6 +194,17 @@ void row_blocks(int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a, in
   }
 }
 
+// The rows each task takes (whole tiles) when `columns` column parts are split over `threads`:
+// all of them when there are at least four parts per thread, else as few rows as give each
+// thread about four tasks.
+int64_t rows_per_task(int64_t m, int64_t columns, unsigned threads) {
+  const int64_t mr = tile_rows();
+  const int64_t tiles = (m + mr - 1) / mr;
+  const int64_t wanted = 4 * static_cast<int64_t>(threads);
+  const int64_t parts = columns >= wanted ? 1 : std::min(tiles, (wanted + columns - 1) / columns);
+  return (tiles + parts - 1) / parts * mr;
+}
+
 // Rows [r0, r1) (whole row blocks of W but the last) by columns [j0, j1) of packed_rows_gemm's
 // C, then the epilogue on them.
 void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const float* packed,
@@ -242,7 +253,6 @@ void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out) {
 void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                       const float* packed, const float* b, int64_t ldb, const float* bias, float* c,
                       int64_t ldc, const RowsEpilogue& epilogue) {
-  const int64_t mr = tile_rows();
   const unsigned threads = pool_slots(pool);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t chunks = (n + kRowsColumns - 1) / kRowsColumns;
@@ -255,10 +265,7 @@ void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k
   }
   // Tasks of a column chunk each; with few chunks (a small image) W's rows are cut too, in whole
   // row blocks, so that every thread has several tasks to take.
-  const int64_t blocks = (m + mr - 1) / mr;
-  const int64_t wanted = 4 * static_cast<int64_t>(threads);
-  const int64_t row_parts = chunks >= wanted ? 1 : std::min(blocks, (wanted + chunks - 1) / chunks);
-  const int64_t part_rows = (blocks + row_parts - 1) / row_parts * mr;
+  const int64_t part_rows = rows_per_task(m, chunks, threads);
   const int64_t parts = (m + part_rows - 1) / part_rows;
   parallel_for(pool, parts * chunks, [&](int64_t t, unsigned) {
     const int64_t r0 = (t % parts) * part_rows, j0 = (t / parts) * kRowsColumns;
@@ -339,11 +346,7 @@ void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, con
   }
   // Otherwise tasks of one panel each; with few panels (a narrow split of W) the rows are cut
   // too, in whole tiles, so that every thread has several tasks to take.
-  const int64_t mr = tile_rows();
-  const int64_t tiles = (m + mr - 1) / mr;
-  const int64_t wanted = 4 * static_cast<int64_t>(threads);
-  const int64_t row_chunks = panels >= wanted ? 1 : std::min(tiles, (wanted + panels - 1) / panels);
-  const int64_t chunk_rows = (tiles + row_chunks - 1) / row_chunks * mr;
+  const int64_t chunk_rows = rows_per_task(m, panels, threads);
   const int64_t chunks = (m + chunk_rows - 1) / chunk_rows;
   parallel_for(pool, panels * chunks, [&](int64_t t, unsigned) {
     const int64_t panel = t / chunks, r0 = (t % chunks) * chunk_rows;
