@@ -48,17 +48,18 @@ inline __attribute__((always_inline)) void pad_plane(const DepthwiseGeometry& g,
   std::fill(padded + ph * pw, padded + ph * pw + DepthwiseGeometry::kSlack, 0.0f);
 }
 
-// The 16 columns from `src` at column stride S (1 or 2; 0: g's stride, read one by one).
+// The 16 columns from `src` at column stride S (1 or 2; 0: g's stride, read one by one, and only
+// the first n: at a large stride the lanes past n would reach beyond the plane's slack).
 template <int S>
-inline __attribute__((always_inline)) Lanes taps(const float* src, int64_t stride) {
+inline __attribute__((always_inline)) Lanes taps(const float* src, int64_t stride, int64_t n) {
   if constexpr (S == 1) {
     return load_lanes(src);
   } else if constexpr (S == 2) {
     const Lanes a = load_lanes(src), b = load_lanes(src + kBlock);
     return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   } else {
-    Lanes v;
-    for (int64_t j = 0; j < kBlock; ++j) v[j] = src[j * stride];
+    Lanes v = {};
+    for (int64_t j = 0; j < n; ++j) v[j] = src[j * stride];
     return v;
   }
 }
@@ -75,7 +76,7 @@ inline __attribute__((always_inline)) void block(const DepthwiseGeometry& g, con
   for (int64_t kh = 0; kh < g.k_h; ++kh) {
     const float* row = padded + (oh * g.stride_h + kh * g.dil_h) * pw + ow * stride;
     for (int64_t kw = 0; kw < g.k_w; ++kw) {
-      acc += w[kh * g.k_w + kw] * taps<S>(row + kw * g.dil_w, stride);
+      acc += w[kh * g.k_w + kw] * taps<S>(row + kw * g.dil_w, stride, n);
     }
   }
   float* out = y + oh * g.out_w + ow;
