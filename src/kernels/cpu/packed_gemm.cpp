@@ -214,6 +214,16 @@ void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const 
   for (int64_t k0 = 0; k0 < k; k0 += kRowsDepth) {
     const int64_t kc = std::min(kRowsDepth, k - k0);
     for (int64_t j = j0; j < j1; j += width) {
+      // The next panel's rows of B, one page apart in an image of a few thousand positions, are
+      // fetched while this panel's row blocks run: the first row block of a panel would
+      // otherwise wait on each of them (a stall at B's loads in ResNet-50's 1x1 layers).
+      if (j + width < j1) {
+        for (int64_t p = 0; p < kc; ++p) {
+          const char* next = reinterpret_cast<const char*>(b + (k0 + p) * ldb + j + width);
+          __builtin_prefetch(next);
+          __builtin_prefetch(next + 64);
+        }
+      }
       for (int64_t r = r0; r < r1; r += mr) {
         const int64_t rows = std::min(mr, r1 - r);
         tile_for<true>(rows)(kc, packed + (r / mr) * k * mr + k0 * mr, mr, b + k0 * ldb + j, ldb,
