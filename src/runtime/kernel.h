@@ -101,6 +101,10 @@ class Kernel {
   // their sizes, this one at the count). The runtime binds the output's symbol from it and
   // resolves the sizes that depend on it before the next instruction. -1: no such output.
   virtual int64_t produced_size() const { return -1; }
+  // Memory the kernel made at create for itself, besides the shared scratch: packed copies of a
+  // constant weight (kernels/cpu/packed_gemm.h), as large as that weight. Reported by
+  // Method::held_bytes (`baton run`, `baton inspect --load`); 0 for most kernels.
+  virtual uint64_t held_bytes() const { return 0; }
 };
 
 using CreateFn = Result<std::unique_ptr<Kernel>> (*)(const KernelCall& call);

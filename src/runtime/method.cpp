@@ -1202,6 +1202,25 @@ std::vector<Method::KernelScratch> Method::kernel_scratch() const {
   }
   return out;
 }
+uint64_t Method::held_bytes() const {
+  uint64_t total = 0;
+  for (const KernelScratch& k : kernel_held()) total += k.bytes;
+  return total;
+}
+std::vector<Method::KernelScratch> Method::kernel_held() const {
+  std::vector<KernelScratch> out;
+  for (size_t i = 0; i < impl_->steps.size(); ++i) {
+    const Step& step = impl_->steps[i];
+    if (step.kernel == nullptr) continue;
+    if (const uint64_t bytes = step.kernel->held_bytes(); bytes > 0) {
+      // Named as kernel_scratch() names its kernels.
+      out.push_back(KernelScratch{fmt::format("method '{}' instruction {} ({} node '{}')",
+                                              impl_->name, i, step.op, step.name),
+                                  bytes});
+    }
+  }
+  return out;
+}
 size_t Method::num_inputs() const { return impl_->inputs.size(); }
 
 size_t Method::num_symbols() const { return impl_->symbol_max.size(); }

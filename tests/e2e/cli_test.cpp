@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "baton/extension/npy.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "testing/onnx_builder.h"
 #include "testing/paths.h"
 #include "testing/process.h"
@@ -494,6 +495,67 @@ TEST_F(CliTest, InspectTextShowsEverything) {
 // area as large as the largest kernel's need (not the sum; the float16 MLP's three Linears each
 // hold float copies), growing with the threads where a kernel keeps a piece per thread
 // (attention's scores); `run --json` reports the same size.
+// The packed copies of constant weights the CPU kernels make at load (a float32 Linear's W, in
+// panels of 32 or 16 columns, kernels/cpu/packed_gemm.h) are reported: `baton run` says how much
+// and `--json` has cpu_held_bytes; `inspect --load` lists each holder. The odd-sized MLP's two
+// Linears hold W of 31 x 63 and 63 x 7 floats, their columns padded to whole panels.
+TEST_F(CliTest, RunAndInspectReportThePackedWeightCopies) {
+  const std::string mlp = (dir_ / "mlp_packed.baton").string();
+  CliRun r = baton("compile " + (models_ / "dynamo18_mlp_relu_odd.onnx").string() + " -o " + mlp);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  using kernels::cpu::packed_size;
+  const bool packs = kernels::cpu::packed_gemm_available();
+  const uint64_t first = packs ? packed_size(31, 63) * sizeof(float) : 0;
+  const uint64_t second = packs ? packed_size(63, 7) * sizeof(float) : 0;
+  EXPECT_TRUE(!packs || (first == 31 * 64 * 4 && second >= 63 * 7 * 4)) << first << " " << second;
+  r = baton("run --json -n 1 " + mlp, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto run = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(run.is_object()) << r.output;
+  EXPECT_EQ(run["cpu_held_bytes"].get<uint64_t>(), first + second);
+  r = baton("run -n 1 " + mlp);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (!packs) {
+    EXPECT_EQ(r.output.find("cpu packed weights"), std::string::npos) << r.output;
+    GTEST_SKIP() << "this CPU has no packed kernels (AVX2 with FMA or AVX-512): nothing is packed";
+  }
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex("cpu packed weights [0-9.]+ KiB \\(copies of constant "
+                                             "weights made at load for Baton's own GEMM kernels, "
+                                             "2 kernels\\)")))
+      << r.output;
+  r = baton("inspect --json --load " + mlp, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto inspected = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(inspected.is_object()) << r.output;
+  const nlohmann::json& loaded = inspected["methods"][0]["loaded"];
+  EXPECT_EQ(loaded["held_bytes"].get<uint64_t>(), first + second);
+  ASSERT_EQ(loaded["kernel_held"].size(), 2u) << loaded;
+  EXPECT_EQ(loaded["kernel_held"][0]["bytes"].get<uint64_t>(), first);
+  EXPECT_EQ(loaded["kernel_held"][1]["bytes"].get<uint64_t>(), second);
+  EXPECT_NE(loaded["kernel_held"][0]["kernel"].get<std::string>().find("Linear"),
+            std::string::npos);
+  r = baton("inspect --load " + mlp);
+  EXPECT_NE(r.output.find("KiB, held by the kernels (copies of constant weights"),
+            std::string::npos)
+      << r.output;
+  // A CNN's convolutions with shallow weights pack them too (packed_rows_gemm), and say so.
+  const std::string cnn = (dir_ / "mobilenet_packed.baton").string();
+  r = baton(
+      "compile " +
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/dynamo18_mobilenet.onnx").string() +
+      " -o " + cnn);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = baton("inspect --json --load " + cnn, "", /*with_stderr=*/false);
+  const auto conv = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(conv.is_object()) << r.output;
+  int convolutions = 0;
+  for (const auto& k : conv["methods"][0]["loaded"]["kernel_held"]) {
+    convolutions += k["kernel"].get<std::string>().find("Conv") != std::string::npos;
+  }
+  EXPECT_GT(convolutions, 0) << conv["methods"][0]["loaded"];
+}
+
 TEST_F(CliTest, InspectLoadShowsTheKernelScratch) {
   auto loaded = [&](const std::string& program, unsigned threads) {
     const CliRun i =

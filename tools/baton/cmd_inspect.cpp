@@ -203,6 +203,16 @@ void print_loaded(const json& l) {
     std::printf("    %10s  %s\n", size_text(k["bytes"].get<uint64_t>()).c_str(),
                 shown(k["kernel"]).c_str());
   }
+  if (l.contains("held_bytes") && l["held_bytes"].get<uint64_t>() > 0) {
+    std::printf(
+        "  packed weights %s, held by the kernels (copies of constant weights made at "
+        "load for Baton's own GEMM kernels):\n",
+        size_text(l["held_bytes"].get<uint64_t>()).c_str());
+    for (const auto& k : l["kernel_held"]) {
+      std::printf("    %10s  %s\n", size_text(k["bytes"].get<uint64_t>()).c_str(),
+                  shown(k["kernel"]).c_str());
+    }
+  }
   for (const auto& d : l["delegates"]) {
     const json& c = d["counters"];
     if (!c.contains("device_bytes_at_load")) continue;
@@ -230,9 +240,12 @@ Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, jso
       m["loaded"] = {{"error", method.status().to_string()}};
       continue;
     }
-    json kernels = json::array();
+    json kernels = json::array(), held = json::array();
     for (const runtime::Method::KernelScratch& k : (*method)->kernel_scratch()) {
       kernels.push_back({{"kernel", escape_invalid_utf8(k.kernel)}, {"bytes", k.bytes}});
+    }
+    for (const runtime::Method::KernelScratch& k : (*method)->kernel_held()) {
+      held.push_back({{"kernel", escape_invalid_utf8(k.kernel)}, {"bytes", k.bytes}});
     }
     // Each delegate's counters right after the load: a GPU delegate's device memory at load
     // (device_bytes_at_load: weights, scratch, workspace, staging) among them.
@@ -245,6 +258,8 @@ Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, jso
     m["loaded"] = {{"cpu_threads", (*method)->cpu_threads()},
                    {"scratch_bytes", (*method)->scratch_bytes()},
                    {"kernel_scratch", kernels},
+                   {"held_bytes", (*method)->held_bytes()},
+                   {"kernel_held", held},
                    {"delegates", delegates}};
   }
   return Status();

@@ -324,6 +324,12 @@ Status run_run(const RunArgs& args) {
           blas.core.c_str(), blas.replaced.c_str());
     }
     std::printf("cpu kernel scratch %s\n", size_text(method->scratch_bytes()).c_str());
+    if (const uint64_t held = method->held_bytes(); held > 0) {
+      std::printf(
+          "cpu packed weights %s (copies of constant weights made at load for Baton's "
+          "own GEMM kernels, %zu kernels)\n",
+          size_text(held).c_str(), method->kernel_held().size());
+    }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const runtime::TensorInfo info = method->input_info(i);
       std::printf("input  %zu '%s' %s %s%s\n", i, printable_text(info.name).c_str(),
@@ -476,6 +482,7 @@ Status run_run(const RunArgs& args) {
                 {"devices", devices},
                 {"cpu_threads", method->cpu_threads()},
                 {"cpu_scratch_bytes", method->scratch_bytes()},
+                {"cpu_held_bytes", method->held_bytes()},
                 {"load_ms",
                  {{"total", Millis(method_loaded - load_start).count()},
                   {"program", Millis(program_loaded - load_start).count()},

@@ -165,6 +165,12 @@ class Method {
     uint64_t bytes = 0;
   };
   std::vector<KernelScratch> kernel_scratch() const;
+  // What the CPU kernels made at load for themselves besides that scratch: packed copies of
+  // constant float32 weights (a Linear's, a MatMul's constant B, a convolution's W, for Baton's
+  // own GEMM kernels on a CPU with AVX2 or AVX-512), each as large as the weight it copies. The
+  // total, and each kernel that holds any (description and bytes), in program order.
+  uint64_t held_bytes() const;
+  std::vector<KernelScratch> kernel_held() const;
   size_t num_inputs() const;
   size_t num_outputs() const;
 

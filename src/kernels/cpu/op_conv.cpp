@@ -157,6 +157,8 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     return Status::ok_status();
   }
 
+  uint64_t held_bytes() const override { return packed_.size() * sizeof(float); }
+
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
     if (path_ == ConvPath::Depthwise) {
       // Channels in chunks, a few per thread, so that small planes are not one task each.

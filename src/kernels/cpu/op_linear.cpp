@@ -79,6 +79,8 @@ class LinearKernel final : public runtime::Kernel {
     return Status::ok_status();
   }
 
+  uint64_t held_bytes() const override { return packed_.bytes(); }
+
   Status run() override {
     m_ = product(x_->tensor.sizes, 0, x_->tensor.sizes.size() - 1);  // dynamic shapes
     if (m_ == 0 || n_ == 0) return Status::ok_status();

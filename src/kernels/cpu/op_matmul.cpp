@@ -108,6 +108,8 @@ class MatMulKernel final : public runtime::Kernel {
   // bound.
   Status resize() override { return plan_matmul(a_->tensor, b_->tensor, y_->tensor, p_); }
 
+  uint64_t held_bytes() const override { return packed_.bytes(); }
+
   Status run() override {
     const int64_t batches = static_cast<int64_t>(p_.a_offsets.size());
     const int64_t mn = p_.m * p_.n;

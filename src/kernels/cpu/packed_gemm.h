@@ -93,6 +93,7 @@ class PackedWeights {
   Status pack(const runtime::KernelCall& call, const float* w, bool trans, int64_t k, int64_t ld,
               std::span<const int64_t> splits);
   bool empty() const { return offsets_.empty(); }
+  uint64_t bytes() const { return data_.size() * sizeof(float); }
   // Output o's block (pack succeeded and was not empty).
   const float* block(size_t o) const { return data_.data() + offsets_[o]; }
 
