@@ -24,11 +24,13 @@ constexpr double kParallelWork = kParallelGemmWork;
 // in the L2 cache across the panels anyway, and row blocks would read W once per block instead
 // of once (BERT-base's 128 rows against 9 MB of FFN weights).
 constexpr int64_t kRowBlock = 120;
-// packed_rows_gemm's columns of B per task: kDepth x 256 floats (256 KB) of B stay in the L2
-// cache while W's row blocks pass over them; a multiple of both panel widths.
-constexpr int64_t kRowsColumns = 256;
-constexpr int64_t kRowsDepth = 128;
 constexpr int64_t kBlockedA = int64_t{1} << 18;
+// packed_rows_gemm: rows of B (and of each packed W block) per pass, so that one panel of B,
+// kRowsDepth x 32 floats (16 KB), and W's block of 12 rows (6 KB) share the L1 cache while W's
+// row blocks pass over the panel; and B's columns per task, a multiple of both panel widths,
+// whose kRowsDepth x 256 floats (128 KB) stay in the L2 cache.
+constexpr int64_t kRowsDepth = 128;
+constexpr int64_t kRowsColumns = 256;
 
 enum class Isa { None, Avx2, Avx512 };
 
