@@ -8,7 +8,12 @@
 // AddLayerNorm(X, R, Scale, B) is LayerNormalization(X + R, Scale, B) over the last `axis`..rank
 // dimensions, with the sum itself as an optional second output: the residual connection of a
 // transformer block and the normalization after it, written by the optimizer's add-layernorm
-// pass (compiler/passes/add_layer_norm.cpp). X and R have the same shape.
+// pass (compiler/passes/add_layer_norm.cpp). R has X's shape, or X's trailing dimensions from
+// at least the normalized ones on, after leading 1s ([1, seq, hidden] or [hidden] against
+// [batch, seq, hidden]): then each row of X adds row `i % rows(R)` of R (a position embedding
+// shared by every sequence of the batch). Sum has X's shape.
+#include "ops/layer_norm.h"
+
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
 #include "ops/attr_checks.h"
@@ -54,16 +59,28 @@ Status infer_layer_norm(InferContext& ctx) {
 }
 
 Status infer_add_layer_norm(InferContext& ctx) {
-  BATON_CHECK_OR_RETURN(std::equal(ctx.sizes(0).begin(), ctx.sizes(0).end(), ctx.sizes(1).begin(),
-                                   ctx.sizes(1).end()),
-                        InvalidArgument, "{}: X {} and R {} must have the same shape", ctx.what(),
-                        shape_to_string(ctx.sizes(0)), shape_to_string(ctx.sizes(1)));
   BATON_TRY(check_normalization(ctx, 2));
+  const auto x = ctx.sizes(0), r = ctx.sizes(1);
+  const auto axis = static_cast<size_t>(ctx.attr_int("axis"));
+  BATON_CHECK_OR_RETURN(add_layer_norm_residual_fits(x, r, axis), InvalidArgument,
+                        "{}: R {} must have X's shape {}, or its trailing dimensions from the "
+                        "normalized ones (axis {}) on after leading 1s",
+                        ctx.what(), shape_to_string(r), shape_to_string(x), axis);
   for (size_t o = 0; o < ctx.num_outputs(); ++o) ctx.set_output_like(o, 0);
   return Status();
 }
 
 }  // namespace
+
+bool add_layer_norm_residual_fits(std::span<const int64_t> x, std::span<const int64_t> r,
+                                  size_t axis) {
+  size_t lead = 0;
+  while (lead < r.size() && r[lead] == 1 && r.size() - lead > x.size() - axis) ++lead;
+  const size_t kept = r.size() - lead;
+  if (kept > x.size() || kept < x.size() - axis) return false;
+  return std::equal(r.begin() + static_cast<std::ptrdiff_t>(lead), r.end(),
+                    x.end() - static_cast<std::ptrdiff_t>(kept));
+}
 
 void register_layer_norm(OpRegistry& registry) {
   OpDef def;

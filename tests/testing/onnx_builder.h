@@ -26,6 +26,11 @@ class OnnxBuilder {
   void input(const std::string& name, const std::vector<int64_t>& dims, int elem = 1) {
     value_info(graph().add_input(), name, dims, elem);
   }
+  // dims: >= 0 fixed, -1 symbolic, named in order by `params` ({"batch", "seq"}).
+  void input_named(const std::string& name, const std::vector<int64_t>& dims,
+                   const std::vector<std::string>& params, int elem = 1) {
+    value_info(graph().add_input(), name, dims, elem, params);
+  }
   void output(const std::string& name, const std::vector<int64_t>& dims, int elem = 1) {
     value_info(graph().add_output(), name, dims, elem);
   }
@@ -101,7 +106,9 @@ class OnnxBuilder {
 
  private:
   static void value_info(onnx::ValueInfoProto* vi, const std::string& name,
-                         const std::vector<int64_t>& dims, int elem) {
+                         const std::vector<int64_t>& dims, int elem,
+                         const std::vector<std::string>& params = {}) {
+    size_t next_param = 0;
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
@@ -111,7 +118,7 @@ class OnnxBuilder {
       if (d >= 0)
         dim->set_dim_value(d);
       else
-        dim->set_dim_param("N");
+        dim->set_dim_param(next_param < params.size() ? params[next_param++] : "N");
     }
   }
 

@@ -186,8 +186,10 @@ inline constexpr uint32_t kKernelWaitsForPredecessor = 1;
 // runs at every call. A reader that ignores the flag runs it at every call, which is correct.
 inline constexpr uint32_t kKernelSizeOnly = 2;
 // The most bytes of size-only values a dynamic engine keeps (at its largest sizes): each CUDA
-// graph a context keeps holds its own copy. Steps past it run at every call.
-inline constexpr uint64_t kMaxSizeOnlyBytes = 256 * 1024;
+// graph a context keeps holds its own copy (at most 32 MiB for the default 32 graphs). Steps past
+// it run at every call. 1 MiB holds GPT-2's causal mask comparisons over 512 positions (two
+// [512, 512] booleans), which at 256 KiB ran at every call, two kernels the static engine folds.
+inline constexpr uint64_t kMaxSizeOnlyBytes = 1024 * 1024;
 
 // HardSigmoid(t) = max(0, min(1, alpha t + beta)); HardSwish(t) = t HardSigmoid(t) (ONNX's
 // HardSwish: alpha 1/6, beta 1/2). Both read ConvStep's act_alpha and act_beta.

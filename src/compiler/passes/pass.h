@@ -81,5 +81,6 @@ Result<size_t> rewrite_conv_1d(Graph& graph);                  // conv_1d.cpp
 Result<size_t> rewrite_einsum_as_matmul(Graph& graph);         // einsum.cpp
 Result<size_t> rewrite_pow_square(Graph& graph);               // pow_square.cpp
 Result<size_t> rewrite_batch_norm_as_affine(Graph& graph);     // bn_affine.cpp
+Result<size_t> rewrite_gathers_as_views(Graph& graph);         // gather_view.cpp
 
 }  // namespace baton::compiler

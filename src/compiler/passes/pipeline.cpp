@@ -31,6 +31,13 @@ const std::vector<PassDef>& optimizer_passes() {
        "an Einsum of two operands that is one batched matrix product -> Transposes, Reshapes and "
        "a MatMul (GPU compiles only: the GPU has no Einsum lowering)",
        &rewrite_einsum_as_matmul, "", "MatMul", /*gpu_only=*/true},
+      // Before add-layernorm, which then takes the position embedding's view as a broadcast
+      // residual, and before the Adds it reads a constant row into are fused into other ops.
+      {"gather-view",
+       "a Gather whose indices are computed from the sizes (a Range, a slice of an arange, "
+       "b * seq + s) -> Slice and Reshape views; one that reads one row of a constant table "
+       "everywhere -> that row, broadcast by the Add or Mul after it",
+       &rewrite_gathers_as_views, "", "Slice"},
       {"gelu", "GELU written as an erf or tanh chain of elementwise ops -> Gelu", &recognize_gelu,
        "", "Gelu"},
       // After gelu, whose tanh form it matches by its Pow(x, 3).

@@ -88,6 +88,9 @@ class LayerNormKernel final : public runtime::Kernel {
 
   Status run() override {
     l_.rows = product(x_->tensor.sizes, 0, l_.axis);  // dynamic shapes
+    // R may hold fewer rows than X (ops/layer_norm.h): row i adds R's row i % r_rows.
+    const int64_t r_rows =
+        r_ ? std::max<int64_t>(1, product(r_->tensor.sizes) / std::max<int64_t>(l_.n, 1)) : 1;
     const S* x = x_->tensor.data_as<const S>();
     const S* r = r_ ? r_->tensor.data_as<const S>() : nullptr;
     const S* scale = scale_->tensor.data_as<const S>();
@@ -102,7 +105,7 @@ class LayerNormKernel final : public runtime::Kernel {
             const S* xr = x + row * n;
             if (r) {
               S* s = sum_ ? sum_->tensor.data_as<S>() + row * n : row_.data<S>(slot);
-              const S* rr = r + row * n;
+              const S* rr = r + (r_rows == l_.rows ? row : row % r_rows) * n;
               for (int64_t j = 0; j < n; ++j) s[j] = store<S>(load(xr[j]) + load(rr[j]));
               xr = s;
             }

@@ -749,10 +749,13 @@ TEST(DynamicEngineTest, LayerNormPicksAWarpOrABlockPerRowAtEachCall) {
 // weights and what earlier flagged kernels wrote, and their results lie in one block at the end
 // of scratch, within kMaxSizeOnlyBytes, that no other step's buffers straddle and no library step
 // writes. The kernels that read the inputs (the word embeddings, the mask's values) are not
-// flagged, and a static engine has no flagged kernel.
+// flagged, and a static engine has no flagged kernel. The gather-view pass turns most of those
+// chains into views (GatherViewsLeaveTheDynamicEngineTheStaticOnesKernels below); without it
+// they are what the mechanism exists for (a causal mask's comparisons still are).
 TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
   compiler::CompileOptions o;
   o.dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+  o.disabled_passes = {"gather-view"};
   for (const char* precision : {"fp32", "fp16"}) {
     SCOPED_TRACE(precision);
     auto blobs = build_file_blobs("torchscript17_bert", o, precision);
@@ -834,6 +837,51 @@ TEST(DynamicEngineTest, KernelsOfSizesAloneAreFlaggedToRunOncePerShape) {
     }
     EXPECT_LT(st_blob->steps().size() + 6, blob->steps().size())
         << "the static engine folds what the dynamic one computes";
+  }
+}
+
+// The steps a dynamic engine runs at every call (all but those flagged to run once per shape).
+size_t steps_per_call(const cuda::EngineBlob& blob) {
+  size_t n = 0;
+  for (const cuda::StepRecord& r : blob.steps()) {
+    n += !(r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+           (r.kernel.flags & cuda::kKernelSizeOnly) != 0);
+  }
+  return n;
+}
+
+// With the gather-view pass (the position and token type embeddings and the mask's gather become
+// views and a constant row), the 1 MiB size-only block (GPT-2's causal comparisons) and
+// AddLayerNorm's broadcast residual (the position embedding added to the tokens'), the dynamic
+// BERT's and GPT-2's widest engines run no more steps per call than the static engines at their
+// largest shape, which fold all of that; without the pass they run more.
+TEST(DynamicEngineTest, GatherViewsLeaveTheDynamicEngineTheStaticOnesKernels) {
+  for (const char* model : {"torchscript17_bert", "torchscript17_gpt2"}) {
+    SCOPED_TRACE(model);
+    compiler::CompileOptions fixed;
+    fixed.input_shapes = {{"input_ids", {8, 64}}, {"attention_mask", {8, 64}}};
+    auto st = build_file_blobs(model, fixed, "fp16");
+    ASSERT_TRUE(st.ok()) << st.status().to_string();
+    const testing::AlignedBytes st_aligned((*st)[0]);
+    auto st_blob = cuda::EngineBlob::parse(st_aligned.span());
+    ASSERT_TRUE(st_blob.ok()) << st_blob.status().to_string();
+    for (bool pass : {true, false}) {
+      compiler::CompileOptions o;
+      o.dims = {{"batch", 1, 8, 0, {}}, {"sequence", 1, 64, 0, {}}};
+      if (!pass) o.disabled_passes = {"gather-view"};
+      auto blobs = build_file_blobs(model, o, "fp16");
+      ASSERT_TRUE(blobs.ok()) << blobs.status().to_string();
+      std::vector<uint8_t> shared;
+      const auto engines = engines_of((*blobs)[0], &shared);
+      const testing::AlignedBytes aligned(engines.back());  // batch 2..8, sequence 2..64
+      auto blob = cuda::EngineBlob::parse(aligned.span(), shared);
+      ASSERT_TRUE(blob.ok()) << blob.status().to_string();
+      if (pass) {
+        EXPECT_LE(steps_per_call(*blob), st_blob->steps().size());
+      } else {
+        EXPECT_GT(steps_per_call(*blob), st_blob->steps().size());
+      }
+    }
   }
 }
 

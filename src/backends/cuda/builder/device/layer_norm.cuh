@@ -1,6 +1,7 @@
 // LayerNormalization and AddLayerNorm: one row of `n` elements per warp or block (rows.cuh). The
 // mean and the variance are taken in float in two passes over the row (so nothing cancels), then
-// y = (x - mean) / sqrt(var + epsilon) * scale + bias. With a residual `r` the row is x + r, which
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias. With a residual `r` the row is x + r (r's
+// row `row % r_rows`: r_rows equals rows unless R is broadcast over the leading dimensions), which
 // is also stored into `sum` when that is not null. `scale` and `bias` hold one row's values
 // (broadcasting already expanded); absent inputs and outputs are null pointers.
 //
@@ -26,7 +27,7 @@ template <bool kWarp, int kVec, int kChunks, typename TX, typename TR, typename 
 __device__ __forceinline__ bool baton_layer_norm_cached(
     const TX* __restrict__ x, const TR* __restrict__ r, const TS* __restrict__ scale,
     const TB* __restrict__ bias, TY* __restrict__ y, TSum* __restrict__ sum, long long base,
-    long long n, float epsilon) {
+    long long rbase, long long n, float epsilon) {
   const int lane = baton_row_lane<kWarp>(), width = baton_row_width<kWarp>();
   if (n > (long long)kVec * kChunks * width) return false;
   float v[kChunks][kVec], g[kChunks][kVec], b[kChunks][kVec];
@@ -40,7 +41,7 @@ __device__ __forceinline__ bool baton_layer_norm_cached(
       baton_vec_load<kVec>(x + base + j, v[c]);
       if (r != nullptr) {
         float rv[kVec];
-        baton_vec_load<kVec>(r + base + j, rv);
+        baton_vec_load<kVec>(r + rbase + j, rv);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) v[c][e] += rv[e];
       }
@@ -85,25 +86,27 @@ __device__ __forceinline__ void baton_layer_norm(const TX* __restrict__ x, const
                                                  const TS* __restrict__ scale,
                                                  const TB* __restrict__ bias, TY* __restrict__ y,
                                                  TSum* __restrict__ sum, long long rows,
-                                                 long long n, float epsilon) {
+                                                 long long r_rows, long long n, float epsilon) {
   const long long row = baton_row_index<kWarp>();
   if (row >= rows) return;  // whole warps only: in block mode the grid has one block per row
   const long long base = row * n;
+  // R may hold fewer rows than X (a position embedding shared by the batch): row % r_rows.
+  const long long rbase = (r_rows == rows ? row : row % r_rows) * n;
   if (kVec > 1 && baton_vec_aligned<kVec>(x) && baton_vec_aligned<kVec>(r) &&
       baton_vec_aligned<kVec>(scale) && baton_vec_aligned<kVec>(bias) &&
       baton_vec_aligned<kVec>(y) && baton_vec_aligned<kVec>(sum) &&
-      baton_layer_norm_cached<kWarp, kVec, kLayerNormVecChunks>(x, r, scale, bias, y, sum, base, n,
-                                                                epsilon)) {
+      baton_layer_norm_cached<kWarp, kVec, kLayerNormVecChunks>(x, r, scale, bias, y, sum, base,
+                                                                rbase, n, epsilon)) {
     return;
   }
-  if (baton_layer_norm_cached<kWarp, 1, kLayerNormCached>(x, r, scale, bias, y, sum, base, n,
+  if (baton_layer_norm_cached<kWarp, 1, kLayerNormCached>(x, r, scale, bias, y, sum, base, rbase, n,
                                                           epsilon)) {
     return;
   }
   const int lane = baton_row_lane<kWarp>(), width = baton_row_width<kWarp>();
   auto value = [&](long long j) {
     float v = to_f(x[base + j]);
-    if (r != nullptr) v += to_f(r[base + j]);
+    if (r != nullptr) v += to_f(r[rbase + j]);
     return v;
   };
   float s = 0.0f;

@@ -158,9 +158,19 @@ Status lower(Lowering& ctx, int index) {
     call += fmt::format("{}{}", i ? ", " : "", kNames[i]);
   }
   KernelArgs args = ctx.kernel_args();
+  // R's rows: X's, or fewer when R is broadcast over X's leading dimensions (ops/layer_norm.h).
+  const int64_t r_rows = residual
+                             ? std::max<int64_t>(1, ops::product(ctx.value(node.inputs[1]).sizes) /
+                                                        std::max<int64_t>(n, 1))
+                             : rows;
   const std::string rows_arg = args.value(rows), n_arg = args.value(n);
+  // Decided by shape, not by the sizes at hand: a dynamic engine's lowerings at every size must
+  // pass the same arguments ([1, seq, hidden] against [batch, seq, hidden] at batch 1 too).
+  const bool broadcast_r =
+      residual && !compiler::same_shape(ctx.value(node.inputs[1]), ctx.value(x));
+  const std::string r_rows_arg = broadcast_r ? args.value(r_rows) : rows_arg;
   const std::string tail =
-      fmt::format("{}, {}, {}, {}", call, rows_arg, n_arg,
+      fmt::format("{}, {}, {}, {}, {}", call, rows_arg, r_rows_arg, n_arg,
                   float_literal(static_cast<float>(node.attr_float("epsilon"))));
   const std::string body = switching ? fmt::format(
                                            "  if ({} >= {}) baton_layer_norm<true, {}>({});\n"
