@@ -178,6 +178,29 @@ Status fit_pointers(Lowering& ctx, const std::vector<int>& group, size_t stored)
   }
 }
 
+// Whether a constant operand broadcasts along some dynamic dimension of the output `out`:
+// decided by the dimensions, not by this lowering's sizes. A dynamic partition is lowered at
+// several sizes and split into engines at a size of 1 (builder/dynamic_shapes.cpp), and the
+// engines share one copy of the weights only when their weights are the same bytes: a [1, H] row
+// added to a [batch, sequence, H] tensor must be stored alike (float32) in the engine for batch 1
+// and sequence 1, where it happens to be the output's size, and in the others. (BERT-base fp16
+// was four copies of its weights, 873 MB against 224 MB, when this followed the sizes.)
+bool follows_no_dynamic_dimension(const Lowering& ctx, const compiler::IrValue& constant,
+                                  const compiler::IrValue& out) {
+  if (!compiler::is_dynamic(out)) return false;
+  const sym::SymbolTable& symbols = ctx.graph().symbols;
+  const size_t rank = out.dims.size();
+  if (constant.sizes.size() > rank) return false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (symbols.is_constant(out.dims[d])) continue;
+    // The constant's dimension aligned with d (numpy broadcasting aligns the last ones).
+    const size_t missing = rank - constant.sizes.size();
+    if (d < missing || !compiler::is_dynamic(constant)) return true;
+    if (constant.dims[d - missing] != out.dims[d]) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
@@ -231,6 +254,7 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
   };
   std::map<int, int> ref;  // value -> operand reference in the kernel
   std::vector<int> operands;
+  const compiler::IrValue& out = ctx.value(ctx.node(group.back()).outputs[0]);
   for (int idx : group) {
     const compiler::IrNode& n = ctx.node(idx);
     int refs[2] = {0, 0};
@@ -271,7 +295,9 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
         // it costs no bandwidth to speak of, and a float16 scale would add its own rounding to
         // every element.
         const auto numel = checked_numel(iv.sizes);
-        const bool broadcast = numel.has_value() && *numel < checked_numel(k.sizes).value_or(0);
+        const bool broadcast =
+            (numel.has_value() && *numel < checked_numel(logical_sizes).value_or(0)) ||
+            follows_no_dynamic_dimension(ctx, iv, out);
         const int src = !iv.constant ? v
                         : broadcast  ? ctx.weight(v, DType::Float32)
                                      : ctx.weight(v, ctx.activation_dtype());
