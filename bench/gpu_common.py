@@ -68,11 +68,9 @@ def to_dtype(torch, inputs, dtype):
     return tuple(t.to(dt) if t.is_floating_point() else t for t in inputs)
 
 
-def export_job(family, exporter, batch, full, path, threads, log_path, dtype="fp32"):
-    """Runs in a spawned process: build the family from the seed, export it (dtype "fp16":
-    model.half() and fp16 inputs, exported on the CPU), return the fingerprint of its fp32
-    weights, the --shape values and the time taken. The exporters' chatter goes to log_path."""
-    import torch
+def log_to(log_path, torch, threads):
+    """In a spawned export process: torch on `threads` threads, and the process's stdout and
+    stderr (the exporters' chatter) into log_path."""
     torch.set_num_threads(threads)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -80,6 +78,37 @@ def export_job(family, exporter, batch, full, path, threads, log_path, dtype="fp
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+
+
+def compile_into(entry, args, path, program, extra, log_path, slots):
+    """`baton compile path -o program EXTRA` for args.device (cuda:args.gpu at entry's precision,
+    with args.arch if given, or the CPU), at most as many at once as `slots` lets through; records
+    compile_s, compile_cmd and inspect_stats in `entry`, or status "error" and the log's tail."""
+    cmd = [args.baton, "compile", path, "-o", program] + extra
+    if args.device == "cuda":
+        cmd += ["--device", "cuda:%d" % args.gpu, "--precision", entry["precision"]]
+        if args.arch:
+            cmd += ["--arch", args.arch]
+    else:
+        cmd += ["--device", "cpu"]
+    with slots:
+        rc, seconds, text = run_cmd(cmd, args.compile_timeout, log_path)
+    entry["compile_s"] = seconds
+    entry["compile_cmd"] = " ".join(cmd)
+    if rc != 0:
+        entry.update(status="error", message=("compile timed out: " if rc is None else
+                                              "compile failed: ") + tail(text, 1200))
+        return entry
+    entry.update(inspect_stats(args.baton, program))
+    return entry
+
+
+def export_job(family, exporter, batch, full, path, threads, log_path, dtype="fp32"):
+    """Runs in a spawned process: build the family from the seed, export it (dtype "fp16":
+    model.half() and fp16 inputs, exported on the CPU), return the fingerprint of its fp32
+    weights, the --shape values and the time taken. The exporters' chatter goes to log_path."""
+    import torch
+    log_to(log_path, torch, threads)
     start = time.time()
     try:
         model, inputs, names = build(family, full, batch)

@@ -164,19 +164,30 @@ def markdown(cases, env, args):
              "| model | exporter | model dtype | batch | precision | Baton error (max) | bound | PyTorch low-prec. error | result | compile s | CPU kernels | delegates |",
              "|---|---|---|---:|---|---|---|---|---|---:|---|---:|"]
     for c in cases:
-        ops = c.get("cpu_kernel_ops") or {}
-        top = ", ".join(f"{k} {v}" for k, v in list(ops.items())[:4])
-        kern = f"{c['cpu_kernels']} ({top})" if c.get("cpu_kernels") else str(c.get("cpu_kernels", "—"))
-        result = c["status"] if c["status"] == "pass" else f"**{c['status']}**: {c.get('message', '')[:200]}"
         lines.append(f"| {gc.DISPLAY.get(c['family'], c['family'])} | {c['exporter']} | {c['export_dtype']} | {c['batch']} | {c['precision']} | "
                      f"{fmt_err(c.get('error_l2'))} ({fmt_err(c.get('error_max'))}) | {fmt_err(c.get('bound'))} | "
-                     f"{fmt_err(c.get('torch_error'))} | {result} | {c.get('compile_s', 0):.1f} | {kern} | "
+                     f"{fmt_err(c.get('torch_error'))} | {result_cell(c)} | {c.get('compile_s', 0):.1f} | {kernels_cell(c)} | "
                      f"{c.get('delegates', '—')} |")
+    lines += ["", totals_line(cases)]
+    return "\n".join(lines) + "\n"
+
+
+def kernels_cell(c):
+    """A case's CPU kernel instructions for the table: the count and its four commonest ops."""
+    ops = c.get("cpu_kernel_ops") or {}
+    top = ", ".join(f"{k} {v}" for k, v in list(ops.items())[:4])
+    return f"{c['cpu_kernels']} ({top})" if c.get("cpu_kernels") else str(c.get("cpu_kernels", "—"))
+
+
+def result_cell(c):
+    return c["status"] if c["status"] == "pass" else f"**{c['status']}**: {c.get('message', '')[:200]}"
+
+
+def totals_line(cases):
     counts = {}
     for c in cases:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
-    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
-    return "\n".join(lines) + "\n"
+    return "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def main():
@@ -192,20 +203,7 @@ def main():
     ap.add_argument("--export-dtypes", default="fp32",
                     help="fp32 and/or fp16: the dtype the models are exported in (fp16 exports run in fp16 only)")
     ap.add_argument("--models-from", default="", help="reuse ONNX exports from DIR (an earlier --work/onnx)")
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
-                    help="cpu: dry run, Baton compiled for the CPU and PyTorch on the CPU")
-    ap.add_argument("--gpu", type=int, default=0,
-                    help="the GPU Baton's programs are built for and run on (cuda:N; PyTorch's "
-                         "reference stays on its default GPU)")
-    ap.add_argument("--small", action="store_true", help="small configurations (export_real_models.py's)")
-    ap.add_argument("--compile-only", action="store_true", help="compile and inspect, run nothing")
-    ap.add_argument("--arch", default="", help="baton compile --arch (with --compile-only on a host without a GPU)")
-    ap.add_argument("--jobs", type=int, default=8, help="parallel exports and parallel compiles")
-    ap.add_argument("--compile-timeout", type=int, default=300)
-    ap.add_argument("--run-timeout", type=int, default=180)
-    ap.add_argument("--budget-s", type=float, default=540, help="start no new case after this many seconds")
-    ap.add_argument("--keep", action="store_true", help="keep programs and outputs under --work")
-    ap.add_argument("--commit", default="COMMIT", help="the Baton commit the binary was built from")
+    add_common_options(ap, compile_timeout=300, budget_s=540)
     args = ap.parse_args()
     t_start = time.time()
     families = [f for f in gc.FAMILY_ORDER + gc.ZOO_ORDER if f in gc.split_list(args.only)] \
@@ -223,21 +221,8 @@ def main():
     for p in precisions:
         if p not in ("fp32", "fp16", "bf16"):
             ap.error(f"unknown precision {p}")
-    out_dir, work = os.path.abspath(args.out), os.path.abspath(args.work)
-    for d in (out_dir, os.path.join(out_dir, "logs"), work, os.path.join(work, "onnx"), os.path.join(work, "inputs"),
-              os.path.join(work, "programs"), os.path.join(work, "outputs")):
-        os.makedirs(d, exist_ok=True)
-
-    import torch
-    if args.device == "cuda" and not args.compile_only:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        if not torch.cuda.is_available():
-            sys.exit("gpu_models: no CUDA device visible to PyTorch (use --device cpu for a dry run)")
-    env = gc.environment(torch, "none (compile only)" if args.compile_only else args.device)
-    env.update({"baton": os.path.abspath(args.baton), "small": args.small, "metric": "relative L2 (tests' relative_error)",
-                "fp32_bound": FP32_BOUND, "low_precision_bound": f"{LOW_PRECISION_FACTOR} x PyTorch's own error",
-                "tf32": False, "commit": args.commit})
+    out_dir, work = make_dirs(args)
+    torch, env = torch_and_environment(args, "gpu_models")
     print(f"gpu_models: {env['gpu']}  torch {env['torch']}  families {','.join(families)}  batches "
           f"{args.batches}  precisions {precisions}  exporters {exporters}  export dtypes {args.export_dtypes}",
           flush=True)
@@ -300,23 +285,9 @@ def main():
             shapes[n] = [case["batch"]] + list(dims[1:])
         program = os.path.join(work, "programs", case["name"] + ".baton")
         case["program"] = program
-        cmd = [args.baton, "compile", path, "-o", program] + gc.shape_args(shapes)
-        if args.device == "cuda":
-            cmd += ["--device", "cuda:%d" % args.gpu, "--precision", case["precision"]]
-            if args.arch:
-                cmd += ["--arch", args.arch]
-        else:
-            cmd += ["--device", "cpu"]
-        with compile_slots:
-            rc, seconds, text = gc.run_cmd(cmd, args.compile_timeout,
-                                           os.path.join(out_dir, "logs", case["name"] + ".compile.log"))
-        case["compile_s"] = seconds
-        case["compile_cmd"] = " ".join(cmd)
-        if rc != 0:
-            case.update(status="error", message=("compile timed out: " if rc is None else "compile failed: ") + gc.tail(text, 1200))
-            return case
-        case.update(gc.inspect_stats(args.baton, program))
-        return case
+        return gc.compile_into(case, args, path, program, gc.shape_args(shapes),
+                               os.path.join(out_dir, "logs", case["name"] + ".compile.log"),
+                               compile_slots)
 
     compile_pool = cf.ThreadPoolExecutor(max_workers=len(cases) or 1)
     compiled = {compile_pool.submit(compile_case, c): c for c in cases}
@@ -396,32 +367,101 @@ def run_case(case, args, refs, work, out_dir, t_start):
         case.update(status="error", message="the export's weights differ from the reference model's (fingerprint)")
         return
     entry = ref_entry["batches"][batch]
+    if not set_bound(case, entry, precision):
+        return
+    inputs = entry["inputs_fp16"] if case["export_dtype"] == "fp16" else entry["inputs"]
+    produced = run_and_compare(args, case, inputs, entry["ref"], work, out_dir)
+    if produced is None:
+        return
+    output_file, outputs = produced
+    ok = case["status"] == "pass"
+    if not args.keep and ok:
+        for f in (output_file, os.path.join(outputs, "outputs.json"), case["program"]):
+            try:
+                os.remove(f)
+            except OSError:
+                pass
+
+
+def add_common_options(ap, compile_timeout, budget_s):
+    """The options gpu_models.py and gpu_dynamic_models.py share."""
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                    help="cpu: dry run, Baton compiled for the CPU and PyTorch on the CPU")
+    ap.add_argument("--gpu", type=int, default=0,
+                    help="the GPU Baton's programs are built for and run on (cuda:N; PyTorch's "
+                         "reference stays on its default GPU)")
+    ap.add_argument("--small", action="store_true", help="small configurations (export_real_models.py's)")
+    ap.add_argument("--compile-only", action="store_true", help="compile and inspect, run nothing")
+    ap.add_argument("--arch", default="", help="baton compile --arch (with --compile-only on a host without a GPU)")
+    ap.add_argument("--jobs", type=int, default=8, help="parallel exports and parallel compiles")
+    ap.add_argument("--compile-timeout", type=int, default=compile_timeout)
+    ap.add_argument("--run-timeout", type=int, default=180)
+    ap.add_argument("--budget-s", type=float, default=budget_s, help="start no new run after this many seconds")
+    ap.add_argument("--keep", action="store_true", help="keep programs and outputs under --work")
+    ap.add_argument("--commit", default="COMMIT", help="the Baton commit the binary was built from")
+
+
+def make_dirs(args):
+    """--out (with logs/) and --work (onnx/, inputs/, programs/, outputs/), as absolute paths."""
+    out_dir, work = os.path.abspath(args.out), os.path.abspath(args.work)
+    for d in (out_dir, os.path.join(out_dir, "logs"), work, os.path.join(work, "onnx"), os.path.join(work, "inputs"),
+              os.path.join(work, "programs"), os.path.join(work, "outputs")):
+        os.makedirs(d, exist_ok=True)
+    return out_dir, work
+
+
+def torch_and_environment(args, tool):
+    """PyTorch, with TF32 off for a GPU reference (exits when no GPU is visible), and the run's
+    environment record."""
+    import torch
+    if args.device == "cuda" and not args.compile_only:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        if not torch.cuda.is_available():
+            sys.exit(f"{tool}: no CUDA device visible to PyTorch (use --device cpu for a dry run)")
+    env = gc.environment(torch, "none (compile only)" if args.compile_only else args.device)
+    env.update({"baton": os.path.abspath(args.baton), "small": args.small, "metric": "relative L2 (tests' relative_error)",
+                "fp32_bound": FP32_BOUND, "low_precision_bound": f"{LOW_PRECISION_FACTOR} x PyTorch's own error",
+                "tf32": False, "commit": args.commit})
+    return torch, env
+
+
+def set_bound(case, entry, precision):
+    """The case's bound: FP32_BOUND, or LOW_PRECISION_FACTOR x PyTorch's own error in
+    `precision` on the reference entry's inputs. False (the case marked an error) when PyTorch's
+    low-precision run failed."""
     if precision == "fp32":
         case["bound"] = FP32_BOUND
-    else:
-        torch_err = entry.get(f"torch_{precision}_error")
-        if torch_err is None:
-            case.update(status="error", message=f"PyTorch {precision} failed: " + entry.get(f"torch_{precision}_failure", "?"))
-            return
-        case["torch_error"] = torch_err
-        case["torch_max_error"] = entry.get(f"torch_{precision}_max_error")
-        case["bound"] = LOW_PRECISION_FACTOR * torch_err
+        return True
+    torch_err = entry.get(f"torch_{precision}_error")
+    if torch_err is None:
+        case.update(status="error", message=f"PyTorch {precision} failed: " + entry.get(f"torch_{precision}_failure", "?"))
+        return False
+    case["torch_error"] = torch_err
+    case["torch_max_error"] = entry.get(f"torch_{precision}_max_error")
+    case["bound"] = LOW_PRECISION_FACTOR * torch_err
+    return True
+
+
+def run_and_compare(args, case, inputs, ref, work, out_dir):
+    """`baton run` of case["program"] on `inputs` ([(name, .npy file)]), its output against `ref`:
+    records run_s, error_l2, error_max, output_shape and status ("pass", "fail" with the reason and
+    examine_failure's reruns, or "error"). Returns (output file, output folder), or None when the
+    run gave no output."""
     outputs = os.path.join(work, "outputs", case["name"])
     cmd = [args.baton, "run", case["program"], "-o", outputs, "-n", "1", "--warmup", "0", "-q"]
-    for name, f in entry["inputs_fp16"] if case["export_dtype"] == "fp16" else entry["inputs"]:
-        cmd += ["--input", f"{name}={f}"]
+    cmd += gc.input_args(inputs)
     rc, seconds, text = gc.run_cmd(cmd, args.run_timeout, os.path.join(out_dir, "logs", case["name"] + ".run.log"))
     case["run_s"] = seconds
     if rc != 0:
         case.update(status="error", message=("run timed out: " if rc is None else "run failed: ") + gc.tail(text, 1200))
-        return
+        return None
     try:
         output_file = gc.baton_output_file(outputs)
         got = np.load(output_file)
     except Exception as e:  # noqa: BLE001
         case.update(status="error", message=f"no output: {e}")
-        return
-    ref = entry["ref"]
+        return None
     case["error_l2"] = gc.relative_error(got, ref)
     case["error_max"] = gc.max_relative_error(got, ref)
     case["output_shape"] = list(got.shape)
@@ -432,12 +472,7 @@ def run_case(case, args, refs, work, out_dir, t_start):
         if got.shape != ref.shape:
             case["message"] += f" (shape {list(got.shape)} vs {list(ref.shape)})"
         examine_failure(args, case, cmd, outputs, ref, out_dir)
-    if not args.keep and ok:
-        for f in (output_file, os.path.join(outputs, "outputs.json"), case["program"]):
-            try:
-                os.remove(f)
-            except OSError:
-                pass
+    return output_file, outputs
 
 
 def examine_failure(args, case, cmd, outputs, ref, out_dir):

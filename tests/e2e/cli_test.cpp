@@ -1540,7 +1540,8 @@ TEST_F(CliTest, CompareDynamicResnetAtThreeBatchSizes) {
 
 // A dynamic GPU program run with --device-io: its inputs are copied to GPU memory at the shape
 // given (--shape, or a file's), not at the largest, and its outputs, whose shape only the call
-// knows, stay in the program's GPU memory; each run reports the call's shape.
+// knows, stay in the program's GPU memory; each run reports the call's shape and the device
+// memory held from load on, as inspect --load does (issue 37 item 4).
 TEST_F(CliTest, DynamicGpuProgramsRunWithDeviceIoAtTheShapeGiven) {
   const std::string model =
       (fs::path(testing::source_dir()) / "tests/e2e/models/real/torchscript17_resnet.onnx")
@@ -1560,7 +1561,17 @@ TEST_F(CliTest, DynamicGpuProgramsRunWithDeviceIoAtTheShapeGiven) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string shape = fmt::format("float32 [{}, 10]", batch);
     EXPECT_NE(r.output.find(shape), std::string::npos) << shape << "\n" << r.output;
+    // The device memory held from load on (sized once, for the upper bound) is reported by
+    // every run, whatever its shape.
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("device_bytes_at_load=[1-9][0-9]*")))
+        << r.output;
   }
+  // And by inspect --load, which loads the program without running it.
+  r = baton("inspect --load " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("delegate 0: [0-9.]+ [KMG]?i?B of device "
+                                                     "memory at load")))
+      << r.output;
 }
 
 // --prepare-shape (Method::prepare_shape) on a dynamic CPU program: each shape is prepared and

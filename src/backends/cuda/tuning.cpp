@@ -273,7 +273,9 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
   stats_.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   if (!rechosen.empty()) {
-    log_message(LogLevel::Warn, "cuda",
+    // An info line, not a warning: the program still runs at full speed with the choices made
+    // here; only the load takes longer (docs/engine-format.md).
+    log_message(LogLevel::Info, "cuda",
                 fmt::format("partition '{}': the program's recorded algorithm choices do not all "
                             "apply here ({}): {} chosen again. Compile the model on this machine "
                             "to record choices for it",
