@@ -968,6 +968,29 @@ void conv_cases(std::vector<Case>& out) {
        {3, 2, 3, 3},
        true,
        {{"strides", ints({2, 2})}, {"auto_pad", text("SAME_UPPER")}}},
+      {"ConvTranspose",
+       "2-D 3 groups strides (2, 1) dilations (1, 2) asymmetric pads",
+       {1, 6, 4, 5},
+       {6, 2, 3, 2},
+       true,
+       {{"group", AttrValue::of_int(3)},
+        {"strides", ints({2, 1})},
+        {"dilations", ints({1, 2})},
+        {"pads", ints({1, 0, 0, 1})}}},
+      {"ConvTranspose",
+       "2-D depthwise stride 2 output_padding (1, 0), batch 2",
+       {2, 4, 3, 3},
+       {4, 1, 3, 3},
+       false,
+       {{"group", AttrValue::of_int(4)},
+        {"strides", ints({2, 2})},
+        {"output_padding", ints({1, 0})}}},
+      {"ConvTranspose",
+       "1-D stride 3 pads 1 output_padding 2",
+       {2, 3, 5},
+       {3, 4, 4},
+       false,
+       {{"strides", ints({3})}, {"pads", ints({1, 1})}, {"output_padding", ints({2})}}},
       {"ConvTranspose", "3-D", {1, 2, 3, 3, 4}, {2, 2, 2, 3, 2}, true, {}},
       {"ConvTranspose", "pointwise 1x1", {2, 6, 4, 5}, {6, 4, 1, 1}, false, {}},
   };
@@ -1494,7 +1517,8 @@ CaseInput float_constant(std::vector<double> values, DType dtype = DType::Float3
 
 // The ten reductions (both forms: axes as attribute at opset 13, as input at 21), ArgMax and
 // ArgMin. The CUDA engine takes ReduceSum, ReduceMean, ReduceMax and ReduceMin in float types on
-// non-empty tensors; the other reductions and ArgMax / ArgMin have no CUDA lowering yet.
+// non-empty tensors, and ArgMax / ArgMin in every numeric type; the other reductions have no
+// CUDA lowering yet.
 void reduce_cases(std::vector<Case>& out) {
   const size_t first = out.size();
   const std::vector<DType> floats = {DType::Float32, DType::Float16, DType::BFloat16,
