@@ -153,6 +153,20 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     j["fallbacks"].push_back(
         {{"node", text(f->node())}, {"op", text(f->op())}, {"reason", text(f->reason())}});
   }
+  // The same nodes grouped by reason, in the order each reason first appears (as the compile's
+  // warning lists them): what a reader acts on is the reason, not each node.
+  j["fallback_reasons"] = json::array();
+  for (const auto& f : j["fallbacks"]) {
+    json* group = nullptr;
+    for (auto& g : j["fallback_reasons"]) {
+      if (g["reason"] == f["reason"]) group = &g;
+    }
+    if (group == nullptr) {
+      j["fallback_reasons"].push_back({{"reason", f["reason"]}, {"nodes", json::array()}});
+      group = &j["fallback_reasons"].back();
+    }
+    (*group)["nodes"].push_back(f["node"]);
+  }
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();
   for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {

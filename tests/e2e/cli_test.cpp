@@ -659,6 +659,12 @@ TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
   EXPECT_EQ(fallbacks[0]["op"], "Hardmax");
   EXPECT_EQ(fallbacks[0]["reason"], "no CUDA lowering for Hardmax");
   EXPECT_EQ(fallbacks[1]["node"], "pick_max_2");
+  // And grouped by reason, as the compile's warning lists them.
+  const auto& reasons = j["methods"][0]["fallback_reasons"];
+  ASSERT_EQ(reasons.size(), 2u) << r.output;
+  EXPECT_EQ(reasons[0]["reason"], "no CUDA lowering for Hardmax");
+  EXPECT_EQ(reasons[0]["nodes"], nlohmann::json({"pick_max", "pick_max_2"}));
+  EXPECT_EQ(reasons[1]["nodes"], nlohmann::json({"int_relu"}));
   r = baton("inspect " + program);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("on the cpu (3 nodes a GPU backend does not take):\n    Hardmax "
