@@ -141,7 +141,8 @@ TEST(EndToEndTest, RealModelFamiliesMatchPyTorch) {
 // convolutions, PixelShuffle as DepthToSpace), a small Swin (windowed attention over a padded
 // grid: the MatMul whose batches needed scratch their sum did not, which segfaulted before
 // 1522b86), and issue 41's small T5 encoder (Pow(x, 2) RMS norm, relative position buckets) and
-// LLaMA-style stack (RMSNorm, rotary embeddings, grouped queries, SiLU gate), exported from
+// LLaMA-style stack (RMSNorm, rotary embeddings, grouped queries, SiLU gate), a small Whisper
+// encoder (1-D convolutions) and a small UNet (ConvTranspose, bilinear Resize), exported from
 // PyTorch through both exporters (tests/e2e/models/zoo; the dynamo exporter fails on T5),
 // against PyTorch's outputs on one thread and three;
 // tests/python/test_zoo_cpu.py runs them against onnxruntime too.
@@ -154,7 +155,7 @@ TEST(EndToEndTest, ZooModelsMatchPyTorch) {
     seen.insert(r.name);
     std::printf("  %-28s relative error %.3g\n", r.name.c_str(), r.worst_error);
   }
-  for (const char* model : {"lstm_tagger", "espcn", "swin", "llama"}) {
+  for (const char* model : {"lstm_tagger", "espcn", "swin", "llama", "whisper", "unet"}) {
     for (const char* exporter : {"torchscript17", "dynamo18", "dynamo20"}) {
       EXPECT_TRUE(seen.count(std::string(exporter) + "_" + model)) << exporter << " " << model;
     }

@@ -1,6 +1,7 @@
-"""Issue 38's LSTM tagger, ESPCN and a small Swin, and issue 41's small T5 encoder and
-LLaMA-style stack (tests/e2e/models/zoo, exported from PyTorch by
-tests/e2e/export_real_models.py --only lstm_tagger,espcn,swin,t5,llama through both exporters)
+"""Issue 38's LSTM tagger, ESPCN, a small Swin, a small Whisper encoder and a small UNet, and
+issue 41's small T5 encoder and LLaMA-style stack (tests/e2e/models/zoo, exported from PyTorch by
+tests/e2e/export_real_models.py --only lstm_tagger,espcn,swin,whisper,unet,t5,llama through both
+exporters)
 on the CPU
 against onnxruntime: at the exported shape, at other shapes where the export left dimensions
 symbolic (TorchScript's batch and sequence), one program over a range of shapes (dims), and on
@@ -59,7 +60,9 @@ def test_exported_shape_matches_torch_and_onnxruntime(name, threads):
 # TorchScript exports keep the batch (and the tagger's sequence) symbolic: each shape fixed at
 # compile, and then one program whose dimensions stay dynamic over a range.
 SHAPES = {"torchscript17_lstm_tagger": [(1, 1), (3, 20), (2, 57)],
-          "torchscript17_espcn": [(2, 3, 16, 16), (5, 3, 16, 16)]}
+          "torchscript17_espcn": [(2, 3, 16, 16), (5, 3, 16, 16)],
+          "torchscript17_unet": [(3, 3, 32, 32)],
+          "torchscript17_whisper": [(2, 80, 200)]}
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
