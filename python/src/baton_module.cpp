@@ -318,15 +318,14 @@ class PyModule {
   }
 
   // A dynamic program's outputs have the call's shapes, known once it ran: the method computes
-  // into its own memory and the results are copied out (out= buffers are refused by bind_output,
-  // which says so).
+  // into its own memory and the results are copied out into new arrays (out= buffers are refused
+  // by bind_output, which says so). With stream=, the call and the copies of device outputs are
+  // enqueued on that stream and return without waiting for it, as a static program's call does
+  // (host outputs are copied synchronously); the caller synchronizes the stream before reading.
   std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views,
                                       nb::handle stream) {
-    if (stream.is_valid() && !stream.is_none()) {
-      throw BatonFailure(
-          "stream= with a dynamic program is not supported yet (dynamic programs run "
-          "on the CPU)");
-    }
+    const bool has_stream = stream.is_valid() && !stream.is_none();
+    const uintptr_t handle = has_stream ? stream_handle(stream) : 0;
     last_input_pointers_.clear();
     for (const TensorView& v : input_views) {
       last_input_pointers_.push_back(reinterpret_cast<uintptr_t>(v.data));
@@ -336,7 +335,7 @@ class PyModule {
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      status = [&]() -> Status {
+      status = under_stream(has_stream, handle, [&]() -> Status {
         runtime::Method& m = module_.method();
         for (size_t i = 0; i < input_views.size(); ++i) BATON_TRY(m.bind_input(i, input_views[i]));
         BATON_TRY(m.execute());
@@ -350,7 +349,7 @@ class PyModule {
           outputs.push_back(std::move(t));
         }
         return Status();
-      }();
+      });
     }
     check(status);
     std::vector<nb::object> results;
@@ -420,10 +419,17 @@ class PyModule {
 
   Status execute(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
                  bool has_stream, uintptr_t handle) {
-    if (!has_stream) return module_.run(inputs, outputs);
+    return under_stream(has_stream, handle, [&] { return module_.run(inputs, outputs); });
+  }
+
+  // `work` with the caller's CUDA stream (a cudaStream_t's value) as the calling thread's current
+  // stream when there is one, as a StreamGuard makes it.
+  template <typename Work>
+  static Status under_stream(bool has_stream, uintptr_t handle, Work&& work) {
+    if (!has_stream) return work();
 #ifdef BATON_PYTHON_WITH_CUDA
     cuda::StreamGuard guard(reinterpret_cast<cudaStream_t>(handle));
-    return module_.run(inputs, outputs);
+    return work();
 #else
     (void)handle;
     return BATON_ERROR(NotSupported,

@@ -97,6 +97,27 @@ def test_caller_stream(programs, x):
     assert torch.equal(out, out2)
 
 
+def test_dynamic_program_on_a_caller_stream(tmp_path):
+    """A dynamic GPU program (batch 1..6, device I/O) with stream=: the call and the copies of its
+    outputs are enqueued on the stream; once it is synchronized, each batch's result is the CPU
+    program's, at that batch's shape, on the GPU."""
+    model = REPO / "tests" / "e2e" / "models" / "real" / "torchscript17_resnet.onnx"
+    dims = {"batch": (1, 6)}
+    gpu = baton.load(baton.compile(model, tmp_path / "r_gpu.baton", device="cuda:0", io="device", dims=dims))
+    cpu = baton.load(baton.compile(model, tmp_path / "r_cpu.baton", dims=dims))
+    stream = torch.cuda.Stream()
+    g = torch.Generator().manual_seed(5)
+    for batch in (4, 1, 6):
+        x = torch.randn(batch, 3, 32, 32, generator=g)
+        xd = x.cuda()
+        torch.cuda.synchronize()
+        (y,) = gpu.run(xd, stream=stream)
+        stream.synchronize()
+        assert y.device == "cuda:0" and y.shape == [batch, 10]
+        np.testing.assert_allclose(torch.from_dlpack(y).cpu().numpy(), cpu(x.numpy())[0],
+                                   rtol=1e-4, atol=1e-4, err_msg=f"batch {batch}")
+
+
 def test_green_context(programs, x):
     ctx = baton.cuda.GreenContext(sms=16)
     assert ctx.sms >= 16 and ctx.stream != 0
