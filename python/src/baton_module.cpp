@@ -275,7 +275,14 @@ class PyModule {
       input_views.push_back(
           view_of(inputs[i], input_sizes[i], fmt::format("input {} '{}'", i, inputs_[i].name)));
     }
-    if (dynamic_ && !out) return run_dynamic(input_views, stream);
+    if (dynamic_ && out) {
+      // (Method::bind_output takes memory for a dynamic output's largest sizes, but the arrays
+      // returned would not have the call's shapes.)
+      throw BatonFailure(
+          "out= with a dynamic program is not supported: its outputs' shapes are known only once "
+          "it ran; call it without out= and it returns arrays of the call's shapes");
+    }
+    if (dynamic_) return run_dynamic(input_views, stream);
     // Outputs: the caller's buffers, or new tensors on the devices the program puts them on.
     std::vector<nb::object> results;
     std::vector<std::vector<int64_t>> output_sizes(outputs_.size());
@@ -318,10 +325,10 @@ class PyModule {
   }
 
   // A dynamic program's outputs have the call's shapes, known once it ran: the method computes
-  // into its own memory and the results are copied out into new arrays (out= buffers are refused
-  // by bind_output, which says so). With stream=, the call and the copies of device outputs are
-  // enqueued on that stream and return without waiting for it, as a static program's call does
-  // (host outputs are copied synchronously); the caller synchronizes the stream before reading.
+  // into its own memory and the results are copied out into new arrays. With stream=, the call and
+  // the copies of device outputs are enqueued on that stream and return without waiting for it, as
+  // a static program's call does (host outputs are copied synchronously); the caller synchronizes
+  // the stream before reading.
   std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views,
                                       nb::handle stream) {
     const bool has_stream = stream.is_valid() && !stream.is_none();

@@ -1369,11 +1369,25 @@ Status Method::bind_output(size_t index, const TensorView& value) {
                         impl_->name, impl_->outputs.size());
   const int vi = impl_->outputs[index];
   const TensorInfo info = output_info(index);
-  BATON_CHECK_OR_RETURN(impl_->dynamic_of[vi] < 0, NotSupported,
-                        "output {} ('{}') has dynamic sizes, known only once execute() ran: read "
-                        "it with output({}) after execute instead of binding memory for it",
-                        index, info.name, index);
-  BATON_TRY(check_matches(info, value, "output", index));
+  if (const int di = impl_->dynamic_of[vi]; di >= 0) {
+    // A dynamic output's sizes are known only once a call has its inputs: bound memory must hold
+    // it at its largest (the sizes the program planned its own memory for, whatever this call's
+    // are). Each call writes its result there at the call's sizes, which output(index) reports.
+    const std::span<const int64_t> max = impl_->dynamic[static_cast<size_t>(di)].max;
+    const TensorView largest{nullptr, info.dtype, max, info.device};
+    BATON_CHECK_OR_RETURN(value.dtype == info.dtype, InvalidArgument,
+                          "output {} ('{}'): expected {}, got {}", index, info.name,
+                          dtype_name(info.dtype), dtype_name(value.dtype));
+    BATON_CHECK_OR_RETURN(value.nbytes() >= largest.nbytes(), InvalidArgument,
+                          "output {} ('{}') has dynamic sizes, at most {} ({} bytes); the bound "
+                          "memory ({} {}) holds {} bytes: bind memory for its largest sizes",
+                          index, info.name, shape_to_string(max), largest.nbytes(),
+                          dtype_name(value.dtype), shape_to_string(value.sizes), value.nbytes());
+    BATON_CHECK_OR_RETURN(value.data != nullptr || largest.nbytes() == 0, InvalidArgument,
+                          "output {} ('{}'): the data pointer is null", index, info.name);
+  } else {
+    BATON_TRY(check_matches(info, value, "output", index));
+  }
   BATON_CHECK_OR_RETURN(value.device == info.device || (!impl_->read_outside_delegates[vi] &&
                                                         !impl_->written_outside_delegates[vi]),
                         InvalidArgument,

@@ -436,12 +436,24 @@ TEST(DynamicShapes, BadShapesAreRefusedNamingInputAxisValueAndRange) {
   EXPECT_EQ(m.bind_input(0, flat.view()).code(), Error::InvalidArgument);
   // Two inputs that share 'batch' but disagree: refused when the call runs.
   expect_disagreeing_batches_refused(m, "batch", rng);
-  // A dynamic output cannot be bound: its shape is known only after execute().
+  // A dynamic output binds only memory that holds it at its largest (its sizes are known only
+  // once a call has its inputs; output_dims gives each dimension's largest value, output_info
+  // the last call's sizes); ADynamicOutputIsWrittenIntoTheCallersMemory binds it.
+  std::vector<int64_t> largest;
+  for (const runtime::Method::Dim& d : m.output_dims(0)) largest.push_back(d.max);
+  std::vector<int64_t> short_by_one = largest;
+  --short_by_one[1];
   std::vector<float> sink(1 << 16);
-  TensorView out{sink.data(), DType::Float32, m.output(0).sizes, Device::cpu()};
-  st = m.bind_output(0, out);
-  EXPECT_EQ(st.code(), Error::NotSupported);
-  EXPECT_NE(st.message().find("after execute"), std::string::npos) << st.message();
+  st = m.bind_output(0, TensorView{sink.data(), DType::Float32, short_by_one, Device::cpu()});
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  for (const std::string& needle : std::vector<std::string>{
+           "output 0", "has dynamic sizes, at most " + shape_to_string(largest),
+           "bind memory for its largest sizes"}) {
+    EXPECT_NE(st.message().find(needle), std::string::npos) << needle << " in " << st.message();
+  }
+  st = m.bind_output(0, TensorView{sink.data(), DType::Int32, largest, Device::cpu()});
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  EXPECT_NE(st.message().find("expected float32, got int32"), std::string::npos) << st.message();
 
   // A static dimension stays fixed.
   const Family resnet = families()[0];
@@ -455,6 +467,52 @@ TEST(DynamicShapes, BadShapesAreRefusedNamingInputAxisValueAndRange) {
   EXPECT_NE(st.message().find("axis 3 has size 33, but the program fixes it at 32"),
             std::string::npos)
       << st.message();
+}
+
+// A dynamic output bound to the caller's memory (sized for its largest sizes, as a serving
+// system allocates once): each call writes its result there at the call's sizes, which output()
+// reports with the caller's pointer, bit for bit the result the same program writes into its own
+// memory; unbinding returns to the program's memory.
+TEST(DynamicShapes, ADynamicOutputIsWrittenIntoTheCallersMemory) {
+  const Family bert = families()[8];
+  auto program = compile(bert, {});
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto bound_method = (*program)->load_method("forward");
+  auto own_method = (*program)->load_method("forward");
+  ASSERT_TRUE(bound_method.ok() && own_method.ok());
+  runtime::Method& m = **bound_method;
+  runtime::Method& own = **own_method;
+  std::vector<int64_t> largest;
+  for (const runtime::Method::Dim& d : m.output_dims(0)) largest.push_back(d.max);
+  int64_t count = 1;
+  for (int64_t d : largest) count *= d;
+  std::vector<float> sink(static_cast<size_t>(count), -7.0f);
+  ASSERT_TRUE(
+      m.bind_output(0, TensorView{sink.data(), DType::Float32, largest, Device::cpu()}).ok());
+  std::mt19937 rng(5);
+  for (const auto& [batch, sequence] : std::vector<std::pair<int64_t, int64_t>>{
+           {2, 5}, {1, 1}, {largest[0], largest[1]}, {3, 17}}) {
+    SCOPED_TRACE(fmt::format("{} x {}", batch, sequence));
+    const Tensor ids = testing::random_int64_tensor(rng, {batch, sequence}, 0, 99);
+    const Tensor mask = testing::random_int64_tensor(rng, {batch, sequence}, 0, 1);
+    for (runtime::Method* method : {&m, &own}) {
+      ASSERT_TRUE(method->set_input(0, ids.view()).ok());
+      ASSERT_TRUE(method->set_input(1, mask.view()).ok());
+      const Status st = method->execute();
+      ASSERT_TRUE(st.ok()) << st.to_string();
+    }
+    const TensorView got = m.output(0);
+    const TensorView want = own.output(0);
+    EXPECT_EQ(got.data, static_cast<void*>(sink.data()));
+    ASSERT_EQ(std::vector<int64_t>(got.sizes.begin(), got.sizes.end()),
+              std::vector<int64_t>(want.sizes.begin(), want.sizes.end()));
+    EXPECT_EQ(got.sizes[0], batch);
+    EXPECT_EQ(got.sizes[1], sequence);
+    EXPECT_EQ(std::memcmp(got.data, want.data, want.nbytes()), 0);
+  }
+  m.unbind_output(0);
+  ASSERT_TRUE(m.execute().ok());
+  EXPECT_NE(m.output(0).data, static_cast<void*>(sink.data()));
 }
 
 TEST(DynamicShapes, CompileErrorsNameEveryOpenDimensionAndEveryBadRange) {

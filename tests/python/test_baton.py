@@ -390,6 +390,8 @@ def test_dynamic_programs_take_any_shape_in_range(tmp_path):
         baton.compile(model, dims={"batch": (4,)})
     with pytest.raises(baton.BatonError, match="--dim sequence=MIN..MAX"):
         baton.compile(model, dims={"batch": (1, 4)})
+    with pytest.raises(baton.BatonError, match="out= with a dynamic program is not supported"):
+        m(np.zeros((2, 5), np.int64), np.zeros((2, 5), np.int64), out=[np.zeros((4, 16, 32), np.float32)])
     # stream= is read as for a static program (its GPU use is test_baton_cuda.py's).
     with pytest.raises(baton.BatonError, match="stream= takes"):
         m(np.zeros((2, 5), np.int64), np.zeros((2, 5), np.int64), stream="fast")

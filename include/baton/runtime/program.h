@@ -212,7 +212,9 @@ class Method {
   // engine's GPU and managed memory directly, host memory staged, another GPU's memory refused).
   Status bind_input(size_t index, const TensorView& value);
   // Later executions write the output into the caller's memory (same rules as bind_input, with
-  // "written only by a delegate" for the other-device case).
+  // "written only by a delegate" for the other-device case). A dynamic output takes memory of
+  // its dtype that holds it at its largest sizes (output_dims' maxima; the view's own sizes only
+  // count its bytes): each call writes it there at the call's sizes, which output(index) reports.
   Status bind_output(size_t index, const TensorView& value);
   // Later executions write the output into its planned memory again (undoes bind_output; does
   // nothing for an output that was never redirected).
