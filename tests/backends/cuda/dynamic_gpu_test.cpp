@@ -605,6 +605,19 @@ dynamic_mlp(std::mt19937& rng) {
           compile(onnx, dims, "cpu", "")};
 }
 
+// dynamic_mlp()'s programs loaded: the GPU one, and the CPU one as the reference.
+struct LoadedMlp {
+  extension::Module gpu, cpu;
+};
+std::optional<LoadedMlp> load_dynamic_mlp(std::mt19937& rng) {
+  const auto [gpu, cpu] = dynamic_mlp(rng);
+  if (gpu == nullptr || cpu == nullptr) return std::nullopt;
+  auto g = extension::Module::from_program(gpu);
+  auto c = extension::Module::from_program(cpu);
+  if (!g.ok() || !c.ok()) return std::nullopt;
+  return LoadedMlp{std::move(g).value(), std::move(c).value()};
+}
+
 // Calls that alternate between shapes (N = 37, 5, 64, 37, 5, 64, ...) replay each shape's own
 // CUDA graph: each shape is captured once, the calls after the first round allocate nothing even
 // though every call changes the shape, and each result is the CPU path's at its shape. With the
@@ -696,12 +709,10 @@ TEST_F(DynamicGpuTest, TheDeviceContractHoldsAtEveryShape) {
   auto split = cuda::GreenContext::split(0, 16);
   ASSERT_TRUE(split.ok()) << split.status().to_string();
   cuda::GreenContext& green = split->first;
-  const auto [program, cpu] = dynamic_mlp(rng_);
-  ASSERT_NE(program, nullptr);
-  ASSERT_NE(cpu, nullptr);
-  auto reference = extension::Module::from_program(cpu).value();
-  auto module = extension::Module::from_program(program).value();
-  runtime::Method& m = module.method();
+  std::optional<LoadedMlp> mlp = load_dynamic_mlp(rng_);
+  ASSERT_TRUE(mlp.has_value());
+  extension::Module& reference = mlp->cpu;
+  runtime::Method& m = mlp->gpu.method();
   int gpus = 0;
   cudaGetDeviceCount(&gpus);
   const int current = gpus >= 2 ? 1 : 0;  // the caller's device, restored by every call
@@ -806,12 +817,10 @@ TEST_F(DynamicGpuTest, TheDeviceContractHoldsAtEveryShape) {
 // that address), equal to the CPU path's; rebinding another buffer never replays a graph with
 // the old address; no byte is staged.
 TEST_F(DynamicGpuTest, ADynamicOutputBoundToDeviceMemoryIsWrittenThere) {
-  const auto [program, cpu] = dynamic_mlp(rng_);
-  ASSERT_NE(program, nullptr);
-  ASSERT_NE(cpu, nullptr);
-  auto reference = extension::Module::from_program(cpu).value();
-  auto module = extension::Module::from_program(program).value();
-  runtime::Method& m = module.method();
+  std::optional<LoadedMlp> mlp = load_dynamic_mlp(rng_);
+  ASSERT_TRUE(mlp.has_value());
+  extension::Module& reference = mlp->cpu;
+  runtime::Method& m = mlp->gpu.method();
   Tensor first = runtime::allocate_tensor(DType::Float32, {64, 256}, Device::cuda(0)).value();
   Tensor second = runtime::allocate_tensor(DType::Float32, {64, 256}, Device::cuda(0)).value();
   cudaStream_t stream;
