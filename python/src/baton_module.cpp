@@ -326,9 +326,9 @@ class PyModule {
 
   // A dynamic program's outputs have the call's shapes, known once it ran: the method computes
   // into its own memory and the results are copied out into new arrays. With stream=, the call and
-  // the copies of device outputs are enqueued on that stream and return without waiting for it, as
-  // a static program's call does (host outputs are copied synchronously); the caller synchronizes
-  // the stream before reading.
+  // the copies of device outputs are enqueued on that stream (host outputs are copied
+  // synchronously; allocating the new arrays may wait for the device, as cudaMalloc can); the
+  // caller synchronizes the stream before reading.
   std::vector<nb::object> run_dynamic(const std::vector<TensorView>& input_views,
                                       nb::handle stream) {
     const bool has_stream = stream.is_valid() && !stream.is_none();

@@ -1,7 +1,9 @@
 #include "baton/extension/inspect.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "baton/core/check.h"
 #include "baton/core/text.h"
@@ -156,16 +158,12 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
   // The same nodes grouped by reason, in the order each reason first appears (as the compile's
   // warning lists them): what a reader acts on is the reason, not each node.
   j["fallback_reasons"] = json::array();
+  std::map<std::string, size_t> group_of;  // reason -> its entry in fallback_reasons
   for (const auto& f : j["fallbacks"]) {
-    json* group = nullptr;
-    for (auto& g : j["fallback_reasons"]) {
-      if (g["reason"] == f["reason"]) group = &g;
-    }
-    if (group == nullptr) {
-      j["fallback_reasons"].push_back({{"reason", f["reason"]}, {"nodes", json::array()}});
-      group = &j["fallback_reasons"].back();
-    }
-    (*group)["nodes"].push_back(f["node"]);
+    const std::string reason = f["reason"].get<std::string>();
+    auto [it, added] = group_of.emplace(reason, j["fallback_reasons"].size());
+    if (added) j["fallback_reasons"].push_back({{"reason", reason}, {"nodes", json::array()}});
+    j["fallback_reasons"][it->second]["nodes"].push_back(f["node"]);
   }
   j["outputs"] = list(m.outputs());
   j["values"] = json::array();

@@ -454,6 +454,10 @@ TEST(DynamicShapes, BadShapesAreRefusedNamingInputAxisValueAndRange) {
   st = m.bind_output(0, TensorView{sink.data(), DType::Int32, largest, Device::cpu()});
   EXPECT_EQ(st.code(), Error::InvalidArgument);
   EXPECT_NE(st.message().find("expected float32, got int32"), std::string::npos) << st.message();
+  st = m.bind_output(0, TensorView{nullptr, DType::Float32, largest, Device::cpu()});
+  EXPECT_EQ(st.code(), Error::InvalidArgument);
+  EXPECT_NE(st.message().find("output 0 ('output'): the data pointer is null"), std::string::npos)
+      << st.message();
 
   // A static dimension stays fixed.
   const Family resnet = families()[0];

@@ -54,6 +54,10 @@ fs::path report_dir() {
 
 enum class Outcome { Pass, PassFrozen, PassWeightsFrozen, CpuOnly, Fail, Unsupported };
 
+// Which of a test's inputs become initializers: none; the shape-defining ones (every int64 input
+// and any read through a shape-input slot); those and every input after the first.
+enum class Freeze { None, Shapes, AfterFirst };
+
 struct Row {
   std::string test;
   std::string ops;
@@ -190,11 +194,12 @@ class NodeTestRunner {
     bool frozen = false;
     std::string failure;
     for (const DataSet& set : sets) {
-      auto outcome = run_set(model, input_names, set, /*freeze=*/frozen, &failure);
+      auto outcome =
+          run_set(model, input_names, set, frozen ? Freeze::Shapes : Freeze::None, &failure);
       if (outcome == Outcome::Unsupported && !frozen && has_frozen_inputs(set, input_names)) {
         // Retry with int64 inputs frozen (shape arguments must be constants in Baton).
         std::string retry_failure;
-        const Outcome retry = run_set(model, input_names, set, /*freeze=*/true, &retry_failure);
+        const Outcome retry = run_set(model, input_names, set, Freeze::Shapes, &retry_failure);
         if (retry != Outcome::Unsupported) {
           frozen = true;
           outcome = retry;
@@ -219,11 +224,10 @@ class NodeTestRunner {
       if (input_names.size() >= 2) {
         // Retry with the inputs after the first frozen: a node that needs constant weights on
         // the GPU then runs there, and is checked against the test's outputs.
-        freeze_after_first_ = true;
         Outcome weights = Outcome::PassWeightsFrozen;
         for (const DataSet& set : sets) {
           std::string weights_failure;
-          const Outcome o = run_set(model, input_names, set, /*freeze=*/true, &weights_failure);
+          const Outcome o = run_set(model, input_names, set, Freeze::AfterFirst, &weights_failure);
           if (o == Outcome::Fail) {
             weights = Outcome::Fail;
             row.detail = "with the inputs after the first frozen: " + weights_failure;
@@ -234,7 +238,6 @@ class NodeTestRunner {
             break;
           }
         }
-        freeze_after_first_ = false;
         row.outcome = weights;
       }
     }
@@ -262,28 +265,30 @@ class NodeTestRunner {
     return names;
   }
 
-  bool frozen_input(const compiler::OnnxTensor& t, const std::string& name,
-                    size_t index = 0) const {
+  // Whether `freeze` makes the index-th input an initializer.
+  bool frozen_input(const compiler::OnnxTensor& t, const std::string& name, size_t index,
+                    Freeze freeze) const {
+    if (freeze == Freeze::None) return false;
     return t.dtype == DType::Int64 || shape_inputs_.count(name) != 0 ||
-           (freeze_after_first_ && index > 0);
+           (freeze == Freeze::AfterFirst && index > 0);
   }
 
   bool has_frozen_inputs(const DataSet& set, const std::vector<std::string>& names) const {
     for (size_t k = 0; k < set.inputs.size() && k < names.size(); ++k) {
-      if (frozen_input(set.inputs[k], names[k])) return true;
+      if (frozen_input(set.inputs[k], names[k], k, Freeze::Shapes)) return true;
     }
     return false;
   }
 
   Outcome run_set(const onnx::ModelProto& original, const std::vector<std::string>& input_names,
-                  const DataSet& set, bool freeze, std::string* failure) {
+                  const DataSet& set, Freeze freeze, std::string* failure) {
     onnx::ModelProto model = original;
     compiler::CompileOptions options;
     if (backend_ != nullptr) options.backends.push_back(backend_);
     std::vector<size_t> fed;  // which data-set inputs stay runtime inputs
     for (size_t k = 0; k < set.inputs.size() && k < input_names.size(); ++k) {
       const auto& t = set.inputs[k];
-      if (freeze && frozen_input(t, input_names[k], k)) {
+      if (frozen_input(t, input_names[k], k, freeze)) {
         auto* init = model.mutable_graph()->add_initializer();
         init->set_name(input_names[k]);
         init->set_data_type(static_cast<int>(t.dtype));
@@ -384,7 +389,6 @@ class NodeTestRunner {
   bool dynamic_ = false;
   bool build_only_ = false;
   bool delegated_ = false;
-  bool freeze_after_first_ = false;     // freeze every input after the first too
   std::set<std::string> shape_inputs_;  // of the test being run
 };
 

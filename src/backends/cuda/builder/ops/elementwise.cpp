@@ -185,18 +185,18 @@ Status fit_pointers(Lowering& ctx, const std::vector<int>& group, size_t stored)
 // added to a [batch, sequence, H] tensor must be stored alike (float32) in the engine for batch 1
 // and sequence 1, where it happens to be the output's size, and in the others. (BERT-base fp16
 // was four copies of its weights, 873 MB against 224 MB, when this followed the sizes.)
-bool follows_no_dynamic_dimension(const Lowering& ctx, const compiler::IrValue& constant,
-                                  const compiler::IrValue& out) {
-  if (!compiler::is_dynamic(out)) return false;
+bool broadcasts_along_a_dynamic_dimension(const Lowering& ctx, const compiler::IrValue& constant,
+                                          const compiler::IrValue& out) {
+  if (!compiler::is_dynamic(out) || constant.sizes.size() > out.dims.size()) return false;
   const sym::SymbolTable& symbols = ctx.graph().symbols;
-  const size_t rank = out.dims.size();
-  if (constant.sizes.size() > rank) return false;
-  for (size_t d = 0; d < rank; ++d) {
+  // The constant's dimensions align with the output's last ones (numpy broadcasting).
+  const size_t missing = out.dims.size() - constant.sizes.size();
+  for (size_t d = 0; d < out.dims.size(); ++d) {
     if (symbols.is_constant(out.dims[d])) continue;
-    // The constant's dimension aligned with d (numpy broadcasting aligns the last ones).
-    const size_t missing = rank - constant.sizes.size();
-    if (d < missing || !compiler::is_dynamic(constant)) return true;
-    if (constant.dims[d - missing] != out.dims[d]) return true;
+    if (d < missing || !compiler::is_dynamic(constant) ||
+        constant.dims[d - missing] != out.dims[d]) {
+      return true;
+    }
   }
   return false;
 }
@@ -297,7 +297,7 @@ Status lower_fused_group(Lowering& ctx, const std::vector<int>& group) {
         const auto numel = checked_numel(iv.sizes);
         const bool broadcast =
             (numel.has_value() && *numel < checked_numel(logical_sizes).value_or(0)) ||
-            follows_no_dynamic_dimension(ctx, iv, out);
+            broadcasts_along_a_dynamic_dimension(ctx, iv, out);
         const int src = !iv.constant ? v
                         : broadcast  ? ctx.weight(v, DType::Float32)
                                      : ctx.weight(v, ctx.activation_dtype());
