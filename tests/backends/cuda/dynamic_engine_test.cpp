@@ -1019,20 +1019,21 @@ TEST(DynamicEngineTest, WhatCannotBeOneEngineIsRefusedWithTheWayOut) {
               std::string::npos)
         << blobs.status().message();
   }
-  // A sum over the dynamic axis reads blocks of columns when it sums at least 16 rows, and
-  // strides over its outputs below that: two kernels, which one engine cannot be.
+  // A sum that keeps a dynamic innermost axis reads it in vectors of 4 floats where its length
+  // allows (64) and one at a time where it does not (2): two kernels, which one engine cannot be.
   OnnxBuilder b(17);
-  b.input("x", {-1, 64});
+  b.input("x", {64, -1});
   b.initializer_int64("axes", {1}, {0});
   b.node("ReduceSum", {"x", "axes"}, {"y"}, "sum");
-  b.output("y", {1, 64});
+  b.output("y", {1, -1});
   auto blobs = build_blobs(b.bytes(), dims(64));
   ASSERT_FALSE(blobs.ok());
   EXPECT_EQ(blobs.code(), Error::NotSupported);
   const std::string& m = blobs.status().message();
-  for (const char* needle : {"partition 'cuda_0' cannot be one dynamic engine: at N=",
-                             "(against N=64)", "a choice made from the sizes",
-                             "fix that dimension with --shape, or compile for --device cpu"}) {
+  for (const char* needle :
+       {"partition 'cuda_0' cannot be one dynamic engine: at N=", "(against N=64)",
+        "kernel k0_reduce is generated differently", "a choice made from the sizes",
+        "fix that dimension with --shape, or compile for --device cpu"}) {
     EXPECT_NE(m.find(needle), std::string::npos) << needle << " in " << m;
   }
 }
@@ -1209,6 +1210,76 @@ TEST(DynamicEngineTest, ConvolutionalFamiliesCompileOverABatchRange) {
     const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
     EXPECT_FALSE(st.dynamic());
     expect_patched_is_static(dyn, st, {n});
+  }
+}
+
+// A GEMM whose columns are not a multiple of 8 has them padded when it is large enough (gemm.cpp):
+// at the engine's maxima, so that a classifier of 1001 classes over a batch range pads at every
+// batch (it was refused at batch 2, which lowered without the padding), and patched to batch 64
+// it is the static engine of batch 64.
+TEST(DynamicEngineTest, AGemmPaddedAtItsMaximaIsPaddedAtEverySize) {
+  auto model = [](int64_t n) {
+    OnnxBuilder b(17);
+    b.input("x", {n, 1024});
+    std::vector<float> w(1024 * 1001);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.002f * static_cast<float>((i * 7) % 13) - 0.01f;
+    b.initializer("w", {1024, 1001}, w);
+    b.node("MatMul", {"x", "w"}, {"y"}, "classifier");
+    b.output("y", {n, 1001});
+    return b;
+  };
+  auto dynamic = build_blobs(model(-1).bytes(), dims(64));
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+  ASSERT_EQ(dynamic->size(), 1u) << "GPU partitions";
+  std::vector<uint8_t> shared;
+  const auto engines = engines_of((*dynamic)[0], &shared);
+  const testing::AlignedBytes aligned(engines.back());
+  const cuda::EngineBlob dyn = cuda::EngineBlob::parse(aligned.span(), shared).value();
+  ASSERT_TRUE(dyn.dynamic());
+  auto fixed = build_blobs(model(64).bytes(), {});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+  const testing::AlignedBytes st_bytes((*fixed)[0]);
+  const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+  // The static engine of batch 64 pads (a GEMM step and the gather of the padded columns).
+  EXPECT_EQ(st.steps().size(), 2u);
+  expect_patched_is_static(dyn, st, {64});
+}
+
+// A squeeze-excite block's pool (channels-last, 28x28 positions of 72 channels) is a few blocks
+// of columns at a few images, which the lowering gives a wider block. That choice is made at the
+// engine's maxima, so the batch range stays one engine (MobileNetV3-Large over batch 1..16 was
+// refused at batch 2: a wide block there, the usual one at 16), and patched to batch 16 it is
+// the static engine of batch 16.
+TEST(DynamicEngineTest, APoolOfFewColumnBlocksKeepsOneBlockSizeOverTheBatchRange) {
+  auto model = [](int64_t n) {
+    OnnxBuilder b(17);
+    b.input("x", {n, 8, 28, 28});
+    std::vector<float> w(72 * 8);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>((i * 7) % 13) - 0.06f;
+    b.initializer("w", {72, 8, 1, 1}, w);
+    b.node("Conv", {"x", "w"}, {"c"}, "conv");
+    b.node("GlobalAveragePool", {"c"}, {"y"}, "pool");
+    b.output("y", {n, 72, 1, 1});
+    return b;
+  };
+  compiler::CompileOptions o;
+  o.dims = {{"N", 1, 16, 0, {}}};
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    auto dynamic = build_blobs(model(-1).bytes(), o, precision);
+    ASSERT_TRUE(dynamic.ok()) << dynamic.status().to_string();
+    ASSERT_EQ(dynamic->size(), 1u) << "GPU partitions";
+    std::vector<uint8_t> shared;
+    const auto engines = engines_of((*dynamic)[0], &shared);
+    const testing::AlignedBytes aligned(engines.back());
+    const cuda::EngineBlob dyn = cuda::EngineBlob::parse(aligned.span(), shared).value();
+    ASSERT_TRUE(dyn.dynamic());
+    EXPECT_EQ(dyn.symbols()[0].max, 16);
+    auto fixed = build_blobs(model(16).bytes(), {}, precision);
+    ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+    const testing::AlignedBytes st_bytes((*fixed)[0]);
+    const cuda::EngineBlob st = cuda::EngineBlob::parse(st_bytes.span()).value();
+    expect_patched_is_static(dyn, st, {16});
   }
 }
 

@@ -336,6 +336,29 @@ Result<compiler::Graph> graph_at(const compiler::Graph& graph, std::span<const i
 
 namespace {
 
+// "; the first that differs is kernel 7, k12_epilogue here and k12_gemv there": which kernel a
+// refusal is about, so that whoever reads it can find the size-dependent choice.
+std::string first_kernel_difference(const EngineDescription& here, const EngineDescription& there) {
+  const size_t n = std::min(here.kernel_names.size(), there.kernel_names.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (here.kernel_names[i] != there.kernel_names[i] ||
+        here.kernel_params[i] != there.kernel_params[i]) {
+      return fmt::format(
+          "; the first that differs is kernel {}, {} ({} arguments) here and {} ({} "
+          "arguments) there",
+          i, here.kernel_names[i], here.kernel_params[i].second, there.kernel_names[i],
+          there.kernel_params[i].second);
+    }
+  }
+  if (here.kernel_names.size() != there.kernel_names.size()) {
+    const bool longer = here.kernel_names.size() > there.kernel_names.size();
+    return fmt::format("; the first that differs is kernel {}, {} {}", n,
+                       longer ? here.kernel_names[n] : there.kernel_names[n],
+                       longer ? "only here" : "only there");
+  }
+  return "";
+}
+
 // The weights of the first bucket built: later buckets whose weights are the same bytes are
 // written without them and read the first's (write_buckets' share_first_weights).
 struct SharedWeights {
@@ -427,9 +450,9 @@ Result<compiler::LoweredPartition> lower_bucket(
                               e.kernel_params == base.kernel_params,
                           NotSupported,
                           "{} its kernels or their arguments differ ({} kernels, {} arguments "
-                          "instead of {} and {}: a choice made from the sizes){}",
+                          "instead of {} and {}{}: a choice made from the sizes){}",
                           where, e.kernel_names.size(), e.args.size(), base.kernel_names.size(),
-                          base.args.size(), kFix);
+                          base.args.size(), first_kernel_difference(e, base), kFix);
     for (size_t i = 0; i < ctx.kernel_sources().size(); ++i) {
       BATON_CHECK_OR_RETURN(ctx.kernel_sources()[i] == upper.kernel_sources()[i], NotSupported,
                             "{} kernel {} is generated differently (a choice made from the "

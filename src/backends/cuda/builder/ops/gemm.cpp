@@ -265,9 +265,13 @@ Status lower(Lowering& ctx, int index) {
   const DType d_dtype = ctx.dtype_of(out);
   // Pad N (see the top of this file): a constant B, one batch, no C matrix, the result written
   // as cuBLASLt computes it.
+  // In a dynamic engine the rows are those at its maxima, so that every size pads alike (one
+  // engine cannot pad at some sizes and not at others: its steps and weights would differ).
   const int64_t np = (g.n + kPadMultiple - 1) / kPadMultiple * kPadMultiple;
+  const std::vector<int64_t>& upper_out = ctx.upper_sizes_of(n.outputs[0]);
+  const int64_t upper_m = ops::product(upper_out, 0, upper_out.size() - 1);
   const bool pad = !split && np != g.n && ctx.is_constant(g.b) && g.batch == 1 && c.matrix < 0 &&
-                   direct && g.m * g.n * g.k >= kPadMinMacs;
+                   direct && upper_m * g.n * g.k >= kPadMinMacs;
   const int64_t ldn = pad ? np : g.n;
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(g.a, operand));
   int b_op = -1, d = out;

@@ -89,23 +89,34 @@ Status lower(Lowering& ctx, int index) {
   for (size_t d = 0; d < x.size(); ++d) order[d] = d;
   if (keepdims && ctx.channels_last(in) && ctx.set_channels_last(out)) order = {0, 2, 3, 1};
   std::vector<int64_t> ksizes, kstrides, rsizes, rstrides;
+  // The same dimensions at a dynamic engine's maxima (a static engine's own sizes): the choices
+  // that shape the kernel's code (which kernel, its block size) are made from these, so that
+  // every size one engine runs shares its code; only the launch's grid follows the sizes. (A
+  // squeeze-excite pool picked a wider block at batch 2 than at batch 16, and MobileNetV3 could
+  // not be one engine over batch 2..16.)
+  std::vector<int64_t> kupper, rupper;
+  const std::vector<int64_t>& ux = ctx.upper_sizes_of(in);
   int64_t count = 1;
   bool inner_reduced = false;
   for (size_t d : order) {
     if (reduced[d] || x[d] == 1) continue;
     ksizes.push_back(x[d]);
     kstrides.push_back(xs[d]);
+    kupper.push_back(ux[d]);
   }
   for (size_t d = 0; d < x.size(); ++d) {
     if (!reduced[d] || x[d] == 1) continue;
     rsizes.push_back(x[d]);
     rstrides.push_back(xs[d]);
+    rupper.push_back(ux[d]);
     count *= x[d];
     if (xs[d] == 1) inner_reduced = true;
   }
-  if (ksizes.empty()) ksizes = kstrides = {1};
-  if (rsizes.empty()) rsizes = rstrides = {1};
+  if (ksizes.empty()) ksizes = kstrides = kupper = {1};
+  if (rsizes.empty()) rsizes = rstrides = rupper = {1};
   const int64_t outputs = ops::product(ctx.value(out).sizes);
+  const int64_t upper_count = ops::product(rupper);
+  const int64_t upper_outputs = ops::product(ctx.upper_sizes_of(out));
   const std::string name = ctx.kernel_name("reduce");
   // Sizes, magics and strides of the kept and reduced dimensions, as arguments (or constants).
   // Every index is below the input's element count.
@@ -132,14 +143,17 @@ Status lower(Lowering& ctx, int index) {
   }
   const int lanes = v > 1 ? 8 : 32;
   const int64_t groups = (inner + lanes * v - 1) / (lanes * v);
+  const int64_t upper_blocks =
+      (kupper.size() == 2 ? kupper[0] : 1) * ((kupper.back() + lanes * v - 1) / (lanes * v));
   // A grid past 2^31 blocks falls back to the kernels below, which stride over their outputs.
-  if (!inner_reduced && count >= kColumnsMinCount && kstrides.back() == 1 && ksizes.size() <= 2 &&
-      outer * groups < (int64_t{1} << 31)) {
+  if (!inner_reduced && upper_count >= kColumnsMinCount && kstrides.back() == 1 &&
+      ksizes.size() <= 2 && upper_blocks < (int64_t{1} << 31)) {
     // Few blocks over long columns (squeeze-excite's pool of 28x28x72 is two blocks of 784 rows):
     // the largest block, so more rows of threads share each block's rows.
     LaunchShape launch;
-    launch.block =
-        outer * groups < kFewColumnBlocks && count >= kWideBlock / lanes * 4 ? kWideBlock : kBlock;
+    launch.block = upper_blocks < kFewColumnBlocks && upper_count >= kWideBlock / lanes * 4
+                       ? kWideBlock
+                       : kBlock;
     launch.grid = static_cast<uint32_t>(outer * groups);
     const std::string arrays = dims("r", rsizes, rstrides);
     const std::string inner_arg = args.value(inner), stride_arg = args.value(outer_stride),
@@ -155,11 +169,12 @@ Status lower(Lowering& ctx, int index) {
     ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
     return Status();
   }
-  const bool block = inner_reduced || (outputs < kFewOutputs && count >= kLongReduction);
+  const bool block =
+      inner_reduced || (upper_outputs < kFewOutputs && upper_count >= kLongReduction);
   LaunchShape launch = grid_stride_launch(outputs);
   if (block) {
     launch.block = 32;
-    while (launch.block < 256 && launch.block < count) launch.block *= 2;
+    while (launch.block < 256 && launch.block < upper_count) launch.block *= 2;
     launch.grid = static_cast<uint32_t>(std::clamp<int64_t>(outputs, 1, int64_t{1} << 20));
   }
   const std::string arrays = dims("k", ksizes, kstrides) + dims("r", rsizes, rstrides);
