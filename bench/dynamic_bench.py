@@ -27,6 +27,9 @@ interleaved in one process do not.
 engine times its choices for the shape and captures its graph before the first call); the table
 then also reports each side's first call (`baton run`'s `first call`, the first warm-up run).
 --device-io compiles with --io device and runs with --device-io (a GPU device only).
+--load-runs N (default 3) loads each side N times at the upper bound for the file size and load
+time row (0: no such row, and no static program at the upper bound is compiled). Progress
+(compiles, loads, each run's median) goes to stderr.
 --jobs N compiles a model's programs N at a time (full-size models take a minute or more each);
 --compile-without-gpu hides the GPUs from the compiles (CUDA_VISIBLE_DEVICES=), so that they can
 run side by side (the architecture is read with nvidia-smi and passed as --arch); the programs
@@ -41,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
@@ -124,7 +128,15 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="compiles run at once")
     ap.add_argument("--compile-without-gpu", action="store_true",
                     help="compile with the GPUs hidden (their choices are then timed at load)")
+    ap.add_argument("--load-runs", type=int, default=3,
+                    help="loads of each side at the upper bound, for file size and load time (0: none)")
     args = ap.parse_args()
+    started = time.time()
+
+    def progress(what):
+        # On stderr, so that a run cut by a time limit shows where its time went (each GPU load
+        # that times its choices takes seconds) without disturbing the table on stdout.
+        print(f"[dynamic_bench {time.time() - started:6.1f} s] {what}", file=sys.stderr, flush=True)
     if args.prepare and args.bench:
         ap.error("--prepare runs `baton run` per side; it cannot be combined with --bench")
     if args.device_io and not args.device.startswith("cuda"):
@@ -186,36 +198,42 @@ def main():
             return static_path(tag)
 
         # Every program of the model, compiled before any is run (--jobs at a time).
-        compiles = [cmd, [args.baton, "compile", "-q", path, "-o", static_path("max")] + target
-                    + shape_flags(dims)]
+        compiles = [cmd]
+        if args.load_runs > 0:
+            compiles.append([args.baton, "compile", "-q", path, "-o", static_path("max")] + target
+                            + shape_flags(dims))
         for at in shapes:
             compiles.append([args.baton, "compile", "-q", path, "-o",
                              static_path("x".join(map(str, at.values())))] + target
                             + shape_flags(at))
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="") if args.compile_without_gpu else None
+        progress(f"{name}: compiling {len(compiles)} programs, {max(1, args.jobs)} at a time")
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
             for _ in pool.map(lambda c: run(c, env), compiles):
                 pass
+        progress(f"{name}: compiled")
 
         top = static(dims, "max")
         thread_args = ["--threads", str(args.threads)] if args.threads else []
         # File size and load time at the upper bound.
         loads = {"dynamic": [], "static": []}
-        for _ in range(3):
+        for _ in range(args.load_runs):
             for side, prog in (("dynamic", dyn), ("static", top)):
                 extra = shape_flags(dims) if side == "dynamic" else []
                 out = run([args.baton, "run", prog, "-n", "1", "--warmup", "0", "--profile-runs", "0"]
                           + thread_args + io_args + extra)
                 m = LOADED.search(out)
                 loads[side].append(ms(*m.groups()))
-        row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
-                    "static_max_bytes": os.path.getsize(top),
-                    "dynamic_load_ms": statistics.median(loads["dynamic"]),
-                    "static_max_load_ms": statistics.median(loads["static"])}
-        print(f"| {name} | file and load at the upper bound | {row_size['dynamic_bytes'] / 1e6:.1f} MB, "
-              f"{row_size['dynamic_load_ms']:.1f} ms | {row_size['static_max_bytes'] / 1e6:.1f} MB, "
-              f"{row_size['static_max_load_ms']:.1f} ms | |", flush=True)
-        rows.append(row_size)
+                progress(f"{name}: {side} loaded at the upper bound in {loads[side][-1]:.0f} ms")
+        if args.load_runs > 0:
+            row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
+                        "static_max_bytes": os.path.getsize(top),
+                        "dynamic_load_ms": statistics.median(loads["dynamic"]),
+                        "static_max_load_ms": statistics.median(loads["static"])}
+            print(f"| {name} | file and load at the upper bound | {row_size['dynamic_bytes'] / 1e6:.1f} MB, "
+                  f"{row_size['dynamic_load_ms']:.1f} ms | {row_size['static_max_bytes'] / 1e6:.1f} MB, "
+                  f"{row_size['static_max_load_ms']:.1f} ms | |", flush=True)
+            rows.append(row_size)
         for at in shapes:
             fixed = static(at, "x".join(map(str, at.values())))
             medians = {"dynamic": [], "static": []}
@@ -239,6 +257,8 @@ def main():
                               + io_args + extra)
                     m = LATENCY.search(out)
                     medians[side].append(ms(m.group(3), m.group(4)))
+                    progress(f"{name} {'x'.join(map(str, at.values()))}: {side} median "
+                             f"{medians[side][-1]:.3f} ms")
                     f = FIRST.search(out)
                     if f:
                         firsts[side].append(ms(*f.groups()))
