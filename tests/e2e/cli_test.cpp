@@ -380,12 +380,13 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   for (const auto& d : j["methods"][0]["delegates"]) {
     EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
         "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
-        "concat": "in_place", "kernel_sizes": "arguments", "tune_candidates": "1"})"));
+        "concat": "in_place", "reduce_columns": "split", "kernel_sizes": "arguments",
+        "tune_candidates": "1"})"));
   }
   r = baton("inspect " + a);
   EXPECT_NE(r.output.find("options: concat=in_place conv_hard_activations=fused conv_patches=gemm "
                           "conv_rows=cudnn gemm_gelu=cudnn kernel_sizes=arguments "
-                          "tune_candidates=1"),
+                          "reduce_columns=split tune_candidates=1"),
             std::string::npos)
       << r.output;
 
@@ -398,7 +399,8 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
                "kernel, cudnn"},
            Bad{"--cuda-option conv_row=cudnn" + gpu,
                "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
-               "conv_patches, conv_hard_activations, gemm_gelu, concat, kernel_sizes, "
+               "conv_patches, conv_hard_activations, gemm_gelu, concat, reduce_columns, "
+               "kernel_sizes, "
                "tune_candidates, dump_kernel_source"},
            Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},
            Bad{"--cuda-option conv_rows" + gpu, "'conv_rows' is not KEY=VALUE"},

@@ -45,6 +45,10 @@ enum class GemmGelu { Cudnn, Kernel };
 // normalization and a ReLU): those kernels read its inputs where they are, and the Concat costs
 // no kernel and no copy; or the Concat's own kernel writes it first.
 enum class ConcatReads { InPlace, Kernel };
+// A channels-last pool or reduction with few blocks of columns over many positions
+// (squeeze-excite's pools at batch 1): its positions split over more blocks and a second kernel
+// combining their partial results, or the columns' blocks alone (one kernel).
+enum class ReduceColumns { Split, Whole };
 // The sizes, strides and offsets of the generated kernels: kernel arguments (one kernel serves
 // every shape of an op, so a model compiles each op's kernel once) or constants written into
 // each kernel's source (one kernel per shape; kept to measure the two against each other).
@@ -61,6 +65,7 @@ struct BuildOptions {
   ConvHardActivations conv_hard_activations = ConvHardActivations::Fused;
   GemmGelu gemm_gelu = GemmGelu::Cudnn;
   ConcatReads concat = ConcatReads::InPlace;
+  ReduceColumns reduce_columns = ReduceColumns::Split;
   KernelSizes kernel_sizes = KernelSizes::Arguments;
   // Candidates timed per GEMM / cuDNN step when the target GPU is present at build (1..32; 1
   // times nothing and records the heuristics' first choices, which makes builds reproducible).

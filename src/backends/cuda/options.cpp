@@ -143,6 +143,15 @@ const std::vector<Option<BuildOptions>>& build_table() {
          return std::string(b.concat == ConcatReads::InPlace ? "in_place" : "kernel");
        },
        [](B& b, int i, std::string_view) { b.concat = static_cast<ConcatReads>(i); }},
+      {"reduce_columns",
+       {"split", "whole"},
+       0,
+       0,
+       true,
+       [](const B& b) {
+         return std::string(b.reduce_columns == ReduceColumns::Split ? "split" : "whole");
+       },
+       [](B& b, int i, std::string_view) { b.reduce_columns = static_cast<ReduceColumns>(i); }},
       {"kernel_sizes",
        {"arguments", "code"},
        0,

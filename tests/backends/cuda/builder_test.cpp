@@ -1563,6 +1563,54 @@ TEST(EngineBuilderTest, PoolsAndReductionsKeepChannelsLastInputsChannelsLast) {
   EXPECT_EQ(blob.steps().size(), 5u);
 }
 
+// A squeeze-excite pool at batch 1 (EfficientNet-B0's first: 112x112 positions of 32 channels,
+// channels-last after its convolution) is one block of columns: its positions are split over 64
+// blocks, whose partial results a second kernel combines (reduce.cuh); the build option
+// reduce_columns=whole keeps the one block (of 1024 threads). At batch 8 of 72 channels
+// (fp16: two blocks of 64 columns an image, 16 blocks) over 28x28 positions the split takes 12
+// parts of at least 64 positions; a pool of 7x7 positions is not split.
+TEST(EngineBuilderTest, APoolOfFewColumnBlocksIsSplitOverItsPositions) {
+  auto model = [](int64_t n, int64_t c, int64_t hw) {
+    OnnxBuilder b(17);
+    b.input("x", {n, 3, hw, hw});
+    b.initializer("w", {c, 3, 1, 1}, std::vector<float>(static_cast<size_t>(c * 3), 0.1f));
+    b.node("Conv", {"x", "w"}, {"f"}, "conv");
+    b.node("GlobalAveragePool", {"f"}, {"y"}, "pool");
+    b.output("y", {n, c, 1, 1});
+    return b;
+  };
+  struct Case {
+    int64_t n, c, hw;
+    const char* option;
+    uint32_t reduce_grid, reduce_block;  // the reduction's first kernel
+    bool split;
+  };
+  for (const Case& k : {Case{1, 32, 112, "reduce_columns=split", 64, 256, true},
+                        Case{1, 32, 112, "reduce_columns=whole", 1, 1024, false},
+                        Case{8, 72, 28, "reduce_columns=split", 16 * 12, 256, true},
+                        Case{1, 32, 7, "reduce_columns=split", 1, 256, false}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{}x{} {}", k.n, k.c, k.hw, k.hw, k.option));
+    auto built = build(model(k.n, k.c, k.hw), "fp16", 0, {k.option});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    std::vector<const cuda::KernelStep*> reduce, finish;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+      const std::string name(blob.kernel_name(r.kernel.kernel));
+      if (name.find("reduce_finish") != std::string::npos) {
+        finish.push_back(&r.kernel);
+      } else if (name.find("reduce") != std::string::npos) {
+        reduce.push_back(&r.kernel);
+      }
+    }
+    ASSERT_EQ(reduce.size(), 1u);
+    EXPECT_EQ(reduce[0]->grid[0], k.reduce_grid);
+    EXPECT_EQ(reduce[0]->block[0], k.reduce_block);
+    ASSERT_EQ(finish.size(), k.split ? 1u : 0u);
+  }
+}
+
 TEST(EngineBuilderTest, BadTargetsAreExplained) {
   register_builtins();
   cuda::register_compiler();

@@ -488,6 +488,35 @@ TEST_F(GpuTest, SqueezeExciteLayersMatchTheCpuPath) {
   }
 }
 
+// Channels-last pools and reductions with few blocks of columns over many positions (the
+// squeeze-excite pools of EfficientNet-B0 and MobileNetV3 at small batches): split over their
+// positions with a second kernel combining the parts (reduce_columns=split, the default), and
+// whole (one kernel); means, sums and maxima, 16-byte reads (32 and 72 channels) and single ones
+// (20), against the CPU path.
+TEST_F(GpuTest, PoolsOfFewColumnBlocksMatchTheCpuPathSplitOrWhole) {
+  struct Shape {
+    int64_t n, c, hw;
+  };
+  for (const Shape& k : {Shape{1, 32, 112}, Shape{2, 72, 28}, Shape{1, 20, 45}}) {
+    for (const char* option : {"reduce_columns=split", "reduce_columns=whole"}) {
+      SCOPED_TRACE(fmt::format("{}x{}x{}x{} {}", k.n, k.c, k.hw, k.hw, option));
+      OnnxBuilder b(18);
+      b.input("x", {k.n, 3, k.hw, k.hw});
+      b.initializer("w", {k.c, 3, 3, 3}, floats(static_cast<size_t>(k.c * 27), 0.2f));
+      auto& conv = b.node("Conv", {"x", "w"}, {"f"}, "conv");
+      OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+      b.node("GlobalAveragePool", {"f"}, {"mean"}, "pool");
+      b.initializer_int64("hw", {2}, {2, 3});
+      b.node("ReduceMax", {"f", "hw"}, {"max"}, "max");
+      b.node("ReduceSum", {"f", "hw"}, {"sum"}, "sum");
+      b.output("mean", {k.n, k.c, 1, 1});
+      b.output("max", {k.n, k.c, 1, 1});
+      b.output("sum", {k.n, k.c, 1, 1});
+      compare_model(b.bytes(), {random({k.n, 3, k.hw, k.hw})}, {}, 0, false, {option});
+    }
+  }
+}
+
 // A Fire module (SqueezeNet): two convolutions joined on the channel axis, read and written
 // channels-last, into a third; and the same two joined on H straight into an output (row-major).
 TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {

@@ -99,16 +99,17 @@ __device__ __forceinline__ void baton_reduce_block(const TIn* __restrict__ x, TO
 // every reduced stride are multiples of V), and kRows rows of threads striding the positions, so a
 // warp reads whole lines; the rows are combined through shared memory. Grid: outer *
 // ceil(inner / (kLanes * V)) blocks of kLanes * kRows threads (256, or 1024 when there are few
-// blocks: ops/reduce.cpp).
-template <int M, int OP, int V, int kLanes, int kRows, bool kFast, typename TIn, typename TOut>
-__device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
-                                                     TOut* __restrict__ y, long long inner,
-                                                     long long outer_stride, BatonDims<M> reduced,
-                                                     long long count) {
+// blocks: ops/reduce.cpp); or, split (baton_reduce_columns_part below), that many times kSplits.
+//
+// baton_columns_rows is the block's work over positions [j0, j1) of its columns; put(c, r) stores
+// column c's result r (combined over those positions, a mean not yet divided).
+template <int M, int OP, int V, int kLanes, int kRows, bool kFast, typename TIn, typename Put>
+__device__ __forceinline__ void baton_columns_rows(const TIn* __restrict__ x, long long inner,
+                                                   long long outer_stride, BatonDims<M> reduced,
+                                                   long long o, long long g, long long j0,
+                                                   long long j1, Put put) {
   constexpr int kCols = kLanes * V;
   __shared__ float part[kRows * kCols];
-  const long long groups = (inner + kCols - 1) / kCols;
-  const long long o = blockIdx.x / groups, g = blockIdx.x % groups;
   const int lane = threadIdx.x % kLanes, row = threadIdx.x / kLanes;
   const long long c0 = g * kCols + (long long)lane * V;
   float acc[V];
@@ -120,8 +121,8 @@ __device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
     // kUnroll rows per step, all loaded before any is combined, so their reads are in flight
     // together (a column of a few hundred rows is otherwise a chain of dependent waits).
     constexpr int kUnroll = 4;
-    long long j = row;
-    for (; j + (kUnroll - 1) * kRows < count; j += kUnroll * kRows) {
+    long long j = j0 + row;
+    for (; j + (kUnroll - 1) * kRows < j1; j += kUnroll * kRows) {
       float v[kUnroll][V];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -140,7 +141,7 @@ __device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
         for (int e = 0; e < V; ++e) acc[e] = baton_reduce_combine<OP>(acc[e], v[u][e]);
       }
     }
-    for (; j < count; j += kRows) {
+    for (; j < j1; j += kRows) {
       const long long off =
           baton_offset_of<M, kFast>(j, reduced.sizes, reduced.magic, reduced.strides);
       float v[V];
@@ -163,6 +164,59 @@ __device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
     float r = baton_reduce_identity<OP>();
 #pragma unroll 16
     for (int k = 0; k < kRows; ++k) r = baton_reduce_combine<OP>(r, part[k * kCols + t]);
-    st(&y[o * inner + c], OP == 1 ? r / (float)count : r);
+    put(c, r);
   }
+}
+
+template <int M, int OP, int V, int kLanes, int kRows, bool kFast, typename TIn, typename TOut>
+__device__ __forceinline__ void baton_reduce_columns(const TIn* __restrict__ x,
+                                                     TOut* __restrict__ y, long long inner,
+                                                     long long outer_stride, BatonDims<M> reduced,
+                                                     long long count) {
+  constexpr int kCols = kLanes * V;
+  const long long groups = (inner + kCols - 1) / kCols;
+  const long long o = blockIdx.x / groups, g = blockIdx.x % groups;
+  baton_columns_rows<M, OP, V, kLanes, kRows, kFast>(
+      x, inner, outer_stride, reduced, o, g, 0, count,
+      [&](long long c, float r) { st(&y[o * inner + c], OP == 1 ? r / (float)count : r); });
+}
+
+// Split columns: few blocks over long columns (EfficientNet's first squeeze-excite pool at batch
+// 1, 112x112 positions of 32 channels, is one block of columns, which alone ran at a sixth of the
+// H200's bandwidth). Each block of columns becomes kSplits blocks, block s taking the s-th of
+// kSplits equal runs of positions and writing its partial result to p[(o * kSplits + s) * inner +
+// c] (float); baton_reduce_columns_finish then combines the kSplits partials of each output in
+// order, so the result does not depend on which block ran first. Grid: outer * ceil(inner /
+// (kLanes * V)) * kSplits blocks.
+template <int M, int OP, int V, int kLanes, int kRows, int kSplits, bool kFast, typename TIn>
+__device__ __forceinline__ void baton_reduce_columns_part(const TIn* __restrict__ x,
+                                                          float* __restrict__ p, long long inner,
+                                                          long long outer_stride,
+                                                          BatonDims<M> reduced, long long count) {
+  constexpr int kCols = kLanes * V;
+  const long long groups = (inner + kCols - 1) / kCols;
+  const long long s = blockIdx.x % kSplits, og = blockIdx.x / kSplits;
+  const long long o = og / groups, g = og % groups;
+  const long long run = (count + kSplits - 1) / kSplits;
+  const long long j0 = s * run < count ? s * run : count;
+  const long long j1 = j0 + run < count ? j0 + run : count;
+  baton_columns_rows<M, OP, V, kLanes, kRows, kFast>(
+      x, inner, outer_stride, reduced, o, g, j0, j1,
+      [&](long long c, float r) { p[(o * kSplits + s) * inner + c] = r; });
+}
+
+// The second kernel of a split: one thread per output element (n = outer * inner of them).
+template <int OP, int kSplits, typename TOut>
+__device__ __forceinline__ void baton_reduce_columns_finish(const float* __restrict__ p,
+                                                            TOut* __restrict__ y, long long inner,
+                                                            long long n, long long count) {
+  baton_for_each(n, [&](long long i) {
+    const long long o = i / inner, c = i - o * inner;
+    float r = baton_reduce_identity<OP>();
+#pragma unroll 8
+    for (int s = 0; s < kSplits; ++s) {
+      r = baton_reduce_combine<OP>(r, p[(o * kSplits + s) * inner + c]);
+    }
+    st(&y[i], OP == 1 ? r / (float)count : r);
+  });
 }

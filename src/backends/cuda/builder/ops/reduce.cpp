@@ -32,6 +32,11 @@ constexpr int64_t kColumnsMinCount = 16;
 // Below this many blocks of columns, each block takes kWideBlock threads.
 constexpr int64_t kFewColumnBlocks = 32;
 constexpr uint32_t kWideBlock = 1024;
+// Split, such a reduction aims at this many blocks (two per SM of an H200), each taking at least
+// kMinSplitPositions positions, in at most kMaxSplits parts.
+constexpr int64_t kSplitTargetBlocks = 264;
+constexpr int64_t kMinSplitPositions = 64;
+constexpr int64_t kMaxSplits = 64;
 
 int reduce_op(std::string_view op) {
   if (op == "ReduceSum") return 0;
@@ -148,16 +153,53 @@ Status lower(Lowering& ctx, int index) {
   // A grid past 2^31 blocks falls back to the kernels below, which stride over their outputs.
   if (!inner_reduced && upper_count >= kColumnsMinCount && kstrides.back() == 1 &&
       ksizes.size() <= 2 && upper_blocks < (int64_t{1} << 31)) {
-    // Few blocks over long columns (squeeze-excite's pool of 28x28x72 is two blocks of 784 rows):
-    // the largest block, so more rows of threads share each block's rows.
+    const std::string arrays = dims("r", rsizes, rstrides);
+    const std::string inner_arg = args.value(inner), stride_arg = args.value(outer_stride),
+                      count_arg = args.value(count);
+    // Few blocks over long columns: split each block's positions over more blocks (reduce.cuh,
+    // baton_reduce_columns_part), then a second kernel combines each output's partials. Decided
+    // at the engine's maxima, as everything that shapes the code is.
+    const int64_t splits =
+        upper_blocks < kFewColumnBlocks &&
+                ctx.target().options.reduce_columns == ReduceColumns::Split
+            ? std::clamp<int64_t>(std::min((kSplitTargetBlocks + upper_blocks - 1) / upper_blocks,
+                                           upper_count / kMinSplitPositions),
+                                  1, kMaxSplits)
+            : 1;
+    if (splits > 1) {
+      const int p = ctx.new_scratch(DType::Float32, {outer * splits * inner});
+      LaunchShape launch;
+      launch.block = kBlock;
+      launch.grid = static_cast<uint32_t>(outer * groups * splits);
+      std::string code = fmt::format(
+          "extern \"C\" __global__ void __launch_bounds__({12}) {0}(const {1}* __restrict__ x, "
+          "float* __restrict__ p{13}) {{\n{3}"
+          "  baton_reduce_columns_part<{2}, {5}, {6}, {7}, {8}, {14}, {4}>(x, p, {9}, {10}, "
+          "BatonDims<{2}>{{rs, rm, rst}}, {11});\n}}\n",
+          name, device_type_name(ctx.dtype_of(in)), rsizes.size(), arrays, fast ? "true" : "false",
+          reduce_op(n.op_type), v, lanes, kBlock / lanes, inner_arg, stride_arg, count_arg, kBlock,
+          args.parameter(), splits);
+      ctx.add_kernel(name, std::move(code), launch, {in, p}, args);
+      KernelArgs fargs = ctx.kernel_args();
+      const std::string finish = ctx.kernel_name("reduce_finish");
+      const std::string f_inner = fargs.value(inner), f_outputs = fargs.value(outputs),
+                        f_count = fargs.value(count);
+      std::string fcode = fmt::format(
+          "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const float* __restrict__ p, "
+          "{2}* __restrict__ y{3}) {{\n"
+          "  baton_reduce_columns_finish<{4}, {5}>(p, y, {6}, {7}, {8});\n}}\n",
+          kBlock, finish, device_type_name(ctx.dtype_of(out)), fargs.parameter(),
+          reduce_op(n.op_type), splits, f_inner, f_outputs, f_count);
+      ctx.add_kernel(finish, std::move(fcode), grid_stride_launch(outputs), {p, out}, fargs);
+      return Status();
+    }
+    // Few blocks over a few positions each (too few to split): the largest block, so more rows
+    // of threads share each block's rows.
     LaunchShape launch;
     launch.block = upper_blocks < kFewColumnBlocks && upper_count >= kWideBlock / lanes * 4
                        ? kWideBlock
                        : kBlock;
     launch.grid = static_cast<uint32_t>(outer * groups);
-    const std::string arrays = dims("r", rsizes, rstrides);
-    const std::string inner_arg = args.value(inner), stride_arg = args.value(outer_stride),
-                      count_arg = args.value(count);
     std::string code = fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({13}) {0}(const {1}* __restrict__ x, "
         "{2}* __restrict__ y{14}) {{\n{4}"
