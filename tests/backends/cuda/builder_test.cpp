@@ -1611,6 +1611,49 @@ TEST(EngineBuilderTest, APoolOfFewColumnBlocksIsSplitOverItsPositions) {
   }
 }
 
+// A UNet's bilinear upsampling between two convolutions reads the first's channels-last output
+// in place and writes its own channels-last for the second: no conversion to row-major before it
+// and none back after (the conversions left are the input's, to NHWC for the first convolution,
+// and the second convolution's output, to the row-major output binding). Its output as a
+// partition output is written row-major, read the same way.
+TEST(EngineBuilderTest, AResizeBetweenConvolutionsKeepsTheirChannelsLastLayout) {
+  auto model = [](bool then_conv) {
+    OnnxBuilder b(18);
+    b.input("x", {1, 8, 10, 12});
+    b.initializer("w1", {16, 8, 3, 3}, std::vector<float>(16 * 8 * 9, 0.05f));
+    auto& c1 = b.node("Conv", {"x", "w1"}, {"f"}, "conv1");
+    OnnxBuilder::attr_ints(c1, "pads", {1, 1, 1, 1});
+    b.initializer("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+    auto& up = b.node("Resize", {"f", "", "scales"}, {"u"}, "upsample");
+    OnnxBuilder::attr_string(up, "mode", "linear");
+    if (!then_conv) {
+      b.output("u", {1, 16, 20, 24});
+      return b;
+    }
+    b.initializer("w2", {8, 16, 3, 3}, std::vector<float>(8 * 16 * 9, 0.05f));
+    auto& c2 = b.node("Conv", {"u", "w2"}, {"y"}, "conv2");
+    OnnxBuilder::attr_ints(c2, "pads", {1, 1, 1, 1});
+    b.output("y", {1, 8, 20, 24});
+    return b;
+  };
+  for (const bool then_conv : {true, false}) {
+    SCOPED_TRACE(then_conv ? "into a convolution" : "into the output");
+    auto built = build(model(then_conv), "fp16");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    std::map<std::string, int> kernels;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+      std::string name(blob.kernel_name(r.kernel.kernel));
+      kernels[name.substr(name.find('_') + 1)] += 1;
+    }
+    EXPECT_EQ(kernels["resize"], 1);
+    EXPECT_EQ(kernels["to_nchw"], then_conv ? 1 : 0);
+    EXPECT_EQ(kernels["to_nhwc"], 1);
+  }
+}
+
 TEST(EngineBuilderTest, BadTargetsAreExplained) {
   register_builtins();
   cuda::register_compiler();

@@ -517,6 +517,40 @@ TEST_F(GpuTest, PoolsOfFewColumnBlocksMatchTheCpuPathSplitOrWhole) {
   }
 }
 
+// Resize of a channels-last value (a convolution's output) in every mode, read in place: into a
+// convolution (written channels-last) and into the outputs (written row-major), against the CPU
+// path. Integer scales and a shrinking size, so both directions and odd sizes are covered.
+TEST_F(GpuTest, ResizesOfChannelsLastValuesMatchTheCpuPath) {
+  struct Mode {
+    const char* mode;
+    const char* coordinates;
+  };
+  for (const Mode& m : {Mode{"nearest", "asymmetric"}, Mode{"linear", "half_pixel"},
+                        Mode{"cubic", "pytorch_half_pixel"}, Mode{"linear", "align_corners"}}) {
+    SCOPED_TRACE(fmt::format("{} {}", m.mode, m.coordinates));
+    OnnxBuilder b(18);
+    b.input("x", {2, 5, 9, 11});
+    b.initializer("w1", {16, 5, 3, 3}, floats(16 * 5 * 9, 0.2f));
+    auto& c1 = b.node("Conv", {"x", "w1"}, {"f"}, "conv1");
+    OnnxBuilder::attr_ints(c1, "pads", {1, 1, 1, 1});
+    b.initializer("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+    auto& up = b.node("Resize", {"f", "", "scales"}, {"u"}, "upsample");
+    OnnxBuilder::attr_string(up, "mode", m.mode);
+    OnnxBuilder::attr_string(up, "coordinate_transformation_mode", m.coordinates);
+    b.initializer("w2", {8, 16, 3, 3}, floats(8 * 16 * 9, 0.2f));
+    auto& c2 = b.node("Conv", {"u", "w2"}, {"y"}, "conv2");
+    OnnxBuilder::attr_ints(c2, "pads", {1, 1, 1, 1});
+    b.output("y", {2, 8, 18, 22});
+    b.output("u", {2, 16, 18, 22});
+    b.initializer_int64("sizes", {4}, {2, 16, 5, 7});
+    auto& down = b.node("Resize", {"f", "", "", "sizes"}, {"d"}, "downsample");
+    OnnxBuilder::attr_string(down, "mode", m.mode);
+    OnnxBuilder::attr_string(down, "coordinate_transformation_mode", m.coordinates);
+    b.output("d", {2, 16, 5, 7});
+    compare(b, {random({2, 5, 9, 11})});
+  }
+}
+
 // A Fire module (SqueezeNet): two convolutions joined on the channel axis, read and written
 // channels-last, into a third; and the same two joined on H straight into an output (row-major).
 TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {

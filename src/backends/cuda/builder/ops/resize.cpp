@@ -6,7 +6,8 @@
 // resized reads its own index. One thread per output element sums, over every combination of
 // its dimensions' taps, the product of their weights times the input element, in float (nearest:
 // a copy, any dtype). tf_crop_and_resize writes extrapolation_value where an index is outside
-// (its table index -1).
+// (its table index -1). A channels-last input is read in place and its output written
+// channels-last.
 //
 // Static shapes only: the tables hold one entry per output index, so a Resize with a dynamic
 // dimension stays on the CPU (named as a fallback).
@@ -114,10 +115,17 @@ Status lower(Lowering& ctx, int index) {
       n.def->attr_index("extrapolation_value") >= 0 ? n.attr_float("extrapolation_value") : 0.0;
   // The generated body: coordinates, then per table dimension its taps' offsets and weights,
   // then the sum over the combinations of the multi-tap dimensions.
+  // The output's memory order: channels-last follows a channels-last input (a UNet's bilinear
+  // upsampling between convolutions, which otherwise cost a conversion to row-major before and
+  // one back after), so the element at memory position i has its coordinates taken in that order.
+  std::vector<size_t> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  if (ctx.channels_last(in) && ctx.set_channels_last(out)) order = {0, 2, 3, 1};
   std::string params, body;
   std::vector<int> operands = {in};
   body += "    long long rest = i;\n";
-  for (size_t d = rank; d-- > 0;) {
+  for (size_t p = rank; p-- > 0;) {
+    const size_t d = order[p];
     body += fmt::format("    const long long c{0} = rest % {1}LL;\n    rest /= {1}LL;\n", d, y[d]);
   }
   std::string base = "0", weight = "1.0f", loops, close;
@@ -172,9 +180,16 @@ Status lower(Lowering& ctx, int index) {
 }  // namespace
 
 // Nearest takes every dtype; linear and cubic the float types (the definition says so).
-const OpLowering kResizeLowering{
-    .op = "Resize", .supports = &supports, .lower = &lower, .types = kEngineTypes};
-const OpLowering kUpsampleLowering{
-    .op = "Upsample", .supports = &supports, .lower = &lower, .types = kEngineTypes};
+// Layout-aware: the input is read through its strides, whatever its layout.
+const OpLowering kResizeLowering{.op = "Resize",
+                                 .supports = &supports,
+                                 .lower = &lower,
+                                 .layout_aware = true,
+                                 .types = kEngineTypes};
+const OpLowering kUpsampleLowering{.op = "Upsample",
+                                   .supports = &supports,
+                                   .lower = &lower,
+                                   .layout_aware = true,
+                                   .types = kEngineTypes};
 
 }  // namespace baton::cuda
