@@ -1654,6 +1654,48 @@ TEST(EngineBuilderTest, AResizeBetweenConvolutionsKeepsTheirChannelsLastLayout) 
   }
 }
 
+// A pool of a channels-last value takes 16 bytes of channels per thread where the channels allow
+// (device/pool.cuh): a 2x2 MaxPool of 64 channels at 32x32 is 16384 outputs, 2048 threads of 8
+// in fp16 (8 blocks of 256) and 4096 of 4 in fp32 (16 blocks); 20 channels are one a thread in
+// fp16 (20 is not a multiple of 8: 5120 threads, 20 blocks) and four in fp32 (5 blocks).
+TEST(EngineBuilderTest, ChannelsLastPoolsTakeSixteenBytesOfChannelsAThread) {
+  struct Case {
+    int64_t channels;
+    const char* precision;
+    uint32_t grid;
+  };
+  for (const Case& k :
+       {Case{64, "fp16", 8}, Case{64, "fp32", 16}, Case{20, "fp16", 20}, Case{20, "fp32", 5}}) {
+    SCOPED_TRACE(fmt::format("{} channels {}", k.channels, k.precision));
+    OnnxBuilder b(18);
+    b.input("x", {1, 8, 32, 32});
+    b.initializer("w", {k.channels, 8, 1, 1},
+                  std::vector<float>(static_cast<size_t>(k.channels * 8), 0.1f));
+    b.node("Conv", {"x", "w"}, {"f"}, "conv");
+    auto& pool = b.node("MaxPool", {"f"}, {"p"}, "pool");
+    OnnxBuilder::attr_ints(pool, "kernel_shape", {2, 2});
+    OnnxBuilder::attr_ints(pool, "strides", {2, 2});
+    b.initializer("w2", {8, k.channels, 1, 1},
+                  std::vector<float>(static_cast<size_t>(k.channels * 8), 0.1f));
+    b.node("Conv", {"p", "w2"}, {"y"}, "conv2");
+    b.output("y", {1, 8, 16, 16});
+    auto built = build(b, k.precision);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    int pools = 0;
+    for (const cuda::StepRecord& r : blob.steps()) {
+      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel)) continue;
+      if (std::string(blob.kernel_name(r.kernel.kernel)).find("maxpool") == std::string::npos) {
+        continue;
+      }
+      ++pools;
+      EXPECT_EQ(r.kernel.grid[0], k.grid);
+      EXPECT_EQ(r.kernel.block[0], 256u);
+    }
+    EXPECT_EQ(pools, 1);
+  }
+}
+
 TEST(EngineBuilderTest, BadTargetsAreExplained) {
   register_builtins();
   cuda::register_compiler();

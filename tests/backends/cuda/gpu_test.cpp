@@ -551,6 +551,42 @@ TEST_F(GpuTest, ResizesOfChannelsLastValuesMatchTheCpuPath) {
   }
 }
 
+// Pools of channels-last values, 16 bytes of channels a thread where the channels allow (64, 72)
+// and one at a time where they do not (20): MaxPool, AveragePool with and without the padding
+// counted, padded and ceil_mode windows, against the CPU path in every precision.
+TEST_F(GpuTest, ChannelsLastPoolsMatchTheCpuPath) {
+  for (const int64_t c : {64, 72, 20}) {
+    SCOPED_TRACE(fmt::format("{} channels", c));
+    OnnxBuilder b(18);
+    b.input("x", {2, 6, 13, 11});
+    b.initializer("w", {c, 6, 3, 3}, floats(static_cast<size_t>(c * 54), 0.2f));
+    auto& conv = b.node("Conv", {"x", "w"}, {"f"}, "conv");
+    OnnxBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+    auto& maxpool = b.node("MaxPool", {"f"}, {"m"}, "maxpool");
+    OnnxBuilder::attr_ints(maxpool, "kernel_shape", {2, 2});
+    OnnxBuilder::attr_ints(maxpool, "strides", {2, 2});
+    OnnxBuilder::attr_int(maxpool, "ceil_mode", 1);
+    auto& avg = b.node("AveragePool", {"f"}, {"a"}, "avgpool");
+    OnnxBuilder::attr_ints(avg, "kernel_shape", {3, 3});
+    OnnxBuilder::attr_ints(avg, "strides", {2, 2});
+    OnnxBuilder::attr_ints(avg, "pads", {1, 1, 1, 1});
+    auto& avg_pad = b.node("AveragePool", {"f"}, {"ap"}, "avgpool_pad");
+    OnnxBuilder::attr_ints(avg_pad, "kernel_shape", {3, 3});
+    OnnxBuilder::attr_ints(avg_pad, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(avg_pad, "count_include_pad", 1);
+    // Into convolutions (written channels-last, the 16-byte path) and into an output (written
+    // row-major, one element a thread).
+    b.initializer("w2", {8, c, 1, 1}, floats(static_cast<size_t>(c * 8), 0.2f));
+    b.node("Conv", {"m", "w2"}, {"y"}, "conv2");
+    b.output("y", {2, 8, 7, 6});
+    b.initializer("w3", {8, c, 1, 1}, floats(static_cast<size_t>(c * 8), 0.2f));
+    b.node("Conv", {"a", "w3"}, {"y3"}, "conv3");
+    b.output("y3", {2, 8, 7, 6});
+    b.output("ap", {2, c, 13, 11});
+    compare(b, {random({2, 6, 13, 11})});
+  }
+}
+
 // A Fire module (SqueezeNet): two convolutions joined on the channel axis, read and written
 // channels-last, into a third; and the same two joined on H straight into an output (row-major).
 TEST_F(GpuTest, FireModuleConcatStaysChannelsLast) {

@@ -2,10 +2,11 @@
 // (device/pool.cuh), over 1 to 3 spatial dimensions. Layout-aware: the input is read through its
 // strides as stored, and a channels-last input gives a channels-last output (unless the output is
 // a binding, which is row-major), so a pool between two convolutions reads and writes NHWC with
-// consecutive threads on consecutive channels. MaxPool's optional Indices output is not computed
-// here: such nodes stay on the CPU.
+// consecutive threads on consecutive channels, 16 bytes of channels per thread where they allow.
+// MaxPool's optional Indices output is not computed here: such nodes stay on the CPU.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "backends/cuda/builder/ops/registry.h"
@@ -57,12 +58,25 @@ Status lower(Lowering& ctx, int index) {
   if (ctx.channels_last(in) && ctx.set_channels_last(out)) dims = {0, 2, 3, 1};
   std::vector<int64_t> order_sizes;
   for (int d : dims) order_sizes.push_back(y[d]);
+  // Channels-last, each thread takes v consecutive channels with one 16-byte access of the wider
+  // of the two types (device/pool.cuh) when the channels and the input's other strides allow it.
+  const std::vector<int64_t> xs = ctx.strides_of(in);
+  int v = 1;
+  if (dims.size() == 4 && dims[3] == 1) {
+    const int wide = static_cast<int>(
+        16 / std::max(dtype_size(ctx.dtype_of(in)), dtype_size(ctx.dtype_of(out))));
+    if (xs[1] == 1 && y[1] % wide == 0 && xs[0] % wide == 0 && xs[2] % wide == 0 &&
+        xs[3] % wide == 0) {
+      v = wide;
+    }
+  }
+  order_sizes.back() /= v;
   std::vector<int64_t> head(pads.begin(), pads.begin() + r), tail(pads.begin() + r, pads.end());
   std::vector<int64_t> spatial(x.begin() + 2, x.end());
   std::string dim_list = "{";
   for (size_t i = 0; i < dims.size(); ++i) dim_list += fmt::format("{}{}", i ? ", " : "", dims[i]);
   dim_list += "}";
-  const int64_t count = ops::product(y);
+  const int64_t count = ops::product(y) / v;  // threads' items: v elements each
   const std::string name = ctx.kernel_name(mode == 0 ? "maxpool" : "avgpool");
   // The output's and input's sizes and strides are arguments; the window (kernel, strides,
   // dilations, pads: attributes) stays in the code.
@@ -70,7 +84,7 @@ Status lower(Lowering& ctx, int index) {
   const bool fast = args.magic_division(count);
   const std::string arrays = args.array("sizes", order_sizes) +
                              args.array("magic", division_magics(order_sizes, fast)) +
-                             args.array("xs", ctx.strides_of(in)) + args.array("in", spatial);
+                             args.array("xs", xs) + args.array("in", spatial);
   const std::string count_arg = args.value(count);
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const {2}* __restrict__ x, "
@@ -81,11 +95,11 @@ Status lower(Lowering& ctx, int index) {
       "  constexpr long long d[{7}] = {10};\n"
       "  constexpr long long head[{7}] = {11};\n"
       "  constexpr long long tail[{7}] = {12};\n"
-      "  baton_pool<{7}, {13}, {14}>(x, y, {15}, sizes, magic, dims, xs, in, k, s, d, head, "
-      "tail);\n}}\n",
+      "  baton_pool<{7}, {13}, {14}, {17}>(x, y, {15}, sizes, magic, dims, xs, in, k, s, d, "
+      "head, tail);\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)), arrays,
       r + 2, dim_list, r, int_list(kernel), int_list(strides), int_list(dilations), int_list(head),
-      int_list(tail), mode, fast ? "true" : "false", count_arg, args.parameter());
+      int_list(tail), mode, fast ? "true" : "false", count_arg, args.parameter(), v);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {in, out}, args);
   return Status();
 }
