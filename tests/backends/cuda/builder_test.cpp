@@ -1696,6 +1696,27 @@ TEST(EngineBuilderTest, ChannelsLastPoolsTakeSixteenBytesOfChannelsAThread) {
   }
 }
 
+// MatMuls whose B is a vector: a dot product (a scalar output) and a matrix times a vector (one
+// column, padded to 8 when the GEMM is large: 65536 x 256 x 1 is 2^24 multiply-adds). The
+// padding's row count once read "every output dimension but the last", which a scalar does not
+// have.
+TEST(EngineBuilderTest, MatMulsByAVectorBuildWithTheirPadding) {
+  for (const int64_t m : {0, 4, 65536}) {
+    SCOPED_TRACE(m == 0 ? "dot product" : fmt::format("{} rows", m));
+    OnnxBuilder b(17);
+    b.input("x", m == 0 ? std::vector<int64_t>{256} : std::vector<int64_t>{m, 256});
+    b.initializer("v", {256}, std::vector<float>(256, 0.01f));
+    b.node("MatMul", {"x", "v"}, {"y"}, "mm");
+    b.output("y", m == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{m});
+    auto built = build(b, "fp32");
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->blobs.size(), 1u);
+    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+    // The GEMM, and at 65536 rows the gather of its padded result's one real column.
+    EXPECT_EQ(blob.steps().size(), m == 65536 ? 2u : 1u);
+  }
+}
+
 TEST(EngineBuilderTest, BadTargetsAreExplained) {
   register_builtins();
   cuda::register_compiler();

@@ -266,10 +266,13 @@ Status lower(Lowering& ctx, int index) {
   // Pad N (see the top of this file): a constant B, one batch, no C matrix, the result written
   // as cuBLASLt computes it.
   // In a dynamic engine the rows are those at its maxima, so that every size pads alike (one
-  // engine cannot pad at some sizes and not at others: its steps and weights would differ).
+  // engine cannot pad at some sizes and not at others: its steps and weights would differ). Only
+  // the rows vary with the sizes, so they grow as the output does (a static engine: g.m itself;
+  // a scalar or 1-D output, a dot product or a matrix times a vector, included).
   const int64_t np = (g.n + kPadMultiple - 1) / kPadMultiple * kPadMultiple;
-  const std::vector<int64_t>& upper_out = ctx.upper_sizes_of(n.outputs[0]);
-  const int64_t upper_m = ops::product(upper_out, 0, upper_out.size() - 1);
+  const int64_t here = ops::product(ctx.value(n.outputs[0]).sizes);
+  const int64_t upper_m =
+      here > 0 ? g.m * ops::product(ctx.upper_sizes_of(n.outputs[0])) / here : g.m;
   const bool pad = !split && np != g.n && ctx.is_constant(g.b) && g.batch == 1 && c.matrix < 0 &&
                    direct && upper_m * g.n * g.k >= kPadMinMacs;
   const int64_t ldn = pad ? np : g.n;
