@@ -193,8 +193,8 @@ Status lower(Lowering& ctx, int index) {
       ctx.add_kernel(finish, std::move(fcode), grid_stride_launch(outputs), {p, out}, fargs);
       return Status();
     }
-    // Few blocks over a few positions each (too few to split): the largest block, so more rows
-    // of threads share each block's rows.
+    // Not split (too few positions to, or reduce_columns=whole): few blocks take the largest
+    // block size, so that more rows of threads share each block's positions.
     LaunchShape launch;
     launch.block = upper_blocks < kFewColumnBlocks && upper_count >= kWideBlock / lanes * 4
                        ? kWideBlock
