@@ -64,6 +64,14 @@ fi
 
 status=0
 selected() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+# A gtest log's result in one line: the passed, skipped and failed counts and the failed tests'
+# names (not every skipped test's: a device call returns only the end of its output, and the
+# skipped lists of a one-GPU host pushed the rest out of it).
+summary_of() {
+  { grep -hE "^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?" "$@"
+    grep -hE "^\[  FAILED  \] [A-Za-z]" "$@" | sed -E 's/ \([0-9]+ ms\)$//' | sort -u; } |
+    tr '\n' ' '
+}
 
 if [ -n "$SANITIZE" ]; then
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -90,7 +98,7 @@ if [ -n "$SANITIZE" ]; then
       fi
       [ $rc -eq 0 ] && rc=$rc_oom
       errors=$("$SUMMARY" "$out" "$out.oom")
-      tests=$(grep -hE "^\[  (PASSED|FAILED|SKIPPED) \]" "$out" "$out.oom" | tr '\n' ' ')
+      tests=$(summary_of "$out" "$out.oom")
       echo "$tool $name: exit $rc  $errors  $tests"
       [ $rc -eq 0 ] || status=1
     done
@@ -104,7 +112,7 @@ run_one() {  # name suffix limit [gtest args...]
   local log="$LOG/$name$sfx.log" started=$(date +%s)
   timeout "$lim" "$HERE/bin/$name" --gtest_output="xml:$LOG/$name$sfx.xml" "$@" > "$log" 2>&1
   local rc=$?
-  echo "$name$sfx: exit $rc in $(( $(date +%s) - started )) s  $(grep -E "^\[  (PASSED|FAILED|SKIPPED) \]" "$log" | tr '\n' ' ')"
+  echo "$name$sfx: exit $rc in $(( $(date +%s) - started )) s  $(summary_of "$log")"
   return $rc
 }
 if [ "$PARALLEL" = 1 ]; then
@@ -156,7 +164,7 @@ for t in "$HERE"/bin/*_test; do
   started=$(date +%s)
   timeout "$limit" "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
   rc=$?
-  summary=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) \]" "$LOG/$name.log" | tr '\n' ' ')
+  summary=$(summary_of "$LOG/$name.log")
   echo "$name: exit $rc in $(( $(date +%s) - started )) s  $summary"
   [ $rc -eq 0 ] || status=1
 done
