@@ -166,49 +166,46 @@ Status lower(Lowering& ctx, int index) {
                                            upper_count / kMinSplitPositions),
                                   1, kMaxSplits)
             : 1;
-    if (splits > 1) {
-      const int p = ctx.new_scratch(DType::Float32, {outer * splits * inner});
-      LaunchShape launch;
-      launch.block = kBlock;
-      launch.grid = static_cast<uint32_t>(outer * groups * splits);
-      std::string code = fmt::format(
-          "extern \"C\" __global__ void __launch_bounds__({12}) {0}(const {1}* __restrict__ x, "
-          "float* __restrict__ p{13}) {{\n{3}"
-          "  baton_reduce_columns_part<{2}, {5}, {6}, {7}, {8}, {14}, {4}>(x, p, {9}, {10}, "
-          "BatonDims<{2}>{{rs, rm, rst}}, {11});\n}}\n",
-          name, device_type_name(ctx.dtype_of(in)), rsizes.size(), arrays, fast ? "true" : "false",
-          reduce_op(n.op_type), v, lanes, kBlock / lanes, inner_arg, stride_arg, count_arg, kBlock,
-          args.parameter(), splits);
-      ctx.add_kernel(name, std::move(code), launch, {in, p}, args);
-      KernelArgs fargs = ctx.kernel_args();
-      const std::string finish = ctx.kernel_name("reduce_finish");
-      const std::string f_inner = fargs.value(inner), f_outputs = fargs.value(outputs),
-                        f_count = fargs.value(count);
-      std::string fcode = fmt::format(
-          "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const float* __restrict__ p, "
-          "{2}* __restrict__ y{3}) {{\n"
-          "  baton_reduce_columns_finish<{4}, {5}>(p, y, {6}, {7}, {8});\n}}\n",
-          kBlock, finish, device_type_name(ctx.dtype_of(out)), fargs.parameter(),
-          reduce_op(n.op_type), splits, f_inner, f_outputs, f_count);
-      ctx.add_kernel(finish, std::move(fcode), grid_stride_launch(outputs), {p, out}, fargs);
-      return Status();
-    }
-    // Not split (too few positions to, or reduce_columns=whole): few blocks take the largest
+    // One kernel of the columns' blocks writing the output, or, split, splits times as many
+    // blocks writing their partial results to float scratch and a second kernel combining them.
+    // Not split (too few positions to, or reduce_columns=whole), few blocks take the largest
     // block size, so that more rows of threads share each block's positions.
+    const bool split = splits > 1;
+    const int written = split ? ctx.new_scratch(DType::Float32, {outer * splits * inner}) : out;
     LaunchShape launch;
-    launch.block = upper_blocks < kFewColumnBlocks && upper_count >= kWideBlock / lanes * 4
-                       ? kWideBlock
-                       : kBlock;
-    launch.grid = static_cast<uint32_t>(outer * groups);
+    launch.block =
+        !split && upper_blocks < kFewColumnBlocks && upper_count >= kWideBlock / lanes * 4
+            ? kWideBlock
+            : kBlock;
+    launch.grid = static_cast<uint32_t>(outer * groups * splits);
     std::string code = fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__({13}) {0}(const {1}* __restrict__ x, "
-        "{2}* __restrict__ y{14}) {{\n{4}"
-        "  baton_reduce_columns<{3}, {6}, {7}, {8}, {9}, {5}>(x, y, {10}, {11}, "
-        "BatonDims<{3}>{{rs, rm, rst}}, {12});\n}}\n",
-        name, device_type_name(ctx.dtype_of(in)), device_type_name(ctx.dtype_of(out)),
-        rsizes.size(), arrays, fast ? "true" : "false", reduce_op(n.op_type), v, lanes,
-        launch.block / lanes, inner_arg, stride_arg, count_arg, launch.block, args.parameter());
-    ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
+        "extern \"C\" __global__ void __launch_bounds__({block}) {name}(const {in}* __restrict__ "
+        "x, {out}* __restrict__ y{params}) {{\n{arrays}"
+        "  baton_reduce_columns{part}<{m}, {op}, {v}, {lanes}, {rows}{splits}, {fast}>(x, y, "
+        "{inner}, {stride}, BatonDims<{m}>{{rs, rm, rst}}, {count});\n}}\n",
+        fmt::arg("block", launch.block), fmt::arg("name", name),
+        fmt::arg("in", device_type_name(ctx.dtype_of(in))),
+        fmt::arg("out", split ? "float" : device_type_name(ctx.dtype_of(out))),
+        fmt::arg("params", args.parameter()), fmt::arg("arrays", arrays),
+        fmt::arg("part", split ? "_part" : ""), fmt::arg("m", rsizes.size()),
+        fmt::arg("op", reduce_op(n.op_type)), fmt::arg("v", v), fmt::arg("lanes", lanes),
+        fmt::arg("rows", launch.block / lanes),
+        fmt::arg("splits", split ? fmt::format(", {}", splits) : ""),
+        fmt::arg("fast", fast ? "true" : "false"), fmt::arg("inner", inner_arg),
+        fmt::arg("stride", stride_arg), fmt::arg("count", count_arg));
+    ctx.add_kernel(name, std::move(code), launch, {in, written}, args);
+    if (!split) return Status();
+    KernelArgs fargs = ctx.kernel_args();
+    const std::string finish = ctx.kernel_name("reduce_finish");
+    const std::string f_inner = fargs.value(inner), f_outputs = fargs.value(outputs),
+                      f_count = fargs.value(count);
+    std::string fcode = fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({0}) {1}(const float* __restrict__ p, "
+        "{2}* __restrict__ y{3}) {{\n"
+        "  baton_reduce_columns_finish<{4}, {5}>(p, y, {6}, {7}, {8});\n}}\n",
+        kBlock, finish, device_type_name(ctx.dtype_of(out)), fargs.parameter(),
+        reduce_op(n.op_type), splits, f_inner, f_outputs, f_count);
+    ctx.add_kernel(finish, std::move(fcode), grid_stride_launch(outputs), {written, out}, fargs);
     return Status();
   }
   const bool block =
