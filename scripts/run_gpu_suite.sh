@@ -145,29 +145,24 @@ if [ "$PARALLEL" = 1 ]; then
     esac
     run_one "$name" "" "${BATON_TEST_TIMEOUT:-240}" || status=1
   done
+else
+  for t in "$HERE"/bin/*_test; do
+    name=$(basename "$t")
+    selected "$name" || continue
+    # The conformance test compiles every case in four precisions, timing each engine's choices
+    # on the GPU: about 7 minutes on an H200, so it gets more than the others; cuda_gpu_test
+    # takes about 3.5 minutes alone and more beside another suite.
+    limit=${BATON_TEST_TIMEOUT:-240}
+    [ "$name" = cuda_conformance_test ] && limit=${BATON_TEST_TIMEOUT:-600}
+    [ "$name" = cuda_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
+    # The dynamic GPU test times GEMM and cuDNN choices at load for every family and precision
+    # (2 to 17 s each): about 270 s on an H200. The node tests run every suite on the CPU, build
+    # every GPU case for sm_90 and run them on cuda:0.
+    [ "$name" = cuda_dynamic_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
+    [ "$name" = onnx_node_test ] && limit=${BATON_TEST_TIMEOUT:-480}
+    run_one "$name" "" "$limit" || status=1
+  done
 fi
-for t in "$HERE"/bin/*_test; do
-  [ "$PARALLEL" = 1 ] && break
-  name=$(basename "$t")
-  selected "$name" || continue
-  # The conformance test compiles every case in four precisions, timing each engine's choices
-  # on the GPU: about 7 minutes on an H200, so it gets more than the others; cuda_gpu_test takes
-  # about 3.5 minutes alone and more beside another suite.
-  limit=${BATON_TEST_TIMEOUT:-240}
-  [ "$name" = cuda_conformance_test ] && limit=${BATON_TEST_TIMEOUT:-600}
-  [ "$name" = cuda_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
-  # The dynamic GPU test times GEMM and cuDNN choices at load for every family and precision
-  # (2 to 17 s each): about 270 s on an H200. The node tests run every suite on the CPU, build
-  # every GPU case for sm_90 and run them on cuda:0.
-  [ "$name" = cuda_dynamic_gpu_test ] && limit=${BATON_TEST_TIMEOUT:-480}
-  [ "$name" = onnx_node_test ] && limit=${BATON_TEST_TIMEOUT:-480}
-  started=$(date +%s)
-  timeout "$limit" "$t" --gtest_output="xml:$LOG/$name.xml" > "$LOG/$name.log" 2>&1
-  rc=$?
-  summary=$(summary_of "$LOG/$name.log")
-  echo "$name: exit $rc in $(( $(date +%s) - started )) s  $summary"
-  [ $rc -eq 0 ] || status=1
-done
 # The Python package (tests/python) with PyTorch's CUDA tensors, when the bundle has it.
 if selected python_test; then
   if [ -d "$HERE/python/baton" ]; then
