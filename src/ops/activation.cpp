@@ -33,9 +33,19 @@ C gelu_tanh(C x) {
   return x / (C(1) + std::exp(C(-2) * u));
 }
 
+// SiLU as the unfused nodes compute it: the Sigmoid row's value, times x.
+template <typename C>
+C silu(C x) {
+  return x * scalar::sigmoid(x);
+}
+
 template <typename C>
 void apply(const Activation& act, C* y, int64_t n) {
   if (act.none()) return;
+  if (act.op == "Silu") {
+    for (int64_t i = 0; i < n; ++i) y[i] = silu(y[i]);
+    return;
+  }
   if (act.op == "Gelu") {
     for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf(y[i]);
     return;
@@ -63,7 +73,7 @@ bool is_activation(std::string_view name) {
 Result<Activation> make_activation(std::string_view name, std::span<const double> params,
                                    std::string_view what) {
   Activation act;
-  if (name.empty() || name == "Gelu" || name == "GeluTanh") {
+  if (name.empty() || name == "Gelu" || name == "GeluTanh" || name == "Silu") {
     BATON_CHECK_OR_RETURN(params.empty(), InvalidArgument,
                           "{}: activation '{}' takes no activation_params, got {}", what, name,
                           params.size());
@@ -72,7 +82,7 @@ Result<Activation> make_activation(std::string_view name, std::span<const double
   }
   const ElementwiseRow* row = activation_row(name);
   BATON_CHECK_OR_RETURN(row != nullptr, InvalidArgument,
-                        "{}: activation '{}' is not one Baton fuses; use Gelu, GeluTanh or a "
+                        "{}: activation '{}' is not one Baton fuses; use Gelu, GeluTanh, Silu or a "
                         "unary elementwise op of a float result (Relu, HardSigmoid, Tanh, ...)",
                         what, name);
   BATON_CHECK_OR_RETURN(params.empty() || params.size() == row->num_attrs, InvalidArgument,

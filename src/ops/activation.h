@@ -5,10 +5,12 @@
 //
 // `activation` names what the node that was folded computed: a unary row of the elementwise table
 // (src/ops/elementwise.h) of a float result whose attributes are floats (Relu, HardSigmoid,
-// LeakyRelu, Tanh, ...), "Gelu" (ONNX's exact form) or "GeluTanh" (its tanh approximation); ""
-// is none. `activation_params` are the row's attributes in its order (HardSigmoid: alpha, beta),
-// canonically all of them (defaults filled in). Every backend reads the same table: the CPU
-// kernels through apply_activation, the CUDA engine through the row's device expression.
+// LeakyRelu, Tanh, ...), "Gelu" (ONNX's exact form), "GeluTanh" (its tanh approximation) or
+// "Silu" (x * Sigmoid(x), which exporters write as a Sigmoid and a Mul reading the same x, and
+// which fuse-conv folds as one activation: EfficientNet's); "" is none. `activation_params` are the
+// row's attributes in its order (HardSigmoid: alpha, beta), canonically all of them (defaults
+// filled in). Every backend reads the same table: the CPU kernels through apply_activation, the
+// CUDA engine through the row's device expression.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,8 @@ struct Activation {
   std::vector<double> param_list() const { return {params.begin(), params.begin() + num_params}; }
 };
 
-// Whether op `name` can be an activation (see the top of the file).
+// Whether a node of op `name` can be an activation by itself (see the top of the file; "Silu" is
+// two nodes, not an op).
 bool is_activation(std::string_view name);
 
 // The activation of `name` with `params` (all of the row's attributes, or none for its

@@ -523,6 +523,71 @@ TEST(Conv, PackedFusedEpilogueMatchesConvThenResidualAndActivation) {
   EXPECT_EQ(outputs[2], outputs[3]);
 }
 
+// FusedConv's "Silu" activation (fuse-conv's Sigmoid(v) * v) gives what the unfused nodes give:
+// Conv (plus the residual), the Sigmoid kernel, then the product, bit for bit, on the im2col,
+// packed and depthwise paths, on one thread and on three.
+TEST(Conv, SiluEpilogueGivesTheSigmoidAndMulBits) {
+  std::mt19937 rng(45);
+  struct Path {
+    const char* name;
+    std::vector<int64_t> x, w;
+    Attrs attrs;
+    bool constant_w, residual;
+  };
+  const Path paths[] = {
+      {"im2col, depth 360 (OpenBLAS)", {1, 40, 9, 11}, {24, 40, 3, 3}, {}, false, true},
+      {"packed, depth 180",
+       {2, 20, 13, 15},
+       {50, 20, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       false},
+      {"depthwise 5x5 stride 2",
+       {2, 24, 13, 19},
+       {24, 1, 5, 5},
+       {{"group", one(24)}, {"strides", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}},
+       false,
+       true},
+  };
+  runtime::ThreadPool pool(3);
+  for (const Path& p : paths) {
+    SCOPED_TRACE(p.name);
+    // Inputs from -4 to 4, so that the sigmoid's both branches and its saturation are exercised.
+    const HostTensor x = random_floats(rng, p.x, -4.0f, 4.0f);
+    const HostTensor w = random_floats(rng, p.w);
+    const HostTensor b = random_floats(rng, {p.w[0]});
+    OpTester conv("Conv");
+    conv.input(x).input(w).input(b);
+    if (p.constant_w) conv.constant_input(1);
+    for (const auto& [name, value] : p.attrs) conv.set_attr_value(name, value);
+    BATON_ASSERT_OK(conv.run());
+    HostTensor v = conv.output();
+    const HostTensor z = random_floats(rng, v.sizes);
+    if (p.residual) {
+      for (int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] += z.data<float>()[i];
+    }
+    OpTester sigmoid("Sigmoid");
+    sigmoid.input(v);
+    BATON_ASSERT_OK(sigmoid.run());
+    for (runtime::ThreadPool* threads : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(threads != nullptr ? "3 threads" : "1 thread");
+      OpTester fused("FusedConv", "node_1", kTestOpset, "baton");
+      fused.pool(threads).input(x).input(w).input(b);
+      if (p.residual) fused.input(z);
+      if (p.constant_w) fused.constant_input(1);
+      for (const auto& [name, value] : p.attrs) fused.set_attr_value(name, value);
+      fused.attr("activation", std::string("Silu"));
+      BATON_ASSERT_OK(fused.run());
+      const HostTensor& got = fused.output();
+      ASSERT_EQ(got.numel(), v.numel());
+      for (int64_t i = 0; i < v.numel(); ++i) {
+        const float want = v.data<float>()[i] * sigmoid.output().data<float>()[i];
+        ASSERT_EQ(got.data<float>()[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(Conv, Opset1DefinitionRunsTheSame) {
   std::mt19937 rng(12);
   ASSERT_NE(ops::op_registry().find("Conv", "", 1), nullptr);

@@ -231,8 +231,10 @@ TEST(GemmOps, BadActivationsAreRefusedByName) {
     return t.infer();
   };
   expect_error(linear("Swish", {}), Error::InvalidArgument, "Linear",
-               "activation 'Swish' is not one Baton fuses; use Gelu, GeluTanh or a unary "
-               "elementwise op");
+               "activation 'Swish' is not one Baton fuses; use Gelu, GeluTanh, Silu or a "
+               "unary elementwise op");
+  expect_error(linear("Silu", {1.0}), Error::InvalidArgument, "Linear",
+               "activation 'Silu' takes no activation_params, got 1");
   expect_error(linear("IsNaN", {}), Error::InvalidArgument, "Linear", "not one Baton fuses");
   expect_error(linear("HardSigmoid", {0.2}), Error::InvalidArgument, "Linear",
                "activation HardSigmoid takes 2 activation_params (its attributes in order), got 1");

@@ -5,13 +5,41 @@
 //
 // Either part may be missing. The Add's other input Z must have the convolution's shape (no
 // broadcast) and not be a constant; the activation is any that ops/activation.h takes (a unary
-// elementwise op of a float result, or Gelu). Each intermediate result must have no other reader.
+// elementwise op of a float result, or Gelu), or SiLU written as Sigmoid(v) and Mul(v, Sigmoid(v))
+// (EfficientNet's; the activation "Silu"). Each intermediate result must have no other reader.
 // Runs after bn-conv, so that the folded BatchNormalization is already part of the Conv.
 #include "baton/core/check.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/rewrite.h"
 
 namespace baton::compiler {
+namespace {
+
+// SiLU as the exporters write it, s = Sigmoid(v), y = Mul(v, s) (either operand order), with v
+// read by those two nodes only and s by the Mul only: the Sigmoid's and the Mul's node indices.
+std::optional<std::pair<int, int>> silu_of(const Graph& graph, const Uses& uses, int v) {
+  const std::vector<int>& readers = uses.consumers(v);
+  if (uses.is_output(v) || readers.size() != 2) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const IrNode& sigmoid = graph.nodes[readers[k]];
+    const IrNode& mul = graph.nodes[readers[1 - k]];
+    const auto live_onnx = [](const IrNode& n, std::string_view op) {
+      return !n.dead && n.domain.empty() && n.op_type == op;
+    };
+    if (!live_onnx(sigmoid, "Sigmoid") || !live_onnx(mul, "Mul") || mul.inputs.size() != 2) {
+      continue;
+    }
+    const int s = sigmoid.outputs[0];
+    const bool pair =
+        (mul.inputs[0] == v && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == v);
+    if (pair && uses.single_use(s) && same_shape(graph.values[mul.outputs[0]], graph.values[v])) {
+      return std::pair{readers[k], readers[1 - k]};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 Result<size_t> fuse_conv_epilogue(Graph& graph) {
   const Uses uses(graph);
@@ -48,6 +76,11 @@ Result<size_t> fuse_conv_epilogue(Graph& graph) {
         nodes.push_back(reader);
         out = graph.nodes[reader].outputs[0];
       }
+    } else if (const std::optional<std::pair<int, int>> silu = silu_of(graph, uses, out)) {
+      act = ops::Activation{.op = "Silu"};
+      nodes.push_back(silu->first);
+      nodes.push_back(silu->second);
+      out = graph.nodes[silu->second].outputs[0];
     }
     if (nodes.size() == 1 || !claim(graph, taken, nodes)) continue;
     NewNode fused = copy_of(conv);

@@ -33,6 +33,10 @@ BATON_VMATH_CLONES void sigmoid_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::sigmoid(x[i]);
 }
 
+BATON_VMATH_CLONES void silu_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * vmath::sigmoid(x[i]);
+}
+
 BATON_VMATH_CLONES void tanh_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::tanh(x[i]);
 }
@@ -80,6 +84,7 @@ void apply_activation(const ops::Activation& act, float* y, int64_t n) {
   if (act.op == "Gelu") return gelu_f32(y, y, n);
   if (act.op == "HardSwish") return hard_swish_f32(y, y, n);
   if (act.op == "Sigmoid") return sigmoid_f32(y, y, n);
+  if (act.op == "Silu") return silu_f32(y, y, n);
   if (act.op == "Tanh") return tanh_f32(y, y, n);
   if (act.op == "Exp") return exp_f32(y, y, n);
   if (act.op == "Erf") return erf_f32(y, y, n);

@@ -267,9 +267,12 @@ void gelu_f32(const float* x, float* y, int64_t n);
 // HardSwish, ops/elementwise.h's scalar form (x * clamp01(x / 6 + 1/2)) in every clone: the same
 // bits as the scalar loop, which the baseline build compiles for SSE2 only.
 void hard_swish_f32(const float* x, float* y, int64_t n);
+// SiLU, x * sigmoid(x) with the sigmoid above: the same bits as a Sigmoid kernel's output
+// multiplied by x (what the unfused Sigmoid and Mul compute).
+void silu_f32(const float* x, float* y, int64_t n);
 
 // A fused activation (ops/activation.h: a Linear's or a convolution's epilogue) over y in place:
-// the array forms above for Gelu, Sigmoid, Tanh, Exp and Erf, cloned loops of the elementwise
+// the array forms above for Gelu, Sigmoid, Silu, Tanh, Exp and Erf, cloned loops of the elementwise
 // table's own functors for Relu, LeakyRelu and HardSigmoid (the same bits), and
 // ops::apply_activation's scalar loop for the rest (and for double). BERT's FFN GELU over 64 x 1024
 // values took 0.75 ms through the scalar std::erfc on this project's 2-core VM, as long as the GEMM

@@ -1611,6 +1611,59 @@ TEST(EngineBuilderTest, APoolOfFewColumnBlocksIsSplitOverItsPositions) {
   }
 }
 
+// EfficientNet's SiLU, Sigmoid(v) * v after a convolution, is the convolution's activation
+// (fuse-conv's "Silu") and takes the GPU path of any activation cuDNN's graph does not have, as
+// LeakyRelu does: an epilogue kernel after a cuDNN convolution, inside the depthwise kernel. Both
+// programs are the same kernels (unfused, the depthwise convolution's SiLU was a kernel of its
+// own: one step more).
+TEST(EngineBuilderTest, SiluAfterAConvolutionIsItsActivationAsLeakyReluIs) {
+  auto model = [](bool silu) {
+    OnnxBuilder b(17);
+    b.input("x", {1, 16, 14, 14});
+    b.initializer("w1", {32, 16, 3, 3}, std::vector<float>(32 * 16 * 9, 0.02f));
+    auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+    OnnxBuilder::attr_ints(c1, "pads", {1, 1, 1, 1});
+    b.initializer("w2", {32, 1, 3, 3}, std::vector<float>(32 * 9, 0.1f));
+    const auto act = [&](const std::string& v, const std::string& y) {
+      if (silu) {
+        b.node("Sigmoid", {v}, {v + "_s"}, v + "_sigmoid");
+        b.node("Mul", {v, v + "_s"}, {y}, v + "_silu");
+      } else {
+        b.node("LeakyRelu", {v}, {y}, v + "_leaky");
+      }
+    };
+    act("c1", "a1");
+    auto& c2 = b.node("Conv", {"a1", "w2"}, {"c2"}, "depthwise");
+    OnnxBuilder::attr_ints(c2, "pads", {1, 1, 1, 1});
+    OnnxBuilder::attr_int(c2, "group", 32);
+    act("c2", "a2");
+    b.initializer("w3", {24, 32, 1, 1}, std::vector<float>(24 * 32, 0.1f));
+    b.node("Conv", {"a2", "w3"}, {"y"}, "project");
+    b.output("y", {1, 24, 14, 14});
+    return b;
+  };
+  for (const char* precision : {"fp16", "fp32"}) {
+    SCOPED_TRACE(precision);
+    auto silu = build(model(true), precision);
+    auto leaky = build(model(false), precision);
+    ASSERT_TRUE(silu.ok()) << silu.status().to_string();
+    ASSERT_TRUE(leaky.ok()) << leaky.status().to_string();
+    ASSERT_EQ(silu->blobs.size(), 1u);
+    const cuda::EngineBlob a = parse_blob(silu->blobs[0]), b = parse_blob(leaky->blobs[0]);
+    const auto steps = a.steps(), other = b.steps();
+    ASSERT_EQ(steps.size(), other.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      EXPECT_EQ(steps[i].kind, other[i].kind) << "step " << i;
+      if (steps[i].kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
+          other[i].kind == steps[i].kind) {
+        EXPECT_EQ(std::string(a.kernel_name(steps[i].kernel.kernel)),
+                  std::string(b.kernel_name(other[i].kernel.kernel)))
+            << "step " << i;
+      }
+    }
+  }
+}
+
 // A UNet's bilinear upsampling between two convolutions reads the first's channels-last output
 // in place and writes its own channels-last for the second: no conversion to row-major before it
 // and none back after (the conversions left are the input's, to NHWC for the first convolution,

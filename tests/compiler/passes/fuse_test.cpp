@@ -1,6 +1,8 @@
 // fuse-conv and fuse-linear: a convolution's residual Add and activation, and a GEMM's Relu or
 // Gelu, become attributes of one canonical node (FusedConv, Linear), whose CPU kernels must give
 // what the unfused nodes give; near misses stay as they are.
+#include <fmt/format.h>
+
 #include "passes/pass_test.h"
 
 namespace baton::testing {
@@ -88,6 +90,67 @@ TEST_F(FusePassTest, AResidualAloneIsFused) {
   ASSERT_NE(fused, nullptr);
   EXPECT_EQ(fused->attr_string("activation"), "");
   expect_same_outputs(b, {random_tensor(rng, {2, 4, 7, 7}), random_tensor(rng, {2, 4, 7, 7})});
+}
+
+// SiLU as the exporters write it, Sigmoid(v) and Mul(v, Sigmoid(v)) in either operand order, after
+// a convolution or its residual Add, is the FusedConv's activation "Silu"; the outputs match the
+// unfused graph's.
+TEST_F(FusePassTest, SigmoidTimesItsInputAfterAConvolutionIsItsSiluActivation) {
+  std::mt19937 rng(47);
+  for (bool residual : {false, true}) {
+    for (bool sigmoid_first : {false, true}) {
+      for (int64_t group : {1, 4}) {
+        SCOPED_TRACE(fmt::format("{}Mul({}) group {}", residual ? "residual, " : "",
+                                 sigmoid_first ? "s, v" : "v, s", group));
+        OnnxBuilder b = conv_model(rng, residual, "", nullptr, group);
+        const std::string v = residual ? "s" : "c";
+        b.graph().mutable_output()->Clear();
+        b.node("Sigmoid", {v}, {"sig"}, "sigmoid");
+        b.node(
+            "Mul",
+            sigmoid_first ? std::vector<std::string>{"sig", v} : std::vector<std::string>{v, "sig"},
+            {"y"}, "silu");
+        b.output("y", {2, 4, 7, 7});
+        const compiler::Graph g = optimized(b);
+        const auto ops = op_counts(g);
+        EXPECT_EQ(ops.count("Sigmoid"), 0u);
+        EXPECT_EQ(ops.count("Mul"), 0u);
+        const compiler::IrNode* fused = only(g, "FusedConv");
+        ASSERT_NE(fused, nullptr);
+        EXPECT_EQ(fused->attr_string("activation"), "Silu");
+        EXPECT_TRUE(fused->attr_floats("activation_params").empty());
+        std::vector<Tensor> inputs = {random_tensor(rng, {2, 4, 7, 7})};
+        if (residual) inputs.push_back(random_tensor(rng, {2, 4, 7, 7}));
+        expect_same_outputs(b, inputs);
+      }
+    }
+  }
+}
+
+// Near misses of SiLU stay a Mul: its other operand is not the convolution's output, the Sigmoid's
+// output has another reader, the convolution's output is a graph output too.
+TEST_F(FusePassTest, SiluNearMissesAreLeftAlone) {
+  std::mt19937 rng(48);
+  enum class Miss { OtherOperand, SigmoidReadTwice, ConvReadThrice };
+  for (Miss miss : {Miss::OtherOperand, Miss::SigmoidReadTwice, Miss::ConvReadThrice}) {
+    SCOPED_TRACE(static_cast<int>(miss));
+    OnnxBuilder b = conv_model(rng, false, "");
+    b.graph().mutable_output()->Clear();
+    b.input("r", {2, 4, 7, 7});
+    b.node("Sigmoid", {"c"}, {"sig"}, "sigmoid");
+    b.node("Mul", {miss == Miss::OtherOperand ? "r" : "c", "sig"}, {"y"}, "mul");
+    b.output("y", {2, 4, 7, 7});
+    if (miss == Miss::SigmoidReadTwice) b.output("sig", {2, 4, 7, 7});
+    if (miss == Miss::ConvReadThrice) b.output("c", {2, 4, 7, 7});
+    const compiler::Graph g = optimized(b);
+    const auto ops = op_counts(g);
+    EXPECT_EQ(ops.at("Mul"), 1);
+    // With another operand the Sigmoid alone is the convolution's activation (its only reader).
+    EXPECT_EQ(ops.count("Sigmoid"), miss == Miss::OtherOperand ? 0u : 1u);
+    for (const compiler::IrNode& n : g.nodes) {
+      if (!n.dead && n.op_type == "FusedConv") EXPECT_NE(n.attr_string("activation"), "Silu");
+    }
+  }
 }
 
 // The convolution's output read twice, a broadcast residual, a constant one: each stays a node.

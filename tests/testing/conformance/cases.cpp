@@ -1020,7 +1020,7 @@ void conv_cases(std::vector<Case>& out) {
 
 // Baton's FusedConv (the fuse-conv pass's Conv + residual + activation) on every GPU path: cuDNN
 // with the epilogue in its graph (Relu, HardSwish, HardSigmoid) or an epilogue kernel after it
-// (LeakyRelu), the depthwise and row kernels (activation inside, a residual after), the patch
+// (LeakyRelu, Silu), the depthwise and row kernels (activation inside, a residual after), the patch
 // GEMM (Relu in cuBLASLt's epilogue, the rest after), the 3-D kernel (both inside). And Baton's
 // Linear with an activation (the fuse-linear pass): cuBLASLt's ReLU and tanh-GELU epilogues, the
 // erf GELU (cuDNN in fp16 and bf16, a kernel in fp32), W stored [N, K] (transW), and an activation
@@ -1061,6 +1061,13 @@ void fused_cases(std::vector<Case>& out) {
         {{"strides", ints({4, 4})}, {"activation", act("Gelu")}});
   fused("3-D + residual + Tanh", {1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 3, 4},
         {{"activation", act("Tanh")}});
+  // SiLU (fuse-conv's Sigmoid(v) * v): an epilogue kernel after cuDNN, inside the depthwise
+  // kernel.
+  fused("3x3 + residual + Silu", {2, 5, 7, 7}, {6, 5, 3, 3}, {2, 6, 5, 5},
+        {{"activation", act("Silu")}});
+  fused(
+      "depthwise 3x3 + Silu", {2, 8, 9, 9}, {8, 1, 3, 3}, {},
+      {{"group", AttrValue::of_int(8)}, {"pads", ints({1, 1, 1, 1})}, {"activation", act("Silu")}});
 
   auto linear = [&](std::string label, std::vector<int64_t> x, std::vector<int64_t> w, bool bias,
                     std::vector<std::pair<std::string, AttrValue>> attrs) {

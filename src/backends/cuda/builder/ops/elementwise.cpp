@@ -55,6 +55,7 @@ std::string activation_expression(const ops::Activation& act) {
   if (act.none()) return std::string(kCopyExpression);
   if (act.op == "Gelu") return "baton_gelu({x})";
   if (act.op == "GeluTanh") return "baton_gelu_tanh({x})";
+  if (act.op == "Silu") return "({x} * baton_sigmoid({x}))";
   return row_expression(*ops::find_elementwise(act.op), act.params);
 }
 
