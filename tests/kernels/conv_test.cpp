@@ -153,6 +153,12 @@ HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rn
   EXPECT_TRUE(status.ok()) << status.to_string();
   if (!status.ok()) return HostTensor();
   EXPECT_EQ(t.output().sizes, spec.y);
+  // A constant float32 W of a convolution that is not depthwise is multiplied through the copy
+  // packed at create (op_conv.cpp), at any depth.
+  if (constant_w && !transposed && dtype == DType::Float32 &&
+      kernels::cpu::packed_gemm_available()) {
+    EXPECT_GT(t.kernel()->held_bytes(), 0u) << "W was not packed";
+  }
   if (!spec.pads.empty()) {
     EXPECT_EQ(canonical_ints(t, "pads"), spec.pads);
   }
@@ -436,9 +442,10 @@ TEST(Conv, DepthwiseFusedEpilogueMatchesConvThenResidualAndActivation) {
 }
 
 // A float32 W that is a constant of the program is packed at create by row blocks
-// (packed_gemm.h's packed_rows_gemm) when the GEMM suits it: pointwise and im2col convolutions
-// with a small depth, groups, many output channels at a larger depth, row counts around the
-// 12- and 6-row blocks, column counts around the 256-column chunks; on one thread and on pools.
+// (packed_gemm.h's packed_rows_gemm): pointwise and im2col convolutions with a small depth,
+// groups, many output channels at a larger depth, few output channels at a large depth
+// (DenseNet's), row counts around the 12- and 6-row blocks, column counts around the 256-column
+// chunks; on one thread and on pools.
 std::vector<Spec> packed_conv_specs() {
   return {
       {"pointwise 24 -> 40 over 17x19, bias",
@@ -466,6 +473,18 @@ std::vector<Spec> packed_conv_specs() {
        {},
        true,
        {1, 130, 9, 31}},
+      {"3x3 128 -> 20 (depth 1152, few output channels)",
+       {1, 128, 9, 10},
+       {20, 128, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 20, 9, 10}},
+      {"3x3 260 -> 7 stride 2 (depth 2340)",
+       {1, 260, 11, 9},
+       {7, 260, 3, 3},
+       {{"strides", ints({2, 2})}},
+       true,
+       {1, 7, 5, 4}},
       {"1-D kernel 5, 6 -> 25",
        {3, 6, 40},
        {25, 6, 5},

@@ -105,15 +105,16 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     item_parallel_ = slots_ > 1 && items >= slots_;
   }
 
-  // A float32 W that is a constant of the program, for a GEMM where packed_gemm.h's kernels beat
-  // OpenBLAS on this project's measurements (bench/RESULTS.md: a small depth, or many rows of W
-  // and a moderate depth), is packed at create by blocks of rows, one block per group; the GEMM
-  // then starts from the bias and applies FusedConv's epilogue to each part of Y as it completes.
+  // A float32 W that is a constant of the program is packed at create by blocks of rows, one
+  // block per group; the GEMM then starts from the bias and applies FusedConv's epilogue to each
+  // part of Y as it completes. Since the packed kernel prefetches its next panel (8583bed) it
+  // beats OpenBLAS at every depth measured, 16 to 9216 (bench/RESULTS.md, 2026-12-02: DenseNet's
+  // 3x3 convolutions to 32 channels 1.3-1.9x, ResNet-50's 3x3 layers 1.1-1.4x, its 1x1 ones at
+  // 256 -> 64 and 2048 -> 512 about 2x, a 1024-channel 3x3 1.2x), so every constant W is packed.
   Status pack(const runtime::KernelCall& call) {
     if constexpr (std::is_same_v<S, float>) {
-      const bool fits = rows_ <= 192 || (s_.m_group >= 128 && rows_ <= 1152);
-      if (s_.empty || path_ == ConvPath::Depthwise || rows_ == 0 || !fits ||
-          !call.input_is_constant(1) || !packed_gemm_available()) {
+      if (s_.empty || path_ == ConvPath::Depthwise || rows_ == 0 || !call.input_is_constant(1) ||
+          !packed_gemm_available()) {
         return Status::ok_status();
       }
       const int64_t per_group = packed_rows_size(s_.m_group, rows_);
