@@ -425,6 +425,39 @@ TEST(BatchNormalization, MatchesReferenceInEveryVersion) {
   expect_close(t.output(), ref);
 }
 
+// A float32 X's planes (batch item, channel) run a loop cloned per instruction set and split over
+// the pool: on one thread and on three, every element is (x - mean) * scale / sqrt(var + eps) +
+// B computed in double and rounded once, bit for bit; with large planes (one task each) and with
+// many small ones (several planes a task).
+TEST(BatchNormalization, FloatPlanesGiveTheDoubleFormulasBitsOnAnyPool) {
+  std::mt19937 rng(43);
+  runtime::ThreadPool pool(3);
+  for (const Ints& shape : {Ints{2, 40, 33, 37}, Ints{5, 7, 3, 3}, Ints{3, 24, 301}}) {
+    const int64_t c = shape[1];
+    const HostTensor x = random_floats(rng, shape, -3.0f, 3.0f);
+    const HostTensor scale = random_floats(rng, {c}), bias = random_floats(rng, {c});
+    const HostTensor mean = random_floats(rng, {c}), var = random_floats(rng, {c}, 0.1f, 2.0f);
+    const int64_t inner = numel_of(shape) / (shape[0] * c);
+    for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(fmt::format("{} on {} thread(s)", shape_str(shape), p ? 3 : 1));
+      OpTester t("BatchNormalization", "node_1", 15);
+      // An epsilon exact in float and double: the attribute's own rounding is not what is tested.
+      t.pool(p).input(x).input(scale).input(bias).input(mean).input(var).attr("epsilon", 0.25);
+      BATON_ASSERT_OK(t.run());
+      const float* got = t.output().data<float>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t ch = (i / inner) % c;
+        const double mul = static_cast<double>(scale.data<float>()[ch]) /
+                           std::sqrt(static_cast<double>(var.data<float>()[ch]) + 0.25);
+        const float want = static_cast<float>(
+            (static_cast<double>(x.data<float>()[i]) - mean.data<float>()[ch]) * mul +
+            static_cast<double>(bias.data<float>()[ch]));
+        ASSERT_EQ(got[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(BatchNormalization, Errors) {
   auto bn = [](int opset = 15, Ints x = {2, 3, 4}, Ints p = {3}) {
     OpTester t("BatchNormalization", "node_1", opset);
