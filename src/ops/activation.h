@@ -10,7 +10,8 @@
 // which fuse-conv folds as one activation: EfficientNet's); "" is none. `activation_params` are the
 // row's attributes in its order (HardSigmoid: alpha, beta), canonically all of them (defaults
 // filled in). Every backend reads the same table: the CPU kernels through apply_activation, the
-// CUDA engine through the row's device expression.
+// CUDA engine through the row's device expression (Gelu, GeluTanh and Silu, which have no row of
+// their own, through expressions of their own: builder/ops/elementwise.cpp).
 #pragma once
 
 #include <cstdint>

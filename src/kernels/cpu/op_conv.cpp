@@ -1,6 +1,7 @@
 // ONNX Conv (ops/conv.cpp): per batch item and group, Y_g [M/group, out] = W_g [M/group, C/group *
-// K] x col [C/group * K, out] through OpenBLAS, the bias preloaded into Y (beta = 1). Three paths,
-// chosen at create:
+// K] x col [C/group * K, out], the bias preloaded into Y: through packed_gemm.h's kernel over W
+// packed at create when W is a float32 constant (see pack()), else through OpenBLAS (beta = 1).
+// Three paths, chosen at create:
 //   pointwise  1x1 kernel, stride 1, no padding: X_g itself is the column matrix, no im2col;
 //   depthwise  one input channel per group (group == C) with at most 4 output channels each, 1-D
 //              or 2-D: a direct kernel per plane (depthwise.h; per group, im2col + GEMM would be a

@@ -128,17 +128,25 @@ TEST_F(FusePassTest, SigmoidTimesItsInputAfterAConvolutionIsItsSiluActivation) {
 }
 
 // Near misses of SiLU stay a Mul: its other operand is not the convolution's output, the Sigmoid's
-// output has another reader, the convolution's output is a graph output too.
+// output has another reader, the convolution's output is a graph output too, the Mul squares the
+// convolution's output beside the Sigmoid.
 TEST_F(FusePassTest, SiluNearMissesAreLeftAlone) {
   std::mt19937 rng(48);
-  enum class Miss { OtherOperand, SigmoidReadTwice, ConvReadThrice };
-  for (Miss miss : {Miss::OtherOperand, Miss::SigmoidReadTwice, Miss::ConvReadThrice}) {
+  enum class Miss { OtherOperand, SigmoidReadTwice, ConvReadThrice, SquareBesideSigmoid };
+  for (Miss miss : {Miss::OtherOperand, Miss::SigmoidReadTwice, Miss::ConvReadThrice,
+                    Miss::SquareBesideSigmoid}) {
     SCOPED_TRACE(static_cast<int>(miss));
     OnnxBuilder b = conv_model(rng, false, "");
     b.graph().mutable_output()->Clear();
     b.input("r", {2, 4, 7, 7});
     b.node("Sigmoid", {"c"}, {"sig"}, "sigmoid");
-    b.node("Mul", {miss == Miss::OtherOperand ? "r" : "c", "sig"}, {"y"}, "mul");
+    if (miss == Miss::SquareBesideSigmoid) {
+      // Mul(c, c) beside the Sigmoid, whose output goes elsewhere: not SiLU.
+      b.node("Mul", {"c", "c"}, {"y"}, "mul");
+      b.output("sig", {2, 4, 7, 7});
+    } else {
+      b.node("Mul", {miss == Miss::OtherOperand ? "r" : "c", "sig"}, {"y"}, "mul");
+    }
     b.output("y", {2, 4, 7, 7});
     if (miss == Miss::SigmoidReadTwice) b.output("sig", {2, 4, 7, 7});
     if (miss == Miss::ConvReadThrice) b.output("c", {2, 4, 7, 7});
