@@ -122,6 +122,25 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(per_group * s_.group), call,
                             "packed copy of the convolution's weights"));
       const float* w = call.input(1).data_as<const float>();
+      if (taps_eligible()) {
+        // W's depth reordered tap-major ([M, taps, C] from [M, C, taps]) for the taps GEMM.
+        const int64_t taps = s_.kernel_count, c = s_.c_group;
+        std::vector<float> reordered(static_cast<size_t>(s_.m * rows_));
+        for (int64_t m = 0; m < s_.m; ++m) {
+          for (int64_t t = 0; t < taps; ++t) {
+            for (int64_t ch = 0; ch < c; ++ch) {
+              reordered[static_cast<size_t>(m * rows_ + t * c + ch)] = w[m * rows_ + ch * taps + t];
+            }
+          }
+        }
+        pack_rows(reordered.data(), s_.m, rows_, rows_, packed_.data());
+        const int64_t padded_w = padded(1);
+        for (int64_t kh = 0; kh < s_.kernel[0]; ++kh) {
+          for (int64_t kw = 0; kw < s_.kernel[1]; ++kw) tap_offsets_.push_back(kh * padded_w + kw);
+        }
+        taps_ = true;  // the epilogue runs over the item after it (epilogue_in_compute_ false)
+        return Status::ok_status();
+      }
       for (int64_t g = 0; g < s_.group; ++g) {
         pack_rows(w + g * s_.m_group * rows_, s_.m_group, rows_, rows_,
                   packed_.data() + g * per_group);
@@ -142,6 +161,15 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
                                        "padded depthwise plane", slots_);
       }
       return Status::ok_status();
+    }
+    if (taps_) {
+      // The zero-padded image (and a kernel row's slack after its last plane, which only the
+      // dropped columns read) and the product over the padded width.
+      const int64_t plane = padded_plane();
+      BATON_TRY(call.reserve_scratch<W>(col_, static_cast<uint64_t>(s_.c * plane + s_.kernel[1]),
+                                        "zero-padded image for the taps GEMM"));
+      return call.reserve_scratch<W>(scratch_, static_cast<uint64_t>(s_.m * s_.out[0] * padded(1)),
+                                     "taps GEMM output over the padded width");
     }
     const uint64_t buffers = item_parallel_ ? slots_ : 1;
     if (path_ == ConvPath::Im2col) {
@@ -175,6 +203,10 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
           if (epilogue) this->epilogue_channels(y, m, m + 1);
         }
       });
+      return;
+    }
+    if (taps_) {
+      taps_item(x, bias, y);
       return;
     }
     const int64_t tiles = ceil_div(s_.out_count, tile_);
@@ -240,6 +272,55 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     }
   }
 
+  // The taps GEMM (packed_gemm.h's RowsTaps): a 2-D convolution of one group with stride 1 and
+  // dilation 1 reads each tap's rows of B from a zero-padded copy of the image, shifted, where
+  // im2col would first write all taps x channels rows (7 MB for a 3x3 of 64 channels over 56x56,
+  // a fifth of that convolution's time on this project's VM, bench/RESULTS.md).
+  bool taps_eligible() const {
+    return path_ == ConvPath::Im2col && s_.spatial == 2 && s_.group == 1 && s_.kernel_count > 1 &&
+           s_.strides[0] == 1 && s_.strides[1] == 1 && s_.dilations[0] == 1 &&
+           s_.dilations[1] == 1 && padded(0) >= s_.pads[0] + s_.in[0] &&
+           padded(1) >= s_.pads[1] + s_.in[1];
+  }
+  // The padded image's size along spatial axis d: what the output's positions reach at stride 1
+  // (the begin pad, the image, the end pad; ConvShape keeps only the begin pads).
+  int64_t padded(int d) const { return s_.out[d] + s_.kernel[d] - 1; }
+  int64_t padded_plane() const { return padded(0) * padded(1); }
+
+  // One batch item through the taps GEMM: pad the image, multiply over the padded width, keep
+  // each output row's first out[1] columns.
+  void taps_item(const W* x, const S* bias, W* y) {
+    if constexpr (std::is_same_v<S, float>) {
+      const int64_t in_h = s_.in[0], in_w = s_.in[1], top = s_.pads[0], left = s_.pads[1];
+      const int64_t padded_w = padded(1), plane = padded_plane();
+      const int64_t out_h = s_.out[0], out_w = s_.out[1], wide = out_h * padded_w;
+      float* image = col_.data<float>();
+      parallel_for(this->pool_, s_.c, [&](int64_t c, unsigned) {
+        float* dst = image + c * plane;
+        const float* src = x + c * in_h * in_w;
+        std::fill(dst, dst + top * padded_w, 0.0f);
+        for (int64_t h = 0; h < in_h; ++h) {
+          float* row = dst + (top + h) * padded_w;
+          std::fill(row, row + left, 0.0f);
+          std::copy(src + h * in_w, src + (h + 1) * in_w, row + left);
+          std::fill(row + left + in_w, row + padded_w, 0.0f);
+        }
+        std::fill(dst + (top + in_h) * padded_w, dst + plane, 0.0f);
+      });
+      std::fill(image + s_.c * plane, image + s_.c * plane + s_.kernel[1], 0.0f);
+      float* wide_y = scratch_.data<float>();
+      const RowsTaps taps{tap_offsets_.data(), s_.c};
+      packed_rows_gemm_taps(this->pool_, s_.m, wide, rows_, packed_.data(), image, plane, &taps,
+                            bias, wide_y, wide, RowsEpilogue{});
+      parallel_for(this->pool_, s_.m, [&](int64_t m, unsigned) {
+        for (int64_t h = 0; h < out_h; ++h) {
+          const float* from = wide_y + m * wide + h * padded_w;
+          std::copy(from, from + out_w, y + m * s_.out_count + h * out_w);
+        }
+      });
+    }
+  }
+
   // Fewer output columns than this per thread and a conv's GEMM is better split by its rows.
   static constexpr int64_t kMinTaskColumns = 128;
 
@@ -253,6 +334,8 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   // One buffer per thread when items run in parallel (depthwise: always, the padded planes).
   runtime::ScratchRef col_, scratch_;
   std::vector<float> packed_;  // W packed by row blocks per group (empty: OpenBLAS)
+  bool taps_ = false;          // the taps GEMM (taps_eligible; packed_ is then tap-major)
+  std::vector<int64_t> tap_offsets_;  // each tap's shift in the padded image
 };
 
 ConvPath choose_path(const ConvShape& s) {

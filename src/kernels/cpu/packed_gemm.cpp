@@ -210,25 +210,33 @@ int64_t rows_per_task(int64_t m, int64_t columns, unsigned threads) {
 // Rows [r0, r1) (whole row blocks of W but the last) by columns [j0, j1) of packed_rows_gemm's
 // C, then the epilogue on them.
 void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const float* packed,
-               const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc,
-               const RowsEpilogue& epilogue) {
+               const float* b, int64_t ldb, const RowsTaps* taps, const float* bias, float* c,
+               int64_t ldc, const RowsEpilogue& epilogue) {
   const int64_t width = panel_width(), mr = tile_rows();
-  for (int64_t k0 = 0; k0 < k; k0 += kRowsDepth) {
-    const int64_t kc = std::min(kRowsDepth, k - k0);
+  for (int64_t k0 = 0, kc = 0; k0 < k; k0 += kc) {
+    // This depth block's rows of B: B's own rows, or, for taps, channels of one tap (a block never
+    // spans two taps, whose rows lie at different shifts of the image).
+    const float* bk = b + k0 * ldb;
+    kc = std::min(kRowsDepth, k - k0);
+    if (taps != nullptr) {
+      const int64_t tap = k0 / taps->channels, c0 = k0 % taps->channels;
+      bk = b + taps->offsets[tap] + c0 * ldb;
+      kc = std::min(kRowsDepth, taps->channels - c0);
+    }
     for (int64_t j = j0; j < j1; j += width) {
       // The next panel's rows of B, one page apart in an image of a few thousand positions, are
       // fetched while this panel's row blocks run: the first row block of a panel would
       // otherwise wait on each of them (a stall at B's loads in ResNet-50's 1x1 layers).
       if (j + width < j1) {
         for (int64_t p = 0; p < kc; ++p) {
-          const char* next = reinterpret_cast<const char*>(b + (k0 + p) * ldb + j + width);
+          const char* next = reinterpret_cast<const char*>(bk + p * ldb + j + width);
           __builtin_prefetch(next);
           __builtin_prefetch(next + 64);
         }
       }
       for (int64_t r = r0; r < r1; r += mr) {
         const int64_t rows = std::min(mr, r1 - r);
-        tile_for<true>(rows)(kc, packed + (r / mr) * k * mr + k0 * mr, mr, b + k0 * ldb + j, ldb,
+        tile_for<true>(rows)(kc, packed + (r / mr) * k * mr + k0 * mr, mr, bk + j, ldb,
                              c + r * ldc + j, ldc, k0 > 0, std::min(width, j1 - j),
                              bias != nullptr && k0 == 0 ? bias + r : nullptr);
       }
@@ -265,13 +273,19 @@ void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out) {
 void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                       const float* packed, const float* b, int64_t ldb, const float* bias, float* c,
                       int64_t ldc, const RowsEpilogue& epilogue) {
+  packed_rows_gemm_taps(pool, m, n, k, packed, b, ldb, nullptr, bias, c, ldc, epilogue);
+}
+
+void packed_rows_gemm_taps(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                           const float* packed, const float* b, int64_t ldb, const RowsTaps* taps,
+                           const float* bias, float* c, int64_t ldc, const RowsEpilogue& epilogue) {
   const unsigned threads = pool_slots(pool);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t chunks = (n + kRowsColumns - 1) / kRowsColumns;
   if (threads == 1 || work < kParallelWork) {
     for (int64_t t = 0; t < chunks; ++t) {
       rows_task(0, m, t * kRowsColumns, std::min(n, (t + 1) * kRowsColumns), k, packed, b, ldb,
-                bias, c, ldc, epilogue);
+                taps, bias, c, ldc, epilogue);
     }
     return;
   }
@@ -282,7 +296,7 @@ void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k
   parallel_for(pool, parts * chunks, [&](int64_t t, unsigned) {
     const int64_t r0 = (t % parts) * part_rows, j0 = (t / parts) * kRowsColumns;
     rows_task(r0, std::min(m, r0 + part_rows), j0, std::min(n, j0 + kRowsColumns), k, packed, b,
-              ldb, bias, c, ldc, epilogue);
+              ldb, taps, bias, c, ldc, epilogue);
   });
 }
 

@@ -82,6 +82,20 @@ void packed_rows_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k
                       const float* packed, const float* b, int64_t ldb, const float* bias, float* c,
                       int64_t ldc, const RowsEpilogue& epilogue);
 
+// B as the taps of a stride-1 convolution over a zero-padded image, an im2col that is never
+// written: the depth is taps x channels, tap-major, and B's row (t, c) is channel c's plane (ldb
+// floats apart) read from offsets[t] floats on. The columns are the image's positions in its
+// padded width, so each output row has (padded width - output width) columns past its end that
+// the caller drops. W's columns must be packed in the same tap-major order.
+struct RowsTaps {
+  const int64_t* offsets = nullptr;  // one per tap
+  int64_t channels = 0;
+};
+// packed_rows_gemm with k = taps x channels and B as `taps` describes (null: B itself).
+void packed_rows_gemm_taps(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                           const float* packed, const float* b, int64_t ldb, const RowsTaps* taps,
+                           const float* bias, float* c, int64_t ldc, const RowsEpilogue& epilogue);
+
 // A kernel's constant weight packed for packed_gemm at create, one block per output (Linear's
 // splits; a MatMul has one), so that no panel straddles two outputs.
 class PackedWeights {
