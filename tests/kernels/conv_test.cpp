@@ -502,6 +502,12 @@ std::vector<Spec> packed_conv_specs() {
        {{"pads", ints({2, 2, 2, 2})}},
        true,
        {1, 13, 7, 33}},
+      {"taps 5x3 over a 3-wide image, pads 5 2 4 2 (a first output row of padding only)",
+       {1, 4, 6, 3},
+       {5, 4, 5, 3},
+       {{"pads", ints({5, 2, 4, 2})}},
+       true,
+       {1, 5, 11, 5}},
       {"taps 1x3 140 -> 9 pads 0 1 (depth 420, two depth blocks per tap)",
        {1, 140, 5, 40},
        {9, 140, 1, 3},
@@ -548,21 +554,26 @@ TEST(Conv, PackedConstantWeightsMatchTheReference) {
   expect_norm_close(t.output(), to_double(fresh.output()));
 }
 
-// The packed convolution's epilogue (the residual and the activation applied to each part of Y
-// as its sums complete) gives Conv's packed output with them applied after, bit for bit, and the
-// same bits on one thread and on three.
+// The packed convolution's epilogue gives Conv's packed output with it applied after, bit for
+// bit, and the same bits on one thread and on three: applied to each part of Y as its sums
+// complete on the im2col path (stride 2 here), over the whole item after the taps GEMM (stride 1).
 TEST(Conv, PackedFusedEpilogueMatchesConvThenResidualAndActivation) {
   if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
   std::mt19937 rng(44);
-  const HostTensor x = random_floats(rng, {2, 20, 21, 33});
-  const HostTensor w = random_floats(rng, {50, 20, 3, 3});
-  const HostTensor b = random_floats(rng, {50});
-  const HostTensor z = random_floats(rng, {2, 50, 21, 33});
-  const auto outputs =
-      check_fused_epilogue(x, w, b, z, {{"pads", ints({1, 1, 1, 1})}}, {"Relu", "HardSwish"}, true);
-  ASSERT_EQ(outputs.size(), 4u);
-  EXPECT_EQ(outputs[0], outputs[1]);  // one thread and three
-  EXPECT_EQ(outputs[2], outputs[3]);
+  for (const int64_t stride : {1, 2}) {
+    SCOPED_TRACE(stride == 1 ? "taps GEMM" : "im2col, epilogue in the GEMM");
+    const int64_t out_h = (21 + 2 - 3) / stride + 1, out_w = (33 + 2 - 3) / stride + 1;
+    const HostTensor x = random_floats(rng, {2, 20, 21, 33});
+    const HostTensor w = random_floats(rng, {50, 20, 3, 3});
+    const HostTensor b = random_floats(rng, {50});
+    const HostTensor z = random_floats(rng, {2, 50, out_h, out_w});
+    const auto outputs = check_fused_epilogue(
+        x, w, b, z, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({stride, stride})}},
+        {"Relu", "HardSwish"}, true);
+    ASSERT_EQ(outputs.size(), 4u);
+    EXPECT_EQ(outputs[0], outputs[1]);  // one thread and three
+    EXPECT_EQ(outputs[2], outputs[3]);
+  }
 }
 
 // FusedConv's "Silu" activation (fuse-conv's Sigmoid(v) * v) gives what the unfused nodes give:

@@ -125,7 +125,9 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       if (taps_eligible()) {
         // W's depth reordered tap-major ([M, taps, C] from [M, C, taps]) for the taps GEMM.
         const int64_t taps = s_.kernel_count, c = s_.c_group;
-        std::vector<float> reordered(static_cast<size_t>(s_.m * rows_));
+        std::vector<float> reordered;
+        BATON_TRY(size_buffer(reordered, static_cast<uint64_t>(s_.m * rows_), call,
+                              "tap-major copy of the convolution's weights"));
         for (int64_t m = 0; m < s_.m; ++m) {
           for (int64_t t = 0; t < taps; ++t) {
             for (int64_t ch = 0; ch < c; ++ch) {
