@@ -102,12 +102,13 @@ class BatchNormKernel final : public runtime::Kernel {
           for (int64_t i = 0; i < inner; ++i) {
             y[base + i] = affine(p, c * inner + i).apply(x[base + i]);
           }
-        } else if constexpr (std::is_same_v<S, float>) {
-          const Affine a = affine(p, c);
-          affine_plane_f32(x + base, y + base, inner, a.mean, a.mul, a.add);
         } else {
           const Affine a = affine(p, c);
-          for (int64_t i = 0; i < inner; ++i) y[base + i] = a.apply(x[base + i]);
+          if constexpr (std::is_same_v<S, float>) {
+            affine_plane_f32(x + base, y + base, inner, a.mean, a.mul, a.add);
+          } else {
+            for (int64_t i = 0; i < inner; ++i) y[base + i] = a.apply(x[base + i]);
+          }
         }
       }
     });

@@ -281,16 +281,16 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   bool taps_eligible() const {
     return path_ == ConvPath::Im2col && s_.spatial == 2 && s_.group == 1 && s_.kernel_count > 1 &&
            s_.strides[0] == 1 && s_.strides[1] == 1 && s_.dilations[0] == 1 &&
-           s_.dilations[1] == 1 && padded(0) >= s_.pads[0] + s_.in[0] &&
-           padded(1) >= s_.pads[1] + s_.in[1] &&
+           s_.dilations[1] == 1 &&
            s_.c * padded_plane() + s_.m * s_.out[0] * padded(1) <= kTapsScratch;
   }
   // The taps GEMM's scratch (the padded image and the product over the padded width) grows with
   // the image, where im2col's is bounded by its column tiles: past this many floats (64 MiB; a
   // UNet's 64 channels at 256 x 256 take 8.5 M) a convolution keeps im2col.
   static constexpr int64_t kTapsScratch = int64_t{1} << 24;
-  // The padded image's size along spatial axis d: what the output's positions reach at stride 1
-  // (the begin pad, the image, the end pad; ConvShape keeps only the begin pads).
+  // The padded image's size along spatial axis d: what the output's positions reach at stride 1,
+  // the begin pad, the image and the end pad (ConvShape keeps only the begin pads; Conv's pads
+  // are never negative, ops/conv.cpp).
   int64_t padded(int d) const { return s_.out[d] + s_.kernel[d] - 1; }
   int64_t padded_plane() const { return padded(0) * padded(1); }
 
@@ -340,8 +340,8 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   bool item_parallel_ = false;
   // One buffer per thread when items run in parallel (depthwise: always, the padded planes).
   runtime::ScratchRef col_, scratch_;
-  std::vector<float> packed_;  // W packed by row blocks per group (empty: OpenBLAS)
-  bool taps_ = false;          // the taps GEMM (taps_eligible; packed_ is then tap-major)
+  std::vector<float> packed_;         // W packed by row blocks per group (empty: OpenBLAS)
+  bool taps_ = false;                 // the taps GEMM (taps_eligible; packed_ is then tap-major)
   std::vector<int64_t> tap_offsets_;  // each tap's shift in the padded image
 };
 
