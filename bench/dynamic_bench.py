@@ -53,6 +53,9 @@ _D = r"([\d.]+) (ms|us)"
 LATENCY = re.compile(r"latency over \d+ runs? \(after \d+ warm-up\): min " + _D + r"\s+median " + _D)
 LOADED = re.compile(r"loaded in " + _D)
 FIRST = re.compile(r"^first call " + _D, re.M)
+# `baton run`'s delegate counters: a GPU delegate's device memory at load (weights, scratch,
+# workspace, staging), summed over the program's delegates.
+DEVICE_BYTES = re.compile(r"device_bytes_at_load=(\d+)")
 
 
 def ms(value, unit):
@@ -217,6 +220,7 @@ def main():
         thread_args = ["--threads", str(args.threads)] if args.threads else []
         # File size and load time at the upper bound.
         loads = {"dynamic": [], "static": []}
+        device_bytes = {"dynamic": 0, "static": 0}
         for _ in range(args.load_runs):
             for side, prog in (("dynamic", dyn), ("static", top)):
                 extra = shape_flags(dims) if side == "dynamic" else []
@@ -224,15 +228,23 @@ def main():
                           + thread_args + io_args + extra)
                 m = LOADED.search(out)
                 loads[side].append(ms(*m.groups()))
+                device_bytes[side] = sum(int(b) for b in DEVICE_BYTES.findall(out))
                 progress(f"{name}: {side} loaded at the upper bound in {loads[side][-1]:.0f} ms")
         if args.load_runs > 0:
             row_size = {"model": name, "dynamic_bytes": os.path.getsize(dyn),
                         "static_max_bytes": os.path.getsize(top),
                         "dynamic_load_ms": statistics.median(loads["dynamic"]),
-                        "static_max_load_ms": statistics.median(loads["static"])}
+                        "static_max_load_ms": statistics.median(loads["static"]),
+                        "dynamic_device_bytes": device_bytes["dynamic"],
+                        "static_max_device_bytes": device_bytes["static"]}
+            memory = ""
+            if device_bytes["static"] > 0:
+                memory = (f"device memory at load {device_bytes['dynamic'] / 1e6:.1f} MB against "
+                          f"{device_bytes['static'] / 1e6:.1f} MB "
+                          f"({device_bytes['dynamic'] / device_bytes['static']:.3f}x)")
             print(f"| {name} | file and load at the upper bound | {row_size['dynamic_bytes'] / 1e6:.1f} MB, "
                   f"{row_size['dynamic_load_ms']:.1f} ms | {row_size['static_max_bytes'] / 1e6:.1f} MB, "
-                  f"{row_size['static_max_load_ms']:.1f} ms | |", flush=True)
+                  f"{row_size['static_max_load_ms']:.1f} ms | {memory} |", flush=True)
             rows.append(row_size)
         for at in shapes:
             fixed = static(at, "x".join(map(str, at.values())))

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch's side of issue 37's dynamic-shape table: a transformers model (the builders of
 tests/e2e/export_real_models.py, full size, random weights) in eager mode and under torch.compile
-with dynamic shapes (dynamic=True; modes default and reduce-overhead), fp32 with TF32 off (as
+with dynamic shapes (dynamic=True; modes default, reduce-overhead and max-autotune, which also
+records CUDA graphs and tunes each GEMM and convolution among Triton templates), fp32 with TF32 off (as
 Baton's fp32 programs) or fp16 (--dtype fp16: weights and float inputs half, as Baton's fp16
 programs), called at each shape repeated and at the shapes in turn.
 
   python3 bench/torch_dynamic_bench.py --model bert --shapes 1x16,1x128,8x128,8x512 \\
-      [--modes eager,default,reduce-overhead] [-n 50] [--warmup 10] [--json OUT.json]
+      [--modes eager,default,reduce-overhead,max-autotune] [-n 50] [--warmup 10] [--json OUT.json]
   python3 bench/torch_dynamic_bench.py --model resnet --shapes 1,8,32,64   (ResNet-50, 224x224)
 
-Per mode and shape: the first call (reduce-overhead records a CUDA graph per shape then), the
+max-autotune compiles for minutes on a full-size model: give it a process (and a device call) of
+its own. Per mode and shape: the first call (reduce-overhead records a CUDA graph per shape then), the
 median and p90 of repeated calls and of the shapes called in turn (wall clock around the call and
 a synchronize; inputs on the GPU, built before timing).
 """
@@ -76,7 +78,12 @@ def main():
 
         row = {}
         for s in shapes:
+            # The first call compiles (and, under reduce-overhead or max-autotune, records a CUDA
+            # graph); printed at once, so that a run cut off by a time limit still shows how far
+            # the compiles got.
             row[s] = {"first_ms": call(s)}
+            print(f"{a.model} {mode:16s} {s[0]}x{s[1]:<4d} first call {row[s]['first_ms']:9.2f} ms",
+                  file=sys.stderr, flush=True)
         for s in shapes:
             for _ in range(a.warmup):
                 call(s)
