@@ -1,5 +1,6 @@
 // The CPU Conv kernel on the layers that dominate CNNs, fp32, on one thread (register_builtins()
-// puts OpenBLAS on the calling thread): ResNet-50's 7x7 stride-2 stem, its 1x1 and 3x3 bottleneck
+// puts OpenBLAS on the calling thread; W is a constant, so the kernel packs it as in a loaded
+// program): ResNet-50's 7x7 stride-2 stem, its 1x1 and 3x3 bottleneck
 // convolutions at each stage, and a MobileNet 3x3 depthwise layer. Each benchmark builds the call
 // as the loader does (definition's inference, then the kernel's create) and times Kernel::run;
 // "GFLOP/s" counts 2 * N * M * out * C/group * K flops per run.
@@ -36,8 +37,14 @@ const Layer kLayers[] = {
     {"resnet50/conv2_1x1_256_64", 1, 256, 56, 56, 64, 1, 1, 0, 1},
     {"resnet50/conv2_3x3_64", 1, 64, 56, 56, 64, 3, 1, 1, 1},
     {"resnet50/conv3_3x3_128", 1, 128, 28, 28, 128, 3, 1, 1, 1},
+    {"resnet50/conv3_1x1_512_128", 1, 512, 28, 28, 128, 1, 1, 0, 1},
+    {"resnet50/conv3_1x1_128_512", 1, 128, 28, 28, 512, 1, 1, 0, 1},
     {"resnet50/conv4_3x3_256", 1, 256, 14, 14, 256, 3, 1, 1, 1},
     {"resnet50/conv5_3x3_512", 1, 512, 7, 7, 512, 3, 1, 1, 1},
+    {"resnet50/conv5_3x3_512_s2", 1, 512, 14, 14, 512, 3, 2, 1, 1},
+    {"resnet50/conv5_1x1_512_2048", 1, 512, 7, 7, 2048, 1, 1, 0, 1},
+    {"resnet50/conv5_1x1_2048_512", 1, 2048, 7, 7, 512, 1, 1, 0, 1},
+    {"resnet50/conv5_1x1_1024_2048_s2", 1, 1024, 14, 14, 2048, 1, 2, 0, 1},
     {"resnet50/conv4_1x1_1024_256", 1, 1024, 14, 14, 256, 1, 1, 0, 1},
     {"resnet50/conv3_3x3_128_s2", 1, 128, 56, 56, 128, 3, 2, 1, 1},
     {"mobilenet/dw_3x3_144_s1", 1, 144, 56, 56, 144, 3, 1, 1, 144},
@@ -95,6 +102,8 @@ class ConvCall {
     call.outputs = std::span<Value* const>(value_ptrs_.data() + 3, 1);
     call.attrs = attr_ptrs_;
     call.node_name = "bench";
+    // W and B are weights of the program, as in a real model: the kernel packs W at create.
+    call.constant_inputs = 0b110;
     call.scratch = &scratch_;
     scratch_.begin_kernel("bench");
     auto kernel = baton::runtime::kernel_registry().find("Conv")->create(call);

@@ -487,15 +487,16 @@ std::vector<Spec> packed_conv_specs() {
        {{"strides", ints({2, 2})}},
        true,
        {1, 7, 5, 4}},
-      // Stride 1, one group, 2-D: the taps GEMM over a zero-padded image (op_conv.cpp), with
-      // begin and end pads that differ, none, a 5x5 and a 1x3 kernel, and rectangular images.
+      // Stride 1, one group, 2-D, more than 196 output positions: the taps GEMM over a
+      // zero-padded image (op_conv.cpp), with begin and end pads that differ, none, a 5x5 and a
+      // 1x3 kernel, and rectangular images.
       {"taps 3x3 12 -> 17, pads 2 0 1 3, batch 2",
-       {2, 12, 9, 14},
+       {2, 12, 17, 14},
        {17, 12, 3, 3},
        {{"pads", ints({2, 0, 1, 3})}},
        true,
-       {2, 17, 10, 15}},
-      {"taps 3x3 8 -> 30 without pads", {1, 8, 11, 6}, {30, 8, 3, 3}, {}, false, {1, 30, 9, 4}},
+       {2, 17, 18, 15}},
+      {"taps 3x3 8 -> 30 without pads", {1, 8, 11, 26}, {30, 8, 3, 3}, {}, false, {1, 30, 9, 24}},
       {"taps 5x5 6 -> 13 pads 2",
        {1, 6, 7, 33},
        {13, 6, 5, 5},
@@ -503,11 +504,11 @@ std::vector<Spec> packed_conv_specs() {
        true,
        {1, 13, 7, 33}},
       {"taps 5x3 over a 3-wide image, pads 5 2 4 2 (a first output row of padding only)",
-       {1, 4, 6, 3},
+       {1, 4, 40, 3},
        {5, 4, 5, 3},
        {{"pads", ints({5, 2, 4, 2})}},
        true,
-       {1, 5, 11, 5}},
+       {1, 5, 45, 5}},
       {"taps 1x3 140 -> 9 pads 0 1 (depth 420, two depth blocks per tap)",
        {1, 140, 5, 40},
        {9, 140, 1, 3},
@@ -523,6 +524,64 @@ std::vector<Spec> packed_conv_specs() {
   };
 }
 
+// 2-D, one group, at most 196 output positions: the GEMM turned around, positions by output
+// channels, with the columns gathered from a channels-last padded image (op_conv.cpp's
+// few_positions_item): pointwise and strided 1x1, 3x3 with pads that differ, stride 2, dilation,
+// a kernel larger than the image, output channel counts that are not a whole panel (32) and
+// depths that are not a multiple of 16, and a depth of 1024 (its rows padded apart).
+std::vector<Spec> few_positions_specs() {
+  return {
+      {"pointwise 40 -> 70 over 7x7, batch 2",
+       {2, 40, 7, 7},
+       {70, 40, 1, 1},
+       {},
+       true,
+       {2, 70, 7, 7}},
+      {"1x1 stride 2 1024 -> 33 from 13x14 (depth 1024)",
+       {1, 1024, 13, 14},
+       {33, 1024, 1, 1},
+       {{"strides", ints({2, 2})}},
+       true,
+       {1, 33, 7, 7}},
+      {"3x3 36 -> 45 pads 2 0 1 3 over 9x8",
+       {1, 36, 9, 8},
+       {45, 36, 3, 3},
+       {{"pads", ints({2, 0, 1, 3})}},
+       false,
+       {1, 45, 10, 9}},
+      {"3x3 stride 2 pads 1 29 -> 64 from 14x14, batch 3",
+       {3, 29, 14, 14},
+       {64, 29, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}},
+       true,
+       {3, 64, 7, 7}},
+      {"3x3 dilation 2 pads 2 17 -> 5 over 6x11",
+       {1, 17, 6, 11},
+       {5, 17, 3, 3},
+       {{"pads", ints({2, 2, 2, 2})}, {"dilations", ints({2, 2})}},
+       true,
+       {1, 5, 6, 11}},
+      {"7x7 over a 3x3 image, pads 3 (every window mostly padding)",
+       {1, 6, 3, 3},
+       {11, 6, 7, 7},
+       {{"pads", ints({3, 3, 3, 3})}},
+       true,
+       {1, 11, 3, 3}},
+      {"3x3 stride 2 1 -> 3 with a 1x1 output",
+       {1, 1, 3, 3},
+       {3, 1, 3, 3},
+       {{"strides", ints({2, 2})}},
+       false,
+       {1, 3, 1, 1}},
+      {"3x3 96 -> 130 over 14x14 (196 positions, the most on this path)",
+       {1, 96, 14, 14},
+       {130, 96, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       {1, 130, 14, 14}},
+  };
+}
+
 TEST(Conv, PackedConstantWeightsMatchTheReference) {
   if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
   std::mt19937 rng(43);
@@ -530,6 +589,9 @@ TEST(Conv, PackedConstantWeightsMatchTheReference) {
   for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &two, &three}) {
     SCOPED_TRACE(p ? std::to_string(p->size()) + " threads" : "1 thread");
     for (const Spec& spec : packed_conv_specs()) {
+      check("Conv", spec, DType::Float32, rng, 21, p, true);
+    }
+    for (const Spec& spec : few_positions_specs()) {
       check("Conv", spec, DType::Float32, rng, 21, p, true);
     }
   }
@@ -554,16 +616,61 @@ TEST(Conv, PackedConstantWeightsMatchTheReference) {
   expect_norm_close(t.output(), to_double(fresh.output()));
 }
 
+// Which packed copy a convolution makes says which GEMM runs it: at most 196 output positions
+// (2-D, one group) W^T by panels of 32 output channels for the turned-around GEMM
+// (packed_size(depth, M)), else W by blocks of 12 or 6 rows (packed_rows_size(M, depth)). With
+// 13 output channels (a group) the two sizes differ on either CPU (32 against 24 or 18 rows).
+TEST(Conv, FewOutputPositionsTurnTheGemmAround) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  std::mt19937 rng(46);
+  struct Case {
+    std::vector<int64_t> x;
+    int64_t kernel, stride, group;
+    bool turned;
+  };
+  const Case cases[] = {
+      {{1, 16, 7, 7}, 1, 1, 1, true},     // 49 positions, pointwise
+      {{1, 16, 14, 14}, 3, 1, 1, true},   // 196, the limit
+      {{1, 16, 15, 14}, 3, 1, 1, false},  // 210: the taps GEMM
+      {{1, 16, 28, 28}, 3, 2, 1, true},   // 196 after stride 2
+      {{1, 16, 8, 8}, 3, 1, 2, false},    // two groups: row blocks per group
+  };
+  for (const Case& c : cases) {
+    const int64_t m = 13 * c.group, depth = c.x[1] / c.group * c.kernel * c.kernel;
+    const int64_t pad = c.kernel / 2;
+    SCOPED_TRACE(::testing::Message() << c.x[2] << "x" << c.x[3] << " kernel " << c.kernel
+                                      << " stride " << c.stride << " group " << c.group);
+    OpTester t("Conv");
+    t.input(random_floats(rng, c.x))
+        .input(random_floats(rng, {m, c.x[1] / c.group, c.kernel, c.kernel}))
+        .constant_input(1)
+        .attr("pads", std::vector<int64_t>{pad, pad, pad, pad})
+        .attr("strides", std::vector<int64_t>{c.stride, c.stride})
+        .attr("group", c.group);
+    BATON_ASSERT_OK(t.run());
+    const int64_t floats = c.turned ? kernels::cpu::packed_size(depth, m)
+                                    : c.group * kernels::cpu::packed_rows_size(m / c.group, depth);
+    EXPECT_EQ(t.kernel()->held_bytes(), static_cast<uint64_t>(floats) * sizeof(float));
+  }
+}
+
 // The packed convolution's epilogue gives Conv's packed output with it applied after, bit for
 // bit, and the same bits on one thread and on three: applied to each part of Y as its sums
-// complete on the im2col path (stride 2 here), over the whole item after the taps GEMM (stride 1).
+// complete on the im2col path (stride 2 here), over the whole item after the taps GEMM (stride 1)
+// and after the turned-around GEMM (few output positions).
 TEST(Conv, PackedFusedEpilogueMatchesConvThenResidualAndActivation) {
   if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
   std::mt19937 rng(44);
-  for (const int64_t stride : {1, 2}) {
-    SCOPED_TRACE(stride == 1 ? "taps GEMM" : "im2col, epilogue in the GEMM");
-    const int64_t out_h = (21 + 2 - 3) / stride + 1, out_w = (33 + 2 - 3) / stride + 1;
-    const HostTensor x = random_floats(rng, {2, 20, 21, 33});
+  struct Path {
+    const char* name;
+    int64_t h, stride;
+  };
+  for (const Path& path : {Path{"taps GEMM", 25, 1}, Path{"im2col, epilogue in the GEMM", 25, 2},
+                           Path{"turned around (68 positions)", 7, 2}}) {
+    SCOPED_TRACE(path.name);
+    const int64_t stride = path.stride;
+    const int64_t out_h = (path.h + 2 - 3) / stride + 1, out_w = (33 + 2 - 3) / stride + 1;
+    const HostTensor x = random_floats(rng, {2, 20, path.h, 33});
     const HostTensor w = random_floats(rng, {50, 20, 3, 3});
     const HostTensor b = random_floats(rng, {50});
     const HostTensor z = random_floats(rng, {2, 50, out_h, out_w});
@@ -590,11 +697,17 @@ TEST(Conv, SiluEpilogueGivesTheSigmoidAndMulBits) {
   const Path paths[] = {
       {"im2col, depth 360 (OpenBLAS)", {1, 40, 9, 11}, {24, 40, 3, 3}, {}, false, true},
       {"packed, depth 180",
-       {2, 20, 13, 15},
+       {2, 20, 15, 15},
        {50, 20, 3, 3},
        {{"pads", ints({1, 1, 1, 1})}},
        true,
        false},
+      {"packed and turned around (56 positions), depth 180",
+       {2, 20, 7, 8},
+       {50, 20, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}},
+       true,
+       true},
       {"depthwise 5x5 stride 2",
        {2, 24, 13, 19},
        {24, 1, 5, 5},

@@ -118,23 +118,24 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
           !packed_gemm_available()) {
         return Status::ok_status();
       }
+      const float* w = call.input(1).data_as<const float>();
+      if (few_positions_eligible()) {
+        // W^T, its depth tap-major, packed by panels of output channels for packed_gemm (whose
+        // columns are then Y's channels).
+        std::vector<float> reordered;
+        BATON_TRY(tap_major(call, w, reordered));
+        BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(packed_size(rows_, s_.m)), call,
+                              "packed copy of the convolution's weights"));
+        pack_weights(reordered.data(), true, rows_, s_.m, rows_, 0, packed_.data());
+        few_positions_ = true;  // the epilogue runs over the item after it
+        return Status::ok_status();
+      }
       const int64_t per_group = packed_rows_size(s_.m_group, rows_);
       BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(per_group * s_.group), call,
                             "packed copy of the convolution's weights"));
-      const float* w = call.input(1).data_as<const float>();
       if (taps_eligible()) {
-        // W's depth reordered tap-major ([M, taps, C] from [M, C, taps]) for the taps GEMM.
-        const int64_t taps = s_.kernel_count, c = s_.c_group;
         std::vector<float> reordered;
-        BATON_TRY(size_buffer(reordered, static_cast<uint64_t>(s_.m * rows_), call,
-                              "tap-major copy of the convolution's weights"));
-        for (int64_t m = 0; m < s_.m; ++m) {
-          for (int64_t t = 0; t < taps; ++t) {
-            for (int64_t ch = 0; ch < c; ++ch) {
-              reordered[static_cast<size_t>(m * rows_ + t * c + ch)] = w[m * rows_ + ch * taps + t];
-            }
-          }
-        }
+        BATON_TRY(tap_major(call, w, reordered));
         pack_rows(reordered.data(), s_.m, rows_, rows_, packed_.data());
         const int64_t padded_w = padded(1);
         for (int64_t kh = 0; kh < s_.kernel[0]; ++kh) {
@@ -152,6 +153,23 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     return Status::ok_status();
   }
 
+  // W's depth reordered tap-major ([M, taps, C] from [M, C, taps]; one group) for the taps GEMM
+  // and the few-positions GEMM, whose columns are read a tap at a time.
+  Status tap_major(const runtime::KernelCall& call, const float* w,
+                   std::vector<float>& reordered) const {
+    const int64_t taps = s_.kernel_count, c = s_.c_group;
+    BATON_TRY(size_buffer(reordered, static_cast<uint64_t>(s_.m * rows_), call,
+                          "tap-major copy of the convolution's weights"));
+    for (int64_t m = 0; m < s_.m; ++m) {
+      for (int64_t t = 0; t < taps; ++t) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          reordered[static_cast<size_t>(m * rows_ + t * c + ch)] = w[m * rows_ + ch * taps + t];
+        }
+      }
+    }
+    return Status::ok_status();
+  }
+
   // The scratch: float copies (Base), and the column and GEMM buffers, one per thread when items
   // run in parallel.
   Status reserve(const runtime::KernelCall& call) {
@@ -163,6 +181,16 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
                                        "padded depthwise plane", slots_);
       }
       return Status::ok_status();
+    }
+    if (few_positions_) {
+      // The positions-major columns, and the channels-last padded image, whose buffer then
+      // holds the product by position before it is transposed into Y.
+      BATON_TRY(call.reserve_scratch<W>(scratch_, static_cast<uint64_t>(s_.out_count * lda()),
+                                        "positions-major columns"));
+      const int64_t image = extent(0) * extent(1) * s_.c;
+      return call.reserve_scratch<W>(col_,
+                                     static_cast<uint64_t>(std::max(image, s_.out_count * s_.m)),
+                                     "channels-last image and the product by position");
     }
     if (taps_) {
       // The zero-padded image (and a kernel row's slack after its last plane, which only the
@@ -205,6 +233,10 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
           if (epilogue) this->epilogue_channels(y, m, m + 1);
         }
       });
+      return;
+    }
+    if (few_positions_) {
+      few_positions_item(x, bias, y);
       return;
     }
     if (taps_) {
@@ -271,6 +303,92 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
                        packed_.data() + g * packed_rows_size(s_.m_group, rows_), cols, ld,
                        bias != nullptr ? bias + first : nullptr, y + first * s_.out_count + p0,
                        s_.out_count, epilogue);
+    }
+  }
+
+  // Few output positions (ResNet-50's last two stages: 14 x 14 and 7 x 7): the GEMM turned
+  // around, Y^T [positions, M] = col^T [positions, K * C] x W^T, through packed_gemm over W^T
+  // packed by panels of output channels. The rows kernel (positions as its vector columns) fills
+  // its 32-wide panels at 49 / 64 there and streams W from memory once per panel, and at these
+  // sizes W is the largest operand (2-9 MB against 0.1-0.9 MB of columns): ResNet-50's 7 x 7
+  // layers ran at 1.5-3.7x onnxruntime's time in the model, where W is cold (bench/RESULTS.md,
+  // 2026-12-02). Here each panel of W is read once, against every position while it is in the
+  // L1 cache. The columns are gathered from a channels-last copy of the image with its padding,
+  // where each (position, tap) part of a row is one run of C floats (im2col and a transpose took
+  // a quarter of a 3x3 convolution's time). Measured one layer at a time (bench/conv_bench.cpp),
+  // the turned-around GEMM is faster up to 14 x 14 = 196 positions; at 28 x 28 the 1x1 layers
+  // ran 1.4x slower than the rows kernel (the 3x3 ones even), at 56 x 56 2x.
+  bool few_positions_eligible() const {
+    return path_ != ConvPath::Depthwise && s_.spatial == 2 && s_.group == 1 &&
+           s_.out_count <= kFewPositions;
+  }
+  static constexpr int64_t kFewPositions = 196;
+  // The padded channels-last image's size along spatial axis d: the begin pad and the image, or
+  // as far as the last window reaches, whichever is further.
+  int64_t extent(int d) const {
+    return std::max(s_.pads[d] + s_.in[d],
+                    (s_.out[d] - 1) * s_.strides[d] + (s_.kernel[d] - 1) * s_.dilations[d] + 1);
+  }
+  // The columns' row length: the depth rounded up to 16 floats, plus 16 more where rows would
+  // otherwise lie a multiple of 1 KB apart: the GEMM reads 12 rows at once, and rows 4 KB apart
+  // (a 1024-channel 1x1 convolution) share one set of the L1 cache and evict each other (that
+  // convolution ran at half the speed of its 512-channel neighbour).
+  int64_t lda() const {
+    const int64_t rounded = ceil_div(rows_, int64_t{16}) * 16;
+    return rounded % 256 == 0 ? rounded + 16 : rounded;
+  }
+
+  // dst [cols, rows] = src [rows, cols]^T (leading dimensions lds and ldd), by 16 x 16 blocks so
+  // that both sides stay in cache.
+  static void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                        int64_t ldd) {
+    constexpr int64_t kBlock = 16;
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+      const int64_t r1 = std::min(rows, r0 + kBlock);
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+        const int64_t c1 = std::min(cols, c0 + kBlock);
+        for (int64_t c = c0; c < c1; ++c) {
+          for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+        }
+      }
+    }
+  }
+
+  // One batch item through the turned-around GEMM: the columns by position (X transposed, for a
+  // pointwise convolution; else gathered a tap at a time from the channels-last padded image),
+  // the product by position, transposed into Y (the epilogue runs after).
+  void few_positions_item(const W* x, const S* bias, W* y) {
+    if constexpr (std::is_same_v<S, float>) {
+      const int64_t n = s_.out_count, c = s_.c, ld = lda();
+      float* image = col_.data<float>();
+      float* a = scratch_.data<float>();
+      if (path_ == ConvPath::Pointwise) {
+        transpose(x, n, c, n, a, ld);
+      } else {
+        const int64_t width = extent(1), in_h = s_.in[0], in_w = s_.in[1];
+        std::fill(image, image + extent(0) * width * c, 0.0f);
+        // The image's channels, 16 at a time, to their positions.
+        for (int64_t h = 0; h < in_h; ++h) {
+          transpose(x + h * in_w, s_.in_count, c, in_w,
+                    image + ((s_.pads[0] + h) * width + s_.pads[1]) * c, c);
+        }
+        for (int64_t oy = 0; oy < s_.out[0]; ++oy) {
+          for (int64_t ox = 0; ox < s_.out[1]; ++ox) {
+            float* row = a + (oy * s_.out[1] + ox) * ld;
+            for (int64_t ky = 0; ky < s_.kernel[0]; ++ky) {
+              for (int64_t kx = 0; kx < s_.kernel[1]; ++kx) {
+                const int64_t iy = oy * s_.strides[0] + ky * s_.dilations[0];
+                const int64_t ix = ox * s_.strides[1] + kx * s_.dilations[1];
+                const float* from = image + (iy * width + ix) * c;
+                std::copy(from, from + c, row + (ky * s_.kernel[1] + kx) * c);
+              }
+            }
+          }
+        }
+      }
+      float* product = image;  // the image is no longer read
+      packed_gemm(this->pool_, n, s_.m, rows_, a, ld, packed_.data(), bias, product, s_.m);
+      transpose(product, s_.m, n, s_.m, y, n);
     }
   }
 
@@ -342,6 +460,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   runtime::ScratchRef col_, scratch_;
   std::vector<float> packed_;         // W packed by row blocks per group (empty: OpenBLAS)
   bool taps_ = false;                 // the taps GEMM (taps_eligible; packed_ is then tap-major)
+  bool few_positions_ = false;        // the GEMM turned around (packed_ holds W^T by panels)
   std::vector<int64_t> tap_offsets_;  // each tap's shift in the padded image
 };
 
