@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/kernel_test_util.h"
 #include "ops/activation.h"
@@ -521,6 +522,20 @@ std::vector<Spec> packed_conv_specs() {
        {{"pads", ints({2, 2})}},
        true,
        {3, 25, 40}},
+      // Stride 2 past 196 positions: im2col's rows copied by the vectorized stride-2 copy, in
+      // runs of 37-38 and 32-35 elements (whole vectors and a remainder).
+      {"3x3 stride 2 pads 1, 3 -> 20 over 21x75",
+       {1, 3, 21, 75},
+       {20, 3, 3, 3},
+       {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}},
+       true,
+       {1, 20, 11, 38}},
+      {"7x7 stride 2 pads 3 (a stem), 3 -> 16 over 40x70",
+       {1, 3, 40, 70},
+       {16, 3, 7, 7},
+       {{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}},
+       true,
+       {1, 16, 20, 35}},
   };
 }
 
@@ -580,6 +595,23 @@ std::vector<Spec> few_positions_specs() {
        true,
        {1, 130, 14, 14}},
   };
+}
+
+// im2col's stride-2 rows (conv_common.cpp's vectorized copy_stride2) at every length up to a few
+// vectors, from an odd and an even start, against the plain loop.
+TEST(Conv, StrideTwoCopyMatchesTheLoopAtEveryLength) {
+  std::vector<float> src(200);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  for (int64_t start : {0, 1}) {
+    for (int64_t count = 0; count <= 70; ++count) {
+      std::vector<float> got(static_cast<size_t>(count) + 1, -1.0f);
+      kernels::cpu::copy_strided(src.data() + start, 2, count, got.data());
+      for (int64_t i = 0; i < count; ++i) {
+        ASSERT_EQ(got[i], src[start + 2 * i]) << "count " << count << " element " << i;
+      }
+      EXPECT_EQ(got[count], -1.0f) << "wrote past the end at count " << count;
+    }
+  }
 }
 
 TEST(Conv, PackedConstantWeightsMatchTheReference) {
