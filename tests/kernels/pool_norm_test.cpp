@@ -151,6 +151,11 @@ TEST(Pool, MaxPoolRowPathMatchesTheWindowPath) {
       {{2, 2, 11, 10}, {3, 2}, {2, 2}, {2, 3}, {0, 0, 0, 0}, true},
       {{1, 2, 9, 9}, {3, 3}, {1, 2}, {2, 2}, {2, 2, 2, 1}, false},
       {{1, 64, 23, 23}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // SqueezeNet's, smaller
+      // Stride 2 over wide rows: the AVX-512 path's whole blocks of 16 outputs and a remainder,
+      // from even and odd shifts (ResNet-50's pool, fewer rows; a ceil window; dilation 2).
+      {{1, 4, 20, 112}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {{2, 2, 9, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true},
+      {{1, 2, 8, 80}, {2, 3}, {2, 2}, {2, 2}, {0, 2, 1, 0}},
   };
   std::mt19937 rng(32);
   runtime::ThreadPool pool(3);

@@ -15,6 +15,8 @@
 // each output row is the running maximum, tap by tap, of whole input rows (the output columns each
 // kernel column reaches inside the input precomputed), which the compiler vectorizes; it is about
 // 20x faster than visiting each window. Planes run in parallel over the Method's threads.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -80,6 +82,40 @@ struct PoolParams {
   double p = 2.0;             // LpPool
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// out[o] = the larger of out[o] and src[2 * o] for o in [lo, hi), a NaN winning, 16 outputs at a
+// time: two loads and a permute take the even elements. The library is built for the x86-64
+// baseline, whose compiler left this stride-2 loop scalar (ResNet-50's 3x3 stride-2 pool took
+// 0.57-0.87 ms on this project's VM against onnxruntime's 0.16).
+__attribute__((target("avx512f"))) void max_into_stride2_avx512(float* out, const float* src,
+                                                                int64_t lo, int64_t hi) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  for (int64_t o = lo; o < hi; o += 16) {
+    const int64_t n = std::min<int64_t>(16, hi - o);
+    // The reads stop at src[2 * (hi - 1)], the last element the scalar loop reads.
+    const int64_t reads = 2 * n - 1;
+    const __mmask16 m0 = reads >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << reads) - 1);
+    const __mmask16 m1 = reads <= 16 ? __mmask16(0) : __mmask16((1u << (reads - 16)) - 1);
+    const __m512 a = _mm512_maskz_loadu_ps(m0, src + 2 * o);
+    const __m512 b = _mm512_maskz_loadu_ps(m1, src + 2 * o + 16);
+    const __m512 v = _mm512_permutex2var_ps(a, even, b);
+    const __mmask16 live = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+    const __m512 cur = _mm512_maskz_loadu_ps(live, out + o);
+    const __mmask16 take =
+        _mm512_cmp_ps_mask(v, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    _mm512_mask_storeu_ps(out + o, live & take, v);
+  }
+}
+bool detect_avx512() {
+  __builtin_cpu_init();  // a static initializer may run before the library's own CPU detection
+  return __builtin_cpu_supports("avx512f");
+}
+const bool kPoolAvx512 = detect_avx512();
+#else
+constexpr bool kPoolAvx512 = false;
+void max_into_stride2_avx512(float*, const float*, int64_t, int64_t) {}
+#endif
+
 // MaxPool's row path (see the top): per kernel column, the output columns [lo, hi) whose tap lies
 // inside the input row.
 struct MaxRows {
@@ -109,7 +145,9 @@ struct MaxRows {
         for (size_t kw = 0; kw < lo.size(); ++kw) {
           const int64_t shift = static_cast<int64_t>(kw) * aw.d - aw.head;
           const float* src = row + shift;
-          if (aw.s == 1) {
+          if (aw.s == 2 && kPoolAvx512) {
+            max_into_stride2_avx512(out, src, lo[kw], hi[kw]);
+          } else if (aw.s == 1) {
             for (int64_t o = lo[kw]; o < hi[kw]; ++o) {
               const float v = src[o];
               out[o] = (v > out[o] || v != v) ? v : out[o];
