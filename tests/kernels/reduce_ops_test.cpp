@@ -121,6 +121,32 @@ TEST(Reduce, EveryReductionMatchesTheReferenceInBothForms) {
   }
 }
 
+// float32 ReduceSum and ReduceMean sum each reduced row in 32 interleaved partial sums
+// (vmath::sum_f32): rows of every length from 1 to 70 (no whole block, one, two and a remainder)
+// and of an image's 111 x 113 positions, inner axes reduced (one row a group) and outer ones
+// (rows kept, an accumulator per element), against the double reference.
+TEST(Reduce, FloatSumsOfLongRowsMatchTheReference) {
+  std::mt19937 rng(22);
+  struct Case {
+    std::vector<int64_t> shape, axes;  // axes non-negative
+  };
+  std::vector<Case> cases = {{{2, 3, 111, 113}, {2, 3}}, {{5, 40, 33}, {0, 1}}};
+  for (int64_t n = 1; n <= 70; ++n) cases.push_back({{3, n}, {1}});
+  for (const Case& c : cases) {
+    for (const char* op : {"ReduceSum", "ReduceMean"}) {
+      SCOPED_TRACE(fmt::format("{} of {} over {}", op, shape_str(c.shape), shape_str(c.axes)));
+      const HostTensor x = random_floats(rng, c.shape, -1.0f, 1.5f);
+      OpTester t(op);
+      t.input(x).input(int64s(c.axes)).attr("keepdims", 0);
+      BATON_ASSERT_OK(t.run());
+      const Reduction r = std::string_view(op) == "ReduceSum" ? Reduction::Sum : Reduction::Mean;
+      std::vector<bool> reduced(c.shape.size(), false);
+      for (int64_t a : c.axes) reduced[static_cast<size_t>(a)] = true;
+      expect_close(t.output(), reference(r, x, reduced), 1e-5, 1e-5);
+    }
+  }
+}
+
 TEST(Reduce, AttributeAxesAreCanonicalSortedAndNonNegative) {
   OpTester t("ReduceMean", "node_1", 13);
   t.input(HostTensor(DType::Float32, {2, 3, 4})).attr("axes", std::vector<int64_t>{-1, 0});

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "ops/activation.h"
@@ -101,6 +102,22 @@ TEST(VectorMath, EachFunctionStaysWithinItsMeasuredUlps) {
   EXPECT_LE(t.max_ulps, 1.5);
   EXPECT_LE(r.max_ulps, 3.0);
   EXPECT_LE(g.max_ulps, 8.0);
+}
+
+// sum_f32 adds element i into partial sum i % 32, each in order, then the partial sums in order:
+// its bits are that order's, at every length around the blocks of 32 (and not a plain loop's).
+TEST(VectorMath, SumAddsThirtyTwoInterleavedChainsInOrder) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  std::vector<float> x(1000);
+  for (float& v : x) v = dist(rng);
+  for (int64_t n : {0, 1, 2, 31, 32, 33, 63, 64, 65, 100, 1000}) {
+    float part[32] = {};
+    for (int64_t i = 0; i < n; ++i) part[i % 32] += x[static_cast<size_t>(i)];
+    float want = 0.0f;
+    for (float p : part) want += p;
+    EXPECT_EQ(vmath::sum_f32(x.data(), n), want) << "n " << n;
+  }
 }
 
 TEST(VectorMath, SpecialValuesAreExact) {

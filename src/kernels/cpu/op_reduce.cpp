@@ -26,6 +26,7 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/vector_math.h"
 #include "ops/elementwise.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
@@ -165,7 +166,11 @@ class ReduceKernel final : public runtime::Kernel {
       for (size_t k = 0; k < n_; ++k) y[k] = Op::out(std::log(acc[k]) + shift[k]);
     } else {
       std::fill(acc, acc_end, Op::identity());
-      walk(x, acc, [](A a, A v, size_t) { return Op::combine(a, v); });
+      if constexpr (std::is_same_v<S, float> && (R == Reduction::Sum || R == Reduction::Mean)) {
+        walk_sums(x, acc);
+      } else {
+        walk(x, acc, [](A a, A v, size_t) { return Op::combine(a, v); });
+      }
       for (size_t k = 0; k < n_; ++k) y[k] = Op::out(Op::finish(acc[k], count_));
     }
     return Status::ok_status();
@@ -213,6 +218,23 @@ class ReduceKernel final : public runtime::Kernel {
               const size_t kj = k + static_cast<size_t>(j * s);
               acc[kj] = f(acc[kj], Op::pre(row[j]), kj);
             }
+          }
+        });
+  }
+
+  // walk's float32 sums: a row reduced into one accumulator is summed by vmath::sum_f32 (32
+  // partial sums, vectorized; a plain loop is one chain of dependent adds, 4 cycles an element:
+  // EfficientNet-B0's 17 squeeze-excite means took 1.14 ms against onnxruntime's 0.32).
+  void walk_sums(const float* x, float* acc) const {
+    const int64_t s = plan_.strides[0][plan_.rank - 1];
+    for_each_broadcast_row<1>(
+        plan_, [&](int64_t in_offset, const std::array<int64_t, 1>& acc_offset, int64_t count) {
+          const float* row = x + in_offset;
+          const auto k = static_cast<size_t>(acc_offset[0]);
+          if (s == 0) {
+            acc[k] += vmath::sum_f32(row, count);
+          } else {
+            for (int64_t j = 0; j < count; ++j) acc[k + static_cast<size_t>(j * s)] += row[j];
           }
         });
   }

@@ -21,6 +21,21 @@ namespace baton::kernels::cpu::vmath {
 #define BATON_VMATH_CLONES
 #endif
 
+BATON_VMATH_CLONES float sum_f32(const float* x, int64_t n) {
+  // kLanes independent chains, each in order, then the chains' sums in order: the same bits
+  // whatever the clone's vector width (16, 8 or 4 lanes take two, four or eight steps a block).
+  constexpr int64_t kLanes = 32;
+  float part[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) part[l] += x[i + l];
+  }
+  for (int64_t l = 0; i + l < n; ++l) part[l] += x[i + l];
+  float s = 0.0f;
+  for (int64_t l = 0; l < kLanes; ++l) s += part[l];
+  return s;
+}
+
 BATON_VMATH_CLONES void exp_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i]);
 }
