@@ -181,6 +181,41 @@ TEST(Pool, MaxPoolRowPathMatchesTheWindowPath) {
   }
 }
 
+// AveragePool over float32 with at most two spatial axes sums whole rows a tap at a time in
+// double (op_pool.cpp's average rows): windows of at most 9 floats in [-2, 2] sum exactly in
+// double in any order, so each output is the exactly rounded mean, bit for bit: DenseNet's 2x2
+// stride-2 transitions over wide rows, pads counted and not, a ceil window, stride 1, dilation,
+// 1-D, on one thread and three.
+TEST(Pool, AveragePoolRowsGiveTheExactlyRoundedMean) {
+  const PoolSpec specs[] = {
+      {{1, 6, 28, 58}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{2, 3, 9, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true},
+      {{1, 2, 9, 40}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, true, false},
+      {{1, 2, 7, 33}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, false},
+      {{1, 2, 11, 30}, {3, 2}, {1, 2}, {2, 3}, {2, 0, 1, 3}, false, true},
+      {{2, 3, 50}, {3}, {2}, {1}, {1, 1}, false, true},
+  };
+  std::mt19937 rng(33);
+  runtime::ThreadPool pool(3);
+  for (const PoolSpec& p : specs) {
+    SCOPED_TRACE(shape_str(p.x) + " kernel " + shape_str(p.kernel) + " pads " + shape_str(p.pads));
+    const HostTensor x = random_floats(rng, p.x, -2.0f, 2.0f);
+    Ints y_shape;
+    const std::vector<double> ref = pool_reference(p, to_double(x), "avg", y_shape, nullptr);
+    for (runtime::ThreadPool* threads : {static_cast<runtime::ThreadPool*>(nullptr), &pool}) {
+      OpTester t("AveragePool");
+      t.pool(threads).input(x).attr("count_include_pad", p.count_include_pad ? 1 : 0);
+      set_pool_attrs(t, p);
+      BATON_ASSERT_OK(t.run());
+      ASSERT_EQ(t.output().sizes, y_shape);
+      for (int64_t i = 0; i < t.output().numel(); ++i) {
+        ASSERT_EQ(t.output().data<float>()[i], static_cast<float>(ref[static_cast<size_t>(i)]))
+            << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(Pool, AutoPadIsCanonicalizedToExplicitPads) {
   struct Case {
     const char* auto_pad;

@@ -174,6 +174,12 @@ class PoolKernel final : public runtime::Kernel {
       : x_(x), y_(y), indices_(indices), p_(std::move(p)), pool_(pool), rows_(p_.axes[2]) {
     rows_path_ = K == Pool::Max && std::is_same_v<S, float> && indices_ == nullptr &&
                  p_.axes[0].in == 1 && p_.axes[0].k == 1 && p_.axes[0].head == 0;
+    average_rows_ = K == Pool::Average && std::is_same_v<S, float> && p_.axes[0].in == 1 &&
+                    p_.axes[0].k == 1 && p_.axes[0].head == 0;
+    // A row of double sums per thread (the spatial sizes never change after create).
+    if (average_rows_) {
+      sums_.resize(static_cast<size_t>(pool_slots(pool_) * p_.axes[2].out));
+    }
   }
 
   // Dynamic shapes: planes (batch x channels) are independent, so their count may change; the
@@ -196,7 +202,13 @@ class PoolKernel final : public runtime::Kernel {
   Status run() override {
     // A few planes per task, so that small planes are not one task each.
     const int64_t chunk = std::max<int64_t>(1, p_.planes / (int64_t{4} * pool_slots(pool_)));
-    parallel_for(pool_, (p_.planes + chunk - 1) / chunk, [&](int64_t t, unsigned) {
+    parallel_for(pool_, (p_.planes + chunk - 1) / chunk, [&](int64_t t, unsigned slot) {
+      if constexpr (K == Pool::Average && std::is_same_v<S, float>) {
+        if (average_rows_) {
+          average_planes(t * chunk, std::min(p_.planes, (t + 1) * chunk), slot);
+          return;
+        }
+      }
       run_planes(t * chunk, std::min(p_.planes, (t + 1) * chunk));
     });
     return Status::ok_status();
@@ -258,6 +270,48 @@ class PoolKernel final : public runtime::Kernel {
     }
   }
 
+  // AveragePool over float32 planes of at most two spatial axes, a row at a time: each output
+  // row's window sums in double, adding whole input rows tap by tap (kernel row, then kernel
+  // column, as the window path adds each window's taps: the same sums, the same bits), then each
+  // divided by its window's count. The window path's per-window loop ran DenseNet-121's three
+  // 2x2 transition pools in 1.0 ms on this project's VM against onnxruntime's 0.085.
+  void average_planes(int64_t first_plane, int64_t end_plane, unsigned slot) {
+    const float* x = x_->tensor.data_as<const float>();
+    float* y = y_->tensor.data_as<float>();
+    const Axis& ad = p_.axes[0];
+    const Axis& ah = p_.axes[1];
+    const Axis& aw = p_.axes[2];
+    double* sum = sums_.data() + static_cast<size_t>(slot) * static_cast<size_t>(aw.out);
+    const double depth = static_cast<double>(p_.count_include_pad ? ad.padded[0] : ad.taps[0]);
+    for (int64_t plane = first_plane; plane < end_plane; ++plane) {
+      const float* xp = x + plane * ah.in * aw.in;
+      float* yp = y + plane * ah.out * aw.out;
+      for (int64_t oh = 0; oh < ah.out; ++oh) {
+        const auto h = static_cast<size_t>(oh);
+        std::fill(sum, sum + aw.out, 0.0);
+        for (int64_t b = 0; b < ah.taps[h]; ++b) {
+          const float* row = xp + (ah.first[h] + b * ah.d) * aw.in;
+          for (size_t kw = 0; kw < rows_.lo.size(); ++kw) {
+            const float* src = row + static_cast<int64_t>(kw) * aw.d - aw.head;
+            for (int64_t o = rows_.lo[kw]; o < rows_.hi[kw]; ++o) {
+              sum[o] += static_cast<double>(src[o * aw.s]);
+            }
+          }
+        }
+        const double rows = static_cast<double>(p_.count_include_pad ? ah.padded[h] : ah.taps[h]);
+        for (int64_t o = 0; o < aw.out; ++o) {
+          const auto w = static_cast<size_t>(o);
+          // finish()'s count, multiplied in its order.
+          double count = 1.0;
+          count *= depth;
+          count *= rows;
+          count *= static_cast<double>(p_.count_include_pad ? aw.padded[w] : aw.taps[w]);
+          yp[oh * aw.out + o] = static_cast<float>(sum[o] / count);
+        }
+      }
+    }
+  }
+
   // Calls f(element, d, h, w) for each tap of the window at output position `at` that lies inside
   // the input, in row-major order.
   template <typename F>
@@ -300,8 +354,10 @@ class PoolKernel final : public runtime::Kernel {
   runtime::Value* indices_;  // MaxPool's optional Indices, or null
   PoolParams p_;
   runtime::ThreadPool* pool_;
-  MaxRows rows_;
+  MaxRows rows_;  // also the average rows' kernel-column ranges
   bool rows_path_ = false;
+  bool average_rows_ = false;
+  std::vector<double> sums_;  // average rows: out_w double sums per thread
 };
 
 // The global forms: one value per plane of `n` spatial positions.
