@@ -659,6 +659,7 @@ TEST(Conv, FewOutputPositionsTurnTheGemmAround) {
     std::vector<int64_t> x;
     int64_t kernel, stride, group;
     bool turned;
+    int64_t pad = -1;  // -1: kernel / 2
   };
   const Case cases[] = {
       {{1, 16, 7, 7}, 1, 1, 1, true},     // 49 positions, pointwise
@@ -666,10 +667,13 @@ TEST(Conv, FewOutputPositionsTurnTheGemmAround) {
       {{1, 16, 15, 14}, 3, 1, 1, false},  // 210: the taps GEMM
       {{1, 16, 28, 28}, 3, 2, 1, true},   // 196 after stride 2
       {{1, 16, 8, 8}, 3, 1, 2, false},    // two groups: row blocks per group
+      // 49 positions, but pads of 3000 at stride 1000: the channels-last image would be
+      // 6003 x 6003 x 16 floats, so im2col's columns (bounded by the output) take it.
+      {{1, 16, 5, 5}, 3, 1000, 1, false, 3000},
   };
   for (const Case& c : cases) {
     const int64_t m = 13 * c.group, depth = c.x[1] / c.group * c.kernel * c.kernel;
-    const int64_t pad = c.kernel / 2;
+    const int64_t pad = c.pad >= 0 ? c.pad : c.kernel / 2;
     SCOPED_TRACE(::testing::Message() << c.x[2] << "x" << c.x[3] << " kernel " << c.kernel
                                       << " stride " << c.stride << " group " << c.group);
     OpTester t("Conv");
@@ -683,6 +687,28 @@ TEST(Conv, FewOutputPositionsTurnTheGemmAround) {
     const int64_t floats = c.turned ? kernels::cpu::packed_size(depth, m)
                                     : c.group * kernels::cpu::packed_rows_size(m / c.group, depth);
     EXPECT_EQ(t.kernel()->held_bytes(), static_cast<uint64_t>(floats) * sizeof(float));
+  }
+}
+
+// The turned-around GEMM's copies are split over the pool: one thread and three give the same
+// bits (copies, and packed_gemm's sums in the same order on any split), pointwise and 3x3.
+TEST(Conv, FewOutputPositionsGiveTheSameBitsOnAnyPool) {
+  if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
+  std::mt19937 rng(47);
+  runtime::ThreadPool three(3);
+  for (const int64_t k : {1, 3}) {
+    SCOPED_TRACE("kernel " + std::to_string(k));
+    const HostTensor x = random_floats(rng, {2, 150, 9, 11});
+    const HostTensor w = random_floats(rng, {70, 150, k, k});
+    std::vector<std::vector<double>> outputs;
+    for (runtime::ThreadPool* p : {static_cast<runtime::ThreadPool*>(nullptr), &three}) {
+      OpTester t("Conv");
+      t.pool(p).input(x).input(w).constant_input(1).attr(
+          "pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+      BATON_ASSERT_OK(t.run());
+      outputs.push_back(to_double(t.output()));
+    }
+    EXPECT_EQ(outputs[0], outputs[1]);
   }
 }
 

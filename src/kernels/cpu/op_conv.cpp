@@ -318,9 +318,17 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   // a quarter of a 3x3 convolution's time). Measured one layer at a time (bench/conv_bench.cpp),
   // the turned-around GEMM is faster up to 14 x 14 = 196 positions; at 28 x 28 the 1x1 layers
   // ran 1.4x slower than the rows kernel (the 3x3 ones even), at 56 x 56 2x.
+  // The channels-last image grows with the pads, which the output's size does not bound (huge
+  // pads at a large stride): past kTapsScratch floats, or where its size would overflow, the
+  // convolution keeps the other paths.
   bool few_positions_eligible() const {
-    return path_ != ConvPath::Depthwise && s_.spatial == 2 && s_.group == 1 &&
-           s_.out_count <= kFewPositions;
+    if (path_ == ConvPath::Depthwise || s_.spatial != 2 || s_.group != 1 ||
+        s_.out_count > kFewPositions) {
+      return false;
+    }
+    int64_t area = 0, image = 0;
+    return !__builtin_mul_overflow(extent(0), extent(1), &area) &&
+           !__builtin_mul_overflow(area, s_.c, &image) && image <= kTapsScratch;
   }
   static constexpr int64_t kFewPositions = 196;
   // The padded channels-last image's size along spatial axis d: the begin pad and the image, or
@@ -362,17 +370,23 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       const int64_t n = s_.out_count, c = s_.c, ld = lda();
       float* image = col_.data<float>();
       float* a = scratch_.data<float>();
+      // The copies are split over the pool too (by channel blocks, image rows and output rows),
+      // so that they do not leave the other threads idle between the GEMM's parts.
+      constexpr int64_t kChannels = 64;
       if (path_ == ConvPath::Pointwise) {
-        transpose(x, n, c, n, a, ld);
+        parallel_for(this->pool_, ceil_div(c, kChannels), [&](int64_t t, unsigned) {
+          const int64_t c0 = t * kChannels, c1 = std::min(c, c0 + kChannels);
+          transpose(x + c0 * n, n, c1 - c0, n, a + c0, ld);
+        });
       } else {
         const int64_t width = extent(1), in_h = s_.in[0], in_w = s_.in[1];
         std::fill(image, image + extent(0) * width * c, 0.0f);
         // The image's channels, 16 at a time, to their positions.
-        for (int64_t h = 0; h < in_h; ++h) {
+        parallel_for(this->pool_, in_h, [&](int64_t h, unsigned) {
           transpose(x + h * in_w, s_.in_count, c, in_w,
                     image + ((s_.pads[0] + h) * width + s_.pads[1]) * c, c);
-        }
-        for (int64_t oy = 0; oy < s_.out[0]; ++oy) {
+        });
+        parallel_for(this->pool_, s_.out[0], [&](int64_t oy, unsigned) {
           for (int64_t ox = 0; ox < s_.out[1]; ++ox) {
             float* row = a + (oy * s_.out[1] + ox) * ld;
             for (int64_t ky = 0; ky < s_.kernel[0]; ++ky) {
@@ -384,11 +398,14 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
               }
             }
           }
-        }
+        });
       }
       float* product = image;  // the image is no longer read
       packed_gemm(this->pool_, n, s_.m, rows_, a, ld, packed_.data(), bias, product, s_.m);
-      transpose(product, s_.m, n, s_.m, y, n);
+      parallel_for(this->pool_, ceil_div(s_.m, kChannels), [&](int64_t t, unsigned) {
+        const int64_t c0 = t * kChannels, c1 = std::min(s_.m, c0 + kChannels);
+        transpose(product + c0, s_.m, n, c1 - c0, y + c0 * n, n);
+      });
     }
   }
 

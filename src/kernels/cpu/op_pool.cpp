@@ -15,7 +15,9 @@
 // each output row is the running maximum, tap by tap, of whole input rows (the output columns each
 // kernel column reaches inside the input precomputed), which the compiler vectorizes; it is about
 // 20x faster than visiting each window. Planes run in parallel over the Method's threads.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>

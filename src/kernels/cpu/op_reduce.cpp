@@ -231,7 +231,12 @@ class ReduceKernel final : public runtime::Kernel {
         plan_, [&](int64_t in_offset, const std::array<int64_t, 1>& acc_offset, int64_t count) {
           const float* row = x + in_offset;
           const auto k = static_cast<size_t>(acc_offset[0]);
-          if (s == 0) {
+          if (s == 0 && count < 32) {
+            // sum_f32's bits for a short row (one element a partial sum), without its call.
+            float sum = 0.0f;
+            for (int64_t j = 0; j < count; ++j) sum += row[j];
+            acc[k] += sum;
+          } else if (s == 0) {
             acc[k] += vmath::sum_f32(row, count);
           } else {
             for (int64_t j = 0; j < count; ++j) acc[k + static_cast<size_t>(j * s)] += row[j];

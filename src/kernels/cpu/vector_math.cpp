@@ -5,6 +5,7 @@
 // are vmath::fma's, exactly rounded everywhere, so the results do not depend on the CPU.
 #include "kernels/cpu/vector_math.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/elementwise.h"
@@ -31,8 +32,9 @@ BATON_VMATH_CLONES float sum_f32(const float* x, int64_t n) {
     for (int64_t l = 0; l < kLanes; ++l) part[l] += x[i + l];
   }
   for (int64_t l = 0; i + l < n; ++l) part[l] += x[i + l];
+  // The partial sums past n are +0.0 and add nothing (s starts at +0.0, so never -0.0).
   float s = 0.0f;
-  for (int64_t l = 0; l < kLanes; ++l) s += part[l];
+  for (int64_t l = 0; l < std::min(n, kLanes); ++l) s += part[l];
   return s;
 }
 

@@ -257,11 +257,13 @@ BATON_VMATH_INLINE float log(float x) {
   return x != x ? x : r;
 }
 
-// y[i] = f(x[i]) for i < n (x and y may be the same array).
 // The sum of x[0, n), in 32 interleaved partial sums (element i in sum i % 32, each in order)
 // added in order at the end: vectorized where one chain of adds would wait on each add's latency
-// (a ReduceMean over an image's positions ran at 6 GB/s so). Not the bits of a plain loop.
+// (a ReduceMean over an image's positions ran at 6 GB/s so). Not the bits of a plain loop, but a
+// plain loop's from 0 for n < 32 (each partial sum then holds one element).
 float sum_f32(const float* x, int64_t n);
+
+// y[i] = f(x[i]) for i < n (x and y may be the same array).
 void exp_f32(const float* x, float* y, int64_t n);
 void log_f32(const float* x, float* y, int64_t n);
 void sigmoid_f32(const float* x, float* y, int64_t n);
