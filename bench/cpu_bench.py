@@ -72,12 +72,17 @@ def one_node_models(out_dir, size):
 
 
 class Ort:
-    def __init__(self, path, threads):
+    # profile_prefix: onnxruntime's own per-node profiling into files with this prefix
+    # (bench/cpu_profile.py).
+    def __init__(self, path, threads, profile_prefix=None):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if profile_prefix:
+            options.enable_profiling = True
+            options.profile_file_prefix = profile_prefix
         self.sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
     def samples(self, feed, n, warmup):

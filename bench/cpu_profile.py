@@ -27,15 +27,14 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_bench  # noqa: E402
+
 
 def ort_profile(model, threads, runs):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.gettempdir(), "baton_cpu_profile")
-    session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    # cpu_bench.py's session (the benchmark's options), with profiling on.
+    session = cpu_bench.Ort(model, threads,
+                            os.path.join(tempfile.gettempdir(), "baton_cpu_profile")).sess
     rng = np.random.default_rng(0)
     feeds = {}
     for i in session.get_inputs():

@@ -156,9 +156,9 @@ void copy_strided(const T* src, int64_t stride, int64_t count, T* dst) {
 inline void copy_strided(const float* src, int64_t stride, int64_t count, float* dst) {
   if (stride == 2) {
     copy_stride2(src, count, dst);
-    return;
+  } else {
+    copy_strided<float>(src, stride, count, dst);
   }
-  for (int64_t i = 0; i < count; ++i) dst[i] = src[i * stride];
 }
 
 // im2col for columns [p0, p1): col[(c * K + kernel offset) * (p1 - p0) + p - p0] for `channels`

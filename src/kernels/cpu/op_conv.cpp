@@ -137,7 +137,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
         std::vector<float> reordered;
         BATON_TRY(tap_major(call, w, reordered));
         pack_rows(reordered.data(), s_.m, rows_, rows_, packed_.data());
-        const int64_t padded_w = padded(1);
+        const int64_t padded_w = extent(1);
         for (int64_t kh = 0; kh < s_.kernel[0]; ++kh) {
           for (int64_t kw = 0; kw < s_.kernel[1]; ++kw) tap_offsets_.push_back(kh * padded_w + kw);
         }
@@ -187,7 +187,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       // holds the product by position before it is transposed into Y.
       BATON_TRY(call.reserve_scratch<W>(scratch_, static_cast<uint64_t>(s_.out_count * lda()),
                                         "positions-major columns"));
-      const int64_t image = extent(0) * extent(1) * s_.c;
+      const int64_t image = path_ == ConvPath::Pointwise ? 0 : padded_plane() * s_.c;
       return call.reserve_scratch<W>(col_,
                                      static_cast<uint64_t>(std::max(image, s_.out_count * s_.m)),
                                      "channels-last image and the product by position");
@@ -198,7 +198,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
       const int64_t plane = padded_plane();
       BATON_TRY(call.reserve_scratch<W>(col_, static_cast<uint64_t>(s_.c * plane + s_.kernel[1]),
                                         "zero-padded image for the taps GEMM"));
-      return call.reserve_scratch<W>(scratch_, static_cast<uint64_t>(s_.m * s_.out[0] * padded(1)),
+      return call.reserve_scratch<W>(scratch_, static_cast<uint64_t>(s_.m * s_.out[0] * extent(1)),
                                      "taps GEMM output over the padded width");
     }
     const uint64_t buffers = item_parallel_ ? slots_ : 1;
@@ -331,8 +331,10 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
            !__builtin_mul_overflow(area, s_.c, &image) && image <= kTapsScratch;
   }
   static constexpr int64_t kFewPositions = 196;
-  // The padded channels-last image's size along spatial axis d: the begin pad and the image, or
-  // as far as the last window reaches, whichever is further.
+  // A padded copy of the image's size along spatial axis d (the taps GEMM's planes, the
+  // few-positions path's channels-last image): the begin pad and the image, or as far as the last
+  // window reaches, whichever is further (ConvShape keeps only the begin pads). At stride 1 and
+  // dilation 1 the second is the first plus the end pad.
   int64_t extent(int d) const {
     return std::max(s_.pads[d] + s_.in[d],
                     (s_.out[d] - 1) * s_.strides[d] + (s_.kernel[d] - 1) * s_.dilations[d] + 1);
@@ -380,7 +382,7 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
         });
       } else {
         const int64_t width = extent(1), in_h = s_.in[0], in_w = s_.in[1];
-        std::fill(image, image + extent(0) * width * c, 0.0f);
+        std::fill(image, image + padded_plane() * c, 0.0f);
         // The image's channels, 16 at a time, to their positions.
         parallel_for(this->pool_, in_h, [&](int64_t h, unsigned) {
           transpose(x + h * in_w, s_.in_count, c, in_w,
@@ -417,24 +419,20 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
     return path_ == ConvPath::Im2col && s_.spatial == 2 && s_.group == 1 && s_.kernel_count > 1 &&
            s_.strides[0] == 1 && s_.strides[1] == 1 && s_.dilations[0] == 1 &&
            s_.dilations[1] == 1 &&
-           s_.c * padded_plane() + s_.m * s_.out[0] * padded(1) <= kTapsScratch;
+           s_.c * padded_plane() + s_.m * s_.out[0] * extent(1) <= kTapsScratch;
   }
   // The taps GEMM's scratch (the padded image and the product over the padded width) grows with
   // the image, where im2col's is bounded by its column tiles: past this many floats (64 MiB; a
   // UNet's 64 channels at 256 x 256 take 8.5 M) a convolution keeps im2col.
   static constexpr int64_t kTapsScratch = int64_t{1} << 24;
-  // The padded image's size along spatial axis d: what the output's positions reach at stride 1,
-  // the begin pad, the image and the end pad (ConvShape keeps only the begin pads; Conv's pads
-  // are never negative, ops/conv.cpp).
-  int64_t padded(int d) const { return s_.out[d] + s_.kernel[d] - 1; }
-  int64_t padded_plane() const { return padded(0) * padded(1); }
+  int64_t padded_plane() const { return extent(0) * extent(1); }
 
   // One batch item through the taps GEMM: pad the image, multiply over the padded width, keep
   // each output row's first out[1] columns.
   void taps_item(const W* x, const S* bias, W* y) {
     if constexpr (std::is_same_v<S, float>) {
       const int64_t in_h = s_.in[0], in_w = s_.in[1], top = s_.pads[0], left = s_.pads[1];
-      const int64_t padded_w = padded(1), plane = padded_plane();
+      const int64_t padded_w = extent(1), plane = padded_plane();
       const int64_t out_h = s_.out[0], out_w = s_.out[1], wide = out_h * padded_w;
       float* image = col_.data<float>();
       parallel_for(this->pool_, s_.c, [&](int64_t c, unsigned) {

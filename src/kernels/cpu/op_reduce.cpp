@@ -166,11 +166,7 @@ class ReduceKernel final : public runtime::Kernel {
       for (size_t k = 0; k < n_; ++k) y[k] = Op::out(std::log(acc[k]) + shift[k]);
     } else {
       std::fill(acc, acc_end, Op::identity());
-      if constexpr (std::is_same_v<S, float> && (R == Reduction::Sum || R == Reduction::Mean)) {
-        walk_sums(x, acc);
-      } else {
-        walk(x, acc, [](A a, A v, size_t) { return Op::combine(a, v); });
-      }
+      walk<kFloatSums>(x, acc, [](A a, A v, size_t) { return Op::combine(a, v); });
       for (size_t k = 0; k < n_; ++k) y[k] = Op::out(Op::finish(acc[k], count_));
     }
     return Status::ok_status();
@@ -201,8 +197,16 @@ class ReduceKernel final : public runtime::Kernel {
         make_broadcast_plan<1>(sizes, {std::span<const int64_t>(acc_sizes.data(), sizes.size())});
   }
 
-  // acc[k] = f(acc[k], pre(x), k) for every input element x, k its accumulator.
-  template <typename F>
+  // Float32 sums: a row reduced into one accumulator is summed by vmath::sum_f32 (32 partial
+  // sums, vectorized; a plain loop is one chain of dependent adds, 4 cycles an element:
+  // EfficientNet-B0's 17 squeeze-excite means took 1.14 ms against onnxruntime's 0.32).
+  static constexpr bool kFloatSums =
+      std::is_same_v<S, float> && (R == Reduction::Sum || R == Reduction::Mean);
+
+  // acc[k] = f(acc[k], pre(x), k) for every input element x, k its accumulator; with kRowSums
+  // (f is the sum of float32 values), a row reduced into one accumulator is added as its
+  // vmath::sum_f32.
+  template <bool kRowSums = false, typename F>
   void walk(const S* x, A* acc, F f) const {
     const int64_t s = plan_.strides[0][plan_.rank - 1];
     for_each_broadcast_row<1>(
@@ -210,36 +214,26 @@ class ReduceKernel final : public runtime::Kernel {
           const S* row = x + in_offset;
           const auto k = static_cast<size_t>(acc_offset[0]);
           if (s == 0) {  // the row is reduced into one accumulator
-            A a = acc[k];
-            for (int64_t j = 0; j < count; ++j) a = f(a, Op::pre(row[j]), k);
-            acc[k] = a;
+            if constexpr (kRowSums) {
+              // A row shorter than 32 summed inline: sum_f32's bits (one element a partial
+              // sum), without its call through the clones' dispatch.
+              float sum = 0.0f;
+              if (count < 32) {
+                for (int64_t j = 0; j < count; ++j) sum += row[j];
+              } else {
+                sum = vmath::sum_f32(row, count);
+              }
+              acc[k] += sum;
+            } else {
+              A a = acc[k];
+              for (int64_t j = 0; j < count; ++j) a = f(a, Op::pre(row[j]), k);
+              acc[k] = a;
+            }
           } else {  // the row is kept: one accumulator per element
             for (int64_t j = 0; j < count; ++j) {
               const size_t kj = k + static_cast<size_t>(j * s);
               acc[kj] = f(acc[kj], Op::pre(row[j]), kj);
             }
-          }
-        });
-  }
-
-  // walk's float32 sums: a row reduced into one accumulator is summed by vmath::sum_f32 (32
-  // partial sums, vectorized; a plain loop is one chain of dependent adds, 4 cycles an element:
-  // EfficientNet-B0's 17 squeeze-excite means took 1.14 ms against onnxruntime's 0.32).
-  void walk_sums(const float* x, float* acc) const {
-    const int64_t s = plan_.strides[0][plan_.rank - 1];
-    for_each_broadcast_row<1>(
-        plan_, [&](int64_t in_offset, const std::array<int64_t, 1>& acc_offset, int64_t count) {
-          const float* row = x + in_offset;
-          const auto k = static_cast<size_t>(acc_offset[0]);
-          if (s == 0 && count < 32) {
-            // sum_f32's bits for a short row (one element a partial sum), without its call.
-            float sum = 0.0f;
-            for (int64_t j = 0; j < count; ++j) sum += row[j];
-            acc[k] += sum;
-          } else if (s == 0) {
-            acc[k] += vmath::sum_f32(row, count);
-          } else {
-            for (int64_t j = 0; j < count; ++j) acc[k + static_cast<size_t>(j * s)] += row[j];
           }
         });
   }
