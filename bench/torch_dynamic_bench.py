@@ -13,8 +13,12 @@ programs), called at each shape repeated and at the shapes in turn.
 max-autotune compiles for minutes on a full-size model: give it a process (and a device call) of
 its own. Per mode and shape: the first call (reduce-overhead records a CUDA graph per shape then), the
 median and p90 of repeated calls and of the shapes called in turn (wall clock around the call and
-a synchronize; inputs on the GPU, built before timing).
+a synchronize; inputs on the GPU, built before timing). With --profile-calls K, also the kernels
+of one call at each shape (torch.profiler over K calls: their count, the sum of their durations
+and the largest), to set Baton's GPU time against torch's kernels alone where the host no
+longer shows (issue 37's compute-bound shapes).
 """
+import collections
 import argparse
 import json
 import math
@@ -35,6 +39,30 @@ def quantile(v, q):
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
+def kernel_sum(fn, xs, calls):
+    """The kernels of one call: their number, the sum of their durations (ms) and the largest by
+    time, from torch.profiler over `calls` calls (copies and memsets left out)."""
+    from torch.profiler import ProfilerActivity, profile
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*xs)
+        torch.cuda.synchronize()
+    totals = collections.defaultdict(lambda: [0, 0.0])
+    count, total_us = 0, 0.0
+    for e in prof.events():
+        name = e.name.lower()
+        if e.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in name or "memset" in name:
+            continue
+        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        count += 1
+        total_us += us
+        totals[e.name][0] += 1
+        totals[e.name][1] += us
+    top = sorted(totals.items(), key=lambda kv: -kv[1][1])[:10]
+    return {"count": count / calls, "ms": total_us / calls / 1e3,
+            "top": [{"name": k[:120], "per_call": v[0] / calls, "us": v[1] / calls} for k, v in top]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["bert", "gpt2", "resnet"], required=True)
@@ -45,6 +73,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--json", default="")
     ap.add_argument("--dtype", choices=["fp32", "fp16"], default="fp32")
+    ap.add_argument("--profile-calls", type=int, default=0,
+                    help="profile this many calls per shape and mode (kernel count and sum)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -98,6 +128,14 @@ def main():
         for s in shapes:
             row[s]["alternating"] = {"median_ms": statistics.median(alt[s]),
                                      "p90_ms": quantile(alt[s], 0.9)}
+        if a.profile_calls > 0:
+            for s in shapes:
+                row[s]["kernels"] = kernel_sum(fn, inputs[s], a.profile_calls)
+                k = row[s]["kernels"]
+                print(f"{a.model} {mode:16s} {s[0]}x{s[1]:<4d} kernels per call {k['count']:.0f}, "
+                      f"kernel sum {k['ms']:.3f} ms; largest: "
+                      + "; ".join(f"{t['us']:.1f} us x{t['per_call']:.0f} {t['name'][:60]}"
+                                  for t in k["top"][:6]), flush=True)
         results[mode] = {f"{b}x{q}": v for (b, q), v in row.items()}
         for s in shapes:
             r = row[s]
