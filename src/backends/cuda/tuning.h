@@ -49,8 +49,9 @@ class Stopwatch {
  public:
   static Result<Stopwatch> create(int device);
 
-  // Enqueues `run` twice to warm up, then times it back to back on the stream; microseconds per
-  // run, the lower of two rounds. An error from `run` is returned as is.
+  // Enqueues `run` twice to warm up, then times it back to back on the stream, eight runs
+  // captured in one CUDA graph (enqueued one by one where they cannot be captured); microseconds
+  // per run, the lower of two rounds. An error from `run` is returned as is.
   Result<float> time(const std::function<Status(cudaStream_t)>& run);
   // Device memory of at least `bytes` holding a finite, non-zero pattern in every float type,
   // reused across calls (grown when needed).
@@ -87,6 +88,9 @@ class Stopwatch {
   uint64_t operand_bytes_ = 0, check_operand_bytes_ = 0, workspace_bytes_ = 0;
   // Replaces `buffer` (of `size` bytes) by one of `bytes` when it is smaller; whether it did.
   Result<bool> grow(DeviceBuffer* buffer, uint64_t* size, uint64_t bytes, const char* what);
+  // What `enqueue` puts on the stream, captured and instantiated; NotSupported when the work
+  // cannot be captured, `enqueue`'s own error as is.
+  Result<GraphExec> capture(const std::function<Status(cudaStream_t)>& enqueue);
   std::vector<uint8_t> staging_;  // fill_uniform's values on the host
 };
 
