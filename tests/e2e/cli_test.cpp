@@ -381,12 +381,12 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
     EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
         "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
         "concat": "in_place", "reduce_columns": "split", "kernel_sizes": "arguments",
-        "gemm_odd_columns": "pad", "tune_candidates": "1"})"));
+        "tune_candidates": "1"})"));
   }
   r = baton("inspect " + a);
   EXPECT_NE(r.output.find("options: concat=in_place conv_hard_activations=fused conv_patches=gemm "
-                          "conv_rows=cudnn gemm_gelu=cudnn gemm_odd_columns=pad "
-                          "kernel_sizes=arguments reduce_columns=split tune_candidates=1"),
+                          "conv_rows=cudnn gemm_gelu=cudnn kernel_sizes=arguments "
+                          "reduce_columns=split tune_candidates=1"),
             std::string::npos)
       << r.output;
 
@@ -400,7 +400,8 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
            Bad{"--cuda-option conv_row=cudnn" + gpu,
                "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
                "conv_patches, conv_hard_activations, gemm_gelu, concat, reduce_columns, "
-               "kernel_sizes, gemm_odd_columns, tune_candidates, dump_kernel_source"},
+               "kernel_sizes, "
+               "tune_candidates, dump_kernel_source"},
            Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},
            Bad{"--cuda-option conv_rows" + gpu, "'conv_rows' is not KEY=VALUE"},
            Bad{"--cuda-option conv_rows=cudnn", "apply to GPU targets: add --device cuda:N"},

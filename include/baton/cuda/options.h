@@ -49,12 +49,6 @@ enum class ConcatReads { InPlace, Kernel };
 // (squeeze-excite's pools at batch 1): its positions split over more blocks and a second kernel
 // combining their partial results, or the columns' blocks alone (one kernel).
 enum class ReduceColumns { Split, Whole };
-// A large GEMM with a constant B whose N is not a multiple of 8 (GPT-2's 50257-word vocabulary
-// projection): B and the bias padded with zero columns to a multiple of 8, the result written with
-// that row pitch and gathered into a partition output by a kernel after it; or B stored
-// transposed (its rows K elements long, aligned whatever N is) and the result written in place
-// with its own N-element rows.
-enum class GemmOddColumns { Pad, Direct };
 // The sizes, strides and offsets of the generated kernels: kernel arguments (one kernel serves
 // every shape of an op, so a model compiles each op's kernel once) or constants written into
 // each kernel's source (one kernel per shape; kept to measure the two against each other).
@@ -73,7 +67,6 @@ struct BuildOptions {
   ConcatReads concat = ConcatReads::InPlace;
   ReduceColumns reduce_columns = ReduceColumns::Split;
   KernelSizes kernel_sizes = KernelSizes::Arguments;
-  GemmOddColumns gemm_odd_columns = GemmOddColumns::Pad;
   // Candidates timed per GEMM / cuDNN step when the target GPU is present at build (1..32; 1
   // times nothing and records the heuristics' first choices, which makes builds reproducible).
   int tune_candidates = 4;

@@ -161,15 +161,6 @@ const std::vector<Option<BuildOptions>>& build_table() {
          return std::string(b.kernel_sizes == KernelSizes::Arguments ? "arguments" : "code");
        },
        [](B& b, int i, std::string_view) { b.kernel_sizes = static_cast<KernelSizes>(i); }},
-      {"gemm_odd_columns",
-       {"pad", "direct"},
-       0,
-       0,
-       true,
-       [](const B& b) {
-         return std::string(b.gemm_odd_columns == GemmOddColumns::Pad ? "pad" : "direct");
-       },
-       [](B& b, int i, std::string_view) { b.gemm_odd_columns = static_cast<GemmOddColumns>(i); }},
       {"tune_candidates",
        {},
        1,

@@ -1194,58 +1194,6 @@ TEST(EngineBuilderTest, LargeGemmsWithAnOddNWritePaddedRows) {
   }
 }
 
-// With gemm_odd_columns=direct, the same GEMMs keep their N: a MatMul's B is stored transposed
-// ([N, K], rows K elements long), a Gemm with transB reads its B as it is, and both write their
-// N-element rows straight into the partition outputs (no gather kernel after them).
-TEST(EngineBuilderTest, LargeGemmsWithAnOddNWriteTheirRowsDirectlyWhenAsked) {
-  OnnxBuilder b(17);
-  b.input("x", {2, 64, 256});
-  std::vector<float> w(256 * 1001);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 997) * 0.001f + 0.001f;
-  b.initializer("w", {256, 1001}, w);
-  b.initializer("bias", {1001}, std::vector<float>(1001, 0.5f));
-  b.node("MatMul", {"x", "w"}, {"mm"}, "mm");
-  b.node("Add", {"mm", "bias"}, {"y"}, "bias");
-  b.output("y", {2, 64, 1001});
-  b.input("g", {128, 256});
-  b.initializer("wt", {1001, 256}, w);
-  auto& gemm = b.node("Gemm", {"g", "wt"}, {"t"}, "gemm_t");
-  OnnxBuilder::attr_int(gemm, "transB", 1);
-  b.output("t", {128, 1001});
-  auto built = build(b, "fp32", 0, {"gemm_odd_columns=direct"});
-  ASSERT_TRUE(built.ok()) << built.status().to_string();
-  const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
-  std::vector<cuda::GemmStep> gemms;
-  size_t kernels = 0;
-  for (const cuda::StepRecord& r : blob.steps()) {
-    if (r.kind == static_cast<uint32_t>(cuda::StepKind::Gemm)) gemms.push_back(r.gemm);
-    kernels += r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel);
-  }
-  EXPECT_EQ(kernels, 0u) << "a gather or copy after the GEMMs";
-  ASSERT_EQ(gemms.size(), 2u);
-  for (const cuda::GemmStep& g : gemms) {
-    // cuBLASLt's A (our B) transposed, its rows K long; the result's rows N long, in the output.
-    EXPECT_EQ(g.trans_a, 1);
-    EXPECT_EQ(g.m, 1001);
-    EXPECT_EQ(g.lda, 256);
-    EXPECT_EQ(g.ldd, 1001);
-    EXPECT_EQ(g.a.bytes, 1001u * 256u * 4u);
-    EXPECT_EQ(g.d.space, static_cast<uint32_t>(cuda::Space::Binding));
-  }
-  // Both hold w's values as [N, K]: the MatMul's is w [K, N] transposed, the Gemm's wt itself.
-  for (const cuda::GemmStep& g : gemms) {
-    std::vector<float> values(g.a.bytes / 4);
-    ASSERT_LE(g.a.offset + g.a.bytes, blob.weights().size());
-    std::memcpy(values.data(), blob.weights().data() + g.a.offset, g.a.bytes);
-    const bool matmul = g.n == 128 && g.epilogue == static_cast<uint8_t>(cuda::GemmEpilogue::Bias);
-    size_t wrong = 0;
-    for (size_t j = 0; j < 1001; ++j)
-      for (size_t i = 0; i < 256; ++i)
-        wrong += values[j * 256 + i] != (matmul ? w[i * 1001 + j] : w[j * 256 + i]);
-    EXPECT_EQ(wrong, 0u) << (matmul ? "MatMul" : "Gemm");
-  }
-}
-
 // A residual Add before a LayerNormalization becomes one AddLayerNorm kernel.
 TEST(EngineBuilderTest, AddAndLayerNormBecomeOneKernel) {
   OnnxBuilder b(17);

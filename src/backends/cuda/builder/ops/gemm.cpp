@@ -10,16 +10,15 @@
 // all N columns; each output is a view of its columns (a strided view: attention reads it as it
 // is, other readers get a row-major copy).
 //
-// A large GEMM whose N is not a multiple of 8 (GPT-2's vocabulary projection: N = 50257) with a
-// constant B: cuBLASLt's fast kernels need the operands' rows 16-byte aligned, and B [K, N] with
-// N-element rows falls back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100). The
-// build option gemm_odd_columns says what is done instead. `pad` (the default): B and the bias
-// get zero columns up to the next multiple of 8 and the result that row pitch; it is a view of
-// the padded rows, and a partition output is gathered into the caller's buffer by a kernel after
-// the GEMM (a pass over the whole result: 105 µs of GPT-2's 0.89 ms at 8 x 128 on an H200).
-// `direct`: B is stored transposed, [N, K], whose K-element rows are aligned whatever N is, and
-// the result is written where it belongs with its N-element rows (only the output's rows are
-// then unaligned, as in PyTorch's own call of cuBLAS for this projection).
+// A large GEMM whose N is not a multiple of 8 (GPT-2's vocabulary projection: N = 50257) gets its
+// constant B and bias padded with zero columns to the next multiple of 8 and writes a result with
+// that row pitch: cuBLASLt's fast kernels need 16-byte-aligned rows, and without them it falls
+// back to an sm75 CUTLASS kernel (135 µs of GPT-2's 0.8 ms on an H100). The
+// result is a view of the padded rows; a partition output is gathered into the caller's buffer.
+// That gather is a pass over the whole result (405 µs of GPT-2's 2.92 ms at 8 x 512 on an H200),
+// but the way without it is slower still: B stored transposed ([N, K], aligned rows) and the
+// float32 result written in place with its 50257-element rows made cuBLASLt choose a kernel that
+// took 3.08 ms for the projection alone (5.0 ms in all; 975fe54, bench/RESULTS.md).
 #include <algorithm>
 #include <string_view>
 
@@ -74,14 +73,6 @@ std::vector<float> pad_columns(const std::vector<float>& b, int64_t k, int64_t n
     return out;
   }
   for (int64_t i = 0; i < k; ++i) std::copy_n(b.begin() + i * nn, nn, out.begin() + i * np);
-  return out;
-}
-
-// B [K, N] row-major as [N, K].
-std::vector<float> transposed(const std::vector<float>& b, int64_t k, int64_t nn) {
-  std::vector<float> out(b.size());
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < nn; ++j) out[j * k + i] = b[i * nn + j];
   return out;
 }
 
@@ -286,18 +277,12 @@ Status lower(Lowering& ctx, int index) {
   const int64_t here = ops::product(ctx.value(n.outputs[0]).sizes);
   const int64_t upper_m =
       here > 0 ? g.m * ops::product(ctx.upper_sizes_of(n.outputs[0])) / here : g.m;
-  const bool odd = !split && np != g.n && ctx.is_constant(g.b) && g.batch == 1 && c.matrix < 0 &&
+  const bool pad = !split && np != g.n && ctx.is_constant(g.b) && g.batch == 1 && c.matrix < 0 &&
                    direct && upper_m * g.n * g.k >= kPadMinMacs;
-  const bool pad = odd && ctx.target().options.gemm_odd_columns == GemmOddColumns::Pad;
-  const bool transpose_b = odd && !pad && !g.tb;
   const int64_t ldn = pad ? np : g.n;
   BATON_ASSIGN_OR_RETURN(const int a_val, ctx.ensure(g.a, operand));
   int b_op = -1, d = out;
-  Geometry gb = g;  // as the GEMM reads B
-  if (transpose_b) {
-    b_op = ctx.add_weights(transposed(ctx.constant_floats(g.b), g.k, g.n), operand, {g.n, g.k});
-    gb.tb = true;
-  } else if (pad) {
+  if (pad) {
     b_op = ctx.add_weights(pad_columns(ctx.constant_floats(g.b), g.k, g.n, np, g.tb), operand,
                            g.tb ? std::vector<int64_t>{np, g.k} : std::vector<int64_t>{g.k, np});
     if (c.has_bias) c.bias.resize(static_cast<size_t>(np), 0.0f);
@@ -310,7 +295,7 @@ Status lower(Lowering& ctx, int index) {
     BATON_ASSIGN_OR_RETURN(c_val, ctx.ensure(c.matrix, d_dtype));
   }
   const int bias_val = c.has_bias ? ctx.add_weights(c.bias, d_dtype, {ldn}) : -1;
-  GemmStep gs = gemm_step(gb, operand, d_dtype, ldn, epilogue, c_val >= 0 ? c.beta : 0.0f,
+  GemmStep gs = gemm_step(g, operand, d_dtype, ldn, epilogue, c_val >= 0 ? c.beta : 0.0f,
                           ctx.target().precision);
   gs.has_c = c_val >= 0 ? 1 : 0;
   if (epilogue == GemmEpilogue::BiasGeluErf) {
