@@ -157,8 +157,9 @@ HostTensor check(const char* op, const Spec& spec, DType dtype, std::mt19937& rn
   // A constant float32 W of a convolution that is not depthwise (one input channel per group, at
   // most 4 outputs each, 1-D or 2-D: op_conv.cpp's own kernel) is multiplied through the copy
   // packed at create (op_conv.cpp), at any depth.
+  // A transposed convolution's constant float32 W is packed too (op_conv_transpose.cpp: W_g^T).
   const bool depthwise = spec.w[1] == 1 && spec.w[0] <= 4 * spec.x[1] && spec.x.size() <= 4;
-  if (constant_w && !transposed && !depthwise && dtype == DType::Float32 &&
+  if (constant_w && (transposed || !depthwise) && dtype == DType::Float32 &&
       kernels::cpu::packed_gemm_available()) {
     EXPECT_GT(t.kernel()->held_bytes(), 0u) << "W was not packed";
   }
@@ -975,6 +976,35 @@ TEST(ConvTranspose, ThreadedPathsMatchTheReference) {
       const uint64_t before = pool.dispatched();
       check("ConvTranspose", *spec, DType::Float32, rng, 21, &pool);
       EXPECT_GT(pool.dispatched(), before) << spec->label << ": nothing ran on the workers";
+    }
+  }
+}
+
+// A constant float32 W: each group's W^T packed at create, the products through Baton's packed
+// kernel (op_conv_transpose.cpp), pointwise and through col2im, on one thread and on pools; the
+// same reference as the OpenBLAS path.
+TEST(ConvTranspose, ConstantWeightsArePackedAndMatchTheReference) {
+  std::mt19937 rng(29);
+  std::vector<Spec> specs = conv_transpose_specs();
+  specs.push_back({"2x2 stride 2 128 -> 64 from 16x16 (a UNet's upsampling)",
+                   {1, 128, 16, 16},
+                   {128, 64, 2, 2},
+                   {{"strides", ints({2, 2})}},
+                   true,
+                   {1, 64, 32, 32}});
+  specs.push_back({"pointwise 96 -> 64 on 24x24, bias",
+                   {2, 96, 24, 24},
+                   {96, 64, 1, 1},
+                   {},
+                   true,
+                   {2, 64, 24, 24}});
+  for (unsigned threads : {1u, 2u, 3u}) {
+    SCOPED_TRACE(threads);
+    runtime::ThreadPool pool(threads);
+    for (const Spec& spec : specs) {
+      if (spec.x[1] == 0 || spec.w[1] == 0) continue;  // nothing to pack
+      check("ConvTranspose", spec, DType::Float32, rng, 21, threads > 1 ? &pool : nullptr,
+            /*constant_w=*/true);
     }
   }
 }

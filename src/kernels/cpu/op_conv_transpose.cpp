@@ -1,14 +1,18 @@
 // ONNX ConvTranspose (ops/conv.cpp): per batch item and group, col [M/group * K, in] = W_g^T x X_g
-// through OpenBLAS (W_g is [C/group, M/group * K] as stored), then col2im adds each column into
-// the output positions its window reaches, over Y preloaded with the bias. A 1x1 kernel with
-// stride 1 and no padding writes W_g^T x X_g straight into Y. The column buffer is tiled over input
-// positions like Conv's (conv_common.h). float16 and bfloat16 compute in float and round once per
-// output element; float64 runs dgemm.
+// (W_g is [C/group, M/group * K] as stored), then col2im adds each column into the output
+// positions its window reaches, over Y preloaded with the bias. A 1x1 kernel with stride 1 and no
+// padding writes W_g^T x X_g straight into Y. The column buffer is tiled over input positions like
+// Conv's (conv_common.h). A float32 W that is a constant of the program is transposed and packed
+// at create for Baton's packed kernel (packed_gemm.h's packed_rows_gemm, as Conv's W); otherwise
+// OpenBLAS. float16 and bfloat16 compute in float and round once per output element; float64
+// runs dgemm.
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/common.h"
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "ops/op_def.h"
 
 namespace baton::kernels::cpu {
@@ -35,17 +39,64 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
     return call.reserve_scratch<W>(col_, static_cast<uint64_t>(rows_ * tile_), "col2im columns");
   }
 
+  // A float32 W that is a constant of the program: each group's W_g^T packed by blocks of rows
+  // at create, so that the GEMMs run Baton's packed kernel, which beats OpenBLAS at every depth
+  // measured for Conv (op_conv.cpp); the UNet's stride-2 ConvTranspose layers had run at 1.6x
+  // onnxruntime's time through OpenBLAS (bench/RESULTS.md).
+  Status pack(const runtime::KernelCall& call) {
+    if constexpr (std::is_same_v<S, float>) {
+      if (s_.empty || s_.c_group == 0 || rows_ == 0 || !call.input_is_constant(1) ||
+          !packed_gemm_available()) {
+        return Status::ok_status();
+      }
+      const float* w = call.input(1).data_as<const float>();
+      const int64_t per_group = packed_rows_size(rows_, s_.c_group);
+      BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(per_group * s_.group), call,
+                            "packed copy of the transposed convolution's weights"));
+      std::vector<float> transposed(static_cast<size_t>(rows_ * s_.c_group));
+      for (int64_t g = 0; g < s_.group; ++g) {
+        const float* wg = w + g * s_.c_group * rows_;  // [c_group, rows_]
+        for (int64_t r = 0; r < rows_; ++r)
+          for (int64_t p = 0; p < s_.c_group; ++p)
+            transposed[r * s_.c_group + p] = wg[p * rows_ + r];
+        pack_rows(transposed.data(), rows_, s_.c_group, s_.c_group, packed_.data() + g * per_group);
+      }
+    }
+    return Status::ok_status();
+  }
+
+  uint64_t held_bytes() const override { return packed_.size() * sizeof(float); }
+
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
     fill_bias(bias, s_.m, s_.out_count, y);
     if (s_.c_group == 0) return;
-    for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, g, y);
+    for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, bias, g, y);
   }
 
  private:
-  void group_gemm(const W* xn, const W* w, int64_t g, W* y) {
+  void group_gemm(const W* xn, const W* w, const S* bias, int64_t g, W* y) {
     const W* xg = xn + g * s_.c_group * s_.in_count;
     const W* wg = w + g * s_.c_group * rows_;
     W* yg = y + g * s_.m_group * s_.out_count;
+    if constexpr (std::is_same_v<S, float>) {
+      if (!packed_.empty()) {
+        const float* packed = packed_.data() + g * packed_rows_size(rows_, s_.c_group);
+        if (pointwise_) {
+          // Y = bias + W_g^T x X_g, straight into Y (over the bias compute_item wrote).
+          packed_rows_gemm(this->pool_, rows_, s_.in_count, s_.c_group, packed, xg, s_.in_count,
+                           bias != nullptr ? bias + g * s_.m_group : nullptr, yg, s_.out_count,
+                           RowsEpilogue{});
+          return;
+        }
+        for (int64_t p0 = 0; p0 < s_.in_count; p0 += tile_) {
+          const int64_t p1 = std::min(s_.in_count, p0 + tile_);
+          packed_rows_gemm(this->pool_, rows_, p1 - p0, s_.c_group, packed, xg + p0, s_.in_count,
+                           nullptr, col_.data<float>(), p1 - p0, RowsEpilogue{});
+          col2im_add(window_, col_.data<float>(), s_.m_group, p0, p1, yg);
+        }
+        return;
+      }
+    }
     if (pointwise_) {
       parallel_gemm<W>(this->pool_, true, false, rows_, s_.in_count, s_.c_group, W(1), wg, rows_,
                        xg, s_.in_count, W(1), yg, s_.out_count, nullptr);
@@ -64,6 +115,7 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
   int64_t rows_;  // M/group * K: the column buffer's rows
   int64_t tile_;  // input positions per GEMM
   runtime::ScratchRef col_;
+  std::vector<float> packed_;  // W_g^T packed by row blocks per group (empty: OpenBLAS)
 };
 
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
@@ -82,8 +134,9 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   std::unique_ptr<runtime::Kernel> kernel;
   Status reserved = Status::ok_status();
   dispatch<ops::kFloatTypes.bits()>(call.input(0).dtype, [&]<typename S>() {
-    kernel = with_scratch(std::make_unique<ConvTransposeKernel<S>>(call, shape, pointwise), call,
-                          reserved);
+    auto conv = std::make_unique<ConvTransposeKernel<S>>(call, shape, pointwise);
+    reserved = conv->pack(call);
+    if (reserved.ok()) kernel = with_scratch(std::move(conv), call, reserved);
   });
   BATON_TRY(reserved);
   if (!kernel) return no_kernel_for(call, call.input(0).dtype);
