@@ -30,7 +30,7 @@ struct Layer {
   int64_t n, c, h, w, m, k, stride, pad, group;
 };
 
-// ResNet-50 (batch 1, 224x224) and MobileNetV2 layers.
+// ResNet-50 (batch 1, 224x224), MobileNetV2 and UNet layers.
 const Layer kLayers[] = {
     {"resnet50/stem_7x7_s2", 1, 3, 224, 224, 64, 7, 2, 3, 1},
     {"resnet50/conv2_1x1_64_256", 1, 64, 56, 56, 256, 1, 1, 0, 1},
@@ -50,6 +50,11 @@ const Layer kLayers[] = {
     {"mobilenet/dw_3x3_144_s1", 1, 144, 56, 56, 144, 3, 1, 1, 144},
     {"mobilenet/dw_3x3_96_s2", 1, 96, 112, 112, 96, 3, 2, 1, 96},
     {"resnet50/conv2_3x3_64_batch8", 8, 64, 56, 56, 64, 3, 1, 1, 1},
+    // The full-size UNet's (tests/e2e/export_real_models.py) decoder layers: a Concat's channels
+    // in, half out, at 256x256 and 128x128, and an encoder layer at 256x256.
+    {"unet/dec_3x3_128_64_256", 1, 128, 256, 256, 64, 3, 1, 1, 1},
+    {"unet/enc_3x3_64_64_256", 1, 64, 256, 256, 64, 3, 1, 1, 1},
+    {"unet/dec_3x3_256_128_128", 1, 256, 128, 128, 128, 3, 1, 1, 1},
 };
 
 // One Conv call with its values kept alive, built as the loader builds it.
