@@ -26,9 +26,10 @@ constexpr double kParallelWork = kParallelGemmWork;
 constexpr int64_t kRowBlock = 120;
 constexpr int64_t kBlockedA = int64_t{1} << 18;
 // packed_rows_gemm: rows of B (and of each packed W block) per pass, so that one panel of B,
-// kRowsDepth x 32 floats (16 KB), and W's block of 12 rows (6 KB) share the L1 cache while W's
-// row blocks pass over the panel; and B's columns per task, a multiple of both panel widths,
-// whose kRowsDepth x 256 floats (128 KB) stay in the L2 cache.
+// kRowsDepth x 64 floats with AVX-512 (32 KB; 16 columns, 8 KB, with AVX2), and W's block of 6
+// rows (3 KB) stay in the L1 and L2 caches while W's row blocks pass over the panel (64 rows, a
+// 16 KB panel, ran ResNet-50 slower on a Zen 4 VM with a 32 KB L1); and B's columns per task, a
+// multiple of every panel width, whose kRowsDepth x 256 floats (128 KB) stay in the L2 cache.
 constexpr int64_t kRowsDepth = 128;
 constexpr int64_t kRowsColumns = 256;
 
@@ -52,16 +53,13 @@ int64_t panel_width() { return kIsa == Isa::Avx512 ? 32 : 16; }
 #define BATON_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
 #define BATON_AVX2 __attribute__((target("avx2,fma")))
 
-// One tile: R rows of C by a panel's 32 columns (`cols` of them real: the last panel's others are
-// masked off), over kc rows of the panel. accumulate: C holds the earlier depth blocks' sums;
-// otherwise the sums start from `bias`, or from zero when it is null.
-// Rows (packed_gemm, kRows false): A row-major (element (r, p) at a[r * lda + p]), the panel
-// packed (row p at b + p * 32), the bias per column (the panel's columns of it).
-// Rows of W (packed_rows_gemm, kRows true): A is a block of W packed by rows (element (r, p) at
-// a[p * lda + r], lda the block height), B read in place (row p at b + p * ldb, masked past
-// `cols`), the bias per row.
-template <int R, bool kRows>
-BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
+// packed_gemm's AVX-512 tile: R rows of C by a panel's 32 columns (`cols` of them real: the last
+// panel's others are masked off), over kc rows of the panel. accumulate: C holds the earlier
+// depth blocks' sums; otherwise the sums start from `bias` (per column: the panel's columns of
+// it), or from zero when it is null. A row-major (element (r, p) at a[r * lda + p]), the panel
+// packed (row p at b + p * 32).
+template <int R>
+BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const float* b, int64_t,
                               float* c, int64_t ldc, bool accumulate, int64_t cols,
                               const float* bias) {
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
@@ -74,8 +72,6 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
     if (accumulate) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
       acc1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
-    } else if (bias != nullptr && kRows) {
-      acc0[r] = acc1[r] = _mm512_set1_ps(bias[r]);
     } else if (bias != nullptr) {
       acc0[r] = _mm512_maskz_loadu_ps(m0, bias);
       acc1[r] = _mm512_maskz_loadu_ps(m1, bias + 16);
@@ -85,12 +81,11 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
     }
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = kRows ? _mm512_maskz_loadu_ps(m0, b + p * ldb) : _mm512_loadu_ps(b + p * 32);
-    const __m512 b1 =
-        kRows ? _mm512_maskz_loadu_ps(m1, b + p * ldb + 16) : _mm512_loadu_ps(b + p * 32 + 16);
+    const __m512 b0 = _mm512_loadu_ps(b + p * 32);
+    const __m512 b1 = _mm512_loadu_ps(b + p * 32 + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_set1_ps(kRows ? a[p * lda + r] : a[r * lda + p]);
+      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
       acc0[r] = _mm512_fmadd_ps(x, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(x, b1, acc1[r]);
     }
@@ -99,6 +94,49 @@ BATON_AVX512 void tile_avx512(int64_t kc, const float* a, int64_t lda, const flo
   for (int r = 0; r < R; ++r) {
     _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
     _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
+  }
+}
+
+// packed_rows_gemm's AVX-512 tile: R rows of a packed W block (element (r, p) at a[p * lda + r],
+// lda the block height) by 64 columns of B read in place (row p at b + p * ldb, masked past
+// `cols`), the bias per row: four vectors of B and R broadcasts of W per row of depth for 4R
+// multiply-adds. Against 12 rows by 32 columns (two vectors, twelve broadcasts) it ran the
+// full-size UNet 0.96x and ResNet-50 1.00x (one thread, a Zen 4 VM, interleaved runs) and fits
+// row counts of 64 and 128 in whole tiles.
+template <int R>
+BATON_AVX512 void tile_rows64_avx512(int64_t kc, const float* a, int64_t lda, const float* b,
+                                     int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                     int64_t cols, const float* bias) {
+  __mmask16 m[4];
+  for (int v = 0; v < 4; ++v) {
+    const int64_t left = cols - 16 * v;
+    m[v] = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  }
+  __m512 acc[R][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      acc[r][v] = accumulate        ? _mm512_maskz_loadu_ps(m[v], c + r * ldc + 16 * v)
+                  : bias != nullptr ? _mm512_set1_ps(bias[r])
+                                    : _mm512_setzero_ps();
+    }
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 bv[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) bv[v] = _mm512_maskz_loadu_ps(m[v], b + p * ldb + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[p * lda + r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
   }
 }
 
@@ -146,26 +184,35 @@ BATON_AVX2 void tile_avx2(int64_t kc, const float* a, int64_t lda, const float* 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
                         bool, int64_t, const float*);
 
-// Tiles of 12 rows with AVX-512 (24 accumulators of 32 registers), 6 with AVX2 (12 of 16); a
+// packed_gemm's tiles: 12 rows with AVX-512 (24 accumulators of 32 registers), 6 with AVX2 (12 of
+// 16); packed_rows_gemm's: 6 rows of 64 columns with AVX-512, AVX2's 6 rows of 16 otherwise. A
 // table by row count for the last, shorter tile.
-template <bool kRows, int... R>
+template <int... R>
 constexpr std::array<TileFn, sizeof...(R)> avx512_tiles(std::integer_sequence<int, R...>) {
-  return {&tile_avx512<R + 1, kRows>...};
+  return {&tile_avx512<R + 1>...};
+}
+template <int... R>
+constexpr std::array<TileFn, sizeof...(R)> rows64_tiles(std::integer_sequence<int, R...>) {
+  return {&tile_rows64_avx512<R + 1>...};
 }
 template <bool kRows, int... R>
 constexpr std::array<TileFn, sizeof...(R)> avx2_tiles(std::integer_sequence<int, R...>) {
   return {&tile_avx2<R + 1, kRows>...};
 }
-template <bool kRows>
-constexpr auto kAvx512Tiles = avx512_tiles<kRows>(std::make_integer_sequence<int, 12>());
+constexpr auto kAvx512Tiles = avx512_tiles(std::make_integer_sequence<int, 12>());
+constexpr auto kRows64Tiles = rows64_tiles(std::make_integer_sequence<int, 6>());
 template <bool kRows>
 constexpr auto kAvx2Tiles = avx2_tiles<kRows>(std::make_integer_sequence<int, 6>());
 
 int64_t tile_rows() { return kIsa == Isa::Avx512 ? 12 : 6; }
 template <bool kRows = false>
 TileFn tile_for(int64_t rows) {
-  return kIsa == Isa::Avx512 ? kAvx512Tiles<kRows>[rows - 1] : kAvx2Tiles<kRows>[rows - 1];
+  if (kIsa != Isa::Avx512) return kAvx2Tiles<kRows>[rows - 1];
+  return kRows ? kRows64Tiles[rows - 1] : kAvx512Tiles[rows - 1];
 }
+// packed_rows_gemm's tile: its rows of W and columns of B.
+int64_t rows_tile_rows() { return 6; }
+int64_t rows_panel_width() { return kIsa == Isa::Avx512 ? 64 : panel_width(); }
 
 // Rows [r0, r1) of C by panel `panel`, over the whole depth.
 void panel_rows(int64_t panel, int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a,
@@ -199,8 +246,7 @@ void row_blocks(int64_t r0, int64_t r1, int64_t n, int64_t k, const float* a, in
 // The rows each task takes (whole tiles) when `columns` column parts are split over `threads`:
 // all of them when there are at least four parts per thread, else as few rows as give each
 // thread about four tasks.
-int64_t rows_per_task(int64_t m, int64_t columns, unsigned threads) {
-  const int64_t mr = tile_rows();
+int64_t rows_per_task(int64_t m, int64_t columns, unsigned threads, int64_t mr) {
   const int64_t tiles = (m + mr - 1) / mr;
   const int64_t wanted = 4 * static_cast<int64_t>(threads);
   const int64_t parts = columns >= wanted ? 1 : std::min(tiles, (wanted + columns - 1) / columns);
@@ -212,7 +258,7 @@ int64_t rows_per_task(int64_t m, int64_t columns, unsigned threads) {
 void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const float* packed,
                const float* b, int64_t ldb, const RowsTaps* taps, const float* bias, float* c,
                int64_t ldc, const RowsEpilogue& epilogue) {
-  const int64_t width = panel_width(), mr = tile_rows();
+  const int64_t width = rows_panel_width(), mr = rows_tile_rows();
   for (int64_t k0 = 0, kc = 0; k0 < k; k0 += kc) {
     // This depth block's rows of B: B's own rows, or, for taps, channels of one tap (a block never
     // spans two taps, whose rows lie at different shifts of the image).
@@ -256,12 +302,12 @@ void rows_task(int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k, const 
 }  // namespace
 
 int64_t packed_rows_size(int64_t m, int64_t k) {
-  const int64_t mr = tile_rows();
+  const int64_t mr = rows_tile_rows();
   return (m + mr - 1) / mr * mr * k;
 }
 
 void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out) {
-  const int64_t mr = tile_rows();
+  const int64_t mr = rows_tile_rows();
   for (int64_t r0 = 0; r0 < m; r0 += mr) {
     float* block = out + (r0 / mr) * k * mr;
     for (int64_t p = 0; p < k; ++p) {
@@ -291,7 +337,7 @@ void packed_rows_gemm_taps(runtime::ThreadPool* pool, int64_t m, int64_t n, int6
   }
   // Tasks of a column chunk each; with few chunks (a small image) W's rows are cut too, in whole
   // row blocks, so that every thread has several tasks to take.
-  const int64_t part_rows = rows_per_task(m, chunks, threads);
+  const int64_t part_rows = rows_per_task(m, chunks, threads, rows_tile_rows());
   const int64_t parts = (m + part_rows - 1) / part_rows;
   parallel_for(pool, parts * chunks, [&](int64_t t, unsigned) {
     const int64_t r0 = (t % parts) * part_rows, j0 = (t / parts) * kRowsColumns;
@@ -372,7 +418,7 @@ void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, con
   }
   // Otherwise tasks of one panel each; with few panels (a narrow split of W) the rows are cut
   // too, in whole tiles, so that every thread has several tasks to take.
-  const int64_t chunk_rows = rows_per_task(m, panels, threads);
+  const int64_t chunk_rows = rows_per_task(m, panels, threads, tile_rows());
   const int64_t chunks = (m + chunk_rows - 1) / chunk_rows;
   parallel_for(pool, panels * chunks, [&](int64_t t, unsigned) {
     const int64_t panel = t / chunks, r0 = (t % chunks) * chunk_rows;
