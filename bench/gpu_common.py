@@ -31,6 +31,33 @@ DISPLAY = {"resnet": "ResNet-50", "mobilenet": "MobileNetV3-Large", "squeezenet"
 EXPORTERS = {"torchscript17": (False, 17), "dynamo18": (True, 18)}
 
 
+def kernel_profile(call, calls, top=12):
+    """The CUDA kernels of one `call()` (torch.profiler over `calls` calls, copies and memsets left
+    out): {"count": kernels per call, "ms": their summed duration per call, "top": the largest by
+    total time, each {"name", "per_call", "us"} per call}."""
+    import collections
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    totals = collections.defaultdict(lambda: [0, 0.0])
+    count, total_us = 0, 0.0
+    for e in prof.events():
+        name = e.name.lower()
+        if e.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in name or "memset" in name:
+            continue
+        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        count += 1
+        total_us += us
+        totals[e.name][0] += 1
+        totals[e.name][1] += us
+    largest = sorted(totals.items(), key=lambda kv: -kv[1][1])[:top]
+    return {"count": count / calls, "ms": total_us / calls / 1e3,
+            "top": [{"name": k[:120], "per_call": v[0] / calls, "us": v[1] / calls} for k, v in largest]}
+
+
 def split_list(text):
     return [x for x in (text or "").split(",") if x]
 

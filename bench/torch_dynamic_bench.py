@@ -18,7 +18,6 @@ of one call at each shape (torch.profiler over K calls: their count, the sum of 
 and the largest), to set Baton's GPU time against torch's kernels alone where the host no
 longer shows (issue 37's compute-bound shapes).
 """
-import collections
 import argparse
 import json
 import math
@@ -31,36 +30,14 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import export_real_models as erm  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_common as gc  # noqa: E402
 
 
 def quantile(v, q):
     """The q-quantile by nearest rank (bench/quantile.h's)."""
     s = sorted(v)
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
-
-
-def kernel_sum(fn, xs, calls):
-    """The kernels of one call: their number, the sum of their durations (ms) and the largest by
-    time, from torch.profiler over `calls` calls (copies and memsets left out)."""
-    from torch.profiler import ProfilerActivity, profile
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn(*xs)
-        torch.cuda.synchronize()
-    totals = collections.defaultdict(lambda: [0, 0.0])
-    count, total_us = 0, 0.0
-    for e in prof.events():
-        name = e.name.lower()
-        if e.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in name or "memset" in name:
-            continue
-        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
-        count += 1
-        total_us += us
-        totals[e.name][0] += 1
-        totals[e.name][1] += us
-    top = sorted(totals.items(), key=lambda kv: -kv[1][1])[:10]
-    return {"count": count / calls, "ms": total_us / calls / 1e3,
-            "top": [{"name": k[:120], "per_call": v[0] / calls, "us": v[1] / calls} for k, v in top]}
 
 
 def main():
@@ -130,7 +107,7 @@ def main():
                                      "p90_ms": quantile(alt[s], 0.9)}
         if a.profile_calls > 0:
             for s in shapes:
-                row[s]["kernels"] = kernel_sum(fn, inputs[s], a.profile_calls)
+                row[s]["kernels"] = gc.kernel_profile(lambda: fn(*inputs[s]), a.profile_calls, 10)
                 k = row[s]["kernels"]
                 print(f"{a.model} {mode:16s} {s[0]}x{s[1]:<4d} kernels per call {k['count']:.0f}, "
                       f"kernel sum {k['ms']:.3f} ms; largest: "

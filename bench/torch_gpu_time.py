@@ -16,7 +16,6 @@ synchronization); GPU span minus the kernel sum is idle time between kernels.
     python3 bench/torch_gpu_time.py --models bert,gpt2 --modes reduce-overhead,max-autotune --out DIR
 """
 import argparse
-import collections
 import json
 import os
 import statistics
@@ -65,26 +64,11 @@ def measure(name, mode, iterations, warmup, profile_calls):
         out["wall_ms"] = statistics.median(walls)
         out["wall_p90_ms"] = walls[int(0.9 * (len(walls) - 1))]
         out["gpu_span_ms"] = statistics.median(spans)
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(profile_calls):
-                fn(*xs)
-            torch.cuda.synchronize()
-    totals = collections.defaultdict(lambda: [0, 0.0])
-    count, total_us = 0, 0.0
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in e.name.lower() or "memset" in e.name.lower():
-            continue
-        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
-        count += 1
-        total_us += us
-        totals[e.name][0] += 1
-        totals[e.name][1] += us
-    out["kernels_per_call"] = count / profile_calls
-    out["kernel_ms_per_call"] = total_us / profile_calls / 1e3
-    top = sorted(totals.items(), key=lambda kv: -kv[1][1])[:12]
-    out["top_kernels"] = [{"name": k[:120], "per_call": v[0] / profile_calls, "us_per_call": v[1] / profile_calls}
-                          for k, v in top]
+    k = gc.kernel_profile(lambda: fn(*xs), profile_calls)
+    out["kernels_per_call"] = k["count"]
+    out["kernel_ms_per_call"] = k["ms"]
+    out["top_kernels"] = [{"name": t["name"], "per_call": t["per_call"], "us_per_call": t["us"]}
+                          for t in k["top"]]
     return out
 
 
