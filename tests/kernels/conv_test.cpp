@@ -448,8 +448,8 @@ TEST(Conv, DepthwiseFusedEpilogueMatchesConvThenResidualAndActivation) {
 // A float32 W that is a constant of the program is packed at create by row blocks
 // (packed_gemm.h's packed_rows_gemm): pointwise and im2col convolutions with a small depth,
 // groups, many output channels at a larger depth, few output channels at a large depth
-// (DenseNet's), row counts around the 12- and 6-row blocks, column counts around the 256-column
-// chunks; on one thread and on pools.
+// (DenseNet's), row counts around the 6-row blocks (and packed_gemm's 12), column counts around
+// the 64-column panels and 256-column chunks; on one thread and on pools.
 std::vector<Spec> packed_conv_specs() {
   return {
       {"pointwise 24 -> 40 over 17x19, bias",
@@ -651,8 +651,8 @@ TEST(Conv, PackedConstantWeightsMatchTheReference) {
 
 // Which packed copy a convolution makes says which GEMM runs it: at most 196 output positions
 // (2-D, one group) W^T by panels of 32 output channels for the turned-around GEMM
-// (packed_size(depth, M)), else W by blocks of 12 or 6 rows (packed_rows_size(M, depth)). With
-// 13 output channels (a group) the two sizes differ on either CPU (32 against 24 or 18 rows).
+// (packed_size(depth, M)), else W by blocks of 6 rows (packed_rows_size(M, depth)). With 13
+// output channels (a group) the two sizes differ on either CPU (32 against 18 rows).
 TEST(Conv, FewOutputPositionsTurnTheGemmAround) {
   if (!kernels::cpu::packed_gemm_available()) GTEST_SKIP() << "no packed kernels on this CPU";
   std::mt19937 rng(46);

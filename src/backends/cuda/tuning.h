@@ -89,7 +89,8 @@ class Stopwatch {
   // Replaces `buffer` (of `size` bytes) by one of `bytes` when it is smaller; whether it did.
   Result<bool> grow(DeviceBuffer* buffer, uint64_t* size, uint64_t bytes, const char* what);
   // What `enqueue` puts on the stream, captured and instantiated; NotSupported when the work
-  // cannot be captured, `enqueue`'s own error as is.
+  // cannot be captured, an error of the instantiation, or `enqueue`'s own error as is (time()
+  // falls back to enqueuing the runs one by one on any of them).
   Result<GraphExec> capture(const std::function<Status(cudaStream_t)>& enqueue);
   std::vector<uint8_t> staging_;  // fill_uniform's values on the host
 };

@@ -309,18 +309,18 @@ class ConvKernel final : public ConvBatchKernel<S, ConvKernel<S>> {
   // Few output positions (ResNet-50's last two stages: 14 x 14 and 7 x 7): the GEMM turned
   // around, Y^T [positions, M] = col^T [positions, K * C] x W^T, through packed_gemm over W^T
   // packed by panels of output channels. The rows kernel (positions as its vector columns) fills
-  // its 32-wide panels at 49 / 64 there and streams W from memory once per panel, and at these
-  // sizes W is the largest operand (2-9 MB against 0.1-0.9 MB of columns): ResNet-50's 7 x 7
-  // layers ran at 1.5-3.7x onnxruntime's time in the model, where W is cold (bench/RESULTS.md,
-  // 2026-12-02). Here each panel of W is read once, against every position while it is in the
-  // L1 cache. The columns are gathered from a channels-last copy of the image with its padding,
-  // where each (position, tap) part of a row is one run of C floats (im2col and a transpose took
-  // a quarter of a 3x3 convolution's time). Measured one layer at a time (bench/conv_bench.cpp),
-  // the turned-around GEMM is faster up to 14 x 14 = 196 positions; at 28 x 28 the 1x1 layers
-  // ran 1.4x slower than the rows kernel (the 3x3 ones even), at 56 x 56 2x.
-  // The channels-last image grows with the pads, which the output's size does not bound (huge
-  // pads at a large stride): past kTapsScratch floats, or where its size would overflow, the
-  // convolution keeps the other paths.
+  // its panels (then 32 columns wide) at 49 / 64 there and streams W from memory once per panel,
+  // and at these sizes W is the largest operand (2-9 MB against 0.1-0.9 MB of columns): ResNet-50's
+  // 7 x 7 layers ran at 1.5-3.7x onnxruntime's time in the model, where W is cold
+  // (bench/RESULTS.md, 2026-12-02). Here each panel of W is read once, against every position while
+  // it is in the L1 cache. The columns are gathered from a channels-last copy of the image with its
+  // padding, where each (position, tap) part of a row is one run of C floats (im2col and a
+  // transpose took a quarter of a 3x3 convolution's time). Measured one layer at a time
+  // (bench/conv_bench.cpp), the turned-around GEMM is faster up to 14 x 14 = 196 positions; at 28 x
+  // 28 the 1x1 layers ran 1.4x slower than the rows kernel (the 3x3 ones even), at 56 x 56 2x. The
+  // channels-last image grows with the pads, which the output's size does not bound (huge pads at a
+  // large stride): past kTapsScratch floats, or where its size would overflow, the convolution
+  // keeps the other paths.
   bool few_positions_eligible() const {
     if (path_ == ConvPath::Depthwise || s_.spatial != 2 || s_.group != 1 ||
         s_.out_count > kFewPositions) {

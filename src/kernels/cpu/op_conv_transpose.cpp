@@ -53,7 +53,9 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
       const int64_t per_group = packed_rows_size(rows_, s_.c_group);
       BATON_TRY(size_buffer(packed_, static_cast<uint64_t>(per_group * s_.group), call,
                             "packed copy of the transposed convolution's weights"));
-      std::vector<float> transposed(static_cast<size_t>(rows_ * s_.c_group));
+      std::vector<float> transposed;
+      BATON_TRY(size_buffer(transposed, static_cast<uint64_t>(rows_ * s_.c_group), call,
+                            "transposed copy of the convolution's weights"));
       for (int64_t g = 0; g < s_.group; ++g) {
         const float* wg = w + g * s_.c_group * rows_;  // [c_group, rows_]
         for (int64_t r = 0; r < rows_; ++r)
@@ -68,7 +70,8 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
   uint64_t held_bytes() const override { return packed_.size() * sizeof(float); }
 
   void compute_item(const W* x, const W* w, const S* bias, W* y) {
-    fill_bias(bias, s_.m, s_.out_count, y);
+    // A pointwise product through the packed kernel writes Y whole, the bias included.
+    if (!(pointwise_ && !packed_.empty() && s_.c_group > 0)) fill_bias(bias, s_.m, s_.out_count, y);
     if (s_.c_group == 0) return;
     for (int64_t g = 0; g < s_.group; ++g) group_gemm(x, w, bias, g, y);
   }
@@ -82,7 +85,7 @@ class ConvTransposeKernel final : public ConvBatchKernel<S, ConvTransposeKernel<
       if (!packed_.empty()) {
         const float* packed = packed_.data() + g * packed_rows_size(rows_, s_.c_group);
         if (pointwise_) {
-          // Y = bias + W_g^T x X_g, straight into Y (over the bias compute_item wrote).
+          // Y = bias + W_g^T x X_g, straight into Y.
           packed_rows_gemm(this->pool_, rows_, s_.in_count, s_.c_group, packed, xg, s_.in_count,
                            bias != nullptr ? bias + g * s_.m_group : nullptr, yg, s_.out_count,
                            RowsEpilogue{});

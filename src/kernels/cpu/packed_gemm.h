@@ -59,9 +59,9 @@ void packed_gemm(runtime::ThreadPool* pool, int64_t m, int64_t n, int64_t k, con
 
 // The same kernels with the roles of the operands swapped, for a convolution's GEMM, whose
 // constant weight is the left operand: Y [m, n] = W [m, k] x X [k, n] with X an image's channels
-// by its positions (or im2col's columns), read in place. W is packed by blocks of rows (12 with
-// AVX-512, 6 with AVX2): block i holds rows [i * h, i * h + h) as k groups of h floats, rows
-// past m zero.
+// by its positions (or im2col's columns), read in place. W is packed by blocks of 6 rows (with
+// AVX-512 and AVX2): block i holds rows [i * h, i * h + h) as k groups of h floats, rows past m
+// zero.
 int64_t packed_rows_size(int64_t m, int64_t k);
 void pack_rows(const float* w, int64_t m, int64_t k, int64_t ld, float* out);
 
