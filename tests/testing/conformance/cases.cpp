@@ -410,6 +410,18 @@ void other_cases(std::vector<Case>& out) {
   out.push_back(make("Concat", "20 inputs [1, 2, 3, 2] axis 1 (a dense block)",
                      std::vector<CaseInput>(20, in({1, 2, 3, 2})),
                      {{"axis", AttrValue::of_int(1)}}));
+  // Shares of the axis (or inner blocks) in whole 16-byte vectors: the GPU kernel moves them
+  // with one load and one store (the 20-input ones in runs of 15, each run placed in the output).
+  out.push_back(make("Concat", "[2, 3, 4, 8] [2, 3, 4, 16] axis -1 (16-byte moves)",
+                     {in({2, 3, 4, 8}), in({2, 3, 4, 16})}, {{"axis", AttrValue::of_int(-1)}}));
+  out.push_back(make("Concat", "[2, 3, 4, 8] [2, 5, 4, 8] axis 1 (16-byte moves)",
+                     {in({2, 3, 4, 8}), in({2, 5, 4, 8})}, {{"axis", AttrValue::of_int(1)}}));
+  out.push_back(make("Concat", "20 inputs [1, 2, 3, 8] axis -1 (16-byte moves)",
+                     std::vector<CaseInput>(20, in({1, 2, 3, 8})),
+                     {{"axis", AttrValue::of_int(-1)}}));
+  out.push_back(make("Concat", "20 inputs [1, 2, 2, 8] axis 1 (16-byte moves)",
+                     std::vector<CaseInput>(20, in({1, 2, 2, 8})),
+                     {{"axis", AttrValue::of_int(1)}}));
   // Views and Concat take every dtype on the CUDA engine (int64 ids, bool masks).
   for (Case& c : out) {
     if (c.op == "Identity" || c.op == "Reshape" || c.op == "Flatten" || c.op == "Squeeze" ||
@@ -855,6 +867,14 @@ void conv_cases(std::vector<Case>& out) {
        {8, 3, 7, 7},
        true,
        {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}}},
+      // Fewer than 8 input channels: the GPU gathers the windows (rows padded to 8 taps) for
+      // one GEMM, here with strides, dilations and asymmetric pads that the windows overhang.
+      {"Conv",
+       "2-D 4 channels strides (2, 1) dilations (1, 2) pads (0, 1, 1, 0)",
+       {2, 4, 9, 8},
+       {5, 4, 3, 3},
+       true,
+       {{"strides", ints({2, 1})}, {"dilations", ints({1, 2})}, {"pads", ints({0, 1, 1, 0})}}},
       {"Conv", "pointwise 1x1", {2, 16, 5, 6}, {8, 16, 1, 1}, true, {}},
       // A 1x1 kernel over a 1x1 input (squeeze-excite): the GPU's row kernel up to 8 images,
       // 16 bytes per access (24 channels) or one element (20); cuDNN at 9 images.

@@ -101,9 +101,34 @@ Status lower(Lowering& ctx, int index) {
       if (!contiguous(permuted(ctx.value(n.inputs[k]).sizes), permuted(ctx.strides_of(src))))
         needed += 3 * rank;
     }
+    // The vector path's test takes one more value per input, and the run's place when split.
+    needed += end - begin;
     KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
     const int64_t count = outer * run_total * inner;
-    std::string params, arrays, body;
+    std::string params, arrays, body, vector_body;
+    // Whether vec elements that follow each other in the output (16 bytes of the widest type)
+    // may move as one load and one store: they must share an input and lie next to each other in
+    // it. Along the innermost stored dimension (a channels-last Concat of channels) that holds
+    // when every input's share of the axis is a multiple of vec; otherwise when the axis's inner
+    // block is. Decided at a dynamic engine's maxima, so that every size compiles the same code;
+    // the kernel checks the sizes, strides and pointers of the call it runs and takes the
+    // one-element loop when they do not allow it.
+    size_t widest = dtype_size(ctx.dtype_of(out));
+    for (size_t k = begin; k < end; ++k)
+      widest = std::max(widest, dtype_size(ctx.dtype_of(operands[k])));
+    const auto vec = static_cast<int64_t>(16 / widest);
+    const std::vector<int64_t> upper = permuted(ctx.upper_sizes_of(out));
+    bool vectorize = floating && vec > 1;
+    if (at + 1 == rank) {
+      for (size_t k = begin; k < end; ++k) {
+        vectorize = vectorize && permuted(ctx.upper_sizes_of(n.inputs[k]))[at] % vec == 0;
+      }
+      if (split) vectorize = vectorize && upper[at] % vec == 0 && first % vec == 0;
+    } else {
+      vectorize = vectorize && ops::product(upper, at + 1, rank) % vec == 0;
+    }
+    // (`inner` is the kernel's local, declared with the sizes below.)
+    std::string vector_test = at + 1 == rank ? "true" : fmt::format("inner % {} == 0", vec);
     int64_t start = 0;  // along the axis, from the run's first element
     for (size_t k = begin; k < end; ++k) {
       const int src = operands[k];
@@ -114,9 +139,19 @@ Status lower(Lowering& ctx, int index) {
       // The element's index in the input as if it were stored densely in the output's order.
       std::string element = fmt::format("(c.outer * {} + (c.axis - {})) * inner + c.inner",
                                         args.value(size), args.value(start));
+      vector_test += fmt::format(" && baton_vec_aligned<{}>(x{})", vec, k);
+      if (at + 1 == rank) vector_test += fmt::format(" && {} % {} == 0", args.value(size), vec);
       if (!contiguous(sizes, strides)) {
         arrays += args.array(fmt::format("sizes{}", k), sizes) +
                   args.array(fmt::format("strides{}", k), strides);
+        // Read through strides, the vec elements are next to each other when the innermost
+        // stored dimension has stride 1 and holds whole vectors, and aligned when every other
+        // stride is a multiple of vec.
+        vector_test +=
+            fmt::format(" && strides{0}[{1}] == 1 && sizes{0}[{1}] % {2} == 0", k, rank - 1, vec);
+        for (size_t d = 0; d + 1 < rank; ++d) {
+          vector_test += fmt::format(" && strides{}[{}] % {} == 0", k, d, vec);
+        }
         if (args.magic_division(count)) {
           arrays += args.array(fmt::format("magic{}", k), division_magics(sizes, true));
           element = fmt::format("baton_offset_fast<{}>({}, sizes{}, magic{}, strides{})", rank,
@@ -128,8 +163,11 @@ Status lower(Lowering& ctx, int index) {
       // (The operand's pointer is at the input's first element.)
       const std::string read = floating ? fmt::format("st(&y[yi], to_f(x{}[{}]))", k, element)
                                         : fmt::format("y[yi] = x{}[{}]", k, element);
-      body += fmt::format("    {}if (c.axis < {}) {};\n", k > begin ? "else " : "",
-                          args.value(start + size), read);
+      const std::string end_of_input = args.value(start + size);
+      body +=
+          fmt::format("    {}if (c.axis < {}) {};\n", k > begin ? "else " : "", end_of_input, read);
+      vector_body += fmt::format("    {}if (c.axis < {}) baton_vec_load<{}>(x{} + ({}), v);\n",
+                                 k > begin ? "else " : "", end_of_input, vec, k, element);
       start += size;
     }
     std::vector<int> run_operands(operands.begin() + static_cast<ptrdiff_t>(begin),
@@ -150,14 +188,33 @@ Status lower(Lowering& ctx, int index) {
     if (split) {
       sizes += fmt::format("  const long long full = {}, first = {};\n", args.value(total),
                            args.value(first));
+      if (at + 1 == rank)
+        vector_test += fmt::format(" && full % {0} == 0 && first % {0} == 0", vec);
     }
     const std::string elements = args.value(count);
+    std::string vector_loop;
+    if (vectorize) {
+      // One 16-byte access per vec elements: moving 2 bytes a thread, one element at a time,
+      // a UNet decoder's channels-last Concats ran far below the memory's speed.
+      vector_loop = fmt::format(
+          "  if ({0} && baton_vec_aligned<{1}>(y)) {{\n"
+          "    baton_for_each({2} / {1}, [&](long long j) {{\n"
+          "    const long long i = j * {1};\n{3}"
+          "    float v[{1}];\n{4}"
+          "    baton_vec_store<{1}>(y + yi, v);\n"
+          "    }});\n"
+          "    return;\n"
+          "  }}\n",
+          vector_test, vec, elements, coordinates, vector_body);
+    }
     std::string code = fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}{}"
+        "extern \"C\" __global__ void __launch_bounds__({}) {}({}{}* __restrict__ y{}) {{\n{}{}{}"
         "  baton_for_each({}, [&](long long i) {{\n{}{}  }});\n}}\n",
         kBlock, name, params, device_type_name(ctx.dtype_of(out)), args.parameter(), sizes, arrays,
-        elements, coordinates, body);
-    ctx.add_kernel(name, std::move(code), grid_stride_launch(count), std::move(run_operands), args);
+        vector_loop, elements, coordinates, body);
+    // Enough threads for the vector loop; the one-element loop strides over the rest.
+    const LaunchShape launch = vectorize ? vector_launch(count, vec) : grid_stride_launch(count);
+    ctx.add_kernel(name, std::move(code), launch, std::move(run_operands), args);
     first += run_total;
   }
   return Status();
