@@ -379,14 +379,13 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
   ASSERT_FALSE(j["methods"][0]["delegates"].empty());
   for (const auto& d : j["methods"][0]["delegates"]) {
     EXPECT_EQ(d["engine"]["options"], nlohmann::json::parse(R"({"conv_rows": "cudnn",
-        "conv_patches": "gemm", "conv_stem": "gemm", "conv_hard_activations": "fused",
-        "gemm_gelu": "cudnn",
+        "conv_patches": "gemm", "conv_hard_activations": "fused", "gemm_gelu": "cudnn",
         "concat": "in_place", "reduce_columns": "split", "kernel_sizes": "arguments",
         "tune_candidates": "1"})"));
   }
   r = baton("inspect " + a);
   EXPECT_NE(r.output.find("options: concat=in_place conv_hard_activations=fused conv_patches=gemm "
-                          "conv_rows=cudnn conv_stem=gemm gemm_gelu=cudnn kernel_sizes=arguments "
+                          "conv_rows=cudnn gemm_gelu=cudnn kernel_sizes=arguments "
                           "reduce_columns=split tune_candidates=1"),
             std::string::npos)
       << r.output;
@@ -400,7 +399,7 @@ TEST_F(CliTest, CudaAndLoadOptionsAreRecordedShownAndRefusedByName) {
                "kernel, cudnn"},
            Bad{"--cuda-option conv_row=cudnn" + gpu,
                "--cuda-option: unknown CUDA build option 'conv_row': the options are conv_rows, "
-               "conv_patches, conv_stem, conv_hard_activations, gemm_gelu, concat, reduce_columns, "
+               "conv_patches, conv_hard_activations, gemm_gelu, concat, reduce_columns, "
                "kernel_sizes, "
                "tune_candidates, dump_kernel_source"},
            Bad{"--cuda-option tune_candidates=64" + gpu, "a whole number from 1 to 32"},

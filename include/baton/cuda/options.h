@@ -35,10 +35,6 @@ enum class ConvRows { Kernel, Cudnn };
 // A convolution whose windows tile its input (a ViT patch embedding): one GEMM over the patches,
 // or cuDNN.
 enum class ConvPatches { Gemm, Cudnn };
-// A convolution of fewer than 8 input channels with a window larger than 1x1 (the 3-channel
-// stems of ResNet, DenseNet, EfficientNet): one gather of the windows and one GEMM, or cuDNN
-// (with the channels zero-padded to 8).
-enum class ConvStem { Gemm, Cudnn };
 // HardSwish / HardSigmoid after a cuDNN convolution: fused into it as a pointwise chain (cuDNN's
 // runtime-compiled engines), or left to the generated elementwise kernels.
 enum class ConvHardActivations { Fused, Unfused };
@@ -66,7 +62,6 @@ inline constexpr int kMaxGraphShapes = 4096;
 struct BuildOptions {
   ConvRows conv_rows = ConvRows::Kernel;
   ConvPatches conv_patches = ConvPatches::Gemm;
-  ConvStem conv_stem = ConvStem::Gemm;
   ConvHardActivations conv_hard_activations = ConvHardActivations::Fused;
   GemmGelu gemm_gelu = GemmGelu::Cudnn;
   ConcatReads concat = ConcatReads::InPlace;

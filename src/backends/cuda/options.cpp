@@ -115,13 +115,6 @@ const std::vector<Option<BuildOptions>>& build_table() {
          return std::string(b.conv_patches == ConvPatches::Gemm ? "gemm" : "cudnn");
        },
        [](B& b, int i, std::string_view) { b.conv_patches = static_cast<ConvPatches>(i); }},
-      {"conv_stem",
-       {"gemm", "cudnn"},
-       0,
-       0,
-       true,
-       [](const B& b) { return std::string(b.conv_stem == ConvStem::Gemm ? "gemm" : "cudnn"); },
-       [](B& b, int i, std::string_view) { b.conv_stem = static_cast<ConvStem>(i); }},
       {"conv_hard_activations",
        {"fused", "unfused"},
        0,

@@ -612,8 +612,8 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
 }
 
 // Each Fire module's Concat is one kernel that reads the two convolutions' channels-last outputs
-// (16 bytes at a time) where cuDNN, the stem path's GEMM (or, in strict fp32, the convolution's
-// epilogue kernel) wrote them, and the next
+// (16 bytes at a time) where cuDNN (or, in strict fp32, the convolution's epilogue kernel) wrote
+// them, and the next
 // convolution reads the Concat's output as it is (stored channels-last): no layout conversion
 // around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
@@ -656,10 +656,6 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
           const cuda::StepRecord& p = steps[j];
           from_conv |= p.kind == static_cast<uint32_t>(cuda::StepKind::Conv) &&
                        same(p.conv.y, r.kernel.operands[k]);
-          // (The small model's 3x3 expands of fewer than 8 squeezed channels: the stem path's
-          // GEMM, whose [positions, K] result is channels-last.)
-          from_conv |= p.kind == static_cast<uint32_t>(cuda::StepKind::Gemm) &&
-                       same(p.gemm.d, r.kernel.operands[k]);
           from_conv |= p.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
                        std::string(blob.kernel_name(p.kernel.kernel)).find("epilogue") !=
                            std::string::npos &&
@@ -797,69 +793,6 @@ TEST(EngineBuilderTest, PatchConvolutionsAreOneGatherAndOneGemm) {
       convs += r.kind == static_cast<uint32_t>(cuda::StepKind::Conv);
     EXPECT_EQ(convs, 1u) << model;
   }
-}
-
-// A 3-channel 7x7 stride-2 stem with its Relu: a "patches" kernel gathers each output position's
-// 147 taps into a row of 152 (zeros past the taps and where the window overhangs the padding),
-// and one GEMM with the bias and Relu in its epilogue multiplies them by the filters padded to
-// 152 columns. conv_stem=cudnn keeps it on cuDNN, and so does a stem whose rows would take more
-// than 64 MiB (four 512 x 512 images: 262144 rows of 152 halves, 76 MiB).
-TEST(EngineBuilderTest, ThreeChannelStemsAreOneGatherAndOneGemmOverPaddedRows) {
-  auto stem = [](int64_t batch, int64_t side) {
-    OnnxBuilder b(17);
-    b.input("x", {batch, 3, side, side});
-    b.initializer("w", {8, 3, 7, 7}, std::vector<float>(8 * 3 * 49, 0.5f));
-    b.initializer("b", {8}, std::vector<float>(8, 0.25f));
-    auto& c = b.node("Conv", {"x", "w", "b"}, {"c"}, "stem");
-    OnnxBuilder::attr_ints(c, "strides", {2, 2});
-    OnnxBuilder::attr_ints(c, "pads", {3, 3, 3, 3});
-    b.node("Relu", {"c"}, {"y"}, "relu");
-    b.output("y", {batch, 8, side / 2, side / 2});
-    return b;
-  };
-  auto kinds = [](const cuda::EngineBlob& blob, size_t* convs, size_t* patches) {
-    *convs = *patches = 0;
-    for (const cuda::StepRecord& r : blob.steps()) {
-      *convs += r.kind == static_cast<uint32_t>(cuda::StepKind::Conv);
-      *patches +=
-          r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel) &&
-          std::string(blob.kernel_name(r.kernel.kernel)).find("patches") != std::string::npos;
-    }
-  };
-  for (const char* precision : {"fp32", "fp16"}) {
-    SCOPED_TRACE(precision);
-    auto built = build(stem(2, 32), precision);
-    ASSERT_TRUE(built.ok()) << built.status().to_string();
-    const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
-    size_t convs = 0, patches = 0;
-    kinds(blob, &convs, &patches);
-    EXPECT_EQ(convs, 0u);
-    EXPECT_EQ(patches, 1u);
-    size_t gemms = 0;
-    for (const cuda::StepRecord& r : blob.steps()) {
-      if (r.kind != static_cast<uint32_t>(cuda::StepKind::Gemm)) continue;
-      ++gemms;
-      EXPECT_EQ(r.gemm.k, 152);
-      EXPECT_EQ(r.gemm.m, 8);
-      EXPECT_EQ(r.gemm.n, 2 * 16 * 16);
-      EXPECT_EQ(r.gemm.lda, 152);
-      EXPECT_EQ(r.gemm.ldb, 152);
-      EXPECT_EQ(r.gemm.epilogue, static_cast<uint8_t>(cuda::GemmEpilogue::BiasRelu));
-    }
-    EXPECT_EQ(gemms, 1u);
-
-    auto on_cudnn = build(stem(2, 32), precision, 0, {"conv_stem=cudnn"});
-    ASSERT_TRUE(on_cudnn.ok()) << on_cudnn.status().to_string();
-    kinds(parse_blob(on_cudnn->blobs[0]), &convs, &patches);
-    EXPECT_EQ(convs, 1u);
-    EXPECT_EQ(patches, 0u);
-  }
-  auto large = build(stem(4, 512), "fp16");
-  ASSERT_TRUE(large.ok()) << large.status().to_string();
-  size_t convs = 0, patches = 0;
-  kinds(parse_blob(large->blobs[0]), &convs, &patches);
-  EXPECT_EQ(convs, 1u);
-  EXPECT_EQ(patches, 0u);
 }
 
 // Squeeze-excite's fully connected layers (1x1 convolutions of a 1x1 input, batch 1) are one

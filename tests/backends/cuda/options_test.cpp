@@ -17,22 +17,19 @@ using cuda::LoadOptions;
 std::string error_of(const Status& s) { return s.ok() ? "accepted" : s.message(); }
 
 TEST(CudaOptionsTest, BuildOptionsRecordEveryValueInAFixedOrder) {
-  const std::vector<std::string> defaults = {"conv_rows=kernel",     "conv_patches=gemm",
-                                             "conv_stem=gemm",       "conv_hard_activations=fused",
-                                             "gemm_gelu=cudnn",      "concat=in_place",
-                                             "reduce_columns=split", "kernel_sizes=arguments",
-                                             "tune_candidates=4"};
+  const std::vector<std::string> defaults = {
+      "conv_rows=kernel",       "conv_patches=gemm", "conv_hard_activations=fused",
+      "gemm_gelu=cudnn",        "concat=in_place",   "reduce_columns=split",
+      "kernel_sizes=arguments", "tune_candidates=4"};
   EXPECT_EQ(BuildOptions{}.recorded(), defaults);
 
   const std::vector<std::string> given = {
-      "conv_rows=cudnn",   "tune_candidates=1",    "gemm_gelu=kernel",
-      "tune_candidates=9", "kernel_sizes=code",    "dump_kernel_source=/tmp/k",
-      "concat=kernel",     "reduce_columns=whole", "conv_stem=cudnn"};
+      "conv_rows=cudnn",   "tune_candidates=1",         "gemm_gelu=kernel", "tune_candidates=9",
+      "kernel_sizes=code", "dump_kernel_source=/tmp/k", "concat=kernel",    "reduce_columns=whole"};
   auto parsed = BuildOptions::parse(given);
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->conv_rows, cuda::ConvRows::Cudnn);
   EXPECT_EQ(parsed->conv_patches, cuda::ConvPatches::Gemm);
-  EXPECT_EQ(parsed->conv_stem, cuda::ConvStem::Cudnn);
   EXPECT_EQ(parsed->gemm_gelu, cuda::GemmGelu::Kernel);
   EXPECT_EQ(parsed->kernel_sizes, cuda::KernelSizes::Code);
   EXPECT_EQ(parsed->concat, cuda::ConcatReads::Kernel);
@@ -40,11 +37,10 @@ TEST(CudaOptionsTest, BuildOptionsRecordEveryValueInAFixedOrder) {
   EXPECT_EQ(parsed->tune_candidates, 9);  // the later entry wins
   EXPECT_EQ(parsed->dump_kernel_source, "/tmp/k");
   // The diagnostic folder changes nothing in the engine: not recorded, but printed for a caller.
-  const std::vector<std::string> recorded = {"conv_rows=cudnn",      "conv_patches=gemm",
-                                             "conv_stem=cudnn",      "conv_hard_activations=fused",
-                                             "gemm_gelu=kernel",     "concat=kernel",
-                                             "reduce_columns=whole", "kernel_sizes=code",
-                                             "tune_candidates=9"};
+  const std::vector<std::string> recorded = {
+      "conv_rows=cudnn",   "conv_patches=gemm", "conv_hard_activations=fused",
+      "gemm_gelu=kernel",  "concat=kernel",     "reduce_columns=whole",
+      "kernel_sizes=code", "tune_candidates=9"};
   EXPECT_EQ(parsed->recorded(), recorded);
   std::vector<std::string> all = recorded;
   all.push_back("dump_kernel_source=/tmp/k");
@@ -60,12 +56,11 @@ TEST(CudaOptionsTest, UnknownBuildOptionsAndValuesAreRefusedWithTheValidOnes) {
     std::string text, message;
   };
   for (const Case& c : {
-           Case{
-               "conv_row=cudnn",
-               "unknown CUDA build option 'conv_row': the options are conv_rows, conv_patches, "
-               "conv_stem, conv_hard_activations, gemm_gelu, concat, reduce_columns, kernel_sizes, "
-               "tune_candidates, "
-               "dump_kernel_source"},
+           Case{"conv_row=cudnn",
+                "unknown CUDA build option 'conv_row': the options are conv_rows, conv_patches, "
+                "conv_hard_activations, gemm_gelu, concat, reduce_columns, kernel_sizes, "
+                "tune_candidates, "
+                "dump_kernel_source"},
            Case{"conv_rows=sideways",
                 "CUDA build option conv_rows='sideways': the value is one of kernel, cudnn"},
            Case{"conv_rows=", "CUDA build option conv_rows='': the value is one of kernel, cudnn"},

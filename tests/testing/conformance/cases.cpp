@@ -867,8 +867,8 @@ void conv_cases(std::vector<Case>& out) {
        {8, 3, 7, 7},
        true,
        {{"strides", ints({2, 2})}, {"pads", ints({3, 3, 3, 3})}}},
-      // Fewer than 8 input channels: the GPU gathers the windows (rows padded to 8 taps) for
-      // one GEMM, here with strides, dilations and asymmetric pads that the windows overhang.
+      // Fewer than 8 input channels (cuDNN pads them to 8), with strides, dilations and
+      // asymmetric pads that the windows overhang.
       {"Conv",
        "2-D 4 channels strides (2, 1) dilations (1, 2) pads (0, 1, 1, 0)",
        {2, 4, 9, 8},

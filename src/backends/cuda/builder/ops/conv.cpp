@@ -22,14 +22,6 @@
 //   3 channels padded to 8): 68 us of ViT's 0.54 ms on an H100, where the GEMM
 //   is one of ViT's 768x768 GEMMs. The build option conv_patches=cudnn keeps such convolutions
 //   on cuDNN (to compare the two).
-// - stem (groups == 1, fewer than 8 input channels, a window larger than 1x1, then at most a
-//   Relu: the 3-channel stems of ResNet, DenseNet, a UNet): the same gather and GEMM, the windows
-//   overlapping and overhanging the padding (zeros there), each row of patches padded with zeros
-//   to a multiple of 8 taps (the 7x7 stem's 147 to 152) and the filters with it. cuDNN takes such
-//   a convolution with its channels padded to 8, so 8/3 of its multiply-adds are of zeros; a
-//   profile of DenseNet-121 (fp16, batch 1, H200) put its 7x7 stem at 24.5 us. The patches are
-//   N*OH*OW rows of the padded taps: bounded at 64 MiB at the engine's largest sizes (ResNet-50
-//   at batch 32 takes 122 MB), past which cuDNN keeps it. conv_stem=cudnn keeps every stem there.
 // - rows (groups == 1, a 1x1 kernel over a 1x1 input, at most 8 images: squeeze-excite's two
 //   fully connected layers at batch 1): y = x W^T + b is a product of at most 8 rows with the
 //   filters, one generated kernel (device/gemv.cuh) with the bias, the residual and the
@@ -161,26 +153,6 @@ void finish_epilogue(Lowering& ctx, int y, const Epilogue& e, bool kernel, int o
 bool is_patches(const Shape& s) {
   return s.groups == 1 && s.kh == s.sh && s.kw == s.sw && s.kh * s.kw > 1 && s.dh == 1 &&
          s.dw == 1 && s.pt == 0 && s.pl == 0 && s.pb == 0 && s.pr == 0;
-}
-
-// The stem path (top of the file): fewer input channels than cuDNN's tensor-core engines take
-// (it pads them to 8), a window larger than 1x1, and patches that fit kMaxStemPatchBytes at the
-// engine's largest sizes (a dynamic engine decides once, at its maxima, so that every size runs
-// the same steps).
-constexpr int64_t kStemChannels = 8;
-constexpr int64_t kMaxStemPatchBytes = int64_t{64} << 20;
-int64_t padded_depth(const Shape& s) { return (s.c * s.kh * s.kw + 7) / 8 * 8; }
-bool is_stem(const Lowering& ctx, const compiler::IrNode& node, const Shape& s) {
-  // (Windows that tile the input are the patches path's, conv_patches decides them.)
-  if (s.groups != 1 || s.c >= kStemChannels || s.kh * s.kw <= 1 || is_patches(s)) return false;
-  // Only what the GEMM's epilogue applies (the bias and a Relu): a residual or another
-  // activation would be one more kernel, where cuDNN fuses HardSwish (MobileNetV3's stem).
-  const Result<Epilogue> e = epilogue_of(node);
-  if (!e.ok() || e->residual >= 0 || !(e->act.none() || e->act.op == "Relu")) return false;
-  const std::vector<int64_t>& y = ctx.upper_sizes_of(node.outputs[0]);
-  const int64_t rows = y[0] * y[2] * y[3];
-  return rows * padded_depth(s) * static_cast<int64_t>(dtype_size(ctx.operand_dtype())) <=
-         kMaxStemPatchBytes;
 }
 
 // A 1x1 convolution of a 1x1 input, a few images: the rows path (top of the file).
@@ -532,9 +504,8 @@ Status lower_gemv(Lowering& ctx, int index, const Shape& s) {
   return Status();
 }
 
-// The patches and stem paths (top of the file): one gather of each output position's window into
-// a row of P, one cuBLASLt GEMM of P with the filters. cuBLASLt's epilogue takes the bias and a
-// Relu; a residual or another activation is a kernel after the GEMM.
+// The patches path (top of the file). cuBLASLt's epilogue takes the bias and a Relu; a residual
+// or another activation is a kernel after the GEMM.
 Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   const compiler::IrNode& node = ctx.node(index);
   BATON_ASSIGN_OR_RETURN(const Epilogue e, epilogue_of(node));
@@ -544,11 +515,7 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
   const DType operand = ctx.operand_dtype();
   const int x = node.inputs[0];
   const std::vector<int64_t> st = ctx.strides_of(x);
-  const int64_t taps = s.c * s.kh * s.kw, rows = s.n * s.oh * s.ow;
-  // A row of P holds its window's taps padded with zeros to a multiple of 8 (16 bytes in fp16),
-  // which cuBLASLt's tensor-core kernels want of a row's length: a 7x7 stem's 147 taps take 152
-  // columns, its filters 5 zero columns to match.
-  const int64_t depth = (taps + 7) / 8 * 8;
+  const int64_t depth = s.c * s.kh * s.kw, rows = s.n * s.oh * s.ow;
   // P[row, col]: row = (n, oh, ow), col = (c, r, q), the filters' own order; consecutive threads
   // read consecutive columns of the input.
   const int p = ctx.new_scratch(operand, {rows, depth});
@@ -566,47 +533,21 @@ Status lower_patches(Lowering& ctx, int index, const Shape& s) {
       args.quotient("row", s.ow, count), args.value(s.ow), args.quotient("u", s.oh, count),
       args.value(s.oh));
   const std::string total = args.value(count);
-  // The input row and column a tap reads; windows that overhang the padding read zeros, as do the
-  // columns past the taps.
-  const bool padded = s.pt > 0 || s.pl > 0 || s.pb > 0 || s.pr > 0;
-  const std::string place = fmt::format(
-      "    const long long ih = oh * {}LL - {}LL + r * {}LL, iw = ow * {}LL - {}LL + q * {}LL;\n",
-      s.sh, s.pt, s.dh, s.sw, s.pl, s.dw);
-  const std::string read =
-      fmt::format("to_f(x[n * {} + c * {} + ih * {} + iw * {}])", args.value(st[0]),
-                  args.value(st[1]), args.value(st[2]), args.value(st[3]));
-  std::string inside;
-  if (padded) {
-    inside = fmt::format(
-        "(unsigned long long)ih < (unsigned long long){} && "
-        "(unsigned long long)iw < (unsigned long long){}",
-        args.value(s.h), args.value(s.w));
-  }
-  if (depth != taps) inside += fmt::format("{}col < {}LL", inside.empty() ? "" : " && ", taps);
-  const std::string value = inside.empty() ? read : fmt::format("({}) ? {} : 0.0f", inside, read);
+  const std::string read = fmt::format(
+      "x[n * {} + c * {} + (oh * {}LL + r) * {} + (ow * {}LL + q) * {}]", args.value(st[0]),
+      args.value(st[1]), s.sh, args.value(st[2]), s.sw, args.value(st[3]));
   std::string code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x, "
       "{}* __restrict__ p{}) {{\n"
       "  baton_for_each({}, [&](long long i) {{\n"
-      "{}{}"
-      "    st(&p[i], {});\n"
+      "{}"
+      "    st(&p[i], to_f({}));\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(x)), device_type_name(operand), args.parameter(),
-      total, coordinates, place, value);
+      total, coordinates, read);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(count), {x, p}, args);
 
-  // [K, C, KH, KW]: B^T [K, taps] row-major; with zero columns up to depth when padded.
-  int w = -1;
-  if (depth == taps) {
-    w = ctx.weight(node.inputs[1], operand);
-  } else {
-    const std::vector<float> f = ctx.constant_floats(node.inputs[1]);
-    std::vector<float> padded_w(static_cast<size_t>(s.k * depth), 0.0f);
-    for (int64_t k = 0; k < s.k; ++k) {
-      std::copy_n(f.begin() + k * taps, taps, padded_w.begin() + k * depth);
-    }
-    w = ctx.add_weights(padded_w, operand, {s.k, depth});
-  }
+  const int w = ctx.weight(node.inputs[1], operand);  // [K, C, KH, KW]: B^T [K, depth] row-major
   DType y_dtype = DType::Float32;
   const int y = act_kernel ? epilogue_input(ctx, out, &y_dtype) : result_slot(ctx, out, &y_dtype);
   const int bias = has_bias(node) ? ctx.weight(node.inputs[2], y_dtype) : -1;
@@ -642,11 +583,8 @@ Status lower(Lowering& ctx, int index) {
   // activation dtype for a partition output).
   const int out = ctx.node(index).outputs[0];
   const DType y_dtype = ctx.is_binding(out) ? ctx.activation_dtype() : ctx.dtype_of(out);
-  const bool gemm_output = y_dtype == DType::Float32 || y_dtype == ctx.operand_dtype();
-  if (is_patches(s) && ctx.target().options.conv_patches == ConvPatches::Gemm && gemm_output)
-    return lower_patches(ctx, index, s);
-  if (is_stem(ctx, ctx.node(index), s) && ctx.target().options.conv_stem == ConvStem::Gemm &&
-      gemm_output)
+  if (is_patches(s) && ctx.target().options.conv_patches == ConvPatches::Gemm &&
+      (y_dtype == DType::Float32 || y_dtype == ctx.operand_dtype()))
     return lower_patches(ctx, index, s);
   return lower_cudnn(ctx, index, s);
 }
