@@ -212,6 +212,27 @@ std::vector<ResizeCase> cases() {
        [](std::mt19937&, bool big) {
          return Inputs{f32(1, {big ? 3 : 2, big ? 5 : 2, 4}), i64(2, {big ? 3 : 2, 2, 1}, 0, 1)};
        }});
+  // ScatterND: a static KV cache's update, [b, heads, max, d] written at T new positions by
+  // [b, heads, T, 3] index tuples (torch.index_put as the dynamo exporter writes it); the batch
+  // and T change between calls, the cache's length does not.
+  out.push_back(
+      {"ScatterND a KV cache's new positions", "ScatterND", "", none, [](std::mt19937&, bool big) {
+         const int64_t b = big ? 3 : 2, heads = 2, t = big ? 4 : 1, first = big ? 0 : 5;
+         std::vector<int64_t> tuples;
+         for (int64_t i = 0; i < b; ++i) {
+           for (int64_t h = 0; h < heads; ++h) {
+             for (int64_t p = 0; p < t; ++p) tuples.insert(tuples.end(), {i, h, first + p});
+           }
+         }
+         return Inputs{f32(1, {b, heads, 8, 4}), make_tensor<int64_t>({b, heads, t, 3}, tuples),
+                       f32(2, {b, heads, t, 4})};
+       }});
+  out.push_back({"ScatterND add rows by [s,1] indices", "ScatterND", "",
+                 [](OpTester& t) { t.attr("reduction", std::string("add")); },
+                 [](std::mt19937&, bool big) {
+                   const int64_t s = big ? 6 : 3;
+                   return Inputs{f32(1, {big ? 7 : 5, 3}), i64(2, {s, 1}, 0, 4), f32(3, {s, 3})};
+                 }});
   out.push_back({"Expand [b,1,s] to [b,3,s]", "Expand", "", none, [](std::mt19937&, bool big) {
                    const int64_t b = big ? 3 : 2, s = big ? 5 : 2;
                    return Inputs{f32(1, {b, 1, s}), int64s({b, 3, s})};

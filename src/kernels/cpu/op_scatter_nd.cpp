@@ -57,6 +57,29 @@ struct ScatterShape {
   std::vector<int64_t> dims, strides;  // the k indexed dimensions of data and their strides
 };
 
+// What a call's sizes give: the indexed dimensions and their strides, the slice, the tuple count.
+// Writes into `s`'s vectors in place (k, the tuples' length, is the same at every size: the last
+// dimension of indices is never dynamic), so that a resize allocates nothing.
+void shape_from(const TensorView& data, const TensorView& indices, ScatterShape& s) {
+  const auto k = static_cast<size_t>(indices.sizes.back());  // checked: in [1, rank]
+  s.dims.resize(k);
+  s.strides.resize(k);
+  std::copy_n(data.sizes.begin(), k, s.dims.begin());
+  s.slice = 0;
+  s.tuples = 0;
+  if (data.numel() == 0) return;
+  // Row-major strides of the indexed dimensions, innermost first.
+  int64_t stride = product(data.sizes, k, data.sizes.size());
+  s.slice = stride;
+  for (size_t d = k; d-- > 0;) {
+    s.strides[d] = stride;
+    stride *= data.sizes[d];
+  }
+  // updates is [tuples..., slice...]; tuples counted from indices (their product is bounded by
+  // indices' element count).
+  s.tuples = product(indices.sizes, 0, indices.sizes.size() - 1);
+}
+
 template <typename S>
 class ScatterNdKernel final : public runtime::Kernel {
  public:
@@ -70,6 +93,13 @@ class ScatterNdKernel final : public runtime::Kernel {
         s_(std::move(s)),
         reduction_(reduction),
         what_(std::move(what)) {}
+
+  // Dynamic shapes: a KV cache's update scatters as many positions as the call has new tokens,
+  // into a cache whose batch may change too.
+  Status resize() override {
+    shape_from(data_->tensor, indices_->tensor, s_);
+    return Status::ok_status();
+  }
 
   Status run() override {
     BATON_TRY(check_indices<int64_t>(indices_->tensor, s_.dims, what_));
@@ -114,17 +144,8 @@ Reduction reduction_of(const runtime::KernelCall& call) {
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& data = call.input(0);
   const TensorView& indices = call.input(1);
-  const auto k = static_cast<size_t>(indices.sizes.back());  // checked: in [1, rank]
   ScatterShape s;
-  s.dims.assign(data.sizes.begin(), data.sizes.begin() + k);
-  if (data.numel() != 0) {
-    const std::vector<int64_t> strides = element_strides(data.sizes);
-    s.strides.assign(strides.begin(), strides.begin() + k);
-    s.slice = product(data.sizes, k, data.sizes.size());
-    // updates is [tuples..., slice...]; tuples counted from indices (their product is bounded
-    // by indices' element count).
-    s.tuples = product(indices.sizes, 0, indices.sizes.size() - 1);
-  }
+  shape_from(data, indices, s);
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kAllTypes.bits()>(data.dtype, [&]<typename S>() {
     kernel = std::make_unique<ScatterNdKernel<S>>(call.inputs[0], call.inputs[1], call.inputs[2],
