@@ -352,6 +352,104 @@ TEST(ScatterND, Errors) {
   EXPECT_EQ(t.output().data<uint32_t>()[0], 0x7f7f7f7fu);
 }
 
+// ---- ScatterElements ----------------------------------------------------------------------------
+
+// Against a reference that walks indices' positions in order, for every axis, reduction and index
+// type, with duplicate and negative indices and indices smaller than data off the axis.
+TEST(ScatterElements, EveryAxisAndReductionMatchesReference) {
+  std::mt19937 rng(16);
+  const std::vector<int64_t> data_shape = {4, 3, 5};
+  for (const char* r : {"none", "add", "mul", "max", "min"}) {
+    for (int64_t axis : {0, 1, 2, -1}) {
+      for (DType index_type : {DType::Int64, DType::Int32}) {
+        SCOPED_TRACE(fmt::format("{} axis {} {}", r, axis, dtype_name(index_type)));
+        const auto a = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
+        std::vector<int64_t> idx_shape = {3, 2, 4};
+        idx_shape[a] = 6;  // longer than data along the axis: duplicates
+        const HostTensor data = random_floats(rng, data_shape);
+        const HostTensor upd = random_floats(rng, idx_shape);
+        HostTensor idx(index_type, idx_shape);
+        std::vector<int64_t> values(static_cast<size_t>(idx.numel()));
+        for (int64_t& v : values) {
+          v = std::uniform_int_distribution<int64_t>(-data_shape[a], data_shape[a] - 1)(rng);
+        }
+        for (size_t p = 0; p < values.size(); ++p) {
+          if (index_type == DType::Int64)
+            idx.data<int64_t>()[p] = values[p];
+          else
+            idx.data<int32_t>()[p] = static_cast<int32_t>(values[p]);
+        }
+        OpTester t("ScatterElements");
+        t.input(data).input(idx).input(upd).attr("axis", axis).attr("reduction", std::string(r));
+        BATON_ASSERT_OK(t.run());
+        std::vector<float> ref = data.values<float>();
+        std::vector<int64_t> at(3, 0);
+        for (size_t p = 0; p < values.size(); ++p) {
+          std::vector<int64_t> to = at;
+          to[a] = wrap(values[p], data_shape[a]);
+          float& d = ref[flat(to, data_shape)];
+          const float v = upd.data<float>()[p];
+          const std::string_view rs = r;
+          d = rs == "none"  ? v
+              : rs == "add" ? d + v
+              : rs == "mul" ? d * v
+              : rs == "max" ? std::max(d, v)
+                            : std::min(d, v);
+          for (size_t k = 3; k-- > 0;) {
+            if (++at[k] < idx_shape[k]) break;
+            at[k] = 0;
+          }
+        }
+        expect_equal_values(t.output(), ref);
+      }
+    }
+  }
+}
+
+TEST(ScatterElements, IntegersWrapAndOpset13HasNoReduction) {
+  OpTester t("ScatterElements");
+  t.input(make_tensor<int64_t>({2, 2}, {INT64_MAX, 1, 2, 3}))
+      .input(make_tensor<int64_t>({1, 2}, {0, 0}))
+      .input(make_tensor<int64_t>({1, 2}, {1, 10}))
+      .attr("axis", int64_t{0})
+      .attr("reduction", std::string("add"));
+  BATON_ASSERT_OK(t.run());
+  expect_equal_values<int64_t>(t.output(), {INT64_MIN, 11, 2, 3});
+  OpTester old("ScatterElements", "node_1", 13);
+  old.input(make_tensor<float>({3}, {1, 2, 3}))
+      .input(make_tensor<int64_t>({2}, {2, -3}))
+      .input(make_tensor<float>({2}, {7, 8}));
+  BATON_ASSERT_OK(old.run());
+  expect_equal_values<float>(old.output(), {8, 2, 7});
+}
+
+TEST(ScatterElements, Errors) {
+  expect_error(OpTester("ScatterElements")
+                   .input(HostTensor(DType::Float32, {4, 3}))
+                   .input(shape_only(DType::Int64, {2, 3}))
+                   .input(shape_only(DType::Float32, {2, 2}))
+                   .infer(),
+               Error::InvalidArgument, "ScatterElements", "must have the shape of 'indices'");
+  expect_error(OpTester("ScatterElements")
+                   .input(HostTensor(DType::Float32, {4, 3}))
+                   .input(shape_only(DType::Int64, {2, 4}))
+                   .input(shape_only(DType::Float32, {2, 4}))
+                   .infer(),
+               Error::InvalidArgument, "ScatterElements", "larger than 'data'");
+  expect_error(OpTester("ScatterElements")
+                   .input(HostTensor(DType::Float32, {4, 3}))
+                   .input(shape_only(DType::Int64, {2}))
+                   .input(shape_only(DType::Float32, {2}))
+                   .infer(),
+               Error::InvalidArgument, "ScatterElements", "must have the rank of 'data'");
+  OpTester t("ScatterElements");
+  t.input(iota_floats({3, 2}))
+      .input(make_tensor<int64_t>({1, 2}, {1, 3}))
+      .input(iota_floats({1, 2}))
+      .attr("axis", int64_t{0});
+  expect_error(t.run(), Error::InvalidArgument, "ScatterElements", "holds 3 at flat position 1");
+}
+
 // ---- Slice --------------------------------------------------------------------------------------
 
 // The ONNX specification's Slice, one axis at a time, by enumeration. (It differs from numpy in

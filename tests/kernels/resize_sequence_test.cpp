@@ -233,6 +233,12 @@ std::vector<ResizeCase> cases() {
                    const int64_t s = big ? 6 : 3;
                    return Inputs{f32(1, {big ? 7 : 5, 3}), i64(2, {s, 1}, 0, 4), f32(3, {s, 3})};
                  }});
+  out.push_back(
+      {"ScatterElements a cache's new positions along axis 2", "ScatterElements", "", axis(2),
+       [](std::mt19937&, bool big) {
+         const int64_t b = big ? 3 : 2, t = big ? 4 : 1;
+         return Inputs{f32(1, {b, 2, 8, 4}), i64(2, {b, 2, t, 4}, -8, 7), f32(3, {b, 2, t, 4})};
+       }});
   out.push_back({"Expand [b,1,s] to [b,3,s]", "Expand", "", none, [](std::mt19937&, bool big) {
                    const int64_t b = big ? 3 : 2, s = big ? 5 : 2;
                    return Inputs{f32(1, {b, 1, s}), int64s({b, 3, s})};

@@ -1,9 +1,11 @@
-// ONNX ScatterND (opset 13; reduction from 16, max/min from 18): output = data, then for each
-// k-tuple of indices (in order) the slice it names is replaced by, or combined (add, mul, max,
-// min) with, the matching slice of updates. Any dtype; add and mul wrap for integers (computed
-// unsigned), are `or` and `and` for bool; float16 and bfloat16 combine in float. Every tuple is
-// checked before the output is written.
+// ONNX ScatterND and ScatterElements (opset 13; reduction from 16, max/min from 18): output =
+// data, then for each k-tuple of indices (ScatterND) or each index along the axis
+// (ScatterElements), in order, the slice or element it names is replaced by, or combined (add,
+// mul, max, min) with, the matching part of updates. Any dtype; add and mul wrap for integers
+// (computed unsigned), are `or` and `and` for bool; float16 and bfloat16 combine in float. Every
+// tuple is checked before the output is written.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -131,6 +133,70 @@ class ScatterNdKernel final : public runtime::Kernel {
   std::string what_;
 };
 
+// ScatterElements: indices and updates share one shape; position i of them writes data's element
+// at i with i[axis] replaced by the index. Any dimension may change between calls: run() reads
+// the sizes each time (a few multiplications for rank <= 8 against the copy of data).
+template <typename Index, typename S>
+class ScatterElementsKernel final : public runtime::Kernel {
+ public:
+  ScatterElementsKernel(const runtime::Value* data, const runtime::Value* indices,
+                        const runtime::Value* updates, runtime::Value* out, size_t axis,
+                        Reduction reduction, std::string what)
+      : data_(data),
+        indices_(indices),
+        updates_(updates),
+        out_(out),
+        axis_(axis),
+        reduction_(reduction),
+        what_(std::move(what)) {}
+
+  Status resize() override { return Status::ok_status(); }
+  bool follows_sizes() const override { return true; }
+
+  Status run() override {
+    const TensorView& data = data_->tensor;
+    const TensorView& indices = indices_->tensor;
+    const int64_t n = data.sizes[axis_];
+    BATON_TRY(check_indices<Index>(indices, std::span<const int64_t>(&n, 1), what_));
+    const size_t bytes = out_->tensor.nbytes();
+    if (bytes != 0) std::memcpy(out_->tensor.data, data.data, bytes);
+    const int64_t count = indices.numel();
+    if (count == 0) return Status::ok_status();
+    const size_t rank = data.sizes.size();
+    std::array<int64_t, kMaxRank> strides{}, at{};
+    int64_t stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      strides[d] = stride;
+      stride *= data.sizes[d];
+    }
+    const Index* idx = indices.data_as<const Index>();
+    const S* update = updates_->tensor.data_as<const S>();
+    S* out = out_->tensor.data_as<S>();
+    // `at` walks indices' shape in order; `base` is data's offset of `at` without the axis.
+    int64_t base = 0;
+    for (int64_t p = 0; p < count; ++p) {
+      S& dst = out[base + normalize_index(idx[p], n) * strides[axis_]];
+      dst = reduction_ == Reduction::None ? update[p] : combine<S>(reduction_, dst, update[p]);
+      for (size_t d = rank; d-- > 0;) {
+        if (d != axis_) base += strides[d];
+        if (++at[d] < indices.sizes[d]) break;
+        if (d != axis_) base -= at[d] * strides[d];
+        at[d] = 0;
+      }
+    }
+    return Status::ok_status();
+  }
+
+ private:
+  const runtime::Value* data_;
+  const runtime::Value* indices_;
+  const runtime::Value* updates_;
+  runtime::Value* out_;
+  size_t axis_;
+  Reduction reduction_;
+  std::string what_;
+};
+
 Reduction reduction_of(const runtime::KernelCall& call) {
   if (call.def->attr_index("reduction") < 0) return Reduction::None;  // ScatterND-13
   const std::string_view r = call.attr_string("reduction");           // checked by the definition
@@ -156,10 +222,26 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   return kernel;
 }
 
+Result<std::unique_ptr<runtime::Kernel>> create_elements(const runtime::KernelCall& call) {
+  const TensorView& data = call.input(0);
+  const auto axis = static_cast<size_t>(call.attr_int("axis"));  // canonical: in [0, rank)
+  std::unique_ptr<runtime::Kernel> kernel;
+  dispatch<ops::kIndexTypes.bits()>(call.input(1).dtype, [&]<typename Index>() {
+    dispatch<ops::kAllTypes.bits()>(data.dtype, [&]<typename S>() {
+      kernel = std::make_unique<ScatterElementsKernel<Index, S>>(
+          call.inputs[0], call.inputs[1], call.inputs[2], call.outputs[0], axis, reduction_of(call),
+          call.describe());
+    });
+  });
+  if (!kernel) return no_kernel_for(call, data.dtype);
+  return kernel;
+}
+
 }  // namespace
 
 void register_scatter_nd(runtime::KernelRegistry& registry) {
   registry.add({"ScatterND", "", {}, &create});
+  registry.add({"ScatterElements", "", {}, &create_elements});
 }
 
 }  // namespace baton::kernels::cpu

@@ -473,7 +473,7 @@ AttrValue tensor_attr(DType dtype, const std::vector<uint8_t>& bytes) {
 }
 
 // Indexing ops. Gather and GatherND run on the CUDA engine in every dtype (not on empty
-// tensors), GatherElements in every dtype; ScatterND has no CUDA lowering yet.
+// tensors), GatherElements in every dtype; ScatterND and ScatterElements have no CUDA lowering yet.
 void indexing_cases(std::vector<Case>& out) {
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> gathers[] = {
       {{5, 4, 3}, {3}, 0}, {{5, 4, 3}, {2, 3}, 1}, {{5, 4, 3}, {}, -1},
@@ -548,6 +548,23 @@ void indexing_cases(std::vector<Case>& out) {
                          {{"reduction", AttrValue::of_string(r)}}));
     }
   }
+  // ScatterElements: indices as long as data along the axis or longer (repeats, in order).
+  const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t, DType> scatter_elements[] =
+      {
+          {{3, 4}, {3, 4}, 1, DType::Int64},
+          {{4, 5, 6}, {6, 5, 3}, 0, DType::Int32},
+          {{2, 3, 8, 4}, {2, 3, 2, 4}, 2, DType::Int64},
+      };
+  for (const auto& [data, idx, axis, dt] : scatter_elements) {
+    const int64_t n = data[axis];
+    const std::string label = fmt::format("{} indices {} {} axis {}", shape_to_string(data),
+                                          shape_to_string(idx), dtype_name(dt), axis);
+    for (const char* r : {"none", "add", "max"}) {
+      out.push_back(
+          make("ScatterElements", label + " " + r, {in(data), indices(idx, n, dt), in(idx)},
+               {{"axis", AttrValue::of_int(axis)}, {"reduction", AttrValue::of_string(r)}}));
+    }
+  }
   for (Case& c : out) {
     if (c.op == "Gather" || c.op == "GatherND") {
       bool empty = false;
@@ -555,7 +572,7 @@ void indexing_cases(std::vector<Case>& out) {
       c.cuda = c.cuda_all_types = !empty;
     } else if (c.op == "GatherElements") {
       c.cuda = c.cuda_all_types = true;
-    } else if (c.op == "ScatterND") {
+    } else if (c.op == "ScatterND" || c.op == "ScatterElements") {
       c.cuda = false;
     }
   }
