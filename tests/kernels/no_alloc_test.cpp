@@ -289,6 +289,15 @@ op_calls() {
         .attr("reduction", std::string("add"));
     return t;
   });
+  add("ScatterElements max int32 indices", [](std::mt19937& rng) {
+    auto t = std::make_unique<OpTester>("ScatterElements");
+    t->input(random_floats(rng, {4, 3, 5}))
+        .input(random_ints<int32_t>(rng, {4, 3, 2}, -5, 4))
+        .input(random_floats(rng, {4, 3, 2}))
+        .attr("axis", int64_t{2})
+        .attr("reduction", std::string("max"));
+    return t;
+  });
   add("Slice", [](std::mt19937& rng) {
     auto t = std::make_unique<OpTester>("Slice");
     t->input(random_floats(rng, {6, 7})).input(int64s({5, 1})).input(int64s({0, 7}));
