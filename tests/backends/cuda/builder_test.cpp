@@ -612,8 +612,7 @@ TEST(EngineBuilderTest, HardSwishAndHardSigmoidAfterAConvolutionAreItsEpilogue) 
 }
 
 // Each Fire module's Concat is one kernel that reads the two convolutions' channels-last outputs
-// (16 bytes at a time) where cuDNN (or, in strict fp32, the convolution's epilogue kernel) wrote
-// them, and the next
+// where cuDNN (or, in strict fp32, the convolution's epilogue kernel) wrote them, and the next
 // convolution reads the Concat's output as it is (stored channels-last): no layout conversion
 // around any Concat.
 TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast) {
@@ -642,14 +641,6 @@ TEST(EngineBuilderTest, ConcatKernelOfChannelsLastConvolutionsStaysChannelsLast)
       ++seen;
       const uint32_t n = r.kernel.num_operands;
       ASSERT_EQ(n, 3u);
-      // Each input's share of the channels is a whole number of 16-byte vectors: the kernel is
-      // launched with a thread per vector (8 halves, 4 floats), not a thread per element.
-      const uint64_t elements =
-          r.kernel.operands[n - 1].bytes / (precision == std::string("fp16") ? 2 : 4);
-      const uint64_t threads = uint64_t{r.kernel.grid[0]} * r.kernel.block[0];
-      const uint64_t per_vector = precision == std::string("fp16") ? 8 : 4;
-      EXPECT_GE(threads * per_vector, elements) << "step " << i;
-      EXPECT_LT(threads, elements / 2) << "step " << i << ": a thread per element";
       for (uint32_t k = 0; k + 1 < n; ++k) {
         bool from_conv = false;
         for (size_t j = 0; j < i; ++j) {
@@ -729,6 +720,54 @@ TEST(EngineBuilderTest, DenseBlockConcatsAreReadInPlaceByTheirElementwiseReaders
       EXPECT_EQ(widest, in_place ? 13u : 1u);
     }
     EXPECT_EQ(kernel_steps[0] + 12, kernel_steps[1]);
+  }
+}
+
+// A channels-last Concat of two convolutions' channels: at 2M elements (a UNet decoder's) its
+// kernel moves 16 bytes a thread (a thread per 8 halves or 4 floats); at 32K elements (below
+// kVectorConcatElements, where DenseNet's measured slower so) a thread per element.
+TEST(EngineBuilderTest, LargeChannelsLastConcatsMoveSixteenBytesAThread) {
+  auto model = [](int64_t side) {
+    OnnxBuilder b(17);
+    b.input("x", {1, 3, side, side});
+    b.initializer("wa", {64, 3, 3, 3}, std::vector<float>(64 * 27, 0.1f));
+    b.initializer("wb", {64, 3, 3, 3}, std::vector<float>(64 * 27, -0.1f));
+    b.initializer("wc", {8, 128, 3, 3}, std::vector<float>(8 * 128 * 9, 0.05f));
+    for (const char* name : {"a", "b"}) {
+      auto& c = b.node("Conv", {"x", std::string("w") + name}, {name}, std::string("conv_") + name);
+      OnnxBuilder::attr_ints(c, "pads", {1, 1, 1, 1});
+    }
+    auto& cat = b.node("Concat", {"a", "b"}, {"c"}, "cat");
+    OnnxBuilder::attr_int(cat, "axis", 1);
+    auto& y = b.node("Conv", {"c", "wc"}, {"y"}, "conv_c");
+    OnnxBuilder::attr_ints(y, "pads", {1, 1, 1, 1});
+    b.output("y", {1, 8, side, side});
+    return b;
+  };
+  for (const char* precision : {"fp32", "fp16"}) {
+    for (int64_t side : {128, 16}) {
+      SCOPED_TRACE(fmt::format("{} {}x{}", precision, side, side));
+      auto built = build(model(side), precision);
+      ASSERT_TRUE(built.ok()) << built.status().to_string();
+      const cuda::EngineBlob blob = parse_blob(built->blobs[0]);
+      size_t concats = 0;
+      for (const cuda::StepRecord& r : blob.steps()) {
+        if (r.kind != static_cast<uint32_t>(cuda::StepKind::Kernel) ||
+            std::string(blob.kernel_name(r.kernel.kernel)).find("concat") == std::string::npos)
+          continue;
+        ++concats;
+        const uint64_t elements = uint64_t{128} * side * side;
+        const uint64_t threads = uint64_t{r.kernel.grid[0]} * r.kernel.block[0];
+        const uint64_t per_vector = precision == std::string("fp16") ? 8 : 4;
+        if (side == 128) {
+          EXPECT_GE(threads * per_vector, elements);
+          EXPECT_LT(threads, elements / 2) << "a thread per element";
+        } else {
+          EXPECT_GE(threads, elements) << "a thread per vector";
+        }
+      }
+      EXPECT_EQ(concats, 1u);
+    }
   }
 }
 

@@ -410,17 +410,20 @@ void other_cases(std::vector<Case>& out) {
   out.push_back(make("Concat", "20 inputs [1, 2, 3, 2] axis 1 (a dense block)",
                      std::vector<CaseInput>(20, in({1, 2, 3, 2})),
                      {{"axis", AttrValue::of_int(1)}}));
-  // Shares of the axis (or inner blocks) in whole 16-byte vectors: the GPU kernel moves them
-  // with one load and one store (the 20-input ones in runs of 15, each run placed in the output).
-  out.push_back(make("Concat", "[2, 3, 4, 8] [2, 3, 4, 16] axis -1 (16-byte moves)",
-                     {in({2, 3, 4, 8}), in({2, 3, 4, 16})}, {{"axis", AttrValue::of_int(-1)}}));
-  out.push_back(make("Concat", "[2, 3, 4, 8] [2, 5, 4, 8] axis 1 (16-byte moves)",
-                     {in({2, 3, 4, 8}), in({2, 5, 4, 8})}, {{"axis", AttrValue::of_int(1)}}));
-  out.push_back(make("Concat", "20 inputs [1, 2, 3, 8] axis -1 (16-byte moves)",
-                     std::vector<CaseInput>(20, in({1, 2, 3, 8})),
+  // Shares of the axis (or inner blocks) in whole 16-byte vectors, in runs of at least 1M
+  // elements: the GPU kernel moves them with one load and one store (the 20-input ones in runs of
+  // 15, each run placed in the output; their last run of 5 is smaller and moves one element a
+  // thread).
+  out.push_back(make("Concat", "[8, 16, 64, 64] [8, 16, 64, 128] axis -1 (16-byte moves)",
+                     {in({8, 16, 64, 64}), in({8, 16, 64, 128})},
                      {{"axis", AttrValue::of_int(-1)}}));
-  out.push_back(make("Concat", "20 inputs [1, 2, 2, 8] axis 1 (16-byte moves)",
-                     std::vector<CaseInput>(20, in({1, 2, 2, 8})),
+  out.push_back(make("Concat", "[8, 24, 64, 64] [8, 40, 64, 64] axis 1 (16-byte moves)",
+                     {in({8, 24, 64, 64}), in({8, 40, 64, 64})}, {{"axis", AttrValue::of_int(1)}}));
+  out.push_back(make("Concat", "20 inputs [1, 16, 128, 64] axis -1 (16-byte moves)",
+                     std::vector<CaseInput>(20, in({1, 16, 128, 64})),
+                     {{"axis", AttrValue::of_int(-1)}}));
+  out.push_back(make("Concat", "20 inputs [1, 24, 64, 64] axis 1 (16-byte moves)",
+                     std::vector<CaseInput>(20, in({1, 24, 64, 64})),
                      {{"axis", AttrValue::of_int(1)}}));
   // Views and Concat take every dtype on the CUDA engine (int64 ids, bool masks).
   for (Case& c : out) {

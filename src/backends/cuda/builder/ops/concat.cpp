@@ -26,6 +26,9 @@
 namespace baton::cuda {
 namespace {
 
+// The fewest elements (at a dynamic engine's maxima) of a Concat run moved 16 bytes a thread.
+constexpr int64_t kVectorConcatElements = int64_t{1} << 20;
+
 bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
   // Any stored dtype: a dynamic export concatenates int64 indices (GPT-2's attention mask) as
   // well as floats.
@@ -101,11 +104,6 @@ Status lower(Lowering& ctx, int index) {
       if (!contiguous(permuted(ctx.value(n.inputs[k]).sizes), permuted(ctx.strides_of(src))))
         needed += 3 * rank;
     }
-    // The vector path's test takes one more value per input, and the run's place when split.
-    needed += end - begin;
-    KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
-    const int64_t count = outer * run_total * inner;
-    std::string params, arrays, body, vector_body;
     // Whether vec elements that follow each other in the output (16 bytes of the widest type)
     // may move as one load and one store: they must share an input and lie next to each other in
     // it. Along the innermost stored dimension (a channels-last Concat of channels) that holds
@@ -113,20 +111,38 @@ Status lower(Lowering& ctx, int index) {
     // block is. Decided at a dynamic engine's maxima, so that every size compiles the same code;
     // the kernel checks the sizes, strides and pointers of the call it runs and takes the
     // one-element loop when they do not allow it.
+    // Only for a run of at least kVectorConcatElements: measured on an H200 (fp16, batch 1, A/B
+    // against the one-element kernel in one call), the UNet's decoder Concats of 1M to 8M
+    // elements made the model 1.10x faster (0.441 -> 0.400 ms), while DenseNet-121's Concats
+    // (the dense blocks' last layers, 6K to 800K elements, up to 15 inputs a kernel) made it
+    // 1.045x slower (0.781 -> 0.816 ms); why the small ones lose is not profiled yet.
     size_t widest = dtype_size(ctx.dtype_of(out));
     for (size_t k = begin; k < end; ++k)
       widest = std::max(widest, dtype_size(ctx.dtype_of(operands[k])));
     const auto vec = static_cast<int64_t>(16 / widest);
     const std::vector<int64_t> upper = permuted(ctx.upper_sizes_of(out));
-    bool vectorize = floating && vec > 1;
+    // An input's sizes at the maxima (a constant's are its own).
+    auto upper_of = [&](int v) {
+      return permuted(ctx.is_constant(v) ? ctx.value(v).sizes : ctx.upper_sizes_of(v));
+    };
+    int64_t upper_run = 0;
+    for (size_t k = begin; k < end; ++k) upper_run += upper_of(n.inputs[k])[at];
+    const int64_t upper_count =
+        ops::product(upper, 0, at) * upper_run * ops::product(upper, at + 1, rank);
+    bool vectorize = floating && vec > 1 && upper_count >= kVectorConcatElements;
     if (at + 1 == rank) {
       for (size_t k = begin; k < end; ++k) {
-        vectorize = vectorize && permuted(ctx.upper_sizes_of(n.inputs[k]))[at] % vec == 0;
+        vectorize = vectorize && upper_of(n.inputs[k])[at] % vec == 0;
       }
       if (split) vectorize = vectorize && upper[at] % vec == 0 && first % vec == 0;
     } else {
       vectorize = vectorize && ops::product(upper, at + 1, rank) % vec == 0;
     }
+    // The vector path's test takes one more value per input.
+    if (vectorize) needed += end - begin;
+    KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
+    const int64_t count = outer * run_total * inner;
+    std::string params, arrays, body, vector_body;
     // (`inner` is the kernel's local, declared with the sizes below.)
     std::string vector_test = at + 1 == rank ? "true" : fmt::format("inner % {} == 0", vec);
     int64_t start = 0;  // along the axis, from the run's first element
@@ -139,8 +155,10 @@ Status lower(Lowering& ctx, int index) {
       // The element's index in the input as if it were stored densely in the output's order.
       std::string element = fmt::format("(c.outer * {} + (c.axis - {})) * inner + c.inner",
                                         args.value(size), args.value(start));
-      vector_test += fmt::format(" && baton_vec_aligned<{}>(x{})", vec, k);
-      if (at + 1 == rank) vector_test += fmt::format(" && {} % {} == 0", args.value(size), vec);
+      if (vectorize) {
+        vector_test += fmt::format(" && baton_vec_aligned<{}>(x{})", vec, k);
+        if (at + 1 == rank) vector_test += fmt::format(" && {} % {} == 0", args.value(size), vec);
+      }
       if (!contiguous(sizes, strides)) {
         arrays += args.array(fmt::format("sizes{}", k), sizes) +
                   args.array(fmt::format("strides{}", k), strides);
@@ -163,6 +181,7 @@ Status lower(Lowering& ctx, int index) {
       // (The operand's pointer is at the input's first element.)
       const std::string read = floating ? fmt::format("st(&y[yi], to_f(x{}[{}]))", k, element)
                                         : fmt::format("y[yi] = x{}[{}]", k, element);
+      // (The same value for both loops: each args.value() call is an argument of its own.)
       const std::string end_of_input = args.value(start + size);
       body +=
           fmt::format("    {}if (c.axis < {}) {};\n", k > begin ? "else " : "", end_of_input, read);
