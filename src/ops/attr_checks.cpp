@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "baton/core/check.h"
+#include "baton/core/tensor.h"
 
 namespace baton::ops {
 
@@ -29,6 +30,23 @@ Status check_stash_type(InferContext& ctx) {
                         "{}: attribute 'stash_type' is {}; Baton computes the statistics in float "
                         "(stash_type 1) or wider",
                         ctx.what(), stash);
+  return Status();
+}
+
+Status check_element_indices(InferContext& ctx, int axis) {
+  const auto data = ctx.sizes(0);
+  const auto indices = ctx.sizes(1);
+  const int rank = ctx.rank(0);
+  BATON_CHECK_OR_RETURN(ctx.rank(1) == rank, InvalidArgument,
+                        "{}: 'indices' {} must have the rank of 'data' {}", ctx.what(),
+                        shape_to_string(indices), shape_to_string(data));
+  for (int d = 0; d < rank; ++d) {
+    // Along the other dimensions position i of indices names data's element at i.
+    BATON_CHECK_OR_RETURN(d == axis || indices[d] <= data[d], InvalidArgument,
+                          "{}: 'indices' {} is larger than 'data' {} along dimension {} (only "
+                          "the axis, {}, may differ)",
+                          ctx.what(), shape_to_string(indices), shape_to_string(data), d, axis);
+  }
   return Status();
 }
 

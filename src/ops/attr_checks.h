@@ -1,5 +1,5 @@
-// Attribute checks that several definitions share; each error names the node, the op and the
-// attribute (InferContext::what()).
+// Attribute and shape checks that several definitions share; each error names the node, the op
+// and the attribute or inputs (InferContext::what()).
 #pragma once
 
 #include <string_view>
@@ -19,5 +19,9 @@ Status check_epsilon(InferContext& ctx);
 // `stash_type`, where the version has it, is 1: Baton computes a normalization's statistics in
 // float or wider (NotSupported otherwise).
 Status check_stash_type(InferContext& ctx);
+
+// GatherElements' and ScatterElements' 'indices' (input 1) against 'data' (input 0): the same
+// rank, and no larger along every dimension but `axis` (canonical).
+Status check_element_indices(InferContext& ctx, int axis);
 
 }  // namespace baton::ops

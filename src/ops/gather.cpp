@@ -3,6 +3,7 @@
 // others at run time. Canonical form: axis in [0, rank).
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/attr_checks.h"
 #include "ops/register.h"
 #include "ops/shape.h"
 
@@ -48,18 +49,8 @@ Status infer_gather(InferContext& ctx) {
 Status infer_gather_elements(InferContext& ctx) {
   const auto data = ctx.sizes(0);
   const auto indices = ctx.sizes(1);
-  const int rank = ctx.rank(0);
   BATON_ASSIGN_OR_RETURN(const int axis, data_axis(ctx));
-  BATON_CHECK_OR_RETURN(ctx.rank(1) == rank, InvalidArgument,
-                        "{}: 'indices' {} must have the rank of 'data' {}", ctx.what(),
-                        shape_to_string(indices), shape_to_string(data));
-  for (int d = 0; d < rank; ++d) {
-    // Along the other dimensions the output element at i reads data at i.
-    BATON_CHECK_OR_RETURN(d == axis || indices[d] <= data[d], InvalidArgument,
-                          "{}: 'indices' {} is larger than 'data' {} along dimension {} (only "
-                          "the axis, {}, may differ)",
-                          ctx.what(), shape_to_string(indices), shape_to_string(data), d, axis);
-  }
+  BATON_TRY(check_element_indices(ctx, axis));
   ctx.output(0).sizes.assign(indices.begin(), indices.end());
   const int64_t n = data[axis];
   return check_constant_indices(ctx, 1, std::span<const int64_t>(&n, 1));

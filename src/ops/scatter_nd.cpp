@@ -6,6 +6,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "ops/attr_checks.h"
 #include "ops/register.h"
 
 namespace baton::ops {
@@ -64,15 +65,7 @@ Status infer_elements(InferContext& ctx) {
   BATON_CHECK_OR_RETURN(std::equal(indices.begin(), indices.end(), updates.begin(), updates.end()),
                         InvalidArgument, "{}: 'updates' {} must have the shape of 'indices' {}",
                         ctx.what(), shape_to_string(updates), shape_to_string(indices));
-  BATON_CHECK_OR_RETURN(ctx.rank(1) == rank, InvalidArgument,
-                        "{}: 'indices' {} must have the rank of 'data' {}", ctx.what(),
-                        shape_to_string(indices), shape_to_string(data));
-  for (int d = 0; d < rank; ++d) {
-    BATON_CHECK_OR_RETURN(d == axis || indices[d] <= data[d], InvalidArgument,
-                          "{}: 'indices' {} is larger than 'data' {} along dimension {} (only "
-                          "the axis, {}, may differ)",
-                          ctx.what(), shape_to_string(indices), shape_to_string(data), d, axis);
-  }
+  BATON_TRY(check_element_indices(ctx, axis));
   BATON_TRY(check_reduction(ctx));
   ctx.set_output_like(0, 0);
   return Status();

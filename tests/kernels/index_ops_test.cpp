@@ -255,6 +255,15 @@ TEST(GatherND, Errors) {
 
 // ---- ScatterND ----------------------------------------------------------------------------------
 
+// What a scatter with reduction `r` leaves where `d` was when `v` lands on it.
+float scattered(std::string_view r, float d, float v) {
+  return r == "none"  ? v
+         : r == "add" ? d + v
+         : r == "mul" ? d * v
+         : r == "max" ? std::max(d, v)
+                      : std::min(d, v);
+}
+
 TEST(ScatterND, EveryReductionMatchesReference) {
   std::mt19937 rng(15);
   const std::vector<int64_t> data_shape = {5, 3, 4};
@@ -283,13 +292,7 @@ TEST(ScatterND, EveryReductionMatchesReference) {
         const int64_t base = flat(at, data_shape);
         for (int64_t e = 0; e < slice; ++e) {
           float& d = ref[base + e];
-          const float v = upd.data<float>()[u * slice + e];
-          const std::string_view rs = r;
-          d = rs == "none"  ? v
-              : rs == "add" ? d + v
-              : rs == "mul" ? d * v
-              : rs == "max" ? std::max(d, v)
-                            : std::min(d, v);
+          d = scattered(r, d, upd.data<float>()[u * slice + e]);
         }
       }
       expect_equal_values(t.output(), ref);
@@ -388,13 +391,7 @@ TEST(ScatterElements, EveryAxisAndReductionMatchesReference) {
           std::vector<int64_t> to = at;
           to[a] = wrap(values[p], data_shape[a]);
           float& d = ref[flat(to, data_shape)];
-          const float v = upd.data<float>()[p];
-          const std::string_view rs = r;
-          d = rs == "none"  ? v
-              : rs == "add" ? d + v
-              : rs == "mul" ? d * v
-              : rs == "max" ? std::max(d, v)
-                            : std::min(d, v);
+          d = scattered(r, d, upd.data<float>()[p]);
           for (size_t k = 3; k-- > 0;) {
             if (++at[k] < idx_shape[k]) break;
             at[k] = 0;

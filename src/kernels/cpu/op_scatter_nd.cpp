@@ -53,6 +53,16 @@ S combine(Reduction r, S a, S b) {
   }
 }
 
+// What both kernels take from the call: the values, the reduction and the call's description.
+struct ScatterCall {
+  const runtime::Value* data;
+  const runtime::Value* indices;
+  const runtime::Value* updates;
+  runtime::Value* out;
+  Reduction reduction;
+  std::string what;
+};
+
 struct ScatterShape {
   int64_t tuples = 0;                  // k-tuples in indices
   int64_t slice = 0;                   // elements per slice
@@ -85,52 +95,38 @@ void shape_from(const TensorView& data, const TensorView& indices, ScatterShape&
 template <typename S>
 class ScatterNdKernel final : public runtime::Kernel {
  public:
-  ScatterNdKernel(const runtime::Value* data, const runtime::Value* indices,
-                  const runtime::Value* updates, runtime::Value* out, ScatterShape s,
-                  Reduction reduction, std::string what)
-      : data_(data),
-        indices_(indices),
-        updates_(updates),
-        out_(out),
-        s_(std::move(s)),
-        reduction_(reduction),
-        what_(std::move(what)) {}
+  ScatterNdKernel(ScatterCall call, ScatterShape s) : c_(std::move(call)), s_(std::move(s)) {}
 
   // Dynamic shapes: a KV cache's update scatters as many positions as the call has new tokens,
   // into a cache whose batch may change too.
   Status resize() override {
-    shape_from(data_->tensor, indices_->tensor, s_);
+    shape_from(c_.data->tensor, c_.indices->tensor, s_);
     return Status::ok_status();
   }
 
   Status run() override {
-    BATON_TRY(check_indices<int64_t>(indices_->tensor, s_.dims, what_));
-    const int64_t* idx = indices_->tensor.data_as<const int64_t>();
+    BATON_TRY(check_indices<int64_t>(c_.indices->tensor, s_.dims, c_.what));
+    const int64_t* idx = c_.indices->tensor.data_as<const int64_t>();
     const auto k = static_cast<int64_t>(s_.dims.size());
-    const size_t bytes = out_->tensor.nbytes();
-    if (bytes != 0) std::memcpy(out_->tensor.data, data_->tensor.data, bytes);
+    const size_t bytes = c_.out->tensor.nbytes();
+    if (bytes != 0) std::memcpy(c_.out->tensor.data, c_.data->tensor.data, bytes);
     if (s_.slice == 0) return Status::ok_status();
-    S* out = out_->tensor.data_as<S>();
-    const S* update = updates_->tensor.data_as<const S>();
+    S* out = c_.out->tensor.data_as<S>();
+    const S* update = c_.updates->tensor.data_as<const S>();
     for (int64_t t = 0; t < s_.tuples; ++t, idx += k, update += s_.slice) {
       S* dst = out + tuple_offset(idx, s_.dims, s_.strides);
-      if (reduction_ == Reduction::None) {
+      if (c_.reduction == Reduction::None) {
         std::memcpy(dst, update, static_cast<size_t>(s_.slice) * sizeof(S));
       } else {
-        for (int64_t e = 0; e < s_.slice; ++e) dst[e] = combine<S>(reduction_, dst[e], update[e]);
+        for (int64_t e = 0; e < s_.slice; ++e) dst[e] = combine<S>(c_.reduction, dst[e], update[e]);
       }
     }
     return Status::ok_status();
   }
 
  private:
-  const runtime::Value* data_;
-  const runtime::Value* indices_;
-  const runtime::Value* updates_;
-  runtime::Value* out_;
+  ScatterCall c_;
   ScatterShape s_;
-  Reduction reduction_;
-  std::string what_;
 };
 
 // ScatterElements: indices and updates share one shape; position i of them writes data's element
@@ -139,27 +135,18 @@ class ScatterNdKernel final : public runtime::Kernel {
 template <typename Index, typename S>
 class ScatterElementsKernel final : public runtime::Kernel {
  public:
-  ScatterElementsKernel(const runtime::Value* data, const runtime::Value* indices,
-                        const runtime::Value* updates, runtime::Value* out, size_t axis,
-                        Reduction reduction, std::string what)
-      : data_(data),
-        indices_(indices),
-        updates_(updates),
-        out_(out),
-        axis_(axis),
-        reduction_(reduction),
-        what_(std::move(what)) {}
+  ScatterElementsKernel(ScatterCall call, size_t axis) : c_(std::move(call)), axis_(axis) {}
 
   Status resize() override { return Status::ok_status(); }
   bool follows_sizes() const override { return true; }
 
   Status run() override {
-    const TensorView& data = data_->tensor;
-    const TensorView& indices = indices_->tensor;
+    const TensorView& data = c_.data->tensor;
+    const TensorView& indices = c_.indices->tensor;
     const int64_t n = data.sizes[axis_];
-    BATON_TRY(check_indices<Index>(indices, std::span<const int64_t>(&n, 1), what_));
-    const size_t bytes = out_->tensor.nbytes();
-    if (bytes != 0) std::memcpy(out_->tensor.data, data.data, bytes);
+    BATON_TRY(check_indices<Index>(indices, std::span<const int64_t>(&n, 1), c_.what));
+    const size_t bytes = c_.out->tensor.nbytes();
+    if (bytes != 0) std::memcpy(c_.out->tensor.data, data.data, bytes);
     const int64_t count = indices.numel();
     if (count == 0) return Status::ok_status();
     const size_t rank = data.sizes.size();
@@ -170,13 +157,13 @@ class ScatterElementsKernel final : public runtime::Kernel {
       stride *= data.sizes[d];
     }
     const Index* idx = indices.data_as<const Index>();
-    const S* update = updates_->tensor.data_as<const S>();
-    S* out = out_->tensor.data_as<S>();
+    const S* update = c_.updates->tensor.data_as<const S>();
+    S* out = c_.out->tensor.data_as<S>();
     // `at` walks indices' shape in order; `base` is data's offset of `at` without the axis.
     int64_t base = 0;
     for (int64_t p = 0; p < count; ++p) {
       S& dst = out[base + normalize_index(idx[p], n) * strides[axis_]];
-      dst = reduction_ == Reduction::None ? update[p] : combine<S>(reduction_, dst, update[p]);
+      dst = c_.reduction == Reduction::None ? update[p] : combine<S>(c_.reduction, dst, update[p]);
       for (size_t d = rank; d-- > 0;) {
         if (d != axis_) base += strides[d];
         if (++at[d] < indices.sizes[d]) break;
@@ -188,13 +175,8 @@ class ScatterElementsKernel final : public runtime::Kernel {
   }
 
  private:
-  const runtime::Value* data_;
-  const runtime::Value* indices_;
-  const runtime::Value* updates_;
-  runtime::Value* out_;
+  ScatterCall c_;
   size_t axis_;
-  Reduction reduction_;
-  std::string what_;
 };
 
 Reduction reduction_of(const runtime::KernelCall& call) {
@@ -207,6 +189,11 @@ Reduction reduction_of(const runtime::KernelCall& call) {
   return Reduction::None;
 }
 
+ScatterCall scatter_call(const runtime::KernelCall& call) {
+  return {call.inputs[0],  call.inputs[1],     call.inputs[2],
+          call.outputs[0], reduction_of(call), call.describe()};
+}
+
 Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call) {
   const TensorView& data = call.input(0);
   const TensorView& indices = call.input(1);
@@ -214,9 +201,7 @@ Result<std::unique_ptr<runtime::Kernel>> create(const runtime::KernelCall& call)
   shape_from(data, indices, s);
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kAllTypes.bits()>(data.dtype, [&]<typename S>() {
-    kernel = std::make_unique<ScatterNdKernel<S>>(call.inputs[0], call.inputs[1], call.inputs[2],
-                                                  call.outputs[0], std::move(s), reduction_of(call),
-                                                  call.describe());
+    kernel = std::make_unique<ScatterNdKernel<S>>(scatter_call(call), std::move(s));
   });
   if (!kernel) return no_kernel_for(call, data.dtype);
   return kernel;
@@ -228,9 +213,7 @@ Result<std::unique_ptr<runtime::Kernel>> create_elements(const runtime::KernelCa
   std::unique_ptr<runtime::Kernel> kernel;
   dispatch<ops::kIndexTypes.bits()>(call.input(1).dtype, [&]<typename Index>() {
     dispatch<ops::kAllTypes.bits()>(data.dtype, [&]<typename S>() {
-      kernel = std::make_unique<ScatterElementsKernel<Index, S>>(
-          call.inputs[0], call.inputs[1], call.inputs[2], call.outputs[0], axis, reduction_of(call),
-          call.describe());
+      kernel = std::make_unique<ScatterElementsKernel<Index, S>>(scatter_call(call), axis);
     });
   });
   if (!kernel) return no_kernel_for(call, data.dtype);
