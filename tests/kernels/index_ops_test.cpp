@@ -418,6 +418,14 @@ TEST(ScatterElements, IntegersWrapAndOpset13HasNoReduction) {
       .input(make_tensor<float>({2}, {7, 8}));
   BATON_ASSERT_OK(old.run());
   expect_equal_values<float>(old.output(), {8, 2, 7});
+  // max and min are opset 18's.
+  expect_error(OpTester("ScatterElements", "node_1", 16)
+                   .input(HostTensor(DType::Float32, {3}))
+                   .input(shape_only(DType::Int64, {2}))
+                   .input(shape_only(DType::Float32, {2}))
+                   .attr("reduction", std::string("max"))
+                   .infer(),
+               Error::InvalidArgument, "ScatterElements", "'max' and 'min' from opset 18");
 }
 
 TEST(ScatterElements, Errors) {

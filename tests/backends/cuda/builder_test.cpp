@@ -763,7 +763,7 @@ TEST(EngineBuilderTest, LargeChannelsLastConcatsMoveSixteenBytesAThread) {
           EXPECT_GE(threads * per_vector, elements);
           EXPECT_LT(threads, elements / 2) << "a thread per element";
         } else {
-          EXPECT_GE(threads, elements) << "a thread per vector";
+          EXPECT_GE(threads, elements) << "fewer threads than elements";
         }
       }
       EXPECT_EQ(concats, 1u);

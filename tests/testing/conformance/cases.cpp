@@ -411,16 +411,16 @@ void other_cases(std::vector<Case>& out) {
                      std::vector<CaseInput>(20, in({1, 2, 3, 2})),
                      {{"axis", AttrValue::of_int(1)}}));
   // Shares of the axis (or inner blocks) in whole 16-byte vectors, in runs of at least 1M
-  // elements: the GPU kernel moves them with one load and one store (the 20-input ones in runs of
-  // 15, each run placed in the output; their last run of 5 is smaller and moves one element a
-  // thread).
+  // elements: the GPU kernel moves them with one load and one store (the many-input ones in runs
+  // of 15, each run placed in the output, the second at an offset; a last run smaller than 1M
+  // elements moves one element a thread).
   out.push_back(make("Concat", "[8, 16, 64, 64] [8, 16, 64, 128] axis -1 (16-byte moves)",
                      {in({8, 16, 64, 64}), in({8, 16, 64, 128})},
                      {{"axis", AttrValue::of_int(-1)}}));
   out.push_back(make("Concat", "[8, 24, 64, 64] [8, 40, 64, 64] axis 1 (16-byte moves)",
                      {in({8, 24, 64, 64}), in({8, 40, 64, 64})}, {{"axis", AttrValue::of_int(1)}}));
-  out.push_back(make("Concat", "20 inputs [1, 16, 128, 64] axis -1 (16-byte moves)",
-                     std::vector<CaseInput>(20, in({1, 16, 128, 64})),
+  out.push_back(make("Concat", "31 inputs [1, 16, 128, 64] axis -1 (16-byte moves)",
+                     std::vector<CaseInput>(31, in({1, 16, 128, 64})),
                      {{"axis", AttrValue::of_int(-1)}}));
   out.push_back(make("Concat", "20 inputs [1, 24, 64, 64] axis 1 (16-byte moves)",
                      std::vector<CaseInput>(20, in({1, 24, 64, 64})),

@@ -134,12 +134,15 @@ Status lower(Lowering& ctx, int index) {
       for (size_t k = begin; k < end; ++k) {
         vectorize = vectorize && upper_of(n.inputs[k])[at] % vec == 0;
       }
-      if (split) vectorize = vectorize && upper[at] % vec == 0 && first % vec == 0;
+      // (The run's place at the maxima: `first` is at this probe's sizes, which may differ.)
+      int64_t upper_first = 0;
+      for (size_t k = 0; k < begin; ++k) upper_first += upper_of(n.inputs[k])[at];
+      if (split) vectorize = vectorize && upper[at] % vec == 0 && upper_first % vec == 0;
     } else {
       vectorize = vectorize && ops::product(upper, at + 1, rank) % vec == 0;
     }
-    // The vector path's test takes one more value per input.
-    if (vectorize) needed += end - begin;
+    // The vector path's test takes one more value per input when the axis is innermost.
+    if (vectorize && at + 1 == rank) needed += end - begin;
     KernelArgs args = needed <= kMaxKernelArgs ? ctx.kernel_args() : KernelArgs(/*in_code=*/true);
     const int64_t count = outer * run_total * inner;
     std::string params, arrays, body, vector_body;
