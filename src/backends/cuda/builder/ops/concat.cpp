@@ -168,10 +168,12 @@ Status lower(Lowering& ctx, int index) {
         // Read through strides, the vec elements are next to each other when the innermost
         // stored dimension has stride 1 and holds whole vectors, and aligned when every other
         // stride is a multiple of vec.
-        vector_test +=
-            fmt::format(" && strides{0}[{1}] == 1 && sizes{0}[{1}] % {2} == 0", k, rank - 1, vec);
-        for (size_t d = 0; d + 1 < rank; ++d) {
-          vector_test += fmt::format(" && strides{}[{}] % {} == 0", k, d, vec);
+        if (vectorize) {
+          vector_test +=
+              fmt::format(" && strides{0}[{1}] == 1 && sizes{0}[{1}] % {2} == 0", k, rank - 1, vec);
+          for (size_t d = 0; d + 1 < rank; ++d) {
+            vector_test += fmt::format(" && strides{}[{}] % {} == 0", k, d, vec);
+          }
         }
         if (args.magic_division(count)) {
           arrays += args.array(fmt::format("magic{}", k), division_magics(sizes, true));
@@ -210,7 +212,7 @@ Status lower(Lowering& ctx, int index) {
     if (split) {
       sizes += fmt::format("  const long long full = {}, first = {};\n", args.value(total),
                            args.value(first));
-      if (at + 1 == rank)
+      if (vectorize && at + 1 == rank)
         vector_test += fmt::format(" && full % {0} == 0 && first % {0} == 0", vec);
     }
     const std::string elements = args.value(count);
