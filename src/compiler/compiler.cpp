@@ -13,6 +13,7 @@
 #include "baton/core/text.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/emit.h"
+#include "compiler/state.h"
 #include "compiler/memory_plan.h"
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
@@ -276,6 +277,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     BATON_TRY(materialize_shape_inputs(graph));
     eliminate_dead_nodes(graph);
   }
+  // State pairs are resolved on the optimized graph (its outputs are what the method writes),
+  // before partitioning, so that a bad pair fails before any lowering.
+  BATON_ASSIGN_OR_RETURN(const std::vector<StateBinding> state,
+                         resolve_state(graph, options.state, options.state_auto));
   std::vector<std::string> exposed;
   if (options.expose_intermediates) exposed = expose_intermediates(graph);
 
@@ -319,12 +324,13 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                   label_text.empty() ? "" : ": ", label_text));
 
   timer.start();
-  const Schedule schedule = place_values(policy, graph, partitions);
+  Schedule schedule = place_values(policy, graph, partitions);
+  BATON_TRY(bind_state(graph, state, schedule));
   timer.done("place", describe_copies(graph, schedule));
 
   timer.start();
   BATON_ASSIGN_OR_RETURN(const ValuePlan memory,
-                         plan_values(graph, schedule, options.max_arena_bytes));
+                         plan_values(graph, schedule, options.max_arena_bytes, state));
   std::string arenas;
   for (const auto& a : memory.arenas) {
     arenas +=
@@ -341,6 +347,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   in.schedule = &schedule;
   in.memory = &memory;
   in.fallbacks = &fallbacks;
+  in.state = &state;
   in.producer = fmt::format(
       "baton 0.1.0 from {} ({}, opset {})", std::filesystem::path(graph.source).filename().string(),
       graph.producer.empty() ? "unknown producer" : graph.producer, graph.opset);
@@ -354,6 +361,9 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   out.summary.unfolded_nodes = std::move(fold.kept);
   out.summary.exposed_values = std::move(exposed);
   out.summary.fallbacks = std::move(fallbacks);
+  for (const StateBinding& b : state) {
+    out.summary.state.push_back({b.name, graph.values[b.update].name});
+  }
   for (size_t i = 0; i < partitions.partitions.size(); ++i) {
     const auto& spec = lowered[i].compile_specs.front().second;
     out.summary.partitions.emplace_back(partitions.partitions[i].name,

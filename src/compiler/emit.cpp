@@ -8,6 +8,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/state.h"
 
 namespace baton::compiler {
 namespace {
@@ -82,6 +83,15 @@ class Emitter {
       method_->instructions.push_back(std::move(ins));
     }
     for (int v : schedule_.outputs) method_->outputs.push_back(tensor_value(v));
+    if (in_.state != nullptr) {
+      for (const StateBinding& b : *in_.state) {
+        auto st = std::make_unique<fb::StateT>();
+        st->name = b.name;
+        st->value = tensor_value(b.value);
+        st->update = tensor_value(b.update);
+        method_->state.push_back(std::move(st));
+      }
+    }
     // A data-dependent symbol names the value whose kernel gives it a size (emitted above: the
     // dead-node pass keeps that kernel).
     for (size_t s = 0; s < g_.symbols.num_symbols(); ++s) {

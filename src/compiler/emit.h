@@ -21,6 +21,7 @@ struct EmitInput {
   const Schedule* schedule = nullptr;
   const ValuePlan* memory = nullptr;
   const std::vector<CpuFallback>* fallbacks = nullptr;  // written into the method
+  const std::vector<StateBinding>* state = nullptr;     // Method.state (compiler/state.h)
   std::string producer;
 };
 

@@ -10,6 +10,7 @@
 #include "baton/core/tensor.h"
 #include "compiler/ir.h"
 #include "compiler/placement.h"
+#include "compiler/state.h"
 #include "format/program_file.h"
 
 namespace baton::compiler {
@@ -117,9 +118,14 @@ namespace {
 // that exact overlap for these ops only (format/method_verifier.cpp). Returns, per value, the value
 // whose slot it shares (itself when none); chains resolve to their first value.
 std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
-                              const std::set<int>& planned) {
+                              const std::set<int>& planned, const std::vector<StateBinding>& state) {
   std::map<int, int> root;
-  const std::set<int> method_inputs(schedule.inputs.begin(), schedule.inputs.end());
+  // State is kept like a method input: a view of it would see the update's new entries.
+  std::set<int> method_inputs(schedule.inputs.begin(), schedule.inputs.end());
+  for (const StateBinding& s : state) {
+    method_inputs.insert(s.value);
+    method_inputs.insert(s.update);
+  }
   for (const Step& s : schedule.steps) {
     if (s.kind != StepKind::Kernel || s.inputs.empty() || s.outputs.size() != 1) continue;
     const IrNode& n = graph.nodes[s.node];
@@ -140,7 +146,7 @@ std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
 }  // namespace
 
 Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
-                              uint64_t max_arena_bytes) {
+                              uint64_t max_arena_bytes, const std::vector<StateBinding>& state) {
   const uint64_t limit = std::min(max_arena_bytes, kMaxArenaBytes);
   // Requests in value-id order, so the same schedule always gives the same plan.
   std::set<int> planned;
@@ -154,7 +160,13 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   for (int v : schedule.outputs) consider(v);
 
-  const std::map<int, int> views = view_roots(graph, schedule, planned);
+  for (const StateBinding& st : state) {
+    consider(st.value);
+    consider(st.update);
+  }
+  std::map<int, int> views = view_roots(graph, schedule, planned, state);
+  // A state's update is planned with its value, like a view with its root.
+  for (const StateBinding& st : state) views[st.update] = st.value;
   std::vector<BufferRequest> requests;
   std::vector<int> value_of;  // per request
   std::map<int, size_t> request_of;
@@ -204,6 +216,11 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
     touch(v, -1);
     touch(v, end);
   }
+  // State outlives every call: no other value may ever use its bytes.
+  for (const StateBinding& st : state) {
+    touch(st.value, -1);
+    touch(st.value, end);
+  }
   for (int s = 0; s < end; ++s) {
     for (int v : schedule.steps[s].inputs) touch(v, s);
     for (int v : schedule.steps[s].outputs) touch(v, s);
@@ -218,7 +235,7 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   ValuePlan out;
   out.arenas = plan.arenas;
-  out.views = views.size();
+  out.views = views.size() - state.size();
   for (const auto& [v, r] : request_of) out.slots[v] = {plan.arena[r], plan.offset[r]};
   return out;
 }

@@ -40,6 +40,7 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
 
 struct Graph;
 struct Schedule;
+struct StateBinding;
 
 // Where the bytes of each value a schedule touches live: every non-constant tensor the method
 // reads or writes, in one arena per device, with lifetimes taken from the schedule's order
@@ -65,7 +66,10 @@ inline constexpr uint64_t kMaxArenaBytes = uint64_t{1} << 50;
 // Internal when a value's byte size overflows (shape inference refuses those earlier).
 // InvalidArgument when an arena would be larger than `max_arena_bytes` (capped at kMaxArenaBytes),
 // naming the device, the size and the largest tensors in it; nothing is allocated either way.
+// `state` (compiler/state.h): each pair's value and update share one slot that no other value
+// of the method ever shares (live from before the first step to after the last).
 Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
-                              uint64_t max_arena_bytes = kMaxArenaBytes);
+                              uint64_t max_arena_bytes = kMaxArenaBytes,
+                              const std::vector<StateBinding>& state = {});
 
 }  // namespace baton::compiler

@@ -90,6 +90,20 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
   options.fallback = r.fallback == "allow"  ? FallbackPolicy::Allow
                      : r.fallback == "warn" ? FallbackPolicy::Warn
                                             : FallbackPolicy::Error;
+  for (const std::string& pair : r.state) {
+    if (pair == "auto") {
+      options.state_auto = true;
+      continue;
+    }
+    const size_t eq = pair.find('=');
+    BATON_CHECK_OR_RETURN(eq != std::string::npos && eq > 0 && eq + 1 < pair.size() &&
+                              pair.find('=', eq + 1) == std::string::npos,
+                          InvalidArgument,
+                          "{}: expected INPUT=OUTPUT (a model input and the output that updates "
+                          "it, e.g. past_key_0=present_key_0) or 'auto'",
+                          given(r, "state", pair));
+    options.state.push_back({pair.substr(0, eq), pair.substr(eq + 1)});
+  }
   options.max_partition_nodes = r.max_partition_nodes;
   options.optimize = r.optimize;
   options.disabled_passes = r.disabled_passes;

@@ -166,6 +166,23 @@ json method_json(const format::ProgramFile& file, const fb::Method& m) {
     j["fallback_reasons"][it->second]["nodes"].push_back(f["node"]);
   }
   j["outputs"] = list(m.outputs());
+  // State (docs/state.md): each tensor kept across calls, the value a call reads and the update
+  // it writes (one slot of an arena: the update is made in place).
+  j["state"] = json::array();
+  for (uint32_t i = 0; m.state() != nullptr && i < m.state()->size(); ++i) {
+    const fb::State* st = m.state()->Get(i);
+    json entry = {{"name", text(st->name())}, {"value", st->value()}, {"update", st->update()}};
+    const auto* values = m.values();
+    if (values != nullptr && st->update() >= 0 &&
+        static_cast<uint32_t>(st->update()) < values->size()) {
+      if (const fb::Tensor* t = values->Get(st->update())->value_as_Tensor()) {
+        entry["update_name"] = text(t->name());
+        entry["arena"] = t->arena();
+        entry["offset"] = t->offset();
+      }
+    }
+    j["state"].push_back(std::move(entry));
+  }
   j["values"] = json::array();
   for (uint32_t i = 0; m.values() && i < m.values()->size(); ++i) {
     j["values"].push_back(value_json(m, *m.values()->Get(i), static_cast<int>(i)));

@@ -58,6 +58,7 @@ class MethodVerifier {
     BATON_TRY(verify_dynamic());
     BATON_TRY(verify_values());
     BATON_TRY(verify_io());
+    BATON_TRY(verify_state());
     BATON_TRY(verify_operators());
     BATON_TRY(verify_delegates());
     BATON_TRY(verify_instructions());
@@ -477,6 +478,71 @@ class MethodVerifier {
     return Status();
   }
 
+  // State (Method.state, version 5): each entry's value and update are arena tensors on the
+  // same bytes with the same dtype, sizes and dims, neither a method input or output nor in
+  // another entry, and the name is unique and not empty. The runtime zeroes those bytes and
+  // keeps them across calls, so no other planned tensor may share them: the compiler plans them
+  // live for the whole call, and check_no_overlap refuses any instruction that would write the
+  // one over the other except the update itself (drop_in_place_output).
+  Status verify_state() {
+    is_state_.assign(vsize(m_.values()), 0);
+    update_of_.assign(vsize(m_.values()), -1);
+    const uint32_t n = vsize(m_.state());
+    BATON_CHECK_OR_RETURN(n == 0 || program_.version() >= 5, InvalidProgram,
+                          "{}.state has {} entries in a version {} program; state came with "
+                          "version 5 (the file is damaged or was written by a faulty tool)",
+                          where_, n, program_.version());
+    std::vector<std::string_view> names;
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::State* st = m_.state()->Get(i);
+      const std::string field = fmt::format("{}.state[{}]", where_, i);
+      const std::string_view name = str(st->name());
+      BATON_CHECK_OR_RETURN(!name.empty(), InvalidProgram, "{}.name is empty", field);
+      BATON_CHECK_OR_RETURN(std::find(names.begin(), names.end(), name) == names.end(),
+                            InvalidProgram, "{}.name '{}' names an earlier entry too", field,
+                            name);
+      names.push_back(name);
+      for (const auto& [v, what] : {std::pair{st->value(), "value"}, {st->update(), "update"}}) {
+        const std::string f = fmt::format("{}.{}", field, what);
+        BATON_TRY(check_tensor(v, f));
+        const fb::Tensor* t = tensor_at(v);
+        BATON_CHECK_OR_RETURN(t->allocation() == fb::AllocationKind::Arena, InvalidProgram,
+                              "{} = {} (tensor '{}') is not in an arena; state lives in one", f,
+                              v, str(t->name()));
+        BATON_CHECK_OR_RETURN(is_input_[v] == 0 && !is_output(v), InvalidProgram,
+                              "{} = {} (tensor '{}') is also a method input or output; state is "
+                              "neither",
+                              f, v, str(t->name()));
+        BATON_CHECK_OR_RETURN(is_state_[v] == 0, InvalidProgram,
+                              "{} = {} (tensor '{}') is state twice", f, v, str(t->name()));
+        is_state_[v] = 1;
+      }
+      const fb::Tensor* a = tensor_at(st->value());
+      const fb::Tensor* b = tensor_at(st->update());
+      const auto same = [](const auto* x, const auto* y) {
+        return vsize(x) == vsize(y) && (vsize(x) == 0 || std::equal(x->begin(), x->end(),
+                                                                    y->begin()));
+      };
+      BATON_CHECK_OR_RETURN(
+          a->arena() == b->arena() && a->offset() == b->offset() && a->dtype() == b->dtype() &&
+              same(a->sizes(), b->sizes()) && same(a->dims(), b->dims()),
+          InvalidProgram,
+          "{}: value '{}' and update '{}' must be one tensor's bytes (same arena, offset, dtype "
+          "and sizes); got arena {} offset {} and arena {} offset {}",
+          field, str(a->name()), str(b->name()), a->arena(), a->offset(), b->arena(),
+          b->offset());
+      update_of_[st->value()] = st->update();
+    }
+    return Status();
+  }
+
+  bool is_output(int v) const {
+    for (uint32_t i = 0; i < vsize(m_.outputs()); ++i) {
+      if (m_.outputs()->Get(i) == v) return true;
+    }
+    return false;
+  }
+
   Status verify_operators() {
     for (uint32_t i = 0; i < vsize(m_.operators()); ++i) {
       BATON_CHECK_OR_RETURN(!str(m_.operators()->Get(i)->name()).empty(), InvalidProgram,
@@ -581,6 +647,27 @@ class MethodVerifier {
     ranges_.erase(ranges_.begin() + (out - ranges_.data()));
   }
 
+  // The exception for state: an in-place operator (ScatterND, ScatterElements) whose first
+  // input is a state value and whose only output is that value's update, on the same bytes.
+  void drop_in_place_output(const fb::Operator& op) {
+    if (!is_in_place_op(str(op.domain()), str(op.name()))) return;
+    const ArgRange* in = nullptr;
+    const ArgRange* out = nullptr;
+    size_t outputs = 0;
+    for (const ArgRange& r : ranges_) {
+      if (!r.written && r.position == 0) in = &r;
+      if (r.written) {
+        out = &r;
+        ++outputs;
+      }
+    }
+    if (in == nullptr || out == nullptr || outputs != 1 || update_of_[in->value] != out->value ||
+        in->arena != out->arena || in->begin != out->begin || in->end != out->end) {
+      return;
+    }
+    ranges_.erase(ranges_.begin() + (out - ranges_.data()));
+  }
+
   template <typename T>
   Status each(const flatbuffers::Vector<int32_t>* list, const std::string& field, T&& check) {
     for (uint32_t k = 0; k < vsize(list); ++k) {
@@ -629,6 +716,7 @@ class MethodVerifier {
           add_ranges(k->inputs(), "inputs", false);
           add_ranges(k->outputs(), "outputs", true);
           drop_view_output(*m_.operators()->Get(k->operator_()));
+          drop_in_place_output(*m_.operators()->Get(k->operator_()));
           BATON_TRY(check_no_overlap(
               field, fmt::format("{} node '{}'", str(m_.operators()->Get(k->operator_())->name()),
                                  str(k->name()))));
@@ -688,6 +776,8 @@ class MethodVerifier {
   const uint8_t* file_begin_;
   std::string where_;
   std::vector<uint8_t> is_input_;    // per value
+  std::vector<uint8_t> is_state_;    // per value: a state entry's value or update
+  std::vector<int> update_of_;       // per value: the update of the state value it is, or -1
   std::vector<uint64_t> nbytes_;     // per value: a tensor's byte size, else 0
   std::vector<int64_t> max_values_;  // per size expression: its value with every symbol at max
   std::vector<ArgRange> ranges_;     // the instruction being checked

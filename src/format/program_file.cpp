@@ -249,7 +249,9 @@ Result<ProgramFile> ProgramFile::parse(std::span<const uint8_t> bytes,
 
 Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
                                                std::span<const std::span<const uint8_t>> segments) {
-  program.version = kFormatVersion;
+  bool stateful = false;
+  for (const auto& m : program.methods) stateful = stateful || !m->state.empty();
+  program.version = stateful ? kFormatVersion : kStatelessFormatVersion;
   program.segments.clear();
   const std::vector<uint64_t> sums = segment_checksums(segments);
   uint64_t cursor = 0;
@@ -268,7 +270,7 @@ Result<std::vector<uint8_t>> serialize_program(fb::ProgramT& program,
   FileHeader h{};
   std::memcpy(h.magic, kFileMagic, sizeof kFileMagic);
   h.header_size = kHeaderSize;
-  h.format_version = kFormatVersion;
+  h.format_version = program.version;
   h.flatbuffer_offset = kHeaderSize;
   h.flatbuffer_size = fb_size;
   h.segment_base_offset = align_up(kHeaderSize + fb_size, kSegmentAreaAlignment);

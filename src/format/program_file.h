@@ -26,9 +26,13 @@ namespace baton::format {
 inline constexpr char kFileMagic[8] = {'B', 'A', 'T', 'O', 'N', 'P', 'R', 'G'};
 // Version 2 added the checksums (FileHeader.table_checksum, Segment.checksum). Version 1 files
 // are refused with a message that says to recompile.
-// 4: dynamic shapes (Method.symbols and size_exprs, Tensor.dims). 3: each Delegate records its
-// device. 2: checksums.
-inline constexpr uint32_t kFormatVersion = 4;
+// 5: state (Method.state). 4: dynamic shapes (Method.symbols and size_exprs, Tensor.dims). 3:
+// each Delegate records its device. 2: checksums.
+inline constexpr uint32_t kFormatVersion = 5;
+// A program without state is written as version 4, which readers from before state load: what
+// they skip (Method.state) is empty. One with state is version 5, which they refuse by version
+// instead of running its method with state they would never zero.
+inline constexpr uint32_t kStatelessFormatVersion = 4;
 // Version 3 files are version 4 files without dynamic shapes: still loaded.
 inline constexpr uint32_t kMinFormatVersion = 3;
 inline constexpr uint32_t kHeaderSize = 64;
@@ -110,6 +114,14 @@ inline bool is_view_op(std::string_view domain, std::string_view op) {
   return (domain.empty() || domain == "ai.onnx") &&
          (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
           op == "Identity");
+}
+
+// The operators that may write their output over their first input (same arena, same offset)
+// when that input is a state value and the output its update (Method.state): ScatterND and
+// ScatterElements of ai.onnx, whose kernels then scatter into the input's bytes instead of
+// copying it first. The loader accepts that overlap for these alone.
+inline bool is_in_place_op(std::string_view domain, std::string_view op) {
+  return (domain.empty() || domain == "ai.onnx") && (op == "ScatterND" || op == "ScatterElements");
 }
 
 // The device of a tensor or arena of a parsed (so verified) program.

@@ -148,6 +148,15 @@ struct Method::Impl {
   std::vector<DelegateInstance> delegates;
   std::vector<int> inputs;
   std::vector<int> outputs;
+  // State (Method.state, docs/state.md): values kept across calls, zeroed at load and by
+  // reset_state(). `value` and `update` are one slot of an arena; `bytes` is its planned size.
+  struct StateEntry {
+    std::string name;
+    int value = -1;
+    int update = -1;
+    uint64_t bytes = 0;
+  };
+  std::vector<StateEntry> state;
   // Inputs without planned memory must be bound before execute.
   std::vector<uint8_t> input_ready;
   // Per value: read (written) by an instruction that is not a delegate call. Only values that
@@ -656,6 +665,38 @@ struct Method::Impl {
       return fmt::format("'{}'", str(t->name()));
     }
     return fmt::format("value {}", index);
+  }
+
+  // Zeroes state `index`'s bytes (on a device, by a copy from zeroed host memory: this runs at
+  // load and on reset, never in execute()).
+  Status zero_state(size_t index) {
+    const StateEntry& e = state[index];
+    const TensorView& t = values[e.value].tensor;
+    if (e.bytes == 0) return Status();
+    if (t.device.is_cpu()) {
+      std::memset(t.data, 0, e.bytes);
+      return Status();
+    }
+    DeviceAllocator* allocator = copy_allocator(t.device, Device::cpu());
+    BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                          "method '{}' state '{}' is on {}, and no allocator for it is registered",
+                          name, e.name, t.device.to_string());
+    const std::vector<uint8_t> zeros(e.bytes, 0);
+    return allocator->copy(t.data, t.device, zeros.data(), Device::cpu(), e.bytes);
+  }
+
+  Status load_state() {
+    for (uint32_t i = 0; fm->state() != nullptr && i < fm->state()->size(); ++i) {
+      const fb::State* st = fm->state()->Get(i);
+      StateEntry e;
+      e.name = std::string(str(st->name()));
+      e.value = st->value();
+      e.update = st->update();
+      e.bytes = values[e.value].tensor.nbytes();
+      state.push_back(std::move(e));
+      BATON_TRY(zero_state(state.size() - 1));
+    }
+    return Status();
   }
 
   Status load_arenas() {
@@ -1173,6 +1214,7 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
   impl->load_values(*impl_);
   for (int32_t i : span_of(found->inputs())) impl->inputs.push_back(i);
   for (int32_t i : span_of(found->outputs())) impl->outputs.push_back(i);
+  BATON_TRY(impl->load_state());
   impl->input_ready.resize(impl->inputs.size());
   for (size_t i = 0; i < impl->inputs.size(); ++i) {
     impl->input_ready[i] = impl->values[impl->inputs[i]].tensor.data != nullptr;
@@ -1558,6 +1600,46 @@ std::vector<std::pair<std::string, uint64_t>> Method::delegate_counters(size_t i
   if (index >= impl_->delegates.size()) return {};
   const DelegateInstance& d = impl_->delegates[index];
   return d.backend->counters(d.handle);
+}
+
+size_t Method::num_states() const { return impl_->state.size(); }
+
+TensorInfo Method::state_info(size_t index) const {
+  if (index >= impl_->state.size()) return TensorInfo{{}, DType::Float32, {}, Device::cpu(), false};
+  const Impl::StateEntry& e = impl_->state[index];
+  TensorInfo info = info_of(*impl_, e.value);
+  info.name = e.name;
+  return info;
+}
+
+std::string_view Method::state_update_name(size_t index) const {
+  if (index >= impl_->state.size()) return {};
+  return str(impl_->fm->values()->Get(impl_->state[index].update)->value_as_Tensor()->name());
+}
+
+TensorView Method::state(size_t index) const {
+  return index < impl_->state.size() ? impl_->values[impl_->state[index].value].tensor
+                                     : TensorView{};
+}
+
+Status Method::set_state(size_t index, const TensorView& value) {
+  BATON_CHECK_OR_RETURN(index < impl_->state.size(), InvalidArgument,
+                        "state index {} is out of range: method '{}' has {} state tensors", index,
+                        impl_->name, impl_->state.size());
+  const TensorInfo info = state_info(index);
+  BATON_TRY(check_matches(info, value, "state", index));
+  DeviceAllocator* allocator = copy_allocator(info.device, value.device);
+  BATON_CHECK_OR_RETURN(allocator != nullptr, NotSupported,
+                        "method '{}' state {} ('{}'): no allocator can copy from {} to {}",
+                        impl_->name, index, info.name, value.device.to_string(),
+                        info.device.to_string());
+  return allocator->copy(impl_->values[impl_->state[index].value].tensor.data, info.device,
+                         value.data, value.device, value.nbytes());
+}
+
+Status Method::reset_state() {
+  for (size_t i = 0; i < impl_->state.size(); ++i) BATON_TRY(impl_->zero_state(i));
+  return Status();
 }
 
 std::vector<Method::ArenaInfo> Method::arenas() const {

@@ -71,7 +71,7 @@ TEST(FormatTest, RoundTripPreservesEverything) {
   ASSERT_TRUE(file.ok()) << file.status().to_string();
   const format::FileHeader& h = file->header();
   EXPECT_EQ(std::memcmp(h.magic, "BATONPRG", 8), 0);
-  EXPECT_EQ(h.format_version, format::kFormatVersion);
+  EXPECT_EQ(h.format_version, format::kStatelessFormatVersion);
   EXPECT_EQ(h.file_size, bytes.size());
   EXPECT_EQ(h.segment_base_offset % format::kSegmentAreaAlignment, 0u);
   const fb::Program& prog = file->program();

@@ -67,6 +67,12 @@ Status run_compile(const CompileArgs& args) {
         args.output.c_str(), size_text(std::filesystem::file_size(args.output)).c_str(),
         duration_text(std::chrono::duration<double, std::milli>(end - start).count()).c_str(),
         s.kernel_calls, s.delegate_calls, s.copies, size_text(s.constant_bytes).c_str());
+    // State is a change of the method's signature (these inputs and outputs are gone), so the
+    // compile says so whenever it has any.
+    for (const auto& pair : s.state) {
+      std::fprintf(stderr, "  state '%s', updated in place as '%s' (no longer an input or output)\n",
+                   pair.input.c_str(), pair.output.c_str());
+    }
   }
   return Status();
 }

@@ -150,6 +150,11 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
                     "the model)")
           ->check(CLI::IsMember({"allow", "warn", "error"}))
           ->capture_default_str());
+  flags.push_back(
+      c->add_option("--state", args.request.state,
+                    "Keep a model input and the output that updates it as one tensor across "
+                    "calls (a KV cache): INPUT=OUTPUT, or auto to find every output that is a "
+                    "ScatterND or ScatterElements of an input (repeatable; docs/state.md)"));
   flags.push_back(c->add_option(
       "--arch", args.request.arch,
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));

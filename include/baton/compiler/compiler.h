@@ -107,6 +107,14 @@ struct Progress {
   std::chrono::duration<double, std::milli> elapsed;  // this phase
 };
 
+// A graph input and a graph output that are one tensor kept across calls (docs/state.md): the
+// output is the input with new entries scattered in (`present = ScatterND(past, ...)`), so the
+// program keeps one buffer, updated in place, and the caller passes and receives neither.
+struct StatePair {
+  std::string input;
+  std::string output;
+};
+
 enum class MethodIo {
   Host,    // method inputs and outputs live on the host; copies move them to and from devices
   Device,  // each input lives on the device of the partition that first reads it, each output on
@@ -179,6 +187,11 @@ struct CompileOptions {
   // fusion that needs it to stay internal.
   bool expose_intermediates = false;
   FallbackPolicy fallback = FallbackPolicy::Warn;
+  // State (`--state INPUT=OUTPUT`): these pairs become the method's state; with state_auto
+  // (`--state auto`), so does every output that is a ScatterND or ScatterElements of an input
+  // into a tensor of its shape. A pair that cannot be updated in place is an error naming it.
+  std::vector<StatePair> state;
+  bool state_auto = false;
 };
 
 // A node a compile for a GPU left on the CPU, and why (BackendCompiler::unsupported_reason).
@@ -208,6 +221,8 @@ struct CompileSummary {
   std::vector<std::string> exposed_values;
   // A compile with backends: every node left on Baton's CPU kernels, in execution order.
   std::vector<CpuFallback> fallbacks;
+  // The method's state (CompileOptions::state): each pair's input and output names.
+  std::vector<StatePair> state;
 };
 
 class CompiledProgram {

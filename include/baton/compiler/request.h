@@ -31,6 +31,8 @@ struct CompileRequest {
   std::vector<std::string> disabled_passes;
   bool expose_intermediates = false;
   std::string fallback = "warn";  // allow | warn | error (FallbackPolicy)
+  // State (CompileOptions::state): "INPUT=OUTPUT" pairs, or "auto" to find them.
+  std::vector<std::string> state;
   uint64_t max_fold_bytes = CompileOptions{}.max_fold_bytes;
   uint64_t max_total_fold_bytes = CompileOptions{}.max_total_fold_bytes;
   double max_fold_work = CompileOptions{}.max_fold_work;

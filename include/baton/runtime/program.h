@@ -243,6 +243,20 @@ class Method {
   // Valid after execute until the next execute (or until the bound memory goes away).
   TensorView output(size_t index) const;
 
+  // State (docs/state.md): tensors the method keeps across calls in its own memory, such as a
+  // decoder's key/value cache (compiled with --state). Each is zero after load and after
+  // reset_state(); every execute() reads it and leaves its update there for the next call.
+  // state_info's name is the model input the state replaces, state_update_name the output that
+  // updates it; state(index) views its bytes (sizes of the last call; valid while the method
+  // lives). set_state copies into it (dtype and sizes as state_info gives them). Indices past
+  // num_states() give empty results (set_state: InvalidArgument).
+  size_t num_states() const;
+  TensorInfo state_info(size_t index) const;
+  std::string_view state_update_name(size_t index) const;
+  TensorView state(size_t index) const;
+  Status set_state(size_t index, const TensorView& value);
+  Status reset_state();
+
   // Instruction list, for reports ("where each part ran").
   size_t num_instructions() const;
   InstructionInfo instruction_info(size_t index) const;

@@ -109,7 +109,11 @@ class ScatterNdKernel final : public runtime::Kernel {
     const int64_t* idx = c_.indices->tensor.data_as<const int64_t>();
     const auto k = static_cast<int64_t>(s_.dims.size());
     const size_t bytes = c_.out->tensor.nbytes();
-    if (bytes != 0) std::memcpy(c_.out->tensor.data, c_.data->tensor.data, bytes);
+    // In place when the output is the data's own bytes (a state's update, Method.state): the
+    // cache is not copied, only the new positions are written.
+    if (bytes != 0 && c_.out->tensor.data != c_.data->tensor.data) {
+      std::memcpy(c_.out->tensor.data, c_.data->tensor.data, bytes);
+    }
     if (s_.slice == 0) return Status::ok_status();
     S* out = c_.out->tensor.data_as<S>();
     const S* update = c_.updates->tensor.data_as<const S>();
@@ -146,7 +150,9 @@ class ScatterElementsKernel final : public runtime::Kernel {
     const int64_t n = data.sizes[axis_];
     BATON_TRY(check_indices<Index>(indices, std::span<const int64_t>(&n, 1), c_.what));
     const size_t bytes = c_.out->tensor.nbytes();
-    if (bytes != 0) std::memcpy(c_.out->tensor.data, data.data, bytes);
+    if (bytes != 0 && c_.out->tensor.data != data.data) {  // in place: see ScatterNDKernel
+      std::memcpy(c_.out->tensor.data, data.data, bytes);
+    }
     const int64_t count = indices.numel();
     if (count == 0) return Status::ok_status();
     const size_t rank = data.sizes.size();

@@ -1,0 +1,181 @@
+#include "compiler/state.h"
+
+#include <algorithm>
+#include <set>
+
+#include "baton/core/check.h"
+#include "baton/core/tensor.h"
+#include "format/program_file.h"
+
+namespace baton::compiler {
+namespace {
+
+int find_named(const Graph& graph, const std::vector<int>& ids, const std::string& name) {
+  for (int v : ids) {
+    if (graph.values[v].name == name) return v;
+  }
+  return -1;
+}
+
+std::string names_of(const Graph& graph, const std::vector<int>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < 12; ++i) {
+    out += fmt::format("{}'{}'", i == 0 ? "" : ", ", graph.values[ids[i]].name);
+  }
+  if (ids.size() > 12) out += fmt::format(" and {} more", ids.size() - 12);
+  return out.empty() ? "none" : out;
+}
+
+std::string shape_text(const Graph& graph, const IrValue& v) {
+  if (!is_dynamic(v)) return shape_to_string(v.sizes);
+  std::string out = "[";
+  for (size_t d = 0; d < v.dims.size(); ++d) {
+    out += (d == 0 ? "" : ", ") + graph.symbols.to_string(v.dims[d]);
+  }
+  return out + "]";
+}
+
+// The node that writes `update` in place over `value`: a live ScatterND or ScatterElements whose
+// data input is `value`. Null otherwise.
+const IrNode* in_place_writer(const Graph& graph, int value, int update) {
+  const int p = graph.values[update].producer;
+  if (p < 0) return nullptr;
+  const IrNode& n = graph.nodes[p];
+  if (n.dead || !format::is_in_place_op(n.domain, n.op_type) || n.inputs.empty() ||
+      n.inputs[0] != value) {
+    return nullptr;
+  }
+  return &n;
+}
+
+// Checks one pair; `what` names it in messages ("--state past=present").
+Status check_pair(const Graph& graph, int value, int update, const std::string& what) {
+  const IrValue& in = graph.values[value];
+  const IrValue& out = graph.values[update];
+  BATON_CHECK_OR_RETURN(in.dtype == out.dtype && same_shape(in, out), InvalidArgument,
+                        "{}: the input is {} {} and the output {} {}; state is one tensor, so "
+                        "both must have one dtype and shape (a cache that grows by concatenation "
+                        "is not state: export it with a fixed maximum length and a scatter)",
+                        what, dtype_name(in.dtype), shape_text(graph, in), dtype_name(out.dtype),
+                        shape_text(graph, out));
+  if (in_place_writer(graph, value, update) == nullptr) {
+    const int p = out.producer;
+    const std::string by =
+        p < 0 ? std::string("is not computed by any node")
+              : fmt::format("is computed by {}", graph.nodes[p].describe());
+    return BATON_ERROR(InvalidArgument,
+                       "{}: the output {} from the input; Baton updates state in place only "
+                       "through a ScatterND or ScatterElements whose data is the input "
+                       "(docs/state.md shows exports that write one)",
+                       what, by);
+  }
+  // The caller no longer passes the state, so its dynamic sizes must be ones another input gives.
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    const sym::SizeExpr e = in.dims[d];
+    if (graph.symbols.is_constant(e)) continue;
+    bool given = false;
+    for (int i : graph.inputs) {
+      if (i == value) continue;
+      const IrValue& other = graph.values[i];
+      given = given || std::find(other.dims.begin(), other.dims.end(), e) != other.dims.end();
+    }
+    BATON_CHECK_OR_RETURN(given, InvalidArgument,
+                          "{}: axis {} of the state has size {}, which no other input has; a "
+                          "call sizes the state from its other inputs, so fix that size "
+                          "(--shape or --dim) or give an input with it",
+                          what, d, graph.symbols.to_string(e));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
+                                                const std::vector<StatePair>& declared,
+                                                bool find) {
+  std::vector<StateBinding> out;
+  std::set<int> used;
+  for (const StatePair& pair : declared) {
+    const std::string what = fmt::format("--state {}={}", pair.input, pair.output);
+    const int value = find_named(graph, graph.inputs, pair.input);
+    BATON_CHECK_OR_RETURN(value >= 0, InvalidArgument,
+                          "{}: '{}' is not an input of the model (its inputs: {})", what,
+                          pair.input, names_of(graph, graph.inputs));
+    const int update = find_named(graph, graph.outputs, pair.output);
+    BATON_CHECK_OR_RETURN(update >= 0, InvalidArgument,
+                          "{}: '{}' is not an output of the model (its outputs: {})", what,
+                          pair.output, names_of(graph, graph.outputs));
+    BATON_CHECK_OR_RETURN(!used.count(value) && !used.count(update), InvalidArgument,
+                          "{}: '{}' or '{}' is in another state pair already", what, pair.input,
+                          pair.output);
+    BATON_TRY(check_pair(graph, value, update, what));
+    used.insert(value);
+    used.insert(update);
+    out.push_back({pair.input, value, update});
+  }
+  if (find) {
+    for (int update : graph.outputs) {
+      const int p = graph.values[update].producer;
+      if (used.count(update) || p < 0) continue;
+      const IrNode& n = graph.nodes[p];
+      if (n.inputs.empty() || n.inputs[0] < 0) continue;
+      const int value = n.inputs[0];
+      if (used.count(value) ||
+          std::find(graph.inputs.begin(), graph.inputs.end(), value) == graph.inputs.end() ||
+          in_place_writer(graph, value, update) == nullptr) {
+        continue;
+      }
+      BATON_TRY(check_pair(graph, value, update,
+                           fmt::format("--state auto (found {}={})", graph.values[value].name,
+                                       graph.values[update].name)));
+      used.insert(value);
+      used.insert(update);
+      out.push_back({graph.values[value].name, value, update});
+    }
+  }
+  return out;
+}
+
+Status bind_state(const Graph& graph, const std::vector<StateBinding>& state, Schedule& schedule) {
+  for (const StateBinding& s : state) {
+    const std::string what =
+        fmt::format("state '{}' (updated as '{}')", s.name, graph.values[s.update].name);
+    const Device device = graph.values[s.value].device;
+    BATON_CHECK_OR_RETURN(
+        device.is_cpu() && graph.values[s.update].device.is_cpu(), NotSupported,
+        "{}: it lives on {}, and state is kept on the CPU only so far (the GPU backend has no "
+        "in-place scatter yet); compile with --device cpu",
+        what, device.to_string());
+    // The step that writes the update, and every other reader of the state's bytes.
+    int writer = -1;
+    for (size_t i = 0; i < schedule.steps.size(); ++i) {
+      const Step& step = schedule.steps[i];
+      if (std::find(step.outputs.begin(), step.outputs.end(), s.update) != step.outputs.end()) {
+        writer = static_cast<int>(i);
+      }
+    }
+    BATON_CHECK_OR_RETURN(writer >= 0 && schedule.steps[writer].kind == StepKind::Kernel,
+                          NotSupported,
+                          "{}: its update does not run as a CPU kernel (the GPU backend has no "
+                          "in-place scatter yet); compile with --device cpu",
+                          what);
+    for (size_t i = writer + 1; i < schedule.steps.size(); ++i) {
+      const Step& step = schedule.steps[i];
+      const bool reads =
+          std::find(step.inputs.begin(), step.inputs.end(), s.value) != step.inputs.end();
+      BATON_CHECK_OR_RETURN(
+          !reads, InvalidArgument,
+          "{}: {} reads the state after its update has overwritten it in place; read the "
+          "update ('{}') there instead, or leave this pair out of --state",
+          what,
+          step.kind == StepKind::Kernel ? graph.nodes[step.node].describe()
+                                        : std::string("a later instruction"),
+          graph.values[s.update].name);
+    }
+    std::erase(schedule.inputs, s.value);
+    std::erase(schedule.outputs, s.update);
+  }
+  return Status();
+}
+
+}  // namespace baton::compiler
