@@ -5,6 +5,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/shape_infer.h"
 #include "format/program_file.h"
 
 namespace baton::compiler {
@@ -24,15 +25,6 @@ std::string names_of(const Graph& graph, const std::vector<int>& ids) {
   }
   if (ids.size() > 12) out += fmt::format(" and {} more", ids.size() - 12);
   return out.empty() ? "none" : out;
-}
-
-std::string shape_text(const Graph& graph, const IrValue& v) {
-  if (!is_dynamic(v)) return shape_to_string(v.sizes);
-  std::string out = "[";
-  for (size_t d = 0; d < v.dims.size(); ++d) {
-    out += (d == 0 ? "" : ", ") + graph.symbols.to_string(v.dims[d]);
-  }
-  return out + "]";
 }
 
 // The node that writes `update` in place over `value`: a live ScatterND or ScatterElements whose

@@ -483,7 +483,7 @@ class MethodVerifier {
   // another entry, and the name is unique and not empty. The runtime zeroes those bytes and
   // keeps them across calls, so no other planned tensor may share them: the compiler plans them
   // live for the whole call, and check_no_overlap refuses any instruction that would write the
-  // one over the other except the update itself (drop_in_place_output).
+  // one over the other except the update itself (drop_output_on_first_input).
   Status verify_state() {
     is_state_.assign(vsize(m_.values()), 0);
     update_of_.assign(vsize(m_.values()), -1);
@@ -624,12 +624,15 @@ class MethodVerifier {
     return Status();
   }
 
-  // The one exception to check_no_overlap: a layout operator (Reshape, Flatten, Squeeze,
-  // Unsqueeze, Identity) whose only output lies exactly on its first input is a view the compiler
-  // planned (compiler/memory_plan.h); its kernel copies nothing then. Any other overlap, partial
-  // or with another argument, is still refused.
-  void drop_view_output(const fb::Operator& op) {
-    if (!is_view_op(str(op.domain()), str(op.name()))) return;
+  // The exceptions to check_no_overlap, both an instruction whose only output lies exactly on
+  // its first input: a layout operator (Reshape, Flatten, Squeeze, Unsqueeze, Identity), a view
+  // the compiler planned (compiler/memory_plan.h), whose kernel copies nothing then; and an
+  // in-place operator (ScatterND, ScatterElements) whose first input is a state value and whose
+  // output is that value's update (Method.state), whose kernel then scatters into those bytes.
+  // Any other overlap, partial or with another argument, is still refused.
+  void drop_output_on_first_input(const fb::Operator& op) {
+    const bool view = is_view_op(str(op.domain()), str(op.name()));
+    if (!view && !is_in_place_op(str(op.domain()), str(op.name()))) return;
     const ArgRange* in = nullptr;
     const ArgRange* out = nullptr;
     size_t outputs = 0;
@@ -641,28 +644,8 @@ class MethodVerifier {
       }
     }
     if (in == nullptr || out == nullptr || outputs != 1 || in->arena != out->arena ||
-        in->begin != out->begin || in->end != out->end) {
-      return;
-    }
-    ranges_.erase(ranges_.begin() + (out - ranges_.data()));
-  }
-
-  // The exception for state: an in-place operator (ScatterND, ScatterElements) whose first
-  // input is a state value and whose only output is that value's update, on the same bytes.
-  void drop_in_place_output(const fb::Operator& op) {
-    if (!is_in_place_op(str(op.domain()), str(op.name()))) return;
-    const ArgRange* in = nullptr;
-    const ArgRange* out = nullptr;
-    size_t outputs = 0;
-    for (const ArgRange& r : ranges_) {
-      if (!r.written && r.position == 0) in = &r;
-      if (r.written) {
-        out = &r;
-        ++outputs;
-      }
-    }
-    if (in == nullptr || out == nullptr || outputs != 1 || update_of_[in->value] != out->value ||
-        in->arena != out->arena || in->begin != out->begin || in->end != out->end) {
+        in->begin != out->begin || in->end != out->end ||
+        (!view && update_of_[in->value] != out->value)) {
       return;
     }
     ranges_.erase(ranges_.begin() + (out - ranges_.data()));
@@ -715,8 +698,7 @@ class MethodVerifier {
           ranges_.clear();
           add_ranges(k->inputs(), "inputs", false);
           add_ranges(k->outputs(), "outputs", true);
-          drop_view_output(*m_.operators()->Get(k->operator_()));
-          drop_in_place_output(*m_.operators()->Get(k->operator_()));
+          drop_output_on_first_input(*m_.operators()->Get(k->operator_()));
           BATON_TRY(check_no_overlap(
               field, fmt::format("{} node '{}'", str(m_.operators()->Get(k->operator_())->name()),
                                  str(k->name()))));
