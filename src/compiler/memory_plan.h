@@ -9,6 +9,7 @@
 
 #include "baton/core/device.h"
 #include "baton/core/error.h"
+#include "compiler/state.h"
 
 namespace baton::compiler {
 
@@ -40,7 +41,6 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
 
 struct Graph;
 struct Schedule;
-struct StateBinding;
 
 // Where the bytes of each value a schedule touches live: every non-constant tensor the method
 // reads or writes, in one arena per device, with lifetimes taken from the schedule's order

@@ -5,6 +5,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/placement.h"
 #include "compiler/shape_infer.h"
 #include "format/program_file.h"
 

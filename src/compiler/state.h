@@ -15,9 +15,10 @@
 #include "baton/compiler/compiler.h"
 #include "baton/core/error.h"
 #include "compiler/ir.h"
-#include "compiler/placement.h"
 
 namespace baton::compiler {
+
+struct Schedule;  // compiler/placement.h
 
 struct StateBinding {
   std::string name;  // the input's name
