@@ -13,7 +13,6 @@
 #include "baton/core/text.h"
 #include "compiler/backend_compiler.h"
 #include "compiler/emit.h"
-#include "compiler/state.h"
 #include "compiler/memory_plan.h"
 #include "compiler/onnx_import.h"
 #include "compiler/partition.h"
@@ -21,6 +20,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/placement.h"
 #include "compiler/shape_values.h"
+#include "compiler/state.h"
 #include "format/program_file.h"
 #include "runtime/kernel.h"
 

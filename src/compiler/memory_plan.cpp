@@ -118,7 +118,8 @@ namespace {
 // that exact overlap for these ops only (format/method_verifier.cpp). Returns, per value, the value
 // whose slot it shares (itself when none); chains resolve to their first value.
 std::map<int, int> view_roots(const Graph& graph, const Schedule& schedule,
-                              const std::set<int>& planned, const std::vector<StateBinding>& state) {
+                              const std::set<int>& planned,
+                              const std::vector<StateBinding>& state) {
   std::map<int, int> root;
   // State is kept like a method input: a view of it would see the update's new entries.
   std::set<int> method_inputs(schedule.inputs.begin(), schedule.inputs.end());

@@ -53,9 +53,8 @@ Status check_pair(const Graph& graph, int value, int update, const std::string& 
                         shape_text(graph, out));
   if (in_place_writer(graph, value, update) == nullptr) {
     const int p = out.producer;
-    const std::string by =
-        p < 0 ? std::string("is not computed by any node")
-              : fmt::format("is computed by {}", graph.nodes[p].describe());
+    const std::string by = p < 0 ? std::string("is not computed by any node")
+                                 : fmt::format("is computed by {}", graph.nodes[p].describe());
     return BATON_ERROR(InvalidArgument,
                        "{}: the output {} from the input; Baton updates state in place only "
                        "through a ScatterND or ScatterElements whose data is the input "
@@ -84,8 +83,7 @@ Status check_pair(const Graph& graph, int value, int update, const std::string& 
 }  // namespace
 
 Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
-                                                const std::vector<StatePair>& declared,
-                                                bool find) {
+                                                const std::vector<StatePair>& declared, bool find) {
   std::vector<StateBinding> out;
   std::set<int> used;
   for (const StatePair& pair : declared) {

@@ -33,8 +33,7 @@ struct StateBinding {
 // of that very input (the only updates Baton makes in place), or a size of the state is one no
 // other input gives (the caller no longer passes the state, so its sizes must follow the others').
 Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
-                                                const std::vector<StatePair>& declared,
-                                                bool find);
+                                                const std::vector<StatePair>& declared, bool find);
 
 // On the placed schedule: checks that every other reader of each state value runs before its
 // update (the update overwrites those bytes), that the update is a CPU kernel and the state lives

@@ -499,16 +499,15 @@ class MethodVerifier {
       const std::string_view name = str(st->name());
       BATON_CHECK_OR_RETURN(!name.empty(), InvalidProgram, "{}.name is empty", field);
       BATON_CHECK_OR_RETURN(std::find(names.begin(), names.end(), name) == names.end(),
-                            InvalidProgram, "{}.name '{}' names an earlier entry too", field,
-                            name);
+                            InvalidProgram, "{}.name '{}' names an earlier entry too", field, name);
       names.push_back(name);
       for (const auto& [v, what] : {std::pair{st->value(), "value"}, {st->update(), "update"}}) {
         const std::string f = fmt::format("{}.{}", field, what);
         BATON_TRY(check_tensor(v, f));
         const fb::Tensor* t = tensor_at(v);
         BATON_CHECK_OR_RETURN(t->allocation() == fb::AllocationKind::Arena, InvalidProgram,
-                              "{} = {} (tensor '{}') is not in an arena; state lives in one", f,
-                              v, str(t->name()));
+                              "{} = {} (tensor '{}') is not in an arena; state lives in one", f, v,
+                              str(t->name()));
         BATON_CHECK_OR_RETURN(is_input_[v] == 0 && !is_output(v), InvalidProgram,
                               "{} = {} (tensor '{}') is also a method input or output; state is "
                               "neither",
@@ -520,8 +519,8 @@ class MethodVerifier {
       const fb::Tensor* a = tensor_at(st->value());
       const fb::Tensor* b = tensor_at(st->update());
       const auto same = [](const auto* x, const auto* y) {
-        return vsize(x) == vsize(y) && (vsize(x) == 0 || std::equal(x->begin(), x->end(),
-                                                                    y->begin()));
+        return vsize(x) == vsize(y) &&
+               (vsize(x) == 0 || std::equal(x->begin(), x->end(), y->begin()));
       };
       BATON_CHECK_OR_RETURN(
           a->arena() == b->arena() && a->offset() == b->offset() && a->dtype() == b->dtype() &&
@@ -529,8 +528,7 @@ class MethodVerifier {
           InvalidProgram,
           "{}: value '{}' and update '{}' must be one tensor's bytes (same arena, offset, dtype "
           "and sizes); got arena {} offset {} and arena {} offset {}",
-          field, str(a->name()), str(b->name()), a->arena(), a->offset(), b->arena(),
-          b->offset());
+          field, str(a->name()), str(b->name()), a->arena(), a->offset(), b->arena(), b->offset());
       update_of_[st->value()] = st->update();
     }
     return Status();

@@ -258,8 +258,8 @@ TEST_F(StateTest, PairsThatCannotBeStateAreRefusedByName) {
                  "'next' is not an output of the model");
   expect_refused(compile(cache_model(1), {"past"}), Error::InvalidArgument,
                  "--state 'past': expected INPUT=OUTPUT");
-  expect_refused(compile(cache_model(1), {"past=present", "past=present"}),
-                 Error::InvalidArgument, "is in another state pair already");
+  expect_refused(compile(cache_model(1), {"past=present", "past=present"}), Error::InvalidArgument,
+                 "is in another state pair already");
   // y has the cache's shape but is a Mul of the update, not a scatter of the input.
   expect_refused(compile(cache_model(1), {"past=y"}), Error::InvalidArgument,
                  "the output is computed by Mul node 'double'");

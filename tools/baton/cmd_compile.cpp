@@ -70,7 +70,8 @@ Status run_compile(const CompileArgs& args) {
     // State is a change of the method's signature (these inputs and outputs are gone), so the
     // compile says so whenever it has any.
     for (const auto& pair : s.state) {
-      std::fprintf(stderr, "  state '%s', updated in place as '%s' (no longer an input or output)\n",
+      std::fprintf(stderr,
+                   "  state '%s', updated in place as '%s' (no longer an input or output)\n",
                    pair.input.c_str(), pair.output.c_str());
     }
   }
