@@ -161,18 +161,16 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   for (int v : schedule.outputs) consider(v);
 
-  for (const StateBinding& st : state) {
-    consider(st.value);
-    consider(st.update);
-  }
-  std::map<int, int> views = view_roots(graph, schedule, planned, state);
-  // A state's update is planned with its value, like a view with its root.
-  for (const StateBinding& st : state) views[st.update] = st.value;
+  const std::map<int, int> views = view_roots(graph, schedule, planned, state);
+  // Values planned in another's slot: views with their roots, and each state's update with its
+  // value (bind_state made sure a kernel step writes the one from the other, so both are planned).
+  std::map<int, int> shared = views;
+  for (const StateBinding& st : state) shared[st.update] = st.value;
   std::vector<BufferRequest> requests;
   std::vector<int> value_of;  // per request
   std::map<int, size_t> request_of;
   for (int v : planned) {
-    if (views.count(v)) continue;  // planned with its root
+    if (shared.count(v)) continue;  // planned with the value whose slot it shares
     const IrValue& iv = graph.values[v];
     const auto bytes = checked_nbytes(iv.dtype, iv.sizes);
     BATON_CHECK_OR_RETURN(bytes.has_value(), Internal,
@@ -201,8 +199,8 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
       return arena_too_large(graph, requests, value_of, device, "more than 2^62", limit);
     }
   }
-  // A view's uses extend its root's lifetime.
-  for (const auto& [v, r] : views) request_of[v] = request_of.at(r);
+  // A view's uses extend its root's lifetime (and an update's, its state's).
+  for (const auto& [v, r] : shared) request_of[v] = request_of.at(r);
   auto touch = [&](int v, int step) {
     auto it = request_of.find(v);
     if (it == request_of.end()) return;
@@ -236,7 +234,7 @@ Result<ValuePlan> plan_values(const Graph& graph, const Schedule& schedule,
   }
   ValuePlan out;
   out.arenas = plan.arenas;
-  out.views = views.size() - state.size();
+  out.views = views.size();
   for (const auto& [v, r] : request_of) out.slots[v] = {plan.arena[r], plan.offset[r]};
   return out;
 }

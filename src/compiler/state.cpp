@@ -28,17 +28,14 @@ std::string names_of(const Graph& graph, const std::vector<int>& ids) {
   return out.empty() ? "none" : out;
 }
 
-// The node that writes `update` in place over `value`: a live ScatterND or ScatterElements whose
-// data input is `value`. Null otherwise.
-const IrNode* in_place_writer(const Graph& graph, int value, int update) {
+// Whether `update` is computed in place over `value`: by a live ScatterND or ScatterElements
+// whose data input is `value`.
+bool updates_in_place(const Graph& graph, int value, int update) {
   const int p = graph.values[update].producer;
-  if (p < 0) return nullptr;
+  if (p < 0) return false;
   const IrNode& n = graph.nodes[p];
-  if (n.dead || !format::is_in_place_op(n.domain, n.op_type) || n.inputs.empty() ||
-      n.inputs[0] != value) {
-    return nullptr;
-  }
-  return &n;
+  return !n.dead && format::is_in_place_op(n.domain, n.op_type) && !n.inputs.empty() &&
+         n.inputs[0] == value;
 }
 
 // Checks one pair; `what` names it in messages ("--state past=present").
@@ -51,7 +48,7 @@ Status check_pair(const Graph& graph, int value, int update, const std::string& 
                         "is not state: export it with a fixed maximum length and a scatter)",
                         what, dtype_name(in.dtype), shape_text(graph, in), dtype_name(out.dtype),
                         shape_text(graph, out));
-  if (in_place_writer(graph, value, update) == nullptr) {
+  if (!updates_in_place(graph, value, update)) {
     const int p = out.producer;
     const std::string by = p < 0 ? std::string("is not computed by any node")
                                  : fmt::format("is computed by {}", graph.nodes[p].describe());
@@ -113,7 +110,7 @@ Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
       const int value = n.inputs[0];
       if (used.count(value) ||
           std::find(graph.inputs.begin(), graph.inputs.end(), value) == graph.inputs.end() ||
-          in_place_writer(graph, value, update) == nullptr) {
+          !updates_in_place(graph, value, update)) {
         continue;
       }
       BATON_TRY(check_pair(graph, value, update,
@@ -159,8 +156,10 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state, Sc
           "{}: {} reads the state after its update has overwritten it in place; read the "
           "update ('{}') there instead, or leave this pair out of --state",
           what,
-          step.kind == StepKind::Kernel ? graph.nodes[step.node].describe()
-                                        : std::string("a later instruction"),
+          step.kind == StepKind::Kernel
+              ? graph.nodes[step.node].describe()
+              : fmt::format("the {} to {}", step.kind == StepKind::Copy ? "copy" : "delegate call",
+                            step.device.to_string()),
           graph.values[s.update].name);
     }
     std::erase(schedule.inputs, s.value);

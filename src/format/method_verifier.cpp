@@ -485,7 +485,7 @@ class MethodVerifier {
   // live for the whole call, and check_no_overlap refuses any instruction that would write the
   // one over the other except the update itself (drop_output_on_first_input).
   Status verify_state() {
-    is_state_.assign(vsize(m_.values()), 0);
+    std::vector<uint8_t> is_state(vsize(m_.values()), 0);  // a value or update of an entry
     update_of_.assign(vsize(m_.values()), -1);
     const uint32_t n = vsize(m_.state());
     BATON_CHECK_OR_RETURN(n == 0 || program_.version() >= 5, InvalidProgram,
@@ -512,9 +512,9 @@ class MethodVerifier {
                               "{} = {} (tensor '{}') is also a method input or output; state is "
                               "neither",
                               f, v, str(t->name()));
-        BATON_CHECK_OR_RETURN(is_state_[v] == 0, InvalidProgram,
+        BATON_CHECK_OR_RETURN(is_state[v] == 0, InvalidProgram,
                               "{} = {} (tensor '{}') is state twice", f, v, str(t->name()));
-        is_state_[v] = 1;
+        is_state[v] = 1;
       }
       const fb::Tensor* a = tensor_at(st->value());
       const fb::Tensor* b = tensor_at(st->update());
@@ -756,7 +756,6 @@ class MethodVerifier {
   const uint8_t* file_begin_;
   std::string where_;
   std::vector<uint8_t> is_input_;    // per value
-  std::vector<uint8_t> is_state_;    // per value: a state entry's value or update
   std::vector<int> update_of_;       // per value: the update of the state value it is, or -1
   std::vector<uint64_t> nbytes_;     // per value: a tensor's byte size, else 0
   std::vector<int64_t> max_values_;  // per size expression: its value with every symbol at max

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "baton/core/check.h"
 #include "baton/runtime/program.h"
 #include "format/program_file.h"
+#include "testing/aligned_bytes.h"
+#include "testing/alloc/counting_allocator.h"
 #include "testing/onnx_builder.h"
 
 namespace baton::testing {
@@ -272,6 +275,116 @@ TEST_F(StateTest, PairsThatCannotBeStateAreRefusedByName) {
   // auto leaves such a model alone only if the reader is not there: with it, the error too.
   expect_refused(compile(cache_model(1, false, true), {"auto"}), Error::InvalidArgument,
                  "reads the state after its update");
+}
+
+TEST_F(StateTest, AStateSizeNoOtherInputGivesIsRefused) {
+  // The cache's length is a symbol only the cache has: with the cache no longer an input, no
+  // call could size it.
+  OnnxBuilder b;
+  b.input_named("past", {-1, kDim}, {"t"});
+  b.input("pos", {1, 1}, 7);
+  b.input("rows", {1, kDim});
+  b.node("ScatterND", {"past", "pos", "rows"}, {"present"}, "update");
+  b.output("present", {-1, kDim});
+  expect_refused(compile(b, {"past=present"}, {{"t", 1, kMax, 0, ""}}), Error::InvalidArgument,
+                 "axis 0 of the state has size t, which no other input has");
+}
+
+TEST_F(StateTest, ExecuteAllocatesNothingAcrossCallsAndShapes) {
+  if (!counting_available()) GTEST_SKIP() << "allocation counting is off under ASan";
+  auto compiled = compile(cache_model(-1), {"past=present"}, {{"n", 1, kMax, 0, ""}});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  Loaded l = load(*compiled);
+  runtime::Method& m = *l.method;
+  std::vector<int64_t> one{3}, two{4, 5};
+  std::vector<float> rows(2 * kDim, 1.25f);
+  const std::vector<int64_t> one_pos{1, 1}, one_row{1, kDim}, two_pos{2, 1}, two_row{2, kDim};
+  auto call = [&](bool first) {
+    const Status a =
+        m.set_input(0, {first ? one.data() : two.data(), DType::Int64, first ? one_pos : two_pos});
+    const Status b = m.set_input(1, {rows.data(), DType::Float32, first ? one_row : two_row});
+    return a.ok() && b.ok() && m.execute().ok();
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(call(i % 2 == 0));
+  int64_t allocations = 0;
+  {
+    CountAllocations count;
+    // set_input copies into planned memory; execute() resolves the new sizes and scatters in
+    // place. Neither may allocate, at either shape.
+    for (int i = 0; i < 20; ++i) {
+      if (!call(i % 2 == 0)) break;
+    }
+    allocations = count.count();
+  }
+  EXPECT_EQ(allocations, 0);
+  std::vector<float> cache(kMax * kDim, 0.0f);
+  write(cache, 3, std::vector<float>(kDim, 1.25f));
+  write(cache, 4, std::vector<float>(kDim, 1.25f));
+  write(cache, 5, std::vector<float>(kDim, 1.25f));
+  EXPECT_EQ(state_of(m), cache);
+}
+
+// The loader's checks of Method.state, on a compiled program with one entry changed.
+class StateFormatTest : public StateTest {
+ protected:
+  // Compiles cache_model(1) with state, lets `change` edit the unpacked program, and loads it.
+  Status load_changed(const std::function<void(fb::ProgramT&)>& change) {
+    auto compiled = compile(cache_model(1), {"past=present"});
+    if (!compiled.ok()) return compiled.status();
+    auto bytes = compiled->serialize();
+    if (!bytes.ok()) return bytes.status();
+    AlignedBytes aligned(*bytes);
+    auto file = format::ProgramFile::parse(aligned.span());
+    if (!file.ok()) return file.status();
+    fb::ProgramT program;
+    file->program().UnPackTo(&program);
+    std::vector<std::span<const uint8_t>> segments;
+    for (uint32_t i = 0; i < file->program().segments()->size(); ++i) {
+      segments.push_back(file->segment(i));
+    }
+    change(program);
+    auto changed = format::serialize_program(program, segments);
+    if (!changed.ok()) return changed.status();
+    return runtime::Program::load_bytes(*changed).status();
+  }
+  static void expect_invalid(const Status& s, const std::string& needle) {
+    EXPECT_EQ(s.code(), Error::InvalidProgram) << s.to_string();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.to_string();
+  }
+};
+
+TEST_F(StateFormatTest, TheUnchangedProgramLoads) {
+  EXPECT_TRUE(load_changed([](fb::ProgramT&) {}).ok());
+}
+
+TEST_F(StateFormatTest, ValueAndUpdateOnOtherBytesAreRefused) {
+  expect_invalid(load_changed([](fb::ProgramT& p) {
+                   fb::MethodT& m = *p.methods[0];
+                   m.values[m.state[0]->update]->value.AsTensor()->offset += 256;
+                 }),
+                 "must be one tensor's bytes");
+}
+
+TEST_F(StateFormatTest, StateThatIsAlsoAnInputIsRefused) {
+  expect_invalid(load_changed([](fb::ProgramT& p) {
+                   fb::MethodT& m = *p.methods[0];
+                   m.inputs.push_back(m.state[0]->value);
+                 }),
+                 "is also a method input or output");
+}
+
+TEST_F(StateFormatTest, TwoEntriesOfOneNameAreRefused) {
+  expect_invalid(load_changed([](fb::ProgramT& p) {
+                   fb::MethodT& m = *p.methods[0];
+                   m.state.push_back(std::make_unique<fb::StateT>(*m.state[0]));
+                 }),
+                 "names an earlier entry too");
+}
+
+TEST_F(StateFormatTest, TheScatterOverItsInputWithoutStateIsAnOverlap) {
+  // Without the entry the scatter writing over its own input is what any other kernel's overlap
+  // is: refused (only a state's update may be made in place).
+  expect_invalid(load_changed([](fb::ProgramT& p) { p.methods[0]->state.clear(); }), "overlaps");
 }
 
 }  // namespace

@@ -308,13 +308,14 @@ void print_text(const json& j) {
     if (m.contains("state") && !m["state"].empty()) {
       std::printf("  state (kept across calls, updated in place; reset_state() zeroes it):\n");
       for (const auto& st : m["state"]) {
+        std::string where;
+        if (st.contains("arena")) {
+          where = fmt::format("  arena {} offset {}", st["arena"].get<int>(),
+                              st["offset"].get<uint64_t>());
+        }
         std::printf("    '%s' <- '%s'%s\n", shown(st["name"]).c_str(),
                     st.contains("update_name") ? shown(st["update_name"]).c_str() : "?",
-                    st.contains("arena")
-                        ? fmt::format("  arena {} offset {}", st["arena"].get<int>(),
-                                      st["offset"].get<uint64_t>())
-                              .c_str()
-                        : "");
+                    where.c_str());
       }
     }
     std::printf("  arenas:\n");
