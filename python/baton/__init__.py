@@ -30,7 +30,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             max_fold_bytes: int | None = None, max_total_fold_bytes: int | None = None,
             max_fold_work: float | None = None, max_arena_bytes: int | None = None,
             cuda_options: Mapping[str, Any] | None = None,
-            fallback: str = "warn") -> "str | bytes":
+            fallback: str = "warn",
+            state: "Mapping[str, str] | Sequence[str] | str" = ()) -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
@@ -49,8 +50,10 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     (None: the compiler's defaults, as `baton compile --help` shows them), and ``cuda_options``
     (the GPU engines' build options, ``{"conv_rows": "cudnn"}``: ``--cuda-option``'s KEY=VALUE,
     docs/options.md), and ``fallback`` ("allow", "warn" or "error": what a GPU compile does with
-    nodes no GPU backend takes, ``--fallback``; ``inspect`` lists them either way). Raises
-    BatonError.
+    nodes no GPU backend takes, ``--fallback``; ``inspect`` lists them either way), and
+    ``state`` (``{"past_key_0": "present_key_0"}``, or ``"auto"``: model inputs kept inside the
+    program across calls with the output that updates them in place, such as a KV cache,
+    ``--state``; docs/state.md). Raises BatonError.
     """
     out = None if output is None else os.fspath(output)
     budgets = {name: value for name, value in (("max_fold_bytes", max_fold_bytes),
@@ -66,7 +69,16 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
                           dims={k: [int(d) for d in v] for k, v in (dims or {}).items()
                                 if not isinstance(v, str)},
                           same_dims={k: v for k, v in (dims or {}).items() if isinstance(v, str)},
-                          fallback=fallback)
+                          fallback=fallback, state=_state_pairs(state))
+
+
+def _state_pairs(state: "Mapping[str, str] | Sequence[str] | str") -> list[str]:
+    """``--state``'s values: INPUT=OUTPUT for each pair of a mapping, or "auto"."""
+    if isinstance(state, str):
+        return [state]
+    if isinstance(state, Mapping):
+        return [f"{k}={v}" for k, v in state.items()]
+    return [str(s) for s in state]
 
 
 def _option_pairs(options: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -129,6 +141,16 @@ class Module:
         arrays at new addresses each time capture again. Raises BatonError for an unknown,
         missing or out-of-range symbol."""
         self._impl.prepare_shape(sizes)
+
+    @property
+    def state(self) -> list[tuple[str, str]]:
+        """The tensors the program keeps across calls (compiled with ``state=``): each one's name
+        (the model input it replaces) and the output that updates it. Empty without state."""
+        return [tuple(p) for p in self._impl.state]
+
+    def reset_state(self) -> None:
+        """Zeroes every kept tensor, as at load (``Method::reset_state``): a new sequence."""
+        self._impl.reset_state()
 
     def counters(self) -> dict[str, int]:
         """Monitoring counters: the runtime's copies between devices ("copies.host_to_device",

@@ -263,6 +263,28 @@ class PyModule {
     check(st);
   }
 
+  // State (docs/state.md): each kept tensor's name and the output that updates it.
+  std::vector<std::pair<std::string, std::string>> state() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const runtime::Method& m = module_.method();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0; i < m.num_states(); ++i) {
+      out.emplace_back(std::string(m.state_info(i).name), std::string(m.state_update_name(i)));
+    }
+    return out;
+  }
+
+  // Method::reset_state, serialized with the calls.
+  void reset_state() {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      st = module_.method().reset_state();
+    }
+    check(st);
+  }
+
   // Inputs in order (`positional`) or by name (`named`), never both; `out` optional buffers.
   std::vector<nb::object> run(const std::vector<nb::ndarray<>>& positional,
                               const std::map<std::string, nb::ndarray<>>& named,
@@ -453,16 +475,19 @@ class PyModule {
 };
 
 // ---- compile ------------------------------------------------------------------------------------
-nb::object compile(
-    nb::handle model, std::optional<std::string> output, const std::string& device,
-    std::optional<std::string> precision, std::optional<std::string> arch,
-    const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
-    bool strict_staging, bool optimize, const std::vector<std::string>& disable_passes,
-    std::optional<std::string> target_device, size_t max_partition_nodes, bool expose_intermediates,
-    const std::vector<std::pair<std::string, std::string>>& cuda_options, uint64_t max_fold_bytes,
-    uint64_t max_total_fold_bytes, double max_fold_work, uint64_t max_arena_bytes,
-    const std::map<std::string, std::vector<int64_t>>& dims,
-    const std::map<std::string, std::string>& same_dims, const std::string& fallback) {
+nb::object compile(nb::handle model, std::optional<std::string> output, const std::string& device,
+                   std::optional<std::string> precision, std::optional<std::string> arch,
+                   const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& io,
+                   bool strict_staging, bool optimize,
+                   const std::vector<std::string>& disable_passes,
+                   std::optional<std::string> target_device, size_t max_partition_nodes,
+                   bool expose_intermediates,
+                   const std::vector<std::pair<std::string, std::string>>& cuda_options,
+                   uint64_t max_fold_bytes, uint64_t max_total_fold_bytes, double max_fold_work,
+                   uint64_t max_arena_bytes,
+                   const std::map<std::string, std::vector<int64_t>>& dims,
+                   const std::map<std::string, std::string>& same_dims, const std::string& fallback,
+                   const std::vector<std::string>& state) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -477,6 +502,7 @@ nb::object compile(
   r.disabled_passes = disable_passes;
   r.expose_intermediates = expose_intermediates;
   r.fallback = fallback;
+  r.state = state;
   r.max_fold_bytes = max_fold_bytes;
   r.max_total_fold_bytes = max_total_fold_bytes;
   r.max_fold_work = max_fold_work;
@@ -635,6 +661,8 @@ NB_MODULE(_baton, m) {
       .def_prop_ro("outputs", &PyModule::outputs)
       .def("counters", &PyModule::counters)
       .def("prepare_shape", &PyModule::prepare_shape, nb::arg("sizes"))
+      .def_prop_ro("state", &PyModule::state)
+      .def("reset_state", &PyModule::reset_state)
       .def_prop_ro("_last_input_pointers", &PyModule::last_input_pointers)
       .def("_run", &PyModule::run, nb::arg("positional"), nb::arg("named"), nb::arg("out").none(),
            nb::arg("stream").none());
@@ -653,7 +681,8 @@ NB_MODULE(_baton, m) {
         nb::arg("max_fold_work") = baton::compiler::CompileOptions{}.max_fold_work,
         nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes,
         nb::arg("dims") = std::map<std::string, std::vector<int64_t>>(),
-        nb::arg("same_dims") = std::map<std::string, std::string>(), nb::arg("fallback") = "warn");
+        nb::arg("same_dims") = std::map<std::string, std::string>(), nb::arg("fallback") = "warn",
+        nb::arg("state") = std::vector<std::string>());
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),

@@ -700,6 +700,71 @@ TEST_F(CliTest, CpuFallbacksAreNamedAndCanBeRefused) {
 
 // A node named with bytes that are not UTF-8 compiles; inspect shows the name with those bytes as
 // \xNN, in valid JSON and in the text view, instead of dying on a JSON exception.
+// --state (docs/state.md) on a small GPT-2 decoder with a static KV cache: the compile lists the
+// pairs it bound, inspect shows them (text and JSON), run takes only the remaining inputs, and a
+// pair that is not an in-place update is refused naming it.
+TEST_F(CliTest, StateIsBoundShownAndRefusedByName) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/decode/gpt2_index_put_full_dynamo.onnx")
+          .string();
+  const std::string program = (dir_ / "decoder.baton").string();
+  const std::string dims = " --dim batch=1..8 --dim new_tokens=1..64";
+  CliRun r = baton("compile " + model + " -o " + program + dims + " --state auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("state 'past_key_0', updated in place as 'present_key_0' (no longer an "
+                          "input or output)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("state 'past_value_1', updated in place as 'present_value_1'"),
+            std::string::npos)
+      << r.output;
+  r = baton("inspect --json " + program, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["format_version"], 5);
+  const auto& method = j["methods"][0];
+  ASSERT_EQ(method["state"].size(), 4u) << r.output;
+  EXPECT_EQ(method["state"][0]["name"], "past_key_0");
+  EXPECT_EQ(method["state"][0]["update_name"], "present_key_0");
+  EXPECT_EQ(method["inputs"].size(), 3u);
+  EXPECT_EQ(method["outputs"].size(), 1u);
+  r = baton("inspect " + program);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("state (kept across calls, updated in place; reset_state() zeroes "
+                          "it):\n    'past_key_0' <- 'present_key_0'  arena 0 offset"),
+            std::string::npos)
+      << r.output;
+  // A prefill of 8 tokens of batch 2 through the three inputs that are left: the caches are not
+  // asked for, and every run of the call writes the same positions of them.
+  std::mt19937 rng(5);
+  std::vector<int64_t> positions(8), mask(2 * 64, 0);
+  for (int64_t p = 0; p < 8; ++p) {
+    positions[p] = p;
+    mask[p] = mask[64 + p] = 1;
+  }
+  const std::vector<int64_t> position_sizes{8}, mask_sizes{2, 64};
+  const std::string ids = (dir_ / "ids.npy").string(), pos = (dir_ / "pos.npy").string(),
+                    am = (dir_ / "mask.npy").string();
+  ASSERT_TRUE(
+      extension::write_npy(ids, testing::random_int64_tensor(rng, {2, 8}, 0, 99).view()).ok());
+  ASSERT_TRUE(extension::write_npy(pos, {positions.data(), DType::Int64, position_sizes}).ok());
+  ASSERT_TRUE(extension::write_npy(am, {mask.data(), DType::Int64, mask_sizes}).ok());
+  r = baton("run " + program + " --input input_ids=" + ids + " --input cache_position=" + pos +
+            " --input attention_mask=" + am + " --iterations 3 --warmup 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[2, 8, 100]"), std::string::npos) << r.output;
+  r = baton("compile " + model + " -o " + program + dims + " --state past_key_0=present_key_1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--state past_key_0=present_key_1: the output is computed by "
+                          "ScatterND"),
+            std::string::npos)
+      << r.output;
+  r = baton("compile " + model + " -o " + program + dims + " --state past_key_0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--state 'past_key_0': expected INPUT=OUTPUT"), std::string::npos)
+      << r.output;
+}
+
 TEST_F(CliTest, InspectShowsNamesThatAreNotUtf8) {
   testing::OnnxBuilder b;
   b.input("x\xff", {2, 3});

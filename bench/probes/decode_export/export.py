@@ -16,8 +16,9 @@ Transpose-ScatterND-Transpose sandwich, torch.scatter a ScatterElements. Baton c
 dynamo exports with --dim batch=1..8 --dim new_tokens=1..64 and runs one program for prefill and
 decode on the CPU since d7c45a7 (ScatterND at dynamic sizes) and a3286f9 (ScatterElements),
 matching onnxruntime within 2.0e-6. TorchScript's index_copy export needs an Expand whose shape
-Baton does not follow at dynamic sizes. Not done: state (an update in place instead of the copy of
-the whole cache every call), the GPU's scatter lowerings.
+Baton does not follow at dynamic sizes. Since c7c92f2 `baton compile --state auto` keeps the
+caches inside the program, updated in place (docs/state.md; tests/python/test_state.py runs three
+of these exports). Not done: the GPU's scatter lowerings.
 """
 import os
 import sys, collections, warnings, traceback, numpy as np, torch, onnx, onnxruntime as ort
