@@ -33,6 +33,7 @@
 #include "baton/compiler/request.h"
 #include "baton/core/check.h"
 #include "baton/core/log.h"
+#include "baton/extension/generate.h"
 #include "baton/extension/inspect.h"
 #include "baton/extension/module.h"
 #include "baton/runtime/device_allocator.h"
@@ -283,6 +284,31 @@ class PyModule {
       st = module_.method().reset_state();
     }
     check(st);
+  }
+
+  // extension::generate (docs/generate.md), serialized with the calls: the new tokens, the time to
+  // the first token and each later token's, in milliseconds.
+  nb::dict generate(const std::vector<int64_t>& prompt, int64_t max_new_tokens, int64_t eos,
+                    bool reset, int64_t start_position) {
+    extension::GenerateOptions options;
+    options.prompt = prompt;
+    options.max_new_tokens = max_new_tokens;
+    options.eos_token = eos;
+    options.reset = reset;
+    options.start_position = start_position;
+    Result<extension::GenerateResult> r = Status();
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = extension::generate(module_.method(), options);
+    }
+    check(r.status());
+    nb::dict out;
+    out["tokens"] = r->tokens;
+    out["first_token_ms"] = r->first_token_ms;
+    out["token_ms"] = r->token_ms;
+    out["prefill_calls"] = r->prefill_calls;
+    return out;
   }
 
   // Inputs in order (`positional`) or by name (`named`), never both; `out` optional buffers.
@@ -663,6 +689,7 @@ NB_MODULE(_baton, m) {
       .def("prepare_shape", &PyModule::prepare_shape, nb::arg("sizes"))
       .def_prop_ro("state", &PyModule::state)
       .def("reset_state", &PyModule::reset_state)
+      .def("generate", &PyModule::generate)
       .def_prop_ro("_last_input_pointers", &PyModule::last_input_pointers)
       .def("_run", &PyModule::run, nb::arg("positional"), nb::arg("named"), nb::arg("out").none(),
            nb::arg("stream").none());

@@ -32,6 +32,11 @@ struct Partition {
   std::vector<int> nodes;    // in execution order
   std::vector<int> inputs;   // non-constant values read from outside, in first-use order
   std::vector<int> outputs;  // values produced inside and read outside (or graph outputs)
+  // State pairs (compiler/state.h) whose input and update are both this partition's: (input,
+  // output) value ids that the method binds to one buffer. A backend that knows this writes the
+  // update in place (a scatter that skips copying its data); one that does not still computes the
+  // right result, since copying a buffer onto itself changes nothing.
+  std::vector<std::pair<int, int>> in_place;
 };
 
 struct LoweredPartition {

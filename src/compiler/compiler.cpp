@@ -295,6 +295,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
   BATON_ASSIGN_OR_RETURN(std::vector<CpuFallback> fallbacks,
                          cpu_fallbacks(graph, partitions, options));
 
+  mark_in_place(state, partitions);
+
   timer.start();
   BATON_TRY(assign_devices(policy, partitions));
   std::vector<LoweredPartition> lowered;
@@ -311,6 +313,9 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
     }
     LoweredPartition lp = std::move(result).value();
     BATON_TRY(label_partition(policy, backend, p, lp));
+    if (const std::string spec = in_place_spec(p); !spec.empty()) {
+      lp.compile_specs.emplace_back("in_place", std::vector<uint8_t>(spec.begin(), spec.end()));
+    }
     for (const auto& [key, value] : options.delegate_specs) {
       lp.compile_specs.emplace_back(key, std::vector<uint8_t>(value.begin(), value.end()));
     }
@@ -324,8 +329,10 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                   label_text.empty() ? "" : ": ", label_text));
 
   timer.start();
-  Schedule schedule = place_values(policy, graph, partitions);
-  BATON_TRY(bind_state(graph, state, schedule));
+  std::vector<std::pair<int, int>> state_pairs;
+  for (const StateBinding& b : state) state_pairs.emplace_back(b.value, b.update);
+  Schedule schedule = place_values(policy, graph, partitions, state_pairs);
+  BATON_TRY(bind_state(graph, state, partitions, schedule));
   timer.done("place", describe_copies(graph, schedule));
 
   timer.start();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "baton/core/check.h"
@@ -153,8 +154,14 @@ namespace {
 
 class Placer {
  public:
-  Placer(const PlacementPolicy& policy, Graph& graph, const PartitionResult& partitions)
-      : policy_(policy), g_(graph), partitions_(partitions) {}
+  Placer(const PlacementPolicy& policy, Graph& graph, const PartitionResult& partitions,
+         const std::vector<std::pair<int, int>>& state)
+      : policy_(policy), g_(graph), partitions_(partitions) {
+    for (const auto& [value, update] : state) {
+      state_values_.insert(value);
+      state_updates_.insert(update);
+    }
+  }
 
   Schedule run() {
     schedule();
@@ -200,7 +207,8 @@ class Placer {
     }
     for (int v : g_.inputs) {
       g_.values[v].device = Device::cpu();
-      if (policy_.io != MethodIo::Device) continue;
+      // The caller never passes state, so it lives where it is read, like device I/O.
+      if (policy_.io != MethodIo::Device && !state_values_.count(v)) continue;
       // A method input lives where the first instruction that reads it runs.
       for (const Step& s : out_.steps) {
         if (std::find(s.inputs.begin(), s.inputs.end(), v) != s.inputs.end()) {
@@ -229,6 +237,7 @@ class Placer {
     if (policy_.io == MethodIo::Host) {
       for (int& v : out_.outputs) {
         if (g_.values[v].constant || g_.values[v].device.is_cpu()) continue;
+        if (state_updates_.count(v)) continue;  // kept on its device for the next call
         v = copy_of(v, Device::cpu(), result);
       }
     }
@@ -261,13 +270,16 @@ class Placer {
   const PartitionResult& partitions_;
   Schedule out_;
   std::map<std::pair<int, std::pair<int, int>>, int> copies_;  // (value, device) -> copy
+  std::set<int> state_values_;
+  std::set<int> state_updates_;
 };
 
 }  // namespace
 
 Schedule place_values(const PlacementPolicy& policy, Graph& graph,
-                      const PartitionResult& partitions) {
-  return Placer(policy, graph, partitions).run();
+                      const PartitionResult& partitions,
+                      const std::vector<std::pair<int, int>>& state) {
+  return Placer(policy, graph, partitions, state).run();
 }
 
 }  // namespace baton::compiler

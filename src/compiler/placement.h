@@ -80,7 +80,11 @@ struct Schedule {
 // consecutive partitions on one device hand tensors over in device memory and a device -> host ->
 // same device round trip never appears. Copies are new values of `graph` (named "x@cuda:1",
 // producer -1). Needs assign_devices (and label_partition) to have run.
+//
+// `state` (graph input, its update) pairs are not method I/O (compiler/state.h): a state input
+// lives where its first reader runs whatever --io says, and its update gets no host copy.
 Schedule place_values(const PlacementPolicy& policy, Graph& graph,
-                      const PartitionResult& partitions);
+                      const PartitionResult& partitions,
+                      const std::vector<std::pair<int, int>>& state = {});
 
 }  // namespace baton::compiler

@@ -5,6 +5,7 @@
 
 #include "baton/core/check.h"
 #include "baton/core/tensor.h"
+#include "compiler/partition.h"
 #include "compiler/placement.h"
 #include "compiler/shape_infer.h"
 #include "format/program_file.h"
@@ -124,16 +125,41 @@ Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
   return out;
 }
 
-Status bind_state(const Graph& graph, const std::vector<StateBinding>& state, Schedule& schedule) {
+void mark_in_place(const std::vector<StateBinding>& state, PartitionResult& partitions) {
+  for (Partition& p : partitions.partitions) {
+    for (const StateBinding& s : state) {
+      const bool reads = std::find(p.inputs.begin(), p.inputs.end(), s.value) != p.inputs.end();
+      const bool writes =
+          std::find(p.outputs.begin(), p.outputs.end(), s.update) != p.outputs.end();
+      if (reads && writes) p.in_place.emplace_back(s.value, s.update);
+    }
+  }
+}
+
+std::string in_place_spec(const Partition& partition) {
+  std::string out;
+  for (const auto& [value, update] : partition.in_place) {
+    const auto i = std::find(partition.inputs.begin(), partition.inputs.end(), value);
+    const auto o = std::find(partition.outputs.begin(), partition.outputs.end(), update);
+    if (i == partition.inputs.end() || o == partition.outputs.end()) continue;
+    out += fmt::format("{}{}={}", out.empty() ? "" : ";", i - partition.inputs.begin(),
+                       o - partition.outputs.begin());
+  }
+  return out;
+}
+
+Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
+                  const PartitionResult& partitions, Schedule& schedule) {
   for (const StateBinding& s : state) {
     const std::string what =
         fmt::format("state '{}' (updated as '{}')", s.name, graph.values[s.update].name);
     const Device device = graph.values[s.value].device;
-    BATON_CHECK_OR_RETURN(
-        device.is_cpu() && graph.values[s.update].device.is_cpu(), NotSupported,
-        "{}: it lives on {}, and state is kept on the CPU only so far (the GPU backend has no "
-        "in-place scatter yet); compile with --device cpu",
-        what, device.to_string());
+    const Device update_device = graph.values[s.update].device;
+    BATON_CHECK_OR_RETURN(device == update_device, NotSupported,
+                          "{}: the state is read on {} but its update is computed on {}; one "
+                          "buffer cannot be both. Compile with one --device for the whole "
+                          "decoder, or leave this pair out of --state",
+                          what, device.to_string(), update_device.to_string());
     // The step that writes the update, and every other reader of the state's bytes.
     int writer = -1;
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
@@ -142,11 +168,35 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state, Sc
         writer = static_cast<int>(i);
       }
     }
-    BATON_CHECK_OR_RETURN(writer >= 0 && schedule.steps[writer].kind == StepKind::Kernel,
-                          NotSupported,
-                          "{}: its update does not run as a CPU kernel (the GPU backend has no "
-                          "in-place scatter yet); compile with --device cpu",
-                          what);
+    BATON_CHECK_OR_RETURN(writer >= 0, Internal, "{}: no instruction writes the update", what);
+    const Step& w = schedule.steps[writer];
+    if (w.kind == StepKind::Delegate) {
+      // The update is computed inside a partition, which must know it writes in place, and
+      // nothing in the partition may read the state after the scatter that updates it.
+      const Partition& p = partitions.partitions[static_cast<size_t>(w.partition)];
+      const bool marked = std::find(p.in_place.begin(), p.in_place.end(),
+                                    std::make_pair(s.value, s.update)) != p.in_place.end();
+      BATON_CHECK_OR_RETURN(marked, NotSupported,
+                            "{}: partition '{}' computes the update but does not read the state "
+                            "itself, so it cannot update it in place; leave this pair out of "
+                            "--state",
+                            what, p.name);
+      const int scatter = graph.values[s.update].producer;
+      bool after = false;
+      for (int node : p.nodes) {
+        const IrNode& n = graph.nodes[node];
+        const bool reads = std::find(n.inputs.begin(), n.inputs.end(), s.value) != n.inputs.end();
+        BATON_CHECK_OR_RETURN(!(after && reads), InvalidArgument,
+                              "{}: {} reads the state after its update has overwritten it in "
+                              "place; read the update ('{}') there instead, or leave this pair "
+                              "out of --state",
+                              what, n.describe(), graph.values[s.update].name);
+        after = after || node == scatter;
+      }
+    } else {
+      BATON_CHECK_OR_RETURN(w.kind == StepKind::Kernel, Internal,
+                            "{}: the update is written by a copy", what);
+    }
     for (size_t i = writer + 1; i < schedule.steps.size(); ++i) {
       const Step& step = schedule.steps[i];
       const bool reads =

@@ -18,7 +18,8 @@
 
 namespace baton::compiler {
 
-struct Schedule;  // compiler/placement.h
+struct Schedule;         // compiler/placement.h
+struct PartitionResult;  // compiler/partition.h
 
 struct StateBinding {
   std::string name;  // the input's name
@@ -35,10 +36,22 @@ struct StateBinding {
 Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
                                                 const std::vector<StatePair>& declared, bool find);
 
-// On the placed schedule: checks that every other reader of each state value runs before its
-// update (the update overwrites those bytes), that the update is a CPU kernel and the state lives
-// on the CPU (the GPU backend has no in-place scatter yet: NotSupported saying so), then removes
-// the pairs from the method's inputs and outputs.
-Status bind_state(const Graph& graph, const std::vector<StateBinding>& state, Schedule& schedule);
+// After partitioning: records in each partition the state pairs whose input and update are both
+// its own (Partition::in_place), so that its backend writes the update in place.
+void mark_in_place(const std::vector<StateBinding>& state, PartitionResult& partitions);
+
+// The compile spec that tells a delegate which of its inputs and outputs the method binds to one
+// buffer ("in_place": "INPUT=OUTPUT" pairs of indices into the partition's inputs and outputs,
+// separated by ';'); empty when the partition has none. The CUDA delegate checks at every call
+// that the two pointers agree, since its engine writes the update without copying the input.
+std::string in_place_spec(const Partition& partition);
+
+// On the placed schedule: checks that the state and its update live on one device, that the
+// update is written in place (a CPU scatter kernel, or a delegate whose partition holds the pair:
+// mark_in_place), and that every other reader of each state value runs before its update (the
+// update overwrites those bytes), inside a delegate's partition as well as between steps; then
+// removes the pairs from the method's inputs and outputs.
+Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
+                  const PartitionResult& partitions, Schedule& schedule);
 
 }  // namespace baton::compiler

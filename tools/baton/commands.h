@@ -73,6 +73,19 @@ struct CompareArgs {
   std::vector<std::string> load_options;  // --load-option KEY=VALUE
 };
 
+struct GenerateArgs {
+  std::string program;
+  std::string prompt_ids;  // "15496,11,995": comma-separated token ids
+  int64_t max_new_tokens = 32;
+  int64_t eos = -1;
+  int warmup = 1;  // whole generations before the timed one
+  unsigned threads = 0;
+  bool json = false;
+  bool quiet = false;
+  bool no_checksums = false;
+  std::vector<std::string> load_options;
+};
+
 struct InspectArgs {
   std::string program;
   bool json = false;
@@ -104,6 +117,8 @@ Status run_run(const RunArgs& args);
 // Exit status: 0 when every output matches, 3 on a mismatch, else an error (1).
 Result<int> run_compare(const CompareArgs& args);
 Status run_inspect(const InspectArgs& args);
+// baton generate: greedy generation with a decoder compiled with state (docs/generate.md).
+Status run_generate(const GenerateArgs& args);
 // baton ops: the operator support table (docs/operators.md's support matrix is its output).
 Status run_ops();
 

@@ -362,6 +362,31 @@ int cli_main(int argc, char** argv) {
                 "With --load: a load option, KEY=VALUE (repeatable; as baton run's)");
   s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
+  baton::tool::GenerateArgs generate;
+  CLI::App* g = app.add_subcommand(
+      "generate", "Generate tokens greedily with a decoder compiled with --state (its KV cache)");
+  g->add_option("program", generate.program, "Program file (.baton)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  g->add_option("--prompt-ids", generate.prompt_ids,
+                "The prompt's token ids, comma-separated (\"15496,11,995\")")
+      ->required();
+  g->add_option("--max-new-tokens", generate.max_new_tokens, "Tokens to generate (default 32)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  g->add_option("--eos", generate.eos, "Stop after generating this token id")
+      ->check(CLI::NonNegativeNumber);
+  g->add_option("--warmup", generate.warmup,
+                "Whole generations before the timed one (default 1: the first call at each "
+                "shape prepares it)")
+      ->check(CLI::Range(0, 1000));
+  g->add_option("--threads", generate.threads, "Threads for Baton's CPU kernels")
+      ->check(CLI::Range(1, 4096));
+  g->add_flag("--json", generate.json, "One JSON object on stdout");
+  g->add_flag("-q,--quiet", generate.quiet, "Print only the tokens");
+  g->add_flag("--no-checksums", generate.no_checksums, kNoChecksumsHelp);
+  g->add_option("--load-option", generate.load_options, load_option_help);
+  g->add_flag("-v,--verbose", verbose, kVerboseHelp);
+
   CLI::App* ops_cmd = app.add_subcommand(
       "ops", "List the operators this build runs: opsets, CPU element types, CUDA lowering");
 
@@ -387,7 +412,8 @@ int cli_main(int argc, char** argv) {
   if (verbose) baton::set_log_level(baton::LogLevel::Debug);
   // -q: no progress, and no info lines either (a dynamic GPU compile writes several); warnings
   // and errors stay. BATON_LOG_LEVEL, when set to a level, wins.
-  const bool quiet = (*c && compile.quiet) || (*r && run.quiet) || (*m && compare.quiet);
+  const bool quiet = (*c && compile.quiet) || (*r && run.quiet) || (*m && compare.quiet) ||
+                     (*g && (generate.quiet || generate.json));
   if (quiet && !verbose && !baton::log_level_from_environment()) {
     baton::set_log_level(baton::LogLevel::Warn);
   }
@@ -399,6 +425,7 @@ int cli_main(int argc, char** argv) {
   if (*c) status = baton::tool::run_compile(compile);
   if (*r) status = baton::tool::run_run(run);
   if (*s) status = baton::tool::run_inspect(inspect);
+  if (*g) status = baton::tool::run_generate(generate);
   if (*ops_cmd) status = baton::tool::run_ops();
   if (*m) {
     for (const CLI::Option* o : compare_compile_flags) {

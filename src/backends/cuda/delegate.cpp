@@ -10,6 +10,7 @@
 // synchronizes only when the contract says so.
 // destroy: waits for the completion event, then frees.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,10 @@ struct CudaHandle : runtime::DelegateHandle {
   ExecutionContext* context = nullptr;
   std::vector<void*> pointers;
   std::vector<BindingState> bindings;
+  // The "in_place" compile spec (compiler/state.h): (input binding, output binding) pairs the
+  // method binds to one buffer, because the engine writes the output without copying the input
+  // into it (a state's scatter). Checked at every call.
+  std::vector<std::pair<size_t, size_t>> in_place;
   bool use_graph = true;
   bool strict = false;
   bool integrated = false;
@@ -190,6 +195,7 @@ class CudaBackend final : public runtime::BackendInterface {
                             spec.value_string(), spec.value_string());
     }
     auto handle = std::make_unique<CudaHandle>();
+    BATON_ASSIGN_OR_RETURN(handle->in_place, parse_in_place(specs, engine->blob(), partition));
     // A bucketed engine's buckets share one scratch and workspace, sized for the largest bucket's
     // needs, its cuDNN plans' workspace included (known once each context made its plans).
     for (const auto& e : engines) {
@@ -294,6 +300,15 @@ class CudaBackend final : public runtime::BackendInterface {
       staged = staged || handle->bindings[i].last == Binding::Staged;
     }
     if (staged) BATON_TRY(announce_staging(*handle, engine));
+    for (const auto& [in, out] : handle->in_place) {
+      // Staged copies would be two buffers, and the engine never copies the input to the output.
+      BATON_CHECK_OR_RETURN(args.inputs[in]->tensor.data == args.outputs[out - inputs]->tensor.data &&
+                                handle->bindings[in].last == Binding::Direct,
+                            InvalidArgument,
+                            "partition '{}': input '{}' and output '{}' are one state tensor "
+                            "updated in place, so a call must pass one device buffer for both",
+                            engine.partition(), blob.binding_name(in), blob.binding_name(out));
+    }
 
     // The previous call may still be running and uses the same scratch and staging buffers:
     // order this call after it on the device, without blocking the host. On the stream it was
@@ -598,6 +613,36 @@ class CudaBackend final : public runtime::BackendInterface {
   }
 
   // The call's tensors against the partition's bindings: as many inputs and outputs.
+  // The "in_place" spec ("I=O;..." over the partition's inputs and outputs) as binding indices.
+  static Result<std::vector<std::pair<size_t, size_t>>> parse_in_place(
+      std::span<const runtime::CompileSpec> specs, const EngineBlob& blob,
+      const std::string& partition) {
+    std::vector<std::pair<size_t, size_t>> out;
+    for (const runtime::CompileSpec& spec : specs) {
+      if (spec.key != "in_place") continue;
+      const std::string text(spec.value_string());
+      size_t at = 0;
+      while (at < text.size()) {
+        size_t end = text.find(';', at);
+        if (end == std::string::npos) end = text.size();
+        const std::string pair = text.substr(at, end - at);
+        unsigned long long i = 0, o = 0;
+        char tail = 0;
+        const bool parsed = std::sscanf(pair.c_str(), "%llu=%llu%c", &i, &o, &tail) == 2;
+        const size_t inputs = blob.num_inputs();
+        BATON_CHECK_OR_RETURN(parsed && i < inputs && o < blob.bindings().size() - inputs,
+                              InvalidProgram,
+                              "partition '{}': its in_place spec '{}' does not name an input and "
+                              "an output of the engine ({} and {}); the program is damaged. "
+                              "Recompile the model",
+                              partition, text, inputs, blob.bindings().size() - inputs);
+        out.emplace_back(static_cast<size_t>(i), inputs + static_cast<size_t>(o));
+        at = end + 1;
+      }
+    }
+    return out;
+  }
+
   static Status check_arity(const Engine& engine, const runtime::DelegateArgs& args) {
     const EngineBlob& blob = engine.blob();
     const size_t inputs = blob.num_inputs();

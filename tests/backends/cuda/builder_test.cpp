@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -1839,6 +1840,104 @@ TEST(EngineBuilderTest, TheCompetingWorkloadCompilesForSm90AndSm80) {
     auto load = cuda::CompetingWorkload::create(0);
     EXPECT_EQ(load.code(), Error::InvalidArgument) << load.status().to_string();
   }
+}
+
+
+// A key/value cache kept as state (docs/state.md): present = ScatterND(past, positions, rows) with
+// `past` read first by another node. With --state past=present the method binds the partition's
+// input and output to one buffer ("in_place" spec: input 0, output 1) and the engine writes only
+// the new rows: no step copies the cache. Without state the output starts as a copy of it.
+OnnxBuilder cache_update(DType indices) {
+  OnnxBuilder b(18);
+  b.input("past", {2, 16, 8});
+  b.input("pos", {2, 3, 2}, static_cast<int>(indices));
+  b.input("rows", {2, 3, 8});
+  b.initializer("two", {1}, {2.0f});
+  b.node("Mul", {"past", "two"}, {"before"}, "read_before");
+  b.node("ScatterND", {"past", "pos", "rows"}, {"present"}, "update");
+  b.node("Mul", {"present", "two"}, {"y"}, "read_after");
+  b.output("before", {2, 16, 8});
+  b.output("y", {2, 16, 8});
+  b.output("present", {2, 16, 8});
+  return b;
+}
+
+TEST(EngineBuilderTest, AStateCacheIsUpdatedInPlaceWithoutACopy) {
+  register_builtins();
+  cuda::register_compiler();
+  for (const std::string precision : {"fp32", "fp16"}) {
+    for (const bool state : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} state {}", precision, state));
+      auto backend =
+          compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}});
+      ASSERT_TRUE(backend.ok()) << backend.status().to_string();
+      compiler::CompileOptions options;
+      options.backends.push_back(backend->get());
+      if (state) options.state = {{"past", "present"}};
+      auto compiled = compiler::compile_bytes(cache_update(DType::Int64).bytes(), options);
+      ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+      auto bytes = compiled->serialize();
+      ASSERT_TRUE(bytes.ok());
+      auto file = format::ProgramFile::parse(*bytes);
+      ASSERT_TRUE(file.ok()) << file.status().to_string();
+      const auto* m = file->program().methods()->Get(0);
+      ASSERT_EQ(m->delegates()->size(), 1u);
+      std::map<std::string, std::string> specs;
+      for (const auto* cs : *m->delegates()->Get(0)->compile_specs()) {
+        specs[cs->key()->str()] = std::string(cs->value()->begin(), cs->value()->end());
+      }
+      const auto blob_bytes = file->segment(m->delegates()->Get(0)->blob_segment());
+      const cuda::EngineBlob blob =
+          parse_blob(std::vector<uint8_t>(blob_bytes.begin(), blob_bytes.end()));
+      int copies = 0, scatters = 0;
+      for (const cuda::StepRecord& r : blob.steps()) {
+        copies += r.kind == static_cast<uint32_t>(cuda::StepKind::Copy);
+        if (r.kind == static_cast<uint32_t>(cuda::StepKind::Kernel)) {
+          const std::string name(blob.kernel_name(r.kernel.kernel));
+          scatters += name.find("scatter_nd") != std::string::npos;
+        }
+      }
+      EXPECT_EQ(scatters, 1);
+      if (state) {
+        // "INPUT=OUTPUT" over the partition's inputs and outputs: the engine's bindings of past
+        // and present.
+        unsigned in = 0, out = 0;
+        ASSERT_EQ(std::sscanf(specs["in_place"].c_str(), "%u=%u", &in, &out), 2)
+            << specs["in_place"];
+        EXPECT_EQ(blob.binding_name(in), "past");
+        EXPECT_EQ(blob.binding_name(blob.num_inputs() + out), "present");
+        EXPECT_EQ(copies, 0) << "the cache is copied although it is updated in place";
+        EXPECT_EQ(m->state()->size(), 1u);
+      } else {
+        EXPECT_EQ(specs.count("in_place"), 0u);
+        EXPECT_GE(copies, 1) << "without state the output must start as the data";
+      }
+    }
+  }
+}
+
+TEST(EngineBuilderTest, StateReadAfterItsUpdateInsideAnEngineIsRefused) {
+  register_builtins();
+  cuda::register_compiler();
+  OnnxBuilder b(18);
+  b.input("past", {16, 8});
+  b.input("pos", {2, 1}, 7);
+  b.input("rows", {2, 8});
+  b.node("ScatterND", {"past", "pos", "rows"}, {"present"}, "update");
+  b.node("Add", {"present", "past"}, {"y"}, "late_reader");
+  b.output("y", {16, 8});
+  b.output("present", {16, 8});
+  auto backend = compiler::make_backend_compiler({Device::cuda(0), "sm_90", "fp32", {}});
+  ASSERT_TRUE(backend.ok());
+  compiler::CompileOptions options;
+  options.backends.push_back(backend->get());
+  options.state = {{"past", "present"}};
+  auto compiled = compiler::compile_bytes(b.bytes(), options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), Error::InvalidArgument);
+  EXPECT_NE(compiled.status().message().find("late_reader"), std::string::npos)
+      << compiled.status().message();
+  EXPECT_NE(compiled.status().message().find("after its update"), std::string::npos);
 }
 
 }  // namespace

@@ -476,7 +476,8 @@ AttrValue tensor_attr(DType dtype, const std::vector<uint8_t>& bytes) {
 }
 
 // Indexing ops. Gather and GatherND run on the CUDA engine in every dtype (not on empty
-// tensors), GatherElements in every dtype; ScatterND and ScatterElements have no CUDA lowering yet.
+// tensors), GatherElements in every dtype, ScatterND and ScatterElements with reduction none in
+// every dtype (their other reductions have no CUDA lowering).
 void indexing_cases(std::vector<Case>& out) {
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t> gathers[] = {
       {{5, 4, 3}, {3}, 0}, {{5, 4, 3}, {2, 3}, 1}, {{5, 4, 3}, {}, -1},
@@ -533,25 +534,36 @@ void indexing_cases(std::vector<Case>& out) {
         {in(data), indices(idx, n)}, {{"batch_dims", AttrValue::of_int(b)}}));
   }
 
-  // (data, indices, updates, smallest indexed dimension); indices may repeat, applied in order.
+  // (data, indices, updates, smallest indexed dimension). With a reduction, indices may repeat
+  // (applied in order); with none (opset 13 has only that), ONNX leaves repeats undefined, so those
+  // cases draw distinct indices (CaseInput::distinct_over) and run on the GPU too.
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, int64_t>
       scatters[] = {
           {{8}, {4, 1}, {4}, 8},
           {{4, 4, 4}, {2, 1}, {2, 4, 4}, 4},
           {{5, 6}, {3, 2}, {3}, 5},
           {{3, 4, 5}, {2, 2, 2}, {2, 2, 5}, 3},
+          // A KV cache [batch, heads, max length, head size] and two new positions of every
+          // batch and head, as a decoder's index_put exports it.
+          {{2, 3, 16, 8}, {2, 3, 2, 3}, {2, 3, 2, 8}, 2},
       };
   for (const auto& [data, idx, upd, n] : scatters) {
     const std::string label = fmt::format("{} indices {} updates {}", shape_to_string(data),
                                           shape_to_string(idx), shape_to_string(upd));
+    CaseInput distinct = indices(idx, n);
+    distinct.distinct_over.assign(data.begin(), data.begin() + idx.back());
     out.push_back(
-        at_opset(make("ScatterND", label + " opset 13", {in(data), indices(idx, n), in(upd)}), 13));
-    for (const char* r : {"none", "add", "mul", "max", "min"}) {
+        at_opset(make("ScatterND", label + " opset 13", {in(data), distinct, in(upd)}), 13));
+    out.push_back(make("ScatterND", label + " none", {in(data), distinct, in(upd)},
+                       {{"reduction", AttrValue::of_string("none")}}));
+    if (data.size() == 4) continue;
+    for (const char* r : {"add", "mul", "max", "min"}) {
       out.push_back(make("ScatterND", label + " " + r, {in(data), indices(idx, n), in(upd)},
                          {{"reduction", AttrValue::of_string(r)}}));
     }
   }
-  // ScatterElements: indices as long as data along the axis or longer (repeats, in order).
+  // ScatterElements: with a reduction, indices as long as data along the axis or longer
+  // (repeats, in order); with none, distinct along the axis (no longer than data there).
   const std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t, DType> scatter_elements[] =
       {
           {{3, 4}, {3, 4}, 1, DType::Int64},
@@ -562,11 +574,21 @@ void indexing_cases(std::vector<Case>& out) {
     const int64_t n = data[axis];
     const std::string label = fmt::format("{} indices {} {} axis {}", shape_to_string(data),
                                           shape_to_string(idx), dtype_name(dt), axis);
-    for (const char* r : {"none", "add", "max"}) {
+    for (const char* r : {"add", "max"}) {
       out.push_back(
           make("ScatterElements", label + " " + r, {in(data), indices(idx, n, dt), in(idx)},
                {{"axis", AttrValue::of_int(axis)}, {"reduction", AttrValue::of_string(r)}}));
     }
+    std::vector<int64_t> sizes = idx;
+    sizes[axis] = std::min(sizes[axis], n);
+    CaseInput distinct = indices(sizes, n, dt);
+    distinct.distinct_axis = static_cast<int>(axis);
+    distinct.distinct_extent = n;
+    out.push_back(make("ScatterElements", fmt::format("{} indices {} {} axis {} none",
+                                                      shape_to_string(data), shape_to_string(sizes),
+                                                      dtype_name(dt), axis),
+                       {in(data), distinct, in(sizes)},
+                       {{"axis", AttrValue::of_int(axis)}, {"reduction", AttrValue::of_string("none")}}));
   }
   for (Case& c : out) {
     if (c.op == "Gather" || c.op == "GatherND") {
@@ -576,7 +598,11 @@ void indexing_cases(std::vector<Case>& out) {
     } else if (c.op == "GatherElements") {
       c.cuda = c.cuda_all_types = true;
     } else if (c.op == "ScatterND" || c.op == "ScatterElements") {
-      c.cuda = false;
+      // Reduction "none" (opset 13's only one) runs on the GPU in every dtype; the others do
+      // not (they would need atomics).
+      bool none = true;
+      for (const auto& [name, value] : c.attrs) none = none && !(name == "reduction" && value.s != "none");
+      c.cuda = c.cuda_all_types = none;
     }
   }
 }

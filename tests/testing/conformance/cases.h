@@ -30,6 +30,15 @@ struct CaseInput {
   std::optional<std::vector<double>> floats;
   std::optional<DType> dtype;  // a fixed dtype (else the case's T)
   bool absent = false;         // an absent optional input ("")
+  // Indices without repeats, for scatters with reduction "none" (where ONNX leaves repeats
+  // undefined and the GPU writes one of them): with `distinct_over` the sizes a ScatterND's index
+  // tuples address (the data's first k dimensions), distinct tuples (the last dimension of
+  // `sizes` is k); with `distinct_axis` >= 0, distinct indices along that axis of `sizes` into
+  // an extent of `distinct_extent` (ScatterElements). Each index is negative (counted from the
+  // end) or not at random.
+  std::vector<int64_t> distinct_over;
+  int distinct_axis = -1;
+  int64_t distinct_extent = 0;
 };
 
 struct Case {

@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include "baton/extension/module.h"
 #include "ops/op_def.h"
@@ -24,6 +27,48 @@ bool is_float(DType t) {
 
 // The values of input `i`: floats on a 1/32 grid in [lo, hi] (8 significant bits: exact in
 // bfloat16, float16, float32 and float64), integers for integer dtypes.
+// CaseInput::distinct_over / distinct_axis: indices without repeats, each negative at random.
+std::vector<double> distinct_indices(const CaseInput& in, std::mt19937_64& rng) {
+  const int64_t n = *checked_numel(in.sizes);
+  std::vector<double> out(static_cast<size_t>(n));
+  std::bernoulli_distribution negative(0.5);
+  if (!in.distinct_over.empty()) {
+    // Distinct flat positions in the addressed sizes, decoded into k coordinates each.
+    const std::vector<int64_t>& dims = in.distinct_over;
+    const auto k = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> positions(static_cast<size_t>(*checked_numel(dims)));
+    std::iota(positions.begin(), positions.end(), 0);
+    std::shuffle(positions.begin(), positions.end(), rng);
+    for (int64_t t = 0; t < n / k; ++t) {
+      int64_t rest = positions[static_cast<size_t>(t)];
+      for (int64_t a = k; a-- > 0;) {
+        const int64_t c = rest % dims[a];
+        rest /= dims[a];
+        out[static_cast<size_t>(t * k + a)] =
+            static_cast<double>(negative(rng) ? c - dims[a] : c);
+      }
+    }
+    return out;
+  }
+  // Along the axis: each line of `sizes` takes a prefix of a shuffled 0..extent-1.
+  const auto axis = static_cast<size_t>(in.distinct_axis);
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < in.sizes.size(); ++d) inner *= in.sizes[d];
+  const int64_t m = in.sizes[axis];
+  std::vector<int64_t> line(static_cast<size_t>(in.distinct_extent));
+  for (int64_t start = 0; start < n; ++start) {
+    if ((start / inner) % m != 0) continue;  // one line per (outer, inner) position
+    std::iota(line.begin(), line.end(), 0);
+    std::shuffle(line.begin(), line.end(), rng);
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t c = line[static_cast<size_t>(j)];
+      out[static_cast<size_t>(start + j * inner)] =
+          static_cast<double>(negative(rng) ? c - in.distinct_extent : c);
+    }
+  }
+  return out;
+}
+
 std::vector<double> values_of(const Case& c, size_t i, DType t) {
   const CaseInput& in = c.inputs[i];
   const int64_t n = *checked_numel(in.sizes);
@@ -35,6 +80,7 @@ std::vector<double> values_of(const Case& c, size_t i, DType t) {
   if (t == DType::UInt8) lo = std::max(lo, 0.0);
   const auto klo = static_cast<int64_t>(std::ceil(lo * scale));
   const auto khi = static_cast<int64_t>(std::floor(hi * scale));
+  if (!in.distinct_over.empty() || in.distinct_axis >= 0) return distinct_indices(in, rng);
   std::uniform_int_distribution<int64_t> dist(klo, khi);
   for (double& v : out) {
     do {

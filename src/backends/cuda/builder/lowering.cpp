@@ -187,6 +187,11 @@ int Lowering::read(int v) const {
 
 DType Lowering::dtype_of(int v) const { return slot(read(v)).dtype; }
 const std::vector<int64_t>& Lowering::sizes_of(int v) const { return slot(read(v)).sizes; }
+bool Lowering::bound_in_place(int in, int out) const {
+  return std::find(p_.in_place.begin(), p_.in_place.end(), std::make_pair(in, out)) !=
+         p_.in_place.end();
+}
+
 bool Lowering::is_binding(int v) const { return slots_.at(read(v)).kind == Slot::Kind::Binding; }
 
 bool Lowering::channels_last(int v) const {

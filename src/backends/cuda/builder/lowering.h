@@ -127,6 +127,9 @@ class Lowering {
   // residual, activation) are the optimizer's (compiler/passes/fuse_*.cpp), not a lowering's.
   int single_consumer(int v) const;
   bool is_partition_output(int v) const { return outputs_.count(v) > 0; }
+  // Whether partition input `in` and output `out` are one buffer the method keeps as state
+  // (Partition::in_place): a lowering writing `out` may then skip copying `in` into it.
+  bool bound_in_place(int in, int out) const;
   // A value a lowering derived once and others may reuse (an attention mask materialized for
   // cuDNN, shared by every layer): the value remembered under `key`, or -1.
   int derived(const std::string& key) const;

@@ -32,7 +32,8 @@ std::span<const OpLowering> op_lowerings() {
                                     kArgMaxLowering,        kArgMinLowering,
                                     kCumSumLowering,        kConvTransposeLowering,
                                     kResizeLowering,        kUpsampleLowering,
-                                    kTopKLowering};
+                                    kTopKLowering,          kScatterNDLowering,
+                                    kScatterElementsLowering};
     for (const OpLowering& l : elementwise_lowerings()) list.push_back(l);
     return list;
   }();

@@ -91,6 +91,8 @@ extern const OpLowering kConvTransposeLowering;      // conv_transpose.cpp
 extern const OpLowering kResizeLowering;             // resize.cpp
 extern const OpLowering kUpsampleLowering;           // resize.cpp
 extern const OpLowering kTopKLowering;               // topk.cpp
+extern const OpLowering kScatterNDLowering;          // scatter.cpp
+extern const OpLowering kScatterElementsLowering;    // scatter.cpp
 
 // Transformer ops.
 extern const OpLowering kLayerNormLowering;     // layer_norm.cpp

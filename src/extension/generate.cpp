@@ -1,0 +1,278 @@
+#include "baton/extension/generate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <string_view>
+
+#include "baton/core/check.h"
+#include "baton/core/dtype.h"
+#include "baton/runtime/device_allocator.h"
+
+namespace baton::extension {
+namespace {
+
+bool is_index_type(DType t) { return t == DType::Int64 || t == DType::Int32; }
+
+int find_input(const runtime::Method& m, std::string_view name) {
+  for (size_t i = 0; i < m.num_inputs(); ++i) {
+    if (m.input_info(i).name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Host memory for one integer input at its largest sizes, written per call.
+struct IndexInput {
+  int index = -1;
+  DType dtype = DType::Int64;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> wide;   // int64 values
+  std::vector<int32_t> narrow;  // the same as int32
+  std::vector<uint8_t> flags;   // the same as bool
+
+  void resize(size_t n) {
+    wide.resize(n);
+    if (dtype == DType::Int32) narrow.resize(n);
+    if (dtype == DType::Bool) flags.resize(n);
+  }
+  TensorView view() {
+    void* data = wide.data();
+    if (dtype == DType::Int32) {
+      for (size_t i = 0; i < wide.size(); ++i) narrow[i] = static_cast<int32_t>(wide[i]);
+      data = narrow.data();
+    } else if (dtype == DType::Bool) {
+      for (size_t i = 0; i < wide.size(); ++i) flags[i] = wide[i] != 0;
+      data = flags.data();
+    }
+    return TensorView{data, dtype, sizes, Device::cpu()};
+  }
+};
+
+float to_float(const void* data, DType t, int64_t i) {
+  switch (t) {
+    case DType::Float32:
+      return static_cast<const float*>(data)[i];
+    case DType::Float16:
+      return half_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(static_cast<const uint16_t*>(data)[i]);
+    default:
+      return static_cast<float>(static_cast<const double*>(data)[i]);
+  }
+}
+
+}  // namespace
+
+Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
+  DecoderSignature s;
+  BATON_CHECK_OR_RETURN(m.num_states() > 0, InvalidArgument,
+                        "method '{}' keeps no state, so every call would start from an empty "
+                        "key/value cache; compile the decoder with --state auto "
+                        "(docs/generate.md)",
+                        m.name());
+  for (size_t i = 0; i < m.num_inputs(); ++i) {
+    const runtime::TensorInfo info = m.input_info(i);
+    const std::string_view name = info.name;
+    int* slot = name == "input_ids"        ? &s.input_ids
+                : name == "cache_position" ? &s.cache_position
+                : name == "position_ids"   ? &s.position_ids
+                : name == "attention_mask" ? &s.attention_mask
+                                           : nullptr;
+    BATON_CHECK_OR_RETURN(slot != nullptr, InvalidArgument,
+                          "method '{}' has input '{}', which generation does not know how to "
+                          "feed (it feeds input_ids, cache_position, position_ids and "
+                          "attention_mask); if it is a key/value cache, compile with --state "
+                          "auto or --state {}=OUTPUT",
+                          m.name(), name, name);
+    const bool mask = slot == &s.attention_mask;
+    const bool rank_ok = slot == &s.cache_position  ? info.sizes.size() == 1
+                         : slot == &s.position_ids ? info.sizes.size() <= 2
+                                                   : info.sizes.size() == 2;
+    BATON_CHECK_OR_RETURN(
+        rank_ok && (is_index_type(info.dtype) || (mask && info.dtype == DType::Bool)),
+        InvalidArgument,
+        "method '{}' input '{}' is {} of rank {}; generation feeds it as {} (docs/generate.md)",
+        m.name(), name, dtype_name(info.dtype), info.sizes.size(),
+        slot == &s.cache_position ? "int64 or int32 [new_tokens]"
+        : slot == &s.position_ids ? "int64 or int32 [batch, new_tokens] or [new_tokens]"
+        : mask                    ? "int64, int32 or bool [batch, max_length]"
+                                  : "int64 or int32 [batch, new_tokens]");
+    *slot = static_cast<int>(i);
+  }
+  BATON_CHECK_OR_RETURN(s.input_ids >= 0, InvalidArgument,
+                        "method '{}' has no input named input_ids, the new tokens a decoder "
+                        "takes (docs/generate.md names the inputs generation feeds)",
+                        m.name());
+  for (size_t o = 0; o < m.num_outputs(); ++o) {
+    if (m.output_info(o).name == "logits") s.logits = static_cast<int>(o);
+  }
+  if (s.logits < 0 && m.num_outputs() == 1) s.logits = 0;
+  BATON_CHECK_OR_RETURN(s.logits >= 0, InvalidArgument,
+                        "method '{}' has {} outputs and none is named logits; generation reads "
+                        "the logits [batch, new_tokens, vocab]",
+                        m.name(), m.num_outputs());
+  const runtime::TensorInfo logits = m.output_info(static_cast<size_t>(s.logits));
+  BATON_CHECK_OR_RETURN(logits.sizes.size() == 3 && (logits.dtype == DType::Float32 ||
+                                                     logits.dtype == DType::Float16 ||
+                                                     logits.dtype == DType::BFloat16),
+                        InvalidArgument,
+                        "method '{}' output '{}' is {} of rank {}; generation reads float logits "
+                        "[batch, new_tokens, vocab]",
+                        m.name(), logits.name, dtype_name(logits.dtype), logits.sizes.size());
+  const std::vector<runtime::Method::Dim> ids = m.input_dims(static_cast<size_t>(s.input_ids));
+  BATON_CHECK_OR_RETURN(ids[0].min <= 1 && ids[0].max >= 1, InvalidArgument,
+                        "method '{}' input_ids takes a batch of {}..{}; generation runs batch 1",
+                        m.name(), ids[0].min, ids[0].max);
+  s.min_new_tokens_per_call = ids[1].min;
+  s.max_new_tokens_per_call = ids[1].max;
+  BATON_CHECK_OR_RETURN(s.min_new_tokens_per_call <= 1, InvalidArgument,
+                        "method '{}' input_ids takes {}..{} new tokens per call, so it cannot "
+                        "decode one token at a time; compile with --dim {}=1..N",
+                        m.name(), ids[1].min, ids[1].max,
+                        ids[1].expr.empty() ? std::string("new_tokens") : ids[1].expr);
+  if (s.attention_mask >= 0) {
+    const std::vector<runtime::Method::Dim> mask =
+        m.input_dims(static_cast<size_t>(s.attention_mask));
+    BATON_CHECK_OR_RETURN(mask[1].expr.empty(), InvalidArgument,
+                          "method '{}' attention_mask's length is dynamic ({}); generation "
+                          "feeds a mask over the whole static cache [batch, max_length]",
+                          m.name(), mask[1].expr);
+    s.max_length = mask[1].max;
+  }
+  return s;
+}
+
+Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& options) {
+  BATON_ASSIGN_OR_RETURN(const DecoderSignature sig, decoder_signature(m));
+  BATON_CHECK_OR_RETURN(!options.prompt.empty(), InvalidArgument,
+                        "the prompt is empty; give at least one token id");
+  BATON_CHECK_OR_RETURN(options.max_new_tokens >= 0 && options.start_position >= 0,
+                        InvalidArgument, "max_new_tokens ({}) and start_position ({}) must be >= 0",
+                        options.max_new_tokens, options.start_position);
+  for (int64_t t : options.prompt) {
+    BATON_CHECK_OR_RETURN(t >= 0, InvalidArgument, "prompt token {} is negative", t);
+  }
+  const int64_t start = options.reset ? 0 : options.start_position;
+  // The last token generated is never fed back, so the cache holds prompt + new - 1 positions.
+  const int64_t length = start + static_cast<int64_t>(options.prompt.size()) +
+                         std::max<int64_t>(options.max_new_tokens - 1, 0);
+  BATON_CHECK_OR_RETURN(sig.max_length == 0 || length <= sig.max_length, InvalidArgument,
+                        "{} positions ({} prompt tokens{} and {} new) do not fit the model's "
+                        "cache of {}; export it with a longer maximum length or generate fewer "
+                        "tokens",
+                        length, options.prompt.size(),
+                        start > 0 ? fmt::format(" after {} cached", start) : std::string(),
+                        options.max_new_tokens, sig.max_length);
+  if (options.reset) BATON_TRY(m.reset_state());
+
+  const int64_t chunk_max = sig.max_new_tokens_per_call;
+  IndexInput ids, cache_pos, pos_ids, mask;
+  ids.index = sig.input_ids;
+  cache_pos.index = sig.cache_position;
+  pos_ids.index = sig.position_ids;
+  mask.index = sig.attention_mask;
+  for (IndexInput* in : {&ids, &cache_pos, &pos_ids, &mask}) {
+    if (in->index < 0) continue;
+    const runtime::TensorInfo info = m.input_info(static_cast<size_t>(in->index));
+    in->dtype = info.dtype;
+    in->sizes.assign(info.sizes.begin(), info.sizes.end());
+  }
+  if (mask.index >= 0) {
+    mask.sizes = {1, sig.max_length};
+    mask.resize(static_cast<size_t>(sig.max_length));
+  }
+  const runtime::TensorInfo logits_info = m.output_info(static_cast<size_t>(sig.logits));
+  std::vector<uint8_t> last_row;  // the last position's logits, on the host
+
+  // One call over `tokens` at positions [pos, pos + tokens.size()); returns the next token.
+  auto call = [&](std::span<const int64_t> tokens, int64_t pos) -> Result<int64_t> {
+    const auto t = static_cast<int64_t>(tokens.size());
+    ids.sizes = {1, t};
+    ids.resize(tokens.size());
+    std::copy(tokens.begin(), tokens.end(), ids.wide.begin());
+    BATON_TRY(m.set_input(static_cast<size_t>(ids.index), ids.view()));
+    for (IndexInput* in : {&cache_pos, &pos_ids}) {
+      if (in->index < 0) continue;
+      if (in->sizes.size() == 2) {
+        in->sizes = {1, t};
+      } else {
+        in->sizes = {t};
+      }
+      in->resize(tokens.size());
+      for (int64_t i = 0; i < t; ++i) in->wide[static_cast<size_t>(i)] = pos + i;
+      BATON_TRY(m.set_input(static_cast<size_t>(in->index), in->view()));
+    }
+    if (mask.index >= 0) {
+      for (int64_t j = 0; j < sig.max_length; ++j) mask.wide[static_cast<size_t>(j)] = j < pos + t;
+      BATON_TRY(m.set_input(static_cast<size_t>(mask.index), mask.view()));
+    }
+    BATON_TRY(m.execute());
+    const TensorView logits = m.output(static_cast<size_t>(sig.logits));
+    BATON_CHECK_OR_RETURN(logits.rank() == 3 && logits.sizes[0] == 1 && logits.sizes[1] == t,
+                          InvalidArgument,
+                          "the logits are [{}], not [1, {}, vocab]: is '{}' the logits of every "
+                          "new token?",
+                          fmt::join(logits.sizes, ", "), t, logits_info.name);
+    const int64_t vocab = logits.sizes[2];
+    const size_t row = static_cast<size_t>(vocab) * dtype_size(logits.dtype);
+    last_row.resize(row);
+    const auto* src = static_cast<const uint8_t*>(logits.data) + static_cast<size_t>(t - 1) * row;
+    if (logits.device.is_cpu()) {
+      std::memcpy(last_row.data(), src, row);
+    } else {
+      runtime::DeviceAllocator* a = runtime::copy_allocator(Device::cpu(), logits.device);
+      BATON_CHECK_OR_RETURN(a != nullptr, InvalidArgument, "no allocator copies from {}",
+                            logits.device.to_string());
+      BATON_TRY(a->copy(last_row.data(), Device::cpu(), src, logits.device, row));
+    }
+    // Greedy: the first of the largest logits (as torch.argmax and transformers pick).
+    int64_t best = 0;
+    float best_value = -std::numeric_limits<float>::infinity();
+    for (int64_t v = 0; v < vocab; ++v) {
+      const float x = to_float(last_row.data(), logits.dtype, v);
+      if (x > best_value) {
+        best_value = x;
+        best = v;
+      }
+    }
+    return best;
+  };
+
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  GenerateResult result;
+  if (options.max_new_tokens == 0) return result;
+  const Clock::time_point t0 = Clock::now();
+  int64_t pos = start, next = 0;
+  const auto prompt_len = static_cast<int64_t>(options.prompt.size());
+  for (int64_t done = 0; done < prompt_len;) {
+    const int64_t n = std::min(chunk_max, prompt_len - done);
+    BATON_ASSIGN_OR_RETURN(
+        next, call(std::span<const int64_t>(options.prompt).subspan(static_cast<size_t>(done),
+                                                                   static_cast<size_t>(n)),
+                   pos));
+    ++result.prefill_calls;
+    done += n;
+    pos += n;
+  }
+  result.first_token_ms = ms_since(t0);
+  result.tokens.push_back(next);
+  while (static_cast<int64_t>(result.tokens.size()) < options.max_new_tokens &&
+         next != options.eos_token) {
+    const Clock::time_point t1 = Clock::now();
+    const int64_t fed = next;
+    BATON_ASSIGN_OR_RETURN(next, call(std::span<const int64_t>(&fed, 1), pos));
+    ++pos;
+    result.token_ms.push_back(ms_since(t1));
+    result.tokens.push_back(next);
+  }
+  return result;
+}
+
+}  // namespace baton::extension

@@ -1,0 +1,174 @@
+// extension::generate (docs/generate.md) on the CPU with the committed small decoders
+// (tests/e2e/models/decode): it produces the tokens a hand-written loop of calls over the same
+// program produces (tests/python/test_state.py checks that loop against onnxruntime), continues a
+// sequence without a reset, stops at an end token, and refuses by name what it cannot drive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "baton/compiler/compiler.h"
+#include "baton/extension/generate.h"
+#include "baton/runtime/program.h"
+#include "testing/paths.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Loaded {
+  std::shared_ptr<const runtime::Program> program;
+  std::unique_ptr<runtime::Method> method;
+};
+
+Loaded load_decoder(const std::string& name, bool state, int64_t max_new = 64) {
+  register_builtins();
+  compiler::CompileOptions options;
+  options.state_auto = state;
+  options.dims = {{"batch", 1, 8, 0, {}}, {"new_tokens", 1, max_new, 0, {}}};
+  const std::string path =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/decode" / (name + ".onnx")).string();
+  auto compiled = compiler::compile_file(path, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  if (!compiled.ok()) return {};
+  auto program = runtime::Program::load_bytes(*compiled->serialize());
+  EXPECT_TRUE(program.ok()) << program.status().to_string();
+  Loaded l;
+  l.program = *program;
+  auto method = l.program->load_method();
+  EXPECT_TRUE(method.ok()) << method.status().to_string();
+  if (method.ok()) l.method = std::move(method).value();
+  return l;
+}
+
+// The loop generate() runs, written out over the method's inputs by name: the whole prompt in
+// one call, then one token per call, the argmax of the last position's logits each time.
+std::vector<int64_t> by_hand(runtime::Method& m, const std::vector<int64_t>& prompt, int64_t n) {
+  EXPECT_TRUE(m.reset_state().ok());
+  std::vector<int64_t> out;
+  std::vector<int64_t> feed = prompt;
+  int64_t pos = 0;
+  const int64_t length = m.input_info(2).sizes[1];  // attention_mask [batch, max length]
+  while (static_cast<int64_t>(out.size()) < n) {
+    const auto t = static_cast<int64_t>(feed.size());
+    std::vector<int64_t> positions(static_cast<size_t>(t)), mask(static_cast<size_t>(length));
+    for (int64_t i = 0; i < t; ++i) positions[static_cast<size_t>(i)] = pos + i;
+    for (int64_t j = 0; j < length; ++j) mask[static_cast<size_t>(j)] = j < pos + t;
+    const std::vector<int64_t> ids_sizes{1, t}, pos_sizes{t}, mask_sizes{1, length};
+    EXPECT_EQ(m.input_info(0).name, "input_ids");
+    EXPECT_EQ(m.input_info(1).name, "cache_position");
+    EXPECT_EQ(m.input_info(2).name, "attention_mask");
+    EXPECT_TRUE(m.set_input(0, {feed.data(), DType::Int64, ids_sizes}).ok());
+    EXPECT_TRUE(m.set_input(1, {positions.data(), DType::Int64, pos_sizes}).ok());
+    EXPECT_TRUE(m.set_input(2, {mask.data(), DType::Int64, mask_sizes}).ok());
+    const Status st = m.execute();
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (!st.ok()) return out;
+    const TensorView logits = m.output(0);
+    const int64_t vocab = logits.sizes[2];
+    const float* last = logits.data_as<float>() + (t - 1) * vocab;
+    out.push_back(std::max_element(last, last + vocab) - last);
+    pos += t;
+    feed = {out.back()};
+  }
+  return out;
+}
+
+TEST(GenerateTest, GreedyTokensAreTheHandWrittenLoops) {
+  for (const std::string name :
+       {"gpt2_index_put_full_dynamo", "gpt2_scatter_dynamo", "llama_index_put_full_dynamo"}) {
+    SCOPED_TRACE(name);
+    Loaded d = load_decoder(name, true);
+    ASSERT_NE(d.method, nullptr);
+    const std::vector<int64_t> prompt = {5, 17, 42, 3, 99, 0, 61, 8};
+    const std::vector<int64_t> want = by_hand(*d.method, prompt, 40);
+    ASSERT_EQ(want.size(), 40u);
+    auto got = extension::generate(*d.method, {prompt, 40});
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->tokens, want);
+    EXPECT_EQ(got->prefill_calls, 1u);
+    EXPECT_EQ(got->token_ms.size(), 39u);
+    // Not degenerate: a random model that always said the same token would test little.
+    std::vector<int64_t> distinct = want;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    EXPECT_GE(distinct.size(), 4u);
+  }
+}
+
+TEST(GenerateTest, APromptLongerThanOneCallIsPrefilledInChunks) {
+  // new_tokens up to 4: a prompt of 10 takes three calls and must give the one-call tokens.
+  Loaded one = load_decoder("gpt2_index_put_full_dynamo", true);
+  Loaded chunked = load_decoder("gpt2_index_put_full_dynamo", true, 4);
+  ASSERT_NE(one.method, nullptr);
+  ASSERT_NE(chunked.method, nullptr);
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  auto a = extension::generate(*one.method, {prompt, 12});
+  auto b = extension::generate(*chunked.method, {prompt, 12});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(b->prefill_calls, 3u);
+  EXPECT_EQ(a->tokens, b->tokens);
+}
+
+TEST(GenerateTest, ContinuesWithoutResetAndStopsAtTheEndToken) {
+  Loaded d = load_decoder("llama_index_put_full_dynamo", true);
+  ASSERT_NE(d.method, nullptr);
+  const std::vector<int64_t> prompt = {11, 22, 33};
+  auto whole = extension::generate(*d.method, {prompt, 10});
+  ASSERT_TRUE(whole.ok());
+  // The same sequence in two parts: 4 tokens, then the 4th fed back from position 6.
+  auto first = extension::generate(*d.method, {prompt, 4});
+  ASSERT_TRUE(first.ok());
+  extension::GenerateOptions more;
+  more.prompt = {first->tokens.back()};
+  more.max_new_tokens = 6;
+  more.reset = false;
+  more.start_position = static_cast<int64_t>(prompt.size()) + 3;
+  auto second = extension::generate(*d.method, more);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  std::vector<int64_t> joined = first->tokens;
+  joined.insert(joined.end(), second->tokens.begin(), second->tokens.end());
+  EXPECT_EQ(joined, whole->tokens);
+  // Stopping: the end token is the 3rd one generated, so 3 come back.
+  extension::GenerateOptions stop;
+  stop.prompt = prompt;
+  stop.max_new_tokens = 10;
+  stop.eos_token = whole->tokens[2];
+  auto stopped = extension::generate(*d.method, stop);
+  ASSERT_TRUE(stopped.ok());
+  const auto first_eos =
+      std::find(whole->tokens.begin(), whole->tokens.end(), stop.eos_token) - whole->tokens.begin();
+  EXPECT_EQ(stopped->tokens,
+            std::vector<int64_t>(whole->tokens.begin(), whole->tokens.begin() + first_eos + 1));
+}
+
+TEST(GenerateTest, RefusesWhatItCannotDriveByName) {
+  Loaded plain = load_decoder("gpt2_scatter_dynamo", false);
+  ASSERT_NE(plain.method, nullptr);
+  auto none = extension::generate(*plain.method, {{1, 2}, 4});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--state auto"), std::string::npos)
+      << none.status().message();
+  Loaded d = load_decoder("gpt2_scatter_dynamo", true);
+  ASSERT_NE(d.method, nullptr);
+  auto empty = extension::generate(*d.method, {{}, 4});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("prompt is empty"), std::string::npos);
+  // The exports' cache holds 64 positions: 3 + 64 - 1 do not fit.
+  auto too_long = extension::generate(*d.method, {{1, 2, 3}, 64});
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("do not fit the model's cache of 64"),
+            std::string::npos)
+      << too_long.status().message();
+  auto negative = extension::generate(*d.method, {{1, -2}, 4});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("negative"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton
