@@ -765,6 +765,65 @@ TEST_F(CliTest, StateIsBoundShownAndRefusedByName) {
       << r.output;
 }
 
+// baton generate (docs/generate.md) on the small GPT-2 decoder with its caches as state: the JSON
+// report's tokens are the quiet output's, the text report names the time to the first token, the
+// per-token latency and what was copied; a program without state, a bad prompt and a sequence
+// longer than the cache are refused by name.
+TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
+  const std::string model =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/decode/gpt2_index_put_full_dynamo.onnx")
+          .string();
+  const std::string program = (dir_ / "decoder.baton").string();
+  const std::string plain = (dir_ / "plain.baton").string();
+  const std::string dims = " --dim batch=1..8 --dim new_tokens=1..64";
+  ASSERT_EQ(baton("compile " + model + " -o " + program + dims + " --state auto -q").exit_code, 0);
+  CliRun r = baton("generate " + program + " --prompt-ids 5,17,42,3,99 --max-new-tokens 30 --json",
+                   "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["tokens"].size(), 30u) << r.output;
+  EXPECT_EQ(j["prompt_tokens"], 5);
+  EXPECT_EQ(j["prefill_calls"], 1);
+  EXPECT_EQ(j["token_ms"]["count"], 29);
+  EXPECT_GT(j["first_token_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["state"]["tensors"], 4);
+  EXPECT_EQ(j["state"]["device"], "cpu");
+  EXPECT_EQ(j["staged_bytes"], 0);
+  r = baton("generate " + program + " --prompt-ids 5,17,42,3,99 --max-new-tokens 30 -q", "",
+            /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string tokens;
+  for (const auto& t : j["tokens"]) tokens += (tokens.empty() ? "" : " ") + std::to_string(t.get<int64_t>());
+  EXPECT_EQ(r.output, tokens + "\n");
+  r = baton("generate " + program + " --prompt-ids 5,17,42,3,99 --max-new-tokens 30");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"tokens: ", "prompt: 5 tokens in 1 call (up to 64 per call)",
+                           "time to first token: ", "per token: median ", "over 29 tokens",
+                           "state: 4 tensors, ", "on cpu, updated in place",
+                           "staged by delegates: 0 bytes"}) {
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  }
+  ASSERT_EQ(baton("compile " + model + " -o " + plain + dims + " -q").exit_code, 0);
+  r = baton("generate " + plain + " --prompt-ids 5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("keeps no state, so every call would start from an empty key/value "
+                          "cache; compile the decoder with --state auto"),
+            std::string::npos)
+      << r.output;
+  r = baton("generate " + program + " --prompt-ids 5,,6");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--prompt-ids: '' is not a token id"), std::string::npos) << r.output;
+  r = baton("generate " + program + " --prompt-ids 5 --max-new-tokens 65");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("65 positions (1 prompt tokens and 65 new) do not fit the model's "
+                          "cache of 64"),
+            std::string::npos)
+      << r.output;
+  r = baton("generate " + program);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--prompt-ids is required"), std::string::npos) << r.output;
+}
+
 TEST_F(CliTest, InspectShowsNamesThatAreNotUtf8) {
   testing::OnnxBuilder b;
   b.input("x\xff", {2, 3});

@@ -86,6 +86,39 @@ def test_greedy_generation_with_the_cache_inside_the_program(name):
     np.testing.assert_array_equal(ours, theirs)
 
 
+def ort_greedy(name, prompt, count):
+    """Greedy tokens from onnxruntime fed its caches by hand (batch 1, whole prompt first)."""
+    reference = Reference(name, 1)
+    tokens, start, out = np.asarray([prompt], np.int64), 0, []
+    while len(out) < count:
+        logits = reference(feeds(tokens, start))
+        out.append(int(logits[0, -1].argmax()))
+        start += tokens.shape[1]
+        tokens = np.asarray([[out[-1]]], np.int64)
+    return out
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_module_generate_matches_onnxruntime(name):
+    module = baton.load(baton.compile(path(name), dims=DIMS, state="auto"), threads=1)
+    prompt = [5, 17, 42, 3, 99, 0, 61, 8]
+    result = module.generate(prompt, 40)
+    assert result["tokens"] == ort_greedy(name, prompt, 40)
+    assert result["prefill_calls"] == 1
+    assert len(result["token_ms"]) == 39 and result["first_token_ms"] > 0
+    # A new sequence each call (reset by default): the same prompt gives the same tokens.
+    assert module.generate(prompt, 40)["tokens"] == result["tokens"]
+    stop = result["tokens"][5]
+    stopped = module.generate(prompt, 40, eos_token_id=stop)["tokens"]
+    assert stopped == result["tokens"][:result["tokens"].index(stop) + 1]
+
+
+def test_module_generate_refuses_a_program_without_state():
+    module = baton.load(baton.compile(path(MODELS[0]), dims=DIMS), threads=1)
+    with pytest.raises(baton.BatonError, match="keeps no state.*--state auto"):
+        module.generate([1, 2], 4)
+
+
 def test_state_declared_by_name_matches_auto():
     name = MODELS[0]
     pairs = {f"past_{kv}_{layer}": f"present_{kv}_{layer}" for layer in range(2)

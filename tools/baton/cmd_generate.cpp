@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "baton/core/check.h"
+#include "baton/core/text.h"
 #include "baton/extension/generate.h"
 #include "baton/runtime/program.h"
 #include "commands.h"
@@ -140,8 +141,8 @@ Status run_generate(const GenerateArgs& args) {
                 duration_text(quantile(sorted, 0.9)).c_str(),
                 duration_text(quantile(sorted, 0.99)).c_str(), sorted.size(), tokens_per_s);
   }
-  std::printf("state: %zu tensors, %.1f MiB on %s, kept in place\n", method->num_states(),
-              static_cast<double>(state_bytes) / (1024.0 * 1024.0), state_device.c_str());
+  std::printf("state: %zu tensors, %s on %s, updated in place\n", method->num_states(),
+              size_text(state_bytes).c_str(), state_device.c_str());
   std::printf(
       "copies while generating: %llu host->device, %llu device->host, %llu bytes (token ids, "
       "positions, mask in; logits out); staged by delegates: %llu bytes\n",
