@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import transformers
 
-MAX_LEN = 64
+MAX_LEN = int(__import__("os").environ.get("DECODE_MAX_LEN", "64"))  # cache positions
 torch.manual_seed(0)
 
 
