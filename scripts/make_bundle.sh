@@ -50,6 +50,7 @@ binaries=(
   "$BUILD/tests/backends/cuda/cuda_conformance_test"
   "$BUILD/tests/backends/cuda/cuda_handles_test"
   "$BUILD/tests/backends/cuda/cuda_lifecycle_test"
+  "$BUILD/tests/backends/cuda/cuda_state_gpu_test"
   "$BUILD/tests/backends/cuda/cuda_other_gpu_test"
   "$BUILD/tests/e2e/onnx_node_test"
   "$BUILD/tests/e2e/cli_test"
