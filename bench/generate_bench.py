@@ -134,44 +134,48 @@ def hf_eager(hf, prompt_ids, new, device):
     return tokens, first, times
 
 
-class Clock:
-    """A streamer for model.generate recording when each token reaches the host."""
-
-    def __init__(self):
-        self.stamps = []
-
-    def put(self, value):
-        self.stamps.append(time.perf_counter())
-
-    def end(self):
-        pass
-
-
 def hf_compiled(hf, prompt_ids, new, device, mode, max_len):
+    """transformers' model over a StaticCache, the step (forward and argmax) under torch.compile:
+    one graph for the prompt's shape and one for a single token (gpt-fast's pattern; HF's
+    generate() with its own compiled forward trips over CUDA graph outputs it keeps)."""
     import torch
+    import transformers
+    cache = transformers.StaticCache(config=hf.config, max_cache_len=max_len)
+
+    def step(ids, pos):
+        out = hf(input_ids=ids, cache_position=pos, position_ids=pos.unsqueeze(0),
+                 past_key_values=cache, use_cache=True)
+        return out.logits[:, -1].argmax(-1)
+
+    compiled = torch.compile(step, mode=mode, fullgraph=True)
     ids = torch.tensor([prompt_ids], device=device)
-    hf.generation_config.cache_implementation = "static"
-    forward = hf.forward
-    hf.forward = torch.compile(forward, mode=mode, fullgraph=True)
-    try:
-        kw = dict(max_new_tokens=new, do_sample=False, attention_mask=torch.ones_like(ids),
-                  pad_token_id=0, cache_implementation="static")
-        with torch.no_grad():
+    prompt_pos = torch.arange(len(prompt_ids), device=device)
+
+    def generate():
+        cache.reset()
+        torch.compiler.cudagraph_mark_step_begin()
+        t = time.perf_counter()
+        nxt = int(compiled(ids, prompt_pos))
+        first = (time.perf_counter() - t) * 1e3
+        tokens, times = [nxt], []
+        pos = len(prompt_ids)
+        while len(tokens) < new:
             t = time.perf_counter()
-            hf.generate(ids, **kw)  # compiles (prefill and decode shapes) and captures graphs
-            hf.generate(ids, **kw)
-            warm = time.perf_counter() - t
-            clock = Clock()
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            out = hf.generate(ids, streamer=clock, **kw)
-        # The streamer's first put is the prompt, then one per new token.
-        stamps = clock.stamps[1:]
-        first = (stamps[0] - t) * 1e3
-        times = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]
-        return out[0, len(prompt_ids):].tolist(), first, times, warm
-    finally:
-        hf.forward = forward
+            torch.compiler.cudagraph_mark_step_begin()
+            nxt = int(compiled(torch.tensor([[nxt]], device=device),
+                               torch.tensor([pos], device=device)))
+            times.append((time.perf_counter() - t) * 1e3)
+            tokens.append(nxt)
+            pos += 1
+        return tokens, first, times
+
+    with torch.no_grad():
+        t = time.perf_counter()
+        generate()  # compiles both shapes and captures their graphs
+        generate()
+        warm = time.perf_counter() - t
+        tokens, first, times = generate()
+    return tokens, first, times, warm
 
 
 def agreement(a, b):

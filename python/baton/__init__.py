@@ -31,7 +31,8 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
             max_fold_work: float | None = None, max_arena_bytes: int | None = None,
             cuda_options: Mapping[str, Any] | None = None,
             fallback: str = "warn",
-            state: "Mapping[str, str] | Sequence[str] | str" = ()) -> "str | bytes":
+            state: "Mapping[str, str] | Sequence[str] | str" = (),
+            sample: str | None = None) -> "str | bytes":
     """Compiles an ONNX model (a path or an ``onnx.ModelProto``) into a Baton program.
 
     Writes it to ``output`` and returns that path, or returns the program's bytes (which
@@ -53,7 +54,9 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
     nodes no GPU backend takes, ``--fallback``; ``inspect`` lists them either way), and
     ``state`` (``{"past_key_0": "present_key_0"}``, or ``"auto"``: model inputs kept inside the
     program across calls with the output that updates them in place, such as a KV cache,
-    ``--state``; docs/state.md). Raises BatonError.
+    ``--state``; docs/state.md), and ``sample`` (``"greedy"``: the logits output becomes
+    ``next_tokens``, the most likely token after each position, chosen inside the program,
+    ``--sample``; docs/generate.md). Raises BatonError.
     """
     out = None if output is None else os.fspath(output)
     budgets = {name: value for name, value in (("max_fold_bytes", max_fold_bytes),
@@ -69,7 +72,7 @@ def compile(model: "str | os.PathLike | Any", output: "str | os.PathLike | None"
                           dims={k: [int(d) for d in v] for k, v in (dims or {}).items()
                                 if not isinstance(v, str)},
                           same_dims={k: v for k, v in (dims or {}).items() if isinstance(v, str)},
-                          fallback=fallback, state=_state_pairs(state))
+                          fallback=fallback, state=_state_pairs(state), sample=sample or "")
 
 
 def _state_pairs(state: "Mapping[str, str] | Sequence[str] | str") -> list[str]:

@@ -513,7 +513,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
                    uint64_t max_arena_bytes,
                    const std::map<std::string, std::vector<int64_t>>& dims,
                    const std::map<std::string, std::string>& same_dims, const std::string& fallback,
-                   const std::vector<std::string>& state) {
+                   const std::vector<std::string>& state, const std::string& sample) {
   // The CLI's compile flags, checked by the same function (baton/compiler/request.h).
   compiler::CompileRequest r;
   r.spelling = compiler::CompileRequest::Spelling::Python;
@@ -529,6 +529,7 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
   r.expose_intermediates = expose_intermediates;
   r.fallback = fallback;
   r.state = state;
+  r.sample = sample;
   r.max_fold_bytes = max_fold_bytes;
   r.max_total_fold_bytes = max_total_fold_bytes;
   r.max_fold_work = max_fold_work;
@@ -709,7 +710,7 @@ NB_MODULE(_baton, m) {
         nb::arg("max_arena_bytes") = baton::compiler::CompileOptions{}.max_arena_bytes,
         nb::arg("dims") = std::map<std::string, std::vector<int64_t>>(),
         nb::arg("same_dims") = std::map<std::string, std::string>(), nb::arg("fallback") = "warn",
-        nb::arg("state") = std::vector<std::string>());
+        nb::arg("state") = std::vector<std::string>(), nb::arg("sample") = "");
   m.def("load", &load, nb::arg("program"), nb::arg("method") = "forward", nb::arg("threads") = 0u,
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),

@@ -20,6 +20,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/placement.h"
 #include "compiler/shape_values.h"
+#include "compiler/sampling.h"
 #include "compiler/state.h"
 #include "format/program_file.h"
 #include "runtime/kernel.h"
@@ -248,6 +249,8 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                        "(each <name> replaced by a size)",
                        graph.source, symbols.substr(11), backend->id(), flags);
   }
+
+  BATON_TRY(append_sampling(graph, options.sample));
 
   timer.start();
   // Every backend compiler in the list is a GPU's (the CPU is the fallback, not in the list).

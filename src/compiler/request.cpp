@@ -104,6 +104,11 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
                           given(r, "state", pair));
     options.state.push_back({pair.substr(0, eq), pair.substr(eq + 1)});
   }
+  BATON_CHECK_OR_RETURN(r.sample.empty() || r.sample == "greedy", InvalidArgument,
+                        "{}: expected 'greedy' (the most likely token, chosen on the device; "
+                        "docs/generate.md)",
+                        given(r, "sample", r.sample));
+  options.sample = r.sample;
   options.max_partition_nodes = r.max_partition_nodes;
   options.optimize = r.optimize;
   options.disabled_passes = r.disabled_passes;

@@ -109,8 +109,18 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
                         m.name());
   for (size_t o = 0; o < m.num_outputs(); ++o) {
     if (m.output_info(o).name == "logits") s.logits = static_cast<int>(o);
+    if (m.output_info(o).name == "next_tokens") s.next_tokens = static_cast<int>(o);
   }
-  if (s.logits < 0 && m.num_outputs() == 1) s.logits = 0;
+  if (s.next_tokens >= 0) {
+    const runtime::TensorInfo next = m.output_info(static_cast<size_t>(s.next_tokens));
+    BATON_CHECK_OR_RETURN(next.dtype == DType::Int64 && next.sizes.size() == 2, InvalidArgument,
+                          "method '{}' output 'next_tokens' is {} of rank {}; generation reads "
+                          "int64 [batch, new_tokens] (what --sample greedy writes)",
+                          m.name(), dtype_name(next.dtype), next.sizes.size());
+    s.logits = -1;
+  }
+  if (s.next_tokens < 0 && s.logits < 0 && m.num_outputs() == 1) s.logits = 0;
+  if (s.next_tokens < 0) {
   BATON_CHECK_OR_RETURN(s.logits >= 0, InvalidArgument,
                         "method '{}' has {} outputs and none is named logits; generation reads "
                         "the logits [batch, new_tokens, vocab]",
@@ -123,6 +133,7 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
                         "method '{}' output '{}' is {} of rank {}; generation reads float logits "
                         "[batch, new_tokens, vocab]",
                         m.name(), logits.name, dtype_name(logits.dtype), logits.sizes.size());
+  }
   const std::vector<runtime::Method::Dim> ids = m.input_dims(static_cast<size_t>(s.input_ids));
   BATON_CHECK_OR_RETURN(ids[0].min <= 1 && ids[0].max >= 1, InvalidArgument,
                         "method '{}' input_ids takes a batch of {}..{}; generation runs batch 1",
@@ -185,7 +196,6 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     mask.sizes = {1, sig.max_length};
     mask.resize(static_cast<size_t>(sig.max_length));
   }
-  const runtime::TensorInfo logits_info = m.output_info(static_cast<size_t>(sig.logits));
   std::vector<uint8_t> last_row;  // the last position's logits, on the host
 
   // One call over `tokens` at positions [pos, pos + tokens.size()); returns the next token.
@@ -211,12 +221,31 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
       BATON_TRY(m.set_input(static_cast<size_t>(mask.index), mask.view()));
     }
     BATON_TRY(m.execute());
+    if (sig.next_tokens >= 0) {
+      // The program chose: read its last position's token (8 bytes).
+      const TensorView next = m.output(static_cast<size_t>(sig.next_tokens));
+      BATON_CHECK_OR_RETURN(next.rank() == 2 && next.sizes[0] == 1 && next.sizes[1] == t,
+                            InvalidArgument, "next_tokens is [{}], not [1, {}]",
+                            fmt::join(next.sizes, ", "), t);
+      int64_t token = 0;
+      const auto* src = static_cast<const int64_t*>(next.data) + (t - 1);
+      if (next.device.is_cpu()) {
+        token = *src;
+      } else {
+        runtime::DeviceAllocator* a = runtime::copy_allocator(Device::cpu(), next.device);
+        BATON_CHECK_OR_RETURN(a != nullptr, InvalidArgument, "no allocator copies from {}",
+                              next.device.to_string());
+        BATON_TRY(a->copy(&token, Device::cpu(), src, next.device, sizeof(token)));
+      }
+      return token;
+    }
     const TensorView logits = m.output(static_cast<size_t>(sig.logits));
     BATON_CHECK_OR_RETURN(logits.rank() == 3 && logits.sizes[0] == 1 && logits.sizes[1] == t,
                           InvalidArgument,
                           "the logits are [{}], not [1, {}, vocab]: is '{}' the logits of every "
                           "new token?",
-                          fmt::join(logits.sizes, ", "), t, logits_info.name);
+                          fmt::join(logits.sizes, ", "), t,
+                          m.output_info(static_cast<size_t>(sig.logits)).name);
     const int64_t vocab = logits.sizes[2];
     const size_t row = static_cast<size_t>(vocab) * dtype_size(logits.dtype);
     last_row.resize(row);

@@ -26,10 +26,12 @@ struct Loaded {
   std::unique_ptr<runtime::Method> method;
 };
 
-Loaded load_decoder(const std::string& name, bool state, int64_t max_new = 64) {
+Loaded load_decoder(const std::string& name, bool state, int64_t max_new = 64,
+                    const std::string& sample = "") {
   register_builtins();
   compiler::CompileOptions options;
   options.state_auto = state;
+  options.sample = sample;
   options.dims = {{"batch", 1, 8, 0, {}}, {"new_tokens", 1, max_new, 0, {}}};
   const std::string path =
       (fs::path(testing::source_dir()) / "tests/e2e/models/decode" / (name + ".onnx")).string();
@@ -99,6 +101,44 @@ TEST(GenerateTest, GreedyTokensAreTheHandWrittenLoops) {
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     EXPECT_GE(distinct.size(), 4u);
   }
+}
+
+// --sample greedy: the program's output is next_tokens (its ArgMax), and generation reads one
+// int64 per call; the tokens are the ones chosen on the host from the logits.
+TEST(GenerateTest, GreedySamplingInsideTheProgramGivesTheSameTokens) {
+  for (const std::string name : {"gpt2_index_put_full_dynamo", "llama_index_put_full_dynamo"}) {
+    SCOPED_TRACE(name);
+    Loaded logits = load_decoder(name, true);
+    Loaded sampled = load_decoder(name, true, 64, "greedy");
+    ASSERT_NE(logits.method, nullptr);
+    ASSERT_NE(sampled.method, nullptr);
+    ASSERT_EQ(sampled.method->num_outputs(), 1u);
+    EXPECT_EQ(sampled.method->output_info(0).name, "next_tokens");
+    EXPECT_EQ(sampled.method->output_info(0).dtype, DType::Int64);
+    auto sig = extension::decoder_signature(*sampled.method);
+    ASSERT_TRUE(sig.ok()) << sig.status().to_string();
+    EXPECT_EQ(sig->next_tokens, 0);
+    EXPECT_EQ(sig->logits, -1);
+    const std::vector<int64_t> prompt = {9, 8, 7, 6, 5};
+    auto want = extension::generate(*logits.method, {prompt, 40});
+    auto got = extension::generate(*sampled.method, {prompt, 40});
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->tokens, want->tokens);
+  }
+}
+
+TEST(GenerateTest, SamplingWithoutLogitsIsRefusedByName) {
+  register_builtins();
+  compiler::CompileOptions options;
+  options.sample = "greedy";
+  // A classifier: its one output is [batch, classes], not logits per token.
+  const std::string path =
+      (fs::path(testing::source_dir()) / "tests/e2e/models/real/dynamo18_mobilenet.onnx").string();
+  auto compiled = compiler::compile_file(path, options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.status().message().find("--sample greedy chooses tokens from the logits"),
+            std::string::npos)
+      << compiled.status().message();
 }
 
 TEST(GenerateTest, APromptLongerThanOneCallIsPrefilledInChunks) {

@@ -155,6 +155,9 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
                     "Keep a model input and the output that updates it as one tensor across "
                     "calls (a KV cache): INPUT=OUTPUT, or auto to find every output that is a "
                     "ScatterND or ScatterElements of an input (repeatable; docs/state.md)"));
+  flags.push_back(c->add_option("--sample", args.request.sample,
+                                "Choose the next token inside the program: greedy replaces the "
+                                "logits output with next_tokens, their ArgMax (docs/generate.md)"));
   flags.push_back(c->add_option(
       "--arch", args.request.arch,
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));

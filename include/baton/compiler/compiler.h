@@ -192,6 +192,11 @@ struct CompileOptions {
   // into a tensor of its shape. A pair that cannot be updated in place is an error naming it.
   std::vector<StatePair> state;
   bool state_auto = false;
+  // Sampling inside the program (`--sample greedy`, docs/generate.md): the logits output
+  // [batch, new_tokens, vocab] is replaced by `next_tokens` [batch, new_tokens] int64, the most
+  // likely token after each position (ArgMax, on the logits' device), so that a generation loop
+  // reads 8 bytes per token instead of the vocabulary's logits. Empty: no sampling.
+  std::string sample;
 };
 
 // A node a compile for a GPU left on the CPU, and why (BackendCompiler::unsupported_reason).

@@ -33,6 +33,7 @@ struct CompileRequest {
   std::string fallback = "warn";  // allow | warn | error (FallbackPolicy)
   // State (CompileOptions::state): "INPUT=OUTPUT" pairs, or "auto" to find them.
   std::vector<std::string> state;
+  std::string sample;  // CompileOptions::sample: "" or "greedy"
   uint64_t max_fold_bytes = CompileOptions{}.max_fold_bytes;
   uint64_t max_total_fold_bytes = CompileOptions{}.max_total_fold_bytes;
   double max_fold_work = CompileOptions{}.max_fold_work;

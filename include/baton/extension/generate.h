@@ -11,7 +11,9 @@
 //   position_ids    int64 or int32 [batch, new_tokens] or [new_tokens]           (optional)
 //   attention_mask  int64, int32 or bool [batch, max_length]: 1 for every position up to the
 //                   last new token, 0 after (optional; its length bounds the sequence)
-// and the output `logits` (or else the only output) [batch, new_tokens, vocab] in a float type.
+// and the output `logits` (or else the only output) [batch, new_tokens, vocab] in a float type,
+// or `next_tokens` [batch, new_tokens] int64 where the program chooses the tokens itself
+// (compiled with --sample greedy: the host then reads one int64 per call and does no argmax).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,7 @@ struct DecoderSignature {
   int position_ids = -1;
   int attention_mask = -1;
   int logits = -1;
+  int next_tokens = -1;  // --sample greedy's output (then `logits` is -1)
   int64_t max_new_tokens_per_call = 0;  // the new-token dimension's maximum
   int64_t min_new_tokens_per_call = 0;
   int64_t max_length = 0;  // attention_mask's length (0: no mask, not bounded here)

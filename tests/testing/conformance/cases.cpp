@@ -1662,6 +1662,16 @@ void reduce_cases(std::vector<Case>& out) {
     out.push_back(at_opset(make(op, "[6, 7] default axis opset 11", {in({6, 7})}), 11));
     out.push_back(make(op, "[17] axis 0", {in({17})}));
     out.push_back(make(op, "[4, 0] axis 0 (empty output)", {in({4, 0})}));
+    // Long lines (a language model's logits) take the GPU's block-per-line kernel; values on a
+    // 1/32 grid in [-4, 4] repeat many times along 1000, so the tie rule is exercised too.
+    for (int64_t last : {0, 1}) {
+      out.push_back(make(op, fmt::format("[3, 1000] axis 1 select_last_index {}", last),
+                         {in({3, 1000})},
+                         {{"axis", AttrValue::of_int(1)},
+                          {"keepdims", AttrValue::of_int(0)},
+                          {"select_last_index", AttrValue::of_int(last)}}));
+    }
+    out.push_back(make(op, "[2, 600, 3] axis 1", {in({2, 600, 3})}, {{"axis", AttrValue::of_int(1)}}));
   }
   // Axis sets the models reduce over: H and W (squeeze-excite, the dynamo exporter's global
   // pool), the innermost dimension (a block per output), channels, and long rows. The last five

@@ -35,6 +35,67 @@ __device__ __forceinline__ void baton_arg_extreme(const T* __restrict__ x,
   });
 }
 
+// Whether (v, i) replaces (best, at) as the line's extreme in baton_arg_extreme's order: NaN beats
+// every number, a larger (smaller) number beats a smaller (larger) one, and among equals the
+// first index wins (the last with kLast), so combining candidates in any order gives the
+// sequential walk's answer.
+template <bool kMax, bool kLast, typename V>
+__device__ __forceinline__ bool baton_arg_better(V v, long long i, V best, long long at) {
+  const bool v_nan = v != v, best_nan = best != best;
+  if (v_nan != best_nan) return v_nan;
+  if (!v_nan && v != best) return kMax ? v > best : v < best;
+  return kLast ? i > at : i < at;
+}
+
+// ArgMax / ArgMin with a block per line, for long lines (a language model's logits: 50257 per
+// token, which one thread would walk in 50257 dependent steps). Each thread keeps the extreme of
+// its strided share, then the block combines them (baton_arg_better); the grid has one block
+// per line, and the result is baton_arg_extreme's.
+template <bool kMax, bool kLast, typename T>
+__device__ __forceinline__ void baton_arg_extreme_block(const T* __restrict__ x,
+                                                        long long* __restrict__ y, long long n,
+                                                        long long inner) {
+  const long long l = blockIdx.x;
+  const long long o = l / inner, i = l - o * inner;
+  const T* col = x + o * n * inner + i;
+  using V = decltype(ld(col[0]));
+  V best = ld(col[0]);
+  long long at = -1;  // -1: this thread has no element yet
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+    const V v = ld(col[j * inner]);
+    if (at < 0 || baton_arg_better<kMax, kLast>(v, j, best, at)) {
+      best = v;
+      at = j;
+    }
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const V ov = __shfl_down_sync(0xffffffffu, best, offset);
+    const long long oat = __shfl_down_sync(0xffffffffu, at, offset);
+    if (oat >= 0 && (at < 0 || baton_arg_better<kMax, kLast>(ov, oat, best, at))) {
+      best = ov;
+      at = oat;
+    }
+  }
+  __shared__ V warp_best[32];
+  __shared__ long long warp_at[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    warp_best[warp] = best;
+    warp_at[warp] = at;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
+      if (warp_at[w] >= 0 &&
+          (at < 0 || baton_arg_better<kMax, kLast>(warp_best[w], warp_at[w], best, at))) {
+        best = warp_best[w];
+        at = warp_at[w];
+      }
+    }
+    y[l] = at;
+  }
+}
+
 // CumSum: each line's running sum, from its start or (kReverse) its end, each element's own value
 // included or (kExclusive) not. TA is the accumulator: float for the float types (float16 and
 // bfloat16 sums are rounded only when stored, as on the CPU), an unsigned integer of the

@@ -3,6 +3,8 @@
 // them at every size; CumSum's axis is a compile-time constant (the shape-input rule).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backends/cuda/builder/ops/registry.h"
 #include "baton/core/tensor.h"
 #include "ops/shape.h"
@@ -38,6 +40,27 @@ Status lower(Lowering& ctx, int index) {
       cumsum ? cumsum_axis(ctx.graph(), n) : static_cast<size_t>(n.attr_int("axis"));
   const int64_t outer = ops::product(s, 0, axis), len = s[axis],
                 inner = ops::product(s, axis + 1, s.size());
+  // Long lines (a vocabulary's logits) get a block each, decided on the largest sizes so that a
+  // dynamic engine makes the same choice at every size.
+  constexpr int64_t kBlockLineMin = 512;
+  const bool block_per_line = !cumsum && ctx.upper_sizes_of(in)[axis] >= kBlockLineMin;
+  if (block_per_line) {
+    const bool last =
+        n.def->attr_index("select_last_index") >= 0 && n.attr_int("select_last_index") != 0;
+    LaunchShape launch;
+    launch.block = 256;
+    launch.grid = static_cast<uint32_t>(std::max<int64_t>(1, outer * inner));
+    const std::string name = ctx.kernel_name("arg_extreme_block");
+    KernelArgs args = ctx.kernel_args();
+    const std::string len_arg = args.value(len), inner_arg = args.value(inner);
+    std::string code = fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__(256) {}(const {}* __restrict__ x, "
+        "long long* __restrict__ y{}) {{\n  baton_arg_extreme_block<{}, {}>(x, y, {}, {});\n}}\n",
+        name, device_type_name(ctx.dtype_of(in)), args.parameter(),
+        n.op_type == "ArgMax" ? "true" : "false", last ? "true" : "false", len_arg, inner_arg);
+    ctx.add_kernel(name, std::move(code), launch, {in, out}, args);
+    return Status();
+  }
   const std::string name = ctx.kernel_name(cumsum ? "cumsum" : "arg_extreme");
   KernelArgs args = ctx.kernel_args();
   const std::string lines_arg = args.value(outer * inner), len_arg = args.value(len),
