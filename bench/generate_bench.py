@@ -6,7 +6,7 @@ LLaMA-style model), exports its decode step with a static KV cache of prompt + n
 compiles it with `baton compile --state auto --dim new_tokens=1..PROMPT`, and generates greedily:
 
   baton       `baton generate --json` (prefill in one call, then one call per token, the cache
-              inside the program)
+              inside the program, the next token chosen by it: --sample greedy)
   eager       transformers' own model, a greedy loop over its DynamicCache (what model.generate
               does), synchronizing on each token as a serving loop reads it
   compiled    transformers' model.generate with a static cache and its forward under
@@ -226,8 +226,10 @@ def main():
     device = "cpu" if a.device == "cpu" else a.device
     if not os.path.exists(program):
         t = time.time()
+        # The caches as state, the next token chosen inside the program (as the torch loops
+        # below take the argmax on the GPU and read one token).
         cmd = [a.baton, "compile", onnx_path, "-o", program, "--device", device, "--state", "auto",
-               "--dim", f"new_tokens=1..{a.prompt}", "-q"]
+               "--sample", "greedy", "--dim", f"new_tokens=1..{a.prompt}", "-q"]
         if device != "cpu":
             # Device I/O: the logits stay on the GPU and generation reads only the last row.
             cmd += ["--precision", a.precision, "--io", "device"]
