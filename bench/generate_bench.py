@@ -147,9 +147,18 @@ def hf_compiled(hf, prompt_ids, new, device, mode, max_len):
                  past_key_values=cache, use_cache=True)
         return out.logits[:, -1].argmax(-1)
 
-    compiled = torch.compile(step, mode=mode, fullgraph=True)
     ids = torch.tensor([prompt_ids], device=device)
     prompt_pos = torch.arange(len(prompt_ids), device=device)
+    # The cache's tensors are made on its first update: made inside a CUDA graph they would be
+    # that graph's outputs, which its next replay overwrites (torch refuses to read them then).
+    # One eager step makes them outside; their addresses are then fixed for the graphs.
+    with torch.no_grad():
+        step(ids, prompt_pos)
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                torch._dynamo.mark_static_address(t)
+    compiled = torch.compile(step, mode=mode, fullgraph=True)
 
     def generate():
         cache.reset()
@@ -242,6 +251,10 @@ def main():
     vocab = hf.config.vocab_size
     prompt_ids = torch.randint(0, vocab, (a.prompt,), generator=g).tolist()
     hf = hf.to(a.device)
+    tokens32 = None
+    if a.precision != "fp32":
+        # The fp32 model's tokens, which both 16-bit runners are judged against.
+        tokens32, _, _ = hf_eager(hf, prompt_ids, a.new, a.device)
     if a.precision == "fp16":
         hf = hf.half()
     elif a.precision == "bf16":
@@ -266,6 +279,12 @@ def main():
     log(f"eager: first token {first:.3f} ms, per token median {result['eager']['token_ms']['median']:.4f} ms; "
         f"baton's tokens vs eager: {result['baton']['agreement_with_eager']}")
     result["tokens"] = {"baton": b["tokens"], "eager": tokens}
+    if tokens32 is not None:
+        result["tokens"]["eager_fp32"] = tokens32
+        result["baton"]["agreement_with_eager_fp32"] = agreement(b["tokens"], tokens32)
+        result["eager"]["agreement_with_eager_fp32"] = agreement(tokens, tokens32)
+        log(f"against the fp32 model's tokens: baton {result['baton']['agreement_with_eager_fp32']}, "
+            f"eager {result['eager']['agreement_with_eager_fp32']}")
     save()
 
     # The floor: a decode step reads every weight once and the cache up to its current length
