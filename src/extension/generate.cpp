@@ -198,6 +198,7 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   }
   std::vector<uint8_t> last_row;  // the last position's logits, on the host
 
+  GenerateResult result;
   // One call over `tokens` at positions [pos, pos + tokens.size()); returns the next token.
   auto call = [&](std::span<const int64_t> tokens, int64_t pos) -> Result<int64_t> {
     const auto t = static_cast<int64_t>(tokens.size());
@@ -205,6 +206,7 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     ids.resize(tokens.size());
     std::copy(tokens.begin(), tokens.end(), ids.wide.begin());
     BATON_TRY(m.set_input(static_cast<size_t>(ids.index), ids.view()));
+    result.bytes_in += ids.view().nbytes();
     for (IndexInput* in : {&cache_pos, &pos_ids}) {
       if (in->index < 0) continue;
       if (in->sizes.size() == 2) {
@@ -215,10 +217,12 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
       in->resize(tokens.size());
       for (int64_t i = 0; i < t; ++i) in->wide[static_cast<size_t>(i)] = pos + i;
       BATON_TRY(m.set_input(static_cast<size_t>(in->index), in->view()));
+      result.bytes_in += in->view().nbytes();
     }
     if (mask.index >= 0) {
       for (int64_t j = 0; j < sig.max_length; ++j) mask.wide[static_cast<size_t>(j)] = j < pos + t;
       BATON_TRY(m.set_input(static_cast<size_t>(mask.index), mask.view()));
+      result.bytes_in += mask.view().nbytes();
     }
     BATON_TRY(m.execute());
     if (sig.next_tokens >= 0) {
@@ -237,6 +241,7 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
                               next.device.to_string());
         BATON_TRY(a->copy(&token, Device::cpu(), src, next.device, sizeof(token)));
       }
+      result.bytes_out += sizeof(token);
       return token;
     }
     const TensorView logits = m.output(static_cast<size_t>(sig.logits));
@@ -249,6 +254,7 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     const int64_t vocab = logits.sizes[2];
     const size_t row = static_cast<size_t>(vocab) * dtype_size(logits.dtype);
     last_row.resize(row);
+    result.bytes_out += row;
     const auto* src = static_cast<const uint8_t*>(logits.data) + static_cast<size_t>(t - 1) * row;
     if (logits.device.is_cpu()) {
       std::memcpy(last_row.data(), src, row);
@@ -275,7 +281,6 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   auto ms_since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  GenerateResult result;
   if (options.max_new_tokens == 0) return result;
   const Clock::time_point t0 = Clock::now();
   int64_t pos = start, next = 0;

@@ -789,6 +789,9 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
   EXPECT_EQ(j["state"]["tensors"], 4);
   EXPECT_EQ(j["state"]["device"], "cpu");
   EXPECT_EQ(j["staged_bytes"], 0);
+  // Ids, positions and the 64-position mask in, one vocabulary row (100 floats) out, per call.
+  EXPECT_EQ(j["bytes_in"], 8 * (5 + 5 + 64) + 29 * 8 * (1 + 1 + 64));
+  EXPECT_EQ(j["bytes_out"], 30 * 100 * 4);
   r = baton("generate " + program + " --prompt-ids 5,17,42,3,99 --max-new-tokens 30 -q", "",
             /*with_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -800,7 +803,8 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
   for (const char* line : {"tokens: ", "prompt: 5 tokens in 1 call (up to 64 per call)",
                            "time to first token: ", "per token: median ", "over 29 tokens",
                            "state: 4 tensors, ", "on cpu, updated in place",
-                           "staged by delegates: 0 bytes"}) {
+                           "moved per call (mean): ", "bytes out (the last position's logits); "
+                           "the cache: none", "staged by delegates: 0 bytes"}) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
   }
   ASSERT_EQ(baton("compile " + model + " -o " + plain + dims + " -q").exit_code, 0);

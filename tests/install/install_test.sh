@@ -59,4 +59,15 @@ GOT=$(cat "$WORK/run_model.txt")
 echo "run_model:  $GOT"
 echo "baton run:  $EXPECTED"
 [ "$GOT" = "$EXPECTED" ] || fail "run_model's outputs differ from baton run's"
+
+# The generate example and `baton generate` give one decoder's greedy tokens.
+DECODER="$SRC/tests/e2e/models/decode/gpt2_index_put_full_dynamo.onnx"
+"$PREFIX/bin/baton" compile "$DECODER" -o "$WORK/decoder.baton" --state auto \
+  --dim batch=1..8 --dim new_tokens=1..64 -q
+GOT=$("$WORK/example/generate" "$WORK/decoder.baton" 5,17,42,3 20 | head -1 | sed 's/ *$//')
+EXPECTED=$("$PREFIX/bin/baton" generate "$WORK/decoder.baton" --prompt-ids 5,17,42,3 \
+  --max-new-tokens 20 -q)
+echo "generate:       $GOT"
+echo "baton generate: $EXPECTED"
+[ -n "$GOT" ] && [ "$GOT" = "$EXPECTED" ] || fail "the generate example's tokens differ from baton generate's"
 echo "install_test: ok"

@@ -120,6 +120,8 @@ Status run_generate(const GenerateArgs& args) {
                   {"bytes", state_bytes},
                   {"device", state_device}};
     j["copies"] = {{"host_to_device", h2d}, {"device_to_host", d2h}, {"bytes", copied}};
+    j["bytes_in"] = r.bytes_in;
+    j["bytes_out"] = r.bytes_out;
     j["staged_bytes"] = staged;
     std::printf("%s\n", j.dump(2).c_str());
     return Status();
@@ -143,9 +145,15 @@ Status run_generate(const GenerateArgs& args) {
   }
   std::printf("state: %zu tensors, %s on %s, updated in place\n", method->num_states(),
               size_text(state_bytes).c_str(), state_device.c_str());
+  const double calls = static_cast<double>(r.prefill_calls + r.token_ms.size());
   std::printf(
-      "copies while generating: %llu host->device, %llu device->host, %llu bytes (token ids, "
-      "positions, mask in; logits out); staged by delegates: %llu bytes\n",
+      "moved per call (mean): %.0f bytes in (token ids, positions, mask), %.0f bytes out (%s); "
+      "the cache: none\n",
+      static_cast<double>(r.bytes_in) / calls, static_cast<double>(r.bytes_out) / calls,
+      sig.next_tokens >= 0 ? "the next token" : "the last position's logits");
+  std::printf(
+      "copy instructions while generating: %llu host->device, %llu device->host (%llu bytes); "
+      "staged by delegates: %llu bytes\n",
       static_cast<unsigned long long>(h2d), static_cast<unsigned long long>(d2h),
       static_cast<unsigned long long>(copied), static_cast<unsigned long long>(staged));
   return Status();

@@ -42,6 +42,12 @@ struct GenerateResult {
   double first_token_ms = 0;
   std::vector<double> token_ms;
   size_t prefill_calls = 0;
+  // What crossed between the caller's memory and the method per generation: the bytes of token
+  // ids, positions and mask set (Method::set_input copies them to the inputs' device), and the
+  // bytes read back (the last position's logits, or one int64 with --sample greedy). The cache
+  // is never among them.
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
 };
 
 // What generate() feeds and reads: input and output indices of `method`, -1 where absent.
