@@ -18,7 +18,9 @@ decode on the CPU since d7c45a7 (ScatterND at dynamic sizes) and a3286f9 (Scatte
 matching onnxruntime within 2.0e-6. TorchScript's index_copy export needs an Expand whose shape
 Baton does not follow at dynamic sizes. Since c7c92f2 `baton compile --state auto` keeps the
 caches inside the program, updated in place (docs/state.md; tests/python/test_state.py runs three
-of these exports). Not done: the GPU's scatter lowerings.
+of these exports), on the GPU too since c9be294 (the engine's in-place ScatterND); full-size
+models go through bench/generate_bench.py (docs/generate.md). DECODE_MAX_LEN sets the cache
+length (default 64).
 """
 import os
 import sys, collections, warnings, traceback, numpy as np, torch, onnx, onnxruntime as ort
