@@ -156,7 +156,8 @@ class Module:
         self._impl.reset_state()
 
     def generate(self, prompt_ids, max_new_tokens: int = 32, *, eos_token_id: int | None = None,
-                 reset: bool = True, start_position: int = 0) -> dict:
+                 reset: bool = True, start_position: int = 0, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0) -> dict:
         """Greedy generation with a decoder compiled with ``state=`` (docs/generate.md): the
         prompt (a sequence of token ids, batch 1) in as few calls as the program's new-token range
         allows, then one call per new token, the key/value cache kept inside the program.
@@ -164,12 +165,15 @@ class Module:
         Returns ``{"tokens": [...], "first_token_ms": float, "token_ms": [...],
         "prefill_calls": int}``: the new tokens (the prompt not included), the wall time to the
         first one and of each later one. ``eos_token_id`` stops after producing that token;
-        ``reset=False`` continues the cached sequence at ``start_position``. Raises BatonError
-        when the program is not a decoder generation can drive (it names what is missing)."""
+        ``reset=False`` continues the cached sequence at ``start_position``. A program compiled
+        with ``sample="top-k=K"`` draws each token from the K most likely with ``temperature``
+        and ``top_p``, from uniform numbers seeded by ``seed``. Raises BatonError when the
+        program is not a decoder generation can drive (it names what is missing)."""
         ids = [int(t) for t in prompt_ids]
         return self._impl.generate(ids, int(max_new_tokens),
                                    -1 if eos_token_id is None else int(eos_token_id), bool(reset),
-                                   int(start_position))
+                                   int(start_position), float(temperature), float(top_p),
+                                   int(seed))
 
     def counters(self) -> dict[str, int]:
         """Monitoring counters: the runtime's copies between devices ("copies.host_to_device",

@@ -289,13 +289,17 @@ class PyModule {
   // extension::generate (docs/generate.md), serialized with the calls: the new tokens, the time to
   // the first token and each later token's, in milliseconds.
   nb::dict generate(const std::vector<int64_t>& prompt, int64_t max_new_tokens, int64_t eos,
-                    bool reset, int64_t start_position) {
+                    bool reset, int64_t start_position, float temperature, float top_p,
+                    uint64_t seed) {
     extension::GenerateOptions options;
     options.prompt = prompt;
     options.max_new_tokens = max_new_tokens;
     options.eos_token = eos;
     options.reset = reset;
     options.start_position = start_position;
+    options.temperature = temperature;
+    options.top_p = top_p;
+    options.seed = seed;
     Result<extension::GenerateResult> r = Status();
     {
       nb::gil_scoped_release release;

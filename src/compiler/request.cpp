@@ -104,8 +104,10 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
                           given(r, "state", pair));
     options.state.push_back({pair.substr(0, eq), pair.substr(eq + 1)});
   }
-  BATON_CHECK_OR_RETURN(r.sample.empty() || r.sample == "greedy", InvalidArgument,
-                        "{}: expected 'greedy' (the most likely token, chosen on the device; "
+  BATON_CHECK_OR_RETURN(r.sample.empty() || r.sample == "greedy" || r.sample.rfind("top-k=", 0) == 0,
+                        InvalidArgument,
+                        "{}: expected 'greedy' (the most likely token) or 'top-k=K' (drawn from "
+                        "the K most likely, with a temperature and top-p given per call; "
                         "docs/generate.md)",
                         given(r, "sample", r.sample));
   options.sample = r.sample;

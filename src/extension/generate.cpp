@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string_view>
 
 #include "baton/core/check.h"
@@ -77,6 +78,17 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
   for (size_t i = 0; i < m.num_inputs(); ++i) {
     const runtime::TensorInfo info = m.input_info(i);
     const std::string_view name = info.name;
+    int* sample = name == "sample_temperature" ? &s.sample_temperature
+                  : name == "sample_top_p"     ? &s.sample_top_p
+                  : name == "sample_uniform"   ? &s.sample_uniform
+                                               : nullptr;
+    if (sample != nullptr) {
+      BATON_CHECK_OR_RETURN(info.dtype == DType::Float32, InvalidArgument,
+                            "method '{}' input '{}' is {}; --sample top-k makes it float32",
+                            m.name(), name, dtype_name(info.dtype));
+      *sample = static_cast<int>(i);
+      continue;
+    }
     int* slot = name == "input_ids"        ? &s.input_ids
                 : name == "cache_position" ? &s.cache_position
                 : name == "position_ids"   ? &s.position_ids
@@ -178,7 +190,32 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
                         length, options.prompt.size(),
                         start > 0 ? fmt::format(" after {} cached", start) : std::string(),
                         options.max_new_tokens, sig.max_length);
+  const bool sampled = sig.sample_uniform >= 0;
+  BATON_CHECK_OR_RETURN(!sampled || (sig.sample_temperature >= 0 && sig.sample_top_p >= 0 &&
+                                     sig.next_tokens >= 0),
+                        InvalidArgument,
+                        "method '{}' has sample_uniform but not sample_temperature, sample_top_p "
+                        "and next_tokens: was it compiled with --sample top-k=K?",
+                        m.name());
+  BATON_CHECK_OR_RETURN(!sampled || (options.temperature > 0 && options.top_p > 0 &&
+                                     options.top_p <= 1),
+                        InvalidArgument,
+                        "temperature {} and top_p {}: the temperature must be > 0 and top_p in "
+                        "(0, 1] (greedy is --sample greedy)",
+                        options.temperature, options.top_p);
   if (options.reset) BATON_TRY(m.reset_state());
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  std::vector<float> uniforms;
+  const std::vector<int64_t> one{1};
+  if (sampled) {
+    BATON_TRY(m.set_input(static_cast<size_t>(sig.sample_temperature),
+                          TensorView{const_cast<float*>(&options.temperature), DType::Float32, one,
+                                     Device::cpu()}));
+    BATON_TRY(m.set_input(static_cast<size_t>(sig.sample_top_p),
+                          TensorView{const_cast<float*>(&options.top_p), DType::Float32, one,
+                                     Device::cpu()}));
+  }
 
   const int64_t chunk_max = sig.max_new_tokens_per_call;
   IndexInput ids, cache_pos, pos_ids, mask;
@@ -218,6 +255,15 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
       for (int64_t i = 0; i < t; ++i) in->wide[static_cast<size_t>(i)] = pos + i;
       BATON_TRY(m.set_input(static_cast<size_t>(in->index), in->view()));
       result.bytes_in += in->view().nbytes();
+    }
+    if (sampled) {
+      // One uniform number per position (only the last position's token is used).
+      uniforms.resize(tokens.size());
+      for (float& u : uniforms) u = uniform(rng);
+      const std::vector<int64_t> sizes{1, t};
+      BATON_TRY(m.set_input(static_cast<size_t>(sig.sample_uniform),
+                            TensorView{uniforms.data(), DType::Float32, sizes, Device::cpu()}));
+      result.bytes_in += uniforms.size() * sizeof(float);
     }
     if (mask.index >= 0) {
       for (int64_t j = 0; j < sig.max_length; ++j) mask.wide[static_cast<size_t>(j)] = j < pos + t;

@@ -2,7 +2,11 @@
 // (tests/e2e/models/decode): it produces the tokens a hand-written loop of calls over the same
 // program produces (tests/python/test_state.py checks that loop against onnxruntime), continues a
 // sequence without a reset, stops at an end token, and refuses by name what it cannot drive.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
 
 #include <algorithm>
 #include <filesystem>
@@ -125,6 +129,136 @@ TEST(GenerateTest, GreedySamplingInsideTheProgramGivesTheSameTokens) {
     ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
     EXPECT_EQ(got->tokens, want->tokens);
   }
+}
+
+// What --sample top-k=K computes, written out on the host from the logits program's last row:
+// the K largest logits (ties by the lower index), softmax(logits / temperature), the prefix whose
+// probability before it is below top_p, and the first kept token whose cumulative probability
+// exceeds u * the kept mass. `u` comes from the generator generate() seeds: mt19937_64(seed),
+// one uniform float per new position, the last position's used.
+int64_t draw(const float* row, int64_t vocab, int64_t k, float temperature, float top_p, float u) {
+  std::vector<int64_t> order(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+  std::vector<float> p(static_cast<size_t>(k));
+  float top = row[order[0]] / temperature, sum = 0;
+  for (int64_t j = 0; j < k; ++j) sum += (p[j] = std::exp(row[order[j]] / temperature - top));
+  float cdf = 0, mass = 0;
+  int64_t kept = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    p[j] /= sum;
+    if (cdf < top_p) {
+      mass += p[j];
+      ++kept;
+    }
+    cdf += p[j];
+  }
+  float kcdf = 0;
+  for (int64_t j = 0; j < kept; ++j) {
+    kcdf += p[j];
+    if (kcdf > u * mass) return order[j];
+  }
+  return order[kept - 1];
+}
+
+// Top-k sampling inside the program against draw() over the logits program, fed the same tokens:
+// every token equal, for several temperatures, top-p values and seeds; top-k=1 and a tiny
+// temperature are greedy; one seed gives one sequence, another seed another.
+TEST(GenerateTest, TopKSamplingDrawsWhatTheLogitsSay) {
+  const std::string name = "gpt2_index_put_full_dynamo";
+  Loaded logits = load_decoder(name, true);
+  Loaded sampled = load_decoder(name, true, 64, "top-k=8");
+  ASSERT_NE(logits.method, nullptr);
+  ASSERT_NE(sampled.method, nullptr);
+  auto sig = extension::decoder_signature(*sampled.method);
+  ASSERT_TRUE(sig.ok()) << sig.status().to_string();
+  EXPECT_GE(sig->sample_uniform, 0);
+  const std::vector<int64_t> prompt = {3, 1, 4, 1, 5, 9};
+  struct Setting {
+    float temperature, top_p;
+    uint64_t seed;
+  };
+  for (const Setting& st : {Setting{1.0f, 1.0f, 1}, Setting{0.7f, 0.9f, 2}, Setting{2.0f, 0.5f, 3},
+                            Setting{1.3f, 1.0f, 4}}) {
+    SCOPED_TRACE(fmt::format("temperature {} top_p {} seed {}", st.temperature, st.top_p, st.seed));
+    extension::GenerateOptions o;
+    o.prompt = prompt;
+    o.max_new_tokens = 30;
+    o.temperature = st.temperature;
+    o.top_p = st.top_p;
+    o.seed = st.seed;
+    auto got = extension::generate(*sampled.method, o);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    // Replay: the logits program fed the sampled tokens, each draw from its logits.
+    runtime::Method& m = *logits.method;
+    ASSERT_TRUE(m.reset_state().ok());
+    std::mt19937_64 rng(st.seed);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    std::vector<int64_t> feed = prompt, want;
+    int64_t pos = 0;
+    while (want.size() < got->tokens.size()) {
+      const auto t = static_cast<int64_t>(feed.size());
+      std::vector<int64_t> positions(static_cast<size_t>(t)), mask(64);
+      for (int64_t i = 0; i < t; ++i) positions[static_cast<size_t>(i)] = pos + i;
+      for (int64_t j = 0; j < 64; ++j) mask[static_cast<size_t>(j)] = j < pos + t;
+      float u = 0;
+      for (int64_t i = 0; i < t; ++i) u = uniform(rng);
+      const std::vector<int64_t> ids_sizes{1, t}, pos_sizes{t}, mask_sizes{1, 64};
+      ASSERT_TRUE(m.set_input(0, {feed.data(), DType::Int64, ids_sizes}).ok());
+      ASSERT_TRUE(m.set_input(1, {positions.data(), DType::Int64, pos_sizes}).ok());
+      ASSERT_TRUE(m.set_input(2, {mask.data(), DType::Int64, mask_sizes}).ok());
+      ASSERT_TRUE(m.execute().ok());
+      const TensorView l = m.output(0);
+      const int64_t vocab = l.sizes[2];
+      want.push_back(draw(l.data_as<float>() + (t - 1) * vocab, vocab, 8, st.temperature, st.top_p, u));
+      pos += t;
+      feed = {got->tokens[want.size() - 1]};
+    }
+    EXPECT_EQ(got->tokens, want);
+  }
+  // Different seeds, different sequences; the same seed, the same one.
+  extension::GenerateOptions a;
+  a.prompt = prompt;
+  a.max_new_tokens = 30;
+  a.temperature = 1.5f;
+  a.seed = 10;
+  extension::GenerateOptions b = a;
+  b.seed = 11;
+  auto ra = extension::generate(*sampled.method, a);
+  auto ra2 = extension::generate(*sampled.method, a);
+  auto rb = extension::generate(*sampled.method, b);
+  ASSERT_TRUE(ra.ok() && ra2.ok() && rb.ok());
+  EXPECT_EQ(ra->tokens, ra2->tokens);
+  EXPECT_NE(ra->tokens, rb->tokens);
+  // A vanishing temperature is greedy.
+  auto greedy = extension::generate(*logits.method, {prompt, 30});
+  extension::GenerateOptions cold = a;
+  cold.temperature = 1e-4f;
+  auto rc = extension::generate(*sampled.method, cold);
+  ASSERT_TRUE(greedy.ok() && rc.ok());
+  EXPECT_EQ(rc->tokens, greedy->tokens);
+  // Bad settings are refused by name.
+  extension::GenerateOptions bad = a;
+  bad.temperature = 0;
+  auto refused = extension::generate(*sampled.method, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("temperature must be > 0"), std::string::npos);
+}
+
+TEST(GenerateTest, TopOneSamplingIsGreedy) {
+  Loaded logits = load_decoder("llama_index_put_full_dynamo", true);
+  Loaded top1 = load_decoder("llama_index_put_full_dynamo", true, 64, "top-k=1");
+  ASSERT_NE(logits.method, nullptr);
+  ASSERT_NE(top1.method, nullptr);
+  extension::GenerateOptions o;
+  o.prompt = {7, 7, 2};
+  o.max_new_tokens = 30;
+  o.temperature = 3.0f;
+  o.seed = 99;
+  auto a = extension::generate(*logits.method, o);
+  auto b = extension::generate(*top1.method, o);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  EXPECT_EQ(a->tokens, b->tokens);
 }
 
 TEST(GenerateTest, SamplingWithoutLogitsIsRefusedByName) {

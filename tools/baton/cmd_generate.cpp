@@ -75,6 +75,9 @@ Status run_generate(const GenerateArgs& args) {
   options.prompt = prompt;
   options.max_new_tokens = args.max_new_tokens;
   options.eos_token = args.eos;
+  options.temperature = args.temperature;
+  options.top_p = args.top_p;
+  options.seed = args.seed;
   for (int w = 0; w < args.warmup; ++w) {
     BATON_ASSIGN_OR_RETURN(const extension::GenerateResult unused,
                            extension::generate(*method, options));

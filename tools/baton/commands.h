@@ -78,6 +78,9 @@ struct GenerateArgs {
   std::string prompt_ids;  // "15496,11,995": comma-separated token ids
   int64_t max_new_tokens = 32;
   int64_t eos = -1;
+  float temperature = 1.0f;  // --sample top-k programs
+  float top_p = 1.0f;
+  uint64_t seed = 0;
   int warmup = 1;  // whole generations before the timed one
   unsigned threads = 0;
   bool json = false;

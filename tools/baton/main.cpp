@@ -156,8 +156,10 @@ std::vector<CLI::Option*> add_compile_options(CLI::App* c, baton::tool::CompileA
                     "calls (a KV cache): INPUT=OUTPUT, or auto to find every output that is a "
                     "ScatterND or ScatterElements of an input (repeatable; docs/state.md)"));
   flags.push_back(c->add_option("--sample", args.request.sample,
-                                "Choose the next token inside the program: greedy replaces the "
-                                "logits output with next_tokens, their ArgMax (docs/generate.md)"));
+                                "Choose the next token inside the program: greedy (the ArgMax of "
+                                "the logits) or top-k=K (drawn from the K most likely, temperature "
+                                "and top-p given per call); the logits output becomes next_tokens "
+                                "(docs/generate.md)"));
   flags.push_back(c->add_option(
       "--arch", args.request.arch,
       "GPU architecture to build for (sm_90, sm_80, ...); default: read from the GPU"));
@@ -378,6 +380,16 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   g->add_option("--eos", generate.eos, "Stop after generating this token id")
       ->check(CLI::NonNegativeNumber);
+  g->add_option("--temperature", generate.temperature,
+                "With a program compiled with --sample top-k=K: the temperature (default 1)")
+      ->check(CLI::PositiveNumber);
+  g->add_option("--top-p", generate.top_p,
+                "With --sample top-k=K: draw from the smallest set of the K candidates whose "
+                "probability reaches this (default 1: all K)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  g->add_option("--seed", generate.seed,
+                "With --sample top-k=K: the seed of the uniform numbers (the same seed, the same "
+                "tokens; default 0)");
   g->add_option("--warmup", generate.warmup,
                 "Whole generations before the timed one (default 1: the first call at each "
                 "shape prepares it)")

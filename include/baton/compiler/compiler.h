@@ -195,7 +195,10 @@ struct CompileOptions {
   // Sampling inside the program (`--sample greedy`, docs/generate.md): the logits output
   // [batch, new_tokens, vocab] is replaced by `next_tokens` [batch, new_tokens] int64, the most
   // likely token after each position (ArgMax, on the logits' device), so that a generation loop
-  // reads 8 bytes per token instead of the vocabulary's logits. Empty: no sampling.
+  // reads 8 bytes per token instead of the vocabulary's logits. "top-k=K": drawn from the K most
+  // likely instead, with the temperature, top-p and a uniform number per position as new inputs
+  // (sample_temperature [1], sample_top_p [1], sample_uniform [batch, new_tokens]; compiler/
+  // sampling.h). Empty: no sampling.
   std::string sample;
 };
 

@@ -13,7 +13,8 @@
 //                   last new token, 0 after (optional; its length bounds the sequence)
 // and the output `logits` (or else the only output) [batch, new_tokens, vocab] in a float type,
 // or `next_tokens` [batch, new_tokens] int64 where the program chooses the tokens itself
-// (compiled with --sample greedy: the host then reads one int64 per call and does no argmax).
+// (compiled with --sample greedy or top-k=K: the host then reads one int64 per call and does no
+// argmax; with top-k it also sets sample_temperature, sample_top_p and sample_uniform, float32).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,12 @@ struct GenerateOptions {
   // from `start_position`.
   bool reset = true;
   int64_t start_position = 0;
+  // For a program compiled with --sample top-k=K (docs/generate.md): the temperature (> 0), the
+  // nucleus (top_p in (0, 1]: the smallest set of the K candidates whose probability reaches it)
+  // and the seed of the uniform numbers the program draws with (the same seed, the same tokens).
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
 };
 
 struct GenerateResult {
@@ -57,7 +64,11 @@ struct DecoderSignature {
   int position_ids = -1;
   int attention_mask = -1;
   int logits = -1;
-  int next_tokens = -1;  // --sample greedy's output (then `logits` is -1)
+  int next_tokens = -1;  // --sample's output (then `logits` is -1)
+  // --sample top-k=K's inputs (-1 without): the temperature, top-p and uniform numbers.
+  int sample_temperature = -1;
+  int sample_top_p = -1;
+  int sample_uniform = -1;
   int64_t max_new_tokens_per_call = 0;  // the new-token dimension's maximum
   int64_t min_new_tokens_per_call = 0;
   int64_t max_length = 0;  // attention_mask's length (0: no mask, not bounded here)

@@ -1916,6 +1916,35 @@ TEST(EngineBuilderTest, AStateCacheIsUpdatedInPlaceWithoutACopy) {
   }
 }
 
+// A decoder with its caches as state and its tokens chosen inside the program (--sample greedy
+// and top-k=8, docs/generate.md) builds for sm_90 as one engine: the scatters, the ArgMax or the
+// sampler's TopK, CumSum, reductions and gathers all lower, none falls back to the CPU.
+TEST(EngineBuilderTest, ADecoderWithStateAndSamplingIsOneEngine) {
+  register_builtins();
+  cuda::register_compiler();
+  const std::string model = (std::filesystem::path(testing::source_dir()) /
+                             "tests/e2e/models/decode/gpt2_index_put_full_dynamo.onnx")
+                                .string();
+  for (const std::string sample : {"greedy", "top-k=8"}) {
+    SCOPED_TRACE(sample);
+    auto backend = compiler::make_backend_compiler({Device::cuda(0), "sm_90", "fp16", {}});
+    ASSERT_TRUE(backend.ok());
+    compiler::CompileOptions options;
+    options.backends.push_back(backend->get());
+    options.state_auto = true;
+    options.sample = sample;
+    options.io = compiler::MethodIo::Device;
+    options.dims = {{"batch", 1, 8, 0, {}}, {"new_tokens", 1, 64, 0, {}}};
+    auto compiled = compiler::compile_file(model, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    EXPECT_TRUE(compiled->summary().fallbacks.empty())
+        << compiled->summary().fallbacks.size() << " nodes on the CPU, the first "
+        << compiled->summary().fallbacks.front().op;
+    EXPECT_EQ(compiled->summary().partitions.size(), 1u);
+    EXPECT_EQ(compiled->summary().state.size(), 4u);
+  }
+}
+
 TEST(EngineBuilderTest, StateReadAfterItsUpdateInsideAnEngineIsRefused) {
   register_builtins();
   cuda::register_compiler();

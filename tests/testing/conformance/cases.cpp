@@ -741,6 +741,19 @@ void layout_cases(std::vector<Case>& out) {
   out.push_back(make("TopK", "[6, 7] K 7 axis -1", {in({6, 7}), shape_input({7})}));
   out.back().outputs = 2;
   out.back().dtypes = exact;
+  // Long lines, small K: the GPU's block-per-line kernel (sampling's top-k of a vocabulary); 1/32
+  // steps in [-4, 4] repeat along 1000 and 700, so ties are broken by index many times.
+  for (const int64_t largest : {0, 1}) {
+    out.push_back(make("TopK", fmt::format("[3, 1000] K 50 axis -1 largest {}", largest),
+                       {in({3, 1000}), shape_input({50})},
+                       {{"axis", AttrValue::of_int(-1)}, {"largest", AttrValue::of_int(largest)}}));
+    out.back().outputs = 2;
+    out.back().dtypes = exact;
+  }
+  out.push_back(make("TopK", "[2, 700, 3] K 20 axis 1", {in({2, 700, 3}), shape_input({20})},
+                     {{"axis", AttrValue::of_int(1)}}));
+  out.back().outputs = 2;
+  out.back().dtypes = exact;
   // NonZero (a data-dependent count, CPU only): values on the 1/32 grid in [-1/32, 1/32] (a
   // third zeros in float types; all zeros, an empty result, in the integers), and in [-1, 1]
   // (a third zeros in the integers).

@@ -161,3 +161,73 @@ __device__ __forceinline__ void baton_topk(const T* __restrict__ x, TV* __restri
     }
   });
 }
+
+// Whether (u at index m) comes before (v at index j) in TopK's order (baton_topk's: larger, or
+// smaller, first; NaN above every number; ties by the lower index).
+template <bool kLargest, typename V>
+__device__ __forceinline__ bool baton_topk_before(V u, long long m, V v, long long j) {
+  const bool u_nan = u != u, v_nan = v != v;
+  if (u_nan != v_nan) return kLargest ? u_nan : v_nan;
+  if (!u_nan && u != v) return kLargest ? u > v : u < v;
+  return m < j;
+}
+
+// TopK over long lines with a small K (a vocabulary's logits for sampling: K of 50 from 50257),
+// a block per line: K rounds, each finding the first element of the order that comes after the
+// previous round's pick (the block's threads each take a strided share, then combine their
+// candidates), so the picks come out sorted and equal to baton_topk's. K * n loads per line
+// instead of baton_topk's n * n. The grid has one block per line.
+template <bool kLargest, typename T, typename TV>
+__device__ __forceinline__ void baton_topk_block(const T* __restrict__ x, TV* __restrict__ values,
+                                                 long long* __restrict__ indices, long long n,
+                                                 long long inner, long long k) {
+  const long long l = blockIdx.x;
+  const long long o = l / inner, i = l - o * inner;
+  const T* line = x + o * n * inner + i;
+  using V = decltype(ld(line[0]));
+  __shared__ V warp_best[32];
+  __shared__ long long warp_at[32];
+  __shared__ V prev;
+  __shared__ long long prev_at;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (long long r = 0; r < k; ++r) {
+    V best = ld(line[0]);
+    long long at = -1;  // -1: no candidate yet
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      const V v = ld(line[j * inner]);
+      if (r > 0 && !baton_topk_before<kLargest>(prev, prev_at, v, j)) continue;  // taken
+      if (at < 0 || baton_topk_before<kLargest>(v, j, best, at)) {
+        best = v;
+        at = j;
+      }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const V ov = __shfl_down_sync(0xffffffffu, best, offset);
+      const long long oat = __shfl_down_sync(0xffffffffu, at, offset);
+      if (oat >= 0 && (at < 0 || baton_topk_before<kLargest>(ov, oat, best, at))) {
+        best = ov;
+        at = oat;
+      }
+    }
+    if (lane == 0) {
+      warp_best[warp] = best;
+      warp_at[warp] = at;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
+        if (warp_at[w] >= 0 &&
+            (at < 0 || baton_topk_before<kLargest>(warp_best[w], warp_at[w], best, at))) {
+          best = warp_best[w];
+          at = warp_at[w];
+        }
+      }
+      prev = best;
+      prev_at = at;
+      const long long out = (o * k + r) * inner + i;
+      sto(&values[out], best);
+      indices[out] = at;
+    }
+    __syncthreads();
+  }
+}
