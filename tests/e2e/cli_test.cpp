@@ -826,6 +826,30 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
   r = baton("generate " + program);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--prompt-ids is required"), std::string::npos) << r.output;
+
+  // Top-k sampling inside the program: a seed gives one sequence, and another seed another.
+  const std::string sampled = (dir_ / "sampled.baton").string();
+  ASSERT_EQ(baton("compile " + model + " -o " + sampled + dims + " --state auto --sample top-k=10 -q")
+                .exit_code,
+            0);
+  const std::string gen = "generate " + sampled + " --prompt-ids 5,17,42 --max-new-tokens 30 -q";
+  CliRun s1 = baton(gen + " --seed 1 --temperature 1.5", "", /*with_stderr=*/false);
+  CliRun s1again = baton(gen + " --seed 1 --temperature 1.5", "", /*with_stderr=*/false);
+  CliRun s2 = baton(gen + " --seed 2 --temperature 1.5 --top-p 0.9", "", /*with_stderr=*/false);
+  ASSERT_EQ(s1.exit_code, 0) << s1.output;
+  ASSERT_EQ(s2.exit_code, 0) << s2.output;
+  EXPECT_EQ(s1.output, s1again.output);
+  EXPECT_NE(s1.output, s2.output);
+  r = baton("compile " + model + " -o " + sampled + dims + " --sample top-k=0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--sample top-k=0: expected top-k=K with K from 1 to 1024"),
+            std::string::npos)
+      << r.output;
+  r = baton("compile " + model + " -o " + sampled + dims + " --sample nucleus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("expected 'greedy' (the most likely token) or 'top-k=K'"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CliTest, InspectShowsNamesThatAreNotUtf8) {

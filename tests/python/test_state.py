@@ -113,6 +113,22 @@ def test_module_generate_matches_onnxruntime(name):
     assert stopped == result["tokens"][:result["tokens"].index(stop) + 1]
 
 
+def test_module_generate_samples_inside_the_program():
+    name = MODELS[2]
+    module = baton.load(baton.compile(path(name), dims=DIMS, state="auto", sample="top-k=5"),
+                        threads=1)
+    assert "sample_uniform" in [s.name for s in module.inputs]
+    assert [s.name for s in module.outputs] == ["next_tokens"]
+    prompt = [4, 8, 15, 16, 23, 42]
+    a = module.generate(prompt, 24, temperature=1.2, top_p=0.95, seed=7)["tokens"]
+    assert module.generate(prompt, 24, temperature=1.2, top_p=0.95, seed=7)["tokens"] == a
+    assert module.generate(prompt, 24, temperature=1.2, top_p=0.95, seed=8)["tokens"] != a
+    # A vanishing temperature draws the most likely token: onnxruntime's greedy tokens.
+    assert module.generate(prompt, 24, temperature=1e-4)["tokens"] == ort_greedy(name, prompt, 24)
+    with pytest.raises(baton.BatonError, match="temperature must be > 0"):
+        module.generate(prompt, 4, temperature=0.0)
+
+
 def test_module_generate_refuses_a_program_without_state():
     module = baton.load(baton.compile(path(MODELS[0]), dims=DIMS), threads=1)
     with pytest.raises(baton.BatonError, match="keeps no state.*--state auto"):
