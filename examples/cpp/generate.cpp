@@ -7,13 +7,14 @@
 // The key/value cache stays inside the program for the whole loop; each call passes the new
 // token ids, positions and mask and reads the next token. Links only Baton::runtime (and
 // Baton::cuda for GPU programs), like run_model.
+#include "baton/extension/generate.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "baton/baton.h"
-#include "baton/extension/generate.h"
 #include "baton/extension/module.h"
 #ifdef RUN_MODEL_WITH_CUDA
 #include "baton/cuda/backend.h"

@@ -104,12 +104,12 @@ Result<CompileSetup> make_compile_setup(const CompileRequest& r) {
                           given(r, "state", pair));
     options.state.push_back({pair.substr(0, eq), pair.substr(eq + 1)});
   }
-  BATON_CHECK_OR_RETURN(r.sample.empty() || r.sample == "greedy" || r.sample.rfind("top-k=", 0) == 0,
-                        InvalidArgument,
-                        "{}: expected 'greedy' (the most likely token) or 'top-k=K' (drawn from "
-                        "the K most likely, with a temperature and top-p given per call; "
-                        "docs/generate.md)",
-                        given(r, "sample", r.sample));
+  BATON_CHECK_OR_RETURN(
+      r.sample.empty() || r.sample == "greedy" || r.sample.rfind("top-k=", 0) == 0, InvalidArgument,
+      "{}: expected 'greedy' (the most likely token) or 'top-k=K' (drawn from "
+      "the K most likely, with a temperature and top-p given per call; "
+      "docs/generate.md)",
+      given(r, "sample", r.sample));
   options.sample = r.sample;
   options.max_partition_nodes = r.max_partition_nodes;
   options.optimize = r.optimize;

@@ -93,8 +93,7 @@ Result<int> append_top_k(Graph& g, int logits, int64_t k) {
   const auto keepdims = ops::AttrValue::of_int(1);
   BATON_ASSIGN_OR_RETURN(const int mass, node1(g, "ReduceSum", {kept, last_axis}, "sample_mass",
                                                {{"keepdims", keepdims}}));
-  BATON_ASSIGN_OR_RETURN(const int kcdf,
-                         node1(g, "CumSum", {kept, last_axis}, "sample_kept_cdf"));
+  BATON_ASSIGN_OR_RETURN(const int kcdf, node1(g, "CumSum", {kept, last_axis}, "sample_kept_cdf"));
   BATON_ASSIGN_OR_RETURN(const int u3,
                          node1(g, "Unsqueeze", {uniform, last_axis}, "sample_uniform_3d"));
   BATON_ASSIGN_OR_RETURN(const int target, node1(g, "Mul", {u3, mass}, "sample_target"));
@@ -110,8 +109,9 @@ Result<int> append_top_k(Graph& g, int logits, int64_t k) {
   BATON_ASSIGN_OR_RETURN(const int kept_n, node1(g, "ReduceSum", {keep_f, last_axis},
                                                  "sample_kept_n", {{"keepdims", keepdims}}));
   // Rounding can leave u * mass at or above the last kept cumulative value: take the last kept.
-  BATON_ASSIGN_OR_RETURN(const int last_kept, node1(g, "Sub", {kept_n, float_constant(g, "sample_one", 1.0f)},
-                                                    "sample_last_kept"));
+  BATON_ASSIGN_OR_RETURN(
+      const int last_kept,
+      node1(g, "Sub", {kept_n, float_constant(g, "sample_one", 1.0f)}, "sample_last_kept"));
   // min(count, last_kept) as a select: every backend has Less and Where for floats.
   BATON_ASSIGN_OR_RETURN(const int fewer, node1(g, "Less", {count, last_kept}, "sample_fewer"));
   BATON_ASSIGN_OR_RETURN(const int pick_f,
@@ -119,8 +119,8 @@ Result<int> append_top_k(Graph& g, int logits, int64_t k) {
   const auto to_int = ops::AttrValue::of_int(static_cast<int64_t>(DType::Int64));
   BATON_ASSIGN_OR_RETURN(const int pick,
                          node1(g, "Cast", {pick_f}, "sample_pick", {{"to", to_int}}));
-  BATON_ASSIGN_OR_RETURN(const int chosen, node1(g, "GatherElements", {idx, pick},
-                                                 "sample_chosen", {{"axis", axis}}));
+  BATON_ASSIGN_OR_RETURN(
+      const int chosen, node1(g, "GatherElements", {idx, pick}, "sample_chosen", {{"axis", axis}}));
   return node1(g, "Squeeze", {chosen, last_axis}, "next_tokens");
 }
 

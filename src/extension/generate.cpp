@@ -31,7 +31,7 @@ struct IndexInput {
   int index = -1;
   DType dtype = DType::Int64;
   std::vector<int64_t> sizes;
-  std::vector<int64_t> wide;   // int64 values
+  std::vector<int64_t> wide;    // int64 values
   std::vector<int32_t> narrow;  // the same as int32
   std::vector<uint8_t> flags;   // the same as bool
 
@@ -101,7 +101,7 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
                           "auto or --state {}=OUTPUT",
                           m.name(), name, name);
     const bool mask = slot == &s.attention_mask;
-    const bool rank_ok = slot == &s.cache_position  ? info.sizes.size() == 1
+    const bool rank_ok = slot == &s.cache_position ? info.sizes.size() == 1
                          : slot == &s.position_ids ? info.sizes.size() <= 2
                                                    : info.sizes.size() == 2;
     BATON_CHECK_OR_RETURN(
@@ -133,18 +133,18 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
   }
   if (s.next_tokens < 0 && s.logits < 0 && m.num_outputs() == 1) s.logits = 0;
   if (s.next_tokens < 0) {
-  BATON_CHECK_OR_RETURN(s.logits >= 0, InvalidArgument,
-                        "method '{}' has {} outputs and none is named logits; generation reads "
-                        "the logits [batch, new_tokens, vocab]",
-                        m.name(), m.num_outputs());
-  const runtime::TensorInfo logits = m.output_info(static_cast<size_t>(s.logits));
-  BATON_CHECK_OR_RETURN(logits.sizes.size() == 3 && (logits.dtype == DType::Float32 ||
-                                                     logits.dtype == DType::Float16 ||
-                                                     logits.dtype == DType::BFloat16),
-                        InvalidArgument,
-                        "method '{}' output '{}' is {} of rank {}; generation reads float logits "
-                        "[batch, new_tokens, vocab]",
-                        m.name(), logits.name, dtype_name(logits.dtype), logits.sizes.size());
+    BATON_CHECK_OR_RETURN(s.logits >= 0, InvalidArgument,
+                          "method '{}' has {} outputs and none is named logits; generation reads "
+                          "the logits [batch, new_tokens, vocab]",
+                          m.name(), m.num_outputs());
+    const runtime::TensorInfo logits = m.output_info(static_cast<size_t>(s.logits));
+    BATON_CHECK_OR_RETURN(logits.sizes.size() == 3 &&
+                              (logits.dtype == DType::Float32 || logits.dtype == DType::Float16 ||
+                               logits.dtype == DType::BFloat16),
+                          InvalidArgument,
+                          "method '{}' output '{}' is {} of rank {}; generation reads float logits "
+                          "[batch, new_tokens, vocab]",
+                          m.name(), logits.name, dtype_name(logits.dtype), logits.sizes.size());
   }
   const std::vector<runtime::Method::Dim> ids = m.input_dims(static_cast<size_t>(s.input_ids));
   BATON_CHECK_OR_RETURN(ids[0].min <= 1 && ids[0].max >= 1, InvalidArgument,
@@ -173,8 +173,8 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   BATON_ASSIGN_OR_RETURN(const DecoderSignature sig, decoder_signature(m));
   BATON_CHECK_OR_RETURN(!options.prompt.empty(), InvalidArgument,
                         "the prompt is empty; give at least one token id");
-  BATON_CHECK_OR_RETURN(options.max_new_tokens >= 0 && options.start_position >= 0,
-                        InvalidArgument, "max_new_tokens ({}) and start_position ({}) must be >= 0",
+  BATON_CHECK_OR_RETURN(options.max_new_tokens >= 0 && options.start_position >= 0, InvalidArgument,
+                        "max_new_tokens ({}) and start_position ({}) must be >= 0",
                         options.max_new_tokens, options.start_position);
   for (int64_t t : options.prompt) {
     BATON_CHECK_OR_RETURN(t >= 0, InvalidArgument, "prompt token {} is negative", t);
@@ -191,30 +191,30 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
                         start > 0 ? fmt::format(" after {} cached", start) : std::string(),
                         options.max_new_tokens, sig.max_length);
   const bool sampled = sig.sample_uniform >= 0;
-  BATON_CHECK_OR_RETURN(!sampled || (sig.sample_temperature >= 0 && sig.sample_top_p >= 0 &&
-                                     sig.next_tokens >= 0),
-                        InvalidArgument,
-                        "method '{}' has sample_uniform but not sample_temperature, sample_top_p "
-                        "and next_tokens: was it compiled with --sample top-k=K?",
-                        m.name());
-  BATON_CHECK_OR_RETURN(!sampled || (options.temperature > 0 && options.top_p > 0 &&
-                                     options.top_p <= 1),
-                        InvalidArgument,
-                        "temperature {} and top_p {}: the temperature must be > 0 and top_p in "
-                        "(0, 1] (greedy is --sample greedy)",
-                        options.temperature, options.top_p);
+  BATON_CHECK_OR_RETURN(
+      !sampled || (sig.sample_temperature >= 0 && sig.sample_top_p >= 0 && sig.next_tokens >= 0),
+      InvalidArgument,
+      "method '{}' has sample_uniform but not sample_temperature, sample_top_p "
+      "and next_tokens: was it compiled with --sample top-k=K?",
+      m.name());
+  BATON_CHECK_OR_RETURN(
+      !sampled || (options.temperature > 0 && options.top_p > 0 && options.top_p <= 1),
+      InvalidArgument,
+      "temperature {} and top_p {}: the temperature must be > 0 and top_p in "
+      "(0, 1] (greedy is --sample greedy)",
+      options.temperature, options.top_p);
   if (options.reset) BATON_TRY(m.reset_state());
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   std::vector<float> uniforms;
   const std::vector<int64_t> one{1};
   if (sampled) {
-    BATON_TRY(m.set_input(static_cast<size_t>(sig.sample_temperature),
-                          TensorView{const_cast<float*>(&options.temperature), DType::Float32, one,
-                                     Device::cpu()}));
-    BATON_TRY(m.set_input(static_cast<size_t>(sig.sample_top_p),
-                          TensorView{const_cast<float*>(&options.top_p), DType::Float32, one,
-                                     Device::cpu()}));
+    BATON_TRY(m.set_input(
+        static_cast<size_t>(sig.sample_temperature),
+        TensorView{const_cast<float*>(&options.temperature), DType::Float32, one, Device::cpu()}));
+    BATON_TRY(m.set_input(
+        static_cast<size_t>(sig.sample_top_p),
+        TensorView{const_cast<float*>(&options.top_p), DType::Float32, one, Device::cpu()}));
   }
 
   const int64_t chunk_max = sig.max_new_tokens_per_call;
@@ -291,12 +291,11 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
       return token;
     }
     const TensorView logits = m.output(static_cast<size_t>(sig.logits));
-    BATON_CHECK_OR_RETURN(logits.rank() == 3 && logits.sizes[0] == 1 && logits.sizes[1] == t,
-                          InvalidArgument,
-                          "the logits are [{}], not [1, {}, vocab]: is '{}' the logits of every "
-                          "new token?",
-                          fmt::join(logits.sizes, ", "), t,
-                          m.output_info(static_cast<size_t>(sig.logits)).name);
+    BATON_CHECK_OR_RETURN(
+        logits.rank() == 3 && logits.sizes[0] == 1 && logits.sizes[1] == t, InvalidArgument,
+        "the logits are [{}], not [1, {}, vocab]: is '{}' the logits of every "
+        "new token?",
+        fmt::join(logits.sizes, ", "), t, m.output_info(static_cast<size_t>(sig.logits)).name);
     const int64_t vocab = logits.sizes[2];
     const size_t row = static_cast<size_t>(vocab) * dtype_size(logits.dtype);
     last_row.resize(row);
@@ -333,10 +332,10 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   const auto prompt_len = static_cast<int64_t>(options.prompt.size());
   for (int64_t done = 0; done < prompt_len;) {
     const int64_t n = std::min(chunk_max, prompt_len - done);
-    BATON_ASSIGN_OR_RETURN(
-        next, call(std::span<const int64_t>(options.prompt).subspan(static_cast<size_t>(done),
-                                                                   static_cast<size_t>(n)),
-                   pos));
+    BATON_ASSIGN_OR_RETURN(next,
+                           call(std::span<const int64_t>(options.prompt)
+                                    .subspan(static_cast<size_t>(done), static_cast<size_t>(n)),
+                                pos));
     ++result.prefill_calls;
     done += n;
     pos += n;

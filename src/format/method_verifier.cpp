@@ -658,9 +658,9 @@ class MethodVerifier {
       const ArgRange& out = ranges_[o];
       bool in_place = false;
       for (const ArgRange& in : ranges_) {
-        in_place = in_place || (out.written && !in.written && in.arena == out.arena &&
-                                in.begin == out.begin && in.end == out.end &&
-                                update_of_[in.value] == out.value);
+        in_place = in_place ||
+                   (out.written && !in.written && in.arena == out.arena && in.begin == out.begin &&
+                    in.end == out.end && update_of_[in.value] == out.value);
       }
       if (in_place) {
         ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(o));

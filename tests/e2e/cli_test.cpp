@@ -796,15 +796,18 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
             /*with_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string tokens;
-  for (const auto& t : j["tokens"]) tokens += (tokens.empty() ? "" : " ") + std::to_string(t.get<int64_t>());
+  for (const auto& t : j["tokens"])
+    tokens += (tokens.empty() ? "" : " ") + std::to_string(t.get<int64_t>());
   EXPECT_EQ(r.output, tokens + "\n");
   r = baton("generate " + program + " --prompt-ids 5,17,42,3,99 --max-new-tokens 30");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* line : {"tokens: ", "prompt: 5 tokens in 1 call (up to 64 per call)",
-                           "time to first token: ", "per token: median ", "over 29 tokens",
-                           "state: 4 tensors, ", "on cpu, updated in place",
-                           "moved per call (mean): ", "bytes out (the last position's logits); "
-                           "the cache: none", "staged by delegates: 0 bytes"}) {
+  for (const char* line :
+       {"tokens: ", "prompt: 5 tokens in 1 call (up to 64 per call)",
+        "time to first token: ", "per token: median ", "over 29 tokens", "state: 4 tensors, ",
+        "on cpu, updated in place", "moved per call (mean): ",
+        "bytes out (the last position's logits); "
+        "the cache: none",
+        "staged by delegates: 0 bytes"}) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
   }
   ASSERT_EQ(baton("compile " + model + " -o " + plain + dims + " -q").exit_code, 0);
@@ -829,9 +832,10 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
 
   // Top-k sampling inside the program: a seed gives one sequence, and another seed another.
   const std::string sampled = (dir_ / "sampled.baton").string();
-  ASSERT_EQ(baton("compile " + model + " -o " + sampled + dims + " --state auto --sample top-k=10 -q")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      baton("compile " + model + " -o " + sampled + dims + " --state auto --sample top-k=10 -q")
+          .exit_code,
+      0);
   const std::string gen = "generate " + sampled + " --prompt-ids 5,17,42 --max-new-tokens 30 -q";
   CliRun s1 = baton(gen + " --seed 1 --temperature 1.5", "", /*with_stderr=*/false);
   CliRun s1again = baton(gen + " --seed 1 --temperature 1.5", "", /*with_stderr=*/false);

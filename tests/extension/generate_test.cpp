@@ -2,21 +2,21 @@
 // (tests/e2e/models/decode): it produces the tokens a hand-written loop of calls over the same
 // program produces (tests/python/test_state.py checks that loop against onnxruntime), continues a
 // sequence without a reset, stops at an end token, and refuses by name what it cannot drive.
+#include "baton/extension/generate.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
-
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
-#include "baton/extension/generate.h"
 #include "baton/runtime/program.h"
 #include "testing/paths.h"
 
@@ -139,7 +139,8 @@ TEST(GenerateTest, GreedySamplingInsideTheProgramGivesTheSameTokens) {
 int64_t draw(const float* row, int64_t vocab, int64_t k, float temperature, float top_p, float u) {
   std::vector<int64_t> order(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return row[a] > row[b]; });
   std::vector<float> p(static_cast<size_t>(k));
   float top = row[order[0]] / temperature, sum = 0;
   for (int64_t j = 0; j < k; ++j) sum += (p[j] = std::exp(row[order[j]] / temperature - top));
@@ -210,7 +211,8 @@ TEST(GenerateTest, TopKSamplingDrawsWhatTheLogitsSay) {
       ASSERT_TRUE(m.execute().ok());
       const TensorView l = m.output(0);
       const int64_t vocab = l.sizes[2];
-      want.push_back(draw(l.data_as<float>() + (t - 1) * vocab, vocab, 8, st.temperature, st.top_p, u));
+      want.push_back(
+          draw(l.data_as<float>() + (t - 1) * vocab, vocab, 8, st.temperature, st.top_p, u));
       pos += t;
       feed = {got->tokens[want.size() - 1]};
     }

@@ -119,9 +119,8 @@ Status run_generate(const GenerateArgs& args) {
                      {"min", sorted.empty() ? 0.0 : sorted.front()},
                      {"max", sorted.empty() ? 0.0 : sorted.back()}};
     j["tokens_per_s"] = tokens_per_s;
-    j["state"] = {{"tensors", method->num_states()},
-                  {"bytes", state_bytes},
-                  {"device", state_device}};
+    j["state"] = {
+        {"tensors", method->num_states()}, {"bytes", state_bytes}, {"device", state_device}};
     j["copies"] = {{"host_to_device", h2d}, {"device_to_host", d2h}, {"bytes", copied}};
     j["bytes_in"] = r.bytes_in;
     j["bytes_out"] = r.bytes_out;

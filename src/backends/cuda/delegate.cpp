@@ -302,12 +302,13 @@ class CudaBackend final : public runtime::BackendInterface {
     if (staged) BATON_TRY(announce_staging(*handle, engine));
     for (const auto& [in, out] : handle->in_place) {
       // Staged copies would be two buffers, and the engine never copies the input to the output.
-      BATON_CHECK_OR_RETURN(args.inputs[in]->tensor.data == args.outputs[out - inputs]->tensor.data &&
-                                handle->bindings[in].last == Binding::Direct,
-                            InvalidArgument,
-                            "partition '{}': input '{}' and output '{}' are one state tensor "
-                            "updated in place, so a call must pass one device buffer for both",
-                            engine.partition(), blob.binding_name(in), blob.binding_name(out));
+      BATON_CHECK_OR_RETURN(
+          args.inputs[in]->tensor.data == args.outputs[out - inputs]->tensor.data &&
+              handle->bindings[in].last == Binding::Direct,
+          InvalidArgument,
+          "partition '{}': input '{}' and output '{}' are one state tensor "
+          "updated in place, so a call must pass one device buffer for both",
+          engine.partition(), blob.binding_name(in), blob.binding_name(out));
     }
 
     // The previous call may still be running and uses the same scratch and staging buffers:

@@ -1842,7 +1842,6 @@ TEST(EngineBuilderTest, TheCompetingWorkloadCompilesForSm90AndSm80) {
   }
 }
 
-
 // A key/value cache kept as state (docs/state.md): present = ScatterND(past, positions, rows) with
 // `past` read first by another node. With --state past=present the method binds the partition's
 // input and output to one buffer ("in_place" spec: input 0, output 1) and the engine writes only
@@ -1868,8 +1867,7 @@ TEST(EngineBuilderTest, AStateCacheIsUpdatedInPlaceWithoutACopy) {
   for (const std::string precision : {"fp32", "fp16"}) {
     for (const bool state : {false, true}) {
       SCOPED_TRACE(fmt::format("{} state {}", precision, state));
-      auto backend =
-          compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}});
+      auto backend = compiler::make_backend_compiler({Device::cuda(0), "sm_90", precision, {}});
       ASSERT_TRUE(backend.ok()) << backend.status().to_string();
       compiler::CompileOptions options;
       options.backends.push_back(backend->get());

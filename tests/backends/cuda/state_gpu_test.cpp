@@ -81,8 +81,8 @@ Compiled compile_for(const std::vector<uint8_t>& onnx, const std::string& device
     backend = std::move(b).value();
     options.backends.push_back(backend.get());
   }
-  auto compiled = path.empty() ? compiler::compile_bytes(onnx, options)
-                               : compiler::compile_file(path, options);
+  auto compiled =
+      path.empty() ? compiler::compile_bytes(onnx, options) : compiler::compile_file(path, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
   if (!compiled.ok()) return {};
   auto program = runtime::Program::load_bytes(*compiled->serialize());
@@ -127,8 +127,8 @@ TEST_F(StateGpuTest, ACacheOnTheGpuAccumulatesInPlaceAcrossCallsAndShapes) {
     std::vector<float> rows(static_cast<size_t>(n * kDim));
     for (float& v : rows) v = (base += 0.5f);
     const std::vector<int64_t> pos_sizes{n, 1}, row_sizes{n, kDim};
-    ASSERT_TRUE(m.set_input(0, {const_cast<int64_t*>(positions.data()), DType::Int64, pos_sizes})
-                    .ok());
+    ASSERT_TRUE(
+        m.set_input(0, {const_cast<int64_t*>(positions.data()), DType::Int64, pos_sizes}).ok());
     ASSERT_TRUE(m.set_input(1, {rows.data(), DType::Float32, row_sizes}).ok());
     const Status st = m.execute();
     ASSERT_TRUE(st.ok()) << st.to_string();

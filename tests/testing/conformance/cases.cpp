@@ -584,11 +584,12 @@ void indexing_cases(std::vector<Case>& out) {
     CaseInput distinct = indices(sizes, n, dt);
     distinct.distinct_axis = static_cast<int>(axis);
     distinct.distinct_extent = n;
-    out.push_back(make("ScatterElements", fmt::format("{} indices {} {} axis {} none",
-                                                      shape_to_string(data), shape_to_string(sizes),
-                                                      dtype_name(dt), axis),
-                       {in(data), distinct, in(sizes)},
-                       {{"axis", AttrValue::of_int(axis)}, {"reduction", AttrValue::of_string("none")}}));
+    out.push_back(
+        make("ScatterElements",
+             fmt::format("{} indices {} {} axis {} none", shape_to_string(data),
+                         shape_to_string(sizes), dtype_name(dt), axis),
+             {in(data), distinct, in(sizes)},
+             {{"axis", AttrValue::of_int(axis)}, {"reduction", AttrValue::of_string("none")}}));
   }
   for (Case& c : out) {
     if (c.op == "Gather" || c.op == "GatherND") {
@@ -601,7 +602,8 @@ void indexing_cases(std::vector<Case>& out) {
       // Reduction "none" (opset 13's only one) runs on the GPU in every dtype; the others do
       // not (they would need atomics).
       bool none = true;
-      for (const auto& [name, value] : c.attrs) none = none && !(name == "reduction" && value.s != "none");
+      for (const auto& [name, value] : c.attrs)
+        none = none && !(name == "reduction" && value.s != "none");
       c.cuda = c.cuda_all_types = none;
     }
   }
@@ -1684,7 +1686,8 @@ void reduce_cases(std::vector<Case>& out) {
                           {"keepdims", AttrValue::of_int(0)},
                           {"select_last_index", AttrValue::of_int(last)}}));
     }
-    out.push_back(make(op, "[2, 600, 3] axis 1", {in({2, 600, 3})}, {{"axis", AttrValue::of_int(1)}}));
+    out.push_back(
+        make(op, "[2, 600, 3] axis 1", {in({2, 600, 3})}, {{"axis", AttrValue::of_int(1)}}));
   }
   // Axis sets the models reduce over: H and W (squeeze-excite, the dynamo exporter's global
   // pool), the innermost dimension (a block per output), channels, and long rows. The last five

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -44,8 +44,7 @@ std::vector<double> distinct_indices(const CaseInput& in, std::mt19937_64& rng) 
       for (int64_t a = k; a-- > 0;) {
         const int64_t c = rest % dims[a];
         rest /= dims[a];
-        out[static_cast<size_t>(t * k + a)] =
-            static_cast<double>(negative(rng) ? c - dims[a] : c);
+        out[static_cast<size_t>(t * k + a)] = static_cast<double>(negative(rng) ? c - dims[a] : c);
       }
     }
     return out;

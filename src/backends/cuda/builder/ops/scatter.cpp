@@ -115,8 +115,8 @@ Status lower_scatter_elements(Lowering& ctx, int index) {
       "    sto(&y[offset + j * strides[{}]], ld(upd[i]));\n"
       "  }});\n}}\n",
       kBlock, name, device_type_name(ctx.dtype_of(idx)), device_type_name(ctx.dtype_of(upd)),
-      device_type_name(ctx.dtype_of(out)), args.parameter(), arrays, total_arg, extent_arg, u.size(),
-      axis, axis);
+      device_type_name(ctx.dtype_of(out)), args.parameter(), arrays, total_arg, extent_arg,
+      u.size(), axis, axis);
   ctx.add_kernel(name, std::move(code), grid_stride_launch(total), {idx, upd, out}, args);
   return Status();
 }

@@ -1,8 +1,8 @@
 // TopK on the GPU (opsets 10 and 11): baton_topk (device/along_axis.cuh), one thread per input
 // element ranking it within its line, so the values and their int64 indices come out sorted as the
 // CPU kernel sorts them; long lines with a small K (sampling's top-k of a vocabulary) a block per
-// line picking the K in order (baton_topk_block). K is a compile-time constant (the shape-input rule); the sizes are kernel
-// arguments. Numeric dtypes an engine stores.
+// line picking the K in order (baton_topk_block). K is a compile-time constant (the shape-input
+// rule); the sizes are kernel arguments. Numeric dtypes an engine stores.
 #include <fmt/format.h>
 
 #include <algorithm>
