@@ -47,6 +47,37 @@ __device__ __forceinline__ bool baton_arg_better(V v, long long i, V best, long 
   return kLast ? i > at : i < at;
 }
 
+// The block's first candidate in an order: each thread holds one (`best` at index `at`, -1 for
+// none) and `before(u, m, v, j)` says whether u at m comes before v at j; on return thread 0
+// holds the block's first. Warp shuffles, then thread 0 over the warps' picks (`warp_best` and
+// `warp_at` are the caller's shared arrays of 32).
+template <typename V, typename Before>
+__device__ __forceinline__ void baton_block_first(V& best, long long& at, V* warp_best,
+                                                  long long* warp_at, Before before) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const V ov = __shfl_down_sync(0xffffffffu, best, offset);
+    const long long oat = __shfl_down_sync(0xffffffffu, at, offset);
+    if (oat >= 0 && (at < 0 || before(ov, oat, best, at))) {
+      best = ov;
+      at = oat;
+    }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    warp_best[warp] = best;
+    warp_at[warp] = at;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
+      if (warp_at[w] >= 0 && (at < 0 || before(warp_best[w], warp_at[w], best, at))) {
+        best = warp_best[w];
+        at = warp_at[w];
+      }
+    }
+  }
+}
+
 // ArgMax / ArgMin with a block per line, for long lines (a language model's logits: 50257 per
 // token, which one thread would walk in 50257 dependent steps). Each thread keeps the extreme of
 // its strided share, then the block combines them (baton_arg_better); the grid has one block
@@ -68,32 +99,12 @@ __device__ __forceinline__ void baton_arg_extreme_block(const T* __restrict__ x,
       at = j;
     }
   }
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const V ov = __shfl_down_sync(0xffffffffu, best, offset);
-    const long long oat = __shfl_down_sync(0xffffffffu, at, offset);
-    if (oat >= 0 && (at < 0 || baton_arg_better<kMax, kLast>(ov, oat, best, at))) {
-      best = ov;
-      at = oat;
-    }
-  }
   __shared__ V warp_best[32];
   __shared__ long long warp_at[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) {
-    warp_best[warp] = best;
-    warp_at[warp] = at;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
-      if (warp_at[w] >= 0 &&
-          (at < 0 || baton_arg_better<kMax, kLast>(warp_best[w], warp_at[w], best, at))) {
-        best = warp_best[w];
-        at = warp_at[w];
-      }
-    }
-    y[l] = at;
-  }
+  baton_block_first(best, at, warp_best, warp_at, [](V u, long long m, V v, long long j) {
+    return baton_arg_better<kMax, kLast>(u, m, v, j);
+  });
+  if (threadIdx.x == 0) y[l] = at;
 }
 
 // CumSum: each line's running sum, from its start or (kReverse) its end, each element's own value
@@ -189,7 +200,6 @@ __device__ __forceinline__ void baton_topk_block(const T* __restrict__ x, TV* __
   __shared__ long long warp_at[32];
   __shared__ V prev;
   __shared__ long long prev_at;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (long long r = 0; r < k; ++r) {
     V best = ld(line[0]);
     long long at = -1;  // -1: no candidate yet
@@ -201,27 +211,10 @@ __device__ __forceinline__ void baton_topk_block(const T* __restrict__ x, TV* __
         at = j;
       }
     }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      const V ov = __shfl_down_sync(0xffffffffu, best, offset);
-      const long long oat = __shfl_down_sync(0xffffffffu, at, offset);
-      if (oat >= 0 && (at < 0 || baton_topk_before<kLargest>(ov, oat, best, at))) {
-        best = ov;
-        at = oat;
-      }
-    }
-    if (lane == 0) {
-      warp_best[warp] = best;
-      warp_at[warp] = at;
-    }
-    __syncthreads();
+    baton_block_first(best, at, warp_best, warp_at, [](V u, long long m, V v, long long j) {
+      return baton_topk_before<kLargest>(u, m, v, j);
+    });
     if (threadIdx.x == 0) {
-      for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
-        if (warp_at[w] >= 0 &&
-            (at < 0 || baton_topk_before<kLargest>(warp_best[w], warp_at[w], best, at))) {
-          best = warp_best[w];
-          at = warp_at[w];
-        }
-      }
       prev = best;
       prev_at = at;
       const long long out = (o * k + r) * inner + i;
