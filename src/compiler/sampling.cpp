@@ -82,7 +82,17 @@ Result<int> append_top_k(Graph& g, int logits, int64_t k) {
                 {"sorted", ops::AttrValue::of_int(1)}};
   BATON_TRY(add_node(g, std::move(topk)).status());
   const auto axis = ops::AttrValue::of_int(-1);
-  BATON_ASSIGN_OR_RETURN(const int scaled, node1(g, "Div", {vals, temperature}, "sample_scaled"));
+  const auto keepdims = ops::AttrValue::of_int(1);
+  const auto to_float = ops::AttrValue::of_int(static_cast<int64_t>(DType::Float32));
+  // In float32 whatever the logits' type, less the largest before the temperature divides, so
+  // that a tiny temperature cannot overflow to inf (the largest stays 0: its probability 1).
+  BATON_ASSIGN_OR_RETURN(const int vals32,
+                         node1(g, "Cast", {vals}, "sample_values_f", {{"to", to_float}}));
+  BATON_ASSIGN_OR_RETURN(const int top, node1(g, "ReduceMax", {vals32, last_axis}, "sample_top",
+                                              {{"keepdims", keepdims}}));
+  BATON_ASSIGN_OR_RETURN(const int centered, node1(g, "Sub", {vals32, top}, "sample_centered"));
+  BATON_ASSIGN_OR_RETURN(const int scaled,
+                         node1(g, "Div", {centered, temperature}, "sample_scaled"));
   BATON_ASSIGN_OR_RETURN(const int probs,
                          node1(g, "Softmax", {scaled}, "sample_probs", {{"axis", axis}}));
   BATON_ASSIGN_OR_RETURN(const int cdf, node1(g, "CumSum", {probs, last_axis}, "sample_cdf"));
@@ -90,16 +100,16 @@ Result<int> append_top_k(Graph& g, int logits, int64_t k) {
   BATON_ASSIGN_OR_RETURN(const int keep, node1(g, "Less", {before, top_p}, "sample_keep"));
   const int zero = float_constant(g, "sample_zero", 0.0f);
   BATON_ASSIGN_OR_RETURN(const int kept, node1(g, "Where", {keep, probs, zero}, "sample_kept"));
-  const auto keepdims = ops::AttrValue::of_int(1);
-  BATON_ASSIGN_OR_RETURN(const int mass, node1(g, "ReduceSum", {kept, last_axis}, "sample_mass",
-                                               {{"keepdims", keepdims}}));
   BATON_ASSIGN_OR_RETURN(const int kcdf, node1(g, "CumSum", {kept, last_axis}, "sample_kept_cdf"));
+  // The kept mass as the cumulative sum's last (largest) value, so that the draw's target
+  // compares with the very sums it was made from.
+  BATON_ASSIGN_OR_RETURN(const int mass, node1(g, "ReduceMax", {kcdf, last_axis}, "sample_mass",
+                                               {{"keepdims", keepdims}}));
   BATON_ASSIGN_OR_RETURN(const int u3,
                          node1(g, "Unsqueeze", {uniform, last_axis}, "sample_uniform_3d"));
   BATON_ASSIGN_OR_RETURN(const int target, node1(g, "Mul", {u3, mass}, "sample_target"));
   // Counts in float (exact below 2^24; reductions of floats run on every backend).
   BATON_ASSIGN_OR_RETURN(const int below, node1(g, "LessOrEqual", {kcdf, target}, "sample_below"));
-  const auto to_float = ops::AttrValue::of_int(static_cast<int64_t>(DType::Float32));
   BATON_ASSIGN_OR_RETURN(const int below_f,
                          node1(g, "Cast", {below}, "sample_below_f", {{"to", to_float}}));
   BATON_ASSIGN_OR_RETURN(const int count, node1(g, "ReduceSum", {below_f, last_axis},

@@ -78,6 +78,62 @@ Status check_pair(const Graph& graph, int value, int update, const std::string& 
   return Status();
 }
 
+// Ops whose output a backend may make a view of its first input's bytes (a reshape, a
+// transposed or sliced view, a constant Gather) or whose readers may read the inputs where they
+// lie (a Concat left to its readers): a reader of such an output reads the state's bytes.
+bool may_alias_input(const IrNode& n) {
+  static const char* const kViews[] = {"Reshape",  "Flatten",   "Squeeze", "Unsqueeze",
+                                       "Identity", "Transpose", "Slice",   "Split",
+                                       "Gather",   "Expand",    "Concat"};
+  if (!n.domain.empty()) return false;
+  for (const char* op : kViews) {
+    if (n.op_type == op) return true;
+  }
+  return false;
+}
+
+// In the method's node order: the values that may be the state's bytes (the state, and every
+// output of a view-like op reading one of them) are read by nothing after the scatter that
+// updates it, and are not the scatter's own indices or updates (it would read what it writes).
+Status check_no_late_alias(const Graph& graph, const StateBinding& s, const std::vector<int>& order,
+                           const std::string& what) {
+  const int scatter = graph.values[s.update].producer;
+  std::set<int> aliases{s.value};
+  bool after = false;
+  for (int node : order) {
+    const IrNode& n = graph.nodes[node];
+    if (n.dead) continue;
+    int read = -1;
+    for (int v : n.inputs) {
+      if (v >= 0 && aliases.count(v)) read = v;
+    }
+    if (node == scatter) {
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        BATON_CHECK_OR_RETURN(!aliases.count(n.inputs[i]), InvalidArgument,
+                              "{}: the scatter's {} ('{}') is a view of the state itself, which "
+                              "the scatter overwrites as it reads; leave this pair out of --state",
+                              what, i == 1 ? "indices" : "updates", graph.values[n.inputs[i]].name);
+      }
+      after = true;
+      continue;
+    }
+    BATON_CHECK_OR_RETURN(
+        !(after && read >= 0), InvalidArgument,
+        "{}: {} reads the state{} after its update has overwritten it in place; "
+        "read the update ('{}') there instead, or leave this pair out of --state",
+        what, n.describe(),
+        read == s.value ? std::string()
+                        : fmt::format(" (through '{}', a view of it)", graph.values[read].name),
+        graph.values[s.update].name);
+    if (read >= 0 && may_alias_input(n)) {
+      for (int v : n.outputs) {
+        if (v >= 0) aliases.insert(v);
+      }
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::vector<StateBinding>> resolve_state(const Graph& graph,
@@ -157,8 +213,9 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
     const Device update_device = graph.values[s.update].device;
     BATON_CHECK_OR_RETURN(device == update_device, NotSupported,
                           "{}: the state is read on {} but its update is computed on {}; one "
-                          "buffer cannot be both. Compile with one --device for the whole "
-                          "decoder, or leave this pair out of --state",
+                          "buffer cannot be both. A node the GPU does not take may read it on "
+                          "the CPU (the compile's fallbacks list them); otherwise compile the "
+                          "decoder for one --device, or leave this pair out of --state",
                           what, device.to_string(), update_device.to_string());
     // The step that writes the update, and every other reader of the state's bytes.
     int writer = -1;
@@ -169,6 +226,7 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
       }
     }
     BATON_CHECK_OR_RETURN(writer >= 0, Internal, "{}: no instruction writes the update", what);
+    BATON_TRY(check_no_late_alias(graph, s, partitions.order, what));
     const Step& w = schedule.steps[writer];
     if (w.kind == StepKind::Delegate) {
       // The update is computed inside a partition, which must know it writes in place, and
@@ -181,18 +239,6 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
                             "itself, so it cannot update it in place; leave this pair out of "
                             "--state",
                             what, p.name);
-      const int scatter = graph.values[s.update].producer;
-      bool after = false;
-      for (int node : p.nodes) {
-        const IrNode& n = graph.nodes[node];
-        const bool reads = std::find(n.inputs.begin(), n.inputs.end(), s.value) != n.inputs.end();
-        BATON_CHECK_OR_RETURN(!(after && reads), InvalidArgument,
-                              "{}: {} reads the state after its update has overwritten it in "
-                              "place; read the update ('{}') there instead, or leave this pair "
-                              "out of --state",
-                              what, n.describe(), graph.values[s.update].name);
-        after = after || node == scatter;
-      }
     } else {
       BATON_CHECK_OR_RETURN(w.kind == StepKind::Kernel, Internal,
                             "{}: the update is written by a copy", what);

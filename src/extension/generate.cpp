@@ -165,6 +165,14 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
                           "feeds a mask over the whole static cache [batch, max_length]",
                           m.name(), mask[1].expr);
     s.max_length = mask[1].max;
+  } else {
+    // No mask to bound the sequence: the caches' length, where they have the usual
+    // [batch, heads, length, head_dim] shape (a GPU scatter drops positions past it silently).
+    for (size_t i = 0; i < m.num_states(); ++i) {
+      const runtime::TensorInfo st = m.state_info(i);
+      if (st.sizes.size() != 4) continue;
+      s.max_length = s.max_length == 0 ? st.sizes[2] : std::min(s.max_length, st.sizes[2]);
+    }
   }
   return s;
 }
@@ -309,12 +317,13 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
                             logits.device.to_string());
       BATON_TRY(a->copy(last_row.data(), Device::cpu(), src, logits.device, row));
     }
-    // Greedy: the first of the largest logits (as torch.argmax and transformers pick).
+    // Greedy: the first of the largest logits, NaN counting as the largest (as torch.argmax,
+    // transformers and the program's own ArgMax with --sample greedy pick).
     int64_t best = 0;
-    float best_value = -std::numeric_limits<float>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) {
+    float best_value = to_float(last_row.data(), logits.dtype, 0);
+    for (int64_t v = 1; v < vocab && best_value == best_value; ++v) {
       const float x = to_float(last_row.data(), logits.dtype, v);
-      if (x > best_value) {
+      if (x > best_value || x != x) {
         best_value = x;
         best = v;
       }

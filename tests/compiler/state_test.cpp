@@ -277,6 +277,43 @@ TEST_F(StateTest, PairsThatCannotBeStateAreRefusedByName) {
                  "reads the state after its update");
 }
 
+// Views of the state share its bytes: a reshape of it made before the update and read after it
+// would read the new entries too, and a scatter whose updates are a slice of the state would
+// read what it writes. Both are refused; a view read before the update is fine.
+TEST_F(StateTest, ViewsOfTheStateReadAfterTheUpdateAreRefused) {
+  auto with_view = [](bool read_late) {
+    OnnxBuilder b;
+    b.input("past", {kMax, kDim});
+    b.input("pos", {1, 1}, 7);
+    b.input("rows", {1, kDim});
+    b.initializer_int64("flat_shape", {1}, {kMax * kDim});
+    b.node("Reshape", {"past", "flat_shape"}, {"flat"}, "flatten_cache");
+    if (!read_late) b.node("Neg", {"flat"}, {"early"}, "early");
+    b.node("ScatterND", {"past", "pos", "rows"}, {"present"}, "update");
+    if (read_late) b.node("Neg", {"flat"}, {"early"}, "late_through_view");
+    b.output("early", {kMax * kDim});
+    b.output("present", {kMax, kDim});
+    return b;
+  };
+  expect_refused(compile(with_view(true), {"past=present"}), Error::InvalidArgument,
+                 "Neg node 'late_through_view' reads the state (through 'flat', a view of it) "
+                 "after its update");
+  auto fine = compile(with_view(false), {"past=present"});
+  EXPECT_TRUE(fine.ok()) << fine.status().to_string();
+
+  OnnxBuilder shift;
+  shift.input("past", {kMax, kDim});
+  shift.input("pos", {kMax - 1, 1}, 7);
+  shift.initializer_int64("starts", {1}, {1});
+  shift.initializer_int64("ends", {1}, {kMax});
+  shift.initializer_int64("axes", {1}, {0});
+  shift.node("Slice", {"past", "starts", "ends", "axes"}, {"tail"}, "window");
+  shift.node("ScatterND", {"past", "pos", "tail"}, {"present"}, "shift");
+  shift.output("present", {kMax, kDim});
+  expect_refused(compile(shift, {"past=present"}), Error::InvalidArgument,
+                 "the scatter's updates ('tail') is a view of the state itself");
+}
+
 TEST_F(StateTest, AStateSizeNoOtherInputGivesIsRefused) {
   // The cache's length is a symbol only the cache has: with the cache no longer an input, no
   // call could size it.

@@ -17,7 +17,9 @@
 
 #include "baton/baton.h"
 #include "baton/compiler/compiler.h"
+#include "baton/core/dtype.h"
 #include "baton/runtime/program.h"
+#include "testing/onnx_builder.h"
 #include "testing/paths.h"
 
 namespace baton {
@@ -245,6 +247,48 @@ TEST(GenerateTest, TopKSamplingDrawsWhatTheLogitsSay) {
   auto refused = extension::generate(*sampled.method, bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("temperature must be > 0"), std::string::npos);
+}
+
+// The sampler on float16 logits (a model exported in fp16) computes in float32, and a tiny
+// temperature (1e-30, which would overflow logits / temperature) still picks each row's largest.
+TEST(GenerateTest, SamplingTakesHalfLogitsAndTinyTemperatures) {
+  register_builtins();
+  testing::OnnxBuilder b(18);
+  b.input("x", {2, 3, 16}, 10);  // float16
+  b.node("Identity", {"x"}, {"logits"}, "head");
+  b.output("logits", {2, 3, 16});
+  compiler::CompileOptions options;
+  options.sample = "top-k=4";
+  auto compiled = compiler::compile_bytes(b.bytes(), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  auto program = runtime::Program::load_bytes(*compiled->serialize());
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  auto method = (*program)->load_method();
+  ASSERT_TRUE(method.ok());
+  runtime::Method& m = **method;
+  ASSERT_EQ(m.num_inputs(), 4u);  // x, sample_temperature, sample_top_p, sample_uniform
+  std::mt19937 rng(3);
+  std::vector<uint16_t> x(2 * 3 * 16);
+  std::vector<float> xf(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xf[i] = half_to_float(float_to_half(std::uniform_real_distribution<float>(-4, 4)(rng)));
+    x[i] = float_to_half(xf[i]);
+  }
+  const std::vector<int64_t> xs{2, 3, 16}, one{1}, us{2, 3};
+  float temperature = 1e-30f, top_p = 1.0f;
+  std::vector<float> u(6, 0.5f);
+  ASSERT_TRUE(m.set_input(0, {x.data(), DType::Float16, xs}).ok());
+  ASSERT_TRUE(m.set_input(1, {&temperature, DType::Float32, one}).ok());
+  ASSERT_TRUE(m.set_input(2, {&top_p, DType::Float32, one}).ok());
+  ASSERT_TRUE(m.set_input(3, {u.data(), DType::Float32, us}).ok());
+  const Status st = m.execute();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const TensorView next = m.output(0);
+  ASSERT_EQ(next.numel(), 6);
+  for (int64_t r = 0; r < 6; ++r) {
+    const float* row = xf.data() + r * 16;
+    EXPECT_EQ(next.data_as<int64_t>()[r], std::max_element(row, row + 16) - row) << "row " << r;
+  }
 }
 
 TEST(GenerateTest, TopOneSamplingIsGreedy) {

@@ -369,7 +369,7 @@ int cli_main(int argc, char** argv) {
 
   baton::tool::GenerateArgs generate;
   CLI::App* g = app.add_subcommand(
-      "generate", "Generate tokens greedily with a decoder compiled with --state (its KV cache)");
+      "generate", "Generate tokens with a decoder compiled with --state (its KV cache inside)");
   g->add_option("program", generate.program, "Program file (.baton)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -1,6 +1,7 @@
-// Greedy token generation with a decoder compiled with state (docs/generate.md, docs/state.md):
-// the prompt in as few calls as the method's new-token range allows (prefill), then one call per
-// new token (decode), each choosing the most likely next token from the last position's logits.
+// Token generation with a decoder compiled with state (docs/generate.md, docs/state.md): the
+// prompt in as few calls as the method's new-token range allows (prefill), then one call per new
+// token (decode), each choosing the next token: the most likely one from the last position's
+// logits, or the one the program chose itself (--sample greedy or top-k=K).
 // The key/value cache stays inside the method (its state) for the whole loop; a call moves only
 // the new token ids, positions and mask in and the logits out.
 //
@@ -71,7 +72,9 @@ struct DecoderSignature {
   int sample_uniform = -1;
   int64_t max_new_tokens_per_call = 0;  // the new-token dimension's maximum
   int64_t min_new_tokens_per_call = 0;
-  int64_t max_length = 0;  // attention_mask's length (0: no mask, not bounded here)
+  // attention_mask's length; without a mask, the caches' length where they are
+  // [batch, heads, length, head_dim] (0: not bounded here)
+  int64_t max_length = 0;
 };
 
 // InvalidArgument naming what is missing or unknown and how to export or compile the model so
@@ -79,7 +82,7 @@ struct DecoderSignature {
 // state (compile with --state auto), a batch or new-token range that excludes 1.
 Result<DecoderSignature> decoder_signature(const runtime::Method& method);
 
-// Generates greedily. InvalidArgument for an empty prompt, a negative token, or a sequence longer
+// Generates. InvalidArgument for an empty prompt, a negative token, or a sequence longer
 // than the attention mask; the method's own errors otherwise. Allocates host buffers once per
 // call of generate(), nothing per token beyond what execute() does (nothing).
 Result<GenerateResult> generate(runtime::Method& method, const GenerateOptions& options);

@@ -1,9 +1,10 @@
 // Kernels that walk one axis of a tensor seen as [outer, n, inner] (the axis in the middle): one
 // thread per line of n elements spaced `inner` apart, `lines` = outer * inner lines, the
 // grid striding over them. Each thread walks its line in order, as the CPU kernels do, so the
-// results are the CPU's bit for bit in float32; a long axis with few lines leaves most of the GPU
-// idle (ArgMax over a classifier's 1000 logits is one thread's 1000 loads), which is acceptable
-// for the models that use these ops (a head, or a mask CumSum that usually folds at compile).
+// results are the CPU's bit for bit in float32. A long axis with few lines would leave most of
+// the GPU idle (ArgMax over a vocabulary's 50257 logits as one thread's walk): ArgMax, ArgMin and
+// TopK over long lines take a block per line instead (baton_arg_extreme_block, baton_topk_block,
+// combining candidates in the sequential walk's order, baton_block_first).
 #pragma once
 
 #include "baton/typed.cuh"
