@@ -28,23 +28,30 @@ bool supports(const compiler::Graph& graph, const compiler::IrNode& node) {
 }
 
 // The output starts as the data: nothing to do when the method binds the two to one buffer,
-// else a copy (or a cast, when the output is stored in another dtype than the data's).
-void start_from_data(Lowering& ctx, int data, int out) {
-  if (ctx.bound_in_place(data, out)) return;
-  const int src = ctx.row_major(operand_of(ctx, data));
-  if (ctx.dtype_of(src) == ctx.dtype_of(out)) {
-    ctx.add_copy(src, out);
-  } else {
-    ctx.add_cast(src, out, ctx.dtype_of(out));
+// else a copy (or a cast, when the output is stored in another dtype than the data's). Then the
+// kernel reads the indices and updates row-major: what both scatters' lowerings begin with.
+struct ScatterOperands {
+  int out = -1, idx = -1, upd = -1;
+};
+ScatterOperands start_scatter(Lowering& ctx, const compiler::IrNode& n) {
+  ScatterOperands o;
+  o.out = n.outputs[0];
+  if (!ctx.bound_in_place(n.inputs[0], o.out)) {
+    const int src = ctx.row_major(operand_of(ctx, n.inputs[0]));
+    if (ctx.dtype_of(src) == ctx.dtype_of(o.out)) {
+      ctx.add_copy(src, o.out);
+    } else {
+      ctx.add_cast(src, o.out, ctx.dtype_of(o.out));
+    }
   }
+  o.idx = ctx.row_major(operand_of(ctx, n.inputs[1]));
+  o.upd = ctx.row_major(operand_of(ctx, n.inputs[2]));
+  return o;
 }
 
 Status lower_scatter_nd(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
-  const int out = n.outputs[0];
-  start_from_data(ctx, n.inputs[0], out);
-  const int idx = ctx.row_major(operand_of(ctx, n.inputs[1]));
-  const int upd = ctx.row_major(operand_of(ctx, n.inputs[2]));
+  const auto [out, idx, upd] = start_scatter(ctx, n);
   const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
   const std::vector<int64_t>& ind = ctx.value(n.inputs[1]).sizes;
   const auto k = static_cast<size_t>(ind.back());
@@ -83,10 +90,7 @@ Status lower_scatter_nd(Lowering& ctx, int index) {
 // goes to data's coordinates c with the axis coordinate replaced by indices[i].
 Status lower_scatter_elements(Lowering& ctx, int index) {
   const compiler::IrNode& n = ctx.node(index);
-  const int out = n.outputs[0];
-  start_from_data(ctx, n.inputs[0], out);
-  const int idx = ctx.row_major(operand_of(ctx, n.inputs[1]));
-  const int upd = ctx.row_major(operand_of(ctx, n.inputs[2]));
+  const auto [out, idx, upd] = start_scatter(ctx, n);
   const std::vector<int64_t>& x = ctx.value(n.inputs[0]).sizes;
   const std::vector<int64_t>& u = ctx.value(n.inputs[2]).sizes;
   const auto axis = static_cast<size_t>(n.attr_int("axis"));  // canonical: in [0, rank)
