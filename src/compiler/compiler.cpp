@@ -332,9 +332,7 @@ Result<CompiledProgram> compile_graph(Graph graph, const CompileOptions& options
                                   label_text.empty() ? "" : ": ", label_text));
 
   timer.start();
-  std::vector<std::pair<int, int>> state_pairs;
-  for (const StateBinding& b : state) state_pairs.emplace_back(b.value, b.update);
-  Schedule schedule = place_values(policy, graph, partitions, state_pairs);
+  Schedule schedule = place_values(policy, graph, partitions, state);
   BATON_TRY(bind_state(graph, state, partitions, schedule));
   timer.done("place", describe_copies(graph, schedule));
 

@@ -155,11 +155,11 @@ namespace {
 class Placer {
  public:
   Placer(const PlacementPolicy& policy, Graph& graph, const PartitionResult& partitions,
-         const std::vector<std::pair<int, int>>& state)
+         std::span<const StateBinding> state)
       : policy_(policy), g_(graph), partitions_(partitions) {
-    for (const auto& [value, update] : state) {
-      state_values_.insert(value);
-      state_updates_.insert(update);
+    for (const StateBinding& s : state) {
+      state_values_.insert(s.value);
+      state_updates_.insert(s.update);
     }
   }
 
@@ -277,8 +277,7 @@ class Placer {
 }  // namespace
 
 Schedule place_values(const PlacementPolicy& policy, Graph& graph,
-                      const PartitionResult& partitions,
-                      const std::vector<std::pair<int, int>>& state) {
+                      const PartitionResult& partitions, std::span<const StateBinding> state) {
   return Placer(policy, graph, partitions, state).run();
 }
 

@@ -25,6 +25,7 @@
 #include "compiler/backend_compiler.h"
 #include "compiler/ir.h"
 #include "compiler/partition.h"
+#include "compiler/state.h"
 
 namespace baton::compiler {
 
@@ -81,10 +82,9 @@ struct Schedule {
 // same device round trip never appears. Copies are new values of `graph` (named "x@cuda:1",
 // producer -1). Needs assign_devices (and label_partition) to have run.
 //
-// `state` (graph input, its update) pairs are not method I/O (compiler/state.h): a state input
-// lives where its first reader runs whatever --io says, and its update gets no host copy.
+// `state` pairs are not method I/O (compiler/state.h): a state input lives where its first reader
+// runs whatever --io says, and its update gets no host copy.
 Schedule place_values(const PlacementPolicy& policy, Graph& graph,
-                      const PartitionResult& partitions,
-                      const std::vector<std::pair<int, int>>& state = {});
+                      const PartitionResult& partitions, std::span<const StateBinding> state = {});
 
 }  // namespace baton::compiler

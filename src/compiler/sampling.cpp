@@ -190,18 +190,11 @@ Status append_sampling(Graph& graph, const std::string& sample) {
                               sample, name);
       }
     }
-    BATON_ASSIGN_OR_RETURN(const int next, append_top_k(graph, logits, k));
-    std::replace(graph.outputs.begin(), graph.outputs.end(), logits, next);
-    return Status();
   }
-  const int next = add_value(graph, "next_tokens");
-  NewNode argmax;
-  argmax.name = "sample_greedy";
-  argmax.op_type = "ArgMax";
-  argmax.inputs = {logits};
-  argmax.outputs = {next};
-  argmax.attrs = {{"axis", ops::AttrValue::of_int(-1)}, {"keepdims", ops::AttrValue::of_int(0)}};
-  BATON_TRY(add_node(graph, std::move(argmax)).status());
+  BATON_ASSIGN_OR_RETURN(const int next, k > 0 ? append_top_k(graph, logits, k)
+                                               : node1(graph, "ArgMax", {logits}, "next_tokens",
+                                                       {{"axis", ops::AttrValue::of_int(-1)},
+                                                        {"keepdims", ops::AttrValue::of_int(0)}}));
   std::replace(graph.outputs.begin(), graph.outputs.end(), logits, next);
   return Status();
 }

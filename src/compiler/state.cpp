@@ -92,43 +92,57 @@ bool may_alias_input(const IrNode& n) {
   return false;
 }
 
-// In the method's node order: the values that may be the state's bytes (the state, and every
-// output of a view-like op reading one of them) are read by nothing after the scatter that
-// updates it, and are not the scatter's own indices or updates (it would read what it writes).
-Status check_no_late_alias(const Graph& graph, const StateBinding& s, const std::vector<int>& order,
-                           const std::string& what) {
+// In execution order (the method's instructions, each delegate call standing for its partition's
+// nodes in their order, since its partition runs whole at that point): the values that may be
+// the state's bytes (the state, and every output of a view-like op reading one of them) are read
+// by nothing after the scatter that updates it, and are not the scatter's own indices or updates
+// (it would read what it writes).
+Status check_no_late_alias(const Graph& graph, const StateBinding& s, const Schedule& schedule,
+                           const PartitionResult& partitions, const std::string& what) {
   const int scatter = graph.values[s.update].producer;
   std::set<int> aliases{s.value};
   bool after = false;
-  for (int node : order) {
-    const IrNode& n = graph.nodes[node];
-    if (n.dead) continue;
+  // One reader: a node (node >= 0) or a copy instruction.
+  auto visit = [&](int node, const Step& step) -> Status {
+    const std::vector<int>& inputs = node >= 0 ? graph.nodes[node].inputs : step.inputs;
     int read = -1;
-    for (int v : n.inputs) {
+    for (int v : inputs) {
       if (v >= 0 && aliases.count(v)) read = v;
     }
-    if (node == scatter) {
-      for (size_t i = 1; i < n.inputs.size(); ++i) {
-        BATON_CHECK_OR_RETURN(!aliases.count(n.inputs[i]), InvalidArgument,
+    if (node >= 0 && node == scatter) {
+      for (size_t i = 1; i < inputs.size(); ++i) {
+        BATON_CHECK_OR_RETURN(!aliases.count(inputs[i]), InvalidArgument,
                               "{}: the scatter's {} ('{}') is a view of the state itself, which "
                               "the scatter overwrites as it reads; leave this pair out of --state",
-                              what, i == 1 ? "indices" : "updates", graph.values[n.inputs[i]].name);
+                              what, i == 1 ? "indices" : "updates", graph.values[inputs[i]].name);
       }
       after = true;
-      continue;
+      return Status();
     }
     BATON_CHECK_OR_RETURN(
         !(after && read >= 0), InvalidArgument,
         "{}: {} reads the state{} after its update has overwritten it in place; "
         "read the update ('{}') there instead, or leave this pair out of --state",
-        what, n.describe(),
+        what,
+        node >= 0 ? graph.nodes[node].describe()
+                  : fmt::format("the copy to {}", step.device.to_string()),
         read == s.value ? std::string()
                         : fmt::format(" (through '{}', a view of it)", graph.values[read].name),
         graph.values[s.update].name);
-    if (read >= 0 && may_alias_input(n)) {
-      for (int v : n.outputs) {
+    if (read >= 0 && node >= 0 && may_alias_input(graph.nodes[node])) {
+      for (int v : graph.nodes[node].outputs) {
         if (v >= 0) aliases.insert(v);
       }
+    }
+    return Status();
+  };
+  for (const Step& step : schedule.steps) {
+    if (step.kind == StepKind::Delegate) {
+      for (int node : partitions.partitions[static_cast<size_t>(step.partition)].nodes) {
+        BATON_TRY(visit(node, step));
+      }
+    } else {
+      BATON_TRY(visit(step.kind == StepKind::Kernel ? step.node : -1, step));
     }
   }
   return Status();
@@ -217,21 +231,16 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
                           "the CPU (the compile's fallbacks list them); otherwise compile the "
                           "decoder for one --device, or leave this pair out of --state",
                           what, device.to_string(), update_device.to_string());
-    // The step that writes the update, and every other reader of the state's bytes.
-    int writer = -1;
-    for (size_t i = 0; i < schedule.steps.size(); ++i) {
-      const Step& step = schedule.steps[i];
-      if (std::find(step.outputs.begin(), step.outputs.end(), s.update) != step.outputs.end()) {
-        writer = static_cast<int>(i);
-      }
-    }
-    BATON_CHECK_OR_RETURN(writer >= 0, Internal, "{}: no instruction writes the update", what);
-    BATON_TRY(check_no_late_alias(graph, s, partitions.order, what));
-    const Step& w = schedule.steps[writer];
-    if (w.kind == StepKind::Delegate) {
-      // The update is computed inside a partition, which must know it writes in place, and
-      // nothing in the partition may read the state after the scatter that updates it.
-      const Partition& p = partitions.partitions[static_cast<size_t>(w.partition)];
+    // The step that writes the update: a CPU scatter, or a delegate whose partition knows it
+    // writes in place.
+    const auto writer =
+        std::find_if(schedule.steps.begin(), schedule.steps.end(), [&](const Step& st) {
+          return std::find(st.outputs.begin(), st.outputs.end(), s.update) != st.outputs.end();
+        });
+    BATON_CHECK_OR_RETURN(writer != schedule.steps.end() && writer->kind != StepKind::Copy,
+                          Internal, "{}: no kernel or delegate call writes the update", what);
+    if (writer->kind == StepKind::Delegate) {
+      const Partition& p = partitions.partitions[static_cast<size_t>(writer->partition)];
       const bool marked = std::find(p.in_place.begin(), p.in_place.end(),
                                     std::make_pair(s.value, s.update)) != p.in_place.end();
       BATON_CHECK_OR_RETURN(marked, NotSupported,
@@ -239,25 +248,8 @@ Status bind_state(const Graph& graph, const std::vector<StateBinding>& state,
                             "itself, so it cannot update it in place; leave this pair out of "
                             "--state",
                             what, p.name);
-    } else {
-      BATON_CHECK_OR_RETURN(w.kind == StepKind::Kernel, Internal,
-                            "{}: the update is written by a copy", what);
     }
-    for (size_t i = writer + 1; i < schedule.steps.size(); ++i) {
-      const Step& step = schedule.steps[i];
-      const bool reads =
-          std::find(step.inputs.begin(), step.inputs.end(), s.value) != step.inputs.end();
-      BATON_CHECK_OR_RETURN(
-          !reads, InvalidArgument,
-          "{}: {} reads the state after its update has overwritten it in place; read the "
-          "update ('{}') there instead, or leave this pair out of --state",
-          what,
-          step.kind == StepKind::Kernel
-              ? graph.nodes[step.node].describe()
-              : fmt::format("the {} to {}", step.kind == StepKind::Copy ? "copy" : "delegate call",
-                            step.device.to_string()),
-          graph.values[s.update].name);
-    }
+    BATON_TRY(check_no_late_alias(graph, s, schedule, partitions, what));
     std::erase(schedule.inputs, s.value);
     std::erase(schedule.outputs, s.update);
   }

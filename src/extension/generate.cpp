@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <limits>
 #include <random>
 #include <string_view>
 
@@ -18,13 +16,6 @@ namespace baton::extension {
 namespace {
 
 bool is_index_type(DType t) { return t == DType::Int64 || t == DType::Int32; }
-
-int find_input(const runtime::Method& m, std::string_view name) {
-  for (size_t i = 0; i < m.num_inputs(); ++i) {
-    if (m.input_info(i).name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
 
 // Host memory for one integer input at its largest sizes, written per call.
 struct IndexInput {
@@ -250,8 +241,9 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     ids.sizes = {1, t};
     ids.resize(tokens.size());
     std::copy(tokens.begin(), tokens.end(), ids.wide.begin());
-    BATON_TRY(m.set_input(static_cast<size_t>(ids.index), ids.view()));
-    result.bytes_in += ids.view().nbytes();
+    const TensorView ids_view = ids.view();
+    BATON_TRY(m.set_input(static_cast<size_t>(ids.index), ids_view));
+    result.bytes_in += ids_view.nbytes();
     for (IndexInput* in : {&cache_pos, &pos_ids}) {
       if (in->index < 0) continue;
       if (in->sizes.size() == 2) {
@@ -261,8 +253,9 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
       }
       in->resize(tokens.size());
       for (int64_t i = 0; i < t; ++i) in->wide[static_cast<size_t>(i)] = pos + i;
-      BATON_TRY(m.set_input(static_cast<size_t>(in->index), in->view()));
-      result.bytes_in += in->view().nbytes();
+      const TensorView view = in->view();
+      BATON_TRY(m.set_input(static_cast<size_t>(in->index), view));
+      result.bytes_in += view.nbytes();
     }
     if (sampled) {
       // One uniform number per position (only the last position's token is used).
@@ -275,8 +268,9 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     }
     if (mask.index >= 0) {
       for (int64_t j = 0; j < sig.max_length; ++j) mask.wide[static_cast<size_t>(j)] = j < pos + t;
-      BATON_TRY(m.set_input(static_cast<size_t>(mask.index), mask.view()));
-      result.bytes_in += mask.view().nbytes();
+      const TensorView view = mask.view();
+      BATON_TRY(m.set_input(static_cast<size_t>(mask.index), view));
+      result.bytes_in += view.nbytes();
     }
     BATON_TRY(m.execute());
     if (sig.next_tokens >= 0) {
@@ -286,15 +280,10 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
                             InvalidArgument, "next_tokens is [{}], not [1, {}]",
                             fmt::join(next.sizes, ", "), t);
       int64_t token = 0;
-      const auto* src = static_cast<const int64_t*>(next.data) + (t - 1);
-      if (next.device.is_cpu()) {
-        token = *src;
-      } else {
-        runtime::DeviceAllocator* a = runtime::copy_allocator(Device::cpu(), next.device);
-        BATON_CHECK_OR_RETURN(a != nullptr, InvalidArgument, "no allocator copies from {}",
-                              next.device.to_string());
-        BATON_TRY(a->copy(&token, Device::cpu(), src, next.device, sizeof(token)));
-      }
+      const std::vector<int64_t> one_token{1};
+      BATON_TRY(runtime::copy_tensor(
+          {&token, DType::Int64, one_token, Device::cpu()},
+          {static_cast<int64_t*>(next.data) + (t - 1), DType::Int64, one_token, next.device}));
       result.bytes_out += sizeof(token);
       return token;
     }
@@ -308,15 +297,11 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
     const size_t row = static_cast<size_t>(vocab) * dtype_size(logits.dtype);
     last_row.resize(row);
     result.bytes_out += row;
-    const auto* src = static_cast<const uint8_t*>(logits.data) + static_cast<size_t>(t - 1) * row;
-    if (logits.device.is_cpu()) {
-      std::memcpy(last_row.data(), src, row);
-    } else {
-      runtime::DeviceAllocator* a = runtime::copy_allocator(Device::cpu(), logits.device);
-      BATON_CHECK_OR_RETURN(a != nullptr, InvalidArgument, "no allocator copies from {}",
-                            logits.device.to_string());
-      BATON_TRY(a->copy(last_row.data(), Device::cpu(), src, logits.device, row));
-    }
+    const std::vector<int64_t> row_sizes{vocab};
+    BATON_TRY(
+        runtime::copy_tensor({last_row.data(), logits.dtype, row_sizes, Device::cpu()},
+                             {static_cast<uint8_t*>(logits.data) + static_cast<size_t>(t - 1) * row,
+                              logits.dtype, row_sizes, logits.device}));
     // Greedy: the first of the largest logits, NaN counting as the largest (as torch.argmax,
     // transformers and the program's own ArgMax with --sample greedy pick).
     int64_t best = 0;

@@ -319,6 +319,31 @@ TEST(GenerateTest, SamplingWithoutLogitsIsRefusedByName) {
   EXPECT_NE(compiled.status().message().find("--sample greedy chooses tokens from the logits"),
             std::string::npos)
       << compiled.status().message();
+
+  // Logits [1, 2, 16] through a Neg, at an opset: what top-k refuses.
+  auto logits_model = [](int opset, const std::string& output) {
+    testing::OnnxBuilder b(opset);
+    b.input("x", {1, 2, 16});
+    b.node("Neg", {"x"}, {output}, "head");
+    b.output(output, {1, 2, 16});
+    return b.bytes();
+  };
+  auto refused = [&](int opset, const std::string& output, const std::string& sample,
+                     const std::string& message) {
+    compiler::CompileOptions o;
+    o.sample = sample;
+    auto c = compiler::compile_bytes(logits_model(opset, output), o);
+    ASSERT_FALSE(c.ok()) << sample;
+    EXPECT_EQ(c.status().code(), Error::InvalidArgument);
+    EXPECT_NE(c.status().message().find(message), std::string::npos) << c.status().message();
+  };
+  refused(18, "logits", "top-k=17", "--sample top-k=17: the vocabulary has only 16 tokens");
+  refused(18, "logits", "top-k=2x", "--sample top-k=2x: expected top-k=K with K from 1 to 1024");
+  refused(12, "logits", "top-k=4", "needs a model of opset 13 or later (it has 12)");
+  refused(18, "next_tokens", "greedy", "adds the output 'next_tokens', which the model has");
+  compiler::CompileOptions fine;
+  fine.sample = "top-k=16";
+  EXPECT_TRUE(compiler::compile_bytes(logits_model(18, "logits"), fine).ok());
 }
 
 TEST(GenerateTest, APromptLongerThanOneCallIsPrefilledInChunks) {

@@ -1,4 +1,4 @@
-// baton generate: greedy generation with a decoder compiled with state (docs/generate.md). Loads
+// baton generate: generation with a decoder compiled with state (docs/generate.md). Loads
 // the program, runs `--warmup` whole generations (the first call at each shape prepares it: a
 // GEMM choice, a CUDA graph), then a timed one, and reports its tokens, the time to the first
 // token, per-token latency and what crossed between host and device while it ran.
