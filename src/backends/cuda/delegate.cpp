@@ -613,7 +613,6 @@ class CudaBackend final : public runtime::BackendInterface {
     return Status();
   }
 
-  // The call's tensors against the partition's bindings: as many inputs and outputs.
   // The "in_place" spec ("I=O;..." over the partition's inputs and outputs) as binding indices.
   static Result<std::vector<std::pair<size_t, size_t>>> parse_in_place(
       std::span<const runtime::CompileSpec> specs, const EngineBlob& blob,
@@ -644,6 +643,7 @@ class CudaBackend final : public runtime::BackendInterface {
     return out;
   }
 
+  // The call's tensors against the partition's bindings: as many inputs and outputs.
   static Status check_arity(const Engine& engine, const runtime::DelegateArgs& args) {
     const EngineBlob& blob = engine.blob();
     const size_t inputs = blob.num_inputs();
