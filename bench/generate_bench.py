@@ -205,6 +205,9 @@ def main():
     p.add_argument("--compile", default="reduce-overhead", help="torch.compile modes, comma-separated ('' for none)")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--bandwidth", type=float, default=4.8e12, help="bytes/s (H200: 4.8 TB/s)")
+    p.add_argument("--stop-after", choices=["export", "compile"],
+                   help="stop after exporting (the CPU's work) or compiling; a later run with the "
+                        "same --work reuses what is there")
     a = p.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 on both sides
@@ -231,6 +234,9 @@ def main():
         export(hf, a.family, onnx_path, a.prompt, max_len)
         result["export_s"] = time.time() - t
         log(f"exported {onnx_path} in {result['export_s']:.0f} s")
+    if a.stop_after == "export":
+        save()
+        return
     program = os.path.join(a.work, f"{a.family}_{max_len}_{a.precision}.baton")
     device = "cpu" if a.device == "cpu" else a.device
     if not os.path.exists(program):
@@ -246,6 +252,8 @@ def main():
         result["baton_compile_s"] = time.time() - t
         log(f"compiled {program} in {result['baton_compile_s']:.0f} s")
     save()
+    if a.stop_after == "compile":
+        return
 
     g = torch.Generator().manual_seed(1)
     vocab = hf.config.vocab_size
@@ -266,7 +274,7 @@ def main():
     b = json.loads(run.stdout)
     result["baton"] = {"first_token_ms": b["first_token_ms"], "token_ms": b["token_ms"],
                        "tokens_per_s": b["tokens_per_s"], "state": b["state"], "copies": b["copies"],
-                       "staged_bytes": b["staged_bytes"]}
+                       "staged_bytes": b["staged_bytes"], "graph_captures": b["graph_captures"]}
     log(f"baton: first token {b['first_token_ms']:.3f} ms, per token median "
         f"{b['token_ms']['median']:.4f} ms p99 {b['token_ms']['p99']:.4f} ms, "
         f"staged {b['staged_bytes']} bytes, state {b['state']}")

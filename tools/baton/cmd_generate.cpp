@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/core/check.h"
@@ -45,11 +46,12 @@ Result<std::vector<int64_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
-uint64_t staged_bytes(const runtime::Method& m) {
+// A delegate counter summed over the method's delegates (staged_bytes, graph_captures).
+uint64_t delegate_total(const runtime::Method& m, std::string_view counter) {
   uint64_t total = 0;
   for (size_t d = 0; d < m.num_delegates(); ++d) {
     for (const auto& [name, value] : m.delegate_counters(d)) {
-      if (name == "staged_bytes") total += value;
+      if (name == counter) total += value;
     }
   }
   return total;
@@ -84,10 +86,14 @@ Status run_generate(const GenerateArgs& args) {
     (void)unused;
   }
   const runtime::Method::CopyCounts copies_before = method->copy_counts();
-  const uint64_t staged_before = staged_bytes(*method);
+  const uint64_t staged_before = delegate_total(*method, "staged_bytes");
+  const uint64_t captures_before = delegate_total(*method, "graph_captures");
   BATON_ASSIGN_OR_RETURN(const extension::GenerateResult r, extension::generate(*method, options));
   const runtime::Method::CopyCounts copies_after = method->copy_counts();
-  const uint64_t staged = staged_bytes(*method) - staged_before;
+  const uint64_t staged = delegate_total(*method, "staged_bytes") - staged_before;
+  // CUDA graphs captured while generating: 0 once a warm-up has run the prompt's and the token's
+  // shapes (the position is an input on the device, not a captured constant).
+  const uint64_t captures = delegate_total(*method, "graph_captures") - captures_before;
 
   std::vector<double> sorted = r.token_ms;
   std::sort(sorted.begin(), sorted.end());
@@ -125,6 +131,7 @@ Status run_generate(const GenerateArgs& args) {
     j["bytes_in"] = r.bytes_in;
     j["bytes_out"] = r.bytes_out;
     j["staged_bytes"] = staged;
+    j["graph_captures"] = captures;
     std::printf("%s\n", j.dump(2).c_str());
     return Status();
   }
@@ -158,6 +165,10 @@ Status run_generate(const GenerateArgs& args) {
       "staged by delegates: %llu bytes\n",
       static_cast<unsigned long long>(h2d), static_cast<unsigned long long>(d2h),
       static_cast<unsigned long long>(copied), static_cast<unsigned long long>(staged));
+  if (method->num_delegates() > 0) {
+    std::printf("CUDA graphs captured while generating: %llu\n",
+                static_cast<unsigned long long>(captures));
+  }
   return Status();
 }
 

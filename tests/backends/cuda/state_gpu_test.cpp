@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "baton/baton.h"
@@ -68,8 +69,9 @@ struct Compiled {
 Compiled compile_for(const std::vector<uint8_t>& onnx, const std::string& device,
                      std::vector<compiler::StatePair> state, bool state_auto,
                      std::vector<compiler::DimRange> dims, const std::string& precision = "fp32",
-                     const std::string& path = "") {
+                     const std::string& path = "", const std::string& sample = "") {
   compiler::CompileOptions options;
+  options.sample = sample;
   options.state = std::move(state);
   options.state_auto = state_auto;
   options.dims = std::move(dims);
@@ -191,6 +193,55 @@ TEST_F(StateGpuTest, SmallDecodersGenerateTheCpuTokens) {
     }
     EXPECT_EQ(counter(*gpu.method, "staged_bytes"), 0u);
     EXPECT_EQ(counter(*gpu.method, "staged_calls"), 0u);
+  }
+}
+
+// Prefill and decode share one dynamic method (docs/generate.md): each token count keeps its own CUDA
+// graph, and the position is device data, so after the first sequence has captured the prompt's
+// and the token's graphs, a whole second generation (a reset, a prompt of the same length, 48
+// tokens) captures nothing. The program also samples on the GPU: `--sample top-k=K` draws the CPU
+// program's tokens from the same uniform numbers, and `--sample greedy` gives the host argmax's.
+TEST_F(StateGpuTest, DecodeReplaysItsGraphAndSamplesOnTheGpu) {
+  const std::vector<compiler::DimRange> dims = {{"batch", 1, 1, 0, {}},
+                                                {"new_tokens", 1, 64, 0, {}}};
+  for (const std::string name : {"gpt2_scatter_dynamo", "llama_index_put_full_dynamo"}) {
+    SCOPED_TRACE(name);
+    Compiled logits = compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name));
+    Compiled greedy = compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name), "greedy");
+    Compiled cpu_topk = compile_for({}, "cpu", {}, true, dims, "fp32", decoder_path(name), "top-k=20");
+    Compiled gpu_topk =
+        compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name), "top-k=20");
+    for (const Compiled* c : {&logits, &greedy, &cpu_topk, &gpu_topk}) ASSERT_NE(c->method, nullptr);
+
+    extension::GenerateOptions options;
+    options.prompt = {5, 17, 42, 3, 99, 0, 61, 8};
+    options.max_new_tokens = 48;
+    auto host_argmax = extension::generate(*logits.method, options);
+    ASSERT_TRUE(host_argmax.ok()) << host_argmax.status().to_string();
+    auto first = extension::generate(*greedy.method, options);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    EXPECT_EQ(first->tokens, host_argmax->tokens) << "--sample greedy on the GPU";
+    const uint64_t captures = counter(*greedy.method, "graph_captures");
+    EXPECT_GT(captures, 0u) << "the engine replays CUDA graphs";
+    auto second = extension::generate(*greedy.method, options);
+    ASSERT_TRUE(second.ok()) << second.status().to_string();
+    EXPECT_EQ(second->tokens, first->tokens);
+    EXPECT_EQ(counter(*greedy.method, "graph_captures"), captures)
+        << "a second sequence replays the prompt's and the token's graphs";
+
+    for (const auto& [temperature, top_p, seed] :
+         std::vector<std::tuple<float, float, uint64_t>>{{1.0f, 1.0f, 1}, {0.7f, 0.9f, 2}}) {
+      options.temperature = temperature;
+      options.top_p = top_p;
+      options.seed = seed;
+      auto want = extension::generate(*cpu_topk.method, options);
+      ASSERT_TRUE(want.ok()) << want.status().to_string();
+      auto got = extension::generate(*gpu_topk.method, options);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(got->tokens, want->tokens) << "temperature " << temperature << ", top-p " << top_p;
+      EXPECT_NE(got->tokens, host_argmax->tokens) << "sampling is not greedy here";
+    }
+    EXPECT_EQ(counter(*gpu_topk.method, "staged_bytes"), 0u);
   }
 }
 
