@@ -187,22 +187,33 @@ class Module:
 
 def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threads: int = 0,
          verify_checksums: bool = True, load_options: Mapping[str, Any] | None = None,
-         prepare_shapes: Sequence[Mapping[str, int]] = ()) -> Module:
+         prepare_shapes: Sequence[Mapping[str, int]] = (),
+         device_map: "Mapping[str, str] | str | None" = None) -> Module:
     """Loads a program (a path, or the bytes ``compile`` returns), verifies it, and prepares
     ``method`` (GPU engines are loaded on their device). ``threads``: CPU threads for the CPU
     kernels (0: one per CPU). ``load_options``: ``baton run --load-option``'s KEY=VALUE as a
     dictionary (``{"cuda_graphs": False}``; docs/options.md); an unknown key or value is refused.
     ``prepare_shapes``: shapes of a dynamic program to prepare at load, each as
     ``Module.prepare_shape`` takes it (``[{"batch": 1, "sequence": 16}]``).
+    ``device_map``: run what the program built for one GPU on another, ``{"cuda:0": "cuda:1"}``
+    (or ``baton run --device-map``'s text, ``"cuda:0=cuda:1"``); docs/serving.md.
     Raises BatonError naming what is wrong and how to fix it."""
     if not isinstance(program, bytes):
         program = os.fspath(program)
     if isinstance(prepare_shapes, Mapping):
         raise TypeError("prepare_shapes takes a list of shapes, each a dict of symbol sizes: "
                         f"[{dict(prepare_shapes)!r}]")
+    if device_map is None:
+        device_map = ""
+    elif isinstance(device_map, Mapping):
+        device_map = ",".join(f"{k}={v}" for k, v in device_map.items())
+    elif not isinstance(device_map, str):
+        raise TypeError("device_map takes a dict {'cuda:0': 'cuda:1'} or the text "
+                        f"'cuda:0=cuda:1', not {type(device_map).__name__}")
     return Module(_baton.load(program, method, threads, verify_checksums,
                               _option_pairs(load_options),
-                              [{str(k): int(v) for k, v in s.items()} for s in prepare_shapes]))
+                              [{str(k): int(v) for k, v in s.items()} for s in prepare_shapes],
+                              device_map))
 
 
 def inspect(program: "str | os.PathLike") -> dict:

@@ -594,9 +594,13 @@ nb::object compile(nb::handle model, std::optional<std::string> output, const st
 PyModule* load(nb::handle program, const std::string& method, unsigned threads,
                bool verify_checksums,
                const std::vector<std::pair<std::string, std::string>>& backend_options,
-               const std::vector<std::map<std::string, int64_t>>& prepare_shapes) {
+               const std::vector<std::map<std::string, int64_t>>& prepare_shapes,
+               const std::string& device_map) {
   runtime::MethodOptions method_options;
   method_options.threads = threads;
+  if (!device_map.empty()) {
+    method_options.device_map = value_or_raise(runtime::parse_device_map(device_map));
+  }
   for (const auto& [key, value] : backend_options)
     method_options.backend_options.push_back({key, value});
   for (const auto& shape : prepare_shapes) {
@@ -719,7 +723,7 @@ NB_MODULE(_baton, m) {
         nb::arg("verify_checksums") = true,
         nb::arg("load_options") = std::vector<std::pair<std::string, std::string>>(),
         nb::arg("prepare_shapes") = std::vector<std::map<std::string, int64_t>>(),
-        nb::rv_policy::take_ownership);
+        nb::arg("device_map") = "", nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));
   m.def("has_cuda", [] {
 #ifdef BATON_PYTHON_WITH_CUDA

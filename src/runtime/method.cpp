@@ -74,6 +74,14 @@ struct Method::Impl {
   std::shared_ptr<const Program> program;
   const fb::Method* fm = nullptr;
   std::string name;
+  // MethodOptions::device_map, checked: where each recorded device runs (placed()).
+  std::vector<DeviceMapping> device_map;
+  Device placed(Device recorded) const {
+    for (const DeviceMapping& m : device_map) {
+      if (m.from == recorded) return m.to;
+    }
+    return recorded;
+  }
   std::vector<Value> values;
   // Planned data pointer of each value (restored by set_input after a bind).
   std::vector<void*> planned;
@@ -704,7 +712,7 @@ struct Method::Impl {
     for (uint32_t i = 0; list != nullptr && i < list->size(); ++i) {
       const fb::Arena* fa = list->Get(i);
       ArenaInstance a;
-      a.device = format::device_of(*fa);
+      a.device = placed(format::device_of(*fa));
       a.size = fa->size();
       a.allocator = find_device_allocator(a.device.type);
       BATON_CHECK_OR_RETURN(
@@ -846,7 +854,7 @@ struct Method::Impl {
             }
             view.sizes = dynamic[dynamic_of[i]].sizes;
           }
-          view.device = format::device_of(*t);
+          view.device = placed(format::device_of(*t));
           if (t->allocation() == fb::AllocationKind::Constant) {
             view.data =
                 const_cast<uint8_t*>(p.file.segment(t->constant_segment()).data()) + t->offset();
@@ -890,7 +898,7 @@ struct Method::Impl {
       const std::string_view backend_id = str(fd->backend());
       DelegateInstance d;
       d.name = std::string(str(fd->name()));
-      d.device = format::device_of(*fd);
+      d.device = placed(format::device_of(*fd));
       d.backend = find_backend(backend_id);
       if (d.backend == nullptr) {
         std::string known;
@@ -916,7 +924,8 @@ struct Method::Impl {
       ctx.method_name = name;
       ctx.delegate_name = d.name;
       ctx.delegate_index = static_cast<int>(i);
-      ctx.device = format::device_of(*fd);
+      ctx.recorded_device = format::device_of(*fd);
+      ctx.device = placed(ctx.recorded_device);
       ctx.options = options.backend_options;
       auto handle = d.backend->init(ctx, p.file.segment(fd->blob_segment()), specs);
       if (!handle.ok()) {
@@ -1183,6 +1192,68 @@ Status check_backend_options(std::span<const BackendOption> options) {
   return Status();
 }
 
+// A device map moves whole GPUs, one to one: a CPU cannot be mapped (its kernels read host
+// memory), a device of one type cannot become another's, and two of the program's GPUs must not
+// land on one (their arenas and engines were planned apart; a copy between them would become a copy
+// within one GPU that no instruction expects). Each `from` must be a GPU the method uses, so a map
+// meant for another program is not silently ignored.
+Status check_device_map(std::span<const DeviceMapping> map, const fb::Method& fm,
+                        std::string_view method) {
+  if (map.empty()) return Status();
+  std::vector<Device> used;
+  const auto use = [&](Device d) {
+    if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
+  };
+  for (uint32_t i = 0; fm.arenas() != nullptr && i < fm.arenas()->size(); ++i) {
+    use(format::device_of(*fm.arenas()->Get(i)));
+  }
+  for (uint32_t i = 0; fm.delegates() != nullptr && i < fm.delegates()->size(); ++i) {
+    use(format::device_of(*fm.delegates()->Get(i)));
+  }
+  std::string used_text;
+  for (const Device& d : used) {
+    if (!d.is_cpu()) used_text += fmt::format("{}{}", used_text.empty() ? "" : ", ", d.to_string());
+  }
+  for (size_t i = 0; i < map.size(); ++i) {
+    const DeviceMapping& m = map[i];
+    BATON_CHECK_OR_RETURN(!m.from.is_cpu() && !m.to.is_cpu(), InvalidArgument,
+                          "device map {}={}: only GPUs are mapped (the CPU stays the CPU)",
+                          m.from.to_string(), m.to.to_string());
+    BATON_CHECK_OR_RETURN(m.from.type == m.to.type, InvalidArgument,
+                          "device map {}={}: a device maps to one of its own type",
+                          m.from.to_string(), m.to.to_string());
+    BATON_CHECK_OR_RETURN(
+        std::find(used.begin(), used.end(), m.from) != used.end(), InvalidArgument,
+        "device map {}={}: method '{}' has nothing on {} ({}); map the devices it uses",
+        m.from.to_string(), m.to.to_string(), method, m.from.to_string(),
+        used_text.empty() ? "it runs on the CPU alone" : "it uses " + used_text);
+    for (size_t j = 0; j < i; ++j) {
+      BATON_CHECK_OR_RETURN(map[j].from != m.from, InvalidArgument,
+                            "device map: {} is mapped twice (to {} and to {})",
+                            m.from.to_string(), map[j].to.to_string(), m.to.to_string());
+      BATON_CHECK_OR_RETURN(map[j].to != m.to, InvalidArgument,
+                            "device map: {} and {} are both mapped to {}; a map moves each GPU "
+                            "to a GPU of its own",
+                            map[j].from.to_string(), m.from.to_string(), m.to.to_string());
+    }
+  }
+  // A device the map leaves in place must not receive another: cuda:0=cuda:1 for a program
+  // that also uses cuda:1 needs cuda:1 mapped too (cuda:1=cuda:0 swaps them).
+  for (const Device& d : used) {
+    bool mapped = false;
+    for (const DeviceMapping& m : map) mapped = mapped || m.from == d;
+    if (mapped) continue;
+    for (const DeviceMapping& m : map) {
+      BATON_CHECK_OR_RETURN(m.to != d, InvalidArgument,
+                            "device map {}={}: method '{}' also uses {}, which the map leaves in "
+                            "place; map {} as well (e.g. {}={} swaps the two)",
+                            m.from.to_string(), m.to.to_string(), method, d.to_string(),
+                            d.to_string(), d.to_string(), m.from.to_string());
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
@@ -1205,10 +1276,12 @@ Result<std::unique_ptr<Method>> Program::load_method_impl(std::string_view name,
                        name, names);
   }
   BATON_TRY(check_backend_options(options.backend_options));
+  BATON_TRY(check_device_map(options.device_map, *found, name));
   auto impl = std::make_unique<Method::Impl>();
   impl->program = shared_from_this();
   impl->fm = found;
   impl->name = std::string(name);
+  impl->device_map = options.device_map;
   impl->nvtx = nvtx_domain();
   BATON_TRY(impl->load_arenas());
   impl->load_values(*impl_);
@@ -1308,7 +1381,7 @@ namespace {
 TensorInfo info_of(const Method::Impl& m, int index) {
   const fb::Tensor* t = m.fm->values()->Get(index)->value_as_Tensor();
   const TensorView& v = m.values[index].tensor;
-  const Device planned = format::device_of(*t);
+  const Device planned = m.placed(format::device_of(*t));
   return TensorInfo{str(t->name()), v.dtype, v.sizes, planned, m.planned[index] != nullptr};
 }
 
@@ -1519,6 +1592,28 @@ Status Method::execute() {
 }
 
 Status Method::prepare_shape(std::span<const SymbolSize> sizes) { return impl_->prepare(sizes); }
+
+Result<std::vector<DeviceMapping>> parse_device_map(std::string_view text) {
+  std::vector<DeviceMapping> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view part = text.substr(at, comma - at);
+    const size_t eq = part.find('=');
+    std::optional<Device> from, to;
+    if (eq != std::string_view::npos) {
+      from = Device::parse(part.substr(0, eq));
+      to = Device::parse(part.substr(eq + 1));
+    }
+    BATON_CHECK_OR_RETURN(from && to, InvalidArgument,
+                          "'{}' in the device map '{}' is not FROM=TO with two devices (e.g. "
+                          "cuda:0=cuda:1: what the program built for cuda:0 runs on cuda:1)",
+                          part, text);
+    out.push_back({*from, *to});
+    at = comma + 1;
+  }
+  return out;
+}
 
 Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text) {
   std::vector<SymbolSize> out;

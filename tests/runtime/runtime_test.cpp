@@ -86,6 +86,83 @@ TEST_F(RuntimeTest, DelegatesRunOnTheDeviceTheProgramRecords) {
   EXPECT_EQ(info.device, Device::cuda(3));
 }
 
+// A device map (MethodOptions::device_map) moves what the program records on one GPU to another:
+// the backend is told both (it checks its blob against the recorded one and runs on the mapped
+// one), the instruction reports the mapped device, and the CPU parts stay. Two delegates on two
+// GPUs may be swapped.
+TEST_F(RuntimeTest, ADeviceMapMovesDelegatesToAnotherGpu) {
+  auto p = make_add_relu_program(false);
+  const int mid = p.builder.tensor("mid", DType::Float32, {2, 3});
+  const int last = p.builder.tensor("last", DType::Float32, {2, 3});
+  const auto blob = testing::make_test_blob(1, 1, {}, 0, {{testing::TestOp::Relu, 0, 0, 1}}, 6);
+  const int d3 = p.builder.delegate(testing::kTestBackendId, {}, blob, "on3", Device::cuda(3));
+  const int d4 = p.builder.delegate(testing::kTestBackendId, {}, blob, "on4", Device::cuda(4));
+  p.builder.delegate_call(d3, {p.out}, {mid});
+  p.builder.delegate_call(d4, {mid}, {last});
+  auto program = load(p.builder.bytes());
+  ASSERT_TRUE(program);
+  runtime::MethodOptions options;
+  options.device_map = *runtime::parse_device_map("cuda:3=cuda:4,cuda:4=cuda:3");
+  auto method = program->load_method("forward", options);
+  ASSERT_TRUE(method.ok()) << method.status().to_string();
+  // The last init was delegate 1, recorded on cuda:4 and now on cuda:3.
+  EXPECT_EQ(testing::test_backend_stats().last_device, Device::cuda(3));
+  EXPECT_EQ(testing::test_backend_stats().last_recorded_device, Device::cuda(4));
+  const size_t n = (*method)->num_instructions();
+  EXPECT_EQ((*method)->instruction_info(n - 2).device, Device::cuda(4));
+  EXPECT_EQ((*method)->instruction_info(n - 1).device, Device::cuda(3));
+  EXPECT_EQ((*method)->instruction_info(0).device, Device::cpu()) << "CPU kernels stay";
+  EXPECT_EQ((*method)->input_info(0).device, Device::cpu());
+
+  // Without a map each runs where it was recorded.
+  auto plain = program->load_method("forward");
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(testing::test_backend_stats().last_device, Device::cuda(4));
+  EXPECT_EQ(testing::test_backend_stats().last_recorded_device, Device::cuda(4));
+
+  // Maps that would break the program are refused before any delegate loads, naming the rule.
+  struct Bad {
+    const char* map;
+    const char* message;
+  };
+  const int inits = testing::test_backend_stats().inits;
+  for (const Bad& bad : {
+           Bad{"cpu=cuda:0", "only GPUs are mapped"},
+           Bad{"cuda:3=cpu", "only GPUs are mapped"},
+           Bad{"cuda:5=cuda:0", "method 'forward' has nothing on cuda:5 (it uses cuda:3, cuda:4)"},
+           Bad{"cuda:3=cuda:1,cuda:3=cuda:2", "cuda:3 is mapped twice"},
+           Bad{"cuda:3=cuda:1,cuda:4=cuda:1", "cuda:3 and cuda:4 are both mapped to cuda:1"},
+           Bad{"cuda:3=cuda:4", "also uses cuda:4, which the map leaves in place"},
+       }) {
+    runtime::MethodOptions o;
+    o.device_map = *runtime::parse_device_map(bad.map);
+    auto refused = program->load_method("forward", o);
+    ASSERT_FALSE(refused.ok()) << bad.map;
+    EXPECT_EQ(refused.status().code(), Error::InvalidArgument) << bad.map;
+    EXPECT_NE(refused.status().message().find(bad.message), std::string::npos)
+        << bad.map << ": " << refused.status().to_string();
+  }
+  EXPECT_EQ(testing::test_backend_stats().inits, inits);
+}
+
+TEST(DeviceMapTest, ParsesPairsAndRefusesWhatIsNotOne) {
+  auto map = runtime::parse_device_map("cuda:0=cuda:1,cuda=cuda:7");
+  ASSERT_TRUE(map.ok()) << map.status().to_string();
+  ASSERT_EQ(map->size(), 2u);
+  EXPECT_EQ((*map)[0].from, Device::cuda(0));
+  EXPECT_EQ((*map)[0].to, Device::cuda(1));
+  EXPECT_EQ((*map)[1].from, Device::cuda(0));
+  EXPECT_EQ((*map)[1].to, Device::cuda(7));
+  for (const char* bad : {"", "cuda:0", "cuda:0=", "=cuda:1", "cuda:0=cuda:1,", "gpu:0=cuda:1",
+                          "cuda:0=cuda:1=cuda:2", "cuda:0=cuda:999"}) {
+    auto refused = runtime::parse_device_map(bad);
+    ASSERT_FALSE(refused.ok()) << "'" << bad << "'";
+    EXPECT_EQ(refused.status().code(), Error::InvalidArgument);
+    EXPECT_NE(refused.status().message().find("is not FROM=TO"), std::string::npos)
+        << refused.status().to_string();
+  }
+}
+
 // A load option no registered backend takes, or a value its backend refuses, fails the load before
 // any delegate is initialized, naming the option and what is valid: a typo never leaves a default.
 TEST_F(RuntimeTest, UnknownLoadOptionsAndValuesAreRefusedBeforeAnyDelegateLoads) {

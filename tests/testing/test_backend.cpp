@@ -96,6 +96,7 @@ class TestBackend final : public runtime::BackendInterface {
     for (const auto& o : ctx.options) stats.options_seen.push_back(o.key + "=" + o.value);
     stats.last_blob_size = blob.size();
     stats.last_device = ctx.device;
+    stats.last_recorded_device = ctx.recorded_device;
     BATON_CHECK_OR_RETURN(stats.last_specs.count("fail_init") == 0, InvalidArgument,
                           "delegate '{}' asked to fail (fail_init)", ctx.delegate_name);
     auto h = std::make_unique<Handle>();
@@ -240,6 +241,7 @@ void TestBackendStats::reset() {
   last_blob_size = 0;
   options_seen.clear();
   last_device = Device::cpu();
+  last_recorded_device = Device::cpu();
   last_symbols.clear();
 }
 

@@ -31,6 +31,7 @@ struct TestBackendStats {
   size_t last_blob_size = 0;
   std::vector<std::string> options_seen;
   Device last_device;                 // BackendInitContext::device of the last init
+  Device last_recorded_device;        // and its recorded_device
   std::vector<int64_t> last_symbols;  // DelegateArgs::symbols of the last execute
   void reset();
 };

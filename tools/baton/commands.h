@@ -49,6 +49,7 @@ struct RunArgs {
   std::string trace;               // a Chrome trace of load, every execute and the profiled pass
   int profile_runs = 10;           // runs of the profiled pass (after the timed runs)
   std::vector<std::string> load_options;  // --load-option KEY=VALUE (MethodOptions)
+  std::string device_map;                 // --device-map cuda:0=cuda:1,... (MethodOptions)
   // --prepare-shape NAME=SIZE,...: Method::prepare_shape after the inputs are bound.
   std::vector<std::string> prepare_shapes;
 };
@@ -87,6 +88,7 @@ struct GenerateArgs {
   bool quiet = false;
   bool no_checksums = false;
   std::vector<std::string> load_options;
+  std::string device_map;  // --device-map
 };
 
 struct InspectArgs {
@@ -98,6 +100,7 @@ struct InspectArgs {
   bool load = false;
   unsigned threads = 0;
   std::vector<std::string> load_options;  // --load-option KEY=VALUE, with --load
+  std::string device_map;                 // --device-map, with --load
 };
 
 // Registers the backends this build has (the CUDA runtime and engine builder when built with a

@@ -170,10 +170,13 @@ Status explain_load_failure(const runtime::Program& program, const std::vector<D
   if (missing.empty()) return failure;
   return BATON_ERROR(
       NotSupported,
-      "{} needs {}, and this machine has {}. Run it where that GPU is, or rebuild "
+      "{} needs {}, and this machine has {}. Run it where that GPU is, {}or rebuild "
       "the program for this machine: {} (for the CPU){}",
       program.origin(), missing,
       have.empty() ? std::string("no usable NVIDIA GPU") : fmt::format("{} GPU(s)", have.size()),
+      have.empty() ? std::string()
+                   : fmt::format("map it to one this machine has (--device-map {}=cuda:0), ",
+                                 missing.substr(0, missing.find(','))),
       rebuild_for_cpu(program), have.empty() ? "" : ", or with --device cuda:0");
 }
 

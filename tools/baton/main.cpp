@@ -304,6 +304,10 @@ int cli_main(int argc, char** argv) {
       "A load option, KEY=VALUE (repeatable; an unknown key or value is refused):\n" +
       baton::cuda::load_options_help();
   r->add_option("--load-option", run.load_options, load_option_help);
+  static const std::string device_map_help =
+      "Run what the program built for one GPU on another: FROM=TO[,FROM=TO...] (e.g. "
+      "cuda:0=cuda:1); the target GPU must have the architecture the engines were built for";
+  r->add_option("--device-map", run.device_map, device_map_help);
   r->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::CompareArgs compare;
@@ -365,6 +369,7 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   s->add_option("--load-option", inspect.load_options,
                 "With --load: a load option, KEY=VALUE (repeatable; as baton run's)");
+  s->add_option("--device-map", inspect.device_map, "With --load: as baton run's");
   s->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   baton::tool::GenerateArgs generate;
@@ -400,6 +405,7 @@ int cli_main(int argc, char** argv) {
   g->add_flag("-q,--quiet", generate.quiet, "Print only the tokens");
   g->add_flag("--no-checksums", generate.no_checksums, kNoChecksumsHelp);
   g->add_option("--load-option", generate.load_options, load_option_help);
+  g->add_option("--device-map", generate.device_map, device_map_help);
   g->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
   CLI::App* ops_cmd = app.add_subcommand(

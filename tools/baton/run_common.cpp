@@ -288,7 +288,8 @@ Result<std::vector<Tensor>> load_inputs(const std::vector<std::string>& args, un
   return inputs;
 }
 
-std::vector<Device> gpus_needed(const runtime::Program& program) {
+std::vector<Device> gpus_needed(const runtime::Program& program,
+                                std::span<const runtime::DeviceMapping> device_map) {
   std::vector<Device> out;
   Result<std::string> text = extension::describe_program_json(program);
   if (!text.ok()) return out;
@@ -296,7 +297,13 @@ std::vector<Device> gpus_needed(const runtime::Program& program) {
   if (!j.is_object() || !j.contains("methods")) return out;
   auto add = [&](const nlohmann::json& v) {
     if (!v.is_string()) return;
-    const std::optional<Device> d = Device::parse(v.get<std::string>());
+    std::optional<Device> d = Device::parse(v.get<std::string>());
+    for (const runtime::DeviceMapping& m : device_map) {
+      if (d && m.from == *d) {
+        d = m.to;
+        break;
+      }
+    }
     if (d && d->is_cuda() && std::find(out.begin(), out.end(), *d) == out.end()) out.push_back(*d);
   };
   for (const auto& m : j["methods"]) {

@@ -2,6 +2,7 @@
 // values, numbers for people (durations, byte sizes), quantiles, and the GPUs a program needs.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,9 @@ std::string duration_text(double ms);
 Result<Tensor> output_to_host(const runtime::Method& method, size_t index);
 
 // The GPUs a program's method "forward" runs on: its device arenas and its delegates' devices
-// (read from the program's description, which needs no GPU).
-std::vector<Device> gpus_needed(const runtime::Program& program);
+// (read from the program's description, which needs no GPU), where `device_map` moves them.
+std::vector<Device> gpus_needed(const runtime::Program& program,
+                                std::span<const runtime::DeviceMapping> device_map = {});
 
 // The model's name of a program value: a method output that a GPU partition computes and the
 // program copies to the host is the copy, named "NAME@cpu"; other values have the model's NAME.

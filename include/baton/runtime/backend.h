@@ -49,8 +49,12 @@ struct BackendInitContext {
   std::string_view method_name;
   std::string_view delegate_name;  // the partition, for messages
   int delegate_index = 0;
-  // The device the program records for this delegate: the one its blob was built for.
+  // The device the delegate runs on: the one the program records for it (its blob was built for
+  // it), or where MethodOptions::device_map moves that.
   Device device;
+  // The device the program records for this delegate (equal to `device` without a device map):
+  // what a backend checks its blob against.
+  Device recorded_device;
   std::span<const BackendOption> options;
 };
 

@@ -65,6 +65,16 @@ struct SymbolSize {
 // prepare_shape.
 Result<std::vector<SymbolSize>> parse_symbol_sizes(std::string_view text);
 
+// One entry of a device map (MethodOptions::device_map): what the program records as `from`
+// runs on `to` instead.
+struct DeviceMapping {
+  Device from;
+  Device to;
+};
+// Parses "cuda:0=cuda:1[,cuda:1=cuda:0...]" (the CLI's --device-map): InvalidArgument naming the
+// part that is not DEVICE=DEVICE. The map's own rules are checked by load_method.
+Result<std::vector<DeviceMapping>> parse_device_map(std::string_view text);
+
 struct MethodOptions {
   // Load options, KEY=VALUE, passed to every backend's init (e.g. {"cuda_graphs", "0"}; for the
   // CUDA backend, baton::cuda::LoadOptions::to_backend_options() in include/baton/cuda/options.h).
@@ -82,6 +92,13 @@ struct MethodOptions {
   // its first call then does the work). Each costs load time (full-size BERT-base fp16 on an
   // H200: 0.34-0.47 s, mostly timing its GEMMs and cuDNN plans) and a CUDA graph's memory.
   std::vector<std::vector<SymbolSize>> prepare_shapes;
+  // Relocates the program (docs/serving.md, "One program, every GPU"): every arena, tensor and
+  // delegate the program records on `from` is placed on `to`, so one file built for cuda:0 serves
+  // an instance on each GPU. Only GPUs map, to GPUs of the same type; a device is mapped at most
+  // once and no two onto one; devices not named stay where the program put them. A GPU engine
+  // still checks at load that its target has the SM architecture it was built for (the usual
+  // error, naming the mapping). load_method refuses a map that breaks these rules by name.
+  std::vector<DeviceMapping> device_map;
 };
 
 class Program : public std::enable_shared_from_this<Program> {

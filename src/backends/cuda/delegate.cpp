@@ -32,23 +32,24 @@ namespace baton::cuda {
 namespace {
 
 // Handles of one program on one GPU share the engine (weights, module, GEMM plans): the engine is
-// keyed by its blob's bytes, which live in the loaded program, and by how many candidates its
-// choices made at load were timed among (a load option).
+// keyed by its blob's bytes, which live in the loaded program, by the GPU it runs on (a device map
+// can place one blob on several) and by how many candidates its choices made at load were timed
+// among (a load option).
 class EngineCache {
  public:
   Result<std::shared_ptr<Engine>> get(std::span<const uint8_t> blob, const std::string& partition,
-                                      int tune_candidates,
+                                      int tune_candidates, int device,
                                       std::shared_ptr<const Engine> weights_from = nullptr,
                                       std::span<const uint8_t> shared_weights = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::erase_if(engines_, [](const auto& entry) { return entry.second.expired(); });
-    const auto key = std::make_tuple(blob.data(), blob.size(), tune_candidates);
+    const auto key = std::make_tuple(blob.data(), blob.size(), tune_candidates, device);
     if (auto it = engines_.find(key); it != engines_.end()) {
       if (auto engine = it->second.lock()) return engine;
     }
     BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
                            Engine::load(blob, partition, tune_candidates, false,
-                                        std::move(weights_from), shared_weights));
+                                        std::move(weights_from), shared_weights, device));
     engines_[key] = engine;
     return engine;
   }
@@ -67,7 +68,7 @@ class EngineCache {
 
  private:
   std::mutex mutex_;
-  std::map<std::tuple<const uint8_t*, size_t, int>, std::weak_ptr<Engine>> engines_;
+  std::map<std::tuple<const uint8_t*, size_t, int, int>, std::weak_ptr<Engine>> engines_;
 };
 
 EngineCache& engine_cache() {
@@ -167,6 +168,7 @@ class CudaBackend final : public runtime::BackendInterface {
     for (const auto& bucket : buckets) {
       BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> one,
                              engine_cache().get(bucket, partition, options.tune_candidates,
+                                                ctx.device.index,
                                                 engines.empty() ? nullptr : engines.front(),
                                                 shared_bucket_weights(blob)));
       BATON_CHECK_OR_RETURN(buckets.size() == 1 || one->blob().dynamic(), InvalidProgram,
@@ -174,14 +176,16 @@ class CudaBackend final : public runtime::BackendInterface {
       engines.push_back(std::move(one));
     }
     const std::shared_ptr<Engine>& engine = engines.back();
-    const Device built_for = Device::cuda(static_cast<int16_t>(engine->device()));
+    const Device built_for =
+        Device::cuda(static_cast<int16_t>(engine->blob().header().device_id));
     // The program records where each delegate runs; a blob built for another GPU means the file
-    // was assembled from parts that do not belong together.
-    BATON_CHECK_OR_RETURN(ctx.device == built_for, InvalidProgram,
+    // was assembled from parts that do not belong together. (A device map moves both together:
+    // ctx.device is where the engine now runs, engine->device().)
+    BATON_CHECK_OR_RETURN(ctx.recorded_device == built_for, InvalidProgram,
                           "partition '{}' is recorded to run on {}, but its engine was built for "
                           "{}: the program is inconsistent (damaged or edited). Recompile the "
                           "model",
-                          partition, ctx.device.to_string(), built_for.to_string());
+                          partition, ctx.recorded_device.to_string(), built_for.to_string());
     // The label device-aware planning used for this partition's tensors must be the GPU its
     // engine runs on, or every tensor at its boundary would be on the wrong GPU.
     for (const runtime::CompileSpec& spec : specs) {

@@ -174,8 +174,9 @@ cublasStatus_t first_heuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t des
 Result<std::shared_ptr<Engine>> Engine::load(std::span<const uint8_t> blob,
                                              const std::string& partition, int tune_candidates,
                                              bool quiet, std::shared_ptr<const Engine> weights_from,
-                                             std::span<const uint8_t> shared_weights) {
+                                             std::span<const uint8_t> shared_weights, int device) {
   std::shared_ptr<Engine> engine(new Engine());
+  engine->device_ = device;
   engine->tune_candidates_ = std::clamp(tune_candidates, 1, kMaxTuneCandidates);
   engine->weights_from_ = std::move(weights_from);
   BATON_TRY(engine->init(blob, partition, quiet, shared_weights));
@@ -187,31 +188,37 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   partition_ = partition;
   BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes, shared_weights));
   const EngineHeader& h = blob_.header();
+  // Where it runs: where it was built for, or where a device map moved it (then messages name both).
+  if (device_ < 0) device_ = h.device_id;
+  const std::string mapped =
+      device_ == h.device_id ? std::string()
+                             : fmt::format(" (mapped there from cuda:{} by the device map)", h.device_id);
   const std::vector<DeviceInfo> found = visible_devices();
   const int count = static_cast<int>(found.size());
-  if (h.device_id >= count) {
+  if (device_ >= count) {
     std::string list;
     for (const DeviceInfo& d : found) {
       list += fmt::format("{}cuda:{} (sm_{})", list.empty() ? "" : ", ", d.index, d.sm_arch);
     }
     return BATON_ERROR(NotSupported,
-                       "partition '{}' was built for cuda:{} ({}), but this machine has {} CUDA "
-                       "device(s){}{}. Rebuild it for a GPU that exists: baton compile MODEL.onnx "
+                       "partition '{}' (built for {}) is to run on cuda:{}{}, but this machine has "
+                       "{} CUDA device(s){}{}. Map it to a GPU that exists (--device-map "
+                       "cuda:{}=cuda:N) or rebuild it for one: baton compile MODEL.onnx "
                        "--device cuda:N",
-                       partition, h.device_id, sm_arch_name(h.sm_arch), count, count ? ": " : "",
-                       list);
+                       partition, sm_arch_name(h.sm_arch), device_, mapped, count,
+                       count ? ": " : "", list, h.device_id);
   }
-  const auto found_arch = static_cast<uint32_t>(found[h.device_id].sm_arch);
+  const auto found_arch = static_cast<uint32_t>(found[device_].sm_arch);
   BATON_CHECK_OR_RETURN(cubin_runs_on(h.sm_arch, found_arch), NotSupported,
-                        "partition '{}' was built for {} but cuda:{} is {}: its kernels cannot run "
-                        "there. Rebuild it on this machine (baton compile MODEL.onnx --device "
+                        "partition '{}' was built for {} but cuda:{}{} is {}: its kernels cannot "
+                        "run there. Rebuild it on this machine (baton compile MODEL.onnx --device "
                         "cuda:{}) or for this architecture (--arch {})",
-                        partition, sm_arch_name(h.sm_arch), h.device_id, sm_arch_name(found_arch),
-                        h.device_id, sm_arch_name(found_arch));
+                        partition, sm_arch_name(h.sm_arch), device_, mapped,
+                        sm_arch_name(found_arch), device_, sm_arch_name(found_arch));
 
-  DeviceGuard guard(h.device_id);
+  DeviceGuard guard(device_);
   BATON_TRY(guard.status());
-  if (weights_from_ != nullptr && !(weights_from_->device() == h.device_id &&
+  if (weights_from_ != nullptr && !(weights_from_->device() == device_ &&
                                     std::equal(blob_.weights().begin(), blob_.weights().end(),
                                                weights_from_->blob().weights().begin(),
                                                weights_from_->blob().weights().end()))) {
@@ -219,17 +226,17 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   }
   if (!blob_.weights().empty() && weights_from_ == nullptr) {
     BATON_ASSIGN_OR_RETURN(
-        weights_, allocate_device_buffer(h.device_id, blob_.weights().size(),
+        weights_, allocate_device_buffer(device_, blob_.weights().size(),
                                          fmt::format("weights for partition '{}'", partition)));
-    BATON_CUDA_CHECK_ON(h.device_id, cudaMemcpy(weights_.get(), blob_.weights().data(),
+    BATON_CUDA_CHECK_ON(device_, cudaMemcpy(weights_.get(), blob_.weights().data(),
                                                 blob_.weights().size(), cudaMemcpyHostToDevice));
     // From pageable memory cudaMemcpy may return with the last DMA still in flight on the legacy
     // stream, which orders only blocking streams: a caller's non-blocking stream (StreamGuard,
     // a green context's) could run the first execute() before the weights land. Load time only.
-    BATON_CUDA_CHECK_ON(h.device_id, cudaStreamSynchronize(cudaStreamLegacy));
+    BATON_CUDA_CHECK_ON(device_, cudaStreamSynchronize(cudaStreamLegacy));
   }
   if (!blob_.cubin().empty()) {
-    BATON_ASSIGN_OR_RETURN(library_, load_library(h.device_id, blob_.cubin().data()));
+    BATON_ASSIGN_OR_RETURN(library_, load_library(device_, blob_.cubin().data()));
     for (size_t i = 0; i < blob_.kernels().size(); ++i) {
       const std::string name(blob_.kernel_name(i));
       cudaKernel_t k = nullptr;
@@ -241,7 +248,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
       kernels_.push_back(k);
     }
   }
-  return choose_algorithms(found[h.device_id].name, quiet);
+  return choose_algorithms(found[device_].name, quiet);
 }
 
 Status Engine::plan_gemm(cublasLtHandle_t handle, size_t step) {

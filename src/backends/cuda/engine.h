@@ -61,18 +61,22 @@ class Engine {
   // weights, when byte for byte this blob's, are shared instead of uploaded again.
   // `shared_weights`: the bucketed engine's shared weights (shared_bucket_weights), for a bucket
   // stored without its own.
+  // `device`: the GPU to run on, where a device map moved the engine (runtime::MethodOptions::
+  // device_map); -1 runs it where it was built for (the header's device).
   static Result<std::shared_ptr<Engine>> load(std::span<const uint8_t> blob,
                                               const std::string& partition, int tune_candidates,
                                               bool quiet = false,
                                               std::shared_ptr<const Engine> weights_from = nullptr,
-                                              std::span<const uint8_t> shared_weights = {});
+                                              std::span<const uint8_t> shared_weights = {},
+                                              int device = -1);
   // Frees the GEMM descriptors, the kernels' library and the weights (each on its GPU).
   ~Engine() = default;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   const EngineBlob& blob() const { return blob_; }
-  int device() const { return blob_.header().device_id; }
+  // The GPU the engine runs on (its weights, kernels and plans live there).
+  int device() const { return device_; }
   const std::string& partition() const { return partition_; }
   void* weights() const { return weights_from_ ? weights_from_->weights() : weights_.get(); }
   bool owns_weights() const { return weights_from_ == nullptr; }
@@ -98,6 +102,7 @@ class Engine {
   // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
   std::string partition_;
+  int device_ = 0;  // see device()
   std::shared_ptr<const Engine> weights_from_;  // whose weights these are, when shared
   DeviceBuffer weights_;
   Library library_;

@@ -255,10 +255,10 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
   // Planning needs a handle for the heuristics and the timing only; each execution context has
   // its own.
   const auto started = std::chrono::steady_clock::now();
-  BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(h.device_id));
+  BATON_ASSIGN_OR_RETURN(const CublasLtHandle handle, create_cublaslt(device_));
   std::optional<Stopwatch> stopwatch;
   if (blob_.num_choice_steps() > 0 && tune_candidates_ > 1) {
-    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(h.device_id));
+    BATON_ASSIGN_OR_RETURN(Stopwatch w, Stopwatch::create(device_));
     stopwatch.emplace(std::move(w));
   }
   // Recorded choices apply on the GPU model they were timed on, with the libraries they were
@@ -311,7 +311,7 @@ Status Engine::choose_algorithms(const std::string& gpu, bool quiet) {
                 fmt::format("partition '{}' on cuda:{}: timed the algorithms of {} GEMM and "
                             "cuDNN steps ({} candidates each) in {:.0f} ms at load; compile "
                             "with this GPU present to record them in the program",
-                            partition, h.device_id, stats_.timed, tune_candidates_, stats_.ms));
+                            partition, device_, stats_.timed, tune_candidates_, stats_.ms));
   }
   return Status();
 }

@@ -94,10 +94,12 @@ constexpr Case kCases[] = {
 
 class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::string, bool>> {
  protected:
+  virtual int gpus_wanted() const { return 2; }
   void SetUp() override {
     const int gpus = static_cast<int>(cuda::devices().size());
-    if (gpus < 2) {
-      GTEST_SKIP() << "needs two GPUs (this host has " << gpus << "): run on nvidia-h200-x2";
+    if (gpus < gpus_wanted()) {
+      GTEST_SKIP() << "needs " << gpus_wanted() << " GPU(s) (this host has " << gpus
+                   << "): run on nvidia-h200-x2";
     }
     const auto& [c, precision, io_device] = GetParam();
     dir_ = fs::path(::testing::TempDir()) / fmt::format("baton_other_gpu_{}_{}_{}_{}", ::getpid(),
@@ -111,23 +113,25 @@ class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::strin
     }
   }
 
-  // baton compile for cuda:N; the program's path.
-  std::string compile(int gpu) {
+  // baton compile for cuda:N (`extra`: more flags); the program's path.
+  std::string compile(int gpu, const std::string& extra = "") {
     const auto& [c, precision, io_device] = GetParam();
     const std::string program = (dir_ / fmt::format("cuda{}.baton", gpu)).string();
-    const Process r = shell(fmt::format("{} compile {} -o {} --device cuda:{} --precision {}{}{}",
+    const Process r = shell(fmt::format("{} compile {} -o {} --device cuda:{} --precision {}{}{}{}",
                                         cli(), model_, program, gpu, precision,
-                                        io_device ? " --io device" : "", c.compile_flags));
+                                        io_device ? " --io device" : "", c.compile_flags, extra));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return program;
   }
 
   // baton run in a process of its own (--device-io binds device buffers when the program keeps
   // its I/O on the device): the outputs and the GPUs its process held contexts on.
-  std::vector<std::vector<float>> run_cli(const std::string& program, std::vector<int>* contexts) {
+  // `extra`: more flags (--device-map).
+  std::vector<std::vector<float>> run_cli(const std::string& program, std::vector<int>* contexts,
+                                          const std::string& extra = "") {
     const bool io_device = std::get<2>(GetParam());
     const fs::path out = dir_ / (fs::path(program).stem().string() + "_cli");
-    std::string args;
+    std::string args = extra;
     for (const std::string& in : inputs_) args += " --input " + in;
     const Process r =
         shell(fmt::format("{} run {}{} --output-dir {} --json --iterations 3 --warmup 1 "
@@ -150,13 +154,17 @@ class OtherGpuTest : public ::testing::TestWithParam<std::tuple<Case, std::strin
     return outputs;
   }
 
-  // This binary re-executed: the C++ API (Module) in a fresh process.
-  std::vector<std::vector<float>> run_api(const std::string& program, std::vector<int>* contexts) {
+  // This binary re-executed: the C++ API (Module) in a fresh process, with MethodOptions::
+  // device_map parsed from `device_map` where one is given.
+  std::vector<std::vector<float>> run_api(const std::string& program, std::vector<int>* contexts,
+                                          const std::string& device_map = "") {
     const fs::path out = dir_ / (fs::path(program).stem().string() + "_api");
     fs::create_directories(out);
     std::string args;
     for (const std::string& in : inputs_) args += " " + in;
-    const Process r = shell(fmt::format("{} --child {} {}{}", g_self, program, out.string(), args));
+    const std::string env = device_map.empty() ? "" : "BATON_TEST_DEVICE_MAP=" + device_map + " ";
+    const Process r =
+        shell(fmt::format("{}{} --child {} {}{}", env, g_self, program, out.string(), args));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (r.exit_code != 0) return {};
     std::ifstream report(out / "report.json");
@@ -215,6 +223,53 @@ INSTANTIATE_TEST_SUITE_P(Models, OtherGpuTest,
                                             ::testing::Values("fp32", "fp16"), ::testing::Bool()),
                          case_name);
 
+// A device map relocates a program (docs/serving.md): one built for cuda:1 (here for sm_90 by name:
+// a one-GPU host has no GPU 1 to read it from) runs on GPU 0 with --device-map cuda:1=cuda:0, in a
+// fresh process through the CLI and the C++ API, matching the model built for cuda:0 and holding a
+// context on GPU 0 alone; without the map it is refused with the map suggested. With two GPUs the
+// cuda:0 program also runs on GPU 1 (cuda:0=cuda:1), touching only GPU 1.
+class DeviceMapGpuTest : public OtherGpuTest {
+ protected:
+  int gpus_wanted() const override { return 1; }
+};
+
+TEST_P(DeviceMapGpuTest, AProgramRunsOnTheGpuItIsMappedTo) {
+  const std::string on0_program = compile(0);
+  const std::string on1_program = compile(1, " --arch sm_90");
+  ASSERT_FALSE(HasFailure());
+  std::vector<int> contexts0, mapped_contexts;
+  const auto on0 = run_cli(on0_program, &contexts0);
+  const auto mapped = run_cli(on1_program, &mapped_contexts, " --device-map cuda:1=cuda:0");
+  expect_same(mapped, on0, "cuda:1 program mapped to cuda:0 (baton run)");
+  EXPECT_EQ(mapped_contexts, std::vector<int>{0});
+  std::vector<int> api_contexts;
+  const auto api = run_api(on1_program, &api_contexts, "cuda:1=cuda:0");
+  expect_same(api, on0, "cuda:1 program mapped to cuda:0 (C++ API)");
+  EXPECT_EQ(api_contexts, std::vector<int>{0});
+  if (cuda::devices().size() < 2) {
+    const Process r = shell(fmt::format("{} run {} --iterations 1", cli(), on1_program));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("--device-map cuda:1=cuda:0"), std::string::npos) << r.output;
+  } else {
+    std::vector<int> contexts1;
+    const auto on1 = run_cli(on0_program, &contexts1, " --device-map cuda:0=cuda:1");
+    expect_same(on1, on0, "cuda:0 program mapped to cuda:1 (baton run)");
+    EXPECT_EQ(contexts1, std::vector<int>{1});
+  }
+  // A map that names a GPU the program does not use is refused by name.
+  const Process wrong = shell(
+      fmt::format("{} run {} --iterations 1 --device-map cuda:3=cuda:0", cli(), on0_program));
+  EXPECT_NE(wrong.exit_code, 0) << wrong.output;
+  EXPECT_NE(wrong.output.find("has nothing on cuda:3"), std::string::npos) << wrong.output;
+}
+
+constexpr Case kMapCases[] = {kCases[0], kCases[2]};  // cuBLASLt alone; attention and kernels
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceMapGpuTest,
+                         ::testing::Combine(::testing::ValuesIn(kMapCases),
+                                            ::testing::Values("fp32", "fp16"), ::testing::Bool()),
+                         case_name);
+
 // --child PROGRAM OUT_DIR INPUT.npy...: loads PROGRAM with the C++ API, runs it three times on the
 // inputs (host tensors; the runtime copies them to the program's devices), writes the last
 // outputs to OUT_DIR/output_<i>.npy and OUT_DIR/report.json (output count, gpu_contexts).
@@ -222,7 +277,16 @@ int child(int argc, char** argv) {
   if (argc < 4) return 2;
   register_builtins();
   cuda::register_backend();
-  auto module = extension::Module::load(argv[2]);
+  runtime::MethodOptions options;
+  if (const char* map = std::getenv("BATON_TEST_DEVICE_MAP")) {
+    auto parsed = runtime::parse_device_map(map);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "error: %s\n", parsed.status().to_string().c_str());
+      return 1;
+    }
+    options.device_map = std::move(parsed).value();
+  }
+  auto module = extension::Module::load(argv[2], "forward", options);
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().to_string().c_str());
     return 1;
