@@ -743,6 +743,29 @@ TEST_F(GpuTest, PowAndSqrt) {
   compare(b, {random({4, 33}, 0.5f, 3.0f), random({33}, -1.5f, 2.5f)});
 }
 
+// RMSNorm as LLaMA's export writes it (Pow(x, 2), ReduceMean, Add eps, Sqrt, Reciprocal, Mul)
+// over activations near 600: their squares (up to 360000) pass fp16's largest value, 65504. An
+// fp16 engine keeps the square and its mean in float32 (as PyTorch computes the variance), so every
+// precision matches the CPU path; stored in fp16 the mean was inf and every output 0.
+TEST_F(GpuTest, RmsNormOfLargeActivationsKeepsItsVarianceInFloat32) {
+  OnnxBuilder b(17);
+  b.input("x", {4, 512});
+  b.initializer("two", {}, {2.0f});
+  b.initializer("eps", {}, {1e-6f});
+  b.initializer("one", {}, {1.0f});
+  b.initializer("w", {512}, floats(512, 1.0f));
+  b.node("Pow", {"x", "two"}, {"sq"}, "square");
+  auto& mean = b.node("ReduceMean", {"sq"}, {"var"}, "variance");
+  OnnxBuilder::attr_ints(mean, "axes", {-1});
+  b.node("Add", {"var", "eps"}, {"ve"}, "plus_eps");
+  b.node("Sqrt", {"ve"}, {"rms"}, "sqrt");
+  b.node("Div", {"one", "rms"}, {"inv"}, "reciprocal");
+  b.node("Mul", {"x", "inv"}, {"n"}, "normalize");
+  b.node("Mul", {"n", "w"}, {"y"}, "scale");
+  b.output("y", {4, 512});
+  compare(b, {random({4, 512}, -600.0f, 600.0f)});
+}
+
 TEST_F(GpuTest, SoftmaxOnEveryAxis) {
   for (int64_t axis : {-1, 0, 1}) {
     SCOPED_TRACE(axis);

@@ -202,7 +202,7 @@ TEST_F(StateGpuTest, SmallDecodersGenerateTheCpuTokens) {
 // tokens) captures nothing. The program also samples on the GPU: `--sample top-k=K` draws the CPU
 // program's tokens from the same uniform numbers, and `--sample greedy` gives the host argmax's.
 TEST_F(StateGpuTest, DecodeReplaysItsGraphAndSamplesOnTheGpu) {
-  const std::vector<compiler::DimRange> dims = {{"batch", 1, 1, 0, {}},
+  const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 0, {}},
                                                 {"new_tokens", 1, 64, 0, {}}};
   for (const std::string name : {"gpt2_scatter_dynamo", "llama_index_put_full_dynamo"}) {
     SCOPED_TRACE(name);

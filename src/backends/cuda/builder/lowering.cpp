@@ -143,6 +143,7 @@ void Lowering::assign_slots() {
     }
   }
   for (int v : p_.outputs) outputs_.insert(v);
+  const std::set<int> squares = activation_ == DType::Float16 ? squared_values() : std::set<int>{};
   for (int idx : p_.nodes) {
     for (int v : g_.nodes[idx].outputs) {
       consumers_[v];  // every output has an entry
@@ -151,12 +152,43 @@ void Lowering::assign_slots() {
       s.kind = Slot::Kind::Scratch;
       const DType t = g_.values[v].dtype;
       const bool floating = t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
-      // Integer and bool values (indices, masks) keep their type.
-      s.dtype = !floating ? t : feeds_only_gemms(v) ? operand_ : activation_;
+      // Integer and bool values (indices, masks) keep their type; squares stay float32 (above).
+      s.dtype = !floating            ? t
+                : squares.count(v)   ? DType::Float32
+                : feeds_only_gemms(v) ? operand_
+                                      : activation_;
       s.sizes = g_.values[v].sizes;
       slots_[v] = s;
     }
   }
+}
+
+// In an fp16 engine, a square and the sums, means and shifts of it stay float32: RMSNorm's and
+// T5's variance, mean(x * x), overflows fp16's largest value (65504) once activations pass 256,
+// which a deep model's residual stream does (a 22-layer LLaMA with random weights: every logit
+// NaN), while PyTorch computes that variance in float32. The chain is x * x (or Pow), then
+// ReduceMean / ReduceSum / Add / Sub / Mul / Div of it; a square root or reciprocal brings the
+// range back, so what follows is stored in fp16 again.
+std::set<int> Lowering::squared_values() const {
+  std::set<int> out;
+  for (int idx : p_.nodes) {  // in graph order: producers first
+    const compiler::IrNode& n = g_.nodes[idx];
+    if (n.outputs.empty() || n.domain != "") continue;
+    const auto input_squared = [&] {
+      for (int v : n.inputs) {
+        if (out.count(v)) return true;
+      }
+      return false;
+    };
+    const bool square = (n.op_type == "Mul" && n.inputs.size() == 2 && n.inputs[0] >= 0 &&
+                         n.inputs[0] == n.inputs[1]) ||
+                        n.op_type == "Pow" || n.op_type == "ReduceSumSquare";
+    const bool carries = n.op_type == "ReduceMean" || n.op_type == "ReduceSum" ||
+                         n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" ||
+                         n.op_type == "Div";
+    if (square || (carries && input_squared())) out.insert(n.outputs[0]);
+  }
+  return out;
 }
 
 // A value read only as a GEMM operand is stored in the operand dtype right away, so no cast

@@ -223,6 +223,7 @@ class Lowering {
   std::set<size_t> find_size_only_steps(std::set<int>* roots) const;
   void assign_slots();
   bool feeds_only_gemms(int v) const;
+  std::set<int> squared_values() const;
   // `v`, or the row-major copy read in its place while a node that is not layout-aware lowers.
   int read(int v) const;
   int root(int v) const;
