@@ -14,12 +14,16 @@ DEBIAN_PACKAGES=(
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
-  python3 python3-venv python3-dev
+  python3 python3-venv python3-dev libpython3.11
 )
 # Test oracles and model generators, and what the Python package builds and tests with (nanobind,
 # scikit-build-core, pytest), from PyPI. Versions are pinned so results are reproducible.
+# nvidia-pytriton ships Triton Inference Server's binary, libraries and Python-backend stubs, and
+# tritonclient talks to it: tests/serving starts a real tritonserver on the loopback
+# (docs/serving.md; the stub for Python 3.11 links Debian's libpython3.11).
 PYTHON_PACKAGES=(numpy==1.26.4 onnx==1.17.0 onnxruntime==1.20.1
-                 nanobind==2.9.2 scikit-build-core==0.11.6 pytest==8.4.2)
+                 nanobind==2.9.2 scikit-build-core==0.11.6 pytest==8.4.2
+                 nvidia-pytriton==0.7.0 "tritonclient[http,grpc]==2.73.0")
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
@@ -52,7 +56,7 @@ import sys
 from importlib.metadata import version
 for spec in sys.argv[1:]:
     name, want = spec.split("==")
-    if version(name) != want:
+    if version(name.split("[")[0]) != want:
         sys.exit(1)
 PYEOF
   echo "setup: installing Python packages into $VENV: ${PYTHON_PACKAGES[*]}" >&2

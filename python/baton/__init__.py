@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 from . import _baton
 from ._baton import BatonError, DeviceArray, TensorSpec
 
-__all__ = ["BatonError", "DeviceArray", "Module", "TensorSpec", "compile", "cuda", "inspect", "load"]
+__all__ = ["BatonError", "DeviceArray", "Module", "TensorSpec", "compile", "cuda", "inspect", "load",
+           "triton_repo"]
 __version__ = "0.1.0"
 
 
@@ -214,6 +215,32 @@ def load(program: "str | os.PathLike | bytes", *, method: str = "forward", threa
                               _option_pairs(load_options),
                               [{str(k): int(v) for k, v in s.items()} for s in prepare_shapes],
                               device_map))
+
+
+def triton_repo(program: "str | os.PathLike", out_dir: "str | os.PathLike", *,
+                name: str = "", max_batch: int = 0, preferred_batch_sizes: Sequence[int] = (),
+                queue_delay_us: int = 100, instances: int = 1, gpus: Sequence[int] = (),
+                python_path: "Sequence[str] | None" = None, threads: int = 0,
+                overwrite: bool = False) -> dict:
+    """Writes a Triton Inference Server model repository serving ``program`` under ``out_dir``
+    (``baton triton-repo``; docs/serving.md): ``config.pbtxt`` (the program's inputs and outputs,
+    its dynamic batch dimension as Triton's batch, dynamic batching, one instance group on
+    ``gpus`` or the CPU), the program, and a Python-backend ``model.py`` that loads it once per
+    instance on that instance's GPU. ``python_path``: the directories ``model.py`` puts on
+    ``sys.path`` (Triton's stub ignores PYTHONPATH); by default the ones this interpreter imports
+    ``baton`` and NumPy from. Returns ``{"model_dir", "max_batch_size", "batch_symbol",
+    "files"}``; raises BatonError naming what stands in the way."""
+    if python_path is None:
+        import numpy
+        python_path = []
+        for module in (__file__, numpy.__file__):
+            site = os.path.dirname(os.path.dirname(os.path.abspath(module)))
+            if site not in python_path:
+                python_path.append(site)
+    return _baton.triton_repo(os.fspath(program), os.fspath(out_dir), name, int(max_batch),
+                              [int(b) for b in preferred_batch_sizes], int(queue_delay_us),
+                              int(instances), [int(g) for g in gpus],
+                              [os.fspath(p) for p in python_path], int(threads), bool(overwrite))
 
 
 def inspect(program: "str | os.PathLike") -> dict:

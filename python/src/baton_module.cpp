@@ -36,6 +36,7 @@
 #include "baton/extension/generate.h"
 #include "baton/extension/inspect.h"
 #include "baton/extension/module.h"
+#include "baton/extension/triton_repo.h"
 #include "baton/runtime/device_allocator.h"
 #ifdef BATON_PYTHON_WITH_CUDA
 #include "baton/cuda/backend.h"
@@ -166,16 +167,47 @@ TensorView view_of(const nb::ndarray<>& a, std::vector<int64_t>& sizes, const st
 // (__dlpack__ / __dlpack_device__), so torch.from_dlpack, cupy.from_dlpack and others take it
 // without a copy, as often as they like (each __dlpack__ hands out a new capsule that keeps this
 // object, and so the memory, alive).
+// rows(start, stop) makes a view of some leading rows: it holds the array it was taken from (its
+// base), so the memory outlives every view and capsule (how Triton's model.py hands each request
+// its part of a batch's output without a copy).
 struct DeviceArray {
-  Tensor tensor;
+  Tensor tensor;  // the memory, for an array a call returned
+  // For a view: where its elements start inside base's memory, and its sizes.
+  void* part_data = nullptr;
+  std::vector<int64_t> part_sizes;
+  nb::object base;
+
+  TensorView view() const {
+    if (!base.is_valid()) return tensor.view();
+    const TensorView whole = nb::cast<DeviceArray&>(base).view();
+    return TensorView{part_data, whole.dtype, part_sizes, whole.device};
+  }
 };
 
 nb::object dlpack_capsule(nb::handle self) {
-  const Tensor& t = nb::cast<DeviceArray&>(self).tensor;
-  std::vector<size_t> shape(t.sizes().begin(), t.sizes().end());
-  return nb::cast(nb::ndarray<>(t.data(), shape.size(), shape.data(), self, nullptr,
-                                dlpack_dtype(t.dtype()), nb::device::cuda::value,
-                                t.device().index));
+  const TensorView t = nb::cast<DeviceArray&>(self).view();
+  std::vector<size_t> shape(t.sizes.begin(), t.sizes.end());
+  return nb::cast(nb::ndarray<>(t.data, shape.size(), shape.data(), self, nullptr,
+                                dlpack_dtype(t.dtype), nb::device::cuda::value, t.device.index));
+}
+
+DeviceArray device_rows(nb::handle self, int64_t start, int64_t stop) {
+  const TensorView t = nb::cast<DeviceArray&>(self).view();
+  if (t.sizes.empty()) throw nb::value_error("rows() needs an array of at least one dimension");
+  const int64_t n = t.sizes[0];
+  if (start < 0 || stop < start || stop > n) {
+    throw nb::index_error(
+        fmt::format("rows({}, {}) of an array of {} rows: need 0 <= start <= stop <= {}", start,
+                    stop, n, n)
+            .c_str());
+  }
+  const auto row = static_cast<int64_t>(n == 0 ? 0 : t.nbytes() / static_cast<size_t>(n));
+  DeviceArray v;
+  v.part_data = static_cast<uint8_t*>(t.data) + start * row;
+  v.part_sizes.assign(t.sizes.begin(), t.sizes.end());
+  v.part_sizes[0] = stop - start;
+  v.base = nb::borrow(self);
+  return v;
 }
 
 // A Baton tensor as a Python object owning it: a NumPy array for host memory, a DeviceArray for
@@ -622,6 +654,31 @@ PyModule* load(nb::handle program, const std::string& method, unsigned threads,
       value_or_raise(extension::Module::from_program(std::move(loaded), method, method_options)));
 }
 
+nb::dict triton_repo(nb::handle program, nb::handle out_dir, const std::string& name,
+                     int64_t max_batch, const std::vector<int64_t>& preferred,
+                     int64_t queue_delay_us, int instances, const std::vector<int>& gpus,
+                     const std::vector<std::string>& python_path, unsigned threads,
+                     bool overwrite) {
+  extension::TritonRepoOptions o;
+  o.name = name;
+  o.max_batch = max_batch;
+  o.preferred_batch_sizes = preferred;
+  o.queue_delay_us = queue_delay_us;
+  o.instances = instances;
+  o.gpus = gpus;
+  o.python_path = python_path;
+  o.threads = threads;
+  o.overwrite = overwrite;
+  const extension::TritonRepoResult r =
+      value_or_raise(extension::write_triton_repo(fspath(program), fspath(out_dir), o));
+  nb::dict d;
+  d["model_dir"] = r.model_dir;
+  d["max_batch_size"] = r.max_batch_size;
+  d["batch_symbol"] = r.batch_symbol;
+  d["files"] = r.files;
+  return d;
+}
+
 nb::object inspect(nb::handle program) {
   const std::string path = fspath(program);
   const std::string json = value_or_raise(extension::describe_program_json(path));
@@ -675,20 +732,26 @@ NB_MODULE(_baton, m) {
       .def("__dlpack_device__",
            [](const DeviceArray& a) {
              return nb::make_tuple(static_cast<int>(nb::device::cuda::value),
-                                   static_cast<int>(a.tensor.device().index));
+                                   static_cast<int>(a.view().device.index));
            })
-      .def_prop_ro("shape", [](const DeviceArray& a) { return a.tensor.sizes(); })
+      .def_prop_ro("shape",
+                   [](const DeviceArray& a) {
+                     const baton::TensorView v = a.view();
+                     return std::vector<int64_t>(v.sizes.begin(), v.sizes.end());
+                   })
       .def_prop_ro(
-          "dtype",
-          [](const DeviceArray& a) { return std::string(baton::dtype_name(a.tensor.dtype())); })
-      .def_prop_ro("device", [](const DeviceArray& a) { return a.tensor.device().to_string(); })
-      .def_prop_ro(
-          "data_ptr",
-          [](const DeviceArray& a) { return reinterpret_cast<uintptr_t>(a.tensor.data()); })
+          "dtype", [](const DeviceArray& a) { return std::string(baton::dtype_name(a.view().dtype)); })
+      .def_prop_ro("device", [](const DeviceArray& a) { return a.view().device.to_string(); })
+      .def_prop_ro("data_ptr",
+                   [](const DeviceArray& a) { return reinterpret_cast<uintptr_t>(a.view().data); })
+      .def("rows", &device_rows, nb::arg("start"), nb::arg("stop"),
+           "Rows start..stop-1 of the leading dimension, as a DeviceArray sharing this one's "
+           "memory (no copy; it keeps this array alive)")
       .def("__repr__", [](const DeviceArray& a) -> std::string {
+        const baton::TensorView v = a.view();
         return fmt::format("baton.DeviceArray(shape={}, dtype='{}', device='{}')",
-                           baton::shape_to_string(a.tensor.sizes()),
-                           baton::dtype_name(a.tensor.dtype()), a.tensor.device().to_string());
+                           baton::shape_to_string(v.sizes), baton::dtype_name(v.dtype),
+                           v.device.to_string());
       });
 
   nb::class_<PyModule>(m, "Module")
@@ -725,6 +788,10 @@ NB_MODULE(_baton, m) {
         nb::arg("prepare_shapes") = std::vector<std::map<std::string, int64_t>>(),
         nb::arg("device_map") = "", nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));
+  m.def("triton_repo", &triton_repo, nb::arg("program"), nb::arg("out_dir"), nb::arg("name"),
+        nb::arg("max_batch"), nb::arg("preferred"), nb::arg("queue_delay_us"),
+        nb::arg("instances"), nb::arg("gpus"), nb::arg("python_path"), nb::arg("threads"),
+        nb::arg("overwrite"));
   m.def("has_cuda", [] {
 #ifdef BATON_PYTHON_WITH_CUDA
     return true;

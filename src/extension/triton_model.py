@@ -46,12 +46,6 @@ class TritonPythonModel:
         self.inputs = list(_SETTINGS["inputs"])
         self.outputs = list(_SETTINGS["outputs"])
         self.batching = bool(_SETTINGS.get("batching", False))
-        self.dtypes = {o: pb_utils.triton_string_to_numpy(t)
-                       for o, t in _SETTINGS.get("output_types", {}).items()}
-
-    def _run_group(self, arrays):
-        """One call of the program over inputs already joined; the outputs in order."""
-        return self.module.run(*arrays)
 
     def execute(self, requests):
         responses = [None] * len(requests)
@@ -81,7 +75,7 @@ class TritonPythonModel:
                 else:
                     joined = [np.concatenate([m[1][k] for m in members], axis=0)
                               for k in range(len(self.inputs))]
-                outs = self._run_group(joined)
+                outs = self.module.run(*joined)
             except Exception as e:  # a call the program refused: every request of the group
                 for i, _ in members:
                     responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(e)))

@@ -91,6 +91,21 @@ struct GenerateArgs {
   std::string device_map;  // --device-map
 };
 
+struct TritonRepoArgs {
+  std::string program;
+  std::string out_dir;
+  std::string name;
+  int64_t max_batch = 0;
+  std::string preferred;  // "4,8,16"
+  int64_t queue_delay_us = 100;
+  int instances = 1;
+  std::string gpus;                      // "0,1"
+  std::vector<std::string> python_path;  // --baton-python DIR (repeatable)
+  unsigned threads = 0;
+  bool overwrite = false;
+  bool quiet = false;
+};
+
 struct InspectArgs {
   std::string program;
   bool json = false;
@@ -125,6 +140,7 @@ Result<int> run_compare(const CompareArgs& args);
 Status run_inspect(const InspectArgs& args);
 // baton generate: greedy generation with a decoder compiled with state (docs/generate.md).
 Status run_generate(const GenerateArgs& args);
+Status run_triton_repo(const TritonRepoArgs& args);
 // baton ops: the operator support table (docs/operators.md's support matrix is its output).
 Status run_ops();
 

@@ -408,6 +408,38 @@ int cli_main(int argc, char** argv) {
   g->add_option("--device-map", generate.device_map, device_map_help);
   g->add_flag("-v,--verbose", verbose, kVerboseHelp);
 
+  baton::tool::TritonRepoArgs triton;
+  CLI::App* t = app.add_subcommand(
+      "triton-repo",
+      "Write a Triton Inference Server model repository serving a program (docs/serving.md)");
+  t->add_option("program", triton.program, "Program file (.baton)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  t->add_option("outdir", triton.out_dir, "The model repository (created if missing)")->required();
+  t->add_option("--name", triton.name, "The model's name (default: the program file's stem)");
+  t->add_option("--max-batch", triton.max_batch,
+                "Triton's max_batch_size (default: the largest batch the program's dynamic batch "
+                "dimension takes)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  t->add_option("--preferred-batch", triton.preferred,
+                "Preferred batch sizes, comma-separated (default: powers of two up to the max)");
+  t->add_option("--queue-delay-us", triton.queue_delay_us,
+                "How long a request waits for others to batch with (default 100)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  t->add_option("--instances", triton.instances, "Instances per GPU (or of the CPU model)")
+      ->check(CLI::Range(1, 64));
+  t->add_option("--gpus", triton.gpus,
+                "GPUs to run instances on, comma-separated (default: the program's GPU; each "
+                "instance loads the program there through a device map)");
+  t->add_option("--baton-python", triton.python_path,
+                "A directory model.py puts on sys.path (repeatable): where the baton package and "
+                "NumPy are installed; Triton's Python stub ignores PYTHONPATH");
+  t->add_option("--threads", triton.threads, "CPU threads per instance (default: one per CPU)")
+      ->check(CLI::Range(1, 4096));
+  t->add_flag("--overwrite", triton.overwrite, "Replace the model's directory if it exists");
+  t->add_flag("-q,--quiet", triton.quiet, "Print nothing on success");
+  t->add_flag("-v,--verbose", verbose, kVerboseHelp);
+
   CLI::App* ops_cmd = app.add_subcommand(
       "ops", "List the operators this build runs: opsets, CPU element types, CUDA lowering");
 
@@ -447,6 +479,7 @@ int cli_main(int argc, char** argv) {
   if (*r) status = baton::tool::run_run(run);
   if (*s) status = baton::tool::run_inspect(inspect);
   if (*g) status = baton::tool::run_generate(generate);
+  if (*t) status = baton::tool::run_triton_repo(triton);
   if (*ops_cmd) status = baton::tool::run_ops();
   if (*m) {
     for (const CLI::Option* o : compare_compile_flags) {
