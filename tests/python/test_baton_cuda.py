@@ -71,6 +71,21 @@ def test_cuda_tensors_in_and_out_without_a_copy(programs, x):
     assert c["delegate0.staged_calls"] == 0 and c["delegate0.zero_copy_calls"] >= 2, c
 
 
+def test_device_array_rows_are_views_that_keep_the_array_alive(programs, x):
+    m = baton.load(programs["device"])
+    (y,) = m(x.cuda())
+    want = reference(programs, x)
+    part = y.rows(2, 5)
+    assert part.shape == [3, 24] and part.device == "cuda:0" and part.dtype == "float32"
+    assert part.data_ptr == y.data_ptr + 2 * 24 * 4  # the same memory, three rows in
+    del y  # the view holds the array
+    np.testing.assert_allclose(torch.from_dlpack(part).cpu().numpy(), want[2:5], rtol=1e-5,
+                               atol=1e-6)
+    assert part.rows(0, 0).shape == [0, 24]
+    with pytest.raises(IndexError):
+        part.rows(1, 4)
+
+
 def test_caller_stream(programs, x):
     m = baton.load(programs["device"])
     stream = torch.cuda.Stream()
