@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -220,6 +221,14 @@ class Importer {
               "fixes it at {}",
               where, shape_to_string(given->sizes), d, given->sizes[d], dim.dim_value());
           v.sizes.push_back(dim.dim_value());
+        } else if (given == nullptr && declared(dim.dim_param()) != nullptr &&
+                   declared(dim.dim_param())->min == declared(dim.dim_param())->max &&
+                   declared(dim.dim_param())->min >= 1) {
+          // A range of one size (--dim batch=1..1) is that size: the dimension is static. As a
+          // symbol it stayed "batch" on the inputs while shape inference folded what it reaches
+          // to the number, so an output no longer matched its input (a state pair was refused).
+          v.sizes.push_back(declared(dim.dim_param())->min);
+          fixed_dims_.insert(dim.dim_param());
         } else if (given == nullptr && declared(dim.dim_param()) != nullptr) {
           BATON_ASSIGN_OR_RETURN(sym::SizeExpr e, symbol_for(*declared(dim.dim_param())));
           dynamic[d] = e;
@@ -1002,7 +1011,8 @@ class Importer {
     for (const DimRange& d : options_.dims) {
       // A range is used when it made a symbol (its name's, or one NAME=OTHER points to); an
       // alias when its name is an input's dimension.
-      if (d.same_as.empty() ? graph_.symbols.find_symbol(d.name).has_value()
+      if (d.same_as.empty() ? graph_.symbols.find_symbol(d.name).has_value() ||
+                                  fixed_dims_.count(d.name) > 0
                             : std::find(params.begin(), params.end(), d.name) != params.end())
         continue;
       std::string names;
@@ -1025,6 +1035,7 @@ class Importer {
     return out;
   }
   std::vector<ShapeProblem> shape_problems_;
+  std::set<std::string> fixed_dims_;  // --dim NAME=N..N: static, no symbol made
 };
 
 // One top-level field of a serialized ModelProto, as the wire format lays it out.

@@ -33,12 +33,12 @@ struct Loaded {
 };
 
 Loaded load_decoder(const std::string& name, bool state, int64_t max_new = 64,
-                    const std::string& sample = "") {
+                    const std::string& sample = "", int64_t max_batch = 8) {
   register_builtins();
   compiler::CompileOptions options;
   options.state_auto = state;
   options.sample = sample;
-  options.dims = {{"batch", 1, 8, 0, {}}, {"new_tokens", 1, max_new, 0, {}}};
+  options.dims = {{"batch", 1, max_batch, 0, {}}, {"new_tokens", 1, max_new, 0, {}}};
   const std::string path =
       (fs::path(testing::source_dir()) / "tests/e2e/models/decode" / (name + ".onnx")).string();
   auto compiled = compiler::compile_file(path, options);
@@ -107,6 +107,26 @@ TEST(GenerateTest, GreedyTokensAreTheHandWrittenLoops) {
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     EXPECT_GE(distinct.size(), 4u);
   }
+}
+
+// A batch range of one size (--dim batch=1..1) is a static batch of 1: the caches' inputs and
+// updates keep one shape, so --state auto binds them (it refused them when batch stayed a
+// symbol on the inputs and shape inference folded the updates to 1), and the tokens are the
+// dynamic-batch program's.
+TEST(GenerateTest, ABatchRangeOfOneSizeIsStatic) {
+  Loaded fixed = load_decoder("gpt2_scatter_dynamo", true, 64, "greedy", 1);
+  Loaded ranged = load_decoder("gpt2_scatter_dynamo", true, 64, "greedy", 8);
+  ASSERT_NE(fixed.method, nullptr);
+  ASSERT_NE(ranged.method, nullptr);
+  EXPECT_EQ(fixed.method->num_states(), 4u);
+  EXPECT_EQ(fixed.method->input_dims(0)[0].expr, "") << "the batch is static";
+  EXPECT_EQ(fixed.method->input_info(0).sizes[0], 1);
+  const std::vector<int64_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6};
+  auto want = extension::generate(*ranged.method, {prompt, 24});
+  auto got = extension::generate(*fixed.method, {prompt, 24});
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->tokens, want->tokens);
 }
 
 // --sample greedy: the program's output is next_tokens (its ArgMax), and generation reads one
