@@ -200,12 +200,20 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
     for (const DeviceInfo& d : found) {
       list += fmt::format("{}cuda:{} (sm_{})", list.empty() ? "" : ", ", d.index, d.sm_arch);
     }
+    if (device_ == h.device_id) {
+      return BATON_ERROR(NotSupported,
+                         "partition '{}' was built for cuda:{} ({}), but this machine has {} CUDA "
+                         "device(s){}{}. Rebuild it for a GPU that exists: baton compile "
+                         "MODEL.onnx --device cuda:N; or run it on one with --device-map "
+                         "cuda:{}=cuda:N",
+                         partition, h.device_id, sm_arch_name(h.sm_arch), count,
+                         count ? ": " : "", list, h.device_id);
+    }
     return BATON_ERROR(NotSupported,
-                       "partition '{}' (built for {}) is to run on cuda:{}{}, but this machine has "
-                       "{} CUDA device(s){}{}. Map it to a GPU that exists (--device-map "
-                       "cuda:{}=cuda:N) or rebuild it for one: baton compile MODEL.onnx "
-                       "--device cuda:N",
-                       partition, sm_arch_name(h.sm_arch), device_, mapped, count,
+                       "partition '{}' (built for cuda:{}, {}) is mapped to cuda:{} by the device "
+                       "map, but this machine has {} CUDA device(s){}{}. Map it to a GPU that "
+                       "exists: --device-map cuda:{}=cuda:N",
+                       partition, h.device_id, sm_arch_name(h.sm_arch), device_, count,
                        count ? ": " : "", list, h.device_id);
   }
   const auto found_arch = static_cast<uint32_t>(found[device_].sm_arch);

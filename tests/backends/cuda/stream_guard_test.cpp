@@ -61,10 +61,13 @@ std::vector<uint8_t> blob_for(int device, uint32_t arch) {
   return write_engine_blob(e).value();
 }
 
-Status load_with(std::vector<DeviceInfo> devices, int device, uint32_t arch) {
+// `mapped_to`: where a device map moves the engine (-1: none).
+Status load_with(std::vector<DeviceInfo> devices, int device, uint32_t arch, int mapped_to = -1) {
   override_devices_for_testing(std::move(devices));
   const testing::AlignedBytes blob(blob_for(device, arch));
-  Status s = Engine::load(blob.span(), "cuda_0", /*tune_candidates=*/4).status();
+  Status s = Engine::load(blob.span(), "cuda_0", /*tune_candidates=*/4, false, nullptr, {},
+                          mapped_to)
+                 .status();
   override_devices_for_testing(std::nullopt);
   return s;
 }
@@ -78,6 +81,24 @@ TEST(LoadCheckTest, AMissingDeviceIsNamedWithWhatThereIsAndTheRebuildCommand) {
       std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("baton compile MODEL.onnx --device cuda:N"), std::string::npos);
+}
+
+// An engine moved by a device map is checked where it goes, and the message names the map: a
+// target GPU that does not exist, or one of another architecture.
+TEST(LoadCheckTest, AMappedEngineIsCheckedOnTheGpuItIsMappedTo) {
+  Status s = load_with({{0, "Fake H200", 90, 132, 1}}, /*device=*/0, 90, /*mapped_to=*/2);
+  ASSERT_EQ(s.code(), Error::NotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("partition 'cuda_0' (built for cuda:0, sm_90) is mapped to cuda:2 by "
+                             "the device map, but this machine has 1 CUDA device(s): cuda:0 "
+                             "(sm_90). Map it to a GPU that exists: --device-map cuda:0=cuda:N"),
+            std::string::npos)
+      << s.message();
+  s = load_with({{0, "Fake H200", 90, 132, 1}, {1, "Fake A100", 80, 108, 1}}, 0, 90, 1);
+  ASSERT_EQ(s.code(), Error::NotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("was built for sm_90 but cuda:1 (mapped there from cuda:0 by the "
+                             "device map) is sm_80"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(LoadCheckTest, AnotherArchitectureIsNamedWithTheRebuildCommand) {
