@@ -740,7 +740,8 @@ NB_MODULE(_baton, m) {
                      return std::vector<int64_t>(v.sizes.begin(), v.sizes.end());
                    })
       .def_prop_ro(
-          "dtype", [](const DeviceArray& a) { return std::string(baton::dtype_name(a.view().dtype)); })
+          "dtype",
+          [](const DeviceArray& a) { return std::string(baton::dtype_name(a.view().dtype)); })
       .def_prop_ro("device", [](const DeviceArray& a) { return a.view().device.to_string(); })
       .def_prop_ro("data_ptr",
                    [](const DeviceArray& a) { return reinterpret_cast<uintptr_t>(a.view().data); })
@@ -789,9 +790,8 @@ NB_MODULE(_baton, m) {
         nb::arg("device_map") = "", nb::rv_policy::take_ownership);
   m.def("inspect", &inspect, nb::arg("program"));
   m.def("triton_repo", &triton_repo, nb::arg("program"), nb::arg("out_dir"), nb::arg("name"),
-        nb::arg("max_batch"), nb::arg("preferred"), nb::arg("queue_delay_us"),
-        nb::arg("instances"), nb::arg("gpus"), nb::arg("python_path"), nb::arg("threads"),
-        nb::arg("overwrite"));
+        nb::arg("max_batch"), nb::arg("preferred"), nb::arg("queue_delay_us"), nb::arg("instances"),
+        nb::arg("gpus"), nb::arg("python_path"), nb::arg("threads"), nb::arg("overwrite"));
   m.def("has_cuda", [] {
 #ifdef BATON_PYTHON_WITH_CUDA
     return true;

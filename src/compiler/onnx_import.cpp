@@ -1011,9 +1011,9 @@ class Importer {
     for (const DimRange& d : options_.dims) {
       // A range is used when it made a symbol (its name's, or one NAME=OTHER points to); an
       // alias when its name is an input's dimension.
-      if (d.same_as.empty() ? graph_.symbols.find_symbol(d.name).has_value() ||
-                                  fixed_dims_.count(d.name) > 0
-                            : std::find(params.begin(), params.end(), d.name) != params.end())
+      if (d.same_as.empty()
+              ? graph_.symbols.find_symbol(d.name).has_value() || fixed_dims_.count(d.name) > 0
+              : std::find(params.begin(), params.end(), d.name) != params.end())
         continue;
       std::string names;
       for (const std::string& p : params) names += (names.empty() ? "'" : ", '") + p + "'";

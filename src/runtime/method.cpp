@@ -1229,8 +1229,8 @@ Status check_device_map(std::span<const DeviceMapping> map, const fb::Method& fm
         used_text.empty() ? "it runs on the CPU alone" : "it uses " + used_text);
     for (size_t j = 0; j < i; ++j) {
       BATON_CHECK_OR_RETURN(map[j].from != m.from, InvalidArgument,
-                            "device map: {} is mapped twice (to {} and to {})",
-                            m.from.to_string(), map[j].to.to_string(), m.to.to_string());
+                            "device map: {} is mapped twice (to {} and to {})", m.from.to_string(),
+                            map[j].to.to_string(), m.to.to_string());
       BATON_CHECK_OR_RETURN(map[j].to != m.to, InvalidArgument,
                             "device map: {} and {} are both mapped to {}; a map moves each GPU "
                             "to a GPU of its own",

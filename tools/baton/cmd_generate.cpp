@@ -71,7 +71,8 @@ Status run_generate(const GenerateArgs& args) {
     BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
   }
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
-  if (!loaded.ok()) return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),
+  if (!loaded.ok())
+    return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),
                                 loaded.status());
   std::unique_ptr<runtime::Method> method = std::move(loaded).value();
   BATON_ASSIGN_OR_RETURN(const extension::DecoderSignature sig,

@@ -270,7 +270,8 @@ Status run_run(const RunArgs& args) {
     BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
   }
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
-  if (!loaded.ok()) return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),
+  if (!loaded.ok())
+    return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),
                                 loaded.status());
   std::unique_ptr<runtime::Method> method = std::move(loaded).value();
   const auto method_loaded = Clock::now();

@@ -166,18 +166,17 @@ class CudaBackend final : public runtime::BackendInterface {
     BATON_ASSIGN_OR_RETURN(const auto buckets, engine_buckets(blob));
     std::vector<std::shared_ptr<Engine>> engines;
     for (const auto& bucket : buckets) {
-      BATON_ASSIGN_OR_RETURN(std::shared_ptr<Engine> one,
-                             engine_cache().get(bucket, partition, options.tune_candidates,
-                                                ctx.device.index,
-                                                engines.empty() ? nullptr : engines.front(),
-                                                shared_bucket_weights(blob)));
+      BATON_ASSIGN_OR_RETURN(
+          std::shared_ptr<Engine> one,
+          engine_cache().get(bucket, partition, options.tune_candidates, ctx.device.index,
+                             engines.empty() ? nullptr : engines.front(),
+                             shared_bucket_weights(blob)));
       BATON_CHECK_OR_RETURN(buckets.size() == 1 || one->blob().dynamic(), InvalidProgram,
                             "partition '{}': a bucketed engine of static engines", partition);
       engines.push_back(std::move(one));
     }
     const std::shared_ptr<Engine>& engine = engines.back();
-    const Device built_for =
-        Device::cuda(static_cast<int16_t>(engine->blob().header().device_id));
+    const Device built_for = Device::cuda(static_cast<int16_t>(engine->blob().header().device_id));
     // The program records where each delegate runs; a blob built for another GPU means the file
     // was assembled from parts that do not belong together. (A device map moves both together:
     // ctx.device is where the engine now runs, engine->device().)

@@ -188,11 +188,13 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
   partition_ = partition;
   BATON_ASSIGN_OR_RETURN(blob_, EngineBlob::parse(bytes, shared_weights));
   const EngineHeader& h = blob_.header();
-  // Where it runs: where it was built for, or where a device map moved it (then messages name both).
+  // Where it runs: where it was built for, or where a device map moved it (then messages name
+  // both).
   if (device_ < 0) device_ = h.device_id;
   const std::string mapped =
-      device_ == h.device_id ? std::string()
-                             : fmt::format(" (mapped there from cuda:{} by the device map)", h.device_id);
+      device_ == h.device_id
+          ? std::string()
+          : fmt::format(" (mapped there from cuda:{} by the device map)", h.device_id);
   const std::vector<DeviceInfo> found = visible_devices();
   const int count = static_cast<int>(found.size());
   if (device_ >= count) {
@@ -206,8 +208,8 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
                          "device(s){}{}. Rebuild it for a GPU that exists: baton compile "
                          "MODEL.onnx --device cuda:N; or run it on one with --device-map "
                          "cuda:{}=cuda:N",
-                         partition, h.device_id, sm_arch_name(h.sm_arch), count,
-                         count ? ": " : "", list, h.device_id);
+                         partition, h.device_id, sm_arch_name(h.sm_arch), count, count ? ": " : "",
+                         list, h.device_id);
     }
     return BATON_ERROR(NotSupported,
                        "partition '{}' (built for cuda:{}, {}) is mapped to cuda:{} by the device "
@@ -237,7 +239,7 @@ Status Engine::init(std::span<const uint8_t> bytes, const std::string& partition
         weights_, allocate_device_buffer(device_, blob_.weights().size(),
                                          fmt::format("weights for partition '{}'", partition)));
     BATON_CUDA_CHECK_ON(device_, cudaMemcpy(weights_.get(), blob_.weights().data(),
-                                                blob_.weights().size(), cudaMemcpyHostToDevice));
+                                            blob_.weights().size(), cudaMemcpyHostToDevice));
     // From pageable memory cudaMemcpy may return with the last DMA still in flight on the legacy
     // stream, which orders only blocking streams: a caller's non-blocking stream (StreamGuard,
     // a green context's) could run the first execute() before the weights land. Load time only.

@@ -102,7 +102,7 @@ class Engine {
   // Destroyed bottom-up: the plans and kernels before the library, the library before the weights.
   EngineBlob blob_;
   std::string partition_;
-  int device_ = 0;  // see device()
+  int device_ = 0;                              // see device()
   std::shared_ptr<const Engine> weights_from_;  // whose weights these are, when shared
   DeviceBuffer weights_;
   Library library_;

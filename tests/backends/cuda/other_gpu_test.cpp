@@ -257,8 +257,8 @@ TEST_P(DeviceMapGpuTest, AProgramRunsOnTheGpuItIsMappedTo) {
     EXPECT_EQ(contexts1, std::vector<int>{1});
   }
   // A map that names a GPU the program does not use is refused by name.
-  const Process wrong = shell(
-      fmt::format("{} run {} --iterations 1 --device-map cuda:3=cuda:0", cli(), on0_program));
+  const Process wrong =
+      shell(fmt::format("{} run {} --iterations 1 --device-map cuda:3=cuda:0", cli(), on0_program));
   EXPECT_NE(wrong.exit_code, 0) << wrong.output;
   EXPECT_NE(wrong.output.find("has nothing on cuda:3"), std::string::npos) << wrong.output;
 }

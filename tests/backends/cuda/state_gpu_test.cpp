@@ -196,22 +196,26 @@ TEST_F(StateGpuTest, SmallDecodersGenerateTheCpuTokens) {
   }
 }
 
-// Prefill and decode share one dynamic method (docs/generate.md): each token count keeps its own CUDA
-// graph, and the position is device data, so after the first sequence has captured the prompt's
-// and the token's graphs, a whole second generation (a reset, a prompt of the same length, 48
-// tokens) captures nothing. The program also samples on the GPU: `--sample top-k=K` draws the CPU
-// program's tokens from the same uniform numbers, and `--sample greedy` gives the host argmax's.
+// Prefill and decode share one dynamic method (docs/generate.md): each token count keeps its own
+// CUDA graph, and the position is device data, so after the first sequence has captured the
+// prompt's and the token's graphs, a whole second generation (a reset, a prompt of the same length,
+// 48 tokens) captures nothing. The program also samples on the GPU: `--sample top-k=K` draws the
+// CPU program's tokens from the same uniform numbers, and `--sample greedy` gives the host
+// argmax's.
 TEST_F(StateGpuTest, DecodeReplaysItsGraphAndSamplesOnTheGpu) {
   const std::vector<compiler::DimRange> dims = {{"batch", 1, 8, 0, {}},
                                                 {"new_tokens", 1, 64, 0, {}}};
   for (const std::string name : {"gpt2_scatter_dynamo", "llama_index_put_full_dynamo"}) {
     SCOPED_TRACE(name);
     Compiled logits = compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name));
-    Compiled greedy = compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name), "greedy");
-    Compiled cpu_topk = compile_for({}, "cpu", {}, true, dims, "fp32", decoder_path(name), "top-k=20");
+    Compiled greedy =
+        compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name), "greedy");
+    Compiled cpu_topk =
+        compile_for({}, "cpu", {}, true, dims, "fp32", decoder_path(name), "top-k=20");
     Compiled gpu_topk =
         compile_for({}, "cuda:0", {}, true, dims, "fp32", decoder_path(name), "top-k=20");
-    for (const Compiled* c : {&logits, &greedy, &cpu_topk, &gpu_topk}) ASSERT_NE(c->method, nullptr);
+    for (const Compiled* c : {&logits, &greedy, &cpu_topk, &gpu_topk})
+      ASSERT_NE(c->method, nullptr);
 
     extension::GenerateOptions options;
     options.prompt = {5, 17, 42, 3, 99, 0, 61, 8};

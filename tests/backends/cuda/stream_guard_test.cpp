@@ -65,9 +65,9 @@ std::vector<uint8_t> blob_for(int device, uint32_t arch) {
 Status load_with(std::vector<DeviceInfo> devices, int device, uint32_t arch, int mapped_to = -1) {
   override_devices_for_testing(std::move(devices));
   const testing::AlignedBytes blob(blob_for(device, arch));
-  Status s = Engine::load(blob.span(), "cuda_0", /*tune_candidates=*/4, false, nullptr, {},
-                          mapped_to)
-                 .status();
+  Status s =
+      Engine::load(blob.span(), "cuda_0", /*tune_candidates=*/4, false, nullptr, {}, mapped_to)
+          .status();
   override_devices_for_testing(std::nullopt);
   return s;
 }

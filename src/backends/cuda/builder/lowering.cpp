@@ -153,8 +153,8 @@ void Lowering::assign_slots() {
       const DType t = g_.values[v].dtype;
       const bool floating = t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
       // Integer and bool values (indices, masks) keep their type; squares stay float32 (above).
-      s.dtype = !floating            ? t
-                : squares.count(v)   ? DType::Float32
+      s.dtype = !floating             ? t
+                : squares.count(v)    ? DType::Float32
                 : feeds_only_gemms(v) ? operand_
                                       : activation_;
       s.sizes = g_.values[v].sizes;
