@@ -187,6 +187,9 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   for (int64_t t : options.prompt) {
     BATON_CHECK_OR_RETURN(t >= 0, InvalidArgument, "prompt token {} is negative", t);
   }
+  for (int64_t t : options.forced) {
+    BATON_CHECK_OR_RETURN(t >= 0, InvalidArgument, "forced token {} is negative", t);
+  }
   const int64_t start = options.reset ? 0 : options.start_position;
   // The last token generated is never fed back, so the cache holds prompt + new - 1 positions.
   const int64_t length = start + static_cast<int64_t>(options.prompt.size()) +
@@ -345,10 +348,15 @@ Result<GenerateResult> generate(runtime::Method& m, const GenerateOptions& optio
   }
   result.first_token_ms = ms_since(t0);
   result.tokens.push_back(next);
-  while (static_cast<int64_t>(result.tokens.size()) < options.max_new_tokens &&
-         next != options.eos_token) {
+  const bool forcing = !options.forced.empty();
+  const int64_t choices = forcing
+                              ? std::min<int64_t>(options.max_new_tokens,
+                                                  static_cast<int64_t>(options.forced.size()) + 1)
+                              : options.max_new_tokens;
+  while (static_cast<int64_t>(result.tokens.size()) < choices &&
+         (forcing || next != options.eos_token)) {
     const Clock::time_point t1 = Clock::now();
-    const int64_t fed = next;
+    const int64_t fed = forcing ? options.forced[result.tokens.size() - 1] : next;
     BATON_ASSIGN_OR_RETURN(next, call(std::span<const int64_t>(&fed, 1), pos));
     ++pos;
     result.token_ms.push_back(ms_since(t1));

@@ -820,6 +820,18 @@ TEST_F(CliTest, GenerateReportsTokensAndTimesAndRefusesByName) {
   r = baton("generate " + program + " --prompt-ids 5,,6");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--prompt-ids: '' is not a token id"), std::string::npos) << r.output;
+  // Teacher forcing with the generated tokens gives the same choices back.
+  std::string forced;
+  for (size_t k = 0; k + 1 < j["tokens"].size(); ++k)
+    forced += (forced.empty() ? "" : ",") + std::to_string(j["tokens"][k].get<int64_t>());
+  r = baton("generate " + program +
+                " --prompt-ids 5,17,42,3,99 --max-new-tokens 30 -q --force-ids " + forced,
+            "", /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, tokens + "\n");
+  r = baton("generate " + program + " --prompt-ids 5 --force-ids 1,x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--force-ids: 'x' is not a token id"), std::string::npos) << r.output;
   r = baton("generate " + program + " --prompt-ids 5 --max-new-tokens 65");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("65 positions (1 prompt tokens and 65 new) do not fit the model's "

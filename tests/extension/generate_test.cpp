@@ -109,6 +109,41 @@ TEST(GenerateTest, GreedyTokensAreTheHandWrittenLoops) {
   }
 }
 
+// Teacher forcing: with the greedy tokens forced, the choices are the greedy tokens; with other
+// tokens forced, each choice is the argmax after the prompt and the forced tokens before it, as a
+// loop over the whole sequence so far computes it (and an early difference does not carry over).
+TEST(GenerateTest, ForcedTokensAreFedAndEveryChoiceIsRecorded) {
+  Loaded d = load_decoder("llama_index_put_full_dynamo", true, 64, "greedy");
+  ASSERT_NE(d.method, nullptr);
+  const std::vector<int64_t> prompt = {5, 17, 42, 3};
+  auto greedy = extension::generate(*d.method, {prompt, 20});
+  ASSERT_TRUE(greedy.ok()) << greedy.status().to_string();
+  extension::GenerateOptions forced_options;
+  forced_options.prompt = prompt;
+  forced_options.max_new_tokens = 20;
+  forced_options.forced.assign(greedy->tokens.begin(), greedy->tokens.end() - 1);
+  auto same = extension::generate(*d.method, forced_options);
+  ASSERT_TRUE(same.ok()) << same.status().to_string();
+  EXPECT_EQ(same->tokens, greedy->tokens);
+
+  forced_options.forced = {7, 7, 99, 2, 9, 31, 64, 1};
+  auto got = extension::generate(*d.method, forced_options);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_EQ(got->tokens.size(), 9u) << "one choice after the prompt and one per forced token";
+  for (size_t k = 0; k < got->tokens.size(); ++k) {
+    // The choice after prompt + forced[0..k): the first greedy token of that sequence.
+    std::vector<int64_t> seq = prompt;
+    seq.insert(seq.end(), forced_options.forced.begin(), forced_options.forced.begin() + k);
+    auto one = extension::generate(*d.method, {seq, 1});
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    EXPECT_EQ(got->tokens[k], one->tokens[0]) << "position " << k;
+  }
+  forced_options.forced = {3, -1};
+  auto refused = extension::generate(*d.method, forced_options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("forced token -1 is negative"), std::string::npos);
+}
+
 // A batch range of one size (--dim batch=1..1) is a static batch of 1: the caches' inputs and
 // updates keep one shape, so --state auto binds them (it refused them when batch stayed a
 // symbol on the inputs and shape inference folded the updates to 1), and the tokens are the

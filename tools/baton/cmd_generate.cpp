@@ -22,7 +22,8 @@
 namespace baton::tool {
 namespace {
 
-Result<std::vector<int64_t>> parse_ids(const std::string& text) {
+// "15496,11,995"; `flag` names the option in messages.
+Result<std::vector<int64_t>> parse_ids(const std::string& text, std::string_view flag) {
   std::vector<int64_t> ids;
   size_t at = 0;
   while (at <= text.size()) {
@@ -37,9 +38,9 @@ Result<std::vector<int64_t>> parse_ids(const std::string& text) {
       used = 0;
     }
     BATON_CHECK_OR_RETURN(!item.empty() && used == item.size() && v >= 0, InvalidArgument,
-                          "--prompt-ids: '{}' is not a token id (ids are integers >= 0, "
-                          "comma-separated: --prompt-ids 15496,11,995)",
-                          item);
+                          "{}: '{}' is not a token id (ids are integers >= 0, "
+                          "comma-separated: {} 15496,11,995)",
+                          flag, item, flag);
     ids.push_back(v);
     at = end + 1;
   }
@@ -60,7 +61,8 @@ uint64_t delegate_total(const runtime::Method& m, std::string_view counter) {
 }  // namespace
 
 Status run_generate(const GenerateArgs& args) {
-  BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> prompt, parse_ids(args.prompt_ids));
+  BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> prompt,
+                         parse_ids(args.prompt_ids, "--prompt-ids"));
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
@@ -85,6 +87,9 @@ Status run_generate(const GenerateArgs& args) {
   options.temperature = args.temperature;
   options.top_p = args.top_p;
   options.seed = args.seed;
+  if (!args.force_ids.empty()) {
+    BATON_ASSIGN_OR_RETURN(options.forced, parse_ids(args.force_ids, "--force-ids"));
+  }
   for (int w = 0; w < args.warmup; ++w) {
     BATON_ASSIGN_OR_RETURN(const extension::GenerateResult unused,
                            extension::generate(*method, options));

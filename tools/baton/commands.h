@@ -77,6 +77,7 @@ struct CompareArgs {
 struct GenerateArgs {
   std::string program;
   std::string prompt_ids;  // "15496,11,995": comma-separated token ids
+  std::string force_ids;   // teacher forcing: the tokens fed after the prompt
   int64_t max_new_tokens = 32;
   int64_t eos = -1;
   float temperature = 1.0f;  // --sample top-k programs

@@ -381,6 +381,10 @@ int cli_main(int argc, char** argv) {
   g->add_option("--prompt-ids", generate.prompt_ids,
                 "The prompt's token ids, comma-separated (\"15496,11,995\")")
       ->required();
+  g->add_option("--force-ids", generate.force_ids,
+                "Teacher forcing: feed these token ids after the prompt instead of the chosen "
+                "ones, and print what was chosen at each position (judges a precision position "
+                "by position)");
   g->add_option("--max-new-tokens", generate.max_new_tokens, "Tokens to generate (default 32)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   g->add_option("--eos", generate.eos, "Stop after generating this token id")

@@ -41,6 +41,12 @@ struct GenerateOptions {
   float temperature = 1.0f;
   float top_p = 1.0f;
   uint64_t seed = 0;
+  // Teacher forcing: after the prompt, feed these tokens one per call instead of the program's
+  // choices, which are still recorded (`tokens`: the choice after the prompt, then after each
+  // forced token). Judges a precision position by position, without one early disagreement
+  // changing every later token (docs/generate.md, "Judging fp16"). Empty: generate. Stops after
+  // max_new_tokens choices or forced.size() + 1, whichever is first; eos_token does not stop it.
+  std::vector<int64_t> forced;
 };
 
 struct GenerateResult {
