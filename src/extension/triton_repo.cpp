@@ -259,9 +259,21 @@ Result<TritonRepoResult> write_triton_repo(const std::string& program_path,
 
   // Written into a directory beside the target and renamed into place: a failure leaves no half
   // repository, and an existing model is replaced only when asked.
+  BATON_CHECK_OR_RETURN(!out_dir.empty(), InvalidArgument,
+                        "the repository directory is empty; name one (e.g. repo/)");
   const fs::path out(out_dir);
   const fs::path target = out / name;
   std::error_code ec;
+  // --overwrite replaces the model directory: never when the program (or what holds it) is it.
+  const fs::path program_abs = fs::weakly_canonical(program_path, ec);
+  const fs::path target_abs = fs::weakly_canonical(target, ec);
+  const auto [t_end, p_at] =
+      std::mismatch(target_abs.begin(), target_abs.end(), program_abs.begin(), program_abs.end());
+  BATON_CHECK_OR_RETURN(t_end != target_abs.end(), InvalidArgument,
+                        "{} would be the model's directory, but it is (or holds) the program {}; "
+                        "choose another --name or repository",
+                        target.string(), program_path);
+  ec.clear();
   fs::create_directories(out, ec);
   BATON_CHECK_OR_RETURN(!ec, IoError, "cannot create {}: {}", out.string(), ec.message());
   BATON_CHECK_OR_RETURN(options.overwrite || !fs::exists(target), InvalidArgument,

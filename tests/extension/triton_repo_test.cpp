@@ -154,6 +154,17 @@ TEST_F(TritonRepoTest, WhatCannotBeServedIsRefusedByName) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "repo/mlp")) << "nothing written for a refused request";
 
+  // The model's directory never replaces the program, even with --overwrite.
+  extension::TritonRepoOptions onto_program;
+  onto_program.name = "mlp.baton";
+  onto_program.overwrite = true;
+  auto clobber = extension::write_triton_repo(batching, dir_.string(), onto_program);
+  ASSERT_FALSE(clobber.ok());
+  EXPECT_NE(clobber.status().message().find("is (or holds) the program"), std::string::npos)
+      << clobber.status().to_string();
+  EXPECT_TRUE(fs::is_regular_file(batching));
+  EXPECT_FALSE(extension::write_triton_repo(batching, "", none).ok());
+
   // An existing model is kept unless --overwrite.
   ASSERT_TRUE(extension::write_triton_repo(batching, repo, none).ok());
   auto again = extension::write_triton_repo(batching, repo, none);
