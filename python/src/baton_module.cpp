@@ -630,9 +630,7 @@ PyModule* load(nb::handle program, const std::string& method, unsigned threads,
                const std::string& device_map) {
   runtime::MethodOptions method_options;
   method_options.threads = threads;
-  if (!device_map.empty()) {
-    method_options.device_map = value_or_raise(runtime::parse_device_map(device_map));
-  }
+  method_options.device_map = value_or_raise(runtime::parse_device_map(device_map));
   for (const auto& [key, value] : backend_options)
     method_options.backend_options.push_back({key, value});
   for (const auto& shape : prepare_shapes) {
@@ -656,7 +654,7 @@ PyModule* load(nb::handle program, const std::string& method, unsigned threads,
 
 nb::dict triton_repo(nb::handle program, nb::handle out_dir, const std::string& name,
                      int64_t max_batch, const std::vector<int64_t>& preferred,
-                     int64_t queue_delay_us, int instances, const std::vector<int>& gpus,
+                     int64_t queue_delay_us, int instances, const std::vector<int64_t>& gpus,
                      const std::vector<std::string>& python_path, unsigned threads,
                      bool overwrite) {
   extension::TritonRepoOptions o;

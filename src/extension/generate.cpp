@@ -10,18 +10,11 @@
 
 #include "baton/core/check.h"
 #include "baton/core/dtype.h"
+#include "baton/extension/inspect.h"
 #include "baton/runtime/device_allocator.h"
 
 namespace baton::extension {
 namespace {
-
-// A GPU program compiled with --io host copies each output to the host under the model's name
-// with "@cpu" appended (the copy's value; the device value keeps the name): generation knows
-// the outputs by the model's names.
-std::string_view model_name(std::string_view name) {
-  constexpr std::string_view kHostCopy = "@cpu";
-  return name.ends_with(kHostCopy) ? name.substr(0, name.size() - kHostCopy.size()) : name;
-}
 
 bool is_index_type(DType t) { return t == DType::Int64 || t == DType::Int32; }
 
@@ -119,7 +112,8 @@ Result<DecoderSignature> decoder_signature(const runtime::Method& m) {
                         "takes (docs/generate.md names the inputs generation feeds)",
                         m.name());
   for (size_t o = 0; o < m.num_outputs(); ++o) {
-    const std::string_view name = model_name(m.output_info(o).name);
+    // A GPU program compiled with --io host names the host copy of an output NAME@cpu.
+    const std::string name = model_name(m.output_info(o).name);
     if (name == "logits") s.logits = static_cast<int>(o);
     if (name == "next_tokens") s.next_tokens = static_cast<int>(o);
   }

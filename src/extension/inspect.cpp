@@ -322,4 +322,12 @@ Result<std::string> describe_program_json(const runtime::Program& program) {
   return dump(program_json(program.origin(), file));
 }
 
+std::string model_name(std::string_view value_name) {
+  const size_t at = value_name.rfind('@');
+  if (at != std::string_view::npos && Device::parse(value_name.substr(at + 1)).has_value()) {
+    return std::string(value_name.substr(0, at));
+  }
+  return std::string(value_name);
+}
+
 }  // namespace baton::extension

@@ -37,7 +37,7 @@ std::optional<std::string_view> triton_type(std::string_view dtype) {
 
 // One input or output as Triton sees it.
 struct Port {
-  std::string name;           // the model's name (a host copy's "@cpu" left out)
+  std::string name;           // the model's name (model_name: a host copy's "@cpu" left out)
   std::string dtype;          // Baton's name
   std::vector<int64_t> dims;  // -1 for a dynamic dimension
   std::string first_symbol;   // the leading dimension's symbol, "" when static
@@ -45,11 +45,7 @@ struct Port {
 
 Result<Port> port_of(const json& value, const std::string& program) {
   Port p;
-  p.name = value.value("name", "");
-  // A GPU program compiled with --io host copies each output to the host as NAME@cpu.
-  if (const size_t at = p.name.rfind('@'); at != std::string::npos && at > 0) {
-    p.name.resize(at);
-  }
+  p.name = model_name(value.value("name", ""));
   p.dtype = value.value("dtype", "");
   const json shape = value.value("shape", json::array());
   const json dims = value.value("dims", json());
@@ -145,8 +141,9 @@ Result<TritonRepoResult> write_triton_repo(const std::string& program_path,
       "{}: --gpus asks for GPU instances but the program runs on the CPU; compile it for a GPU "
       "(baton compile MODEL.onnx --device cuda:0) or leave --gpus out",
       program_path);
-  for (int g : options.gpus) {
-    BATON_CHECK_OR_RETURN(g >= 0 && g <= 255, InvalidArgument, "--gpus: {} is not a GPU index", g);
+  for (int64_t g : options.gpus) {
+    BATON_CHECK_OR_RETURN(g >= 0 && g <= 255, InvalidArgument,
+                          "--gpus: {} is not a GPU index (0..255)", g);
   }
   BATON_CHECK_OR_RETURN(options.instances >= 1, InvalidArgument,
                         "--instances {}: at least one instance", options.instances);
@@ -233,14 +230,14 @@ Result<TritonRepoResult> write_triton_repo(const std::string& program_path,
         "{}\n}}\n",
         sizes, options.queue_delay_us);
   }
-  std::vector<int> instance_gpus = options.gpus;
+  std::vector<int64_t> instance_gpus = options.gpus;
   if (instance_gpus.empty() && device != "cpu")
-    instance_gpus.push_back(std::stoi(device.substr(5)));
+    instance_gpus.push_back(Device::parse(device)->index);
   if (instance_gpus.empty()) {
     config += fmt::format("instance_group [ {{ count: {} kind: KIND_CPU }} ]\n", options.instances);
   } else {
     std::string list;
-    for (int g : instance_gpus) list += fmt::format("{}{}", list.empty() ? "" : ", ", g);
+    for (int64_t g : instance_gpus) list += fmt::format("{}{}", list.empty() ? "" : ", ", g);
     config += fmt::format("instance_group [ {{ count: {} kind: KIND_GPU gpus: [ {} ] }} ]\n",
                           options.instances, list);
   }

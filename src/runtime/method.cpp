@@ -1595,6 +1595,7 @@ Status Method::prepare_shape(std::span<const SymbolSize> sizes) { return impl_->
 
 Result<std::vector<DeviceMapping>> parse_device_map(std::string_view text) {
   std::vector<DeviceMapping> out;
+  if (text.empty()) return out;  // no map: every device where the program put it
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());

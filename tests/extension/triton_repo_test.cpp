@@ -40,21 +40,23 @@ class TritonRepoTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // x [batch, 6] (or [3, 6]) -> Relu -> y, plus ArgMax -> k (int64 [batch]).
-  std::string program(const std::string& name, bool batch, int64_t max = 16) {
+  // `min`, `max`: the batch range; `x`: the input's name.
+  std::string program(const std::string& name, bool batch, int64_t max = 16, int64_t min = 1,
+                      const std::string& x = "x") {
     OnnxBuilder b(17);
     if (batch) {
-      b.input_named("x", {-1, 6}, {"batch"}, 1);
+      b.input_named(x, {-1, 6}, {"batch"}, 1);
     } else {
-      b.input("x", {3, 6});
+      b.input(x, {3, 6});
     }
-    b.node("Relu", {"x"}, {"y"}, "relu");
+    b.node("Relu", {x}, {"y"}, "relu");
     auto& am = b.node("ArgMax", {"y"}, {"k"}, "argmax");
     OnnxBuilder::attr_int(am, "axis", 1);
     OnnxBuilder::attr_int(am, "keepdims", 0);
     b.output("y", {batch ? -1 : 3, 6});
     b.output("k", {batch ? -1 : 3}, 7);
     compiler::CompileOptions options;
-    if (batch) options.dims = {{"batch", 1, max, 0, {}}};
+    if (batch) options.dims = {{"batch", min, max, 0, {}}};
     auto compiled = compiler::compile_bytes(b.bytes(), options);
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
     if (!compiled.ok()) return "";
@@ -138,8 +140,11 @@ TEST_F(TritonRepoTest, WhatCannotBeServedIsRefusedByName) {
   gpus.gpus = {0};
   name.name = "a/b";
   preferred.preferred_batch_sizes = {4, 64};
-  extension::TritonRepoOptions fixed_batch;
+  extension::TritonRepoOptions fixed_batch, no_instances;
   fixed_batch.max_batch = 4;
+  no_instances.instances = 0;
+  const std::string from_two = program("from_two", true, 16, 2);
+  const std::string quoted = program("quoted", true, 16, 1, "x\"q");
   for (const Case& c : {
            Case{batching, big, "--max-batch 32: " + batching + " takes batches of 1..16"},
            Case{batching, gpus, "--gpus asks for GPU instances but the program runs on the CPU"},
@@ -147,6 +152,11 @@ TEST_F(TritonRepoTest, WhatCannotBeServedIsRefusedByName) {
            Case{batching, preferred, "preferred batch size 64 is outside 1..16"},
            Case{fixed, fixed_batch, "has no dynamic batch dimension"},
            Case{(dir_ / "missing.baton").string(), none, "missing.baton"},
+           Case{batching, no_instances, "--instances 0: at least one instance"},
+           Case{from_two, none,
+                "its batch dimension 'batch' starts at 2, but Triton sends batches from 1; "
+                "compile with --dim batch=1..16"},
+           Case{quoted, none, "the tensor name 'x\"q' has a character Triton's config cannot hold"},
        }) {
     auto r = extension::write_triton_repo(c.program, repo, c.options);
     ASSERT_FALSE(r.ok()) << c.message;

@@ -153,7 +153,10 @@ TEST(DeviceMapTest, ParsesPairsAndRefusesWhatIsNotOne) {
   EXPECT_EQ((*map)[0].to, Device::cuda(1));
   EXPECT_EQ((*map)[1].from, Device::cuda(0));
   EXPECT_EQ((*map)[1].to, Device::cuda(7));
-  for (const char* bad : {"", "cuda:0", "cuda:0=", "=cuda:1", "cuda:0=cuda:1,", "gpu:0=cuda:1",
+  auto none = runtime::parse_device_map("");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_TRUE(none->empty()) << "no text, no map (as --prepare-shape's parser)";
+  for (const char* bad : {",", "cuda:0", "cuda:0=", "=cuda:1", "cuda:0=cuda:1,", "gpu:0=cuda:1",
                           "cuda:0=cuda:1=cuda:2", "cuda:0=cuda:999"}) {
     auto refused = runtime::parse_device_map(bad);
     ASSERT_FALSE(refused.ok()) << "'" << bad << "'";

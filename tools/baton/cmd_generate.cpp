@@ -22,31 +22,6 @@
 namespace baton::tool {
 namespace {
 
-// "15496,11,995"; `flag` names the option in messages.
-Result<std::vector<int64_t>> parse_ids(const std::string& text, std::string_view flag) {
-  std::vector<int64_t> ids;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    BATON_CHECK_OR_RETURN(!item.empty() && used == item.size() && v >= 0, InvalidArgument,
-                          "{}: '{}' is not a token id (ids are integers >= 0, "
-                          "comma-separated: {} 15496,11,995)",
-                          flag, item, flag);
-    ids.push_back(v);
-    at = end + 1;
-  }
-  return ids;
-}
-
 // A delegate counter summed over the method's delegates (staged_bytes, graph_captures).
 uint64_t delegate_total(const runtime::Method& m, std::string_view counter) {
   uint64_t total = 0;
@@ -62,16 +37,14 @@ uint64_t delegate_total(const runtime::Method& m, std::string_view counter) {
 
 Status run_generate(const GenerateArgs& args) {
   BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> prompt,
-                         parse_ids(args.prompt_ids, "--prompt-ids"));
+                         parse_index_list(args.prompt_ids, "--prompt-ids", "a token id"));
   runtime::LoadOptions load;
   load.verify_checksums = !args.no_checksums;
   BATON_ASSIGN_OR_RETURN(auto program, runtime::Program::load_file(args.program, load));
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
   BATON_ASSIGN_OR_RETURN(method_options.backend_options, parse_load_options(args.load_options));
-  if (!args.device_map.empty()) {
-    BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
-  }
+  BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
   if (!loaded.ok())
     return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),
@@ -87,9 +60,8 @@ Status run_generate(const GenerateArgs& args) {
   options.temperature = args.temperature;
   options.top_p = args.top_p;
   options.seed = args.seed;
-  if (!args.force_ids.empty()) {
-    BATON_ASSIGN_OR_RETURN(options.forced, parse_ids(args.force_ids, "--force-ids"));
-  }
+  BATON_ASSIGN_OR_RETURN(options.forced,
+                         parse_index_list(args.force_ids, "--force-ids", "a token id"));
   for (int w = 0; w < args.warmup; ++w) {
     BATON_ASSIGN_OR_RETURN(const extension::GenerateResult unused,
                            extension::generate(*method, options));

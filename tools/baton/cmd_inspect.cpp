@@ -234,9 +234,7 @@ Status add_loaded(const InspectArgs& args, const runtime::LoadOptions& load, jso
   runtime::MethodOptions options;
   options.threads = args.threads;
   BATON_ASSIGN_OR_RETURN(options.backend_options, parse_load_options(args.load_options));
-  if (!args.device_map.empty()) {
-    BATON_ASSIGN_OR_RETURN(options.device_map, runtime::parse_device_map(args.device_map));
-  }
+  BATON_ASSIGN_OR_RETURN(options.device_map, runtime::parse_device_map(args.device_map));
   for (json& m : j["methods"]) {
     auto method = program->load_method(m["name"].get<std::string>(), options);
     if (!method.ok()) {

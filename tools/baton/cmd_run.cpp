@@ -266,9 +266,7 @@ Status run_run(const RunArgs& args) {
   runtime::MethodOptions method_options;
   method_options.threads = args.threads;
   BATON_ASSIGN_OR_RETURN(method_options.backend_options, parse_load_options(args.load_options));
-  if (!args.device_map.empty()) {
-    BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
-  }
+  BATON_ASSIGN_OR_RETURN(method_options.device_map, runtime::parse_device_map(args.device_map));
   Result<std::unique_ptr<runtime::Method>> loaded = program->load_method("forward", method_options);
   if (!loaded.ok())
     return explain_load_failure(*program, gpus_needed(*program, method_options.device_map),

@@ -1,5 +1,4 @@
 // baton triton-repo: a Triton model repository for a program (docs/serving.md).
-#include <charconv>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -7,41 +6,19 @@
 #include "baton/core/check.h"
 #include "baton/extension/triton_repo.h"
 #include "commands.h"
+#include "run_common.h"
 
 namespace baton::tool {
-namespace {
-
-// "0,1" -> {0, 1}; `flag` names the option in messages.
-template <typename T>
-Result<std::vector<T>> parse_list(const std::string& text, std::string_view flag) {
-  std::vector<T> out;
-  if (text.empty()) return out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string_view part = std::string_view(text).substr(at, comma - at);
-    T v{};
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    BATON_CHECK_OR_RETURN(ec == std::errc() && end == part.data() + part.size() && v >= 0,
-                          InvalidArgument, "{} {}: '{}' is not a non-negative integer", flag, text,
-                          part);
-    out.push_back(v);
-    at = comma + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 Status run_triton_repo(const TritonRepoArgs& args) {
   extension::TritonRepoOptions options;
   options.name = args.name;
   options.max_batch = args.max_batch;
   BATON_ASSIGN_OR_RETURN(options.preferred_batch_sizes,
-                         parse_list<int64_t>(args.preferred, "--preferred-batch"));
+                         parse_index_list(args.preferred, "--preferred-batch", "a batch size"));
   options.queue_delay_us = args.queue_delay_us;
   options.instances = args.instances;
-  BATON_ASSIGN_OR_RETURN(options.gpus, parse_list<int>(args.gpus, "--gpus"));
+  BATON_ASSIGN_OR_RETURN(options.gpus, parse_index_list(args.gpus, "--gpus", "a GPU index"));
   options.python_path = args.python_path;
   options.threads = args.threads;
   options.overwrite = args.overwrite;

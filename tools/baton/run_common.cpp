@@ -1,6 +1,7 @@
 #include "run_common.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,26 @@ Result<Tensor> random_input(const runtime::TensorInfo& info, std::mt19937& rng) 
 }
 
 }  // namespace
+
+Result<std::vector<int64_t>> parse_index_list(std::string_view text, std::string_view flag,
+                                              std::string_view what) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, comma - at);
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    BATON_CHECK_OR_RETURN(
+        !item.empty() && ec == std::errc() && end == item.data() + item.size() && v >= 0,
+        InvalidArgument, "{}: '{}' is not {} (integers >= 0, comma-separated: {} 0,1,2)", flag,
+        item, what, flag);
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
+}
 
 Result<std::vector<runtime::BackendOption>> parse_load_options(
     const std::vector<std::string>& args) {
@@ -327,14 +348,6 @@ Result<Tensor> output_to_host(const runtime::Method& method, size_t index) {
                          Tensor::empty(out.dtype, {out.sizes.begin(), out.sizes.end()}));
   BATON_TRY(runtime::copy_tensor(host.view(), out));
   return host;
-}
-
-std::string model_name(std::string_view name) {
-  const size_t at = name.rfind('@');
-  if (at != std::string_view::npos && Device::parse(name.substr(at + 1)).has_value()) {
-    return std::string(name.substr(0, at));
-  }
-  return std::string(name);
 }
 
 std::string output_file_name(size_t index, std::string_view tensor_name) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "baton/core/tensor.h"
+#include "baton/extension/inspect.h"
 #include "baton/runtime/program.h"
 
 namespace baton::tool {
@@ -31,6 +32,11 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std:
 
 // "[batch, 3, 224, 224]" for a dynamic input (its dimensions' expressions), else its sizes.
 std::string input_shape_text(const runtime::Method& method, size_t index);
+
+// "15496,11,995" -> {15496, 11, 995}: integers >= 0, comma-separated ("" is none). `flag`
+// ("--prompt-ids") and `what` ("a token id") name the option and an item in messages.
+Result<std::vector<int64_t>> parse_index_list(std::string_view text, std::string_view flag,
+                                              std::string_view what);
 
 // --load-option KEY=VALUE arguments as MethodOptions::backend_options (InvalidArgument for one
 // without '='; the keys and values are checked when the method loads).
@@ -66,9 +72,9 @@ Result<Tensor> output_to_host(const runtime::Method& method, size_t index);
 std::vector<Device> gpus_needed(const runtime::Program& program,
                                 std::span<const runtime::DeviceMapping> device_map = {});
 
-// The model's name of a program value: a method output that a GPU partition computes and the
-// program copies to the host is the copy, named "NAME@cpu"; other values have the model's NAME.
-std::string model_name(std::string_view name);
+// The model's name of a program value ("logits@cpu" -> "logits";
+// include/baton/extension/inspect.h).
+using extension::model_name;
 
 // "output_0_logits.npy": output `index` named after its tensor's model name, with every character
 // that is not a letter, digit, '-', '_' or '.' written as '_' (names come from models unchecked).

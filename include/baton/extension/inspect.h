@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "baton/core/error.h"
 #include "baton/runtime/program.h"
@@ -28,5 +29,10 @@ Result<std::string> describe_program_json(const std::string& path,
 // Describes a loaded program; the description's "file" is the program's origin (its path, or
 // "<memory>").
 Result<std::string> describe_program_json(const runtime::Program& program);
+
+// The model's name of a program value: a method output that a GPU partition computes and the
+// program copies to the host is the copy, named NAME@cpu (compiler/placement.cpp names a copy
+// NAME@DEVICE); other values keep the model's NAME.
+std::string model_name(std::string_view value_name);
 
 }  // namespace baton::extension

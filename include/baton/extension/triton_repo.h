@@ -30,7 +30,7 @@ struct TritonRepoOptions {
   int instances = 1;
   // GPUs to run instances on (KIND_GPU); empty: the program's own GPU for a GPU program, the CPU
   // (KIND_CPU) for a CPU one. A CPU program cannot be given GPUs.
-  std::vector<int> gpus;
+  std::vector<int64_t> gpus;
   // Directories model.py puts first on sys.path: where the baton package and NumPy are. Triton's
   // Python stub runs the system's interpreter and ignores PYTHONPATH.
   std::vector<std::string> python_path;

@@ -71,8 +71,9 @@ struct DeviceMapping {
   Device from;
   Device to;
 };
-// Parses "cuda:0=cuda:1[,cuda:1=cuda:0...]" (the CLI's --device-map): InvalidArgument naming the
-// part that is not DEVICE=DEVICE. The map's own rules are checked by load_method.
+// Parses "cuda:0=cuda:1[,cuda:1=cuda:0...]" (the CLI's --device-map; "" is no map):
+// InvalidArgument naming the part that is not DEVICE=DEVICE. The map's own rules are checked by
+// load_method.
 Result<std::vector<DeviceMapping>> parse_device_map(std::string_view text);
 
 struct MethodOptions {

@@ -73,6 +73,13 @@ TEST(TritonRepoCudaTest, AGpuProgramGetsGpuInstancesAndItsDeviceRecorded) {
   EXPECT_NE(config.find("instance_group [ { count: 2 kind: KIND_GPU gpus: [ 0, 2, 3 ] } ]"),
             std::string::npos)
       << config;
+  // A GPU index past what a device names is refused.
+  o.gpus = {300};
+  auto refused = extension::write_triton_repo(program, (dir / "repo").string(), o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--gpus: 300 is not a GPU index (0..255)"),
+            std::string::npos)
+      << refused.status().to_string();
   fs::remove_all(dir);
 }
 
